@@ -1,0 +1,538 @@
+"""Plain typed containers: Document, Corpus, Queries, Qrels, Run, Sample.
+
+The Run is the interchange of the whole product (DESIGN.md): every retriever produces one, every
+judge and metric consumes one, and it round-trips through TREC run files so any run can be checked
+with trec_eval. It is stored columnar (flat arrays plus per-query offsets) so that judging and
+metrics are vectorized instead of walking dicts of dicts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+# How a document's title and text become the one string that is indexed. Recorded in manifests
+# because it changes scores: BEIR joins "title text" with one space and strips the result.
+JOIN_RULES = ("title_space_text", "title_newline_text", "text_only")
+
+
+def join_title_text(title: str, text: str, rule: str = "title_space_text") -> str:
+    """Join a title and a text by a named rule (BEIR's own rule is the default)."""
+    if rule == "text_only":
+        return text
+    if rule == "title_space_text":
+        return (title + " " + text).strip()
+    if rule == "title_newline_text":
+        return (title + "\n" + text).strip()
+    raise ValueError(f"unknown join rule {rule!r}; expected one of {', '.join(JOIN_RULES)}")
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document (or chunk) of a corpus."""
+
+    id: str
+    text: str
+    title: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Corpus:
+    """Documents by id, stored as parallel columns.
+
+    Columns may be any sequence (lists, or Arrow-backed lazy columns from `io.hf`) so a corpus of
+    millions of documents need not be materialized as Python objects.
+    """
+
+    def __init__(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        titles: Sequence[str] | None = None,
+        metadata: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        join_rule: str = "title_space_text",
+        name: str = "",
+    ) -> None:
+        if titles is not None and len(titles) != len(ids):
+            raise ValueError("titles and ids differ in length")
+        if len(texts) != len(ids):
+            raise ValueError("texts and ids differ in length")
+        if join_rule not in JOIN_RULES:
+            raise ValueError(f"unknown join rule {join_rule!r}; expected one of {', '.join(JOIN_RULES)}")
+        self.ids = ids
+        self.texts = texts
+        self.titles = titles
+        self.metadata = metadata
+        self.join_rule = join_rule
+        self.name = name
+        self._index: dict[str, int] | None = None
+
+    @classmethod
+    def from_documents(cls, docs: Iterable[Document], **kwargs: Any) -> Corpus:
+        docs = list(docs)
+        return cls(
+            [d.id for d in docs],
+            [d.text for d in docs],
+            [d.title for d in docs],
+            [dict(d.metadata) for d in docs],
+            **kwargs,
+        )
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def index(self) -> dict[str, int]:
+        """Position of each id; built on first use."""
+        if self._index is None:
+            self._index = {doc_id: i for i, doc_id in enumerate(self.ids)}
+        return self._index
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self.index
+
+    def title(self, i: int) -> str:
+        return self.titles[i] if self.titles is not None else ""
+
+    def document(self, i: int) -> Document:
+        meta = self.metadata[i] if self.metadata is not None else {}
+        return Document(self.ids[i], self.texts[i], self.title(i), meta or {})
+
+    def __getitem__(self, doc_id: str) -> Document:
+        return self.document(self.index[doc_id])
+
+    def __iter__(self) -> Iterator[Document]:
+        for i in range(len(self)):
+            yield self.document(i)
+
+    def joined(self, i: int) -> str:
+        """The text that gets indexed for document i, by this corpus's join rule."""
+        return join_title_text(self.title(i), self.texts[i], self.join_rule)
+
+    def joined_texts(self) -> list[str]:
+        return [self.joined(i) for i in range(len(self))]
+
+    def subset(self, ids: Iterable[str]) -> Corpus:
+        """A corpus of the given ids, in the given order."""
+        pos = [self.index[i] for i in ids]
+        return Corpus(
+            [self.ids[p] for p in pos],
+            [self.texts[p] for p in pos],
+            [self.title(p) for p in pos],
+            [self.metadata[p] for p in pos] if self.metadata is not None else None,
+            join_rule=self.join_rule,
+            name=self.name,
+        )
+
+    def fingerprint(self) -> str:
+        """Content hash of ids, titles and texts: two corpora with equal fingerprints index the same."""
+        h = hashlib.sha256()
+        h.update(self.join_rule.encode())
+        for i in range(len(self)):
+            for part in (self.ids[i], self.title(i), self.texts[i]):
+                h.update(part.encode("utf-8"))
+                h.update(b"\x1f")
+            h.update(b"\x1e")
+        return h.hexdigest()[:16]
+
+
+class Queries(Mapping[str, str]):
+    """Query id -> query text, in file order, with optional per-query metadata."""
+
+    def __init__(
+        self,
+        texts: Mapping[str, str],
+        metadata: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        self._texts = dict(texts)
+        self.metadata: dict[str, Mapping[str, Any]] = dict(metadata or {})
+
+    def __getitem__(self, qid: str) -> str:
+        return self._texts[qid]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self._texts)
+
+    def subset(self, ids: Iterable[str]) -> Queries:
+        ids = [i for i in ids if i in self._texts]
+        return Queries({i: self._texts[i] for i in ids}, {i: self.metadata[i] for i in ids if i in self.metadata})
+
+
+class Qrels(Mapping[str, Mapping[str, int]]):
+    """Graded relevance judgements: query id -> doc id -> integer grade.
+
+    Grades <= 0 are kept (trec_eval reads them as judged non-relevant) but never count as relevant.
+    """
+
+    def __init__(self, judgements: Mapping[str, Mapping[str, int]]) -> None:
+        self._q: dict[str, dict[str, int]] = {str(q): {str(d): int(g) for d, g in docs.items()} for q, docs in judgements.items()}
+
+    def __getitem__(self, qid: str) -> Mapping[str, int]:
+        return self._q[qid]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._q)
+
+    def __len__(self) -> int:
+        return len(self._q)
+
+    @property
+    def n_judgements(self) -> int:
+        return sum(len(d) for d in self._q.values())
+
+    def relevant(self, qid: str, level: int = 1) -> set[str]:
+        """Doc ids judged at or above `level` for a query."""
+        return {d for d, g in self._q.get(qid, {}).items() if g >= level}
+
+    def grade_histogram(self) -> dict[int, int]:
+        hist: dict[int, int] = {}
+        for docs in self._q.values():
+            for g in docs.values():
+                hist[g] = hist.get(g, 0) + 1
+        return dict(sorted(hist.items()))
+
+    def subset(self, qids: Iterable[str]) -> Qrels:
+        return Qrels({q: self._q[q] for q in qids if q in self._q})
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        return {q: dict(d) for q, d in self._q.items()}
+
+
+class QueryStatus(str, Enum):
+    """What happened to one query: only `ok` and `empty` are answers; the rest are failures."""
+
+    OK = "ok"
+    EMPTY = "empty"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    INVALID = "invalid"
+
+    @property
+    def failed(self) -> bool:
+        return self in (QueryStatus.ERROR, QueryStatus.TIMEOUT, QueryStatus.INVALID)
+
+
+def _intern(doc_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Codes for doc ids whose order equals the ids' string order (for trec_eval tie-breaking).
+
+    Returns (vocab sorted ascending as an object array, int64 codes).
+    """
+    table: dict[str, int] = {}
+    first = [table.setdefault(d, len(table)) for d in doc_ids]
+    vocab = np.array(list(table), dtype=object)
+    order = np.argsort(vocab.astype(str), kind="stable") if len(vocab) else np.zeros(0, dtype=np.int64)
+    rank = np.empty(len(vocab), dtype=np.int64)
+    rank[order] = np.arange(len(vocab), dtype=np.int64)
+    codes = rank[np.asarray(first, dtype=np.int64)] if first else np.zeros(0, dtype=np.int64)
+    return vocab[order], codes
+
+
+class Run:
+    """Ranked results per query, in trec_eval order, plus per-query status, latency and error.
+
+    Order within a query is score descending, ties broken by doc id descending (trec_eval's rule);
+    a doc id that appears twice in one ranking keeps its first occurrence and is counted in
+    `n_duplicates`. Scores are float64.
+    """
+
+    def __init__(
+        self,
+        query_ids: list[str],
+        offsets: np.ndarray,
+        doc_ids: np.ndarray,
+        scores: np.ndarray,
+        *,
+        status: Mapping[str, QueryStatus] | None = None,
+        latency: Mapping[str, float] | None = None,
+        errors: Mapping[str, str] | None = None,
+        name: str = "",
+        n_duplicates: int = 0,
+        _sorted: bool = False,
+    ) -> None:
+        self.name = name
+        self.query_ids = list(query_ids)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.doc_ids = np.asarray(doc_ids, dtype=object)
+        self.scores = np.asarray(scores, dtype=np.float64)
+        self.n_duplicates = n_duplicates
+        self._vocab: np.ndarray | None = None
+        self._codes: np.ndarray | None = None
+        if not _sorted:
+            self._normalize()
+        self._pos = {q: i for i, q in enumerate(self.query_ids)}
+        self.status: dict[str, QueryStatus] = {}
+        for i, q in enumerate(self.query_ids):
+            given = (status or {}).get(q)
+            if given is not None:
+                self.status[q] = QueryStatus(given)
+            else:
+                self.status[q] = QueryStatus.OK if self.offsets[i + 1] > self.offsets[i] else QueryStatus.EMPTY
+        self.latency: dict[str, float] = {q: float(v) for q, v in (latency or {}).items()}
+        self.errors: dict[str, str] = dict(errors or {})
+
+    # -- construction -------------------------------------------------------------------------
+    @classmethod
+    def from_dict(
+        cls,
+        results: Mapping[str, Mapping[str, float] | Sequence[tuple[str, float]]],
+        **kwargs: Any,
+    ) -> Run:
+        """From `{qid: {doc: score}}` or `{qid: [(doc, score), ...]}` (order is re-established)."""
+        qids: list[str] = []
+        offsets = [0]
+        docs: list[str] = []
+        scores: list[float] = []
+        for qid, ranking in results.items():
+            items = ranking.items() if isinstance(ranking, Mapping) else ranking
+            for d, s in items:
+                docs.append(str(d))
+                scores.append(float(s))
+            qids.append(str(qid))
+            offsets.append(len(docs))
+        return cls(qids, np.asarray(offsets), np.asarray(docs, dtype=object), np.asarray(scores, dtype=np.float64), **kwargs)
+
+    @classmethod
+    def empty(cls, name: str = "") -> Run:
+        return cls([], np.zeros(1, dtype=np.int64), np.zeros(0, dtype=object), np.zeros(0), name=name)
+
+    def _normalize(self) -> None:
+        """Sort each query into trec_eval order and drop repeated doc ids (first kept)."""
+        n = len(self.doc_ids)
+        if n == 0:
+            return
+        if len(self.scores) != n or self.offsets[-1] != n:
+            raise ValueError("doc_ids, scores and offsets disagree in length")
+        counts = np.diff(self.offsets)
+        qidx = np.repeat(np.arange(len(self.query_ids), dtype=np.int64), counts)
+        vocab, codes = _intern(self.doc_ids)
+        # duplicates: the first occurrence (input order) of each (query, doc) pair is kept
+        key = qidx * max(len(vocab), 1) + codes
+        _, first_pos = np.unique(key, return_index=True)
+        if len(first_pos) < n:
+            keep = np.zeros(n, dtype=bool)
+            keep[first_pos] = True
+            self.n_duplicates += int(n - keep.sum())
+            qidx, codes = qidx[keep], codes[keep]
+            self.doc_ids, self.scores = self.doc_ids[keep], self.scores[keep]
+            self.offsets = np.concatenate([[0], np.cumsum(np.bincount(qidx, minlength=len(self.query_ids)))])
+        order = np.lexsort((-codes, -self.scores, qidx))
+        if not np.array_equal(order, np.arange(len(order))):
+            self.doc_ids, self.scores, codes = self.doc_ids[order], self.scores[order], codes[order]
+        self._vocab, self._codes = vocab, codes
+
+    # -- access ---------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+    def __contains__(self, qid: object) -> bool:
+        return qid in self._pos
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.query_ids)
+
+    def _slice(self, qid: str) -> slice:
+        i = self._pos[qid]
+        return slice(int(self.offsets[i]), int(self.offsets[i + 1]))
+
+    def docs(self, qid: str) -> list[str]:
+        """Doc ids of a query, rank 1 first."""
+        return list(self.doc_ids[self._slice(qid)])
+
+    def ranking(self, qid: str) -> list[tuple[str, float]]:
+        s = self._slice(qid)
+        return list(zip(self.doc_ids[s].tolist(), self.scores[s].tolist(), strict=True))
+
+    def __getitem__(self, qid: str) -> list[tuple[str, float]]:
+        return self.ranking(qid)
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        return {q: dict(self.ranking(q)) for q in self.query_ids}
+
+    @property
+    def depth(self) -> int:
+        """The longest ranking's length."""
+        return int(np.diff(self.offsets).max()) if len(self.query_ids) else 0
+
+    def doc_codes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted vocabulary, int64 code per ranked doc): vectorized judging works on codes."""
+        if self._codes is None:
+            self._vocab, self._codes = _intern(self.doc_ids)
+        assert self._vocab is not None
+        return self._vocab, self._codes
+
+    def failed(self) -> list[str]:
+        """Queries whose status is a failure (error, timeout, invalid)."""
+        return [q for q in self.query_ids if self.status[q].failed]
+
+    def answered(self) -> list[str]:
+        return [q for q in self.query_ids if not self.status[q].failed]
+
+    # -- derivation -----------------------------------------------------------------------------
+    def truncate(self, depth: int) -> Run:
+        """Keep at most `depth` docs per query."""
+        counts = np.minimum(np.diff(self.offsets), depth)
+        starts = self.offsets[:-1]
+        idx = np.concatenate([np.arange(s, s + c) for s, c in zip(starts, counts, strict=True)]) if len(counts) else np.zeros(0, dtype=np.int64)
+        idx = idx.astype(np.int64)
+        run = Run(
+            self.query_ids,
+            np.concatenate([[0], np.cumsum(counts)]),
+            self.doc_ids[idx],
+            self.scores[idx],
+            status=self.status,
+            latency=self.latency,
+            errors=self.errors,
+            name=self.name,
+            n_duplicates=self.n_duplicates,
+            _sorted=True,
+        )
+        return run
+
+    def subset(self, qids: Iterable[str]) -> Run:
+        """The given queries (those present), in the given order."""
+        keep = [q for q in qids if q in self._pos]
+        parts = [self._slice(q) for q in keep]
+        idx = np.concatenate([np.arange(s.start, s.stop) for s in parts]).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum([s.stop - s.start for s in parts])]).astype(np.int64)
+        return Run(
+            keep,
+            offsets,
+            self.doc_ids[idx],
+            self.scores[idx],
+            status={q: self.status[q] for q in keep},
+            latency={q: self.latency[q] for q in keep if q in self.latency},
+            errors={q: self.errors[q] for q in keep if q in self.errors},
+            name=self.name,
+            _sorted=True,
+        )
+
+    @staticmethod
+    def concat(runs: Sequence[Run], name: str = "") -> Run:
+        """Join runs over disjoint query sets (e.g. a resumed run's journal and its new part)."""
+        qids: list[str] = []
+        for r in runs:
+            qids.extend(r.query_ids)
+        if len(set(qids)) != len(qids):
+            raise ValueError("runs to concatenate share query ids")
+        lengths = np.concatenate([np.diff(r.offsets) for r in runs]) if runs else np.zeros(0, dtype=np.int64)
+        status: dict[str, QueryStatus] = {}
+        latency: dict[str, float] = {}
+        errors: dict[str, str] = {}
+        for r in runs:
+            status.update(r.status)
+            latency.update(r.latency)
+            errors.update(r.errors)
+        return Run(
+            qids,
+            np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+            np.concatenate([r.doc_ids for r in runs]) if runs else np.zeros(0, dtype=object),
+            np.concatenate([r.scores for r in runs]) if runs else np.zeros(0),
+            status=status,
+            latency=latency,
+            errors=errors,
+            name=name or (runs[0].name if runs else ""),
+            n_duplicates=sum(r.n_duplicates for r in runs),
+            _sorted=True,
+        )
+
+    def __repr__(self) -> str:
+        return f"Run(name={self.name!r}, queries={len(self)}, docs={len(self.doc_ids)}, failed={len(self.failed())})"
+
+
+class RunBuilder:
+    """Collects per-query results as a retriever produces them, then freezes them into a Run."""
+
+    def __init__(self, name: str = "") -> None:
+        self.name = name
+        self._qids: list[str] = []
+        self._docs: list[str] = []
+        self._scores: list[float] = []
+        self._offsets = [0]
+        self._status: dict[str, QueryStatus] = {}
+        self._latency: dict[str, float] = {}
+        self._errors: dict[str, str] = {}
+
+    def add(
+        self,
+        qid: str,
+        ranking: Iterable[tuple[str, float]] = (),
+        *,
+        status: QueryStatus | None = None,
+        latency: float | None = None,
+        error: str | None = None,
+    ) -> None:
+        for d, s in ranking:
+            self._docs.append(d)
+            self._scores.append(float(s))
+        self._qids.append(qid)
+        self._offsets.append(len(self._docs))
+        if status is not None:
+            self._status[qid] = status
+        if latency is not None:
+            self._latency[qid] = latency
+        if error is not None:
+            self._errors[qid] = error
+
+    def build(self) -> Run:
+        return Run(
+            self._qids,
+            np.asarray(self._offsets, dtype=np.int64),
+            np.asarray(self._docs, dtype=object),
+            np.asarray(self._scores, dtype=np.float64),
+            status=self._status,
+            latency=self._latency,
+            errors=self._errors,
+            name=self.name,
+        )
+
+
+@dataclass
+class Sample:
+    """One golden-set case: a question, its relevant ids (with gains), and options.
+
+    `expected` maps doc id -> gain; a list of ids in the file becomes gain 1 each.
+    `support_groups` lists the groups of ids a multi-hop question needs (recall_all).
+    """
+
+    id: str
+    input: str
+    expected: dict[str, int]
+    k: int | None = None
+    tags: list[str] = field(default_factory=list)
+    category: str | None = None
+    answer: str | None = None
+    support_groups: list[list[str]] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Dataset:
+    """A corpus with its queries and per-split judgements, and what loading noticed about it."""
+
+    name: str
+    corpus: Corpus
+    queries: Queries
+    qrels: dict[str, Qrels]
+    path: str = ""
+    problems: list[str] = field(default_factory=list)
+
+    def split(self, split: str) -> Qrels:
+        if split not in self.qrels:
+            from retbench.errors import InputError
+
+            have = ", ".join(sorted(self.qrels)) or "none"
+            raise InputError(f"no qrels split {split!r} (have: {have})", path=self.path, field="split")
+        return self.qrels[split]

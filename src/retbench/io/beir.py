@@ -1,0 +1,200 @@
+"""BEIR folders exactly as BEIR writes them.
+
+    corpus.jsonl[.gz]   {"_id", "title"?, "text", "metadata"?} per line
+    queries.jsonl[.gz]  {"_id", "text", "metadata"?} per line
+    qrels/<split>.tsv   header `query-id<TAB>corpus-id<TAB>score`, then one judgement a line
+
+The indexed text of a document is "title text" stripped (BEIR's rule); the rule is recorded on the
+Corpus so manifests can say how documents were joined.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from retbench.data import Corpus, Dataset, Qrels, Queries
+from retbench.errors import InputError
+from retbench.io.files import find_variant, iter_jsonl, iter_lines, open_text
+
+
+def _string_field(obj: dict, key: str, path: Path, lineno: int, *, required: bool) -> str:
+    if key not in obj or obj[key] is None:
+        if required:
+            raise InputError("missing required field", path=path, line=lineno, field=key)
+        return ""
+    value = obj[key]
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and key == "_id":
+        return str(value)
+    if not isinstance(value, str):
+        raise InputError(f"expected a string, got {type(value).__name__}", path=path, line=lineno, field=key)
+    return value
+
+
+def read_corpus(path: str | Path, join_rule: str = "title_space_text", name: str = "") -> Corpus:
+    p = Path(path)
+    ids: list[str] = []
+    titles: list[str] = []
+    texts: list[str] = []
+    metadata: list[dict] = []
+    first_line: dict[str, int] = {}
+    for lineno, obj in iter_jsonl(p):
+        doc_id = _string_field(obj, "_id", p, lineno, required=True)
+        if not doc_id:
+            raise InputError("empty document id", path=p, line=lineno, field="_id")
+        if doc_id in first_line:
+            raise InputError(
+                f"duplicate document id {doc_id!r} (first seen on line {first_line[doc_id]})",
+                path=p,
+                line=lineno,
+                field="_id",
+            )
+        first_line[doc_id] = lineno
+        ids.append(doc_id)
+        titles.append(_string_field(obj, "title", p, lineno, required=False))
+        texts.append(_string_field(obj, "text", p, lineno, required=True))
+        meta = obj.get("metadata") or {}
+        metadata.append(meta if isinstance(meta, dict) else {"value": meta})
+    if not ids:
+        raise InputError("corpus is empty (no documents)", path=p)
+    return Corpus(ids, texts, titles, metadata, join_rule=join_rule, name=name)
+
+
+def read_queries(path: str | Path) -> Queries:
+    p = Path(path)
+    texts: dict[str, str] = {}
+    metadata: dict[str, dict] = {}
+    first_line: dict[str, int] = {}
+    for lineno, obj in iter_jsonl(p):
+        qid = _string_field(obj, "_id", p, lineno, required=True)
+        if qid in first_line:
+            raise InputError(
+                f"duplicate query id {qid!r} (first seen on line {first_line[qid]})", path=p, line=lineno, field="_id"
+            )
+        first_line[qid] = lineno
+        texts[qid] = _string_field(obj, "text", p, lineno, required=True)
+        if obj.get("metadata"):
+            metadata[qid] = obj["metadata"]
+    if not texts:
+        raise InputError("queries file is empty", path=p)
+    return Queries(texts, metadata)
+
+
+def read_qrels_tsv(path: str | Path) -> tuple[Qrels, int]:
+    """Read BEIR qrels; returns (qrels, number of repeated judgements, the last one kept)."""
+    p = Path(path)
+    judgements: dict[str, dict[str, int]] = {}
+    repeated = 0
+    for lineno, line in iter_lines(p):
+        if lineno == 1 and line.lower().startswith("query-id"):
+            continue
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) != 3:
+            raise InputError(
+                f"expected 3 tab-separated columns (query-id corpus-id score), got {len(parts)}", path=p, line=lineno
+            )
+        qid, doc, score = (x.strip() for x in parts)
+        try:
+            grade = int(score)
+        except ValueError:
+            raise InputError(f"score must be an integer, got {score!r}", path=p, line=lineno, field="score") from None
+        docs = judgements.setdefault(qid, {})
+        repeated += doc in docs
+        docs[doc] = grade
+    return Qrels(judgements), repeated
+
+
+def check_qrels(qrels: Qrels, corpus: Corpus, queries: Queries, path: Path, *, strict: bool) -> list[str]:
+    """Problems with ids in qrels: counted and reported, or raised under `strict`."""
+    problems = []
+    unknown_q = [q for q in qrels if q not in queries]
+    unknown_d = {(q, d) for q, docs in qrels.items() for d in docs if d not in corpus}
+    if unknown_q:
+        msg = f"{len(unknown_q)} quer{'y' if len(unknown_q) == 1 else 'ies'} not in queries (e.g. {unknown_q[0]!r})"
+        if strict:
+            raise InputError(msg, path=path, field="query-id")
+        problems.append(f"{path.name}: {msg}")
+    if unknown_d:
+        example = sorted(unknown_d)[0]
+        msg = f"{len(unknown_d)} judgement(s) name documents not in the corpus (e.g. {example[1]!r} for query {example[0]!r})"
+        if strict:
+            raise InputError(msg, path=path, field="corpus-id")
+        problems.append(f"{path.name}: {msg}")
+    return problems
+
+
+def qrels_splits(folder: Path) -> dict[str, Path]:
+    qdir = folder / "qrels"
+    if not qdir.is_dir():
+        return {}
+    out = {}
+    for f in sorted(qdir.iterdir()):
+        if f.name.endswith(".tsv"):
+            out[f.name[: -len(".tsv")]] = f
+        elif f.name.endswith(".tsv.gz"):
+            out[f.name[: -len(".tsv.gz")]] = f
+    return out
+
+
+def read_beir(
+    folder: str | Path,
+    splits: list[str] | None = None,
+    *,
+    strict: bool = False,
+    join_rule: str = "title_space_text",
+    name: str | None = None,
+) -> Dataset:
+    """Load a BEIR folder; `splits=None` loads every qrels split present."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise InputError("dataset folder not found", path=root)
+    corpus_path = find_variant(root, "corpus.jsonl")
+    if corpus_path is None:
+        raise InputError("no corpus.jsonl or corpus.jsonl.gz", path=root)
+    queries_path = find_variant(root, "queries.jsonl")
+    if queries_path is None:
+        raise InputError("no queries.jsonl or queries.jsonl.gz", path=root)
+    ds_name = name or root.name
+    corpus = read_corpus(corpus_path, join_rule=join_rule, name=ds_name)
+    queries = read_queries(queries_path)
+    available = qrels_splits(root)
+    wanted = list(available) if splits is None else splits
+    qrels: dict[str, Qrels] = {}
+    problems: list[str] = []
+    for split in wanted:
+        if split not in available:
+            have = ", ".join(available) or "none"
+            raise InputError(f"no qrels for split {split!r} (have: {have})", path=root / "qrels", field="split")
+        qrels[split], repeated = read_qrels_tsv(available[split])
+        if repeated:
+            problems.append(f"{available[split].name}: {repeated} repeated judgement(s); the last grade was kept")
+        problems += check_qrels(qrels[split], corpus, queries, available[split], strict=strict)
+    return Dataset(ds_name, corpus, queries, qrels, path=str(root), problems=problems)
+
+
+def write_beir(dataset: Dataset, folder: str | Path, *, compress: bool = False) -> None:
+    """Write a dataset as a BEIR folder (the inverse of `read_beir`)."""
+    root = Path(folder)
+    (root / "qrels").mkdir(parents=True, exist_ok=True)
+    ext = ".jsonl.gz" if compress else ".jsonl"
+    c = dataset.corpus
+    with open_text(root / f"corpus{ext}", "wt") as fh:
+        for i in range(len(c)):
+            obj = {"_id": c.ids[i], "title": c.title(i), "text": c.texts[i]}
+            if c.metadata is not None and c.metadata[i]:
+                obj["metadata"] = c.metadata[i]
+            fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    with open_text(root / f"queries{ext}", "wt") as fh:
+        for qid, text in dataset.queries.items():
+            obj = {"_id": qid, "text": text}
+            if qid in dataset.queries.metadata:
+                obj["metadata"] = dataset.queries.metadata[qid]
+            fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    for split, qrels in dataset.qrels.items():
+        with open_text(root / "qrels" / f"{split}.tsv", "wt") as fh:
+            fh.write("query-id\tcorpus-id\tscore\n")
+            for qid, docs in qrels.items():
+                for doc, grade in docs.items():
+                    fh.write(f"{qid}\t{doc}\t{grade}\n")

@@ -1,0 +1,78 @@
+"""Opening text files, plain or gzip, with errors that name the file and line.
+
+Every reader goes through here so a truncated .gz, a missing file or a bad JSON line reads the same
+way whichever format it came from.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from retbench.errors import InputError
+
+
+def require_file(path: str | Path, what: str = "file") -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{what} not found", path=p)
+    if not p.is_file():
+        raise InputError(f"{what} is not a regular file", path=p)
+    return p
+
+
+def open_text(path: str | Path, mode: str = "rt") -> IO[str]:
+    """Open a text file for reading or writing; `.gz` files are (de)compressed transparently."""
+    p = Path(path)
+    if "r" in mode:
+        require_file(p)
+    if p.suffix == ".gz":
+        if "w" in mode:
+            # mtime=0 keeps compressed outputs byte-stable across runs
+            raw = gzip.GzipFile(filename="", mode="wb", fileobj=open(p, "wb"), mtime=0)  # noqa: SIM115
+            return io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+        return gzip.open(p, mode, encoding="utf-8")
+    return open(p, mode, encoding="utf-8", newline="\n" if "w" in mode else None)  # noqa: SIM115
+
+
+def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line without its newline), translating decode and gzip errors."""
+    p = Path(path)
+    lineno = 0
+    try:
+        with open_text(p) as fh:
+            for lineno, line in enumerate(fh, start=1):  # noqa: B007
+                yield lineno, line.rstrip("\r\n")
+    except EOFError as exc:
+        raise InputError(f"compressed file is truncated ({exc})", path=p, line=lineno + 1) from None
+    except (gzip.BadGzipFile, zlib.error) as exc:
+        raise InputError(f"not a valid gzip file ({exc})", path=p, line=lineno + 1) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not valid UTF-8 ({exc.reason})", path=p, line=lineno + 1) from None
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of a JSON Lines file."""
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", path=path, line=lineno) from None
+        if not isinstance(obj, dict):
+            raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=lineno)
+        yield lineno, obj
+
+
+def find_variant(folder: Path, stem: str) -> Path | None:
+    """`stem` or `stem.gz` inside folder, whichever exists."""
+    for cand in (folder / stem, folder / f"{stem}.gz"):
+        if cand.is_file():
+            return cand
+    return None

@@ -1,0 +1,205 @@
+"""The Retriever interface and the adapter registry.
+
+A Retriever indexes a Corpus and answers Queries with a Run. Optional abilities (incremental `add`,
+`delete`, `save`/`load`) are declared in `capabilities` rather than assumed, so the ingestion study
+and the stores know what they may call. Adapters return string ids and Python floats, drop
+zero-score padding, and never mutate their inputs.
+
+Adapters are found by name (built-ins and `register()`), by the `retbench.retrievers` entry point,
+or as `module:factory` for a user's own code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
+from retbench.errors import ConfigError
+
+Ranking = list[tuple[str, float]]
+
+
+class CapabilityError(NotImplementedError):
+    """Raised when an optional ability (add, delete, save, load) is asked of an adapter without it."""
+
+
+class Retriever(ABC):
+    """One retrieval system. Subclasses implement `index` and `search_batch` (or `search_one`)."""
+
+    #: registry name of the adapter
+    adapter: str = ""
+    #: optional abilities this adapter really has: subset of {"add", "delete", "save", "load", "async"}
+    capabilities: frozenset[str] = frozenset()
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name or self.adapter or type(self).__name__
+
+    def describe(self) -> dict[str, Any]:
+        """The configuration that reproduces this retriever (goes into manifests; never secrets)."""
+        return {"adapter": self.adapter}
+
+    def fingerprint(self) -> str:
+        """A short id of what this retriever would return, e.g. a model hash; '' when unknown."""
+        return ""
+
+    @abstractmethod
+    def index(self, corpus: Corpus) -> None:
+        """Build the index from scratch over `corpus`."""
+
+    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
+        """Rankings for many query texts; the default asks `search_one` for each."""
+        return [self.search_one(t, k) for t in texts]
+
+    def search_one(self, text: str, k: int) -> Ranking:
+        """Ranking for a single query text; the default goes through `search_batch`."""
+        if type(self).search_batch is Retriever.search_batch:
+            raise NotImplementedError(f"{type(self).__name__} implements neither search_batch nor search_one")
+        return self.search_batch([text], k)[0]
+
+    def search(self, queries: Queries, k: int, *, batch_size: int = 0) -> Run:
+        """Answer every query with a Run; per-query latency is the batch time shared evenly.
+
+        A query whose batch raises is recorded as an error with the exception's message verbatim;
+        it is never dropped or filled in.
+        """
+        builder = RunBuilder(self.name)
+        qids = list(queries)
+        step = batch_size or len(qids) or 1
+        for start in range(0, len(qids), step):
+            chunk = qids[start : start + step]
+            t0 = time.perf_counter()
+            try:
+                rankings = self.search_batch([queries[q] for q in chunk], k)
+            except Exception as exc:  # a backend failure is recorded, not hidden
+                elapsed = time.perf_counter() - t0
+                for q in chunk:
+                    builder.add(q, status=QueryStatus.ERROR, latency=elapsed / len(chunk), error=f"{type(exc).__name__}: {exc}")
+                continue
+            elapsed = time.perf_counter() - t0
+            for q, ranking in zip(chunk, rankings, strict=True):
+                builder.add(q, clean_ranking(ranking), latency=elapsed / len(chunk))
+        return builder.build()
+
+    # -- optional abilities ---------------------------------------------------------------------
+    def add(self, corpus: Corpus) -> None:
+        """Add documents to an existing index (incremental ingestion)."""
+        raise CapabilityError(f"adapter {self.adapter!r} cannot add documents incrementally")
+
+    def delete(self, ids: Sequence[str]) -> None:
+        raise CapabilityError(f"adapter {self.adapter!r} cannot delete documents")
+
+    def save(self, path: str | Path) -> None:
+        raise CapabilityError(f"adapter {self.adapter!r} cannot save its index")
+
+    def load(self, path: str | Path) -> None:
+        raise CapabilityError(f"adapter {self.adapter!r} cannot load a saved index")
+
+    def close(self) -> None:
+        """Release servers, clients or files the adapter holds."""
+
+
+def clean_ranking(ranking: Sequence[tuple[Any, Any]]) -> Ranking:
+    """String ids and Python floats, zero-score padding dropped (FAISS and bm25s pad with it)."""
+    out: Ranking = []
+    for doc, score in ranking:
+        s = float(score)
+        if doc is None or (isinstance(doc, (int,)) and doc < 0):
+            continue  # FAISS pads missing neighbours with id -1
+        out.append((str(doc), s))
+    return out
+
+
+# -- registry ----------------------------------------------------------------------------------
+Factory = Callable[..., Retriever]
+_REGISTRY: dict[str, Factory] = {}
+
+
+def register(name: str, factory: Factory | None = None) -> Any:
+    """Register an adapter factory under a name; usable as a decorator."""
+
+    def deco(f: Factory) -> Factory:
+        _REGISTRY[name] = f
+        return f
+
+    return deco(factory) if factory is not None else deco
+
+
+def _builtin() -> None:
+    # importing the modules registers their adapters; heavy libraries inside stay lazy
+    from retbench.retrievers import bm25, dense, hybrid  # noqa: F401
+
+    try:
+        from retbench.retrievers import stores  # noqa: F401
+    except ImportError:
+        pass
+    try:
+        from retbench.retrievers import runfile  # noqa: F401
+    except ImportError:
+        pass
+
+
+def available() -> list[str]:
+    """Names of every adapter: built-in, registered and installed by entry point."""
+    _builtin()
+    names = set(_REGISTRY)
+    names.update(ep.name for ep in entry_points(group="retbench.retrievers"))
+    return sorted(names)
+
+
+def resolve_factory(adapter: str) -> Factory:
+    """The factory for an adapter name, entry point, or `module:factory` path."""
+    _builtin()
+    if adapter in _REGISTRY:
+        return _REGISTRY[adapter]
+    for ep in entry_points(group="retbench.retrievers"):
+        if ep.name == adapter:
+            return ep.load()
+    if ":" in adapter:
+        module, _, attr = adapter.partition(":")
+        try:
+            obj = importlib.import_module(module)
+        except ImportError as exc:
+            raise ConfigError(f"cannot import module {module!r} ({exc})", field="adapter") from None
+        for part in attr.split("."):
+            if not hasattr(obj, part):
+                raise ConfigError(f"module {module!r} has no attribute {attr!r}", field="adapter")
+            obj = getattr(obj, part)
+        return obj  # type: ignore[return-value]
+    raise ConfigError(f"unknown adapter {adapter!r}; available: {', '.join(available())}", field="adapter")
+
+
+def create(adapter: str, params: Mapping[str, Any] | None = None, *, name: str | None = None, where: str = "") -> Retriever:
+    """Build a retriever from a config block, checking parameters against the factory's signature."""
+    factory = resolve_factory(adapter)
+    params = dict(params or {})
+    try:
+        sig = inspect.signature(factory)
+    except (TypeError, ValueError):
+        sig = None
+    if sig is not None and not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        valid = [n for n, p in sig.parameters.items() if n != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        for key in params:
+            if key not in valid:
+                raise ConfigError(
+                    f"unknown parameter {key!r} for adapter {adapter!r}; valid: {', '.join(valid) or 'none'}",
+                    path=where or None,
+                    field=f"params.{key}",
+                )
+    if sig is not None and "name" in sig.parameters and name is not None:
+        params.setdefault("name", name)
+    try:
+        retriever = factory(**params)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"adapter {adapter!r} rejected its parameters: {exc}", path=where or None, field="params") from None
+    if not isinstance(retriever, Retriever):
+        raise ConfigError(f"factory for {adapter!r} returned {type(retriever).__name__}, not a Retriever", field="adapter")
+    if name is not None:
+        retriever.name = name
+    return retriever
