@@ -1,0 +1,28 @@
+"""Shared test setup: no model hub, small real slices of the shipped corpora."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPORA = ROOT / "corpora"
+SHARED = ROOT.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def scifact_path() -> Path:
+    return CORPORA / "scifact"
+
+
+@pytest.fixture(scope="session")
+def scifact(scifact_path: Path):
+    from retbench.io.beir import read_beir
+
+    return read_beir(scifact_path)
