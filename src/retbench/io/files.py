@@ -37,7 +37,7 @@ def open_text(path: str | Path, mode: str = "rt") -> IO[str]:
             raw = gzip.GzipFile(filename="", mode="wb", fileobj=open(p, "wb"), mtime=0)  # noqa: SIM115
             return io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
         return gzip.open(p, mode, encoding="utf-8")
-    return open(p, mode, encoding="utf-8", newline="\n" if "w" in mode else None)  # noqa: SIM115
+    return open(p, mode, encoding="utf-8", newline="\n" if "w" in mode else None)
 
 
 def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
@@ -46,7 +46,7 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     lineno = 0
     try:
         with open_text(p) as fh:
-            for lineno, line in enumerate(fh, start=1):  # noqa: B007
+            for lineno, line in enumerate(fh, start=1):
                 yield lineno, line.rstrip("\r\n")
     except EOFError as exc:
         raise InputError(f"compressed file is truncated ({exc})", path=p, line=lineno + 1) from None

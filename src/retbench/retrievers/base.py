@@ -101,7 +101,7 @@ class Retriever(ABC):
     def load(self, path: str | Path) -> None:
         raise CapabilityError(f"adapter {self.adapter!r} cannot load a saved index")
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release servers, clients or files the adapter holds."""
 
 
@@ -131,18 +131,21 @@ def register(name: str, factory: Factory | None = None) -> Any:
     return deco(factory) if factory is not None else deco
 
 
-def _builtin() -> None:
-    # importing the modules registers their adapters; heavy libraries inside stay lazy
-    from retbench.retrievers import bm25, dense, hybrid  # noqa: F401
+# Modules whose import registers built-in adapters; heavy libraries inside them stay lazy.
+_BUILTIN_MODULES = ("bm25", "dense", "hybrid", "runfile", "stores.http", "stores.chroma", "stores.qdrant")
 
-    try:
-        from retbench.retrievers import stores  # noqa: F401
-    except ImportError:
-        pass
-    try:
-        from retbench.retrievers import runfile  # noqa: F401
-    except ImportError:
-        pass
+
+def _builtin() -> None:
+    import importlib.util
+
+    for mod in _BUILTIN_MODULES:
+        full = f"retbench.retrievers.{mod}"
+        try:
+            found = importlib.util.find_spec(full) is not None
+        except ModuleNotFoundError:  # a parent package that is not there yet
+            found = False
+        if found:
+            importlib.import_module(full)
 
 
 def available() -> list[str]:

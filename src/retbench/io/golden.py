@@ -1,0 +1,209 @@
+"""Golden sets of samples (YAML or JSONL) and system outputs in the seeds' input contract.
+
+A sample (seed 001):
+
+    - id: q-1
+      input: { question: "What is our refund window?" }
+      expected_output: ["doc-3", "doc-9"]          # binary relevance, or {"doc-3": 3, "doc-9": 1}
+      metadata: { k: 5, tags: [billing], category: factual,
+                  answer: "30 days", required_support_groups: [["doc-3"], ["doc-9"]] }
+
+System outputs: `{"id": "q-1", "retrieved": [{"id": "doc-7", "text": "..."}, ...]}` per JSONL line, or a
+bare array of ids (`{"id": "q-1", "retrieved": ["doc-7", "doc-3"]}` or a mapping `{"q-1": [...]}`).
+Outputs are ranked lists, rank 1 first; their scores become n, n-1, ... so the order survives the
+trec_eval sort unless the output gives scores of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from retbench.data import Qrels, Queries, Run, RunBuilder, Sample
+from retbench.errors import InputError
+from retbench.io.files import iter_jsonl, open_text, require_file
+
+
+class _LineLoader(yaml.SafeLoader):
+    """A YAML loader that remembers the line each mapping starts on, for error messages."""
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[str, Any]:
+    mapping = loader.construct_mapping(node, deep=True)
+    mapping["__line__"] = node.start_mark.line + 1
+    return mapping
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _strip_lines(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _strip_lines(v) for k, v in obj.items() if k != "__line__"}
+    if isinstance(obj, list):
+        return [_strip_lines(v) for v in obj]
+    return obj
+
+
+def _load_records(path: Path, key: str) -> Iterator[tuple[int | None, Any]]:
+    """(line, record) from a JSONL file, or from a YAML/JSON file holding a list or `{key: [...]}`."""
+    if path.name.endswith((".jsonl", ".jsonl.gz")):
+        yield from iter_jsonl(path)
+        return
+    require_file(path)
+    try:
+        with open_text(path) as fh:
+            doc = yaml.load(fh, Loader=_LineLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"malformed YAML ({getattr(exc, 'problem', exc)})", path=path, line=mark.line + 1 if mark else None) from None
+    if isinstance(doc, dict) and key in doc:
+        doc = doc[key]
+    if not isinstance(doc, list):
+        raise InputError(f"expected a list of records or a mapping with a '{key}' list", path=path, field=key)
+    for rec in doc:
+        line = rec.get("__line__") if isinstance(rec, dict) else None
+        yield line, _strip_lines(rec)
+
+
+def _expected(value: Any, path: Path, line: int | None) -> dict[str, int]:
+    if isinstance(value, list):
+        if not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
+            raise InputError("a list of expected ids must hold only ids (strings)", path=path, line=line, field="expected_output")
+        return {str(v): 1 for v in value}
+    if isinstance(value, dict):
+        out = {}
+        for doc, gain in value.items():
+            if isinstance(gain, bool) or not isinstance(gain, (int, float)) or float(gain) != int(gain):
+                raise InputError(f"gain for {doc!r} must be an integer, got {gain!r}", path=path, line=line, field="expected_output")
+            out[str(doc)] = int(gain)
+        return out
+    raise InputError(
+        f"expected_output must be a list of relevant ids or an id -> gain map, got {type(value).__name__}",
+        path=path,
+        line=line,
+        field="expected_output",
+    )
+
+
+def _question(value: Any, path: Path, line: int | None) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        for key in ("question", "query", "text"):
+            if isinstance(value.get(key), str):
+                return value[key]
+    raise InputError("input must be a string or a mapping with a 'question'", path=path, line=line, field="input")
+
+
+def read_golden(path: str | Path) -> list[Sample]:
+    """Read a golden set; ids must be unique and every sample needs `input` and `expected_output`."""
+    p = Path(path)
+    samples: list[Sample] = []
+    seen: set[str] = set()
+    for line, rec in _load_records(p, "samples"):
+        if not isinstance(rec, dict):
+            raise InputError(f"a sample must be a mapping, got {type(rec).__name__}", path=p, line=line)
+        if "id" not in rec:
+            raise InputError("missing required field", path=p, line=line, field="id")
+        sid = str(rec["id"])
+        if sid in seen:
+            raise InputError(f"duplicate sample id {sid!r}", path=p, line=line, field="id")
+        seen.add(sid)
+        for req in ("input", "expected_output"):
+            if req not in rec:
+                raise InputError("missing required field", path=p, line=line, field=req)
+        meta = rec.get("metadata") or {}
+        if not isinstance(meta, dict):
+            raise InputError("metadata must be a mapping", path=p, line=line, field="metadata")
+        k = meta.get("k")
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
+            raise InputError(f"k must be a positive integer, got {k!r}", path=p, line=line, field="metadata.k")
+        groups = meta.get("required_support_groups")
+        if groups is not None and not (isinstance(groups, list) and all(isinstance(g, list) for g in groups)):
+            raise InputError("must be a list of lists of ids", path=p, line=line, field="metadata.required_support_groups")
+        tags = rec.get("tags", meta.get("tags", []))
+        samples.append(
+            Sample(
+                id=sid,
+                input=_question(rec["input"], p, line),
+                expected=_expected(rec["expected_output"], p, line),
+                k=k,
+                tags=[str(t) for t in (tags if isinstance(tags, list) else [tags])],
+                category=meta.get("category"),
+                answer=meta.get("answer", rec.get("answer")),
+                support_groups=[[str(x) for x in g] for g in groups] if groups else None,
+                metadata=meta,
+            )
+        )
+    if not samples:
+        raise InputError("golden set holds no samples", path=p)
+    return samples
+
+
+def golden_qrels(samples: list[Sample]) -> Qrels:
+    return Qrels({s.id: s.expected for s in samples})
+
+
+def golden_queries(samples: list[Sample]) -> Queries:
+    return Queries({s.id: s.input for s in samples})
+
+
+@dataclass
+class SystemOutputs:
+    """A system's answers as a Run plus the texts it returned (for answer containment)."""
+
+    run: Run
+    texts: dict[str, str] = field(default_factory=dict)
+
+
+def _ranking(value: Any, path: Path, line: int | None, texts: dict[str, str]) -> list[tuple[str, float]]:
+    if isinstance(value, dict) and "retrieved" in value:
+        value = value["retrieved"]
+    if not isinstance(value, list):
+        raise InputError("output must be a list or {'retrieved': [...]}", path=path, line=line, field="retrieved")
+    n = len(value)
+    ranking = []
+    for rank, item in enumerate(value):
+        if isinstance(item, dict):
+            if "id" not in item:
+                raise InputError(f"retrieved item {rank + 1} has no id", path=path, line=line, field="retrieved.id")
+            doc = str(item["id"])
+            if isinstance(item.get("text"), str):
+                texts.setdefault(doc, item["text"])
+            score = item.get("score")
+            ranking.append((doc, float(score) if isinstance(score, (int, float)) else float(n - rank)))
+        elif isinstance(item, (str, int)) and not isinstance(item, bool):
+            ranking.append((str(item), float(n - rank)))
+        else:
+            raise InputError(f"retrieved item {rank + 1} must be an id or an object with 'id'", path=path, line=line, field="retrieved")
+    return ranking
+
+
+def read_outputs(path: str | Path, name: str | None = None) -> SystemOutputs:
+    """Read system outputs: JSONL of `{"id", "retrieved"}` records, or a JSON/YAML mapping id -> output."""
+    p = Path(path)
+    builder = RunBuilder(name or p.stem)
+    texts: dict[str, str] = {}
+    if p.name.endswith((".jsonl", ".jsonl.gz")):
+        for line, rec in iter_jsonl(p):
+            if "id" not in rec:
+                raise InputError("missing required field", path=p, line=line, field="id")
+            builder.add(str(rec["id"]), _ranking(rec.get("retrieved", rec.get("output")), p, line, texts))
+    else:
+        require_file(p)
+        with open_text(p) as fh:
+            try:
+                doc = json.load(fh) if p.suffix == ".json" else yaml.safe_load(fh)
+            except (json.JSONDecodeError, yaml.YAMLError) as exc:
+                raise InputError(f"malformed file ({exc})", path=p) from None
+        if not isinstance(doc, dict):
+            raise InputError("expected a mapping of sample id -> output", path=p)
+        for sid, value in doc.items():
+            builder.add(str(sid), _ranking(value, p, None, texts))
+    return SystemOutputs(builder.build(), texts)

@@ -1,0 +1,142 @@
+"""Hugging Face `datasets`: BEIR datasets by hub name, and local parquet/JSON files.
+
+Corpora stay in Arrow (memory-mapped from the datasets cache), and the Corpus sees them through lazy
+columns, so a corpus of millions of documents never becomes millions of Python objects at load.
+Hub loading (`BeIR/<name>` with configs `corpus` and `queries`, `BeIR/<name>-qrels`) needs network;
+the same code path runs offline on local files, which is how it is tested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, overload
+
+from retbench.data import Corpus, Dataset, Qrels, Queries
+from retbench.errors import InputError
+
+
+class ArrowColumn(Sequence[str]):
+    """A read-only, lazily converted string column of an Arrow-backed HF dataset."""
+
+    def __init__(self, table: Any, name: str) -> None:
+        self._col = table.column(name)
+        self._len = len(self._col)
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [("" if v is None else str(v)) for v in self._col[i].to_pylist()]
+        v = self._col[i].as_py()
+        return "" if v is None else str(v)
+
+    def __iter__(self) -> Iterator[str]:
+        for chunk in self._col.chunks:
+            for v in chunk.to_pylist():
+                yield "" if v is None else str(v)
+
+
+def _load(kind: str, files: str | list[str]) -> Any:
+    import datasets
+
+    return datasets.load_dataset(kind, data_files=files, split="train")
+
+
+def _builder_for(path: str) -> str:
+    suffixes = Path(path).suffixes
+    if ".parquet" in suffixes:
+        return "parquet"
+    if ".json" in suffixes or ".jsonl" in suffixes:
+        return "json"
+    if ".csv" in suffixes or ".tsv" in suffixes:
+        return "csv"
+    raise InputError("unsupported file type (use parquet, json/jsonl or csv/tsv)", path=path)
+
+
+def corpus_from_hf(ds: Any, *, join_rule: str = "title_space_text", name: str = "", path: str = "") -> Corpus:
+    """Wrap an HF dataset with `_id`, `text` and optional `title` columns as a lazy Corpus."""
+    cols = set(ds.column_names)
+    for required in ("_id", "text"):
+        if required not in cols:
+            raise InputError(f"corpus has no '{required}' column (has: {', '.join(sorted(cols))})", path=path or None, field=required)
+    if len(ds) == 0:
+        raise InputError("corpus is empty (no documents)", path=path or None)
+    table = ds.data  # the memory-mapped Arrow table
+    ids = ArrowColumn(table, "_id")
+    titles = ArrowColumn(table, "title") if "title" in cols else None
+    return Corpus(ids, ArrowColumn(table, "text"), titles, None, join_rule=join_rule, name=name)
+
+
+def queries_from_hf(ds: Any, path: str = "") -> Queries:
+    for required in ("_id", "text"):
+        if required not in ds.column_names:
+            raise InputError(f"queries have no '{required}' column", path=path or None, field=required)
+    return Queries(dict(zip((str(x) for x in ds["_id"]), ds["text"], strict=True)))
+
+
+def qrels_from_hf(ds: Any, path: str = "") -> Qrels:
+    cols = ds.column_names
+    for required in ("query-id", "corpus-id", "score"):
+        if required not in cols:
+            raise InputError(f"qrels have no '{required}' column (has: {', '.join(cols)})", path=path or None, field=required)
+    judgements: dict[str, dict[str, int]] = {}
+    for q, d, s in zip(ds["query-id"], ds["corpus-id"], ds["score"], strict=True):
+        judgements.setdefault(str(q), {})[str(d)] = int(s)
+    return Qrels(judgements)
+
+
+def load_hf_files(
+    corpus: str | Path,
+    queries: str | Path,
+    qrels: dict[str, str | Path],
+    *,
+    join_rule: str = "title_space_text",
+    name: str = "",
+) -> Dataset:
+    """A dataset from local parquet/JSON/CSV files read through `datasets` (Arrow, memory-mapped)."""
+    for p in [corpus, queries, *qrels.values()]:
+        if not Path(p).is_file():
+            raise InputError("file not found", path=p)
+    c = corpus_from_hf(_load(_builder_for(str(corpus)), str(corpus)), join_rule=join_rule, name=name, path=str(corpus))
+    q = queries_from_hf(_load(_builder_for(str(queries)), str(queries)), str(queries))
+    qr = {}
+    for split, path in qrels.items():
+        kind = _builder_for(str(path))
+        if kind == "csv":
+            import datasets
+
+            ds = datasets.load_dataset("csv", data_files=str(path), split="train", delimiter="\t" if str(path).endswith(".tsv") else ",")
+        else:
+            ds = _load(kind, str(path))
+        qr[split] = qrels_from_hf(ds, str(path))
+    return Dataset(name or Path(corpus).parent.name, c, q, qr, path=str(Path(corpus).parent))
+
+
+def load_hf_beir(name: str, splits: list[str] | None = None, *, join_rule: str = "title_space_text") -> Dataset:
+    """A BEIR dataset from the hub (BeIR/<name>, BeIR/<name>-qrels); needs network access."""
+    import datasets
+
+    repo = name if "/" in name else f"BeIR/{name}"
+    try:
+        corpus = datasets.load_dataset(repo, "corpus", split="corpus")
+        queries = datasets.load_dataset(repo, "queries", split="queries")
+        qrels_all = datasets.load_dataset(f"{repo}-qrels")
+    except Exception as exc:  # offline, unknown name, or hub error: one actionable message
+        raise InputError(f"cannot load {repo} from the Hugging Face hub ({type(exc).__name__}: {exc})", field="dataset") from None
+    wanted = splits or list(qrels_all)
+    missing = [s for s in wanted if s not in qrels_all]
+    if missing:
+        raise InputError(f"no qrels split {missing[0]!r} (have: {', '.join(qrels_all)})", path=f"{repo}-qrels", field="split")
+    return Dataset(
+        name,
+        corpus_from_hf(corpus, join_rule=join_rule, name=name, path=repo),
+        queries_from_hf(queries, repo),
+        {s: qrels_from_hf(qrels_all[s], f"{repo}-qrels") for s in wanted},
+        path=f"hf:{repo}",
+    )

@@ -1,0 +1,36 @@
+"""Terminal renderings (rich) of library results; no computation happens here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def render_dataset_info(info: dict[str, Any]) -> Any:
+    """A rich renderable for `dataset_info()` output."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    head = Table(title=f"{info['name']}  ({info['path']})", show_header=False, box=None)
+    head.add_row("documents", f"{info['documents']:,}")
+    head.add_row("queries", f"{info['queries']:,}")
+    head.add_row("join rule", info["join_rule"])
+    for unit in ("words", "chars"):
+        s = info[f"document_{unit}"]
+        if s:
+            head.add_row(
+                f"document {unit}", f"min {s['min']}  mean {s['mean']}  median {s['median']:g}  p95 {s['p95']:g}  max {s['max']}"
+            )
+    splits = Table(title="qrels splits")
+    for col in ("split", "judged queries", "with a relevant doc", "judgements", "grades", "relevant / query"):
+        splits.add_column(col, justify="right" if col != "split" else "left")
+    for name, s in info["splits"].items():
+        grades = ", ".join(f"{g}: {n}" for g, n in s["grades"].items())
+        splits.add_row(name, f"{s['queries']:,}", f"{s['queries_with_relevant']:,}", f"{s['judgements']:,}", grades, str(s["relevant_per_query"]))
+    parts: list[Any] = [head, splits]
+    if info["problems"]:
+        parts.append(Text("problems:", style="bold yellow"))
+        parts += [Text(f"  - {p}", style="yellow") for p in info["problems"]]
+    else:
+        parts.append(Text("no problems found", style="green"))
+    return Group(*parts)
