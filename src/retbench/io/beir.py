@@ -39,7 +39,12 @@ def read_corpus(path: str | Path, join_rule: str = "title_space_text", name: str
     metadata: list[dict] = []
     first_line: dict[str, int] = {}
     for lineno, obj in iter_jsonl(p):
-        doc_id = _string_field(obj, "_id", p, lineno, required=True)
+        doc_id, title, text = obj.get("_id"), obj.get("title", ""), obj.get("text")
+        # fast path for well-formed lines; the checks below name the field that is wrong
+        if type(doc_id) is not str or type(text) is not str or type(title) is not str:
+            doc_id = _string_field(obj, "_id", p, lineno, required=True)
+            title = _string_field(obj, "title", p, lineno, required=False)
+            text = _string_field(obj, "text", p, lineno, required=True)
         if not doc_id:
             raise InputError("empty document id", path=p, line=lineno, field="_id")
         if doc_id in first_line:
@@ -51,10 +56,10 @@ def read_corpus(path: str | Path, join_rule: str = "title_space_text", name: str
             )
         first_line[doc_id] = lineno
         ids.append(doc_id)
-        titles.append(_string_field(obj, "title", p, lineno, required=False))
-        texts.append(_string_field(obj, "text", p, lineno, required=True))
+        titles.append(title)
+        texts.append(text)
         meta = obj.get("metadata") or {}
-        metadata.append(meta if isinstance(meta, dict) else {"value": meta})
+        metadata.append(meta if type(meta) is dict else {"value": meta})
     if not ids:
         raise InputError("corpus is empty (no documents)", path=p)
     return Corpus(ids, texts, titles, metadata, join_rule=join_rule, name=name)

@@ -58,11 +58,12 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line of a JSON Lines file."""
+    loads = json.loads
     for lineno, line in iter_lines(path):
-        if not line.strip():
+        if not line or line.isspace():
             continue
         try:
-            obj = json.loads(line)
+            obj = loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", path=path, line=lineno) from None
         if not isinstance(obj, dict):

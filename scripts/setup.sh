@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# One command sets everything up: .venv in the project root with retbench and every extra.
+# CPU PyTorch goes in first so sentence-transformers does not pull several GB of CUDA packages.
+# Chromium (for the HTML report's browser test) is installed from Debian when we are root with apt;
+# without it that one test skips and says why.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet "torch==2.13.0"
+.venv/bin/python -m pip install --quiet -e ".[dense,hf,stats,stores,dev]"
+
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+      || echo "note: could not install chromium; the HTML report browser test will skip" >&2
+  else
+    echo "note: chromium not found (install Debian's 'chromium' for the HTML report browser test)" >&2
+  fi
+fi
+.venv/bin/retbench --help >/dev/null
+echo "retbench is set up in .venv"
