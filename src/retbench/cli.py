@@ -88,6 +88,40 @@ def datasets_info(
     console().print(render_dataset_info(info))
 
 
+# -- run --------------------------------------------------------------------------------------
+@app.command("run")
+@handles_errors
+def run_command(
+    config: Annotated[Path, typer.Argument(help="Experiment YAML (datasets, systems, metrics, output).")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Results directory (overrides the config).")] = None,
+    force: Annotated[bool, typer.Option(help="Redo systems that finished earlier.")] = False,
+    quiet: Annotated[bool, typer.Option(help="No progress bars.")] = False,
+) -> None:
+    """Run every system on every dataset of an experiment; resumable (finished work is kept)."""
+    from retbench.experiment import load_config, raise_if_backend_failed, run_experiment
+    from retbench.report.text import render_summary
+
+    cfg = load_config(config, output)
+    con = console()
+    if quiet:
+        outcome = run_experiment(cfg, force=force, log=lambda m: con.print(m))
+    else:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=con) as bar:
+            tasks: dict[str, Any] = {}
+
+            def progress(stage: str, done: int, total: int) -> None:
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(stage, total=total)
+                bar.update(tasks[stage], completed=done, total=total)
+
+            outcome = run_experiment(cfg, force=force, progress=progress, log=lambda m: bar.console.print(m))
+    con.print(render_summary(outcome.metrics, cfg.metrics, title=f"{cfg.name}: {cfg.output}"))
+    con.print(f"results: {cfg.output}  (metrics.json, manifest.json, systems/<name>/run.trec)")
+    raise_if_backend_failed(outcome)
+
+
 def main() -> None:
     """Console-script entry point."""
     try:

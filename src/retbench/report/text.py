@@ -34,3 +34,26 @@ def render_dataset_info(info: dict[str, Any]) -> Any:
     else:
         parts.append(Text("no problems found", style="green"))
     return Group(*parts)
+
+
+def render_summary(metrics_json: dict[str, Any], metrics: list[str], title: str = "") -> Any:
+    """The end-of-run table: one row per system, its means and its coverage ("scored N of M")."""
+    from rich.table import Table
+
+    table = Table(title=title or None)
+    table.add_column("system")
+    for m in metrics:
+        table.add_column(m, justify="right")
+    table.add_column("scored", justify="right")
+    for system, row in metrics_json.items():
+        if "error" in row:
+            table.add_row(system, *["—" for _ in metrics], f"[red]failed: {row['error']}[/red]")
+            continue
+        cov = row.get("coverage", {})
+        scored = f"{cov.get('answered', '?')} of {cov.get('judged', '?')}"
+        if cov.get("failed"):
+            scored += f" [red]({cov['failed']} failed → 0)[/red]"
+        if cov.get("mode") == "pytrec_eval":
+            scored += " [yellow](pytrec_eval mode: answered only)[/yellow]"
+        table.add_row(system, *[f"{row[m]:.4f}" if isinstance(row.get(m), float) else "—" for m in metrics], scored)
+    return table

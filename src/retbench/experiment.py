@@ -1,0 +1,400 @@
+"""YAML experiment → systems × datasets → a results directory; resumable.
+
+    name: scifact
+    output: results/scifact
+    depth: 100                     # documents retrieved per query
+    metrics: [ndcg@10, recall@100, mrr@10, map, recall@5]
+    evaluation: {relevance_level: 1, no_relevant: skip, mode: trec_eval, default_k: 5}
+    datasets:
+      - {name: scifact, split: test}          # a shipped name, a BEIR folder, or hf:<name>
+    systems:
+      - {name: bm25, adapter: bm25s, params: {k1: 1.5, b: 0.75}}
+
+Each system's per-query results are journaled as they arrive, so a killed run started again redoes
+no finished query; a finished system (done.json with the same config hash) is skipped unless forced.
+A backend failure is recorded per query with its message verbatim and makes the run exit 3 after
+everything else is written; nothing is retried into success or filled in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from retbench.data import Dataset, Queries, Run
+from retbench.errors import BackendError, ConfigError, InputError
+from retbench.results import SystemDir, machine, package_versions, save_run, write_json
+
+DEFAULT_METRICS = ["ndcg@10", "recall@100", "mrr@10", "map", "recall@5", "P@5", "hit@5"]
+TOP_KEYS = {"name", "output", "depth", "metrics", "evaluation", "datasets", "systems", "batch_size", "seed", "description"}
+DATASET_KEYS = {"name", "path", "split", "max_queries", "corpus_sample", "join_rule", "seed"}
+SYSTEM_KEYS = {"name", "adapter", "params"}
+EVAL_KEYS = {"relevance_level", "no_relevant", "mode", "default_k", "bootstrap", "seed"}
+
+
+@dataclass
+class DatasetSpec:
+    spec: str
+    split: str = "test"
+    max_queries: int | None = None
+    corpus_sample: int | None = None
+    join_rule: str = "title_space_text"
+    seed: int = 0
+
+    @property
+    def label(self) -> str:
+        return Path(self.spec).name if "/" in self.spec else self.spec.removeprefix("hf:")
+
+
+@dataclass
+class SystemSpec:
+    name: str
+    adapter: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ExperimentConfig:
+    name: str
+    output: Path
+    datasets: list[DatasetSpec]
+    systems: list[SystemSpec]
+    metrics: list[str]
+    depth: int = 100
+    batch_size: int = 64
+    evaluation: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def system_hash(self, system: SystemSpec, dataset: DatasetSpec) -> str:
+        """What a finished system's results depend on: resume only reuses results with the same hash."""
+        blob = json.dumps(
+            {"system": system.__dict__, "dataset": dataset.__dict__, "depth": self.depth, "metrics": self.metrics, "evaluation": self.evaluation},
+            sort_keys=True,
+            default=str,
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _require(cond: bool, msg: str, path: str, fld: str) -> None:
+    if not cond:
+        raise ConfigError(msg, path=path, field=fld)
+
+
+def _unknown_keys(obj: dict, allowed: set[str], path: str, where: str) -> None:
+    extra = sorted(set(obj) - allowed)
+    if extra:
+        raise ConfigError(f"unknown key {extra[0]!r}; allowed: {', '.join(sorted(allowed))}", path=path, field=f"{where}{extra[0]}")
+
+
+def parse_config(raw: Any, source: str = "<config>", output: str | Path | None = None) -> ExperimentConfig:
+    """Validate an experiment mapping; every error names the field."""
+    _require(isinstance(raw, dict), "an experiment config must be a mapping", source, "<top>")
+    _unknown_keys(raw, TOP_KEYS, source, "")
+    datasets_raw = raw.get("datasets")
+    _require(isinstance(datasets_raw, list) and len(datasets_raw) > 0, "list at least one dataset", source, "datasets")
+    datasets = []
+    for i, d in enumerate(datasets_raw):
+        if isinstance(d, str):
+            d = {"name": d}
+        _require(isinstance(d, dict), "a dataset is a name or a mapping", source, f"datasets[{i}]")
+        _unknown_keys(d, DATASET_KEYS, source, f"datasets[{i}].")
+        spec = d.get("path") or d.get("name")
+        _require(isinstance(spec, str) and bool(spec), "give a dataset name or path", source, f"datasets[{i}].name")
+        for key in ("max_queries", "corpus_sample"):
+            v = d.get(key)
+            _require(v is None or (isinstance(v, int) and v > 0), "must be a positive integer", source, f"datasets[{i}].{key}")
+        datasets.append(
+            DatasetSpec(
+                spec=spec,
+                split=str(d.get("split", "test")),
+                max_queries=d.get("max_queries"),
+                corpus_sample=d.get("corpus_sample"),
+                join_rule=d.get("join_rule", "title_space_text"),
+                seed=int(d.get("seed", raw.get("seed", 0))),
+            )
+        )
+    systems_raw = raw.get("systems")
+    _require(isinstance(systems_raw, list) and len(systems_raw) > 0, "list at least one system", source, "systems")
+    systems = []
+    seen: set[str] = set()
+    for i, s in enumerate(systems_raw):
+        _require(isinstance(s, dict), "a system is a mapping with 'adapter'", source, f"systems[{i}]")
+        _unknown_keys(s, SYSTEM_KEYS, source, f"systems[{i}].")
+        adapter = s.get("adapter")
+        _require(isinstance(adapter, str) and bool(adapter), "missing adapter", source, f"systems[{i}].adapter")
+        name = str(s.get("name") or adapter)
+        _require(name not in seen, f"duplicate system name {name!r}", source, f"systems[{i}].name")
+        _require("/" not in name and name not in (".", ".."), "a system name cannot contain '/'", source, f"systems[{i}].name")
+        seen.add(name)
+        params = s.get("params") or {}
+        _require(isinstance(params, dict), "params must be a mapping", source, f"systems[{i}].params")
+        systems.append(SystemSpec(name, adapter, params))
+    metrics = raw.get("metrics", DEFAULT_METRICS)
+    _require(isinstance(metrics, list) and all(isinstance(m, str) for m in metrics) and metrics, "metrics must be a list of names", source, "metrics")
+    evaluation = raw.get("evaluation") or {}
+    _require(isinstance(evaluation, dict), "evaluation must be a mapping", source, "evaluation")
+    _unknown_keys(evaluation, EVAL_KEYS, source, "evaluation.")
+    depth = raw.get("depth", 100)
+    _require(isinstance(depth, int) and depth > 0, "depth must be a positive integer", source, "depth")
+    batch_size = raw.get("batch_size", 64)
+    _require(isinstance(batch_size, int) and batch_size > 0, "batch_size must be a positive integer", source, "batch_size")
+    name = str(raw.get("name") or Path(source).stem)
+    out = Path(output) if output is not None else Path(raw.get("output") or f"results/{name}")
+    cfg = ExperimentConfig(name, out, datasets, systems, list(metrics), depth, batch_size, evaluation, source, raw)
+    _check_metrics(cfg)
+    _check_adapters(cfg)
+    return cfg
+
+
+def _check_metrics(cfg: ExperimentConfig) -> None:
+    from retbench.metrics.registry import resolve_metric
+
+    for i, m in enumerate(cfg.metrics):
+        try:
+            resolve_metric(m)
+        except InputError as exc:
+            raise ConfigError(exc.reason, path=cfg.source, field=f"metrics[{i}]") from None
+
+
+def _check_adapters(cfg: ExperimentConfig) -> None:
+    from retbench.retrievers.base import resolve_factory
+
+    for i, s in enumerate(cfg.systems):
+        try:
+            resolve_factory(s.adapter)
+        except ConfigError as exc:
+            raise ConfigError(exc.reason, path=cfg.source, field=f"systems[{i}].adapter") from None
+
+
+def load_config(path: str | Path, output: str | Path | None = None) -> ExperimentConfig:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("config file not found", path=p)
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ConfigError(f"malformed YAML ({getattr(exc, 'problem', exc)})", path=p, line=mark.line + 1 if mark else None) from None
+    return parse_config(raw, str(p), output)
+
+
+# -- preparing data ----------------------------------------------------------------------------
+def prepare_dataset(spec: DatasetSpec) -> tuple[Dataset, Queries]:
+    """Load a dataset and select its judged queries (optionally a seeded slice and a smaller corpus).
+
+    `corpus_sample: N` keeps every document judged for the selected queries plus random others up to
+    N documents: scores on such a slice are for a quick look, not for comparison with published ones.
+    """
+    from retbench.io.datasets import load_dataset
+
+    ds = load_dataset(spec.spec, [spec.split], join_rule=spec.join_rule)
+    qrels = ds.split(spec.split)
+    qids = [q for q in qrels if q in ds.queries]
+    rng = random.Random(spec.seed)
+    if spec.max_queries and spec.max_queries < len(qids):
+        qids = sorted(rng.sample(qids, spec.max_queries), key=qids.index)
+    if spec.corpus_sample and spec.corpus_sample < len(ds.corpus):
+        keep = {d for q in qids for d in qrels[q] if d in ds.corpus}
+        others = [d for d in ds.corpus.ids if d not in keep]
+        keep.update(rng.sample(others, max(0, spec.corpus_sample - len(keep))))
+        corpus = ds.corpus.subset([d for d in ds.corpus.ids if d in keep])
+        ds = Dataset(ds.name, corpus, ds.queries, {spec.split: qrels.subset(qids)}, ds.path, ds.problems)
+    else:
+        ds = Dataset(ds.name, ds.corpus, ds.queries, {spec.split: qrels.subset(qids)}, ds.path, ds.problems)
+    return ds, ds.queries.subset(qids)
+
+
+# -- running -----------------------------------------------------------------------------------
+@dataclass
+class SystemOutcome:
+    name: str
+    skipped: bool = False
+    failed_queries: int = 0
+    index_error: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class ExperimentOutcome:
+    config: ExperimentConfig
+    systems: list[SystemOutcome]
+    metrics: dict[str, Any]
+
+    @property
+    def backend_failed(self) -> bool:
+        return any(s.failed_queries or s.index_error for s in self.systems)
+
+
+Progress = Callable[[str, int, int], None]
+
+
+def _search_journaled(retriever: Any, queries: Queries, cfg: ExperimentConfig, sysdir: SystemDir, fingerprint: str, progress: Progress | None) -> Run:
+    """Search in batches, journaling each query as it is answered; resumes from the journal."""
+    from retbench.journal import Journal
+
+    with Journal(sysdir.journal, fingerprint, batch_size=cfg.batch_size) as journal:
+        done = journal.done()
+        todo = [q for q in queries if q not in done]
+        total = len(queries)
+        if progress:
+            progress("search", total - len(todo), total)
+        for start in range(0, len(todo), cfg.batch_size):
+            batch = queries.subset(todo[start : start + cfg.batch_size])
+            part = retriever.search(batch, cfg.depth)
+            for q in part.query_ids:
+                journal.append_query(q, q, part.ranking(q), status=part.status[q], latency=part.latency.get(q), error=part.errors.get(q))
+            journal.flush()
+            if progress:
+                progress("search", total - len(todo) + start + len(batch), total)
+        run = journal.replay(name=retriever.name)
+    return run.subset(list(queries))
+
+
+def run_experiment(cfg: ExperimentConfig, *, force: bool = False, progress: Progress | None = None, log: Callable[[str], None] = print) -> ExperimentOutcome:
+    """Run every system on every dataset; write the results directory; return what happened."""
+    from retbench.evaluation import evaluate
+    from retbench.retrievers.base import create
+
+    out = cfg.output
+    out.mkdir(parents=True, exist_ok=True)
+    multi = len(cfg.datasets) > 1
+    outcomes: list[SystemOutcome] = []
+    metrics_json: dict[str, Any] = {}
+    manifest: dict[str, Any] = {
+        "experiment": cfg.name,
+        "config": cfg.raw,
+        "config_file": cfg.source,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "versions": package_versions(),
+        "machine": machine(),
+        "datasets": [],
+        "systems": {},
+    }
+    ev = cfg.evaluation
+    for dspec in cfg.datasets:
+        t0 = time.perf_counter()
+        ds, queries = prepare_dataset(dspec)
+        qrels = ds.split(dspec.split)
+        manifest["datasets"].append(
+            {
+                "name": ds.name,
+                "path": ds.path,
+                "split": dspec.split,
+                "documents": len(ds.corpus),
+                "queries": len(queries),
+                "corpus_fingerprint": ds.corpus.fingerprint(),
+                "qrels_fingerprint": hashlib.sha256(json.dumps(qrels.to_dict(), sort_keys=True).encode()).hexdigest()[:16],
+                "join_rule": ds.corpus.join_rule,
+                "max_queries": dspec.max_queries,
+                "corpus_sample": dspec.corpus_sample,
+                "load_seconds": round(time.perf_counter() - t0, 3),
+                "problems": ds.problems,
+            }
+        )
+        for sspec in cfg.systems:
+            key = f"{dspec.label}/{sspec.name}" if multi else sspec.name
+            sysdir = SystemDir(out / "systems" / key.replace("/", "__"))
+            chash = cfg.system_hash(sspec, dspec)
+            outcome = SystemOutcome(key)
+            if sysdir.is_done(chash) and not force:
+                done = json.loads(sysdir.done.read_text())
+                outcome.skipped = True
+                outcome.failed_queries = done.get("failed_queries", 0)
+                outcome.timings = done.get("timings", {})
+                metrics_json[key] = done["metrics"]
+                manifest["systems"][key] = done["manifest"]
+                outcomes.append(outcome)
+                log(f"{key}: finished earlier, skipped (use --force to redo)")
+                continue
+            if force and sysdir.root.exists():
+                for f in (sysdir.journal, sysdir.done):
+                    f.unlink(missing_ok=True)
+            sysdir.root.mkdir(parents=True, exist_ok=True)
+            retriever = create(sspec.adapter, sspec.params, name=key, where=cfg.source)
+            try:
+                t0 = time.perf_counter()
+                if progress:
+                    progress(f"index {key}", 0, len(ds.corpus))
+                try:
+                    retriever.index(ds.corpus)
+                except Exception as exc:
+                    outcome.index_error = f"{type(exc).__name__}: {exc}"
+                    log(f"{key}: backend failed while indexing: {outcome.index_error}")
+                    outcomes.append(outcome)
+                    metrics_json[key] = {"error": outcome.index_error}
+                    continue
+                outcome.timings["index_seconds"] = round(time.perf_counter() - t0, 3)
+                t0 = time.perf_counter()
+                run = _search_journaled(retriever, queries, cfg, sysdir, chash, progress)
+                outcome.timings["search_seconds"] = round(time.perf_counter() - t0, 3)
+                outcome.failed_queries = len(run.failed())
+                t0 = time.perf_counter()
+                save_run(run, sysdir)
+                evaluation = evaluate(
+                    run,
+                    qrels,
+                    cfg.metrics,
+                    relevance_level=int(ev.get("relevance_level", 1)),
+                    no_relevant=str(ev.get("no_relevant", "skip")),
+                    mode=str(ev.get("mode", "trec_eval")),
+                    default_k=int(ev.get("default_k", 5)),
+                )
+                evaluation.to_tsv(sysdir.per_query)
+                aggregates = evaluation.aggregate(seed=int(ev.get("seed", 0)))
+                write_json(sysdir.aggregates, aggregates)
+                outcome.timings["evaluate_seconds"] = round(time.perf_counter() - t0, 3)
+                judged = len(evaluation.query_ids)
+                failed = outcome.failed_queries
+                missing = sum(1 for s in evaluation.status if s == "missing")
+                summary: dict[str, Any] = {m: aggregates[m]["mean"] for m in cfg.metrics}
+                summary["coverage"] = {
+                    "answered": judged - failed - missing,
+                    "judged": judged,
+                    "failed": failed,
+                    "missing": missing,
+                    "skipped_no_relevant": len(evaluation.skipped),
+                    "mode": evaluation.mode,
+                }
+                sys_manifest = {
+                    "adapter": sspec.adapter,
+                    "describe": retriever.describe(),
+                    "fingerprint": retriever.fingerprint(),
+                    "timings": outcome.timings,
+                    "config_hash": chash,
+                    "duplicates_dropped": run.n_duplicates,
+                }
+                metrics_json[key] = summary
+                manifest["systems"][key] = sys_manifest
+                write_json(
+                    sysdir.done,
+                    {"config_hash": chash, "metrics": summary, "manifest": sys_manifest, "failed_queries": failed, "timings": outcome.timings},
+                )
+                outcomes.append(outcome)
+                if failed:
+                    first = next(q for q in run.query_ids if run.status[q].failed)
+                    log(f"{key}: {failed} of {judged} queries failed; first error ({first}): {run.errors.get(first, run.status[first].value)}")
+            finally:
+                retriever.close()
+    write_json(out / "metrics.json", metrics_json)
+    write_json(out / "manifest.json", manifest)
+    return ExperimentOutcome(cfg, outcomes, metrics_json)
+
+
+def raise_if_backend_failed(outcome: ExperimentOutcome) -> None:
+    """Exit 3 (after everything is written) when any backend failed."""
+    bad = [s for s in outcome.systems if s.failed_queries or s.index_error]
+    if bad:
+        s = bad[0]
+        detail = s.index_error or f"{s.failed_queries} queries failed (see systems/{s.name}/status.jsonl)"
+        raise BackendError(f"backend failed for {s.name}: {detail}")
+
+
