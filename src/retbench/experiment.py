@@ -156,11 +156,11 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
 
 
 def _check_metrics(cfg: ExperimentConfig) -> None:
-    from retbench.metrics.registry import resolve_metric
+    from retbench.metrics.registry import parse_metric
 
     for i, m in enumerate(cfg.metrics):
         try:
-            resolve_metric(m)
+            parse_metric(m, int(cfg.evaluation.get("default_k", 5)))
         except InputError as exc:
             raise ConfigError(exc.reason, path=cfg.source, field=f"metrics[{i}]") from None
 
