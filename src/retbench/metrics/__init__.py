@@ -1,0 +1,28 @@
+"""The metric engine: judges build a GainMatrix, metrics are vectorized functions of it.
+
+Public entry points: `judge_qrels` (Run + Qrels -> GainMatrix), `parse_metric` / `register`
+(the registry), and `retbench.evaluation.evaluate` for the whole pipeline.
+"""
+
+from retbench.metrics.judging import GainMatrix, judge_qrels
+from retbench.metrics.registry import (
+    Metric,
+    MetricContext,
+    MetricSpec,
+    available,
+    parse_metric,
+    parse_metrics,
+    register,
+)
+
+__all__ = [
+    "GainMatrix",
+    "Metric",
+    "MetricContext",
+    "MetricSpec",
+    "available",
+    "judge_qrels",
+    "parse_metric",
+    "parse_metrics",
+    "register",
+]

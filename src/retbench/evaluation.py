@@ -1,0 +1,386 @@
+"""Evaluation: judge a Run against relevance, compute the per-query table, aggregate it.
+
+`evaluate(run, qrels, metrics)` is the one entry point; it returns an `Evaluation`: a query x metric
+float64 table plus the status of every query, what was skipped and why, and the counting mode.
+
+Counting rules (README "Metric conventions"; each is a test):
+- the denominator is every judged query (qrels order); a judged query the system did not answer
+  (`missing`) or that failed (`error` / `timeout` / `invalid`) scores 0.0 on every metric and is
+  counted, as `trec_eval -c` counts it; nothing is imputed;
+- queries with no document at or above the relevance level follow `no_relevant`: `skip` (default:
+  left out of the denominator and listed in `skipped`), `zero` (counted and scored as trec_eval
+  scores them: measures that divide by the relevant count give 0) or `one` (counted, 1.0 on every
+  metric: the "vacuously perfect" reading of seed 003);
+- `mode="pytrec_eval"` averages over the judged queries the system answered (present in the run
+  and not failed), which is what pytrec_eval and BEIR report; the mode is carried in every output;
+- queries in the run that are not judged are ignored (listed in `unjudged`).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retbench.data import Qrels, QueryStatus, Run, Sample
+from retbench.errors import ConfigError, InputError
+from retbench.metrics.judging import judge_qrels
+from retbench.metrics.registry import MetricContext, MetricSpec, parse_metric, parse_metrics
+
+MODES = ("trec_eval", "pytrec_eval")
+NO_RELEVANT = ("skip", "zero", "one")
+STATUSES = ("ok", "empty", "error", "timeout", "invalid", "missing")
+MODE_LABELS = {
+    "trec_eval": "trec_eval (all judged queries; unanswered count as 0)",
+    "pytrec_eval": "pytrec_eval (answered queries only)",
+}
+
+__all__ = ["MODES", "NO_RELEVANT", "Evaluation", "evaluate", "groups_from_samples", "qrels_from_samples"]
+
+
+@dataclass
+class Evaluation:
+    """Per-query metric values for one system, with everything needed to read them honestly."""
+
+    system: str
+    metrics: list[str]
+    query_ids: list[str]
+    values: np.ndarray
+    status: list[str]
+    skipped: list[str] = field(default_factory=list)
+    mode: str = "trec_eval"
+    n_duplicates: int = 0
+    excluded: list[str] = field(default_factory=list)  # judged but not counted (pytrec_eval mode: unanswered)
+    unjudged: list[str] = field(default_factory=list)  # answered but not in the qrels (ignored)
+    relevance_level: int = 1
+    no_relevant: str = "skip"
+    default_k: int = 5
+    trec_names: list[str | None] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.values = np.asarray(self.values, dtype=np.float64).reshape(len(self.query_ids), len(self.metrics))
+        if len(self.status) != len(self.query_ids):
+            raise ValueError("status must have one entry per query")
+        if not self.trec_names:
+            self.trec_names = [None] * len(self.metrics)
+
+    # -- lookup -------------------------------------------------------------------------------------
+    def _index(self, metric: str) -> int:
+        if metric in self.metrics:
+            return self.metrics.index(metric)
+        try:
+            name = parse_metric(metric, self.default_k).name
+        except ConfigError:
+            name = metric
+        if name in self.metrics:
+            return self.metrics.index(name)
+        raise KeyError(f"metric {metric!r} was not computed (have: {', '.join(self.metrics)})")
+
+    def column(self, metric: str) -> np.ndarray:
+        """Per-query values of one metric, in `query_ids` order (accepts any spelling of the name)."""
+        return self.values[:, self._index(metric)]
+
+    def mean(self, metric: str) -> float:
+        """Mean over the counted queries (NaN when none are counted)."""
+        col = self.column(metric)
+        return float(col.mean()) if len(col) else float("nan")
+
+    def means(self) -> dict[str, float]:
+        return {m: self.mean(m) for m in self.metrics}
+
+    @property
+    def label(self) -> str:
+        """How queries were counted, for every rendered output."""
+        return MODE_LABELS.get(self.mode, self.mode)
+
+    def status_counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(STATUSES, 0)
+        for s in self.status:
+            counts[s] = counts.get(s, 0) + 1
+        return counts
+
+    # -- aggregation -----------------------------------------------------------------------------------
+    def aggregate(self, *, ci: bool = True, seed: int = 0, n_boot: int = 1000, confidence: float = 0.95) -> dict[str, dict[str, float]]:
+        """{metric: {"mean", "ci_low", "ci_high", "n"}}: percentile bootstrap over queries (CIs only when ci=True)."""
+        n = len(self.query_ids)
+        out: dict[str, dict[str, float]] = {}
+        means = self.values.mean(axis=0) if n else np.full(len(self.metrics), np.nan)
+        lows = highs = None
+        if ci and n:
+            boot = bootstrap_means(self.values, n_boot=n_boot, seed=seed)
+            tail = (1.0 - confidence) / 2.0
+            lows, highs = np.quantile(boot, [tail, 1.0 - tail], axis=0)
+        for j, m in enumerate(self.metrics):
+            row: dict[str, float] = {"mean": float(means[j]), "n": n}
+            if ci:
+                row["ci_low"] = float(lows[j]) if lows is not None else float("nan")
+                row["ci_high"] = float(highs[j]) if highs is not None else float("nan")
+            out[m] = row
+        return out
+
+    def breakdown(self, groups: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
+        """Mean of every metric over each group of query ids (e.g. a tag's samples); ids not counted are ignored."""
+        pos = {q: i for i, q in enumerate(self.query_ids)}
+        out: dict[str, dict[str, float]] = {}
+        for tag, qids in groups.items():
+            rows = [pos[q] for q in qids if q in pos]
+            sub = self.values[rows]
+            out[tag] = {m: (float(sub[:, j].mean()) if rows else float("nan")) for j, m in enumerate(self.metrics)}
+        return out
+
+    def group_sizes(self, groups: Mapping[str, Sequence[str]]) -> dict[str, int]:
+        """How many counted queries each group has (the n behind `breakdown`)."""
+        pos = set(self.query_ids)
+        return {tag: sum(q in pos for q in qids) for tag, qids in groups.items()}
+
+    def subset(self, query_ids: Iterable[str]) -> Evaluation:
+        """The same evaluation restricted to some counted queries (in the given order)."""
+        pos = {q: i for i, q in enumerate(self.query_ids)}
+        rows = [pos[q] for q in query_ids if q in pos]
+        return Evaluation(
+            self.system, list(self.metrics), [self.query_ids[r] for r in rows], self.values[rows],
+            [self.status[r] for r in rows], list(self.skipped), self.mode, self.n_duplicates, list(self.excluded),
+            list(self.unjudged), self.relevance_level, self.no_relevant, self.default_k, list(self.trec_names),
+        )
+
+    # -- serialization ---------------------------------------------------------------------------------
+    def per_query(self) -> list[dict[str, Any]]:
+        return [
+            {"query_id": q, "status": s, **{m: float(v) for m, v in zip(self.metrics, row, strict=True)}}
+            for q, s, row in zip(self.query_ids, self.status, self.values.tolist(), strict=True)
+        ]
+
+    def to_dict(self, *, per_query: bool = False, ci: bool = True, seed: int = 0) -> dict[str, Any]:
+        """JSON-ready summary: counting mode, statuses, skipped queries, aggregates (and the per-query table)."""
+        out: dict[str, Any] = {
+            "system": self.system,
+            "mode": self.mode,
+            "mode_label": self.label,
+            "relevance_level": self.relevance_level,
+            "no_relevant": self.no_relevant,
+            "n_queries": len(self.query_ids),
+            "status": self.status_counts(),
+            "skipped": list(self.skipped),
+            "excluded": list(self.excluded),
+            "n_unjudged": len(self.unjudged),
+            "n_duplicates": self.n_duplicates,
+            "metrics": self.aggregate(ci=ci, seed=seed),
+        }
+        if per_query:
+            out["per_query"] = self.per_query()
+        return out
+
+    _HEADER_KEYS = ("system", "mode", "relevance_level", "no_relevant", "default_k", "n_duplicates",
+                    "skipped", "excluded", "unjudged", "trec_names")
+
+    def to_tsv(self, path: str | Path) -> None:
+        """Per-query table (query_id, status, one column per metric) with '#' header lines carrying the rest.
+
+        Values are written with Python's shortest exact repr, so `from_tsv` gives back identical floats.
+        """
+        p = Path(path)
+        with open(p, "w", encoding="utf-8", newline="") as fh:
+            fh.write("# retbench per-query evaluation\n")
+            for key in self._HEADER_KEYS:
+                fh.write(f"# {key}: {json.dumps(getattr(self, key))}\n")
+            w = csv.writer(fh, delimiter="\t", lineterminator="\n")
+            w.writerow(["query_id", "status", *self.metrics])
+            for q, s, row in zip(self.query_ids, self.status, self.values.tolist(), strict=True):
+                w.writerow([q, s, *(repr(v) for v in row)])
+
+    @classmethod
+    def from_tsv(cls, path: str | Path) -> Evaluation:
+        """Read a table written by `to_tsv`."""
+        p = Path(path)
+        meta: dict[str, Any] = {}
+        rows: list[list[str]] = []
+        header: list[str] | None = None
+        with open(p, encoding="utf-8", newline="") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                line = line.rstrip("\n")
+                if line.startswith("#"):
+                    key, sep, value = line[1:].strip().partition(": ")
+                    if sep and key in cls._HEADER_KEYS:
+                        try:
+                            meta[key] = json.loads(value)
+                        except json.JSONDecodeError:
+                            raise InputError(f"bad header value for {key!r}", path=p, line=lineno) from None
+                    continue
+                if not line:
+                    continue
+                parts = line.split("\t")
+                if header is None:
+                    if parts[:2] != ["query_id", "status"]:
+                        raise InputError("expected a header row starting 'query_id<TAB>status'", path=p, line=lineno)
+                    header = parts
+                    continue
+                if len(parts) != len(header):
+                    raise InputError(f"expected {len(header)} columns, got {len(parts)}", path=p, line=lineno)
+                if parts[1] not in STATUSES:
+                    raise InputError(f"unknown status {parts[1]!r}", path=p, line=lineno, field="status")
+                try:
+                    [float(v) for v in parts[2:]]
+                except ValueError:
+                    raise InputError("metric values must be numbers", path=p, line=lineno) from None
+                rows.append(parts)
+        if header is None:
+            raise InputError("no header row", path=p)
+        metrics = header[2:]
+        values = np.array([[float(v) for v in r[2:]] for r in rows], dtype=np.float64).reshape(len(rows), len(metrics))
+        return cls(
+            system=meta.get("system", p.stem),
+            metrics=metrics,
+            query_ids=[r[0] for r in rows],
+            values=values,
+            status=[r[1] for r in rows],
+            skipped=list(meta.get("skipped", [])),
+            mode=meta.get("mode", "trec_eval"),
+            n_duplicates=int(meta.get("n_duplicates", 0)),
+            excluded=list(meta.get("excluded", [])),
+            unjudged=list(meta.get("unjudged", [])),
+            relevance_level=int(meta.get("relevance_level", 1)),
+            no_relevant=meta.get("no_relevant", "skip"),
+            default_k=int(meta.get("default_k", 5)),
+            trec_names=list(meta.get("trec_names", [])) or [None] * len(metrics),
+        )
+
+
+def bootstrap_means(values: np.ndarray, *, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
+    """[n_boot, n_metrics] means of queries resampled with replacement (batched to bound memory)."""
+    n, m = values.shape
+    rng = np.random.default_rng(seed)
+    out = np.empty((n_boot, m), dtype=np.float64)
+    batch = max(1, min(n_boot, 4_000_000 // max(n * m, 1)))
+    for start in range(0, n_boot, batch):
+        b = min(batch, n_boot - start)
+        idx = rng.integers(0, n, size=(b, n))
+        out[start : start + b] = values[idx].mean(axis=1)
+    return out
+
+
+def _sample_map(samples: Mapping[str, Sample] | Sequence[Sample] | None) -> dict[str, Sample]:
+    if samples is None:
+        return {}
+    if isinstance(samples, Mapping):
+        return dict(samples)
+    return {s.id: s for s in samples}
+
+
+def sample_k(sample: Sample | None) -> int | None:
+    """A sample's own cutoff: `Sample.k`, else `metadata.k`."""
+    if sample is None:
+        return None
+    k = sample.k if sample.k is not None else sample.metadata.get("k")
+    if k is None:
+        return None
+    if int(k) != k or int(k) < 1:
+        raise InputError(f"sample {sample.id!r}: k must be a positive integer, got {k!r}", field="metadata.k")
+    return int(k)
+
+
+def qrels_from_samples(samples: Mapping[str, Sample] | Sequence[Sample]) -> Qrels:
+    """Judgements from golden-set samples (`expected`: doc id -> gain), in sample order."""
+    return Qrels({s.id: dict(s.expected) for s in _sample_map(samples).values()})
+
+
+def groups_from_samples(samples: Mapping[str, Sample] | Sequence[Sample]) -> dict[str, list[str]]:
+    """Query ids by tag and by category (`category:<name>`), for `Evaluation.breakdown`."""
+    groups: dict[str, list[str]] = {}
+    for s in _sample_map(samples).values():
+        for tag in s.tags:
+            groups.setdefault(tag, []).append(s.id)
+        if s.category:
+            groups.setdefault(f"category:{s.category}", []).append(s.id)
+    return groups
+
+
+def evaluate(
+    run: Run,
+    qrels: Qrels | Mapping[str, Mapping[str, int]],
+    metrics: Sequence[str | MetricSpec],
+    *,
+    relevance_level: int = 1,
+    no_relevant: str = "skip",
+    mode: str = "trec_eval",
+    default_k: int = 5,
+    samples: Mapping[str, Sample] | Sequence[Sample] | None = None,
+    texts: Any = None,
+    system: str | None = None,
+) -> Evaluation:
+    """Judge `run` against `qrels` and compute `metrics` for every counted query (see the module docstring).
+
+    `samples` (golden sets) give per-sample cutoffs, answers (containment) and support groups;
+    `texts` (doc id -> text, or a Corpus) feed answer containment.
+    """
+    if mode not in MODES:
+        raise ConfigError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}", field="mode")
+    if no_relevant not in NO_RELEVANT:
+        raise ConfigError(f"unknown no_relevant policy {no_relevant!r}; expected one of {', '.join(NO_RELEVANT)}", field="no_relevant")
+    if isinstance(relevance_level, bool) or int(relevance_level) != relevance_level or relevance_level < 1:
+        raise ConfigError(f"relevance level must be an integer >= 1, got {relevance_level!r}", field="relevance_level")
+    relevance_level = int(relevance_level)
+    specs = [m for m in metrics if isinstance(m, MetricSpec)]
+    specs += parse_metrics([m for m in metrics if not isinstance(m, MetricSpec)], default_k)
+    if not specs:
+        raise ConfigError("no metrics asked for", field="metrics")
+    if len({s.name for s in specs}) != len(specs):
+        specs = list({s.name: s for s in specs}.values())
+
+    qids = list(qrels)
+    n = len(qids)
+    gm = judge_qrels(run, qrels, qids)
+    pos = run._pos
+    run_rows = np.fromiter((pos.get(q, -1) for q in qids), dtype=np.int64, count=n)
+    status = [run.status[q].value if q in pos else "missing" for q in qids]
+    failed = np.fromiter((s == "missing" or QueryStatus(s).failed for s in status), dtype=bool, count=n)
+    no_rel = gm.n_relevant(relevance_level) == 0
+
+    keep = np.ones(n, dtype=bool)
+    excluded: list[str] = []
+    if mode == "pytrec_eval":
+        excluded = [q for q, f in zip(qids, failed, strict=True) if f]
+        keep &= ~failed
+    skipped: list[str] = []
+    if no_relevant == "skip":
+        skipped = [q for q, s in zip(qids, keep & no_rel, strict=True) if s]
+        keep &= ~no_rel
+    rows = np.flatnonzero(keep)
+    sub = gm if len(rows) == n else gm.take(rows)
+    kept = [qids[r] for r in rows]
+
+    smap = _sample_map(samples)
+    row_samples = [smap.get(q) for q in kept] if smap else []
+    ks = None
+    if smap:
+        ks = np.array([sample_k(s) or 0 for s in row_samples], dtype=np.int64)
+    ctx = MetricContext(sub, relevance_level, run, run_rows[rows], row_samples, texts, qrels)
+    values = np.empty((len(rows), len(specs)), dtype=np.float64)
+    for j, spec in enumerate(specs):
+        values[:, j] = spec.compute(ctx, ks)
+    if no_relevant == "one":
+        values[no_rel[rows]] = 1.0
+    values[failed[rows]] = 0.0
+
+    judged = set(qids)
+    unjudged = [q for q in run.query_ids if q not in judged]
+    return Evaluation(
+        system=system if system is not None else run.name,
+        metrics=[s.name for s in specs],
+        query_ids=kept,
+        values=values,
+        status=[status[r] for r in rows],
+        skipped=skipped,
+        mode=mode,
+        n_duplicates=run.n_duplicates,
+        excluded=excluded,
+        unjudged=unjudged,
+        relevance_level=relevance_level,
+        no_relevant=no_relevant,
+        default_k=default_k,
+        trec_names=[s.trec_name for s in specs],
+    )

@@ -1,0 +1,372 @@
+"""The metric registry: metric names, the Metric protocol, and plugins.
+
+A metric name is parsed into a `MetricSpec`: a metric, an optional cutoff and parameters.
+Accepted spellings (case-insensitive except trec_eval's own names):
+
+- retbench names: `ndcg@10`, `P@5`, `recall@100`, `hit@5`, `f1@5`, `mrr`, `mrr@10`, `map`, `map@100`,
+  `rprec`, `ndcg_exp@10`, `recall_any@5`, `recall_all@5`, `containment@5`, `hybrid@10(alpha=0.5,gamma=1)`;
+- a relevance level for binary measures: `recall@5(rel=2)` or ir_measures' `P(rel=2)@5`;
+- trec_eval names: `ndcg_cut_10` (or `ndcg_cut.10`), `P_5`, `recall_100`, `success_5`, `map_cut_10`,
+  `recip_rank`, `Rprec`, `map`, `ndcg`;
+- the seed aliases `retrieval-hit-at-k`, `retrieval-recall-at-k`, `retrieval-mrr`,
+  `retrieval-ndcg-at-k`, `answer-containment-at-k` (cutoff from the sample or `default_k`).
+
+Cutoffs (DESIGN.md): a per-sample `metadata.k` wins, else the name's own `@k`, else `default_k`.
+Metrics that are uncut by nature (mrr, map, rprec, ndcg without @k) stay uncut unless given @k.
+
+Adding a metric: any object with `name`, `cutoff` and `compute(ctx, k, params)` (the `Metric`
+protocol), passed to `register()` or exposed under the `retbench.metrics` entry-point group.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from retbench.errors import ConfigError
+from retbench.metrics import ranking, text
+from retbench.metrics.judging import GainMatrix, check_level
+
+ENTRY_POINT_GROUP = "retbench.metrics"
+
+CUTOFFS = ("k", "optional", "none")
+
+
+@dataclass
+class MetricContext:
+    """Everything a metric may look at, row-aligned with the gain matrix.
+
+    `run_rows[i]` is the run's row for gain-matrix row i (-1: the system did not answer);
+    `samples[i]` is the golden-set sample of row i, if any; `texts` maps doc id -> text (or is a Corpus).
+    """
+
+    gm: GainMatrix
+    relevance_level: int = 1
+    run: Any = None
+    run_rows: np.ndarray | None = None
+    samples: Sequence[Any] = field(default_factory=list)
+    texts: Any = None
+    qrels: Mapping[str, Mapping[str, int]] | None = None
+
+    def level(self, params: Mapping[str, float]) -> int:
+        """The relevance level a binary measure uses: its own `rel=` parameter, else the evaluation's."""
+        level = params.get("rel", self.relevance_level)
+        if int(level) != level:
+            raise ConfigError(f"relevance level must be an integer, got {level!r}", field="rel")
+        return int(level)
+
+    def ranked(self, i: int, k: int | None = None) -> list[str]:
+        """Doc ids ranked for row i (rank 1 first), at most k of them."""
+        if self.run is None or self.run_rows is None or self.run_rows[i] < 0:
+            return []
+        r = int(self.run_rows[i])
+        start, stop = int(self.run.offsets[r]), int(self.run.offsets[r + 1])
+        if k is not None:
+            stop = min(stop, start + k)
+        return self.run.doc_ids[start:stop].tolist()
+
+
+@runtime_checkable
+class Metric(Protocol):
+    """What a metric is: a name, how it takes a cutoff, and a vectorized compute.
+
+    `cutoff`: "k" (needs a cutoff: per-sample k, else the name's @k, else default_k), "optional"
+    (uncut unless the name has @k) or "none". `compute` returns one float per gain-matrix row;
+    `k` is None (uncut) or an int64 array of per-row cutoffs. Optional attributes: `aliases`
+    (other names), `params` (name -> default), `binary` (accepts `rel=`), `description`,
+    `trec_name(k)` (trec_eval's name for it, if any).
+    """
+
+    name: str
+    cutoff: str
+
+    def compute(self, ctx: MetricContext, k: np.ndarray | None, params: Mapping[str, float]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A metric defined by a function of (context, per-row k, relevance level, params)."""
+
+    name: str
+    cutoff: str
+    fn: Callable[[MetricContext, np.ndarray | None, int, Mapping[str, float]], np.ndarray]
+    description: str
+    aliases: tuple[str, ...] = ()
+    binary: bool = True
+    params: Mapping[str, float] = field(default_factory=dict)
+    trec: str | None = None  # trec_eval name, "{k}" filled with the cutoff
+
+    def compute(self, ctx: MetricContext, k: np.ndarray | None, params: Mapping[str, float]) -> np.ndarray:
+        return self.fn(ctx, k, ctx.level(params) if self.binary else 1, params)
+
+    def trec_name(self, k: int | None) -> str | None:
+        if self.trec is None or ("{k}" in self.trec) != (k is not None):
+            return None
+        return self.trec.format(k=k)
+
+
+def _builtins() -> list[Builtin]:
+    r = ranking
+    return [
+        Builtin("hit", "k", lambda c, k, lv, p: r.hit(c.gm, k, lv), "1 if any relevant doc is in the top k",
+                ("success", "retrieval-hit-at-k"), trec="success_{k}"),
+        Builtin("recall", "k", lambda c, k, lv, p: r.recall(c.gm, k, lv), "relevant docs in the top k / all relevant",
+                ("r", "retrieval-recall-at-k"), trec="recall_{k}"),
+        Builtin("P", "k", lambda c, k, lv, p: r.precision(c.gm, k, lv), "relevant docs in the top k / k",
+                ("precision",), trec="P_{k}"),
+        Builtin("f1", "k", lambda c, k, lv, p: r.f1(c.gm, k, lv), "harmonic mean of P@k and recall@k"),
+        Builtin("rprec", "none", lambda c, k, lv, p: r.rprec(c.gm, lv), "precision at rank R (number relevant)",
+                ("r-prec", "r_prec"), trec="Rprec"),
+        Builtin("mrr", "optional", lambda c, k, lv, p: r.reciprocal_rank(c.gm, k, lv),
+                "1 / rank of the first relevant doc", ("rr", "recip_rank", "retrieval-mrr"), trec="recip_rank"),
+        Builtin("map", "optional", lambda c, k, lv, p: r.average_precision(c.gm, k, lv), "average precision",
+                ("ap",), trec="map"),
+        Builtin("ndcg", "optional", lambda c, k, lv, p: r.ndcg(c.gm, k), "nDCG with linear gains (trec_eval)",
+                ("retrieval-ndcg-at-k",), binary=False, trec="ndcg"),
+        Builtin("ndcg_exp", "k", lambda c, k, lv, p: r.ndcg(c.gm, k, exp=True), "nDCG with 2^g - 1 gains",
+                binary=False),
+        Builtin("recall_any", "k", lambda c, k, lv, p: text.recall_groups(c, k, lv, require_all=False),
+                "1 if any support id is in the top k"),
+        Builtin("recall_all", "k", lambda c, k, lv, p: text.recall_groups(c, k, lv, require_all=True),
+                "1 if every support group has an id in the top k"),
+        Builtin("containment", "k", lambda c, k, lv, p: text.containment(c, k),
+                "1 if the expected answer occurs in a top-k doc's text", ("answer-containment-at-k", "answer_containment"),
+                binary=False),
+        Builtin("hybrid", "k", lambda c, k, lv, p: r.hybrid_log_rank(c.gm, k, lv, p["alpha"], p["gamma"]),
+                "alpha * recall + (1 - alpha) * log-rank quality", ("hybrid_log_rank",),
+                params={"alpha": 0.5, "gamma": 1.0}),
+    ]
+
+
+# trec_eval's cut measures whose suffix is the cutoff, and the retbench metric each is
+_TREC_CUT = {"P": "P", "recall": "recall", "success": "hit", "ndcg_cut": "ndcg", "map_cut": "map"}
+_TREC_PLAIN = {"recip_rank": "mrr", "Rprec": "rprec", "map": "map", "ndcg": "ndcg"}
+# seed aliases that mean "this metric at the resolved k" even when the metric is uncut by nature
+_FORCE_K = {"retrieval-ndcg-at-k": "ndcg"}
+
+_REGISTRY: dict[str, Metric] = {}
+_LOOKUP: dict[str, str] = {}  # lower-cased name or alias -> registered name
+_PLUGIN_ERRORS: dict[str, str] = {}
+_PLUGINS_LOADED = False
+
+
+def register(metric: Metric, *, replace: bool = False) -> Metric:
+    """Add a metric (an object following the `Metric` protocol); returns it, so it works as a decorator on instances."""
+    name = getattr(metric, "name", None)
+    cutoff = getattr(metric, "cutoff", None)
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][\w\-]*", name):
+        raise ConfigError(f"a metric needs a name of letters, digits, '_' or '-', got {name!r}")
+    if cutoff not in CUTOFFS or not callable(getattr(metric, "compute", None)):
+        raise ConfigError(f"metric {name!r} must have cutoff in {CUTOFFS} and a compute(ctx, k, params) method")
+    keys = [name.lower(), *(a.lower() for a in getattr(metric, "aliases", ()) or ())]
+    for key in keys:
+        owner = _LOOKUP.get(key)
+        if owner is not None and owner != name and not replace:
+            raise ConfigError(f"metric name {key!r} is already taken by {owner!r}")
+    if name in _REGISTRY and not replace:
+        raise ConfigError(f"metric {name!r} is already registered (pass replace=True to override)")
+    _REGISTRY[name] = metric
+    for key in keys:
+        _LOOKUP[key] = name
+    return metric
+
+
+def unregister(name: str) -> None:
+    """Remove a registered metric and its aliases (tests, notebooks)."""
+    _REGISTRY.pop(name, None)
+    for key in [k for k, v in _LOOKUP.items() if v == name]:
+        del _LOOKUP[key]
+
+
+def _load_plugins() -> None:
+    """Register metrics exposed under the `retbench.metrics` entry-point group (once)."""
+    global _PLUGINS_LOADED
+    if _PLUGINS_LOADED:
+        return
+    _PLUGINS_LOADED = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = ep.load()
+            metric = obj() if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "compute")) else obj
+            if getattr(metric, "name", None) not in _REGISTRY:
+                register(metric)
+        except Exception as exc:  # a broken plugin must not break the built-ins; it is reported by name
+            _PLUGIN_ERRORS[ep.name] = f"{type(exc).__name__}: {exc}"
+
+
+def reload_plugins() -> None:
+    """Look at the entry points again (after installing a plugin in a running process)."""
+    global _PLUGINS_LOADED
+    _PLUGINS_LOADED = False
+    _load_plugins()
+
+
+def available() -> dict[str, Metric]:
+    """Registered metrics by name (built-ins and plugins)."""
+    _load_plugins()
+    return dict(_REGISTRY)
+
+
+def valid_names() -> list[str]:
+    """Metric names with their cutoff form, for help texts and error messages."""
+    out = []
+    for name, m in available().items():
+        out.append(f"{name}@k" if m.cutoff == "k" else f"{name}[@k]" if m.cutoff == "optional" else name)
+    return out
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A parsed metric name: the metric, its own cutoff (None: uncut) and its parameters."""
+
+    metric: Metric
+    k: int | None
+    params: Mapping[str, float]
+    name: str  # canonical, e.g. "ndcg@10", "recall@5(rel=2)"
+
+    def ks(self, sample_k: np.ndarray | None, n: int) -> np.ndarray | None:
+        """Per-row cutoffs: a sample's own k wins over the spec's k; None for uncut metrics."""
+        if self.k is None:
+            return None
+        k = np.full(n, self.k, dtype=np.int64)
+        if sample_k is not None:
+            k = np.where(sample_k > 0, sample_k, k)
+        return k
+
+    def compute(self, ctx: MetricContext, sample_k: np.ndarray | None = None) -> np.ndarray:
+        values = np.asarray(self.metric.compute(ctx, self.ks(sample_k, len(ctx.gm)), self.params), dtype=np.float64)
+        if values.shape != (len(ctx.gm),):
+            raise ConfigError(f"metric {self.name!r} returned shape {values.shape}, expected ({len(ctx.gm)},)")
+        return values
+
+    @property
+    def trec_name(self) -> str | None:
+        """trec_eval's name for this measure (None when trec_eval has no such measure)."""
+        if set(self.params) - {"rel"} or "rel" in self.params:
+            return None
+        fn = getattr(self.metric, "trec_name", None)
+        return fn(self.k) if callable(fn) else None
+
+
+_SPEC = re.compile(
+    r"^(?P<name>[A-Za-z][\w\-]*?)(?:\((?P<p1>[^()]*)\))?(?:@(?P<k>\d+))?(?:\((?P<p2>[^()]*)\))?$"
+)
+_TREC_CUT_RE = re.compile(r"^(?P<base>P|recall|success|ndcg_cut|map_cut)[._](?P<k>\d+)$")
+
+
+def _fmt(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else f"{v:g}"
+
+
+def _parse_params(text: str | None, spec: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if not text:
+        return out
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        key, eq, value = part.partition("=")
+        key = key.strip()
+        try:
+            if not eq:
+                raise ValueError
+            out[key] = float(value)
+        except ValueError:
+            raise ConfigError(f"metric {spec!r}: parameter {part.strip()!r} must be name=number", field="metric") from None
+    return out
+
+
+def _unknown(spec: str) -> ConfigError:
+    names = ", ".join(valid_names())
+    extra = "".join(f"; plugin {n!r} failed to load ({e})" for n, e in _PLUGIN_ERRORS.items())
+    return ConfigError(
+        f"unknown metric {spec!r}; valid names: {names} (also trec_eval names such as ndcg_cut_10, P_5, "
+        f"recip_rank, Rprec, success_5){extra}",
+        field="metric",
+    )
+
+
+def parse_metric(spec: str, default_k: int = 5) -> MetricSpec:
+    """Parse a metric name (see the module docstring) into a MetricSpec; unknown names list the valid ones."""
+    _load_plugins()
+    if default_k < 1:
+        raise ConfigError(f"default_k must be >= 1, got {default_k}", field="default_k")
+    s = spec.strip().replace(" ", "")
+    force_k = False
+    k: int | None = None
+    params: dict[str, float] = {}
+    m = _TREC_CUT_RE.match(s)
+    if m:
+        base, k = _TREC_CUT[m["base"]], int(m["k"])
+    elif s in _TREC_PLAIN:
+        base = _TREC_PLAIN[s]
+    else:
+        m = _SPEC.match(s)
+        if not m:
+            raise _unknown(spec)
+        key = m["name"].lower()
+        force_k = key in _FORCE_K
+        if key not in _LOOKUP:
+            raise _unknown(spec)
+        base = _LOOKUP[key]
+        k = int(m["k"]) if m["k"] is not None else None
+        params = {**_parse_params(m["p1"], spec), **_parse_params(m["p2"], spec)}
+    metric = _REGISTRY.get(base) or _REGISTRY[_LOOKUP[base.lower()]]
+    if "k" in params:
+        if k is not None:
+            raise ConfigError(f"metric {spec!r} gives its cutoff twice", field="metric")
+        k = int(params.pop("k"))
+    defaults = dict(getattr(metric, "params", {}) or {})
+    allowed = set(defaults) | ({"rel"} if getattr(metric, "binary", True) else set())
+    bad = set(params) - allowed
+    if bad:
+        have = ", ".join(sorted(allowed)) or "none"
+        raise ConfigError(f"metric {spec!r}: unknown parameter(s) {', '.join(sorted(bad))} (accepted: {have})", field="metric")
+    if "rel" in params:
+        try:
+            check_level(params["rel"])
+        except ValueError as exc:
+            raise ConfigError(f"metric {spec!r}: {exc}", field="metric") from None
+    cutoff = metric.cutoff
+    if cutoff == "none" and k is not None:
+        raise ConfigError(f"metric {metric.name!r} takes no cutoff (got {spec!r})", field="metric")
+    if k is not None and k < 1:
+        raise ConfigError(f"metric {spec!r}: cutoff must be >= 1", field="metric")
+    if k is None and (cutoff == "k" or force_k):
+        k = default_k
+    shown = {p: v for p, v in params.items() if p == "rel" or v != defaults.get(p)}
+    name = metric.name + (f"@{k}" if k is not None else "")
+    if shown:
+        name += "(" + ",".join(f"{p}={_fmt(v)}" for p, v in sorted(shown.items())) + ")"
+    return MetricSpec(metric, k, {**defaults, **params}, name)
+
+
+def parse_metrics(specs: Sequence[str], default_k: int = 5) -> list[MetricSpec]:
+    """Parse several names (a comma list in one trec_eval-style name, `P.5,10`, expands); duplicates are dropped."""
+    out: list[MetricSpec] = []
+    seen: set[str] = set()
+    for spec in specs:
+        for one in expand_trec_list(spec):
+            parsed = parse_metric(one, default_k)
+            if parsed.name not in seen:
+                seen.add(parsed.name)
+                out.append(parsed)
+    return out
+
+
+def expand_trec_list(spec: str) -> list[str]:
+    """trec_eval's `-m P.5,10` form -> ["P.5", "P.10"]; anything else is returned as is."""
+    m = re.match(r"^(P|recall|success|ndcg_cut|map_cut)\.(\d+(?:,\d+)+)$", spec.strip())
+    if not m:
+        return [spec]
+    return [f"{m[1]}.{k}" for k in m[2].split(",")]
+
+
+for _m in _builtins():
+    register(_m)
