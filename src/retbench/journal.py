@@ -1,0 +1,202 @@
+"""An append-only per-query journal, so a killed run resumes without redoing or losing work.
+
+One JSON object per line. The first line is a header carrying the fingerprint of the configuration
+that wrote the journal: resuming under a different configuration would mix incomparable results, so
+it is refused. Every other line is one finished unit of work (a query of `retbench run`, a request
+of `retbench stress`) under a unique `key`.
+
+Durability: records are buffered and written in batches, each batch with one `write` and an
+`fsync`, so a SIGKILL loses at most the batch not yet flushed, and a power cut at most the batch
+being written. A record is only "done" once its line (with its newline) is on disk; a process
+killed mid-write leaves a torn last line, which opening the journal drops (and truncates away, so
+the next append starts on a clean line). A malformed line anywhere else is real corruption and is
+reported with its line number rather than skipped.
+
+A record repeated under the same key (possible only if two writers shared a file) is kept once:
+the first occurrence wins and `duplicates` counts the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from retbench.data import QueryStatus, Run, RunBuilder
+from retbench.errors import ConfigError, InputError
+
+FORMAT = "retbench-journal/1"
+
+
+class Journal:
+    """A JSONL journal of finished work, opened for appending (and resuming)."""
+
+    def __init__(self, path: str | Path, fingerprint: str = "", *, batch_size: int = 64, meta: Mapping[str, Any] | None = None) -> None:
+        self.path = Path(path)
+        self.fingerprint = fingerprint
+        self.batch_size = max(1, batch_size)
+        self.torn = 0  # torn trailing lines dropped on open
+        self.duplicates = 0
+        self._records: list[dict[str, Any]] = []
+        self._keys: set[str] = set()
+        self._pending: list[str] = []
+        self._lock = threading.Lock()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        header = self._load()
+        self._fh = open(self.path, "ab")  # noqa: SIM115  (held open for appends; closed in close())
+        if header is None:
+            self._write_lines([json.dumps({"type": "header", "format": FORMAT, "fingerprint": fingerprint, **(meta or {})})])
+            self.header: dict[str, Any] = {"fingerprint": fingerprint, **(meta or {})}
+        else:
+            self.header = header
+
+    # -- reading -------------------------------------------------------------------------------
+    def _load(self) -> dict[str, Any] | None:
+        """Read what a previous process left; returns its header (None for a new journal)."""
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            return None
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data):  # the last line never got its newline: a torn write
+            self.torn += 1
+        lines = data[:end].split(b"\n")[:-1]
+        parsed: list[dict[str, Any]] = []
+        for lineno, raw in enumerate(lines, 1):
+            try:
+                obj = json.loads(raw)
+                if not isinstance(obj, dict):
+                    raise ValueError("not an object")
+            except ValueError as exc:
+                if lineno == len(lines):  # a complete-looking but garbled last line (e.g. zero-filled after a crash)
+                    self.torn += 1
+                    end -= len(raw) + 1
+                    break
+                raise InputError(f"journal line is not a JSON object ({exc}); the journal is corrupt", path=self.path, line=lineno) from None
+            parsed.append(obj)
+        if end < len(data):
+            with open(self.path, "r+b") as fh:
+                fh.truncate(end)
+                fh.flush()
+                os.fsync(fh.fileno())
+        if not parsed:
+            return None
+        header, body = parsed[0], parsed[1:]
+        if header.get("type") != "header":
+            raise InputError("journal has no header line; it was not written by retbench", path=self.path, line=1)
+        if self.fingerprint and header.get("fingerprint") != self.fingerprint:
+            raise ConfigError(
+                f"journal was written by a different configuration (fingerprint {header.get('fingerprint')!r}, "
+                f"now {self.fingerprint!r}); delete it or start a fresh run",
+                path=self.path,
+            )
+        for obj in body:
+            self._remember(obj)
+        return header
+
+    def _remember(self, obj: dict[str, Any]) -> bool:
+        key = obj.get("key")
+        if key is None:
+            return False
+        if key in self._keys:
+            self.duplicates += 1
+            return False
+        self._keys.add(key)
+        self._records.append(obj)
+        return True
+
+    def done(self) -> set[str]:
+        """Keys of every finished unit, including those appended (and flushed or not) in this process."""
+        with self._lock:
+            return set(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def records(self, where: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
+        """Finished records in the order they were journaled, optionally filtered."""
+        with self._lock:
+            recs = list(self._records)
+        return [r for r in recs if where is None or where(r)]
+
+    def replay(self, where: Callable[[dict[str, Any]], bool] | None = None, name: str = "") -> Run:
+        """The journaled query records (optionally filtered) as a Run, one entry per query id."""
+        return run_from_records(self.records(where), name=name)
+
+    # -- writing -------------------------------------------------------------------------------
+    def append(self, key: str, **fields: Any) -> None:
+        """Record one finished unit; written with the next batch (see `flush`)."""
+        obj = {"key": key, **fields}
+        line = json.dumps(obj, separators=(",", ":"))
+        with self._lock:
+            if not self._remember(obj):
+                raise ValueError(f"journal already holds key {key!r}")
+            self._pending.append(line)
+            full = len(self._pending) >= self.batch_size
+        if full:
+            self.flush()
+
+    def append_query(
+        self,
+        key: str,
+        qid: str,
+        ranking: Sequence[tuple[str, float]] = (),
+        *,
+        status: QueryStatus | str = QueryStatus.OK,
+        latency: float | None = None,
+        error: str | None = None,
+        **extra: Any,
+    ) -> None:
+        """Record one answered (or failed) query in the shape `replay` reads back."""
+        self.append(
+            key,
+            qid=qid,
+            status=QueryStatus(status).value,
+            docs=[d for d, _ in ranking],
+            scores=[float(s) for _, s in ranking],
+            latency=latency,
+            error=error,
+            **extra,
+        )
+
+    def flush(self) -> None:
+        """Write the pending records in one batch and fsync it."""
+        with self._lock:
+            lines, self._pending = self._pending, []
+            if lines:
+                self._write_lines(lines)
+
+    def _write_lines(self, lines: Iterable[str]) -> None:
+        self._fh.write(("\n".join(lines) + "\n").encode("utf-8"))
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self.flush()
+            self._fh.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
+def run_from_records(records: Iterable[Mapping[str, Any]], name: str = "") -> Run:
+    """A Run from query records (first record of each query id wins), statuses and errors kept."""
+    builder = RunBuilder(name)
+    seen: set[str] = set()
+    for r in records:
+        qid = r.get("qid")
+        if qid is None or qid in seen:
+            continue
+        seen.add(qid)
+        ranking = list(zip(r.get("docs") or [], r.get("scores") or [], strict=True))
+        builder.add(qid, ranking, status=QueryStatus(r.get("status", "ok")), latency=r.get("latency"), error=r.get("error"))
+    return builder.build()
