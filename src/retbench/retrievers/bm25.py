@@ -1,0 +1,312 @@
+"""BM25 adapters: bm25s (default) and rank-bm25, fed by one shared tokenizer.
+
+Both adapters tokenize with `retrievers.tokenize.Tokenizer`, so a bm25s-vs-rank-bm25 comparison
+isolates the scoring function. Neither library updates an index in place, so `add` and `delete`
+are full rebuilds from the kept token lists (declared as such in `describe()`): exact, and
+measured in benchmarks/bm25_speed.py rather than hidden.
+
+Ids are strings, scores Python floats; documents scoring exactly 0 (no query term matched; both
+libraries pad top-k with them) are dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retbench.data import Corpus
+from retbench.errors import ConfigError, InputError
+from retbench.retrievers.base import Ranking, Retriever, register
+from retbench.retrievers.tokenize import Tokenizer
+
+BM25S_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+RANK_BM25_VARIANTS = ("okapi", "bm25l", "bm25plus")
+_META = "retbench.json"
+
+
+def _digest(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode("utf-8"))
+        h.update(b"\x1f")
+    return h.hexdigest()[:16]
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k highest scores, best first (argpartition, then a sort of only k items)."""
+    n = len(scores)
+    k = min(k, n)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    idx = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
+    return idx[np.argsort(-scores[idx], kind="stable")]
+
+
+class LexicalRetriever(Retriever):
+    """What both BM25 adapters share: the tokenizer, id bookkeeping, and rebuild-based add/delete."""
+
+    capabilities = frozenset({"add", "delete"})
+
+    def __init__(
+        self,
+        *,
+        stopwords: str | Sequence[str] | None,
+        stemmer: str | None,
+        token_pattern: str | None,
+        name: str | None,
+    ) -> None:
+        super().__init__(name)
+        kwargs = {"token_pattern": token_pattern} if token_pattern else {}
+        self.tokenizer = Tokenizer(stopwords, stemmer, **kwargs)
+        self._ids: list[str] = []
+        self._tokens: list[list[str]] = []
+        self._content = ""  # digest of what is indexed, chained through add/delete
+        self.n_rebuilds = 0
+
+    # -- subclasses ----------------------------------------------------------------------------
+    @abstractmethod
+    def _settings(self) -> dict[str, Any]:
+        """Scoring settings for describe()."""
+
+    @abstractmethod
+    def _build(self, tokens: list[list[str]]) -> None:
+        """(Re)build the scoring index over token lists aligned with self._ids."""
+
+    @abstractmethod
+    def _search_tokens(self, queries: list[list[str]], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(doc positions, scores) best first for each non-empty token list."""
+
+    # -- Retriever -----------------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        return {
+            "adapter": self.adapter,
+            **self._settings(),
+            "tokenizer": self.tokenizer.describe(),
+            "add": "full rebuild",
+            "delete": "full rebuild",
+        }
+
+    def fingerprint(self) -> str:
+        return _digest(json.dumps(self.describe(), sort_keys=True), self._content)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @property
+    def doc_ids(self) -> list[str]:
+        """Ids of the indexed documents, in index order (a copy)."""
+        return list(self._ids)
+
+    def index(self, corpus: Corpus) -> None:
+        if len(corpus) == 0:
+            raise InputError("cannot index an empty corpus", field="corpus")
+        self._ids = [str(i) for i in corpus.ids]
+        self._tokens = self.tokenizer.tokenize(corpus.joined_texts())
+        self._content = corpus.fingerprint()
+        self._build(self._tokens)
+
+    def _require_index(self) -> None:
+        if not self._ids:
+            raise InputError(f"{self.adapter} retriever {self.name!r} has no index; call index() first")
+
+    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
+        self._require_index()
+        tokens = self.tokenizer.tokenize(list(texts))
+        out: list[Ranking] = [[] for _ in tokens]
+        live = [i for i, t in enumerate(tokens) if t]  # a query with no tokens matches nothing
+        if not live or k <= 0:
+            return out
+        ids = self._ids
+        results = self._search_tokens([tokens[i] for i in live], min(k, len(ids)))
+        for i, (pos, scores) in zip(live, results, strict=True):
+            out[i] = [(ids[p], s) for p, s in zip(pos.tolist(), scores.tolist(), strict=True) if s != 0.0]
+        return out
+
+    def add(self, corpus: Corpus) -> None:
+        """Add (or replace, by id) documents; a full rebuild, since neither library updates in place."""
+        self._require_index()
+        new_ids = [str(i) for i in corpus.ids]
+        replaced = set(new_ids) & set(self._ids)
+        if replaced:
+            keep = [j for j, d in enumerate(self._ids) if d not in replaced]
+            self._ids = [self._ids[j] for j in keep]
+            self._tokens = [self._tokens[j] for j in keep]
+        self._ids += new_ids
+        self._tokens += self.tokenizer.tokenize(corpus.joined_texts())
+        self._content = _digest(self._content, "add", corpus.fingerprint())
+        self._build(self._tokens)
+        self.n_rebuilds += 1
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove documents by id (unknown ids are ignored); a full rebuild."""
+        self._require_index()
+        gone = {str(i) for i in ids}
+        keep = [j for j, d in enumerate(self._ids) if d not in gone]
+        if len(keep) == len(self._ids):
+            return
+        if not keep:
+            raise InputError("deleting these ids would leave the index empty", field="ids")
+        self._ids = [self._ids[j] for j in keep]
+        self._tokens = [self._tokens[j] for j in keep]
+        self._content = _digest(self._content, "delete", *sorted(gone))
+        self._build(self._tokens)
+        self.n_rebuilds += 1
+
+    # -- persistence helpers -------------------------------------------------------------------
+    def _write_meta(self, folder: Path) -> None:
+        meta = {"describe": self.describe(), "content": self._content, "ids": self._ids, "tokens": self._tokens}
+        tmp = folder / (_META + ".tmp")
+        tmp.write_text(json.dumps(meta), encoding="utf-8")
+        tmp.replace(folder / _META)
+
+    def _read_meta(self, folder: Path) -> None:
+        f = folder / _META
+        if not f.is_file():
+            raise InputError("not a saved retbench BM25 index (no retbench.json)", path=folder)
+        meta = json.loads(f.read_text(encoding="utf-8"))
+        saved, mine = meta["describe"], self.describe()
+        if saved != mine:
+            diff = sorted(k for k in set(saved) | set(mine) if saved.get(k) != mine.get(k))
+            raise ConfigError(f"saved index was built with different settings ({', '.join(diff)}): {saved}", path=f)
+        self._ids, self._tokens, self._content = meta["ids"], meta["tokens"], meta["content"]
+
+
+@register("bm25s")
+class BM25SRetriever(LexicalRetriever):
+    """bm25s: eager sparse scoring matrix; `method` picks the BM25 variant (lucene is bm25s's default)."""
+
+    adapter = "bm25s"
+    capabilities = frozenset({"add", "delete", "save", "load"})
+
+    def __init__(
+        self,
+        k1: float = 1.5,
+        b: float = 0.75,
+        delta: float = 0.5,
+        method: str = "lucene",
+        idf_method: str | None = None,
+        stopwords: str | Sequence[str] | None = "en",
+        stemmer: str | None = "english",
+        token_pattern: str | None = None,
+        backend: str = "numpy",
+        n_threads: int = 0,
+        name: str | None = None,
+    ) -> None:
+        for field, value in (("method", method), ("idf_method", idf_method)):
+            if value is not None and value not in BM25S_METHODS:
+                raise ValueError(f"unknown bm25s {field} {value!r}; expected one of {', '.join(BM25S_METHODS)}")
+        if backend not in ("numpy", "numba", "auto"):
+            raise ValueError(f"unknown bm25s backend {backend!r}; expected numpy, numba or auto")
+        super().__init__(stopwords=stopwords, stemmer=stemmer, token_pattern=token_pattern, name=name)
+        self.k1, self.b, self.delta, self.method, self.idf_method = (
+            float(k1),
+            float(b),
+            float(delta),
+            method,
+            idf_method,
+        )
+        self.backend, self.n_threads = backend, int(n_threads)
+        self._bm25: Any = None
+
+    def _settings(self) -> dict[str, Any]:
+        s: dict[str, Any] = {
+            "k1": self.k1,
+            "b": self.b,
+            "method": self.method,
+            "idf_method": self.idf_method or self.method,
+        }
+        if self.method in ("bm25l", "bm25+"):
+            s["delta"] = self.delta
+        return s
+
+    def _new_model(self) -> Any:
+        import bm25s
+
+        return bm25s.BM25(
+            k1=self.k1, b=self.b, delta=self.delta, method=self.method, idf_method=self.idf_method, backend=self.backend
+        )
+
+    def _build(self, tokens: list[list[str]]) -> None:
+        model = self._new_model()
+        model.index(tokens, show_progress=False)
+        self._bm25 = model
+
+    def _search_tokens(self, queries: list[list[str]], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        docs, scores = self._bm25.retrieve(queries, k=k, show_progress=False, n_threads=self.n_threads)
+        return [(docs[i], scores[i]) for i in range(len(queries))]
+
+    def save(self, path: str | Path) -> None:
+        """bm25s's own files plus retbench.json (settings, ids, token lists for later rebuilds)."""
+        self._require_index()
+        folder = Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        self._bm25.save(str(folder), show_progress=False)
+        self._write_meta(folder)
+
+    def load(self, path: str | Path) -> None:
+        """Load an index saved with the same settings (a mismatch is a ConfigError naming the fields)."""
+        import bm25s
+
+        folder = Path(path)
+        self._read_meta(folder)
+        self._bm25 = bm25s.BM25.load(str(folder), show_progress=False)
+        self._bm25.backend = self.backend
+
+
+@register("rank_bm25")
+class RankBM25Retriever(LexicalRetriever):
+    """rank-bm25 (Okapi, BM25L, BM25Plus): scores every document per query in pure Python/NumPy."""
+
+    adapter = "rank_bm25"
+
+    def __init__(
+        self,
+        variant: str = "okapi",
+        k1: float = 1.5,
+        b: float = 0.75,
+        epsilon: float = 0.25,
+        delta: float | None = None,
+        stopwords: str | Sequence[str] | None = "en",
+        stemmer: str | None = "english",
+        token_pattern: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        if variant not in RANK_BM25_VARIANTS:
+            raise ValueError(f"unknown rank_bm25 variant {variant!r}; expected one of {', '.join(RANK_BM25_VARIANTS)}")
+        super().__init__(stopwords=stopwords, stemmer=stemmer, token_pattern=token_pattern, name=name)
+        self.variant, self.k1, self.b, self.epsilon = variant, float(k1), float(b), float(epsilon)
+        # rank-bm25's own defaults: BM25L delta 0.5, BM25Plus delta 1.0
+        self.delta = float(delta) if delta is not None else (1.0 if variant == "bm25plus" else 0.5)
+        self._bm25: Any = None
+
+    def _settings(self) -> dict[str, Any]:
+        s: dict[str, Any] = {"variant": self.variant, "k1": self.k1, "b": self.b}
+        if self.variant == "okapi":
+            s["epsilon"] = self.epsilon
+        else:
+            s["delta"] = self.delta
+        return s
+
+    def _build(self, tokens: list[list[str]]) -> None:
+        import rank_bm25
+
+        if self.variant == "okapi":
+            self._bm25 = rank_bm25.BM25Okapi(tokens, k1=self.k1, b=self.b, epsilon=self.epsilon)
+        elif self.variant == "bm25l":
+            self._bm25 = rank_bm25.BM25L(tokens, k1=self.k1, b=self.b, delta=self.delta)
+        else:
+            self._bm25 = rank_bm25.BM25Plus(tokens, k1=self.k1, b=self.b, delta=self.delta)
+
+    def _search_tokens(self, queries: list[list[str]], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        out = []
+        for q in queries:
+            scores = np.asarray(self._bm25.get_scores(q), dtype=np.float64)
+            idx = top_k(scores, k)
+            out.append((idx, scores[idx]))
+        return out
