@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -120,6 +121,27 @@ def run_command(
     con.print(render_summary(outcome.metrics, cfg.metrics, title=f"{cfg.name}: {cfg.output}"))
     con.print(f"results: {cfg.output}  (metrics.json, manifest.json, systems/<name>/run.trec)")
     raise_if_backend_failed(outcome)
+
+
+# -- stress -----------------------------------------------------------------------------------
+@app.command("stress")
+@handles_errors
+def stress_command(
+    config: Annotated[Path, typer.Argument(help="Stress YAML: one dataset, one system (optional faults), a stress block.")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Results directory (overrides the config).")] = None,
+    fresh: Annotated[bool, typer.Option(help="Discard the journal of an earlier (interrupted) stress run.")] = False,
+) -> None:
+    """Drive one system under load (and faults); exit 3 when failures exceed the allowed rate."""
+    from retbench.stress import describe_failure, load_config, run_stress
+
+    cfg = load_config(config, output)
+    result = run_stress(cfg, fresh=fresh, echo=typer.echo)
+    sm = result.summary
+    typer.echo(f"{sm.get('failed', 0)} of {sm.get('requests', 0)} requests failed; report: {result.out_dir / 'report.md'}")
+    if result.exit_code:
+        first = result.first_failure
+        typer.echo(f"error: backend failed: {describe_failure(first) if first else 'failure rate over the allowed rate'}", err=True)
+        raise typer.Exit(result.exit_code)
 
 
 def main() -> None:
