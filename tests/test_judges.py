@@ -10,6 +10,7 @@ from retbench.data import Run
 from retbench.judges import (
     Anchor,
     budget_cutoffs,
+    evaluate_judgement,
     judge_anchors,
     judge_cosine,
     judge_documents,
@@ -49,7 +50,9 @@ def test_span_judge_gains_recall_over_excerpts_and_mrr(spans_case):
     j = judge_spans(run, chunks, gold)
     assert j.query_ids == ["q1", "q2"]
     np.testing.assert_array_equal(j.gains.gains, [[0, 1, 1, 1], [1, 0, 0, 0]])
-    assert j.gains.n_relevant().tolist() == [2, 2]  # gold excerpts, not relevant chunks
+    # relevant chunks of the collection: c0, c1, c3 for q1; only c4 for q2 (no chunk covers d[90,95))
+    assert j.gains.n_relevant().tolist() == [3, 1]
+    assert j.n_items.tolist() == [2, 2]
     np.testing.assert_allclose(j.recall(1), [0.0, 0.5])
     np.testing.assert_allclose(j.recall(3), [0.5, 0.5])
     np.testing.assert_allclose(j.recall(4), [1.0, 0.5])
@@ -57,8 +60,28 @@ def test_span_judge_gains_recall_over_excerpts_and_mrr(spans_case):
     np.testing.assert_allclose(j.precision(2), [0.5, 0.5])
     np.testing.assert_allclose(j.recall_any(1), [0.0, 1.0])
     np.testing.assert_allclose(j.recall_all(4), [1.0, 0.0])
-    # counting relevant chunks instead of excerpts overshoots: 3 chunks / 2 excerpts
-    np.testing.assert_allclose(ranking.recall(j.gains, np.array([4, 4])), [1.5, 0.5])
+    # chunk-level recall calls q2 perfect although half its gold text is in no chunk: excerpt recall does not
+    np.testing.assert_allclose(ranking.recall(j.gains, np.array([4, 4])), [1.0, 1.0])
+
+
+def test_every_registry_metric_over_span_relevance(spans_case):
+    chunks, gold, run = spans_case
+    j = judge_spans(run, chunks, gold)
+    ev = evaluate_judgement(j, run, ["recall@4", "mrr", "P@2", "hit@1", "recall_all@4", "ndcg@4"], system="s")
+    assert ev.query_ids == ["q1", "q2"] and ev.status == ["ok", "ok"]
+    np.testing.assert_allclose(ev.column("recall@4"), [1.0, 0.5])  # excerpts, not chunks
+    np.testing.assert_allclose(ev.column("mrr"), [0.5, 1.0])
+    np.testing.assert_allclose(ev.column("P@2"), [0.5, 0.5])
+    np.testing.assert_allclose(ev.column("hit@1"), [0.0, 1.0])
+    np.testing.assert_allclose(ev.column("recall_all@4"), [1.0, 0.0])
+    # q1: gains 0,1,1,1 against an ideal of 3 relevant chunks
+    dcg = 1 / np.log2(3) + 1 / np.log2(4) + 1 / np.log2(5)
+    np.testing.assert_allclose(ev.column("ndcg@4"), [dcg / (1 + 1 / np.log2(3) + 1 / np.log2(4)), 1.0])
+    # a query the system never answered counts as 0; a query without gold is skipped
+    more = {**gold, "q3": [Span("d", 0, 3)], "q4": []}
+    ev2 = evaluate_judgement(judge_spans(run, chunks, more), run, ["recall@4"])
+    assert ev2.query_ids == ["q1", "q2", "q3"] and ev2.status[2] == "missing" and ev2.column("recall@4")[2] == 0.0
+    assert ev2.skipped == ["q4"]
 
 
 def test_span_judge_minimum_overlap_in_chars_and_fraction(spans_case):
@@ -137,6 +160,7 @@ def test_anchor_judge_prefix_rel_path_snippet_and_groups():
     # a gold support at a shallower depth matches every chunk below it
     jd = judge_anchors(run, chunks, {"q": [Anchor("guide.md", "Intro")]})
     np.testing.assert_array_equal(jd.gains.gains[0], [1, 0, 1, 1, 1])
+    assert jd.gains.n_relevant().tolist() == [4] and j.gains.n_relevant().tolist() == [2]
     # snippet containment (whitespace collapsed) is required when given, unless switched off
     snip = Anchor("guide.md", "Intro > Setup", snippet="pip   install")
     assert judge_anchors(run, chunks, {"q": [snip]}).gains.gains[0].tolist() == [0, 0, 1, 0, 0]
@@ -165,6 +189,7 @@ def test_exact_text_judge():
     j2 = judge_text(run, texts, {"q": ["alpha beta", "delta"]}, collapse_whitespace=True)
     np.testing.assert_array_equal(j2.gains.gains[0], [1, 1, 0])
     np.testing.assert_allclose([j2.precision(3)[0], j2.recall(3)[0]], [2 / 3, 0.5])
+    assert j2.gains.n_relevant().tolist() == [2]  # two texts of the collection equal a gold text
     np.testing.assert_allclose(j2.f1(3)[0], 2 * (2 / 3) * 0.5 / (2 / 3 + 0.5))
 
 
@@ -175,6 +200,7 @@ def test_cosine_threshold_judge_precision_recall_f1():
     j = judge_cosine(run, (ids, mat), {"q": np.array([[2.0, 0.0]])})
     np.testing.assert_array_equal(j.gains.gains[0], [1, 0, 1])
     np.testing.assert_allclose([j.precision(2)[0], j.recall(2)[0], j.f1(2)[0]], [0.5, 1.0, 2 / 3])
+    assert j.gains.n_relevant().tolist() == [2]
     strict = judge_cosine(run, (ids, mat), {"q": np.array([[1.0, 0.0]])}, threshold=0.9)
     np.testing.assert_array_equal(strict.gains.gains[0], [0, 0, 1])
     assert strict.recall(2)[0] == 0.0 and strict.recall(3)[0] == 1.0

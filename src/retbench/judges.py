@@ -15,13 +15,21 @@ How the judges decide (a "gold item" is a gold excerpt, anchor, text or embeddin
   collapsed);
 - cosine (seed 004): the cosine of the chunk's embedding and a gold embedding is >= threshold.
 
-Grades and counts. A ranked chunk's grade is 1 when it matches any gold item of its query, else 0;
-the number of relevant items of a query (the GainMatrix ideal) is its number of gold items. So
-precision@k, MRR, hit@k and nDCG read as usual. Recall is different: several chunks can overlap
-one excerpt and one chunk can overlap several, so counting relevant chunks (what
-`metrics.ranking.recall` does on a GainMatrix) can exceed 1 or undercount. `Judgement.recall`
-therefore counts gold items: the share of a query's gold items matched by some top-k chunk. That is
-the recall@k reported for span, anchor, text and cosine relevance.
+Grades and counts. A ranked chunk's grade is 1 when it matches any gold item of its query, else 0.
+Two different things get counted, on purpose:
+
+- the GainMatrix's relevant count (its ideal) is the number of *chunks of the collection* that match
+  a gold item (for spans: every chunk of the chunk set overlapping an excerpt). So every metric of
+  `metrics.ranking` (nDCG, MAP, R-precision, P@k, MRR, hit@k, chunk-level recall) reads as on id
+  qrels of this chunking and stays within [0, 1];
+- `Judgement.recall` (and `recall_any` / `recall_all` / `f1`) count *gold items*: recall@k is the
+  share of a query's gold excerpts (anchors, texts, embeddings) matched by some top-k chunk. That
+  is the recall@k reported for span relevance (`evaluate_judgement` uses it for `recall@k`).
+
+Why not one count: several chunks can overlap one excerpt and one chunk several excerpts, so
+"relevant chunks retrieved / gold excerpts" can exceed 1 (and nDCG with an ideal of one grade per
+excerpt can exceed 1), while chunk-level recall rewards a chunker that splits an excerpt into many
+relevant chunks and ignores excerpts no chunk covers. Excerpt recall compares chunkers fairly.
 
 Token-level precision, recall and IoU (Chroma's chunking study) are computed on character ranges,
 which is exact and tokenizer-free: R = union of the top-k chunks' ranges (overlapping chunks
@@ -37,8 +45,9 @@ and everything after are left out.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -47,10 +56,14 @@ from retbench.data import Qrels, Run
 from retbench.metrics import ranking
 from retbench.metrics.judging import GainMatrix, judge_qrels
 
+if TYPE_CHECKING:
+    from retbench.evaluation import Evaluation
+
 __all__ = [
     "Anchor",
     "Judgement",
     "budget_cutoffs",
+    "evaluate_judgement",
     "judge_anchors",
     "judge_cosine",
     "judge_documents",
@@ -108,6 +121,27 @@ def _pad(items: Sequence[Sequence[object]], fill: object, dtype: object) -> np.n
     return out
 
 
+def _block_pairs(n_pool: int, n_items: int, test: Callable[[slice], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """All (pool element, gold item) pairs where `test(items)` ([n_pool, block] bool) holds.
+
+    Gold items are taken in blocks so memory stays near 4M cells whatever the collection size.
+    """
+    block = max(1, 4_000_000 // max(n_pool, 1))
+    pool_idx, item_idx = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for start in range(0, n_items, block):
+        p, t = np.nonzero(test(slice(start, min(start + block, n_items))))
+        pool_idx.append(p)
+        item_idx.append(t + start)
+    return np.concatenate(pool_idx), np.concatenate(item_idx)
+
+
+def _pool_counts(n: int, item_rows: np.ndarray, pair_items: np.ndarray, pair_pool: np.ndarray, pool_size: int) -> np.ndarray:
+    """Per query, how many distinct pool elements (chunks of the collection) match one of its items."""
+    size = max(pool_size, 1)
+    keys = np.unique(item_rows[pair_items].astype(np.int64) * size + pair_pool)
+    return np.bincount(keys // size, minlength=n).astype(np.int64)
+
+
 # -- the judgement ----------------------------------------------------------------------------------
 class Judgement:
     """A judge's verdict: the gain matrix plus, per gold item, the first rank that matched it."""
@@ -118,16 +152,20 @@ class Judgement:
         ent: _Entries,
         match: np.ndarray,
         n_items: np.ndarray,
+        pool: np.ndarray | None = None,
         groups: list[list[list[int]]] | None = None,
     ) -> None:
         n = len(query_ids)
         n_items = np.asarray(n_items, dtype=np.int64)
         width = match.shape[1] if match.ndim == 2 else 0
         hit = match.any(axis=1) if width else np.zeros(len(ent.rows), dtype=bool)
-        ideal_offsets = np.concatenate([[0], np.cumsum(n_items)]).astype(np.int64)
+        # relevant chunks in the collection; never fewer than were retrieved (ranked ids outside the pool)
+        found = np.bincount(ent.rows[hit], minlength=n)
+        self.n_relevant_chunks = np.maximum(found, n_items if pool is None else np.asarray(pool, dtype=np.int64))
+        ideal_offsets = np.concatenate([[0], np.cumsum(self.n_relevant_chunks)]).astype(np.int64)
         self.gains = GainMatrix.from_hits(
             list(query_ids), ent.rows[hit], ent.ranks[hit], np.ones(int(hit.sum())), ent.lengths,
-            ideal_offsets, np.ones(int(n_items.sum())),
+            ideal_offsets, np.ones(int(ideal_offsets[-1])),
         )
         self.n_items = n_items
         self.first_rank = np.full((n, max(width, int(n_items.max(initial=0)))), NEVER, dtype=np.int64)
@@ -191,6 +229,57 @@ class Judgement:
         return ranking.reciprocal_rank(self.gains, self.cutoffs(k))
 
 
+# metrics that count gold items rather than relevant chunks (see the module docstring)
+ITEM_METRICS = ("recall", "recall_any", "recall_all", "f1")
+
+
+def evaluate_judgement(
+    judgement: Judgement,
+    run: Run,
+    metrics: Sequence[str],
+    *,
+    default_k: int = 5,
+    system: str | None = None,
+) -> Evaluation:
+    """Any registry metric over a judge's verdict, as the same `Evaluation` that `evaluate` returns.
+
+    recall, recall_any, recall_all and f1 count gold items (`Judgement`); every other metric is the
+    registry's own function of the gain matrix. Queries without gold items are skipped (listed);
+    a query the system failed or did not answer scores 0 and is counted, as in `evaluate`.
+    """
+    from retbench.data import QueryStatus
+    from retbench.evaluation import Evaluation
+    from retbench.metrics.registry import MetricContext, parse_metrics
+
+    specs = parse_metrics(list(metrics), default_k)
+    qids = judgement.query_ids
+    keep = np.flatnonzero(judgement.n_items > 0)
+    run_rows = np.fromiter((run._pos.get(q, -1) for q in qids), dtype=np.int64, count=len(qids))
+    ctx = MetricContext(judgement.gains, 1, run, run_rows)
+    values = np.empty((len(qids), len(specs)))
+    for j, spec in enumerate(specs):
+        if spec.metric.name in ITEM_METRICS:
+            values[:, j] = getattr(judgement, spec.metric.name)(spec.ks(None, len(qids)))
+        else:
+            values[:, j] = spec.compute(ctx)
+    status = [run.status[q].value if q in run else "missing" for q in qids]
+    failed = np.array([s == "missing" or QueryStatus(s).failed for s in status], dtype=bool)
+    values[failed] = 0.0
+    judged = set(qids)
+    return Evaluation(
+        system=system if system is not None else run.name,
+        metrics=[s.name for s in specs],
+        query_ids=[qids[i] for i in keep],
+        values=values[keep],
+        status=[status[i] for i in keep],
+        skipped=[q for q, n in zip(qids, judgement.n_items, strict=True) if n == 0],
+        n_duplicates=run.n_duplicates,
+        unjudged=[q for q in run.query_ids if q not in judged],
+        default_k=default_k,
+        trec_names=[None] * len(specs),
+    )
+
+
 def _check_groups(qids: Sequence[str], n_items: Sequence[int], groups: Groups | None) -> list[list[list[int]]] | None:
     if groups is None:
         return None
@@ -240,13 +329,21 @@ def judge_spans(
     ent = _entries(run, qids)
     pos = _chunk_rows(run, ent, chunks)
     gdoc, gs, ge = _gold_spans(gold, qids, chunks)
-    cs, ce, cd = chunks.starts[pos][:, None], chunks.ends[pos][:, None], chunks.doc_index[pos][:, None]
-    rs, re_, rd = gs[ent.rows], ge[ent.rows], gdoc[ent.rows]
-    inter = np.minimum(ce, re_) - np.maximum(cs, rs)
-    need = np.maximum(np.maximum(1, min_chars), np.ceil(min_fraction * (re_ - rs)))
-    match = (cd == rd) & (rd >= 0) & (inter >= need)
+
+    def overlaps(c: np.ndarray, d: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+        """Chunks `c` (column vector of set rows) against gold spans (d, s, e), broadcast."""
+        inter = np.minimum(chunks.ends[c], e) - np.maximum(chunks.starts[c], s)
+        need = np.maximum(max(1, min_chars), np.ceil(min_fraction * (e - s)))
+        return (chunks.doc_index[c] == d) & (d >= 0) & (inter >= need)
+
+    match = overlaps(pos[:, None], gdoc[ent.rows], gs[ent.rows], ge[ent.rows])
+    gi, gj = np.nonzero(gdoc >= 0)
+    idoc, istart, iend = gdoc[gi, gj], gs[gi, gj], ge[gi, gj]
+    every = np.arange(len(chunks))[:, None]
+    pp, pt = _block_pairs(len(chunks), len(gi), lambda b: overlaps(every, idoc[b], istart[b], iend[b]))
     n_items = (gdoc >= 0).sum(axis=1)
-    return Judgement(qids, ent, match, n_items, _check_groups(qids, n_items, groups))
+    pool = _pool_counts(len(qids), gi, pt, pp, len(chunks))
+    return Judgement(qids, ent, match, n_items, pool, _check_groups(qids, n_items, groups))
 
 
 def _union_length(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -390,32 +487,39 @@ def judge_anchors(
     qids = list(gold)
     ent = _entries(run, qids)
     pos = _chunk_rows(run, ent, chunks)
-    used, inverse = np.unique(pos, return_inverse=True)
-    # every (document, heading-path prefix) of each ranked chunk -> those chunks
+    # every (document, heading-path prefix) of each chunk of the set -> those chunks
     by_prefix: dict[tuple[str, tuple[str, ...]], list[int]] = {}
-    for u, p in enumerate(used.tolist()):
-        parts = normalize_heading_path(chunks.heading_paths[p])
+    for p, (doc, path) in enumerate(zip(chunks.chunk_doc_ids, chunks.heading_paths, strict=True)):
+        parts = normalize_heading_path(path)
         for depth in range(len(parts) + 1):
-            by_prefix.setdefault((chunks.chunk_doc_ids[p], parts[:depth]), []).append(u)
-    pair_keys: list[int] = []
+            by_prefix.setdefault((doc, parts[:depth]), []).append(p)
+    pair_chunk: list[int] = []
+    pair_item: list[int] = []
+    item_row: list[int] = []
     anchor_code: list[list[int]] = []
-    n_anchor = 0
-    for q in qids:
+    for i, q in enumerate(qids):
         codes = []
         for a in gold.get(q, ()):
             cands = by_prefix.get((a.rel_path, a.path()), [])
             if snippets and a.snippet:
                 needle = _squash(a.snippet)
-                cands = [u for u in cands if needle in _squash(chunks.texts[used[u]])]
-            pair_keys.extend(u * (1 << 32) + n_anchor for u in cands)
-            codes.append(n_anchor)
-            n_anchor += 1
+                cands = [p for p in cands if needle in _squash(chunks.texts[p])]
+            code = len(item_row)
+            pair_chunk.extend(cands)
+            pair_item.extend([code] * len(cands))
+            codes.append(code)
+            item_row.append(i)
         anchor_code.append(codes)
     codes_pad = _pad(anchor_code, -1, np.int64)
-    cell = inverse.astype(np.int64)[:, None] * (1 << 32) + codes_pad[ent.rows]
-    match = np.isin(cell, np.asarray(pair_keys, dtype=np.int64)) & (codes_pad[ent.rows] >= 0)
+    pair_keys = np.asarray(pair_chunk, dtype=np.int64) * (1 << 32) + np.asarray(pair_item, dtype=np.int64)
+    cell = pos.astype(np.int64)[:, None] * (1 << 32) + codes_pad[ent.rows]
+    match = np.isin(cell, pair_keys) & (codes_pad[ent.rows] >= 0)
     n_items = (codes_pad >= 0).sum(axis=1)
-    return Judgement(qids, ent, match, n_items, _check_groups(qids, n_items, groups))
+    pool = _pool_counts(
+        len(qids), np.asarray(item_row, dtype=np.int64), np.asarray(pair_item, dtype=np.int64),
+        np.asarray(pair_chunk, dtype=np.int64), len(chunks),
+    )
+    return Judgement(qids, ent, match, n_items, pool, _check_groups(qids, n_items, groups))
 
 
 # -- exact text and cosine ------------------------------------------------------------------------
@@ -434,19 +538,26 @@ def judge_text(
 
     qids = list(gold)
     ent = _entries(run, qids)
-    ids = run.doc_ids[ent.index].tolist()
     if isinstance(texts, ChunkSet):
         pos = _chunk_rows(run, ent, texts)
         ranked = [texts.texts[p] for p in pos.tolist()]
+        pool_texts: Sequence[str] = texts.texts
     else:
-        ranked = [texts.get(c, "") for c in ids]
+        ranked = [texts.get(c, "") for c in run.doc_ids[ent.index].tolist()]
+        pool_texts = list(texts.values())
     vocab: dict[str, int] = {}
     gold_codes = [[vocab.setdefault(norm(t), len(vocab)) for t in gold.get(q, ())] for q in qids]
     codes_pad = _pad(gold_codes, -1, np.int64)
     ranked_codes = np.fromiter((vocab.get(norm(t), -2) for t in ranked), dtype=np.int64, count=len(ranked))
     match = ranked_codes[:, None] == codes_pad[ent.rows]
     n_items = (codes_pad >= 0).sum(axis=1)
-    return Judgement(qids, ent, match, n_items, _check_groups(qids, n_items, groups))
+    # pool: texts of the collection equal to a gold text of the query
+    pool_codes = np.fromiter((vocab.get(norm(t), -2) for t in pool_texts), dtype=np.int64, count=len(pool_texts))
+    gi, gj = np.nonzero(codes_pad >= 0)
+    item_codes = codes_pad[gi, gj]
+    pp, pt = _block_pairs(len(pool_texts), len(gi), lambda b: pool_codes[:, None] == item_codes[None, b])
+    pool = _pool_counts(len(qids), gi, pt, pp, len(pool_texts))
+    return Judgement(qids, ent, match, n_items, pool, _check_groups(qids, n_items, groups))
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -465,7 +576,8 @@ def judge_cosine(
 ) -> Judgement:
     """Similarity relevance (seed 004): cosine(chunk embedding, a gold embedding) >= threshold.
 
-    `vectors` is (chunk ids, matrix) for every ranked chunk; `gold` maps a query to a
+    `vectors` is (chunk ids, matrix) for every ranked chunk, ideally for every chunk of the
+    collection (the pool that the GainMatrix's relevant count is taken over); `gold` maps a query to a
     [n_gold, dim] matrix (gold chunks or excerpts embedded with the same model). Vectors need not
     be normalized; the comparison allows float32 rounding (1e-6) so a cosine of exactly the
     threshold counts.
@@ -491,5 +603,10 @@ def judge_cosine(
     sims = np.einsum("nd,ngd->ng", emb, gpad[ent.rows]) if len(ranked) else np.zeros((0, width))
     valid = np.arange(width)[None, :] < n_items[ent.rows][:, None]
     match = (sims >= threshold - 1e-6) & valid
-    return Judgement(qids, ent, match, n_items, _check_groups(qids, n_items, groups))
-
+    # pool: every given vector against every gold vector
+    every = _unit(np.asarray(mat))
+    gi, gj = np.nonzero(np.arange(width)[None, :] < n_items[:, None])
+    items = gpad[gi, gj]
+    pp, pt = _block_pairs(len(every), len(gi), lambda b: every @ items[b].T >= threshold - 1e-6)
+    pool = _pool_counts(len(qids), gi, pt, pp, len(every))
+    return Judgement(qids, ent, match, n_items, pool, _check_groups(qids, n_items, groups))
