@@ -1,0 +1,117 @@
+"""The journal: what was appended comes back once, a torn tail is dropped, corruption is reported."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from retbench.data import QueryStatus
+from retbench.errors import ConfigError, InputError
+from retbench.journal import Journal, run_from_records
+
+
+def _fill(path: Path, n: int, fingerprint: str = "fp") -> None:
+    with Journal(path, fingerprint, batch_size=4) as j:
+        for i in range(n):
+            j.append_query(f"q{i}", f"q{i}", [(f"d{i}", 2.0), ("d0", 1.0 if i else 0.5)], latency=0.001 * i)
+
+
+def test_reopen_returns_every_record_once_with_rankings_and_status(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    _fill(path, 10)
+    with Journal(path, "fp") as j:
+        j.append_query("bad", "bad", status=QueryStatus.ERROR, error="ConnectionError: refused", latency=0.5)
+    j = Journal(path, "fp")
+    assert j.done() == {f"q{i}" for i in range(10)} | {"bad"}
+    run = j.replay(name="sys")
+    j.close()
+    assert run.query_ids[:3] == ["q0", "q1", "q2"]
+    assert run.ranking("q3") == [("d3", 2.0), ("d0", 1.0)]
+    assert run.status["bad"] is QueryStatus.ERROR and run.errors["bad"] == "ConnectionError: refused"
+    assert run.status["q1"] is QueryStatus.OK
+    assert math.isclose(run.latency["q4"], 0.004)
+
+
+def test_unflushed_batch_is_not_on_disk_until_flush(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    j = Journal(path, "fp", batch_size=100)
+    j.append("a", x=1)
+    assert "a" in j.done()
+    assert len(path.read_text().splitlines()) == 1  # header only
+    j.flush()
+    assert len(path.read_text().splitlines()) == 2
+    j.close()
+
+
+def test_torn_last_line_is_dropped_and_truncated_so_appends_stay_clean(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    _fill(path, 5)
+    whole = path.read_bytes()
+    with open(path, "ab") as fh:  # a SIGKILL in the middle of writing a line
+        fh.write(b'{"key":"q5","qid":"q5","status":"ok","docs":["d5"],"sco')
+    j = Journal(path, "fp")
+    assert j.torn == 1
+    assert "q5" not in j.done() and len(j.done()) == 5
+    assert path.read_bytes() == whole
+    j.append_query("q5", "q5", [("d5", 1.0)])
+    j.close()
+    lines = path.read_text().splitlines()
+    assert all(json.loads(line) for line in lines)
+    assert Journal(path, "fp").done() == {f"q{i}" for i in range(6)}
+
+
+def test_zero_filled_last_line_counts_as_torn(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    _fill(path, 3)
+    with open(path, "ab") as fh:
+        fh.write(b"\x00" * 40 + b"\n")
+    j = Journal(path, "fp")
+    assert j.torn == 1 and len(j) == 3
+    j.close()
+
+
+def test_corrupt_line_in_the_middle_is_an_error_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    _fill(path, 4)
+    lines = path.read_text().splitlines()
+    lines[2] = lines[2][:10]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as err:
+        Journal(path, "fp")
+    assert err.value.line == 3 and "corrupt" in str(err.value)
+
+
+def test_other_configuration_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    _fill(path, 2, fingerprint="aaa")
+    with pytest.raises(ConfigError, match="different configuration"):
+        Journal(path, "bbb")
+
+
+def test_same_key_twice_is_refused_in_process_and_kept_once_on_disk(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    j = Journal(path, "fp")
+    j.append("k", v=1)
+    with pytest.raises(ValueError, match="already holds"):
+        j.append("k", v=2)
+    j.close()
+    with open(path, "a") as fh:  # as if two writers had shared the file
+        fh.write(json.dumps({"key": "k", "v": 3}) + "\n")
+    j = Journal(path, "fp")
+    assert j.duplicates == 1
+    assert [r["v"] for r in j.records()] == [1]
+    j.close()
+
+
+def test_run_from_records_keeps_the_first_record_of_a_query() -> None:
+    recs = [
+        {"qid": "a", "status": "timeout", "error": "TimeoutError: late", "docs": [], "scores": []},
+        {"qid": "a", "status": "ok", "docs": ["x"], "scores": [1.0]},
+        {"qid": "b", "status": "ok", "docs": ["y", "z"], "scores": [1.0, 2.0]},
+    ]
+    run = run_from_records(recs)
+    assert run.status["a"] is QueryStatus.TIMEOUT and run.docs("a") == []
+    assert run.docs("b") == ["z", "y"]  # trec_eval order re-established
