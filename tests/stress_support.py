@@ -93,3 +93,80 @@ class LoggedBM25(Retriever):
 
 def logged_bm25(log: str, delay_ms: float = 0.0, name: str | None = None) -> LoggedBM25:
     return LoggedBM25(log, delay_ms, name)
+
+
+# -- a real server process for the killed-server test -------------------------------------------------
+class HttpRetriever(Retriever):
+    """A minimal HTTP client adapter: POST {"query", "k"} to /search, read {"results": [[id, score], ...]}.
+
+    Stands in for `retrievers/stores/http.py` where that adapter is not available; it hides nothing:
+    a refused or dropped connection raises the urllib error as it came.
+    """
+
+    adapter = "test_http"
+
+    def __init__(self, url: str, timeout_s: float = 5.0, name: str | None = None) -> None:
+        super().__init__(name)
+        self.url = url.rstrip("/")
+        self.timeout_s = timeout_s
+
+    def _post(self, path: str, body: dict[str, Any]) -> Any:
+        import json
+        import urllib.request
+
+        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+            return json.loads(resp.read())
+
+    def index(self, corpus: Corpus) -> None:
+        have = self._post("/health", {})["documents"]
+        if have != len(corpus):
+            raise RuntimeError(f"server holds {have} documents, expected {len(corpus)}")
+
+    def search_one(self, text: str, k: int) -> Ranking:
+        return [(d, s) for d, s in self._post("/search", {"query": text, "k": k})["results"]]
+
+
+def http_retriever(url: str, timeout_s: float = 5.0, name: str | None = None) -> HttpRetriever:
+    return HttpRetriever(url, timeout_s, name)
+
+
+def serve(folder: str, delay_ms: float = 0.0) -> None:
+    """Serve BM25 over a BEIR folder on 127.0.0.1 (a free port, printed as `PORT <n>`) until killed."""
+    import json
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from retbench.io.beir import read_beir
+
+    ds = read_beir(folder)
+    bm25 = create("bm25s", {})
+    bm25.index(ds.corpus)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            if self.path == "/health":
+                out: dict[str, Any] = {"documents": len(ds.corpus)}
+            else:
+                time.sleep(delay_ms / 1000.0)
+                out = {"results": bm25.search_one(body["query"], int(body["k"]))}
+            data = json.dumps(out).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print(f"PORT {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    import sys
+
+    serve(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else 0.0)
