@@ -105,7 +105,7 @@ def run_command(
     cfg = load_config(config, output)
     con = console()
     if quiet:
-        outcome = run_experiment(cfg, force=force, log=lambda m: con.print(m))
+        outcome = run_experiment(cfg, force=force, log=lambda m: con.print(m, soft_wrap=True, markup=False, highlight=False))
     else:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -117,7 +117,9 @@ def run_command(
                     tasks[stage] = bar.add_task(stage, total=total)
                 bar.update(tasks[stage], completed=done, total=total)
 
-            outcome = run_experiment(cfg, force=force, progress=progress, log=lambda m: bar.console.print(m))
+            outcome = run_experiment(
+                cfg, force=force, progress=progress, log=lambda m: bar.console.print(m, soft_wrap=True, markup=False, highlight=False)
+            )
     con.print(render_summary(outcome.metrics, cfg.metrics, title=f"{cfg.name}: {cfg.output}"))
     con.print(f"results: {cfg.output}  (metrics.json, manifest.json, systems/<name>/run.trec)")
     raise_if_backend_failed(outcome)
@@ -144,6 +146,28 @@ def stress_command(
         raise typer.Exit(result.exit_code)
 
 
+# -- chunking -----------------------------------------------------------------------------------
+@app.command("chunking")
+@handles_errors
+def chunking_command(
+    config: Annotated[Path, typer.Argument(help="Chunking YAML: chunking set, chunkers, systems, budgets.")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Results directory (overrides the config).")] = None,
+    force: Annotated[bool, typer.Option(help="Redo (chunker, system) pairs that finished earlier.")] = False,
+) -> None:
+    """Compare chunkers x retrievers with span relevance; writes a results directory and report.md."""
+    from rich.markdown import Markdown
+
+    from retbench.chunking_experiment import load_config, run_chunking
+    from retbench.experiment import raise_if_backend_failed
+
+    cfg = load_config(config, output)
+    con = console()
+    outcome = run_chunking(cfg, force=force, log=lambda m: con.print(m))
+    con.print(Markdown((cfg.output / "report.md").read_text()))
+    con.print(f"results: {cfg.output}  (report.md, metrics.json, manifest.json, systems/<chunker>+<system>/)")
+    raise_if_backend_failed(outcome)  # type: ignore[arg-type]
+
+
 def main() -> None:
     """Console-script entry point."""
     try:
@@ -153,3 +177,7 @@ def main() -> None:
         sys.exit(130)
 
 
+
+
+if __name__ == "__main__":
+    main()

@@ -158,11 +158,13 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
 def _check_metrics(cfg: ExperimentConfig) -> None:
     from retbench.metrics.registry import parse_metric
 
+    canonical = []
     for i, m in enumerate(cfg.metrics):
         try:
-            parse_metric(m, int(cfg.evaluation.get("default_k", 5)))
+            canonical.append(parse_metric(m, int(cfg.evaluation.get("default_k", 5))).name)
         except InputError as exc:
             raise ConfigError(exc.reason, path=cfg.source, field=f"metrics[{i}]") from None
+    cfg.metrics = canonical
 
 
 def _check_adapters(cfg: ExperimentConfig) -> None:
@@ -220,6 +222,7 @@ class SystemOutcome:
     skipped: bool = False
     failed_queries: int = 0
     index_error: str | None = None
+    first_error: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -309,6 +312,7 @@ def run_experiment(cfg: ExperimentConfig, *, force: bool = False, progress: Prog
                 done = json.loads(sysdir.done.read_text())
                 outcome.skipped = True
                 outcome.failed_queries = done.get("failed_queries", 0)
+                outcome.first_error = done.get("first_error")
                 outcome.timings = done.get("timings", {})
                 metrics_json[key] = done["metrics"]
                 manifest["systems"][key] = done["manifest"]
@@ -354,8 +358,12 @@ def run_experiment(cfg: ExperimentConfig, *, force: bool = False, progress: Prog
                 outcome.timings["evaluate_seconds"] = round(time.perf_counter() - t0, 3)
                 judged = len(evaluation.query_ids)
                 failed = outcome.failed_queries
+                if failed:
+                    first = next(q for q in run.query_ids if run.status[q].failed)
+                    outcome.first_error = f"query {first}: {run.errors.get(first, run.status[first].value)}"
                 missing = sum(1 for s in evaluation.status if s == "missing")
-                summary: dict[str, Any] = {m: aggregates[m]["mean"] for m in cfg.metrics}
+                # canonical names (ndcg_cut_10 -> ndcg@10), the same as in per_query.tsv and aggregates.json
+                summary: dict[str, Any] = {m: aggregates[m]["mean"] for m in evaluation.metrics}
                 summary["coverage"] = {
                     "answered": judged - failed - missing,
                     "judged": judged,
@@ -376,12 +384,18 @@ def run_experiment(cfg: ExperimentConfig, *, force: bool = False, progress: Prog
                 manifest["systems"][key] = sys_manifest
                 write_json(
                     sysdir.done,
-                    {"config_hash": chash, "metrics": summary, "manifest": sys_manifest, "failed_queries": failed, "timings": outcome.timings},
+                    {
+                        "config_hash": chash,
+                        "metrics": summary,
+                        "manifest": sys_manifest,
+                        "failed_queries": failed,
+                        "first_error": outcome.first_error,
+                        "timings": outcome.timings,
+                    },
                 )
                 outcomes.append(outcome)
                 if failed:
-                    first = next(q for q in run.query_ids if run.status[q].failed)
-                    log(f"{key}: {failed} of {judged} queries failed; first error ({first}): {run.errors.get(first, run.status[first].value)}")
+                    log(f"{key}: {failed} of {judged} queries failed; first error, {outcome.first_error}")
             finally:
                 retriever.close()
     write_json(out / "metrics.json", metrics_json)
@@ -394,7 +408,7 @@ def raise_if_backend_failed(outcome: ExperimentOutcome) -> None:
     bad = [s for s in outcome.systems if s.failed_queries or s.index_error]
     if bad:
         s = bad[0]
-        detail = s.index_error or f"{s.failed_queries} queries failed (see systems/{s.name}/status.jsonl)"
+        detail = s.index_error or f"{s.failed_queries} queries failed (see status.jsonl); first error, {s.first_error}"
         raise BackendError(f"backend failed for {s.name}: {detail}")
 
 

@@ -193,7 +193,7 @@ class Results:
         from retbench.evaluation import Evaluation
 
         self._check(system)
-        return Evaluation.from_tsv(self.system_dir(system).per_query, system=system)
+        return Evaluation.from_tsv(self.system_dir(system).per_query)
 
     def run(self, system: str) -> Run:
         self._check(system)
