@@ -29,6 +29,7 @@ from retbench.data import QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError, InputError
 
 FORMAT = "retbench-journal/1"
+_ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
 
 class Journal:
@@ -129,7 +130,7 @@ class Journal:
     def append(self, key: str, **fields: Any) -> None:
         """Record one finished unit; written with the next batch (see `flush`)."""
         obj = {"key": key, **fields}
-        line = json.dumps(obj, separators=(",", ":"))
+        line = _ENCODE(obj)
         with self._lock:
             if not self._remember(obj):
                 raise ValueError(f"journal already holds key {key!r}")

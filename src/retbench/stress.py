@@ -80,6 +80,8 @@ def check_ranking(ranking: Any, corpus_ids: Container[str], k: int, corpus_size:
     """
     if not isinstance(ranking, (list, tuple)):
         return "wrong_type", f"expected a list of (doc_id, score) pairs, got {type(ranking).__name__}"
+    if _well_formed(ranking, corpus_ids):
+        return _completeness(ranking, corpus_ids, k, corpus_size)
     seen: set[str] = set()
     for rank, item in enumerate(ranking, 1):
         if not isinstance(item, (tuple, list)) or len(item) != 2:
@@ -96,12 +98,43 @@ def check_ranking(ranking: Any, corpus_ids: Container[str], k: int, corpus_size:
         if doc in seen:
             return "duplicate_id", f"rank {rank}: doc id {doc!r} appears twice"
         seen.add(doc)
+    return _completeness(ranking, corpus_ids, k, corpus_size)
+
+
+def _completeness(ranking: Sequence[Any], corpus_ids: Container[str], k: int, corpus_size: int | None) -> tuple[str | None, str]:
     if not ranking:
         return "empty", "no documents returned"
     size = corpus_size if corpus_size is not None else len(corpus_ids)  # type: ignore[arg-type]
     if len(ranking) < min(k, size):
         return "short", f"{len(ranking)} documents returned, fewer than k={k} from a corpus of {size}"
     return None, ""
+
+
+def _well_formed(ranking: Sequence[Any], corpus_ids: Container[str]) -> bool:
+    """The common case checked in C-level passes: (str, float) pairs, finite, known, distinct.
+
+    False means "look closer" (the rank-by-rank loop finds and explains the problem, or accepts
+    NumPy numbers), never "invalid".
+    """
+    if not ranking:
+        return True
+    if set(map(type, ranking)) != {tuple} or set(map(len, ranking)) != {2}:
+        return False
+    docs, scores = zip(*ranking, strict=True)
+    if set(map(type, docs)) != {str} or set(map(type, scores)) != {float}:
+        return False
+    try:
+        if not math.isfinite(math.fsum(scores)):
+            return False
+    except OverflowError:
+        return False
+    ids = set(docs)
+    if len(ids) != len(docs):
+        return False
+    index = corpus_ids.index if isinstance(corpus_ids, Corpus) else corpus_ids
+    if isinstance(index, (set, frozenset, dict)):
+        return ids <= index.keys() if isinstance(index, dict) else ids <= index
+    return all(map(corpus_ids.__contains__, docs))
 
 
 def validate_ranking(ranking: Any, corpus_ids: Container[str], k: int) -> str | None:
@@ -300,22 +333,25 @@ class _Level:
         }
 
     def finish(self, p: _Pending, kind: str, detail: str | None, ranking: Any, t_end: float) -> None:
-        last = p.failures[-1] if kind in FAILURE_OUTCOMES else None
         rec: dict[str, Any] = {
             "qid": p.qid,
             "status": _STATUS[kind].value,
             "outcome": kind,
-            "detail": detail,
             "latency": t_end - p.t_first,
-            "error": f"{last['exc_type']}: {last['message']}" if last and last["exc_type"] else (last["message"] if last else None),
             "attempts": p.attempt,
-            "failures": p.failures,
             "level": self.level,
             "phase": self.phase,
             "i": p.i,
             "seg": self.seg,
             "t": t_end - self.t0,
         }
+        if detail:
+            rec["detail"] = detail
+        if p.failures:
+            rec["failures"] = p.failures
+        if kind in FAILURE_OUTCOMES:
+            last = p.failures[-1]
+            rec["error"] = f"{last['exc_type']}: {last['message']}" if last["exc_type"] else last["message"]
         if ranking is not None and self.phase == "measure":
             rec["docs"] = [d for d, _ in ranking]
             rec["scores"] = [float(s) for _, s in ranking]
@@ -336,6 +372,11 @@ def _drain(level: _Level, journal: Journal) -> None:
     while level.out:
         rec = level.out.popleft()
         journal.append(level.key(rec), **rec)
+
+
+def _flush(level: _Level, journal: Journal) -> None:
+    _drain(level, journal)
+    journal.flush()
 
 
 class _Slot:
@@ -451,16 +492,14 @@ def _run_sync(level: _Level, search: Callable[[str, int], Any], concurrency: int
                     break
             now = time.perf_counter()
             nxt = watchdog(now)
-            _drain(level, journal)
-            journal.flush()
+            _flush(level, journal)
             wake.wait(max(0.0, nxt - time.perf_counter()))
             wake.clear()
     except BaseException:
         level.stop("interrupted")
         raise
     finally:
-        _drain(level, journal)
-        journal.flush()
+        _flush(level, journal)
 
 
 def _run_async(level: _Level, retriever: Retriever, concurrency: int, journal: Journal) -> None:
@@ -471,10 +510,19 @@ def _run_async(level: _Level, retriever: Retriever, concurrency: int, journal: J
     async def call(text: str) -> Any:
         if s.timeout_s is None:
             return await asearch(text, level.k)
+        if not hasattr(asyncio, "timeout"):  # Python 3.10
+            try:
+                return await asyncio.wait_for(asearch(text, level.k), s.timeout_s)
+            except asyncio.TimeoutError:
+                return _TIMED_OUT
+        deadline = asyncio.timeout(s.timeout_s)  # no task per call, unlike wait_for
         try:
-            return await asyncio.wait_for(asearch(text, level.k), s.timeout_s)
-        except asyncio.TimeoutError:
-            return _TIMED_OUT
+            async with deadline:
+                return await asearch(text, level.k)
+        except TimeoutError:
+            if deadline.expired():
+                return _TIMED_OUT
+            raise  # the backend's own TimeoutError is an error, not our deadline
 
     async def worker() -> None:
         p = level.take()
@@ -499,8 +547,7 @@ def _run_async(level: _Level, retriever: Retriever, concurrency: int, journal: J
         while not done.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(done.wait(), s.flush_interval_s)
-            _drain(level, journal)
-            await loop.run_in_executor(None, journal.flush)
+            await loop.run_in_executor(None, _flush, level, journal)  # serialization off the loop
 
     async def main() -> None:
         done = asyncio.Event()
@@ -515,8 +562,7 @@ def _run_async(level: _Level, retriever: Retriever, concurrency: int, journal: J
     try:
         asyncio.run(main())
     finally:
-        _drain(level, journal)
-        journal.flush()
+        _flush(level, journal)
 
 
 def uses_async(retriever: Retriever, settings: LoadSettings) -> bool:
@@ -616,7 +662,7 @@ def summarize_level(records: Sequence[Mapping[str, Any]], concurrency: int, plan
         counts[o] += 1
         (fail_lat if o in FAILURE_OUTCOMES else ok_lat).append(float(r["latency"]))
         if o == "invalid":
-            invalid[r["detail"]] = invalid.get(r["detail"], 0) + 1
+            invalid[r.get("detail")] = invalid.get(r.get("detail"), 0) + 1
         retries += int(r["attempts"]) - 1
         recovered += int(o not in FAILURE_OUTCOMES and r["attempts"] > 1)
         for f in r.get("failures", ()):
