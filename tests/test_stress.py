@@ -153,6 +153,8 @@ def test_report_labels_success_only_means_and_coverage(tmp_path: Path, ds, bm25)
     assert head == pytest.approx(only * q["scored"] / q["of"])  # failures are zeros, not dropped
     assert md == render_markdown(json.loads((res.out_dir / "summary.json").read_text()))
     assert "First failure (query" in md and "RuntimeError: injected fault" in md
+    page = (res.out_dir / "report.html").read_text()
+    assert page.count("<svg") == 2 and f"scored {q['scored']} of {q['of']}" in page and "RuntimeError: injected fault" in page
 
 
 def test_stress_config_errors_name_the_field(tmp_path: Path) -> None:

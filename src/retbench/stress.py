@@ -881,7 +881,7 @@ def quality(
 
 
 # -- the whole thing -------------------------------------------------------------------------------
-OUTPUT_FILES = ("journal.jsonl", "summary.json", "failures.jsonl", "run.trec", "status.jsonl", "per_query.tsv", "report.md")
+OUTPUT_FILES = ("journal.jsonl", "summary.json", "failures.jsonl", "run.trec", "status.jsonl", "per_query.tsv", "report.md", "report.html")
 
 
 @dataclass
@@ -955,6 +955,7 @@ class _Stress:
         sm["exit_code"] = EXIT_BACKEND if over else EXIT_OK
         write_json(self.out / "summary.json", sm)
         (self.out / "report.md").write_text(render_markdown(sm), encoding="utf-8")
+        (self.out / "report.html").write_text(render_html(sm), encoding="utf-8")
 
     def _measure(self, c: int) -> list[dict[str, Any]]:
         return self.journal.records(lambda r: r.get("level") == c and r.get("phase") == "measure")
@@ -1154,3 +1155,77 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
 
 def _num(v: float | None) -> str:
     return "–" if v is None else f"{v:.4f}"
+
+
+def _svg_lines(xs: Sequence[str], series: Mapping[str, Sequence[float | None]], title: str, w: int = 420, h: int = 220) -> str:
+    """A small dependency-free line chart: one polyline per series over evenly spaced levels."""
+    import html
+
+    pad_l, pad_r, pad_t, pad_b = 56, 12, 24, 36
+    vals = [v for s in series.values() for v in s if v is not None]
+    top = max(vals) * 1.1 if vals and max(vals) > 0 else 1.0
+    n = max(len(xs), 1)
+
+    def x(i: int) -> float:
+        return pad_l + (w - pad_l - pad_r) * (i / (n - 1) if n > 1 else 0.5)
+
+    def y(v: float) -> float:
+        return pad_t + (h - pad_t - pad_b) * (1 - v / top)
+
+    colors = ("#1f77b4", "#ff7f0e", "#d62728", "#2ca02c")
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" aria-label="{html.escape(title)}">',
+           f'<text x="{w / 2}" y="15" text-anchor="middle" font-size="12">{html.escape(title)}</text>',
+           f'<line x1="{pad_l}" y1="{h - pad_b}" x2="{w - pad_r}" y2="{h - pad_b}" stroke="#999"/>',
+           f'<line x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{h - pad_b}" stroke="#999"/>']
+    for frac in (0.0, 0.5, 1.0):
+        v = top * frac
+        out.append(f'<text x="{pad_l - 4}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="10">{v:.3g}</text>')
+    for i, label in enumerate(xs):
+        out.append(f'<text x="{x(i):.1f}" y="{h - pad_b + 14}" text-anchor="middle" font-size="10">{html.escape(label)}</text>')
+    out.append(f'<text x="{w / 2}" y="{h - 4}" text-anchor="middle" font-size="10">concurrency</text>')
+    for j, (name, s) in enumerate(series.items()):
+        pts = [(x(i), y(v)) for i, v in enumerate(s) if v is not None]
+        color = colors[j % len(colors)]
+        if pts:
+            out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in pts)}"/>')
+            out += [f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3" fill="{color}"/>' for a, b in pts]
+        out.append(f'<text x="{pad_l + 8 + 70 * j}" y="{pad_t + 10}" font-size="10" fill="{color}">{html.escape(name)}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def render_html(summary: Mapping[str, Any]) -> str:
+    """The stress section as standalone HTML: QPS and latency charts by level, then the same tables as Markdown."""
+    import html
+
+    levels = summary.get("levels") or []
+    xs = [str(f["concurrency"]) for f in levels]
+    charts = ""
+    if levels:
+        qps = _svg_lines(xs, {"QPS": [f.get("qps") for f in levels]}, "achieved QPS (requests per second)")
+        pcts = {p: [f["latency_ms"]["success"][p] for f in levels] for p in ("p50", "p95", "p99")}
+        charts = f'<div style="display:flex;gap:16px;flex-wrap:wrap">{qps}{_svg_lines(xs, pcts, "success latency (ms)")}</div>'
+    blocks: list[str] = []
+    table: list[str] = []
+
+    def close() -> None:
+        if table:
+            blocks.append("<table>" + "".join(table) + "</table>")
+            table.clear()
+
+    for line in render_markdown(summary).splitlines():
+        if line.startswith("|---"):
+            continue
+        if line.startswith("|"):
+            tag = "td" if table else "th"
+            table.append("<tr>" + "".join(f"<{tag}>{html.escape(c.strip())}</{tag}>" for c in line.strip().strip("|").split("|")) + "</tr>")
+            continue
+        close()
+        if line.startswith("## "):
+            blocks += [f"<h2>{html.escape(line[3:])}</h2>", charts]
+        elif line.strip():
+            blocks.append(f"<p>{html.escape(line)}</p>")
+    close()
+    style = "body{font-family:sans-serif;max-width:1100px;margin:2em auto}td,th{border:1px solid #ddd;padding:2px 6px}td{text-align:right}"
+    title = html.escape(f"stress: {summary.get('system')} on {summary.get('dataset')}")
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{style}</style></head><body>{''.join(blocks)}</body></html>\n"
