@@ -168,6 +168,85 @@ def chunking_command(
     raise_if_backend_failed(outcome)  # type: ignore[arg-type]
 
 
+# -- compare / gate / report ----------------------------------------------------------------------
+def _names(text: str | None) -> list[str] | None:
+    """'a, b' -> ['a', 'b'] (None when not given)."""
+    return [s.strip() for s in text.split(",") if s.strip()] if text else None
+
+
+def _write(path: Path | None, text: str) -> None:
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+@app.command("compare")
+@handles_errors
+def compare_command(
+    inputs: Annotated[list[Path], typer.Argument(help="Results directories and/or TREC run files (run files need --qrels).")],
+    qrels: Annotated[Path | None, typer.Option(help="Qrels for run files (TREC, or BEIR .tsv).")] = None,
+    queries: Annotated[Path | None, typer.Option(help="BEIR queries.jsonl: query texts (and tags) for run files.")] = None,
+    metrics: Annotated[str | None, typer.Option(help="Comma-separated metrics (default: all the inputs share).")] = None,
+    systems: Annotated[str | None, typer.Option(help="Comma-separated systems to take from results directories.")] = None,
+    baseline: Annotated[str | None, typer.Option(help="Compare every system against this one (default: all pairs).")] = None,
+    resamples: Annotated[int, typer.Option(help="Randomization and bootstrap resamples.")] = 10_000,
+    seed: Annotated[int, typer.Option(help="Seed of the resampling (results are reproducible under it).")] = 0,
+    top: Annotated[int, typer.Option(help="Most changed queries to list per metric.")] = 5,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the full comparison as JSON.")] = None,
+    markdown_out: Annotated[Path | None, typer.Option("--markdown", help="Write the comparison as Markdown.")] = None,
+) -> None:
+    """Paired A/B comparison: deltas with bootstrap CIs, randomization/t/Wilcoxon p-values, Holm-corrected."""
+    import json
+
+    from retbench.compare import canonical_metrics, compare, load_systems
+    from retbench.report.markdown import comparison_markdown
+
+    if resamples < 1:
+        raise fail("--resamples must be at least 1")
+    loaded = load_systems(inputs, qrels=qrels, metrics=_names(metrics), queries=queries, systems=_names(systems))
+    cmp = compare(loaded.evaluations, loaded.default_pairs(baseline), canonical_metrics(_names(metrics)),
+                  queries=loaded.queries, n_resamples=resamples, seed=seed, top=top)
+    text = comparison_markdown(cmp)
+    typer.echo(text)
+    _write(markdown_out, text)
+    _write(json_out, json.dumps(cmp.to_dict(), indent=2, allow_nan=False) + "\n")
+
+
+# -- end of compare / gate / report -------------------------------------------------------------
+
+
+# -- serve (issue 9) ----------------------------------------------------------------------------
+@app.command("serve")
+@handles_errors
+def serve_command(
+    dataset: Annotated[str, typer.Argument(help="Corpus to index: a shipped dataset name (e.g. scifact) or a BEIR folder.")],
+    adapter: Annotated[str, typer.Option(help="Retriever adapter (a built-in name or module:factory).")] = "bm25s",
+    params: Annotated[str, typer.Option(help="Adapter parameters as a JSON object.")] = "{}",
+    host: Annotated[str, typer.Option(help="Address to listen on (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (0 picks a free one; the URL is printed).")] = 8000,
+    include_text: Annotated[bool, typer.Option(help="Return each document's text with its id and score.")] = False,
+    verbose: Annotated[bool, typer.Option(help="Log every request.")] = False,
+) -> None:
+    """Serve a retriever over HTTP: POST /search {"query", "k"} -> {"retrieved": [{"id", "score"}]}."""
+    import json
+
+    from retbench.serve import serve_dataset
+
+    try:
+        options = json.loads(params)
+    except json.JSONDecodeError as exc:
+        raise fail(f"--params is not JSON: {exc}") from None
+    if not isinstance(options, dict):
+        raise fail("--params must be a JSON object")
+    server = serve_dataset(dataset, adapter, options, host=host, port=port, include_text=include_text, verbose=verbose)
+    typer.echo(f"serving {adapter} over {dataset} at {server.url}", err=False)
+    sys.stdout.flush()
+    try:
+        server.serve_forever()
+    finally:
+        server.stop()
+
+
 def main() -> None:
     """Console-script entry point."""
     try:

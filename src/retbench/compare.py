@@ -1,0 +1,616 @@
+"""Paired A/B comparison of retrieval systems: deltas, confidence intervals and significance.
+
+Two systems are compared query by query on the same queries: the unit of evidence is the
+per-query delta `d = B - A` of one metric. Everything here is a function of such delta vectors:
+
+- **randomization test** (the primary test, as in Smucker et al. 2007): sign-flip permutation of
+  the deltas, two-sided on |mean|, p = (count + 1) / (resamples + 1), seeded so it is reproducible;
+- **paired bootstrap** percentile 95% CI of the mean delta;
+- **paired t-test** and **Wilcoxon signed-rank** (zero_method "wilcox": zero deltas are dropped,
+  they are ties; exact null distribution up to 50 non-zero deltas, conditional on tied ranks,
+  else the normal approximation with tie correction and no continuity correction);
+- **Holm** step-down correction across every (metric, pair) compared, separately for each test;
+- effect size d_z = mean delta / sd of deltas, and win/tie/loss counts.
+
+Alignment never drops a query silently: systems are aligned on the union of their query ids, a
+query a system failed on (or never answered) scores 0 there, and the counts are reported per side.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from itertools import combinations
+from typing import Any, Protocol
+
+import numpy as np
+
+from retbench.errors import InputError
+
+# Queries a system did not answer: these score 0 and are counted, never dropped.
+FAILED_STATUSES = frozenset({"error", "timeout", "invalid"})
+MISSING_STATUS = "missing"
+TIE_TOLERANCE = 1e-12
+# Resample matrices are built in chunks of about this many cells to bound memory.
+_CHUNK_CELLS = 2_000_000
+TESTS = ("randomization", "ttest", "wilcoxon")
+
+
+class PerQueryScores(Protocol):
+    """What comparison needs from an `evaluation.Evaluation`: a per-query table with statuses."""
+
+    system: str
+    metrics: list[str]
+    query_ids: list[str]
+    values: np.ndarray
+    status: list[str]
+
+
+@dataclass(frozen=True)
+class TestResult:
+    statistic: float
+    pvalue: float
+
+
+# -- tests on delta vectors ---------------------------------------------------------------------
+def _chunks(n_resamples: int, n: int) -> list[int]:
+    size = max(1, _CHUNK_CELLS // max(n, 1))
+    return [min(size, n_resamples - start) for start in range(0, n_resamples, size)]
+
+
+def randomization_test(deltas: np.ndarray, n_resamples: int = 10_000, seed: int = 0) -> float:
+    """Two-sided paired sign-flip randomization test of mean(deltas) = 0.
+
+    Each resample flips the sign of every delta with probability 1/2 (exchangeability of A and B
+    under the null). p = (number of resamples with |mean| >= observed |mean| + 1) / (resamples + 1),
+    which is never 0 and is a valid p-value for a Monte Carlo test.
+    """
+    d = np.asarray(deltas, dtype=np.float64)
+    if d.size == 0:
+        return math.nan
+    rng = np.random.default_rng(seed)
+    observed = abs(d.sum())
+    # relative tolerance so sums equal up to float rounding count as "as extreme"
+    tol = 1e-9 * max(1.0, float(np.abs(d).sum()))
+    count = 0
+    for size in _chunks(n_resamples, d.size):
+        flips = rng.integers(0, 2, size=(size, d.size), dtype=np.int8).astype(np.float64)
+        sums = d.sum() - 2.0 * (flips @ d)  # signs = 1 - 2 * flips
+        count += int(np.count_nonzero(np.abs(sums) >= observed - tol))
+    return (count + 1) / (n_resamples + 1)
+
+
+def bootstrap_ci(
+    deltas: np.ndarray, n_resamples: int = 10_000, seed: int = 0, confidence: float = 0.95
+) -> tuple[float, float]:
+    """Paired percentile bootstrap CI of the mean delta (queries resampled with replacement)."""
+    d = np.asarray(deltas, dtype=np.float64)
+    if d.size == 0:
+        return (math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_resamples, dtype=np.float64)
+    start = 0
+    for size in _chunks(n_resamples, d.size):
+        idx = rng.integers(0, d.size, size=(size, d.size))
+        means[start : start + size] = d[idx].mean(axis=1)
+        start += size
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return (float(low), float(high))
+
+
+def paired_ttest(a: np.ndarray, b: np.ndarray) -> TestResult:
+    """Paired t-test of b - a (as scipy.stats.ttest_rel(b, a)).
+
+    Differs from scipy only where scipy returns NaN: identical vectors give t = 0, p = 1.
+    """
+    d = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
+    n = d.size
+    if n < 2:
+        return TestResult(math.nan, math.nan)
+    mean = float(d.mean())
+    sd = float(d.std(ddof=1))
+    if sd == 0.0:
+        return TestResult(0.0, 1.0) if mean == 0.0 else TestResult(math.copysign(math.inf, mean), 0.0)
+    from scipy import stats
+
+    t = mean / (sd / math.sqrt(n))
+    return TestResult(t, float(min(1.0, 2.0 * stats.t.sf(abs(t), n - 1))))
+
+
+def _midranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks with ties given their average rank."""
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
+    ends = np.r_[starts[1:], xs.size]
+    avg = (starts + ends + 1) / 2.0
+    ranks = np.empty(x.size, dtype=np.float64)
+    ranks[order] = np.repeat(avg, ends - starts)
+    return ranks
+
+
+def _signed_rank_exact_pvalue(ranks: np.ndarray, r_plus: float) -> float:
+    """Exact two-sided p of the signed-rank sum under random signs, given (possibly tied) ranks.
+
+    Mid-ranks are multiples of 1/2, so doubled ranks are integers and the null distribution of
+    the doubled sum is a subset-sum count built by dynamic programming.
+    """
+    doubled = np.rint(2 * ranks).astype(np.int64)
+    total = int(doubled.sum())
+    counts = np.zeros(total + 1, dtype=np.float64)
+    counts[0] = 1.0
+    reach = 0
+    for r in doubled:
+        counts[r : reach + r + 1] += counts[: reach + 1].copy()
+        reach += int(r)
+    probs = counts / counts.sum()
+    k = round(2 * r_plus)
+    lower = probs[: k + 1].sum()
+    upper = probs[k:].sum()
+    return float(min(1.0, 2.0 * min(lower, upper)))
+
+
+def wilcoxon_signed_rank(a: np.ndarray, b: np.ndarray, exact_max: int = 50) -> TestResult:
+    """Wilcoxon signed-rank test of b - a; statistic is the rank sum of positive deltas.
+
+    zero_method "wilcox": zero deltas are dropped before ranking. With at most `exact_max`
+    non-zero deltas the p-value is exact (conditional on ties); above, the normal approximation
+    with tie correction and no continuity correction (scipy's method="asymptotic").
+    """
+    d = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
+    d = d[d != 0.0]
+    n = d.size
+    if n == 0:
+        return TestResult(0.0, 1.0)
+    ranks = _midranks(np.abs(d))
+    r_plus = float(ranks[d > 0].sum())
+    if n <= exact_max:
+        return TestResult(r_plus, _signed_rank_exact_pvalue(ranks, r_plus))
+    from scipy import stats
+
+    _, tie_counts = np.unique(np.abs(d), return_counts=True)
+    mean = n * (n + 1) / 4.0
+    var = (n * (n + 1) * (2 * n + 1) - float(np.sum(tie_counts**3 - tie_counts)) / 2.0) / 24.0
+    z = (r_plus - mean) / math.sqrt(var)
+    return TestResult(r_plus, float(min(1.0, 2.0 * stats.norm.sf(abs(z)))))
+
+
+def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm step-down adjusted p-values (NaN entries stay NaN and are not counted)."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    m = ok.size
+    if m == 0:
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    scaled = (m - np.arange(m)) * p[order]
+    out[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
+    return out
+
+
+def effect_size(deltas: np.ndarray) -> float:
+    """Cohen's d_z: mean delta over the standard deviation of deltas (0 when nothing changed)."""
+    d = np.asarray(deltas, dtype=np.float64)
+    if d.size < 2:
+        return math.nan
+    sd = float(d.std(ddof=1))
+    if sd == 0.0:
+        return 0.0 if float(d.mean()) == 0.0 else math.copysign(math.inf, float(d.mean()))
+    return float(d.mean()) / sd
+
+
+# -- aligning two systems -----------------------------------------------------------------------
+@dataclass
+class Aligned:
+    """Two systems' per-query values on the union of their query ids (0 where not answered)."""
+
+    query_ids: list[str]
+    metrics: list[str]
+    a: np.ndarray  # [n_queries, n_metrics]
+    b: np.ndarray
+    status_a: list[str]
+    status_b: list[str]
+
+    def counts(self, side: str) -> dict[str, int]:
+        status = self.status_a if side == "a" else self.status_b
+        return {
+            "queries": len(status),
+            "failed": sum(s in FAILED_STATUSES for s in status),
+            "missing": sum(s == MISSING_STATUS for s in status),
+        }
+
+
+def _column_index(ev: PerQueryScores, metric: str) -> int:
+    try:
+        return ev.metrics.index(metric)
+    except ValueError:
+        have = ", ".join(ev.metrics) or "none"
+        raise InputError(f"metric {metric!r} is absent from system {ev.system!r} (has: {have})", field="metric") from None
+
+
+def align(a: PerQueryScores, b: PerQueryScores, metrics: Sequence[str] | None = None) -> Aligned:
+    """Put two evaluations on the same query rows; a query one side lacks is 0 and 'missing' there."""
+    if metrics is None:
+        metrics = [m for m in a.metrics if m in b.metrics]
+        if not metrics:
+            raise InputError(f"systems {a.system!r} and {b.system!r} share no metric", field="metric")
+    cols_a = [_column_index(a, m) for m in metrics]
+    cols_b = [_column_index(b, m) for m in metrics]
+    qids = list(dict.fromkeys([*a.query_ids, *b.query_ids]))
+    if not set(a.query_ids) & set(b.query_ids):
+        raise InputError(f"systems {a.system!r} and {b.system!r} have no query in common", field="query_id")
+
+    def side(ev: PerQueryScores, cols: list[int]) -> tuple[np.ndarray, list[str]]:
+        pos = {q: i for i, q in enumerate(ev.query_ids)}
+        rows = np.array([pos.get(q, -1) for q in qids], dtype=np.int64)
+        present = rows >= 0
+        vals = np.zeros((len(qids), len(cols)), dtype=np.float64)
+        vals[present] = np.asarray(ev.values, dtype=np.float64)[rows[present]][:, cols]
+        status = [ev.status[r] if r >= 0 else MISSING_STATUS for r in rows.tolist()]
+        # failed or unanswered queries count 0 even if a table carried something else
+        zero = np.array([s in FAILED_STATUSES or s == MISSING_STATUS for s in status], dtype=bool)
+        vals[zero] = 0.0
+        return np.nan_to_num(vals, nan=0.0), status
+
+    va, sa = side(a, cols_a)
+    vb, sb = side(b, cols_b)
+    return Aligned(qids, list(metrics), va, vb, sa, sb)
+
+
+# -- results ------------------------------------------------------------------------------------
+@dataclass
+class QueryChange:
+    query_id: str
+    text: str
+    a: float
+    b: float
+    delta: float
+    status_a: str
+    status_b: str
+
+
+@dataclass
+class MetricComparison:
+    """One metric of one pair: means, delta with CI, tests (raw and Holm-adjusted), W/T/L."""
+
+    metric: str
+    n: int
+    mean_a: float
+    mean_b: float
+    delta: float
+    ci_low: float
+    ci_high: float
+    effect_size: float
+    wins: int  # B better than A
+    ties: int
+    losses: int
+    pvalues: dict[str, float]
+    adjusted: dict[str, float] = field(default_factory=dict)
+    statistics: dict[str, float] = field(default_factory=dict)
+    top_changes: list[QueryChange] = field(default_factory=list)
+
+    @property
+    def p(self) -> float:
+        """The primary p-value: randomization test, Holm-adjusted when adjusted."""
+        return self.adjusted.get("randomization", self.pvalues["randomization"])
+
+
+@dataclass
+class PairComparison:
+    system_a: str
+    system_b: str
+    counts_a: dict[str, int]
+    counts_b: dict[str, int]
+    metrics: list[MetricComparison]
+
+    def metric(self, name: str) -> MetricComparison:
+        for m in self.metrics:
+            if m.metric == name:
+                return m
+        raise KeyError(name)
+
+
+@dataclass
+class Comparison:
+    """All pairs compared, with Holm applied across every (metric, pair) for each test."""
+
+    pairs: list[PairComparison]
+    n_resamples: int
+    seed: int
+    confidence: float = 0.95
+    correction: str = "holm"
+    wilcoxon_zero_method: str = "wilcox"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finite(asdict(self))
+
+    def pair(self, a: str, b: str) -> PairComparison:
+        for p in self.pairs:
+            if (p.system_a, p.system_b) == (a, b):
+                return p
+        raise KeyError((a, b))
+
+
+def _finite(obj: Any) -> Any:
+    """JSON has no NaN/Infinity: write them as null / strings."""
+    if isinstance(obj, float):
+        if math.isnan(obj):
+            return None
+        if math.isinf(obj):
+            return "inf" if obj > 0 else "-inf"
+        return obj
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def compare_pair(
+    a: PerQueryScores,
+    b: PerQueryScores,
+    metrics: Sequence[str] | None = None,
+    *,
+    queries: Mapping[str, str] | None = None,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    top: int = 5,
+) -> PairComparison:
+    """Compare system B against system A on each metric (unadjusted p-values)."""
+    al = align(a, b, metrics)
+    out: list[MetricComparison] = []
+    for j, metric in enumerate(al.metrics):
+        va, vb = al.a[:, j], al.b[:, j]
+        d = vb - va
+        low, high = bootstrap_ci(d, n_resamples, seed, confidence)
+        tt = paired_ttest(va, vb)
+        wx = wilcoxon_signed_rank(va, vb)
+        order = np.argsort(-np.abs(d), kind="stable")[:top]
+        changes = [
+            QueryChange(
+                al.query_ids[i],
+                (queries or {}).get(al.query_ids[i], ""),
+                float(va[i]),
+                float(vb[i]),
+                float(d[i]),
+                al.status_a[i],
+                al.status_b[i],
+            )
+            for i in order.tolist()
+            if abs(d[i]) > TIE_TOLERANCE
+        ]
+        out.append(
+            MetricComparison(
+                metric=metric,
+                n=int(d.size),
+                mean_a=float(va.mean()),
+                mean_b=float(vb.mean()),
+                delta=float(d.mean()),
+                ci_low=low,
+                ci_high=high,
+                effect_size=effect_size(d),
+                wins=int(np.count_nonzero(d > TIE_TOLERANCE)),
+                ties=int(np.count_nonzero(np.abs(d) <= TIE_TOLERANCE)),
+                losses=int(np.count_nonzero(d < -TIE_TOLERANCE)),
+                pvalues={
+                    "randomization": randomization_test(d, n_resamples, seed),
+                    "ttest": tt.pvalue,
+                    "wilcoxon": wx.pvalue,
+                },
+                statistics={"ttest": tt.statistic, "wilcoxon": wx.statistic},
+                top_changes=changes,
+            )
+        )
+    return PairComparison(a.system, b.system, al.counts("a"), al.counts("b"), out)
+
+
+def adjust(pairs: Sequence[PairComparison]) -> None:
+    """Holm-adjust each test's p-values across every (metric, pair), in place."""
+    cells = [m for p in pairs for m in p.metrics]
+    for test in TESTS:
+        adjusted = holm([m.pvalues[test] for m in cells])
+        for m, v in zip(cells, adjusted.tolist(), strict=True):
+            m.adjusted[test] = v
+
+
+def all_pairs(systems: Sequence[str], baseline: str | None = None) -> list[tuple[str, str]]:
+    """Every pair in order, or each system against `baseline`."""
+    if baseline is not None:
+        if baseline not in systems:
+            raise InputError(f"baseline system {baseline!r} not found (have: {', '.join(systems)})", field="baseline")
+        return [(baseline, s) for s in systems if s != baseline]
+    return list(combinations(systems, 2))
+
+
+def compare(
+    evaluations: Sequence[PerQueryScores],
+    pairs: Sequence[tuple[str, str]] | None = None,
+    metrics: Sequence[str] | None = None,
+    *,
+    queries: Mapping[str, str] | None = None,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    top: int = 5,
+) -> Comparison:
+    """Compare the given pairs of systems (default: all pairs) and Holm-correct across them all."""
+    by_name: dict[str, PerQueryScores] = {}
+    for ev in evaluations:
+        if ev.system in by_name:
+            raise InputError(f"two systems are named {ev.system!r}; give them distinct names", field="system")
+        by_name[ev.system] = ev
+    if pairs is None:
+        pairs = all_pairs(list(by_name))
+    if not pairs:
+        raise InputError("nothing to compare: need at least two systems", field="system")
+    for x, y in pairs:
+        for s in (x, y):
+            if s not in by_name:
+                raise InputError(f"unknown system {s!r} (have: {', '.join(by_name)})", field="system")
+    if metrics is None:
+        names = {s for p in pairs for s in p}
+        metrics = [m for m in by_name[pairs[0][0]].metrics if all(m in by_name[s].metrics for s in names)]
+    result = [
+        compare_pair(
+            by_name[x],
+            by_name[y],
+            metrics,
+            queries=queries,
+            n_resamples=n_resamples,
+            seed=seed,
+            confidence=confidence,
+            top=top,
+        )
+        for x, y in pairs
+    ]
+    adjust(result)
+    return Comparison(result, n_resamples, seed, confidence)
+
+
+# -- reading inputs: results directories or run files (the one place the CLI's inputs are read) ------
+@dataclass
+class Loaded:
+    """Systems read from the command line's inputs, with what the reports need beside the numbers."""
+
+    evaluations: list[Any]  # evaluation.Evaluation, in input order
+    sources: dict[str, str]  # system -> where it came from
+    queries: dict[str, str] = field(default_factory=dict)  # query id -> text
+    groups: dict[str, list[str]] = field(default_factory=dict)  # tag -> query ids
+    failures: dict[str, dict[str, str]] = field(default_factory=dict)  # system -> failed qid -> status
+    input_systems: list[list[str]] = field(default_factory=list)  # systems of each input, in order
+
+    def get(self, system: str) -> Any:
+        for ev in self.evaluations:
+            if ev.system == system:
+                return ev
+        raise InputError(f"unknown system {system!r} (have: {', '.join(e.system for e in self.evaluations)})", field="system")
+
+    def default_pairs(self, baseline: str | None = None) -> list[tuple[str, str]]:
+        """Against `baseline` if given; two inputs holding the same systems pair by name; else all pairs."""
+        names = [e.system for e in self.evaluations]
+        if baseline is not None:
+            return all_pairs(names, baseline)
+        if len(self.input_systems) == 2:
+            first, second = self.input_systems
+            bare = [[s.split("/", 1)[-1] for s in side] for side in (first, second)]
+            if len(first) > 1 and sorted(bare[0]) == sorted(bare[1]):
+                return [(first[bare[0].index(s)], second[bare[1].index(s)]) for s in bare[0]]
+        return all_pairs(names)
+
+
+def groups_from_queries(queries: Any) -> dict[str, list[str]]:
+    """Tag -> query ids from query metadata (`tags` list or string, and `category` as `category:<c>`)."""
+    groups: dict[str, list[str]] = {}
+    for qid, meta in (getattr(queries, "metadata", None) or {}).items():
+        if not isinstance(meta, Mapping):
+            continue
+        tags = meta.get("tags") or []
+        for tag in [tags] if isinstance(tags, str) else tags:
+            groups.setdefault(str(tag), []).append(qid)
+        if meta.get("category"):
+            groups.setdefault(f"category:{meta['category']}", []).append(qid)
+    return groups
+
+
+def canonical_metrics(names: Sequence[str] | None) -> list[str] | None:
+    """Metric names as the registry spells them (None stays None: 'every metric the inputs share')."""
+    if not names:
+        return None
+    from retbench.metrics.registry import parse_metrics
+
+    return [s.name for s in parse_metrics(list(names))]
+
+
+def load_systems(
+    paths: Sequence[str | Any],
+    *,
+    qrels: str | Any | None = None,
+    metrics: Sequence[str] | None = None,
+    queries: str | Any | None = None,
+    systems: Sequence[str] | None = None,
+) -> Loaded:
+    """Read results directories (every system, or those named in `systems`) and/or TREC run files.
+
+    Run files are scored against `qrels` with `metrics` (default: the runner's default metrics).
+    A system name that occurs in two inputs is prefixed by its input's folder or file name.
+    """
+    from pathlib import Path
+
+    from retbench.results import load_results
+
+    wanted = canonical_metrics(metrics)
+    raw: list[tuple[str, Any, dict[str, str]]] = []  # (input label, evaluation, failed qid -> status)
+    out = Loaded([], {})
+    for given in paths:
+        p = Path(given)
+        if p.is_dir():
+            res = load_results(p)
+            names = [s for s in res.systems if systems is None or s in systems]
+            if not names:
+                have = ", ".join(res.systems)
+                raise InputError(f"none of the systems {', '.join(systems or [])} is in these results (have: {have})", path=p, field="system")
+            for s in names:
+                ev = res.evaluation(s)
+                ev.system = s
+                raw.append((p.name, ev, {q: st.value for q, st in res.run(s).status.items() if st.failed}))
+            out.queries.update({q: res.queries[q] for q in res.queries})
+            _merge_groups(out.groups, groups_from_queries(res.queries))
+        elif p.is_file():
+            raw.append((p.stem, _evaluate_file(p, qrels, wanted), {}))
+        else:
+            raise InputError("not found: expected a results directory or a TREC run file", path=p)
+    if queries is not None:
+        from retbench.io.beir import read_queries
+
+        q = read_queries(queries)
+        out.queries.update(dict(q.items()))
+        _merge_groups(out.groups, groups_from_queries(q))
+    counts: dict[str, int] = {}
+    for _, ev, _ in raw:
+        counts[ev.system] = counts.get(ev.system, 0) + 1
+    per_input: dict[str, list[str]] = {}
+    for label, ev, failed in raw:
+        if counts[ev.system] > 1:
+            ev.system = f"{label}/{ev.system}"
+        out.evaluations.append(ev)
+        out.sources[ev.system] = label
+        out.failures[ev.system] = failed
+        per_input.setdefault(label, []).append(ev.system)
+    out.input_systems = list(per_input.values())
+    if wanted is not None:
+        for ev in out.evaluations:
+            for m in wanted:
+                if m not in ev.metrics:
+                    raise InputError(f"metric {m!r} is absent from system {ev.system!r} (has: {', '.join(ev.metrics)})",
+                                     path=out.sources[ev.system], field="metric")
+    return out
+
+
+def _merge_groups(into: dict[str, list[str]], more: Mapping[str, Sequence[str]]) -> None:
+    for tag, qids in more.items():
+        have = into.setdefault(tag, [])
+        have.extend(q for q in qids if q not in have)
+
+
+def _evaluate_file(path: Any, qrels: Any, metrics: Sequence[str] | None) -> Any:
+    """Score one TREC run file against qrels (TREC qrels, or a BEIR qrels .tsv with its header)."""
+    if qrels is None:
+        raise InputError("a run file needs --qrels to be scored", path=path, field="qrels")
+    from retbench.evaluation import evaluate
+    from retbench.experiment import DEFAULT_METRICS
+    from retbench.io.trec import read_qrels, read_run
+
+    run = read_run(path)
+    if hasattr(qrels, "relevant"):
+        judged = qrels
+    elif str(qrels).endswith((".tsv", ".tsv.gz")):
+        from retbench.io.beir import read_qrels_tsv
+
+        judged, _ = read_qrels_tsv(qrels)
+    else:
+        judged = read_qrels(qrels)
+    return evaluate(run, judged, list(metrics or DEFAULT_METRICS), system=run.name)

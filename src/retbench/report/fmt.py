@@ -1,0 +1,97 @@
+"""Number and name formatting shared by the PR comment, Markdown, HTML and terminal output.
+
+One place decides how a metric reads to a person, so "81.0%" and "-6.0 pp" look the same in every
+renderer. Rank metrics live in [0, 1] and read as percentages; differences read as percentage points.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+_DISPLAY = [
+    (re.compile(r"^(?:mrr|recip_rank|reciprocal_rank)(?P<rest>.*)$"), "MRR"),
+    (re.compile(r"^ndcg(?:_cut)?(?P<rest>.*)$"), "nDCG"),
+    (re.compile(r"^map(?P<rest>.*)$"), "MAP"),
+    (re.compile(r"^(?:p|precision)(?P<rest>@.*)$"), "precision"),
+    (re.compile(r"^(?:hit|hit_rate|success)(?P<rest>.*)$"), "hit rate"),
+    (re.compile(r"^recall_all(?P<rest>.*)$"), "recall (all supports)"),
+    (re.compile(r"^recall(?:_any)?(?P<rest>.*)$"), "recall"),
+    (re.compile(r"^r-?prec(?P<rest>.*)$"), "R-precision"),
+]
+
+_MEANING = {
+    "recall": "share of the relevant documents that appear in the top {k} results",
+    "recall (all supports)": "share of questions where every required supporting document is in the top {k}",
+    "hit rate": "share of questions with at least one relevant document in the top {k} results",
+    "precision": "share of the top {k} results that are relevant",
+    "MRR": "average of 1 / rank of the first relevant result (1.0 = always first, 0 = never found)",
+    "nDCG": "ranking quality of the top {k} that rewards relevant documents placed higher (1.0 = ideal order)",
+    "MAP": "mean average precision: precision averaged over the ranks of every relevant document",
+    "R-precision": "precision at rank R, where R is the number of relevant documents",
+}
+
+
+def _split(metric: str) -> tuple[str, str]:
+    for pattern, name in _DISPLAY:
+        m = pattern.match(metric.lower())
+        if m:
+            return name, m.group("rest")
+    return metric, ""
+
+
+def metric_label(metric: str) -> str:
+    """`recall@5` -> `recall@5`, `mrr@10` -> `MRR@10`, `ndcg_cut_10` -> `nDCG_10`."""
+    name, rest = _split(metric)
+    return f"{name}{rest}" if rest or name != metric else metric
+
+
+def metric_meaning(metric: str) -> str:
+    """One plain-English sentence a reviewer who is not an ML engineer can read."""
+    name, rest = _split(metric)
+    k = rest.lstrip("@_") or "N"
+    text = _MEANING.get(name)
+    return text.format(k=k) if text else "see the metric registry for its definition"
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    """0.87 -> '87.0%'."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{100.0 * value:.{digits}f}%"
+
+
+def pp(delta: float | None, digits: int = 1) -> str:
+    """-0.06 -> '-6.0 pp' (always signed; '±0.0 pp' when it rounds to zero)."""
+    if delta is None or math.isnan(delta):
+        return "n/a"
+    text = f"{100.0 * delta:+.{digits}f}"
+    if float(text) == 0.0:
+        text = "±" + text[1:]
+    return f"{text} pp"
+
+
+def num(value: float | None, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.{digits}f}"
+
+
+def p_short(p: float | None) -> str:
+    """'0.003', '0.049', '0.28', '<0.001': three decimals below 0.1 so 0.049 never reads as 0.05."""
+    if p is None or math.isnan(p):
+        return "n/a"
+    if p < 0.001:
+        return "<0.001"
+    return f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
+
+
+def pvalue(p: float | None) -> str:
+    """'p = 0.003', 'p = 0.28', 'p < 0.001' (never 'p = 0')."""
+    short = p_short(p)
+    return f"p {short[0]} {short[1:]}" if short.startswith("<") else f"p = {short}"
+
+
+def coverage(answered: int, total: int) -> str:
+    """'scored 298 of 300' — every mean is shown next to how many queries it stands on."""
+    return f"scored {answered} of {total}"

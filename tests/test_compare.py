@@ -1,0 +1,247 @@
+"""Paired comparison: the tests against scipy and exact enumeration, Holm, alignment, CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+from typer.testing import CliRunner
+
+import abdata
+from retbench.cli import app
+from retbench.compare import (
+    align,
+    bootstrap_ci,
+    compare,
+    compare_pair,
+    holm,
+    paired_ttest,
+    randomization_test,
+    wilcoxon_signed_rank,
+)
+from retbench.evaluation import Evaluation
+
+
+@pytest.fixture(scope="module")
+def evals(tmp_path_factory):
+    return abdata.evaluations(tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture(scope="module")
+def results_dir(tmp_path_factory):
+    return abdata.scifact_results(tmp_path_factory.getbasetemp())
+
+
+def vectors(evals, metric: str, a: str = "bm25", b: str = "bm25_weak") -> tuple[np.ndarray, np.ndarray]:
+    return evals[a].column(metric), evals[b].column(metric)
+
+
+# -- t-test and Wilcoxon against scipy on real per-query vectors ---------------------------------
+@pytest.mark.parametrize("metric", abdata.METRICS)
+@pytest.mark.parametrize("pair", [("bm25", "bm25_weak"), ("bm25", "bm25_nostem"), ("bm25_nostem", "bm25_weak")])
+def test_ttest_and_wilcoxon_match_scipy_on_scifact(evals, metric, pair):
+    a, b = vectors(evals, metric, *pair)
+    assert not np.array_equal(a, b)
+    ours = paired_ttest(a, b)
+    ref = stats.ttest_rel(b, a)
+    assert ours.statistic == pytest.approx(ref.statistic, rel=1e-10)
+    assert ours.pvalue == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-300)
+    # zero_method="wilcox" drops zero deltas. The normal approximation must equal scipy's asymptotic
+    # method (same statistic, same tie correction) on every vector ...
+    n_nonzero = int(np.count_nonzero(b - a))
+    approx = wilcoxon_signed_rank(a, b, exact_max=0)
+    ref_w = stats.wilcoxon(b, a, zero_method="wilcox", correction=False, method="asymptotic")
+    assert approx.pvalue == pytest.approx(ref_w.pvalue, rel=1e-9)
+    assert min(approx.statistic, n_nonzero * (n_nonzero + 1) / 2 - approx.statistic) == pytest.approx(ref_w.statistic)
+    # ... and the default (exact up to 50 non-zero deltas, conditional on ties) its exact reference
+    wx = wilcoxon_signed_rank(a, b)
+    assert wx.statistic == approx.statistic
+    assert wx.pvalue == pytest.approx(exact_signed_rank_reference(b - a), rel=1e-9)
+
+
+def exact_signed_rank_reference(d: np.ndarray) -> float:
+    """Two-sided p of the signed-rank sum under random signs, by scipy (no ties), enumeration, or convolution."""
+    d = d[d != 0]
+    if d.size > 50:
+        return stats.wilcoxon(d, zero_method="wilcox", correction=False, method="asymptotic").pvalue
+    if len(np.unique(np.abs(d))) == d.size:
+        return stats.wilcoxon(d, method="exact").pvalue
+    if len(np.unique(np.abs(d))) == 1:  # all ranks tied: the sign test
+        return stats.binomtest(int(np.sum(d > 0)), d.size).pvalue
+    ranks2 = np.rint(2 * stats.rankdata(np.abs(d))).astype(int)
+    observed = int(ranks2[d > 0].sum())
+    pmf = np.array([1.0])
+    for r in ranks2:  # product of (x^0 + x^r) / 2
+        term = np.zeros(r + 1)
+        term[0] = term[r] = 0.5
+        pmf = np.convolve(pmf, term)
+    return min(1.0, 2 * min(pmf[: observed + 1].sum(), pmf[observed:].sum()))
+
+
+def test_wilcoxon_small_samples_match_scipy_default():
+    rng = np.random.default_rng(3)
+    for n in (5, 12, 30, 50):
+        a = rng.random(n)
+        b = a + rng.normal(0.05, 0.2, n)
+        assert wilcoxon_signed_rank(a, b).pvalue == pytest.approx(stats.wilcoxon(b, a).pvalue, rel=1e-12)
+    # ties and zeros with n <= 13: scipy enumerates all sign patterns exactly, as we do
+    a = np.array([0, 1, 0, 1, 0.5, 0.5, 1, 0, 0, 1, 0.2, 0.0])
+    b = np.array([1, 1, 0, 0, 1, 0, 0.5, 1, 0.5, 0, 1, 1.0])
+    assert wilcoxon_signed_rank(a, b).pvalue == pytest.approx(stats.wilcoxon(b, a).pvalue, rel=1e-12)
+
+
+def test_wilcoxon_exact_with_ties_equals_brute_force_enumeration():
+    d = np.array([0.5, -0.5, 0.5, 1.0, 1.0, -1.0, 0.2, 0.2, 0.2, -0.2, 0.7, 0.5, 1.0, -0.3, 0.5, 0.2])
+    ranks = stats.rankdata(np.abs(d))
+    observed = ranks[d > 0].sum()
+    sums = np.array([ranks[np.array(s, dtype=bool)].sum() for s in itertools.product([0, 1], repeat=d.size)])
+    p_brute = min(1.0, 2 * min((sums <= observed + 1e-9).mean(), (sums >= observed - 1e-9).mean()))
+    assert wilcoxon_signed_rank(np.zeros_like(d), d).pvalue == pytest.approx(p_brute, rel=1e-12)
+
+
+def test_identical_systems_are_not_significant():
+    x = np.array([0.0, 1.0, 0.5, 0.5, 1.0])
+    assert paired_ttest(x, x).pvalue == 1.0
+    assert wilcoxon_signed_rank(x, x).pvalue == 1.0
+    assert randomization_test(x - x) == 1.0
+    assert bootstrap_ci(x - x) == (0.0, 0.0)
+
+
+# -- randomization test and bootstrap --------------------------------------------------------------
+def test_randomization_is_reproducible_under_a_seed_and_estimator_is_count_plus_one(evals):
+    a, b = vectors(evals, "recall@5")
+    d = b - a
+    p1 = randomization_test(d, 2000, seed=7)
+    assert p1 == randomization_test(d, 2000, seed=7)
+    # (count + 1) / (n + 1): always a multiple of 1/2001, never 0
+    assert (p1 * 2001) == pytest.approx(round(p1 * 2001))
+    strong = np.full(40, 0.5)
+    assert randomization_test(strong, 999, seed=0) == pytest.approx(1 / 1000)
+
+
+def test_randomization_agrees_with_exact_sign_flip_enumeration():
+    rng = np.random.default_rng(11)
+    d = np.round(rng.normal(0.1, 0.4, 14), 2)
+    signs = np.array(list(itertools.product([-1.0, 1.0], repeat=d.size)))
+    exact = float((np.abs(signs @ d) >= abs(d.sum()) - 1e-9).mean())
+    p = randomization_test(d, 20_000, seed=1)
+    # Monte Carlo error of 20k resamples is about 0.0035 at p = 0.5
+    assert p == pytest.approx(exact, abs=0.015)
+
+
+def test_randomization_agrees_with_ttest_on_scifact(evals):
+    a, b = vectors(evals, "ndcg@10")
+    p_rand = randomization_test(b - a, 10_000, seed=0)
+    p_t = paired_ttest(a, b).pvalue
+    # different tests, same data: same order of magnitude on 300 queries
+    assert p_rand == pytest.approx(p_t, rel=0.35, abs=0.003)
+
+
+def test_bootstrap_ci_brackets_mean_and_matches_normal_theory(evals):
+    a, b = vectors(evals, "mrr@10")
+    d = b - a
+    low, high = bootstrap_ci(d, 10_000, seed=0)
+    assert low < d.mean() < high
+    half = 1.96 * d.std(ddof=1) / math.sqrt(d.size)
+    assert (high - low) / 2 == pytest.approx(half, rel=0.12)
+    assert bootstrap_ci(d, 2000, seed=4) == bootstrap_ci(d, 2000, seed=4)
+
+
+# -- Holm ------------------------------------------------------------------------------------------
+def test_holm_worked_example():
+    adj = holm([0.01, 0.04, 0.03, float("nan"), 0.2])
+    # sorted 0.01, 0.03, 0.04, 0.2 with m = 4: 0.04, 0.09, max(0.08, 0.09), 0.2
+    np.testing.assert_allclose(adj[[0, 2, 1, 4]], [0.04, 0.09, 0.09, 0.2])
+    assert math.isnan(adj[3])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=30))
+def test_holm_properties(ps):
+    p = np.array(ps)
+    adj = holm(p)
+    assert np.all(adj >= p - 1e-15)
+    assert np.all(adj <= 1.0)
+    order = np.argsort(p, kind="stable")
+    assert np.all(np.diff(adj[order]) >= -1e-15)
+    # Holm never rejects more than Bonferroni-at-level rejects per step, never less than Bonferroni
+    assert np.all(adj <= np.minimum(1.0, p * p.size) + 1e-15)
+
+
+# -- alignment and the comparison object ------------------------------------------------------------
+def test_align_counts_failed_and_missing_as_zero_and_reports_them():
+    a = Evaluation("a", ["recall@5"], ["q1", "q2", "q3"], np.array([[1.0], [0.5], [1.0]]), ["ok", "ok", "ok"])
+    b = Evaluation("b", ["recall@5"], ["q1", "q2", "q4"], np.array([[1.0], [0.9], [1.0]]), ["ok", "timeout", "ok"])
+    al = align(a, b)
+    assert al.query_ids == ["q1", "q2", "q3", "q4"]
+    np.testing.assert_array_equal(al.a[:, 0], [1.0, 0.5, 1.0, 0.0])
+    # q2 timed out on b: 0 even though the table says 0.9; q3 never answered by b: 0
+    np.testing.assert_array_equal(al.b[:, 0], [1.0, 0.0, 0.0, 1.0])
+    assert al.counts("a") == {"queries": 4, "failed": 0, "missing": 1}
+    assert al.counts("b") == {"queries": 4, "failed": 1, "missing": 1}
+
+
+def test_compare_all_pairs_holm_across_metrics_and_pairs(evals):
+    cmp = compare(list(evals.values()), metrics=["recall@5", "mrr@10"], n_resamples=2000, seed=3,
+                  queries={"1": "query one"})
+    assert [(p.system_a, p.system_b) for p in cmp.pairs] == [("bm25", "bm25_nostem"), ("bm25", "bm25_weak"), ("bm25_nostem", "bm25_weak")]
+    cells = [m for p in cmp.pairs for m in p.metrics]
+    assert len(cells) == 6
+    for test in ("randomization", "ttest", "wilcoxon"):
+        np.testing.assert_allclose([m.adjusted[test] for m in cells], holm([m.pvalues[test] for m in cells]))
+    m = cmp.pair("bm25", "bm25_weak").metric("recall@5")
+    a, b = vectors(evals, "recall@5")
+    assert m.mean_a == pytest.approx(a.mean()) and m.mean_b == pytest.approx(b.mean())
+    assert m.delta == pytest.approx((b - a).mean())
+    assert m.wins + m.ties + m.losses == 300
+    assert m.wins == int(np.sum(b > a)) and m.losses == int(np.sum(b < a))
+    deltas = [abs(c.delta) for c in m.top_changes]
+    assert deltas == sorted(deltas, reverse=True) and deltas[0] == pytest.approx(np.abs(b - a).max())
+    json.dumps(cmp.to_dict(), allow_nan=False)
+
+
+def test_compare_pair_is_antisymmetric(evals):
+    ab = compare_pair(evals["bm25"], evals["bm25_weak"], ["ndcg@10"], n_resamples=1000, seed=0).metrics[0]
+    ba = compare_pair(evals["bm25_weak"], evals["bm25"], ["ndcg@10"], n_resamples=1000, seed=0).metrics[0]
+    assert ab.delta == pytest.approx(-ba.delta)
+    assert (ab.wins, ab.losses) == (ba.losses, ba.wins)
+    assert ab.pvalues["randomization"] == ba.pvalues["randomization"]
+    assert ab.pvalues["wilcoxon"] == pytest.approx(ba.pvalues["wilcoxon"])
+
+
+# -- CLI ---------------------------------------------------------------------------------------------
+def test_cli_compare_one_results_dir_prints_all_pairs_with_corrected_p(results_dir, tmp_path):
+    out = tmp_path / "cmp.json"
+    res = CliRunner().invoke(app, ["compare", str(results_dir), "--metrics", "recall@5,mrr@10", "--resamples", "2000",
+                                   "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "bm25_weak" in res.output and "Holm" in res.output
+    data = json.loads(out.read_text())
+    assert len(data["pairs"]) == 3
+    cell = data["pairs"][1]["metrics"][0]
+    assert cell["metric"] == "recall@5" and cell["adjusted"]["randomization"] >= cell["pvalues"]["randomization"]
+
+
+def test_cli_compare_run_files_with_qrels(results_dir, tmp_path):
+    run_a = results_dir / "systems" / "bm25" / "run.trec"
+    run_b = results_dir / "systems" / "bm25_weak" / "run.trec"
+    qrels = abdata.SCIFACT / "qrels" / "test.tsv"
+    res = CliRunner().invoke(app, ["compare", str(run_a), str(run_b), "--qrels", str(qrels), "--metrics", "recall@5",
+                                   "--resamples", "1000", "--json", str(tmp_path / "c.json")])
+    assert res.exit_code == 0, res.output
+    cell = json.loads((tmp_path / "c.json").read_text())["pairs"][0]["metrics"][0]
+    assert cell["delta"] == pytest.approx(0.7077777777777777 - 0.7362222222222221, abs=0.02)
+
+
+def test_cli_compare_bad_input_exits_2(results_dir, tmp_path):
+    res = CliRunner().invoke(app, ["compare", str(results_dir), "--metrics", "nosuch@5"])
+    assert res.exit_code == 2
+    assert "nosuch@5" in res.output
+    res = CliRunner().invoke(app, ["compare", str(tmp_path / "missing")])
+    assert res.exit_code == 2 and "missing" in res.output
