@@ -419,7 +419,7 @@ def _run_sync(level: _Level, search: Callable[[str, int], Any], concurrency: int
                 raw: Any = None
                 try:
                     raw = search(p.text, level.k)
-                except Exception as e:
+                except BaseException as e:  # a SystemExit raised by a backend is its failure too
                     exc = e
                 t1 = time.perf_counter()
                 with slot.lock:
@@ -560,7 +560,14 @@ def _run_async(level: _Level, retriever: Retriever, concurrency: int, journal: J
             await fl
 
     try:
-        asyncio.run(main())
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            asyncio.run(main())
+        else:  # called from inside an event loop (a notebook): run ours on a thread of its own
+            t = threading.Thread(target=asyncio.run, args=(main(),), name="retbench-stress-loop")
+            t.start()
+            t.join()
     finally:
         _flush(level, journal)
 
@@ -1065,7 +1072,10 @@ def _level_line(fig: Mapping[str, Any]) -> str:
     qps = f"{fig['qps']:.1f}" if fig["qps"] else "-"
     p50 = f"{lat['p50']:.2f}" if lat["p50"] is not None else "-"
     p99 = f"{lat['p99']:.2f}" if lat["p99"] is not None else "-"
-    return f"concurrency {fig['concurrency']}: {fig['completed']} requests, {qps} QPS, p50 {p50} ms, p99 {p99} ms, {fig['failed']} failed"
+    q = fig.get("quality") or {}
+    first = next(iter(q.get("metrics", {}).items()), None)
+    score = f", {first[0]} {_num(first[1]['mean'])} (scored {q['scored']} of {q['of']}; failed count 0)" if first else ""
+    return f"concurrency {fig['concurrency']}: {fig['completed']} requests, {qps} QPS, p50 {p50} ms, p99 {p99} ms, {fig['failed']} failed{score}"
 
 
 def describe_failure(f: Mapping[str, Any]) -> str:
