@@ -97,10 +97,10 @@ def logged_bm25(log: str, delay_ms: float = 0.0, name: str | None = None) -> Log
 
 # -- a real server process for the killed-server test -------------------------------------------------
 class HttpRetriever(Retriever):
-    """A minimal HTTP client adapter: POST {"query", "k"} to /search, read {"results": [[id, score], ...]}.
+    """A minimal HTTP client: POST {"query", "k"} to /search, read {"retrieved": [{"id", "score"}, ...]}.
 
-    Stands in for `retrievers/stores/http.py` where that adapter is not available; it hides nothing:
-    a refused or dropped connection raises the urllib error as it came.
+    Stands in for the `http` adapter (`retrievers/stores/http.py`) where that is not available; it
+    hides nothing: a refused or dropped connection raises the urllib error as it came.
     """
 
     adapter = "test_http"
@@ -124,11 +124,23 @@ class HttpRetriever(Retriever):
             raise RuntimeError(f"server holds {have} documents, expected {len(corpus)}")
 
     def search_one(self, text: str, k: int) -> Ranking:
-        return [(d, s) for d, s in self._post("/search", {"query": text, "k": k})["results"]]
+        return [(h["id"], h["score"]) for h in self._post("/search", {"query": text, "k": k})["retrieved"]]
 
 
 def http_retriever(url: str, timeout_s: float = 5.0, name: str | None = None) -> HttpRetriever:
     return HttpRetriever(url, timeout_s, name)
+
+
+def http_system(url: str) -> dict[str, Any]:
+    """The stores engineer's `http` adapter when it is installed (retries off: stress counts retries), else ours."""
+    from retbench.errors import ConfigError
+    from retbench.retrievers.base import resolve_factory
+
+    try:
+        resolve_factory("http")
+    except ConfigError:
+        return {"name": "remote", "adapter": "stress_support:http_retriever", "params": {"url": url, "timeout_s": 5}}
+    return {"name": "remote", "adapter": "http", "params": {"url": url + "/search", "retries": 0, "timeout": 5}}
 
 
 def serve(folder: str, delay_ms: float = 0.0) -> None:
@@ -150,7 +162,8 @@ def serve(folder: str, delay_ms: float = 0.0) -> None:
                 out: dict[str, Any] = {"documents": len(ds.corpus)}
             else:
                 time.sleep(delay_ms / 1000.0)
-                out = {"results": bm25.search_one(body["query"], int(body["k"]))}
+                hits = bm25.search_one(body["query"], int(body["k"]))
+                out = {"retrieved": [{"id": d, "score": sc} for d, sc in hits]}
             data = json.dumps(out).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")

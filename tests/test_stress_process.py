@@ -21,7 +21,7 @@ import yaml
 
 from retbench.io.beir import write_beir
 from retbench.journal import Journal
-from stress_support import TESTS, scifact_slice, stress_raw
+from stress_support import TESTS, http_system, scifact_slice, stress_raw
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 CLI = [sys.executable, "-c", "from retbench.cli import main; main()", "stress"]
@@ -112,7 +112,7 @@ def test_server_killed_mid_run_is_recorded_partial_results_saved_exit_3(tmp_path
         assert line.startswith("PORT "), line
         url = f"http://127.0.0.1:{int(line.split()[1])}"
         out = tmp_path / "out"
-        system = {"name": "remote", "adapter": "stress_support:http_retriever", "params": {"url": url, "timeout_s": 5}}
+        system = http_system(url)
         raw = stress_raw(folder, out, system=system, levels=[2], requests=40, flush_interval_s=0.02)
         cfg = tmp_path / "stress.yaml"
         cfg.write_text(yaml.safe_dump(raw))
