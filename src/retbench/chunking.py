@@ -13,6 +13,7 @@ Edges of every chunk are trimmed of whitespace; whitespace-only chunks are dropp
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
 from abc import ABC, abstractmethod
@@ -100,6 +101,7 @@ class HFTokenizer:
         self.model = str(model)
         self.name = self.model
         self._tok: Any = None
+        self._memo: dict[bytes, np.ndarray] = {}
 
     def _load(self) -> Any:
         if self._tok is None:
@@ -113,8 +115,21 @@ class HFTokenizer:
         return self._tok
 
     def offsets(self, text: str) -> np.ndarray:
-        enc = self._load().encode(text, add_special_tokens=False)
-        return np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
+        # chunkers of one experiment tokenize the same documents: keep the last few
+        key = hashlib.sha1(text.encode("utf-8")).digest()
+        hit = self._memo.get(key)
+        if hit is None:
+            enc = self._load().encode(text, add_special_tokens=False)
+            hit = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
+            if len(self._memo) >= 32:
+                self._memo.pop(next(iter(self._memo)))
+            self._memo[key] = hit
+        return hit
+
+    @property
+    def n_special(self) -> int:
+        """Special tokens the model adds to every text ([CLS] and [SEP] for BERT-like models)."""
+        return len(self._load().encode("", add_special_tokens=True).ids)
 
 
 def resolve_tokenizer_file(model: str) -> Path | None:
