@@ -1,0 +1,162 @@
+"""Users' stores: an HTTP retrieval endpoint, vector databases, and plugins.
+
+- `http` (`stores/http.py`): the user's own retrieval service, called once per query.
+- `chroma`, `qdrant`: vector databases given retbench's own embeddings (the same `Encoder`, model and
+  normalization as the `dense` FAISS adapter), so a comparison against FAISS isolates the store.
+- Run files (`retrievers/runfile.py`): a system that cannot be called from here, evaluated from its output.
+- Plugins: any `Retriever` subclass or factory, named `module:factory` in a config or installed under the
+  `retbench.retrievers` entry point group (see `examples/plugin_adapter.py`); `retrievers.base` resolves both.
+
+`VectorStoreRetriever` is what the vector databases share: encoding through the cache, id checks,
+and index/add/delete/search on top of four store-specific primitives.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from retbench.data import Corpus
+from retbench.embeddings import Encoder
+from retbench.errors import ConfigError, InputError
+from retbench.retrievers.base import Ranking, Retriever
+
+
+def secret_from_env(variable: str | None, what: str) -> str | None:
+    """The value of a secret's environment variable (None when no variable is named).
+
+    Only the variable's name is ever written to configs, manifests and errors; a named variable that
+    is unset is a config error that names the variable, not its value.
+    """
+    if not variable:
+        return None
+    value = os.environ.get(variable)
+    if not value:
+        raise ConfigError(f"environment variable {variable!r} (the {what}) is not set", field=what)
+    return value
+
+
+class VectorStoreRetriever(Retriever):
+    """A vector database fed with `Encoder` vectors; subclasses implement the store primitives.
+
+    Encoder settings carry the dense adapter's parameter names (model, normalize, max_seq_length, ...)
+    so one YAML anchor can feed FAISS and every store the same embeddings.
+    """
+
+    capabilities = frozenset({"add", "delete"})
+
+    def __init__(
+        self,
+        *,
+        model: str | None,
+        normalize: bool,
+        max_seq_length: int | None,
+        batch_size: int,
+        query_prefix: str,
+        doc_prefix: str,
+        device: str,
+        cache_dir: str | None,
+        encoder: Encoder | None,
+        name: str | None,
+    ) -> None:
+        super().__init__(name)
+        self.encoder = encoder or Encoder(
+            model,
+            normalize=normalize,
+            max_seq_length=max_seq_length,
+            batch_size=batch_size,
+            query_prefix=query_prefix,
+            doc_prefix=doc_prefix,
+            device=device,
+            cache_dir=cache_dir,
+        )
+        self._n = 0  # documents in the store
+        self._ready = False
+
+    # -- store primitives ----------------------------------------------------------------------
+    @abstractmethod
+    def _reset(self, dim: int) -> None:
+        """Drop and recreate the collection for vectors of `dim` dimensions."""
+
+    @abstractmethod
+    def _write(self, ids: list[str], vectors: np.ndarray) -> None:
+        """Insert or replace these documents' vectors."""
+
+    @abstractmethod
+    def _remove(self, ids: list[str]) -> None:
+        """Remove these (present) documents."""
+
+    @abstractmethod
+    def _query(self, vectors: np.ndarray, k: int) -> list[Ranking]:
+        """Top-k (doc id, similarity: higher is better) for each query vector."""
+
+    @abstractmethod
+    def _present(self, ids: list[str]) -> list[str]:
+        """Which of these ids the store holds."""
+
+    @abstractmethod
+    def store_settings(self) -> dict[str, Any]:
+        """The store's own settings for describe() (never secrets)."""
+
+    # -- Retriever -----------------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        return {"adapter": self.adapter, "encoder": self.encoder.describe(), **self.store_settings()}
+
+    def fingerprint(self) -> str:
+        return self.encoder.fingerprint
+
+    def __len__(self) -> int:
+        return self._n
+
+    @staticmethod
+    def _ids(corpus: Corpus, what: str) -> list[str]:
+        ids = [str(i) for i in corpus.ids]
+        if len(set(ids)) != len(ids):
+            raise InputError(f"{what} repeat a document id", field="ids")
+        return ids
+
+    def index(self, corpus: Corpus) -> None:
+        if len(corpus) == 0:
+            raise InputError("cannot index an empty corpus", field="corpus")
+        ids = self._ids(corpus, "corpus documents")
+        vectors = self.encoder.encode_documents(corpus.joined_texts())
+        self._reset(int(vectors.shape[1]))
+        self._n = 0
+        self._ready = True
+        self._write(ids, vectors)
+        self._n = len(ids)
+
+    def _require_index(self) -> None:
+        if not self._ready:
+            raise InputError(f"{self.adapter} retriever {self.name!r} has no index; call index() first")
+
+    def add(self, corpus: Corpus) -> None:
+        """Add documents (an id already stored is replaced); only texts the cache lacks are encoded."""
+        self._require_index()
+        ids = self._ids(corpus, "added documents")
+        if not ids:
+            return
+        replaced = len(self._present(ids))
+        self._write(ids, self.encoder.encode_documents(corpus.joined_texts()))
+        self._n += len(ids) - replaced
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove documents by id (unknown ids are ignored)."""
+        self._require_index()
+        present = self._present([str(d) for d in dict.fromkeys(ids)])
+        if present:
+            self._remove(present)
+            self._n -= len(present)
+
+    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
+        self._require_index()
+        k = min(int(k), self._n)
+        if not texts:
+            return []
+        if k <= 0:
+            return [[] for _ in texts]
+        return self._query(self.encoder.encode_queries(list(texts)), k)
