@@ -212,6 +212,47 @@ def compare_command(
     _write(json_out, json.dumps(cmp.to_dict(), indent=2, allow_nan=False) + "\n")
 
 
+@app.command("gate")
+@handles_errors
+def gate_command(
+    criteria: Annotated[Path, typer.Option(help="Ship criteria YAML (gates: name, metric, threshold, regression_max, severity).")],
+    candidate: Annotated[Path, typer.Option(help="Candidate: a results directory or a TREC run file.")],
+    baseline: Annotated[Path | None, typer.Option(help="Baseline: a results directory or a TREC run file.")] = None,
+    candidate_system: Annotated[str | None, typer.Option(help="System to gate when the candidate holds several.")] = None,
+    baseline_system: Annotated[str | None, typer.Option(help="System to compare against when the baseline holds several.")] = None,
+    qrels: Annotated[Path | None, typer.Option(help="Qrels for run files (TREC, or BEIR .tsv).")] = None,
+    queries: Annotated[Path | None, typer.Option(help="BEIR queries.jsonl whose metadata tags/category give tag breakdowns.")] = None,
+    comment: Annotated[Path | None, typer.Option(help="Write the Markdown PR comment here.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the machine-readable verdict here.")] = None,
+    resamples: Annotated[int, typer.Option(help="Randomization test resamples.")] = 10_000,
+    seed: Annotated[int, typer.Option(help="Seed of the randomization test.")] = 0,
+) -> None:
+    """Apply ship criteria. Exit 0 pass (warnings print), 1 an error gate failed, 2 bad criteria, 3 backend failures."""
+    import json
+
+    from retbench.compare import load_systems
+    from retbench.gates import load_criteria, render_comment, run_gates
+
+    crit = load_criteria(criteria)
+    metrics = list(dict.fromkeys(g.metric for g in crit.gates))
+    cand = load_systems([candidate], qrels=qrels, metrics=metrics, queries=queries, check_metrics=False)
+    base = load_systems([baseline], qrels=qrels, metrics=metrics, check_metrics=False) if baseline is not None else None
+    cand_ev = cand.one(candidate_system, "candidate")
+    base_ev = base.one(baseline_system, "baseline") if base is not None else None
+    if base_ev is not None and base_ev.system == cand_ev.system:
+        base_ev.system = f"baseline/{base_ev.system}"
+    report = run_gates(crit, cand_ev, base_ev, groups=cand.groups, failures=cand.failures.get(cand_ev.system),
+                       n_resamples=resamples, seed=seed)
+    text = render_comment(report)
+    typer.echo(text)
+    _write(comment, text)
+    _write(json_out, json.dumps(report.to_dict(), indent=2, allow_nan=False) + "\n")
+    if report.exit_code:
+        why = (f"the candidate recorded {len(report.failures)} backend failure(s)" if report.backend_failed
+               else "; ".join(r.sentence() for r in report.results if r.blocks))
+        raise fail(f"gate failed: {why}", report.exit_code)
+
+
 # -- end of compare / gate / report -------------------------------------------------------------
 
 
@@ -245,6 +286,31 @@ def serve_command(
         server.serve_forever()
     finally:
         server.stop()
+
+
+# -- ingest-impact (issue 7) --------------------------------------------------------------------
+@app.command("ingest-impact")
+@handles_errors
+def ingest_impact_command(
+    config: Annotated[Path, typer.Argument(help="Ingestion YAML: dataset, retriever, candidates, modes, gain weights.")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Results directory (overrides the config).")] = None,
+    top: Annotated[int, typer.Option(help="Rows of the ranked table to print (all are in report.md).")] = 20,
+) -> None:
+    """Rank candidate documents by knowledge gain (novelty, metric deltas, affected queries); writes report.md."""
+    from rich.table import Table
+
+    from retbench.ingest import impact_rows, load_ingest_config, run_ingest
+
+    cfg = load_ingest_config(config, output)
+    con = console()
+    outcome = run_ingest(cfg, log=lambda m: con.print(m))
+    if "alone" in outcome.results:
+        header, rows = impact_rows(outcome.results["alone"][:top], outcome.metrics, cfg.gain.recall)
+        table = Table(*header, title=f"{cfg.name}: candidates ranked by gain (top {min(top, len(outcome.results['alone']))})")
+        for r in rows:
+            table.add_row(*r)
+        con.print(table)
+    con.print(f"results: {cfg.output}  (report.md, candidates.json, summary.json, manifest.json)")
 
 
 def main() -> None:

@@ -489,6 +489,15 @@ class Loaded:
                 return ev
         raise InputError(f"unknown system {system!r} (have: {', '.join(e.system for e in self.evaluations)})", field="system")
 
+    def one(self, system: str | None, role: str) -> Any:
+        """The single system of an input, or the named one; several without a name is an error."""
+        if system is not None:
+            return self.get(system)
+        if len(self.evaluations) != 1:
+            have = ", ".join(e.system for e in self.evaluations)
+            raise InputError(f"the {role} holds several systems ({have}); name one with --{role}-system", field=f"{role}-system")
+        return self.evaluations[0]
+
     def default_pairs(self, baseline: str | None = None) -> list[tuple[str, str]]:
         """Against `baseline` if given; two inputs holding the same systems pair by name; else all pairs."""
         names = [e.system for e in self.evaluations]
@@ -532,11 +541,13 @@ def load_systems(
     metrics: Sequence[str] | None = None,
     queries: str | Any | None = None,
     systems: Sequence[str] | None = None,
+    check_metrics: bool = True,
 ) -> Loaded:
     """Read results directories (every system, or those named in `systems`) and/or TREC run files.
 
-    Run files are scored against `qrels` with `metrics` (default: the runner's default metrics).
-    A system name that occurs in two inputs is prefixed by its input's folder or file name.
+    Run files are scored against `qrels` with `metrics` (default: the runner's default metrics);
+    with `check_metrics`, a metric some results directory lacks is an error. A system name that
+    occurs in two inputs is prefixed by its input's folder or file name.
     """
     from pathlib import Path
 
@@ -581,7 +592,7 @@ def load_systems(
         out.failures[ev.system] = failed
         per_input.setdefault(label, []).append(ev.system)
     out.input_systems = list(per_input.values())
-    if wanted is not None:
+    if wanted is not None and check_metrics:
         for ev in out.evaluations:
             for m in wanted:
                 if m not in ev.metrics:
