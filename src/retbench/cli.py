@@ -134,12 +134,11 @@ def stress_command(
     fresh: Annotated[bool, typer.Option(help="Discard the journal of an earlier (interrupted) stress run.")] = False,
 ) -> None:
     """Drive one system under load (and faults); exit 3 when failures exceed the allowed rate."""
-    from retbench.stress import describe_failure, load_config, run_stress
+    from retbench.stress import describe_failure, headline, load_config, run_stress
 
     cfg = load_config(config, output)
     result = run_stress(cfg, fresh=fresh, echo=typer.echo)
-    sm = result.summary
-    typer.echo(f"{sm.get('failed', 0)} of {sm.get('requests', 0)} requests failed; report: {result.out_dir / 'report.md'}")
+    typer.echo(f"{headline(result.summary)}; report: {result.out_dir / 'report.md'}")
     if result.exit_code:
         first = result.first_failure
         typer.echo(f"error: backend failed: {describe_failure(first) if first else 'failure rate over the allowed rate'}", err=True)

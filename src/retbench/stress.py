@@ -1078,6 +1078,16 @@ def _level_line(fig: Mapping[str, Any]) -> str:
     return f"concurrency {fig['concurrency']}: {fig['completed']} requests, {qps} QPS, p50 {p50} ms, p99 {p99} ms, {fig['failed']} failed{score}"
 
 
+def headline(summary: Mapping[str, Any]) -> str:
+    """One line for the end of a stress run: how many requests failed, or where ingestion stopped."""
+    ing = summary.get("ingest") or {}
+    if ing.get("first_failure"):
+        return f"ingestion failed after {ing.get('written')} of {ing.get('documents')} documents; no query was sent"
+    rate = summary.get("failure_rate", 0.0)
+    allowed = summary.get("settings", {}).get("allowed_failure_rate", 0.0)
+    return f"{summary.get('failed', 0)} of {summary.get('requests', 0)} requests failed ({rate:.2%}; allowed {allowed:.2%})"
+
+
 def describe_failure(f: Mapping[str, Any]) -> str:
     """Where a failure happened, then its label and the backend's message exactly as it came."""
     if f.get("phase") == "ingest":
