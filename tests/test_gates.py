@@ -233,3 +233,27 @@ def test_cli_gate_backend_failures_exit_3(results_dir, tmp_path_factory, tmp_pat
     failed = json.loads((flaky / "metrics.json").read_text())["flaky"]["coverage"]["failed"]
     assert failed > 0
     assert f"failed on {failed} of 300 queries" in (tmp_path / "c.md").read_text()
+
+
+def test_example_ci_workflow_uses_real_options():
+    import re
+
+    import click
+    import yaml
+
+    from retbench.cli import app as typer_app
+
+    wf = yaml.safe_load((ROOT / "examples" / "ci" / "retbench-gate.yml").read_text())
+    steps = wf["jobs"]["retrieval-gate"]["steps"]
+    scripts = "\n".join(s.get("run", "") for s in steps).replace("\\\n", " ")
+    group = typer_app if isinstance(typer_app, click.Group) else __import__("typer").main.get_command(typer_app)
+    for command in ("run", "gate"):
+        line = next(ln for ln in scripts.splitlines() if f"retbench {command} " in ln)
+        known = {o for p in group.commands[command].params for o in getattr(p, "opts", [])}
+        used = set(re.findall(r"(--[a-z][a-z-]*)", line))
+        assert used and used <= known, (command, used - known)
+    env = wf["env"]
+    assert (ROOT / env["EXPERIMENT"]).is_file() and (ROOT / env["CRITERIA"]).is_file()
+    assert load_criteria(ROOT / env["CRITERIA"]).gates
+    systems = [s["name"] for s in yaml.safe_load((ROOT / env["EXPERIMENT"]).read_text())["systems"]]
+    assert env["SYSTEM"] in systems
