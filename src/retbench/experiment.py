@@ -240,7 +240,9 @@ class ExperimentOutcome:
 Progress = Callable[[str, int, int], None]
 
 
-def _search_journaled(retriever: Any, queries: Queries, cfg: ExperimentConfig, sysdir: SystemDir, fingerprint: str, progress: Progress | None) -> Run:
+def _search_journaled(
+    retriever: Any, queries: Queries, cfg: ExperimentConfig, sysdir: SystemDir, fingerprint: str, progress: Progress | None, stage: str
+) -> Run:
     """Search in batches, journaling each query as it is answered; resumes from the journal."""
     from retbench.journal import Journal
 
@@ -249,7 +251,7 @@ def _search_journaled(retriever: Any, queries: Queries, cfg: ExperimentConfig, s
         todo = [q for q in queries if q not in done]
         total = len(queries)
         if progress:
-            progress("search", total - len(todo), total)
+            progress(stage, total - len(todo), total)
         for start in range(0, len(todo), cfg.batch_size):
             batch = queries.subset(todo[start : start + cfg.batch_size])
             part = retriever.search(batch, cfg.depth)
@@ -257,7 +259,7 @@ def _search_journaled(retriever: Any, queries: Queries, cfg: ExperimentConfig, s
                 journal.append_query(q, q, part.ranking(q), status=part.status[q], latency=part.latency.get(q), error=part.errors.get(q))
             journal.flush()
             if progress:
-                progress("search", total - len(todo) + start + len(batch), total)
+                progress(stage, total - len(todo) + start + len(batch), total)
         run = journal.replay(name=retriever.name)
     return run.subset(list(queries))
 
@@ -337,8 +339,10 @@ def run_experiment(cfg: ExperimentConfig, *, force: bool = False, progress: Prog
                     metrics_json[key] = {"error": outcome.index_error}
                     continue
                 outcome.timings["index_seconds"] = round(time.perf_counter() - t0, 3)
+                if progress:
+                    progress(f"index {key}", len(ds.corpus), len(ds.corpus))
                 t0 = time.perf_counter()
-                run = _search_journaled(retriever, queries, cfg, sysdir, chash, progress)
+                run = _search_journaled(retriever, queries, cfg, sysdir, chash, progress, f"search {key}")
                 outcome.timings["search_seconds"] = round(time.perf_counter() - t0, 3)
                 outcome.failed_queries = len(run.failed())
                 t0 = time.perf_counter()
