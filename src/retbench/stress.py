@@ -428,6 +428,8 @@ def _run_sync(level: _Level, search: Callable[[str, int], Any], concurrency: int
                             _abandoned_alive -= 1
                         return  # the watchdog already recorded this call as a timeout
                     slot.busy = False
+                if s.timeout_s is not None and t1 - t0 > s.timeout_s:
+                    raw, exc = _TIMED_OUT, None  # late, though back before the watchdog looked: a timeout all the same
                 delay = level.judge(p, raw, exc, t0, t1)
                 if delay is None:
                     p = None
