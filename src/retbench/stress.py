@@ -259,6 +259,7 @@ class _Level:
         settings: LoadSettings,
         seg: str,
         key_prefix: str,
+        first_index: int = 0,
     ) -> None:
         self.level, self.phase, self.seg, self.key_prefix = level, phase, seg, key_prefix
         self.qids = list(query_ids)
@@ -268,7 +269,7 @@ class _Level:
         self.s = settings
         self._indices = indices
         self._deadline = deadline
-        self._next = 0
+        self._next = first_index  # duration mode: indices continue after the journaled ones
         self._take_lock = threading.Lock()
         self.stopped: str | None = None
         self.out: deque[dict[str, Any]] = deque()
@@ -575,6 +576,7 @@ def _run_async(level: _Level, retriever: Retriever, concurrency: int, journal: J
 
 
 def uses_async(retriever: Retriever, settings: LoadSettings) -> bool:
+    """Whether stress drives this retriever on asyncio (it declares "async" and has `asearch_one`)."""
     if settings.mode == "sync":
         return False
     has = "async" in retriever.capabilities and hasattr(retriever, "asearch_one")
@@ -630,8 +632,8 @@ def drive(
         settings=settings,
         seg=seg,
         key_prefix=prefix,
+        first_index=start,
     )
-    level._next = start
     if uses_async(retriever, settings):
         _run_async(level, retriever, concurrency, journal)
     else:
