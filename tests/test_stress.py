@@ -184,3 +184,17 @@ def test_resume_fingerprint_ignores_the_output_folder_but_not_the_load(tmp_path:
 
     assert fp("a") == fp("b")
     assert fp("a") != fp("a", timeout_s=1.0)
+
+
+def test_unreachable_store_stops_at_ingestion_and_hidden_adapter_retries_are_flagged(tmp_path: Path, ds) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    http = create("http", {"url": f"http://127.0.0.1:{port}/search", "retries": 2, "timeout": 2})
+    res = run_stress(_cfg(tmp_path, levels=[2]), retriever=http, dataset=ds, echo=_quiet)
+    assert res.exit_code == 3 and res.summary["requests"] == 0
+    assert res.first_failure["phase"] == "ingest" and "unreachable" in res.first_failure["message"]
+    assert any("retries internally (2x)" in w for w in res.summary["warnings"])
+    assert "retries internally" in (res.out_dir / "report.md").read_text()

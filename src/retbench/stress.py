@@ -1031,6 +1031,15 @@ def run_stress(
     retriever = retriever or build_retriever(config)
     st = _Stress(config, out, retriever, dataset, qids)
     s = config.load
+    inner_retries = retriever.describe().get("retries")
+    st.summary["warnings"] = []
+    if isinstance(inner_retries, int) and inner_retries > 0:
+        st.summary["warnings"].append(
+            f"adapter {retriever.adapter!r} retries internally ({inner_retries}x): those retries are invisible to stress; "
+            "set its retries to 0 and use stress.retries so every attempt is recorded"
+        )
+    for w in st.summary["warnings"]:
+        echo(f"warning: {w}")
     try:
         echo(f"ingesting {len(dataset.corpus)} documents into {retriever.name}")
         st.summary["ingest"] = ing = ingest(retriever, dataset.corpus, s.ingest_batch_size)
@@ -1169,6 +1178,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         if any(kinds.values()):
             lines += ["", "| failure | count |", "|---|---:|"]
             lines += [f"| {k} | {n} |" for k, n in kinds.items() if n]
+    lines += [f"\nWarning: {w}" for w in summary.get("warnings") or ()]
     first = summary.get("first_failure")
     if first:
         lines += ["", f"First failure {describe_failure(first)}"]
