@@ -39,6 +39,7 @@ ROLES = ("document", "query")
 _SMALL_FILE = 2 << 20  # model files below this size are hashed whole; larger ones by size + head + tail
 _EDGE = 1 << 20
 _SKIP_FILES = {"README.md", ".gitattributes"}
+_KEY_BYTES = 20  # sha1 digest
 
 
 def default_model() -> str:
@@ -91,6 +92,27 @@ def fingerprint_folder(folder: str | Path) -> str:
     return h.hexdigest()[:16]
 
 
+_MODELS: dict[tuple[str, str, bool], tuple[Any, int]] = {}
+
+
+def _load_model(name: str, device: str, trust_remote_code: bool) -> tuple[Any, int]:
+    """(SentenceTransformer, its own max_seq_length), loaded once per process and shared.
+
+    Encoders set `max_seq_length` on the shared object before each call, so sharing is safe within
+    one thread; the native value is remembered because that attribute is then overwritten.
+    """
+    key = (name, device, trust_remote_code)
+    if key not in _MODELS:
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            m = SentenceTransformer(name, device=device, trust_remote_code=trust_remote_code)
+        except Exception as exc:
+            raise ConfigError(f"cannot load embedding model {name!r}: {exc}", field="model") from None
+        _MODELS[key] = (m, int(m.max_seq_length))
+    return _MODELS[key]
+
+
 def text_key(text: str) -> bytes:
     """The cache key of one text: its sha1 digest (20 bytes)."""
     return hashlib.sha1(text.encode("utf-8")).digest()
@@ -99,7 +121,7 @@ def text_key(text: str) -> bytes:
 class EmbeddingCache:
     """Append-only embedding shards in one folder (one folder per model + settings namespace).
 
-    A shard is `<name>.vecs.npy` (float32, n x dim) plus `<name>.keys.npy` (n sha1 digests). The
+    A shard is `<name>.vecs.npy` (float32, n x dim) plus `<name>.keys.npy` (n x 20 uint8: sha1 digests). The
     vectors are written first and the keys file last, each by rename, so a shard exists only once it
     is complete; a crash leaves at most a stray temporary file. Several processes may append to the
     same folder: shard names are unique and each reader picks up new shards on its next lookup.
@@ -121,14 +143,15 @@ class EmbeddingCache:
                 continue
             vecs = np.load(self.folder / f"{stem}.vecs.npy", mmap_mode="r")
             keys = np.load(keys_file)
-            if len(keys) != len(vecs):
+            if keys.ndim != 2 or keys.shape[1] != _KEY_BYTES or len(keys) != len(vecs):
                 continue  # not a shard this code wrote; ignore rather than serve wrong vectors
             self._seen.add(stem)
             block = len(self._blocks)
             self._blocks.append(vecs)
             self.dim = int(vecs.shape[1]) if vecs.ndim == 2 else self.dim
-            for row, k in enumerate(keys.tolist()):
-                self._where.setdefault(k, (block, row))
+            flat = keys.tobytes()
+            for row in range(len(keys)):
+                self._where.setdefault(flat[row * _KEY_BYTES : (row + 1) * _KEY_BYTES], (block, row))
 
     def __len__(self) -> int:
         return len(self._where)
@@ -155,7 +178,11 @@ class EmbeddingCache:
         if len(keys) != len(vectors):
             raise ValueError("keys and vectors differ in length")
         stem = f"{uuid.uuid4().hex}"
-        for suffix, arr in ((".vecs.npy", vectors), (".keys.npy", np.asarray(list(keys), dtype="S20"))):
+        if any(len(k) != _KEY_BYTES for k in keys):
+            raise ValueError(f"cache keys are {_KEY_BYTES}-byte digests")
+        # keys as raw uint8 rows: numpy's fixed-width bytes dtype would strip a digest's trailing zero bytes
+        key_rows = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), _KEY_BYTES)
+        for suffix, arr in ((".vecs.npy", vectors), (".keys.npy", key_rows)):
             tmp = self.folder / f".{stem}{suffix}.tmp"
             with open(tmp, "wb") as fh:
                 np.save(fh, arr)
@@ -245,6 +272,7 @@ class Encoder:
         self.trust_remote_code = trust_remote_code
         self.stats = EncodeStats()
         self._model: Any = None
+        self._native_max = 0
         self._folder: Path | None = None
         self._fingerprint: str | None = None
         self._caches: dict[str, EmbeddingCache] = {}
@@ -259,16 +287,9 @@ class Encoder:
 
     @property
     def model(self) -> Any:
-        """The SentenceTransformer, loaded on first use."""
+        """The SentenceTransformer, loaded on first use and shared by encoders of the same model."""
         if self._model is None:
-            from sentence_transformers import SentenceTransformer
-
-            try:
-                m = SentenceTransformer(self.model_name, device=self.device, trust_remote_code=self.trust_remote_code)
-            except Exception as exc:
-                raise ConfigError(f"cannot load embedding model {self.model_name!r}: {exc}", field="model") from None
-            if self._max_seq_length is not None:
-                m.max_seq_length = self._max_seq_length
+            m, self._native_max = _load_model(self.model_name, self.device, self.trust_remote_code)
             for role, name in self.prompt_name.items():
                 if name is not None and name not in (m.prompts or {}):
                     raise ConfigError(f"model has no prompt named {name!r} for {role}s; it has {sorted(m.prompts)}")
@@ -306,7 +327,8 @@ class Encoder:
                 value = json.loads(cfg.read_text()).get("max_seq_length")
                 if isinstance(value, int):
                     return value
-        return int(self.model.max_seq_length)
+        _ = self.model
+        return self._native_max
 
     @property
     def dimension(self) -> int:
@@ -363,7 +385,9 @@ class Encoder:
     # -- encoding ------------------------------------------------------------------------------
     def _encode_batch(self, texts: list[str], role: str) -> np.ndarray:
         """One model call (the unit a shard is made of); tests interrupt encodes here."""
-        vecs = self.model.encode(
+        model = self.model
+        model.max_seq_length = self.max_seq_length  # the model object may be shared with other settings
+        vecs = model.encode(
             texts,
             batch_size=self.batch_size,
             prompt=self.prefix[role] or None,
