@@ -38,12 +38,10 @@ class FlakyBM25(BM25SRetriever):
         return super().search_batch(texts, k)
 
 
-def _yaml(name: str, out: Path, systems: dict[str, dict], max_queries: int | None, batch_size: int) -> str:
+def _yaml(name: str, out: Path, systems: dict[str, dict], batch_size: int, dataset: dict, evaluation: dict) -> str:
     import yaml
 
-    ds: dict = {"name": str(SCIFACT), "split": "test"}
-    if max_queries:
-        ds["max_queries"] = max_queries
+    ds: dict = {"name": str(SCIFACT), "split": "test", **dataset}
     cfg = {
         "name": name,
         "output": str(out),
@@ -53,16 +51,20 @@ def _yaml(name: str, out: Path, systems: dict[str, dict], max_queries: int | Non
         "datasets": [ds],
         "systems": [{"name": n, **s} for n, s in systems.items()],
     }
+    if evaluation:
+        cfg["evaluation"] = evaluation
     return yaml.safe_dump(cfg, sort_keys=False)
 
 
-def make_results(out: Path, systems: dict[str, dict], max_queries: int | None = None, batch_size: int = 64) -> Path:
-    """Run the real experiment runner into `out` and return it."""
+def make_results(
+    out: Path, systems: dict[str, dict], *, batch_size: int = 64, dataset: dict | None = None, evaluation: dict | None = None
+) -> Path:
+    """Run the real experiment runner into `out` and return it (`dataset`: max_queries, corpus_sample...)."""
     from retbench.experiment import load_config, run_experiment
 
     out.mkdir(parents=True, exist_ok=True)
     cfg_path = out.with_suffix(".yaml")
-    cfg_path.write_text(_yaml(out.name, out, systems, max_queries, batch_size))
+    cfg_path.write_text(_yaml(out.name, out, systems, batch_size, dataset or {}, evaluation or {}))
     run_experiment(load_config(cfg_path), log=lambda _msg: None)
     return out
 
@@ -78,6 +80,15 @@ def flaky_results(base: Path) -> Path:
     """A results directory whose only system recorded backend failures on some queries."""
     flaky = {"flaky": {"adapter": "abdata:FlakyBM25", "params": {"every": 9, "stopwords": "en", "stemmer": "english"}}}
     return make_results(base / "flaky", flaky, batch_size=1)
+
+
+@functools.cache
+def pytrec_results(base: Path) -> Path:
+    """pytrec_eval counting on a slice (100 queries, 1,000 sampled documents): BM25 and a flaky BM25."""
+    systems = {"bm25": SYSTEMS["bm25"],
+               "flaky": {"adapter": "abdata:FlakyBM25", "params": {"every": 9, "stopwords": "en", "stemmer": "english"}}}
+    return make_results(base / "pytrec", systems, batch_size=1, dataset={"max_queries": 100, "corpus_sample": 1000},
+                        evaluation={"mode": "pytrec_eval"})
 
 
 @functools.cache

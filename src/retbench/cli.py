@@ -252,6 +252,33 @@ def gate_command(
         raise fail(f"gate failed: {why}", report.exit_code)
 
 
+@app.command("report")
+@handles_errors
+def report_command(
+    results: Annotated[Path, typer.Argument(help="A results directory (from `retbench run`).")],
+    html: Annotated[Path | None, typer.Option(help="Write one self-contained HTML file (tables and SVG plots, opens offline).")] = None,
+    markdown: Annotated[Path | None, typer.Option(help="Write the report as Markdown.")] = None,
+    baseline: Annotated[str | None, typer.Option(help="System the others are compared with (default: the first).")] = None,
+    primary: Annotated[str | None, typer.Option(help="Metric of the per-query delta plots (default: the first).")] = None,
+    resamples: Annotated[int, typer.Option(help="Randomization and bootstrap resamples of the comparisons.")] = 10_000,
+    seed: Annotated[int, typer.Option(help="Seed of the resampling.")] = 0,
+) -> None:
+    """Report a results directory: HTML (tables, metric@k curves, deltas, latency, coverage) and/or Markdown."""
+    from retbench.report.html import render_html
+    from retbench.report.markdown import report_markdown
+    from retbench.report.model import build_report
+
+    data = build_report(results, baseline=baseline, primary=primary, n_resamples=resamples, seed=seed)
+    text = report_markdown(data)
+    _write(markdown, text)
+    _write(html, render_html(data))
+    if html is None and markdown is None:
+        typer.echo(text)
+    for path in (html, markdown):
+        if path is not None:
+            typer.echo(f"wrote {path}")
+
+
 # -- end of compare / gate / report -------------------------------------------------------------
 
 

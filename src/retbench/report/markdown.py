@@ -28,13 +28,13 @@ def _side(name: str, counts: Mapping[str, int]) -> str:
     return f"`{name}` {fmt.coverage(answered, counts['queries'])}" + (f" ({', '.join(extra)}: counted as 0)" if extra else "")
 
 
-def comparison_markdown(cmp: Any, *, alpha: float = 0.05, top_metric: str | None = None) -> str:
+def comparison_markdown(cmp: Any, *, alpha: float = 0.05, top_metric: str | None = None, level: int = 1) -> str:
     """A comparison (compare.Comparison) as Markdown: one table per pair, then the most changed queries."""
     n_cells = sum(len(p.metrics) for p in cmp.pairs)
-    lines = ["# A/B comparison", ""]
+    lines = [f"{'#' * level} A/B comparison", ""]
     for pair in cmp.pairs:
         a, b = pair.system_a, pair.system_b
-        lines += [f"## `{b}` vs `{a}`", "", f"{_side(a, pair.counts_a)}; {_side(b, pair.counts_b)}.", ""]
+        lines += [f"{'#' * (level + 1)} `{b}` vs `{a}`", "", f"{_side(a, pair.counts_a)}; {_side(b, pair.counts_b)}.", ""]
         rows = []
         for m in pair.metrics:
             sig = " *" if m.adjusted.get("randomization", 1.0) < alpha else ""
@@ -79,3 +79,42 @@ def comparison_markdown(cmp: Any, *, alpha: float = 0.05, top_metric: str | None
 
 def _short(text: str, n: int = 80) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def report_markdown(data: Any) -> str:
+    """A results report (report.model.ReportData) as Markdown: the HTML report's tables without its plots."""
+    lines = [f"# {data.title}", ""]
+    ds = ", ".join(f"{d.get('name', '')} ({d.get('split', '')}, {d.get('queries', '?')} queries, "
+                   f"{d.get('documents', '?')} documents)" for d in data.datasets)
+    lines += [f"{ds} · {len(data.systems)} systems · {data.created}", ""]
+    if data.modes != {"trec_eval"}:
+        lines += ["> **pytrec_eval mode**: means marked † are over *answered* queries only; unanswered queries are left "
+                  "out, not scored 0.", ""]
+    else:
+        lines += ["Counting: trec_eval (every judged query counts; failed or unanswered queries score 0).", ""]
+    lines += ["## Summary", ""]
+    rows = []
+    for s in data.systems:
+        dagger = " †" if s.mode == "pytrec_eval" else ""
+        cells = [s.name, fmt.coverage(s.answered, s.judged) + (f" ({s.coverage['failed']} failed)" if s.coverage.get("failed") else "")]
+        for m in data.metrics:
+            v = s.means.get(m)
+            ci = s.ci.get(m)
+            cells.append("—" if v is None else f"{v:.4f}{dagger}" + (f" [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""))
+        rows.append(cells)
+    lines += _table(["system", "coverage", *(fmt.metric_label(m) for m in data.metrics)], rows)
+    lines += ["", "Means with 95% percentile-bootstrap intervals over queries.", ""]
+    if data.comparison is not None:
+        lines.append(comparison_markdown(data.comparison, top_metric=data.primary, level=2))
+    timed = [s for s in data.systems if s.latency]
+    if timed:
+        lines += ["## Latency", ""]
+        lines += _table(["system", "queries", "p50 ms", "p95 ms", "p99 ms", "mean ms", "max ms"],
+                        [[s.name, s.latency["n"], *(f"{s.latency[k]:.2f}" for k in ("p50", "p95", "p99", "mean", "max"))] for s in timed])
+        lines.append("")
+    lines += ["## Coverage", ""]
+    lines += _table(["system", "judged", "answered", "failed", "missing", "skipped (no relevant doc)", "counting"],
+                    [[s.name, s.judged, s.answered, s.coverage.get("failed", 0), s.coverage.get("missing", 0),
+                      s.coverage.get("skipped_no_relevant", 0), s.mode] for s in data.systems])
+    lines += ["", f"Versions: {', '.join(f'{k} {v}' for k, v in data.versions.items())}", ""]
+    return "\n".join(lines)

@@ -1,0 +1,182 @@
+"""What a results report shows, gathered once from a results directory for every renderer.
+
+The HTML and Markdown renderers format this object and nothing else, so both always show the same
+numbers: means exactly as in metrics.json, with their confidence intervals (aggregates.json), the
+coverage behind each ("scored N of M"), the counting mode, latencies where recorded, and paired
+comparisons of every system against a baseline.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retbench.errors import InputError
+
+
+@dataclass
+class SystemSummary:
+    name: str
+    means: dict[str, float]
+    ci: dict[str, tuple[float, float]]
+    coverage: dict[str, int]  # judged, answered, failed, missing, counted, skipped_no_relevant
+    mode: str
+    latencies_ms: list[float] = field(default_factory=list)  # sorted ascending
+    latency: dict[str, float] = field(default_factory=dict)  # p50, p95, p99, mean, max (ms), n
+    describe: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def answered(self) -> int:
+        return int(self.coverage.get("answered", 0))
+
+    @property
+    def judged(self) -> int:
+        return int(self.coverage.get("judged", 0))
+
+
+@dataclass
+class ReportData:
+    title: str
+    root: str
+    created: str
+    datasets: list[dict[str, Any]]
+    versions: dict[str, str]
+    machine: dict[str, Any]
+    metrics: list[str]
+    systems: list[SystemSummary]
+    curves: dict[str, list[tuple[int, str]]]  # family label -> [(k, metric)] with two or more cutoffs
+    baseline: str | None
+    primary: str
+    comparison: Any = None  # compare.Comparison of each system against the baseline
+    deltas: dict[str, list[float]] = field(default_factory=dict)  # system -> per-query delta on `primary`
+    metrics_json: dict[str, Any] = field(default_factory=dict)
+
+    def system(self, name: str) -> SystemSummary:
+        return next(s for s in self.systems if s.name == name)
+
+    @property
+    def modes(self) -> set[str]:
+        return {s.mode for s in self.systems}
+
+
+def metric_curves(metrics: list[str]) -> dict[str, list[tuple[int, str]]]:
+    """Metrics that differ only in their cutoff, grouped (recall@1, recall@5, recall@100 -> 'recall')."""
+    from retbench.metrics.registry import parse_metric
+
+    fams: dict[str, list[tuple[int, str]]] = {}
+    for m in metrics:
+        try:
+            spec = parse_metric(m)
+        except InputError:
+            continue
+        if spec.k is None:
+            continue
+        extra = {p: v for p, v in spec.params.items() if v != (getattr(spec.metric, "params", {}) or {}).get(p)}
+        label = spec.metric.name + ("(" + ",".join(f"{p}={v:g}" for p, v in sorted(extra.items())) + ")" if extra else "")
+        fams.setdefault(label, []).append((spec.k, m))
+    return {f: sorted(v) for f, v in fams.items() if len({k for k, _ in v}) >= 2}
+
+
+def latency_summary(latencies_s: list[float]) -> tuple[list[float], dict[str, float]]:
+    """Sorted latencies in ms and their p50/p95/p99/mean/max."""
+    if not latencies_s:
+        return [], {}
+    ms = np.sort(np.asarray(latencies_s, dtype=np.float64) * 1000.0)
+    p50, p95, p99 = np.percentile(ms, [50, 95, 99])
+    return ms.tolist(), {"p50": float(p50), "p95": float(p95), "p99": float(p99), "mean": float(ms.mean()),
+                         "max": float(ms[-1]), "n": int(ms.size)}
+
+
+def coverage(ev: Any, run: Any) -> dict[str, int]:
+    """Judged queries and what happened to them, from the evaluation and the run themselves.
+
+    In pytrec_eval mode the evaluation holds only the queries it counted; the others are in
+    `excluded`, so judged = counted + excluded in both modes.
+    """
+    judged = list(ev.query_ids) + list(getattr(ev, "excluded", []) or [])
+    failed = sum(1 for q in judged if q in run and run.status[q].failed)
+    missing = sum(1 for q in judged if q not in run)
+    return {"judged": len(judged), "answered": len(judged) - failed - missing, "failed": failed, "missing": missing,
+            "counted": len(ev.query_ids), "skipped_no_relevant": len(getattr(ev, "skipped", []) or [])}
+
+
+def build_report(
+    path: str | Path,
+    *,
+    baseline: str | None = None,
+    primary: str | None = None,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> ReportData:
+    """Read a results directory and compute what the report shows (comparisons included)."""
+    from retbench.compare import canonical_metrics, compare
+    from retbench.results import load_results
+
+    res = load_results(path)
+    mj = res.metrics_json
+    if not mj:
+        raise InputError("metrics.json holds no system", path=Path(path) / "metrics.json")
+    names = res.systems
+    metrics = [k for k, v in mj[names[0]].items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if primary is not None:
+        primary = (canonical_metrics([primary]) or [primary])[0]
+        if primary not in metrics:
+            raise InputError(f"metric {primary!r} is not in these results (have: {', '.join(metrics)})", path=path, field="primary")
+    primary = primary or metrics[0]
+    if baseline is not None and baseline not in names:
+        raise InputError(f"no system {baseline!r} in these results (have: {', '.join(names)})", path=path, field="baseline")
+    baseline = baseline or names[0]
+    msys = res.manifest.get("systems") or {}
+    evs = {}
+    systems = []
+    for s in names:
+        try:
+            agg = res.aggregates(s)
+        except InputError:
+            agg = {}
+        ci = {m: (float(a["ci_low"]), float(a["ci_high"])) for m, a in agg.items()
+              if isinstance(a, dict) and a.get("ci_low") is not None and a.get("ci_high") is not None}
+        ev = evs[s] = res.evaluation(s)
+        ev.system = s
+        run = res.run(s)
+        ms, lat = latency_summary([v for v in run.latency.values() if v is not None and math.isfinite(v)])
+        info = msys.get(s, {}) if isinstance(msys, dict) else {}
+        systems.append(SystemSummary(
+            s, {m: float(mj[s][m]) for m in metrics if m in mj[s]}, ci, coverage(ev, run), ev.mode, ms, lat,
+            dict(info.get("describe") or {}), dict(info.get("timings") or {}),
+        ))
+    cmp = None
+    deltas: dict[str, list[float]] = {}
+    if len(names) > 1:
+        shared = [m for m in metrics if all(m in ev.metrics for ev in evs.values())]
+        cmp = compare(list(evs.values()), [(baseline, s) for s in names if s != baseline], shared,
+                      queries=res.queries, n_resamples=n_resamples, seed=seed)
+        if primary in shared:
+            from retbench.compare import align
+
+            for s in names:
+                if s != baseline:
+                    al = align(evs[baseline], evs[s], [primary])
+                    deltas[s] = (al.b[:, 0] - al.a[:, 0]).tolist()
+    man = res.manifest
+    return ReportData(
+        title=str(man.get("experiment") or Path(path).name),
+        root=str(path),
+        created=str(man.get("created", "")),
+        datasets=list(man.get("datasets") or []),
+        versions=dict(man.get("versions") or {}),
+        machine=dict(man.get("machine") or {}),
+        metrics=metrics,
+        systems=systems,
+        curves=metric_curves(metrics),
+        baseline=baseline if len(names) > 1 else None,
+        primary=primary,
+        comparison=cmp,
+        deltas=deltas,
+        metrics_json=mj,
+    )
