@@ -171,7 +171,7 @@ class _Faulty(BaseHTTPRequestHandler):
         with srv.lock:  # type: ignore[attr-defined]
             srv.calls[(route, query)] = n = srv.calls.get((route, query), 0) + 1  # type: ignore[attr-defined]
             ranking = srv.retriever.search_one(query, k)  # type: ignore[attr-defined]
-        if route == "/flaky" and n <= 2:
+        if route.startswith("/flaky") and n <= 2:  # each /flaky* route counts its own attempts
             return self._reply(503, b'{"error": "overloaded, try again"}')
         if route == "/slow":
             time.sleep(1.0)
@@ -237,10 +237,33 @@ def test_retried_into_success_is_recorded(faulty, few):
         assert run.errors[q].startswith("ok after 3 attempts; earlier: HTTP 503")
 
 
+def test_runner_marks_retried_answers_in_status_jsonl(faulty, tmp_path):
+    """Through `retbench run`: a retried-into-success query is ok, scored, and its retries are in status.jsonl."""
+    from retbench.experiment import load_config, run_experiment
+    from stores_support import SCIFACT, SLICE
+
+    base, _ = faulty
+    cfg = {
+        "name": "flaky",
+        "output": str(tmp_path / "out"),
+        "depth": 10,
+        "metrics": ["ndcg@10"],
+        "datasets": [{"path": SCIFACT, **SLICE}],
+        "systems": [{"name": "svc", "adapter": "http", "params": {"url": base + "/flaky-runner", "retries": 2, "backoff": 0.01}}],
+    }
+    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
+    outcome = run_experiment(load_config(tmp_path / "cfg.yaml"), log=lambda m: None)
+    assert not outcome.backend_failed
+    records = [json.loads(ln) for ln in (tmp_path / "out" / "systems" / "svc" / "status.jsonl").read_text().splitlines()]
+    assert len(records) == SLICE["max_queries"]
+    assert all(r["status"] == "ok" and r["error"].startswith("ok after 3 attempts; earlier: HTTP 503") for r in records)
+    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["svc"]["ndcg@10"] > 0
+
+
 def test_retries_exhausted_is_an_error_with_the_last_message(faulty, scifact):
     base, _ = faulty
-    queries = scifact.queries.subset(list(scifact.split("test"))[10:13])  # fresh queries: the flaky counter starts at 0
-    http, run = _run(base + "/flaky", queries, retries=1, backoff=0.01)
+    queries = scifact.queries.subset(list(scifact.split("test"))[10:13])
+    http, run = _run(base + "/flaky-exhausted", queries, retries=1, backoff=0.01)
     for q in queries:
         assert run.status[q] == QueryStatus.ERROR
         assert http.attempts[q]["attempts"] == 2
