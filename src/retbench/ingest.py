@@ -546,13 +546,26 @@ class _State:
 Search = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
 
 
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise float32 inner products, one fixed summation per pair: the same two vectors always give the same
+    score, however they were batched (matrix products may round the last bit differently per call)."""
+    return np.multiply(a, b, dtype=np.float32).sum(axis=-1, dtype=np.float32)
+
+
+def _slack(kth: np.ndarray) -> np.ndarray:
+    """Margin of the fast matrix-product screen: far above float32 rounding of a 1,000-dim inner product."""
+    return np.where(np.isfinite(kth), 1e-4 * np.maximum(1.0, np.abs(kth)), 0.0)
+
+
 class DenseImpact(_Base):
     """Exact impact of adding or removing documents for a dense exact inner-product retriever, without re-indexing.
 
     `search(query_vectors, n)` gives the exact top-n (doc ids, scores) of K, e.g. a flat DenseRetriever's
-    `search_embeddings`; without it a FAISS IndexFlatIP is built over `kb_vectors`. Candidate scores are
-    inner products of the same float32 vectors; only float rounding ties (|difference| ~ 1e-7) could order
-    differently from a rebuilt index.
+    `search_embeddings`; without it a FAISS IndexFlatIP is built over `kb_vectors`. With `kb_vectors`, every
+    score (K's and the candidates') is recomputed by one per-pair float32 function, so a candidate whose vector
+    equals a K document's (a near-duplicate whose edits the model does not see) ties with it exactly and the
+    tie goes by doc id as in trec_eval. Distinct vectors whose scores differ by float32 rounding alone
+    (~1e-7) are the only pairs a rebuilt index could order the other way.
     """
 
     engine = "dense exact incremental (top-k merge)"
@@ -579,10 +592,11 @@ class DenseImpact(_Base):
             raise InputError("knowledge base repeats a document id", field="ids")
         self.pos_of = {d: i for i, d in enumerate(self.ids)}
         self.n_kb = len(self.ids)
+        self.X = None if kb_vectors is None else np.ascontiguousarray(kb_vectors, dtype=np.float32)
         if search is None:
-            if kb_vectors is None:
+            if self.X is None:
                 raise ValueError("give either search or kb_vectors")
-            search = self._flat_search(np.asarray(kb_vectors, dtype=np.float32))
+            search = self._flat_search(self.X)
         self.base = self._initial_state(search)
 
     def _flat_search(self, vectors: np.ndarray) -> Search:
@@ -621,6 +635,9 @@ class DenseImpact(_Base):
             tied = np.isfinite(sc[:, -1]) & (sc[:, k_in - 1] == sc[:, -1]) if want < n_docs else np.zeros(len(rows), bool)
             rows = rows[tied]
             want = min(want * 2, n_docs)
+        if self.X is not None:  # one scoring function for K and candidates: identical vectors tie exactly
+            live = pos >= 0
+            score = np.where(live, _dot(self.Q[:, None, :], self.X[np.maximum(pos, 0)]), -np.inf).astype(np.float32)
         rank = self._id_rank(pos)
         order = np.lexsort((-rank, -score.astype(np.float64)), axis=-1)[:, : self.width]
         pos = np.take_along_axis(pos, order, axis=1)
@@ -734,13 +751,13 @@ class DenseImpact(_Base):
         st = self.base
         cand_ids = [str(c) for c in cand_ids]
         C = np.ascontiguousarray(np.asarray(cand_vectors, dtype=np.float32).reshape(len(cand_ids), -1))
-        S = self.Q @ C.T
         kth = st.score[:, self.depth - 1]
-        mask = kth[:, None] <= S
+        mask = (kth - _slack(kth))[:, None] <= self.Q @ C.T  # a fast screen; the pairs it passes are scored exactly
         if skip is not None:
             mask[:, np.asarray(skip, dtype=bool)] = False
         qi, ci = np.nonzero(mask)
-        res = self._pairs(st, qi, [cand_ids[c] for c in ci.tolist()], S[qi, ci], np.full(len(qi), -1), self.depth)
+        s = _dot(self.Q[qi], C[ci])
+        res = self._pairs(st, qi, [cand_ids[c] for c in ci.tolist()], s, np.full(len(qi), -1), self.depth)
         ci = ci[res["keep"]]
         delta = res["after"] - st.values[res["qi"]]
         dcr = res["cr"] - st.cr[res["qi"]]
@@ -755,12 +772,12 @@ class DenseImpact(_Base):
 
     def _apply(self, st: _State, cid: str, vec: np.ndarray) -> tuple[dict[str, Any], np.ndarray]:
         """Ingest one document into a state (exact merge into every row it enters)."""
-        s = self.Q @ vec
         kth = st.score[:, self.width - 1]
-        qi = np.flatnonzero(s >= kth)
+        qi = np.flatnonzero(self.Q @ vec >= kth - _slack(kth))
+        s = _dot(self.Q[qi], np.broadcast_to(vec, (len(qi), len(vec))))
         new = len(self.ids)
         self.ids.append(cid)
-        res = self._pairs(st, qi, [cid] * len(qi), s[qi], np.full(len(qi), new), self.width)
+        res = self._pairs(st, qi, [cid] * len(qi), s, np.full(len(qi), new), self.width)
         before = st.values[res["qi"]].copy(), st.cr[res["qi"]].copy()
         rows = res["qi"]
         st.pos[rows], st.score[rows], st.gains[rows], st.lengths[rows] = res["pos"], res["score"], res["gains"], res["lengths"]
@@ -881,7 +898,9 @@ class RebuildImpact(_Base):
 
     def _search(self, name: str) -> Run:
         t0 = time.perf_counter()
-        run = self.retriever.search(self.queries, self.depth)
+        # fetch past the cut and let the Run's trec_eval order decide ties there (FAISS and bm25s break ties
+        # at the cut by their own internal order)
+        run = self.retriever.search(self.queries, self.depth + _TIE_MARGIN).truncate(self.depth)
         run.name = name
         self.seconds["search"] += time.perf_counter() - t0
         failed = run.failed()
@@ -1330,6 +1349,7 @@ def reference_answers(cfg_refs: str, ds: Dataset, qrels: Qrels, qids: Sequence[s
 @dataclass
 class IngestOutcome:
     config: IngestConfig
+    metrics: list[str]
     before: dict[str, float]
     results: dict[str, list[Impact]]
     summary: dict[str, Any]
@@ -1431,7 +1451,8 @@ def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> Inge
     if use_incremental:
         retriever.index(kb)
         qv = encoder.encode_queries([queries[q] for q in qids])
-        engine = DenseImpact(kb.ids, qids, qv, qrels, cfg.metrics, search=retriever.search_embeddings,
+        kv = encoder.encode_documents(kb.joined_texts())  # cached by index(): what lets identical vectors tie exactly
+        engine = DenseImpact(kb.ids, qids, qv, qrels, cfg.metrics, search=retriever.search_embeddings, kb_vectors=kv,
                              relevance_level=cfg.relevance_level, context=context, affected_by=cfg.affected_by)
     else:
         engine = RebuildImpact(retriever, kb, queries, qrels, cfg.metrics, relevance_level=cfg.relevance_level, context=context,
@@ -1565,7 +1586,7 @@ def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> Inge
         name = "candidates.json" if mode == "alone" else f"{mode}.json"
         write_json(out / name, [i.to_dict() for i in impacts])
     (out / "report.md").write_text(render_report(cfg, engine.metric_names, before, results, summary, manifest), encoding="utf-8")
-    return IngestOutcome(cfg, before, results, summary)
+    return IngestOutcome(cfg, engine.metric_names, before, results, summary)
 
 
 # -- report ---------------------------------------------------------------------------------------------
