@@ -753,8 +753,7 @@ class DenseImpact(_Base):
         C = np.ascontiguousarray(np.asarray(cand_vectors, dtype=np.float32).reshape(len(cand_ids), -1))
         kth = st.score[:, self.depth - 1]
         mask = (kth - _slack(kth))[:, None] <= self.Q @ C.T  # a fast screen; the pairs it passes are scored exactly
-        if skip is not None:
-            mask[:, np.asarray(skip, dtype=bool)] = False
+        mask[:, self._noop(cand_ids, skip)] = False
         qi, ci = np.nonzero(mask)
         s = _dot(self.Q[qi], C[ci])
         res = self._pairs(st, qi, [cand_ids[c] for c in ci.tolist()], s, np.full(len(qi), -1), self.depth)
@@ -762,6 +761,11 @@ class DenseImpact(_Base):
         delta = res["after"] - st.values[res["qi"]]
         dcr = res["cr"] - st.cr[res["qi"]]
         return self._collect("alone", cand_ids, res["qi"], ci, delta, dcr, np.ones(len(ci), dtype=bool))
+
+    def _noop(self, cand_ids: Sequence[str], skip: Sequence[bool] | None) -> np.ndarray:
+        """Candidates that change nothing: marked by the caller, or whose id is already in K (never counted twice)."""
+        present = np.array([c in self.pos_of for c in cand_ids], dtype=bool)
+        return present | np.asarray(skip, dtype=bool) if skip is not None else present
 
     def after_run(self, cand_ids: Sequence[str], cand_vectors: np.ndarray) -> Run:
         """The top-`depth` run of K plus these documents (added in order), by merges; for checks and reports."""
@@ -794,7 +798,7 @@ class DenseImpact(_Base):
         n_ids = len(self.ids)
         cand_ids = [str(c) for c in cand_ids]
         C = np.asarray(cand_vectors, dtype=np.float32).reshape(len(cand_ids), -1)
-        skip = np.zeros(len(cand_ids), dtype=bool) if skip is None else np.asarray(skip, dtype=bool)
+        skip = self._noop(cand_ids, skip)
         parts: list[tuple[np.ndarray, ...]] = []
         afters: list[dict[str, float]] = []
         m = len(self.specs)
@@ -1642,6 +1646,11 @@ def render_report(cfg: IngestConfig, metrics: Sequence[str], before: Mapping[str
     if "alone" in results:
         h, rows = impact_rows(results["alone"], metrics, g.recall)
         lines += ["## Candidates ranked by gain (each alone against K)", "", _md_table(h, rows), ""]
+        lines += ["### Affected queries of the 10 best candidates", ""]
+        for i in results["alone"][:10]:
+            lines.append(f"- {i.doc_id}: changed {len(i.changed)}; gained: {', '.join(i.gained) or 'none'}; "
+                         f"lost: {', '.join(i.lost) or 'none'}; own queries: {', '.join(i.own_queries) or 'none'}")
+        lines.append("")
         groups = list(dict.fromkeys(i.group for i in results["alone"]))
         if len(groups) > 1:
             gh = ["group", "n", "mean gain", "mean novelty min", *(f"mean Δ{m}" for m in metrics), "candidates with changed results"]
