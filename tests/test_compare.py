@@ -228,7 +228,7 @@ def test_cli_compare_one_results_dir_prints_all_pairs_with_corrected_p(results_d
     assert cell["metric"] == "recall@5" and cell["adjusted"]["randomization"] >= cell["pvalues"]["randomization"]
 
 
-def test_cli_compare_run_files_with_qrels(results_dir, tmp_path):
+def test_cli_compare_run_files_with_qrels(results_dir, tmp_path, evals):
     run_a = results_dir / "systems" / "bm25" / "run.trec"
     run_b = results_dir / "systems" / "bm25_weak" / "run.trec"
     qrels = abdata.SCIFACT / "qrels" / "test.tsv"
@@ -236,7 +236,7 @@ def test_cli_compare_run_files_with_qrels(results_dir, tmp_path):
                                    "--resamples", "1000", "--json", str(tmp_path / "c.json")])
     assert res.exit_code == 0, res.output
     cell = json.loads((tmp_path / "c.json").read_text())["pairs"][0]["metrics"][0]
-    assert cell["delta"] == pytest.approx(0.7077777777777777 - 0.7362222222222221, abs=0.02)
+    assert cell["delta"] == pytest.approx(evals["bm25_weak"].mean("recall@5") - evals["bm25"].mean("recall@5"), abs=1e-12)
 
 
 def test_cli_compare_bad_input_exits_2(results_dir, tmp_path):
@@ -245,3 +245,18 @@ def test_cli_compare_bad_input_exits_2(results_dir, tmp_path):
     assert "nosuch@5" in res.output
     res = CliRunner().invoke(app, ["compare", str(tmp_path / "missing")])
     assert res.exit_code == 2 and "missing" in res.output
+
+
+def test_cli_compare_two_results_dirs_pairs_systems_by_name(results_dir, tmp_path):
+    other = tmp_path / "candidate"
+    other.symlink_to(results_dir, target_is_directory=True)
+    out = tmp_path / "c.json"
+    res = CliRunner().invoke(app, ["compare", str(results_dir), str(other), "--metrics", "recall@5", "--resamples", "500",
+                                   "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    pairs = json.loads(out.read_text())["pairs"]
+    assert [(p["system_a"], p["system_b"]) for p in pairs] == [
+        (f"scifact_ab/{s}", f"candidate/{s}") for s in ("bm25", "bm25_nostem", "bm25_weak")]
+    for p in pairs:  # a system against itself: no change, nothing significant
+        cell = p["metrics"][0]
+        assert cell["delta"] == 0.0 and cell["pvalues"]["randomization"] == 1.0 and cell["ties"] == 300

@@ -505,7 +505,7 @@ class Loaded:
             return all_pairs(names, baseline)
         if len(self.input_systems) == 2:
             first, second = self.input_systems
-            bare = [[s.split("/", 1)[-1] for s in side] for side in (first, second)]
+            bare = [[s.rsplit("/", 1)[-1] for s in side] for side in (first, second)]
             if len(first) > 1 and sorted(bare[0]) == sorted(bare[1]):
                 return [(first[bare[0].index(s)], second[bare[1].index(s)]) for s in bare[0]]
         return all_pairs(names)
@@ -556,8 +556,10 @@ def load_systems(
     wanted = canonical_metrics(metrics)
     raw: list[tuple[str, Any, dict[str, str]]] = []  # (input label, evaluation, failed qid -> status)
     out = Loaded([], {})
-    for given in paths:
+    short = [Path(g).name if Path(g).is_dir() else Path(g).stem for g in paths]
+    for given, name in zip(paths, short, strict=True):
         p = Path(given)
+        label = name if short.count(name) == 1 else str(p)
         if p.is_dir():
             res = load_results(p)
             names = [s for s in res.systems if systems is None or s in systems]
@@ -567,11 +569,11 @@ def load_systems(
             for s in names:
                 ev = res.evaluation(s)
                 ev.system = s
-                raw.append((p.name, ev, {q: st.value for q, st in res.run(s).status.items() if st.failed}))
+                raw.append((label, ev, {q: st.value for q, st in res.run(s).status.items() if st.failed}))
             out.queries.update({q: res.queries[q] for q in res.queries})
             _merge_groups(out.groups, groups_from_queries(res.queries))
         elif p.is_file():
-            raw.append((p.stem, _evaluate_file(p, qrels, wanted), {}))
+            raw.append((label, _evaluate_file(p, qrels, wanted), {}))
         else:
             raise InputError("not found: expected a results directory or a TREC run file", path=p)
     if queries is not None:
