@@ -257,3 +257,16 @@ def test_example_ci_workflow_uses_real_options():
     assert load_criteria(ROOT / env["CRITERIA"]).gates
     systems = [s["name"] for s in yaml.safe_load((ROOT / env["EXPERIMENT"]).read_text())["systems"]]
     assert env["SYSTEM"] in systems
+
+
+def test_gate_counts_unanswered_queries_as_zero_even_in_pytrec_mode(tmp_path_factory):
+    from retbench.results import load_results
+
+    res = load_results(abdata.pytrec_results(tmp_path_factory.getbasetemp()))
+    base, cand = res.evaluation("bm25"), res.evaluation("flaky")
+    assert cand.mode == "pytrec_eval" and len(cand.query_ids) < 100  # failed queries are not in its table
+    rep = run_gates(criteria(gate("recall@5", 0.5)), cand, base, n_resamples=200)
+    assert rep.results[0].candidate == pytest.approx(cand.column("recall@5").sum() / 100)
+    assert rep.results[0].candidate < cand.mean("recall@5")
+    assert rep.exit_code == 3 and len(rep.failures) == 100 - len(cand.query_ids)
+    assert "still counts every judged query" in render_comment(rep)

@@ -14,6 +14,8 @@ per-query delta `d = B - A` of one metric. Everything here is a function of such
 
 Alignment never drops a query silently: systems are aligned on the union of their query ids, a
 query a system failed on (or never answered) scores 0 there, and the counts are reported per side.
+So comparisons always count like trec_eval, even between evaluations made in pytrec_eval mode
+(whose failed queries are absent from their table and so show as "missing" here).
 """
 
 from __future__ import annotations

@@ -347,6 +347,7 @@ class GateReport:
                 "baseline": {"system": self.baseline, **(self.baseline_counts or {})} if self.baseline else None,
                 "backend_failures": {"count": len(self.failures), "allowed": self.criteria.max_failed_queries, "queries": self.failures},
                 "mode": self.mode,
+                "counting": "every judged query of either side; failed or unanswered queries score 0",
                 "alpha": self.criteria.alpha,
                 "test": {"name": "paired randomization (sign flip), two-sided", "n_resamples": self.n_resamples, "seed": self.seed},
                 "gates": [
@@ -406,7 +407,8 @@ def run_gates(
     """Apply every gate to the candidate (against the baseline where one is given).
 
     `groups` maps tag -> query ids (tag breakdowns and per-tag limits); `failures` maps the
-    candidate's failed query ids to their status (default: read from the candidate's statuses).
+    candidate's failed query ids to their status (the CLI reads them from the run; by default they
+    come from the evaluation: failed statuses, plus the queries pytrec_eval mode left out).
     """
     if baseline is None and criteria.needs_baseline:
         raise ConfigError("the criteria set regression_max limits, which need a baseline (--baseline)", path=criteria.path, field="regression_max")
@@ -425,6 +427,8 @@ def run_gates(
     qpos = {q: i for i, q in enumerate(al.query_ids)}
     if failures is None:
         failures = {q: s for q, s in zip(candidate.query_ids, candidate.status, strict=True) if s in FAILED_STATUSES}
+        # pytrec_eval mode leaves failed queries out of the table; they are listed in `excluded`
+        failures.update({q: "unanswered" for q in getattr(candidate, "excluded", None) or []})
 
     results = []
     for gate in criteria.gates:
@@ -562,7 +566,8 @@ def render_comment(report: GateReport, max_tags: int = 20) -> str:
         who += f"; baseline {_side(report.baseline, report.baseline_counts)}"
     lines.append(who + ".")
     if report.mode != "trec_eval":
-        lines.append(f"Numbers are in {report.mode} mode: means over answered queries only, unanswered queries are left out.")
+        lines.append(f"The runs were evaluated in {report.mode} mode; the gate still counts every judged query, "
+                     "scoring unanswered ones 0, so a failing backend cannot raise its own numbers.")
     lines.append("")
     tagged = [r for r in report.results if r.tags]
     for r in tagged:
