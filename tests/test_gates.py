@@ -225,14 +225,17 @@ def test_cli_gate_bad_criteria_exit_2(results_dir, tmp_path):
     assert res.exit_code == 2 and "nowhere" in res.output
 
 
-def test_cli_gate_backend_failures_exit_3(results_dir, tmp_path_factory, tmp_path):
-    flaky = abdata.flaky_results(tmp_path_factory.getbasetemp())
-    res = _gate("--criteria", str(ROOT / "configs" / "ship-criteria-scifact.yaml"), "--baseline", str(results_dir),
-                "--baseline-system", "bm25", "--candidate", str(flaky), "--comment", str(tmp_path / "c.md"))
-    assert res.exit_code == 3, res.output
-    failed = json.loads((flaky / "metrics.json").read_text())["flaky"]["coverage"]["failed"]
+def test_cli_gate_backend_failures_exit_3(tmp_path_factory, tmp_path):
+    slice_dir = abdata.pytrec_results(tmp_path_factory.getbasetemp())
+    status = (slice_dir / "systems" / "flaky" / "status.jsonl").read_text().splitlines()
+    failed = sum(json.loads(line)["status"] == "error" for line in status)
     assert failed > 0
-    assert f"failed on {failed} of 300 queries" in (tmp_path / "c.md").read_text()
+    res = _gate("--criteria", str(ROOT / "configs" / "ship-criteria-scifact.yaml"), "--baseline", str(slice_dir),
+                "--baseline-system", "bm25", "--candidate", str(slice_dir), "--candidate-system", "flaky",
+                "--comment", str(tmp_path / "c.md"))
+    assert res.exit_code == 3, res.output
+    assert f"failed on {failed} of 100 queries" in (tmp_path / "c.md").read_text()
+    assert "backend failure" in res.output
 
 
 def test_example_ci_workflow_uses_real_options():
