@@ -24,6 +24,7 @@ main { max-width: 1100px; margin: 0 auto; padding: 32px 28px 64px; }
 header { border-bottom: 1px solid var(--line); margin-bottom: 8px; padding-bottom: 12px; }
 h1 { font-size: 28px; margin: 0 0 4px; letter-spacing: -0.01em; }
 h2 { font-size: 20px; margin: 36px 0 10px; padding-top: 8px; border-top: 1px solid var(--line); }
+section:first-of-type h2 { border-top: none; margin-top: 20px; }
 h3 { font-size: 16px; margin: 22px 0 8px; }
 p, li { max-width: 80ch; }
 .muted { color: var(--muted); }
@@ -68,11 +69,17 @@ def _table(header: list[str], rows: list[str], numeric: set[int] | None = None, 
     return f'<div class="table-wrap"><table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
 
 
-def _coverage_text(s: SystemSummary) -> str:
-    text = fmt.coverage(s.answered, s.judged)
+def _coverage_html(s: SystemSummary) -> str:
+    """'scored 90 of 100' and, under it, what happened to the rest."""
     extra = [f"{s.coverage[k]} {k}" for k in ("failed", "missing") if s.coverage.get(k)]
     fate = "left out of the means" if s.mode == "pytrec_eval" else "scored 0"
-    return text + (f" ({', '.join(extra)}: {fate})" if extra else "")
+    note = f'<span class="ci">{escape(", ".join(extra))}: {fate}</span>' if extra else ""
+    return f"{escape(fmt.coverage(s.answered, s.judged))}{note}"
+
+
+def _comparable(s: SystemSummary) -> bool:
+    """A mean over fewer queries than were judged (pytrec_eval mode) cannot be ranked against the others."""
+    return s.mode == "trec_eval" or s.answered == s.judged
 
 
 def _mode_note(data: ReportData) -> str:
@@ -84,10 +91,11 @@ def _mode_note(data: ReportData) -> str:
 
 
 def _summary(data: ReportData) -> str:
-    best = {m: max((s.means.get(m, -math.inf) for s in data.systems), default=None) for m in data.metrics}
+    ranked = [s for s in data.systems if _comparable(s)]
+    best = {m: max((s.means.get(m, -math.inf) for s in ranked), default=None) for m in data.metrics}
     rows = []
     for s in data.systems:
-        cells = [f"<td><b>{escape(s.name)}</b></td>", f'<td class="small nowrap">{escape(_coverage_text(s))}</td>']
+        cells = [f"<td><b>{escape(s.name)}</b></td>", f'<td class="small nowrap">{_coverage_html(s)}</td>']
         dagger = " †" if s.mode == "pytrec_eval" else ""
         for m in data.metrics:
             v = s.means.get(m)
@@ -96,7 +104,7 @@ def _summary(data: ReportData) -> str:
                 continue
             lo_hi = s.ci.get(m)
             ci = f'<span class="ci">[{lo_hi[0]:.4f}, {lo_hi[1]:.4f}]</span>' if lo_hi else ""
-            klass = "num best" if len(data.systems) > 1 and v == best[m] else "num"
+            klass = "num best" if len(ranked) > 1 and _comparable(s) and v == best[m] else "num"
             cells.append(f'<td class="{klass}" data-system="{_attr(s.name)}" data-metric="{_attr(m)}" data-value="{v!r}">'
                          f"{v:.4f}{dagger}{ci}</td>")
         rows.append(f"<tr>{''.join(cells)}</tr>")
@@ -110,8 +118,9 @@ def _ci_chart(data: ReportData) -> str:
     if not any(v for _, vals in systems for v in vals):
         return ""
     svg = plots.interval_chart([fmt.metric_label(m) for m in data.metrics], systems,
-                               title="Mean of each metric with its 95% confidence interval", x_label="score (0 to 1)")
-    return f"<figure>{svg}<figcaption>Dots are means, whiskers 95% percentile-bootstrap intervals over queries.</figcaption></figure>"
+                               title="Mean of each metric with its 95% confidence interval", x_label="score")
+    return (f"<figure>{svg}<figcaption>Dots are means, whiskers 95% percentile-bootstrap intervals over queries "
+            "(the axis shows only the range the intervals span).</figcaption></figure>")
 
 
 def _curves(data: ReportData) -> str:

@@ -300,9 +300,12 @@ def interval_chart(
     row_h = 14 * len(systems) + 14
     height = 70 + len(metrics) * row_h + 30
     label_w = min(160, 24 + 7 * max(len(m) for m in metrics))
-    f = Frame(width, height, label_w, 24, 44, 48, 0, 1, 0, 1)
+    values = [v for _, vals in systems for row in vals if row is not None for v in row]
+    lo = max(0.0, math.floor(min(values) * 10 - 1e-9) / 10)
+    hi = min(1.0, math.ceil(max(values) * 10 + 1e-9) / 10) if max(values) <= 1 else max(values)
+    f = Frame(width, height, label_w, 24, 44, 48, lo, hi, 0, 1)
     out = _open("mean-ci", title, width, height)
-    for t in nice_ticks(0, 1, 5):
+    for t in nice_ticks(lo, hi, 5):
         x = f.px(t)
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{f.top}" y2="{height - f.bottom}" stroke="{GRID}"/>')
         out.append(f'<text x="{x:.1f}" y="{height - f.bottom + 17}" text-anchor="middle" fill="{AXIS}">{_label(t)}</text>')
@@ -316,7 +319,7 @@ def interval_chart(
             mean, low, high = vals[i]
             y = y0 + 8 + j * 14
             col = color(j)
-            lo_x, hi_x = f.px(min(max(low, 0), 1)), f.px(min(max(high, 0), 1))
+            lo_x, hi_x = f.px(low), f.px(high)
             out.append(f'<line x1="{lo_x:.1f}" x2="{hi_x:.1f}" y1="{y}" y2="{y}" stroke="{col}" stroke-width="2"/>')
             out.append(f'<circle cx="{f.px(mean):.1f}" cy="{y}" r="4" fill="{col}"><title>{escape(name)} {escape(m)}: '
                        f"{mean:.4f} [{low:.4f}, {high:.4f}]</title></circle>")
