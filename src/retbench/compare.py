@@ -102,6 +102,15 @@ def bootstrap_ci(
     return (float(low), float(high))
 
 
+def _scipy_stats() -> Any:
+    """scipy.stats, imported on first use (it is the optional `stats` extra)."""
+    try:
+        from scipy import stats
+    except ImportError:
+        raise InputError("the t-test and Wilcoxon p-values need scipy: pip install 'retbench[stats]'", field="scipy") from None
+    return stats
+
+
 def paired_ttest(a: np.ndarray, b: np.ndarray) -> TestResult:
     """Paired t-test of b - a (as scipy.stats.ttest_rel(b, a)).
 
@@ -115,8 +124,7 @@ def paired_ttest(a: np.ndarray, b: np.ndarray) -> TestResult:
     sd = float(d.std(ddof=1))
     if sd == 0.0:
         return TestResult(0.0, 1.0) if mean == 0.0 else TestResult(math.copysign(math.inf, mean), 0.0)
-    from scipy import stats
-
+    stats = _scipy_stats()
     t = mean / (sd / math.sqrt(n))
     return TestResult(t, float(min(1.0, 2.0 * stats.t.sf(abs(t), n - 1))))
 
@@ -170,8 +178,7 @@ def wilcoxon_signed_rank(a: np.ndarray, b: np.ndarray, exact_max: int = 50) -> T
     r_plus = float(ranks[d > 0].sum())
     if n <= exact_max:
         return TestResult(r_plus, _signed_rank_exact_pvalue(ranks, r_plus))
-    from scipy import stats
-
+    stats = _scipy_stats()
     _, tie_counts = np.unique(np.abs(d), return_counts=True)
     mean = n * (n + 1) / 4.0
     var = (n * (n + 1) * (2 * n + 1) - float(np.sum(tie_counts**3 - tie_counts)) / 2.0) / 24.0
