@@ -273,3 +273,15 @@ def test_gate_counts_unanswered_queries_as_zero_even_in_pytrec_mode(tmp_path_fac
     assert rep.results[0].candidate < cand.mean("recall@5")
     assert rep.exit_code == 3 and len(rep.failures) == 100 - len(cand.query_ids)
     assert "still counts every judged query" in render_comment(rep)
+
+
+def test_cli_gate_same_system_in_two_results_dirs_like_ci(results_dir, tmp_path):
+    current = tmp_path / "current"
+    current.symlink_to(results_dir, target_is_directory=True)
+    res = _gate("--criteria", str(ROOT / "configs" / "ship-criteria-scifact.yaml"), "--baseline", str(results_dir),
+                "--baseline-system", "bm25", "--candidate", str(current), "--candidate-system", "bm25",
+                "--json", str(tmp_path / "g.json"))
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "g.json").read_text())
+    assert data["candidate"]["system"] == data["baseline"]["system"] == "bm25"
+    assert all(g["delta"] == 0.0 and g["p"] == 1.0 for g in data["gates"])

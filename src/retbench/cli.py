@@ -238,8 +238,6 @@ def gate_command(
     base = load_systems([baseline], qrels=qrels, metrics=metrics, check_metrics=False) if baseline is not None else None
     cand_ev = cand.one(candidate_system, "candidate")
     base_ev = base.one(baseline_system, "baseline") if base is not None else None
-    if base_ev is not None and base_ev.system == cand_ev.system:
-        base_ev.system = f"baseline/{base_ev.system}"
     report = run_gates(crit, cand_ev, base_ev, groups=cand.groups, failures=cand.failures.get(cand_ev.system),
                        n_resamples=resamples, seed=seed)
     text = render_comment(report)
