@@ -159,25 +159,27 @@ def test_search_before_index_is_an_input_error():
         BM25SRetriever().search_batch(["x"], 3)
     with pytest.raises(InputError, match="empty corpus"):
         BM25SRetriever().index(Corpus([], []))
+    with pytest.raises(InputError, match="no document has an indexable token"):
+        RankBM25Retriever().index(Corpus(["a", "b"], ["the of and", ""]))
 
 
 # -- add / delete ------------------------------------------------------------------------------
-@pytest.mark.parametrize("adapter", ["bm25s", "rank_bm25"])
-def test_add_and_delete_equal_a_fresh_index(adapter, slice_):
+@pytest.mark.parametrize(("adapter", "params"), [("bm25s", {}), ("bm25s", {"method": "bm25+"}), ("rank_bm25", {})])
+def test_add_and_delete_equal_a_fresh_index(adapter, params, slice_):
     corpus, queries = slice_
     texts = list(queries.values())[:15]
     head, tail = corpus.ids[:250], corpus.ids[250:]
-    r = create(adapter)
+    r = create(adapter, params)
     r.index(corpus.subset(head))
     r.add(corpus.subset(tail))
-    fresh = create(adapter)
+    fresh = create(adapter, params)
     fresh.index(corpus)
     assert r.search_batch(texts, 10) == fresh.search_batch(texts, 10)
     assert r.describe()["add"] == "full rebuild" and r.n_rebuilds == 1
 
     gone = [d for ranking in fresh.search_batch(texts, 1) for d, _ in ranking]
     r.delete([*gone, "no-such-id"])
-    fresh_rest = create(adapter)
+    fresh_rest = create(adapter, params)
     fresh_rest.index(corpus.subset([d for d in corpus.ids if d not in set(gone)]))
     after = r.search_batch(texts, 10)
     assert after == fresh_rest.search_batch(texts, 10)

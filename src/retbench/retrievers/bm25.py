@@ -65,7 +65,8 @@ class LexicalRetriever(Retriever):
         kwargs = {"token_pattern": token_pattern} if token_pattern else {}
         self.tokenizer = Tokenizer(stopwords, stemmer, **kwargs)
         self._ids: list[str] = []
-        self._tokens: list[list[str]] = []
+        self._vocab: dict[str, int] = {}  # stem -> token id, contiguous from 0
+        self._tokens: list[list[int]] = []  # token ids per document, kept for rebuilds
         self._content = ""  # digest of what is indexed, chained through add/delete
         self.n_rebuilds = 0
 
@@ -75,12 +76,12 @@ class LexicalRetriever(Retriever):
         """Scoring settings for describe()."""
 
     @abstractmethod
-    def _build(self, tokens: list[list[str]]) -> None:
-        """(Re)build the scoring index over token lists aligned with self._ids."""
+    def _build(self, tokens: list[list[int]]) -> None:
+        """(Re)build the scoring index over token-id lists aligned with self._ids (ids index self._vocab)."""
 
     @abstractmethod
-    def _search_tokens(self, queries: list[list[str]], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """(doc positions, scores) best first for each non-empty token list."""
+    def _search_tokens(self, queries: list[list[int]], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(doc positions, scores) best first for each non-empty token-id list."""
 
     # -- Retriever -----------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
@@ -107,7 +108,11 @@ class LexicalRetriever(Retriever):
         if len(corpus) == 0:
             raise InputError("cannot index an empty corpus", field="corpus")
         self._ids = [str(i) for i in corpus.ids]
-        self._tokens = self.tokenizer.tokenize(corpus.joined_texts())
+        self._vocab = {}
+        self._tokens = self.tokenizer.tokenize_ids(corpus.joined_texts(), self._vocab, grow=True)
+        if not self._vocab:
+            self._ids = []
+            raise InputError("no document has an indexable token (all empty or stopwords)", field="corpus")
         self._content = corpus.fingerprint()
         self._build(self._tokens)
 
@@ -117,9 +122,9 @@ class LexicalRetriever(Retriever):
 
     def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
         self._require_index()
-        tokens = self.tokenizer.tokenize(list(texts))
+        tokens = self.tokenizer.tokenize_ids(list(texts), self._vocab, grow=False)
         out: list[Ranking] = [[] for _ in tokens]
-        live = [i for i, t in enumerate(tokens) if t]  # a query with no tokens matches nothing
+        live = [i for i, t in enumerate(tokens) if t]  # a query with no known term matches nothing
         if not live or k <= 0:
             return out
         ids = self._ids
@@ -134,11 +139,9 @@ class LexicalRetriever(Retriever):
         new_ids = [str(i) for i in corpus.ids]
         replaced = set(new_ids) & set(self._ids)
         if replaced:
-            keep = [j for j, d in enumerate(self._ids) if d not in replaced]
-            self._ids = [self._ids[j] for j in keep]
-            self._tokens = [self._tokens[j] for j in keep]
+            self._keep([j for j, d in enumerate(self._ids) if d not in replaced])
         self._ids += new_ids
-        self._tokens += self.tokenizer.tokenize(corpus.joined_texts())
+        self._tokens += self.tokenizer.tokenize_ids(corpus.joined_texts(), self._vocab, grow=True)
         self._content = _digest(self._content, "add", corpus.fingerprint())
         self._build(self._tokens)
         self.n_rebuilds += 1
@@ -152,15 +155,31 @@ class LexicalRetriever(Retriever):
             return
         if not keep:
             raise InputError("deleting these ids would leave the index empty", field="ids")
-        self._ids = [self._ids[j] for j in keep]
-        self._tokens = [self._tokens[j] for j in keep]
+        self._keep(keep)
         self._content = _digest(self._content, "delete", *sorted(gone))
         self._build(self._tokens)
         self.n_rebuilds += 1
 
+    def _keep(self, keep: list[int]) -> None:
+        """Keep only the documents at these positions, and only the vocabulary they still use (so
+        statistics such as BM25L/BM25+'s per-term constants equal those of a fresh index)."""
+        self._ids = [self._ids[j] for j in keep]
+        tokens = [self._tokens[j] for j in keep]
+        used = sorted(set().union(*tokens)) if tokens else []
+        remap = dict(zip(used, range(len(used)), strict=True))
+        by_id = list(self._vocab)  # ids are contiguous and in insertion order
+        self._vocab = {by_id[old]: new for old, new in remap.items()}
+        self._tokens = [[remap[t] for t in doc] for doc in tokens]
+
     # -- persistence helpers -------------------------------------------------------------------
     def _write_meta(self, folder: Path) -> None:
-        meta = {"describe": self.describe(), "content": self._content, "ids": self._ids, "tokens": self._tokens}
+        meta = {
+            "describe": self.describe(),
+            "content": self._content,
+            "ids": self._ids,
+            "vocab": list(self._vocab),
+            "tokens": self._tokens,
+        }
         tmp = folder / (_META + ".tmp")
         tmp.write_text(json.dumps(meta), encoding="utf-8")
         tmp.replace(folder / _META)
@@ -175,6 +194,7 @@ class LexicalRetriever(Retriever):
             diff = sorted(k for k in set(saved) | set(mine) if saved.get(k) != mine.get(k))
             raise ConfigError(f"saved index was built with different settings ({', '.join(diff)}): {saved}", path=f)
         self._ids, self._tokens, self._content = meta["ids"], meta["tokens"], meta["content"]
+        self._vocab = {t: i for i, t in enumerate(meta["vocab"])}
 
 
 @register("bm25s")
@@ -232,12 +252,13 @@ class BM25SRetriever(LexicalRetriever):
             k1=self.k1, b=self.b, delta=self.delta, method=self.method, idf_method=self.idf_method, backend=self.backend
         )
 
-    def _build(self, tokens: list[list[str]]) -> None:
+    def _build(self, tokens: list[list[int]]) -> None:
         model = self._new_model()
-        model.index(tokens, show_progress=False)
+        # (ids, vocab) skips bm25s's own string -> id pass; a copy, because bm25s adds its "" token to it
+        model.index((tokens, dict(self._vocab)), show_progress=False)
         self._bm25 = model
 
-    def _search_tokens(self, queries: list[list[str]], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    def _search_tokens(self, queries: list[list[int]], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
         docs, scores = self._bm25.retrieve(queries, k=k, show_progress=False, n_threads=self.n_threads)
         return [(docs[i], scores[i]) for i in range(len(queries))]
 
@@ -293,8 +314,8 @@ class RankBM25Retriever(LexicalRetriever):
             s["delta"] = self.delta
         return s
 
-    def _build(self, tokens: list[list[str]]) -> None:
-        import rank_bm25
+    def _build(self, tokens: list[list[int]]) -> None:
+        import rank_bm25  # token ids serve as rank-bm25's tokens (it only hashes them)
 
         if self.variant == "okapi":
             self._bm25 = rank_bm25.BM25Okapi(tokens, k1=self.k1, b=self.b, epsilon=self.epsilon)
@@ -303,7 +324,7 @@ class RankBM25Retriever(LexicalRetriever):
         else:
             self._bm25 = rank_bm25.BM25Plus(tokens, k1=self.k1, b=self.b, delta=self.delta)
 
-    def _search_tokens(self, queries: list[list[str]], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    def _search_tokens(self, queries: list[list[int]], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
         out = []
         for q in queries:
             scores = np.asarray(self._bm25.get_scores(q), dtype=np.float64)

@@ -48,7 +48,7 @@ class Tokenizer:
         self.lower = lower
         self.token_pattern = token_pattern
         self._split = re.compile(token_pattern).findall
-        self._stem_cache: dict[str, str] = {}
+        self._stem_cache: dict[str, str | None] = {}
         self._stemmer: Any = None
         if stemmer is not None:
             import Stemmer
@@ -66,21 +66,37 @@ class Tokenizer:
             "token_pattern": self.token_pattern,
         }
 
+    def _stems(self, texts: Sequence[str]) -> tuple[list[list[str]], set[str], dict[str, str | None]]:
+        """Raw split tokens per text, their distinct set, and the memo surface -> stem (None: stopword)."""
+        split, lower = self._split, self.lower
+        raw = [split(t.lower() if lower else t) for t in texts]
+        memo = self._stem_cache
+        distinct = set().union(*raw) if raw else set()
+        new = distinct.difference(memo)
+        if new:
+            words = [w for w in new if w not in self.stopwords]
+            memo.update(dict.fromkeys(new & self.stopwords))
+            if self._stemmer is None:
+                memo.update(zip(words, words, strict=True))
+            else:
+                memo.update(zip(words, self._stemmer.stemWords(words), strict=True))
+        return raw, distinct, memo
+
     def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
         """Token lists, one per text; a text with no tokens gives an empty list."""
-        split, stop, lower = self._split, self.stopwords, self.lower
-        raw: list[list[str]] = []
-        for text in texts:
-            toks = split(text.lower() if lower else text)
-            raw.append([t for t in toks if t not in stop] if stop else toks)
-        if self._stemmer is None:
-            return raw
-        cache = self._stem_cache
-        new = {t for toks in raw for t in toks if t not in cache}
-        if new:
-            words = list(new)
-            cache.update(zip(words, self._stemmer.stemWords(words), strict=True))
-        return [[cache[t] for t in toks] for toks in raw]
+        raw, _, memo = self._stems(texts)
+        return [[s for s in map(memo.__getitem__, toks) if s is not None] for toks in raw]
+
+    def tokenize_ids(self, texts: Sequence[str], vocab: dict[str, int], *, grow: bool) -> list[list[int]]:
+        """Token ids under `vocab` (token -> id). With `grow`, unseen tokens get the next ids (for
+        documents); without, they are dropped (for queries: a term no document has matches nothing).
+        """
+        raw, distinct, memo = self._stems(texts)
+        if grow:
+            unseen = {memo[w] for w in distinct} - vocab.keys() - {None}
+            vocab.update(zip(sorted(unseen), range(len(vocab), len(vocab) + len(unseen)), strict=True))  # type: ignore[arg-type]
+            return [[vocab[s] for s in map(memo.__getitem__, toks) if s is not None] for toks in raw]
+        return [[vocab[s] for s in map(memo.__getitem__, toks) if s in vocab] for toks in raw]
 
     def __call__(self, texts: Sequence[str]) -> list[list[str]]:
         return self.tokenize(texts)
