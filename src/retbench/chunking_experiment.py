@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -439,10 +439,10 @@ def summary_rows(cfg: ChunkingConfig, metrics_json: dict[str, Any]) -> tuple[lis
     return head, rows, bhead, brows
 
 
-def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines)
+def _md_table(head: list[str], rows: list[list[str]]) -> str:
+    from retbench.report.markdown import _table
+
+    return "\n".join(_table(head, rows))
 
 
 def render_markdown(cfg: ChunkingConfig, metrics_json: dict[str, Any], manifest: dict[str, Any]) -> str:
