@@ -5,11 +5,11 @@
 1. Runs the experiment config through the runner (resumable: systems finished earlier are reused) and
    reads back nDCG@10 and recall@10 per system, the delta to Flat, and the overlap of each system's
    top 10 with Flat's (how much of the exact answer the approximate store returns).
-2. Builds each system again and times it one query at a time (`search_one`), the way an application
-   calls a store, after one warm-up pass: p50/p95 latency and sequential QPS. Query vectors come from
-   the embedding cache (filled by step 1), so the times are the store's plus a cache lookup, not the
-   model's. The batched figure is the runner's (whole search over all queries, batches of
-   `batch_size`, including query encoding through the cache).
+2. Builds each system again and times the store alone, one query vector at a time (FAISS
+   `search_embeddings`, the stores' `search_vectors`; vectors encoded beforehand), the way an
+   application calls a store, after a warm-up: p50/p95 latency and sequential QPS. The batched figure
+   is the runner's (the whole search over all queries in batches of `batch_size`, query encoding
+   through the embedding cache included).
 
 `--chroma-server` also starts `chroma run` on loopback (a temporary folder) and adds a Chroma HTTP
 system. FAISS and NumPy run single-threaded unless OMP_NUM_THREADS is set. Numbers are for this machine
@@ -76,18 +76,20 @@ def overlap_at(run_a, run_b, k: int = 10) -> float:
 
 
 def time_single(spec: SystemSpec, corpus, queries, where: str) -> dict[str, float]:
+    """Index, then time the store alone on one query vector at a time (vectors encoded beforehand)."""
     r = create(spec.adapter, spec.params, name=spec.name, where=where)
     try:
         t0 = time.perf_counter()
         r.index(corpus)
         index_s = time.perf_counter() - t0
-        texts = list(queries.values())
-        for t in texts[:20]:  # warm-up: caches, lazy graph loading
-            r.search_one(t, 10)
+        vectors = r.encoder.encode_queries(list(queries.values()))
+        search = r.search_embeddings if hasattr(r, "search_embeddings") else r.search_vectors  # FAISS | stores
+        for v in vectors[:20]:  # warm-up: lazy graph loading, connections
+            search(v[None], 10)
         lat = []
-        for t in texts:
+        for v in vectors:
             t0 = time.perf_counter()
-            r.search_one(t, 10)
+            search(v[None], 10)
             lat.append(time.perf_counter() - t0)
     finally:
         r.close()

@@ -152,11 +152,19 @@ class VectorStoreRetriever(Retriever):
             self._remove(present)
             self._n -= len(present)
 
-    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
+    def search_vectors(self, vectors: np.ndarray, k: int) -> list[Ranking]:
+        """Top-k for query vectors (n x dim): the store alone, without the encoder (cf. dense `search_embeddings`)."""
         self._require_index()
+        vectors = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
         k = min(int(k), self._n)
-        if not texts:
+        if len(vectors) == 0:
             return []
         if k <= 0:
-            return [[] for _ in texts]
-        return self._query(self.encoder.encode_queries(list(texts)), k)
+            return [[] for _ in range(len(vectors))]
+        return self._query(vectors, k)
+
+    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
+        if not texts:
+            return []
+        self._require_index()
+        return self.search_vectors(self.encoder.encode_queries(list(texts)), k)
