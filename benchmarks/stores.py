@@ -1,6 +1,6 @@
 """Vector stores on the same embeddings: quality against FAISS Flat, and latency/QPS side by side.
 
-    .venv/bin/python benchmarks/stores.py [--config configs/stores.yaml] [--chroma-server] [--queries N]
+    .venv/bin/python benchmarks/stores.py [--config configs/stores.yaml] [--chroma-server] [--force]
 
 1. Runs the experiment config through the runner (resumable: systems finished earlier are reused) and
    reads back nDCG@10 and recall@10 per system, the delta to Flat, and the overlap of each system's
@@ -103,6 +103,7 @@ def main() -> None:
     ap.add_argument("--output", default=None, help="results directory (default: the config's)")
     ap.add_argument("--chroma-server", action="store_true", help="also start `chroma run` and add a Chroma HTTP system")
     ap.add_argument("--baseline", default="faiss-flat")
+    ap.add_argument("--force", action="store_true", help="redo systems finished earlier (fresh batched timings for all)")
     args = ap.parse_args()
 
     cfg = load_config(args.config, args.output)
@@ -113,9 +114,10 @@ def main() -> None:
         base = next(s for s in cfg.systems if s.adapter == "chroma")
         params = {k: v for k, v in base.params.items() if k != "path"}
         cfg.systems.append(SystemSpec("chroma-http", "chroma", {**params, "host": "127.0.0.1", "port": port}))
+        shutil.rmtree(cfg.output / "systems" / "chroma-http", ignore_errors=True)  # a new server (and port) each time
     try:
         t0 = time.perf_counter()
-        outcome = run_experiment(cfg, log=lambda m: print(m, file=sys.stderr))
+        outcome = run_experiment(cfg, force=args.force, log=lambda m: print(m, file=sys.stderr))
         print(f"experiment: {time.perf_counter() - t0:.1f} s -> {cfg.output}", file=sys.stderr)
         res = load_results(cfg.output)
         ds, queries = prepare_dataset(cfg.datasets[0])
