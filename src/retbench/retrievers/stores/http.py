@@ -190,7 +190,7 @@ class HttpRetriever(Retriever):
             self._local.conn = None
 
     def _request(self, text: str, k: int) -> tuple[int, bytes]:
-        path = fill(self._parts.path or "/", urllib.parse.quote(text), k)
+        path = fill(self._parts.path or "/", urllib.parse.quote(text, safe=""), k)
         query = fill(self._parts.query, urllib.parse.quote_plus(text), k)
         headers = dict(self.headers)
         if self._token:
