@@ -162,7 +162,8 @@ class SystemOutputs:
     texts: dict[str, str] = field(default_factory=dict)
 
 
-def _ranking(value: Any, path: Path, line: int | None, texts: dict[str, str]) -> list[tuple[str, float]]:
+def parse_ranking(value: Any, path: Path | str, line: int | None, texts: dict[str, str]) -> list[tuple[str, float]]:
+    """One output in the input contract -> ranking (rank order kept); texts it carries go into `texts`."""
     if isinstance(value, dict) and "retrieved" in value:
         value = value["retrieved"]
     if not isinstance(value, list):
@@ -194,7 +195,7 @@ def read_outputs(path: str | Path, name: str | None = None) -> SystemOutputs:
         for line, rec in iter_jsonl(p):
             if "id" not in rec:
                 raise InputError("missing required field", path=p, line=line, field="id")
-            builder.add(str(rec["id"]), _ranking(rec.get("retrieved", rec.get("output")), p, line, texts))
+            builder.add(str(rec["id"]), parse_ranking(rec.get("retrieved", rec.get("output")), p, line, texts))
     else:
         require_file(p)
         with open_text(p) as fh:
@@ -205,5 +206,5 @@ def read_outputs(path: str | Path, name: str | None = None) -> SystemOutputs:
         if not isinstance(doc, dict):
             raise InputError("expected a mapping of sample id -> output", path=p)
         for sid, value in doc.items():
-            builder.add(str(sid), _ranking(value, p, None, texts))
+            builder.add(str(sid), parse_ranking(value, p, None, texts))
     return SystemOutputs(builder.build(), texts)

@@ -246,7 +246,7 @@ class HttpRetriever(Retriever):
 
     def parse(self, data: bytes) -> tuple[Ranking, dict[str, str]]:
         """A response body -> (ranking in served order, texts by doc id); InputError if it is not one."""
-        from retbench.io.golden import _ranking  # the system-outputs contract, shared with run files
+        from retbench.io.golden import parse_ranking  # the system-outputs contract, shared with run files
 
         try:
             obj = json.loads(data)
@@ -262,7 +262,7 @@ class HttpRetriever(Retriever):
             renames = {self.id_field: "id", self.score_field: "score", self.text_field: "text"}
             value = [{renames.get(f, f): v for f, v in item.items() if f in renames} if isinstance(item, dict) else item for item in value]
         texts: dict[str, str] = {}
-        return _ranking(value, self.url, None, texts), texts  # type: ignore[arg-type]
+        return parse_ranking(value, self.url, None, texts), texts  # type: ignore[arg-type]
 
     def ask(self, text: str, k: int) -> Answer:
         """One query, retried as configured; never raises for a backend failure."""
@@ -317,16 +317,22 @@ class HttpRetriever(Retriever):
             builder.add(qid, a.ranking, status=a.status, latency=a.latency, error=a.error)
         return builder.build()
 
+    @staticmethod
+    def _ranking_or_raise(a: Answer) -> Ranking:
+        """A failed answer raises (TimeoutError for a timeout, else BackendError) for callers that only know exceptions."""
+        if a.status == QueryStatus.TIMEOUT:
+            raise TimeoutError(a.error)
+        if a.status is not None:
+            raise BackendError(a.error or a.status.value)
+        return a.ranking
+
     def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
-        """Rankings for texts; the first failed query raises (TimeoutError for a timeout, else BackendError)."""
-        out = []
-        for a in self._executor().map(lambda t: self.ask(t, k), list(texts)):
-            if a.status == QueryStatus.TIMEOUT:
-                raise TimeoutError(a.error)
-            if a.status is not None:
-                raise BackendError(a.error or a.status.value)
-            out.append(a.ranking)
-        return out
+        """Rankings for texts, `concurrency` at a time; the first failed query raises."""
+        return [self._ranking_or_raise(a) for a in self._executor().map(lambda t: self.ask(t, k), list(texts))]
+
+    def search_one(self, text: str, k: int) -> Ranking:
+        """One request on the caller's thread, so stress mode's own concurrency is not capped by the pool."""
+        return self._ranking_or_raise(self.ask(text, k))
 
     def close(self) -> None:
         if self._pool is not None:
