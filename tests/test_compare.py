@@ -201,8 +201,12 @@ def test_compare_all_pairs_holm_across_metrics_and_pairs(evals):
     assert m.delta == pytest.approx((b - a).mean())
     assert m.wins + m.ties + m.losses == 300
     assert m.wins == int(np.sum(b > a)) and m.losses == int(np.sum(b < a))
-    deltas = [abs(c.delta) for c in m.top_changes]
-    assert deltas == sorted(deltas, reverse=True) and deltas[0] == pytest.approx(np.abs(b - a).max())
+    deltas = [c.delta for c in m.top_changes]
+    assert deltas == sorted(deltas, reverse=True)
+    gains, losses = [x for x in deltas if x > 0], [x for x in deltas if x < 0]
+    assert len(gains) == min(5, m.wins) and len(losses) == min(5, m.losses)
+    assert gains[0] == pytest.approx((b - a).max()) and losses[-1] == pytest.approx((b - a).min())
+    assert len(m.top_changes) == len(deltas) and all(c.text for c in m.top_changes if c.query_id == "1")
     json.dumps(cmp.to_dict(), allow_nan=False)
 
 

@@ -369,7 +369,10 @@ def compare_pair(
     confidence: float = 0.95,
     top: int = 5,
 ) -> PairComparison:
-    """Compare system B against system A on each metric (unadjusted p-values)."""
+    """Compare system B against system A on each metric (unadjusted p-values).
+
+    `top_changes` lists the `top` queries B improved most and the `top` it hurt most, with their text.
+    """
     al = align(a, b, metrics)
     out: list[MetricComparison] = []
     for j, metric in enumerate(al.metrics):
@@ -378,7 +381,10 @@ def compare_pair(
         low, high = bootstrap_ci(d, n_resamples, seed, confidence)
         tt = paired_ttest(va, vb)
         wx = wilcoxon_signed_rank(va, vb)
-        order = np.argsort(-np.abs(d), kind="stable")[:top]
+        # the `top` biggest gains and the `top` biggest losses, best first
+        desc = np.argsort(-d, kind="stable")
+        gains = [i for i in desc[:top].tolist() if d[i] > TIE_TOLERANCE]
+        losses = [i for i in desc[::-1][:top].tolist() if d[i] < -TIE_TOLERANCE][::-1]
         changes = [
             QueryChange(
                 al.query_ids[i],
@@ -389,8 +395,7 @@ def compare_pair(
                 al.status_a[i],
                 al.status_b[i],
             )
-            for i in order.tolist()
-            if abs(d[i]) > TIE_TOLERANCE
+            for i in gains + losses
         ]
         out.append(
             MetricComparison(

@@ -175,7 +175,8 @@ def _comparison(data: ReportData) -> str:
                     f'<td class="num">{c.b:.4f}</td><td class="num {"pos" if c.delta > 0 else "neg"}">{c.delta:+.4f}</td>'
                     f"<td>{escape(c.status_a if c.status_a == c.status_b else f'{c.status_a} → {c.status_b}')}</td></tr>"
                     for c in focus.top_changes]
-            out.append(f"<details><summary>Most changed queries on {escape(fmt.metric_label(data.primary))}</summary>"
+            out.append(f"<details><summary>Most changed queries on {escape(fmt.metric_label(data.primary))} "
+                       "(biggest gains, then biggest losses)</summary>"
                        + _table(["query", "text", escape(pair.system_a), escape(pair.system_b), "Δ", "status"], rows, {2, 3, 4})
                        + "</details>")
     out.append(f'<p class="small muted">p: paired randomization test (sign flip, {cmp.n_resamples:,} resamples, seed {cmp.seed}); '

@@ -59,7 +59,7 @@ def comparison_markdown(cmp: Any, *, alpha: float = 0.05, top_metric: str | None
         lines.append("")
         focus = next((m for m in pair.metrics if m.metric == top_metric), pair.metrics[0] if pair.metrics else None)
         if focus is not None and focus.top_changes:
-            lines += [f"Most changed queries on {fmt.metric_label(focus.metric)}:", ""]
+            lines += [f"Most changed queries on {fmt.metric_label(focus.metric)} (biggest gains, then biggest losses):", ""]
             lines += _table(
                 ["query", "text", a, b, "Δ", "status"],
                 [[c.query_id, _short(c.text), fmt.num(c.a), fmt.num(c.b), f"{c.delta:+.4f}",
