@@ -38,10 +38,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from retbench.chunking import Chunker, ChunkSet, HFTokenizer, make_chunker, make_tokenizer
-from retbench.errors import ConfigError, InputError
+from retbench.errors import ConfigError
 from retbench.results import SystemDir, machine, package_versions, save_run, write_json
 
 TOP_KEYS = {
@@ -184,15 +183,9 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
 
 
 def load_config(path: str | Path, output: str | Path | None = None) -> ChunkingConfig:
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("config file not found", path=p)
-    try:
-        raw = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"malformed YAML ({getattr(exc, 'problem', exc)})", path=p, line=mark.line + 1 if mark else None) from None
-    return parse_config(raw, str(p), output)
+    from retbench.io.files import read_yaml
+
+    return parse_config(read_yaml(path), str(path), output)
 
 
 # -- one (chunker, system) pair ------------------------------------------------------------------------

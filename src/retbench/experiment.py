@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from retbench.data import Dataset, Queries, Run
 from retbench.errors import BackendError, ConfigError, InputError
 from retbench.results import SystemDir, machine, package_versions, save_run, write_json
@@ -178,15 +176,9 @@ def _check_adapters(cfg: ExperimentConfig) -> None:
 
 
 def load_config(path: str | Path, output: str | Path | None = None) -> ExperimentConfig:
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("config file not found", path=p)
-    try:
-        raw = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"malformed YAML ({getattr(exc, 'problem', exc)})", path=p, line=mark.line + 1 if mark else None) from None
-    return parse_config(raw, str(p), output)
+    from retbench.io.files import read_yaml
+
+    return parse_config(read_yaml(path), str(path), output)
 
 
 # -- preparing data ----------------------------------------------------------------------------

@@ -839,17 +839,9 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
 
 def load_config(path: str | Path, output: str | Path | None = None) -> StressConfig:
     """Read and validate a stress YAML file."""
-    import yaml
+    from retbench.io.files import read_yaml
 
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError("config file not found", path=p)
-    try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"malformed YAML ({getattr(exc, 'problem', exc)})", path=p, line=mark.line + 1 if mark else None) from None
-    return parse_config(raw, str(p), output)
+    return parse_config(read_yaml(path), str(path), output)
 
 
 # -- quality on the stressed responses -------------------------------------------------------------

@@ -77,3 +77,17 @@ def find_variant(folder: Path, stem: str) -> Path | None:
         if cand.is_file():
             return cand
     return None
+
+
+def read_yaml(path: str | Path) -> Any:
+    """A YAML file's content; a syntax error names the file and line (every config loader uses this)."""
+    import yaml
+
+    from retbench.errors import ConfigError
+
+    p = require_file(path, "config file")
+    try:
+        return yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ConfigError(f"malformed YAML ({getattr(exc, 'problem', exc)})", path=p, line=mark.line + 1 if mark else None) from None
