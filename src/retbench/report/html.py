@@ -20,7 +20,7 @@ CSS = """
 * { box-sizing: border-box; }
 body { margin:0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
        color: var(--ink); background: #fff; }
-main { max-width: 1100px; margin: 0 auto; padding: 32px 28px 64px; }
+main { max-width: 1240px; margin: 0 auto; padding: 32px 28px 64px; }
 header { border-bottom: 1px solid var(--line); margin-bottom: 8px; padding-bottom: 12px; }
 h1 { font-size: 28px; margin: 0 0 4px; letter-spacing: -0.01em; }
 h2 { font-size: 20px; margin: 36px 0 10px; padding-top: 8px; border-top: 1px solid var(--line); }
@@ -44,7 +44,7 @@ tbody tr:nth-child(even) td { background: #fbfcfd; }
 td .ci { display:block; color: var(--muted); font-size: 12px; }
 td.best { font-weight: 700; }
 td.nowrap { white-space: nowrap; }
-table.compare th, table.compare td { padding: 5px 8px; font-size: 13px; }
+table.compare th, table.compare td, table.summary th, table.summary td { padding: 5px 8px; font-size: 13px; }
 td.pos { color: var(--accent); } td.neg { color: var(--bad); }
 .sig { font-weight: 700; }
 figure { margin: 12px 0 24px; }
@@ -103,7 +103,7 @@ def _summary(data: ReportData) -> str:
                 cells.append('<td class="num muted">—</td>')
                 continue
             lo_hi = s.ci.get(m)
-            ci = f'<span class="ci">[{lo_hi[0]:.4f}, {lo_hi[1]:.4f}]</span>' if lo_hi else ""
+            ci = f'<span class="ci">[{lo_hi[0]:.3f}, {lo_hi[1]:.3f}]</span>' if lo_hi else ""
             klass = "num best" if len(ranked) > 1 and _comparable(s) and v == best[m] else "num"
             cells.append(f'<td class="{klass}" data-system="{_attr(s.name)}" data-metric="{_attr(m)}" data-value="{v!r}">'
                          f"{v:.4f}{dagger}{ci}</td>")
