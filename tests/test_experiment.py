@@ -156,3 +156,18 @@ def test_sigkill_resumes_without_redoing_or_duplicating(tmp_path: Path) -> None:
     status = [json.loads(x)["qid"] for x in (out / "systems" / "slow" / "status.jsonl").read_text().splitlines()]
     assert len(status) == 12 and len(set(status)) == 12
     assert json.loads((out / "metrics.json").read_text())["slow"]["coverage"]["answered"] == 12
+
+
+def test_pytrec_eval_mode_coverage_counts(tmp_path: Path) -> None:
+    from retbench.experiment import DatasetSpec, prepare_dataset
+
+    _, queries = prepare_dataset(DatasetSpec("scifact", "test", 12, 200))
+    marker = queries[next(iter(queries))][:30]
+    toy = {"name": "toy", "adapter": "toy_retrievers:WordOverlap", "params": {"fail_on": [marker]}}
+    cfg = write_config(tmp_path, [toy], batch_size=1, evaluation={"mode": "pytrec_eval"})
+    result = runner.invoke(app, ["run", str(cfg), "--quiet"])
+    assert result.exit_code == 3, result.output
+    cov = json.loads((tmp_path / "out" / "metrics.json").read_text())["toy"]["coverage"]
+    # the failed query is left out of the mean (labelled mode) but still counted as judged and failed
+    assert (cov["judged"], cov["failed"], cov["answered"], cov["scored"], cov["mode"]) == (12, 1, 11, 11, "pytrec_eval")
+    assert "pytrec_eval mode" in result.output

@@ -352,12 +352,14 @@ def run_experiment(cfg: ExperimentConfig, *, force: bool = False, progress: Prog
                 aggregates = evaluation.aggregate(seed=int(ev.get("seed", 0)))
                 write_json(sysdir.aggregates, aggregates)
                 outcome.timings["evaluate_seconds"] = round(time.perf_counter() - t0, 3)
-                judged = len(evaluation.query_ids)
-                failed = outcome.failed_queries
-                if failed:
-                    first = next(q for q in run.query_ids if run.status[q].failed)
+                counted = set(evaluation.query_ids) | set(evaluation.excluded)  # judged queries with a relevant doc
+                judged = len(counted)
+                failed_ids = [q for q in run.failed() if q in counted]
+                missing = sum(1 for q in counted if q not in run)
+                failed = len(failed_ids)
+                if run.failed():
+                    first = run.failed()[0]
                     outcome.first_error = f"query {first}: {run.errors.get(first, run.status[first].value)}"
-                missing = sum(1 for s in evaluation.status if s == "missing")
                 # canonical names (ndcg_cut_10 -> ndcg@10), the same as in per_query.tsv and aggregates.json
                 summary: dict[str, Any] = {m: aggregates[m]["mean"] for m in evaluation.metrics}
                 summary["coverage"] = {
@@ -365,6 +367,7 @@ def run_experiment(cfg: ExperimentConfig, *, force: bool = False, progress: Prog
                     "judged": judged,
                     "failed": failed,
                     "missing": missing,
+                    "scored": len(evaluation.query_ids),  # the denominator of every mean
                     "skipped_no_relevant": len(evaluation.skipped),
                     "mode": evaluation.mode,
                 }
@@ -384,7 +387,7 @@ def run_experiment(cfg: ExperimentConfig, *, force: bool = False, progress: Prog
                         "config_hash": chash,
                         "metrics": summary,
                         "manifest": sys_manifest,
-                        "failed_queries": failed,
+                        "failed_queries": outcome.failed_queries,
                         "first_error": outcome.first_error,
                         "timings": outcome.timings,
                     },
