@@ -329,7 +329,7 @@ def ingest_impact_command(
     con = console()
     outcome = run_ingest(cfg, log=lambda m: con.print(m))
     if "alone" in outcome.results:
-        header, rows = impact_rows(outcome.results["alone"][:top], outcome.metrics, cfg.gain.recall)
+        header, rows = impact_rows(outcome.results["alone"][:top], outcome.metrics, cfg.gain.recall, compact=True)
         table = Table(*header, title=f"{cfg.name}: candidates ranked by gain (top {min(top, len(outcome.results['alone']))})")
         for r in rows:
             table.add_row(*r)

@@ -242,6 +242,7 @@ class NoveltyIndex:
         table, vecs = encoded or self.encode(corpus)
         doc_of_chunk = [str(corpus.ids[r]) for r in table.doc_rows.tolist()]
         best, lab = self._nearest(vecs, doc_of_chunk if leave_one_out else [None] * len(vecs))
+        best = np.minimum(best, 1.0)  # normalized float32 vectors can overshoot cos 1 by rounding
         near_chunk = [self._chunk_ids[x] if x >= 0 else None for x in lab.tolist()]
         near_doc = [self._chunk_docs[x] if x >= 0 else None for x in lab.tolist()]
         if sequential is not None and len(vecs):
@@ -253,7 +254,7 @@ class NoveltyIndex:
             j = np.argmax(sims, axis=1)
             s = sims[np.arange(len(vecs)), j]
             for c in np.flatnonzero(s > best).tolist():
-                best[c] = float(s[c])
+                best[c] = min(float(s[c]), 1.0)
                 near_chunk[c] = table.ids[j[c]]
                 near_doc[c] = doc_of_chunk[j[c]]
         out: list[Novelty] = []
@@ -1600,8 +1601,13 @@ def _signed(x: float | None, digits: int = 4) -> str:
     return "0" if x == 0 else f"{x:+.{digits}f}"
 
 
-def impact_rows(impacts: Sequence[Impact], metrics: Sequence[str], recall: str) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of the candidates table (shared by report.md and the CLI)."""
+COMPACT = ("#", "document", "group", "status", "gain", "novelty min", "changed", "gained", "lost")
+
+
+def impact_rows(impacts: Sequence[Impact], metrics: Sequence[str], recall: str, *,
+                compact: bool = False) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the candidates table (report.md; `compact` keeps a terminal's width: the gain's
+    recall delta and the columns in COMPACT)."""
     header = ["#", "document", "group", "status", "gain", "novelty min", "novelty mean", "nearest (cos)",
               *(f"Δ{m}" for m in metrics), "Δcontext recall", f"own Δ{recall}", "changed", "gained", "lost"]
     rows = []
@@ -1615,6 +1621,9 @@ def impact_rows(impacts: Sequence[Impact], metrics: Sequence[str], recall: str) 
             _signed(i.own_deltas.get(recall)) if i.own_queries else "–",
             str(len(i.changed)), str(len(i.gained)), str(len(i.lost)),
         ])
+    if compact:
+        keep = [j for j, h in enumerate(header) if h in COMPACT or h == f"Δ{recall}"]
+        return [header[j] for j in keep], [[r[j] for j in keep] for r in rows]
     return header, rows
 
 
