@@ -1553,6 +1553,7 @@ def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> Inge
         "candidates": len(cands),
         "status": {s: status.count(s) for s in STATUSES},
         "engine": engine.engine,
+        "affected_by": engine.metric_names[engine.affected],
         "gain": asdict(cfg.gain),
         "modes": {m: len(v) for m, v in results.items()},
     }
@@ -1649,7 +1650,7 @@ def render_report(cfg: IngestConfig, metrics: Sequence[str], before: Mapping[str
         f"Gain = {g.alpha:g} × Δ{g.recall} + {g.beta:g} × Δcontext recall + {g.gamma:g} × novelty ({g.novelty} over chunks). "
         "Δ = metric mean over the evaluation queries with K + {d} minus with K; novelty = 1 − best cosine to K's chunks. "
         "'changed' counts queries whose top-k changed; 'gained'/'lost' those whose "
-        f"{metrics[0] if not summary.get('affected_by') else summary['affected_by']} went up/down (see candidates.json for the ids).",
+        f"{summary.get('affected_by', metrics[0])} went up/down (see candidates.json for the ids).",
         "",
     ]
     if "alone" in results:
