@@ -200,8 +200,23 @@ class DenseRetriever(Retriever):
             raise InputError("cannot index an empty corpus", field="corpus")
         ids = [str(i) for i in corpus.ids]
         if len(set(ids)) != len(ids):
+            raise InputError("corpus has repeated document ids", field="ids")  # before paying for encoding
+        self.index_embeddings(ids, self.encoder.encode_documents(corpus.joined_texts()))
+
+    def index_embeddings(self, ids: Sequence[str], vectors: np.ndarray) -> None:
+        """Build the index from precomputed document vectors (rows aligned with `ids`).
+
+        For embeddings made elsewhere (or synthetic ones in benchmarks); they must come from this
+        retriever's encoder settings for query search to make sense.
+        """
+        ids = [str(i) for i in ids]
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or len(vectors) != len(ids) or not ids:
+            raise InputError(
+                f"need one vector per id: {len(ids)} ids, vectors of shape {vectors.shape}", field="vectors"
+            )
+        if len(set(ids)) != len(ids):
             raise InputError("corpus has repeated document ids", field="ids")
-        vectors = self.encoder.encode_documents(corpus.joined_texts())
         self._labels, self._label_of = [], {}
         self._faiss_index = self._new_index(vectors.shape[1], vectors)
         self._add_vectors(ids, vectors)
