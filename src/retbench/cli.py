@@ -337,6 +337,98 @@ def ingest_impact_command(
     con.print(f"results: {cfg.output}  (report.md, candidates.json, summary.json, manifest.json)")
 
 
+# -- eval (issue 3) -----------------------------------------------------------------------------
+@app.command("eval")
+@handles_errors
+def eval_command(
+    qrels: Annotated[Path, typer.Argument(help="Judgements: TREC qrels, BEIR qrels .tsv or folder, or a golden set (.yaml/.jsonl).")],
+    run: Annotated[Path, typer.Argument(help="A TREC run file, or system outputs (.jsonl/.json/.yaml) for a golden set.")],
+    metric: Annotated[list[str] | None, typer.Option("--metric", "-m", help="A metric (repeatable): ndcg@10, P@5, recall@100, mrr, map, rprec, hit@5, recall@5(rel=2), or trec_eval names (ndcg_cut_10, P.5,10, recip_rank).")] = None,
+    per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also print one line per query.")] = False,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table, json, or trec (trec_eval's own three columns).")] = "table",
+    relevance_level: Annotated[int, typer.Option("--relevance-level", "-l", help="Lowest grade that counts as relevant (binary measures).")] = 1,
+    no_relevant: Annotated[str, typer.Option(help="Judged queries with no relevant doc: skip (reported), zero, or one.")] = "skip",
+    mode: Annotated[str, typer.Option(help="trec_eval (all judged queries, unanswered = 0) or pytrec_eval (answered only, as BEIR).")] = "trec_eval",
+    default_k: Annotated[int, typer.Option(help="Cutoff for metrics given without one (a sample's metadata.k wins).")] = 5,
+    split: Annotated[str, typer.Option(help="Qrels split when QRELS is a BEIR folder.")] = "test",
+    tsv: Annotated[Path | None, typer.Option(help="Write the per-query table (query_id, status, metrics) here.")] = None,
+    ci: Annotated[bool, typer.Option(help="Bootstrap 95% confidence intervals in table and json output.")] = True,
+) -> None:
+    """Score a run against judgements, like trec_eval (-c): every judged query counts, unanswered ones as 0."""
+    import json
+
+    from retbench.evaluation import evaluate, groups_from_samples, read_judgements, read_system, trec_lines
+
+    if fmt not in ("table", "json", "trec"):
+        raise fail(f"--format must be table, json or trec, got {fmt!r}")
+    judged, samples = read_judgements(qrels, split)
+    system, texts = read_system(run)
+    if metric:
+        names = list(metric)
+    elif samples is not None:
+        names = ["retrieval-hit-at-k", "retrieval-recall-at-k", "retrieval-mrr", "retrieval-ndcg-at-k"]
+        if texts and all(s.answer for s in samples):
+            names.append("answer-containment-at-k")
+    else:
+        names = ["ndcg@10", "recall@100", "map", "mrr", "P@10"]
+    ev = evaluate(system, judged, names, relevance_level=relevance_level, no_relevant=no_relevant, mode=mode,
+                  default_k=default_k, samples=samples, texts=texts or None)
+    if tsv is not None:
+        ev.to_tsv(tsv)
+    notes = []
+    counts = ev.status_counts()
+    unanswered = {s: c for s, c in counts.items() if s not in ("ok", "empty") and c}
+    if unanswered:
+        notes.append("unanswered judged queries scored 0: " + ", ".join(f"{c} {s}" for s, c in unanswered.items()))
+    if ev.excluded:
+        notes.append(f"{len(ev.excluded)} unanswered judged queries not counted ({ev.mode} mode)")
+    if ev.skipped:
+        notes.append(f"{len(ev.skipped)} judged queries with no relevant document skipped (--no-relevant zero counts them, as trec_eval does)")
+    if ev.n_duplicates:
+        notes.append(f"{ev.n_duplicates} duplicate doc ids dropped from rankings (first kept)")
+    if ev.unjudged:
+        notes.append(f"{len(ev.unjudged)} answered queries have no judgements (ignored)")
+    if fmt == "trec":
+        for line in trec_lines(ev, per_query=per_query):
+            typer.echo(line)
+        for note in [f"mode: {ev.label}", *notes]:
+            typer.echo(f"# {note}", err=True)
+        return
+    if fmt == "json":
+        out = ev.to_dict(per_query=per_query, ci=ci)
+        if samples is not None:
+            groups = groups_from_samples(samples)
+            if groups:
+                out["breakdown"] = ev.breakdown(groups)
+                out["group_sizes"] = ev.group_sizes(groups)
+        typer.echo(json.dumps(out, indent=2, default=lambda v: None if v != v else v))
+        return
+    from rich.table import Table
+
+    con = console()
+    agg = ev.aggregate(ci=ci)
+    table = Table("metric", "mean", *(["95% CI"] if ci else []), "n",
+                  title=f"{ev.system}: {len(ev.query_ids)} queries, mode {ev.label}")
+    for m, a in agg.items():
+        table.add_row(m, f"{a['mean']:.4f}", *([f"[{a['ci_low']:.4f}, {a['ci_high']:.4f}]"] if ci else []), str(a["n"]))
+    con.print(table)
+    if samples is not None:
+        groups = groups_from_samples(samples)
+        if groups:
+            sizes = ev.group_sizes(groups)
+            bd = Table("group", "n", *ev.metrics, title="breakdown by tag / category")
+            for tag, means in ev.breakdown(groups).items():
+                bd.add_row(tag, str(sizes[tag]), *(f"{v:.4f}" for v in means.values()))
+            con.print(bd)
+    if per_query:
+        pq = Table("query", "status", *ev.metrics)
+        for row in ev.per_query():
+            pq.add_row(row["query_id"], row["status"], *(f"{row[m]:.4f}" for m in ev.metrics))
+        con.print(pq)
+    for note in notes:
+        con.print(f"note: {note}", markup=False, highlight=False)
+
+
 def main() -> None:
     """Console-script entry point."""
     try:

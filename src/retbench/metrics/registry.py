@@ -98,35 +98,36 @@ class Builtin:
     aliases: tuple[str, ...] = ()
     binary: bool = True
     params: Mapping[str, float] = field(default_factory=dict)
-    trec: str | None = None  # trec_eval name, "{k}" filled with the cutoff
+    trec: str | None = None  # trec_eval's name when uncut
+    trec_cut: str | None = None  # trec_eval's name with a cutoff, "{k}" filled in
 
     def compute(self, ctx: MetricContext, k: np.ndarray | None, params: Mapping[str, float]) -> np.ndarray:
         return self.fn(ctx, k, ctx.level(params) if self.binary else 1, params)
 
     def trec_name(self, k: int | None) -> str | None:
-        if self.trec is None or ("{k}" in self.trec) != (k is not None):
-            return None
-        return self.trec.format(k=k)
+        if k is None:
+            return self.trec
+        return self.trec_cut.format(k=k) if self.trec_cut else None
 
 
 def _builtins() -> list[Builtin]:
     r = ranking
     return [
         Builtin("hit", "k", lambda c, k, lv, p: r.hit(c.gm, k, lv), "1 if any relevant doc is in the top k",
-                ("success", "retrieval-hit-at-k"), trec="success_{k}"),
+                ("success", "retrieval-hit-at-k"), trec_cut="success_{k}"),
         Builtin("recall", "k", lambda c, k, lv, p: r.recall(c.gm, k, lv), "relevant docs in the top k / all relevant",
-                ("r", "retrieval-recall-at-k"), trec="recall_{k}"),
+                ("r", "retrieval-recall-at-k"), trec_cut="recall_{k}"),
         Builtin("P", "k", lambda c, k, lv, p: r.precision(c.gm, k, lv), "relevant docs in the top k / k",
-                ("precision",), trec="P_{k}"),
+                ("precision",), trec_cut="P_{k}"),
         Builtin("f1", "k", lambda c, k, lv, p: r.f1(c.gm, k, lv), "harmonic mean of P@k and recall@k"),
         Builtin("rprec", "none", lambda c, k, lv, p: r.rprec(c.gm, lv), "precision at rank R (number relevant)",
                 ("r-prec", "r_prec"), trec="Rprec"),
         Builtin("mrr", "optional", lambda c, k, lv, p: r.reciprocal_rank(c.gm, k, lv),
                 "1 / rank of the first relevant doc", ("rr", "recip_rank", "retrieval-mrr"), trec="recip_rank"),
         Builtin("map", "optional", lambda c, k, lv, p: r.average_precision(c.gm, k, lv), "average precision",
-                ("ap",), trec="map"),
+                ("ap",), trec="map", trec_cut="map_cut_{k}"),
         Builtin("ndcg", "optional", lambda c, k, lv, p: r.ndcg(c.gm, k), "nDCG with linear gains (trec_eval)",
-                ("retrieval-ndcg-at-k",), binary=False, trec="ndcg"),
+                ("retrieval-ndcg-at-k",), binary=False, trec="ndcg", trec_cut="ndcg_cut_{k}"),
         Builtin("ndcg_exp", "k", lambda c, k, lv, p: r.ndcg(c.gm, k, exp=True), "nDCG with 2^g - 1 gains",
                 binary=False),
         Builtin("recall_any", "k", lambda c, k, lv, p: text.recall_groups(c, k, lv, require_all=False),
