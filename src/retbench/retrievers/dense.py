@@ -42,7 +42,12 @@ def _faiss() -> Any:
 
 @register("dense")
 class DenseRetriever(Retriever):
-    """Sentence-transformers embeddings searched with FAISS; see the module docstring for the index types."""
+    """Sentence-transformers embeddings searched with FAISS; see the module docstring for the index types.
+
+    The encoder settings (model .. cache_dir) build an `Encoder`; from code, `encoder=` shares an
+    existing one instead and those settings are ignored. `ef_search` and `nprobe` may be changed on
+    the object between searches; the other index settings are fixed at `index()`.
+    """
 
     adapter = "dense"
     capabilities = frozenset({"add", "delete", "save", "load"})

@@ -95,8 +95,9 @@ class Tokenizer:
         if grow:
             unseen = {memo[w] for w in distinct} - vocab.keys() - {None}
             vocab.update(zip(sorted(unseen), range(len(vocab), len(vocab) + len(unseen)), strict=True))  # type: ignore[arg-type]
-            return [[vocab[s] for s in map(memo.__getitem__, toks) if s is not None] for toks in raw]
-        return [[vocab[s] for s in map(memo.__getitem__, toks) if s in vocab] for toks in raw]
+        # one lookup per token: this call's distinct surface forms straight to ids
+        ids = {w: vocab[stem] for w in distinct if (stem := memo[w]) is not None and stem in vocab}.get
+        return [[i for i in map(ids, toks) if i is not None] for toks in raw]
 
     def __call__(self, texts: Sequence[str]) -> list[list[str]]:
         return self.tokenize(texts)
