@@ -12,6 +12,7 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import chain, pairwise
 from typing import Any
 
 import numpy as np
@@ -261,6 +262,8 @@ class Run:
         name: str = "",
         n_duplicates: int = 0,
         _sorted: bool = False,
+        _unique: bool = False,
+        _owned: bool = False,
     ) -> None:
         self.name = name
         self.query_ids = list(query_ids)
@@ -270,16 +273,20 @@ class Run:
         self.n_duplicates = n_duplicates
         self._vocab: np.ndarray | None = None
         self._codes: np.ndarray | None = None
+        # per-query {doc id: score} maps kept from `from_dict` input: judging then looks judged docs up
+        # in them instead of scanning every ranked doc (see metrics.judging)
+        self._maps: list[Mapping[str, float]] | None = None
+        self._owned = _owned  # doc_ids is ours to reorder in place (built by a constructor here)
         if not _sorted:
-            self._normalize()
+            self._normalize(unique=_unique)
         self._pos = {q: i for i, q in enumerate(self.query_ids)}
-        self.status: dict[str, QueryStatus] = {}
-        for i, q in enumerate(self.query_ids):
-            given = (status or {}).get(q)
-            if given is not None:
+        ok, empty = QueryStatus.OK, QueryStatus.EMPTY
+        self.status: dict[str, QueryStatus] = dict(
+            zip(self.query_ids, [ok if n else empty for n in np.diff(self.offsets).tolist()], strict=True)
+        )
+        for q, given in (status or {}).items():
+            if q in self._pos and given is not None:
                 self.status[q] = QueryStatus(given)
-            else:
-                self.status[q] = QueryStatus.OK if self.offsets[i + 1] > self.offsets[i] else QueryStatus.EMPTY
         self.latency: dict[str, float] = {q: float(v) for q, v in (latency or {}).items()}
         self.errors: dict[str, str] = dict(errors or {})
 
@@ -290,48 +297,104 @@ class Run:
         results: Mapping[str, Mapping[str, float] | Sequence[tuple[str, float]]],
         **kwargs: Any,
     ) -> Run:
-        """From `{qid: {doc: score}}` or `{qid: [(doc, score), ...]}` (order is re-established)."""
-        qids: list[str] = []
-        offsets = [0]
+        """From `{qid: {doc: score}}` or `{qid: [(doc, score), ...]}` (order is re-established).
+
+        Doc ids become strings. For mappings whose ids are strings (checked on each ranking's first id)
+        the columns are built without per-doc Python work and judging later looks judged ids up in
+        the mappings themselves, so they should not be changed while the run is in use.
+        """
+        qids = [str(q) for q in results]
+        rankings = list(results.values())
+        if all(isinstance(r, Mapping) and type(next(iter(r), "")) is str for r in rankings):
+            # the common case, {qid: {doc: score}}: columns straight from the mappings, no per-doc Python work
+            lengths = [len(r) for r in rankings]
+            n = sum(lengths)
+            doc_arr = np.fromiter(chain.from_iterable(rankings), dtype=object, count=n)
+            scores = np.fromiter(chain.from_iterable(r.values() for r in rankings), dtype=np.float64, count=n)
+            offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            run = cls(qids, offsets, doc_arr, scores, _unique=True, _owned=True, **kwargs)
+            if not kwargs.get("_sorted"):
+                run._maps = rankings
+            return run
         docs: list[str] = []
-        scores: list[float] = []
-        for qid, ranking in results.items():
+        values: list[float] = []
+        offsets_list = [0]
+        for ranking in rankings:
             items = ranking.items() if isinstance(ranking, Mapping) else ranking
-            for d, s in items:
+            for d, sc in items:
                 docs.append(str(d))
-                scores.append(float(s))
-            qids.append(str(qid))
-            offsets.append(len(docs))
-        return cls(qids, np.asarray(offsets), np.asarray(docs, dtype=object), np.asarray(scores, dtype=np.float64), **kwargs)
+                values.append(float(sc))
+            offsets_list.append(len(docs))
+        doc_arr = np.empty(len(docs), dtype=object)
+        doc_arr[:] = docs
+        return cls(qids, np.asarray(offsets_list, dtype=np.int64), doc_arr, np.asarray(values, dtype=np.float64), _owned=True, **kwargs)
 
     @classmethod
     def empty(cls, name: str = "") -> Run:
         return cls([], np.zeros(1, dtype=np.int64), np.zeros(0, dtype=object), np.zeros(0), name=name)
 
-    def _normalize(self) -> None:
-        """Sort each query into trec_eval order and drop repeated doc ids (first kept)."""
+    def _normalize(self, unique: bool = False) -> None:
+        """Sort each query into trec_eval order and drop repeated doc ids (first kept).
+
+        Built for the common case, rankings that arrive sorted by score with distinct scores and ids:
+        then only O(n) vectorized checks run. Sorting, tie-breaking (doc id descending, by string) and
+        de-duplication cost time only where they are needed. `unique` promises no repeated ids
+        (rankings that came from mappings).
+        """
         n = len(self.doc_ids)
+        if len(self.scores) != n or self.offsets[-1] != n or self.offsets[0] != 0:
+            raise ValueError("doc_ids, scores and offsets disagree in length")
         if n == 0:
             return
-        if len(self.scores) != n or self.offsets[-1] != n:
-            raise ValueError("doc_ids, scores and offsets disagree in length")
-        counts = np.diff(self.offsets)
-        qidx = np.repeat(np.arange(len(self.query_ids), dtype=np.int64), counts)
+        if not unique:
+            self._drop_duplicates()
+            n = len(self.doc_ids)
+        s = self.scores
+        # pairs (i, i + 1) that straddle two queries do not constrain the order
+        starts = self.offsets[1:-1]
+        same = np.ones(max(n - 1, 0), dtype=bool)
+        same[starts[(starts > 0) & (starts < n)] - 1] = False
+        if np.any((s[1:] > s[:-1]) & same) or np.isnan(s).any():
+            qidx = np.repeat(np.arange(len(self.query_ids), dtype=np.int64), np.diff(self.offsets))
+            order = np.lexsort((-s, qidx))  # stable: ties keep input order until broken below
+            self.doc_ids, self.scores = self.doc_ids[order], s[order]
+            s = self.scores
+        tied = (s[1:] == s[:-1]) & same
+        if tied.any():
+            self._break_ties(tied)
+
+    def _drop_duplicates(self) -> None:
+        """Drop repeated (query, doc) pairs, keeping the first occurrence in input order."""
+        docs = self.doc_ids.tolist()
+        bounds = self.offsets.tolist()
+        if all(len(set(docs[a:b])) == b - a for a, b in pairwise(bounds) if b - a > 1):
+            return
+        n = len(docs)
+        qidx = np.repeat(np.arange(len(self.query_ids), dtype=np.int64), np.diff(self.offsets))
         vocab, codes = _intern(self.doc_ids)
-        # duplicates: the first occurrence (input order) of each (query, doc) pair is kept
-        key = qidx * max(len(vocab), 1) + codes
-        _, first_pos = np.unique(key, return_index=True)
-        if len(first_pos) < n:
-            keep = np.zeros(n, dtype=bool)
-            keep[first_pos] = True
-            self.n_duplicates += int(n - keep.sum())
-            qidx, codes = qidx[keep], codes[keep]
-            self.doc_ids, self.scores = self.doc_ids[keep], self.scores[keep]
-            self.offsets = np.concatenate([[0], np.cumsum(np.bincount(qidx, minlength=len(self.query_ids)))])
-        order = np.lexsort((-codes, -self.scores, qidx))
+        _, first_pos = np.unique(qidx * max(len(vocab), 1) + codes, return_index=True)
+        keep = np.zeros(n, dtype=bool)
+        keep[first_pos] = True
+        self.n_duplicates += int(n - keep.sum())
+        self.doc_ids, self.scores = self.doc_ids[keep], self.scores[keep]
+        self.offsets = np.concatenate([[0], np.cumsum(np.bincount(qidx[keep], minlength=len(self.query_ids)))]).astype(np.int64)
+
+    def _break_ties(self, tied: np.ndarray) -> None:
+        """Order each run of equal scores within a query by doc id descending (trec_eval), touching only ties."""
+        member = np.zeros(len(self.doc_ids), dtype=bool)
+        member[:-1] |= tied
+        member[1:] |= tied
+        idx = np.flatnonzero(member)
+        new_group = np.ones(len(idx), dtype=bool)
+        new_group[1:] = ~tied[idx[1:] - 1]
+        group = np.cumsum(new_group)
+        _, codes = _intern(self.doc_ids[idx])
+        order = np.lexsort((-codes, group))
         if not np.array_equal(order, np.arange(len(order))):
-            self.doc_ids, self.scores, codes = self.doc_ids[order], self.scores[order], codes[order]
-        self._vocab, self._codes = vocab, codes
+            docs = self.doc_ids if self._owned else self.doc_ids.copy()  # never reorder a caller's array
+            docs[idx] = self.doc_ids[idx[order]]
+            self.doc_ids = docs
 
     # -- access ---------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -496,6 +559,7 @@ class RunBuilder:
             latency=self._latency,
             errors=self._errors,
             name=self.name,
+            _owned=True,
         )
 
 

@@ -55,8 +55,21 @@ def write_qrels(qrels: Qrels, path: str | Path) -> None:
 
 
 def read_run(path: str | Path, name: str | None = None) -> Run:
-    """Read a TREC run file. The rank column is ignored (trec_eval re-sorts by score)."""
+    """Read a TREC run file. The rank column is ignored (trec_eval re-sorts by score).
+
+    Large files are parsed column-wise with NumPy (about ten times faster than line by line); a
+    file that does not parse cleanly that way (wrong column count, a bad score, non-ASCII ids) is
+    read again line by line, which names the offending line.
+    """
     p = Path(path)
+    fast = _read_run_fast(p)
+    if fast is None:
+        return _read_run_lines(p, name)
+    qids, offsets, docs, scores, tag = fast
+    return Run(qids, offsets, docs, scores, name=name if name is not None else tag or p.stem, _owned=True)
+
+
+def _read_run_lines(p: Path, name: str | None) -> Run:
     qids: list[str] = []
     seen: dict[str, int] = {}
     per_query_docs: list[list[str]] = []
@@ -90,6 +103,129 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     docs = np.array([d for ds in per_query_docs for d in ds], dtype=object)
     scores = np.array([s for ss in per_query_scores for s in ss], dtype=np.float64)
     return Run(qids, offsets, docs, scores, name=name if name is not None else tag or p.stem)
+
+
+_BLOCK = 1 << 24  # bytes parsed at a time: bounds the temporary arrays
+
+
+class _NotSimple(Exception):
+    """The fast parser met something only the line reader handles (or reports) properly."""
+
+
+def _text_column(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Variable-length byte fields -> one fixed-width `S` array (trailing NULs are not part of `S` values)."""
+    lens = ends - starts
+    width = int(lens.max()) if len(lens) else 1
+    cols = np.arange(width)
+    mat = buf[np.minimum(starts[:, None] + cols, len(buf) - 1)]
+    mat[cols >= lens[:, None]] = 0
+    return np.ascontiguousarray(mat).view(f"S{width}").ravel()
+
+
+def _only(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bytes:
+    """The buffer with every byte outside the given fields turned into a space (fields stay in place)."""
+    mark = np.zeros(len(buf) + 1, dtype=np.int8)
+    mark[starts] = 1
+    mark[ends] -= 1
+    inside = np.cumsum(mark[:-1], dtype=np.int8).astype(bool)
+    return np.where(inside, buf, np.uint8(32)).astype(np.uint8).tobytes()
+
+
+def _parse_block(block: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, bytes]:
+    """Whole lines of a run file -> (qid S-array, doc ids as str objects, scores, last tag)."""
+    buf = np.frombuffer(block, dtype=np.uint8)
+    ws = (buf == 32) | ((buf >= 9) & (buf <= 13)) | ((buf >= 28) & (buf <= 31))  # str.split()'s ASCII whitespace
+    if np.any(buf >= 128):
+        raise _NotSimple  # non-ASCII ids (and Unicode whitespace): the line reader decodes them properly
+    prev_ws = np.empty_like(ws)
+    prev_ws[0] = True
+    prev_ws[1:] = ws[:-1]
+    next_ws = np.empty_like(ws)
+    next_ws[-1] = True
+    next_ws[:-1] = ws[1:]
+    starts = np.flatnonzero(~ws & prev_ws)
+    ends = np.flatnonzero(~ws & next_ws) + 1
+    newlines = np.flatnonzero(buf == 10)
+    per_line = np.bincount(np.searchsorted(newlines, starts))
+    if np.any((per_line != 0) & (per_line != 6)):
+        raise _NotSimple
+    starts, ends = starts.reshape(-1, 6), ends.reshape(-1, 6)
+    n = len(starts)
+    qid = _text_column(buf, starts[:, 0], ends[:, 0])
+    # ids and scores are cut out by blanking everything else, then split / parsed by C code in one go
+    docs = np.empty(n, dtype=object)
+    docs[:] = _only(buf, starts[:, 2], ends[:, 2]).decode("ascii").split()
+    try:
+        scores = np.fromstring(_only(buf, starts[:, 4], ends[:, 4]), dtype=np.float64, sep=" ")
+    except ValueError:
+        raise _NotSimple from None
+    if len(scores) != n or not np.isfinite(scores).all():
+        raise _NotSimple
+    tag = block[starts[-1, 5] : ends[-1, 5]] if n else b""
+    return qid, docs, scores, tag
+
+
+def _read_run_fast(p: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, str] | None:
+    """Column-wise parse of a run file, or None when the line reader must take over."""
+    import gzip
+
+    try:
+        fh = gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")  # noqa: SIM115
+    except OSError:
+        return None
+    seg_qids: list[str] = []
+    seg_lens: list[int] = []
+    doc_parts: list[np.ndarray] = []
+    score_parts: list[np.ndarray] = []
+    tag = b""
+    try:
+        with fh:
+            rest = b""
+            while True:
+                chunk = fh.read(_BLOCK)
+                data = rest + chunk
+                if not chunk:
+                    block, rest = data, b""
+                else:
+                    cut = data.rfind(b"\n") + 1
+                    block, rest = data[:cut], data[cut:]
+                if block.strip():
+                    qid, docs, scores, last_tag = _parse_block(block if block.endswith(b"\n") else block + b"\n")
+                    change = np.flatnonzero(qid[1:] != qid[:-1]) + 1
+                    bounds = np.concatenate([[0], change, [len(qid)]])
+                    heads = qid[bounds[:-1]].astype("U").tolist()
+                    lens = np.diff(bounds).tolist()
+                    if seg_qids and heads and heads[0] == seg_qids[-1]:
+                        seg_lens[-1] += lens[0]
+                        heads, lens = heads[1:], lens[1:]
+                    seg_qids.extend(heads)
+                    seg_lens.extend(lens)
+                    doc_parts.append(docs)
+                    score_parts.append(scores)
+                    tag = last_tag or tag
+                if not chunk:
+                    break
+    except (_NotSimple, OSError, EOFError):
+        return None
+    except Exception as exc:  # zlib and gzip errors: the line reader reports them with the line
+        if type(exc).__module__ in ("zlib", "gzip") or isinstance(exc, ValueError):
+            return None
+        raise
+    docs_all = np.concatenate(doc_parts) if doc_parts else np.zeros(0, dtype=object)
+    scores_all = np.concatenate(score_parts) if score_parts else np.zeros(0)
+    first: dict[str, int] = {}
+    seg_query = [first.setdefault(q, len(first)) for q in seg_qids]
+    qids = list(first)
+    if len(qids) == len(seg_qids):
+        lengths = np.asarray(seg_lens, dtype=np.int64)
+    else:  # a query's lines are not contiguous: gather them, keeping file order within the query
+        line_query = np.repeat(np.asarray(seg_query, dtype=np.int64), seg_lens)
+        order = np.argsort(line_query, kind="stable")
+        docs_all, scores_all = docs_all[order], scores_all[order]
+        lengths = np.bincount(line_query, minlength=len(qids)).astype(np.int64)
+    offsets = np.zeros(len(qids) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return qids, offsets, docs_all, scores_all, tag.decode("ascii", "replace")
 
 
 def write_run(run: Run, path: str | Path, tag: str | None = None, query_ids: Iterable[str] | None = None) -> None:

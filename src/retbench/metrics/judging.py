@@ -16,6 +16,7 @@ hits, not to the number of ranked documents. The dense `gains` array is built on
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 
 import numpy as np
 
@@ -196,8 +197,12 @@ def _flatten_qrels(qrels: Mapping[str, Mapping[str, int]], query_ids: Sequence[s
 def judge_qrels(run: Run, qrels: Qrels | Mapping[str, Mapping[str, int]], query_ids: Sequence[str] | None = None) -> GainMatrix:
     """Grade each ranked document by the qrels: one row per query in `query_ids` (default: qrels order).
 
-    Work is proportional to the number of judgements plus one gather over the run's interned doc
-    codes; a query absent from the run gets an empty row (length 0).
+    Work is proportional to the number of judgements wherever the run allows it: a run built from
+    `{qid: {doc: score}}` mappings answers "is this judged doc ranked, and with what score?" by one
+    dict lookup, and its rank follows from a vectorized binary search over the query's sorted
+    scores; a run whose doc codes are already interned needs one gather over those codes; any other
+    run is scanned once, looking each ranked doc up among the judged ids only.
+    A query absent from the run gets an empty row (length 0).
     """
     qids = list(qrels) if query_ids is None else list(query_ids)
     n = len(qids)
@@ -209,33 +214,90 @@ def judge_qrels(run: Run, qrels: Qrels | Mapping[str, Mapping[str, int]], query_
     run_len = np.diff(run.offsets)
     lengths = np.where(run_row >= 0, run_len[np.maximum(run_row, 0)] if len(run_len) else 0, 0).astype(np.int64)
 
-    empty = np.zeros(0, dtype=np.int64)
-    vocab, codes = run.doc_codes()
-    V = len(vocab)
-    if V == 0 or len(jdocs) == 0:
-        return GainMatrix.from_hits(qids, empty, empty, np.zeros(0), lengths, ideal_offsets, ideal_grades)
+    jrr = run_row[jrow] if len(jrow) else np.zeros(0, dtype=np.int64)
+    sel = np.flatnonzero(jrr >= 0)
+    jd = np.empty(len(sel), dtype=object)
+    jd[:] = [jdocs[i] for i in sel.tolist()]
+    jrr, jr, jg = jrr[sel], jrow[sel], jgrade[sel]
 
-    # judged doc ids -> run vocabulary codes (vocab is sorted, so a binary search per judgement)
-    jd = np.empty(len(jdocs), dtype=object)
-    jd[:] = jdocs
-    loc = np.minimum(np.searchsorted(vocab, jd), V - 1)
-    jrr = run_row[jrow]
-    found = (vocab[loc] == jd) & (jrr >= 0)
-    loc, jrr, jr, jg = loc[found], jrr[found], jrow[found], jgrade[found]
-    if len(loc) == 0:
-        return GainMatrix.from_hits(qids, empty, empty, np.zeros(0), lengths, ideal_offsets, ideal_grades)
+    found = None
+    if len(sel) == 0 or len(run.doc_ids) == 0:
+        found = (np.zeros(0, dtype=np.int64),) * 2
+    elif run._maps is not None:
+        found = _locate_by_maps(run, jrr, jd)
+    if found is None:
+        found = _locate_by_codes(run, jrr, jd) if run._codes is not None else _locate_by_scan(run, jrr, jd)
+    which, ranks = found
+    return GainMatrix.from_hits(qids, jr[which], ranks, jg[which], lengths, ideal_offsets, ideal_grades)
 
-    # candidate positions: ranked docs judged relevant for *some* query; then exact (query, doc) match
-    flag = np.zeros(V, dtype=bool)
-    flag[loc] = True
-    cand = np.flatnonzero(flag[codes])
+
+def _locate_by_maps(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(judgement indices found in the run, their 0-based ranks) via the run's {doc: score} maps.
+
+    Returns None when the maps no longer agree with the run (a mapping changed after the run was
+    built); the caller then falls back to a scan.
+    """
+    maps = run._maps
+    assert maps is not None
+    if [len(m) for m in maps] != np.diff(run.offsets).tolist():
+        return None
+    got = [maps[r].get(d) for r, d in zip(jrr.tolist(), jd.tolist(), strict=True)]
+    which = np.fromiter((v is not None for v in got), dtype=bool, count=len(got))
+    which = np.flatnonzero(which)
+    if len(which) == 0:
+        return which, np.zeros(0, dtype=np.int64)
+    target = np.array([got[i] for i in which.tolist()], dtype=np.float64)
+    rr, d = jrr[which], jd[which]
+    starts = run.offsets[rr]
+    lo, hi = starts.copy(), run.offsets[rr + 1].copy()
+    scores, docs = run.scores, run.doc_ids
+    # lower bound in trec_eval order (score descending, then doc id descending), all judgements at once
+    while True:
+        act = np.flatnonzero(lo < hi)
+        if len(act) == 0:
+            break
+        mid = (lo[act] + hi[act]) // 2
+        sm, sv = scores[mid], target[act]
+        before = sm > sv
+        tie = np.flatnonzero(sm == sv)
+        if len(tie):
+            before[tie] = np.greater(docs[mid[tie]], d[act[tie]])
+        lo[act[before]] = mid[before] + 1
+        hi[act[~before]] = mid[~before]
+    inside = lo < run.offsets[rr + 1]
+    if not inside.all() or not np.all(docs[lo] == d):
+        return None
+    return which, lo - starts
+
+
+def _match(run: Run, jrr: np.ndarray, jcode: np.ndarray, codes: np.ndarray, n_codes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact (query, doc) matching of judgements against ranked positions, given doc codes for both."""
+    flag = np.zeros(n_codes, dtype=bool)
+    flag[jcode] = True
+    cand = np.flatnonzero(flag[codes]) if len(codes) else np.zeros(0, dtype=np.int64)
     cand_rr = np.searchsorted(run.offsets, cand, side="right") - 1
-    key_c = cand_rr * V + codes[cand]
-    key_j = jrr * V + loc
+    key_c = cand_rr * n_codes + codes[cand]
+    key_j = jrr * n_codes + jcode
     order = np.argsort(key_j, kind="stable")
-    key_j, jr, jg = key_j[order], jr[order], jg[order]
-    m = np.minimum(np.searchsorted(key_j, key_c), len(key_j) - 1)
-    match = key_j[m] == key_c
-    m = m[match]
-    ranks = cand[match] - run.offsets[cand_rr[match]]
-    return GainMatrix.from_hits(qids, jr[m], ranks, jg[m], lengths, ideal_offsets, ideal_grades)
+    key_sorted = key_j[order]
+    m = np.minimum(np.searchsorted(key_sorted, key_c), len(key_sorted) - 1)
+    hit = key_sorted[m] == key_c
+    return order[m[hit]], cand[hit] - run.offsets[cand_rr[hit]]
+
+
+def _locate_by_codes(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Judged ids -> the run's interned codes (binary search in its sorted vocabulary), then match."""
+    vocab, codes = run.doc_codes()
+    loc = np.minimum(np.searchsorted(vocab, jd), len(vocab) - 1)
+    ok = np.flatnonzero(vocab[loc] == jd)
+    which, ranks = _match(run, jrr[ok], loc[ok], codes, len(vocab))
+    return ok[which], ranks
+
+
+def _locate_by_scan(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One pass over the ranked docs, looking each up among the (few) judged ids only."""
+    judged: dict[str, int] = {}
+    jcode = np.fromiter((judged.setdefault(d, len(judged)) for d in jd.tolist()), dtype=np.int64, count=len(jd))
+    codes = np.fromiter(map(judged.get, run.doc_ids.tolist(), repeat(len(judged))), dtype=np.int64, count=len(run.doc_ids))
+    # unjudged docs share the code len(judged), which no judgement carries
+    return _match(run, jrr, jcode, codes, len(judged) + 1)

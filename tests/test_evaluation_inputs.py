@@ -1,0 +1,167 @@
+"""Inputs of the metric engine: run construction (trec_eval order, duplicates), the fast TREC reader, judging.
+
+The fast paths (column-wise TREC parsing, runs built from mappings, judging by lookups in those
+mappings) must give exactly what the plain paths give; each test builds both and compares.
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+
+import numpy as np
+import pytest
+
+from retbench.data import Qrels, Run, RunBuilder
+from retbench.errors import InputError
+from retbench.io.trec import _read_run_fast, _read_run_lines, read_run, write_run
+from retbench.metrics.judging import GainMatrix, judge_qrels
+
+
+def test_ties_break_by_doc_id_descending_as_strings():
+    run = Run.from_dict({"q": {"d9": 1.0, "d10": 1.0, "d2": 2.0, "d100": 1.0, "a": 0.5}})
+    # "d9" > "d100" > "d10" as strings: trec_eval's strcmp order, not numeric order
+    assert run.docs("q") == ["d2", "d9", "d100", "d10", "a"]
+
+
+def test_rank_column_and_input_order_are_ignored(tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_text("q1 Q0 low 1 0.1 t\nq1 Q0 high 2 0.9 t\nq1 Q0 mid 3 0.5 t\n")
+    assert read_run(path).docs("q1") == ["high", "mid", "low"]
+
+
+def test_duplicates_keep_the_first_occurrence_and_are_counted():
+    run = Run.from_dict({"q": [("a", 1.0), ("b", 3.0), ("a", 5.0)], "p": [("x", 1.0)]})
+    assert run.ranking("q") == [("b", 3.0), ("a", 1.0)]
+    assert run.n_duplicates == 1
+
+
+def test_callers_arrays_are_never_reordered_in_place():
+    docs = np.array(["a", "c", "b"], dtype=object)
+    scores = np.array([1.0, 1.0, 1.0])
+    run = Run(["q"], np.array([0, 3]), docs, scores)
+    assert run.docs("q") == ["c", "b", "a"]
+    assert docs.tolist() == ["a", "c", "b"]
+
+
+def _random_run_text(rng: random.Random) -> str:
+    lines = []
+    for _ in range(rng.randint(0, 60)):
+        q = rng.choice(["q1", "q2", "10", "2", "a-b"])  # queries interleave: grouped by first appearance
+        d = rng.choice(["d1", "d2", "D10", "x" * rng.randint(1, 30), "doc-7"])  # repeats: duplicates
+        score = rng.choice([repr(rng.random()), "1", "-2.5e-3", "3.0", "0", "1E2"])
+        sep = rng.choice([" ", "\t", "  "])
+        lines.append(sep.join([q, "Q0", d, str(rng.randint(1, 9)), score, rng.choice(["tagA", "run_b"])]))
+        if rng.random() < 0.1:
+            lines.append(rng.choice(["", "   ", "\t"]))
+    return rng.choice(["\n", "\r\n"]).join(lines) + rng.choice(["", "\n"])
+
+
+def test_fast_reader_equals_line_reader_on_random_files(tmp_path):
+    rng = random.Random(7)
+    for trial in range(120):
+        text = _random_run_text(rng)
+        path = tmp_path / ("run.trec.gz" if trial % 4 == 0 else "run.trec")
+        if path.suffix == ".gz":
+            with gzip.open(path, "wt") as fh:
+                fh.write(text)
+        else:
+            path.write_bytes(text.encode())
+        if text.strip():
+            assert _read_run_fast(path) is not None  # the fast path really ran
+        fast, slow = read_run(path), _read_run_lines(path, None)
+        assert fast.query_ids == slow.query_ids and fast.name == slow.name
+        assert fast.offsets.tolist() == slow.offsets.tolist()
+        assert fast.doc_ids.tolist() == slow.doc_ids.tolist()
+        assert fast.scores.tolist() == slow.scores.tolist()  # identical doubles, not just close
+        assert fast.n_duplicates == slow.n_duplicates
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("q1 Q0 d1 1 x tag", "score must be a number"),
+        ("q1 Q0 d1 1 2", "expected 6 columns"),
+        ("q1 Q0 d1 1 nan t", "score must be finite"),
+    ],
+)
+def test_bad_run_lines_are_reported_with_their_line(tmp_path, line, message):
+    path = tmp_path / "run.trec"
+    path.write_text(f"q1 Q0 ok 1 3.5 t\n{line}\n")
+    with pytest.raises(InputError, match=message) as err:
+        read_run(path)
+    assert err.value.line == 2
+
+
+def test_non_ascii_ids_read_exactly(tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_text("q1 Q0 café 1 2.0 t\nq1 Q0 naïve 2 1.0 t\n", encoding="utf-8")
+    assert read_run(path).docs("q1") == ["café", "naïve"]
+
+
+def test_scifact_style_run_round_trips_through_the_fast_reader(tmp_path):
+    rng = np.random.default_rng(3)
+    ranking = {f"q{q}": {f"doc{d}": float(np.float32(s)) for d, s in zip(rng.choice(5000, 50, replace=False), rng.random(50), strict=True)} for q in range(40)}
+    run = Run.from_dict(ranking, name="sys")
+    write_run(run, tmp_path / "run.trec")
+    back = read_run(tmp_path / "run.trec")
+    assert back.query_ids == run.query_ids and back.name == "sys"
+    assert back.doc_ids.tolist() == run.doc_ids.tolist() and back.scores.tolist() == run.scores.tolist()
+
+
+# -- judging --------------------------------------------------------------------------------------------
+def _hits(gm: GainMatrix) -> list[tuple[int, int, float]]:
+    return sorted(zip(gm.hit_rows.tolist(), gm.hit_ranks.tolist(), gm.hit_grades.tolist(), strict=True))
+
+
+def test_three_judging_paths_agree():
+    """Mappings (lookup + binary search), interned codes (gather) and a plain scan give identical hits."""
+    rng = random.Random(11)
+    docs = [f"d{i}" for i in range(40)]
+    for _ in range(60):
+        ranking = {f"q{q}": {d: rng.randint(0, 8) / 2 for d in rng.sample(docs, rng.randint(0, 30))} for q in range(6)}
+        qrels = Qrels({f"q{q}": {d: rng.randint(-1, 3) for d in rng.sample(docs, rng.randint(1, 12))} for q in range(8)})
+        by_maps = Run.from_dict(ranking)
+        assert by_maps._maps is not None
+        by_scan = Run.from_dict({q: list(r.items()) for q, r in ranking.items()})
+        assert by_scan._maps is None and by_scan._codes is None
+        by_codes = Run.from_dict({q: list(r.items()) for q, r in ranking.items()})
+        by_codes.doc_codes()
+        expected = _hits(judge_qrels(by_scan, qrels))
+        assert _hits(judge_qrels(by_maps, qrels)) == expected
+        assert _hits(judge_qrels(by_codes, qrels)) == expected
+        # and the hits are exactly the positive grades at their trec_eval ranks
+        brute = [
+            (i, r, float(qrels[q][d]))
+            for i, q in enumerate(qrels)
+            if q in by_scan
+            for r, d in enumerate(by_scan.docs(q))
+            if qrels[q].get(d, 0) > 0
+        ]
+        assert expected == sorted(brute)
+
+
+def test_a_mapping_changed_after_the_run_was_built_is_not_trusted():
+    ranking = {"q": {"a": 3.0, "b": 2.0, "c": 1.0}}
+    run = Run.from_dict(ranking)
+    del ranking["q"]["c"]  # the run still ranks c; the lookup table no longer knows it
+    gm = judge_qrels(run, Qrels({"q": {"c": 1}}))
+    assert _hits(gm) == [(0, 2, 1.0)]
+
+
+def test_gain_matrix_dense_constructor_for_new_judges():
+    gm = GainMatrix(["a", "b"], np.array([[0.0, 2.0, 1.0], [0.0, 0.0, 0.0]]), ideal=[[1, 2, 0, 3], []], lengths=[3, 0])
+    assert gm.gains.tolist() == [[0.0, 2.0, 1.0], [0.0, 0.0, 0.0]]
+    assert gm.ideal(0).tolist() == [3.0, 2.0, 1.0]  # positive grades only, best first
+    assert gm.n_relevant(1).tolist() == [3, 0] and gm.n_relevant(2).tolist() == [2, 0]
+    sub = gm.take([1, 0])
+    assert sub.query_ids == ["b", "a"] and sub.gains.tolist() == [[0.0, 0.0, 0.0], [0.0, 2.0, 1.0]]
+    with pytest.raises(ValueError):
+        GainMatrix(["a"], np.zeros((2, 3)), ideal=[[1]])
+
+
+def test_run_builder_runs_are_judged_like_mapping_runs():
+    builder = RunBuilder("b")
+    builder.add("q", [("x", 2.0), ("y", 2.0), ("z", 1.0)])
+    qrels = Qrels({"q": {"y": 1, "z": 2}})
+    assert _hits(judge_qrels(builder.build(), qrels)) == _hits(judge_qrels(Run.from_dict({"q": {"x": 2.0, "y": 2.0, "z": 1.0}}), qrels))
