@@ -13,7 +13,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT / "corpora"
-SHARED = ROOT.parent / "shared"
 
 
 @pytest.fixture(scope="session")
