@@ -5,7 +5,8 @@
 
 Four metrics (nDCG@10, R@100, MAP, MRR) over a synthetic run: every query ranks `depth` distinct docs
 from a 1M-doc id space with float32-exact scores (so pytrec_eval's 32-bit scores see the same ties),
-sorted by score as a retriever emits them; each query has 3 relevant docs (grades 1-2; two of them
+sorted by score as a retriever emits them (the TREC file writes scores with 6 decimals, as Anserini
+and Pyserini do; `--score-format repr` writes 17 significant digits); each query has 3 relevant docs (grades 1-2; two of them
 ranked, one possibly not) and 2 judged non-relevant ranked docs.
 
 Each measurement runs in a fresh subprocess that first rebuilds the inputs (untimed), so no library
@@ -63,11 +64,13 @@ def make_inputs(n_q: int, depth: int, seed: int = 0) -> tuple[dict[str, dict[str
     return run, qrels
 
 
-def write_files(run: dict, qrels: dict, folder: Path) -> tuple[Path, Path]:
+def write_files(run: dict, qrels: dict, folder: Path, score_format: str = "6f") -> tuple[Path, Path]:
+    """TREC files; scores with 6 decimals as Anserini/Pyserini write them, or `repr` (17 significant digits)."""
     run_path, qrels_path = folder / "run.trec", folder / "qrels.trec"
+    fmt = "{:.6f}" if score_format == "6f" else "{!r}"
     with open(run_path, "w") as fh:
         for q, docs in run.items():
-            fh.writelines(f"{q} Q0 {d} {r} {s!r} bench\n" for r, (d, s) in enumerate(docs.items(), 1))
+            fh.writelines(f"{q} Q0 {d} {r} {fmt.format(s)} bench\n" for r, (d, s) in enumerate(docs.items(), 1))
     with open(qrels_path, "w") as fh:
         for q, docs in qrels.items():
             fh.writelines(f"{q} 0 {d} {g}\n" for d, g in docs.items())
@@ -208,14 +211,17 @@ def report(n_q: int, depth: int, results: list[dict]) -> None:
             if "compile_s" in r:
                 extra.append(f"numba warm-up {r['compile_s']:.2f}s (untimed)")
             print(f"  {tool:<12} {r['seconds']:>9.3f} {ratio:>11.1f}x {r['peak_mb']:>9.0f}  {'; '.join(extra)}")
-    print("\nmeans (dicts way):")
-    print(f"  {'library':<12} " + " ".join(f"{m:>10}" for m in LABELS))
-    ref = by.get(("retbench", "dicts"), {}).get("means")
-    for tool in ("retbench", "ranx", "pytrec_eval"):
-        r = by.get((tool, "dicts"))
-        if r and "means" in r:
-            diff = max(abs(a - b) for a, b in zip(r["means"], ref, strict=True)) if ref else float("nan")
-            print(f"  {tool:<12} " + " ".join(f"{v:>10.6f}" for v in r["means"]) + f"   max |diff| vs retbench {diff:.1e}")
+    for way in ("dicts", "file"):
+        ref = by.get(("retbench", way), {}).get("means")
+        if not ref:
+            continue
+        print(f"\nmeans ({way} way):")
+        print(f"  {'library':<12} " + " ".join(f"{m:>10}" for m in LABELS))
+        for tool in ("retbench", "ranx", "pytrec_eval"):
+            r = by.get((tool, way))
+            if r and "means" in r:
+                diff = max(abs(a - b) for a, b in zip(r["means"], ref, strict=True))
+                print(f"  {tool:<12} " + " ".join(f"{v:>10.6f}" for v in r["means"]) + f"   max |diff| vs retbench {diff:.1e}")
 
 
 def main() -> None:
@@ -224,6 +230,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--tools", default="retbench,ranx,pytrec_eval")
     ap.add_argument("--ways", default="prebuilt,dicts,file")
+    ap.add_argument("--score-format", default="6f", choices=["6f", "repr"], help="how the TREC file writes scores")
     args = ap.parse_args()
     print(f"metrics: {', '.join(LABELS)}; python {sys.version.split()[0]}; {os.cpu_count()} CPUs; best of {args.repeats}")
     for size in args.sizes.split(","):
@@ -233,7 +240,7 @@ def main() -> None:
             t = time.perf_counter()
             run, qrels = make_inputs(n_q, depth)
             if "file" in args.ways:
-                write_files(run, qrels, folder)
+                write_files(run, qrels, folder, args.score_format)
             del run, qrels
             print(f"\n(inputs for {size} built in {time.perf_counter() - t:.1f}s)", flush=True)
             results = [

@@ -130,6 +130,10 @@ def test_three_judging_paths_agree():
         expected = _hits(judge_qrels(by_scan, qrels))
         assert _hits(judge_qrels(by_maps, qrels)) == expected
         assert _hits(judge_qrels(by_codes, qrels)) == expected
+        # the lazily materialized doc ids of a mapping-built run are the eager ones
+        assert by_maps._doc_ids is None
+        assert by_maps.doc_ids.tolist() == by_scan.doc_ids.tolist()
+        assert by_maps.scores.tolist() == by_scan.scores.tolist()
         # and the hits are exactly the positive grades at their trec_eval ranks
         brute = [
             (i, r, float(qrels[q][d]))
@@ -141,12 +145,21 @@ def test_three_judging_paths_agree():
         assert expected == sorted(brute)
 
 
-def test_a_mapping_changed_after_the_run_was_built_is_not_trusted():
+def test_a_mapping_changed_after_the_run_was_built_is_detected():
     ranking = {"q": {"a": 3.0, "b": 2.0, "c": 1.0}}
+    run = Run.from_dict(ranking)  # the mappings are kept, not copied
+    del ranking["q"]["c"]
+    with pytest.raises(ValueError, match="changed after it was built"):
+        judge_qrels(run, Qrels({"q": {"c": 1}}))
+
+
+def test_runs_from_mappings_materialize_doc_ids_only_on_demand():
+    ranking = {"q": {"a": 1.0, "c": 1.0, "b": 2.0}, "p": {"x": 0.5, "y": 0.7}}
     run = Run.from_dict(ranking)
-    del ranking["q"]["c"]  # the run still ranks c; the lookup table no longer knows it
-    gm = judge_qrels(run, Qrels({"q": {"c": 1}}))
-    assert _hits(gm) == [(0, 2, 1.0)]
+    gm = judge_qrels(run, Qrels({"q": {"a": 1}, "p": {"x": 2}}))
+    assert run._doc_ids is None  # judged without building the doc id column
+    assert _hits(gm) == [(0, 2, 1.0), (1, 1, 2.0)]
+    assert run.docs("q") == ["b", "c", "a"] and run.docs("p") == ["y", "x"]
 
 
 def test_gain_matrix_dense_constructor_for_new_judges():

@@ -253,7 +253,7 @@ class Run:
         self,
         query_ids: list[str],
         offsets: np.ndarray,
-        doc_ids: np.ndarray,
+        doc_ids: np.ndarray | None,
         scores: np.ndarray,
         *,
         status: Mapping[str, QueryStatus] | None = None,
@@ -264,18 +264,26 @@ class Run:
         _sorted: bool = False,
         _unique: bool = False,
         _owned: bool = False,
+        _maps: list[Mapping[str, float]] | None = None,
     ) -> None:
         self.name = name
         self.query_ids = list(query_ids)
         self.offsets = np.asarray(offsets, dtype=np.int64)
-        self.doc_ids = np.asarray(doc_ids, dtype=object)
         self.scores = np.asarray(scores, dtype=np.float64)
         self.n_duplicates = n_duplicates
         self._vocab: np.ndarray | None = None
         self._codes: np.ndarray | None = None
-        # per-query {doc id: score} maps kept from `from_dict` input: judging then looks judged docs up
-        # in them instead of scanning every ranked doc (see metrics.judging)
-        self._maps: list[Mapping[str, float]] | None = None
+        # Runs built from {qid: {doc: score}} keep those mappings: judging looks judged docs up in them
+        # instead of scanning every ranked doc, and `doc_ids` is only materialized when something asks
+        # for it (building 10M Python references costs more than all the metrics together).
+        self._maps = _maps
+        if doc_ids is None and _maps is None:
+            raise ValueError("doc_ids are required")
+        self._doc_ids: np.ndarray | None = None if doc_ids is None else np.asarray(doc_ids, dtype=object)
+        self._perm: np.ndarray | None = None  # lazy doc ids: the sort applied to the mappings' order
+        # positions (sorted) whose score is shared within their query, and their doc ids in trec_eval order
+        self._tied_pos = np.zeros(0, dtype=np.int64)
+        self._tied_docs = np.zeros(0, dtype=object)
         self._owned = _owned  # doc_ids is ours to reorder in place (built by a constructor here)
         if not _sorted:
             self._normalize(unique=_unique)
@@ -290,6 +298,41 @@ class Run:
         self.latency: dict[str, float] = {q: float(v) for q, v in (latency or {}).items()}
         self.errors: dict[str, str] = dict(errors or {})
 
+    @property
+    def doc_ids(self) -> np.ndarray:
+        """Doc ids of every query, concatenated in rank order (object array; see `offsets`)."""
+        if self._doc_ids is None:
+            assert self._maps is not None
+            if [len(m) for m in self._maps] != np.diff(self.offsets).tolist():
+                raise ValueError("the {doc: score} mappings this run was built from were changed after it was built")
+            docs = np.fromiter(chain.from_iterable(self._maps), dtype=object, count=int(self.offsets[-1]))
+            if self._perm is not None:
+                docs = docs[self._perm]
+            if len(self._tied_pos):
+                docs[self._tied_pos] = self._tied_docs
+            self._doc_ids = docs
+        return self._doc_ids
+
+    @doc_ids.setter
+    def doc_ids(self, value: np.ndarray) -> None:
+        self._doc_ids = value
+
+    def _docs_at(self, positions: np.ndarray) -> np.ndarray:
+        """Doc ids at some positions without materializing all of them (lazy runs)."""
+        if self._doc_ids is not None:
+            return self._doc_ids[positions]
+        assert self._maps is not None
+        orig = self._perm[positions] if self._perm is not None else positions
+        rows = np.searchsorted(self.offsets, orig, side="right") - 1
+        out = np.empty(len(positions), dtype=object)
+        keys: dict[int, list[str]] = {}
+        for i, (r, o) in enumerate(zip(rows.tolist(), (orig - self.offsets[rows]).tolist(), strict=True)):
+            ks = keys.get(r)
+            if ks is None:
+                ks = keys[r] = list(self._maps[r])
+            out[i] = ks[o]
+        return out
+
     # -- construction -------------------------------------------------------------------------
     @classmethod
     def from_dict(
@@ -299,9 +342,9 @@ class Run:
     ) -> Run:
         """From `{qid: {doc: score}}` or `{qid: [(doc, score), ...]}` (order is re-established).
 
-        Doc ids become strings. For mappings whose ids are strings (checked on each ranking's first id)
-        the columns are built without per-doc Python work and judging later looks judged ids up in
-        the mappings themselves, so they should not be changed while the run is in use.
+        Doc ids become strings. Mappings whose ids are strings (checked on each ranking's first id) are
+        not copied: the run keeps them, reads its doc ids from them only when asked, and judging looks
+        judged ids up in them. Do not modify them while the run is in use (a changed size is detected).
         """
         qids = [str(q) for q in results]
         rankings = list(results.values())
@@ -309,14 +352,13 @@ class Run:
             # the common case, {qid: {doc: score}}: columns straight from the mappings, no per-doc Python work
             lengths = [len(r) for r in rankings]
             n = sum(lengths)
-            doc_arr = np.fromiter(chain.from_iterable(rankings), dtype=object, count=n)
             scores = np.fromiter(chain.from_iterable(r.values() for r in rankings), dtype=np.float64, count=n)
             offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
             np.cumsum(lengths, out=offsets[1:])
-            run = cls(qids, offsets, doc_arr, scores, _unique=True, _owned=True, **kwargs)
-            if not kwargs.get("_sorted"):
-                run._maps = rankings
-            return run
+            if kwargs.get("_sorted"):
+                doc_arr = np.fromiter(chain.from_iterable(rankings), dtype=object, count=n)
+                return cls(qids, offsets, doc_arr, scores, _unique=True, _owned=True, **kwargs)
+            return cls(qids, offsets, None, scores, _unique=True, _maps=rankings, **kwargs)
         docs: list[str] = []
         values: list[float] = []
         offsets_list = [0]
@@ -342,14 +384,14 @@ class Run:
         de-duplication cost time only where they are needed. `unique` promises no repeated ids
         (rankings that came from mappings).
         """
-        n = len(self.doc_ids)
-        if len(self.scores) != n or self.offsets[-1] != n or self.offsets[0] != 0:
+        n = len(self.scores)
+        if (self._doc_ids is not None and len(self._doc_ids) != n) or self.offsets[-1] != n or self.offsets[0] != 0:
             raise ValueError("doc_ids, scores and offsets disagree in length")
         if n == 0:
             return
         if not unique:
             self._drop_duplicates()
-            n = len(self.doc_ids)
+            n = len(self.scores)
         s = self.scores
         # pairs (i, i + 1) that straddle two queries do not constrain the order
         starts = self.offsets[1:-1]
@@ -358,8 +400,11 @@ class Run:
         if np.any((s[1:] > s[:-1]) & same) or np.isnan(s).any():
             qidx = np.repeat(np.arange(len(self.query_ids), dtype=np.int64), np.diff(self.offsets))
             order = np.lexsort((-s, qidx))  # stable: ties keep input order until broken below
-            self.doc_ids, self.scores = self.doc_ids[order], s[order]
-            s = self.scores
+            if self._doc_ids is None:
+                self._perm = order
+            else:
+                self._doc_ids = self._doc_ids[order]
+            self.scores = s = s[order]
         tied = (s[1:] == s[:-1]) & same
         if tied.any():
             self._break_ties(tied)
@@ -382,19 +427,21 @@ class Run:
 
     def _break_ties(self, tied: np.ndarray) -> None:
         """Order each run of equal scores within a query by doc id descending (trec_eval), touching only ties."""
-        member = np.zeros(len(self.doc_ids), dtype=bool)
+        member = np.zeros(len(self.scores), dtype=bool)
         member[:-1] |= tied
         member[1:] |= tied
         idx = np.flatnonzero(member)
         new_group = np.ones(len(idx), dtype=bool)
         new_group[1:] = ~tied[idx[1:] - 1]
         group = np.cumsum(new_group)
-        _, codes = _intern(self.doc_ids[idx])
+        tied_docs = self._docs_at(idx)
+        _, codes = _intern(tied_docs)
         order = np.lexsort((-codes, group))
-        if not np.array_equal(order, np.arange(len(order))):
-            docs = self.doc_ids if self._owned else self.doc_ids.copy()  # never reorder a caller's array
-            docs[idx] = self.doc_ids[idx[order]]
-            self.doc_ids = docs
+        self._tied_pos, self._tied_docs = idx, tied_docs[order]
+        if self._doc_ids is not None and not np.array_equal(order, np.arange(len(order))):
+            docs = self._doc_ids if self._owned else self._doc_ids.copy()  # never reorder a caller's array
+            docs[idx] = self._tied_docs
+            self._doc_ids = docs
 
     # -- access ---------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -512,7 +559,7 @@ class Run:
         )
 
     def __repr__(self) -> str:
-        return f"Run(name={self.name!r}, queries={len(self)}, docs={len(self.doc_ids)}, failed={len(self.failed())})"
+        return f"Run(name={self.name!r}, queries={len(self)}, docs={len(self.scores)}, failed={len(self.failed())})"
 
 
 class RunBuilder:

@@ -112,53 +112,101 @@ class _NotSimple(Exception):
     """The fast parser met something only the line reader handles (or reports) properly."""
 
 
-def _text_column(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Variable-length byte fields -> one fixed-width `S` array (trailing NULs are not part of `S` values)."""
+def _text_column(windows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Variable-length byte fields -> a fixed-width uint8 matrix, one field a row, NUL-padded.
+
+    `windows` is a sliding-window view of the block (row i = the bytes from offset i on), so taking
+    rows copies just the fields' bytes.
+    """
     lens = ends - starts
     width = int(lens.max()) if len(lens) else 1
-    cols = np.arange(width)
-    mat = buf[np.minimum(starts[:, None] + cols, len(buf) - 1)]
-    mat[cols >= lens[:, None]] = 0
-    return np.ascontiguousarray(mat).view(f"S{width}").ravel()
+    mat = windows[starts, :width]
+    mat[np.arange(width) >= lens[:, None]] = 0
+    return mat
 
 
-def _only(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bytes:
-    """The buffer with every byte outside the given fields turned into a space (fields stay in place)."""
-    mark = np.zeros(len(buf) + 1, dtype=np.int8)
-    mark[starts] = 1
-    mark[ends] -= 1
-    inside = np.cumsum(mark[:-1], dtype=np.int8).astype(bool)
-    return np.where(inside, buf, np.uint8(32)).astype(np.uint8).tobytes()
+def _spaced(mat: np.ndarray) -> bytes:
+    """A field matrix as one space-separated byte string, ready for str.split() or np.fromstring."""
+    out = np.full((mat.shape[0], mat.shape[1] + 1), 32, dtype=np.uint8)
+    out[:, :-1] = np.where(mat == 0, np.uint8(32), mat)
+    return out.tobytes()
+
+
+_POW10 = 10.0 ** np.arange(23)  # exact doubles
+
+
+def _parse_scores(mat: np.ndarray) -> np.ndarray:
+    """Score fields (NUL-padded rows) -> float64, exactly as strtod / float() parse them.
+
+    Plain decimals with at most 15 digits (`12.345600`, `-0.5`, `3`: what most retrieval toolkits
+    write) take Clinger's fast path: the digits form an integer M < 2^53 and the value is M / 10^f,
+    one correctly rounded IEEE division of two exact doubles, hence the correctly rounded result.
+    Anything else (more digits, exponents) is parsed by C strtod.
+    """
+    n, width = mat.shape
+    digit = (mat >= 48) & (mat <= 57)
+    dot = mat == 46
+    sign = (mat[:, 0] == 45) | (mat[:, 0] == 43)
+    body = np.ones((n, width), dtype=bool)
+    body[:, 0] = ~sign
+    filled = mat != 0
+    n_digits = digit.sum(axis=1)
+    simple = (
+        np.all(digit | dot | ~filled | ~body, axis=1)
+        & (dot.sum(axis=1) <= 1)
+        & (n_digits >= 1)
+        & (n_digits <= 15)
+    )
+    mantissa = np.zeros(n, dtype=np.int64)
+    frac = np.zeros(n, dtype=np.int64)
+    seen_dot = np.zeros(n, dtype=bool)
+    for c in range(width):
+        d = digit[:, c]
+        mantissa = np.where(d, mantissa * 10 + (mat[:, c].astype(np.int64) - 48), mantissa)
+        frac += d & seen_dot
+        seen_dot |= dot[:, c]
+    values = mantissa.astype(np.float64) / _POW10[np.minimum(frac, 22)]
+    values = np.where(mat[:, 0] == 45, -values, values)
+    rest = np.flatnonzero(~simple)
+    if len(rest):
+        try:
+            values[rest] = np.fromstring(_spaced(mat[rest]), dtype=np.float64, sep=" ")
+        except ValueError:
+            raise _NotSimple from None
+    return values
+
+
+# byte classes: 0 part of a field, 1 whitespace as str.split() sees it in ASCII, 2 not ASCII
+_CLASS = np.zeros(256, dtype=np.uint8)
+_CLASS[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = 1
+_CLASS[128:] = 2
 
 
 def _parse_block(block: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, bytes]:
-    """Whole lines of a run file -> (qid S-array, doc ids as str objects, scores, last tag)."""
+    """Whole lines of a run file -> (qid field matrix as `S` array, doc ids as str objects, scores, last tag)."""
     buf = np.frombuffer(block, dtype=np.uint8)
-    ws = (buf == 32) | ((buf >= 9) & (buf <= 13)) | ((buf >= 28) & (buf <= 31))  # str.split()'s ASCII whitespace
-    if np.any(buf >= 128):
+    cls = _CLASS[buf]
+    if cls.max() == 2:
         raise _NotSimple  # non-ASCII ids (and Unicode whitespace): the line reader decodes them properly
-    prev_ws = np.empty_like(ws)
-    prev_ws[0] = True
-    prev_ws[1:] = ws[:-1]
-    next_ws = np.empty_like(ws)
-    next_ws[-1] = True
-    next_ws[:-1] = ws[1:]
-    starts = np.flatnonzero(~ws & prev_ws)
-    ends = np.flatnonzero(~ws & next_ws) + 1
+    ws = cls.view(bool)
+    # field boundaries alternate start, end, start, end, ... (the block ends with a newline)
+    edges = np.flatnonzero(ws[1:] != ws[:-1]) + 1
+    if not ws[0]:
+        edges = np.concatenate([[0], edges])
+    starts, ends = edges[0::2], edges[1::2]
     newlines = np.flatnonzero(buf == 10)
-    per_line = np.bincount(np.searchsorted(newlines, starts))
-    if np.any((per_line != 0) & (per_line != 6)):
+    per_line = np.diff(np.searchsorted(starts, newlines), prepend=0)
+    if np.any((per_line != 0) & (per_line != 6)) or len(starts) != 6 * np.count_nonzero(per_line):
         raise _NotSimple
     starts, ends = starts.reshape(-1, 6), ends.reshape(-1, 6)
     n = len(starts)
-    qid = _text_column(buf, starts[:, 0], ends[:, 0])
-    # ids and scores are cut out by blanking everything else, then split / parsed by C code in one go
+    longest = int((ends - starts)[:, [0, 2, 4]].max()) if n else 1
+    windows = np.lib.stride_tricks.sliding_window_view(np.concatenate([buf, np.zeros(longest, dtype=np.uint8)]), longest)
+    qmat = _text_column(windows, starts[:, 0], ends[:, 0])
+    qid = np.ascontiguousarray(qmat).view(f"S{qmat.shape[1]}").ravel()
     docs = np.empty(n, dtype=object)
-    docs[:] = _only(buf, starts[:, 2], ends[:, 2]).decode("ascii").split()
-    try:
-        scores = np.fromstring(_only(buf, starts[:, 4], ends[:, 4]), dtype=np.float64, sep=" ")
-    except ValueError:
-        raise _NotSimple from None
+    docs[:] = _spaced(_text_column(windows, starts[:, 2], ends[:, 2])).decode("ascii").split()
+    scores = _parse_scores(_text_column(windows, starts[:, 4], ends[:, 4]))
     if len(scores) != n or not np.isfinite(scores).all():
         raise _NotSimple
     tag = block[starts[-1, 5] : ends[-1, 5]] if n else b""

@@ -221,7 +221,7 @@ def judge_qrels(run: Run, qrels: Qrels | Mapping[str, Mapping[str, int]], query_
     jrr, jr, jg = jrr[sel], jrow[sel], jgrade[sel]
 
     found = None
-    if len(sel) == 0 or len(run.doc_ids) == 0:
+    if len(sel) == 0 or len(run.scores) == 0:
         found = (np.zeros(0, dtype=np.int64),) * 2
     elif run._maps is not None:
         found = _locate_by_maps(run, jrr, jd)
@@ -248,9 +248,11 @@ def _locate_by_maps(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarr
         return which, np.zeros(0, dtype=np.int64)
     target = np.array([got[i] for i in which.tolist()], dtype=np.float64)
     rr, d = jrr[which], jd[which]
-    starts = run.offsets[rr]
-    lo, hi = starts.copy(), run.offsets[rr + 1].copy()
-    scores, docs = run.scores, run.doc_ids
+    starts, stops = run.offsets[rr], run.offsets[rr + 1]
+    lo, hi = starts.copy(), stops.copy()
+    scores = run.scores
+    # doc ids are needed only where scores tie; the run keeps those (the others are never materialized)
+    tied_pos, tied_docs = run._tied_pos, run._tied_docs
     # lower bound in trec_eval order (score descending, then doc id descending), all judgements at once
     while True:
         act = np.flatnonzero(lo < hi)
@@ -261,11 +263,19 @@ def _locate_by_maps(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarr
         before = sm > sv
         tie = np.flatnonzero(sm == sv)
         if len(tie):
-            before[tie] = np.greater(docs[mid[tie]], d[act[tie]])
+            # an equal score at a position outside every tie group can only be the judged doc itself
+            k = np.minimum(np.searchsorted(tied_pos, mid[tie]), max(len(tied_pos) - 1, 0))
+            grouped = (tied_pos[k] == mid[tie]) if len(tied_pos) else np.zeros(len(tie), dtype=bool)
+            if grouped.any():
+                g = tie[grouped]
+                before[g] = np.greater(tied_docs[k[grouped]], d[act[g]])
         lo[act[before]] = mid[before] + 1
         hi[act[~before]] = mid[~before]
-    inside = lo < run.offsets[rr + 1]
-    if not inside.all() or not np.all(docs[lo] == d):
+    if not np.all(lo < stops) or not np.all(scores[np.minimum(lo, len(scores) - 1)] == target):
+        return None
+    k = np.minimum(np.searchsorted(tied_pos, lo), max(len(tied_pos) - 1, 0))
+    grouped = (tied_pos[k] == lo) if len(tied_pos) else np.zeros(len(lo), dtype=bool)
+    if not np.all(tied_docs[k[grouped]] == d[grouped]):
         return None
     return which, lo - starts
 
