@@ -178,3 +178,29 @@ def test_run_builder_runs_are_judged_like_mapping_runs():
     builder.add("q", [("x", 2.0), ("y", 2.0), ("z", 1.0)])
     qrels = Qrels({"q": {"y": 1, "z": 2}})
     assert _hits(judge_qrels(builder.build(), qrels)) == _hits(judge_qrels(Run.from_dict({"q": {"x": 2.0, "y": 2.0, "z": 1.0}}), qrels))
+
+
+def test_score_parsing_is_bit_exact_with_float():
+    """The fast path for plain decimals (M / 10^f) and the strtod path give float()'s exact doubles."""
+    from retbench.io.trec import _parse_scores
+
+    rng = random.Random(5)
+    toks = ["0", "-0", "+3.5", ".5", "5.", "-.25", "0.000000000000001", "123456789012345", "1234567890123456",
+            "0.1", "0.3", "9007199254740993", "1e5", "-2.5E-3"]
+    for _ in range(20000):
+        k = rng.random()
+        if k < 0.4:
+            toks.append(f"{rng.uniform(-50, 50):.6f}")
+        elif k < 0.6:
+            toks.append(str(rng.randint(-10**12, 10**12)))
+        elif k < 0.8:
+            toks.append(repr(rng.random()))
+        else:
+            toks.append(f"{rng.uniform(0, 1e6):.{rng.randint(0, 9)}f}")
+    width = max(map(len, toks))
+    mat = np.zeros((len(toks), width), dtype=np.uint8)
+    for i, t in enumerate(toks):
+        mat[i, : len(t)] = np.frombuffer(t.encode(), dtype=np.uint8)
+    got = _parse_scores(mat)
+    expected = np.array([float(t) for t in toks])
+    assert got.view(np.int64).tolist() == expected.view(np.int64).tolist()  # same bits, -0.0 included
