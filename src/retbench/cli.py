@@ -358,7 +358,7 @@ def eval_command(
     """Score a run against judgements, like trec_eval (-c): every judged query counts, unanswered ones as 0."""
     import json
 
-    from retbench.evaluation import evaluate, groups_from_samples, read_judgements, read_system, trec_lines
+    from retbench.evaluation import evaluate, groups_from_samples, json_safe, read_judgements, read_system, trec_lines
 
     if fmt not in ("table", "json", "trec"):
         raise fail(f"--format must be table, json or trec, got {fmt!r}")
@@ -402,7 +402,7 @@ def eval_command(
             if groups:
                 out["breakdown"] = ev.breakdown(groups)
                 out["group_sizes"] = ev.group_sizes(groups)
-        typer.echo(json.dumps(out, indent=2, default=lambda v: None if v != v else v))
+        typer.echo(json.dumps(json_safe(out), indent=2, allow_nan=False))
         return
     from rich.table import Table
 

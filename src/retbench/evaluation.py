@@ -173,7 +173,7 @@ class Evaluation:
         }
         if per_query:
             out["per_query"] = self.per_query()
-        return out
+        return json_safe(out)
 
     _HEADER_KEYS = ("system", "mode", "relevance_level", "no_relevant", "default_k", "n_duplicates",
                     "skipped", "excluded", "unjudged", "trec_names")
@@ -248,6 +248,17 @@ class Evaluation:
             default_k=int(meta.get("default_k", 5)),
             trec_names=list(meta.get("trec_names", [])) or [None] * len(metrics),
         )
+
+
+def json_safe(obj: Any) -> Any:
+    """NaN (a mean over no counted query) becomes None, so the output is valid JSON."""
+    if isinstance(obj, float) and obj != obj:
+        return None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [json_safe(v) for v in obj]
+    return obj
 
 
 def bootstrap_means(values: np.ndarray, *, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
