@@ -46,9 +46,9 @@ def _serve(conn) -> None:
 class Oracle:
     """pytrec_eval in a child process, restarted when it stalls.
 
-    pytrec_eval 0.5 now and then never returns from `evaluate` after a few hundred evaluators were
-    built in one process (seen here with measure sets like {map, ndcg}; the same input evaluates at
-    once in a fresh process): a bug in its process-global trec_eval state, not in the measures.
+    pytrec_eval (pytrec-eval-terrier 0.5.11) now and then never returns from `evaluate` (seen with
+    measure sets such as {map, ndcg}, after other evaluators were built in the same process; the same
+    input evaluates at once in a fresh process): a pytrec_eval bug, not a property of the measures.
     """
 
     def __init__(self) -> None:
