@@ -235,7 +235,7 @@ def _locate_by_maps(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarr
     """(judgement indices found in the run, their 0-based ranks) via the run's {doc: score} maps.
 
     Returns None when the maps no longer agree with the run (a mapping changed after the run was
-    built); the caller then falls back to a scan.
+    built); the caller then falls back to a scan, which reports the change.
     """
     maps = run._maps
     assert maps is not None
