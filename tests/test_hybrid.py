@@ -75,7 +75,10 @@ def test_normalization_edge_cases():
 def test_weighted_fusion_ignores_each_components_scale(normalization):
     """Raw scores are never mixed: rescaling one component (BM25 x 1000 + 7) changes nothing."""
     scaled = [(d, 1000 * s + 7) for d, s in A]
-    plain, rescaled = fuse_weighted([A, B], normalization=normalization), fuse_weighted([scaled, B], normalization=normalization)
+    plain, rescaled = (
+        fuse_weighted([A, B], normalization=normalization),
+        fuse_weighted([scaled, B], normalization=normalization),
+    )
     assert [d for d, _ in plain] == [d for d, _ in rescaled]
     assert [s for _, s in plain] == pytest.approx([s for _, s in rescaled])
 
@@ -134,7 +137,9 @@ def test_hybrid_equals_rrf_over_its_components_at_their_depths(hybrid, claims):
 
 
 def test_hybrid_weighted_search_and_describe(components, docs, claims):
-    r = create("hybrid", {"components": components, "fusion": "weighted", "normalization": "zscore", "weights": [0.4, 0.6]})
+    r = create(
+        "hybrid", {"components": components, "fusion": "weighted", "normalization": "zscore", "weights": [0.4, 0.6]}
+    )
     r.index(docs)
     bm25, dense = r.components
     ranking = r.search_batch(claims[:1], 5)[0]
@@ -147,7 +152,10 @@ def test_hybrid_weighted_search_and_describe(components, docs, claims):
     assert ranking == want
     desc = r.describe()
     assert desc["fusion"] == "weighted" and desc["normalization"] == "zscore" and "rrf_k" not in desc
-    assert [(c["adapter"], c["depth"], c["weight"]) for c in desc["components"]] == [("bm25s", 30, 0.4), ("dense", 20, 0.6)]
+    assert [(c["adapter"], c["depth"], c["weight"]) for c in desc["components"]] == [
+        ("bm25s", 30, 0.4),
+        ("dense", 20, 0.6),
+    ]
 
 
 def test_hybrid_run_and_save_load(hybrid, claims, components, tmp_path):

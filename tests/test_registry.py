@@ -126,7 +126,9 @@ def test_entry_point_adapters(toy_module, monkeypatch):
 
 
 def test_hybrid_components_may_be_user_adapters(toy_module):
-    r = create("hybrid", {"components": [{"adapter": f"{toy_module}:make"}, {"adapter": "bm25s", "params": {"stemmer": None}}]})
+    r = create(
+        "hybrid", {"components": [{"adapter": f"{toy_module}:make"}, {"adapter": "bm25s", "params": {"stemmer": None}}]}
+    )
     r.index(CORPUS)
     assert r.search_batch(["apple"], 3)[0][0][0] in {"a", "b"}
     assert r.capabilities == frozenset()  # the toy adapter declares no optional abilities
