@@ -143,9 +143,9 @@ class EmbeddingCache:
                 continue
             vecs = np.load(self.folder / f"{stem}.vecs.npy", mmap_mode="r")
             keys = np.load(keys_file)
+            self._seen.add(stem)  # remembered either way: a foreign shard is not re-read on every lookup
             if keys.ndim != 2 or keys.shape[1] != _KEY_BYTES or len(keys) != len(vecs):
                 continue  # not a shard this code wrote; ignore rather than serve wrong vectors
-            self._seen.add(stem)
             block = len(self._blocks)
             self._blocks.append(vecs)
             self.dim = int(vecs.shape[1]) if vecs.ndim == 2 else self.dim
