@@ -52,9 +52,10 @@ def handles_errors(func: F) -> F:
 
 
 def console() -> Any:
+    """Rich console; when output is not a terminal (CI logs, files) tables get room instead of 80 columns."""
     from rich.console import Console
 
-    return Console()
+    return Console() if sys.stdout.isatty() else Console(width=160)
 
 
 # -- datasets ---------------------------------------------------------------------------------
