@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from itertools import chain, pairwise
+from itertools import chain, pairwise, repeat
 from typing import Any
 
 import numpy as np
@@ -179,7 +179,16 @@ class Qrels(Mapping[str, Mapping[str, int]]):
     """
 
     def __init__(self, judgements: Mapping[str, Mapping[str, int]]) -> None:
-        self._q: dict[str, dict[str, int]] = {str(q): {str(d): int(g) for d, g in docs.items()} for q, docs in judgements.items()}
+        docs_of = list(judgements.values())
+        if (
+            set(map(type, judgements)) <= {str}
+            and set(map(type, docs_of)) <= {dict}
+            and set(map(type, chain.from_iterable(docs_of))) <= {str}
+            and set(map(type, chain.from_iterable(d.values() for d in docs_of))) <= {int}
+        ):  # already str -> str -> int: copy at C speed (the conversions below would change nothing)
+            self._q: dict[str, dict[str, int]] = {q: d.copy() for q, d in zip(judgements, docs_of, strict=True)}
+        else:
+            self._q = {str(q): {str(d): int(g) for d, g in docs.items()} for q, docs in judgements.items()}
 
     def __getitem__(self, qid: str) -> Mapping[str, int]:
         return self._q[qid]
@@ -224,6 +233,13 @@ class QueryStatus(str, Enum):
     @property
     def failed(self) -> bool:
         return self in (QueryStatus.ERROR, QueryStatus.TIMEOUT, QueryStatus.INVALID)
+
+
+def _str_keyed_mappings(rankings: Sequence[Any]) -> bool:
+    """True if every ranking is a mapping whose first key is a string (dicts are checked from C)."""
+    if set(map(type, rankings)) <= {dict}:
+        return set(map(type, map(next, map(iter, rankings), repeat("")))) <= {str}
+    return all(isinstance(r, Mapping) and type(next(iter(r), "")) is str for r in rankings)
 
 
 def _intern(doc_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -348,7 +364,7 @@ class Run:
         """
         qids = [str(q) for q in results]
         rankings = list(results.values())
-        if all(isinstance(r, Mapping) and type(next(iter(r), "")) is str for r in rankings):
+        if _str_keyed_mappings(rankings):
             # the common case, {qid: {doc: score}}: columns straight from the mappings, no per-doc Python work
             lengths = [len(r) for r in rankings]
             n = sum(lengths)

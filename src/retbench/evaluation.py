@@ -29,7 +29,7 @@ import numpy as np
 
 from retbench.data import Qrels, QueryStatus, Run, Sample
 from retbench.errors import ConfigError, InputError
-from retbench.metrics.judging import judge_qrels
+from retbench.metrics.judging import judge_qrels, run_rows
 from retbench.metrics.registry import MetricContext, MetricSpec, parse_metric, parse_metrics
 
 MODES = ("trec_eval", "pytrec_eval")
@@ -345,10 +345,12 @@ def evaluate(
     qids = list(qrels)
     n = len(qids)
     gm = judge_qrels(run, qrels, qids)
-    pos = run._pos
-    run_rows = np.fromiter((pos.get(q, -1) for q in qids), dtype=np.int64, count=n)
-    status = [run.status[q].value if q in pos else "missing" for q in qids]
-    failed = np.fromiter((s == "missing" or QueryStatus(s).failed for s in status), dtype=bool, count=n)
+    rows_in_run = run_rows(run, qids)
+    value_of: dict[QueryStatus | None, str] = {s: s.value for s in QueryStatus}
+    value_of[None] = "missing"
+    status = list(map(value_of.__getitem__, map(run.status.get, qids)))
+    unanswered = {"missing", *(s.value for s in QueryStatus if s.failed)}
+    failed = np.fromiter((s in unanswered for s in status), dtype=bool, count=n)
     no_rel = gm.n_relevant(relevance_level) == 0
 
     keep = np.ones(n, dtype=bool)
@@ -362,14 +364,15 @@ def evaluate(
         keep &= ~no_rel
     rows = np.flatnonzero(keep)
     sub = gm if len(rows) == n else gm.take(rows)
-    kept = [qids[r] for r in rows]
+    everyone = len(rows) == n
+    kept = qids if everyone else [qids[r] for r in rows]
 
     smap = _sample_map(samples)
     row_samples = [smap.get(q) for q in kept] if smap else []
     ks = None
     if smap:
         ks = np.array([sample_k(s) or 0 for s in row_samples], dtype=np.int64)
-    ctx = MetricContext(sub, relevance_level, run, run_rows[rows], row_samples, texts, qrels)
+    ctx = MetricContext(sub, relevance_level, run, rows_in_run[rows], row_samples, texts, qrels)
     values = np.empty((len(rows), len(specs)), dtype=np.float64)
     for j, spec in enumerate(specs):
         values[:, j] = spec.compute(ctx, ks)
@@ -377,14 +380,15 @@ def evaluate(
         values[no_rel[rows]] = 1.0
     values[failed[rows]] = 0.0
 
-    judged = set(qids)
-    unjudged = [q for q in run.query_ids if q not in judged]
+    not_judged = np.ones(len(run), dtype=bool)
+    not_judged[rows_in_run[rows_in_run >= 0]] = False
+    unjudged = [run.query_ids[i] for i in np.flatnonzero(not_judged).tolist()]
     return Evaluation(
         system=system if system is not None else run.name,
         metrics=[s.name for s in specs],
         query_ids=kept,
         values=values,
-        status=[status[r] for r in rows],
+        status=status if everyone else [status[r] for r in rows],
         skipped=skipped,
         mode=mode,
         n_duplicates=run.n_duplicates,

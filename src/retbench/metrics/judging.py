@@ -16,7 +16,7 @@ hits, not to the number of ranked documents. The dense `gains` array is built on
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import repeat
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -178,20 +178,23 @@ def check_level(level: int) -> None:
         raise ValueError(f"relevance level must be an integer >= 1, got {level!r}")
 
 
-def _flatten_qrels(qrels: Mapping[str, Mapping[str, int]], query_ids: Sequence[str]) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """(row per positive judgement, doc ids, grades) for the given queries."""
-    rows: list[int] = []
-    docs: list[str] = []
-    grades: list[int] = []
-    for i, q in enumerate(query_ids):
-        judged = qrels.get(q)
-        if not judged:
-            continue
-        pos = [(d, g) for d, g in judged.items() if g > 0]
-        docs.extend(d for d, _ in pos)
-        grades.extend(g for _, g in pos)
-        rows.extend([i] * len(pos))
-    return np.asarray(rows, dtype=np.int64), docs, np.asarray(grades, dtype=np.float64)
+def _flatten_qrels(qrels: Mapping[str, Mapping[str, int]], query_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, doc id, grade) of every positive judgement of the given queries, built by C-level iteration."""
+    table = getattr(qrels, "_q", qrels)  # a Qrels' own dict: skips a Python-level __getitem__ per query
+    empty: Mapping[str, int] = {}
+    judged = [table.get(q, empty) for q in query_ids]
+    lengths = np.fromiter(map(len, judged), dtype=np.int64, count=len(judged))
+    total = int(lengths.sum())
+    docs = np.fromiter(chain.from_iterable(judged), dtype=object, count=total)
+    grades = np.fromiter(chain.from_iterable(j.values() for j in judged), dtype=np.float64, count=total)
+    rows = np.repeat(np.arange(len(judged), dtype=np.int64), lengths)
+    keep = grades > 0
+    return rows[keep], docs[keep], grades[keep]
+
+
+def run_rows(run: Run, query_ids: Sequence[str]) -> np.ndarray:
+    """The run's row of each query id (-1 where the run has no such query)."""
+    return np.fromiter(map(run._pos.get, query_ids, repeat(-1)), dtype=np.int64, count=len(query_ids))
 
 
 def judge_qrels(run: Run, qrels: Qrels | Mapping[str, Mapping[str, int]], query_ids: Sequence[str] | None = None) -> GainMatrix:
@@ -209,16 +212,13 @@ def judge_qrels(run: Run, qrels: Qrels | Mapping[str, Mapping[str, int]], query_
     jrow, jdocs, jgrade = _flatten_qrels(qrels, qids)
     ideal_offsets, ideal_grades = _ideal_csr(jrow, jgrade, n)
 
-    pos = run._pos
-    run_row = np.fromiter((pos.get(q, -1) for q in qids), dtype=np.int64, count=n)
+    run_row = run_rows(run, qids)
     run_len = np.diff(run.offsets)
     lengths = np.where(run_row >= 0, run_len[np.maximum(run_row, 0)] if len(run_len) else 0, 0).astype(np.int64)
 
     jrr = run_row[jrow] if len(jrow) else np.zeros(0, dtype=np.int64)
     sel = np.flatnonzero(jrr >= 0)
-    jd = np.empty(len(sel), dtype=object)
-    jd[:] = [jdocs[i] for i in sel.tolist()]
-    jrr, jr, jg = jrr[sel], jrow[sel], jgrade[sel]
+    jrr, jr, jd, jg = jrr[sel], jrow[sel], jdocs[sel], jgrade[sel]
 
     found = None
     if len(sel) == 0 or len(run.scores) == 0:
@@ -241,12 +241,18 @@ def _locate_by_maps(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarr
     assert maps is not None
     if [len(m) for m in maps] != np.diff(run.offsets).tolist():
         return None
-    got = [maps[r].get(d) for r, d in zip(jrr.tolist(), jd.tolist(), strict=True)]
-    which = np.fromiter((v is not None for v in got), dtype=bool, count=len(got))
-    which = np.flatnonzero(which)
+    # the score of every judged doc in its query's mapping, NaN when not ranked; for plain dicts the
+    # lookups are driven from C (map over dict.get), other mappings go through their own .get
+    owners = map(maps.__getitem__, jrr.tolist())
+    if all(type(m) is dict for m in maps):
+        lookups = map(dict.get, owners, jd.tolist(), repeat(np.nan))
+    else:
+        lookups = (m.get(d, np.nan) for m, d in zip(owners, jd.tolist(), strict=True))
+    got = np.fromiter(lookups, dtype=np.float64, count=len(jd))
+    which = np.flatnonzero(~np.isnan(got))
     if len(which) == 0:
         return which, np.zeros(0, dtype=np.int64)
-    target = np.array([got[i] for i in which.tolist()], dtype=np.float64)
+    target = got[which]
     rr, d = jrr[which], jd[which]
     starts, stops = run.offsets[rr], run.offsets[rr + 1]
     lo, hi = starts.copy(), stops.copy()
