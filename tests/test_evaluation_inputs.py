@@ -114,8 +114,9 @@ def _hits(gm: GainMatrix) -> list[tuple[int, int, float]]:
     return sorted(zip(gm.hit_rows.tolist(), gm.hit_ranks.tolist(), gm.hit_grades.tolist(), strict=True))
 
 
-def test_three_judging_paths_agree():
-    """Mappings (lookup + binary search), interned codes (gather) and a plain scan give identical hits."""
+def test_four_judging_paths_agree(tmp_path):
+    """Mappings (lookup + binary search), interned codes (gather), doc id hashes (runs read from TREC files)
+    and a plain scan give identical hits."""
     rng = random.Random(11)
     docs = [f"d{i}" for i in range(40)]
     for _ in range(60):
@@ -127,9 +128,13 @@ def test_three_judging_paths_agree():
         assert by_scan._maps is None and by_scan._codes is None
         by_codes = Run.from_dict({q: list(r.items()) for q, r in ranking.items()})
         by_codes.doc_codes()
+        write_run(by_scan, tmp_path / "run.trec")
+        by_file = read_run(tmp_path / "run.trec")
+        assert by_file._doc_hash is not None or len(by_file.scores) == 0
         expected = _hits(judge_qrels(by_scan, qrels))
         assert _hits(judge_qrels(by_maps, qrels)) == expected
         assert _hits(judge_qrels(by_codes, qrels)) == expected
+        assert _hits(judge_qrels(by_file, qrels)) == expected
         # the lazily materialized doc ids of a mapping-built run are the eager ones
         assert by_maps._doc_ids is None
         assert by_maps.doc_ids.tolist() == by_scan.doc_ids.tolist()
@@ -160,6 +165,16 @@ def test_runs_from_mappings_materialize_doc_ids_only_on_demand():
     assert run._doc_ids is None  # judged without building the doc id column
     assert _hits(gm) == [(0, 2, 1.0), (1, 1, 2.0)]
     assert run.docs("q") == ["b", "c", "a"] and run.docs("p") == ["y", "x"]
+
+
+def test_colliding_doc_hashes_cannot_produce_wrong_hits(tmp_path):
+    (tmp_path / "run.trec").write_text("q Q0 a 1 3.0 t\nq Q0 b 2 2.0 t\nq Q0 c 3 1.0 t\n")
+    run = read_run(tmp_path / "run.trec")
+    from retbench.data import _hash_ids
+
+    run._doc_hash = np.repeat(_hash_ids(["c"]), 3)  # a and b now collide with the judged c
+    gm = judge_qrels(run, Qrels({"q": {"c": 2, "zz": 1}}))
+    assert _hits(gm) == [(0, 2, 2.0)]
 
 
 def test_gain_matrix_dense_constructor_for_new_judges():

@@ -235,6 +235,32 @@ class QueryStatus(str, Enum):
         return self in (QueryStatus.ERROR, QueryStatus.TIMEOUT, QueryStatus.INVALID)
 
 
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+
+
+def _fnv1a_rows(mat: np.ndarray) -> np.ndarray:
+    """64-bit FNV-1a hash of each row of a NUL-padded uint8 matrix (the row's bytes up to its padding).
+
+    Vectorized over rows, so hashing 10M doc ids costs a few passes over small arrays instead of a
+    Python-level hash per id; judging uses it to find judged ids among ranked ones (exactly verified).
+    """
+    h = np.full(mat.shape[0], _FNV_OFFSET, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for c in range(mat.shape[1]):
+            col = mat[:, c]
+            h = np.where(col != 0, (h ^ col.astype(np.uint64)) * _FNV_PRIME, h)
+    return h
+
+
+def _hash_ids(ids: Sequence[str]) -> np.ndarray:
+    """`_fnv1a_rows` of ids given as Python strings (their UTF-8 bytes)."""
+    if len(ids) == 0:
+        return np.zeros(0, dtype=np.uint64)
+    raw = np.array([d.encode("utf-8") for d in ids], dtype=bytes)
+    return _fnv1a_rows(raw.view(np.uint8).reshape(len(ids), raw.dtype.itemsize))
+
+
 def _str_keyed_mappings(rankings: Sequence[Any]) -> bool:
     """True if every ranking is a mapping whose first key is a string (dicts are checked from C)."""
     if set(map(type, rankings)) <= {dict}:
@@ -281,6 +307,7 @@ class Run:
         _unique: bool = False,
         _owned: bool = False,
         _maps: list[Mapping[str, float]] | None = None,
+        _doc_hash: np.ndarray | None = None,
     ) -> None:
         self.name = name
         self.query_ids = list(query_ids)
@@ -301,6 +328,8 @@ class Run:
         self._tied_pos = np.zeros(0, dtype=np.int64)
         self._tied_docs = np.zeros(0, dtype=object)
         self._owned = _owned  # doc_ids is ours to reorder in place (built by a constructor here)
+        # `_fnv1a_rows` of each doc id, aligned with doc_ids (set by the TREC reader, which has the bytes)
+        self._doc_hash = _doc_hash
         if not _sorted:
             self._normalize(unique=_unique)
         self._pos = {q: i for i, q in enumerate(self.query_ids)}
@@ -420,6 +449,8 @@ class Run:
                 self._perm = order
             else:
                 self._doc_ids = self._doc_ids[order]
+            if self._doc_hash is not None:
+                self._doc_hash = self._doc_hash[order]
             self.scores = s = s[order]
         tied = (s[1:] == s[:-1]) & same
         if tied.any():
@@ -439,6 +470,8 @@ class Run:
         keep[first_pos] = True
         self.n_duplicates += int(n - keep.sum())
         self.doc_ids, self.scores = self.doc_ids[keep], self.scores[keep]
+        if self._doc_hash is not None:
+            self._doc_hash = self._doc_hash[keep]
         self.offsets = np.concatenate([[0], np.cumsum(np.bincount(qidx[keep], minlength=len(self.query_ids)))]).astype(np.int64)
 
     def _break_ties(self, tied: np.ndarray) -> None:
@@ -458,6 +491,10 @@ class Run:
             docs = self._doc_ids if self._owned else self._doc_ids.copy()  # never reorder a caller's array
             docs[idx] = self._tied_docs
             self._doc_ids = docs
+            if self._doc_hash is not None:
+                hashes = self._doc_hash.copy()
+                hashes[idx] = self._doc_hash[idx[order]]
+                self._doc_hash = hashes
 
     # -- access ---------------------------------------------------------------------------------
     def __len__(self) -> int:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retbench.data import Qrels, Run
+from retbench.data import Qrels, Run, _fnv1a_rows
 from retbench.errors import InputError
 from retbench.io.files import iter_lines, open_text
 
@@ -65,8 +65,8 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     fast = _read_run_fast(p)
     if fast is None:
         return _read_run_lines(p, name)
-    qids, offsets, docs, scores, tag = fast
-    return Run(qids, offsets, docs, scores, name=name if name is not None else tag or p.stem, _owned=True)
+    qids, offsets, docs, scores, hashes, tag = fast
+    return Run(qids, offsets, docs, scores, name=name if name is not None else tag or p.stem, _owned=True, _doc_hash=hashes)
 
 
 def _read_run_lines(p: Path, name: str | None) -> Run:
@@ -182,8 +182,8 @@ _CLASS[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = 1
 _CLASS[128:] = 2
 
 
-def _parse_block(block: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, bytes]:
-    """Whole lines of a run file -> (qid field matrix as `S` array, doc ids as str objects, scores, last tag)."""
+def _parse_block(block: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bytes]:
+    """Whole lines of a run file -> (qids as an `S` array, doc ids as str objects, scores, doc id hashes, last tag)."""
     buf = np.frombuffer(block, dtype=np.uint8)
     cls = _CLASS[buf]
     if cls.max() == 2:
@@ -205,15 +205,17 @@ def _parse_block(block: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, byte
     qmat = _text_column(windows, starts[:, 0], ends[:, 0])
     qid = np.ascontiguousarray(qmat).view(f"S{qmat.shape[1]}").ravel()
     docs = np.empty(n, dtype=object)
-    docs[:] = _spaced(_text_column(windows, starts[:, 2], ends[:, 2])).decode("ascii").split()
+    dmat = _text_column(windows, starts[:, 2], ends[:, 2])
+    docs[:] = _spaced(dmat).decode("ascii").split()
+    hashes = _fnv1a_rows(dmat)
     scores = _parse_scores(_text_column(windows, starts[:, 4], ends[:, 4]))
     if len(scores) != n or not np.isfinite(scores).all():
         raise _NotSimple
     tag = block[starts[-1, 5] : ends[-1, 5]] if n else b""
-    return qid, docs, scores, tag
+    return qid, docs, scores, hashes, tag
 
 
-def _read_run_fast(p: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, str] | None:
+def _read_run_fast(p: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray, str] | None:
     """Column-wise parse of a run file, or None when the line reader must take over."""
     import gzip
 
@@ -225,6 +227,7 @@ def _read_run_fast(p: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarr
     seg_lens: list[int] = []
     doc_parts: list[np.ndarray] = []
     score_parts: list[np.ndarray] = []
+    hash_parts: list[np.ndarray] = []
     tag = b""
     try:
         with fh:
@@ -238,7 +241,7 @@ def _read_run_fast(p: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarr
                     cut = data.rfind(b"\n") + 1
                     block, rest = data[:cut], data[cut:]
                 if block.strip():
-                    qid, docs, scores, last_tag = _parse_block(block if block.endswith(b"\n") else block + b"\n")
+                    qid, docs, scores, hashes, last_tag = _parse_block(block if block.endswith(b"\n") else block + b"\n")
                     change = np.flatnonzero(qid[1:] != qid[:-1]) + 1
                     bounds = np.concatenate([[0], change, [len(qid)]])
                     heads = qid[bounds[:-1]].astype("U").tolist()
@@ -250,6 +253,7 @@ def _read_run_fast(p: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarr
                     seg_lens.extend(lens)
                     doc_parts.append(docs)
                     score_parts.append(scores)
+                    hash_parts.append(hashes)
                     tag = last_tag or tag
                 if not chunk:
                     break
@@ -261,6 +265,7 @@ def _read_run_fast(p: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarr
         raise
     docs_all = np.concatenate(doc_parts) if doc_parts else np.zeros(0, dtype=object)
     scores_all = np.concatenate(score_parts) if score_parts else np.zeros(0)
+    hashes_all = np.concatenate(hash_parts) if hash_parts else np.zeros(0, dtype=np.uint64)
     first: dict[str, int] = {}
     seg_query = [first.setdefault(q, len(first)) for q in seg_qids]
     qids = list(first)
@@ -269,11 +274,11 @@ def _read_run_fast(p: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarr
     else:  # a query's lines are not contiguous: gather them, keeping file order within the query
         line_query = np.repeat(np.asarray(seg_query, dtype=np.int64), seg_lens)
         order = np.argsort(line_query, kind="stable")
-        docs_all, scores_all = docs_all[order], scores_all[order]
+        docs_all, scores_all, hashes_all = docs_all[order], scores_all[order], hashes_all[order]
         lengths = np.bincount(line_query, minlength=len(qids)).astype(np.int64)
     offsets = np.zeros(len(qids) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    return qids, offsets, docs_all, scores_all, tag.decode("ascii", "replace")
+    return qids, offsets, docs_all, scores_all, hashes_all, tag.decode("ascii", "replace")
 
 
 def write_run(run: Run, path: str | Path, tag: str | None = None, query_ids: Iterable[str] | None = None) -> None:

@@ -20,7 +20,7 @@ from itertools import chain, repeat
 
 import numpy as np
 
-from retbench.data import Qrels, Run
+from retbench.data import Qrels, Run, _hash_ids
 
 __all__ = ["GainMatrix", "judge_qrels"]
 
@@ -225,6 +225,8 @@ def judge_qrels(run: Run, qrels: Qrels | Mapping[str, Mapping[str, int]], query_
         found = (np.zeros(0, dtype=np.int64),) * 2
     elif run._maps is not None:
         found = _locate_by_maps(run, jrr, jd)
+    if found is None and run._codes is None and run._doc_hash is not None:
+        found = _locate_by_hash(run, jrr, jd)
     if found is None:
         found = _locate_by_codes(run, jrr, jd) if run._codes is not None else _locate_by_scan(run, jrr, jd)
     which, ranks = found
@@ -308,6 +310,40 @@ def _locate_by_codes(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndar
     ok = np.flatnonzero(vocab[loc] == jd)
     which, ranks = _match(run, jrr[ok], loc[ok], codes, len(vocab))
     return ok[which], ranks
+
+
+def _locate_by_hash(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Match judged ids against a run that carries a 64-bit hash per ranked doc (runs read from TREC files).
+
+    Judged hashes go into a bucket table; one gather over the run's hashes finds the candidates, the
+    (query, doc) match runs on compact codes, and every hit's doc id is then compared as a string, so
+    a hash collision can never produce a wrong hit (it sends the caller to the plain scan instead).
+    """
+    assert run._doc_hash is not None
+    jh = _hash_ids(jd.tolist())
+    uniq, jcode = np.unique(jh, return_inverse=True)
+    bits = max(16, int(np.ceil(np.log2(len(uniq) * 8))))
+    mask = np.uint64((1 << bits) - 1)
+    bucket = (uniq & mask).astype(np.int64)
+    table = np.zeros(1 << bits, dtype=np.int64)  # 0: empty, c + 1: distinct hash c, -1: shared bucket
+    table[bucket] = np.arange(1, len(uniq) + 1)
+    table[np.flatnonzero(np.bincount(bucket, minlength=1 << bits) > 1)] = -1
+    ph = run._doc_hash
+    slot = table[(ph & mask).astype(np.int64)]
+    codes = np.full(len(ph), len(uniq), dtype=np.int64)  # len(uniq): no judged id has this hash
+    sure = np.flatnonzero(slot > 0)
+    sure = sure[uniq[slot[sure] - 1] == ph[sure]]
+    codes[sure] = slot[sure] - 1
+    shared = np.flatnonzero(slot < 0)
+    if len(shared):
+        at = np.minimum(np.searchsorted(uniq, ph[shared]), len(uniq) - 1)
+        same = uniq[at] == ph[shared]
+        codes[shared[same]] = at[same]
+    which, ranks = _match(run, jrr, jcode.reshape(-1), codes, len(uniq) + 1)
+    positions = run.offsets[jrr[which]] + ranks
+    if not np.all(run.doc_ids[positions] == jd[which]):
+        return None
+    return which, ranks
 
 
 def _locate_by_scan(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
