@@ -136,3 +136,14 @@ def test_entry_point_plugin_is_found(monkeypatch):
     finally:
         registry.unregister("judged")
         sys.modules.pop("example_metric", None)
+
+
+def test_adr_gate_spellings_parse_everywhere() -> None:
+    """Seed 000 names gates `retrieval_recall_at_5` / `retrieval_mrr`: the registry reads them for eval, run and gate alike."""
+    from retbench.metrics.registry import parse_metric
+
+    assert parse_metric("retrieval_recall_at_5").name == "recall@5"
+    assert parse_metric("retrieval_mrr").name == "mrr"
+    assert parse_metric("retrieval_ndcg_at_10").name == "ndcg@10"
+    assert parse_metric("retrieval_hit_at_k", default_k=3).name == "hit@3"
+    assert parse_metric("answer_containment_at_3").name == "containment@3"

@@ -41,6 +41,7 @@ import numpy as np
 
 from retbench.chunking import Chunker, ChunkSet, HFTokenizer, make_chunker, make_tokenizer
 from retbench.errors import ConfigError
+from retbench.report.markdown import md_table
 from retbench.results import SystemDir, machine, package_versions, save_run, write_json
 
 TOP_KEYS = {
@@ -432,12 +433,6 @@ def summary_rows(cfg: ChunkingConfig, metrics_json: dict[str, Any]) -> tuple[lis
     return head, rows, bhead, brows
 
 
-def _md_table(head: list[str], rows: list[list[str]]) -> str:
-    from retbench.report.markdown import _table
-
-    return "\n".join(_table(head, rows))
-
-
 def render_markdown(cfg: ChunkingConfig, metrics_json: dict[str, Any], manifest: dict[str, Any]) -> str:
     """The chunking report: all chunks, then every retriever at a fixed context budget, then definitions."""
     head, rows, bhead, brows = summary_rows(cfg, metrics_json)
@@ -453,14 +448,14 @@ def render_markdown(cfg: ChunkingConfig, metrics_json: dict[str, Any], manifest:
         "",
         "## All retrieved chunks",
         "",
-        _md_table(head, rows),
+        md_table(head, rows),
         "",
         "## Fixed context budget",
         "",
         "Larger chunks win recall@k trivially (k chunks hold more text), so each retriever is also read at a fixed "
         "budget: its top chunks in rank order while their tokens fit (the chunk that would overflow and all after it are left out).",
         "",
-        _md_table(bhead, brows),
+        md_table(bhead, brows),
         "",
         "## Definitions",
         "",

@@ -624,20 +624,12 @@ def _merge_groups(into: dict[str, list[str]], more: Mapping[str, Sequence[str]])
 
 
 def _evaluate_file(path: Any, qrels: Any, metrics: Sequence[str] | None) -> Any:
-    """Score one TREC run file against qrels (TREC qrels, or a BEIR qrels .tsv with its header)."""
+    """Score one run file (TREC run or system outputs) against qrels in any form `read_judgements` reads."""
     if qrels is None:
         raise InputError("a run file needs --qrels to be scored", path=path, field="qrels")
-    from retbench.evaluation import evaluate
+    from retbench.evaluation import evaluate, read_judgements, read_system
     from retbench.experiment import DEFAULT_METRICS
-    from retbench.io.trec import read_qrels, read_run
 
-    run = read_run(path)
-    if hasattr(qrels, "relevant"):
-        judged = qrels
-    elif str(qrels).endswith((".tsv", ".tsv.gz")):
-        from retbench.io.beir import read_qrels_tsv
-
-        judged, _ = read_qrels_tsv(qrels)
-    else:
-        judged = read_qrels(qrels)
-    return evaluate(run, judged, list(metrics or DEFAULT_METRICS), system=run.name)
+    run, texts = read_system(path)
+    judged = qrels if hasattr(qrels, "relevant") else read_judgements(qrels)[0]
+    return evaluate(run, judged, list(metrics or DEFAULT_METRICS), system=run.name, texts=texts or None)

@@ -25,7 +25,6 @@ per-query deltas of the gate's metric (compare.randomization_test), not correcte
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,26 +102,10 @@ def _line_marks(text: str) -> list[dict[str, int]]:
 
 
 def resolve_metric(name: str) -> str:
-    """Canonical metric name from the registry (which owns metric-name parsing).
-
-    The ADR spells gate names like `retrieval_recall_at_5`; the registry knows the seed alias
-    `retrieval-recall-at-k` with the cutoff given separately, so that spelling is handed to it as
-    the alias plus k. Anything else goes to the registry as written.
-    """
+    """Canonical metric name from the registry, which also reads the ADR's spellings (`retrieval_recall_at_5`)."""
     from retbench.metrics.registry import parse_metric
 
-    try:
-        return parse_metric(name).name
-    except ConfigError as first:
-        m = re.fullmatch(r"(retrieval[-_][a-z]+)(?:[-_]at[-_](\d+|k))?", name.strip().lower())
-        if not m:
-            raise first from None
-        alias = m[1].replace("_", "-") + ("-at-k" if m[2] else "")
-        k = int(m[2]) if m[2] and m[2].isdigit() else 5
-        try:
-            return parse_metric(alias, default_k=k).name
-        except ConfigError:
-            raise first from None
+    return parse_metric(name).name
 
 
 def _number(value: Any, where: str, path: str, line: int | None, *, lo: float = 0.0) -> float:

@@ -40,6 +40,7 @@ from retbench.data import Corpus, Dataset, Qrels, Queries, Run
 from retbench.errors import ConfigError, InputError
 from retbench.metrics.judging import GainMatrix, judge_qrels
 from retbench.metrics.registry import MetricContext, MetricSpec, parse_metrics
+from retbench.report.markdown import md_table
 
 MODES = ("alone", "sequential", "leave_one_out")
 STATUSES = ("new", "present", "duplicate")
@@ -1628,12 +1629,6 @@ def impact_rows(impacts: Sequence[Impact], metrics: Sequence[str], recall: str, 
     return header, rows
 
 
-def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
-    return "\n".join(out)
-
-
 def render_report(cfg: IngestConfig, metrics: Sequence[str], before: Mapping[str, float], results: Mapping[str, list[Impact]],
                   summary: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     """report.md: the ranked candidates table, group means, study checks, sequential and leave-one-out tables."""
@@ -1655,7 +1650,7 @@ def render_report(cfg: IngestConfig, metrics: Sequence[str], before: Mapping[str
     ]
     if "alone" in results:
         h, rows = impact_rows(results["alone"], metrics, g.recall)
-        lines += ["## Candidates ranked by gain (each alone against K)", "", _md_table(h, rows), ""]
+        lines += ["## Candidates ranked by gain (each alone against K)", "", md_table(h, rows), ""]
         lines += ["### Affected queries of the 10 best candidates", ""]
         for i in results["alone"][:10]:
             lines.append(f"- {i.doc_id}: changed {len(i.changed)}; gained: {', '.join(i.gained) or 'none'}; "
@@ -1671,7 +1666,7 @@ def render_report(cfg: IngestConfig, metrics: Sequence[str], before: Mapping[str
                               f"{np.mean([i.novelty.min for i in v if i.novelty]):.3f}",
                               *(_signed(float(np.mean([i.deltas[m] for i in v])), 5) for m in metrics),
                               str(sum(bool(i.changed) for i in v))])
-            lines += ["## By group", "", _md_table(gh, grows), ""]
+            lines += ["## By group", "", md_table(gh, grows), ""]
         st = summary.get("study", {})
         if "gold" in st:
             gd = st["gold"]
@@ -1699,10 +1694,10 @@ def render_report(cfg: IngestConfig, metrics: Sequence[str], before: Mapping[str
                          *(_signed(i.deltas.get(m)) for m in metrics), _signed(i.d_context_recall),
                          *(f"{a.get(m, float('nan')):.4f}" for m in metrics)])
         lines += ["## Sequential ingestion (cumulative; metric columns are the means after each step)", "",
-                  f"Order: {cfg.sequential.get('order', 'given')}.", "", _md_table(h, rows), ""]
+                  f"Order: {cfg.sequential.get('order', 'given')}.", "", md_table(h, rows), ""]
     if "leave_one_out" in results:
         h, rows = impact_rows(results["leave_one_out"], metrics, g.recall)
         lines += ["## Leave-one-out (documents in K: metric with K minus without d; novelty against K without d)", "",
-                  _md_table(h, rows), ""]
+                  md_table(h, rows), ""]
     lines += ["Timings (s): " + ", ".join(f"{k.removesuffix('_seconds')} {v}" for k, v in manifest["timings"].items()), ""]
     return "\n".join(lines)

@@ -293,12 +293,25 @@ def _unknown(spec: str) -> ConfigError:
     )
 
 
+_ADR_RE = re.compile(r"^((?:retrieval|answer)_[a-z_]+?)(?:_at_(\d+|k))?$")
+
+
+def _adr_spelling(s: str) -> str:
+    """Gate configs spell the seed aliases with underscores and the cutoff inline (seed 000:
+    `retrieval_recall_at_5`, `retrieval_mrr`); rewrite them to the alias form `retrieval-recall-at-k@5`."""
+    m = _ADR_RE.match(s.lower())
+    if not m:
+        return s
+    alias = m[1].replace("_", "-") + ("-at-k" if m[2] else "")
+    return alias + (f"@{m[2]}" if m[2] and m[2].isdigit() else "")
+
+
 def parse_metric(spec: str, default_k: int = 5) -> MetricSpec:
     """Parse a metric name (see the module docstring) into a MetricSpec; unknown names list the valid ones."""
     _load_plugins()
     if default_k < 1:
         raise ConfigError(f"default_k must be >= 1, got {default_k}", field="default_k")
-    s = spec.strip().replace(" ", "")
+    s = _adr_spelling(spec.strip().replace(" ", ""))
     force_k = False
     k: int | None = None
     params: dict[str, float] = {}

@@ -6,7 +6,7 @@ terminal, a PR, or a wiki. Every mean is shown next to its coverage ("scored N o
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from retbench.report import fmt
@@ -16,10 +16,15 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return out
+
+
+def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A Markdown table with cells escaped: the one table writer every report.md uses."""
+    return "\n".join(_table(header, rows))
 
 
 def _side(name: str, counts: Mapping[str, int]) -> str:
