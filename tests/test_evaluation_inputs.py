@@ -14,7 +14,16 @@ import pytest
 
 from retbench.data import Qrels, Run, RunBuilder
 from retbench.errors import InputError
-from retbench.io.trec import _read_run_fast, _read_run_lines, read_run, write_run
+from retbench.io.trec import (
+    _RUN_FIELDS,
+    _read_columns,
+    _read_qrels_lines,
+    _read_run_lines,
+    read_qrels,
+    read_run,
+    write_qrels,
+    write_run,
+)
 from retbench.metrics.judging import GainMatrix, judge_qrels
 
 
@@ -44,31 +53,34 @@ def test_callers_arrays_are_never_reordered_in_place():
     assert docs.tolist() == ["a", "c", "b"]
 
 
-def _random_run_text(rng: random.Random) -> str:
+def _random_run_text(rng: random.Random, style: str) -> str:
+    """A run file; `style` "space" or "tab" separates every field by one of those (the column-wise
+    reader's input), "mixed" varies the whitespace and adds blank lines (the line reader's)."""
     lines = []
     for _ in range(rng.randint(0, 60)):
-        q = rng.choice(["q1", "q2", "10", "2", "a-b"])  # queries interleave: grouped by first appearance
-        d = rng.choice(["d1", "d2", "D10", "x" * rng.randint(1, 30), "doc-7"])  # repeats: duplicates
-        score = rng.choice([repr(rng.random()), "1", "-2.5e-3", "3.0", "0", "1E2"])
-        sep = rng.choice([" ", "\t", "  "])
+        q = rng.choice(["q1", "q2", "10", "2", "a-b", "query-with-a-long-id"])  # interleave: grouped by first appearance
+        d = rng.choice(["d1", "d2", "D10", "x" * rng.randint(1, 30), "doc-7", "y" * rng.randint(7, 9)])  # repeats: duplicates
+        score = rng.choice([repr(rng.random()), "1", "-2.5e-3", "3.0", "0", "1E2", "+.5", f"{rng.random():.6f}"])
+        sep = {"space": " ", "tab": "\t"}.get(style) or rng.choice([" ", "\t", "  "])
         lines.append(sep.join([q, "Q0", d, str(rng.randint(1, 9)), score, rng.choice(["tagA", "run_b"])]))
         if rng.random() < 0.1:
-            lines.append(rng.choice(["", "   ", "\t"]))
+            lines.append(rng.choice(["", "   ", "\t"]) if style == "mixed" else "")
     return rng.choice(["\n", "\r\n"]).join(lines) + rng.choice(["", "\n"])
 
 
 def test_fast_reader_equals_line_reader_on_random_files(tmp_path):
     rng = random.Random(7)
-    for trial in range(120):
-        text = _random_run_text(rng)
+    for trial in range(150):
+        style = ("space", "tab", "mixed")[trial % 3]
+        text = _random_run_text(rng, style)
         path = tmp_path / ("run.trec.gz" if trial % 4 == 0 else "run.trec")
         if path.suffix == ".gz":
             with gzip.open(path, "wt") as fh:
                 fh.write(text)
         else:
             path.write_bytes(text.encode())
-        if text.strip():
-            assert _read_run_fast(path) is not None  # the fast path really ran
+        if text.strip() and style != "mixed":
+            assert _read_columns(path, _RUN_FIELDS, "score") is not None  # the column-wise path really ran
         fast, slow = read_run(path), _read_run_lines(path, None)
         assert fast.query_ids == slow.query_ids and fast.name == slow.name
         assert fast.offsets.tolist() == slow.offsets.tolist()
@@ -114,11 +126,12 @@ def _hits(gm: GainMatrix) -> list[tuple[int, int, float]]:
     return sorted(zip(gm.hit_rows.tolist(), gm.hit_ranks.tolist(), gm.hit_grades.tolist(), strict=True))
 
 
-def test_four_judging_paths_agree(tmp_path):
-    """Mappings (lookup + binary search), interned codes (gather), doc id hashes (runs read from TREC files)
-    and a plain scan give identical hits."""
+@pytest.mark.parametrize("id_style", ["short", "long"])
+def test_four_judging_paths_agree(tmp_path, id_style):
+    """Mappings (lookup + binary search), interned codes (gather), doc keys (runs read from TREC files;
+    short ids are their own keys, long ones hashed) and a plain scan give identical hits."""
     rng = random.Random(11)
-    docs = [f"d{i}" for i in range(40)]
+    docs = [f"d{i}" if id_style == "short" else f"a-longer-document-id-{i}" for i in range(40)]
     for _ in range(60):
         ranking = {f"q{q}": {d: rng.randint(0, 8) / 2 for d in rng.sample(docs, rng.randint(0, 30))} for q in range(6)}
         qrels = Qrels({f"q{q}": {d: rng.randint(-1, 3) for d in rng.sample(docs, rng.randint(1, 12))} for q in range(8)})
@@ -130,11 +143,16 @@ def test_four_judging_paths_agree(tmp_path):
         by_codes.doc_codes()
         write_run(by_scan, tmp_path / "run.trec")
         by_file = read_run(tmp_path / "run.trec")
-        assert by_file._doc_hash is not None or len(by_file.scores) == 0
+        assert by_file._doc_key is not None or len(by_file.scores) == 0
+        assert by_file._key_exact == (id_style == "short") or len(by_file.scores) == 0
         expected = _hits(judge_qrels(by_scan, qrels))
         assert _hits(judge_qrels(by_maps, qrels)) == expected
         assert _hits(judge_qrels(by_codes, qrels)) == expected
         assert _hits(judge_qrels(by_file, qrels)) == expected
+        if id_style == "short":
+            assert by_file._doc_ids is None  # judged on keys alone
+        write_qrels(qrels, tmp_path / "qrels.trec")
+        assert _hits(judge_qrels(by_file, read_qrels(tmp_path / "qrels.trec"))) == expected
         # the lazily materialized doc ids of a mapping-built run are the eager ones
         assert by_maps._doc_ids is None
         assert by_maps.doc_ids.tolist() == by_scan.doc_ids.tolist()
@@ -167,14 +185,17 @@ def test_runs_from_mappings_materialize_doc_ids_only_on_demand():
     assert run.docs("q") == ["b", "c", "a"] and run.docs("p") == ["y", "x"]
 
 
-def test_colliding_doc_hashes_cannot_produce_wrong_hits(tmp_path):
+def test_colliding_doc_keys_cannot_produce_wrong_hits(tmp_path):
     (tmp_path / "run.trec").write_text("q Q0 a 1 3.0 t\nq Q0 b 2 2.0 t\nq Q0 c 3 1.0 t\n")
     run = read_run(tmp_path / "run.trec")
-    from retbench.data import _hash_ids
+    from retbench.keys import key_strings
 
-    run._doc_hash = np.repeat(_hash_ids(["c"]), 3)  # a and b now collide with the judged c
+    assert run._doc_key is not None and run._key_exact
+    run._doc_key = np.repeat(key_strings(["c"])[0], 3)  # a and b now collide with the judged c
+    run._key_exact = False  # as keys of long ids are: equal keys get their strings compared
     gm = judge_qrels(run, Qrels({"q": {"c": 2, "zz": 1}}))
     assert _hits(gm) == [(0, 2, 2.0)]
+    assert run._doc_ids is None  # checked three strings, never built the column
 
 
 def test_gain_matrix_dense_constructor_for_new_judges():
@@ -195,13 +216,12 @@ def test_run_builder_runs_are_judged_like_mapping_runs():
     assert _hits(judge_qrels(builder.build(), qrels)) == _hits(judge_qrels(Run.from_dict({"q": {"x": 2.0, "y": 2.0, "z": 1.0}}), qrels))
 
 
-def test_score_parsing_is_bit_exact_with_float():
-    """The fast path for plain decimals (M / 10^f) and the strtod path give float()'s exact doubles."""
-    from retbench.io.trec import _parse_scores
-
+def test_score_parsing_is_bit_exact_with_float(tmp_path):
+    """Arrow's column-wise float parsing gives float()'s exact doubles (correctly rounded, -0.0 kept)."""
     rng = random.Random(5)
     toks = ["0", "-0", "+3.5", ".5", "5.", "-.25", "0.000000000000001", "123456789012345", "1234567890123456",
-            "0.1", "0.3", "9007199254740993", "1e5", "-2.5E-3"]
+            "0.1", "0.3", "9007199254740993", "1e5", "-2.5E-3", "2.2250738585072011e-308", "4.9e-324",
+            "1.7976931348623157e308", "0.30000000000000004"]
     for _ in range(20000):
         k = rng.random()
         if k < 0.4:
@@ -211,11 +231,69 @@ def test_score_parsing_is_bit_exact_with_float():
         elif k < 0.8:
             toks.append(repr(rng.random()))
         else:
-            toks.append(f"{rng.uniform(0, 1e6):.{rng.randint(0, 9)}f}")
-    width = max(map(len, toks))
-    mat = np.zeros((len(toks), width), dtype=np.uint8)
-    for i, t in enumerate(toks):
-        mat[i, : len(t)] = np.frombuffer(t.encode(), dtype=np.uint8)
-    got = _parse_scores(mat)
+            toks.append(f"{rng.uniform(0, 1e6):.{rng.randint(0, 25)}f}")
+    path = tmp_path / "run.trec"
+    path.write_text("".join(f"q Q0 d{i} 1 {t} x\n" for i, t in enumerate(toks)))
+    table = _read_columns(path, _RUN_FIELDS, "score")
+    assert table is not None
+    got = table.column("score").to_numpy()
     expected = np.array([float(t) for t in toks])
     assert got.view(np.int64).tolist() == expected.view(np.int64).tolist()  # same bits, -0.0 included
+
+
+def test_fast_qrels_reader_equals_line_reader_on_random_files(tmp_path):
+    rng = random.Random(9)
+    for trial in range(100):
+        lines = []
+        for _ in range(rng.randint(0, 50)):
+            q = rng.choice(["q1", "q2", "10", "a-long-query-identifier"])  # interleaved: grouped by first appearance
+            d = rng.choice(["d1", "d2", "D10", "doc-" + "x" * rng.randint(1, 12)])  # repeats: the last grade wins
+            lines.append(f"{q} 0 {d} {rng.choice(['0', '1', '2', '-1', '3.0'])}")
+        path = tmp_path / ("qrels.gz" if trial % 5 == 0 else "qrels.txt")
+        text = "\n".join(lines) + "\n"
+        if path.suffix == ".gz":
+            with gzip.open(path, "wt") as fh:
+                fh.write(text)
+        else:
+            path.write_text(text)
+        fast, slow = read_qrels(path), _read_qrels_lines(path)
+        assert list(fast) == list(slow)
+        assert fast.to_dict() == slow.to_dict()
+        assert [list(fast[q].items()) for q in fast] == [list(slow[q].items()) for q in slow]  # order too
+        assert fast.n_judgements == slow.n_judgements and ("q1" in fast) == ("q1" in slow)
+        qids = ["q2", "missing", "q1"]
+        for a, b in zip(fast.columns(qids), slow.columns(qids), strict=True):
+            assert a.tolist() == b.tolist()
+
+
+def test_qrels_read_from_a_plain_file_stay_columnar_until_used_as_a_mapping(tmp_path):
+    path = tmp_path / "qrels.txt"
+    path.write_text("q1 0 a 1\nq1 0 b 0\nq2 0 c 2\n")
+    qrels = read_qrels(path)
+    assert qrels._dict is None and list(qrels) == ["q1", "q2"] and len(qrels) == 2
+    rows, docs, grades = qrels.columns(["q2", "q1"])
+    assert (rows.tolist(), docs.tolist(), grades.tolist()) == ([0, 1, 1], ["c", "a", "b"], [2, 1, 0])
+    assert qrels._dict is None
+    assert qrels["q1"] == {"a": 1, "b": 0} and qrels.relevant("q2") == {"c"}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("q1 0 d1 1\nq1 0 d2 x\n", "grade must be an integer"), ("q1 0 d1 1\nq1 0 d2 1.5\n", "grade must be an integer"),
+     ("q1 0 d1 1\nq1 d2 1\n", "expected 4 columns")],
+)
+def test_bad_qrels_lines_are_reported_with_their_line(tmp_path, text, message):
+    path = tmp_path / "qrels.txt"
+    path.write_text(text)
+    with pytest.raises(InputError, match=message) as err:
+        read_qrels(path)
+    assert err.value.line == 2
+
+
+def test_lazy_run_from_a_file_reads_one_query_without_the_whole_column(tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_text("".join(f"q{q} Q0 d{d} {d + 1} {1.0 / (d + 1)} t\n" for q in range(3) for d in range(4)))
+    run = read_run(path)
+    assert run.docs("q1") == ["d0", "d1", "d2", "d3"] and run.ranking("q2")[0] == ("d0", 1.0)
+    assert run._doc_ids is None
+    assert run.doc_ids.tolist()[:5] == ["d0", "d1", "d2", "d3", "d0"]

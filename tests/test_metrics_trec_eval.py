@@ -66,7 +66,7 @@ class Oracle:
             if self.proc is None:
                 self._start()
             self.conn.send((qrels, run, measures or REQUEST, level))
-            if self.conn.poll(3):
+            if self.conn.poll(10):  # generous: a loaded 2-core CI machine is slow, a stall is forever
                 return self.conn.recv()
             self.close()
         raise RuntimeError("pytrec_eval stalled three times on the same input")

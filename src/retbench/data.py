@@ -13,9 +13,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from itertools import chain, pairwise, repeat
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
+
+from retbench.keys import may_repeat
 
 # How a document's title and text become the one string that is indexed. Recorded in manifests
 # because it changes scores: BEIR joins "title text" with one space and strips the result.
@@ -172,36 +174,98 @@ class Queries(Mapping[str, str]):
         return Queries({i: self._texts[i] for i in ids}, {i: self.metadata[i] for i in ids if i in self.metadata})
 
 
+def _flatten(table: Mapping[str, Mapping[str, int]], query_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, doc id, grade) of every judgement of the given queries, built by C-level iteration."""
+    empty: Mapping[str, int] = {}
+    judged = [table.get(q, empty) for q in query_ids]
+    lengths = np.fromiter(map(len, judged), dtype=np.int64, count=len(judged))
+    total = int(lengths.sum())
+    docs = np.fromiter(chain.from_iterable(judged), dtype=object, count=total)
+    grades = np.fromiter(chain.from_iterable(j.values() for j in judged), dtype=np.int64, count=total)
+    return np.repeat(np.arange(len(judged), dtype=np.int64), lengths), docs, grades
+
+
 class Qrels(Mapping[str, Mapping[str, int]]):
     """Graded relevance judgements: query id -> doc id -> integer grade.
 
     Grades <= 0 are kept (trec_eval reads them as judged non-relevant) but never count as relevant.
+    Held as columns (query ids, CSR offsets, doc ids, grades), which judging reads directly; the
+    dict of dicts behind the Mapping interface is built on first use.
     """
 
     def __init__(self, judgements: Mapping[str, Mapping[str, int]]) -> None:
-        docs_of = list(judgements.values())
-        if (
-            set(map(type, judgements)) <= {str}
+        """A snapshot of `judgements`, kept as columns (later changes to the mapping do not show)."""
+        if isinstance(judgements, Qrels):
+            self._set_columns(*judgements._cols)
+            return
+        qids, docs_of = list(judgements), list(judgements.values())
+        if not (
+            set(map(type, qids)) <= {str}
             and set(map(type, docs_of)) <= {dict}
             and set(map(type, chain.from_iterable(docs_of))) <= {str}
-            and set(map(type, chain.from_iterable(d.values() for d in docs_of))) <= {int}
-        ):  # already str -> str -> int: copy at C speed (the conversions below would change nothing)
-            self._q: dict[str, dict[str, int]] = {q: d.copy() for q, d in zip(judgements, docs_of, strict=True)}
-        else:
-            self._q = {str(q): {str(d): int(g) for d, g in docs.items()} for q, docs in judgements.items()}
+        ):  # ids become strings (as a dict would, the last of two ids that read alike wins)
+            canon = {str(q): {str(d): g for d, g in docs.items()} for q, docs in judgements.items()}
+            qids, docs_of = list(canon), list(canon.values())
+        lengths = np.fromiter(map(len, docs_of), dtype=np.int64, count=len(docs_of))
+        total = int(lengths.sum())
+        docs = np.fromiter(chain.from_iterable(docs_of), dtype=object, count=total)
+        try:
+            grades = np.fromiter(chain.from_iterable(map(dict.values, docs_of)), dtype=np.int64, count=total)
+        except (TypeError, ValueError, OverflowError):  # e.g. grades given as strings: int() each
+            grades = np.fromiter(map(int, chain.from_iterable(map(dict.values, docs_of))), dtype=np.int64, count=total)
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        self._set_columns(qids, offsets, docs, grades)
+
+    @classmethod
+    def from_columns(cls, query_ids: Sequence[str], offsets: np.ndarray, doc_ids: np.ndarray, grades: np.ndarray) -> Qrels:
+        """From CSR columns: query i judges `doc_ids[offsets[i]:offsets[i + 1]]` with `grades` there.
+
+        The caller guarantees distinct query ids and distinct doc ids within a query.
+        """
+        self = cls.__new__(cls)
+        self._set_columns(query_ids, offsets, doc_ids, grades)
+        return self
+
+    def _set_columns(self, query_ids: Sequence[str], offsets: np.ndarray, doc_ids: np.ndarray, grades: np.ndarray) -> None:
+        self._dict: dict[str, dict[str, int]] | None = None
+        self._cols = (list(query_ids), np.asarray(offsets, dtype=np.int64), np.asarray(doc_ids, dtype=object),
+                      np.asarray(grades, dtype=np.int64))
+        self._row = {q: i for i, q in enumerate(self._cols[0])}
+
+    @property
+    def _q(self) -> dict[str, dict[str, int]]:
+        if self._dict is None:
+            qids, offsets, docs, grades = self._cols
+            d, g = docs.tolist(), grades.tolist()
+            bounds = offsets.tolist()
+            self._dict = {q: dict(zip(d[a:b], g[a:b], strict=True)) for q, a, b in zip(qids, bounds[:-1], bounds[1:], strict=True)}
+        return self._dict
+
+    def columns(self, query_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row in `query_ids`, doc id, grade) of every judgement of those queries, row-major."""
+        _, offsets, docs, grades = self._cols
+        at = np.fromiter(map(self._row.get, query_ids, repeat(-1)), dtype=np.int64, count=len(query_ids))
+        lens = np.where(at >= 0, offsets[at + 1] - offsets[at], 0)
+        rows = np.repeat(np.arange(len(at), dtype=np.int64), lens)
+        take = np.repeat(offsets[at] - np.cumsum(lens) + lens, lens) + np.arange(len(rows), dtype=np.int64)
+        return rows, docs[take], grades[take]
 
     def __getitem__(self, qid: str) -> Mapping[str, int]:
         return self._q[qid]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._q)
+        return iter(self._cols[0])
 
     def __len__(self) -> int:
-        return len(self._q)
+        return len(self._cols[0])
+
+    def __contains__(self, qid: object) -> bool:
+        return qid in self._row
 
     @property
     def n_judgements(self) -> int:
-        return sum(len(d) for d in self._q.values())
+        return len(self._cols[2])
 
     def relevant(self, qid: str, level: int = 1) -> set[str]:
         """Doc ids judged at or above `level` for a query."""
@@ -235,30 +299,43 @@ class QueryStatus(str, Enum):
         return self in (QueryStatus.ERROR, QueryStatus.TIMEOUT, QueryStatus.INVALID)
 
 
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
+class LazyIds(Protocol):
+    """Doc ids a Run reads only when asked (10M Python strings cost more than every metric together)."""
+
+    def all(self) -> np.ndarray:
+        """Every id, in the order the run was given them, as a new object array."""
+        ...
+
+    def take(self, positions: np.ndarray) -> np.ndarray:
+        """The ids at some of those positions, as an object array."""
+        ...
 
 
-def _fnv1a_rows(mat: np.ndarray) -> np.ndarray:
-    """64-bit FNV-1a hash of each row of a NUL-padded uint8 matrix (the row's bytes up to its padding).
+class _MappingIds:
+    """The keys of `{doc: score}` mappings a run was built from, read in place."""
 
-    Vectorized over rows, so hashing 10M doc ids costs a few passes over small arrays instead of a
-    Python-level hash per id; judging uses it to find judged ids among ranked ones (exactly verified).
-    """
-    h = np.full(mat.shape[0], _FNV_OFFSET, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for c in range(mat.shape[1]):
-            col = mat[:, c]
-            h = np.where(col != 0, (h ^ col.astype(np.uint64)) * _FNV_PRIME, h)
-    return h
+    def __init__(self, maps: list[Mapping[str, float]], offsets: np.ndarray) -> None:
+        self.maps = maps
+        self.offsets = offsets
 
+    def unchanged(self) -> bool:
+        return [len(m) for m in self.maps] == np.diff(self.offsets).tolist()
 
-def _hash_ids(ids: Sequence[str]) -> np.ndarray:
-    """`_fnv1a_rows` of ids given as Python strings (their UTF-8 bytes)."""
-    if len(ids) == 0:
-        return np.zeros(0, dtype=np.uint64)
-    raw = np.array([d.encode("utf-8") for d in ids], dtype=bytes)
-    return _fnv1a_rows(raw.view(np.uint8).reshape(len(ids), raw.dtype.itemsize))
+    def all(self) -> np.ndarray:
+        if not self.unchanged():
+            raise ValueError("the {doc: score} mappings this run was built from were changed after it was built")
+        return np.fromiter(chain.from_iterable(self.maps), dtype=object, count=int(self.offsets[-1]))
+
+    def take(self, positions: np.ndarray) -> np.ndarray:
+        rows = np.searchsorted(self.offsets, positions, side="right") - 1
+        out = np.empty(len(positions), dtype=object)
+        keys: dict[int, list[str]] = {}
+        for i, (r, o) in enumerate(zip(rows.tolist(), (positions - self.offsets[rows]).tolist(), strict=True)):
+            ks = keys.get(r)
+            if ks is None:
+                ks = keys[r] = list(self.maps[r])
+            out[i] = ks[o]
+        return out
 
 
 def _str_keyed_mappings(rankings: Sequence[Any]) -> bool:
@@ -307,7 +384,9 @@ class Run:
         _unique: bool = False,
         _owned: bool = False,
         _maps: list[Mapping[str, float]] | None = None,
-        _doc_hash: np.ndarray | None = None,
+        _lazy: LazyIds | None = None,
+        _doc_key: np.ndarray | None = None,
+        _key_exact: bool = False,
     ) -> None:
         self.name = name
         self.query_ids = list(query_ids)
@@ -316,20 +395,23 @@ class Run:
         self.n_duplicates = n_duplicates
         self._vocab: np.ndarray | None = None
         self._codes: np.ndarray | None = None
-        # Runs built from {qid: {doc: score}} keep those mappings: judging looks judged docs up in them
-        # instead of scanning every ranked doc, and `doc_ids` is only materialized when something asks
-        # for it (building 10M Python references costs more than all the metrics together).
+        # Runs built from {qid: {doc: score}} keep those mappings (judging looks judged docs up in
+        # them), runs read from TREC files keep the ids as bytes: either way `doc_ids` is only
+        # materialized when something asks for it.
         self._maps = _maps
-        if doc_ids is None and _maps is None:
+        self._lazy: LazyIds | None = _MappingIds(_maps, self.offsets) if _maps is not None else _lazy
+        if doc_ids is None and self._lazy is None:
             raise ValueError("doc_ids are required")
         self._doc_ids: np.ndarray | None = None if doc_ids is None else np.asarray(doc_ids, dtype=object)
-        self._perm: np.ndarray | None = None  # lazy doc ids: the sort applied to the mappings' order
+        self._perm: np.ndarray | None = None  # lazy doc ids: the sort applied to the source's order
         # positions (sorted) whose score is shared within their query, and their doc ids in trec_eval order
         self._tied_pos = np.zeros(0, dtype=np.int64)
         self._tied_docs = np.zeros(0, dtype=object)
         self._owned = _owned  # doc_ids is ours to reorder in place (built by a constructor here)
-        # `_fnv1a_rows` of each doc id, aligned with doc_ids (set by the TREC reader, which has the bytes)
-        self._doc_hash = _doc_hash
+        # a `keys` key per ranked doc, aligned with doc_ids (set by the TREC reader, which has the bytes);
+        # `_key_exact`: every key is exact (ids of at most 8 bytes), so equal keys need no string check
+        self._doc_key = _doc_key
+        self._key_exact = _key_exact
         if not _sorted:
             self._normalize(unique=_unique)
         self._pos = {q: i for i, q in enumerate(self.query_ids)}
@@ -347,12 +429,12 @@ class Run:
     def doc_ids(self) -> np.ndarray:
         """Doc ids of every query, concatenated in rank order (object array; see `offsets`)."""
         if self._doc_ids is None:
-            assert self._maps is not None
-            if [len(m) for m in self._maps] != np.diff(self.offsets).tolist():
-                raise ValueError("the {doc: score} mappings this run was built from were changed after it was built")
-            docs = np.fromiter(chain.from_iterable(self._maps), dtype=object, count=int(self.offsets[-1]))
+            assert self._lazy is not None
+            docs = self._lazy.all()
             if self._perm is not None:
                 docs = docs[self._perm]
+            elif not docs.flags.writeable:
+                docs = docs.copy()
             if len(self._tied_pos):
                 docs[self._tied_pos] = self._tied_docs
             self._doc_ids = docs
@@ -366,16 +448,12 @@ class Run:
         """Doc ids at some positions without materializing all of them (lazy runs)."""
         if self._doc_ids is not None:
             return self._doc_ids[positions]
-        assert self._maps is not None
-        orig = self._perm[positions] if self._perm is not None else positions
-        rows = np.searchsorted(self.offsets, orig, side="right") - 1
-        out = np.empty(len(positions), dtype=object)
-        keys: dict[int, list[str]] = {}
-        for i, (r, o) in enumerate(zip(rows.tolist(), (orig - self.offsets[rows]).tolist(), strict=True)):
-            ks = keys.get(r)
-            if ks is None:
-                ks = keys[r] = list(self._maps[r])
-            out[i] = ks[o]
+        assert self._lazy is not None
+        out = self._lazy.take(self._perm[positions] if self._perm is not None else positions)
+        if len(self._tied_pos) and len(positions):
+            k = np.minimum(np.searchsorted(self._tied_pos, positions), len(self._tied_pos) - 1)
+            tied = self._tied_pos[k] == positions
+            out[tied] = self._tied_docs[k[tied]]
         return out
 
     # -- construction -------------------------------------------------------------------------
@@ -449,8 +527,8 @@ class Run:
                 self._perm = order
             else:
                 self._doc_ids = self._doc_ids[order]
-            if self._doc_hash is not None:
-                self._doc_hash = self._doc_hash[order]
+            if self._doc_key is not None:
+                self._doc_key = self._doc_key[order]
             self.scores = s = s[order]
         tied = (s[1:] == s[:-1]) & same
         if tied.any():
@@ -458,6 +536,8 @@ class Run:
 
     def _drop_duplicates(self) -> None:
         """Drop repeated (query, doc) pairs, keeping the first occurrence in input order."""
+        if self._doc_key is not None and not may_repeat(self.offsets, self._doc_key):
+            return  # exact: no query holds a key twice, so no doc id twice
         docs = self.doc_ids.tolist()
         bounds = self.offsets.tolist()
         if all(len(set(docs[a:b])) == b - a for a, b in pairwise(bounds) if b - a > 1):
@@ -470,8 +550,8 @@ class Run:
         keep[first_pos] = True
         self.n_duplicates += int(n - keep.sum())
         self.doc_ids, self.scores = self.doc_ids[keep], self.scores[keep]
-        if self._doc_hash is not None:
-            self._doc_hash = self._doc_hash[keep]
+        if self._doc_key is not None:
+            self._doc_key = self._doc_key[keep]
         self.offsets = np.concatenate([[0], np.cumsum(np.bincount(qidx[keep], minlength=len(self.query_ids)))]).astype(np.int64)
 
     def _break_ties(self, tied: np.ndarray) -> None:
@@ -487,14 +567,14 @@ class Run:
         _, codes = _intern(tied_docs)
         order = np.lexsort((-codes, group))
         self._tied_pos, self._tied_docs = idx, tied_docs[order]
-        if self._doc_ids is not None and not np.array_equal(order, np.arange(len(order))):
+        if np.array_equal(order, np.arange(len(order))):
+            return
+        if self._doc_ids is not None:
             docs = self._doc_ids if self._owned else self._doc_ids.copy()  # never reorder a caller's array
             docs[idx] = self._tied_docs
             self._doc_ids = docs
-            if self._doc_hash is not None:
-                hashes = self._doc_hash.copy()
-                hashes[idx] = self._doc_hash[idx[order]]
-                self._doc_hash = hashes
+        if self._doc_key is not None:  # built by a reader here, never a caller's: reordered in place
+            self._doc_key[idx] = self._doc_key[idx[order]]
 
     # -- access ---------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -511,12 +591,15 @@ class Run:
         return slice(int(self.offsets[i]), int(self.offsets[i + 1]))
 
     def docs(self, qid: str) -> list[str]:
-        """Doc ids of a query, rank 1 first."""
-        return list(self.doc_ids[self._slice(qid)])
+        """Doc ids of a query, rank 1 first (read alone from a lazy run's source)."""
+        s = self._slice(qid)
+        if self._doc_ids is None:
+            return self._docs_at(np.arange(s.start, s.stop, dtype=np.int64)).tolist()
+        return self._doc_ids[s].tolist()
 
     def ranking(self, qid: str) -> list[tuple[str, float]]:
         s = self._slice(qid)
-        return list(zip(self.doc_ids[s].tolist(), self.scores[s].tolist(), strict=True))
+        return list(zip(self.docs(qid), self.scores[s].tolist(), strict=True))
 
     def __getitem__(self, qid: str) -> list[tuple[str, float]]:
         return self.ranking(qid)

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from retbench.data import Qrels, Run, _fnv1a_rows
+from retbench.data import Qrels, Run
 from retbench.errors import InputError
 from retbench.io.files import iter_lines, open_text
+from retbench.keys import keys_from_bytes, may_repeat
 
 
 def _grade(token: str, path: Path, lineno: int) -> int:
@@ -33,6 +35,31 @@ def _grade(token: str, path: Path, lineno: int) -> int:
 def read_qrels(path: str | Path) -> Qrels:
     """Read a TREC qrels file; a repeated (query, doc) judgement keeps the last grade, as trec_eval does."""
     p = Path(path)
+    table = _read_columns(p, _QRELS_FIELDS, "grade")
+    if table is not None:
+        grades = _numbers(table.column("grade"))
+        if np.all(grades == np.trunc(grades)) and np.all(np.abs(grades) < 2**53):
+            qids, lens, order = _query_segments(table.column("query"))
+            docs = table.column("doc")
+            if order is not None:
+                docs, grades = docs.take(_indices(order)), grades[order]
+            keys, _ = _column_keys(docs)
+            offsets = _offsets(lens)
+            doc_ids = _ArrowIds(docs).all()
+            if not may_repeat(offsets, keys):
+                return Qrels.from_columns(qids, offsets, doc_ids, grades.astype(np.int64))
+            # a doc judged twice for one query: the dict keeps its last grade, as the line reader does
+            g = grades.astype(np.int64).tolist()
+            d = doc_ids.tolist()
+            bounds = offsets.tolist()
+            judged: dict[str, dict[str, int]] = {}
+            for q, lo, hi in zip(qids, bounds[:-1], bounds[1:], strict=True):
+                judged[q] = dict(zip(d[lo:hi], g[lo:hi], strict=True))
+            return Qrels(judged)
+    return _read_qrels_lines(p)
+
+
+def _read_qrels_lines(p: Path) -> Qrels:
     judgements: dict[str, dict[str, int]] = {}
     for lineno, line in iter_lines(p):
         parts = line.split()
@@ -57,16 +84,27 @@ def write_qrels(qrels: Qrels, path: str | Path) -> None:
 def read_run(path: str | Path, name: str | None = None) -> Run:
     """Read a TREC run file. The rank column is ignored (trec_eval re-sorts by score).
 
-    Large files are parsed column-wise with NumPy (about ten times faster than line by line); a
-    file that does not parse cleanly that way (wrong column count, a bad score, non-ASCII ids) is
-    read again line by line, which names the offending line.
+    Files separated by single spaces (or single tabs) are parsed column-wise by Arrow's CSV reader,
+    and their doc ids stay bytes with a 64-bit key each until something asks for them as strings
+    (see `keys`): reading and judging 10M lines then never builds 10M Python objects. Any other
+    file (other whitespace, non-ASCII ids, a line that does not parse) is read line by line, which
+    also names the offending line.
     """
     p = Path(path)
-    fast = _read_run_fast(p)
-    if fast is None:
+    table = _read_columns(p, _RUN_FIELDS, "score")
+    if table is None:
         return _read_run_lines(p, name)
-    qids, offsets, docs, scores, hashes, tag = fast
-    return Run(qids, offsets, docs, scores, name=name if name is not None else tag or p.stem, _owned=True, _doc_hash=hashes)
+    scores = _numbers(table.column("score"))
+    tags = table.column("tag")
+    tag = tags[len(tags) - 1].as_py().decode("ascii") if len(tags) else ""
+    qids, lens, order = _query_segments(table.column("query"))
+    docs = table.column("doc")
+    del table, tags
+    if order is not None:  # a query's lines are not contiguous: gather them, keeping file order within the query
+        docs, scores = docs.take(_indices(order)), scores[order]
+    keys, exact = _column_keys(docs)
+    return Run(qids, _offsets(lens), None, scores, name=name if name is not None else tag or p.stem,
+               _lazy=_ArrowIds(docs), _doc_key=keys, _key_exact=exact)
 
 
 def _read_run_lines(p: Path, name: str | None) -> Run:
@@ -105,180 +143,169 @@ def _read_run_lines(p: Path, name: str | None) -> Run:
     return Run(qids, offsets, docs, scores, name=name if name is not None else tag or p.stem)
 
 
-_BLOCK = 1 << 24  # bytes parsed at a time: bounds the temporary arrays
+_RUN_FIELDS = ("query", "q0", "doc", "rank", "score", "tag")
+_QRELS_FIELDS = ("query", "iteration", "doc", "grade")
 
 
-class _NotSimple(Exception):
-    """The fast parser met something only the line reader handles (or reports) properly."""
-
-
-def _text_column(windows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Variable-length byte fields -> a fixed-width uint8 matrix, one field a row, NUL-padded.
-
-    `windows` is a sliding-window view of the block (row i = the bytes from offset i on), so taking
-    rows copies just the fields' bytes.
-    """
-    lens = ends - starts
-    width = int(lens.max()) if len(lens) else 1
-    mat = windows[starts, :width]
-    mat[np.arange(width) >= lens[:, None]] = 0
-    return mat
-
-
-def _spaced(mat: np.ndarray) -> bytes:
-    """A field matrix as one space-separated byte string, ready for str.split() or np.fromstring."""
-    out = np.full((mat.shape[0], mat.shape[1] + 1), 32, dtype=np.uint8)
-    out[:, :-1] = np.where(mat == 0, np.uint8(32), mat)
-    return out.tobytes()
-
-
-_POW10 = 10.0 ** np.arange(23)  # exact doubles
-
-
-def _parse_scores(mat: np.ndarray) -> np.ndarray:
-    """Score fields (NUL-padded rows) -> float64, exactly as strtod / float() parse them.
-
-    Plain decimals with at most 15 digits (`12.345600`, `-0.5`, `3`: what most retrieval toolkits
-    write) take Clinger's fast path: the digits form an integer M < 2^53 and the value is M / 10^f,
-    one correctly rounded IEEE division of two exact doubles, hence the correctly rounded result.
-    Anything else (more digits, exponents) is parsed by C strtod.
-    """
-    n, width = mat.shape
-    digit = (mat >= 48) & (mat <= 57)
-    dot = mat == 46
-    sign = (mat[:, 0] == 45) | (mat[:, 0] == 43)
-    body = np.ones((n, width), dtype=bool)
-    body[:, 0] = ~sign
-    filled = mat != 0
-    n_digits = digit.sum(axis=1)
-    simple = (
-        np.all(digit | dot | ~filled | ~body, axis=1)
-        & (dot.sum(axis=1) <= 1)
-        & (n_digits >= 1)
-        & (n_digits <= 15)
-    )
-    mantissa = np.zeros(n, dtype=np.int64)
-    frac = np.zeros(n, dtype=np.int64)
-    seen_dot = np.zeros(n, dtype=bool)
-    for c in range(width):
-        d = digit[:, c]
-        mantissa = np.where(d, mantissa * 10 + (mat[:, c].astype(np.int64) - 48), mantissa)
-        frac += d & seen_dot
-        seen_dot |= dot[:, c]
-    values = mantissa.astype(np.float64) / _POW10[np.minimum(frac, 22)]
-    values = np.where(mat[:, 0] == 45, -values, values)
-    rest = np.flatnonzero(~simple)
-    if len(rest):
-        try:
-            values[rest] = np.fromstring(_spaced(mat[rest]), dtype=np.float64, sep=" ")
-        except ValueError:
-            raise _NotSimple from None
-    return values
-
-
-# byte classes: 0 part of a field, 1 whitespace as str.split() sees it in ASCII, 2 not ASCII
-_CLASS = np.zeros(256, dtype=np.uint8)
-_CLASS[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = 1
-_CLASS[128:] = 2
-
-
-def _parse_block(block: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bytes]:
-    """Whole lines of a run file -> (qids as an `S` array, doc ids as str objects, scores, doc id hashes, last tag)."""
-    buf = np.frombuffer(block, dtype=np.uint8)
-    cls = _CLASS[buf]
-    if cls.max() == 2:
-        raise _NotSimple  # non-ASCII ids (and Unicode whitespace): the line reader decodes them properly
-    ws = cls.view(bool)
-    # field boundaries alternate start, end, start, end, ... (the block ends with a newline)
-    edges = np.flatnonzero(ws[1:] != ws[:-1]) + 1
-    if not ws[0]:
-        edges = np.concatenate([[0], edges])
-    starts, ends = edges[0::2], edges[1::2]
-    newlines = np.flatnonzero(buf == 10)
-    per_line = np.diff(np.searchsorted(starts, newlines), prepend=0)
-    if np.any((per_line != 0) & (per_line != 6)) or len(starts) != 6 * np.count_nonzero(per_line):
-        raise _NotSimple
-    starts, ends = starts.reshape(-1, 6), ends.reshape(-1, 6)
-    n = len(starts)
-    longest = int((ends - starts)[:, [0, 2, 4]].max()) if n else 1
-    windows = np.lib.stride_tricks.sliding_window_view(np.concatenate([buf, np.zeros(longest, dtype=np.uint8)]), longest)
-    qmat = _text_column(windows, starts[:, 0], ends[:, 0])
-    qid = np.ascontiguousarray(qmat).view(f"S{qmat.shape[1]}").ravel()
-    docs = np.empty(n, dtype=object)
-    dmat = _text_column(windows, starts[:, 2], ends[:, 2])
-    docs[:] = _spaced(dmat).decode("ascii").split()
-    hashes = _fnv1a_rows(dmat)
-    scores = _parse_scores(_text_column(windows, starts[:, 4], ends[:, 4]))
-    if len(scores) != n or not np.isfinite(scores).all():
-        raise _NotSimple
-    tag = block[starts[-1, 5] : ends[-1, 5]] if n else b""
-    return qid, docs, scores, hashes, tag
-
-
-def _read_run_fast(p: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray, str] | None:
-    """Column-wise parse of a run file, or None when the line reader must take over."""
+def _delimiter(p: Path) -> str | None:
+    """The single separator of the file's first line (space or tab), None when it mixes them."""
     import gzip
 
     try:
-        fh = gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")  # noqa: SIM115
-    except OSError:
+        with gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb") as fh:
+            head = fh.read(1 << 16)
+    except (OSError, EOFError):
         return None
-    seg_qids: list[str] = []
-    seg_lens: list[int] = []
-    doc_parts: list[np.ndarray] = []
-    score_parts: list[np.ndarray] = []
-    hash_parts: list[np.ndarray] = []
-    tag = b""
+    first = next((line for line in head.splitlines() if line.strip()), b"")
+    has_space, has_tab = b" " in first, b"\t" in first
+    if has_space == has_tab:
+        return None
+    return " " if has_space else "\t"
+
+
+def _read_columns(p: Path, fields: tuple[str, ...], number: str) -> Any:
+    """The file as an Arrow table of binary columns plus one float64 column `number`, or None.
+
+    None means "use the line reader": pyarrow is missing, the separator is not one space or one
+    tab, a line has another column count, a text field is empty or holds a byte outside printable
+    ASCII (str.split() would cut at some of those), or the number is not a finite float. Arrow parses
+    floats exactly as float() does (correctly rounded).
+    """
     try:
-        with fh:
-            rest = b""
-            while True:
-                chunk = fh.read(_BLOCK)
-                data = rest + chunk
-                if not chunk:
-                    block, rest = data, b""
-                else:
-                    cut = data.rfind(b"\n") + 1
-                    block, rest = data[:cut], data[cut:]
-                if block.strip():
-                    qid, docs, scores, hashes, last_tag = _parse_block(block if block.endswith(b"\n") else block + b"\n")
-                    change = np.flatnonzero(qid[1:] != qid[:-1]) + 1
-                    bounds = np.concatenate([[0], change, [len(qid)]])
-                    heads = qid[bounds[:-1]].astype("U").tolist()
-                    lens = np.diff(bounds).tolist()
-                    if seg_qids and heads and heads[0] == seg_qids[-1]:
-                        seg_lens[-1] += lens[0]
-                        heads, lens = heads[1:], lens[1:]
-                    seg_qids.extend(heads)
-                    seg_lens.extend(lens)
-                    doc_parts.append(docs)
-                    score_parts.append(scores)
-                    hash_parts.append(hashes)
-                    tag = last_tag or tag
-                if not chunk:
-                    break
-    except (_NotSimple, OSError, EOFError):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pacsv
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
         return None
-    except Exception as exc:  # zlib and gzip errors: the line reader reports them with the line
-        if type(exc).__module__ in ("zlib", "gzip") or isinstance(exc, ValueError):
+    delimiter = _delimiter(p)
+    if delimiter is None:
+        return None
+    types = {f: pa.float64() if f == number else pa.binary() for f in fields}
+    try:
+        table = pacsv.read_csv(
+            str(p),
+            read_options=pacsv.ReadOptions(column_names=list(fields), block_size=1 << 22),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False),
+            convert_options=pacsv.ConvertOptions(
+                column_types=types, null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False,
+                check_utf8=False,
+            ),
+        )
+    except (pa.ArrowException, OSError, EOFError, ValueError):
+        return None
+    for f in fields:
+        column = table.column(f)
+        if f == number:
+            if column.null_count or (len(column) and not pc.all(pc.is_finite(column)).as_py()):
+                return None
+            continue
+        if len(column) and pc.min(pc.binary_length(column)).as_py() < 1:
             return None
-        raise
-    docs_all = np.concatenate(doc_parts) if doc_parts else np.zeros(0, dtype=object)
-    scores_all = np.concatenate(score_parts) if score_parts else np.zeros(0)
-    hashes_all = np.concatenate(hash_parts) if hash_parts else np.zeros(0, dtype=np.uint64)
+        for chunk in column.chunks:
+            offsets, data = _buffers(chunk)
+            data = data[offsets[0] : offsets[-1]]
+            if len(data) and (data.min() < 33 or data.max() > 127):
+                return None
+    return table
+
+
+def _buffers(chunk: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(int32 offsets into data, uint8 data) of one Arrow binary array, without copying anything."""
+    _, off_buf, data_buf = chunk.buffers()  # pa.binary(): int32 offsets
+    offsets = np.frombuffer(off_buf, dtype=np.int32)[chunk.offset : chunk.offset + len(chunk) + 1]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
+    return offsets, data
+
+
+def _numbers(column: Any, dtype: type = np.float64) -> np.ndarray:
+    """A numeric Arrow array or column without nulls as one NumPy array, read from its buffers.
+
+    (Arrow's own to_numpy imports pandas, a fifth of a second this path does not need.)
+    """
+    chunks = getattr(column, "chunks", [column])
+    parts = [np.frombuffer(c.buffers()[1], dtype=dtype)[c.offset : c.offset + len(c)] for c in chunks]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+
+def _indices(positions: np.ndarray) -> Any:
+    import pyarrow as pa
+
+    positions = np.ascontiguousarray(positions, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(positions), [None, pa.py_buffer(positions)])
+
+
+def _column_keys(column: Any) -> tuple[np.ndarray, bool]:
+    """`keys` of every value of an Arrow binary column, and whether all are exact."""
+    parts, exact = [], True
+    for chunk in column.chunks:
+        offsets, data = _buffers(chunk)
+        key, ok = keys_from_bytes(data, offsets)
+        parts.append(key)
+        exact &= ok
+    return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)), exact
+
+
+def _query_segments(column: Any) -> tuple[list[str], np.ndarray, np.ndarray | None]:
+    """(query ids in first-appearance order, lines per query, the stable reordering that groups a
+    query's lines when they are not contiguous, else None)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    heads: list[str] = []
+    lens: list[int] = []
+    for chunk in column.chunks:
+        if not len(chunk):
+            continue
+        runs = pc.run_end_encode(chunk)
+        ends = _numbers(runs.run_ends, np.int32)
+        values = runs.values.cast(pa.string()).to_pylist()
+        counts = np.diff(ends, prepend=0).tolist()
+        if heads and values[0] == heads[-1]:
+            lens[-1] += counts[0]
+            values, counts = values[1:], counts[1:]
+        heads.extend(values)
+        lens.extend(counts)
     first: dict[str, int] = {}
-    seg_query = [first.setdefault(q, len(first)) for q in seg_qids]
-    qids = list(first)
-    if len(qids) == len(seg_qids):
-        lengths = np.asarray(seg_lens, dtype=np.int64)
-    else:  # a query's lines are not contiguous: gather them, keeping file order within the query
-        line_query = np.repeat(np.asarray(seg_query, dtype=np.int64), seg_lens)
-        order = np.argsort(line_query, kind="stable")
-        docs_all, scores_all, hashes_all = docs_all[order], scores_all[order], hashes_all[order]
-        lengths = np.bincount(line_query, minlength=len(qids)).astype(np.int64)
-    offsets = np.zeros(len(qids) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return qids, offsets, docs_all, scores_all, hashes_all, tag.decode("ascii", "replace")
+    seg_query = [first.setdefault(q, len(first)) for q in heads]
+    if len(first) == len(heads):
+        return heads, np.asarray(lens, dtype=np.int64), None
+    line_query = np.repeat(np.asarray(seg_query, dtype=np.int64), lens)
+    order = np.argsort(line_query, kind="stable")
+    return list(first), np.bincount(line_query, minlength=len(first)).astype(np.int64), order
+
+
+def _offsets(lens: np.ndarray) -> np.ndarray:
+    offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    return offsets
+
+
+class _ArrowIds:
+    """Doc ids held as an Arrow binary column (printable ASCII, checked by the reader), read on demand."""
+
+    def __init__(self, column: Any) -> None:
+        self.column = column
+
+    def all(self) -> np.ndarray:
+        import pyarrow as pa
+
+        out = np.empty(len(self.column), dtype=object)
+        out[:] = self.column.cast(pa.string()).to_pylist()  # (to_numpy would import pandas)
+        return out
+
+    def take(self, positions: np.ndarray) -> np.ndarray:
+        """Chunk by chunk: Arrow's take on a many-chunk column would first join the chunks."""
+        import pyarrow as pa
+
+        chunks = self.column.chunks
+        starts = np.cumsum([0] + [len(c) for c in chunks])
+        which = np.searchsorted(starts, positions, side="right") - 1
+        out = np.empty(len(positions), dtype=object)
+        for c in np.unique(which).tolist():
+            at = np.flatnonzero(which == c)
+            got = chunks[c].take(_indices(positions[at] - starts[c]))
+            out[at] = got.cast(pa.string()).to_pylist()
+        return out
 
 
 def write_run(run: Run, path: str | Path, tag: str | None = None, query_ids: Iterable[str] | None = None) -> None:

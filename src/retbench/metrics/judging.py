@@ -16,11 +16,12 @@ hits, not to the number of ranked documents. The dense `gains` array is built on
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import chain, repeat
+from itertools import repeat
 
 import numpy as np
 
-from retbench.data import Qrels, Run, _hash_ids
+from retbench.data import Qrels, Run, _flatten
+from retbench.keys import key_strings, lookup
 
 __all__ = ["GainMatrix", "judge_qrels"]
 
@@ -179,17 +180,10 @@ def check_level(level: int) -> None:
 
 
 def _flatten_qrels(qrels: Mapping[str, Mapping[str, int]], query_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row, doc id, grade) of every positive judgement of the given queries, built by C-level iteration."""
-    table = getattr(qrels, "_q", qrels)  # a Qrels' own dict: skips a Python-level __getitem__ per query
-    empty: Mapping[str, int] = {}
-    judged = [table.get(q, empty) for q in query_ids]
-    lengths = np.fromiter(map(len, judged), dtype=np.int64, count=len(judged))
-    total = int(lengths.sum())
-    docs = np.fromiter(chain.from_iterable(judged), dtype=object, count=total)
-    grades = np.fromiter(chain.from_iterable(j.values() for j in judged), dtype=np.float64, count=total)
-    rows = np.repeat(np.arange(len(judged), dtype=np.int64), lengths)
+    """(row, doc id, grade) of every positive judgement of the given queries."""
+    rows, docs, grades = qrels.columns(query_ids) if isinstance(qrels, Qrels) else _flatten(qrels, query_ids)
     keep = grades > 0
-    return rows[keep], docs[keep], grades[keep]
+    return rows[keep], docs[keep], grades[keep].astype(np.float64)
 
 
 def run_rows(run: Run, query_ids: Sequence[str]) -> np.ndarray:
@@ -203,8 +197,8 @@ def judge_qrels(run: Run, qrels: Qrels | Mapping[str, Mapping[str, int]], query_
     Work is proportional to the number of judgements wherever the run allows it: a run built from
     `{qid: {doc: score}}` mappings answers "is this judged doc ranked, and with what score?" by one
     dict lookup, and its rank follows from a vectorized binary search over the query's sorted
-    scores; a run whose doc codes are already interned needs one gather over those codes; any other
-    run is scanned once, looking each ranked doc up among the judged ids only.
+    scores; a run read from a TREC file finds them by a hash lookup over its doc keys; a run whose doc
+    codes are already interned needs one gather over those codes; any other run is scanned once, looking each ranked doc up among the judged ids only.
     A query absent from the run gets an empty row (length 0).
     """
     qids = list(qrels) if query_ids is None else list(query_ids)
@@ -225,8 +219,8 @@ def judge_qrels(run: Run, qrels: Qrels | Mapping[str, Mapping[str, int]], query_
         found = (np.zeros(0, dtype=np.int64),) * 2
     elif run._maps is not None:
         found = _locate_by_maps(run, jrr, jd)
-    if found is None and run._codes is None and run._doc_hash is not None:
-        found = _locate_by_hash(run, jrr, jd)
+    if found is None and run._codes is None and run._doc_key is not None:
+        found = _locate_by_keys(run, jrr, jd)
     if found is None:
         found = _locate_by_codes(run, jrr, jd) if run._codes is not None else _locate_by_scan(run, jrr, jd)
     which, ranks = found
@@ -312,38 +306,22 @@ def _locate_by_codes(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndar
     return ok[which], ranks
 
 
-def _locate_by_hash(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """Match judged ids against a run that carries a 64-bit hash per ranked doc (runs read from TREC files).
+def _locate_by_keys(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Match judged ids against a run that carries a 64-bit key per ranked doc (runs read from TREC files).
 
-    Judged hashes go into a bucket table; one gather over the run's hashes finds the candidates, the
-    (query, doc) match runs on compact codes, and every hit's doc id is then compared as a string, so
-    a hash collision can never produce a wrong hit (it sends the caller to the plain scan instead).
+    The run's doc ids stay raw bytes: judged ids get keys the same way and a blocked hash lookup
+    finds them (see `keys`). Keys of ids up to 8 bytes are the ids themselves; any other match is
+    confirmed by comparing the strings, so two ids that hash alike can never make a wrong hit.
     """
-    assert run._doc_hash is not None
-    jh = _hash_ids(jd.tolist())
-    uniq, jcode = np.unique(jh, return_inverse=True)
-    bits = max(16, int(np.ceil(np.log2(len(uniq) * 8))))
-    mask = np.uint64((1 << bits) - 1)
-    bucket = (uniq & mask).astype(np.int64)
-    table = np.zeros(1 << bits, dtype=np.int64)  # 0: empty, c + 1: distinct hash c, -1: shared bucket
-    table[bucket] = np.arange(1, len(uniq) + 1)
-    table[np.flatnonzero(np.bincount(bucket, minlength=1 << bits) > 1)] = -1
-    ph = run._doc_hash
-    slot = table[(ph & mask).astype(np.int64)]
-    codes = np.full(len(ph), len(uniq), dtype=np.int64)  # len(uniq): no judged id has this hash
-    sure = np.flatnonzero(slot > 0)
-    sure = sure[uniq[slot[sure] - 1] == ph[sure]]
-    codes[sure] = slot[sure] - 1
-    shared = np.flatnonzero(slot < 0)
-    if len(shared):
-        at = np.minimum(np.searchsorted(uniq, ph[shared]), len(uniq) - 1)
-        same = uniq[at] == ph[shared]
-        codes[shared[same]] = at[same]
-    which, ranks = _match(run, jrr, jcode.reshape(-1), codes, len(uniq) + 1)
-    positions = run.offsets[jrr[which]] + ranks
-    if not np.all(run.doc_ids[positions] == jd[which]):
-        return None
-    return which, ranks
+    assert run._doc_key is not None
+    jkey, jexact = key_strings(jd.tolist())
+    which, pos = lookup(run.offsets, run._doc_key, jrr, jkey)
+    unsure = np.flatnonzero(~(jexact[which] & run._key_exact)) if len(which) else np.zeros(0, dtype=np.int64)
+    if len(unsure):
+        ok = np.ones(len(which), dtype=bool)
+        ok[unsure] = run._docs_at(pos[unsure]) == jd[which[unsure]]
+        which, pos = which[ok], pos[ok]
+    return which, pos - run.offsets[jrr[which]]
 
 
 def _locate_by_scan(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
