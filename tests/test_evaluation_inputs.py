@@ -297,3 +297,17 @@ def test_lazy_run_from_a_file_reads_one_query_without_the_whole_column(tmp_path)
     assert run.docs("q1") == ["d0", "d1", "d2", "d3"] and run.ranking("q2")[0] == ("d0", 1.0)
     assert run._doc_ids is None
     assert run.doc_ids.tolist()[:5] == ["d0", "d1", "d2", "d3", "d0"]
+
+
+def test_status_values_agree_with_the_status_dict():
+    from retbench.data import QueryStatus
+    from retbench.metrics.judging import run_rows
+
+    run = Run(["a", "b", "c", "d"], np.array([0, 2, 2, 3, 3]), np.array(["x", "y", "z"], dtype=object), np.array([2.0, 1.0, 1.0]),
+              status={"c": QueryStatus.TIMEOUT, "zz": QueryStatus.ERROR})
+    for qids in (["a", "b", "c", "d"], ["d", "missing", "a", "c", "b"]):
+        fast = run.status_values(qids, run_rows(run, qids))
+        assert run._status is None  # answered without building the per-query dict
+        assert fast == ["missing" if q not in run else run.status[q].value for q in qids]
+        run._status = None
+    assert run.status == {"a": QueryStatus.OK, "b": QueryStatus.EMPTY, "c": QueryStatus.TIMEOUT, "d": QueryStatus.EMPTY}

@@ -174,6 +174,15 @@ class Queries(Mapping[str, str]):
         return Queries({i: self._texts[i] for i in ids}, {i: self.metadata[i] for i in ids if i in self.metadata})
 
 
+def _all_str(values: np.ndarray) -> bool:
+    """Whether every element of an object array is a str (str.join checks each one's type in C)."""
+    try:
+        "".join(values.tolist())
+    except TypeError:
+        return False
+    return True
+
+
 def _flatten(table: Mapping[str, Mapping[str, int]], query_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row, doc id, grade) of every judgement of the given queries, built by C-level iteration."""
     empty: Mapping[str, int] = {}
@@ -199,16 +208,16 @@ class Qrels(Mapping[str, Mapping[str, int]]):
             self._set_columns(*judgements._cols)
             return
         qids, docs_of = list(judgements), list(judgements.values())
-        if not (
-            set(map(type, qids)) <= {str}
-            and set(map(type, docs_of)) <= {dict}
-            and set(map(type, chain.from_iterable(docs_of))) <= {str}
-        ):  # ids become strings (as a dict would, the last of two ids that read alike wins)
-            canon = {str(q): {str(d): g for d, g in docs.items()} for q, docs in judgements.items()}
-            qids, docs_of = list(canon), list(canon.values())
         lengths = np.fromiter(map(len, docs_of), dtype=np.int64, count=len(docs_of))
         total = int(lengths.sum())
         docs = np.fromiter(chain.from_iterable(docs_of), dtype=object, count=total)
+        if not (set(map(type, qids)) <= {str} and set(map(type, docs_of)) <= {dict} and _all_str(docs)):
+            # ids become strings (as in a dict, the last of two ids that read alike wins)
+            canon = {str(q): {str(d): g for d, g in docs.items()} for q, docs in judgements.items()}
+            qids, docs_of = list(canon), list(canon.values())
+            lengths = np.fromiter(map(len, docs_of), dtype=np.int64, count=len(docs_of))
+            total = int(lengths.sum())
+            docs = np.fromiter(chain.from_iterable(docs_of), dtype=object, count=total)
         try:
             grades = np.fromiter(chain.from_iterable(map(dict.values, docs_of)), dtype=np.int64, count=total)
         except (TypeError, ValueError, OverflowError):  # e.g. grades given as strings: int() each
@@ -231,7 +240,13 @@ class Qrels(Mapping[str, Mapping[str, int]]):
         self._dict: dict[str, dict[str, int]] | None = None
         self._cols = (list(query_ids), np.asarray(offsets, dtype=np.int64), np.asarray(doc_ids, dtype=object),
                       np.asarray(grades, dtype=np.int64))
-        self._row = {q: i for i, q in enumerate(self._cols[0])}
+        self._rows: dict[str, int] | None = None
+
+    @property
+    def _row(self) -> dict[str, int]:
+        if self._rows is None:
+            self._rows = dict(zip(self._cols[0], range(len(self._cols[0])), strict=True))
+        return self._rows
 
     @property
     def _q(self) -> dict[str, dict[str, int]]:
@@ -244,7 +259,9 @@ class Qrels(Mapping[str, Mapping[str, int]]):
 
     def columns(self, query_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(row in `query_ids`, doc id, grade) of every judgement of those queries, row-major."""
-        _, offsets, docs, grades = self._cols
+        own, offsets, docs, grades = self._cols
+        if len(query_ids) == len(own) and list(query_ids) == own:  # all of them, in order (as evaluate asks)
+            return np.repeat(np.arange(len(own), dtype=np.int64), np.diff(offsets)), docs, grades
         at = np.fromiter(map(self._row.get, query_ids, repeat(-1)), dtype=np.int64, count=len(query_ids))
         lens = np.where(at >= 0, offsets[at + 1] - offsets[at], 0)
         rows = np.repeat(np.arange(len(at), dtype=np.int64), lens)
@@ -319,7 +336,9 @@ class _MappingIds:
         self.offsets = offsets
 
     def unchanged(self) -> bool:
-        return [len(m) for m in self.maps] == np.diff(self.offsets).tolist()
+        """Whether every mapping still has the size it had when the run was built."""
+        sizes = np.fromiter(map(len, self.maps), dtype=np.int64, count=len(self.maps))
+        return bool(np.array_equal(sizes, np.diff(self.offsets)))
 
     def all(self) -> np.ndarray:
         if not self.unchanged():
@@ -338,9 +357,9 @@ class _MappingIds:
         return out
 
 
-def _str_keyed_mappings(rankings: Sequence[Any]) -> bool:
-    """True if every ranking is a mapping whose first key is a string (dicts are checked from C)."""
-    if set(map(type, rankings)) <= {dict}:
+def _str_keyed_mappings(rankings: Sequence[Any], plain: bool) -> bool:
+    """True if every ranking is a mapping whose first key is a string (`plain` dicts are checked from C)."""
+    if plain:
         return set(map(type, map(next, map(iter, rankings), repeat("")))) <= {str}
     return all(isinstance(r, Mapping) and type(next(iter(r), "")) is str for r in rankings)
 
@@ -414,16 +433,46 @@ class Run:
         self._key_exact = _key_exact
         if not _sorted:
             self._normalize(unique=_unique)
-        self._pos = {q: i for i, q in enumerate(self.query_ids)}
-        ok, empty = QueryStatus.OK, QueryStatus.EMPTY
-        self.status: dict[str, QueryStatus] = dict(
-            zip(self.query_ids, [ok if n else empty for n in np.diff(self.offsets).tolist()], strict=True)
-        )
-        for q, given in (status or {}).items():
-            if q in self._pos and given is not None:
-                self.status[q] = QueryStatus(given)
+        # the query -> row map and the full status dict are built on first use: a 100k-query run
+        # evaluated against qrels in its own query order needs neither
+        self._pos_map: dict[str, int] | None = None
+        self._status: dict[str, QueryStatus] | None = None
+        given = {q: QueryStatus(g) for q, g in (status or {}).items() if g is not None}
+        self._given_status = {q: g for q, g in given.items() if q in self._pos} if given else {}
         self.latency: dict[str, float] = {q: float(v) for q, v in (latency or {}).items()}
         self.errors: dict[str, str] = dict(errors or {})
+
+    @property
+    def _pos(self) -> dict[str, int]:
+        if self._pos_map is None:
+            self._pos_map = dict(zip(self.query_ids, range(len(self.query_ids)), strict=True))
+        return self._pos_map
+
+    @property
+    def status(self) -> dict[str, QueryStatus]:
+        """What happened to each query: `ok` / `empty` by its ranking, unless given otherwise."""
+        if self._status is None:
+            status = dict.fromkeys(self.query_ids, QueryStatus.OK)
+            for i in np.flatnonzero(self.offsets[1:] == self.offsets[:-1]).tolist():
+                status[self.query_ids[i]] = QueryStatus.EMPTY
+            status.update(self._given_status)
+            self._status = status
+        return self._status
+
+    def status_values(self, query_ids: Sequence[str], rows: np.ndarray) -> list[str]:
+        """The status value of each query id (`missing` where the run lacks it); `rows` are the run's
+        rows of those ids (-1: absent), so the common case needs no per-query dict lookups."""
+        if self._status is not None or len(self._given_status) > max(64, len(query_ids) // 8):
+            value = {**{s: s.value for s in QueryStatus}, None: "missing"}
+            return list(map(value.__getitem__, map(self.status.get, query_ids)))
+        empty = (self.offsets[1:] == self.offsets[:-1])[np.maximum(rows, 0)] if len(self.query_ids) else np.zeros(len(rows), dtype=bool)
+        codes = np.where(rows < 0, 0, np.where(empty, 2, 1))
+        out = np.array(["missing", "ok", "empty"], dtype=object)[codes].tolist()
+        if self._given_status:
+            at = {q: i for i, q in enumerate(query_ids) if q in self._given_status}
+            for q, i in at.items():
+                out[i] = self._given_status[q].value
+        return out
 
     @property
     def doc_ids(self) -> np.ndarray:
@@ -469,13 +518,17 @@ class Run:
         not copied: the run keeps them, reads its doc ids from them only when asked, and judging looks
         judged ids up in them. Do not modify them while the run is in use (a changed size is detected).
         """
-        qids = [str(q) for q in results]
+        qids = list(results)
+        if not set(map(type, qids)) <= {str}:
+            qids = [str(q) for q in qids]
         rankings = list(results.values())
-        if _str_keyed_mappings(rankings):
+        plain = set(map(type, rankings)) <= {dict}
+        if _str_keyed_mappings(rankings, plain):
             # the common case, {qid: {doc: score}}: columns straight from the mappings, no per-doc Python work
-            lengths = [len(r) for r in rankings]
-            n = sum(lengths)
-            scores = np.fromiter(chain.from_iterable(r.values() for r in rankings), dtype=np.float64, count=n)
+            lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
+            n = int(lengths.sum())
+            values = map(dict.values, rankings) if plain else (r.values() for r in rankings)
+            scores = np.fromiter(chain.from_iterable(values), dtype=np.float64, count=n)
             offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
             np.cumsum(lengths, out=offsets[1:])
             if kwargs.get("_sorted"):

@@ -344,28 +344,26 @@ def evaluate(
 
     qids = list(qrels)
     n = len(qids)
-    gm = judge_qrels(run, qrels, qids)
     rows_in_run = run_rows(run, qids)
-    value_of: dict[QueryStatus | None, str] = {s: s.value for s in QueryStatus}
-    value_of[None] = "missing"
-    status = list(map(value_of.__getitem__, map(run.status.get, qids)))
+    gm = judge_qrels(run, qrels, qids, rows_in_run)
+    status = run.status_values(qids, rows_in_run)
     unanswered = {"missing", *(s.value for s in QueryStatus if s.failed)}
-    failed = np.fromiter((s in unanswered for s in status), dtype=bool, count=n)
+    failed = np.fromiter(map(unanswered.__contains__, status), dtype=bool, count=n)
     no_rel = gm.n_relevant(relevance_level) == 0
 
     keep = np.ones(n, dtype=bool)
     excluded: list[str] = []
     if mode == "pytrec_eval":
-        excluded = [q for q, f in zip(qids, failed, strict=True) if f]
+        excluded = [qids[i] for i in np.flatnonzero(failed).tolist()]
         keep &= ~failed
     skipped: list[str] = []
     if no_relevant == "skip":
-        skipped = [q for q, s in zip(qids, keep & no_rel, strict=True) if s]
+        skipped = [qids[i] for i in np.flatnonzero(keep & no_rel).tolist()]
         keep &= ~no_rel
     rows = np.flatnonzero(keep)
     sub = gm if len(rows) == n else gm.take(rows)
     everyone = len(rows) == n
-    kept = qids if everyone else [qids[r] for r in rows]
+    kept = qids if everyone else [qids[r] for r in rows.tolist()]
 
     smap = _sample_map(samples)
     row_samples = [smap.get(q) for q in kept] if smap else []
@@ -388,7 +386,7 @@ def evaluate(
         metrics=[s.name for s in specs],
         query_ids=kept,
         values=values,
-        status=status if everyone else [status[r] for r in rows],
+        status=status if everyone else [status[r] for r in rows.tolist()],
         skipped=skipped,
         mode=mode,
         n_duplicates=run.n_duplicates,

@@ -20,7 +20,7 @@ from itertools import repeat
 
 import numpy as np
 
-from retbench.data import Qrels, Run, _flatten
+from retbench.data import Qrels, Run, _flatten, _MappingIds
 from retbench.keys import key_strings, lookup
 
 __all__ = ["GainMatrix", "judge_qrels"]
@@ -188,25 +188,33 @@ def _flatten_qrels(qrels: Mapping[str, Mapping[str, int]], query_ids: Sequence[s
 
 def run_rows(run: Run, query_ids: Sequence[str]) -> np.ndarray:
     """The run's row of each query id (-1 where the run has no such query)."""
+    if len(query_ids) == len(run.query_ids) and list(query_ids) == run.query_ids:  # the same queries, in order
+        return np.arange(len(query_ids), dtype=np.int64)
     return np.fromiter(map(run._pos.get, query_ids, repeat(-1)), dtype=np.int64, count=len(query_ids))
 
 
-def judge_qrels(run: Run, qrels: Qrels | Mapping[str, Mapping[str, int]], query_ids: Sequence[str] | None = None) -> GainMatrix:
+def judge_qrels(
+    run: Run,
+    qrels: Qrels | Mapping[str, Mapping[str, int]],
+    query_ids: Sequence[str] | None = None,
+    rows: np.ndarray | None = None,
+) -> GainMatrix:
     """Grade each ranked document by the qrels: one row per query in `query_ids` (default: qrels order).
 
     Work is proportional to the number of judgements wherever the run allows it: a run built from
     `{qid: {doc: score}}` mappings answers "is this judged doc ranked, and with what score?" by one
     dict lookup, and its rank follows from a vectorized binary search over the query's sorted
     scores; a run read from a TREC file finds them by a hash lookup over its doc keys; a run whose doc
-    codes are already interned needs one gather over those codes; any other run is scanned once, looking each ranked doc up among the judged ids only.
-    A query absent from the run gets an empty row (length 0).
+    codes are already interned needs one gather over those codes; any other run is scanned once,
+    looking each ranked doc up among the judged ids only. A query absent from the run gets an empty
+    row (length 0). `rows`: the run's row of each query id, when the caller has them already.
     """
     qids = list(qrels) if query_ids is None else list(query_ids)
     n = len(qids)
     jrow, jdocs, jgrade = _flatten_qrels(qrels, qids)
     ideal_offsets, ideal_grades = _ideal_csr(jrow, jgrade, n)
 
-    run_row = run_rows(run, qids)
+    run_row = run_rows(run, qids) if rows is None else rows
     run_len = np.diff(run.offsets)
     lengths = np.where(run_row >= 0, run_len[np.maximum(run_row, 0)] if len(run_len) else 0, 0).astype(np.int64)
 
@@ -234,13 +242,13 @@ def _locate_by_maps(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarr
     built); the caller then falls back to a scan, which reports the change.
     """
     maps = run._maps
-    assert maps is not None
-    if [len(m) for m in maps] != np.diff(run.offsets).tolist():
+    assert maps is not None and isinstance(run._lazy, _MappingIds)
+    if not run._lazy.unchanged():
         return None
     # the score of every judged doc in its query's mapping, NaN when not ranked; for plain dicts the
     # lookups are driven from C (map over dict.get), other mappings go through their own .get
     owners = map(maps.__getitem__, jrr.tolist())
-    if all(type(m) is dict for m in maps):
+    if set(map(type, maps)) <= {dict}:
         lookups = map(dict.get, owners, jd.tolist(), repeat(np.nan))
     else:
         lookups = (m.get(d, np.nan) for m, d in zip(owners, jd.tolist(), strict=True))
@@ -251,35 +259,45 @@ def _locate_by_maps(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarr
     target = got[which]
     rr, d = jrr[which], jd[which]
     starts, stops = run.offsets[rr], run.offsets[rr + 1]
-    lo, hi = starts.copy(), stops.copy()
     scores = run.scores
     # doc ids are needed only where scores tie; the run keeps those (the others are never materialized)
     tied_pos, tied_docs = run._tied_pos, run._tied_docs
-    # lower bound in trec_eval order (score descending, then doc id descending), all judgements at once
-    while True:
-        act = np.flatnonzero(lo < hi)
-        if len(act) == 0:
-            break
-        mid = (lo[act] + hi[act]) // 2
-        sm, sv = scores[mid], target[act]
-        before = sm > sv
+    last = max(len(tied_pos) - 1, 0)
+
+    def before(pos: np.ndarray, sel: np.ndarray) -> np.ndarray:
+        """Whether the ranked doc at `pos` comes before judged doc `sel` in trec_eval order
+        (score descending, then doc id descending)."""
+        sm, sv = scores[pos], target[sel]
+        out = sm > sv
         tie = np.flatnonzero(sm == sv)
-        if len(tie):
-            # an equal score at a position outside every tie group can only be the judged doc itself
-            k = np.minimum(np.searchsorted(tied_pos, mid[tie]), max(len(tied_pos) - 1, 0))
-            grouped = (tied_pos[k] == mid[tie]) if len(tied_pos) else np.zeros(len(tie), dtype=bool)
+        if len(tie) and len(tied_pos):
+            # an equal score outside every tie group can only be the judged doc itself (not before it)
+            k = np.minimum(np.searchsorted(tied_pos, pos[tie]), last)
+            grouped = tied_pos[k] == pos[tie]
             if grouped.any():
                 g = tie[grouped]
-                before[g] = np.greater(tied_docs[k[grouped]], d[act[g]])
-        lo[act[before]] = mid[before] + 1
-        hi[act[~before]] = mid[~before]
+                out[g] = np.greater(tied_docs[k[grouped]], d[sel[g]])
+        return out
+
+    # branchless binary search, all judgements at once: rank = how many ranked docs come before
+    rank = np.zeros(len(which), dtype=np.int64)
+    longest = int((stops - starts).max())
+    everyone = np.arange(len(which))
+    step = 1 << max(longest.bit_length() - 1, 0)
+    while step:
+        probe = starts + rank + (step - 1)
+        inside = np.flatnonzero(probe < stops)
+        sel = everyone[inside] if len(inside) < len(which) else everyone
+        rank[sel[before(probe[sel], sel)]] += step
+        step >>= 1
+    lo = starts + rank
     if not np.all(lo < stops) or not np.all(scores[np.minimum(lo, len(scores) - 1)] == target):
         return None
-    k = np.minimum(np.searchsorted(tied_pos, lo), max(len(tied_pos) - 1, 0))
+    k = np.minimum(np.searchsorted(tied_pos, lo), last)
     grouped = (tied_pos[k] == lo) if len(tied_pos) else np.zeros(len(lo), dtype=bool)
     if not np.all(tied_docs[k[grouped]] == d[grouped]):
         return None
-    return which, lo - starts
+    return which, rank
 
 
 def _match(run: Run, jrr: np.ndarray, jcode: np.ndarray, codes: np.ndarray, n_codes: int) -> tuple[np.ndarray, np.ndarray]:
