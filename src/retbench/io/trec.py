@@ -42,7 +42,9 @@ def read_qrels(path: str | Path) -> Qrels:
             qids, lens, order = _query_segments(table.column("query"))
             docs = table.column("doc")
             if order is not None:
-                docs, grades = docs.take(_indices(order)), grades[order]
+                docs, grades = _take(docs, order), grades[order]
+                if docs is None:
+                    return _read_qrels_lines(p)
             keys, _ = _column_keys(docs)
             offsets = _offsets(lens)
             doc_ids = _ArrowIds(docs).all()
@@ -101,7 +103,10 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     docs = table.column("doc")
     del table, tags
     if order is not None:  # a query's lines are not contiguous: gather them, keeping file order within the query
-        docs, scores = docs.take(_indices(order)), scores[order]
+        docs = _take(docs, order)
+        if docs is None:
+            return _read_run_lines(p, name)
+        scores = scores[order]
     keys, exact = _column_keys(docs)
     return Run(qids, _offsets(lens), None, scores, name=name if name is not None else tag or p.stem,
                _lazy=_ArrowIds(docs), _doc_key=keys, _key_exact=exact)
@@ -232,6 +237,16 @@ def _indices(positions: np.ndarray) -> Any:
 
     positions = np.ascontiguousarray(positions, dtype=np.int64)
     return pa.Array.from_buffers(pa.int64(), len(positions), [None, pa.py_buffer(positions)])
+
+
+def _take(column: Any, order: np.ndarray) -> Any:
+    """The column reordered, or None where Arrow cannot (more than 2 GiB of ids in one array)."""
+    import pyarrow as pa
+
+    try:
+        return column.take(_indices(order))
+    except pa.ArrowException:
+        return None
 
 
 def _column_keys(column: Any) -> tuple[np.ndarray, bool]:
