@@ -54,8 +54,8 @@ def test_callers_arrays_are_never_reordered_in_place():
 
 
 def _random_run_text(rng: random.Random, style: str) -> str:
-    """A run file; `style` "space" or "tab" separates every field by one of those (the column-wise
-    reader's input), "mixed" varies the whitespace and adds blank lines (the line reader's)."""
+    """A run file; `style` "space" or "tab" separates every field by one of those (Arrow reads the
+    file as it is), "mixed" varies the whitespace and adds blank lines holding some (collapsed first)."""
     lines = []
     for _ in range(rng.randint(0, 60)):
         q = rng.choice(["q1", "q2", "10", "2", "a-b", "query-with-a-long-id"])  # interleave: grouped by first appearance
@@ -79,7 +79,7 @@ def test_fast_reader_equals_line_reader_on_random_files(tmp_path):
                 fh.write(text)
         else:
             path.write_bytes(text.encode())
-        if text.strip() and style != "mixed":
+        if text.strip():
             assert _read_columns(path, _RUN_FIELDS, "score") is not None  # the column-wise path really ran
         fast, slow = read_run(path), _read_run_lines(path, None)
         assert fast.query_ids == slow.query_ids and fast.name == slow.name
@@ -311,3 +311,31 @@ def test_status_values_agree_with_the_status_dict():
         assert fast == ["missing" if q not in run else run.status[q].value for q in qids]
         run._status = None
     assert run.status == {"a": QueryStatus.OK, "b": QueryStatus.EMPTY, "c": QueryStatus.TIMEOUT, "d": QueryStatus.EMPTY}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "q1 Q0 a 1 2.0 t \nq1 Q0 b 2 1.0 t\t\n",  # trailing whitespace
+        "  q1 Q0 a 1 2.0 t\n\t\nq1\t Q0  b 2 1.0 t\r\n \r\n",  # leading, mixed, blank lines of whitespace, CRLF
+        "q1\tQ0\ta\t1\t2.0\tt\nq1 Q0 b 2 1.0 t\n",  # tab file with a space line
+        "q1 Q0 d\x0c1 1 0.5 t\n",  # a form feed: str.split() cuts there (7 columns)
+        "q1 Q\x0b0 d1 1 0.5 t\n",  # a vertical tab in the Q0 column
+        "q1  d1 1 0.5 t\n",  # a missing column hidden by a double space
+        "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 1 0.5\n",  # a short line
+        "q1 Q0 d1 1 1_000 t\n",  # float() reads 1_000, Arrow does not
+    ],
+)
+def test_any_whitespace_reads_as_the_line_reader_reads_it(tmp_path, text):
+    path = tmp_path / "run.trec"
+    path.write_bytes(text.encode())
+    try:
+        expected = _read_run_lines(path, None)
+    except InputError as exc:
+        with pytest.raises(InputError) as err:
+            read_run(path)
+        assert (str(err.value), err.value.line) == (str(exc), exc.line)
+        return
+    got = read_run(path)
+    assert (got.query_ids, got.doc_ids.tolist(), got.scores.tolist(), got.name) == (
+        expected.query_ids, expected.doc_ids.tolist(), expected.scores.tolist(), expected.name)

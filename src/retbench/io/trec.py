@@ -154,10 +154,8 @@ _QRELS_FIELDS = ("query", "iteration", "doc", "grade")
 
 def _delimiter(p: Path) -> str | None:
     """The single separator of the file's first line (space or tab), None when it mixes them."""
-    import gzip
-
     try:
-        with gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb") as fh:
+        with _open_binary(p) as fh:
             head = fh.read(1 << 16)
     except (OSError, EOFError):
         return None
@@ -168,27 +166,72 @@ def _delimiter(p: Path) -> str | None:
     return " " if has_space else "\t"
 
 
+def _open_binary(p: Path) -> Any:
+    import gzip
+
+    return gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")
+
+
+_TAB_TO_SPACE = bytes.maketrans(b"\t", b" ")
+
+
+def _normalized(p: Path) -> bytes | None:
+    """The file with every run of spaces and tabs made one space and none at line ends: what
+    str.split() sees, in a form Arrow parses. None for non-ASCII files (the line reader decodes them)."""
+    try:
+        with _open_binary(p) as fh:
+            data = fh.read()
+    except (OSError, EOFError, ValueError):
+        return None
+    if not data.isascii():
+        return None
+    if b"\t" in data:  # each pass below copies the file: only the ones needed run
+        data = data.translate(_TAB_TO_SPACE)
+    while b"  " in data:
+        data = data.replace(b"  ", b" ")
+    edges = [(b" \n", b"\n"), (b"\n ", b"\n")]
+    if b"\r" in data:
+        edges += [(b" \r", b"\r"), (b"\r ", b"\r")]
+    for edge, plain in edges:
+        if edge in data:
+            data = data.replace(edge, plain)
+    return data.strip(b" ")
+
+
 def _read_columns(p: Path, fields: tuple[str, ...], number: str) -> Any:
     """The file as an Arrow table of binary columns plus one float64 column `number`, or None.
 
-    None means "use the line reader": pyarrow is missing, the separator is not one space or one
-    tab, a line has another column count, a text field is empty or holds a byte outside printable
-    ASCII (str.split() would cut at some of those), or the number is not a finite float. Arrow parses
-    floats exactly as float() does (correctly rounded).
+    Arrow's multi-threaded CSV parser reads the file directly when one space or one tab separates
+    the fields; any other spacing of spaces and tabs is first collapsed in memory (a few C-level
+    passes). None means "use the line reader": pyarrow is missing, the file is not ASCII, a line has
+    another column count, a text field is empty or holds a control byte (str.split() would cut at
+    some of those), or the number is not a finite float. Arrow parses floats exactly as float()
+    does (correctly rounded).
     """
     try:
         import pyarrow as pa
-        import pyarrow.compute as pc
-        import pyarrow.csv as pacsv
     except ImportError:  # pragma: no cover - pyarrow is a dependency
         return None
     delimiter = _delimiter(p)
-    if delimiter is None:
+    if delimiter is not None:
+        table = _parse_columns(str(p), delimiter, fields, number)
+        if table is not None:
+            return table
+    data = _normalized(p)
+    if data is None or not data.strip():
         return None
+    return _parse_columns(pa.BufferReader(data), " ", fields, number)
+
+
+def _parse_columns(source: Any, delimiter: str, fields: tuple[str, ...], number: str) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
     types = {f: pa.float64() if f == number else pa.binary() for f in fields}
     try:
         table = pacsv.read_csv(
-            str(p),
+            source,
             read_options=pacsv.ReadOptions(column_names=list(fields), block_size=1 << 22),
             parse_options=pacsv.ParseOptions(delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False),
             convert_options=pacsv.ConvertOptions(
