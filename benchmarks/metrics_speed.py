@@ -6,7 +6,7 @@
 Four metrics (nDCG@10, R@100, MAP, MRR) over a synthetic run: every query ranks `depth` distinct docs
 from a 1M-doc id space with float32-exact scores (so pytrec_eval's 32-bit scores see the same ties),
 sorted by score as a retriever emits them (the TREC file writes scores with 6 decimals, as Anserini
-and Pyserini do; `--score-format repr` writes 17 significant digits); each query has 3 relevant docs (grades 1-2; two of them
+and Pyserini do; `--score-format repr` writes 17 significant digits; `--spacing trailing` ends each line with a space); each query has 3 relevant docs (grades 1-2; two of them
 ranked, one possibly not) and 2 judged non-relevant ranked docs.
 
 Each measurement runs in a fresh subprocess that first rebuilds the inputs (untimed), so no library
@@ -64,13 +64,15 @@ def make_inputs(n_q: int, depth: int, seed: int = 0) -> tuple[dict[str, dict[str
     return run, qrels
 
 
-def write_files(run: dict, qrels: dict, folder: Path, score_format: str = "6f") -> tuple[Path, Path]:
-    """TREC files; scores with 6 decimals as Anserini/Pyserini write them, or `repr` (17 significant digits)."""
+def write_files(run: dict, qrels: dict, folder: Path, score_format: str = "6f", spacing: str = "single") -> tuple[Path, Path]:
+    """TREC files; scores with 6 decimals as Anserini/Pyserini write them, or `repr` (17 significant digits);
+    `spacing` "trailing" ends every run line with a space (a file the reader must collapse before parsing)."""
     run_path, qrels_path = folder / "run.trec", folder / "qrels.trec"
     fmt = "{:.6f}" if score_format == "6f" else "{!r}"
+    end = " \n" if spacing == "trailing" else "\n"
     with open(run_path, "w") as fh:
         for q, docs in run.items():
-            fh.writelines(f"{q} Q0 {d} {r} {fmt.format(s)} bench\n" for r, (d, s) in enumerate(docs.items(), 1))
+            fh.writelines(f"{q} Q0 {d} {r} {fmt.format(s)} bench{end}" for r, (d, s) in enumerate(docs.items(), 1))
     with open(qrels_path, "w") as fh:
         for q, docs in qrels.items():
             fh.writelines(f"{q} 0 {d} {g}\n" for d, g in docs.items())
@@ -231,6 +233,7 @@ def main() -> None:
     ap.add_argument("--tools", default="retbench,ranx,pytrec_eval")
     ap.add_argument("--ways", default="prebuilt,dicts,file")
     ap.add_argument("--score-format", default="6f", choices=["6f", "repr"], help="how the TREC file writes scores")
+    ap.add_argument("--spacing", default="single", choices=["single", "trailing"], help="single spaces, or a trailing space on every run line")
     args = ap.parse_args()
     print(f"metrics: {', '.join(LABELS)}; python {sys.version.split()[0]}; {os.cpu_count()} CPUs; best of {args.repeats}")
     for size in args.sizes.split(","):
@@ -240,7 +243,7 @@ def main() -> None:
             t = time.perf_counter()
             run, qrels = make_inputs(n_q, depth)
             if "file" in args.ways:
-                write_files(run, qrels, folder, args.score_format)
+                write_files(run, qrels, folder, args.score_format, args.spacing)
             del run, qrels
             print(f"\n(inputs for {size} built in {time.perf_counter() - t:.1f}s)", flush=True)
             results = [
