@@ -86,11 +86,11 @@ def write_qrels(qrels: Qrels, path: str | Path) -> None:
 def read_run(path: str | Path, name: str | None = None) -> Run:
     """Read a TREC run file. The rank column is ignored (trec_eval re-sorts by score).
 
-    Files separated by single spaces (or single tabs) are parsed column-wise by Arrow's CSV reader,
-    and their doc ids stay bytes with a 64-bit key each until something asks for them as strings
-    (see `keys`): reading and judging 10M lines then never builds 10M Python objects. Any other
-    file (other whitespace, non-ASCII ids, a line that does not parse) is read line by line, which
-    also names the offending line.
+    ASCII files are parsed column-wise by Arrow's CSV reader (see `_read_columns`), and their doc ids
+    stay bytes with a 64-bit key each until something asks for them as strings (see `keys`): reading
+    and judging 10M lines then never builds 10M Python objects. Any other file (non-ASCII ids,
+    control bytes, a line that does not parse) is read line by line, which also names the offending
+    line.
     """
     p = Path(path)
     table = _read_columns(p, _RUN_FIELDS, "score")

@@ -282,12 +282,10 @@ def _locate_by_maps(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarr
     # branchless binary search, all judgements at once: rank = how many ranked docs come before
     rank = np.zeros(len(which), dtype=np.int64)
     longest = int((stops - starts).max())
-    everyone = np.arange(len(which))
     step = 1 << max(longest.bit_length() - 1, 0)
     while step:
         probe = starts + rank + (step - 1)
-        inside = np.flatnonzero(probe < stops)
-        sel = everyone[inside] if len(inside) < len(which) else everyone
+        sel = np.flatnonzero(probe < stops)
         rank[sel[before(probe[sel], sel)]] += step
         step >>= 1
     lo = starts + rank
