@@ -339,3 +339,49 @@ def test_any_whitespace_reads_as_the_line_reader_reads_it(tmp_path, text):
     got = read_run(path)
     assert (got.query_ids, got.doc_ids.tolist(), got.scores.tolist(), got.name) == (
         expected.query_ids, expected.doc_ids.tolist(), expected.scores.tolist(), expected.name)
+
+
+def test_the_unicode_spaces_the_reader_rejects_are_those_str_split_cuts_at():
+    import re
+
+    from retbench.io.trec import _UNICODE_SPACE
+
+    listed: set[int] = set()
+    for lo, hi in re.findall(r"\\x\{([0-9a-f]+)\}(?:-\\x\{([0-9a-f]+)\})?", _UNICODE_SPACE):
+        listed.update(range(int(lo, 16), int(hi or lo, 16) + 1))
+    assert listed == {i for i in range(128, 0x110000) if chr(i).isspace()}
+
+
+@pytest.mark.parametrize(
+    ("text", "column_wise"),
+    [
+        ("q1 Q0 café 1 2.0 t\nq1 Q0 naïve 2 1.0 t\nqé Q0 日本 1 1.0 tág\n", True),  # UTF-8 ids: Arrow reads them
+        ("q1 Q0 a\u00a0b 1 2.0 t\n", False),  # a no-break space: str.split() cuts there (7 columns)
+        ("q1 Q0 a\u3000b 1 2.0 t\nq1 Q0 c 2 1.0 t\n", False),
+        ("q1 Q0 x\u2028y 1 2.0 t\n", False),
+    ],
+)
+def test_non_ascii_files_read_as_the_line_reader_reads_them(tmp_path, text, column_wise):
+    path = tmp_path / "run.trec"
+    path.write_bytes(text.encode("utf-8"))
+    assert (_read_columns(path, _RUN_FIELDS, "score") is not None) == column_wise
+    try:
+        expected = _read_run_lines(path, None)
+    except InputError as exc:
+        with pytest.raises(InputError) as err:
+            read_run(path)
+        assert (str(err.value), err.value.line) == (str(exc), exc.line)
+        return
+    got = read_run(path)
+    assert (got.query_ids, got.doc_ids.tolist(), got.scores.tolist(), got.name) == (
+        expected.query_ids, expected.doc_ids.tolist(), expected.scores.tolist(), expected.name)
+    assert _hits(judge_qrels(got, Qrels({"q1": {"naïve": 2}}))) == _hits(judge_qrels(expected, Qrels({"q1": {"naïve": 2}})))
+
+
+def test_invalid_utf8_is_reported_by_the_line_reader(tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_bytes(b"q1 Q0 ok 1 2.0 t\nq1 Q0 bad\xff 2 1.0 t\n")
+    assert _read_columns(path, _RUN_FIELDS, "score") is None
+    with pytest.raises(InputError, match="UTF-8") as err:
+        read_run(path)
+    assert err.value.line == 2

@@ -53,7 +53,18 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     except (gzip.BadGzipFile, zlib.error) as exc:
         raise InputError(f"not a valid gzip file ({exc})", path=p, line=lineno + 1) from None
     except UnicodeDecodeError as exc:
-        raise InputError(f"not valid UTF-8 ({exc.reason})", path=p, line=lineno + 1) from None
+        raise InputError(f"not valid UTF-8 ({exc.reason})", path=p, line=_first_undecodable_line(p) or lineno + 1) from None
+
+
+def _first_undecodable_line(p: Path) -> int | None:
+    """The line that is not UTF-8 (text mode decodes ahead of the line it hands out, so it cannot say)."""
+    with gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return lineno
+    return None
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:

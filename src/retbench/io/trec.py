@@ -86,11 +86,11 @@ def write_qrels(qrels: Qrels, path: str | Path) -> None:
 def read_run(path: str | Path, name: str | None = None) -> Run:
     """Read a TREC run file. The rank column is ignored (trec_eval re-sorts by score).
 
-    ASCII files are parsed column-wise by Arrow's CSV reader (see `_read_columns`), and their doc ids
-    stay bytes with a 64-bit key each until something asks for them as strings (see `keys`): reading
-    and judging 10M lines then never builds 10M Python objects. Any other file (non-ASCII ids,
-    control bytes, a line that does not parse) is read line by line, which also names the offending
-    line.
+    Files are parsed column-wise by Arrow's CSV reader (see `_read_columns`), and their doc ids stay
+    bytes with a 64-bit key each until something asks for them as strings (see `keys`): reading and
+    judging 10M lines then never builds 10M Python objects. A file Arrow cannot read exactly as
+    `str.split()` would (control bytes, a line that does not parse, ...) is read line by line, which
+    also names the offending line.
     """
     p = Path(path)
     table = _read_columns(p, _RUN_FIELDS, "score")
@@ -98,7 +98,7 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
         return _read_run_lines(p, name)
     scores = _numbers(table.column("score"))
     tags = table.column("tag")
-    tag = tags[len(tags) - 1].as_py().decode("ascii") if len(tags) else ""
+    tag = tags[len(tags) - 1].as_py().decode("utf-8") if len(tags) else ""
     qids, lens, order = _query_segments(table.column("query"))
     docs = table.column("doc")
     del table, tags
@@ -203,9 +203,9 @@ def _read_columns(p: Path, fields: tuple[str, ...], number: str) -> Any:
 
     Arrow's multi-threaded CSV parser reads the file directly when one space or one tab separates
     the fields; any other spacing of spaces and tabs is first collapsed in memory (a few C-level
-    passes). None means "use the line reader": pyarrow is missing, the file is not ASCII, a line has
-    another column count, a text field is empty or holds a control byte (str.split() would cut at
-    some of those), or the number is not a finite float. Arrow parses floats exactly as float()
+    passes, ASCII files only). None means "use the line reader": pyarrow is missing, a line has
+    another column count, a text field is empty, holds a control byte or a Unicode space (str.split()
+    would cut at some of those) or is not UTF-8, or the number is not a finite float. Arrow parses floats exactly as float()
     does (correctly rounded).
     """
     try:
@@ -249,12 +249,25 @@ def _parse_columns(source: Any, delimiter: str, fields: tuple[str, ...], number:
             continue
         if len(column) and pc.min(pc.binary_length(column)).as_py() < 1:
             return None
+        ascii_only = True
         for chunk in column.chunks:
             offsets, data = _buffers(chunk)
             data = data[offsets[0] : offsets[-1]]
-            if len(data) and (data.min() < 33 or data.max() > 127):
+            if len(data) and data.min() < 33:
+                return None
+            ascii_only &= not len(data) or data.max() < 128
+        if not ascii_only:  # UTF-8 ids are fine unless invalid or holding a space str.split() cuts at
+            try:
+                text = column.cast(pa.string())
+            except pa.ArrowException:
+                return None
+            if pc.any(pc.match_substring_regex(text, _UNICODE_SPACE)).as_py():
                 return None
     return table
+
+
+# the non-ASCII characters str.isspace() accepts (tests/test_evaluation_inputs.py checks the list)
+_UNICODE_SPACE = r"[\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]"
 
 
 def _buffers(chunk: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -339,7 +352,7 @@ def _offsets(lens: np.ndarray) -> np.ndarray:
 
 
 class _ArrowIds:
-    """Doc ids held as an Arrow binary column (printable ASCII, checked by the reader), read on demand."""
+    """Doc ids held as an Arrow binary column (UTF-8 without spaces, checked by the reader), read on demand."""
 
     def __init__(self, column: Any) -> None:
         self.column = column
