@@ -303,42 +303,16 @@ def test_status_values_agree_with_the_status_dict():
     from retbench.data import QueryStatus
     from retbench.metrics.judging import run_rows
 
-    run = Run(["a", "b", "c", "d"], np.array([0, 2, 2, 3, 3]), np.array(["x", "y", "z"], dtype=object), np.array([2.0, 1.0, 1.0]),
-              status={"c": QueryStatus.TIMEOUT, "zz": QueryStatus.ERROR})
-    for qids in (["a", "b", "c", "d"], ["d", "missing", "a", "c", "b"]):
-        fast = run.status_values(qids, run_rows(run, qids))
-        assert run._status is None  # answered without building the per-query dict
-        assert fast == ["missing" if q not in run else run.status[q].value for q in qids]
-        run._status = None
-    assert run.status == {"a": QueryStatus.OK, "b": QueryStatus.EMPTY, "c": QueryStatus.TIMEOUT, "d": QueryStatus.EMPTY}
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "q1 Q0 a 1 2.0 t \nq1 Q0 b 2 1.0 t\t\n",  # trailing whitespace
-        "  q1 Q0 a 1 2.0 t\n\t\nq1\t Q0  b 2 1.0 t\r\n \r\n",  # leading, mixed, blank lines of whitespace, CRLF
-        "q1\tQ0\ta\t1\t2.0\tt\nq1 Q0 b 2 1.0 t\n",  # tab file with a space line
-        "q1 Q0 d\x0c1 1 0.5 t\n",  # a form feed: str.split() cuts there (7 columns)
-        "q1 Q\x0b0 d1 1 0.5 t\n",  # a vertical tab in the Q0 column
-        "q1  d1 1 0.5 t\n",  # a missing column hidden by a double space
-        "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 1 0.5\n",  # a short line
-        "q1 Q0 d1 1 1_000 t\n",  # float() reads 1_000, Arrow does not
-    ],
-)
-def test_any_whitespace_reads_as_the_line_reader_reads_it(tmp_path, text):
-    path = tmp_path / "run.trec"
-    path.write_bytes(text.encode())
-    try:
-        expected = _read_run_lines(path, None)
-    except InputError as exc:
-        with pytest.raises(InputError) as err:
-            read_run(path)
-        assert (str(err.value), err.value.line) == (str(exc), exc.line)
-        return
-    got = read_run(path)
-    assert (got.query_ids, got.doc_ids.tolist(), got.scores.tolist(), got.name) == (
-        expected.query_ids, expected.doc_ids.tolist(), expected.scores.tolist(), expected.name)
+    docs, scores, offsets = np.array(["x", "y", "z"], dtype=object), np.array([2.0, 1.0, 1.0]), np.array([0, 2, 2, 3, 3])
+    plain = Run(["a", "b", "c", "d"], offsets, docs, scores)
+    given = Run(["a", "b", "c", "d"], offsets, docs, scores, status={"c": QueryStatus.TIMEOUT, "zz": QueryStatus.ERROR})
+    for qids in (["a", "b", "c", "d"], ["d", "missing", "a", "c", "b", "a"]):
+        fast = plain.status_values(qids, run_rows(plain, qids))
+        assert plain._status is None  # statuses that follow from the rankings: no per-query dict built
+        assert fast == ["missing" if q not in plain else plain.status[q].value for q in qids]
+        plain._status = None
+        assert given.status_values(qids, run_rows(given, qids)) == ["missing" if q not in given else given.status[q].value for q in qids]
+    assert given.status == {"a": QueryStatus.OK, "b": QueryStatus.EMPTY, "c": QueryStatus.TIMEOUT, "d": QueryStatus.EMPTY}
 
 
 def test_the_unicode_spaces_the_reader_rejects_are_those_str_split_cuts_at():
@@ -385,3 +359,52 @@ def test_invalid_utf8_is_reported_by_the_line_reader(tmp_path):
     with pytest.raises(InputError, match="UTF-8") as err:
         read_run(path)
     assert err.value.line == 2
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_query_id(tmp_path):
+    for name, text in (("run.trec", "\ufeffq1 Q0 d1 1 1.5 t\nq1 Q0 d2 2 1.0 t\n"), ("qrels", "\ufeffq1 0 d1 1\nq1 0 d2 2\n")):
+        path = tmp_path / name
+        path.write_bytes(text.encode("utf-8"))
+        if name == "run.trec":
+            fast, slow = read_run(path), _read_run_lines(path, None)
+            assert fast.query_ids == slow.query_ids == ["q1"] and fast.docs("q1") == slow.docs("q1") == ["d1", "d2"]
+        else:
+            assert read_qrels(path).to_dict() == _read_qrels_lines(path).to_dict() == {"q1": {"d1": 1, "d2": 2}}
+
+
+def test_only_gz_is_decompressed(tmp_path):
+    import bz2
+
+    path = tmp_path / "run.bz2"
+    path.write_bytes(bz2.compress(b"q1 Q0 d1 1 1.5 t\n"))
+    with pytest.raises(InputError):
+        _read_run_lines(path, None)
+    with pytest.raises(InputError):
+        read_run(path)  # Arrow would have guessed bzip2 from the suffix; the two readers must agree
+
+
+def test_qrels_are_read_only_and_grades_must_fit_in_64_bits(tmp_path):
+    qrels = Qrels({"q": {"d": 0}})
+    with pytest.raises(TypeError):
+        qrels["q"]["d"] = 2  # an edit here would never reach judging, which reads the columns
+    with pytest.raises(ValueError, match="64 bits"):
+        Qrels({"q": {"d": 2**63}})
+    path = tmp_path / "qrels"
+    path.write_text("q1 0 a 1\nq1 0 b 1e20\n")
+    with pytest.raises(InputError, match="grade out of range") as err:
+        read_qrels(path)
+    assert err.value.line == 2
+
+
+def test_plain_mapping_qrels_keep_fractional_grades_in_judging():
+    run = Run.from_dict({"q": {"d": 2.0, "e": 1.0}})
+    gm = judge_qrels(run, {"q": {"d": 0.5, "e": 2.7}})
+    assert gm.gains.tolist() == [[0.5, 2.7]] and gm.ideal(0).tolist() == [2.7, 0.5]
+
+
+def test_a_changed_mapping_is_caught_when_reading_one_query():
+    ranking = {"q": {"a": 3.0, "b": 2.0, "c": 1.0}}
+    run = Run.from_dict(ranking)
+    del ranking["q"]["c"]
+    with pytest.raises(ValueError, match="changed after it was built"):
+        run.docs("q")

@@ -56,17 +56,17 @@ class Oracle:
         self.conn = None
 
     def _start(self) -> None:
-        ctx = mp.get_context("fork")
+        ctx = mp.get_context("fork")  # starts at once (spawn would import this module again in the child)
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_serve, args=(child,), daemon=True)
         self.proc.start()
 
     def __call__(self, qrels, run, measures=None, level=1):
-        for _ in range(3):
+        for wait in (3, 10, 30):  # a stall is forever; a loaded 2-core machine is only slow, so wait longer each try
             if self.proc is None:
                 self._start()
             self.conn.send((qrels, run, measures or REQUEST, level))
-            if self.conn.poll(10):  # generous: a loaded 2-core CI machine is slow, a stall is forever
+            if self.conn.poll(wait):
                 return self.conn.recv()
             self.close()
         raise RuntimeError("pytrec_eval stalled three times on the same input")

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from itertools import chain, pairwise, repeat
+from types import MappingProxyType
 from typing import Any, Protocol
 
 import numpy as np
@@ -183,17 +184,6 @@ def _all_str(values: np.ndarray) -> bool:
     return True
 
 
-def _flatten(table: Mapping[str, Mapping[str, int]], query_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row, doc id, grade) of every judgement of the given queries, built by C-level iteration."""
-    empty: Mapping[str, int] = {}
-    judged = [table.get(q, empty) for q in query_ids]
-    lengths = np.fromiter(map(len, judged), dtype=np.int64, count=len(judged))
-    total = int(lengths.sum())
-    docs = np.fromiter(chain.from_iterable(judged), dtype=object, count=total)
-    grades = np.fromiter(chain.from_iterable(j.values() for j in judged), dtype=np.int64, count=total)
-    return np.repeat(np.arange(len(judged), dtype=np.int64), lengths), docs, grades
-
-
 class Qrels(Mapping[str, Mapping[str, int]]):
     """Graded relevance judgements: query id -> doc id -> integer grade.
 
@@ -221,7 +211,10 @@ class Qrels(Mapping[str, Mapping[str, int]]):
         try:
             grades = np.fromiter(chain.from_iterable(map(dict.values, docs_of)), dtype=np.int64, count=total)
         except (TypeError, ValueError, OverflowError):  # e.g. grades given as strings: int() each
-            grades = np.fromiter(map(int, chain.from_iterable(map(dict.values, docs_of))), dtype=np.int64, count=total)
+            try:
+                grades = np.fromiter(map(int, chain.from_iterable(map(dict.values, docs_of))), dtype=np.int64, count=total)
+            except OverflowError:
+                raise ValueError("relevance grades must fit in 64 bits") from None
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         self._set_columns(qids, offsets, docs, grades)
@@ -269,7 +262,8 @@ class Qrels(Mapping[str, Mapping[str, int]]):
         return rows, docs[take], grades[take]
 
     def __getitem__(self, qid: str) -> Mapping[str, int]:
-        return self._q[qid]
+        """A read-only view: judging reads the columns, so an edit here could never reach it."""
+        return MappingProxyType(self._q[qid])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._cols[0])
@@ -328,6 +322,9 @@ class LazyIds(Protocol):
         ...
 
 
+_CHANGED = "the {doc: score} mappings this run was built from were changed after it was built"
+
+
 class _MappingIds:
     """The keys of `{doc: score}` mappings a run was built from, read in place."""
 
@@ -342,7 +339,7 @@ class _MappingIds:
 
     def all(self) -> np.ndarray:
         if not self.unchanged():
-            raise ValueError("the {doc: score} mappings this run was built from were changed after it was built")
+            raise ValueError(_CHANGED)
         return np.fromiter(chain.from_iterable(self.maps), dtype=object, count=int(self.offsets[-1]))
 
     def take(self, positions: np.ndarray) -> np.ndarray:
@@ -353,6 +350,8 @@ class _MappingIds:
             ks = keys.get(r)
             if ks is None:
                 ks = keys[r] = list(self.maps[r])
+                if len(ks) != self.offsets[r + 1] - self.offsets[r]:
+                    raise ValueError(_CHANGED)
             out[i] = ks[o]
         return out
 
@@ -417,7 +416,6 @@ class Run:
         # Runs built from {qid: {doc: score}} keep those mappings (judging looks judged docs up in
         # them), runs read from TREC files keep the ids as bytes: either way `doc_ids` is only
         # materialized when something asks for it.
-        self._maps = _maps
         self._lazy: LazyIds | None = _MappingIds(_maps, self.offsets) if _maps is not None else _lazy
         if doc_ids is None and self._lazy is None:
             raise ValueError("doc_ids are required")
@@ -443,6 +441,11 @@ class Run:
         self.errors: dict[str, str] = dict(errors or {})
 
     @property
+    def _maps(self) -> list[Mapping[str, float]] | None:
+        """The `{doc: score}` mappings a run was built from (judging looks judged ids up in them)."""
+        return self._lazy.maps if isinstance(self._lazy, _MappingIds) else None
+
+    @property
     def _pos(self) -> dict[str, int]:
         if self._pos_map is None:
             self._pos_map = dict(zip(self.query_ids, range(len(self.query_ids)), strict=True))
@@ -461,18 +464,14 @@ class Run:
 
     def status_values(self, query_ids: Sequence[str], rows: np.ndarray) -> list[str]:
         """The status value of each query id (`missing` where the run lacks it); `rows` are the run's
-        rows of those ids (-1: absent), so the common case needs no per-query dict lookups."""
-        if self._status is not None or len(self._given_status) > max(64, len(query_ids) // 8):
+        rows of those ids (-1: absent), so a run whose statuses all follow from its rankings needs no
+        per-query dict lookups."""
+        if self._status is not None or self._given_status:
             value = {**{s: s.value for s in QueryStatus}, None: "missing"}
             return list(map(value.__getitem__, map(self.status.get, query_ids)))
         empty = (self.offsets[1:] == self.offsets[:-1])[np.maximum(rows, 0)] if len(self.query_ids) else np.zeros(len(rows), dtype=bool)
         codes = np.where(rows < 0, 0, np.where(empty, 2, 1))
-        out = np.array(["missing", "ok", "empty"], dtype=object)[codes].tolist()
-        if self._given_status:
-            at = {q: i for i, q in enumerate(query_ids) if q in self._given_status}
-            for q, i in at.items():
-                out[i] = self._given_status[q].value
-        return out
+        return np.array(["missing", "ok", "empty"], dtype=object)[codes].tolist()
 
     @property
     def doc_ids(self) -> np.ndarray:
@@ -658,7 +657,8 @@ class Run:
         return self.ranking(qid)
 
     def to_dict(self) -> dict[str, dict[str, float]]:
-        return {q: dict(self.ranking(q)) for q in self.query_ids}
+        docs, scores, bounds = self.doc_ids.tolist(), self.scores.tolist(), self.offsets.tolist()
+        return {q: dict(zip(docs[a:b], scores[a:b], strict=True)) for q, (a, b) in zip(self.query_ids, pairwise(bounds), strict=True)}
 
     @property
     def depth(self) -> int:

@@ -164,7 +164,7 @@ def lookup(offsets: np.ndarray, keys: np.ndarray, rows: np.ndarray, wanted: np.n
         mine = np.arange(jb - ja, dtype=np.int32)
         table[jslot] = mine
         shared = np.unique(jslot[table[jslot] != mine])
-        table[shared] = -2  # two or more wanted pairs in one slot: resolved below by sorting
+        table[shared] = -2  # two or more wanted pairs in one slot: resolved one by one below
         row = np.repeat(np.arange(b - a, dtype=np.int64), lens[a:b])
         key = keys[lo:hi]
         slot = _slots(key, row, 0, bits)
@@ -177,7 +177,7 @@ def lookup(offsets: np.ndarray, keys: np.ndarray, rows: np.ndarray, wanted: np.n
         crowded = np.flatnonzero(t == -2)
         if len(crowded):
             ids = np.flatnonzero(np.isin(jslot, shared))
-            jj, pp = _pairs_by_sorting(jr[ids], jk[ids], row[crowded], key[crowded])
+            jj, pp = _pairs_in_shared_slots(jr[ids], jk[ids], row[crowded], key[crowded])
             found_j.append(order[ja + ids[jj]])
             found_p.append(lo + crowded[pp])
     if not found_j:
@@ -185,7 +185,7 @@ def lookup(offsets: np.ndarray, keys: np.ndarray, rows: np.ndarray, wanted: np.n
     return np.concatenate(found_j).astype(np.int64), np.concatenate(found_p).astype(np.int64)
 
 
-def _pairs_by_sorting(jrow: np.ndarray, jkey: np.ndarray, row: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _pairs_in_shared_slots(jrow: np.ndarray, jkey: np.ndarray, row: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """All (i, p) with (jrow[i], jkey[i]) == (row[p], key[p]): the few pairs that share a slot."""
     where: dict[tuple[int, int], list[int]] = {}
     for i, pair in enumerate(zip(jrow.tolist(), jkey.tolist(), strict=True)):

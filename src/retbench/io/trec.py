@@ -21,15 +21,18 @@ from retbench.keys import keys_from_bytes, may_repeat
 
 def _grade(token: str, path: Path, lineno: int) -> int:
     try:
-        return int(token)
+        grade = int(token)
     except ValueError:
         try:
             value = float(token)
         except ValueError:
             value = float("nan")
-        if value.is_integer():
-            return int(value)
-        raise InputError(f"grade must be an integer, got {token!r}", path=path, line=lineno, field="grade") from None
+        if not value.is_integer():
+            raise InputError(f"grade must be an integer, got {token!r}", path=path, line=lineno, field="grade") from None
+        grade = int(value)
+    if not -(2**63) <= grade < 2**63:
+        raise InputError(f"grade out of range, got {token!r}", path=path, line=lineno, field="grade")
+    return grade
 
 
 def read_qrels(path: str | Path) -> Qrels:
@@ -230,6 +233,8 @@ def _parse_columns(source: Any, delimiter: str, fields: tuple[str, ...], number:
 
     types = {f: pa.float64() if f == number else pa.binary() for f in fields}
     try:
+        if isinstance(source, str):  # Arrow would guess a compression from any suffix; the line reader knows .gz only
+            source = pa.input_stream(source, compression="gzip" if source.endswith(".gz") else None)
         table = pacsv.read_csv(
             source,
             read_options=pacsv.ReadOptions(column_names=list(fields), block_size=1 << 22),

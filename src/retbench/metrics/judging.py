@@ -16,11 +16,11 @@ hits, not to the number of ranked documents. The dense `gains` array is built on
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import repeat
+from itertools import chain, repeat
 
 import numpy as np
 
-from retbench.data import Qrels, Run, _flatten, _MappingIds
+from retbench.data import Qrels, Run, _MappingIds
 from retbench.keys import key_strings, lookup
 
 __all__ = ["GainMatrix", "judge_qrels"]
@@ -179,10 +179,21 @@ def check_level(level: int) -> None:
         raise ValueError(f"relevance level must be an integer >= 1, got {level!r}")
 
 
+def _flatten(table: Mapping[str, Mapping[str, int]], query_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, doc id, grade) of every judgement of the given queries, built by C-level iteration."""
+    empty: Mapping[str, int] = {}
+    judged = [table.get(q, empty) for q in query_ids]
+    lengths = np.fromiter(map(len, judged), dtype=np.int64, count=len(judged))
+    total = int(lengths.sum())
+    docs = np.fromiter(chain.from_iterable(judged), dtype=object, count=total)
+    grades = np.fromiter(chain.from_iterable(j.values() for j in judged), dtype=np.float64, count=total)
+    return np.repeat(np.arange(len(judged), dtype=np.int64), lengths), docs, grades
+
+
 def _flatten_qrels(qrels: Mapping[str, Mapping[str, int]], query_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row, doc id, grade) of every positive judgement of the given queries."""
     rows, docs, grades = qrels.columns(query_ids) if isinstance(qrels, Qrels) else _flatten(qrels, query_ids)
-    keep = grades > 0
+    keep = grades > 0  # a plain mapping's grades stay as given (floats too); a Qrels' are integers
     return rows[keep], docs[keep], grades[keep].astype(np.float64)
 
 
