@@ -26,8 +26,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np
 
-from retbench.embeddings import Encoder, default_model
 from retbench.io.beir import read_beir
+from retbench.retrievers.encoders import Encoder, default_model
 
 ROOT = Path(__file__).resolve().parents[1]
 

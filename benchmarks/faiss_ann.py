@@ -24,9 +24,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np
 
-from retbench.embeddings import Encoder
 from retbench.io.beir import read_beir
 from retbench.retrievers.dense import DenseRetriever
+from retbench.retrievers.encoders import Encoder
 
 ROOT = Path(__file__).resolve().parents[1]
 K = 10

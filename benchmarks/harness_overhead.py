@@ -37,9 +37,9 @@ from pathlib import Path
 import numpy as np
 
 from retbench.data import Corpus, Queries
-from retbench.journal import Journal
+from retbench.results.journal import Journal
 from retbench.retrievers.base import Ranking, Retriever
-from retbench.stress import LoadSettings, drive
+from retbench.studies.stress import LoadSettings, drive
 
 K = 10
 DOCS = [f"doc{i}" for i in range(1000)]
@@ -143,8 +143,13 @@ def bare_asyncio(probe: Probe, n: int, c: int) -> None:
 def retbench_engine(timeout_s: float | None, async_: bool) -> Callable[[Probe, int, int], None]:
     def run(probe: Probe, n: int, c: int) -> None:
         queries = Queries({f"q{i}": f"query text {i}" for i in range(100)})
-        settings = LoadSettings(levels=[c], requests=n, warmup=0, timeout_s=timeout_s, mode="async" if async_ else "sync")
-        with tempfile.TemporaryDirectory() as tmp, Journal(Path(tmp) / "journal.jsonl", "bench", batch_size=1 << 30) as journal:
+        settings = LoadSettings(
+            levels=[c], requests=n, warmup=0, timeout_s=timeout_s, mode="async" if async_ else "sync"
+        )
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            Journal(Path(tmp) / "journal.jsonl", "bench", batch_size=1 << 30) as journal,
+        ):
             drive(NoOpRetriever(probe, async_), queries, list(queries), K, set(DOCS), len(DOCS), settings, c, journal)
             assert len(journal) == n, "every request must be journaled"
 
@@ -172,7 +177,13 @@ def measure(name: str, n: int, c: int, sleep_s: float, repeats: int) -> dict[str
         gaps = probe.gaps_us()
         calls = sum(len(log) for log in probe.all)
         assert calls == n, f"{name}: {calls} backend calls for {n} requests"
-        row = {"rps": n / elapsed, "us_per_req": 1e6 * elapsed / n, "cpu_us": 1e6 * cpu / n, "gap_p50": float(np.median(gaps)), "gap_p99": float(np.percentile(gaps, 99))}
+        row = {
+            "rps": n / elapsed,
+            "us_per_req": 1e6 * elapsed / n,
+            "cpu_us": 1e6 * cpu / n,
+            "gap_p50": float(np.median(gaps)),
+            "gap_p99": float(np.percentile(gaps, 99)),
+        }
         if best is None or row["rps"] > best["rps"]:
             best = row
     assert best is not None
@@ -183,7 +194,9 @@ def table(rows: Sequence[tuple[str, dict[str, float]]]) -> str:
     head = "| harness | requests/s | wall µs/request | CPU µs/request | median gap µs | p99 gap µs |"
     lines = [head, "|---|---:|---:|---:|---:|---:|"]
     for name, r in rows:
-        lines.append(f"| {name} | {r['rps']:,.0f} | {r['us_per_req']:.1f} | {r['cpu_us']:.1f} | {r['gap_p50']:.1f} | {r['gap_p99']:.1f} |")
+        lines.append(
+            f"| {name} | {r['rps']:,.0f} | {r['us_per_req']:.1f} | {r['cpu_us']:.1f} | {r['gap_p50']:.1f} | {r['gap_p99']:.1f} |"
+        )
     return "\n".join(lines)
 
 
@@ -199,7 +212,9 @@ def main() -> None:
     print(f"\nNo-op backend, {args.requests} requests, best of {args.repeats}:\n")
     noop = [(name, measure(name, args.requests, c, 0.0, args.repeats)) for name in HARNESSES]
     print(table(noop))
-    print(f"\n1 ms backend that releases the GIL (time.sleep), {args.sleep_requests} requests, best of {args.repeats}:\n")
+    print(
+        f"\n1 ms backend that releases the GIL (time.sleep), {args.sleep_requests} requests, best of {args.repeats}:\n"
+    )
     slow = [(name, measure(name, args.sleep_requests, c, 0.001, args.repeats)) for name in HARNESSES]
     floor = slow[0][1]["rps"]
     print(table(slow))

@@ -32,10 +32,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-from retbench.embeddings import Encoder
-from retbench.ingest import DenseImpact, Impact, RebuildImpact
 from retbench.io.datasets import load_dataset
 from retbench.retrievers.base import create
+from retbench.retrievers.encoders import Encoder
+from retbench.studies.impact import DenseImpact, Impact, RebuildImpact
 
 METRICS = ["recall@10", "ndcg@10", "mrr@10"]
 
@@ -74,7 +74,9 @@ def main() -> int:
     encoder.encode_documents(ds.corpus.joined_texts())
     qv = encoder.encode_queries([queries[q] for q in qids])
     cv = encoder.encode_documents(cands.joined_texts())
-    print(f"embeddings ready in {time.perf_counter() - t0:.1f}s (encoded {encoder.stats.encoded}, cached {encoder.stats.cached})")
+    print(
+        f"embeddings ready in {time.perf_counter() - t0:.1f}s (encoded {encoder.stats.encoded}, cached {encoder.stats.cached})"
+    )
 
     dense = create("dense", {**params, "encoder": encoder})
     rows: list[dict] = []
@@ -95,13 +97,21 @@ def main() -> int:
     n = len(cands)
     t_inc = statistics.median(alones)
     t_setup = statistics.median(setups)
-    rows.append({"peer": "incremental (DenseImpact.alone)", "candidates": n, "seconds": t_inc, "setup_seconds": t_setup})
+    rows.append(
+        {"peer": "incremental (DenseImpact.alone)", "candidates": n, "seconds": t_inc, "setup_seconds": t_setup}
+    )
 
     def timed(label: str, engine: RebuildImpact, corpus, k: int) -> list[Impact]:
         t0 = time.perf_counter()
         out = engine.alone(corpus)
-        rows.append({"peer": label, "candidates": k, "seconds": time.perf_counter() - t0,
-                     "split": {key: round(v, 3) for key, v in engine.seconds.items()}})
+        rows.append(
+            {
+                "peer": label,
+                "candidates": k,
+                "seconds": time.perf_counter() - t0,
+                "split": {key: round(v, 3) for key, v in engine.seconds.items()},
+            }
+        )
         return out
 
     dense.index(kb)
@@ -122,7 +132,9 @@ def main() -> int:
 
     per_inc = t_inc / n
     print()
-    print(f"SciFact: K = {len(kb)} documents, {n} candidates (held out), {len(qids)} test queries; metrics {', '.join(METRICS)}")
+    print(
+        f"SciFact: K = {len(kb)} documents, {n} candidates (held out), {len(qids)} test queries; metrics {', '.join(METRICS)}"
+    )
     print(f"incremental setup (K's top-11 per query from the flat index): {t_setup * 1000:.1f} ms, once")
     print()
     print("| peer | candidates | seconds | ms per candidate | slower than incremental |")
@@ -135,15 +147,30 @@ def main() -> int:
     with_setup = (t_inc + t_setup) / n
     naive = next(r for r in rows if "naive" in r["peer"])
     print()
-    print(f"naive / incremental: {naive['ratio']:.0f}x (with the setup counted: {naive['seconds'] / n / with_setup:.0f}x)")
-    print(f"same results as add+re-run: {ok_add} (max |delta difference| {worst_add:.2e}); "
-          f"as re-index+re-run: {ok_re} (max {worst_re:.2e})")
+    print(
+        f"naive / incremental: {naive['ratio']:.0f}x (with the setup counted: {naive['seconds'] / n / with_setup:.0f}x)"
+    )
+    print(
+        f"same results as add+re-run: {ok_add} (max |delta difference| {worst_add:.2e}); "
+        f"as re-index+re-run: {ok_re} (max {worst_re:.2e})"
+    )
     changed = sum(bool(i.changed) for i in inc)
-    print(f"candidates that change some query's top 10: {changed} of {n}; pairs evaluated: {sum(len(i.changed) for i in inc)}")
+    print(
+        f"candidates that change some query's top 10: {changed} of {n}; pairs evaluated: {sum(len(i.changed) for i in inc)}"
+    )
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"rows": rows, "setup_seconds": t_setup, "same_add": ok_add, "same_reindex": ok_re,
-                       "max_delta_diff": max(worst_add, worst_re)}, fh, indent=2)
+            json.dump(
+                {
+                    "rows": rows,
+                    "setup_seconds": t_setup,
+                    "same_add": ok_add,
+                    "same_reindex": ok_re,
+                    "max_delta_diff": max(worst_add, worst_re),
+                },
+                fh,
+                indent=2,
+            )
     return 0 if ok_add and ok_re else 1
 
 

@@ -64,7 +64,9 @@ def make_inputs(n_q: int, depth: int, seed: int = 0) -> tuple[dict[str, dict[str
     return run, qrels
 
 
-def write_files(run: dict, qrels: dict, folder: Path, score_format: str = "6f", spacing: str = "single") -> tuple[Path, Path]:
+def write_files(
+    run: dict, qrels: dict, folder: Path, score_format: str = "6f", spacing: str = "single"
+) -> tuple[Path, Path]:
     """TREC files; scores with 6 decimals as Anserini/Pyserini write them, or `repr` (17 significant digits);
     `spacing` "trailing" ends every run line with a space (a file the reader must collapse before parsing)."""
     run_path, qrels_path = folder / "run.trec", folder / "qrels.trec"
@@ -132,9 +134,13 @@ def worker(tool: str, way: str, n_q: int, depth: int, folder: Path, repeats: int
             run, qrels = built
             out["seconds"], out["peak_mb"], ev = timed(lambda: evaluate(run, qrels, names), repeats)
         elif way == "dicts":
-            out["seconds"], out["peak_mb"], ev = timed(lambda: evaluate(Run.from_dict(run_d), Qrels(qrels_d), names), repeats)
+            out["seconds"], out["peak_mb"], ev = timed(
+                lambda: evaluate(Run.from_dict(run_d), Qrels(qrels_d), names), repeats
+            )
         else:
-            out["seconds"], out["peak_mb"], ev = timed(lambda: evaluate(read_run(run_path), read_qrels(qrels_path), names), repeats)
+            out["seconds"], out["peak_mb"], ev = timed(
+                lambda: evaluate(read_run(run_path), read_qrels(qrels_path), names), repeats
+            )
         out["means"] = means(ev)
 
     elif tool == "ranx":
@@ -154,10 +160,14 @@ def worker(tool: str, way: str, n_q: int, depth: int, folder: Path, repeats: int
             run, qrels = built
             out["seconds"], out["peak_mb"], res = timed(lambda: r_evaluate(qrels, run, names), repeats)
         elif way == "dicts":
-            out["seconds"], out["peak_mb"], res = timed(lambda: r_evaluate(RQrels(qrels_d), RRun(run_d), names), repeats)
+            out["seconds"], out["peak_mb"], res = timed(
+                lambda: r_evaluate(RQrels(qrels_d), RRun(run_d), names), repeats
+            )
         else:
             out["seconds"], out["peak_mb"], res = timed(
-                lambda: r_evaluate(RQrels.from_file(str(qrels_path), kind="trec"), RRun.from_file(str(run_path), kind="trec"), names),
+                lambda: r_evaluate(
+                    RQrels.from_file(str(qrels_path), kind="trec"), RRun.from_file(str(run_path), kind="trec"), names
+                ),
                 repeats,
             )
         out["means"] = means(res)
@@ -188,7 +198,11 @@ def spawn(tool: str, way: str, n_q: int, depth: int, folder: Path, repeats: int)
     cmd = [sys.executable, __file__, "--worker", tool, way, str(n_q), str(depth), str(folder), str(repeats)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
-        return {"tool": tool, "way": way, "error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"}
+        return {
+            "tool": tool,
+            "way": way,
+            "error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}",
+        }
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -223,7 +237,11 @@ def report(n_q: int, depth: int, results: list[dict]) -> None:
             r = by.get((tool, way))
             if r and "means" in r:
                 diff = max(abs(a - b) for a, b in zip(r["means"], ref, strict=True))
-                print(f"  {tool:<12} " + " ".join(f"{v:>10.6f}" for v in r["means"]) + f"   max |diff| vs retbench {diff:.1e}")
+                print(
+                    f"  {tool:<12} "
+                    + " ".join(f"{v:>10.6f}" for v in r["means"])
+                    + f"   max |diff| vs retbench {diff:.1e}"
+                )
 
 
 def main() -> None:
@@ -233,9 +251,16 @@ def main() -> None:
     ap.add_argument("--tools", default="retbench,ranx,pytrec_eval")
     ap.add_argument("--ways", default="prebuilt,dicts,file")
     ap.add_argument("--score-format", default="6f", choices=["6f", "repr"], help="how the TREC file writes scores")
-    ap.add_argument("--spacing", default="single", choices=["single", "trailing"], help="single spaces, or a trailing space on every run line")
+    ap.add_argument(
+        "--spacing",
+        default="single",
+        choices=["single", "trailing"],
+        help="single spaces, or a trailing space on every run line",
+    )
     args = ap.parse_args()
-    print(f"metrics: {', '.join(LABELS)}; python {sys.version.split()[0]}; {os.cpu_count()} CPUs; best of {args.repeats}")
+    print(
+        f"metrics: {', '.join(LABELS)}; python {sys.version.split()[0]}; {os.cpu_count()} CPUs; best of {args.repeats}"
+    )
     for size in args.sizes.split(","):
         n_q, depth = (int(x) for x in size.lower().split("x"))
         with tempfile.TemporaryDirectory(prefix="retbench-bench-") as tmp:

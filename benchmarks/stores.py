@@ -38,9 +38,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", os.environ["OMP_NUM_THREADS"])
 
 import numpy as np
 
-from retbench.experiment import SystemSpec, load_config, prepare_dataset, run_experiment
 from retbench.results import load_results
 from retbench.retrievers.base import create
+from retbench.studies.benchmark import SystemSpec, load_config, prepare_dataset, run_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,7 +94,12 @@ def time_single(spec: SystemSpec, corpus, queries, where: str) -> dict[str, floa
     finally:
         r.close()
     arr = np.asarray(lat) * 1000
-    return {"index_s": index_s, "p50": float(np.percentile(arr, 50)), "p95": float(np.percentile(arr, 95)), "qps": len(arr) / (arr.sum() / 1000)}
+    return {
+        "index_s": index_s,
+        "p50": float(np.percentile(arr, 50)),
+        "p95": float(np.percentile(arr, 95)),
+        "qps": len(arr) / (arr.sum() / 1000),
+    }
 
 
 def main() -> None:
@@ -103,7 +108,9 @@ def main() -> None:
     ap.add_argument("--output", default=None, help="results directory (default: the config's)")
     ap.add_argument("--chroma-server", action="store_true", help="also start `chroma run` and add a Chroma HTTP system")
     ap.add_argument("--baseline", default="faiss-flat")
-    ap.add_argument("--force", action="store_true", help="redo systems finished earlier (fresh batched timings for all)")
+    ap.add_argument(
+        "--force", action="store_true", help="redo systems finished earlier (fresh batched timings for all)"
+    )
     args = ap.parse_args()
 
     cfg = load_config(args.config, args.output)
@@ -149,11 +156,17 @@ def main() -> None:
             server[0].wait(timeout=30)
             shutil.rmtree(server[1], ignore_errors=True)
 
-    print(f"\nSciFact {cfg.datasets[0].split}: {len(ds.corpus)} docs, {len(queries)} queries, same MiniLM embeddings for every system\n")
-    print("| system | nDCG@10 | Δ vs Flat | recall@10 | top-10 overlap with Flat | index s | p50 ms | p95 ms | QPS (one at a time) | QPS (runner, batched) | failed |")
+    print(
+        f"\nSciFact {cfg.datasets[0].split}: {len(ds.corpus)} docs, {len(queries)} queries, same MiniLM embeddings for every system\n"
+    )
+    print(
+        "| system | nDCG@10 | Δ vs Flat | recall@10 | top-10 overlap with Flat | index s | p50 ms | p95 ms | QPS (one at a time) | QPS (runner, batched) | failed |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, ndcg, delta, rec, ov, idx, p50, p95, qps, bqps, failed in rows:
-        print(f"| {name} | {ndcg:.4f} | {delta:+.4f} | {rec:.4f} | {ov:.3f} | {idx:.1f} | {p50:.2f} | {p95:.2f} | {qps:.0f} | {bqps:.0f} | {failed} |")
+        print(
+            f"| {name} | {ndcg:.4f} | {delta:+.4f} | {rec:.4f} | {ov:.3f} | {idx:.1f} | {p50:.2f} | {p95:.2f} | {qps:.0f} | {bqps:.0f} | {failed} |"
+        )
     worst = max(abs(r[2]) for r in rows)
     print(f"\nlargest |Δ nDCG@10| vs {args.baseline}: {worst:.4f} ({'within' if worst <= 0.01 else 'OUTSIDE'} 0.01)")
 

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from retbench.embeddings import Encoder
 from retbench.retrievers.base import Retriever
+from retbench.retrievers.encoders import Encoder
 
 
 class NumpyCosine(Retriever):

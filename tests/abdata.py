@@ -57,10 +57,15 @@ def _yaml(name: str, out: Path, systems: dict[str, dict], batch_size: int, datas
 
 
 def make_results(
-    out: Path, systems: dict[str, dict], *, batch_size: int = 64, dataset: dict | None = None, evaluation: dict | None = None
+    out: Path,
+    systems: dict[str, dict],
+    *,
+    batch_size: int = 64,
+    dataset: dict | None = None,
+    evaluation: dict | None = None,
 ) -> Path:
     """Run the real experiment runner into `out` and return it (`dataset`: max_queries, corpus_sample...)."""
-    from retbench.experiment import load_config, run_experiment
+    from retbench.studies.benchmark import load_config, run_experiment
 
     out.mkdir(parents=True, exist_ok=True)
     cfg_path = out.with_suffix(".yaml")
@@ -79,8 +84,13 @@ def scifact_results(base: Path) -> Path:
 def pytrec_results(base: Path) -> Path:
     """pytrec_eval counting on a slice (100 queries, 1,000 sampled documents): BM25 and a flaky BM25."""
     systems = {"bm25": SYSTEMS["bm25"], "flaky": {"adapter": "abdata:FlakyBM25", "params": {"every": 9}}}
-    return make_results(base / "pytrec", systems, batch_size=1, dataset={"max_queries": 100, "corpus_sample": 1000},
-                        evaluation={"mode": "pytrec_eval"})
+    return make_results(
+        base / "pytrec",
+        systems,
+        batch_size=1,
+        dataset={"max_queries": 100, "corpus_sample": 1000},
+        evaluation={"mode": "pytrec_eval"},
+    )
 
 
 @functools.cache

@@ -10,7 +10,7 @@ import functools
 from pathlib import Path
 
 from retbench.data import Corpus, Qrels, Queries
-from retbench.experiment import DatasetSpec, prepare_dataset
+from retbench.studies.benchmark import DatasetSpec, prepare_dataset
 
 SCIFACT = str(Path(__file__).resolve().parents[1] / "corpora" / "scifact")
 #: encoder settings shared by FAISS and the stores in tests (short sequences: cheap to encode)

@@ -26,10 +26,14 @@ def scifact_slice(scifact: Dataset, n_queries: int = 40, n_other_docs: int = 400
     judged = {d for q in qids for d in qrels[q] if d in scifact.corpus}
     others = [d for d in scifact.corpus.ids if d not in judged][:n_other_docs]
     keep = [d for d in scifact.corpus.ids if d in judged or d in set(others)]
-    return Dataset("scifact-slice", scifact.corpus.subset(keep), scifact.queries.subset(qids), {"test": qrels.subset(qids)})
+    return Dataset(
+        "scifact-slice", scifact.corpus.subset(keep), scifact.queries.subset(qids), {"test": qrels.subset(qids)}
+    )
 
 
-def stress_raw(dataset_path: str | Path, output: str | Path, *, system: Mapping[str, Any] | None = None, **stress: Any) -> dict[str, Any]:
+def stress_raw(
+    dataset_path: str | Path, output: str | Path, *, system: Mapping[str, Any] | None = None, **stress: Any
+) -> dict[str, Any]:
     """A stress config mapping over a BEIR folder; `stress` items go into the `stress:` block."""
     return {
         "name": "stress-test",
@@ -114,7 +118,9 @@ class HttpRetriever(Retriever):
         import json
         import urllib.request
 
-        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.url + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
             return json.loads(resp.read())
 

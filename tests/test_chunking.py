@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retbench.chunking import (
+from retbench.chunkers import (
     ChunkSet,
     FixedChars,
     FixedTokens,

@@ -9,11 +9,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from retbench.chunking import make_chunker
-from retbench.chunking_experiment import load_config, parse_config, run_chunking
+from retbench.chunkers import make_chunker
 from retbench.cli import app
 from retbench.errors import ConfigError
 from retbench.evaluation import Evaluation
+from retbench.studies.chunking import load_config, parse_config, run_chunking
 
 DOCS = {
     "garden": (
@@ -29,7 +29,12 @@ DOCS = {
 QUESTIONS = [
     ("q1", "When are roses pruned?", "garden", ["Roses are pruned in late winter."]),
     ("q2", "How long should bread dough be kneaded?", "kitchen", ["Knead for ten minutes"]),
-    ("q3", "What do tomatoes need?", "garden", ["Tomatoes need full sun and deep watering twice a week.", "Stake them early"]),
+    (
+        "q3",
+        "What do tomatoes need?",
+        "garden",
+        ["Tomatoes need full sun and deep watering twice a week.", "Stake them early"],
+    ),
 ]
 
 
@@ -109,8 +114,16 @@ def test_dense_pair_reports_encoding_and_encodes_questions_once(tmp_path, small_
     assert first["chunks_encoded"] == 5 and first["queries_encoded"] == 3
     assert second["queries_encoded"] == 0  # the cache answers the questions for the second chunker
     # only chunk texts the first chunker did not already produce reach the model
-    seen = {c.text for d, t in DOCS.items() for c in make_chunker({"kind": "markdown", "max_size": 60, "unit": "tokens"}).chunk(d, t)}
-    new = {c.text for d, t in DOCS.items() for c in make_chunker({"kind": "fixed_chars", "size": 120, "overlap": 20}).chunk(d, t)} - seen
+    seen = {
+        c.text
+        for d, t in DOCS.items()
+        for c in make_chunker({"kind": "markdown", "max_size": 60, "unit": "tokens"}).chunk(d, t)
+    }
+    new = {
+        c.text
+        for d, t in DOCS.items()
+        for c in make_chunker({"kind": "fixed_chars", "size": 120, "overlap": 20}).chunk(d, t)
+    } - seen
     assert 0 < second["chunks_encoded"] == len(new) < metrics["chars+dense"]["chunks"]["n_chunks"]
     assert metrics["headings+dense"]["recall@3"] == 1.0
 

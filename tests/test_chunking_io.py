@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from retbench.chunking import Span
+from retbench.chunkers import Span
 from retbench.errors import InputError
 from retbench.io.chunking_eval import read_chunking_eval
 from retbench.io.datasets import load_dataset
@@ -36,7 +36,12 @@ def _write_set(root: Path, lines: list[str], doc: str = "Hello world.\r\nSecond 
 
 
 def _q(**kw: object) -> str:
-    obj = {"id": "q1", "question": "?", "corpus_id": "a", "references": [{"content": "Second", "start_index": 14, "end_index": 20}]}
+    obj = {
+        "id": "q1",
+        "question": "?",
+        "corpus_id": "a",
+        "references": [{"content": "Second", "start_index": 14, "end_index": 20}],
+    }
     obj.update(kw)
     return json.dumps(obj)
 

@@ -188,9 +188,14 @@ def test_align_counts_failed_and_missing_as_zero_and_reports_them():
 
 
 def test_compare_all_pairs_holm_across_metrics_and_pairs(evals):
-    cmp = compare(list(evals.values()), metrics=["recall@5", "mrr@10"], n_resamples=2000, seed=3,
-                  queries={"1": "query one"})
-    assert [(p.system_a, p.system_b) for p in cmp.pairs] == [("bm25", "bm25_nostem"), ("bm25", "bm25_weak"), ("bm25_nostem", "bm25_weak")]
+    cmp = compare(
+        list(evals.values()), metrics=["recall@5", "mrr@10"], n_resamples=2000, seed=3, queries={"1": "query one"}
+    )
+    assert [(p.system_a, p.system_b) for p in cmp.pairs] == [
+        ("bm25", "bm25_nostem"),
+        ("bm25", "bm25_weak"),
+        ("bm25_nostem", "bm25_weak"),
+    ]
     cells = [m for p in cmp.pairs for m in p.metrics]
     assert len(cells) == 6
     for test in ("randomization", "ttest", "wilcoxon"):
@@ -222,8 +227,9 @@ def test_compare_pair_is_antisymmetric(evals):
 # -- CLI ---------------------------------------------------------------------------------------------
 def test_cli_compare_one_results_dir_prints_all_pairs_with_corrected_p(results_dir, tmp_path):
     out = tmp_path / "cmp.json"
-    res = CliRunner().invoke(app, ["compare", str(results_dir), "--metrics", "recall@5,mrr@10", "--resamples", "2000",
-                                   "--json", str(out)])
+    res = CliRunner().invoke(
+        app, ["compare", str(results_dir), "--metrics", "recall@5,mrr@10", "--resamples", "2000", "--json", str(out)]
+    )
     assert res.exit_code == 0, res.output
     assert "bm25_weak" in res.output and "Holm" in res.output
     data = json.loads(out.read_text())
@@ -236,11 +242,27 @@ def test_cli_compare_run_files_with_qrels(results_dir, tmp_path, evals):
     run_a = results_dir / "systems" / "bm25" / "run.trec"
     run_b = results_dir / "systems" / "bm25_weak" / "run.trec"
     qrels = abdata.SCIFACT / "qrels" / "test.tsv"
-    res = CliRunner().invoke(app, ["compare", str(run_a), str(run_b), "--qrels", str(qrels), "--metrics", "recall@5",
-                                   "--resamples", "1000", "--json", str(tmp_path / "c.json")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "compare",
+            str(run_a),
+            str(run_b),
+            "--qrels",
+            str(qrels),
+            "--metrics",
+            "recall@5",
+            "--resamples",
+            "1000",
+            "--json",
+            str(tmp_path / "c.json"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     cell = json.loads((tmp_path / "c.json").read_text())["pairs"][0]["metrics"][0]
-    assert cell["delta"] == pytest.approx(evals["bm25_weak"].mean("recall@5") - evals["bm25"].mean("recall@5"), abs=1e-12)
+    assert cell["delta"] == pytest.approx(
+        evals["bm25_weak"].mean("recall@5") - evals["bm25"].mean("recall@5"), abs=1e-12
+    )
 
 
 def test_cli_compare_bad_input_exits_2(results_dir, tmp_path):
@@ -255,12 +277,15 @@ def test_cli_compare_two_results_dirs_pairs_systems_by_name(results_dir, tmp_pat
     other = tmp_path / "candidate"
     other.symlink_to(results_dir, target_is_directory=True)
     out = tmp_path / "c.json"
-    res = CliRunner().invoke(app, ["compare", str(results_dir), str(other), "--metrics", "recall@5", "--resamples", "500",
-                                   "--json", str(out)])
+    res = CliRunner().invoke(
+        app,
+        ["compare", str(results_dir), str(other), "--metrics", "recall@5", "--resamples", "500", "--json", str(out)],
+    )
     assert res.exit_code == 0, res.output
     pairs = json.loads(out.read_text())["pairs"]
     assert [(p["system_a"], p["system_b"]) for p in pairs] == [
-        (f"scifact_ab/{s}", f"candidate/{s}") for s in ("bm25", "bm25_nostem", "bm25_weak")]
+        (f"scifact_ab/{s}", f"candidate/{s}") for s in ("bm25", "bm25_nostem", "bm25_weak")
+    ]
     for p in pairs:  # a system against itself: no change, nothing significant
         cell = p["metrics"][0]
         assert cell["delta"] == 0.0 and cell["pvalues"]["randomization"] == 1.0 and cell["ties"] == 300

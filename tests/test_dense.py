@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from retbench.data import Corpus
-from retbench.embeddings import EmbeddingCache, Encoder, default_cache_dir, default_model, fingerprint_folder
 from retbench.errors import ConfigError, InputError
 from retbench.retrievers import create
 from retbench.retrievers.dense import DenseRetriever
+from retbench.retrievers.encoders import EmbeddingCache, Encoder, default_cache_dir, default_model, fingerprint_folder
 
 pytestmark = pytest.mark.slow
 MAX_LEN = 64

@@ -41,8 +41,23 @@ def test_trec_format_matches_trec_eval_line_for_line(scifact_path, scifact, scif
 
     path, run = scifact_run
     qrels_file = scifact_path / "qrels" / "test.tsv"
-    res = runner.invoke(app, ["eval", str(qrels_file), str(path), "-m", "ndcg_cut.10", "-m", "P.5,10", "-m", "recip_rank",
-                              "--format", "trec", "-q"])
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            str(qrels_file),
+            str(path),
+            "-m",
+            "ndcg_cut.10",
+            "-m",
+            "P.5,10",
+            "-m",
+            "recip_rank",
+            "--format",
+            "trec",
+            "-q",
+        ],
+    )
     assert res.exit_code == 0, res.output
     lines = [line for line in res.stdout.splitlines() if line]
     judged = scifact.split("test").to_dict()
@@ -57,8 +72,24 @@ def test_trec_format_matches_trec_eval_line_for_line(scifact_path, scifact, scif
 
 def test_table_and_json_output_label_the_counting_mode(scifact_path, scifact_run, tmp_path):
     path, _ = scifact_run
-    res = runner.invoke(app, ["eval", str(scifact_path), str(path), "--split", "test", "-m", "ndcg@10", "--format", "json",
-                              "--mode", "pytrec_eval", "--tsv", str(tmp_path / "pq.tsv")])
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            str(scifact_path),
+            str(path),
+            "--split",
+            "test",
+            "-m",
+            "ndcg@10",
+            "--format",
+            "json",
+            "--mode",
+            "pytrec_eval",
+            "--tsv",
+            str(tmp_path / "pq.tsv"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["mode"] == "pytrec_eval" and "answered queries only" in out["mode_label"]
@@ -73,7 +104,9 @@ def test_table_and_json_output_label_the_counting_mode(scifact_path, scifact_run
 def test_missing_queries_are_counted_and_reported(tmp_path):
     (tmp_path / "q.txt").write_text("q1 0 a 1\nq2 0 b 1\n")
     (tmp_path / "r.txt").write_text("q1 Q0 a 1 2.0 sys\n")
-    res = runner.invoke(app, ["eval", str(tmp_path / "q.txt"), str(tmp_path / "r.txt"), "-m", "mrr", "--format", "trec"])
+    res = runner.invoke(
+        app, ["eval", str(tmp_path / "q.txt"), str(tmp_path / "r.txt"), "-m", "mrr", "--format", "trec"]
+    )
     assert res.exit_code == 0
     assert res.stdout.splitlines() == [f"{'recip_rank':<22}\tall\t0.5000"]
     assert "1 missing" in res.stderr
@@ -94,14 +127,44 @@ def test_golden_set_with_system_outputs(tmp_path):
 """
     )
     outputs = [
-        {"id": "q-1", "retrieved": [{"id": "doc-7", "text": "x"}, {"id": "doc-3", "text": "Refunds within 30\n days."},
-                                    {"id": "doc-1", "text": "y"}, {"id": "doc-9", "text": "z"}, {"id": "doc-2", "text": "w"}]},
-        {"id": "q-2", "retrieved": [{"id": "doc-4", "text": "The Finance Team approves."}, {"id": "doc-8", "text": "v"}]},
+        {
+            "id": "q-1",
+            "retrieved": [
+                {"id": "doc-7", "text": "x"},
+                {"id": "doc-3", "text": "Refunds within 30\n days."},
+                {"id": "doc-1", "text": "y"},
+                {"id": "doc-9", "text": "z"},
+                {"id": "doc-2", "text": "w"},
+            ],
+        },
+        {
+            "id": "q-2",
+            "retrieved": [{"id": "doc-4", "text": "The Finance Team approves."}, {"id": "doc-8", "text": "v"}],
+        },
     ]
     (tmp_path / "out.jsonl").write_text("\n".join(json.dumps(o) for o in outputs) + "\n")
-    res = runner.invoke(app, ["eval", str(tmp_path / "golden.yaml"), str(tmp_path / "out.jsonl"), "--format", "json",
-                              "--default-k", "2", "-m", "retrieval-hit-at-k", "-m", "retrieval-recall-at-k", "-m", "retrieval-mrr",
-                              "-m", "answer-containment-at-k", "-m", "recall_all@2"])
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            str(tmp_path / "golden.yaml"),
+            str(tmp_path / "out.jsonl"),
+            "--format",
+            "json",
+            "--default-k",
+            "2",
+            "-m",
+            "retrieval-hit-at-k",
+            "-m",
+            "retrieval-recall-at-k",
+            "-m",
+            "retrieval-mrr",
+            "-m",
+            "answer-containment-at-k",
+            "-m",
+            "recall_all@2",
+        ],
+    )
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     per_q = {m: v["mean"] for m, v in out["metrics"].items()}
@@ -143,7 +206,14 @@ def test_plugin_metric_appears_in_eval_like_a_builtin(tmp_path):
     (tmp_path / "q.txt").write_text("q1 0 a 1\nq1 0 c 0\n")
     (tmp_path / "r.txt").write_text("q1 Q0 a 1 4.0 sys\nq1 Q0 b 2 3.0 sys\nq1 Q0 c 3 2.0 sys\nq1 Q0 d 4 1.0 sys\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PLUGIN_DIR), os.environ.get("PYTHONPATH", "")])}
-    cmd = [str(Path(sys.executable).parent / "retbench"), "eval", str(tmp_path / "q.txt"), str(tmp_path / "r.txt"), "--format", "trec"]
+    cmd = [
+        str(Path(sys.executable).parent / "retbench"),
+        "eval",
+        str(tmp_path / "q.txt"),
+        str(tmp_path / "r.txt"),
+        "--format",
+        "trec",
+    ]
     ok = subprocess.run([*cmd, "-m", "judged@4", "-m", "P@4"], capture_output=True, text=True, env=env, cwd=ROOT)
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.splitlines() == [f"{'P_4':<22}\tall\t0.2500", f"{'judged@4':<22}\tall\t0.5000"]

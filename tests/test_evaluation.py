@@ -9,12 +9,14 @@ from retbench.data import Qrels, QueryStatus, Run, RunBuilder, Sample
 from retbench.errors import ConfigError
 from retbench.evaluation import Evaluation, evaluate, groups_from_samples
 
-QRELS = Qrels({
-    "answered": {"a": 1, "b": 0},
-    "unanswered": {"c": 1},
-    "norel": {"d": 0},  # judged, nothing relevant
-    "failed": {"e": 1},
-})
+QRELS = Qrels(
+    {
+        "answered": {"a": 1, "b": 0},
+        "unanswered": {"c": 1},
+        "norel": {"d": 0},  # judged, nothing relevant
+        "failed": {"e": 1},
+    }
+)
 
 
 def _run() -> Run:
@@ -107,14 +109,18 @@ def test_column_accepts_any_spelling_of_a_metric():
 def test_bootstrap_interval_is_reproducible_and_brackets_the_mean(scifact):
     qrels = scifact.split("test")
     # a run that finds the first relevant doc of every third query at rank 1
-    run = Run.from_dict({q: {next(iter(docs)): 1.0} if i % 3 == 0 else {"nope": 1.0} for i, (q, docs) in enumerate(qrels.items())})
+    run = Run.from_dict(
+        {q: {next(iter(docs)): 1.0} if i % 3 == 0 else {"nope": 1.0} for i, (q, docs) in enumerate(qrels.items())}
+    )
     ev = evaluate(run, qrels, ["hit@1", "mrr"])
     agg = ev.aggregate(seed=1)
     assert agg == ev.aggregate(seed=1)
     assert agg["hit@1"]["n"] == 300 and agg["hit@1"]["mean"] == pytest.approx(100 / 300)
     assert agg["hit@1"]["ci_low"] < agg["hit@1"]["mean"] < agg["hit@1"]["ci_high"]
     # the normal-approximation width for p = 1/3, n = 300 is about +-0.053
-    assert agg["hit@1"]["ci_high"] - agg["hit@1"]["ci_low"] == pytest.approx(2 * 1.96 * np.sqrt(1 / 3 * 2 / 3 / 300), rel=0.15)
+    assert agg["hit@1"]["ci_high"] - agg["hit@1"]["ci_low"] == pytest.approx(
+        2 * 1.96 * np.sqrt(1 / 3 * 2 / 3 / 300), rel=0.15
+    )
     assert "ci_low" not in ev.aggregate(ci=False)["mrr"]
 
 
@@ -127,7 +133,12 @@ def test_breakdown_by_tag_and_category():
     ]
     ev = evaluate(run, Qrels({s.id: s.expected for s in samples}), ["hit@1"], samples=samples)
     groups = groups_from_samples(samples)
-    assert groups == {"billing": ["a", "b"], "hard": ["b", "c"], "category:factual": ["a", "c"], "category:multi_hop": ["b"]}
+    assert groups == {
+        "billing": ["a", "b"],
+        "hard": ["b", "c"],
+        "category:factual": ["a", "c"],
+        "category:multi_hop": ["b"],
+    }
     bd = ev.breakdown(groups)
     assert bd["billing"]["hit@1"] == 0.5 and bd["hard"]["hit@1"] == 0.5
     assert bd["category:factual"]["hit@1"] == 1.0 and bd["category:multi_hop"]["hit@1"] == 0.0

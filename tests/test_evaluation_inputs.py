@@ -24,7 +24,7 @@ from retbench.io.trec import (
     write_qrels,
     write_run,
 )
-from retbench.metrics.judging import GainMatrix, judge_qrels
+from retbench.metrics.judges import GainMatrix, judge_qrels
 
 
 def test_ties_break_by_doc_id_descending_as_strings():
@@ -58,8 +58,12 @@ def _random_run_text(rng: random.Random, style: str) -> str:
     file as it is), "mixed" varies the whitespace and adds blank lines holding some (collapsed first)."""
     lines = []
     for _ in range(rng.randint(0, 60)):
-        q = rng.choice(["q1", "q2", "10", "2", "a-b", "query-with-a-long-id"])  # interleave: grouped by first appearance
-        d = rng.choice(["d1", "d2", "D10", "x" * rng.randint(1, 30), "doc-7", "y" * rng.randint(7, 9)])  # repeats: duplicates
+        q = rng.choice(
+            ["q1", "q2", "10", "2", "a-b", "query-with-a-long-id"]
+        )  # interleave: grouped by first appearance
+        d = rng.choice(
+            ["d1", "d2", "D10", "x" * rng.randint(1, 30), "doc-7", "y" * rng.randint(7, 9)]
+        )  # repeats: duplicates
         score = rng.choice([repr(rng.random()), "1", "-2.5e-3", "3.0", "0", "1E2", "+.5", f"{rng.random():.6f}"])
         sep = {"space": " ", "tab": "\t"}.get(style) or rng.choice([" ", "\t", "  "])
         lines.append(sep.join([q, "Q0", d, str(rng.randint(1, 9)), score, rng.choice(["tagA", "run_b"])]))
@@ -113,7 +117,13 @@ def test_non_ascii_ids_read_exactly(tmp_path):
 
 def test_scifact_style_run_round_trips_through_the_fast_reader(tmp_path):
     rng = np.random.default_rng(3)
-    ranking = {f"q{q}": {f"doc{d}": float(np.float32(s)) for d, s in zip(rng.choice(5000, 50, replace=False), rng.random(50), strict=True)} for q in range(40)}
+    ranking = {
+        f"q{q}": {
+            f"doc{d}": float(np.float32(s))
+            for d, s in zip(rng.choice(5000, 50, replace=False), rng.random(50), strict=True)
+        }
+        for q in range(40)
+    }
     run = Run.from_dict(ranking, name="sys")
     write_run(run, tmp_path / "run.trec")
     back = read_run(tmp_path / "run.trec")
@@ -134,7 +144,9 @@ def test_four_judging_paths_agree(tmp_path, id_style):
     docs = [f"d{i}" if id_style == "short" else f"a-longer-document-id-{i}" for i in range(40)]
     for _ in range(60):
         ranking = {f"q{q}": {d: rng.randint(0, 8) / 2 for d in rng.sample(docs, rng.randint(0, 30))} for q in range(6)}
-        qrels = Qrels({f"q{q}": {d: rng.randint(-1, 3) for d in rng.sample(docs, rng.randint(1, 12))} for q in range(8)})
+        qrels = Qrels(
+            {f"q{q}": {d: rng.randint(-1, 3) for d in rng.sample(docs, rng.randint(1, 12))} for q in range(8)}
+        )
         by_maps = Run.from_dict(ranking)
         assert by_maps._maps is not None
         by_scan = Run.from_dict({q: list(r.items()) for q, r in ranking.items()})
@@ -188,7 +200,7 @@ def test_runs_from_mappings_materialize_doc_ids_only_on_demand():
 def test_colliding_doc_keys_cannot_produce_wrong_hits(tmp_path):
     (tmp_path / "run.trec").write_text("q Q0 a 1 3.0 t\nq Q0 b 2 2.0 t\nq Q0 c 3 1.0 t\n")
     run = read_run(tmp_path / "run.trec")
-    from retbench.keys import key_strings
+    from retbench.data.ids import key_strings
 
     assert run._doc_key is not None and run._key_exact
     run._doc_key = np.repeat(key_strings(["c"])[0], 3)  # a and b now collide with the judged c
@@ -213,21 +225,40 @@ def test_run_builder_runs_are_judged_like_mapping_runs():
     builder = RunBuilder("b")
     builder.add("q", [("x", 2.0), ("y", 2.0), ("z", 1.0)])
     qrels = Qrels({"q": {"y": 1, "z": 2}})
-    assert _hits(judge_qrels(builder.build(), qrels)) == _hits(judge_qrels(Run.from_dict({"q": {"x": 2.0, "y": 2.0, "z": 1.0}}), qrels))
+    assert _hits(judge_qrels(builder.build(), qrels)) == _hits(
+        judge_qrels(Run.from_dict({"q": {"x": 2.0, "y": 2.0, "z": 1.0}}), qrels)
+    )
 
 
 def test_score_parsing_is_bit_exact_with_float(tmp_path):
     """Arrow's column-wise float parsing gives float()'s exact doubles (correctly rounded, -0.0 kept)."""
     rng = random.Random(5)
-    toks = ["0", "-0", "+3.5", ".5", "5.", "-.25", "0.000000000000001", "123456789012345", "1234567890123456",
-            "0.1", "0.3", "9007199254740993", "1e5", "-2.5E-3", "2.2250738585072011e-308", "4.9e-324",
-            "1.7976931348623157e308", "0.30000000000000004"]
+    toks = [
+        "0",
+        "-0",
+        "+3.5",
+        ".5",
+        "5.",
+        "-.25",
+        "0.000000000000001",
+        "123456789012345",
+        "1234567890123456",
+        "0.1",
+        "0.3",
+        "9007199254740993",
+        "1e5",
+        "-2.5E-3",
+        "2.2250738585072011e-308",
+        "4.9e-324",
+        "1.7976931348623157e308",
+        "0.30000000000000004",
+    ]
     for _ in range(20000):
         k = rng.random()
         if k < 0.4:
             toks.append(f"{rng.uniform(-50, 50):.6f}")
         elif k < 0.6:
-            toks.append(str(rng.randint(-10**12, 10**12)))
+            toks.append(str(rng.randint(-(10**12), 10**12)))
         elif k < 0.8:
             toks.append(repr(rng.random()))
         else:
@@ -279,8 +310,11 @@ def test_qrels_read_from_a_plain_file_stay_columnar_until_used_as_a_mapping(tmp_
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("q1 0 d1 1\nq1 0 d2 x\n", "grade must be an integer"), ("q1 0 d1 1\nq1 0 d2 1.5\n", "grade must be an integer"),
-     ("q1 0 d1 1\nq1 d2 1\n", "expected 4 columns")],
+    [
+        ("q1 0 d1 1\nq1 0 d2 x\n", "grade must be an integer"),
+        ("q1 0 d1 1\nq1 0 d2 1.5\n", "grade must be an integer"),
+        ("q1 0 d1 1\nq1 d2 1\n", "expected 4 columns"),
+    ],
 )
 def test_bad_qrels_lines_are_reported_with_their_line(tmp_path, text, message):
     path = tmp_path / "qrels.txt"
@@ -301,9 +335,13 @@ def test_lazy_run_from_a_file_reads_one_query_without_the_whole_column(tmp_path)
 
 def test_status_values_agree_with_the_status_dict():
     from retbench.data import QueryStatus
-    from retbench.metrics.judging import run_rows
+    from retbench.metrics.judges import run_rows
 
-    docs, scores, offsets = np.array(["x", "y", "z"], dtype=object), np.array([2.0, 1.0, 1.0]), np.array([0, 2, 2, 3, 3])
+    docs, scores, offsets = (
+        np.array(["x", "y", "z"], dtype=object),
+        np.array([2.0, 1.0, 1.0]),
+        np.array([0, 2, 2, 3, 3]),
+    )
     plain = Run(["a", "b", "c", "d"], offsets, docs, scores)
     given = Run(["a", "b", "c", "d"], offsets, docs, scores, status={"c": QueryStatus.TIMEOUT, "zz": QueryStatus.ERROR})
     for qids in (["a", "b", "c", "d"], ["d", "missing", "a", "c", "b", "a"]):
@@ -311,8 +349,15 @@ def test_status_values_agree_with_the_status_dict():
         assert plain._status is None  # statuses that follow from the rankings: no per-query dict built
         assert fast == ["missing" if q not in plain else plain.status[q].value for q in qids]
         plain._status = None
-        assert given.status_values(qids, run_rows(given, qids)) == ["missing" if q not in given else given.status[q].value for q in qids]
-    assert given.status == {"a": QueryStatus.OK, "b": QueryStatus.EMPTY, "c": QueryStatus.TIMEOUT, "d": QueryStatus.EMPTY}
+        assert given.status_values(qids, run_rows(given, qids)) == [
+            "missing" if q not in given else given.status[q].value for q in qids
+        ]
+    assert given.status == {
+        "a": QueryStatus.OK,
+        "b": QueryStatus.EMPTY,
+        "c": QueryStatus.TIMEOUT,
+        "d": QueryStatus.EMPTY,
+    }
 
 
 def test_the_unicode_spaces_the_reader_rejects_are_those_str_split_cuts_at():
@@ -348,8 +393,14 @@ def test_non_ascii_files_read_as_the_line_reader_reads_them(tmp_path, text, colu
         return
     got = read_run(path)
     assert (got.query_ids, got.doc_ids.tolist(), got.scores.tolist(), got.name) == (
-        expected.query_ids, expected.doc_ids.tolist(), expected.scores.tolist(), expected.name)
-    assert _hits(judge_qrels(got, Qrels({"q1": {"naïve": 2}}))) == _hits(judge_qrels(expected, Qrels({"q1": {"naïve": 2}})))
+        expected.query_ids,
+        expected.doc_ids.tolist(),
+        expected.scores.tolist(),
+        expected.name,
+    )
+    assert _hits(judge_qrels(got, Qrels({"q1": {"naïve": 2}}))) == _hits(
+        judge_qrels(expected, Qrels({"q1": {"naïve": 2}}))
+    )
 
 
 def test_invalid_utf8_is_reported_by_the_line_reader(tmp_path):
@@ -362,7 +413,10 @@ def test_invalid_utf8_is_reported_by_the_line_reader(tmp_path):
 
 
 def test_a_byte_order_mark_is_not_part_of_the_first_query_id(tmp_path):
-    for name, text in (("run.trec", "\ufeffq1 Q0 d1 1 1.5 t\nq1 Q0 d2 2 1.0 t\n"), ("qrels", "\ufeffq1 0 d1 1\nq1 0 d2 2\n")):
+    for name, text in (
+        ("run.trec", "\ufeffq1 Q0 d1 1 1.5 t\nq1 Q0 d2 2 1.0 t\n"),
+        ("qrels", "\ufeffq1 0 d1 1\nq1 0 d2 2\n"),
+    ):
         path = tmp_path / name
         path.write_bytes(text.encode("utf-8"))
         if name == "run.trec":

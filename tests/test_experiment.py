@@ -63,7 +63,7 @@ def test_run_writes_results_and_matches_pytrec_eval(tmp_path: Path) -> None:
     ev = res.evaluation("bm25")
     assert len(ev.query_ids) == 12
     # the stored run, checked independently with pytrec_eval against the slice's qrels
-    from retbench.experiment import DatasetSpec, prepare_dataset
+    from retbench.studies.benchmark import DatasetSpec, prepare_dataset
 
     ds, _ = prepare_dataset(DatasetSpec("scifact", "test", 12, 200))
     qrels = ds.split("test").to_dict()
@@ -107,7 +107,7 @@ def test_config_errors_name_the_field(tmp_path: Path, systems: list, extra: dict
 
 
 def test_backend_failures_are_recorded_and_exit_3(tmp_path: Path) -> None:
-    from retbench.experiment import DatasetSpec, prepare_dataset
+    from retbench.studies.benchmark import DatasetSpec, prepare_dataset
 
     _, queries = prepare_dataset(DatasetSpec("scifact", "test", 12, 200))
     victim = next(iter(queries))
@@ -159,7 +159,7 @@ def test_sigkill_resumes_without_redoing_or_duplicating(tmp_path: Path) -> None:
 
 
 def test_pytrec_eval_mode_coverage_counts(tmp_path: Path) -> None:
-    from retbench.experiment import DatasetSpec, prepare_dataset
+    from retbench.studies.benchmark import DatasetSpec, prepare_dataset
 
     _, queries = prepare_dataset(DatasetSpec("scifact", "test", 12, 200))
     marker = queries[next(iter(queries))][:30]

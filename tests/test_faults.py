@@ -20,7 +20,7 @@ from retbench.evaluation import evaluate
 from retbench.io.beir import write_beir
 from retbench.retrievers.base import create
 from retbench.retrievers.faults import FaultSpec, FaultyRetriever, with_faults
-from retbench.stress import abandoned_threads, parse_config, run_stress
+from retbench.studies.stress import abandoned_threads, parse_config, run_stress
 from stress_support import AsyncBM25, scifact_slice, stress_raw
 
 
@@ -53,7 +53,15 @@ EXPECTED = {"error": "error", "hang": "timeout", "empty": "empty", "garbage": "i
 
 
 def test_each_fault_is_recorded_with_its_label_and_answers_are_untouched(tmp_path: Path, ds, bm25) -> None:
-    spec = FaultSpec(seed=3, error_rate=0.15, error_message="backend said: shard 3 unavailable", hang_rate=0.1, hang_s=30, empty_rate=0.1, garbage_rate=0.3)
+    spec = FaultSpec(
+        seed=3,
+        error_rate=0.15,
+        error_message="backend said: shard 3 unavailable",
+        hang_rate=0.1,
+        hang_s=30,
+        empty_rate=0.1,
+        garbage_rate=0.3,
+    )
     faulty = FaultyRetriever(bm25, spec)
     cfg = _cfg(tmp_path, levels=[4], timeout_s=0.3, allowed_failure_rate=1.0)
     try:
@@ -113,7 +121,9 @@ def _level_run(res):
 
 
 def test_crash_after_n_calls_fails_every_later_call_verbatim_and_exits_3(tmp_path: Path, ds, bm25) -> None:
-    faulty = FaultyRetriever(bm25, FaultSpec(crash_after=10, crash_message="memvid error: Embedded WAL is corrupted at offset 78667"))
+    faulty = FaultyRetriever(
+        bm25, FaultSpec(crash_after=10, crash_message="memvid error: Embedded WAL is corrupted at offset 78667")
+    )
     res = run_stress(_cfg(tmp_path, levels=[1, 4]), retriever=faulty, dataset=ds, echo=lambda m: None)
     assert res.exit_code == 3
     lv = res.summary["levels"]
@@ -130,7 +140,12 @@ def test_write_fault_on_the_16th_document_stops_before_any_query_and_cli_exits_3
 
     folder = tmp_path / "data"
     write_beir(ds, folder)
-    raw = stress_raw(folder, tmp_path / "out", system={"name": "wal", "adapter": "bm25s", "faults": {"write_fail_at": 16}}, ingest_batch_size=10)
+    raw = stress_raw(
+        folder,
+        tmp_path / "out",
+        system={"name": "wal", "adapter": "bm25s", "faults": {"write_fail_at": 16}},
+        ingest_batch_size=10,
+    )
     cfg_path = tmp_path / "stress.yaml"
     cfg_path.write_text(json.dumps(raw))
     result = CliRunner().invoke(app, ["stress", str(cfg_path)])
@@ -148,7 +163,12 @@ def test_async_adapter_hangs_are_cancelled_as_timeouts_without_abandoning_thread
     inner = AsyncBM25()
     faulty = FaultyRetriever(inner, FaultSpec(seed=5, hang_rate=0.2, hang_s=30, error_rate=0.1))
     before = abandoned_threads()
-    res = run_stress(_cfg(tmp_path, levels=[8], timeout_s=0.2, allowed_failure_rate=1.0), retriever=faulty, dataset=ds, echo=lambda m: None)
+    res = run_stress(
+        _cfg(tmp_path, levels=[8], timeout_s=0.2, allowed_failure_rate=1.0),
+        retriever=faulty,
+        dataset=ds,
+        echo=lambda m: None,
+    )
     assert res.summary["mode"] == "async"
     hangs = sum(1 for e in faulty.log.entries if e[2] == "hang")
     errors = sum(1 for e in faulty.log.entries if e[2] == "error")

@@ -54,23 +54,45 @@ def length_groups(evals) -> dict[str, list[str]]:
 def test_shipped_criteria_follow_the_adr():
     crit = load_criteria(ROOT / "configs" / "ship-criteria.yaml")
     recall, mrr = crit.gates
-    assert (recall.metric, recall.limits.threshold, recall.limits.regression_max, recall.severity) == ("recall@5", 0.85, 0.03, "error")
-    assert (mrr.metric, mrr.limits.threshold, mrr.limits.regression_max, mrr.severity) == ("mrr@10", 0.62, 0.05, "warning")
+    assert (recall.metric, recall.limits.threshold, recall.limits.regression_max, recall.severity) == (
+        "recall@5",
+        0.85,
+        0.03,
+        "error",
+    )
+    assert (mrr.metric, mrr.limits.threshold, mrr.limits.regression_max, mrr.severity) == (
+        "mrr@10",
+        0.62,
+        0.05,
+        "warning",
+    )
     assert load_criteria(ROOT / "configs" / "ship-criteria-scifact.yaml").gates[0].metric == "recall@5"
 
 
 def test_adr_gate_names_resolve_through_the_registry(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text("gates:\n  - name: retrieval_recall_at_5\n    threshold: 0.85\n  - name: retrieval_mrr\n    threshold: 0.6\n"
-                    "  - name: seed\n    metric: retrieval-recall-at-k\n    threshold: 0.5\n")
+    path.write_text(
+        "gates:\n  - name: retrieval_recall_at_5\n    threshold: 0.85\n  - name: retrieval_mrr\n    threshold: 0.6\n"
+        "  - name: seed\n    metric: retrieval-recall-at-k\n    threshold: 0.5\n"
+    )
     assert [g.metric for g in load_criteria(path).gates] == ["recall@5", "mrr", "recall@5"]
 
 
 @pytest.mark.parametrize(
     ("text", "line", "field", "words"),
     [
-        ("gates:\n  - name: a\n    metric: recal@5\n    threshold: 0.8\n", 3, "gates[0].metric", "unknown metric 'recal@5'"),
-        ("gates:\n  - name: a\n    metric: recall@5\n    threshold: 0.8\n    severity: fatal\n", 5, "gates[0].severity", "'error' or 'warning'"),
+        (
+            "gates:\n  - name: a\n    metric: recal@5\n    threshold: 0.8\n",
+            3,
+            "gates[0].metric",
+            "unknown metric 'recal@5'",
+        ),
+        (
+            "gates:\n  - name: a\n    metric: recall@5\n    threshold: 0.8\n    severity: fatal\n",
+            5,
+            "gates[0].severity",
+            "'error' or 'warning'",
+        ),
         ("gates:\n  - name: a\n    metric: recall@5\n    threshold: -1\n", 2, "gates[0].threshold", ">= 0"),
         ("gates:\n  - name: a\n    metric: recall@5\n", 2, "gates[0]", "needs a threshold or a regression_max"),
         ("gates:\n  - name: a\n    metric: recall@5\n    treshold: 0.8\n", 2, "gates[0]", "unknown key(s) treshold"),
@@ -120,8 +142,12 @@ def test_same_system_passes_and_floor_alone_can_fail(evals):
 
 
 def test_failing_warning_gate_does_not_block(evals):
-    rep = run_gates(criteria(gate("recall@5", 0.5, 0.5), gate("mrr@10", 0.9, severity="warning")),
-                    evals["bm25_weak"], evals["bm25"], n_resamples=500)
+    rep = run_gates(
+        criteria(gate("recall@5", 0.5, 0.5), gate("mrr@10", 0.9, severity="warning")),
+        evals["bm25_weak"],
+        evals["bm25"],
+        n_resamples=500,
+    )
     assert [r.passed for r in rep.results] == [True, False]
     assert rep.exit_code == 0 and rep.verdict == "warn"
     text = render_comment(rep)
@@ -135,7 +161,9 @@ def test_require_significance_lets_a_noisy_drop_pass(evals):
     p = randomization_test(cand.column("recall@5") - base.column("recall@5"), 2000, 0)
     assert drop > 0.01 and p > 0.05  # a 1.7 pp drop on 300 queries that is not significant
     strict = run_gates(criteria(gate("recall@5", regression_max=0.01)), cand, base, n_resamples=2000)
-    lenient = run_gates(criteria(gate("recall@5", regression_max=0.01, require_significance=True)), cand, base, n_resamples=2000)
+    lenient = run_gates(
+        criteria(gate("recall@5", regression_max=0.01, require_significance=True)), cand, base, n_resamples=2000
+    )
     assert strict.exit_code == 1
     assert lenient.exit_code == 0
     assert "not statistically significant" in render_comment(lenient)
@@ -187,9 +215,24 @@ def test_cli_gate_fails_with_exit_1_and_writes_comment_and_json(results_dir, tmp
         for tag, ids in groups.items():
             for i in ids:
                 fh.write(json.dumps({"_id": i, "text": q[i], "metadata": {"tags": [tag]}}) + "\n")
-    res = _gate("--criteria", str(ROOT / "configs" / "ship-criteria-scifact.yaml"), "--baseline", str(results_dir),
-                "--baseline-system", "bm25", "--candidate", str(results_dir), "--candidate-system", "bm25_weak",
-                "--queries", str(qfile), "--comment", str(tmp_path / "c.md"), "--json", str(tmp_path / "g.json"))
+    res = _gate(
+        "--criteria",
+        str(ROOT / "configs" / "ship-criteria-scifact.yaml"),
+        "--baseline",
+        str(results_dir),
+        "--baseline-system",
+        "bm25",
+        "--candidate",
+        str(results_dir),
+        "--candidate-system",
+        "bm25_weak",
+        "--queries",
+        str(qfile),
+        "--comment",
+        str(tmp_path / "c.md"),
+        "--json",
+        str(tmp_path / "g.json"),
+    )
     assert res.exit_code == 1, res.output
     comment = (tmp_path / "c.md").read_text()
     assert "retrieval recall@5 dropped from 73.6% to 70.8%" in comment
@@ -198,16 +241,34 @@ def test_cli_gate_fails_with_exit_1_and_writes_comment_and_json(results_dir, tmp
 
 
 def test_cli_gate_passes_with_exit_0(results_dir, tmp_path):
-    res = _gate("--criteria", str(ROOT / "configs" / "ship-criteria-scifact.yaml"), "--baseline", str(results_dir),
-                "--baseline-system", "bm25_weak", "--candidate", str(results_dir), "--candidate-system", "bm25")
+    res = _gate(
+        "--criteria",
+        str(ROOT / "configs" / "ship-criteria-scifact.yaml"),
+        "--baseline",
+        str(results_dir),
+        "--baseline-system",
+        "bm25_weak",
+        "--candidate",
+        str(results_dir),
+        "--candidate-system",
+        "bm25",
+    )
     assert res.exit_code == 0, res.output
     assert "Retrieval quality gate: passes" in res.output
 
 
 def test_cli_gate_run_files(results_dir):
     runs = results_dir / "systems"
-    res = _gate("--criteria", str(ROOT / "configs" / "ship-criteria-scifact.yaml"), "--baseline", str(runs / "bm25" / "run.trec"),
-                "--candidate", str(runs / "bm25_weak" / "run.trec"), "--qrels", str(abdata.SCIFACT / "qrels" / "test.tsv"))
+    res = _gate(
+        "--criteria",
+        str(ROOT / "configs" / "ship-criteria-scifact.yaml"),
+        "--baseline",
+        str(runs / "bm25" / "run.trec"),
+        "--candidate",
+        str(runs / "bm25_weak" / "run.trec"),
+        "--qrels",
+        str(abdata.SCIFACT / "qrels" / "test.tsv"),
+    )
     assert res.exit_code == 1, res.output
     assert "retrieval recall@5 dropped from 73.6% to 70.8%" in res.output
 
@@ -218,10 +279,23 @@ def test_cli_gate_bad_criteria_exit_2(results_dir, tmp_path):
     res = _gate("--criteria", str(bad), "--candidate", str(results_dir), "--candidate-system", "bm25")
     assert res.exit_code == 2
     assert "ndcg@7" in res.output and "does not have" in res.output
-    res = _gate("--criteria", str(ROOT / "configs" / "ship-criteria.yaml"), "--candidate", str(results_dir), "--candidate-system", "bm25")
+    res = _gate(
+        "--criteria",
+        str(ROOT / "configs" / "ship-criteria.yaml"),
+        "--candidate",
+        str(results_dir),
+        "--candidate-system",
+        "bm25",
+    )
     assert res.exit_code == 2 and "need a baseline" in res.output
-    res = _gate("--criteria", str(ROOT / "configs" / "ship-criteria.yaml"), "--candidate", str(results_dir),
-                "--baseline", str(tmp_path / "nowhere"))
+    res = _gate(
+        "--criteria",
+        str(ROOT / "configs" / "ship-criteria.yaml"),
+        "--candidate",
+        str(results_dir),
+        "--baseline",
+        str(tmp_path / "nowhere"),
+    )
     assert res.exit_code == 2 and "nowhere" in res.output
 
 
@@ -230,9 +304,20 @@ def test_cli_gate_backend_failures_exit_3(tmp_path_factory, tmp_path):
     status = (slice_dir / "systems" / "flaky" / "status.jsonl").read_text().splitlines()
     failed = sum(json.loads(line)["status"] == "error" for line in status)
     assert failed > 0
-    res = _gate("--criteria", str(ROOT / "configs" / "ship-criteria-scifact.yaml"), "--baseline", str(slice_dir),
-                "--baseline-system", "bm25", "--candidate", str(slice_dir), "--candidate-system", "flaky",
-                "--comment", str(tmp_path / "c.md"))
+    res = _gate(
+        "--criteria",
+        str(ROOT / "configs" / "ship-criteria-scifact.yaml"),
+        "--baseline",
+        str(slice_dir),
+        "--baseline-system",
+        "bm25",
+        "--candidate",
+        str(slice_dir),
+        "--candidate-system",
+        "flaky",
+        "--comment",
+        str(tmp_path / "c.md"),
+    )
     assert res.exit_code == 3, res.output
     assert f"failed on {failed} of 100 queries" in (tmp_path / "c.md").read_text()
     assert "backend failure" in res.output
@@ -278,9 +363,20 @@ def test_gate_counts_unanswered_queries_as_zero_even_in_pytrec_mode(tmp_path_fac
 def test_cli_gate_same_system_in_two_results_dirs_like_ci(results_dir, tmp_path):
     current = tmp_path / "current"
     current.symlink_to(results_dir, target_is_directory=True)
-    res = _gate("--criteria", str(ROOT / "configs" / "ship-criteria-scifact.yaml"), "--baseline", str(results_dir),
-                "--baseline-system", "bm25", "--candidate", str(current), "--candidate-system", "bm25",
-                "--json", str(tmp_path / "g.json"))
+    res = _gate(
+        "--criteria",
+        str(ROOT / "configs" / "ship-criteria-scifact.yaml"),
+        "--baseline",
+        str(results_dir),
+        "--baseline-system",
+        "bm25",
+        "--candidate",
+        str(current),
+        "--candidate-system",
+        "bm25",
+        "--json",
+        str(tmp_path / "g.json"),
+    )
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "g.json").read_text())
     assert data["candidate"]["system"] == data["baseline"]["system"] == "bm25"

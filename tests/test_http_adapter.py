@@ -127,7 +127,7 @@ def test_runner_gives_identical_numbers_for_http_and_inprocess(tmp_path, bm25_se
     }
     path = tmp_path / "cfg.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    from retbench.experiment import load_config, run_experiment
+    from retbench.studies.benchmark import load_config, run_experiment
 
     outcome = run_experiment(load_config(path), log=lambda m: None)
     assert not outcome.backend_failed
@@ -137,7 +137,9 @@ def test_runner_gives_identical_numbers_for_http_and_inprocess(tmp_path, bm25_se
     assert 0.6 < metrics["bm25"]["ndcg@10"] < 0.8
     runs = [(tmp_path / "out" / "systems" / s / "run.trec").read_text().splitlines() for s in ("bm25", "bm25-http")]
     assert [ln.rsplit(" ", 1)[0] for ln in runs[0]] == [ln.rsplit(" ", 1)[0] for ln in runs[1]]
-    status = [json.loads(ln) for ln in (tmp_path / "out" / "systems" / "bm25-http" / "status.jsonl").read_text().splitlines()]
+    status = [
+        json.loads(ln) for ln in (tmp_path / "out" / "systems" / "bm25-http" / "status.jsonl").read_text().splitlines()
+    ]
     assert len(status) == 60 and all(s["status"] == "ok" and s["latency"] > 0 for s in status)
 
 
@@ -239,7 +241,7 @@ def test_retried_into_success_is_recorded(faulty, few):
 
 def test_runner_marks_retried_answers_in_status_jsonl(faulty, tmp_path):
     """Through `retbench run`: a retried-into-success query is ok, scored, and its retries are in status.jsonl."""
-    from retbench.experiment import load_config, run_experiment
+    from retbench.studies.benchmark import load_config, run_experiment
     from stores_support import SCIFACT, SLICE
 
     base, _ = faulty
@@ -249,12 +251,16 @@ def test_runner_marks_retried_answers_in_status_jsonl(faulty, tmp_path):
         "depth": 10,
         "metrics": ["ndcg@10"],
         "datasets": [{"path": SCIFACT, **SLICE}],
-        "systems": [{"name": "svc", "adapter": "http", "params": {"url": base + "/flaky-runner", "retries": 2, "backoff": 0.01}}],
+        "systems": [
+            {"name": "svc", "adapter": "http", "params": {"url": base + "/flaky-runner", "retries": 2, "backoff": 0.01}}
+        ],
     }
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
     outcome = run_experiment(load_config(tmp_path / "cfg.yaml"), log=lambda m: None)
     assert not outcome.backend_failed
-    records = [json.loads(ln) for ln in (tmp_path / "out" / "systems" / "svc" / "status.jsonl").read_text().splitlines()]
+    records = [
+        json.loads(ln) for ln in (tmp_path / "out" / "systems" / "svc" / "status.jsonl").read_text().splitlines()
+    ]
     assert len(records) == SLICE["max_queries"]
     assert all(r["status"] == "ok" and r["error"].startswith("ok after 3 attempts; earlier: HTTP 503") for r in records)
     assert json.loads((tmp_path / "out" / "metrics.json").read_text())["svc"]["ndcg@10"] > 0
@@ -289,7 +295,9 @@ def test_malformed_and_4xx_answers_are_not_retried(faulty, few):
     assert all(run.status[q] == QueryStatus.ERROR and http.attempts[q]["attempts"] == 1 for q in few)
     assert run.errors[next(iter(few))] == 'HTTP 404: {"error": "no such index"}'
     http, run = _run(base + "/retrieved", few, response_path="results.hits")
-    assert run.errors[next(iter(few))] == "malformed response: response_path 'results.hits': no 'results' in the response"
+    assert (
+        run.errors[next(iter(few))] == "malformed response: response_path 'results.hits': no 'results' in the response"
+    )
 
 
 def test_bare_ids_and_renamed_fields(faulty, few):
@@ -299,7 +307,9 @@ def test_bare_ids_and_renamed_fields(faulty, few):
         expect = [d for d, _ in bm25.search_one(few[q], 10)]
         assert run.docs(q) == expect
         assert [s for _, s in run.ranking(q)] == [float(10 - i) for i in range(len(expect))]  # n - rank
-    http, run = _run(base + "/nested", few, response_path="data.hits", id_field="doc", score_field="relevance", text_field="body")
+    http, run = _run(
+        base + "/nested", few, response_path="data.hits", id_field="doc", score_field="relevance", text_field="body"
+    )
     for q in few:
         assert run.ranking(q) == bm25.search_one(few[q], 10)
         assert all(http.texts[d] == f"text of {d}" for d in run.docs(q))
@@ -322,7 +332,9 @@ def test_auth_token_from_env_is_sent_and_never_written(faulty, few, monkeypatch)
     http, run = _run(base + "/auth", few, auth_env="RB_TEST_TOKEN")
     assert all(run.status[q] == QueryStatus.ERROR for q in few)
     msg = run.errors[next(iter(few))]
-    assert msg.startswith("HTTP 401") and "wrong-s3cret" not in msg and "Bearer ***" in msg  # the server echoed it; redacted
+    assert (
+        msg.startswith("HTTP 401") and "wrong-s3cret" not in msg and "Bearer ***" in msg
+    )  # the server echoed it; redacted
     monkeypatch.delenv("RB_TEST_TOKEN")
     with pytest.raises(ConfigError, match="RB_TEST_TOKEN"):
         create("http", {"url": base + "/auth", "auth_env": "RB_TEST_TOKEN"})

@@ -16,11 +16,11 @@ import faiss
 import numpy as np
 import pytest
 
-from retbench.chunking import make_chunker
+from retbench.chunkers import make_chunker
 from retbench.data import Corpus, Qrels, Run
 from retbench.errors import ConfigError
 from retbench.evaluation import evaluate
-from retbench.ingest import (
+from retbench.studies.impact import (
     ContextRecall,
     CosineSupport,
     DenseImpact,
@@ -93,7 +93,8 @@ def test_worked_example_alone():
     d.novelty = Novelty(min=0.3, mean=0.4, max_cos=0.7, nearest_doc="a", nearest_chunk="a")
     assert GainWeights(alpha=1, beta=1, gamma=0.1, recall="recall@1").apply(d) == pytest.approx(0.03)
     assert GainWeights(alpha=1, beta=1, gamma=0.1, recall="ndcg@2", novelty="mean").apply(d) == pytest.approx(
-        (1 / math.log2(3)) / 2 + 0.04)
+        (1 / math.log2(3)) / 2 + 0.04
+    )
 
 
 def test_worked_example_skip_and_leave_one_out():
@@ -117,7 +118,9 @@ def _faiss_run(ids: list[str], vecs: np.ndarray, qids: list[str], Q: np.ndarray,
     index.add(np.ascontiguousarray(vecs))
     n = min(len(ids), depth + 40)  # deep enough that a tie across the cut is fully seen
     scores, labels = index.search(np.ascontiguousarray(Q), n)
-    results = {q: [(ids[j], float(s)) for j, s in zip(labels[i], scores[i], strict=True) if j >= 0] for i, q in enumerate(qids)}
+    results = {
+        q: [(ids[j], float(s)) for j, s in zip(labels[i], scores[i], strict=True) if j >= 0] for i, q in enumerate(qids)
+    }
     return Run.from_dict(results).truncate(depth)
 
 
@@ -183,7 +186,9 @@ def test_sequential_equals_cumulative_rebuild(synthetic):
     skip = [i % 7 == 3 for i in range(len(cand_ids))]
     impacts = eng.sequential(cand_ids, cands, skip)
     added = [c for c, s in zip(range(len(cand_ids)), skip, strict=True) if not s]
-    ref = _faiss_run([*kb_ids, *(cand_ids[c] for c in added)], np.vstack([kb, cands[added]]), eng.qids, eng.Q, eng.depth)
+    ref = _faiss_run(
+        [*kb_ids, *(cand_ids[c] for c in added)], np.vstack([kb, cands[added]]), eng.qids, eng.Q, eng.depth
+    )
     final = _means(ref, qrels, METRICS)
     assert impacts[-1].after == pytest.approx(final, abs=1e-12)
     # per-step deltas add up to the whole change, and skipped candidates change nothing
@@ -192,13 +197,19 @@ def test_sequential_equals_cumulative_rebuild(synthetic):
     assert all(not impacts[c].changed and impacts[c].deltas["ndcg@5"] == 0 for c in range(len(skip)) if skip[c])
     # step 5 against K plus the first four candidates
     first = [c for c in added if c < 5]
-    step_before = _faiss_run([*kb_ids, *(cand_ids[c] for c in first[:-1])], np.vstack([kb, cands[first[:-1]]]), eng.qids, eng.Q, eng.depth)
-    step_after = _faiss_run([*kb_ids, *(cand_ids[c] for c in first)], np.vstack([kb, cands[first]]), eng.qids, eng.Q, eng.depth)
+    step_before = _faiss_run(
+        [*kb_ids, *(cand_ids[c] for c in first[:-1])], np.vstack([kb, cands[first[:-1]]]), eng.qids, eng.Q, eng.depth
+    )
+    step_after = _faiss_run(
+        [*kb_ids, *(cand_ids[c] for c in first)], np.vstack([kb, cands[first]]), eng.qids, eng.Q, eng.depth
+    )
     b, a = _means(step_before, qrels, METRICS), _means(step_after, qrels, METRICS)
     assert impacts[first[-1]].deltas["ndcg@5"] == pytest.approx(a["ndcg@5"] - b["ndcg@5"], abs=1e-12)
     # the engine's base state is untouched by a sequential pass
-    assert eng.alone(cand_ids[:3], cands[:3])[0].deltas == DenseImpact(kb_ids, qids, Q, qrels, METRICS, kb_vectors=kb).alone(
-        cand_ids[:3], cands[:3])[0].deltas
+    assert (
+        eng.alone(cand_ids[:3], cands[:3])[0].deltas
+        == DenseImpact(kb_ids, qids, Q, qrels, METRICS, kb_vectors=kb).alone(cand_ids[:3], cands[:3])[0].deltas
+    )
 
 
 def test_leave_one_out_equals_rebuild_without_the_document(synthetic):
@@ -263,7 +274,10 @@ def test_novelty_worked_example():
     assert mixed.min == pytest.approx(1 - 2 / math.sqrt(6), abs=1e-6) and mixed.nearest_doc == "k1"
     assert new.min == pytest.approx(1.0) and new.max_cos == pytest.approx(0.0)
     # sequential: "new" comes after a first "omega" candidate, so it is no longer new
-    seq = idx.novelty(Corpus(["o1", "o2", "o3"], ["omega", "omega", "omega psi"], join_rule="text_only"), sequential=[True, False, True])
+    seq = idx.novelty(
+        Corpus(["o1", "o2", "o3"], ["omega", "omega", "omega psi"], join_rule="text_only"),
+        sequential=[True, False, True],
+    )
     assert seq[0].min == pytest.approx(1.0)
     assert seq[1].min == pytest.approx(0.0, abs=1e-6) and seq[1].nearest_doc == "o1"
     assert seq[2].min == pytest.approx(1 - 1 / math.sqrt(2), abs=1e-6) and seq[2].nearest_doc == "o1"
@@ -289,15 +303,22 @@ def test_novelty_per_chunk_with_a_chunker():
 # -- context recall -------------------------------------------------------------------------------------
 def test_context_recall_worked_example():
     texts = {"x": "Grass is green. Water is wet.", "y": "The sky is blue today.", "z": "Nothing here."}
-    cr = ContextRecall({"q": "The sky is blue. Grass is green.", "r": ""}, texts.__getitem__, CosineSupport(BagEncoder(), 0.9),
-                       context_k=2)
+    cr = ContextRecall(
+        {"q": "The sky is blue. Grass is green.", "r": ""},
+        texts.__getitem__,
+        CosineSupport(BagEncoder(), 0.9),
+        context_k=2,
+    )
     assert split_sentences("The sky is blue. Grass is green.") == ["The sky is blue.", "Grass is green."]
     assert cr.has("q") and not cr.has("r")  # an empty reference is no reference
     assert cr.score("q", ["x"]) == 0.5
     assert cr.score("q", ["z", "x"]) == 0.5
     # "The sky is blue today." vs "The sky is blue.": cos 4 / (sqrt 5 * 2) = 0.894 < 0.9
     assert cr.score("q", ["x", "y"]) == 0.5
-    assert ContextRecall({"q": "The sky is blue."}, texts.__getitem__, CosineSupport(BagEncoder(), 0.89)).score("q", ["y"]) == 1.0
+    assert (
+        ContextRecall({"q": "The sky is blue."}, texts.__getitem__, CosineSupport(BagEncoder(), 0.89)).score("q", ["y"])
+        == 1.0
+    )
     assert cr.score("q", ["z", "z", "x"]) == 0.0  # only the first context_k documents count
     assert math.isnan(cr.score("r", ["x"]))
 
@@ -305,7 +326,9 @@ def test_context_recall_worked_example():
 def test_context_recall_deltas_in_the_engine():
     kb = np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0]], dtype=np.float32)
     texts = {"a": "Nothing relevant.", "b": "Sky talk.", "c": "Grass is green.", "d": "The sky is blue."}
-    cr = ContextRecall({"q1": "The sky is blue. Grass is green."}, texts.__getitem__, CosineSupport(BagEncoder(), 0.95), context_k=2)
+    cr = ContextRecall(
+        {"q1": "The sky is blue. Grass is green."}, texts.__getitem__, CosineSupport(BagEncoder(), 0.95), context_k=2
+    )
     Q = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
     qrels = Qrels({"q1": {"d": 1}, "q2": {"c": 1}})
     eng = DenseImpact(["a", "b", "c"], ["q1", "q2"], Q, qrels, ["recall@1"], kb_vectors=kb, context=cr)
@@ -329,7 +352,11 @@ def test_near_duplicate_is_light_and_deterministic():
 def test_build_candidates_on_scifact(scifact):
     qrels = scifact.split("test")
     qids = list(qrels)
-    sources = [{"kind": "gold", "queries": 5, "seed": 1}, {"kind": "present", "n": 4}, {"kind": "near_duplicate", "n": 3, "edits": 2}]
+    sources = [
+        {"kind": "gold", "queries": 5, "seed": 1},
+        {"kind": "present", "n": 4},
+        {"kind": "near_duplicate", "n": 3, "edits": 2},
+    ]
     cs = build_candidates(scifact.corpus, qrels, qids, sources, seed=2)
     gold = [c for c, g in zip(cs.candidates.ids, cs.groups, strict=True) if g == "gold"]
     chosen = cs.info["sources"][0]["queries"]
@@ -378,4 +405,10 @@ def test_config_defaults_and_errors():
 
 def test_impact_serializes():
     imp = Impact("d", "alone", deltas={"recall@10": 0.5}, novelty=Novelty(0.1, 0.2, 0.9, "k", "k", [{"chunk_id": "d"}]))
-    assert imp.to_dict(chunks=False)["novelty"] == {"min": 0.1, "mean": 0.2, "max_cos": 0.9, "nearest_doc": "k", "nearest_chunk": "k"}
+    assert imp.to_dict(chunks=False)["novelty"] == {
+        "min": 0.1,
+        "mean": 0.2,
+        "max_cos": 0.9,
+        "nearest_doc": "k",
+        "nearest_chunk": "k",
+    }

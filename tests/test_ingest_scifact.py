@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from retbench.cli import app
 from retbench.data import Dataset
-from retbench.ingest import load_ingest_config, run_ingest
 from retbench.io.beir import write_beir
+from retbench.studies.impact import load_ingest_config, run_ingest
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +29,9 @@ def slice_dir(scifact, tmp_path_factory):
     gold = {d for q in qids for d in qrels[q]}
     others = rng.sample([d for d in scifact.corpus.ids if d not in gold], 120)
     keep = [d for d in scifact.corpus.ids if d in gold or d in set(others)]
-    ds = Dataset("scifact-slice", scifact.corpus.subset(keep), scifact.queries.subset(qids), {"test": qrels.subset(qids)})
+    ds = Dataset(
+        "scifact-slice", scifact.corpus.subset(keep), scifact.queries.subset(qids), {"test": qrels.subset(qids)}
+    )
     folder = tmp_path_factory.mktemp("scifact_slice")
     write_beir(ds, folder)
     return folder
@@ -134,9 +136,14 @@ def test_incremental_equals_add_and_rerun(study, slice_dir):
 
 
 def test_cli_with_bm25_and_a_bad_config(slice_dir, tmp_path):
-    raw = _config(slice_dir, tmp_path / "bm25", modes=["alone"], context_recall=None,
-                  retriever={"adapter": "bm25s", "params": {"stopwords": "en", "stemmer": "english"}},
-                  encoder={"max_seq_length": 256})
+    raw = _config(
+        slice_dir,
+        tmp_path / "bm25",
+        modes=["alone"],
+        context_recall=None,
+        retriever={"adapter": "bm25s", "params": {"stopwords": "en", "stemmer": "english"}},
+        encoder={"max_seq_length": 256},
+    )
     raw["candidates"] = [{"kind": "gold", "queries": 3, "seed": 0}, {"kind": "present", "n": 2}]
     cfg = tmp_path / "bm25.yaml"
     cfg.write_text(yaml.safe_dump(raw))

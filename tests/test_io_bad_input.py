@@ -18,17 +18,25 @@ from retbench.io.golden import read_golden
 runner = CliRunner()
 
 
-def make_beir(root: Path, corpus_lines: list[str], qrels_lines: list[str] | None = None, queries: list[str] | None = None) -> Path:
+def make_beir(
+    root: Path, corpus_lines: list[str], qrels_lines: list[str] | None = None, queries: list[str] | None = None
+) -> Path:
     (root / "qrels").mkdir(parents=True)
     (root / "corpus.jsonl").write_text("".join(line + "\n" for line in corpus_lines))
-    queries = queries or [json.dumps({"_id": "q1", "text": "what is a cell"}), json.dumps({"_id": "q2", "text": "gene"})]
+    queries = queries or [
+        json.dumps({"_id": "q1", "text": "what is a cell"}),
+        json.dumps({"_id": "q2", "text": "gene"}),
+    ]
     (root / "queries.jsonl").write_text("".join(q + "\n" for q in queries))
     qrels_lines = qrels_lines if qrels_lines is not None else ["q1\td1\t1"]
     (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(x + "\n" for x in qrels_lines))
     return root
 
 
-GOOD = [json.dumps({"_id": "d1", "title": "Cells", "text": "A cell is a unit."}), json.dumps({"_id": "d2", "text": "Genes."})]
+GOOD = [
+    json.dumps({"_id": "d1", "title": "Cells", "text": "A cell is a unit."}),
+    json.dumps({"_id": "d2", "text": "Genes."}),
+]
 
 
 def assert_cli_error(path: Path, *needles: str, extra: list[str] | None = None) -> str:

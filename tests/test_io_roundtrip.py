@@ -137,7 +137,10 @@ def test_hf_local_parquet_matches_beir(tmp_path: Path, scifact) -> None:
 
     n = 300
     c = scifact.corpus
-    pq.write_table(pa.table({"_id": list(c.ids[:n]), "title": [c.title(i) for i in range(n)], "text": list(c.texts[:n])}), tmp_path / "corpus.parquet")
+    pq.write_table(
+        pa.table({"_id": list(c.ids[:n]), "title": [c.title(i) for i in range(n)], "text": list(c.texts[:n])}),
+        tmp_path / "corpus.parquet",
+    )
     qids = list(scifact.queries)[:20]
     pq.write_table(pa.table({"_id": qids, "text": [scifact.queries[q] for q in qids]}), tmp_path / "queries.parquet")
     (tmp_path / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\t31715818\t1\n3\t14717500\t1\n")

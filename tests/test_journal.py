@@ -10,7 +10,7 @@ import pytest
 
 from retbench.data import QueryStatus
 from retbench.errors import ConfigError, InputError
-from retbench.journal import Journal, run_from_records
+from retbench.results.journal import Journal, run_from_records
 
 
 def _fill(path: Path, n: int, fingerprint: str = "fp") -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retbench.chunking import Chunk, ChunkSet, Span
+from retbench.chunkers import Chunk, ChunkSet, Span
 from retbench.data import Run
-from retbench.judges import (
+from retbench.metrics import ranking
+from retbench.metrics.judges import (
     Anchor,
     budget_cutoffs,
     evaluate_judgement,
@@ -20,7 +21,6 @@ from retbench.judges import (
     overlap_scores,
     pool_documents,
 )
-from retbench.metrics import ranking
 
 
 def _chunk(cid: str, doc: str, start: int, end: int, tokens: int = 1, path: str = "", text: str | None = None) -> Chunk:
@@ -133,7 +133,12 @@ def test_unknown_chunk_in_run_is_an_error(spans_case):
 
 @pytest.mark.parametrize(
     ("raw", "parts"),
-    [("Intro > Setup", ("Intro", "Setup")), ("  Intro>Setup ", ("Intro", "Setup")), ("## Intro ›  Set   up", ("Intro", "Set up")), ("", ())],
+    [
+        ("Intro > Setup", ("Intro", "Setup")),
+        ("  Intro>Setup ", ("Intro", "Setup")),
+        ("## Intro ›  Set   up", ("Intro", "Set up")),
+        ("", ()),
+    ],
 )
 def test_heading_path_normalization(raw, parts):
     assert normalize_heading_path(raw) == parts

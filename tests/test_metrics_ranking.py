@@ -24,8 +24,11 @@ def one(ranking: list[str], judged: dict[str, int], metrics: list[str], **kw) ->
 
 def test_seed_001_worked_example():
     # Rel = {doc-3, doc-9}, k = 5, ranking [doc-7, doc-3, doc-1, doc-9, doc-2]
-    got = one(["doc-7", "doc-3", "doc-1", "doc-9", "doc-2"], {"doc-3": 1, "doc-9": 1},
-              ["retrieval-hit-at-k", "retrieval-recall-at-k", "retrieval-mrr", "retrieval-ndcg-at-k"])
+    got = one(
+        ["doc-7", "doc-3", "doc-1", "doc-9", "doc-2"],
+        {"doc-3": 1, "doc-9": 1},
+        ["retrieval-hit-at-k", "retrieval-recall-at-k", "retrieval-mrr", "retrieval-ndcg-at-k"],
+    )
     assert got["hit@5"] == 1.0
     assert got["recall@5"] == 1.0
     assert got["mrr"] == 0.5
@@ -108,10 +111,12 @@ def test_log_rank_score_edges():
 
 
 def _golden_run():
-    run = Run.from_dict({
-        "s1": {"c1": 3.0, "c2": 2.0, "c3": 1.0},
-        "s2": {"c4": 3.0, "c1": 2.0},
-    })
+    run = Run.from_dict(
+        {
+            "s1": {"c1": 3.0, "c2": 2.0, "c3": 1.0},
+            "s2": {"c4": 3.0, "c1": 2.0},
+        }
+    )
     samples = [
         Sample("s1", "q", {"c2": 1, "c3": 1}, support_groups=[["c2"], ["c3", "c9"]], answer="Thirty  DAYS"),
         Sample("s2", "q", {"c1": 1, "c5": 1}, support_groups=[["c1"], ["c5"]], answer="refund"),

@@ -45,7 +45,7 @@ def test_plugin_by_module_factory_matches_faiss_flat(on_path):
 
 
 def test_plugin_in_an_experiment_config(on_path, tmp_path):
-    from retbench.experiment import load_config, run_experiment
+    from retbench.studies.benchmark import load_config, run_experiment
 
     cfg = {
         "name": "plugin",
@@ -55,7 +55,11 @@ def test_plugin_in_an_experiment_config(on_path, tmp_path):
         "datasets": [{"path": SCIFACT, **SLICE}],
         "systems": [
             {"name": "faiss", "adapter": "dense", "params": {"index": "flat_ip", **ENC}},
-            {"name": "mine", "adapter": "plugin_adapter:NumpyCosine", "params": {"max_seq_length": ENC["max_seq_length"]}},
+            {
+                "name": "mine",
+                "adapter": "plugin_adapter:NumpyCosine",
+                "params": {"max_seq_length": ENC["max_seq_length"]},
+            },
         ],
     }
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))

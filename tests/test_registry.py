@@ -138,7 +138,7 @@ def test_adapter_modules_import_without_heavy_libraries():
     code = textwrap.dedent(
         """
         import sys
-        import retbench.embeddings, retbench.retrievers.bm25, retbench.retrievers.dense, retbench.retrievers.hybrid
+        import retbench.retrievers.encoders, retbench.retrievers.bm25, retbench.retrievers.dense, retbench.retrievers.hybrid
         heavy = {"torch", "sentence_transformers", "faiss", "bm25s", "rank_bm25", "Stemmer", "transformers"}
         print(sorted(heavy & set(sys.modules)))
         """

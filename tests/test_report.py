@@ -52,7 +52,10 @@ def test_model_means_are_metrics_json_and_deltas_are_per_query(results_dir, data
 
 def test_metric_curves_group_by_family_and_parameters():
     got = metric_curves(["ndcg@10", "ndcg@5", "P@5", "recall@5(rel=2)", "recall@10(rel=2)", "recall@10", "mrr"])
-    assert got == {"ndcg": [(5, "ndcg@5"), (10, "ndcg@10")], "recall(rel=2)": [(5, "recall@5(rel=2)"), (10, "recall@10(rel=2)")]}
+    assert got == {
+        "ndcg": [(5, "ndcg@5"), (10, "ndcg@10")],
+        "recall(rel=2)": [(5, "recall@5(rel=2)"), (10, "recall@10(rel=2)")],
+    }
 
 
 def test_pytrec_mode_and_failures_are_labelled(pytrec_data):
@@ -89,7 +92,9 @@ def test_html_is_self_contained_and_well_formed(data, results_dir):
         root = ET.fromstring(svg)  # every chart is well-formed XML
         kinds.append(root.get("data-chart"))
         assert root.find(f"{SVG}title").text
-    assert sorted(kinds) == sorted(["mean-ci", "metric-curve", "delta-histogram", "delta-histogram", "latency-ecdf", "coverage"])
+    assert sorted(kinds) == sorted(
+        ["mean-ci", "metric-curve", "delta-histogram", "delta-histogram", "latency-ecdf", "coverage"]
+    )
     blob = re.search(r'<script type="application/json" id="retbench-data">(.*?)</script>', page, flags=re.S).group(1)
     assert json.loads(blob)["metrics"] == json.loads((results_dir / "metrics.json").read_text())
 
@@ -105,8 +110,14 @@ def test_delta_histogram_bars_count_every_query():
 
 
 def test_line_chart_maps_points_inside_the_frame():
-    svg = plots.line_chart([plots.Series("a", [1, 5, 100], [0.2, 0.5, 0.9])], title="t", x_label="k", y_label="r",
-                           x_log=True, y_range=(0.0, 1.0))
+    svg = plots.line_chart(
+        [plots.Series("a", [1, 5, 100], [0.2, 0.5, 0.9])],
+        title="t",
+        x_label="k",
+        y_label="r",
+        x_log=True,
+        y_range=(0.0, 1.0),
+    )
     root = ET.fromstring(svg)
     xs = [float(c.get("cx")) for c in root.iter(f"{SVG}circle")]
     ys = [float(c.get("cy")) for c in root.iter(f"{SVG}circle")]
@@ -128,8 +139,23 @@ def test_nice_ticks_cover_the_range_with_round_steps(lo, hi):
 
 
 def test_cli_report_writes_html_and_markdown(results_dir, tmp_path):
-    res = CliRunner().invoke(app, ["report", str(results_dir), "--html", str(tmp_path / "r.html"), "--markdown",
-                                   str(tmp_path / "r.md"), "--resamples", "500", "--baseline", "bm25_weak", "--primary", "ndcg_cut_10"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "report",
+            str(results_dir),
+            "--html",
+            str(tmp_path / "r.html"),
+            "--markdown",
+            str(tmp_path / "r.md"),
+            "--resamples",
+            "500",
+            "--baseline",
+            "bm25_weak",
+            "--primary",
+            "ndcg_cut_10",
+        ],
+    )
     assert res.exit_code == 0, res.output
     md = (tmp_path / "r.md").read_text()
     assert "### `bm25` vs `bm25_weak`" in md

@@ -22,9 +22,20 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium not installed
 
 
 def chromium(page: Path, profile: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           f"--user-data-dir={profile}", *args, page.as_uri()]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        *args,
+        page.as_uri(),
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
@@ -84,7 +95,9 @@ def test_chromium_renders_the_report_with_plots_and_the_json_numbers(page, tmp_p
     dom = DomIndex()
     dom.feed(done.stdout)
     assert dom.title == "scifact_ab"
-    assert sorted(dom.charts) == sorted(["mean-ci", "metric-curve", "delta-histogram", "delta-histogram", "latency-ecdf", "coverage"])
+    assert sorted(dom.charts) == sorted(
+        ["mean-ci", "metric-curve", "delta-histogram", "delta-histogram", "latency-ecdf", "coverage"]
+    )
     metrics = json.loads((results / "metrics.json").read_text())
     assert json.loads(dom.blob)["metrics"] == metrics
     for system, row in metrics.items():

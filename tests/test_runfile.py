@@ -25,7 +25,7 @@ def bm25_run():
 
 
 def _experiment(tmp_path, systems):
-    from retbench.experiment import load_config, run_experiment
+    from retbench.studies.benchmark import load_config, run_experiment
 
     cfg = {
         "name": "runfile",
@@ -45,7 +45,10 @@ def test_trec_run_file_evaluates_like_its_system(tmp_path, bm25_run):
     write_run(bm25_run, path)
     metrics = _experiment(
         tmp_path,
-        [{"name": "bm25", "adapter": "bm25s", "params": BM25}, {"name": "from-file", "adapter": "runfile", "params": {"path": str(path)}}],
+        [
+            {"name": "bm25", "adapter": "bm25s", "params": BM25},
+            {"name": "from-file", "adapter": "runfile", "params": {"path": str(path)}},
+        ],
     )
     for m in ("ndcg@10", "recall@20", "map"):
         assert metrics["from-file"][m] == metrics["bm25"][m]

@@ -176,7 +176,9 @@ def chroma_server(tmp_path_factory):
 def test_chroma_server_matches_embedded(data, flat, chroma_server):
     _, queries, _ = data
     _, ref = flat
-    remote = _search({"host": "127.0.0.1", "port": chroma_server, "collection": "scifact-slice"}, data, name="chroma-http")
+    remote = _search(
+        {"host": "127.0.0.1", "port": chroma_server, "collection": "scifact-slice"}, data, name="chroma-http"
+    )
     for q in queries:
         assert_same_ranking(remote.ranking(q), ref.ranking(q))
     assert all(remote.latency[q] > 0 for q in queries)

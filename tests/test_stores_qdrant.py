@@ -110,7 +110,9 @@ def test_describe_says_local_mode_is_exact(data):
     assert d["mode"] == "server" and d["hnsw_config"] == {"m": 8} and d["hnsw_ef"] == 32 and d["force_hnsw"] is True
 
 
-@pytest.mark.filterwarnings("ignore:Api key is used with an insecure connection", "ignore:Failed to obtain server version")
+@pytest.mark.filterwarnings(
+    "ignore:Api key is used with an insecure connection", "ignore:Failed to obtain server version"
+)
 def test_bad_settings_and_unreachable_server(data, monkeypatch):
     with pytest.raises(ConfigError, match="unknown hnsw_config setting 'M'"):
         create("qdrant", {"hnsw_config": {"M": 16}})

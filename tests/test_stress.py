@@ -11,7 +11,7 @@ import pytest
 from retbench.errors import ConfigError
 from retbench.retrievers.base import create
 from retbench.retrievers.faults import FaultSpec, FaultyRetriever
-from retbench.stress import (
+from retbench.studies.stress import (
     INVALID_KINDS,
     is_failure,
     latency_summary,
@@ -73,7 +73,9 @@ def _quiet(m: str) -> None:
 def test_hung_sync_calls_become_timeouts_and_the_abandoned_thread_cap_stops_the_level(tmp_path: Path, ds, bm25) -> None:
     faulty = FaultyRetriever(bm25, FaultSpec(hang_rate=1.0, hang_s=30))
     try:
-        res = run_stress(_cfg(tmp_path, levels=[4], timeout_s=0.1, max_abandoned=3), retriever=faulty, dataset=ds, echo=_quiet)
+        res = run_stress(
+            _cfg(tmp_path, levels=[4], timeout_s=0.1, max_abandoned=3), retriever=faulty, dataset=ds, echo=_quiet
+        )
     finally:
         faulty.release()
     lv = res.summary["levels"][0]
@@ -88,7 +90,9 @@ def test_hung_sync_calls_become_timeouts_and_the_abandoned_thread_cap_stops_the_
 
 
 def test_retries_are_recorded_attempt_by_attempt(tmp_path: Path, ds, bm25) -> None:
-    faulty = FaultyRetriever(bm25, FaultSpec(seed=11, error_rate=0.5, error_type="ConnectionResetError", error_message="peer reset"))
+    faulty = FaultyRetriever(
+        bm25, FaultSpec(seed=11, error_rate=0.5, error_type="ConnectionResetError", error_message="peer reset")
+    )
     res = run_stress(_cfg(tmp_path, levels=[3], retries=2, backoff_s=0.001), retriever=faulty, dataset=ds, echo=_quiet)
     lines = (res.out_dir / "journal.jsonl").read_text().splitlines()[1:]
     recs = [r for r in map(json.loads, lines) if "outcome" in r]
@@ -110,10 +114,17 @@ def test_retries_are_recorded_attempt_by_attempt(tmp_path: Path, ds, bm25) -> No
 
 def test_allowed_failure_rate_decides_the_exit_code(tmp_path: Path, ds, bm25) -> None:
     spec = FaultSpec(seed=2, error_rate=0.1)
-    ok = run_stress(_cfg(tmp_path / "a", levels=[1, 2], allowed_failure_rate=0.5), retriever=FaultyRetriever(bm25, spec), dataset=ds, echo=_quiet)
+    ok = run_stress(
+        _cfg(tmp_path / "a", levels=[1, 2], allowed_failure_rate=0.5),
+        retriever=FaultyRetriever(bm25, spec),
+        dataset=ds,
+        echo=_quiet,
+    )
     assert ok.exit_code == 0 and len(ok.summary["levels"]) == 2 and ok.summary["complete"]
     assert ok.summary["failed"] > 0 and ok.summary["failure_rate"] <= 0.5
-    bad = run_stress(_cfg(tmp_path / "b", levels=[1, 2]), retriever=FaultyRetriever(bm25, spec), dataset=ds, echo=_quiet)
+    bad = run_stress(
+        _cfg(tmp_path / "b", levels=[1, 2]), retriever=FaultyRetriever(bm25, spec), dataset=ds, echo=_quiet
+    )
     assert bad.exit_code == 3 and len(bad.summary["levels"]) == 1 and not bad.summary["complete"]
 
 
@@ -127,18 +138,39 @@ def test_duration_mode_cycles_queries_until_the_deadline(tmp_path: Path, ds, bm2
 
 def test_summary_separates_success_and_failure_latency_and_measures_qps() -> None:
     def rec(i: int, outcome: str, lat: float, t: float, seg: str, attempts: int = 1) -> dict:
-        return {"i": i, "qid": f"q{i}", "outcome": outcome, "detail": "unknown_id" if outcome == "invalid" else None, "latency": lat, "t": t, "seg": seg, "attempts": attempts, "failures": []}
+        return {
+            "i": i,
+            "qid": f"q{i}",
+            "outcome": outcome,
+            "detail": "unknown_id" if outcome == "invalid" else None,
+            "latency": lat,
+            "t": t,
+            "seg": seg,
+            "attempts": attempts,
+            "failures": [],
+        }
 
-    recs = [rec(0, "ok", 0.010, 0.5, "s1"), rec(1, "ok", 0.020, 1.0, "s1"), rec(2, "timeout", 2.0, 2.0, "s1"), rec(3, "short", 0.030, 0.5, "s2", attempts=2), rec(4, "invalid", 0.001, 1.0, "s2"), rec(5, "empty", 0.002, 1.0, "s2")]
+    recs = [
+        rec(0, "ok", 0.010, 0.5, "s1"),
+        rec(1, "ok", 0.020, 1.0, "s1"),
+        rec(2, "timeout", 2.0, 2.0, "s1"),
+        rec(3, "short", 0.030, 0.5, "s2", attempts=2),
+        rec(4, "invalid", 0.001, 1.0, "s2"),
+        rec(5, "empty", 0.002, 1.0, "s2"),
+    ]
     fig = summarize_level(recs, 4, planned=6)
     assert fig["elapsed_s"] == 3.0 and fig["qps"] == 2.0  # 6 requests over 2.0 s + 1.0 s of two segments
     assert fig["latency_ms"]["success"]["n"] == 4 and fig["latency_ms"]["success"]["max"] == pytest.approx(30.0)
     assert fig["latency_ms"]["failure"]["n"] == 2 and fig["latency_ms"]["failure"]["max"] == pytest.approx(2000.0)
-    assert fig["rates"] == pytest.approx({"error": 0, "timeout": 1 / 6, "empty": 1 / 6, "invalid": 1 / 6, "short": 1 / 6})
+    assert fig["rates"] == pytest.approx(
+        {"error": 0, "timeout": 1 / 6, "empty": 1 / 6, "invalid": 1 / 6, "short": 1 / 6}
+    )
     assert fig["invalid_kinds"] == {"unknown_id": 1} and fig["retries"] == 1 and fig["recovered_by_retry"] == 1
     assert fig["failed"] == 2 and fig["answered"] == 4
     lat = latency_summary([0.001 * i for i in range(1, 101)])
-    assert lat["p50"] == pytest.approx(50.5) and lat["p99"] == pytest.approx(99.01) and lat["max"] == pytest.approx(100.0)
+    assert (
+        lat["p50"] == pytest.approx(50.5) and lat["p99"] == pytest.approx(99.01) and lat["max"] == pytest.approx(100.0)
+    )
     assert latency_summary([])["p50"] is None
 
 
@@ -154,7 +186,11 @@ def test_report_labels_success_only_means_and_coverage(tmp_path: Path, ds, bm25)
     assert md == render_markdown(json.loads((res.out_dir / "summary.json").read_text()))
     assert "First failure (query" in md and "RuntimeError: injected fault" in md
     page = (res.out_dir / "report.html").read_text()
-    assert page.count("<svg") == 2 and f"scored {q['scored']} of {q['of']}" in page and "RuntimeError: injected fault" in page
+    assert (
+        page.count("<svg") == 2
+        and f"scored {q['scored']} of {q['of']}" in page
+        and "RuntimeError: injected fault" in page
+    )
 
 
 def test_stress_config_errors_name_the_field(tmp_path: Path) -> None:
@@ -174,7 +210,9 @@ def test_stress_config_errors_name_the_field(tmp_path: Path) -> None:
     raw = stress_raw(tmp_path, tmp_path / "out", system={"adapter": "bm25s", "faults": {"error_rate": 2}})
     with pytest.raises(ConfigError, match=r"faults\.error_rate"):
         parse_config(raw, "s.yaml")
-    cfg = parse_config(stress_raw(tmp_path, tmp_path / "out", system={"adapter": "bm25s", "faults": {"error_rate": 0.1}}), "s.yaml")
+    cfg = parse_config(
+        stress_raw(tmp_path, tmp_path / "out", system={"adapter": "bm25s", "faults": {"error_rate": 0.1}}), "s.yaml"
+    )
     assert cfg.faults == {"error_rate": 0.1} and cfg.k == 10
 
 

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from retbench.io.beir import write_beir
-from retbench.journal import Journal
+from retbench.results.journal import Journal
 from stress_support import TESTS, http_system, scifact_slice, stress_raw
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
@@ -105,7 +105,12 @@ def test_sigkilled_stress_resumes_without_redoing_losing_or_duplicating(tmp_path
 
 
 def test_server_killed_mid_run_is_recorded_partial_results_saved_exit_3(tmp_path: Path, folder: Path) -> None:
-    server = subprocess.Popen([sys.executable, str(TESTS / "stress_support.py"), str(folder), "20"], env=_env(), stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, str(TESTS / "stress_support.py"), str(folder), "20"],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     stress = None
     try:
         line = server.stdout.readline() if server.stdout else ""
@@ -116,7 +121,9 @@ def test_server_killed_mid_run_is_recorded_partial_results_saved_exit_3(tmp_path
         raw = stress_raw(folder, out, system=system, levels=[2], requests=40, flush_interval_s=0.02)
         cfg = tmp_path / "stress.yaml"
         cfg.write_text(yaml.safe_dump(raw))
-        stress = subprocess.Popen([*CLI, str(cfg)], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stress = subprocess.Popen(
+            [*CLI, str(cfg)], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         journal = out / "journal.jsonl"
         _wait_until(lambda: journal.exists() and len(_measured(journal)) >= 8, stress)
         server.kill()

@@ -86,7 +86,7 @@ def datasets_info(
     if as_json:
         typer.echo(json.dumps(info, indent=2))
         return
-    from retbench.report.text import render_dataset_info
+    from retbench.report.terminal import render_dataset_info
 
     console().print(render_dataset_info(info))
 
@@ -96,22 +96,28 @@ def datasets_info(
 @handles_errors
 def run_command(
     config: Annotated[Path, typer.Argument(help="Experiment YAML (datasets, systems, metrics, output).")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Results directory (overrides the config).")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Results directory (overrides the config).")
+    ] = None,
     force: Annotated[bool, typer.Option(help="Redo systems that finished earlier.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bars.")] = False,
 ) -> None:
     """Run every system on every dataset of an experiment; resumable (finished work is kept)."""
-    from retbench.experiment import load_config, raise_if_backend_failed, run_experiment
-    from retbench.report.text import render_summary
+    from retbench.report.terminal import render_summary
+    from retbench.studies.benchmark import load_config, raise_if_backend_failed, run_experiment
 
     cfg = load_config(config, output)
     con = console()
     if quiet:
-        outcome = run_experiment(cfg, force=force, log=lambda m: con.print(m, soft_wrap=True, markup=False, highlight=False))
+        outcome = run_experiment(
+            cfg, force=force, log=lambda m: con.print(m, soft_wrap=True, markup=False, highlight=False)
+        )
     else:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=con) as bar:
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=con
+        ) as bar:
             tasks: dict[str, Any] = {}
 
             def progress(stage: str, done: int, total: int) -> None:
@@ -120,7 +126,10 @@ def run_command(
                 bar.update(tasks[stage], completed=done, total=total)
 
             outcome = run_experiment(
-                cfg, force=force, progress=progress, log=lambda m: bar.console.print(m, soft_wrap=True, markup=False, highlight=False)
+                cfg,
+                force=force,
+                progress=progress,
+                log=lambda m: bar.console.print(m, soft_wrap=True, markup=False, highlight=False),
             )
     con.print(render_summary(outcome.metrics, cfg.metrics, title=f"{cfg.name}: {cfg.output}"))
     con.print(f"results: {cfg.output}  (metrics.json, manifest.json, systems/<name>/run.trec)")
@@ -131,19 +140,26 @@ def run_command(
 @app.command("stress")
 @handles_errors
 def stress_command(
-    config: Annotated[Path, typer.Argument(help="Stress YAML: one dataset, one system (optional faults), a stress block.")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Results directory (overrides the config).")] = None,
+    config: Annotated[
+        Path, typer.Argument(help="Stress YAML: one dataset, one system (optional faults), a stress block.")
+    ],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Results directory (overrides the config).")
+    ] = None,
     fresh: Annotated[bool, typer.Option(help="Discard the journal of an earlier (interrupted) stress run.")] = False,
 ) -> None:
     """Drive one system under load (and faults); exit 3 when failures exceed the allowed rate."""
-    from retbench.stress import describe_failure, headline, load_config, run_stress
+    from retbench.studies.stress import describe_failure, headline, load_config, run_stress
 
     cfg = load_config(config, output)
     result = run_stress(cfg, fresh=fresh, echo=typer.echo)
     typer.echo(f"{headline(result.summary)}; report: {result.out_dir / 'report.md'}")
     if result.exit_code:
         first = result.first_failure
-        typer.echo(f"error: backend failed: {describe_failure(first) if first else 'failure rate over the allowed rate'}", err=True)
+        typer.echo(
+            f"error: backend failed: {describe_failure(first) if first else 'failure rate over the allowed rate'}",
+            err=True,
+        )
         raise typer.Exit(result.exit_code)
 
 
@@ -152,14 +168,16 @@ def stress_command(
 @handles_errors
 def chunking_command(
     config: Annotated[Path, typer.Argument(help="Chunking YAML: chunking set, chunkers, systems, budgets.")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Results directory (overrides the config).")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Results directory (overrides the config).")
+    ] = None,
     force: Annotated[bool, typer.Option(help="Redo (chunker, system) pairs that finished earlier.")] = False,
 ) -> None:
     """Compare chunkers x retrievers with span relevance; writes a results directory and report.md."""
     from rich.markdown import Markdown
 
-    from retbench.chunking_experiment import load_config, run_chunking
-    from retbench.experiment import raise_if_backend_failed
+    from retbench.studies.benchmark import raise_if_backend_failed
+    from retbench.studies.chunking import load_config, run_chunking
 
     cfg = load_config(config, output)
     con = console()
@@ -184,12 +202,22 @@ def _write(path: Path | None, text: str) -> None:
 @app.command("compare")
 @handles_errors
 def compare_command(
-    inputs: Annotated[list[Path], typer.Argument(help="Results directories and/or TREC run files (run files need --qrels).")],
+    inputs: Annotated[
+        list[Path], typer.Argument(help="Results directories and/or TREC run files (run files need --qrels).")
+    ],
     qrels: Annotated[Path | None, typer.Option(help="Qrels for run files (TREC, or BEIR .tsv).")] = None,
-    queries: Annotated[Path | None, typer.Option(help="BEIR queries.jsonl: query texts (and tags) for run files.")] = None,
-    metrics: Annotated[str | None, typer.Option(help="Comma-separated metrics (default: all the inputs share).")] = None,
-    systems: Annotated[str | None, typer.Option(help="Comma-separated systems to take from results directories.")] = None,
-    baseline: Annotated[str | None, typer.Option(help="Compare every system against this one (default: all pairs).")] = None,
+    queries: Annotated[
+        Path | None, typer.Option(help="BEIR queries.jsonl: query texts (and tags) for run files.")
+    ] = None,
+    metrics: Annotated[
+        str | None, typer.Option(help="Comma-separated metrics (default: all the inputs share).")
+    ] = None,
+    systems: Annotated[
+        str | None, typer.Option(help="Comma-separated systems to take from results directories.")
+    ] = None,
+    baseline: Annotated[
+        str | None, typer.Option(help="Compare every system against this one (default: all pairs).")
+    ] = None,
     resamples: Annotated[int, typer.Option(help="Randomization and bootstrap resamples.")] = 10_000,
     seed: Annotated[int, typer.Option(help="Seed of the resampling (results are reproducible under it).")] = 0,
     top: Annotated[int, typer.Option(help="Most changed queries to list per metric.")] = 5,
@@ -205,8 +233,15 @@ def compare_command(
     if resamples < 1:
         raise fail("--resamples must be at least 1")
     loaded = load_systems(inputs, qrels=qrels, metrics=_names(metrics), queries=queries, systems=_names(systems))
-    cmp = compare(loaded.evaluations, loaded.default_pairs(baseline), canonical_metrics(_names(metrics)),
-                  queries=loaded.queries, n_resamples=resamples, seed=seed, top=top)
+    cmp = compare(
+        loaded.evaluations,
+        loaded.default_pairs(baseline),
+        canonical_metrics(_names(metrics)),
+        queries=loaded.queries,
+        n_resamples=resamples,
+        seed=seed,
+        top=top,
+    )
     text = comparison_markdown(cmp)
     typer.echo(text)
     _write(markdown_out, text)
@@ -216,13 +251,21 @@ def compare_command(
 @app.command("gate")
 @handles_errors
 def gate_command(
-    criteria: Annotated[Path, typer.Option(help="Ship criteria YAML (gates: name, metric, threshold, regression_max, severity).")],
+    criteria: Annotated[
+        Path, typer.Option(help="Ship criteria YAML (gates: name, metric, threshold, regression_max, severity).")
+    ],
     candidate: Annotated[Path, typer.Option(help="Candidate: a results directory or a TREC run file.")],
     baseline: Annotated[Path | None, typer.Option(help="Baseline: a results directory or a TREC run file.")] = None,
-    candidate_system: Annotated[str | None, typer.Option(help="System to gate when the candidate holds several.")] = None,
-    baseline_system: Annotated[str | None, typer.Option(help="System to compare against when the baseline holds several.")] = None,
+    candidate_system: Annotated[
+        str | None, typer.Option(help="System to gate when the candidate holds several.")
+    ] = None,
+    baseline_system: Annotated[
+        str | None, typer.Option(help="System to compare against when the baseline holds several.")
+    ] = None,
     qrels: Annotated[Path | None, typer.Option(help="Qrels for run files (TREC, or BEIR .tsv).")] = None,
-    queries: Annotated[Path | None, typer.Option(help="BEIR queries.jsonl whose metadata tags/category give tag breakdowns.")] = None,
+    queries: Annotated[
+        Path | None, typer.Option(help="BEIR queries.jsonl whose metadata tags/category give tag breakdowns.")
+    ] = None,
     comment: Annotated[Path | None, typer.Option(help="Write the Markdown PR comment here.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the machine-readable verdict here.")] = None,
     resamples: Annotated[int, typer.Option(help="Randomization test resamples.")] = 10_000,
@@ -240,15 +283,25 @@ def gate_command(
     base = load_systems([baseline], qrels=qrels, metrics=metrics, check_metrics=False) if baseline is not None else None
     cand_ev = cand.one(candidate_system, "candidate")
     base_ev = base.one(baseline_system, "baseline") if base is not None else None
-    report = run_gates(crit, cand_ev, base_ev, groups=cand.groups, failures=cand.failures.get(cand_ev.system),
-                       n_resamples=resamples, seed=seed)
+    report = run_gates(
+        crit,
+        cand_ev,
+        base_ev,
+        groups=cand.groups,
+        failures=cand.failures.get(cand_ev.system),
+        n_resamples=resamples,
+        seed=seed,
+    )
     text = render_comment(report)
     typer.echo(text)
     _write(comment, text)
     _write(json_out, json.dumps(report.to_dict(), indent=2, allow_nan=False) + "\n")
     if report.exit_code:
-        why = (f"the candidate recorded {len(report.failures)} backend failure(s)" if report.backend_failed
-               else "; ".join(r.sentence() for r in report.results if r.blocks))
+        why = (
+            f"the candidate recorded {len(report.failures)} backend failure(s)"
+            if report.backend_failed
+            else "; ".join(r.sentence() for r in report.results if r.blocks)
+        )
         raise fail(f"gate failed: {why}", report.exit_code)
 
 
@@ -256,10 +309,16 @@ def gate_command(
 @handles_errors
 def report_command(
     results: Annotated[Path, typer.Argument(help="A results directory (from `retbench run`).")],
-    html: Annotated[Path | None, typer.Option(help="Write one self-contained HTML file (tables and SVG plots, opens offline).")] = None,
+    html: Annotated[
+        Path | None, typer.Option(help="Write one self-contained HTML file (tables and SVG plots, opens offline).")
+    ] = None,
     markdown: Annotated[Path | None, typer.Option(help="Write the report as Markdown.")] = None,
-    baseline: Annotated[str | None, typer.Option(help="System the others are compared with (default: the first).")] = None,
-    primary: Annotated[str | None, typer.Option(help="Metric of the per-query delta plots (default: the first).")] = None,
+    baseline: Annotated[
+        str | None, typer.Option(help="System the others are compared with (default: the first).")
+    ] = None,
+    primary: Annotated[
+        str | None, typer.Option(help="Metric of the per-query delta plots (default: the first).")
+    ] = None,
     resamples: Annotated[int, typer.Option(help="Randomization and bootstrap resamples of the comparisons.")] = 10_000,
     seed: Annotated[int, typer.Option(help="Seed of the resampling.")] = 0,
 ) -> None:
@@ -286,7 +345,9 @@ def report_command(
 @app.command("serve")
 @handles_errors
 def serve_command(
-    dataset: Annotated[str, typer.Argument(help="Corpus to index: a shipped dataset name (e.g. scifact) or a BEIR folder.")],
+    dataset: Annotated[
+        str, typer.Argument(help="Corpus to index: a shipped dataset name (e.g. scifact) or a BEIR folder.")
+    ],
     adapter: Annotated[str, typer.Option(help="Retriever adapter (a built-in name or module:factory).")] = "bm25s",
     params: Annotated[str, typer.Option(help="Adapter parameters as a JSON object.")] = "{}",
     host: Annotated[str, typer.Option(help="Address to listen on (loopback by default).")] = "127.0.0.1",
@@ -318,21 +379,27 @@ def serve_command(
 @app.command("ingest-impact")
 @handles_errors
 def ingest_impact_command(
-    config: Annotated[Path, typer.Argument(help="Ingestion YAML: dataset, retriever, candidates, modes, gain weights.")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Results directory (overrides the config).")] = None,
+    config: Annotated[
+        Path, typer.Argument(help="Ingestion YAML: dataset, retriever, candidates, modes, gain weights.")
+    ],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Results directory (overrides the config).")
+    ] = None,
     top: Annotated[int, typer.Option(help="Rows of the ranked table to print (all are in report.md).")] = 20,
 ) -> None:
     """Rank candidate documents by knowledge gain (novelty, metric deltas, affected queries); writes report.md."""
     from rich.table import Table
 
-    from retbench.ingest import impact_rows, load_ingest_config, run_ingest
+    from retbench.studies.impact import impact_rows, load_ingest_config, run_ingest
 
     cfg = load_ingest_config(config, output)
     con = console()
     outcome = run_ingest(cfg, log=lambda m: con.print(m))
     if "alone" in outcome.results:
         header, rows = impact_rows(outcome.results["alone"][:top], outcome.metrics, cfg.gain.recall, compact=True)
-        table = Table(*header, title=f"{cfg.name}: candidates ranked by gain (top {min(top, len(outcome.results['alone']))})")
+        table = Table(
+            *header, title=f"{cfg.name}: candidates ranked by gain (top {min(top, len(outcome.results['alone']))})"
+        )
         for r in rows:
             table.add_row(*r)
         con.print(table)
@@ -343,17 +410,41 @@ def ingest_impact_command(
 @app.command("eval")
 @handles_errors
 def eval_command(
-    qrels: Annotated[Path, typer.Argument(help="Judgements: TREC qrels, BEIR qrels .tsv or folder, or a golden set (.yaml/.jsonl).")],
-    run: Annotated[Path, typer.Argument(help="A TREC run file, or system outputs (.jsonl/.json/.yaml) for a golden set.")],
-    metric: Annotated[list[str] | None, typer.Option("--metric", "-m", help="A metric (repeatable): ndcg@10, P@5, recall@100, mrr, map, rprec, hit@5, recall@5(rel=2), or trec_eval names (ndcg_cut_10, P.5,10, recip_rank).")] = None,
+    qrels: Annotated[
+        Path, typer.Argument(help="Judgements: TREC qrels, BEIR qrels .tsv or folder, or a golden set (.yaml/.jsonl).")
+    ],
+    run: Annotated[
+        Path, typer.Argument(help="A TREC run file, or system outputs (.jsonl/.json/.yaml) for a golden set.")
+    ],
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            "-m",
+            help="A metric (repeatable): ndcg@10, P@5, recall@100, mrr, map, rprec, hit@5, recall@5(rel=2), or trec_eval names (ndcg_cut_10, P.5,10, recip_rank).",
+        ),
+    ] = None,
     per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also print one line per query.")] = False,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table, json, or trec (trec_eval's own three columns).")] = "table",
-    relevance_level: Annotated[int, typer.Option("--relevance-level", "-l", help="Lowest grade that counts as relevant (binary measures).")] = 1,
-    no_relevant: Annotated[str, typer.Option(help="Judged queries with no relevant doc: skip (reported), zero, or one.")] = "skip",
-    mode: Annotated[str, typer.Option(help="trec_eval (all judged queries, unanswered = 0) or pytrec_eval (answered only, as BEIR).")] = "trec_eval",
-    default_k: Annotated[int, typer.Option(help="Cutoff for metrics given without one (a sample's metadata.k wins).")] = 5,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="table, json, or trec (trec_eval's own three columns).")
+    ] = "table",
+    relevance_level: Annotated[
+        int, typer.Option("--relevance-level", "-l", help="Lowest grade that counts as relevant (binary measures).")
+    ] = 1,
+    no_relevant: Annotated[
+        str, typer.Option(help="Judged queries with no relevant doc: skip (reported), zero, or one.")
+    ] = "skip",
+    mode: Annotated[
+        str,
+        typer.Option(help="trec_eval (all judged queries, unanswered = 0) or pytrec_eval (answered only, as BEIR)."),
+    ] = "trec_eval",
+    default_k: Annotated[
+        int, typer.Option(help="Cutoff for metrics given without one (a sample's metadata.k wins).")
+    ] = 5,
     split: Annotated[str, typer.Option(help="Qrels split when QRELS is a BEIR folder.")] = "test",
-    tsv: Annotated[Path | None, typer.Option(help="Write the per-query table (query_id, status, metrics) here.")] = None,
+    tsv: Annotated[
+        Path | None, typer.Option(help="Write the per-query table (query_id, status, metrics) here.")
+    ] = None,
     ci: Annotated[bool, typer.Option(help="Bootstrap 95% confidence intervals in table and json output.")] = True,
 ) -> None:
     """Score a run against judgements, like trec_eval (-c): every judged query counts, unanswered ones as 0."""
@@ -373,8 +464,17 @@ def eval_command(
             names.append("answer-containment-at-k")
     else:
         names = ["ndcg@10", "recall@100", "map", "mrr", "P@10"]
-    ev = evaluate(system, judged, names, relevance_level=relevance_level, no_relevant=no_relevant, mode=mode,
-                  default_k=default_k, samples=samples, texts=texts or None)
+    ev = evaluate(
+        system,
+        judged,
+        names,
+        relevance_level=relevance_level,
+        no_relevant=no_relevant,
+        mode=mode,
+        default_k=default_k,
+        samples=samples,
+        texts=texts or None,
+    )
     if tsv is not None:
         ev.to_tsv(tsv)
     notes = []
@@ -385,7 +485,9 @@ def eval_command(
     if ev.excluded:
         notes.append(f"{len(ev.excluded)} unanswered judged queries not counted ({ev.mode} mode)")
     if ev.skipped:
-        notes.append(f"{len(ev.skipped)} judged queries with no relevant document skipped (--no-relevant zero counts them, as trec_eval does)")
+        notes.append(
+            f"{len(ev.skipped)} judged queries with no relevant document skipped (--no-relevant zero counts them, as trec_eval does)"
+        )
     if ev.n_duplicates:
         notes.append(f"{ev.n_duplicates} duplicate doc ids dropped from rankings (first kept)")
     if ev.unjudged:
@@ -409,8 +511,13 @@ def eval_command(
 
     con = console()
     agg = ev.aggregate(ci=ci)
-    table = Table("metric", "mean", *(["95% CI"] if ci else []), "n",
-                  title=f"{ev.system}: {len(ev.query_ids)} queries, mode {ev.label}")
+    table = Table(
+        "metric",
+        "mean",
+        *(["95% CI"] if ci else []),
+        "n",
+        title=f"{ev.system}: {len(ev.query_ids)} queries, mode {ev.label}",
+    )
     for m, a in agg.items():
         table.add_row(m, f"{a['mean']:.4f}", *([f"[{a['ci_low']:.4f}, {a['ci_high']:.4f}]"] if ci else []), str(a["n"]))
     con.print(table)
@@ -438,8 +545,6 @@ def main() -> None:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)
-
-
 
 
 if __name__ == "__main__":

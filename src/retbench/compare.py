@@ -107,7 +107,9 @@ def _scipy_stats() -> Any:
     try:
         from scipy import stats
     except ImportError:
-        raise InputError("the t-test and Wilcoxon p-values need scipy: pip install 'retbench[stats]'", field="scipy") from None
+        raise InputError(
+            "the t-test and Wilcoxon p-values need scipy: pip install 'retbench[stats]'", field="scipy"
+        ) from None
     return stats
 
 
@@ -237,7 +239,9 @@ def _column_index(ev: PerQueryScores, metric: str) -> int:
         return ev.metrics.index(metric)
     except ValueError:
         have = ", ".join(ev.metrics) or "none"
-        raise InputError(f"metric {metric!r} is absent from system {ev.system!r} (has: {have})", field="metric") from None
+        raise InputError(
+            f"metric {metric!r} is absent from system {ev.system!r} (has: {have})", field="metric"
+        ) from None
 
 
 def align(a: PerQueryScores, b: PerQueryScores, metrics: Sequence[str] | None = None) -> Aligned:
@@ -501,7 +505,9 @@ class Loaded:
         for ev in self.evaluations:
             if ev.system == system:
                 return ev
-        raise InputError(f"unknown system {system!r} (have: {', '.join(e.system for e in self.evaluations)})", field="system")
+        raise InputError(
+            f"unknown system {system!r} (have: {', '.join(e.system for e in self.evaluations)})", field="system"
+        )
 
     def one(self, system: str | None, role: str) -> Any:
         """The single system of an input, or the named one; several without a name is an error."""
@@ -509,7 +515,9 @@ class Loaded:
             return self.get(system)
         if len(self.evaluations) != 1:
             have = ", ".join(e.system for e in self.evaluations)
-            raise InputError(f"the {role} holds several systems ({have}); name one with --{role}-system", field=f"{role}-system")
+            raise InputError(
+                f"the {role} holds several systems ({have}); name one with --{role}-system", field=f"{role}-system"
+            )
         return self.evaluations[0]
 
     def default_pairs(self, baseline: str | None = None) -> list[tuple[str, str]]:
@@ -579,7 +587,11 @@ def load_systems(
             names = [s for s in res.systems if systems is None or s in systems]
             if not names:
                 have = ", ".join(res.systems)
-                raise InputError(f"none of the systems {', '.join(systems or [])} is in these results (have: {have})", path=p, field="system")
+                raise InputError(
+                    f"none of the systems {', '.join(systems or [])} is in these results (have: {have})",
+                    path=p,
+                    field="system",
+                )
             for s in names:
                 ev = res.evaluation(s)
                 ev.system = s
@@ -612,8 +624,11 @@ def load_systems(
         for ev in out.evaluations:
             for m in wanted:
                 if m not in ev.metrics:
-                    raise InputError(f"metric {m!r} is absent from system {ev.system!r} (has: {', '.join(ev.metrics)})",
-                                     path=out.sources[ev.system], field="metric")
+                    raise InputError(
+                        f"metric {m!r} is absent from system {ev.system!r} (has: {', '.join(ev.metrics)})",
+                        path=out.sources[ev.system],
+                        field="metric",
+                    )
     return out
 
 
@@ -628,7 +643,7 @@ def _evaluate_file(path: Any, qrels: Any, metrics: Sequence[str] | None) -> Any:
     if qrels is None:
         raise InputError("a run file needs --qrels to be scored", path=path, field="qrels")
     from retbench.evaluation import evaluate, read_judgements, read_system
-    from retbench.experiment import DEFAULT_METRICS
+    from retbench.studies.benchmark import DEFAULT_METRICS
 
     run, texts = read_system(path)
     judged = qrels if hasattr(qrels, "relevant") else read_judgements(qrels)[0]

@@ -29,7 +29,7 @@ import numpy as np
 
 from retbench.data import Qrels, QueryStatus, Run, Sample
 from retbench.errors import ConfigError, InputError
-from retbench.metrics.judging import judge_qrels, run_rows
+from retbench.metrics.judges import judge_qrels, run_rows
 from retbench.metrics.registry import MetricContext, MetricSpec, parse_metric, parse_metrics
 
 MODES = ("trec_eval", "pytrec_eval")
@@ -105,7 +105,9 @@ class Evaluation:
         return counts
 
     # -- aggregation -----------------------------------------------------------------------------------
-    def aggregate(self, *, ci: bool = True, seed: int = 0, n_boot: int = 1000, confidence: float = 0.95) -> dict[str, dict[str, float]]:
+    def aggregate(
+        self, *, ci: bool = True, seed: int = 0, n_boot: int = 1000, confidence: float = 0.95
+    ) -> dict[str, dict[str, float]]:
         """{metric: {"mean", "ci_low", "ci_high", "n"}}: percentile bootstrap over queries (CIs only when ci=True)."""
         n = len(self.query_ids)
         out: dict[str, dict[str, float]] = {}
@@ -143,9 +145,20 @@ class Evaluation:
         pos = {q: i for i, q in enumerate(self.query_ids)}
         rows = [pos[q] for q in query_ids if q in pos]
         return Evaluation(
-            self.system, list(self.metrics), [self.query_ids[r] for r in rows], self.values[rows],
-            [self.status[r] for r in rows], list(self.skipped), self.mode, self.n_duplicates, list(self.excluded),
-            list(self.unjudged), self.relevance_level, self.no_relevant, self.default_k, list(self.trec_names),
+            self.system,
+            list(self.metrics),
+            [self.query_ids[r] for r in rows],
+            self.values[rows],
+            [self.status[r] for r in rows],
+            list(self.skipped),
+            self.mode,
+            self.n_duplicates,
+            list(self.excluded),
+            list(self.unjudged),
+            self.relevance_level,
+            self.no_relevant,
+            self.default_k,
+            list(self.trec_names),
         )
 
     # -- serialization ---------------------------------------------------------------------------------
@@ -175,8 +188,18 @@ class Evaluation:
             out["per_query"] = self.per_query()
         return json_safe(out)
 
-    _HEADER_KEYS = ("system", "mode", "relevance_level", "no_relevant", "default_k", "n_duplicates",
-                    "skipped", "excluded", "unjudged", "trec_names")
+    _HEADER_KEYS = (
+        "system",
+        "mode",
+        "relevance_level",
+        "no_relevant",
+        "default_k",
+        "n_duplicates",
+        "skipped",
+        "excluded",
+        "unjudged",
+        "trec_names",
+    )
 
     def to_tsv(self, path: str | Path) -> None:
         """Per-query table (query_id, status, one column per metric) with '#' header lines carrying the rest.
@@ -331,7 +354,9 @@ def evaluate(
     if mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}", field="mode")
     if no_relevant not in NO_RELEVANT:
-        raise ConfigError(f"unknown no_relevant policy {no_relevant!r}; expected one of {', '.join(NO_RELEVANT)}", field="no_relevant")
+        raise ConfigError(
+            f"unknown no_relevant policy {no_relevant!r}; expected one of {', '.join(NO_RELEVANT)}", field="no_relevant"
+        )
     if isinstance(relevance_level, bool) or int(relevance_level) != relevance_level or relevance_level < 1:
         raise ConfigError(f"relevance level must be an integer >= 1, got {relevance_level!r}", field="relevance_level")
     relevance_level = int(relevance_level)
@@ -420,7 +445,9 @@ def read_judgements(path: str | Path, split: str = "test") -> tuple[Qrels, list[
 
         splits = qrels_splits(p)
         if split not in splits:
-            raise InputError(f"no qrels split {split!r} (have: {', '.join(sorted(splits)) or 'none'})", path=p, field="split")
+            raise InputError(
+                f"no qrels split {split!r} (have: {', '.join(sorted(splits)) or 'none'})", path=p, field="split"
+            )
         return read_qrels_tsv(splits[split])[0], None
     require_file(p, "qrels file")
     if _is_golden(p):
@@ -471,7 +498,10 @@ def trec_lines(ev: Evaluation, *, per_query: bool = False) -> list[str]:
     their retbench names and come last.
     """
     names = [t or m for t, m in zip(ev.trec_names, ev.metrics, strict=True)]
-    order = sorted(range(len(names)), key=lambda j: (_trec_sort_key(names[j]), j) if ev.trec_names[j] else ((len(_TREC_ORDER) + 1, 0), j))
+    order = sorted(
+        range(len(names)),
+        key=lambda j: (_trec_sort_key(names[j]), j) if ev.trec_names[j] else ((len(_TREC_ORDER) + 1, 0), j),
+    )
     lines: list[str] = []
     if per_query:
         rows = sorted((q, i) for i, q in enumerate(ev.query_ids) if ev.status[i] != "missing")

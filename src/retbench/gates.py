@@ -76,7 +76,10 @@ class Criteria:
 
     @property
     def needs_baseline(self) -> bool:
-        return any(g.limits.regression_max is not None or any(t.regression_max is not None for t in g.tags.values()) for g in self.gates)
+        return any(
+            g.limits.regression_max is not None or any(t.regression_max is not None for t in g.tags.values())
+            for g in self.gates
+        )
 
 
 # -- reading the criteria file ------------------------------------------------------------------
@@ -119,10 +122,17 @@ def _limits(obj: Any, where: str, path: str, line: int | None) -> Limits:
         raise ConfigError("must be a mapping with threshold and/or regression_max", path=path, line=line, field=where)
     unknown = set(obj) - TAG_KEYS
     if unknown:
-        raise ConfigError(f"unknown key(s) {', '.join(sorted(unknown))} (allowed: threshold, regression_max)", path=path, line=line, field=where)
+        raise ConfigError(
+            f"unknown key(s) {', '.join(sorted(unknown))} (allowed: threshold, regression_max)",
+            path=path,
+            line=line,
+            field=where,
+        )
     lim = Limits(
         _number(obj["threshold"], f"{where}.threshold", path, line) if obj.get("threshold") is not None else None,
-        _number(obj["regression_max"], f"{where}.regression_max", path, line) if obj.get("regression_max") is not None else None,
+        _number(obj["regression_max"], f"{where}.regression_max", path, line)
+        if obj.get("regression_max") is not None
+        else None,
     )
     if lim.threshold is None and lim.regression_max is None:
         raise ConfigError("needs a threshold or a regression_max", path=path, line=line, field=where)
@@ -135,7 +145,9 @@ def parse_criteria(raw: Any, path: str = "<criteria>", text: str = "") -> Criter
         raise ConfigError("a criteria file is a mapping with a 'gates' list", path=path)
     unknown = set(raw) - TOP_KEYS
     if unknown:
-        raise ConfigError(f"unknown key(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(TOP_KEYS))})", path=path)
+        raise ConfigError(
+            f"unknown key(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(TOP_KEYS))})", path=path
+        )
     gates_raw = raw.get("gates")
     if not isinstance(gates_raw, list) or not gates_raw:
         raise ConfigError("must be a non-empty list of gates", path=path, field="gates")
@@ -156,31 +168,60 @@ def parse_criteria(raw: Any, path: str = "<criteria>", text: str = "") -> Criter
         mk = marks[i] if i < len(marks) else {}
         line = mk.get("")
         if not isinstance(g, Mapping):
-            raise ConfigError("each gate is a mapping (name, metric, threshold, regression_max, severity)", path=path, line=line, field=where)
+            raise ConfigError(
+                "each gate is a mapping (name, metric, threshold, regression_max, severity)",
+                path=path,
+                line=line,
+                field=where,
+            )
         unknown = set(g) - GATE_KEYS
         if unknown:
-            raise ConfigError(f"unknown key(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(GATE_KEYS))})", path=path, line=line, field=where)
+            raise ConfigError(
+                f"unknown key(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(GATE_KEYS))})",
+                path=path,
+                line=line,
+                field=where,
+            )
         name = g.get("name")
         if not isinstance(name, str) or not name.strip():
             raise ConfigError("every gate needs a name", path=path, line=line, field=f"{where}.name")
         if name in seen:
-            raise ConfigError(f"gate name {name!r} is used twice", path=path, line=mk.get("name", line), field=f"{where}.name")
+            raise ConfigError(
+                f"gate name {name!r} is used twice", path=path, line=mk.get("name", line), field=f"{where}.name"
+            )
         seen.add(name)
         metric_key = "metric" if g.get("metric") is not None else "name"
         try:
             metric = resolve_metric(str(g[metric_key]))
         except ConfigError as exc:
-            raise ConfigError(exc.reason, path=path, line=mk.get(metric_key, line), field=f"{where}.{metric_key}") from None
+            raise ConfigError(
+                exc.reason, path=path, line=mk.get(metric_key, line), field=f"{where}.{metric_key}"
+            ) from None
         severity = g.get("severity", "error")
         if severity not in SEVERITIES:
-            raise ConfigError(f"must be 'error' or 'warning', got {severity!r}", path=path, line=mk.get("severity", line), field=f"{where}.severity")
+            raise ConfigError(
+                f"must be 'error' or 'warning', got {severity!r}",
+                path=path,
+                line=mk.get("severity", line),
+                field=f"{where}.severity",
+            )
         sig = g.get("require_significance", default_sig)
         if not isinstance(sig, bool):
-            raise ConfigError("must be true or false", path=path, line=mk.get("require_significance", line), field=f"{where}.require_significance")
+            raise ConfigError(
+                "must be true or false",
+                path=path,
+                line=mk.get("require_significance", line),
+                field=f"{where}.require_significance",
+            )
         limits = _limits({k: g.get(k) for k in TAG_KEYS}, where, path, line)
         tags_raw = g.get("tags") or {}
         if not isinstance(tags_raw, Mapping):
-            raise ConfigError("must map tag -> {threshold, regression_max}", path=path, line=mk.get("tags", line), field=f"{where}.tags")
+            raise ConfigError(
+                "must map tag -> {threshold, regression_max}",
+                path=path,
+                line=mk.get("tags", line),
+                field=f"{where}.tags",
+            )
         tags = {str(t): _limits(v, f"{where}.tags.{t}", path, mk.get("tags", line)) for t, v in tags_raw.items()}
         gates.append(Gate(name, metric, limits, severity, sig, tags, line))
     return Criteria(gates, alpha, max_failed, path)
@@ -198,7 +239,9 @@ def load_criteria(path: str | Path) -> Criteria:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"not valid YAML ({getattr(exc, 'problem', exc)})", path=p, line=mark.line + 1 if mark else None) from None
+        raise ConfigError(
+            f"not valid YAML ({getattr(exc, 'problem', exc)})", path=p, line=mark.line + 1 if mark else None
+        ) from None
     return parse_criteria(raw, str(p), text)
 
 
@@ -328,11 +371,19 @@ class GateReport:
                 "exit_code": self.exit_code,
                 "candidate": {"system": self.candidate, **self.candidate_counts},
                 "baseline": {"system": self.baseline, **(self.baseline_counts or {})} if self.baseline else None,
-                "backend_failures": {"count": len(self.failures), "allowed": self.criteria.max_failed_queries, "queries": self.failures},
+                "backend_failures": {
+                    "count": len(self.failures),
+                    "allowed": self.criteria.max_failed_queries,
+                    "queries": self.failures,
+                },
                 "mode": self.mode,
                 "counting": "every judged query of either side; failed or unanswered queries score 0",
                 "alpha": self.criteria.alpha,
-                "test": {"name": "paired randomization (sign flip), two-sided", "n_resamples": self.n_resamples, "seed": self.seed},
+                "test": {
+                    "name": "paired randomization (sign flip), two-sided",
+                    "n_resamples": self.n_resamples,
+                    "seed": self.seed,
+                },
                 "gates": [
                     {
                         "name": r.gate.name,
@@ -363,7 +414,12 @@ class GateReport:
 def _counts(status: Sequence[str]) -> dict[str, int]:
     n_failed = sum(s in FAILED_STATUSES for s in status)
     n_missing = sum(s == MISSING_STATUS for s in status)
-    return {"queries": len(status), "answered": len(status) - n_failed - n_missing, "failed": n_failed, "missing": n_missing}
+    return {
+        "queries": len(status),
+        "answered": len(status) - n_failed - n_missing,
+        "failed": n_failed,
+        "missing": n_missing,
+    }
 
 
 def _check_metric(ev: PerQueryScores, gate: Gate, side: str, path: str) -> None:
@@ -394,7 +450,11 @@ def run_gates(
     come from the evaluation: failed statuses, plus the queries pytrec_eval mode left out).
     """
     if baseline is None and criteria.needs_baseline:
-        raise ConfigError("the criteria set regression_max limits, which need a baseline (--baseline)", path=criteria.path, field="regression_max")
+        raise ConfigError(
+            "the criteria set regression_max limits, which need a baseline (--baseline)",
+            path=criteria.path,
+            field="regression_max",
+        )
     groups = dict(groups or {})
     for gate in criteria.gates:
         _check_metric(candidate, gate, "candidate", criteria.path)
@@ -403,8 +463,12 @@ def run_gates(
         for tag in gate.tags:
             if not groups.get(tag):
                 have = ", ".join(sorted(groups)) or "none recorded"
-                raise ConfigError(f"gate {gate.name!r} sets limits for tag {tag!r}, but no query has that tag (tags: {have})",
-                                  path=criteria.path, line=gate.line, field=f"tags.{tag}")
+                raise ConfigError(
+                    f"gate {gate.name!r} sets limits for tag {tag!r}, but no query has that tag (tags: {have})",
+                    path=criteria.path,
+                    line=gate.line,
+                    field=f"tags.{tag}",
+                )
     metrics = list(dict.fromkeys(g.metric for g in criteria.gates))
     al = align(baseline if baseline is not None else candidate, candidate, metrics)
     qpos = {q: i for i, q in enumerate(al.query_ids)}
@@ -445,8 +509,10 @@ def _scope_checks(
         note = ""
         if too_big and gate.require_significance and not (p is not None and p < alpha):
             too_big = False
-            note = (f"dropped {_abs_pp(drop)}, more than the {_abs_pp(lim.regression_max)} allowed, "
-                    f"but the drop is not statistically significant ({fmt.pvalue(p)}, needs p < {alpha:g})")
+            note = (
+                f"dropped {_abs_pp(drop)}, more than the {_abs_pp(lim.regression_max)} allowed, "
+                f"but the drop is not statistically significant ({fmt.pvalue(p)}, needs p < {alpha:g})"
+            )
         out.append(Check(scope, "regression", lim.regression_max, drop, not too_big, note))
     return out
 
@@ -478,8 +544,16 @@ def _apply(
         tb = base[idx] if base is not None else None
         tc = b[idx]
         tp = randomization_test(tc - tb, n_resamples, seed) if tb is not None else None
-        rows.append(TagRow(tag, int(idx.size), float(tb.mean()) if tb is not None else None, float(tc.mean()),
-                           float((tc - tb).mean()) if tb is not None else None, tp))
+        rows.append(
+            TagRow(
+                tag,
+                int(idx.size),
+                float(tb.mean()) if tb is not None else None,
+                float(tc.mean()),
+                float((tc - tb).mean()) if tb is not None else None,
+                tp,
+            )
+        )
         if tag in gate.tags:
             checks += _scope_checks(tag, gate.tags[tag], tb, tc, tp, gate, alpha)
     return GateResult(gate, float(b.mean()), float(a.mean()) if has_baseline else None, delta, ci, p, checks, rows)
@@ -518,13 +592,18 @@ def render_comment(report: GateReport, max_tags: int = 20) -> str:
     if report.backend_failed:
         n = len(report.failures)
         total = report.candidate_counts["queries"]
-        lines.append(f"### ❌ Retrieval quality gate: blocks merge — the candidate's retriever failed on {n} of {total} queries")
+        lines.append(
+            f"### ❌ Retrieval quality gate: blocks merge — the candidate's retriever failed on {n} of {total} queries"
+        )
         kinds: dict[str, int] = {}
         for s in report.failures.values():
             kinds[s] = kinds.get(s, 0) + 1
         detail = ", ".join(f"{k}: {v}" for k, v in sorted(kinds.items()))
-        lines += ["", f"The backend recorded failures ({detail}; {report.criteria.max_failed_queries} allowed), "
-                  "so the numbers below are not trustworthy. Fix the backend and run again."]
+        lines += [
+            "",
+            f"The backend recorded failures ({detail}; {report.criteria.max_failed_queries} allowed), "
+            "so the numbers below are not trustworthy. Fix the backend and run again.",
+        ]
     elif blocking:
         lines.append("### ❌ Retrieval quality gate: blocks merge")
     elif warned:
@@ -549,15 +628,22 @@ def render_comment(report: GateReport, max_tags: int = 20) -> str:
         who += f"; baseline {_side(report.baseline, report.baseline_counts)}"
     lines.append(who + ".")
     if report.mode != "trec_eval":
-        lines.append(f"The runs were evaluated in {report.mode} mode; the gate still counts every judged query, "
-                     "scoring unanswered ones 0, so a failing backend cannot raise its own numbers.")
+        lines.append(
+            f"The runs were evaluated in {report.mode} mode; the gate still counts every judged query, "
+            "scoring unanswered ones 0, so a failing backend cannot raise its own numbers."
+        )
     lines.append("")
     tagged = [r for r in report.results if r.tags]
     for r in tagged:
         rows = sorted(r.tags, key=lambda t: (t.delta if t.delta is not None else 0.0, t.tag))[:max_tags]
         more = len(r.tags) - len(rows)
-        lines += ["<details>", f"<summary>{r.gate.label} by tag ({len(r.tags)} tags, biggest drops first)</summary>", "",
-                  "| Tag | Queries | Baseline | Candidate | Change |", "|---|---|---|---|---|"]
+        lines += [
+            "<details>",
+            f"<summary>{r.gate.label} by tag ({len(r.tags)} tags, biggest drops first)</summary>",
+            "",
+            "| Tag | Queries | Baseline | Candidate | Change |",
+            "|---|---|---|---|---|",
+        ]
         for t in rows:
             flag = " ⚠️" if t.tag in r.gate.tags and any(not c.passed for c in r.checks if c.scope == t.tag) else ""
             change = f"{fmt.pp(t.delta)} ({fmt.pvalue(t.p)})" if t.delta is not None else "—"
@@ -575,6 +661,8 @@ def render_comment(report: GateReport, max_tags: int = 20) -> str:
         f"(paired randomization test over the same queries, {report.n_resamples:,} resamples). "
         f"Below {report.criteria.alpha:g} the change is unlikely to be noise.",
         "- **error** gates block the merge when they fail; **warning** gates are reported only.",
-        "", "</details>", "",
+        "",
+        "</details>",
+        "",
     ]
     return "\n".join(lines).rstrip() + "\n"

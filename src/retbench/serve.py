@@ -67,7 +67,15 @@ class _Handler(BaseHTTPRequestHandler):
         url = urllib.parse.urlsplit(self.path)
         if url.path == "/health":
             owner = self.server.owner
-            return self._send(200, {"status": "ok", "adapter": owner.retriever.adapter, "name": owner.retriever.name, "documents": owner.documents})
+            return self._send(
+                200,
+                {
+                    "status": "ok",
+                    "adapter": owner.retriever.adapter,
+                    "name": owner.retriever.name,
+                    "documents": owner.documents,
+                },
+            )
         if url.path == "/search":
             return self._search(dict(urllib.parse.parse_qsl(url.query)))
         self._send(404, {"error": f"no route {url.path}; use /search or /health"})
@@ -184,4 +192,6 @@ def serve_dataset(
     ds = load_dataset(dataset)
     retriever = create(adapter, params or {}, name=adapter)
     retriever.index(ds.corpus)
-    return RetrievalServer(retriever, corpus=ds.corpus, host=host, port=port, include_text=include_text, verbose=verbose)
+    return RetrievalServer(
+        retriever, corpus=ds.corpus, host=host, port=port, include_text=include_text, verbose=verbose
+    )

@@ -17,7 +17,9 @@ from retbench.retrievers.base import Ranking, Retriever
 class WordOverlap(Retriever):
     adapter = "toy_retrievers:WordOverlap"
 
-    def __init__(self, delay: float = 0.0, fail_on: Sequence[str] = (), calls_log: str = "", name: str | None = None) -> None:
+    def __init__(
+        self, delay: float = 0.0, fail_on: Sequence[str] = (), calls_log: str = "", name: str | None = None
+    ) -> None:
         super().__init__(name)
         self.delay, self.fail_on, self.calls_log = delay, set(fail_on), calls_log or os.environ.get("TOY_CALLS_LOG", "")
         self._docs: list[tuple[str, set[str]]] = []

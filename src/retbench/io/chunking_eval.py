@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from retbench.chunking import Span
+from retbench.chunkers import Span
 from retbench.data import Corpus, Dataset, Qrels, Queries
 from retbench.errors import InputError
 from retbench.io.files import iter_jsonl, require_file
@@ -81,7 +81,9 @@ def read_chunking_eval(folder: str | Path, *, name: str = "") -> ChunkingEval:
         question = str(_field(obj, "question", str, qpath, line))
         doc = str(_field(obj, "corpus_id", str, qpath, line))
         if doc not in texts:
-            raise InputError(f"unknown document {doc!r} (have: {', '.join(texts)})", path=qpath, line=line, field="corpus_id")
+            raise InputError(
+                f"unknown document {doc!r} (have: {', '.join(texts)})", path=qpath, line=line, field="corpus_id"
+            )
         refs = _field(obj, "references", list, qpath, line)
         if not refs:
             raise InputError("a question needs at least one reference", path=qpath, line=line, field="references")
@@ -95,9 +97,16 @@ def read_chunking_eval(folder: str | Path, *, name: str = "") -> ChunkingEval:
             end = _field(ref, "end_index", int, qpath, line)
             assert isinstance(start, int) and isinstance(end, int)
             if not 0 <= start < end <= len(text):
-                raise InputError(f"span [{start}, {end}) is outside document {doc!r} ({len(text)} chars)", path=qpath, line=line, field=where)
+                raise InputError(
+                    f"span [{start}, {end}) is outside document {doc!r} ({len(text)} chars)",
+                    path=qpath,
+                    line=line,
+                    field=where,
+                )
             if "content" in ref and text[start:end] != ref["content"]:
-                raise InputError(f"content differs from {doc!r}[{start}:{end}]", path=qpath, line=line, field=f"{where}.content")
+                raise InputError(
+                    f"content differs from {doc!r}[{start}:{end}]", path=qpath, line=line, field=f"{where}.content"
+                )
             out.append(Span(doc, start, end))
         questions[qid] = question
         metadata[qid] = {"corpus_id": doc}

@@ -54,7 +54,9 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     except (gzip.BadGzipFile, zlib.error) as exc:
         raise InputError(f"not a valid gzip file ({exc})", path=p, line=lineno + 1) from None
     except UnicodeDecodeError as exc:
-        raise InputError(f"not valid UTF-8 ({exc.reason})", path=p, line=_first_undecodable_line(p) or lineno + 1) from None
+        raise InputError(
+            f"not valid UTF-8 ({exc.reason})", path=p, line=_first_undecodable_line(p) or lineno + 1
+        ) from None
 
 
 def _first_undecodable_line(p: Path) -> int | None:
@@ -102,4 +104,6 @@ def read_yaml(path: str | Path) -> Any:
         return yaml.safe_load(p.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"malformed YAML ({getattr(exc, 'problem', exc)})", path=p, line=mark.line + 1 if mark else None) from None
+        raise ConfigError(
+            f"malformed YAML ({getattr(exc, 'problem', exc)})", path=p, line=mark.line + 1 if mark else None
+        ) from None

@@ -61,7 +61,9 @@ def _load_records(path: Path, key: str) -> Iterator[tuple[int | None, Any]]:
             doc = yaml.load(fh, Loader=_LineLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"malformed YAML ({getattr(exc, 'problem', exc)})", path=path, line=mark.line + 1 if mark else None) from None
+        raise InputError(
+            f"malformed YAML ({getattr(exc, 'problem', exc)})", path=path, line=mark.line + 1 if mark else None
+        ) from None
     if isinstance(doc, dict) and key in doc:
         doc = doc[key]
     if not isinstance(doc, list):
@@ -74,13 +76,17 @@ def _load_records(path: Path, key: str) -> Iterator[tuple[int | None, Any]]:
 def _expected(value: Any, path: Path, line: int | None) -> dict[str, int]:
     if isinstance(value, list):
         if not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
-            raise InputError("a list of expected ids must hold only ids (strings)", path=path, line=line, field="expected_output")
+            raise InputError(
+                "a list of expected ids must hold only ids (strings)", path=path, line=line, field="expected_output"
+            )
         return {str(v): 1 for v in value}
     if isinstance(value, dict):
         out = {}
         for doc, gain in value.items():
             if isinstance(gain, bool) or not isinstance(gain, (int, float)) or float(gain) != int(gain):
-                raise InputError(f"gain for {doc!r} must be an integer, got {gain!r}", path=path, line=line, field="expected_output")
+                raise InputError(
+                    f"gain for {doc!r} must be an integer, got {gain!r}", path=path, line=line, field="expected_output"
+                )
             out[str(doc)] = int(gain)
         return out
     raise InputError(
@@ -126,7 +132,9 @@ def read_golden(path: str | Path) -> list[Sample]:
             raise InputError(f"k must be a positive integer, got {k!r}", path=p, line=line, field="metadata.k")
         groups = meta.get("required_support_groups")
         if groups is not None and not (isinstance(groups, list) and all(isinstance(g, list) for g in groups)):
-            raise InputError("must be a list of lists of ids", path=p, line=line, field="metadata.required_support_groups")
+            raise InputError(
+                "must be a list of lists of ids", path=p, line=line, field="metadata.required_support_groups"
+            )
         tags = rec.get("tags", meta.get("tags", []))
         samples.append(
             Sample(
@@ -182,7 +190,12 @@ def parse_ranking(value: Any, path: Path | str, line: int | None, texts: dict[st
         elif isinstance(item, (str, int)) and not isinstance(item, bool):
             ranking.append((str(item), float(n - rank)))
         else:
-            raise InputError(f"retrieved item {rank + 1} must be an id or an object with 'id'", path=path, line=line, field="retrieved")
+            raise InputError(
+                f"retrieved item {rank + 1} must be an id or an object with 'id'",
+                path=path,
+                line=line,
+                field="retrieved",
+            )
     return ranking
 
 

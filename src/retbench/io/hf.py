@@ -64,7 +64,9 @@ def corpus_from_hf(ds: Any, *, join_rule: str = "title_space_text", name: str = 
     cols = set(ds.column_names)
     for required in ("_id", "text"):
         if required not in cols:
-            raise InputError(f"corpus has no '{required}' column (has: {', '.join(sorted(cols))})", path=path or None, field=required)
+            raise InputError(
+                f"corpus has no '{required}' column (has: {', '.join(sorted(cols))})", path=path or None, field=required
+            )
     if len(ds) == 0:
         raise InputError("corpus is empty (no documents)", path=path or None)
     table = ds.data  # the memory-mapped Arrow table
@@ -84,7 +86,9 @@ def qrels_from_hf(ds: Any, path: str = "") -> Qrels:
     cols = ds.column_names
     for required in ("query-id", "corpus-id", "score"):
         if required not in cols:
-            raise InputError(f"qrels have no '{required}' column (has: {', '.join(cols)})", path=path or None, field=required)
+            raise InputError(
+                f"qrels have no '{required}' column (has: {', '.join(cols)})", path=path or None, field=required
+            )
     judgements: dict[str, dict[str, int]] = {}
     for q, d, s in zip(ds["query-id"], ds["corpus-id"], ds["score"], strict=True):
         judgements.setdefault(str(q), {})[str(d)] = int(s)
@@ -111,7 +115,9 @@ def load_hf_files(
         if kind == "csv":
             import datasets
 
-            ds = datasets.load_dataset("csv", data_files=str(path), split="train", delimiter="\t" if str(path).endswith(".tsv") else ",")
+            ds = datasets.load_dataset(
+                "csv", data_files=str(path), split="train", delimiter="\t" if str(path).endswith(".tsv") else ","
+            )
         else:
             ds = _load(kind, str(path))
         qr[split] = qrels_from_hf(ds, str(path))
@@ -128,11 +134,15 @@ def load_hf_beir(name: str, splits: list[str] | None = None, *, join_rule: str =
         queries = datasets.load_dataset(repo, "queries", split="queries")
         qrels_all = datasets.load_dataset(f"{repo}-qrels")
     except Exception as exc:  # offline, unknown name, or hub error: one actionable message
-        raise InputError(f"cannot load {repo} from the Hugging Face hub ({type(exc).__name__}: {exc})", field="dataset") from None
+        raise InputError(
+            f"cannot load {repo} from the Hugging Face hub ({type(exc).__name__}: {exc})", field="dataset"
+        ) from None
     wanted = splits or list(qrels_all)
     missing = [s for s in wanted if s not in qrels_all]
     if missing:
-        raise InputError(f"no qrels split {missing[0]!r} (have: {', '.join(qrels_all)})", path=f"{repo}-qrels", field="split")
+        raise InputError(
+            f"no qrels split {missing[0]!r} (have: {', '.join(qrels_all)})", path=f"{repo}-qrels", field="split"
+        )
     return Dataset(
         name,
         corpus_from_hf(corpus, join_rule=join_rule, name=name, path=repo),

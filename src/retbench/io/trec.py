@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from retbench.data import Qrels, Run
+from retbench.data.ids import keys_from_bytes, may_repeat
 from retbench.errors import InputError
 from retbench.io.files import iter_lines, open_text
-from retbench.keys import keys_from_bytes, may_repeat
 
 
 def _grade(token: str, path: Path, lineno: int) -> int:
@@ -28,7 +28,9 @@ def _grade(token: str, path: Path, lineno: int) -> int:
         except ValueError:
             value = float("nan")
         if not value.is_integer():
-            raise InputError(f"grade must be an integer, got {token!r}", path=path, line=lineno, field="grade") from None
+            raise InputError(
+                f"grade must be an integer, got {token!r}", path=path, line=lineno, field="grade"
+            ) from None
         grade = int(value)
     if not -(2**63) <= grade < 2**63:
         raise InputError(f"grade out of range, got {token!r}", path=path, line=lineno, field="grade")
@@ -111,8 +113,16 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
             return _read_run_lines(p, name)
         scores = scores[order]
     keys, exact = _column_keys(docs)
-    return Run(qids, _offsets(lens), None, scores, name=name if name is not None else tag or p.stem,
-               _lazy=_ArrowIds(docs), _doc_key=keys, _key_exact=exact)
+    return Run(
+        qids,
+        _offsets(lens),
+        None,
+        scores,
+        name=name if name is not None else tag or p.stem,
+        _lazy=_ArrowIds(docs),
+        _doc_key=keys,
+        _key_exact=exact,
+    )
 
 
 def _read_run_lines(p: Path, name: str | None) -> Run:
@@ -238,9 +248,14 @@ def _parse_columns(source: Any, delimiter: str, fields: tuple[str, ...], number:
         table = pacsv.read_csv(
             source,
             read_options=pacsv.ReadOptions(column_names=list(fields), block_size=1 << 22),
-            parse_options=pacsv.ParseOptions(delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False),
+            parse_options=pacsv.ParseOptions(
+                delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False
+            ),
             convert_options=pacsv.ConvertOptions(
-                column_types=types, null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False,
+                column_types=types,
+                null_values=[],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
                 check_utf8=False,
             ),
         )
@@ -393,5 +408,6 @@ def write_run(run: Run, path: str | Path, tag: str | None = None, query_ids: Ite
             docs = run.doc_ids[s]
             scores = run.scores[s].tolist()
             fh.writelines(
-                f"{qid} Q0 {doc} {rank} {score!r} {tag}\n" for rank, (doc, score) in enumerate(zip(docs, scores, strict=True), 1)
+                f"{qid} Q0 {doc} {rank} {score!r} {tag}\n"
+                for rank, (doc, score) in enumerate(zip(docs, scores, strict=True), 1)
             )

@@ -4,7 +4,8 @@ Public entry points: `judge_qrels` (Run + Qrels -> GainMatrix), `parse_metric` /
 (the registry), and `retbench.evaluation.evaluate` for the whole pipeline.
 """
 
-from retbench.metrics.judging import GainMatrix, judge_qrels
+from retbench.metrics.gain import GainMatrix
+from retbench.metrics.judges.qrels import judge_qrels
 from retbench.metrics.registry import (
     Metric,
     MetricContext,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from retbench.metrics.judging import GainMatrix, check_level
+from retbench.metrics.judges import GainMatrix, check_level
 
 
 def _cut(gm: GainMatrix, k: np.ndarray | None, level: int | None = None) -> np.ndarray:
@@ -114,7 +114,9 @@ def dcg(gm: GainMatrix, k: np.ndarray | None, exp: bool = False) -> np.ndarray:
     """Sum of gain / log2(rank + 1) over the top k."""
     mask = _cut(gm, k)
     ranks = gm.hit_ranks[mask]
-    return np.bincount(gm.hit_rows[mask], weights=_gain(gm.hit_grades[mask], exp) / np.log2(ranks + 2.0), minlength=len(gm))
+    return np.bincount(
+        gm.hit_rows[mask], weights=_gain(gm.hit_grades[mask], exp) / np.log2(ranks + 2.0), minlength=len(gm)
+    )
 
 
 def ideal_dcg(gm: GainMatrix, k: np.ndarray | None, exp: bool = False) -> np.ndarray:
@@ -122,7 +124,9 @@ def ideal_dcg(gm: GainMatrix, k: np.ndarray | None, exp: bool = False) -> np.nda
     pos = gm.ideal_positions
     rows = gm.ideal_rows
     mask = pos < k[rows] if k is not None else np.ones(len(pos), dtype=bool)
-    return np.bincount(rows[mask], weights=_gain(gm.ideal_grades[mask], exp) / np.log2(pos[mask] + 2.0), minlength=len(gm))
+    return np.bincount(
+        rows[mask], weights=_gain(gm.ideal_grades[mask], exp) / np.log2(pos[mask] + 2.0), minlength=len(gm)
+    )
 
 
 def ndcg(gm: GainMatrix, k: np.ndarray | None, exp: bool = False) -> np.ndarray:
@@ -145,7 +149,9 @@ def log_rank_score(rank: np.ndarray, n: np.ndarray, gamma: float = 1.0) -> np.nd
     return np.where(n <= 1, 1.0, 1.0 - np.divide(num, den, out=np.zeros_like(num), where=den > 0))
 
 
-def hybrid_log_rank(gm: GainMatrix, k: np.ndarray | None, level: int = 1, alpha: float = 0.5, gamma: float = 1.0) -> np.ndarray:
+def hybrid_log_rank(
+    gm: GainMatrix, k: np.ndarray | None, level: int = 1, alpha: float = 0.5, gamma: float = 1.0
+) -> np.ndarray:
     """alpha * recall + (1 - alpha) * rank quality (seed 004's `hybrid_log_rank_score_exact`).
 
     Over the first N = min(returned, k) documents: recall = relevant found / R, and rank quality =

@@ -29,7 +29,7 @@ import numpy as np
 
 from retbench.errors import ConfigError
 from retbench.metrics import ranking, text
-from retbench.metrics.judging import GainMatrix, check_level
+from retbench.metrics.judges import GainMatrix, check_level
 
 ENTRY_POINT_GROUP = "retbench.metrics"
 
@@ -113,33 +113,97 @@ class Builtin:
 def _builtins() -> list[Builtin]:
     r = ranking
     return [
-        Builtin("hit", "k", lambda c, k, lv, p: r.hit(c.gm, k, lv), "1 if any relevant doc is in the top k",
-                ("success", "retrieval-hit-at-k"), trec_cut="success_{k}"),
-        Builtin("recall", "k", lambda c, k, lv, p: r.recall(c.gm, k, lv), "relevant docs in the top k / all relevant",
-                ("r", "retrieval-recall-at-k"), trec_cut="recall_{k}"),
-        Builtin("P", "k", lambda c, k, lv, p: r.precision(c.gm, k, lv), "relevant docs in the top k / k",
-                ("precision",), trec_cut="P_{k}"),
+        Builtin(
+            "hit",
+            "k",
+            lambda c, k, lv, p: r.hit(c.gm, k, lv),
+            "1 if any relevant doc is in the top k",
+            ("success", "retrieval-hit-at-k"),
+            trec_cut="success_{k}",
+        ),
+        Builtin(
+            "recall",
+            "k",
+            lambda c, k, lv, p: r.recall(c.gm, k, lv),
+            "relevant docs in the top k / all relevant",
+            ("r", "retrieval-recall-at-k"),
+            trec_cut="recall_{k}",
+        ),
+        Builtin(
+            "P",
+            "k",
+            lambda c, k, lv, p: r.precision(c.gm, k, lv),
+            "relevant docs in the top k / k",
+            ("precision",),
+            trec_cut="P_{k}",
+        ),
         Builtin("f1", "k", lambda c, k, lv, p: r.f1(c.gm, k, lv), "harmonic mean of P@k and recall@k"),
-        Builtin("rprec", "none", lambda c, k, lv, p: r.rprec(c.gm, lv), "precision at rank R (number relevant)",
-                ("r-prec", "r_prec"), trec="Rprec"),
-        Builtin("mrr", "optional", lambda c, k, lv, p: r.reciprocal_rank(c.gm, k, lv),
-                "1 / rank of the first relevant doc", ("rr", "recip_rank", "retrieval-mrr"), trec="recip_rank"),
-        Builtin("map", "optional", lambda c, k, lv, p: r.average_precision(c.gm, k, lv), "average precision",
-                ("ap",), trec="map", trec_cut="map_cut_{k}"),
-        Builtin("ndcg", "optional", lambda c, k, lv, p: r.ndcg(c.gm, k), "nDCG with linear gains (trec_eval)",
-                ("retrieval-ndcg-at-k",), binary=False, trec="ndcg", trec_cut="ndcg_cut_{k}"),
-        Builtin("ndcg_exp", "k", lambda c, k, lv, p: r.ndcg(c.gm, k, exp=True), "nDCG with 2^g - 1 gains",
-                binary=False),
-        Builtin("recall_any", "k", lambda c, k, lv, p: text.recall_groups(c, k, lv, require_all=False),
-                "1 if any support id is in the top k"),
-        Builtin("recall_all", "k", lambda c, k, lv, p: text.recall_groups(c, k, lv, require_all=True),
-                "1 if every support group has an id in the top k"),
-        Builtin("containment", "k", lambda c, k, lv, p: text.containment(c, k),
-                "1 if the expected answer occurs in a top-k doc's text", ("answer-containment-at-k", "answer_containment"),
-                binary=False),
-        Builtin("hybrid", "k", lambda c, k, lv, p: r.hybrid_log_rank(c.gm, k, lv, p["alpha"], p["gamma"]),
-                "alpha * recall + (1 - alpha) * log-rank quality", ("hybrid_log_rank",),
-                params={"alpha": 0.5, "gamma": 1.0}),
+        Builtin(
+            "rprec",
+            "none",
+            lambda c, k, lv, p: r.rprec(c.gm, lv),
+            "precision at rank R (number relevant)",
+            ("r-prec", "r_prec"),
+            trec="Rprec",
+        ),
+        Builtin(
+            "mrr",
+            "optional",
+            lambda c, k, lv, p: r.reciprocal_rank(c.gm, k, lv),
+            "1 / rank of the first relevant doc",
+            ("rr", "recip_rank", "retrieval-mrr"),
+            trec="recip_rank",
+        ),
+        Builtin(
+            "map",
+            "optional",
+            lambda c, k, lv, p: r.average_precision(c.gm, k, lv),
+            "average precision",
+            ("ap",),
+            trec="map",
+            trec_cut="map_cut_{k}",
+        ),
+        Builtin(
+            "ndcg",
+            "optional",
+            lambda c, k, lv, p: r.ndcg(c.gm, k),
+            "nDCG with linear gains (trec_eval)",
+            ("retrieval-ndcg-at-k",),
+            binary=False,
+            trec="ndcg",
+            trec_cut="ndcg_cut_{k}",
+        ),
+        Builtin(
+            "ndcg_exp", "k", lambda c, k, lv, p: r.ndcg(c.gm, k, exp=True), "nDCG with 2^g - 1 gains", binary=False
+        ),
+        Builtin(
+            "recall_any",
+            "k",
+            lambda c, k, lv, p: text.recall_groups(c, k, lv, require_all=False),
+            "1 if any support id is in the top k",
+        ),
+        Builtin(
+            "recall_all",
+            "k",
+            lambda c, k, lv, p: text.recall_groups(c, k, lv, require_all=True),
+            "1 if every support group has an id in the top k",
+        ),
+        Builtin(
+            "containment",
+            "k",
+            lambda c, k, lv, p: text.containment(c, k),
+            "1 if the expected answer occurs in a top-k doc's text",
+            ("answer-containment-at-k", "answer_containment"),
+            binary=False,
+        ),
+        Builtin(
+            "hybrid",
+            "k",
+            lambda c, k, lv, p: r.hybrid_log_rank(c.gm, k, lv, p["alpha"], p["gamma"]),
+            "alpha * recall + (1 - alpha) * log-rank quality",
+            ("hybrid_log_rank",),
+            params={"alpha": 0.5, "gamma": 1.0},
+        ),
     ]
 
 
@@ -255,9 +319,7 @@ class MetricSpec:
         return fn(self.k) if callable(fn) else None
 
 
-_SPEC = re.compile(
-    r"^(?P<name>[A-Za-z][\w\-]*?)(?:\((?P<p1>[^()]*)\))?(?:@(?P<k>\d+))?(?:\((?P<p2>[^()]*)\))?$"
-)
+_SPEC = re.compile(r"^(?P<name>[A-Za-z][\w\-]*?)(?:\((?P<p1>[^()]*)\))?(?:@(?P<k>\d+))?(?:\((?P<p2>[^()]*)\))?$")
 _TREC_CUT_RE = re.compile(r"^(?P<base>P|recall|success|ndcg_cut|map_cut)[._](?P<k>\d+)$")
 
 
@@ -279,7 +341,9 @@ def _parse_params(text: str | None, spec: str) -> dict[str, float]:
                 raise ValueError
             out[key] = float(value)
         except ValueError:
-            raise ConfigError(f"metric {spec!r}: parameter {part.strip()!r} must be name=number", field="metric") from None
+            raise ConfigError(
+                f"metric {spec!r}: parameter {part.strip()!r} must be name=number", field="metric"
+            ) from None
     return out
 
 
@@ -341,7 +405,9 @@ def parse_metric(spec: str, default_k: int = 5) -> MetricSpec:
     bad = set(params) - allowed
     if bad:
         have = ", ".join(sorted(allowed)) or "none"
-        raise ConfigError(f"metric {spec!r}: unknown parameter(s) {', '.join(sorted(bad))} (accepted: {have})", field="metric")
+        raise ConfigError(
+            f"metric {spec!r}: unknown parameter(s) {', '.join(sorted(bad))} (accepted: {have})", field="metric"
+        )
     if "rel" in params:
         try:
             check_level(params["rel"])

@@ -84,10 +84,14 @@ def _comparable(s: SystemSummary) -> bool:
 
 def _mode_note(data: ReportData) -> str:
     if data.modes == {"trec_eval"}:
-        return ('<span class="badge">trec_eval counting</span><span class="muted small">every judged query counts; '
-                "failed or unanswered queries score 0</span>")
-    return ('<span class="badge warn">pytrec_eval mode</span><span class="small">means marked † are over <b>answered</b> '
-            "queries only (what pytrec_eval and BEIR report); unanswered queries are left out, not scored 0</span>")
+        return (
+            '<span class="badge">trec_eval counting</span><span class="muted small">every judged query counts; '
+            "failed or unanswered queries score 0</span>"
+        )
+    return (
+        '<span class="badge warn">pytrec_eval mode</span><span class="small">means marked † are over <b>answered</b> '
+        "queries only (what pytrec_eval and BEIR report); unanswered queries are left out, not scored 0</span>"
+    )
 
 
 def _summary(data: ReportData) -> str:
@@ -105,35 +109,56 @@ def _summary(data: ReportData) -> str:
             lo_hi = s.ci.get(m)
             ci = f'<span class="ci">[{lo_hi[0]:.3f}, {lo_hi[1]:.3f}]</span>' if lo_hi else ""
             klass = "num best" if len(ranked) > 1 and _comparable(s) and v == best[m] else "num"
-            cells.append(f'<td class="{klass}" data-system="{_attr(s.name)}" data-metric="{_attr(m)}" data-value="{v!r}">'
-                         f"{v:.4f}{dagger}{ci}</td>")
+            cells.append(
+                f'<td class="{klass}" data-system="{_attr(s.name)}" data-metric="{_attr(m)}" data-value="{v!r}">'
+                f"{v:.4f}{dagger}{ci}</td>"
+            )
         rows.append(f"<tr>{''.join(cells)}</tr>")
     header = ["system", "coverage", *(escape(fmt.metric_label(m)) for m in data.metrics)]
     return _table(header, rows, set(range(2, len(header))), "summary")
 
 
 def _ci_chart(data: ReportData) -> str:
-    systems = [(s.name, [(s.means[m], *s.ci[m]) if m in s.means and m in s.ci else None for m in data.metrics])
-               for s in data.systems]
+    systems = [
+        (s.name, [(s.means[m], *s.ci[m]) if m in s.means and m in s.ci else None for m in data.metrics])
+        for s in data.systems
+    ]
     if not any(v for _, vals in systems for v in vals):
         return ""
-    svg = plots.interval_chart([fmt.metric_label(m) for m in data.metrics], systems,
-                               title="Mean of each metric with its 95% confidence interval", x_label="score")
-    return (f"<figure>{svg}<figcaption>Dots are means, whiskers 95% percentile-bootstrap intervals over queries "
-            "(the axis shows only the range the intervals span).</figcaption></figure>")
+    svg = plots.interval_chart(
+        [fmt.metric_label(m) for m in data.metrics],
+        systems,
+        title="Mean of each metric with its 95% confidence interval",
+        x_label="score",
+    )
+    return (
+        f"<figure>{svg}<figcaption>Dots are means, whiskers 95% percentile-bootstrap intervals over queries "
+        "(the axis shows only the range the intervals span).</figcaption></figure>"
+    )
 
 
 def _curves(data: ReportData) -> str:
     figs = []
     for fam, pts in data.curves.items():
-        series = [plots.Series(s.name, [k for k, _ in pts], [s.means[m] for _, m in pts])
-                  for s in data.systems if all(m in s.means for _, m in pts)]
+        series = [
+            plots.Series(s.name, [k for k, _ in pts], [s.means[m] for _, m in pts])
+            for s in data.systems
+            if all(m in s.means for _, m in pts)
+        ]
         ks = [k for k, _ in pts]
-        svg = plots.line_chart(series, title=f"{fmt.metric_label(fam)}@k per system", kind="metric-curve",
-                               x_label="k (results looked at)", y_label=f"{fmt.metric_label(fam)}@k",
-                               x_log=max(ks) / min(ks) >= 20, y_range=(0.0, 1.0))
-        figs.append(f"<figure>{svg}<figcaption>{escape(fmt.metric_label(fam))}@k for k = "
-                    f"{', '.join(str(k) for k in ks)}: {escape(fmt.metric_meaning(fam + '@k'))}.</figcaption></figure>")
+        svg = plots.line_chart(
+            series,
+            title=f"{fmt.metric_label(fam)}@k per system",
+            kind="metric-curve",
+            x_label="k (results looked at)",
+            y_label=f"{fmt.metric_label(fam)}@k",
+            x_log=max(ks) / min(ks) >= 20,
+            y_range=(0.0, 1.0),
+        )
+        figs.append(
+            f"<figure>{svg}<figcaption>{escape(fmt.metric_label(fam))}@k for k = "
+            f"{', '.join(str(k) for k in ks)}: {escape(fmt.metric_meaning(fam + '@k'))}.</figcaption></figure>"
+        )
     return "".join(figs) or '<p class="muted">No metric was computed at two or more cutoffs.</p>'
 
 
@@ -141,9 +166,11 @@ def _comparison(data: ReportData) -> str:
     cmp = data.comparison
     if cmp is None:
         return '<p class="muted">One system: nothing to compare.</p>'
-    out = [f'<p>Each system against <b>{escape(data.baseline or "")}</b>, paired over the same queries. Δ is system − baseline; '
-           f"bold p-values are below 0.05 after Holm correction across all {sum(len(p.metrics) for p in cmp.pairs)} "
-           f"comparisons.</p>"]
+    out = [
+        f"<p>Each system against <b>{escape(data.baseline or '')}</b>, paired over the same queries. Δ is system − baseline; "
+        f"bold p-values are below 0.05 after Holm correction across all {sum(len(p.metrics) for p in cmp.pairs)} "
+        f"comparisons.</p>"
+    ]
     for pair in cmp.pairs:
         rows = []
         for m in pair.metrics:
@@ -151,38 +178,71 @@ def _comparison(data: ReportData) -> str:
             sig = ' class="num sig"' if p_holm is not None and p_holm < 0.05 else ' class="num"'
             klass = "num pos" if m.delta > 0 else "num neg" if m.delta < 0 else "num"
             rows.append(
-                f"<tr><td>{escape(fmt.metric_label(m.metric))}</td><td class=\"num\">{m.mean_a:.4f}</td><td class=\"num\">{m.mean_b:.4f}</td>"
+                f'<tr><td>{escape(fmt.metric_label(m.metric))}</td><td class="num">{m.mean_a:.4f}</td><td class="num">{m.mean_b:.4f}</td>'
                 f'<td class="{klass}">{m.delta:+.4f}</td><td class="num">[{m.ci_low:+.4f}, {m.ci_high:+.4f}]</td>'
                 f'<td class="num">{fmt.p_short(m.pvalues["randomization"])}</td><td{sig}>{fmt.p_short(p_holm)}</td>'
                 f'<td class="num">{fmt.p_short(m.adjusted.get("ttest"))}</td><td class="num">{fmt.p_short(m.adjusted.get("wilcoxon"))}</td>'
                 f'<td class="num">{fmt.num(m.effect_size, 2)}</td><td class="num">{m.wins} / {m.ties} / {m.losses}</td></tr>'
             )
         ca, cb = pair.counts_a, pair.counts_b
-        cov = (f"{escape(pair.system_a)} {fmt.coverage(ca['queries'] - ca['failed'] - ca['missing'], ca['queries'])}, "
-               f"{escape(pair.system_b)} {fmt.coverage(cb['queries'] - cb['failed'] - cb['missing'], cb['queries'])}")
-        out.append(f"<h3>{escape(pair.system_b)} vs {escape(pair.system_a)}</h3><p class=\"small muted\">{cov}</p>")
-        out.append(_table(["metric", escape(pair.system_a), escape(pair.system_b), "Δ", "95% CI", "p", "p Holm",
-                           "t-test Holm", "Wilcoxon Holm", "d_z", "W / T / L"], rows, set(range(1, 11)), "compare"))
+        cov = (
+            f"{escape(pair.system_a)} {fmt.coverage(ca['queries'] - ca['failed'] - ca['missing'], ca['queries'])}, "
+            f"{escape(pair.system_b)} {fmt.coverage(cb['queries'] - cb['failed'] - cb['missing'], cb['queries'])}"
+        )
+        out.append(f'<h3>{escape(pair.system_b)} vs {escape(pair.system_a)}</h3><p class="small muted">{cov}</p>')
+        out.append(
+            _table(
+                [
+                    "metric",
+                    escape(pair.system_a),
+                    escape(pair.system_b),
+                    "Δ",
+                    "95% CI",
+                    "p",
+                    "p Holm",
+                    "t-test Holm",
+                    "Wilcoxon Holm",
+                    "d_z",
+                    "W / T / L",
+                ],
+                rows,
+                set(range(1, 11)),
+                "compare",
+            )
+        )
         d = data.deltas.get(pair.system_b)
         if d:
-            svg = plots.delta_histogram(d, title=f"Per-query change in {fmt.metric_label(data.primary)}: {pair.system_b} − {pair.system_a}",
-                                        x_label=f"change in {fmt.metric_label(data.primary)} per query")
-            out.append(f"<figure>{svg}<figcaption>How many queries got better, stayed the same or got worse on "
-                       f"{escape(fmt.metric_label(data.primary))}, in bins of 0.1.</figcaption></figure>")
+            svg = plots.delta_histogram(
+                d,
+                title=f"Per-query change in {fmt.metric_label(data.primary)}: {pair.system_b} − {pair.system_a}",
+                x_label=f"change in {fmt.metric_label(data.primary)} per query",
+            )
+            out.append(
+                f"<figure>{svg}<figcaption>How many queries got better, stayed the same or got worse on "
+                f"{escape(fmt.metric_label(data.primary))}, in bins of 0.1.</figcaption></figure>"
+            )
         focus = next((m for m in pair.metrics if m.metric == data.primary), None)
         if focus is not None and focus.top_changes:
-            rows = [f"<tr><td>{escape(c.query_id)}</td><td>{escape(c.text)}</td><td class=\"num\">{c.a:.4f}</td>"
-                    f'<td class="num">{c.b:.4f}</td><td class="num {"pos" if c.delta > 0 else "neg"}">{c.delta:+.4f}</td>'
-                    f"<td>{escape(c.status_a if c.status_a == c.status_b else f'{c.status_a} → {c.status_b}')}</td></tr>"
-                    for c in focus.top_changes]
-            out.append(f"<details><summary>Most changed queries on {escape(fmt.metric_label(data.primary))} "
-                       "(biggest gains, then biggest losses)</summary>"
-                       + _table(["query", "text", escape(pair.system_a), escape(pair.system_b), "Δ", "status"], rows, {2, 3, 4})
-                       + "</details>")
-    out.append(f'<p class="small muted">p: paired randomization test (sign flip, {cmp.n_resamples:,} resamples, seed {cmp.seed}); '
-               "p Holm: the same after Holm correction; t-test and Wilcoxon signed-rank (zero deltas dropped) p-values, "
-               "Holm-corrected. CI: paired percentile bootstrap of the mean delta. d_z: mean delta / sd of deltas. "
-               "W / T / L: queries better / unchanged / worse. Failed and unanswered queries count 0.</p>")
+            rows = [
+                f'<tr><td>{escape(c.query_id)}</td><td>{escape(c.text)}</td><td class="num">{c.a:.4f}</td>'
+                f'<td class="num">{c.b:.4f}</td><td class="num {"pos" if c.delta > 0 else "neg"}">{c.delta:+.4f}</td>'
+                f"<td>{escape(c.status_a if c.status_a == c.status_b else f'{c.status_a} → {c.status_b}')}</td></tr>"
+                for c in focus.top_changes
+            ]
+            out.append(
+                f"<details><summary>Most changed queries on {escape(fmt.metric_label(data.primary))} "
+                "(biggest gains, then biggest losses)</summary>"
+                + _table(
+                    ["query", "text", escape(pair.system_a), escape(pair.system_b), "Δ", "status"], rows, {2, 3, 4}
+                )
+                + "</details>"
+            )
+    out.append(
+        f'<p class="small muted">p: paired randomization test (sign flip, {cmp.n_resamples:,} resamples, seed {cmp.seed}); '
+        "p Holm: the same after Holm correction; t-test and Wilcoxon signed-rank (zero deltas dropped) p-values, "
+        "Holm-corrected. CI: paired percentile bootstrap of the mean delta. d_z: mean delta / sd of deltas. "
+        "W / T / L: queries better / unchanged / worse. Failed and unanswered queries count 0.</p>"
+    )
     return "".join(out)
 
 
@@ -190,9 +250,12 @@ def _latency(data: ReportData) -> str:
     timed = [s for s in data.systems if s.latencies_ms]
     if not timed:
         return '<p class="muted">No per-query latency was recorded.</p>'
-    rows = [f"<tr><td>{escape(s.name)}</td><td class=\"num\">{s.latency['n']}</td>"
-            + "".join(f'<td class="num">{s.latency[k]:.2f}</td>' for k in ("p50", "p95", "p99", "mean", "max")) + "</tr>"
-            for s in timed]
+    rows = [
+        f'<tr><td>{escape(s.name)}</td><td class="num">{s.latency["n"]}</td>'
+        + "".join(f'<td class="num">{s.latency[k]:.2f}</td>' for k in ("p50", "p95", "p99", "mean", "max"))
+        + "</tr>"
+        for s in timed
+    ]
     table = _table(["system", "queries", "p50 ms", "p95 ms", "p99 ms", "mean ms", "max ms"], rows, set(range(1, 7)))
     series = []
     for s in timed:
@@ -201,12 +264,23 @@ def _latency(data: ReportData) -> str:
         series.append(plots.Series(s.name, [xs[0], *xs], [0.0, *[(i + 1) / n for i in range(n)]]))
     lo, hi = min(x for s in series for x in s.xs), max(x for s in series for x in s.xs)
     log = hi / lo >= 20
-    svg = plots.line_chart(series, title="Latency distribution per query", kind="latency-ecdf", x_label="latency (ms)",
-                           y_label="share of queries at or below", x_log=log, y_range=(0.0, 1.0), y_unit="%",
-                           x_range=None if log else (0.0, hi * 1.02),
-                           step=True, markers=False)
-    return (f"{table}<figure>{svg}<figcaption>Cumulative distribution: the height at a latency is the share of queries "
-            "answered at least that fast, as recorded by the runner.</figcaption></figure>")
+    svg = plots.line_chart(
+        series,
+        title="Latency distribution per query",
+        kind="latency-ecdf",
+        x_label="latency (ms)",
+        y_label="share of queries at or below",
+        x_log=log,
+        y_range=(0.0, 1.0),
+        y_unit="%",
+        x_range=None if log else (0.0, hi * 1.02),
+        step=True,
+        markers=False,
+    )
+    return (
+        f"{table}<figure>{svg}<figcaption>Cumulative distribution: the height at a latency is the share of queries "
+        "answered at least that fast, as recorded by the runner.</figcaption></figure>"
+    )
 
 
 def _coverage(data: ReportData) -> str:
@@ -215,14 +289,28 @@ def _coverage(data: ReportData) -> str:
     for s in data.systems:
         c = s.coverage
         failed, missing = int(c.get("failed", 0)), int(c.get("missing", 0))
-        rows.append(f"<tr><td>{escape(s.name)}</td><td class=\"num\">{s.judged}</td><td class=\"num\">{s.answered}</td>"
-                    f'<td class="num">{failed}</td><td class="num">{missing}</td><td class="num">{int(c.get("skipped_no_relevant", 0))}</td>'
-                    f"<td>{escape(s.mode)}</td></tr>")
-        chart_rows.append((s.name, [("answered", s.answered, plots.WIN), ("failed", failed, plots.LOSS),
-                                    ("missing", missing, plots.TIE)]))
-    svg = plots.stacked_bars(chart_rows, title="Coverage: judged queries answered, failed and missing", kind="coverage",
-                             x_label="judged queries")
-    table = _table(["system", "judged", "answered", "failed", "missing", "skipped (no relevant doc)", "counting"], rows, set(range(1, 6)))
+        rows.append(
+            f'<tr><td>{escape(s.name)}</td><td class="num">{s.judged}</td><td class="num">{s.answered}</td>'
+            f'<td class="num">{failed}</td><td class="num">{missing}</td><td class="num">{int(c.get("skipped_no_relevant", 0))}</td>'
+            f"<td>{escape(s.mode)}</td></tr>"
+        )
+        chart_rows.append(
+            (
+                s.name,
+                [("answered", s.answered, plots.WIN), ("failed", failed, plots.LOSS), ("missing", missing, plots.TIE)],
+            )
+        )
+    svg = plots.stacked_bars(
+        chart_rows,
+        title="Coverage: judged queries answered, failed and missing",
+        kind="coverage",
+        x_label="judged queries",
+    )
+    table = _table(
+        ["system", "judged", "answered", "failed", "missing", "skipped (no relevant doc)", "counting"],
+        rows,
+        set(range(1, 6)),
+    )
     return f"<figure>{svg}<figcaption>Failed and missing queries are scored 0 in trec_eval counting, never dropped.</figcaption></figure>{table}"
 
 
@@ -235,12 +323,16 @@ def _about(data: ReportData) -> str:
     )
     systems = "".join(
         f"<li><b>{escape(s.name)}</b>: <code>{escape(json.dumps(s.describe, sort_keys=True))}</code></li>"
-        for s in data.systems if s.describe
+        for s in data.systems
+        if s.describe
     )
     versions = ", ".join(f"{escape(k)} {escape(str(v))}" for k, v in data.versions.items())
     machine = ", ".join(f"{escape(k)}: {escape(str(v))}" for k, v in data.machine.items())
-    return (f"<ul>{ds}</ul>" + (f"<details><summary>System settings</summary><ul>{systems}</ul></details>" if systems else "")
-            + f'<p class="small muted">Versions: {versions}<br>Machine: {machine}</p>')
+    return (
+        f"<ul>{ds}</ul>"
+        + (f"<details><summary>System settings</summary><ul>{systems}</ul></details>" if systems else "")
+        + f'<p class="small muted">Versions: {versions}<br>Machine: {machine}</p>'
+    )
 
 
 def render_html(data: ReportData) -> str:
@@ -258,8 +350,9 @@ def render_html(data: ReportData) -> str:
     ]
     nav = "".join(f'<a href="#{sid}">{title}</a>' for sid, title, _ in sections)
     body = "".join(f'<section id="{sid}"><h2>{title}</h2>{html}</section>' for sid, title, html in sections)
-    blob = json.dumps({"metrics": data.metrics_json, "primary": data.primary, "baseline": data.baseline},
-                      allow_nan=False, default=str).replace("</", "<\\/")
+    blob = json.dumps(
+        {"metrics": data.metrics_json, "primary": data.primary, "baseline": data.baseline}, allow_nan=False, default=str
+    ).replace("</", "<\\/")
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -272,7 +365,7 @@ def render_html(data: ReportData) -> str:
 <main>
 <header>
 <h1>{escape(data.title)}</h1>
-<div class="muted">{escape(ds)} · {len(data.systems)} system{'s' if len(data.systems) != 1 else ''} · {escape(data.created)}</div>
+<div class="muted">{escape(ds)} · {len(data.systems)} system{"s" if len(data.systems) != 1 else ""} · {escape(data.created)}</div>
 <p>{_mode_note(data)} {badges}</p>
 <nav>{nav}</nav>
 </header>

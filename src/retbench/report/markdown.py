@@ -30,7 +30,9 @@ def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 def _side(name: str, counts: Mapping[str, int]) -> str:
     answered = counts["queries"] - counts["failed"] - counts["missing"]
     extra = [f"{counts[k]} {k}" for k in ("failed", "missing") if counts.get(k)]
-    return f"`{name}` {fmt.coverage(answered, counts['queries'])}" + (f" ({', '.join(extra)}: counted as 0)" if extra else "")
+    return f"`{name}` {fmt.coverage(answered, counts['queries'])}" + (
+        f" ({', '.join(extra)}: counted as 0)" if extra else ""
+    )
 
 
 def comparison_markdown(cmp: Any, *, alpha: float = 0.05, top_metric: str | None = None, level: int = 1) -> str:
@@ -39,36 +41,66 @@ def comparison_markdown(cmp: Any, *, alpha: float = 0.05, top_metric: str | None
     lines = [f"{'#' * level} A/B comparison", ""]
     for pair in cmp.pairs:
         a, b = pair.system_a, pair.system_b
-        lines += [f"{'#' * (level + 1)} `{b}` vs `{a}`", "", f"{_side(a, pair.counts_a)}; {_side(b, pair.counts_b)}.", ""]
+        lines += [
+            f"{'#' * (level + 1)} `{b}` vs `{a}`",
+            "",
+            f"{_side(a, pair.counts_a)}; {_side(b, pair.counts_b)}.",
+            "",
+        ]
         rows = []
         for m in pair.metrics:
             sig = " *" if m.adjusted.get("randomization", 1.0) < alpha else ""
-            rows.append([
-                fmt.metric_label(m.metric),
-                fmt.num(m.mean_a),
-                fmt.num(m.mean_b),
-                f"{m.delta:+.4f}{sig}",
-                f"[{m.ci_low:+.4f}, {m.ci_high:+.4f}]",
-                fmt.p_short(m.pvalues["randomization"]),
-                fmt.p_short(m.adjusted.get("randomization")),
-                fmt.p_short(m.adjusted.get("ttest")),
-                fmt.p_short(m.adjusted.get("wilcoxon")),
-                fmt.num(m.effect_size, 2),
-                f"{m.wins}/{m.ties}/{m.losses}",
-            ])
+            rows.append(
+                [
+                    fmt.metric_label(m.metric),
+                    fmt.num(m.mean_a),
+                    fmt.num(m.mean_b),
+                    f"{m.delta:+.4f}{sig}",
+                    f"[{m.ci_low:+.4f}, {m.ci_high:+.4f}]",
+                    fmt.p_short(m.pvalues["randomization"]),
+                    fmt.p_short(m.adjusted.get("randomization")),
+                    fmt.p_short(m.adjusted.get("ttest")),
+                    fmt.p_short(m.adjusted.get("wilcoxon")),
+                    fmt.num(m.effect_size, 2),
+                    f"{m.wins}/{m.ties}/{m.losses}",
+                ]
+            )
         lines += _table(
-            ["metric", a, b, "Δ (B − A)", f"{cmp.confidence:.0%} CI", "p rand.", "p rand. Holm", "p t-test Holm",
-             "p Wilcoxon Holm", "d_z", "win/tie/loss"],
+            [
+                "metric",
+                a,
+                b,
+                "Δ (B − A)",
+                f"{cmp.confidence:.0%} CI",
+                "p rand.",
+                "p rand. Holm",
+                "p t-test Holm",
+                "p Wilcoxon Holm",
+                "d_z",
+                "win/tie/loss",
+            ],
             rows,
         )
         lines.append("")
         focus = next((m for m in pair.metrics if m.metric == top_metric), pair.metrics[0] if pair.metrics else None)
         if focus is not None and focus.top_changes:
-            lines += [f"Most changed queries on {fmt.metric_label(focus.metric)} (biggest gains, then biggest losses):", ""]
+            lines += [
+                f"Most changed queries on {fmt.metric_label(focus.metric)} (biggest gains, then biggest losses):",
+                "",
+            ]
             lines += _table(
                 ["query", "text", a, b, "Δ", "status"],
-                [[c.query_id, _short(c.text), fmt.num(c.a), fmt.num(c.b), f"{c.delta:+.4f}",
-                  c.status_a if c.status_a == c.status_b else f"{c.status_a} → {c.status_b}"] for c in focus.top_changes],
+                [
+                    [
+                        c.query_id,
+                        _short(c.text),
+                        fmt.num(c.a),
+                        fmt.num(c.b),
+                        f"{c.delta:+.4f}",
+                        c.status_a if c.status_a == c.status_b else f"{c.status_a} → {c.status_b}",
+                    ]
+                    for c in focus.top_changes
+                ],
             )
             lines.append("")
     lines += [
@@ -89,19 +121,29 @@ def _short(text: str, n: int = 80) -> str:
 def report_markdown(data: Any) -> str:
     """A results report (report.model.ReportData) as Markdown: the HTML report's tables without its plots."""
     lines = [f"# {data.title}", ""]
-    ds = ", ".join(f"{d.get('name', '')} ({d.get('split', '')}, {d.get('queries', '?')} queries, "
-                   f"{d.get('documents', '?')} documents)" for d in data.datasets)
+    ds = ", ".join(
+        f"{d.get('name', '')} ({d.get('split', '')}, {d.get('queries', '?')} queries, "
+        f"{d.get('documents', '?')} documents)"
+        for d in data.datasets
+    )
     lines += [f"{ds} · {len(data.systems)} systems · {data.created}", ""]
     if data.modes != {"trec_eval"}:
-        lines += ["> **pytrec_eval mode**: means marked † are over *answered* queries only; unanswered queries are left "
-                  "out, not scored 0.", ""]
+        lines += [
+            "> **pytrec_eval mode**: means marked † are over *answered* queries only; unanswered queries are left "
+            "out, not scored 0.",
+            "",
+        ]
     else:
         lines += ["Counting: trec_eval (every judged query counts; failed or unanswered queries score 0).", ""]
     lines += ["## Summary", ""]
     rows = []
     for s in data.systems:
         dagger = " †" if s.mode == "pytrec_eval" else ""
-        cells = [s.name, fmt.coverage(s.answered, s.judged) + (f" ({s.coverage['failed']} failed)" if s.coverage.get("failed") else "")]
+        cells = [
+            s.name,
+            fmt.coverage(s.answered, s.judged)
+            + (f" ({s.coverage['failed']} failed)" if s.coverage.get("failed") else ""),
+        ]
         for m in data.metrics:
             v = s.means.get(m)
             ci = s.ci.get(m)
@@ -114,12 +156,29 @@ def report_markdown(data: Any) -> str:
     timed = [s for s in data.systems if s.latency]
     if timed:
         lines += ["## Latency", ""]
-        lines += _table(["system", "queries", "p50 ms", "p95 ms", "p99 ms", "mean ms", "max ms"],
-                        [[s.name, s.latency["n"], *(f"{s.latency[k]:.2f}" for k in ("p50", "p95", "p99", "mean", "max"))] for s in timed])
+        lines += _table(
+            ["system", "queries", "p50 ms", "p95 ms", "p99 ms", "mean ms", "max ms"],
+            [
+                [s.name, s.latency["n"], *(f"{s.latency[k]:.2f}" for k in ("p50", "p95", "p99", "mean", "max"))]
+                for s in timed
+            ],
+        )
         lines.append("")
     lines += ["## Coverage", ""]
-    lines += _table(["system", "judged", "answered", "failed", "missing", "skipped (no relevant doc)", "counting"],
-                    [[s.name, s.judged, s.answered, s.coverage.get("failed", 0), s.coverage.get("missing", 0),
-                      s.coverage.get("skipped_no_relevant", 0), s.mode] for s in data.systems])
+    lines += _table(
+        ["system", "judged", "answered", "failed", "missing", "skipped (no relevant doc)", "counting"],
+        [
+            [
+                s.name,
+                s.judged,
+                s.answered,
+                s.coverage.get("failed", 0),
+                s.coverage.get("missing", 0),
+                s.coverage.get("skipped_no_relevant", 0),
+                s.mode,
+            ]
+            for s in data.systems
+        ],
+    )
     lines += ["", f"Versions: {', '.join(f'{k} {v}' for k, v in data.versions.items())}", ""]
     return "\n".join(lines)

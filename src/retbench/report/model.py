@@ -77,7 +77,9 @@ def metric_curves(metrics: list[str]) -> dict[str, list[tuple[int, str]]]:
         if spec.k is None:
             continue
         extra = {p: v for p, v in spec.params.items() if v != (getattr(spec.metric, "params", {}) or {}).get(p)}
-        label = spec.metric.name + ("(" + ",".join(f"{p}={v:g}" for p, v in sorted(extra.items())) + ")" if extra else "")
+        label = spec.metric.name + (
+            "(" + ",".join(f"{p}={v:g}" for p, v in sorted(extra.items())) + ")" if extra else ""
+        )
         fams.setdefault(label, []).append((spec.k, m))
     return {f: sorted(v) for f, v in fams.items() if len({k for k, _ in v}) >= 2}
 
@@ -88,8 +90,14 @@ def latency_summary(latencies_s: list[float]) -> tuple[list[float], dict[str, fl
         return [], {}
     ms = np.sort(np.asarray(latencies_s, dtype=np.float64) * 1000.0)
     p50, p95, p99 = np.percentile(ms, [50, 95, 99])
-    return ms.tolist(), {"p50": float(p50), "p95": float(p95), "p99": float(p99), "mean": float(ms.mean()),
-                         "max": float(ms[-1]), "n": int(ms.size)}
+    return ms.tolist(), {
+        "p50": float(p50),
+        "p95": float(p95),
+        "p99": float(p99),
+        "mean": float(ms.mean()),
+        "max": float(ms[-1]),
+        "n": int(ms.size),
+    }
 
 
 def coverage(ev: Any, run: Any) -> dict[str, int]:
@@ -101,8 +109,14 @@ def coverage(ev: Any, run: Any) -> dict[str, int]:
     judged = list(ev.query_ids) + list(getattr(ev, "excluded", []) or [])
     failed = sum(1 for q in judged if q in run and run.status[q].failed)
     missing = sum(1 for q in judged if q not in run)
-    return {"judged": len(judged), "answered": len(judged) - failed - missing, "failed": failed, "missing": missing,
-            "counted": len(ev.query_ids), "skipped_no_relevant": len(getattr(ev, "skipped", []) or [])}
+    return {
+        "judged": len(judged),
+        "answered": len(judged) - failed - missing,
+        "failed": failed,
+        "missing": missing,
+        "counted": len(ev.query_ids),
+        "skipped_no_relevant": len(getattr(ev, "skipped", []) or []),
+    }
 
 
 def build_report(
@@ -126,10 +140,14 @@ def build_report(
     if primary is not None:
         primary = (canonical_metrics([primary]) or [primary])[0]
         if primary not in metrics:
-            raise InputError(f"metric {primary!r} is not in these results (have: {', '.join(metrics)})", path=path, field="primary")
+            raise InputError(
+                f"metric {primary!r} is not in these results (have: {', '.join(metrics)})", path=path, field="primary"
+            )
     primary = primary or metrics[0]
     if baseline is not None and baseline not in names:
-        raise InputError(f"no system {baseline!r} in these results (have: {', '.join(names)})", path=path, field="baseline")
+        raise InputError(
+            f"no system {baseline!r} in these results (have: {', '.join(names)})", path=path, field="baseline"
+        )
     baseline = baseline or names[0]
     msys = res.manifest.get("systems") or {}
     evs = {}
@@ -139,23 +157,41 @@ def build_report(
             agg = res.aggregates(s)
         except InputError:
             agg = {}
-        ci = {m: (float(a["ci_low"]), float(a["ci_high"])) for m, a in agg.items()
-              if isinstance(a, dict) and a.get("ci_low") is not None and a.get("ci_high") is not None}
+        ci = {
+            m: (float(a["ci_low"]), float(a["ci_high"]))
+            for m, a in agg.items()
+            if isinstance(a, dict) and a.get("ci_low") is not None and a.get("ci_high") is not None
+        }
         ev = evs[s] = res.evaluation(s)
         ev.system = s
         run = res.run(s)
         ms, lat = latency_summary([v for v in run.latency.values() if v is not None and math.isfinite(v)])
         info = msys.get(s, {}) if isinstance(msys, dict) else {}
-        systems.append(SystemSummary(
-            s, {m: float(mj[s][m]) for m in metrics if m in mj[s]}, ci, coverage(ev, run), ev.mode, ms, lat,
-            dict(info.get("describe") or {}), dict(info.get("timings") or {}),
-        ))
+        systems.append(
+            SystemSummary(
+                s,
+                {m: float(mj[s][m]) for m in metrics if m in mj[s]},
+                ci,
+                coverage(ev, run),
+                ev.mode,
+                ms,
+                lat,
+                dict(info.get("describe") or {}),
+                dict(info.get("timings") or {}),
+            )
+        )
     cmp = None
     deltas: dict[str, list[float]] = {}
     if len(names) > 1:
         shared = [m for m in metrics if all(m in ev.metrics for ev in evs.values())]
-        cmp = compare(list(evs.values()), [(baseline, s) for s in names if s != baseline], shared,
-                      queries=res.queries, n_resamples=n_resamples, seed=seed)
+        cmp = compare(
+            list(evs.values()),
+            [(baseline, s) for s in names if s != baseline],
+            shared,
+            queries=res.queries,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
         if primary in shared:
             from retbench.compare import align
 

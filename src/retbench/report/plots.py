@@ -106,25 +106,41 @@ def _open(kind: str, title: str, width: int, height: int) -> list[str]:
     ]
 
 
-def _axes(f: Frame, xticks: Sequence[float], yticks: Sequence[float], x_label: str, y_label: str,
-          x_unit: str = "", y_unit: str = "", x_names: Sequence[str] | None = None) -> list[str]:
+def _axes(
+    f: Frame,
+    xticks: Sequence[float],
+    yticks: Sequence[float],
+    x_label: str,
+    y_label: str,
+    x_unit: str = "",
+    y_unit: str = "",
+    x_names: Sequence[str] | None = None,
+) -> list[str]:
     out = []
     for t in yticks:
         y = f.py(t)
         out.append(f'<line x1="{f.left}" x2="{f.width - f.right}" y1="{y:.1f}" y2="{y:.1f}" stroke="{GRID}"/>')
-        out.append(f'<text x="{f.left - 6}" y="{y + 4:.1f}" text-anchor="end" fill="{AXIS}">{escape(_label(t, y_unit))}</text>')
+        out.append(
+            f'<text x="{f.left - 6}" y="{y + 4:.1f}" text-anchor="end" fill="{AXIS}">{escape(_label(t, y_unit))}</text>'
+        )
     for i, t in enumerate(xticks):
         x = f.px(t)
-        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{f.height - f.bottom}" y2="{f.height - f.bottom + 4}" stroke="{AXIS}"/>')
+        out.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{f.height - f.bottom}" y2="{f.height - f.bottom + 4}" stroke="{AXIS}"/>'
+        )
         name = x_names[i] if x_names is not None else _label(t, x_unit)
-        out.append(f'<text x="{x:.1f}" y="{f.height - f.bottom + 17}" text-anchor="middle" fill="{AXIS}">{escape(name)}</text>')
+        out.append(
+            f'<text x="{x:.1f}" y="{f.height - f.bottom + 17}" text-anchor="middle" fill="{AXIS}">{escape(name)}</text>'
+        )
     base = f.height - f.bottom
     out.append(f'<line x1="{f.left}" x2="{f.width - f.right}" y1="{base}" y2="{base}" stroke="{AXIS}"/>')
     out.append(f'<line x1="{f.left}" x2="{f.left}" y1="{f.top}" y2="{base}" stroke="{AXIS}"/>')
     cx = (f.left + f.width - f.right) / 2
     out.append(f'<text x="{cx:.1f}" y="{f.height - 8}" text-anchor="middle" font-weight="600">{escape(x_label)}</text>')
     cy = (f.top + base) / 2
-    out.append(f'<text transform="translate(14 {cy:.1f}) rotate(-90)" text-anchor="middle" font-weight="600">{escape(y_label)}</text>')
+    out.append(
+        f'<text transform="translate(14 {cy:.1f}) rotate(-90)" text-anchor="middle" font-weight="600">{escape(y_label)}</text>'
+    )
     return out
 
 
@@ -134,7 +150,9 @@ def _legend(items: Sequence[tuple[str, str]], x: float, y: float, *, shape: str 
     cx = x
     for name, col in items:
         if shape == "line":
-            out.append(f'<line x1="{cx:.1f}" x2="{cx + 18:.1f}" y1="{y:.1f}" y2="{y:.1f}" stroke="{col}" stroke-width="3"/>')
+            out.append(
+                f'<line x1="{cx:.1f}" x2="{cx + 18:.1f}" y1="{y:.1f}" y2="{y:.1f}" stroke="{col}" stroke-width="3"/>'
+            )
         else:
             out.append(f'<rect x="{cx:.1f}" y="{y - 6:.1f}" width="12" height="12" rx="2" fill="{col}"/>')
         out.append(f'<text x="{cx + 24:.1f}" y="{y + 4:.1f}">{escape(name)}</text>')
@@ -188,12 +206,16 @@ def line_chart(
         else:
             pts_line = pts
         d = " ".join(f"{x:.1f},{y:.1f}" for x, y in pts_line)
-        out.append(f'<polyline class="series" data-series="{escape(s.name)}" points="{d}" fill="none" stroke="{col}" '
-                   f'stroke-width="2.2" stroke-linejoin="round"/>')
+        out.append(
+            f'<polyline class="series" data-series="{escape(s.name)}" points="{d}" fill="none" stroke="{col}" '
+            f'stroke-width="2.2" stroke-linejoin="round"/>'
+        )
         if markers and not step:
             for (x, y), xv, yv in zip(pts, s.xs, s.ys, strict=True):
-                out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{col}"><title>{escape(s.name)}: '
-                           f"{escape(_label(xv, x_unit))} → {escape(_label(yv, y_unit) if y_unit else f'{yv:.4f}')}</title></circle>")
+                out.append(
+                    f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{col}"><title>{escape(s.name)}: '
+                    f"{escape(_label(xv, x_unit))} → {escape(_label(yv, y_unit) if y_unit else f'{yv:.4f}')}</title></circle>"
+                )
     out += _legend([(s.name, s.color or color(i)) for i, s in enumerate(series)], f.left, 22)
     out.append("</svg>")
     return "\n".join(out)
@@ -234,11 +256,15 @@ def delta_histogram(
         col = TIE if abs(c) < half - 1e-12 else WIN if c > 0 else LOSS
         x, w = f.px(c - half) + 1, f.px(c + half) - f.px(c - half) - 2
         y = f.py(n)
-        out.append(f'<rect class="bar" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{f.py(0) - y:.1f}" fill="{col}">'
-                   f"<title>{n} quer{'y' if n == 1 else 'ies'} with change ≈ {c:+.2f}</title></rect>")
+        out.append(
+            f'<rect class="bar" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{f.py(0) - y:.1f}" fill="{col}">'
+            f"<title>{n} quer{'y' if n == 1 else 'ies'} with change ≈ {c:+.2f}</title></rect>"
+        )
     wins = sum(1 for d in deltas if d > 1e-12)
     losses = sum(1 for d in deltas if d < -1e-12)
-    out += _legend([(f"worse: {losses}", LOSS), (f"unchanged: {ties}", TIE), (f"better: {wins}", WIN)], f.left, 22, shape="box")
+    out += _legend(
+        [(f"worse: {losses}", LOSS), (f"unchanged: {ties}", TIE), (f"better: {wins}", WIN)], f.left, 22, shape="box"
+    )
     out.append("</svg>")
     return "\n".join(out)
 
@@ -264,8 +290,12 @@ def stacked_bars(
     for t in ticks:
         x = f.px(t)
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{f.top}" y2="{height - f.bottom}" stroke="{GRID}"/>')
-        out.append(f'<text x="{x:.1f}" y="{height - f.bottom + 17}" text-anchor="middle" fill="{AXIS}">{escape(_label(t))}</text>')
-    out.append(f'<text x="{(f.left + width - f.right) / 2:.1f}" y="{height - 8}" text-anchor="middle" font-weight="600">{escape(x_label)}</text>')
+        out.append(
+            f'<text x="{x:.1f}" y="{height - f.bottom + 17}" text-anchor="middle" fill="{AXIS}">{escape(_label(t))}</text>'
+        )
+    out.append(
+        f'<text x="{(f.left + width - f.right) / 2:.1f}" y="{height - 8}" text-anchor="middle" font-weight="600">{escape(x_label)}</text>'
+    )
     segments: dict[str, str] = {}
     for i, (name, parts) in enumerate(rows):
         y = f.top + 10 + i * (bar_h + gap)
@@ -276,10 +306,14 @@ def stacked_bars(
             if v <= 0:
                 continue
             x0, x1 = f.px(x), f.px(x + v)
-            out.append(f'<rect class="bar" data-row="{escape(name)}" data-segment="{escape(seg)}" x="{x0:.1f}" y="{y}" '
-                       f'width="{max(x1 - x0, 1):.1f}" height="{bar_h}" fill="{col}"><title>{escape(name)}: {escape(seg)} {v:g}</title></rect>')
+            out.append(
+                f'<rect class="bar" data-row="{escape(name)}" data-segment="{escape(seg)}" x="{x0:.1f}" y="{y}" '
+                f'width="{max(x1 - x0, 1):.1f}" height="{bar_h}" fill="{col}"><title>{escape(name)}: {escape(seg)} {v:g}</title></rect>'
+            )
             if x1 - x0 > 34:
-                out.append(f'<text x="{(x0 + x1) / 2:.1f}" y="{y + bar_h / 2 + 4:.1f}" text-anchor="middle" fill="#fff">{v:g}</text>')
+                out.append(
+                    f'<text x="{(x0 + x1) / 2:.1f}" y="{y + bar_h / 2 + 4:.1f}" text-anchor="middle" fill="#fff">{v:g}</text>'
+                )
             x += v
     out += _legend(list(segments.items()), f.left, 22, shape="box")
     out.append("</svg>")
@@ -308,8 +342,12 @@ def interval_chart(
     for t in nice_ticks(lo, hi, 5):
         x = f.px(t)
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{f.top}" y2="{height - f.bottom}" stroke="{GRID}"/>')
-        out.append(f'<text x="{x:.1f}" y="{height - f.bottom + 17}" text-anchor="middle" fill="{AXIS}">{_label(t)}</text>')
-    out.append(f'<text x="{(f.left + width - f.right) / 2:.1f}" y="{height - 8}" text-anchor="middle" font-weight="600">{escape(x_label)}</text>')
+        out.append(
+            f'<text x="{x:.1f}" y="{height - f.bottom + 17}" text-anchor="middle" fill="{AXIS}">{_label(t)}</text>'
+        )
+    out.append(
+        f'<text x="{(f.left + width - f.right) / 2:.1f}" y="{height - 8}" text-anchor="middle" font-weight="600">{escape(x_label)}</text>'
+    )
     for i, m in enumerate(metrics):
         y0 = f.top + 8 + i * row_h
         out.append(f'<text x="{f.left - 8}" y="{y0 + row_h / 2:.1f}" text-anchor="end">{escape(m)}</text>')
@@ -321,8 +359,10 @@ def interval_chart(
             col = color(j)
             lo_x, hi_x = f.px(low), f.px(high)
             out.append(f'<line x1="{lo_x:.1f}" x2="{hi_x:.1f}" y1="{y}" y2="{y}" stroke="{col}" stroke-width="2"/>')
-            out.append(f'<circle cx="{f.px(mean):.1f}" cy="{y}" r="4" fill="{col}"><title>{escape(name)} {escape(m)}: '
-                       f"{mean:.4f} [{low:.4f}, {high:.4f}]</title></circle>")
+            out.append(
+                f'<circle cx="{f.px(mean):.1f}" cy="{y}" r="4" fill="{col}"><title>{escape(name)} {escape(m)}: '
+                f"{mean:.4f} [{low:.4f}, {high:.4f}]</title></circle>"
+            )
     out += _legend([(name, color(j)) for j, (name, _) in enumerate(systems)], f.left, 22)
     out.append("</svg>")
     return "\n".join(out)

@@ -80,7 +80,9 @@ class Retriever(ABC):
             except Exception as exc:  # a backend failure is recorded, not hidden
                 elapsed = time.perf_counter() - t0
                 for q in chunk:
-                    builder.add(q, status=QueryStatus.ERROR, latency=elapsed / len(chunk), error=f"{type(exc).__name__}: {exc}")
+                    builder.add(
+                        q, status=QueryStatus.ERROR, latency=elapsed / len(chunk), error=f"{type(exc).__name__}: {exc}"
+                    )
                 continue
             elapsed = time.perf_counter() - t0
             for q, ranking in zip(chunk, rankings, strict=True):
@@ -178,7 +180,9 @@ def resolve_factory(adapter: str) -> Factory:
     raise ConfigError(f"unknown adapter {adapter!r}; available: {', '.join(available())}", field="adapter")
 
 
-def create(adapter: str, params: Mapping[str, Any] | None = None, *, name: str | None = None, where: str = "") -> Retriever:
+def create(
+    adapter: str, params: Mapping[str, Any] | None = None, *, name: str | None = None, where: str = ""
+) -> Retriever:
     """Build a retriever from a config block, checking parameters against the factory's signature."""
     factory = resolve_factory(adapter)
     params = dict(params or {})
@@ -187,7 +191,9 @@ def create(adapter: str, params: Mapping[str, Any] | None = None, *, name: str |
     except (TypeError, ValueError):
         sig = None
     if sig is not None and not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
-        valid = [n for n, p in sig.parameters.items() if n != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        valid = [
+            n for n, p in sig.parameters.items() if n != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        ]
         for key in params:
             if key not in valid:
                 raise ConfigError(
@@ -200,9 +206,13 @@ def create(adapter: str, params: Mapping[str, Any] | None = None, *, name: str |
     try:
         retriever = factory(**params)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"adapter {adapter!r} rejected its parameters: {exc}", path=where or None, field="params") from None
+        raise ConfigError(
+            f"adapter {adapter!r} rejected its parameters: {exc}", path=where or None, field="params"
+        ) from None
     if not isinstance(retriever, Retriever):
-        raise ConfigError(f"factory for {adapter!r} returned {type(retriever).__name__}, not a Retriever", field="adapter")
+        raise ConfigError(
+            f"factory for {adapter!r} returned {type(retriever).__name__}, not a Retriever", field="adapter"
+        )
     if name is not None:
         retriever.name = name
     return retriever

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from retbench.data import Corpus
-from retbench.embeddings import Encoder
 from retbench.errors import ConfigError, InputError
 from retbench.retrievers.base import Ranking, Retriever, register
+from retbench.retrievers.encoders import Encoder
 
 INDEX_TYPES = ("flat_ip", "flat_l2", "hnsw", "ivf", "ivfpq")
 _META = "retbench.json"

@@ -73,27 +73,46 @@ class FaultSpec:
         known = {f.name for f in fields(cls)}
         for key in cfg:
             if key not in known:
-                raise ConfigError(f"unknown fault setting {key!r}; valid: {', '.join(sorted(known))}", path=where or None, field=f"faults.{key}")
+                raise ConfigError(
+                    f"unknown fault setting {key!r}; valid: {', '.join(sorted(known))}",
+                    path=where or None,
+                    field=f"faults.{key}",
+                )
         spec = cls(**dict(cfg))
         spec.check(where)
         return spec
 
     def check(self, where: str = "") -> None:
-        rates = {"error_rate": self.error_rate, "hang_rate": self.hang_rate, "empty_rate": self.empty_rate, "garbage_rate": self.garbage_rate}
+        rates = {
+            "error_rate": self.error_rate,
+            "hang_rate": self.hang_rate,
+            "empty_rate": self.empty_rate,
+            "garbage_rate": self.garbage_rate,
+        }
         for name, r in rates.items():
             if not 0.0 <= float(r) <= 1.0:
                 raise ConfigError(f"must be between 0 and 1, got {r}", path=where or None, field=f"faults.{name}")
         if sum(rates.values()) > 1.0 + 1e-9:
             raise ConfigError("fault rates add up to more than 1", path=where or None, field="faults")
         if self.error_type not in _ALLOWED_ERRORS:
-            raise ConfigError(f"must be one of {', '.join(_ALLOWED_ERRORS)}", path=where or None, field="faults.error_type")
+            raise ConfigError(
+                f"must be one of {', '.join(_ALLOWED_ERRORS)}", path=where or None, field="faults.error_type"
+            )
         bad = [g for g in self.garbage_kinds if g not in GARBAGE_KINDS]
         if bad:
-            raise ConfigError(f"unknown garbage kind {bad[0]!r}; valid: {', '.join(GARBAGE_KINDS)}", path=where or None, field="faults.garbage_kinds")
+            raise ConfigError(
+                f"unknown garbage kind {bad[0]!r}; valid: {', '.join(GARBAGE_KINDS)}",
+                path=where or None,
+                field="faults.garbage_kinds",
+            )
         if self.latency is not None:
             dist = self.latency.get("dist", "constant")
             if dist not in LATENCY_DISTS:
-                raise ConfigError(f"unknown latency distribution {dist!r}; valid: {', '.join(LATENCY_DISTS)}", path=where or None, field="faults.latency.dist")
+                raise ConfigError(
+                    f"unknown latency distribution {dist!r}; valid: {', '.join(LATENCY_DISTS)}",
+                    path=where or None,
+                    field="faults.latency.dist",
+                )
 
 
 @dataclass
@@ -161,7 +180,12 @@ class FaultyRetriever(Retriever):
         else:
             kind = "ok"
             edge = 0.0
-            for name, rate in (("error", spec.error_rate), ("hang", spec.hang_rate), ("empty", spec.empty_rate), ("garbage", spec.garbage_rate)):
+            for name, rate in (
+                ("error", spec.error_rate),
+                ("hang", spec.hang_rate),
+                ("empty", spec.empty_rate),
+                ("garbage", spec.garbage_rate),
+            ):
                 edge += rate
                 if u < edge:
                     kind = name

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from retbench.data import Corpus
-from retbench.embeddings import Encoder
 from retbench.errors import ConfigError, InputError
 from retbench.retrievers.base import Ranking, Retriever
+from retbench.retrievers.encoders import Encoder
 
 
 def secret_from_env(variable: str | None, what: str) -> str | None:

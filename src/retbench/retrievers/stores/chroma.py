@@ -25,13 +25,21 @@ from typing import Any
 
 import numpy as np
 
-from retbench.embeddings import Encoder
 from retbench.errors import BackendError
 from retbench.retrievers.base import Ranking, register
+from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.stores import VectorStoreRetriever, secret_from_env
 
 SPACES = ("cosine", "ip", "l2")
-HNSW_KEYS = ("max_neighbors", "ef_construction", "ef_search", "num_threads", "batch_size", "sync_threshold", "resize_factor")
+HNSW_KEYS = (
+    "max_neighbors",
+    "ef_construction",
+    "ef_search",
+    "num_threads",
+    "batch_size",
+    "sync_threshold",
+    "resize_factor",
+)
 _LEGACY = {"M": "max_neighbors", "construction_ef": "ef_construction", "search_ef": "ef_search"}
 
 
@@ -120,8 +128,12 @@ class ChromaRetriever(VectorStoreRetriever):
                     headers = {}
                     token = secret_from_env(self.token_env, "token_env")
                     if token:
-                        headers[self.token_header] = f"Bearer {token}" if self.token_header.lower() == "authorization" else token
-                    self._client = chromadb.HttpClient(host=self.host, port=self.port, ssl=self.ssl, headers=headers, settings=settings)
+                        headers[self.token_header] = (
+                            f"Bearer {token}" if self.token_header.lower() == "authorization" else token
+                        )
+                    self._client = chromadb.HttpClient(
+                        host=self.host, port=self.port, ssl=self.ssl, headers=headers, settings=settings
+                    )
                 elif self.path:
                     self._client = chromadb.PersistentClient(path=self.path, settings=settings)
                 else:
@@ -139,7 +151,9 @@ class ChromaRetriever(VectorStoreRetriever):
             "collection": self.collection or collection_name(self.name),
             "space": self.space,
             "hnsw": self.hnsw,
-            "score": {"cosine": "1 - cosine distance", "ip": "1 - ip distance", "l2": "-squared l2 distance"}[self.space],
+            "score": {"cosine": "1 - cosine distance", "ip": "1 - ip distance", "l2": "-squared l2 distance"}[
+                self.space
+            ],
             "auth": f"token from ${self.token_env}" if self.token_env else None,
         }
 
@@ -154,7 +168,9 @@ class ChromaRetriever(VectorStoreRetriever):
                 name, configuration={"hnsw": {"space": self.space, **self.hnsw}}, embedding_function=None
             )
         except Exception as exc:
-            raise BackendError(f"Chroma at {self.location}: cannot create collection {name!r}: {type(exc).__name__}: {exc}") from None
+            raise BackendError(
+                f"Chroma at {self.location}: cannot create collection {name!r}: {type(exc).__name__}: {exc}"
+            ) from None
 
     def _write(self, ids: list[str], vectors: np.ndarray) -> None:
         size = max(1, min(int(self._connect().get_max_batch_size()), 4096))  # the server caps a request's size
@@ -170,7 +186,9 @@ class ChromaRetriever(VectorStoreRetriever):
         return [d for d in ids if d in found]
 
     def _query(self, vectors: np.ndarray, k: int) -> list[Ranking]:
-        res = self._col.query(query_embeddings=np.ascontiguousarray(vectors, dtype=np.float32), n_results=k, include=["distances"])
+        res = self._col.query(
+            query_embeddings=np.ascontiguousarray(vectors, dtype=np.float32), n_results=k, include=["distances"]
+        )
         out: list[Ranking] = []
         for ids, dists in zip(res["ids"], res["distances"], strict=True):
             if self.space == "l2":

@@ -127,7 +127,9 @@ class HttpRetriever(Retriever):
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"url must be http(s)://host[:port]/path, not {url!r}")
         body = DEFAULT_BODY if body is None else body
-        if method == "GET" and not (isinstance(body, Mapping) and all(not isinstance(v, (Mapping, list)) for v in body.values())):
+        if method == "GET" and not (
+            isinstance(body, Mapping) and all(not isinstance(v, (Mapping, list)) for v in body.values())
+        ):
             raise ValueError("a GET body must be a flat mapping (it becomes the query string)")
         if timeout <= 0 or retries < 0 or backoff < 0 or concurrency < 1:
             raise ValueError("timeout and concurrency must be positive, retries and backoff not negative")
@@ -260,7 +262,10 @@ class HttpRetriever(Retriever):
             value = value["retrieved"]
         if isinstance(value, list) and (self.id_field, self.score_field, self.text_field) != ("id", "score", "text"):
             renames = {self.id_field: "id", self.score_field: "score", self.text_field: "text"}
-            value = [{renames.get(f, f): v for f, v in item.items() if f in renames} if isinstance(item, dict) else item for item in value]
+            value = [
+                {renames.get(f, f): v for f, v in item.items() if f in renames} if isinstance(item, dict) else item
+                for item in value
+            ]
         texts: dict[str, str] = {}
         return parse_ranking(value, self.url, None, texts), texts  # type: ignore[arg-type]
 
@@ -288,7 +293,9 @@ class HttpRetriever(Retriever):
                         self.texts.setdefault(doc, texts[doc])
             break
         if answer.status is not None and answer.attempts > 1:
-            answer.error = f"{answer.error} (after {answer.attempts} attempts; earlier: {'; '.join(answer.errors[:-1])})"
+            answer.error = (
+                f"{answer.error} (after {answer.attempts} attempts; earlier: {'; '.join(answer.errors[:-1])})"
+            )
         answer.latency = time.perf_counter() - t0
         return answer
 

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from retbench.embeddings import Encoder
 from retbench.errors import BackendError
 from retbench.retrievers.base import Ranking, register
+from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.stores import VectorStoreRetriever, secret_from_env
 from retbench.retrievers.stores.chroma import collection_name
 
@@ -156,7 +156,9 @@ class QdrantRetriever(VectorStoreRetriever):
 
         client = self._connect()
         name = self._name()
-        dist = {"cosine": models.Distance.COSINE, "dot": models.Distance.DOT, "euclid": models.Distance.EUCLID}[self.distance]
+        dist = {"cosine": models.Distance.COSINE, "dot": models.Distance.DOT, "euclid": models.Distance.EUCLID}[
+            self.distance
+        ]
         extra: dict[str, Any] = {}
         if not self.local:
             hnsw = {"full_scan_threshold": 1, **self.hnsw_config} if self.force_hnsw else self.hnsw_config
@@ -169,7 +171,9 @@ class QdrantRetriever(VectorStoreRetriever):
                 client.delete_collection(name)
             client.create_collection(name, vectors_config=models.VectorParams(size=dim, distance=dist), **extra)
         except Exception as exc:
-            raise BackendError(f"Qdrant at {self.where}: cannot create collection {name!r}: {type(exc).__name__}: {exc}") from None
+            raise BackendError(
+                f"Qdrant at {self.where}: cannot create collection {name!r}: {type(exc).__name__}: {exc}"
+            ) from None
         self._point, self._doc, self._next = {}, {}, 0
 
     def _write(self, ids: list[str], vectors: np.ndarray) -> None:
@@ -185,7 +189,9 @@ class QdrantRetriever(VectorStoreRetriever):
         client = self._connect()
         for start in range(0, len(ids), self.upsert_batch):
             part = slice(start, start + self.upsert_batch)
-            batch = models.Batch(ids=points[part], vectors=vectors[part].tolist(), payloads=[{"doc_id": d} for d in ids[part]])
+            batch = models.Batch(
+                ids=points[part], vectors=vectors[part].tolist(), payloads=[{"doc_id": d} for d in ids[part]]
+            )
             client.upsert(self._name(), points=batch, wait=True)
         self._wait_green()
 
@@ -198,7 +204,9 @@ class QdrantRetriever(VectorStoreRetriever):
         deadline = time.monotonic() + self.wait_s
         while self._connect().get_collection(self._name()).status != models.CollectionStatus.GREEN:
             if time.monotonic() > deadline:
-                raise BackendError(f"Qdrant at {self.where}: collection {self._name()!r} not indexed after {self.wait_s:g} s")
+                raise BackendError(
+                    f"Qdrant at {self.where}: collection {self._name()!r} not indexed after {self.wait_s:g} s"
+                )
             time.sleep(0.2)
 
     def _remove(self, ids: list[str]) -> None:

@@ -29,10 +29,22 @@ from typing import Any
 
 from retbench.data import Dataset, Queries, Run
 from retbench.errors import BackendError, ConfigError, InputError
-from retbench.results import SystemDir, machine, package_versions, save_run, write_json
+from retbench.results import SystemDir, save_run, write_json
+from retbench.studies.manifest import machine, package_versions
 
 DEFAULT_METRICS = ["ndcg@10", "recall@100", "mrr@10", "map", "recall@5", "P@5", "hit@5"]
-TOP_KEYS = {"name", "output", "depth", "metrics", "evaluation", "datasets", "systems", "batch_size", "seed", "description"}
+TOP_KEYS = {
+    "name",
+    "output",
+    "depth",
+    "metrics",
+    "evaluation",
+    "datasets",
+    "systems",
+    "batch_size",
+    "seed",
+    "description",
+}
 DATASET_KEYS = {"name", "path", "split", "max_queries", "corpus_sample", "join_rule", "seed"}
 SYSTEM_KEYS = {"name", "adapter", "params"}
 EVAL_KEYS = {"relevance_level", "no_relevant", "mode", "default_k", "bootstrap", "seed"}
@@ -75,7 +87,13 @@ class ExperimentConfig:
     def system_hash(self, system: SystemSpec, dataset: DatasetSpec) -> str:
         """What a finished system's results depend on: resume only reuses results with the same hash."""
         blob = json.dumps(
-            {"system": system.__dict__, "dataset": dataset.__dict__, "depth": self.depth, "metrics": self.metrics, "evaluation": self.evaluation},
+            {
+                "system": system.__dict__,
+                "dataset": dataset.__dict__,
+                "depth": self.depth,
+                "metrics": self.metrics,
+                "evaluation": self.evaluation,
+            },
             sort_keys=True,
             default=str,
         )
@@ -90,7 +108,9 @@ def _require(cond: bool, msg: str, path: str, fld: str) -> None:
 def _unknown_keys(obj: dict, allowed: set[str], path: str, where: str) -> None:
     extra = sorted(set(obj) - allowed)
     if extra:
-        raise ConfigError(f"unknown key {extra[0]!r}; allowed: {', '.join(sorted(allowed))}", path=path, field=f"{where}{extra[0]}")
+        raise ConfigError(
+            f"unknown key {extra[0]!r}; allowed: {', '.join(sorted(allowed))}", path=path, field=f"{where}{extra[0]}"
+        )
 
 
 def parse_config(raw: Any, source: str = "<config>", output: str | Path | None = None) -> ExperimentConfig:
@@ -109,7 +129,12 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
         _require(isinstance(spec, str) and bool(spec), "give a dataset name or path", source, f"datasets[{i}].name")
         for key in ("max_queries", "corpus_sample"):
             v = d.get(key)
-            _require(v is None or (isinstance(v, int) and v > 0), "must be a positive integer", source, f"datasets[{i}].{key}")
+            _require(
+                v is None or (isinstance(v, int) and v > 0),
+                "must be a positive integer",
+                source,
+                f"datasets[{i}].{key}",
+            )
         datasets.append(
             DatasetSpec(
                 spec=spec,
@@ -131,20 +156,32 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
         _require(isinstance(adapter, str) and bool(adapter), "missing adapter", source, f"systems[{i}].adapter")
         name = str(s.get("name") or adapter)
         _require(name not in seen, f"duplicate system name {name!r}", source, f"systems[{i}].name")
-        _require("/" not in name and name not in (".", ".."), "a system name cannot contain '/'", source, f"systems[{i}].name")
+        _require(
+            "/" not in name and name not in (".", ".."),
+            "a system name cannot contain '/'",
+            source,
+            f"systems[{i}].name",
+        )
         seen.add(name)
         params = s.get("params") or {}
         _require(isinstance(params, dict), "params must be a mapping", source, f"systems[{i}].params")
         systems.append(SystemSpec(name, adapter, params))
     metrics = raw.get("metrics", DEFAULT_METRICS)
-    _require(isinstance(metrics, list) and all(isinstance(m, str) for m in metrics) and metrics, "metrics must be a list of names", source, "metrics")
+    _require(
+        isinstance(metrics, list) and all(isinstance(m, str) for m in metrics) and metrics,
+        "metrics must be a list of names",
+        source,
+        "metrics",
+    )
     evaluation = raw.get("evaluation") or {}
     _require(isinstance(evaluation, dict), "evaluation must be a mapping", source, "evaluation")
     _unknown_keys(evaluation, EVAL_KEYS, source, "evaluation.")
     depth = raw.get("depth", 100)
     _require(isinstance(depth, int) and depth > 0, "depth must be a positive integer", source, "depth")
     batch_size = raw.get("batch_size", 64)
-    _require(isinstance(batch_size, int) and batch_size > 0, "batch_size must be a positive integer", source, "batch_size")
+    _require(
+        isinstance(batch_size, int) and batch_size > 0, "batch_size must be a positive integer", source, "batch_size"
+    )
     name = str(raw.get("name") or Path(source).stem)
     out = Path(output) if output is not None else Path(raw.get("output") or f"results/{name}")
     cfg = ExperimentConfig(name, out, datasets, systems, list(metrics), depth, batch_size, evaluation, source, raw)
@@ -233,10 +270,16 @@ Progress = Callable[[str, int, int], None]
 
 
 def _search_journaled(
-    retriever: Any, queries: Queries, cfg: ExperimentConfig, sysdir: SystemDir, fingerprint: str, progress: Progress | None, stage: str
+    retriever: Any,
+    queries: Queries,
+    cfg: ExperimentConfig,
+    sysdir: SystemDir,
+    fingerprint: str,
+    progress: Progress | None,
+    stage: str,
 ) -> Run:
     """Search in batches, journaling each query as it is answered; resumes from the journal."""
-    from retbench.journal import Journal
+    from retbench.results.journal import Journal
 
     with Journal(sysdir.journal, fingerprint, batch_size=cfg.batch_size) as journal:
         done = journal.done()
@@ -248,7 +291,9 @@ def _search_journaled(
             batch = queries.subset(todo[start : start + cfg.batch_size])
             part = retriever.search(batch, cfg.depth)
             for q in part.query_ids:
-                journal.append_query(q, q, part.ranking(q), status=part.status[q], latency=part.latency.get(q), error=part.errors.get(q))
+                journal.append_query(
+                    q, q, part.ranking(q), status=part.status[q], latency=part.latency.get(q), error=part.errors.get(q)
+                )
             journal.flush()
             if progress:
                 progress(stage, total - len(todo) + start + len(batch), total)
@@ -256,7 +301,9 @@ def _search_journaled(
     return run.subset(list(queries))
 
 
-def run_experiment(cfg: ExperimentConfig, *, force: bool = False, progress: Progress | None = None, log: Callable[[str], None] = print) -> ExperimentOutcome:
+def run_experiment(
+    cfg: ExperimentConfig, *, force: bool = False, progress: Progress | None = None, log: Callable[[str], None] = print
+) -> ExperimentOutcome:
     """Run every system on every dataset; write the results directory; return what happened."""
     from retbench.evaluation import evaluate
     from retbench.retrievers.base import create
@@ -289,7 +336,9 @@ def run_experiment(cfg: ExperimentConfig, *, force: bool = False, progress: Prog
                 "documents": len(ds.corpus),
                 "queries": len(queries),
                 "corpus_fingerprint": ds.corpus.fingerprint(),
-                "qrels_fingerprint": hashlib.sha256(json.dumps(qrels.to_dict(), sort_keys=True).encode()).hexdigest()[:16],
+                "qrels_fingerprint": hashlib.sha256(json.dumps(qrels.to_dict(), sort_keys=True).encode()).hexdigest()[
+                    :16
+                ],
                 "join_rule": ds.corpus.join_rule,
                 "max_queries": dspec.max_queries,
                 "corpus_sample": dspec.corpus_sample,
@@ -409,5 +458,3 @@ def raise_if_backend_failed(outcome: ExperimentOutcome) -> None:
         s = bad[0]
         detail = s.index_error or f"{s.failed_queries} queries failed (see status.jsonl); first error, {s.first_error}"
         raise BackendError(f"backend failed for {s.name}: {detail}")
-
-

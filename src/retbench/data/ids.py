@@ -137,7 +137,9 @@ def may_repeat(offsets: np.ndarray, keys: np.ndarray) -> bool:
     return False
 
 
-def lookup(offsets: np.ndarray, keys: np.ndarray, rows: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def lookup(
+    offsets: np.ndarray, keys: np.ndarray, rows: np.ndarray, wanted: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Where each wanted (row, key) sits in a ranking: (index into `wanted`, absolute position) pairs.
 
     `offsets`/`keys` are the rankings (CSR by row), `rows`/`wanted` the (row, key) pairs sought.
@@ -185,7 +187,9 @@ def lookup(offsets: np.ndarray, keys: np.ndarray, rows: np.ndarray, wanted: np.n
     return np.concatenate(found_j).astype(np.int64), np.concatenate(found_p).astype(np.int64)
 
 
-def _pairs_in_shared_slots(jrow: np.ndarray, jkey: np.ndarray, row: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _pairs_in_shared_slots(
+    jrow: np.ndarray, jkey: np.ndarray, row: np.ndarray, key: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """All (i, p) with (jrow[i], jkey[i]) == (row[p], key[p]): the few pairs that share a slot."""
     where: dict[tuple[int, int], list[int]] = {}
     for i, pair in enumerate(zip(jrow.tolist(), jkey.tolist(), strict=True)):

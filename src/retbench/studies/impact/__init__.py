@@ -38,7 +38,7 @@ import numpy as np
 
 from retbench.data import Corpus, Dataset, Qrels, Queries, Run
 from retbench.errors import ConfigError, InputError
-from retbench.metrics.judging import GainMatrix, judge_qrels
+from retbench.metrics.judges import GainMatrix, judge_qrels
 from retbench.metrics.registry import MetricContext, MetricSpec, parse_metrics
 from retbench.report.markdown import md_table
 
@@ -57,7 +57,7 @@ def text_hash(text: str) -> str:
 
 def split_sentences(text: str) -> list[str]:
     """Sentences of a text, by the chunking module's rule (. ! ? followed by space, and newlines)."""
-    from retbench.chunking import sentence_spans
+    from retbench.chunkers import sentence_spans
 
     return [text[a:b] for a, b in sentence_spans(text)]
 
@@ -112,8 +112,10 @@ def rank_specs(metrics: Sequence[str], *, field_name: str = "metrics") -> list[M
                 field=field_name,
             )
         if s.k is None:
-            raise ConfigError(f"metric {s.name!r} needs a cutoff here (e.g. {s.metric.name}@10): only top-k lists are kept",
-                              field=field_name)
+            raise ConfigError(
+                f"metric {s.name!r} needs a cutoff here (e.g. {s.metric.name}@10): only top-k lists are kept",
+                field=field_name,
+            )
     return specs
 
 
@@ -164,8 +166,13 @@ def chunk_table(corpus: Corpus, chunker: Any = None) -> ChunkTable:
             starts.append(a)
             ends.append(b)
             texts.append(t)
-    return ChunkTable(ids, np.asarray(rows, dtype=np.int64), np.asarray(starts, dtype=np.int64),
-                      np.asarray(ends, dtype=np.int64), texts)
+    return ChunkTable(
+        ids,
+        np.asarray(rows, dtype=np.int64),
+        np.asarray(starts, dtype=np.int64),
+        np.asarray(ends, dtype=np.int64),
+        texts,
+    )
 
 
 class NoveltyIndex:
@@ -182,7 +189,9 @@ class NoveltyIndex:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "chunker": self.chunker.describe() if self.chunker is not None else "none (one chunk per document: title + text)",
+            "chunker": self.chunker.describe()
+            if self.chunker is not None
+            else "none (one chunk per document: title + text)",
             "similarity": "cosine (FAISS IndexFlatIP on L2-normalized vectors, exact)",
         }
 
@@ -340,8 +349,13 @@ class ContextRecall:
     (query, document), so a changed context costs only its new documents.
     """
 
-    def __init__(self, references: Mapping[str, str | Sequence[str]], texts: Callable[[str], str],
-                 support: SentenceSupport, context_k: int = 5) -> None:
+    def __init__(
+        self,
+        references: Mapping[str, str | Sequence[str]],
+        texts: Callable[[str], str],
+        support: SentenceSupport,
+        context_k: int = 5,
+    ) -> None:
         if context_k < 1:
             raise ConfigError("context_k must be >= 1", field="context_k")
         self.references: dict[str, list[str]] = {}
@@ -382,7 +396,9 @@ class ContextRecall:
         return float(covered.mean())
 
     def scores(self, qids: Sequence[str], contexts: Sequence[Sequence[str]]) -> np.ndarray:
-        self.prepare([d for q, ctx in zip(qids, contexts, strict=True) if self.has(q) for d in list(ctx)[: self.context_k]])
+        self.prepare(
+            [d for q, ctx in zip(qids, contexts, strict=True) if self.has(q) for d in list(ctx)[: self.context_k]]
+        )
         return np.array([self.score(q, ctx) for q, ctx in zip(qids, contexts, strict=True)], dtype=np.float64)
 
 
@@ -426,7 +442,11 @@ class GainWeights:
 
     def apply(self, impact: Impact) -> float:
         dr = impact.deltas.get(self.recall, 0.0)
-        dc = impact.d_context_recall if impact.d_context_recall is not None and np.isfinite(impact.d_context_recall) else 0.0
+        dc = (
+            impact.d_context_recall
+            if impact.d_context_recall is not None and np.isfinite(impact.d_context_recall)
+            else 0.0
+        )
         nov = getattr(impact.novelty, self.novelty) if impact.novelty is not None else 0.0
         impact.gain = float(self.alpha * dr + self.beta * dc + self.gamma * nov)
         return impact.gain
@@ -447,8 +467,15 @@ def _pair_gm(base: GainMatrix, rows: np.ndarray, gains: np.ndarray, lengths: np.
 class _Base:
     """What both engines share: evaluation queries, metrics, per-candidate aggregation."""
 
-    def __init__(self, query_ids: Sequence[str], qrels: Qrels | Mapping[str, Mapping[str, int]], metrics: Sequence[str],
-                 relevance_level: int, context: ContextRecall | None, affected_by: str | None) -> None:
+    def __init__(
+        self,
+        query_ids: Sequence[str],
+        qrels: Qrels | Mapping[str, Mapping[str, int]],
+        metrics: Sequence[str],
+        relevance_level: int,
+        context: ContextRecall | None,
+        affected_by: str | None,
+    ) -> None:
         self.specs = rank_specs(metrics)
         self.metric_names = [s.name for s in self.specs]
         self.level = int(relevance_level)
@@ -473,7 +500,9 @@ class _Base:
         else:
             affected_by = parse_metrics([affected_by])[0].name
         if affected_by not in names:
-            raise ConfigError(f"affected_by {affected_by!r} is not one of the metrics ({', '.join(names)})", field="affected_by")
+            raise ConfigError(
+                f"affected_by {affected_by!r} is not one of the metrics ({', '.join(names)})", field="affected_by"
+            )
         self.affected = names.index(affected_by)
         # doc id -> [(row, grade)] of the evaluation queries that judge it relevant (own queries)
         self.judged_for: dict[str, list[tuple[int, float]]] = {}
@@ -486,11 +515,22 @@ class _Base:
         ctx = MetricContext(gm, self.level)
         return np.column_stack([s.compute(ctx) for s in self.specs]) if len(gm) else np.zeros((0, len(self.specs)))
 
-    def _collect(self, mode: str, ids: Sequence[str], qi: np.ndarray, ci: np.ndarray, delta: np.ndarray,
-                 dcr: np.ndarray, changed: np.ndarray) -> list[Impact]:
+    def _collect(
+        self,
+        mode: str,
+        ids: Sequence[str],
+        qi: np.ndarray,
+        ci: np.ndarray,
+        delta: np.ndarray,
+        dcr: np.ndarray,
+        changed: np.ndarray,
+    ) -> list[Impact]:
         """Per-candidate impacts from per-(query, candidate) deltas of the pairs that changed."""
         m = len(ids)
-        sums = np.stack([np.bincount(ci, weights=delta[:, j], minlength=m) for j in range(len(self.specs))], axis=1) / self.n
+        sums = (
+            np.stack([np.bincount(ci, weights=delta[:, j], minlength=m) for j in range(len(self.specs))], axis=1)
+            / self.n
+        )
         n_ref = int(self.has_ref.sum())
         ok = np.isfinite(dcr)
         cr = np.bincount(ci[ok], weights=dcr[ok], minlength=m) / n_ref if n_ref else None
@@ -513,7 +553,9 @@ class _Base:
                 own_rows = np.array([r for r, _ in own], dtype=np.int64)
                 hit = np.isin(rows, own_rows)
                 imp.own_queries = [self.qids[r] for r in own_rows.tolist()]
-                imp.own_deltas = {name: float(d[hit, j].sum() / len(own_rows)) for j, name in enumerate(self.metric_names)}
+                imp.own_deltas = {
+                    name: float(d[hit, j].sum() / len(own_rows)) for j, name in enumerate(self.metric_names)
+                }
             out.append(imp)
         return out
 
@@ -610,7 +652,9 @@ class DenseImpact(_Base):
 
         def search(q: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
             scores, labels = index.search(q, n)
-            return table[np.where(labels < 0, len(self.ids), labels)], np.where(labels < 0, -np.inf, scores).astype(np.float32)
+            return table[np.where(labels < 0, len(self.ids), labels)], np.where(labels < 0, -np.inf, scores).astype(
+                np.float32
+            )
 
         return search
 
@@ -623,7 +667,9 @@ class DenseImpact(_Base):
         score = np.full((self.n, want), -np.inf, dtype=np.float32)
         while len(rows):
             ids, sc = search(self.Q[rows], want)
-            p = np.array([[self.pos_of[d] if d is not None else -1 for d in r] for r in ids.tolist()], dtype=np.int64).reshape(len(rows), -1)
+            p = np.array(
+                [[self.pos_of[d] if d is not None else -1 for d in r] for r in ids.tolist()], dtype=np.int64
+            ).reshape(len(rows), -1)
             if p.shape[1] < pos.shape[1]:
                 pad = pos.shape[1] - p.shape[1]
                 p = np.pad(p, ((0, 0), (0, pad)), constant_values=-1)
@@ -634,7 +680,9 @@ class DenseImpact(_Base):
             pos[rows], score[rows] = p, sc
             # a tie running past the last fetched neighbour might hide a doc id that wins the tie: fetch deeper
             k_in = min(self.width, want)
-            tied = np.isfinite(sc[:, -1]) & (sc[:, k_in - 1] == sc[:, -1]) if want < n_docs else np.zeros(len(rows), bool)
+            tied = (
+                np.isfinite(sc[:, -1]) & (sc[:, k_in - 1] == sc[:, -1]) if want < n_docs else np.zeros(len(rows), bool)
+            )
             rows = rows[tied]
             want = min(want * 2, n_docs)
         if self.X is not None:  # one scoring function for K and candidates: identical vectors tie exactly
@@ -658,7 +706,9 @@ class DenseImpact(_Base):
         values = self._values(gm)
         cr = np.full(self.n, np.nan)
         if self.context is not None:
-            cr = self.context.scores(self.qids, [self._row_ids(pos[i], lengths[i], self.context_k) for i in range(self.n)])
+            cr = self.context.scores(
+                self.qids, [self._row_ids(pos[i], lengths[i], self.context_k) for i in range(self.n)]
+            )
         return _State(pos, score, gains, lengths, values, cr)
 
     def _id_rank(self, pos: np.ndarray) -> np.ndarray:
@@ -673,7 +723,9 @@ class DenseImpact(_Base):
     def _row_ids(self, pos_row: np.ndarray, length: int, k: int) -> list[str]:
         return [self.ids[p] for p in pos_row[: min(length, k)].tolist()]
 
-    def _run(self, pos: np.ndarray, score: np.ndarray, lengths: np.ndarray, depth: int | None = None, name: str = "") -> Run:
+    def _run(
+        self, pos: np.ndarray, score: np.ndarray, lengths: np.ndarray, depth: int | None = None, name: str = ""
+    ) -> Run:
         lens = np.minimum(lengths, depth if depth is not None else pos.shape[1])
         mask = np.arange(pos.shape[1])[None, :] < lens[:, None]
         ids = np.asarray(self.ids, dtype=object)[pos[mask]]
@@ -705,8 +757,9 @@ class DenseImpact(_Base):
                     p[r] += 1
         return p
 
-    def _insert(self, st: _State, qi: np.ndarray, p: np.ndarray, new_pos: np.ndarray, s: np.ndarray,
-                g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _insert(
+        self, st: _State, qi: np.ndarray, p: np.ndarray, new_pos: np.ndarray, s: np.ndarray, g: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Rows with a new doc at rank p (everything below shifts down one; the last entry falls off)."""
         J = np.arange(self.width)[None, :]
         src = np.where(p[:, None] > J, J, J - 1).clip(0)
@@ -734,7 +787,9 @@ class DenseImpact(_Base):
             out[t] = self.context.score(self.qids[qi[t]], ctx)
         return out
 
-    def _pairs(self, st: _State, qi: np.ndarray, cid: list[str], s: np.ndarray, new_pos: np.ndarray, limit: int) -> dict[str, Any]:
+    def _pairs(
+        self, st: _State, qi: np.ndarray, cid: list[str], s: np.ndarray, new_pos: np.ndarray, limit: int
+    ) -> dict[str, Any]:
         """Evaluate the (row, candidate) pairs whose candidate enters the top `limit`."""
         p = self._positions(st, qi, s, cid)
         keep = p < limit
@@ -744,11 +799,22 @@ class DenseImpact(_Base):
         pos, score, gains, lengths = self._insert(st, qi, p, new_pos, s, g)
         after = self._values(_pair_gm(self.gm, qi, gains, lengths))
         cr = self._context_after(st, qi, p, cid)
-        return {"qi": qi, "keep": keep, "p": p, "pos": pos, "score": score, "gains": gains, "lengths": lengths,
-                "after": after, "cr": cr}
+        return {
+            "qi": qi,
+            "keep": keep,
+            "p": p,
+            "pos": pos,
+            "score": score,
+            "gains": gains,
+            "lengths": lengths,
+            "after": after,
+            "cr": cr,
+        }
 
     # -- modes -----------------------------------------------------------------------------------------
-    def alone(self, cand_ids: Sequence[str], cand_vectors: np.ndarray, skip: Sequence[bool] | None = None) -> list[Impact]:
+    def alone(
+        self, cand_ids: Sequence[str], cand_vectors: np.ndarray, skip: Sequence[bool] | None = None
+    ) -> list[Impact]:
         """Each candidate against K. `skip` marks no-op candidates (already present): their deltas are 0."""
         st = self.base
         cand_ids = [str(c) for c in cand_ids]
@@ -786,7 +852,12 @@ class DenseImpact(_Base):
         res = self._pairs(st, qi, [cid] * len(qi), s, np.full(len(qi), new), self.width)
         before = st.values[res["qi"]].copy(), st.cr[res["qi"]].copy()
         rows = res["qi"]
-        st.pos[rows], st.score[rows], st.gains[rows], st.lengths[rows] = res["pos"], res["score"], res["gains"], res["lengths"]
+        st.pos[rows], st.score[rows], st.gains[rows], st.lengths[rows] = (
+            res["pos"],
+            res["score"],
+            res["gains"],
+            res["lengths"],
+        )
         st.values[rows], st.cr[rows] = res["after"], res["cr"]
         return res, np.concatenate([before[0], before[1][:, None]], axis=1)
 
@@ -794,7 +865,9 @@ class DenseImpact(_Base):
         """Drop doc ids appended by a sequential pass (the base state never refers to them)."""
         del self.ids[n_ids:]
 
-    def sequential(self, cand_ids: Sequence[str], cand_vectors: np.ndarray, skip: Sequence[bool] | None = None) -> list[Impact]:
+    def sequential(
+        self, cand_ids: Sequence[str], cand_vectors: np.ndarray, skip: Sequence[bool] | None = None
+    ) -> list[Impact]:
         """Candidates ingested one after another: each against K plus the candidates before it (skipped ones stay out)."""
         st = self.base.copy()
         n_ids = len(self.ids)
@@ -808,8 +881,15 @@ class DenseImpact(_Base):
             for c, cid in enumerate(cand_ids):
                 if not skip[c]:
                     res, before = self._apply(st, cid, C[c])
-                    parts.append((res["qi"], np.full(len(res["qi"]), c), res["after"] - before[:, :m], res["cr"] - before[:, m],
-                                  res["p"] < self.depth))
+                    parts.append(
+                        (
+                            res["qi"],
+                            np.full(len(res["qi"]), c),
+                            res["after"] - before[:, :m],
+                            res["cr"] - before[:, m],
+                            res["p"] < self.depth,
+                        )
+                    )
                 afters.append(self._means(st))
         finally:
             self._forget(n_ids)
@@ -830,7 +910,9 @@ class DenseImpact(_Base):
         doc_ids = [str(d) for d in doc_ids]
         missing = [d for d in doc_ids if d not in self.pos_of]
         if missing:
-            raise InputError(f"leave-one-out documents not in the knowledge base: {', '.join(missing[:5])}", field="leave_one_out")
+            raise InputError(
+                f"leave-one-out documents not in the knowledge base: {', '.join(missing[:5])}", field="leave_one_out"
+            )
         which = np.full(len(self.ids), -1, dtype=np.int64)
         which[[self.pos_of[d] for d in doc_ids]] = np.arange(len(doc_ids))
         hit = (st.pos[:, : self.depth] >= 0) & (which[np.maximum(st.pos[:, : self.depth], 0)] >= 0)
@@ -884,8 +966,10 @@ class RebuildImpact(_Base):
         if strategy not in ("add", "reindex"):
             raise ConfigError(f"unknown strategy {strategy!r}; expected 'add' or 'reindex'", field="strategy")
         if strategy == "add" and not {"add", "delete"} <= set(retriever.capabilities):
-            raise ConfigError(f"adapter {retriever.adapter!r} cannot add and delete documents; use strategy 'reindex'",
-                              field="retriever")
+            raise ConfigError(
+                f"adapter {retriever.adapter!r} cannot add and delete documents; use strategy 'reindex'",
+                field="retriever",
+            )
         self.engine = f"rebuild ({strategy}, re-run every query)"
         self.retriever, self.kb, self.strategy = retriever, kb, strategy
         self.queries = queries.subset(self.qids)
@@ -953,8 +1037,16 @@ class RebuildImpact(_Base):
             self.retriever.delete(list(ids))
             self.seconds["index"] += time.perf_counter() - t0
 
-    def _diff(self, values: np.ndarray, cr: np.ndarray, top: list[list[str]], ref_values: np.ndarray,
-              ref_cr: np.ndarray, ref_top: list[list[str]], sign: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _diff(
+        self,
+        values: np.ndarray,
+        cr: np.ndarray,
+        top: list[list[str]],
+        ref_values: np.ndarray,
+        ref_cr: np.ndarray,
+        ref_top: list[list[str]],
+        sign: float = 1.0,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         delta = sign * (values - ref_values)
         dcr = sign * (cr - ref_cr)
         changed = np.array([a != b for a, b in zip(top, ref_top, strict=True)], dtype=bool)
@@ -971,7 +1063,9 @@ class RebuildImpact(_Base):
             one = candidates.subset([cid])
             run = self._with(one, "K+d")
             try:
-                rows, d, dcr, ch = self._diff(self._evaluate(run), self._cr(run), self._top(run), self.base_values, self.base_cr, self.base_ids)
+                rows, d, dcr, ch = self._diff(
+                    self._evaluate(run), self._cr(run), self._top(run), self.base_values, self.base_cr, self.base_ids
+                )
             finally:
                 self._restore([cid])
             parts.append((rows, np.full(len(rows), c), d, dcr, ch))
@@ -1026,8 +1120,15 @@ class RebuildImpact(_Base):
                 self._index(self.kb.subset([x for x in self.kb.ids if x != d]))
             try:
                 run = self._search("K-d")
-                rows, dd, dcr, ch = self._diff(self._evaluate(run), self._cr(run), self._top(run), self.base_values,
-                                               self.base_cr, self.base_ids, sign=-1.0)
+                rows, dd, dcr, ch = self._diff(
+                    self._evaluate(run),
+                    self._cr(run),
+                    self._top(run),
+                    self.base_values,
+                    self.base_cr,
+                    self.base_ids,
+                    sign=-1.0,
+                )
             finally:
                 if self.strategy == "add":
                     self.retriever.add(one)
@@ -1037,11 +1138,28 @@ class RebuildImpact(_Base):
         return self._collect("leave_one_out", [str(d) for d in doc_ids], *self._cat(parts))
 
 
-
 # -- the experiment: config, candidates, runner, report ------------------------------------------------
-TOP_KEYS = {"name", "description", "output", "dataset", "retriever", "metrics", "relevance_level", "candidates", "modes",
-            "leave_one_out", "sequential", "novelty", "context_recall", "gain", "dedupe", "affected_by", "engine",
-            "encoder", "seed"}
+TOP_KEYS = {
+    "name",
+    "description",
+    "output",
+    "dataset",
+    "retriever",
+    "metrics",
+    "relevance_level",
+    "candidates",
+    "modes",
+    "leave_one_out",
+    "sequential",
+    "novelty",
+    "context_recall",
+    "gain",
+    "dedupe",
+    "affected_by",
+    "engine",
+    "encoder",
+    "seed",
+}
 DATASET_KEYS = {"name", "path", "split", "max_queries", "join_rule", "seed"}
 SOURCE_KEYS = {
     "file": {"kind", "path", "group"},
@@ -1088,7 +1206,9 @@ def _req(cond: bool, msg: str, path: str, fld: str) -> None:
 def _keys(obj: Mapping[str, Any], allowed: set[str], path: str, where: str) -> None:
     extra = sorted(set(obj) - allowed)
     if extra:
-        raise ConfigError(f"unknown key {extra[0]!r}; allowed: {', '.join(sorted(allowed))}", path=path, field=f"{where}{extra[0]}")
+        raise ConfigError(
+            f"unknown key {extra[0]!r}; allowed: {', '.join(sorted(allowed))}", path=path, field=f"{where}{extra[0]}"
+        )
 
 
 def _pos_int(v: Any, path: str, fld: str) -> int:
@@ -1107,12 +1227,25 @@ def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path |
     _keys(ds, DATASET_KEYS, src, "dataset.")
     if ds.get("max_queries") is not None:
         _pos_int(ds["max_queries"], src, "dataset.max_queries")
-    ret = raw.get("retriever") or {"adapter": "dense", "params": {"index": "flat_ip", "normalize": True, "max_seq_length": 256}}
-    _req(isinstance(ret, dict) and isinstance(ret.get("adapter"), str), "retriever needs an adapter", src, "retriever.adapter")
+    ret = raw.get("retriever") or {
+        "adapter": "dense",
+        "params": {"index": "flat_ip", "normalize": True, "max_seq_length": 256},
+    }
+    _req(
+        isinstance(ret, dict) and isinstance(ret.get("adapter"), str),
+        "retriever needs an adapter",
+        src,
+        "retriever.adapter",
+    )
     _keys(ret, {"name", "adapter", "params"}, src, "retriever.")
     _req(isinstance(ret.get("params", {}) or {}, dict), "params must be a mapping", src, "retriever.params")
     metrics = raw.get("metrics", ["recall@10", "ndcg@10", "mrr@10"])
-    _req(isinstance(metrics, list) and all(isinstance(m, str) for m in metrics), "metrics must be a list of names", src, "metrics")
+    _req(
+        isinstance(metrics, list) and all(isinstance(m, str) for m in metrics),
+        "metrics must be a list of names",
+        src,
+        "metrics",
+    )
     try:
         specs = rank_specs(metrics)
     except ConfigError as exc:
@@ -1127,36 +1260,80 @@ def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path |
     cands = []
     for i, s in enumerate(sources):
         where = f"candidates[{i}]"
-        _req(isinstance(s, dict) and s.get("kind") in SOURCE_KEYS, f"a candidate source is a mapping with kind in {', '.join(SOURCE_KEYS)}",
-             src, f"{where}.kind")
+        _req(
+            isinstance(s, dict) and s.get("kind") in SOURCE_KEYS,
+            f"a candidate source is a mapping with kind in {', '.join(SOURCE_KEYS)}",
+            src,
+            f"{where}.kind",
+        )
         _keys(s, SOURCE_KEYS[s["kind"]], src, f"{where}.")
         for key in ("n", "queries", "edits"):
             if key in s:
                 _pos_int(s[key], src, f"{where}.{key}")
         if s["kind"] == "file":
-            _req(isinstance(s.get("path"), str), "give the path of a BEIR corpus.jsonl of candidates", src, f"{where}.path")
+            _req(
+                isinstance(s.get("path"), str),
+                "give the path of a BEIR corpus.jsonl of candidates",
+                src,
+                f"{where}.path",
+            )
         else:
-            _req(("queries" if s["kind"] == "gold" else "n") in s, "say how many", src, f"{where}.{'queries' if s['kind'] == 'gold' else 'n'}")
+            _req(
+                ("queries" if s["kind"] == "gold" else "n") in s,
+                "say how many",
+                src,
+                f"{where}.{'queries' if s['kind'] == 'gold' else 'n'}",
+            )
         cands.append(dict(s))
     modes = raw.get("modes", ["alone"])
-    _req(isinstance(modes, list) and modes and all(m in MODES for m in modes), f"modes must be a list from {', '.join(MODES)}", src, "modes")
+    _req(
+        isinstance(modes, list) and modes and all(m in MODES for m in modes),
+        f"modes must be a list from {', '.join(MODES)}",
+        src,
+        "modes",
+    )
     loo = raw.get("leave_one_out") or {}
     if isinstance(loo, str):
         loo = {"group": loo}
-    _req(isinstance(loo, dict), "leave_one_out is a mapping: {ids: [...]}, {sample: N} or {group: name}", src, "leave_one_out")
+    _req(
+        isinstance(loo, dict),
+        "leave_one_out is a mapping: {ids: [...]}, {sample: N} or {group: name}",
+        src,
+        "leave_one_out",
+    )
     _keys(loo, {"ids", "sample", "seed", "group"}, src, "leave_one_out.")
-    _req("leave_one_out" not in modes or bool(loo), "mode leave_one_out needs a leave_one_out block", src, "leave_one_out")
+    _req(
+        "leave_one_out" not in modes or bool(loo),
+        "mode leave_one_out needs a leave_one_out block",
+        src,
+        "leave_one_out",
+    )
     seq = raw.get("sequential") or {}
     _req(isinstance(seq, dict), "sequential must be a mapping", src, "sequential")
     _keys(seq, {"order"}, src, "sequential.")
-    _req(seq.get("order", "given") in ("given", "gain"), "order is 'given' or 'gain' (alone gain, best first)", src, "sequential.order")
+    _req(
+        seq.get("order", "given") in ("given", "gain"),
+        "order is 'given' or 'gain' (alone gain, best first)",
+        src,
+        "sequential.order",
+    )
     nov = raw.get("novelty") or {}
     _req(isinstance(nov, dict), "novelty must be a mapping", src, "novelty")
     _keys(nov, {"chunker"}, src, "novelty.")
-    _req(nov.get("chunker") is None or isinstance(nov["chunker"], dict), "chunker is a mapping {kind: ..., ...} or null", src, "novelty.chunker")
+    _req(
+        nov.get("chunker") is None or isinstance(nov["chunker"], dict),
+        "chunker is a mapping {kind: ..., ...} or null",
+        src,
+        "novelty.chunker",
+    )
     cr = raw.get("context_recall")
     if cr is not None:
-        _req(isinstance(cr, dict) and "references" in cr, "context_recall needs references (gold_documents or a JSONL path)", src, "context_recall.references")
+        _req(
+            isinstance(cr, dict) and "references" in cr,
+            "context_recall needs references (gold_documents or a JSONL path)",
+            src,
+            "context_recall.references",
+        )
         _keys(cr, {"references", "threshold", "context_k"}, src, "context_recall.")
         if "context_k" in cr:
             _pos_int(cr["context_k"], src, "context_recall.context_k")
@@ -1164,13 +1341,24 @@ def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path |
     _req(isinstance(g, dict), "gain must be a mapping", src, "gain")
     _keys(g, {"alpha", "beta", "gamma", "recall", "novelty"}, src, "gain.")
     for key in ("alpha", "beta", "gamma"):
-        _req(isinstance(g.get(key, 0.0), (int, float)) and not isinstance(g.get(key, 0.0), bool), "must be a number", src, f"gain.{key}")
+        _req(
+            isinstance(g.get(key, 0.0), (int, float)) and not isinstance(g.get(key, 0.0), bool),
+            "must be a number",
+            src,
+            f"gain.{key}",
+        )
     recall = g.get("recall") or next((m for m in names if m.startswith("recall")), None)
     _req(recall is not None, "no recall@k among the metrics; name the gain's recall metric", src, "gain.recall")
     recall = parse_metrics([recall])[0].name
     _req(recall in names, f"gain.recall {recall!r} must be one of the metrics ({', '.join(names)})", src, "gain.recall")
     _req(g.get("novelty", "min") in ("min", "mean"), "novelty aggregate is 'min' or 'mean'", src, "gain.novelty")
-    weights = GainWeights(float(g.get("alpha", 1.0)), float(g.get("beta", 1.0)), float(g.get("gamma", 0.01)), recall, g.get("novelty", "min"))
+    weights = GainWeights(
+        float(g.get("alpha", 1.0)),
+        float(g.get("beta", 1.0)),
+        float(g.get("gamma", 0.01)),
+        recall,
+        g.get("novelty", "min"),
+    )
     dedupe = raw.get("dedupe", "text")
     _req(dedupe in ("id", "text"), "dedupe is 'id' or 'text'", src, "dedupe")
     engine = raw.get("engine", "auto")
@@ -1183,10 +1371,26 @@ def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path |
     name = str(raw.get("name") or Path(source).stem)
     out = Path(output) if output is not None else Path(raw.get("output") or f"results/{name}")
     return IngestConfig(
-        name=name, output=out, dataset=dict(ds), retriever={"params": {}, **ret}, metrics=list(metrics), candidates=cands,
-        modes=list(dict.fromkeys(modes)), relevance_level=int(level), leave_one_out=loo, sequential=seq, novelty=nov,
-        context_recall=cr, gain=weights, dedupe=dedupe, affected_by=affected, engine=engine, encoder=enc, seed=int(seed),
-        source=source, raw=raw,
+        name=name,
+        output=out,
+        dataset=dict(ds),
+        retriever={"params": {}, **ret},
+        metrics=list(metrics),
+        candidates=cands,
+        modes=list(dict.fromkeys(modes)),
+        relevance_level=int(level),
+        leave_one_out=loo,
+        sequential=seq,
+        novelty=nov,
+        context_recall=cr,
+        gain=weights,
+        dedupe=dedupe,
+        affected_by=affected,
+        engine=engine,
+        encoder=enc,
+        seed=int(seed),
+        source=source,
+        raw=raw,
     )
 
 
@@ -1200,7 +1404,9 @@ def load_ingest_config(path: str | Path, output: str | Path | None = None) -> In
         raw = yaml.safe_load(p.read_text())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"malformed YAML ({getattr(exc, 'problem', exc)})", path=p, line=mark.line + 1 if mark else None) from None
+        raise ConfigError(
+            f"malformed YAML ({getattr(exc, 'problem', exc)})", path=p, line=mark.line + 1 if mark else None
+        ) from None
     return parse_ingest_config(raw, str(p), output)
 
 
@@ -1214,8 +1420,16 @@ class CandidateSet:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def build_candidates(corpus: Corpus, qrels: Qrels, query_ids: Sequence[str], sources: Sequence[Mapping[str, Any]], *,
-                     relevance_level: int = 1, seed: int = 0, base: Path | None = None) -> CandidateSet:
+def build_candidates(
+    corpus: Corpus,
+    qrels: Qrels,
+    query_ids: Sequence[str],
+    sources: Sequence[Mapping[str, Any]],
+    *,
+    relevance_level: int = 1,
+    seed: int = 0,
+    base: Path | None = None,
+) -> CandidateSet:
     """Make K and the candidates from the config's sources (removals first, then samples of what stays in K).
 
     - `gold`: the relevant documents of N random evaluation queries are removed from K and offered back;
@@ -1228,7 +1442,9 @@ def build_candidates(corpus: Corpus, qrels: Qrels, query_ids: Sequence[str], sou
 
     removed: list[str] = []
     removed_set: set[str] = set()
-    made: dict[int, tuple[list[str], list[str], list[str], list[dict[str, Any]]]] = {}  # source -> ids, titles, texts, meta
+    made: dict[
+        int, tuple[list[str], list[str], list[str], list[dict[str, Any]]]
+    ] = {}  # source -> ids, titles, texts, meta
     info: dict[str, Any] = {"sources": []}
     index = corpus.index
     for i, s in enumerate(sources):
@@ -1236,12 +1452,18 @@ def build_candidates(corpus: Corpus, qrels: Qrels, query_ids: Sequence[str], sou
             continue
         rng = random.Random(int(s.get("seed", seed)))
         if s["kind"] == "gold":
-            eligible = [q for q in query_ids if any(g >= relevance_level and d in index for d, g in qrels.get(q, {}).items())]
+            eligible = [
+                q for q in query_ids if any(g >= relevance_level and d in index for d, g in qrels.get(q, {}).items())
+            ]
             if s["queries"] > len(eligible):
-                raise ConfigError(f"asked for {s['queries']} gold queries, only {len(eligible)} have relevant documents in the corpus",
-                                  field=f"candidates[{i}].queries")
+                raise ConfigError(
+                    f"asked for {s['queries']} gold queries, only {len(eligible)} have relevant documents in the corpus",
+                    field=f"candidates[{i}].queries",
+                )
             chosen = sorted(rng.sample(eligible, s["queries"]), key=list(query_ids).index)
-            docs = list(dict.fromkeys(d for q in chosen for d, g in qrels[q].items() if g >= relevance_level and d in index))
+            docs = list(
+                dict.fromkeys(d for q in chosen for d, g in qrels[q].items() if g >= relevance_level and d in index)
+            )
             info["sources"].append({"kind": "gold", "queries": chosen, "documents": len(docs)})
         else:
             pool = [d for d in corpus.ids if d not in removed_set]
@@ -1250,7 +1472,12 @@ def build_candidates(corpus: Corpus, qrels: Qrels, query_ids: Sequence[str], sou
         docs = [d for d in docs if d not in removed_set]
         removed.extend(docs)
         removed_set.update(docs)
-        made[i] = (docs, [corpus.title(index[d]) for d in docs], [corpus.texts[index[d]] for d in docs], [{} for _ in docs])
+        made[i] = (
+            docs,
+            [corpus.title(index[d]) for d in docs],
+            [corpus.texts[index[d]] for d in docs],
+            [{} for _ in docs],
+        )
     kb_ids = [d for d in corpus.ids if d not in removed_set]
     if not kb_ids:
         raise ConfigError("the sources remove every document: nothing left to ingest into", field="candidates")
@@ -1273,12 +1500,21 @@ def build_candidates(corpus: Corpus, qrels: Qrels, query_ids: Sequence[str], sou
         docs = rng.sample(pool, min(s["n"], len(pool)))
         taken.update(docs)
         if kind == "present":
-            made[i] = (docs, [corpus.title(index[d]) for d in docs], [corpus.texts[index[d]] for d in docs], [{} for _ in docs])
+            made[i] = (
+                docs,
+                [corpus.title(index[d]) for d in docs],
+                [corpus.texts[index[d]] for d in docs],
+                [{} for _ in docs],
+            )
         else:
             edits = int(s.get("edits", 3))
             texts = [near_duplicate(corpus.texts[index[d]], rng, edits) for d in docs]
-            made[i] = ([f"{d}~nd" for d in docs], [corpus.title(index[d]) for d in docs], texts,
-                       [{"near_duplicate_of": d, "edits": edits} for d in docs])
+            made[i] = (
+                [f"{d}~nd" for d in docs],
+                [corpus.title(index[d]) for d in docs],
+                texts,
+                [{"near_duplicate_of": d, "edits": edits} for d in docs],
+            )
         info["sources"].append({"kind": kind, "documents": len(docs)})
     ids: list[str] = []
     titles: list[str] = []
@@ -1321,8 +1557,9 @@ def candidate_status(kb: Corpus, cands: Corpus, dedupe: str) -> tuple[list[str],
     return status, dup_of
 
 
-def reference_answers(cfg_refs: str, ds: Dataset, qrels: Qrels, qids: Sequence[str], level: int,
-                      base: Path | None = None) -> dict[str, list[str]]:
+def reference_answers(
+    cfg_refs: str, ds: Dataset, qrels: Qrels, qids: Sequence[str], level: int, base: Path | None = None
+) -> dict[str, list[str]]:
     """Reference answers per query: `gold_documents` (the texts of the query's relevant documents, from the full
     corpus: a stand-in where a dataset has no answers) or a JSONL file of {"query_id", "answer"} lines."""
     import json
@@ -1391,8 +1628,11 @@ def study_checks(impacts: Sequence[Impact], recall: str) -> dict[str, Any]:
             "max_novelty": max(nov) if nov else None,
             "mean_novelty": float(np.mean(nov)) if nov else None,
             "recall_unchanged": sum(i.deltas.get(recall, 0.0) == 0.0 for i in v),
-            "recall_changed": [{"doc_id": i.doc_id, recall: i.deltas.get(recall, 0.0), "lost": i.lost} for i in v
-                               if i.deltas.get(recall, 0.0) != 0.0],
+            "recall_changed": [
+                {"doc_id": i.doc_id, recall: i.deltas.get(recall, 0.0), "lost": i.lost}
+                for i in v
+                if i.deltas.get(recall, 0.0) != 0.0
+            ],
             "results_changed_queries": sum(len(i.changed) for i in v),
         }
     return out
@@ -1400,11 +1640,12 @@ def study_checks(impacts: Sequence[Impact], recall: str) -> dict[str, Any]:
 
 def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> IngestOutcome:
     """Run an ingestion-impact experiment and write its results directory (manifest, JSON, report.md)."""
-    from retbench.chunking import make_chunker
-    from retbench.embeddings import Encoder
+    from retbench.chunkers import make_chunker
     from retbench.io.datasets import load_dataset
-    from retbench.results import machine, package_versions, write_json
+    from retbench.results import write_json
     from retbench.retrievers.base import create
+    from retbench.retrievers.encoders import Encoder
+    from retbench.studies.manifest import machine, package_versions
 
     timings: dict[str, float] = {}
     t_all = time.perf_counter()
@@ -1420,13 +1661,19 @@ def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> Inge
         qids = sorted(rng.sample(qids, d["max_queries"]), key=qids.index)
     qrels = qrels.subset(qids)
     queries = ds.queries.subset(qids)
-    cs = build_candidates(ds.corpus, qrels, qids, cfg.candidates, relevance_level=cfg.relevance_level, seed=cfg.seed, base=base)
+    cs = build_candidates(
+        ds.corpus, qrels, qids, cfg.candidates, relevance_level=cfg.relevance_level, seed=cfg.seed, base=base
+    )
     kb, cands = cs.kb, cs.candidates
     status, dup_of = candidate_status(kb, cands, cfg.dedupe)
     timings["prepare_seconds"] = time.perf_counter() - t0
-    log(f"knowledge base: {len(kb)} documents; candidates: {len(cands)} ({', '.join(f'{g}: {cs.groups.count(g)}' for g in dict.fromkeys(cs.groups))})")
+    log(
+        f"knowledge base: {len(kb)} documents; candidates: {len(cands)} ({', '.join(f'{g}: {cs.groups.count(g)}' for g in dict.fromkeys(cs.groups))})"
+    )
 
-    retriever = create(cfg.retriever["adapter"], cfg.retriever.get("params") or {}, name=cfg.retriever.get("name"), where=cfg.source)
+    retriever = create(
+        cfg.retriever["adapter"], cfg.retriever.get("params") or {}, name=cfg.retriever.get("name"), where=cfg.source
+    )
     encoder = getattr(retriever, "encoder", None) or Encoder(**cfg.encoder)
     chunker = make_chunker(cfg.novelty["chunker"], where=cfg.source) if cfg.novelty.get("chunker") else None
     texts: dict[str, str] = {}
@@ -1445,24 +1692,49 @@ def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> Inge
     context = None
     if cfg.context_recall is not None:
         refs = reference_answers(cfg.context_recall["references"], ds, qrels, qids, cfg.relevance_level, base)
-        context = ContextRecall(refs, text_of, CosineSupport(encoder, float(cfg.context_recall.get("threshold", 0.8))),
-                                int(cfg.context_recall.get("context_k", 5)))
+        context = ContextRecall(
+            refs,
+            text_of,
+            CosineSupport(encoder, float(cfg.context_recall.get("threshold", 0.8))),
+            int(cfg.context_recall.get("context_k", 5)),
+        )
 
     t0 = time.perf_counter()
     dense_flat = getattr(retriever, "index_type", None) == "flat_ip"
     use_incremental = cfg.engine == "incremental" or (cfg.engine == "auto" and dense_flat)
     if use_incremental and not dense_flat:
-        raise ConfigError("engine 'incremental' needs a dense retriever with index flat_ip", path=cfg.source, field="engine")
+        raise ConfigError(
+            "engine 'incremental' needs a dense retriever with index flat_ip", path=cfg.source, field="engine"
+        )
     engine: DenseImpact | RebuildImpact
     if use_incremental:
         retriever.index(kb)
         qv = encoder.encode_queries([queries[q] for q in qids])
         kv = encoder.encode_documents(kb.joined_texts())  # cached by index(): what lets identical vectors tie exactly
-        engine = DenseImpact(kb.ids, qids, qv, qrels, cfg.metrics, search=retriever.search_embeddings, kb_vectors=kv,
-                             relevance_level=cfg.relevance_level, context=context, affected_by=cfg.affected_by)
+        engine = DenseImpact(
+            kb.ids,
+            qids,
+            qv,
+            qrels,
+            cfg.metrics,
+            search=retriever.search_embeddings,
+            kb_vectors=kv,
+            relevance_level=cfg.relevance_level,
+            context=context,
+            affected_by=cfg.affected_by,
+        )
     else:
-        engine = RebuildImpact(retriever, kb, queries, qrels, cfg.metrics, relevance_level=cfg.relevance_level, context=context,
-                               affected_by=cfg.affected_by, strategy="reindex" if cfg.engine == "reindex" else "add")
+        engine = RebuildImpact(
+            retriever,
+            kb,
+            queries,
+            qrels,
+            cfg.metrics,
+            relevance_level=cfg.relevance_level,
+            context=context,
+            affected_by=cfg.affected_by,
+            strategy="reindex" if cfg.engine == "reindex" else "add",
+        )
     timings["index_seconds"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     nov_index = NoveltyIndex(encoder, chunker)
@@ -1477,7 +1749,9 @@ def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> Inge
     skip = [s != "new" for s in status]
     group_of = dict(zip([str(x) for x in cands.ids], cs.groups, strict=True))
 
-    def finish(impacts: list[Impact], novelty: list[Novelty], st: Sequence[str], dups: Sequence[str | None]) -> list[Impact]:
+    def finish(
+        impacts: list[Impact], novelty: list[Novelty], st: Sequence[str], dups: Sequence[str | None]
+    ) -> list[Impact]:
         for imp, nov, s, du in zip(impacts, novelty, st, dups, strict=True):
             imp.novelty, imp.status, imp.duplicate_of = nov, s, du
             imp.group = group_of.get(imp.doc_id, imp.group)
@@ -1503,9 +1777,15 @@ def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> Inge
         elif "group" in loo:
             loo_ids = [c for c, g, s in zip(cands.ids, cs.groups, status, strict=True) if g == loo["group"] and c in kb]
             if not loo_ids:
-                raise ConfigError(f"no candidate of group {loo['group']!r} is in the knowledge base", path=cfg.source, field="leave_one_out.group")
+                raise ConfigError(
+                    f"no candidate of group {loo['group']!r} is in the knowledge base",
+                    path=cfg.source,
+                    field="leave_one_out.group",
+                )
         else:
-            loo_ids = random.Random(int(loo.get("seed", cfg.seed))).sample(list(kb.ids), min(int(loo["sample"]), len(kb)))
+            loo_ids = random.Random(int(loo.get("seed", cfg.seed))).sample(
+                list(kb.ids), min(int(loo["sample"]), len(kb))
+            )
         impacts = engine.leave_one_out(loo_ids)
         novelty = nov_index.novelty(kb.subset(loo_ids), leave_one_out=True)
         for imp in impacts:
@@ -1572,17 +1852,28 @@ def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> Inge
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "versions": package_versions(),
         "machine": machine(),
-        "dataset": {"name": ds.name, "path": ds.path, "split": split, "queries": len(qids),
-                    "corpus_fingerprint": ds.corpus.fingerprint(), "join_rule": ds.corpus.join_rule},
+        "dataset": {
+            "name": ds.name,
+            "path": ds.path,
+            "split": split,
+            "queries": len(qids),
+            "corpus_fingerprint": ds.corpus.fingerprint(),
+            "join_rule": ds.corpus.join_rule,
+        },
         "knowledge_base": {"documents": len(kb), "fingerprint": kb.fingerprint()},
         "candidates": {"documents": len(cands), "fingerprint": cands.fingerprint(), **cs.info},
         "retriever": retriever.describe(),
         "engine": engine.engine,
         "encoder": encoder.describe(),
         "novelty": nov_index.describe(),
-        "context_recall": None if context is None else {**context.judge.describe(), "context_k": context.context_k,
-                                                         "references": cfg.context_recall["references"] if cfg.context_recall else None,
-                                                         "queries_with_references": int(engine.has_ref.sum())},
+        "context_recall": None
+        if context is None
+        else {
+            **context.judge.describe(),
+            "context_k": context.context_k,
+            "references": cfg.context_recall["references"] if cfg.context_recall else None,
+            "queries_with_references": int(engine.has_ref.sum()),
+        },
         "metrics": engine.metric_names,
         "depth": engine.depth,
         "timings": timings,
@@ -1592,7 +1883,9 @@ def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> Inge
     for mode, impacts in results.items():
         name = "candidates.json" if mode == "alone" else f"{mode}.json"
         write_json(out / name, [i.to_dict() for i in impacts])
-    (out / "report.md").write_text(render_report(cfg, engine.metric_names, before, results, summary, manifest), encoding="utf-8")
+    (out / "report.md").write_text(
+        render_report(cfg, engine.metric_names, before, results, summary, manifest), encoding="utf-8"
+    )
     return IngestOutcome(cfg, engine.metric_names, before, results, summary)
 
 
@@ -1606,31 +1899,63 @@ def _signed(x: float | None, digits: int = 4) -> str:
 COMPACT = ("#", "document", "group", "status", "gain", "novelty min", "changed", "gained", "lost")
 
 
-def impact_rows(impacts: Sequence[Impact], metrics: Sequence[str], recall: str, *,
-                compact: bool = False) -> tuple[list[str], list[list[str]]]:
+def impact_rows(
+    impacts: Sequence[Impact], metrics: Sequence[str], recall: str, *, compact: bool = False
+) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the candidates table (report.md; `compact` keeps a terminal's width: the gain's
     recall delta and the columns in COMPACT)."""
-    header = ["#", "document", "group", "status", "gain", "novelty min", "novelty mean", "nearest (cos)",
-              *(f"Δ{m}" for m in metrics), "Δcontext recall", f"own Δ{recall}", "changed", "gained", "lost"]
+    header = [
+        "#",
+        "document",
+        "group",
+        "status",
+        "gain",
+        "novelty min",
+        "novelty mean",
+        "nearest (cos)",
+        *(f"Δ{m}" for m in metrics),
+        "Δcontext recall",
+        f"own Δ{recall}",
+        "changed",
+        "gained",
+        "lost",
+    ]
     rows = []
     for n, i in enumerate(impacts, start=1):
         nov = i.novelty
         near = f"{nov.nearest_doc} ({nov.max_cos:.3f})" if nov is not None and nov.nearest_doc is not None else "–"
-        rows.append([
-            str(n), i.doc_id, i.group, i.status + (f" ({i.duplicate_of})" if i.status == "duplicate" else ""),
-            f"{i.gain:.4f}", f"{nov.min:.3f}" if nov else "–", f"{nov.mean:.3f}" if nov else "–", near,
-            *(_signed(i.deltas.get(m)) for m in metrics), _signed(i.d_context_recall),
-            _signed(i.own_deltas.get(recall)) if i.own_queries else "–",
-            str(len(i.changed)), str(len(i.gained)), str(len(i.lost)),
-        ])
+        rows.append(
+            [
+                str(n),
+                i.doc_id,
+                i.group,
+                i.status + (f" ({i.duplicate_of})" if i.status == "duplicate" else ""),
+                f"{i.gain:.4f}",
+                f"{nov.min:.3f}" if nov else "–",
+                f"{nov.mean:.3f}" if nov else "–",
+                near,
+                *(_signed(i.deltas.get(m)) for m in metrics),
+                _signed(i.d_context_recall),
+                _signed(i.own_deltas.get(recall)) if i.own_queries else "–",
+                str(len(i.changed)),
+                str(len(i.gained)),
+                str(len(i.lost)),
+            ]
+        )
     if compact:
         keep = [j for j, h in enumerate(header) if h in COMPACT or h == f"Δ{recall}"]
         return [header[j] for j in keep], [[r[j] for j in keep] for r in rows]
     return header, rows
 
 
-def render_report(cfg: IngestConfig, metrics: Sequence[str], before: Mapping[str, float], results: Mapping[str, list[Impact]],
-                  summary: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
+def render_report(
+    cfg: IngestConfig,
+    metrics: Sequence[str],
+    before: Mapping[str, float],
+    results: Mapping[str, list[Impact]],
+    summary: Mapping[str, Any],
+    manifest: Mapping[str, Any],
+) -> str:
     """report.md: the ranked candidates table, group means, study checks, sequential and leave-one-out tables."""
     g = cfg.gain
     lines = [
@@ -1653,19 +1978,34 @@ def render_report(cfg: IngestConfig, metrics: Sequence[str], before: Mapping[str
         lines += ["## Candidates ranked by gain (each alone against K)", "", md_table(h, rows), ""]
         lines += ["### Affected queries of the 10 best candidates", ""]
         for i in results["alone"][:10]:
-            lines.append(f"- {i.doc_id}: changed {len(i.changed)}; gained: {', '.join(i.gained) or 'none'}; "
-                         f"lost: {', '.join(i.lost) or 'none'}; own queries: {', '.join(i.own_queries) or 'none'}")
+            lines.append(
+                f"- {i.doc_id}: changed {len(i.changed)}; gained: {', '.join(i.gained) or 'none'}; "
+                f"lost: {', '.join(i.lost) or 'none'}; own queries: {', '.join(i.own_queries) or 'none'}"
+            )
         lines.append("")
         groups = list(dict.fromkeys(i.group for i in results["alone"]))
         if len(groups) > 1:
-            gh = ["group", "n", "mean gain", "mean novelty min", *(f"mean Δ{m}" for m in metrics), "candidates with changed results"]
+            gh = [
+                "group",
+                "n",
+                "mean gain",
+                "mean novelty min",
+                *(f"mean Δ{m}" for m in metrics),
+                "candidates with changed results",
+            ]
             grows = []
             for grp in groups:
                 v = [i for i in results["alone"] if i.group == grp]
-                grows.append([grp, str(len(v)), f"{np.mean([i.gain for i in v]):.4f}",
-                              f"{np.mean([i.novelty.min for i in v if i.novelty]):.3f}",
-                              *(_signed(float(np.mean([i.deltas[m] for i in v])), 5) for m in metrics),
-                              str(sum(bool(i.changed) for i in v))])
+                grows.append(
+                    [
+                        grp,
+                        str(len(v)),
+                        f"{np.mean([i.gain for i in v]):.4f}",
+                        f"{np.mean([i.novelty.min for i in v if i.novelty]):.3f}",
+                        *(_signed(float(np.mean([i.deltas[m] for i in v])), 5) for m in metrics),
+                        str(sum(bool(i.changed) for i in v)),
+                    ]
+                )
             lines += ["## By group", "", md_table(gh, grows), ""]
         st = summary.get("study", {})
         if "gold" in st:
@@ -1681,23 +2021,57 @@ def render_report(cfg: IngestConfig, metrics: Sequence[str], before: Mapping[str
             for grp in ("near_duplicate", "present"):
                 if grp in st:
                     x = st[grp]
-                    lines.append(f"- {grp}: novelty < 0.05 for {x['novelty_below_0.05']} of {x['n']} (max {x['max_novelty']:.4f}); "
-                                 f"Δ{g.recall} = 0 for {x['recall_unchanged']} of {x['n']}; queries whose top-k changed: {x['results_changed_queries']}")
+                    lines.append(
+                        f"- {grp}: novelty < 0.05 for {x['novelty_below_0.05']} of {x['n']} (max {x['max_novelty']:.4f}); "
+                        f"Δ{g.recall} = 0 for {x['recall_unchanged']} of {x['n']}; queries whose top-k changed: {x['results_changed_queries']}"
+                    )
             lines.append("")
     if "sequential" in results:
-        h = ["step", "document", "group", "status", "gain", "novelty min", *(f"Δ{m}" for m in metrics), "Δcontext recall",
-             *(m for m in metrics)]
+        h = [
+            "step",
+            "document",
+            "group",
+            "status",
+            "gain",
+            "novelty min",
+            *(f"Δ{m}" for m in metrics),
+            "Δcontext recall",
+            *(m for m in metrics),
+        ]
         rows = []
         for n, i in enumerate(results["sequential"], start=1):
             a = i.after or {}
-            rows.append([str(n), i.doc_id, i.group, i.status, f"{i.gain:.4f}", f"{i.novelty.min:.3f}" if i.novelty else "–",
-                         *(_signed(i.deltas.get(m)) for m in metrics), _signed(i.d_context_recall),
-                         *(f"{a.get(m, float('nan')):.4f}" for m in metrics)])
-        lines += ["## Sequential ingestion (cumulative; metric columns are the means after each step)", "",
-                  f"Order: {cfg.sequential.get('order', 'given')}.", "", md_table(h, rows), ""]
+            rows.append(
+                [
+                    str(n),
+                    i.doc_id,
+                    i.group,
+                    i.status,
+                    f"{i.gain:.4f}",
+                    f"{i.novelty.min:.3f}" if i.novelty else "–",
+                    *(_signed(i.deltas.get(m)) for m in metrics),
+                    _signed(i.d_context_recall),
+                    *(f"{a.get(m, float('nan')):.4f}" for m in metrics),
+                ]
+            )
+        lines += [
+            "## Sequential ingestion (cumulative; metric columns are the means after each step)",
+            "",
+            f"Order: {cfg.sequential.get('order', 'given')}.",
+            "",
+            md_table(h, rows),
+            "",
+        ]
     if "leave_one_out" in results:
         h, rows = impact_rows(results["leave_one_out"], metrics, g.recall)
-        lines += ["## Leave-one-out (documents in K: metric with K minus without d; novelty against K without d)", "",
-                  md_table(h, rows), ""]
-    lines += ["Timings (s): " + ", ".join(f"{k.removesuffix('_seconds')} {v}" for k, v in manifest["timings"].items()), ""]
+        lines += [
+            "## Leave-one-out (documents in K: metric with K minus without d; novelty against K without d)",
+            "",
+            md_table(h, rows),
+            "",
+        ]
+    lines += [
+        "Timings (s): " + ", ".join(f"{k.removesuffix('_seconds')} {v}" for k, v in manifest["timings"].items()),
+        "",
+    ]
     return "\n".join(lines)

@@ -245,13 +245,19 @@ def _merge(pieces: list[tuple[int, int]], size: int, overlap: int, measure: Meas
         if j == n - 1:
             break
         nxt = j + 1
-        while nxt - 1 > i and measure(pieces[nxt - 1][0], pieces[j][1]) <= overlap and measure(pieces[nxt - 1][0], pieces[j + 1][1]) <= size:
+        while (
+            nxt - 1 > i
+            and measure(pieces[nxt - 1][0], pieces[j][1]) <= overlap
+            and measure(pieces[nxt - 1][0], pieces[j + 1][1]) <= size
+        ):
             nxt -= 1
         i = nxt
     return out
 
 
-def _hard_cut(start: int, end: int, size: int, overlap: int, unit: str, tokens: TokenIndex | None) -> list[tuple[int, int]]:
+def _hard_cut(
+    start: int, end: int, size: int, overlap: int, unit: str, tokens: TokenIndex | None
+) -> list[tuple[int, int]]:
     """Windows of `size` chars (or tokens) stepping by `size - overlap`: the last resort."""
     step = max(1, size - overlap)
     if unit == "chars":
@@ -299,7 +305,11 @@ def recursive_spans(
                 continue
             out.extend(_merge(good, size, overlap, measure))
             good = []
-            out.extend(recursive_spans(text, a, b, size=size, overlap=overlap, levels=levels[depth + 1 :], unit=unit, tokens=tokens))
+            out.extend(
+                recursive_spans(
+                    text, a, b, size=size, overlap=overlap, levels=levels[depth + 1 :], unit=unit, tokens=tokens
+                )
+            )
         out.extend(_merge(good, size, overlap, measure))
         return out
     return _hard_cut(start, end, size, overlap, unit, tokens)
@@ -375,7 +385,9 @@ class FixedTokens(Chunker):
     kind = "fixed_tokens"
     unit = "tokens"
 
-    def __init__(self, size: int = 200, overlap: int = 0, tokenizer: str | Tokenizer | None = "all-MiniLM-L6-v2", **kw: Any) -> None:
+    def __init__(
+        self, size: int = 200, overlap: int = 0, tokenizer: str | Tokenizer | None = "all-MiniLM-L6-v2", **kw: Any
+    ) -> None:
         super().__init__(tokenizer=tokenizer, **kw)
         _check_size(size, overlap)
         self.size, self.overlap = size, overlap
@@ -420,7 +432,9 @@ _LEVELS = ("paragraph", "line", "sentence", "word")
 def _check_levels(levels: Sequence[str]) -> tuple[str, ...]:
     for lv in levels:
         if lv not in SEPARATORS:
-            raise ConfigError(f"unknown separator level {lv!r}; expected some of {', '.join(SEPARATORS)}", field="separators")
+            raise ConfigError(
+                f"unknown separator level {lv!r}; expected some of {', '.join(SEPARATORS)}", field="separators"
+            )
     return tuple(levels)
 
 
@@ -444,14 +458,25 @@ class Recursive(Chunker):
         tokenizer: str | Tokenizer | None = None,
         **kw: Any,
     ) -> None:
-        super().__init__(tokenizer=tokenizer if tokenizer is not None else ("all-MiniLM-L6-v2" if unit == "tokens" else None), **kw)
+        super().__init__(
+            tokenizer=tokenizer if tokenizer is not None else ("all-MiniLM-L6-v2" if unit == "tokens" else None), **kw
+        )
         _check_size(size, overlap)
         self.size, self.overlap = size, overlap
         self.separators = list(_check_levels(separators))
         self.unit = _check_unit(unit)
 
     def cuts(self, text: str, tokens: TokenIndex) -> list[Cut]:
-        spans = recursive_spans(text, 0, len(text), size=self.size, overlap=self.overlap, levels=self.separators, unit=self.unit, tokens=tokens)
+        spans = recursive_spans(
+            text,
+            0,
+            len(text),
+            size=self.size,
+            overlap=self.overlap,
+            levels=self.separators,
+            unit=self.unit,
+            tokens=tokens,
+        )
         return [(a, b, "") for a, b in spans]
 
 
@@ -503,11 +528,15 @@ class MarkdownHeadings(Chunker):
         tokenizer: str | Tokenizer | None = None,
         **kw: Any,
     ) -> None:
-        super().__init__(tokenizer=tokenizer if tokenizer is not None else ("all-MiniLM-L6-v2" if unit == "tokens" else None), **kw)
+        super().__init__(
+            tokenizer=tokenizer if tokenizer is not None else ("all-MiniLM-L6-v2" if unit == "tokens" else None), **kw
+        )
         _check_size(max_size, overlap)
         for s in styles:
             if s not in HEADING_STYLES:
-                raise ConfigError(f"unknown heading style {s!r}; expected some of {', '.join(HEADING_STYLES)}", field="styles")
+                raise ConfigError(
+                    f"unknown heading style {s!r}; expected some of {', '.join(HEADING_STYLES)}", field="styles"
+                )
         self.max_size, self.overlap = max_size, overlap
         self.styles = list(styles)
         self.unit = _check_unit(unit)
@@ -546,7 +575,14 @@ class MarkdownHeadings(Chunker):
             if a >= b:
                 continue
             for x, y in recursive_spans(
-                text, a, b, size=self.max_size, overlap=self.overlap, levels=self.separators, unit=self.unit, tokens=tokens
+                text,
+                a,
+                b,
+                size=self.max_size,
+                overlap=self.overlap,
+                levels=self.separators,
+                unit=self.unit,
+                tokens=tokens,
             ):
                 out.append((x, y, path))
         return out
@@ -562,18 +598,24 @@ def make_chunker(spec: Mapping[str, Any], *, where: str = "") -> Chunker:
     spec = dict(spec)
     kind = spec.pop("kind", None)
     if kind not in CHUNKERS:
-        raise ConfigError(f"unknown chunker kind {kind!r}; expected one of {', '.join(CHUNKERS)}", path=where or None, field="kind")
+        raise ConfigError(
+            f"unknown chunker kind {kind!r}; expected one of {', '.join(CHUNKERS)}", path=where or None, field="kind"
+        )
     try:
         return CHUNKERS[kind](**spec)
     except TypeError as exc:
-        raise ConfigError(f"chunker {kind!r} rejected its parameters: {exc}", path=where or None, field="params") from None
+        raise ConfigError(
+            f"chunker {kind!r} rejected its parameters: {exc}", path=where or None, field="params"
+        ) from None
 
 
 # -- the chunk <-> document <-> span mapping -------------------------------------------------------
 class ChunkSet:
     """The chunks of a corpus as columns, with lookups from chunk ids to documents and spans."""
 
-    def __init__(self, chunks: Sequence[Chunk], doc_ids: Iterable[str], chunker: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, chunks: Sequence[Chunk], doc_ids: Iterable[str], chunker: Mapping[str, Any] | None = None
+    ) -> None:
         self.chunks = list(chunks)
         self.doc_ids = list(doc_ids)
         self.chunker = dict(chunker or {})
@@ -602,7 +644,9 @@ class ChunkSet:
 
     def to_corpus(self, name: str = "") -> Corpus:
         """The chunks as a corpus for retrievers: id = chunk id, text = chunk text exactly."""
-        meta = [{"doc_id": c.doc_id, "start": c.start, "end": c.end, "heading_path": c.heading_path} for c in self.chunks]
+        meta = [
+            {"doc_id": c.doc_id, "start": c.start, "end": c.end, "heading_path": c.heading_path} for c in self.chunks
+        ]
         return Corpus(self.ids, self.texts, None, meta, join_rule="text_only", name=name)
 
     def overlapping(self, span: Span, min_overlap: int = 1) -> list[str]:
@@ -613,7 +657,11 @@ class ChunkSet:
 
     def docs_without_chunks(self) -> list[str]:
         """Documents that produced no chunk (empty or whitespace-only texts)."""
-        have = np.bincount(self.doc_index, minlength=len(self.doc_ids)) if len(self) else np.zeros(len(self.doc_ids), dtype=np.int64)
+        have = (
+            np.bincount(self.doc_index, minlength=len(self.doc_ids))
+            if len(self)
+            else np.zeros(len(self.doc_ids), dtype=np.int64)
+        )
         return [d for d, n in zip(self.doc_ids, have, strict=True) if n == 0]
 
     def stats(self, max_tokens: int | None = None) -> dict[str, Any]:

@@ -19,14 +19,22 @@ def render_dataset_info(info: dict[str, Any]) -> Any:
         s = info[f"document_{unit}"]
         if s:
             head.add_row(
-                f"document {unit}", f"min {s['min']}  mean {s['mean']}  median {s['median']:g}  p95 {s['p95']:g}  max {s['max']}"
+                f"document {unit}",
+                f"min {s['min']}  mean {s['mean']}  median {s['median']:g}  p95 {s['p95']:g}  max {s['max']}",
             )
     splits = Table(title="qrels splits")
     for col in ("split", "judged queries", "with a relevant doc", "judgements", "grades", "relevant / query"):
         splits.add_column(col, justify="right" if col != "split" else "left")
     for name, s in info["splits"].items():
         grades = ", ".join(f"{g}: {n}" for g, n in s["grades"].items())
-        splits.add_row(name, f"{s['queries']:,}", f"{s['queries_with_relevant']:,}", f"{s['judgements']:,}", grades, str(s["relevant_per_query"]))
+        splits.add_row(
+            name,
+            f"{s['queries']:,}",
+            f"{s['queries_with_relevant']:,}",
+            f"{s['judgements']:,}",
+            grades,
+            str(s["relevant_per_query"]),
+        )
     parts: list[Any] = [head, splits]
     if info["problems"]:
         parts.append(Text("problems:", style="bold yellow"))

@@ -26,7 +26,7 @@ the backend returns, and its late answer is discarded. At most `max_abandoned` s
 alive at once; reaching the cap stops the level (reported as aborted, the unasked requests
 counted as not issued) rather than piling up threads.
 
-Resuming. Each finished request is journaled (`journal.jsonl`, see `retbench.journal`); a stress
+Resuming. Each finished request is journaled (`journal.jsonl`, see `retbench.results.journal`); a stress
 run killed and started again with the same config skips finished levels and the finished requests
 of the interrupted one. QPS of a resumed level sums the wall time of each process's part.
 """
@@ -52,8 +52,8 @@ import numpy as np
 
 from retbench.data import Corpus, Qrels, Queries, QueryStatus, Run
 from retbench.errors import EXIT_BACKEND, EXIT_OK, ConfigError
-from retbench.journal import Journal, run_from_records
 from retbench.results import write_json
+from retbench.results.journal import Journal, run_from_records
 from retbench.retrievers.base import Retriever
 
 # -- failure taxonomy ------------------------------------------------------------------------------
@@ -72,7 +72,9 @@ _STATUS = {
 }
 
 
-def check_ranking(ranking: Any, corpus_ids: Container[str], k: int, corpus_size: int | None = None) -> tuple[str | None, str]:
+def check_ranking(
+    ranking: Any, corpus_ids: Container[str], k: int, corpus_size: int | None = None
+) -> tuple[str | None, str]:
     """(kind, explanation) for a raw response; kind None means a full, well-formed ranking.
 
     Kinds: the INVALID_KINDS (failures), "empty" and "short" (answers that are counted). Problems
@@ -101,7 +103,9 @@ def check_ranking(ranking: Any, corpus_ids: Container[str], k: int, corpus_size:
     return _completeness(ranking, corpus_ids, k, corpus_size)
 
 
-def _completeness(ranking: Sequence[Any], corpus_ids: Container[str], k: int, corpus_size: int | None) -> tuple[str | None, str]:
+def _completeness(
+    ranking: Sequence[Any], corpus_ids: Container[str], k: int, corpus_size: int | None
+) -> tuple[str | None, str]:
     if not ranking:
         return "empty", "no documents returned"
     size = corpus_size if corpus_size is not None else len(corpus_ids)  # type: ignore[arg-type]
@@ -180,7 +184,11 @@ class LoadSettings:
         known = set(cls.__dataclass_fields__)
         for key in cfg:
             if key not in known:
-                raise ConfigError(f"unknown stress setting {key!r}; valid: {', '.join(sorted(known))}", path=where or None, field=f"stress.{key}")
+                raise ConfigError(
+                    f"unknown stress setting {key!r}; valid: {', '.join(sorted(known))}",
+                    path=where or None,
+                    field=f"stress.{key}",
+                )
         s = cls(**dict(cfg))
         s.check(where)
         return s
@@ -299,7 +307,9 @@ class _Level:
             self.stopped = self.stopped or reason
 
     # judging one attempt ------------------------------------------------------------------------
-    def judge(self, p: _Pending, raw: Any, exc: BaseException | None, t0: float, t1: float, *, may_retry: bool = True) -> float | None:
+    def judge(
+        self, p: _Pending, raw: Any, exc: BaseException | None, t0: float, t1: float, *, may_retry: bool = True
+    ) -> float | None:
         """Record the attempt's outcome; returns the backoff delay when the request is to be retried."""
         if exc is not None:
             kind, detail, exc_type, message = "error", None, type(exc).__name__, str(exc)
@@ -318,7 +328,9 @@ class _Level:
         self.finish(p, kind, detail, raw if kind in ("ok", "short") else None, t1)
         return None
 
-    def _failure(self, p: _Pending, kind: str, detail: str | None, exc_type: str | None, message: str, latency: float) -> dict[str, Any]:
+    def _failure(
+        self, p: _Pending, kind: str, detail: str | None, exc_type: str | None, message: str, latency: float
+    ) -> dict[str, Any]:
         return {
             "qid": p.qid,
             "kind": kind,
@@ -581,7 +593,10 @@ def uses_async(retriever: Retriever, settings: LoadSettings) -> bool:
         return False
     has = "async" in retriever.capabilities and hasattr(retriever, "asearch_one")
     if settings.mode == "async" and not has:
-        raise ConfigError(f"adapter {retriever.adapter!r} has no async protocol (capability 'async' with asearch_one)", field="stress.mode")
+        raise ConfigError(
+            f"adapter {retriever.adapter!r} has no async protocol (capability 'async' with asearch_one)",
+            field="stress.mode",
+        )
     return has
 
 
@@ -656,10 +671,19 @@ def latency_summary(values_s: Sequence[float]) -> dict[str, float | int | None]:
         return {"n": 0, "p50": None, "p95": None, "p99": None, "max": None, "mean": None}
     a = np.asarray(values_s, dtype=np.float64) * 1000.0
     p50, p95, p99 = np.percentile(a, [50, 95, 99])
-    return {"n": len(a), "p50": float(p50), "p95": float(p95), "p99": float(p99), "max": float(a.max()), "mean": float(a.mean())}
+    return {
+        "n": len(a),
+        "p50": float(p50),
+        "p95": float(p95),
+        "p99": float(p99),
+        "max": float(a.max()),
+        "mean": float(a.mean()),
+    }
 
 
-def summarize_level(records: Sequence[Mapping[str, Any]], concurrency: int, planned: int | None = None) -> dict[str, Any]:
+def summarize_level(
+    records: Sequence[Mapping[str, Any]], concurrency: int, planned: int | None = None
+) -> dict[str, Any]:
     """Per-level figures from the journaled request records of its measured phase."""
     n = len(records)
     counts = {o: 0 for o in OUTCOMES}
@@ -769,7 +793,7 @@ class StressConfig:
     request (and of the short-result rule).
     """
 
-    experiment: Any  # retbench.experiment.ExperimentConfig
+    experiment: Any  # retbench.studies.benchmark.ExperimentConfig
     load: LoadSettings
     faults: dict[str, Any]
     raw: dict[str, Any]
@@ -806,7 +830,7 @@ class StressConfig:
 
 def parse_config(raw: Any, source: str = "<config>", output: str | Path | None = None) -> StressConfig:
     """Validate a stress config: the experiment part by `experiment.parse_config`, then the rest."""
-    from retbench.experiment import parse_config as parse_experiment
+    from retbench.studies.benchmark import parse_config as parse_experiment
 
     if not isinstance(raw, Mapping):
         raise ConfigError("a stress config must be a mapping", path=source, field="<top>")
@@ -846,7 +870,11 @@ def load_config(path: str | Path, output: str | Path | None = None) -> StressCon
 
 # -- quality on the stressed responses -------------------------------------------------------------
 def quality(
-    run: Run, qrels: Qrels, query_ids: Sequence[str], metrics: Sequence[str], evaluation: Mapping[str, Any] | None = None
+    run: Run,
+    qrels: Qrels,
+    query_ids: Sequence[str],
+    metrics: Sequence[str],
+    evaluation: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], Any]:
     """Metric means over the stressed query set: failed or unasked queries count 0, nothing imputed.
 
@@ -884,7 +912,16 @@ def quality(
 
 
 # -- the whole thing -------------------------------------------------------------------------------
-OUTPUT_FILES = ("journal.jsonl", "summary.json", "failures.jsonl", "run.trec", "status.jsonl", "per_query.tsv", "report.md", "report.html")
+OUTPUT_FILES = (
+    "journal.jsonl",
+    "summary.json",
+    "failures.jsonl",
+    "run.trec",
+    "status.jsonl",
+    "per_query.tsv",
+    "report.md",
+    "report.html",
+)
 
 
 @dataclass
@@ -919,7 +956,12 @@ class _Stress:
         self.config, self.out, self.retriever, self.ds, self.qids = config, out, retriever, dataset, qids
         self.s = config.load
         self.qrels = dataset.split(config.dataset.split)
-        self.journal = Journal(out / "journal.jsonl", config.fingerprint(), batch_size=1 << 30, meta={"system": retriever.name, "dataset": dataset.name})
+        self.journal = Journal(
+            out / "journal.jsonl",
+            config.fingerprint(),
+            batch_size=1 << 30,
+            meta={"system": retriever.name, "dataset": dataset.name},
+        )
         self.ingest_failures: list[dict[str, Any]] = []
         self.summary: dict[str, Any] = {
             "system": retriever.name,
@@ -953,7 +995,11 @@ class _Stress:
         sm["failures_recorded"] = len(fails)
         sm["first_failure"] = fails[0] if fails else None
         sm["stopped"] = stop_reason
-        sm["journal"] = {"records": len(self.journal), "torn_lines_dropped": self.journal.torn, "duplicates": self.journal.duplicates}
+        sm["journal"] = {
+            "records": len(self.journal),
+            "torn_lines_dropped": self.journal.torn,
+            "duplicates": self.journal.duplicates,
+        }
         over = failed / max(len(requests), 1) > self.s.allowed_failure_rate or bool(self.ingest_failures)
         sm["exit_code"] = EXIT_BACKEND if over else EXIT_OK
         write_json(self.out / "summary.json", sm)
@@ -971,7 +1017,20 @@ class _Stress:
             seg = uuid.uuid4().hex[:8]
             info: dict[str, Any] = {"stopped": None}
             if s.warmup:
-                info = drive(self.retriever, self.ds.queries, self.qids, self.config.k, ids, n, s, c, j, phase="warmup", count=s.warmup, seg=seg)
+                info = drive(
+                    self.retriever,
+                    self.ds.queries,
+                    self.qids,
+                    self.config.k,
+                    ids,
+                    n,
+                    s,
+                    c,
+                    j,
+                    phase="warmup",
+                    count=s.warmup,
+                    seg=seg,
+                )
             if not info["stopped"]:
                 info = drive(self.retriever, self.ds.queries, self.qids, self.config.k, ids, n, s, c, j, seg=seg)
             j.append(f"{c}:done", type="level_done", level=c, stopped=info["stopped"])
@@ -1010,7 +1069,7 @@ def run_stress(
             (out / name).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     if dataset is None:
-        from retbench.experiment import prepare_dataset
+        from retbench.studies.benchmark import prepare_dataset
 
         dataset, queries = prepare_dataset(config.dataset)
         qids = list(queries)
@@ -1018,7 +1077,9 @@ def run_stress(
         qrels = dataset.split(config.dataset.split)
         qids = [q for q in dataset.queries if q in qrels]
     if not qids:
-        raise ConfigError(f"no judged queries in split {config.dataset.split!r}", path=config.source, field="datasets[0].split")
+        raise ConfigError(
+            f"no judged queries in split {config.dataset.split!r}", path=config.source, field="datasets[0].split"
+        )
     own = retriever is None
     retriever = retriever or build_retriever(config)
     st = _Stress(config, out, retriever, dataset, qids)
@@ -1042,7 +1103,10 @@ def run_stress(
         stop: str | None = None
         last: tuple[Run, Any] | None = None
         for c in s.levels:
-            echo(f"concurrency {c}: warm-up {s.warmup}, then " + (f"{s.duration_s} s" if s.duration_s else f"{s.requests or len(qids)} requests"))
+            echo(
+                f"concurrency {c}: warm-up {s.warmup}, then "
+                + (f"{s.duration_s} s" if s.duration_s else f"{s.requests or len(qids)} requests")
+            )
             fig, run, ev = st.level(c)
             st.summary["levels"].append(fig)
             last = (run, ev)
@@ -1079,7 +1143,9 @@ def _level_line(fig: Mapping[str, Any]) -> str:
     p99 = f"{lat['p99']:.2f}" if lat["p99"] is not None else "-"
     q = fig.get("quality") or {}
     first = next(iter(q.get("metrics", {}).items()), None)
-    score = f", {first[0]} {_num(first[1]['mean'])} (scored {q['scored']} of {q['of']}; failed count 0)" if first else ""
+    score = (
+        f", {first[0]} {_num(first[1]['mean'])} (scored {q['scored']} of {q['of']}; failed count 0)" if first else ""
+    )
     return f"concurrency {fig['concurrency']}: {fig['completed']} requests, {qps} QPS, p50 {p50} ms, p99 {p99} ms, {fig['failed']} failed{score}"
 
 
@@ -1123,10 +1189,15 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     ing = summary.get("ingest") or {}
     if ing:
         rate = f"{ing['docs_per_s']:.0f} docs/s" if ing.get("docs_per_s") else "–"
-        lines.append(f"Ingestion: {ing.get('written')} of {ing.get('documents')} documents written in {ing.get('batches')} batch(es), {rate}.")
+        lines.append(
+            f"Ingestion: {ing.get('written')} of {ing.get('documents')} documents written in {ing.get('batches')} batch(es), {rate}."
+        )
         if ing.get("first_failure"):
             f = ing["first_failure"]
-            lines += ["", f"**Ingestion failed** at batch {f['batch']} (documents {f['docs'][0]}–{f['docs'][1]}): `{f['exc_type']}: {f['message']}`"]
+            lines += [
+                "",
+                f"**Ingestion failed** at batch {f['batch']} (documents {f['docs'][0]}–{f['docs'][1]}): `{f['exc_type']}: {f['message']}`",
+            ]
         lines.append("")
     levels = summary.get("levels") or []
     if levels:
@@ -1146,7 +1217,13 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         lines.append("Quality on the stressed responses (failed and unasked queries count 0; nothing imputed):")
         lines.append("")
         metrics = list(summary.get("metrics") or [])
-        lines += ["| concurrency | scored | " + " | ".join(metrics) + " | " + " | ".join(f"{m} (success-only)" for m in metrics) + " |"]
+        lines += [
+            "| concurrency | scored | "
+            + " | ".join(metrics)
+            + " | "
+            + " | ".join(f"{m} (success-only)" for m in metrics)
+            + " |"
+        ]
         lines += ["|---:|---|" + "---:|" * (2 * len(metrics))]
         for f in levels:
             q = f.get("quality") or {}
@@ -1165,8 +1242,10 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
                 kinds[f"error attempts: {t}"] = kinds.get(f"error attempts: {t}", 0) + n
         retries = sum(f["retries"] for f in levels)
         recovered = sum(f["recovered_by_retry"] for f in levels)
-        lines.append(f"Failures: {summary.get('failed', 0)} of {summary.get('requests', 0)} requests ({_pct(summary.get('failure_rate', 0.0))}); "
-                     f"{retries} retries, {recovered} requests recovered by a retry (every attempt is in failures.jsonl).")
+        lines.append(
+            f"Failures: {summary.get('failed', 0)} of {summary.get('requests', 0)} requests ({_pct(summary.get('failure_rate', 0.0))}); "
+            f"{retries} retries, {recovered} requests recovered by a retry (every attempt is in failures.jsonl)."
+        )
         if any(kinds.values()):
             lines += ["", "| failure | count |", "|---|---:|"]
             lines += [f"| {k} | {n} |" for k, n in kinds.items() if n]
@@ -1183,7 +1262,9 @@ def _num(v: float | None) -> str:
     return "–" if v is None else f"{v:.4f}"
 
 
-def _svg_lines(xs: Sequence[str], series: Mapping[str, Sequence[float | None]], title: str, w: int = 420, h: int = 220) -> str:
+def _svg_lines(
+    xs: Sequence[str], series: Mapping[str, Sequence[float | None]], title: str, w: int = 420, h: int = 220
+) -> str:
     """A small dependency-free line chart: one polyline per series over evenly spaced levels."""
     import html
 
@@ -1199,23 +1280,31 @@ def _svg_lines(xs: Sequence[str], series: Mapping[str, Sequence[float | None]], 
         return pad_t + (h - pad_t - pad_b) * (1 - v / top)
 
     colors = ("#1f77b4", "#ff7f0e", "#d62728", "#2ca02c")
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" aria-label="{html.escape(title)}">',
-           f'<text x="{w / 2}" y="15" text-anchor="middle" font-size="12">{html.escape(title)}</text>',
-           f'<line x1="{pad_l}" y1="{h - pad_b}" x2="{w - pad_r}" y2="{h - pad_b}" stroke="#999"/>',
-           f'<line x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{h - pad_b}" stroke="#999"/>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" aria-label="{html.escape(title)}">',
+        f'<text x="{w / 2}" y="15" text-anchor="middle" font-size="12">{html.escape(title)}</text>',
+        f'<line x1="{pad_l}" y1="{h - pad_b}" x2="{w - pad_r}" y2="{h - pad_b}" stroke="#999"/>',
+        f'<line x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{h - pad_b}" stroke="#999"/>',
+    ]
     for frac in (0.0, 0.5, 1.0):
         v = top * frac
         out.append(f'<text x="{pad_l - 4}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="10">{v:.3g}</text>')
     for i, label in enumerate(xs):
-        out.append(f'<text x="{x(i):.1f}" y="{h - pad_b + 14}" text-anchor="middle" font-size="10">{html.escape(label)}</text>')
+        out.append(
+            f'<text x="{x(i):.1f}" y="{h - pad_b + 14}" text-anchor="middle" font-size="10">{html.escape(label)}</text>'
+        )
     out.append(f'<text x="{w / 2}" y="{h - 4}" text-anchor="middle" font-size="10">concurrency</text>')
     for j, (name, s) in enumerate(series.items()):
         pts = [(x(i), y(v)) for i, v in enumerate(s) if v is not None]
         color = colors[j % len(colors)]
         if pts:
-            out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in pts)}"/>')
+            out.append(
+                f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in pts)}"/>'
+            )
             out += [f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3" fill="{color}"/>' for a, b in pts]
-        out.append(f'<text x="{pad_l + 8 + 70 * j}" y="{pad_t + 10}" font-size="10" fill="{color}">{html.escape(name)}</text>')
+        out.append(
+            f'<text x="{pad_l + 8 + 70 * j}" y="{pad_t + 10}" font-size="10" fill="{color}">{html.escape(name)}</text>'
+        )
     out.append("</svg>")
     return "".join(out)
 
@@ -1244,7 +1333,11 @@ def render_html(summary: Mapping[str, Any]) -> str:
             continue
         if line.startswith("|"):
             tag = "td" if table else "th"
-            table.append("<tr>" + "".join(f"<{tag}>{html.escape(c.strip())}</{tag}>" for c in line.strip().strip("|").split("|")) + "</tr>")
+            table.append(
+                "<tr>"
+                + "".join(f"<{tag}>{html.escape(c.strip())}</{tag}>" for c in line.strip().strip("|").split("|"))
+                + "</tr>"
+            )
             continue
         close()
         if line.startswith("## "):

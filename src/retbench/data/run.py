@@ -1,313 +1,20 @@
-"""Plain typed containers: Document, Corpus, Queries, Qrels, Run, Sample.
+"""The Run: the interchange of the product (qid -> ranked doc ids and scores, status, latency).
 
-The Run is the interchange of the whole product (DESIGN.md): every retriever produces one, every
-judge and metric consumes one, and it round-trips through TREC run files so any run can be checked
-with trec_eval. It is stored columnar (flat arrays plus per-query offsets) so that judging and
-metrics are vectorized instead of walking dicts of dicts.
+Every retriever produces one, every judge and metric consumes one, and it round-trips through TREC
+run files so any run can be checked with trec_eval. It is stored columnar (flat arrays plus
+per-query offsets) so that judging and metrics are vectorized instead of walking dicts of dicts.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import Enum
 from itertools import chain, pairwise, repeat
-from types import MappingProxyType
 from typing import Any, Protocol
 
 import numpy as np
 
-from retbench.keys import may_repeat
-
-# How a document's title and text become the one string that is indexed. Recorded in manifests
-# because it changes scores: BEIR joins "title text" with one space and strips the result.
-JOIN_RULES = ("title_space_text", "title_newline_text", "text_only")
-
-
-def join_title_text(title: str, text: str, rule: str = "title_space_text") -> str:
-    """Join a title and a text by a named rule (BEIR's own rule is the default)."""
-    if rule == "text_only":
-        return text
-    if rule == "title_space_text":
-        return (title + " " + text).strip()
-    if rule == "title_newline_text":
-        return (title + "\n" + text).strip()
-    raise ValueError(f"unknown join rule {rule!r}; expected one of {', '.join(JOIN_RULES)}")
-
-
-@dataclass(frozen=True)
-class Document:
-    """One document (or chunk) of a corpus."""
-
-    id: str
-    text: str
-    title: str = ""
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-
-
-class Corpus:
-    """Documents by id, stored as parallel columns.
-
-    Columns may be any sequence (lists, or Arrow-backed lazy columns from `io.hf`) so a corpus of
-    millions of documents need not be materialized as Python objects.
-    """
-
-    def __init__(
-        self,
-        ids: Sequence[str],
-        texts: Sequence[str],
-        titles: Sequence[str] | None = None,
-        metadata: Sequence[Mapping[str, Any]] | None = None,
-        *,
-        join_rule: str = "title_space_text",
-        name: str = "",
-    ) -> None:
-        if titles is not None and len(titles) != len(ids):
-            raise ValueError("titles and ids differ in length")
-        if len(texts) != len(ids):
-            raise ValueError("texts and ids differ in length")
-        if join_rule not in JOIN_RULES:
-            raise ValueError(f"unknown join rule {join_rule!r}; expected one of {', '.join(JOIN_RULES)}")
-        self.ids = ids
-        self.texts = texts
-        self.titles = titles
-        self.metadata = metadata
-        self.join_rule = join_rule
-        self.name = name
-        self._index: dict[str, int] | None = None
-
-    @classmethod
-    def from_documents(cls, docs: Iterable[Document], **kwargs: Any) -> Corpus:
-        docs = list(docs)
-        return cls(
-            [d.id for d in docs],
-            [d.text for d in docs],
-            [d.title for d in docs],
-            [dict(d.metadata) for d in docs],
-            **kwargs,
-        )
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    @property
-    def index(self) -> dict[str, int]:
-        """Position of each id; built on first use."""
-        if self._index is None:
-            self._index = {doc_id: i for i, doc_id in enumerate(self.ids)}
-        return self._index
-
-    def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self.index
-
-    def title(self, i: int) -> str:
-        return self.titles[i] if self.titles is not None else ""
-
-    def document(self, i: int) -> Document:
-        meta = self.metadata[i] if self.metadata is not None else {}
-        return Document(self.ids[i], self.texts[i], self.title(i), meta or {})
-
-    def __getitem__(self, doc_id: str) -> Document:
-        return self.document(self.index[doc_id])
-
-    def __iter__(self) -> Iterator[Document]:
-        for i in range(len(self)):
-            yield self.document(i)
-
-    def joined(self, i: int) -> str:
-        """The text that gets indexed for document i, by this corpus's join rule."""
-        return join_title_text(self.title(i), self.texts[i], self.join_rule)
-
-    def joined_texts(self) -> list[str]:
-        return [self.joined(i) for i in range(len(self))]
-
-    def subset(self, ids: Iterable[str]) -> Corpus:
-        """A corpus of the given ids, in the given order."""
-        pos = [self.index[i] for i in ids]
-        return Corpus(
-            [self.ids[p] for p in pos],
-            [self.texts[p] for p in pos],
-            [self.title(p) for p in pos],
-            [self.metadata[p] for p in pos] if self.metadata is not None else None,
-            join_rule=self.join_rule,
-            name=self.name,
-        )
-
-    def fingerprint(self) -> str:
-        """Content hash of ids, titles and texts: two corpora with equal fingerprints index the same."""
-        h = hashlib.sha256()
-        h.update(self.join_rule.encode())
-        for i in range(len(self)):
-            for part in (self.ids[i], self.title(i), self.texts[i]):
-                h.update(part.encode("utf-8"))
-                h.update(b"\x1f")
-            h.update(b"\x1e")
-        return h.hexdigest()[:16]
-
-
-class Queries(Mapping[str, str]):
-    """Query id -> query text, in file order, with optional per-query metadata."""
-
-    def __init__(
-        self,
-        texts: Mapping[str, str],
-        metadata: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> None:
-        self._texts = dict(texts)
-        self.metadata: dict[str, Mapping[str, Any]] = dict(metadata or {})
-
-    def __getitem__(self, qid: str) -> str:
-        return self._texts[qid]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._texts)
-
-    def __len__(self) -> int:
-        return len(self._texts)
-
-    @property
-    def ids(self) -> list[str]:
-        return list(self._texts)
-
-    def subset(self, ids: Iterable[str]) -> Queries:
-        ids = [i for i in ids if i in self._texts]
-        return Queries({i: self._texts[i] for i in ids}, {i: self.metadata[i] for i in ids if i in self.metadata})
-
-
-def _all_str(values: np.ndarray) -> bool:
-    """Whether every element of an object array is a str (str.join checks each one's type in C)."""
-    try:
-        "".join(values.tolist())
-    except TypeError:
-        return False
-    return True
-
-
-class Qrels(Mapping[str, Mapping[str, int]]):
-    """Graded relevance judgements: query id -> doc id -> integer grade.
-
-    Grades <= 0 are kept (trec_eval reads them as judged non-relevant) but never count as relevant.
-    Held as columns (query ids, CSR offsets, doc ids, grades), which judging reads directly; the
-    dict of dicts behind the Mapping interface is built on first use.
-    """
-
-    def __init__(self, judgements: Mapping[str, Mapping[str, int]]) -> None:
-        """A snapshot of `judgements`, kept as columns (later changes to the mapping do not show)."""
-        if isinstance(judgements, Qrels):
-            self._set_columns(*judgements._cols)
-            return
-        qids, docs_of = list(judgements), list(judgements.values())
-        lengths = np.fromiter(map(len, docs_of), dtype=np.int64, count=len(docs_of))
-        total = int(lengths.sum())
-        docs = np.fromiter(chain.from_iterable(docs_of), dtype=object, count=total)
-        if not (set(map(type, qids)) <= {str} and set(map(type, docs_of)) <= {dict} and _all_str(docs)):
-            # ids become strings (as in a dict, the last of two ids that read alike wins)
-            canon = {str(q): {str(d): g for d, g in docs.items()} for q, docs in judgements.items()}
-            qids, docs_of = list(canon), list(canon.values())
-            lengths = np.fromiter(map(len, docs_of), dtype=np.int64, count=len(docs_of))
-            total = int(lengths.sum())
-            docs = np.fromiter(chain.from_iterable(docs_of), dtype=object, count=total)
-        try:
-            grades = np.fromiter(chain.from_iterable(map(dict.values, docs_of)), dtype=np.int64, count=total)
-        except (TypeError, ValueError, OverflowError):  # e.g. grades given as strings: int() each
-            try:
-                grades = np.fromiter(map(int, chain.from_iterable(map(dict.values, docs_of))), dtype=np.int64, count=total)
-            except OverflowError:
-                raise ValueError("relevance grades must fit in 64 bits") from None
-        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        self._set_columns(qids, offsets, docs, grades)
-
-    @classmethod
-    def from_columns(cls, query_ids: Sequence[str], offsets: np.ndarray, doc_ids: np.ndarray, grades: np.ndarray) -> Qrels:
-        """From CSR columns: query i judges `doc_ids[offsets[i]:offsets[i + 1]]` with `grades` there.
-
-        The caller guarantees distinct query ids and distinct doc ids within a query.
-        """
-        self = cls.__new__(cls)
-        self._set_columns(query_ids, offsets, doc_ids, grades)
-        return self
-
-    def _set_columns(self, query_ids: Sequence[str], offsets: np.ndarray, doc_ids: np.ndarray, grades: np.ndarray) -> None:
-        self._dict: dict[str, dict[str, int]] | None = None
-        self._cols = (list(query_ids), np.asarray(offsets, dtype=np.int64), np.asarray(doc_ids, dtype=object),
-                      np.asarray(grades, dtype=np.int64))
-        self._rows: dict[str, int] | None = None
-
-    @property
-    def _row(self) -> dict[str, int]:
-        if self._rows is None:
-            self._rows = dict(zip(self._cols[0], range(len(self._cols[0])), strict=True))
-        return self._rows
-
-    @property
-    def _q(self) -> dict[str, dict[str, int]]:
-        if self._dict is None:
-            qids, offsets, docs, grades = self._cols
-            d, g = docs.tolist(), grades.tolist()
-            bounds = offsets.tolist()
-            self._dict = {q: dict(zip(d[a:b], g[a:b], strict=True)) for q, a, b in zip(qids, bounds[:-1], bounds[1:], strict=True)}
-        return self._dict
-
-    def columns(self, query_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(row in `query_ids`, doc id, grade) of every judgement of those queries, row-major."""
-        own, offsets, docs, grades = self._cols
-        if len(query_ids) == len(own) and list(query_ids) == own:  # all of them, in order (as evaluate asks)
-            return np.repeat(np.arange(len(own), dtype=np.int64), np.diff(offsets)), docs, grades
-        at = np.fromiter(map(self._row.get, query_ids, repeat(-1)), dtype=np.int64, count=len(query_ids))
-        lens = np.where(at >= 0, offsets[at + 1] - offsets[at], 0)
-        rows = np.repeat(np.arange(len(at), dtype=np.int64), lens)
-        take = np.repeat(offsets[at] - np.cumsum(lens) + lens, lens) + np.arange(len(rows), dtype=np.int64)
-        return rows, docs[take], grades[take]
-
-    def __getitem__(self, qid: str) -> Mapping[str, int]:
-        """A read-only view: judging reads the columns, so an edit here could never reach it."""
-        return MappingProxyType(self._q[qid])
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._cols[0])
-
-    def __len__(self) -> int:
-        return len(self._cols[0])
-
-    def __contains__(self, qid: object) -> bool:
-        return qid in self._row
-
-    @property
-    def n_judgements(self) -> int:
-        return len(self._cols[2])
-
-    def relevant(self, qid: str, level: int = 1) -> set[str]:
-        """Doc ids judged at or above `level` for a query."""
-        return {d for d, g in self._q.get(qid, {}).items() if g >= level}
-
-    def grade_histogram(self) -> dict[int, int]:
-        hist: dict[int, int] = {}
-        for docs in self._q.values():
-            for g in docs.values():
-                hist[g] = hist.get(g, 0) + 1
-        return dict(sorted(hist.items()))
-
-    def subset(self, qids: Iterable[str]) -> Qrels:
-        return Qrels({q: self._q[q] for q in qids if q in self._q})
-
-    def to_dict(self) -> dict[str, dict[str, int]]:
-        return {q: dict(d) for q, d in self._q.items()}
-
-
-class QueryStatus(str, Enum):
-    """What happened to one query: only `ok` and `empty` are answers; the rest are failures."""
-
-    OK = "ok"
-    EMPTY = "empty"
-    ERROR = "error"
-    TIMEOUT = "timeout"
-    INVALID = "invalid"
-
-    @property
-    def failed(self) -> bool:
-        return self in (QueryStatus.ERROR, QueryStatus.TIMEOUT, QueryStatus.INVALID)
+from retbench.data.ids import may_repeat
+from retbench.data.status import QueryStatus
 
 
 class LazyIds(Protocol):
@@ -469,7 +176,11 @@ class Run:
         if self._status is not None or self._given_status:
             value = {**{s: s.value for s in QueryStatus}, None: "missing"}
             return list(map(value.__getitem__, map(self.status.get, query_ids)))
-        empty = (self.offsets[1:] == self.offsets[:-1])[np.maximum(rows, 0)] if len(self.query_ids) else np.zeros(len(rows), dtype=bool)
+        empty = (
+            (self.offsets[1:] == self.offsets[:-1])[np.maximum(rows, 0)]
+            if len(self.query_ids)
+            else np.zeros(len(rows), dtype=bool)
+        )
         codes = np.where(rows < 0, 0, np.where(empty, 2, 1))
         return np.array(["missing", "ok", "empty"], dtype=object)[codes].tolist()
 
@@ -545,7 +256,14 @@ class Run:
             offsets_list.append(len(docs))
         doc_arr = np.empty(len(docs), dtype=object)
         doc_arr[:] = docs
-        return cls(qids, np.asarray(offsets_list, dtype=np.int64), doc_arr, np.asarray(values, dtype=np.float64), _owned=True, **kwargs)
+        return cls(
+            qids,
+            np.asarray(offsets_list, dtype=np.int64),
+            doc_arr,
+            np.asarray(values, dtype=np.float64),
+            _owned=True,
+            **kwargs,
+        )
 
     @classmethod
     def empty(cls, name: str = "") -> Run:
@@ -604,7 +322,9 @@ class Run:
         self.doc_ids, self.scores = self.doc_ids[keep], self.scores[keep]
         if self._doc_key is not None:
             self._doc_key = self._doc_key[keep]
-        self.offsets = np.concatenate([[0], np.cumsum(np.bincount(qidx[keep], minlength=len(self.query_ids)))]).astype(np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(np.bincount(qidx[keep], minlength=len(self.query_ids)))]).astype(
+            np.int64
+        )
 
     def _break_ties(self, tied: np.ndarray) -> None:
         """Order each run of equal scores within a query by doc id descending (trec_eval), touching only ties."""
@@ -658,7 +378,10 @@ class Run:
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         docs, scores, bounds = self.doc_ids.tolist(), self.scores.tolist(), self.offsets.tolist()
-        return {q: dict(zip(docs[a:b], scores[a:b], strict=True)) for q, (a, b) in zip(self.query_ids, pairwise(bounds), strict=True)}
+        return {
+            q: dict(zip(docs[a:b], scores[a:b], strict=True))
+            for q, (a, b) in zip(self.query_ids, pairwise(bounds), strict=True)
+        }
 
     @property
     def depth(self) -> int:
@@ -684,7 +407,11 @@ class Run:
         """Keep at most `depth` docs per query."""
         counts = np.minimum(np.diff(self.offsets), depth)
         starts = self.offsets[:-1]
-        idx = np.concatenate([np.arange(s, s + c) for s, c in zip(starts, counts, strict=True)]) if len(counts) else np.zeros(0, dtype=np.int64)
+        idx = (
+            np.concatenate([np.arange(s, s + c) for s, c in zip(starts, counts, strict=True)])
+            if len(counts)
+            else np.zeros(0, dtype=np.int64)
+        )
         idx = idx.astype(np.int64)
         run = Run(
             self.query_ids,
@@ -704,7 +431,11 @@ class Run:
         """The given queries (those present), in the given order."""
         keep = [q for q in qids if q in self._pos]
         parts = [self._slice(q) for q in keep]
-        idx = np.concatenate([np.arange(s.start, s.stop) for s in parts]).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+        idx = (
+            np.concatenate([np.arange(s.start, s.stop) for s in parts]).astype(np.int64)
+            if parts
+            else np.zeros(0, dtype=np.int64)
+        )
         offsets = np.concatenate([[0], np.cumsum([s.stop - s.start for s in parts])]).astype(np.int64)
         return Run(
             keep,
@@ -797,42 +528,3 @@ class RunBuilder:
             name=self.name,
             _owned=True,
         )
-
-
-@dataclass
-class Sample:
-    """One golden-set case: a question, its relevant ids (with gains), and options.
-
-    `expected` maps doc id -> gain; a list of ids in the file becomes gain 1 each.
-    `support_groups` lists the groups of ids a multi-hop question needs (recall_all).
-    """
-
-    id: str
-    input: str
-    expected: dict[str, int]
-    k: int | None = None
-    tags: list[str] = field(default_factory=list)
-    category: str | None = None
-    answer: str | None = None
-    support_groups: list[list[str]] | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Dataset:
-    """A corpus with its queries and per-split judgements, and what loading noticed about it."""
-
-    name: str
-    corpus: Corpus
-    queries: Queries
-    qrels: dict[str, Qrels]
-    path: str = ""
-    problems: list[str] = field(default_factory=list)
-
-    def split(self, split: str) -> Qrels:
-        if split not in self.qrels:
-            from retbench.errors import InputError
-
-            have = ", ".join(sorted(self.qrels)) or "none"
-            raise InputError(f"no qrels split {split!r} (have: {have})", path=self.path, field="split")
-        return self.qrels[split]

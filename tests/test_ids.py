@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retbench import keys as K
+from retbench.data import ids as K
 
 ids = st.text(alphabet=st.sampled_from("ab\x00é-9"), min_size=0, max_size=20)
 
@@ -52,7 +52,9 @@ def test_may_repeat_is_exact_against_brute_force():
         # a tiny key space packs many keys into one slot (three-way collisions, several rounds)
         offsets, keys = _csr(rng, int(rng.integers(0, 30)), int(rng.choice([3, 50, 2**40])), int(rng.choice([5, 40])))
         if trial % 2:  # rankings without repeats, the common case
-            keys = np.concatenate([rng.permutation(64)[: b - a] * 7919 for a, b in itertools.pairwise(offsets)] or [np.zeros(0)]).astype(np.uint64)
+            keys = np.concatenate(
+                [rng.permutation(64)[: b - a] * 7919 for a, b in itertools.pairwise(offsets)] or [np.zeros(0)]
+            ).astype(np.uint64)
         brute = any(len(set(keys[a:b].tolist())) < b - a for a, b in itertools.pairwise(offsets))
         assert K.may_repeat(offsets, keys) == brute
 

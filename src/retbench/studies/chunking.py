@@ -39,14 +39,28 @@ from typing import Any
 
 import numpy as np
 
-from retbench.chunking import Chunker, ChunkSet, HFTokenizer, make_chunker, make_tokenizer
+from retbench.chunkers import Chunker, ChunkSet, HFTokenizer, make_chunker, make_tokenizer
 from retbench.errors import ConfigError
 from retbench.report.markdown import md_table
-from retbench.results import SystemDir, machine, package_versions, save_run, write_json
+from retbench.results import SystemDir, save_run, write_json
+from retbench.studies.manifest import machine, package_versions
 
 TOP_KEYS = {
-    "name", "output", "dataset", "max_queries", "depth", "metrics", "token_k", "budgets", "tokenizer",
-    "max_seq_length", "relevance", "chunkers", "systems", "batch_size", "description",
+    "name",
+    "output",
+    "dataset",
+    "max_queries",
+    "depth",
+    "metrics",
+    "token_k",
+    "budgets",
+    "tokenizer",
+    "max_seq_length",
+    "relevance",
+    "chunkers",
+    "systems",
+    "batch_size",
+    "description",
 }
 DEFAULT_METRICS = ["recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10", "P@5"]
 SEPARATOR = "+"
@@ -75,16 +89,27 @@ class ChunkingConfig:
     def pair_hash(self, chunker: dict[str, Any], system: dict[str, Any]) -> str:
         """What one pair's results depend on: resume reuses only results with the same hash."""
         blob = {
-            "chunker": chunker, "system": system, "dataset": self.dataset, "max_queries": self.max_queries,
-            "depth": self.depth, "metrics": self.metrics, "token_k": self.token_k, "budgets": self.budgets,
-            "tokenizer": self.tokenizer, "max_seq_length": self.max_seq_length,
+            "chunker": chunker,
+            "system": system,
+            "dataset": self.dataset,
+            "max_queries": self.max_queries,
+            "depth": self.depth,
+            "metrics": self.metrics,
+            "token_k": self.token_k,
+            "budgets": self.budgets,
+            "tokenizer": self.tokenizer,
+            "max_seq_length": self.max_seq_length,
             "relevance": [self.min_chars, self.min_fraction],
         }
         return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _positive_ints(value: Any, source: str, fld: str) -> list[int]:
-    if not isinstance(value, list) or not value or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value):
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+    ):
         raise ConfigError("must be a non-empty list of positive integers", path=source, field=fld)
     return list(value)
 
@@ -112,7 +137,9 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
         raise ConfigError("a chunking config must be a mapping", path=source)
     extra = sorted(set(raw) - TOP_KEYS)
     if extra:
-        raise ConfigError(f"unknown key {extra[0]!r}; allowed: {', '.join(sorted(TOP_KEYS))}", path=source, field=extra[0])
+        raise ConfigError(
+            f"unknown key {extra[0]!r}; allowed: {', '.join(sorted(TOP_KEYS))}", path=source, field=extra[0]
+        )
     dataset = raw.get("dataset", "chunking_eval")
     if not isinstance(dataset, str) or not dataset:
         raise ConfigError("give a chunking set name or folder", path=source, field="dataset")
@@ -127,7 +154,11 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
     for i, s in enumerate(systems):
         extra = sorted(set(s) - {"name", "adapter", "params"})
         if extra:
-            raise ConfigError(f"unknown key {extra[0]!r}; allowed: adapter, name, params", path=source, field=f"systems[{i}].{extra[0]}")
+            raise ConfigError(
+                f"unknown key {extra[0]!r}; allowed: adapter, name, params",
+                path=source,
+                field=f"systems[{i}].{extra[0]}",
+            )
         if not isinstance(s.get("params", {}) or {}, dict):
             raise ConfigError("params must be a mapping", path=source, field=f"systems[{i}].params")
         from retbench.retrievers.base import resolve_factory
@@ -198,18 +229,24 @@ def pair_columns(cfg: ChunkingConfig) -> list[str]:
     """Per-query columns besides the metrics: character-level scores at each k and the budget view."""
     cols = [f"token_{m}@{k}" for k in cfg.token_k for m in ("precision", "recall", "iou")]
     for b in cfg.budgets:
-        cols += [f"{m}{budget_label(b)}" for m in ("chunks", "recall", "mrr", "token_precision", "token_recall", "token_iou")]
+        cols += [
+            f"{m}{budget_label(b)}" for m in ("chunks", "recall", "mrr", "token_precision", "token_recall", "token_iou")
+        ]
     return cols
 
 
 def score_pair(run: Any, chunks: ChunkSet, spans: dict, cfg: ChunkingConfig, system: str) -> Any:
     """Judge a chunk run by spans: the config's metrics, character-level P/R/IoU and the budget view."""
     from retbench.evaluation import Evaluation
-    from retbench.judges import budget_cutoffs, evaluate_judgement, judge_spans, overlap_scores
+    from retbench.metrics.judges import budget_cutoffs, evaluate_judgement, judge_spans, overlap_scores
 
     judgement = judge_spans(run, chunks, spans, min_chars=cfg.min_chars, min_fraction=cfg.min_fraction)
     ev = evaluate_judgement(judgement, run, cfg.metrics, system=system)
-    rows = np.asarray([judgement.query_ids.index(q) for q in ev.query_ids], dtype=np.int64) if ev.query_ids else np.zeros(0, np.int64)
+    rows = (
+        np.asarray([judgement.query_ids.index(q) for q in ev.query_ids], dtype=np.int64)
+        if ev.query_ids
+        else np.zeros(0, np.int64)
+    )
     extra: list[np.ndarray] = []
     for k in cfg.token_k:
         s = overlap_scores(run, chunks, spans, k)
@@ -217,11 +254,24 @@ def score_pair(run: Any, chunks: ChunkSet, spans: dict, cfg: ChunkingConfig, sys
     for b in cfg.budgets:
         cut = budget_cutoffs(run, chunks, judgement.query_ids, b)
         s = overlap_scores(run, chunks, spans, cut)
-        extra += [cut.astype(np.float64), judgement.recall(cut), judgement.mrr(cut), s["precision"], s["recall"], s["iou"]]
+        extra += [
+            cut.astype(np.float64),
+            judgement.recall(cut),
+            judgement.mrr(cut),
+            s["precision"],
+            s["recall"],
+            s["iou"],
+        ]
     values = np.column_stack([ev.values, *(x[rows] for x in extra)]) if extra else ev.values
     return Evaluation(
-        system=system, metrics=[*ev.metrics, *pair_columns(cfg)], query_ids=ev.query_ids, values=values,
-        status=ev.status, skipped=ev.skipped, n_duplicates=ev.n_duplicates, unjudged=ev.unjudged,
+        system=system,
+        metrics=[*ev.metrics, *pair_columns(cfg)],
+        query_ids=ev.query_ids,
+        values=values,
+        status=ev.status,
+        skipped=ev.skipped,
+        n_duplicates=ev.n_duplicates,
+        unjudged=ev.unjudged,
     )
 
 
@@ -288,10 +338,16 @@ def run_chunking(cfg: ChunkingConfig, *, force: bool = False, log: Progress = pr
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "versions": package_versions(),
         "machine": machine(),
-        "datasets": [{
-            "name": ev.name, "path": ev.path, "documents": len(ev.corpus), "queries": len(queries),
-            "gold_spans": sum(len(s) for s in spans.values()), "corpus_fingerprint": ev.corpus.fingerprint(),
-        }],
+        "datasets": [
+            {
+                "name": ev.name,
+                "path": ev.path,
+                "documents": len(ev.corpus),
+                "queries": len(queries),
+                "gold_spans": sum(len(s) for s in spans.values()),
+                "corpus_fingerprint": ev.corpus.fingerprint(),
+            }
+        ],
         "relevance": {"judge": "spans", "min_chars": cfg.min_chars, "min_fraction": cfg.min_fraction},
         "tokenizer": tokenizer.name,
         "max_seq_length": cfg.max_seq_length,
@@ -304,22 +360,46 @@ def run_chunking(cfg: ChunkingConfig, *, force: bool = False, log: Progress = pr
     retrievers: dict[str, Any] = {}
     try:
         for cblock in cfg.chunkers:
-            chunker: Chunker = make_chunker({k: v for k, v in cblock.items()} | {"tokenizer": cblock.get("tokenizer", tokenizer)})
+            chunker: Chunker = make_chunker(
+                {k: v for k, v in cblock.items()} | {"tokenizer": cblock.get("tokenizer", tokenizer)}
+            )
             t0 = time.perf_counter()
             chunks = chunker.chunk_corpus(ev.corpus)
             chunk_seconds = round(time.perf_counter() - t0, 3)
             stats = chunks.stats(max_tokens=max_content)
             stats["chunk_seconds"] = chunk_seconds
             manifest["chunkers"][chunker.name] = {"describe": chunker.describe(), "stats": stats}
-            write_json(out / "chunkers" / f"{chunker.name}.json", {"describe": chunker.describe(), "stats": stats,
-                                                                    "docs_without_chunks": chunks.docs_without_chunks()})
-            log(f"{chunker.name}: {stats['n_chunks']} chunks in {chunk_seconds}s "
-                f"(tokens mean {stats.get('tokens_mean', 0):.0f}, over {max_content}: {stats.get('chunks_over_max', 0)})")
+            write_json(
+                out / "chunkers" / f"{chunker.name}.json",
+                {"describe": chunker.describe(), "stats": stats, "docs_without_chunks": chunks.docs_without_chunks()},
+            )
+            log(
+                f"{chunker.name}: {stats['n_chunks']} chunks in {chunk_seconds}s "
+                f"(tokens mean {stats.get('tokens_mean', 0):.0f}, over {max_content}: {stats.get('chunks_over_max', 0)})"
+            )
             corpus = chunks.to_corpus(name=f"{ev.name}/{chunker.name}")
             for sblock in cfg.systems:
                 key = f"{chunker.name}{SEPARATOR}{sblock['name']}"
-                pairs.append(_run_pair(key, chunker.name, cblock, sblock, chunks, corpus, queries, spans, stats,
-                                       cfg, retrievers, metrics_json, manifest, force, log, create))
+                pairs.append(
+                    _run_pair(
+                        key,
+                        chunker.name,
+                        cblock,
+                        sblock,
+                        chunks,
+                        corpus,
+                        queries,
+                        spans,
+                        stats,
+                        cfg,
+                        retrievers,
+                        metrics_json,
+                        manifest,
+                        force,
+                        log,
+                        create,
+                    )
+                )
     finally:
         for r in retrievers.values():
             r.close()
@@ -330,8 +410,21 @@ def run_chunking(cfg: ChunkingConfig, *, force: bool = False, log: Progress = pr
 
 
 def _run_pair(
-    key: str, chunker_name: str, cblock: dict, sblock: dict, chunks: ChunkSet, corpus: Any, queries: Any, spans: dict,
-    stats: dict, cfg: ChunkingConfig, retrievers: dict, metrics_json: dict, manifest: dict, force: bool, log: Progress,
+    key: str,
+    chunker_name: str,
+    cblock: dict,
+    sblock: dict,
+    chunks: ChunkSet,
+    corpus: Any,
+    queries: Any,
+    spans: dict,
+    stats: dict,
+    cfg: ChunkingConfig,
+    retrievers: dict,
+    metrics_json: dict,
+    manifest: dict,
+    force: bool,
+    log: Progress,
     create: Callable[..., Any],
 ) -> PairOutcome:
     outcome = PairOutcome(key, chunker_name, sblock["name"])
@@ -350,7 +443,9 @@ def _run_pair(
         retrievers[name] = create(sblock["adapter"], sblock.get("params") or {}, name=name, where=cfg.source)
     retriever = retrievers[name]
     encoder = _encoder_of(retriever)
-    before = (encoder.stats.by_role["document"]["encoded"], encoder.stats.by_role["query"]["encoded"]) if encoder else (0, 0)
+    before = (
+        (encoder.stats.by_role["document"]["encoded"], encoder.stats.by_role["query"]["encoded"]) if encoder else (0, 0)
+    )
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     try:
@@ -387,17 +482,31 @@ def _run_pair(
     summary["chunks"] = {k: v for k, v in stats.items() if k != "chunk_seconds"}
     summary["timings"] = {"chunk_seconds": stats["chunk_seconds"], **timings, **encode}
     summary["coverage"] = {
-        "answered": judged - outcome.failed_queries - missing, "judged": judged, "failed": outcome.failed_queries,
-        "missing": missing, "skipped_no_relevant": len(evaluation.skipped), "mode": evaluation.mode,
+        "answered": judged - outcome.failed_queries - missing,
+        "judged": judged,
+        "failed": outcome.failed_queries,
+        "missing": missing,
+        "skipped_no_relevant": len(evaluation.skipped),
+        "mode": evaluation.mode,
     }
     sys_manifest = {
-        "chunker": cblock, "adapter": sblock["adapter"], "describe": retriever.describe(),
-        "fingerprint": retriever.fingerprint(), "timings": summary["timings"], "config_hash": chash,
+        "chunker": cblock,
+        "adapter": sblock["adapter"],
+        "describe": retriever.describe(),
+        "fingerprint": retriever.fingerprint(),
+        "timings": summary["timings"],
+        "config_hash": chash,
     }
     metrics_json[key], manifest["systems"][key] = summary, sys_manifest
-    write_json(sysdir.done, {"config_hash": chash, "metrics": summary, "manifest": sys_manifest,
-                             "failed_queries": outcome.failed_queries})
-    log(f"{key}: " + ", ".join(f"{m} {summary[m]:.3f}" for m in cfg.metrics[:4]) + f" ({timings['index_seconds']}s index)")
+    write_json(
+        sysdir.done,
+        {"config_hash": chash, "metrics": summary, "manifest": sys_manifest, "failed_queries": outcome.failed_queries},
+    )
+    log(
+        f"{key}: "
+        + ", ".join(f"{m} {summary[m]:.3f}" for m in cfg.metrics[:4])
+        + f" ({timings['index_seconds']}s index)"
+    )
     return outcome
 
 
@@ -406,29 +515,65 @@ def _f(v: Any, digits: int = 3) -> str:
     return f"{v:.{digits}f}" if isinstance(v, (int, float)) and not isinstance(v, bool) else "—"
 
 
-def summary_rows(cfg: ChunkingConfig, metrics_json: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
+def summary_rows(
+    cfg: ChunkingConfig, metrics_json: dict[str, Any]
+) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
     """(header, rows) of the main table and of the fixed-budget table, formatted for any renderer."""
     k0 = cfg.token_k[0]
-    head = ["chunker", "system", "chunks", "tokens/chunk min / mean / p95 / max", "docs w/o chunk", "over max len",
-            "encode s", *cfg.metrics, f"token P@{k0}", f"token R@{k0}", f"token IoU@{k0}"]
+    head = [
+        "chunker",
+        "system",
+        "chunks",
+        "tokens/chunk min / mean / p95 / max",
+        "docs w/o chunk",
+        "over max len",
+        "encode s",
+        *cfg.metrics,
+        f"token P@{k0}",
+        f"token R@{k0}",
+        f"token IoU@{k0}",
+    ]
     rows, brows = [], []
     bhead = ["budget", "chunker", "system", "chunks used", "recall", "MRR", "token P", "token R", "token IoU"]
     for key, m in metrics_json.items():
         if "error" in m:
-            rows.append([m.get("chunker", key), m.get("system", ""), *(["—"] * (len(head) - 3)), f"failed: {m['error']}"])
+            rows.append(
+                [m.get("chunker", key), m.get("system", ""), *(["—"] * (len(head) - 3)), f"failed: {m['error']}"]
+            )
             continue
         c, t = m["chunks"], m["timings"]
         dist = f"{c.get('tokens_min', '—')} / {_f(c.get('tokens_mean'), 0)} / {_f(c.get('tokens_p95'), 0)} / {c.get('tokens_max', '—')}"
         enc = _f(t.get("encode_seconds"), 1) + (f" ({t['chunks_encoded']} new)" if "chunks_encoded" in t else "")
-        rows.append([m["chunker"], m["system"], str(c["n_chunks"]), dist, str(c["docs_without_chunks"]),
-                     str(c.get("chunks_over_max", "—")), enc if "encode_seconds" in t else "—",
-                     *(_f(m.get(x)) for x in cfg.metrics),
-                     _f(m.get(f"token_precision@{k0}")), _f(m.get(f"token_recall@{k0}")), _f(m.get(f"token_iou@{k0}"))])
+        rows.append(
+            [
+                m["chunker"],
+                m["system"],
+                str(c["n_chunks"]),
+                dist,
+                str(c["docs_without_chunks"]),
+                str(c.get("chunks_over_max", "—")),
+                enc if "encode_seconds" in t else "—",
+                *(_f(m.get(x)) for x in cfg.metrics),
+                _f(m.get(f"token_precision@{k0}")),
+                _f(m.get(f"token_recall@{k0}")),
+                _f(m.get(f"token_iou@{k0}")),
+            ]
+        )
         for b in cfg.budgets:
             s = budget_label(b)
-            brows.append([f"{b} tokens", m["chunker"], m["system"], _f(m.get(f"chunks{s}"), 1), _f(m.get(f"recall{s}")),
-                          _f(m.get(f"mrr{s}")), _f(m.get(f"token_precision{s}")), _f(m.get(f"token_recall{s}")),
-                          _f(m.get(f"token_iou{s}"))])
+            brows.append(
+                [
+                    f"{b} tokens",
+                    m["chunker"],
+                    m["system"],
+                    _f(m.get(f"chunks{s}"), 1),
+                    _f(m.get(f"recall{s}")),
+                    _f(m.get(f"mrr{s}")),
+                    _f(m.get(f"token_precision{s}")),
+                    _f(m.get(f"token_recall{s}")),
+                    _f(m.get(f"token_iou{s}")),
+                ]
+            )
     brows.sort(key=lambda r: (int(r[0].split()[0]), r[2], r[1]))
     return head, rows, bhead, brows
 

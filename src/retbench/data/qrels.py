@@ -1,0 +1,142 @@
+"""Graded relevance judgements held as columns."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import chain, repeat
+from types import MappingProxyType
+
+import numpy as np
+
+
+def _all_str(values: np.ndarray) -> bool:
+    """Whether every element of an object array is a str (str.join checks each one's type in C)."""
+    try:
+        "".join(values.tolist())
+    except TypeError:
+        return False
+    return True
+
+
+class Qrels(Mapping[str, Mapping[str, int]]):
+    """Graded relevance judgements: query id -> doc id -> integer grade.
+
+    Grades <= 0 are kept (trec_eval reads them as judged non-relevant) but never count as relevant.
+    Held as columns (query ids, CSR offsets, doc ids, grades), which judging reads directly; the
+    dict of dicts behind the Mapping interface is built on first use.
+    """
+
+    def __init__(self, judgements: Mapping[str, Mapping[str, int]]) -> None:
+        """A snapshot of `judgements`, kept as columns (later changes to the mapping do not show)."""
+        if isinstance(judgements, Qrels):
+            self._set_columns(*judgements._cols)
+            return
+        qids, docs_of = list(judgements), list(judgements.values())
+        lengths = np.fromiter(map(len, docs_of), dtype=np.int64, count=len(docs_of))
+        total = int(lengths.sum())
+        docs = np.fromiter(chain.from_iterable(docs_of), dtype=object, count=total)
+        if not (set(map(type, qids)) <= {str} and set(map(type, docs_of)) <= {dict} and _all_str(docs)):
+            # ids become strings (as in a dict, the last of two ids that read alike wins)
+            canon = {str(q): {str(d): g for d, g in docs.items()} for q, docs in judgements.items()}
+            qids, docs_of = list(canon), list(canon.values())
+            lengths = np.fromiter(map(len, docs_of), dtype=np.int64, count=len(docs_of))
+            total = int(lengths.sum())
+            docs = np.fromiter(chain.from_iterable(docs_of), dtype=object, count=total)
+        try:
+            grades = np.fromiter(chain.from_iterable(map(dict.values, docs_of)), dtype=np.int64, count=total)
+        except (TypeError, ValueError, OverflowError):  # e.g. grades given as strings: int() each
+            try:
+                grades = np.fromiter(
+                    map(int, chain.from_iterable(map(dict.values, docs_of))), dtype=np.int64, count=total
+                )
+            except OverflowError:
+                raise ValueError("relevance grades must fit in 64 bits") from None
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        self._set_columns(qids, offsets, docs, grades)
+
+    @classmethod
+    def from_columns(
+        cls, query_ids: Sequence[str], offsets: np.ndarray, doc_ids: np.ndarray, grades: np.ndarray
+    ) -> Qrels:
+        """From CSR columns: query i judges `doc_ids[offsets[i]:offsets[i + 1]]` with `grades` there.
+
+        The caller guarantees distinct query ids and distinct doc ids within a query.
+        """
+        self = cls.__new__(cls)
+        self._set_columns(query_ids, offsets, doc_ids, grades)
+        return self
+
+    def _set_columns(
+        self, query_ids: Sequence[str], offsets: np.ndarray, doc_ids: np.ndarray, grades: np.ndarray
+    ) -> None:
+        self._dict: dict[str, dict[str, int]] | None = None
+        self._cols = (
+            list(query_ids),
+            np.asarray(offsets, dtype=np.int64),
+            np.asarray(doc_ids, dtype=object),
+            np.asarray(grades, dtype=np.int64),
+        )
+        self._rows: dict[str, int] | None = None
+
+    @property
+    def _row(self) -> dict[str, int]:
+        if self._rows is None:
+            self._rows = dict(zip(self._cols[0], range(len(self._cols[0])), strict=True))
+        return self._rows
+
+    @property
+    def _q(self) -> dict[str, dict[str, int]]:
+        if self._dict is None:
+            qids, offsets, docs, grades = self._cols
+            d, g = docs.tolist(), grades.tolist()
+            bounds = offsets.tolist()
+            self._dict = {
+                q: dict(zip(d[a:b], g[a:b], strict=True)) for q, a, b in zip(qids, bounds[:-1], bounds[1:], strict=True)
+            }
+        return self._dict
+
+    def columns(self, query_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row in `query_ids`, doc id, grade) of every judgement of those queries, row-major."""
+        own, offsets, docs, grades = self._cols
+        if len(query_ids) == len(own) and list(query_ids) == own:  # all of them, in order (as evaluate asks)
+            return np.repeat(np.arange(len(own), dtype=np.int64), np.diff(offsets)), docs, grades
+        at = np.fromiter(map(self._row.get, query_ids, repeat(-1)), dtype=np.int64, count=len(query_ids))
+        lens = np.where(at >= 0, offsets[at + 1] - offsets[at], 0)
+        rows = np.repeat(np.arange(len(at), dtype=np.int64), lens)
+        take = np.repeat(offsets[at] - np.cumsum(lens) + lens, lens) + np.arange(len(rows), dtype=np.int64)
+        return rows, docs[take], grades[take]
+
+    def __getitem__(self, qid: str) -> Mapping[str, int]:
+        """A read-only view: judging reads the columns, so an edit here could never reach it."""
+        return MappingProxyType(self._q[qid])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._cols[0])
+
+    def __len__(self) -> int:
+        return len(self._cols[0])
+
+    def __contains__(self, qid: object) -> bool:
+        return qid in self._row
+
+    @property
+    def n_judgements(self) -> int:
+        return len(self._cols[2])
+
+    def relevant(self, qid: str, level: int = 1) -> set[str]:
+        """Doc ids judged at or above `level` for a query."""
+        return {d for d, g in self._q.get(qid, {}).items() if g >= level}
+
+    def grade_histogram(self) -> dict[int, int]:
+        hist: dict[int, int] = {}
+        for docs in self._q.values():
+            for g in docs.values():
+                hist[g] = hist.get(g, 0) + 1
+        return dict(sorted(hist.items()))
+
+    def subset(self, qids: Iterable[str]) -> Qrels:
+        return Qrels({q: self._q[q] for q in qids if q in self._q})
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        return {q: dict(d) for q, d in self._q.items()}

@@ -1,0 +1,1 @@
+"""Studies: configs that expand into (dataset x system) cells run by one cell runner."""
