@@ -35,7 +35,9 @@ _ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 class Journal:
     """A JSONL journal of finished work, opened for appending (and resuming)."""
 
-    def __init__(self, path: str | Path, fingerprint: str = "", *, batch_size: int = 64, meta: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, path: str | Path, fingerprint: str = "", *, batch_size: int = 64, meta: Mapping[str, Any] | None = None
+    ) -> None:
         self.path = Path(path)
         self.fingerprint = fingerprint
         self.batch_size = max(1, batch_size)
@@ -49,7 +51,9 @@ class Journal:
         header = self._load()
         self._fh = open(self.path, "ab")  # noqa: SIM115  (held open for appends; closed in close())
         if header is None:
-            self._write_lines([json.dumps({"type": "header", "format": FORMAT, "fingerprint": fingerprint, **(meta or {})})])
+            self._write_lines(
+                [json.dumps({"type": "header", "format": FORMAT, "fingerprint": fingerprint, **(meta or {})})]
+            )
             self.header: dict[str, Any] = {"fingerprint": fingerprint, **(meta or {})}
         else:
             self.header = header
@@ -75,7 +79,9 @@ class Journal:
                     self.torn += 1
                     end -= len(raw) + 1
                     break
-                raise InputError(f"journal line is not a JSON object ({exc}); the journal is corrupt", path=self.path, line=lineno) from None
+                raise InputError(
+                    f"journal line is not a JSON object ({exc}); the journal is corrupt", path=self.path, line=lineno
+                ) from None
             parsed.append(obj)
         if end < len(data):
             with open(self.path, "r+b") as fh:
@@ -199,5 +205,7 @@ def run_from_records(records: Iterable[Mapping[str, Any]], name: str = "") -> Ru
             continue
         seen.add(qid)
         ranking = list(zip(r.get("docs") or [], r.get("scores") or [], strict=True))
-        builder.add(qid, ranking, status=QueryStatus(r.get("status", "ok")), latency=r.get("latency"), error=r.get("error"))
+        builder.add(
+            qid, ranking, status=QueryStatus(r.get("status", "ok")), latency=r.get("latency"), error=r.get("error")
+        )
     return builder.build()

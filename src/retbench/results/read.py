@@ -1,0 +1,87 @@
+"""A results directory read back: systems, their evaluations, runs and the manifest."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from retbench.data import Run
+from retbench.errors import InputError
+
+if TYPE_CHECKING:
+    from retbench.evaluation import Evaluation
+from retbench.results.files import load_run, read_json
+from retbench.results.layout import SystemDir
+
+
+@dataclass
+class Results:
+    """A results directory read back: systems, their evaluations, runs, and the manifest."""
+
+    root: Path
+    manifest: dict[str, Any] = field(default_factory=dict)
+    metrics_json: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def systems(self) -> list[str]:
+        return list(self.metrics_json)
+
+    def system_dir(self, system: str) -> SystemDir:
+        return SystemDir(self.root / "systems" / system)
+
+    def evaluation(self, system: str) -> Evaluation:
+        from retbench.evaluation import Evaluation
+
+        self._check(system)
+        return Evaluation.from_tsv(self.system_dir(system).per_query)
+
+    def run(self, system: str) -> Run:
+        self._check(system)
+        return load_run(self.system_dir(system), name=system)
+
+    def latencies(self, system: str) -> dict[str, float]:
+        return self.run(system).latency
+
+    def aggregates(self, system: str) -> dict[str, Any]:
+        self._check(system)
+        return read_json(self.system_dir(system).aggregates)
+
+    @cached_property
+    def queries(self) -> Mapping[str, str]:
+        """Query texts of the dataset the results were computed on (empty when it cannot be found)."""
+        ds = (self.manifest.get("datasets") or [{}])[0]
+        spec = ds.get("path") or ds.get("name")
+        if not spec:
+            return {}
+        try:
+            from retbench.io.datasets import resolve
+            from retbench.io.files import find_variant
+
+            qpath = find_variant(resolve(spec), "queries.jsonl")
+            if qpath is None:
+                return {}
+            from retbench.io.beir import read_queries
+
+            return read_queries(qpath)
+        except InputError:
+            return {}
+
+    def _check(self, system: str) -> None:
+        if system not in self.metrics_json:
+            raise InputError(
+                f"no system {system!r} in results (have: {', '.join(self.systems)})", path=self.root, field="system"
+            )
+
+
+def load_results(path: str | Path) -> Results:
+    root = Path(path)
+    if not root.is_dir():
+        raise InputError("results directory not found", path=root)
+    metrics_path = root / "metrics.json"
+    if not metrics_path.is_file():
+        raise InputError("not a results directory (no metrics.json)", path=root)
+    manifest = read_json(root / "manifest.json") if (root / "manifest.json").is_file() else {}
+    return Results(root, manifest, read_json(metrics_path))
