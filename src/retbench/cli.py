@@ -390,7 +390,8 @@ def ingest_impact_command(
     """Rank candidate documents by knowledge gain (novelty, metric deltas, affected queries); writes report.md."""
     from rich.table import Table
 
-    from retbench.studies.impact import impact_rows, load_ingest_config, run_ingest
+    from retbench.report.impact import impact_rows
+    from retbench.studies.impact import load_ingest_config, run_ingest
 
     cfg = load_ingest_config(config, output)
     con = console()

@@ -71,10 +71,23 @@ def pp(delta: float | None, digits: int = 1) -> str:
     return f"{text} pp"
 
 
-def num(value: float | None, digits: int = 4) -> str:
+def _missing(value: float | None) -> bool:
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
+
+
+def num(value: float | None, digits: int = 4, missing: str = "n/a") -> str:
+    """0.81234 -> '0.8123'; `missing` stands for None, NaN and infinities."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
+        return missing
     return f"{value:.{digits}f}"
+
+
+def signed(value: float | None, digits: int = 4, missing: str = "–") -> str:
+    """A difference: 0.012 -> '+0.0120', an exact zero -> '0' (nothing changed), None/NaN/inf -> `missing`."""
+    if _missing(value):
+        return missing
+    assert value is not None
+    return "0" if value == 0 else f"{value:+.{digits}f}"
 
 
 def p_short(p: float | None) -> str:

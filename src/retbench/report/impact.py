@@ -1,0 +1,212 @@
+"""The ingestion-impact report (report.md) and its candidates table (also the CLI's terminal table).
+
+The study (`retbench.studies.impact`) returns Impact records and a summary; this module only formats
+them. Differences read signed with four decimals ('0' when nothing changed, '–' when undefined).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from retbench.report import fmt
+from retbench.report.markdown import md_table
+
+if TYPE_CHECKING:
+    from retbench.studies.impact import Impact, IngestConfig
+
+COMPACT = ("#", "document", "group", "status", "gain", "novelty min", "changed", "gained", "lost")
+
+
+def _nearest(i: Impact) -> str:
+    nov = i.novelty
+    if nov is None or nov.nearest_doc is None:
+        return "–"
+    return f"{nov.nearest_doc} ({fmt.num(nov.max_cos, 3)})"
+
+
+def _novelty(i: Impact, what: str) -> str:
+    return fmt.num(getattr(i.novelty, what), 3) if i.novelty else "–"
+
+
+def impact_rows(
+    impacts: Sequence[Impact], metrics: Sequence[str], recall: str, *, compact: bool = False
+) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the candidates table (report.md; `compact` keeps a terminal's width: the gain's
+    recall delta and the columns in COMPACT)."""
+    header = [
+        "#",
+        "document",
+        "group",
+        "status",
+        "gain",
+        "novelty min",
+        "novelty mean",
+        "nearest (cos)",
+        *(f"Δ{m}" for m in metrics),
+        "Δcontext recall",
+        f"own Δ{recall}",
+        "changed",
+        "gained",
+        "lost",
+    ]
+    rows = [
+        [
+            str(n),
+            i.doc_id,
+            i.group,
+            i.status + (f" ({i.duplicate_of})" if i.status == "duplicate" else ""),
+            fmt.num(i.gain),
+            _novelty(i, "min"),
+            _novelty(i, "mean"),
+            _nearest(i),
+            *(fmt.signed(i.deltas.get(m)) for m in metrics),
+            fmt.signed(i.d_context_recall),
+            fmt.signed(i.own_deltas.get(recall)) if i.own_queries else "–",
+            str(len(i.changed)),
+            str(len(i.gained)),
+            str(len(i.lost)),
+        ]
+        for n, i in enumerate(impacts, start=1)
+    ]
+    if compact:
+        keep = [j for j, h in enumerate(header) if h in COMPACT or h == f"Δ{recall}"]
+        return [header[j] for j in keep], [[r[j] for j in keep] for r in rows]
+    return header, rows
+
+
+def _header(
+    cfg: IngestConfig, metrics: Sequence[str], before: Mapping[str, float], summary: Mapping[str, Any], manifest: Any
+) -> list[str]:
+    g = cfg.gain
+    return [
+        f"# Ingestion impact: {cfg.name}",
+        "",
+        f"Dataset {manifest['dataset']['name']} ({manifest['dataset']['split']}, {summary['evaluation_queries']} evaluation queries); "
+        f"knowledge base K = {summary['knowledge_base_documents']} documents; {summary['candidates']} candidates. "
+        f"Retriever `{manifest['retriever'].get('adapter')}`; engine: {summary['engine']}.",
+        "",
+        "With K: " + ", ".join(f"{m} = {fmt.num(v)}" for m, v in before.items()) + ".",
+        "",
+        f"Gain = {g.alpha:g} × Δ{g.recall} + {g.beta:g} × Δcontext recall + {g.gamma:g} × novelty ({g.novelty} over chunks). "
+        "Δ = metric mean over the evaluation queries with K + {d} minus with K; novelty = 1 − best cosine to K's chunks. "
+        "'changed' counts queries whose top-k changed; 'gained'/'lost' those whose "
+        f"{summary.get('affected_by', metrics[0])} went up/down (see candidates.json for the ids).",
+        "",
+    ]
+
+
+def _by_group(alone: Sequence[Impact], metrics: Sequence[str]) -> list[str]:
+    groups = list(dict.fromkeys(i.group for i in alone))
+    if len(groups) <= 1:
+        return []
+    header = ["group", "n", "mean gain", "mean novelty min", *(f"mean Δ{m}" for m in metrics)]
+    header.append("candidates with changed results")
+    rows = []
+    for grp in groups:
+        v = [i for i in alone if i.group == grp]
+        rows.append(
+            [
+                grp,
+                str(len(v)),
+                fmt.num(float(np.mean([i.gain for i in v]))),
+                fmt.num(float(np.mean([i.novelty.min for i in v if i.novelty])), 3),
+                *(fmt.signed(float(np.mean([i.deltas[m] for i in v])), 5) for m in metrics),
+                str(sum(bool(i.changed) for i in v)),
+            ]
+        )
+    return ["## By group", "", md_table(header, rows), ""]
+
+
+def _study_checks(st: Mapping[str, Any], recall: str) -> list[str]:
+    if "gold" not in st:
+        return []
+    gd = st["gold"]
+    lines = [
+        "## Study checks",
+        "",
+        f"- removed gold documents with positive own-query Δ{recall}: {gd['positive_own_delta_recall']} of {gd['n']} "
+        f"(mean own-query Δ{recall} {fmt.signed(gd['mean_own_delta_recall'], 3)}); "
+        f"not positive: {', '.join(gd['zero_or_negative_own_delta_recall']) or 'none'}",
+        f"- gold documents ranked above every other candidate by gain: {gd['ranked_above_every_other_candidate']} of {gd['n']} "
+        f"(lowest gold gain {fmt.num(gd['min_gain'])}, highest other {fmt.num(gd['max_other_gain'])})",
+    ]
+    for grp in ("near_duplicate", "present"):
+        if grp in st:
+            x = st[grp]
+            lines.append(
+                f"- {grp}: novelty < 0.05 for {x['novelty_below_0.05']} of {x['n']} (max {fmt.num(x['max_novelty'])}); "
+                f"Δ{recall} = 0 for {x['recall_unchanged']} of {x['n']}; queries whose top-k changed: {x['results_changed_queries']}"
+            )
+    return [*lines, ""]
+
+
+def _alone(alone: Sequence[Impact], metrics: Sequence[str], summary: Mapping[str, Any], recall: str) -> list[str]:
+    h, rows = impact_rows(alone, metrics, recall)
+    lines = ["## Candidates ranked by gain (each alone against K)", "", md_table(h, rows), ""]
+    lines += ["### Affected queries of the 10 best candidates", ""]
+    for i in alone[:10]:
+        lines.append(
+            f"- {i.doc_id}: changed {len(i.changed)}; gained: {', '.join(i.gained) or 'none'}; "
+            f"lost: {', '.join(i.lost) or 'none'}; own queries: {', '.join(i.own_queries) or 'none'}"
+        )
+    lines.append("")
+    return lines + _by_group(alone, metrics) + _study_checks(summary.get("study", {}), recall)
+
+
+def _sequential(seq: Sequence[Impact], metrics: Sequence[str], order: str) -> list[str]:
+    h = ["step", "document", "group", "status", "gain", "novelty min", *(f"Δ{m}" for m in metrics)]
+    h += ["Δcontext recall", *metrics]
+    rows = []
+    for n, i in enumerate(seq, start=1):
+        a = i.after or {}
+        rows.append(
+            [
+                str(n),
+                i.doc_id,
+                i.group,
+                i.status,
+                fmt.num(i.gain),
+                _novelty(i, "min"),
+                *(fmt.signed(i.deltas.get(m)) for m in metrics),
+                fmt.signed(i.d_context_recall),
+                *(fmt.num(a.get(m)) for m in metrics),
+            ]
+        )
+    return [
+        "## Sequential ingestion (cumulative; metric columns are the means after each step)",
+        "",
+        f"Order: {order}.",
+        "",
+        md_table(h, rows),
+        "",
+    ]
+
+
+def render_report(
+    cfg: IngestConfig,
+    metrics: Sequence[str],
+    before: Mapping[str, float],
+    results: Mapping[str, list[Impact]],
+    summary: Mapping[str, Any],
+    manifest: Mapping[str, Any],
+) -> str:
+    """report.md: the ranked candidates table, group means, study checks, sequential and leave-one-out tables."""
+    recall = cfg.gain.recall
+    lines = _header(cfg, metrics, before, summary, manifest)
+    if "alone" in results:
+        lines += _alone(results["alone"], metrics, summary, recall)
+    if "sequential" in results:
+        lines += _sequential(results["sequential"], metrics, cfg.sequential.get("order", "given"))
+    if "leave_one_out" in results:
+        h, rows = impact_rows(results["leave_one_out"], metrics, recall)
+        lines += [
+            "## Leave-one-out (documents in K: metric with K minus without d; novelty against K without d)",
+            "",
+            md_table(h, rows),
+            "",
+        ]
+    timings = ", ".join(f"{k.removesuffix('_seconds')} {v}" for k, v in manifest["timings"].items())
+    return "\n".join([*lines, f"Timings (s): {timings}", ""])

@@ -1,0 +1,283 @@
+"""The ingestion-impact config: keys, validation (every error names the field) and loading."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from retbench.errors import ConfigError, InputError
+from retbench.metrics.registry import parse_metrics
+from retbench.studies.impact.engine import rank_specs
+from retbench.studies.impact.model import MODES, GainWeights
+
+TOP_KEYS = {
+    "name",
+    "description",
+    "output",
+    "dataset",
+    "retriever",
+    "metrics",
+    "relevance_level",
+    "candidates",
+    "modes",
+    "leave_one_out",
+    "sequential",
+    "novelty",
+    "context_recall",
+    "gain",
+    "dedupe",
+    "affected_by",
+    "engine",
+    "encoder",
+    "seed",
+}
+DATASET_KEYS = {"name", "path", "split", "max_queries", "join_rule", "seed"}
+SOURCE_KEYS = {
+    "file": {"kind", "path", "group"},
+    "holdout": {"kind", "n", "seed", "group"},
+    "gold": {"kind", "queries", "seed", "group"},
+    "present": {"kind", "n", "seed", "group"},
+    "near_duplicate": {"kind", "n", "edits", "seed", "group"},
+}
+REMOVING = ("holdout", "gold")  # sources that take documents out of K before the others sample from it
+ENGINES = ("auto", "incremental", "rebuild", "reindex")
+
+
+@dataclass
+class IngestConfig:
+    """A validated ingestion-impact experiment (see configs/ingest.yaml for every key)."""
+
+    name: str
+    output: Path
+    dataset: dict[str, Any]
+    retriever: dict[str, Any]
+    metrics: list[str]
+    candidates: list[dict[str, Any]]
+    modes: list[str]
+    relevance_level: int = 1
+    leave_one_out: dict[str, Any] = field(default_factory=dict)
+    sequential: dict[str, Any] = field(default_factory=dict)
+    novelty: dict[str, Any] = field(default_factory=dict)
+    context_recall: dict[str, Any] | None = None
+    gain: GainWeights = field(default_factory=GainWeights)
+    dedupe: str = "text"
+    affected_by: str | None = None
+    engine: str = "auto"
+    encoder: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    source: str = ""
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def _req(cond: bool, msg: str, path: str, fld: str) -> None:
+    if not cond:
+        raise ConfigError(msg, path=path, field=fld)
+
+
+def _keys(obj: Mapping[str, Any], allowed: set[str], path: str, where: str) -> None:
+    extra = sorted(set(obj) - allowed)
+    if extra:
+        raise ConfigError(
+            f"unknown key {extra[0]!r}; allowed: {', '.join(sorted(allowed))}", path=path, field=f"{where}{extra[0]}"
+        )
+
+
+def _pos_int(v: Any, path: str, fld: str) -> int:
+    _req(isinstance(v, int) and not isinstance(v, bool) and v > 0, "must be a positive integer", path, fld)
+    return int(v)
+
+
+def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path | None = None) -> IngestConfig:
+    """Validate an ingestion config mapping; every error names the field."""
+    src = source
+    _req(isinstance(raw, dict), "an ingestion config must be a mapping", src, "<top>")
+    _keys(raw, TOP_KEYS, src, "")
+    ds = raw.get("dataset", "scifact")
+    ds = {"name": ds} if isinstance(ds, str) else ds
+    _req(isinstance(ds, dict) and bool(ds.get("name") or ds.get("path")), "give a dataset name or path", src, "dataset")
+    _keys(ds, DATASET_KEYS, src, "dataset.")
+    if ds.get("max_queries") is not None:
+        _pos_int(ds["max_queries"], src, "dataset.max_queries")
+    ret = raw.get("retriever") or {
+        "adapter": "dense",
+        "params": {"index": "flat_ip", "normalize": True, "max_seq_length": 256},
+    }
+    _req(
+        isinstance(ret, dict) and isinstance(ret.get("adapter"), str),
+        "retriever needs an adapter",
+        src,
+        "retriever.adapter",
+    )
+    _keys(ret, {"name", "adapter", "params"}, src, "retriever.")
+    _req(isinstance(ret.get("params", {}) or {}, dict), "params must be a mapping", src, "retriever.params")
+    metrics = raw.get("metrics", ["recall@10", "ndcg@10", "mrr@10"])
+    _req(
+        isinstance(metrics, list) and all(isinstance(m, str) for m in metrics),
+        "metrics must be a list of names",
+        src,
+        "metrics",
+    )
+    try:
+        specs = rank_specs(metrics)
+    except ConfigError as exc:
+        raise ConfigError(exc.reason, path=src, field="metrics") from None
+    names = [s.name for s in specs]
+    level = raw.get("relevance_level", 1)
+    _pos_int(level, src, "relevance_level")
+    seed = raw.get("seed", 0)
+    _req(isinstance(seed, int), "seed must be an integer", src, "seed")
+    sources = raw.get("candidates")
+    _req(isinstance(sources, list) and len(sources) > 0, "list at least one candidate source", src, "candidates")
+    cands = []
+    for i, s in enumerate(sources):
+        where = f"candidates[{i}]"
+        _req(
+            isinstance(s, dict) and s.get("kind") in SOURCE_KEYS,
+            f"a candidate source is a mapping with kind in {', '.join(SOURCE_KEYS)}",
+            src,
+            f"{where}.kind",
+        )
+        _keys(s, SOURCE_KEYS[s["kind"]], src, f"{where}.")
+        for key in ("n", "queries", "edits"):
+            if key in s:
+                _pos_int(s[key], src, f"{where}.{key}")
+        if s["kind"] == "file":
+            _req(
+                isinstance(s.get("path"), str),
+                "give the path of a BEIR corpus.jsonl of candidates",
+                src,
+                f"{where}.path",
+            )
+        else:
+            _req(
+                ("queries" if s["kind"] == "gold" else "n") in s,
+                "say how many",
+                src,
+                f"{where}.{'queries' if s['kind'] == 'gold' else 'n'}",
+            )
+        cands.append(dict(s))
+    modes = raw.get("modes", ["alone"])
+    _req(
+        isinstance(modes, list) and modes and all(m in MODES for m in modes),
+        f"modes must be a list from {', '.join(MODES)}",
+        src,
+        "modes",
+    )
+    loo = raw.get("leave_one_out") or {}
+    if isinstance(loo, str):
+        loo = {"group": loo}
+    _req(
+        isinstance(loo, dict),
+        "leave_one_out is a mapping: {ids: [...]}, {sample: N} or {group: name}",
+        src,
+        "leave_one_out",
+    )
+    _keys(loo, {"ids", "sample", "seed", "group"}, src, "leave_one_out.")
+    _req(
+        "leave_one_out" not in modes or bool(loo),
+        "mode leave_one_out needs a leave_one_out block",
+        src,
+        "leave_one_out",
+    )
+    seq = raw.get("sequential") or {}
+    _req(isinstance(seq, dict), "sequential must be a mapping", src, "sequential")
+    _keys(seq, {"order"}, src, "sequential.")
+    _req(
+        seq.get("order", "given") in ("given", "gain"),
+        "order is 'given' or 'gain' (alone gain, best first)",
+        src,
+        "sequential.order",
+    )
+    nov = raw.get("novelty") or {}
+    _req(isinstance(nov, dict), "novelty must be a mapping", src, "novelty")
+    _keys(nov, {"chunker"}, src, "novelty.")
+    _req(
+        nov.get("chunker") is None or isinstance(nov["chunker"], dict),
+        "chunker is a mapping {kind: ..., ...} or null",
+        src,
+        "novelty.chunker",
+    )
+    cr = raw.get("context_recall")
+    if cr is not None:
+        _req(
+            isinstance(cr, dict) and "references" in cr,
+            "context_recall needs references (gold_documents or a JSONL path)",
+            src,
+            "context_recall.references",
+        )
+        _keys(cr, {"references", "threshold", "context_k"}, src, "context_recall.")
+        if "context_k" in cr:
+            _pos_int(cr["context_k"], src, "context_recall.context_k")
+    g = raw.get("gain") or {}
+    _req(isinstance(g, dict), "gain must be a mapping", src, "gain")
+    _keys(g, {"alpha", "beta", "gamma", "recall", "novelty"}, src, "gain.")
+    for key in ("alpha", "beta", "gamma"):
+        _req(
+            isinstance(g.get(key, 0.0), (int, float)) and not isinstance(g.get(key, 0.0), bool),
+            "must be a number",
+            src,
+            f"gain.{key}",
+        )
+    recall = g.get("recall") or next((m for m in names if m.startswith("recall")), None)
+    _req(recall is not None, "no recall@k among the metrics; name the gain's recall metric", src, "gain.recall")
+    recall = parse_metrics([recall])[0].name
+    _req(recall in names, f"gain.recall {recall!r} must be one of the metrics ({', '.join(names)})", src, "gain.recall")
+    _req(g.get("novelty", "min") in ("min", "mean"), "novelty aggregate is 'min' or 'mean'", src, "gain.novelty")
+    weights = GainWeights(
+        float(g.get("alpha", 1.0)),
+        float(g.get("beta", 1.0)),
+        float(g.get("gamma", 0.01)),
+        recall,
+        g.get("novelty", "min"),
+    )
+    dedupe = raw.get("dedupe", "text")
+    _req(dedupe in ("id", "text"), "dedupe is 'id' or 'text'", src, "dedupe")
+    engine = raw.get("engine", "auto")
+    _req(engine in ENGINES, f"engine is one of {', '.join(ENGINES)}", src, "engine")
+    affected = raw.get("affected_by")
+    if affected is not None:
+        _req(parse_metrics([affected])[0].name in names, "affected_by must be one of the metrics", src, "affected_by")
+    enc = raw.get("encoder") or {}
+    _req(isinstance(enc, dict), "encoder must be a mapping of Encoder settings", src, "encoder")
+    name = str(raw.get("name") or Path(source).stem)
+    out = Path(output) if output is not None else Path(raw.get("output") or f"results/{name}")
+    return IngestConfig(
+        name=name,
+        output=out,
+        dataset=dict(ds),
+        retriever={"params": {}, **ret},
+        metrics=list(metrics),
+        candidates=cands,
+        modes=list(dict.fromkeys(modes)),
+        relevance_level=int(level),
+        leave_one_out=loo,
+        sequential=seq,
+        novelty=nov,
+        context_recall=cr,
+        gain=weights,
+        dedupe=dedupe,
+        affected_by=affected,
+        engine=engine,
+        encoder=enc,
+        seed=int(seed),
+        source=source,
+        raw=raw,
+    )
+
+
+def load_ingest_config(path: str | Path, output: str | Path | None = None) -> IngestConfig:
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("config file not found", path=p)
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ConfigError(
+            f"malformed YAML ({getattr(exc, 'problem', exc)})", path=p, line=mark.line + 1 if mark else None
+        ) from None
+    return parse_ingest_config(raw, str(p), output)
