@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from retbench.errors import ConfigError
+from retbench.report.stress import render_markdown
 from retbench.retrievers.base import create
 from retbench.retrievers.faults import FaultSpec, FaultyRetriever
 from retbench.studies.stress import (
@@ -16,7 +17,6 @@ from retbench.studies.stress import (
     is_failure,
     latency_summary,
     parse_config,
-    render_markdown,
     run_stress,
     summarize_level,
     validate_ranking,

@@ -149,7 +149,8 @@ def stress_command(
     fresh: Annotated[bool, typer.Option(help="Discard the journal of an earlier (interrupted) stress run.")] = False,
 ) -> None:
     """Drive one system under load (and faults); exit 3 when failures exceed the allowed rate."""
-    from retbench.studies.stress import describe_failure, headline, load_config, run_stress
+    from retbench.report.stress import describe_failure, headline
+    from retbench.studies.stress import load_config, run_stress
 
     cfg = load_config(config, output)
     result = run_stress(cfg, fresh=fresh, echo=typer.echo)

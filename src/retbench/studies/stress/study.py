@@ -1,0 +1,291 @@
+"""The stress study runner: ingest, drive every level (resuming from the journal), write the results folder."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retbench.data import Qrels, Run
+from retbench.errors import EXIT_BACKEND, EXIT_OK, ConfigError
+from retbench.report.stress import level_line, render_html, render_markdown
+from retbench.results import write_json
+from retbench.results.journal import Journal
+from retbench.retrievers.base import Retriever
+from retbench.studies.stress.config import StressConfig
+from retbench.studies.stress.drivers import drive, uses_async
+from retbench.studies.stress.figures import ingest, level_run, summarize_level
+from retbench.studies.stress.validate import FAILURE_OUTCOMES
+
+
+# -- quality on the stressed responses -------------------------------------------------------------
+def quality(
+    run: Run,
+    qrels: Qrels,
+    query_ids: Sequence[str],
+    metrics: Sequence[str],
+    evaluation: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], Any]:
+    """Metric means over the stressed query set: failed or unasked queries count 0, nothing imputed.
+
+    "scored N of M": N queries answered (ok or empty) of the M judged ones. The success-only mean
+    is over those N and is only ever shown labelled as such. Returns (figures, the Evaluation).
+    """
+    from retbench.evaluation import evaluate
+
+    ev_cfg = evaluation or {}
+    judged = [q for q in query_ids if q in qrels]
+    ev = evaluate(
+        run,
+        qrels.subset(judged),
+        list(metrics),
+        relevance_level=int(ev_cfg.get("relevance_level", 1)),
+        no_relevant=str(ev_cfg.get("no_relevant", "skip")),
+        default_k=int(ev_cfg.get("default_k", 5)),
+        system=run.name,
+    )
+    ok = np.array([s in ("ok", "empty") for s in ev.status], dtype=bool)
+    out: dict[str, Any] = {
+        "scored": int(ok.sum()),
+        "of": len(ev.query_ids),
+        "skipped_no_relevant": len(ev.skipped),
+        "statuses": ev.status_counts(),
+        "metrics": {},
+    }
+    for m in metrics:
+        col = ev.column(m)
+        out["metrics"][m] = {
+            "mean": float(col.mean()) if len(col) else None,
+            "mean_success_only": float(col[ok].mean()) if ok.any() else None,
+        }
+    return out, ev
+
+
+# -- the whole thing -------------------------------------------------------------------------------
+OUTPUT_FILES = (
+    "journal.jsonl",
+    "summary.json",
+    "failures.jsonl",
+    "run.trec",
+    "status.jsonl",
+    "per_query.tsv",
+    "report.md",
+    "report.html",
+)
+
+
+@dataclass
+class StressResult:
+    exit_code: int
+    summary: dict[str, Any]
+    out_dir: Path
+    first_failure: dict[str, Any] | None = None
+
+
+def _write_failures(path: Path, failures: Sequence[Mapping[str, Any]]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(f, default=str) + "\n" for f in failures)
+    tmp.replace(path)
+
+
+def build_retriever(config: StressConfig) -> Retriever:
+    """The configured system, wrapped in a FaultyRetriever when the config asks for faults."""
+    from retbench.retrievers.base import create
+    from retbench.retrievers.faults import with_faults
+
+    sys_spec = config.system
+    r = create(sys_spec.adapter, sys_spec.params, name=sys_spec.name, where=config.source)
+    return with_faults(r, config.faults, config.source)
+
+
+class _Stress:
+    """State of one `run_stress` call: the journal, the summary being built, and the files written."""
+
+    def __init__(self, config: StressConfig, out: Path, retriever: Retriever, dataset: Any, qids: list[str]) -> None:
+        self.config, self.out, self.retriever, self.ds, self.qids = config, out, retriever, dataset, qids
+        self.s = config.load
+        self.qrels = dataset.split(config.dataset.split)
+        self.journal = Journal(
+            out / "journal.jsonl",
+            config.fingerprint(),
+            batch_size=1 << 30,
+            meta={"system": retriever.name, "dataset": dataset.name},
+        )
+        self.ingest_failures: list[dict[str, Any]] = []
+        self.summary: dict[str, Any] = {
+            "system": retriever.name,
+            "adapter": config.system.adapter,
+            "faults": config.faults or None,
+            "dataset": dataset.name,
+            "split": config.dataset.split,
+            "queries": len(qids),
+            "corpus": len(dataset.corpus),
+            "k": config.k,
+            "metrics": config.metrics,
+            "settings": asdict(self.s),
+            "mode": "async" if uses_async(retriever, self.s) else "threads",
+            "resumed": len(self.journal) > 0,
+            "levels": [],
+            "complete": False,
+        }
+
+    def save(self, stop_reason: str | None) -> None:
+        """Write summary.json, failures.jsonl and report.md from everything journaled so far."""
+        recs = self.journal.records()
+        fails = self.ingest_failures + [f for r in recs for f in r.get("failures", ())]
+        _write_failures(self.out / "failures.jsonl", fails)
+        requests = [r for r in recs if "outcome" in r]
+        failed = sum(r["outcome"] in FAILURE_OUTCOMES for r in requests) + len(self.ingest_failures)
+        sm = self.summary
+        sm["requests"] = len(requests)
+        sm["attempts"] = sum(int(r["attempts"]) for r in requests)
+        sm["failed"] = failed
+        sm["failure_rate"] = failed / len(requests) if requests else (1.0 if failed else 0.0)
+        sm["failures_recorded"] = len(fails)
+        sm["first_failure"] = fails[0] if fails else None
+        sm["stopped"] = stop_reason
+        sm["journal"] = {
+            "records": len(self.journal),
+            "torn_lines_dropped": self.journal.torn,
+            "duplicates": self.journal.duplicates,
+        }
+        over = failed / max(len(requests), 1) > self.s.allowed_failure_rate or bool(self.ingest_failures)
+        sm["exit_code"] = EXIT_BACKEND if over else EXIT_OK
+        write_json(self.out / "summary.json", sm)
+        (self.out / "report.md").write_text(render_markdown(sm), encoding="utf-8")
+        (self.out / "report.html").write_text(render_html(sm), encoding="utf-8")
+
+    def _measure(self, c: int) -> list[dict[str, Any]]:
+        return self.journal.records(lambda r: r.get("level") == c and r.get("phase") == "measure")
+
+    def level(self, c: int) -> tuple[dict[str, Any], Run, Any]:
+        """Run (or, when journaled as done, replay) one concurrency level; returns its figures."""
+        s, j = self.s, self.journal
+        ids, n = self.ds.corpus, len(self.ds.corpus)
+        if f"{c}:done" not in j:
+            seg = uuid.uuid4().hex[:8]
+            info: dict[str, Any] = {"stopped": None}
+            if s.warmup:
+                info = drive(
+                    self.retriever,
+                    self.ds.queries,
+                    self.qids,
+                    self.config.k,
+                    ids,
+                    n,
+                    s,
+                    c,
+                    j,
+                    phase="warmup",
+                    count=s.warmup,
+                    seg=seg,
+                )
+            if not info["stopped"]:
+                info = drive(self.retriever, self.ds.queries, self.qids, self.config.k, ids, n, s, c, j, seg=seg)
+            j.append(f"{c}:done", type="level_done", level=c, stopped=info["stopped"])
+            j.flush()
+        done = j.records(lambda r: r.get("key") == f"{c}:done")[0]
+        recs = self._measure(c)
+        fig = summarize_level(recs, c, None if s.duration_s is not None else (s.requests or len(self.qids)))
+        warm = j.records(lambda r: r.get("level") == c and r.get("phase") == "warmup")
+        fig["warmup"] = {"requests": len(warm), "failed": sum(r["outcome"] in FAILURE_OUTCOMES for r in warm)}
+        fig["stopped"] = done.get("stopped")
+        run = level_run(recs, name=self.retriever.name)
+        fig["quality"], ev = quality(run, self.qrels, self.qids, self.config.metrics, self.config.experiment.evaluation)
+        return fig, run, ev
+
+
+def run_stress(
+    config: StressConfig,
+    *,
+    out_dir: str | Path | None = None,
+    fresh: bool = False,
+    retriever: Retriever | None = None,
+    dataset: Any = None,
+    echo: Callable[[str], None] = print,
+) -> StressResult:
+    """Ingest, drive every level, and write summary.json, failures.jsonl, the last level's run, report.md.
+
+    `retriever` and `dataset` may be given directly (tests, notebooks: every judged query of the
+    dataset is used); otherwise both come from the config. Resumes from `journal.jsonl` in the
+    output folder unless `fresh`. Never raises for a backend failure: the exit code says it.
+    """
+    from retbench.results import SystemDir, save_run
+
+    out = Path(out_dir or config.output)
+    if fresh:
+        for name in OUTPUT_FILES:
+            (out / name).unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    if dataset is None:
+        from retbench.studies.benchmark import prepare_dataset
+
+        dataset, queries = prepare_dataset(config.dataset)
+        qids = list(queries)
+    else:
+        qrels = dataset.split(config.dataset.split)
+        qids = [q for q in dataset.queries if q in qrels]
+    if not qids:
+        raise ConfigError(
+            f"no judged queries in split {config.dataset.split!r}", path=config.source, field="datasets[0].split"
+        )
+    own = retriever is None
+    retriever = retriever or build_retriever(config)
+    st = _Stress(config, out, retriever, dataset, qids)
+    s = config.load
+    inner_retries = retriever.describe().get("retries")
+    st.summary["warnings"] = []
+    if isinstance(inner_retries, int) and inner_retries > 0:
+        st.summary["warnings"].append(
+            f"adapter {retriever.adapter!r} retries internally ({inner_retries}x): those retries are invisible to stress; "
+            "set its retries to 0 and use stress.retries so every attempt is recorded"
+        )
+    for w in st.summary["warnings"]:
+        echo(f"warning: {w}")
+    try:
+        echo(f"ingesting {len(dataset.corpus)} documents into {retriever.name}")
+        st.summary["ingest"] = ing = ingest(retriever, dataset.corpus, s.ingest_batch_size)
+        if ing["first_failure"]:
+            st.ingest_failures.append(ing["first_failure"])
+            st.save("ingestion failed: no query was sent to a backend whose writes fail")
+            return _finish(st.summary, out, echo)
+        stop: str | None = None
+        last: tuple[Run, Any] | None = None
+        for c in s.levels:
+            echo(
+                f"concurrency {c}: warm-up {s.warmup}, then "
+                + (f"{s.duration_s} s" if s.duration_s else f"{s.requests or len(qids)} requests")
+            )
+            fig, run, ev = st.level(c)
+            st.summary["levels"].append(fig)
+            last = (run, ev)
+            echo(level_line(fig))
+            stop = fig["stopped"]
+            st.save(stop)
+            rate = st.summary["failure_rate"]
+            if not stop and s.stop_on_failure and rate > s.allowed_failure_rate and c != s.levels[-1]:
+                stop = f"failure rate {rate:.2%} exceeds the allowed {s.allowed_failure_rate:.2%}; later levels not run"
+            if stop:
+                break
+        if last is not None:
+            save_run(last[0], SystemDir(out))
+            last[1].to_tsv(out / "per_query.tsv")
+        st.summary["complete"] = stop is None
+        st.save(stop)
+        return _finish(st.summary, out, echo)
+    finally:
+        st.journal.close()
+        if own:
+            retriever.close()
+
+
+def _finish(summary: dict[str, Any], out: Path, echo: Callable[[str], None]) -> StressResult:
+    echo(f"results in {out}")
+    first = summary.get("first_failure")
+    return StressResult(int(summary["exit_code"]), summary, out, dict(first) if first else None)
