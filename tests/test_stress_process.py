@@ -104,6 +104,65 @@ def test_sigkilled_stress_resumes_without_redoing_losing_or_duplicating(tmp_path
     assert len(trec_qids) == 40
 
 
+def _fault_pattern(out: Path) -> tuple[dict[str, tuple], list[tuple]]:
+    """Each measured request's outcome, and every measured failed attempt, as the run journaled them."""
+    j = Journal(out / "journal.jsonl")
+    try:
+        recs = j.records(lambda r: r.get("phase") == "measure")
+    finally:
+        j.close()
+    outcomes = {r["key"]: (r["qid"], r["outcome"], r.get("detail"), r["attempts"], r.get("docs")) for r in recs}
+    attempts = sorted(
+        (f["request"], f["attempt"], f["kind"], f["detail"], f["exc_type"], f["message"])
+        for r in recs
+        for f in r.get("failures", ())
+    )
+    return outcomes, attempts
+
+
+def test_killed_and_resumed_seeded_stress_run_injects_the_same_faults_as_an_uninterrupted_one(
+    tmp_path: Path, folder: Path
+) -> None:
+    faults = {"seed": 11, "error_rate": 0.2, "empty_rate": 0.1, "garbage_rate": 0.15, "latency": {"ms": 25}}
+    system = {"name": "faulty", "adapter": "bm25s", "faults": faults}
+    stress = {"levels": [3], "requests": 90, "warmup": 4, "retries": 1, "backoff_s": 0.001}
+    configs = {}
+    for name in ("whole", "resumed"):
+        raw = stress_raw(folder, tmp_path / name, system=system, flush_interval_s=0.02, **stress)
+        raw["stress"]["allowed_failure_rate"] = 1.0
+        configs[name] = tmp_path / f"{name}.yaml"
+        configs[name].write_text(yaml.safe_dump(raw))
+
+    whole = subprocess.run([*CLI, str(configs["whole"])], env=_env(), capture_output=True, text=True, timeout=120)
+    assert whole.returncode == 0, whole.stderr
+
+    journal = tmp_path / "resumed" / "journal.jsonl"
+    proc = subprocess.Popen([*CLI, str(configs["resumed"])], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _wait_until(lambda: journal.exists() and len(_measured(journal)) >= 15, proc)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    killed_at = len(_measured(journal))
+    assert proc.returncode == -signal.SIGKILL and 15 <= killed_at < 90
+    done = subprocess.run([*CLI, str(configs["resumed"])], env=_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+    want, want_attempts = _fault_pattern(tmp_path / "whole")
+    got, got_attempts = _fault_pattern(tmp_path / "resumed")
+    assert len(want) == 90 and got == want  # request by request: the same outcome, detail, attempts and ranking
+    assert got_attempts == want_attempts  # every failed attempt, retries included, with the same message
+    kinds = {o for _, o, _, _, _ in want.values()}
+    assert {"ok", "error", "empty", "invalid"} <= kinds  # the rehearsal really injected faults
+    a = json.loads((tmp_path / "whole" / "summary.json").read_text())["levels"][0]
+    b = json.loads((tmp_path / "resumed" / "summary.json").read_text())["levels"][0]
+    assert b["segments"] == 2 and a["warmup"] == {"requests": 4, "failed": a["warmup"]["failed"]}
+    for key in ("counts", "invalid_kinds", "error_types", "retries", "recovered_by_retry", "quality"):
+        assert a[key] == b[key], key
+
+
 def test_server_killed_mid_run_is_recorded_partial_results_saved_exit_3(tmp_path: Path, folder: Path) -> None:
     server = subprocess.Popen(
         [sys.executable, str(TESTS / "stress_support.py"), str(folder), "20"],

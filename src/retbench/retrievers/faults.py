@@ -3,13 +3,17 @@
 Stress mode exists to show a broken backend as broken; this module lets tests (and users rehearsing
 their alerting) produce every kind of breakage on demand: added latency from a distribution,
 exceptions, hangs, empty and garbage results, a crash after N calls (every later call fails, as a
-dead server does), and a write that fails on the Nth inserted document (the memvid WAL bug in
-`shared/seeds/003_*` failed on the 16th insert).
+dead server does), and a write that fails on the Nth inserted document (a store whose write-ahead
+log corrupts can fail on its 16th insert, long before any read shows it).
 
-Every decision is drawn from a generator seeded by (seed, query text, how many times that text was
-asked before), so the same query stream gets the same faults whatever the thread interleaving; only
-`crash_after`, which counts calls, depends on call order. What was injected is kept in `log` so a
-test can check that each fault was recorded with the right label.
+Every decision is drawn from a generator seeded by (seed, request, query text). A load driver that
+can replay requests (stress) names the request in `REQUEST_KEY` (its phase, index, query id and
+attempt), so a stress run killed and resumed injects exactly the faults of an uninterrupted one, and
+a warm-up never shifts the pattern. Called without a request name, the request is "the n-th time this
+text was asked in this process", so the same query stream still gets the same faults whatever the
+thread interleaving. Only `crash_after`, which counts calls in this process (a restarted process is a
+restarted backend), depends on call order. What was injected is kept in `log` so a test can check
+that each fault was recorded with the right label.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import random
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -33,6 +38,9 @@ FAULT_KINDS = ("error", "hang", "empty", "garbage", "crash")
 #: the ways a garbage result is wrong; stress's `validate_ranking` must label each one
 GARBAGE_KINDS = ("unknown_id", "duplicate_id", "non_finite_score", "wrong_type")
 LATENCY_DISTS = ("constant", "uniform", "exponential", "lognormal")
+#: the request being served, named by a driver that can replay it (see the module docstring); each thread
+#: and each asyncio task sees its own value
+REQUEST_KEY: ContextVar[str | None] = ContextVar("retbench_fault_request", default=None)
 _ALLOWED_ERRORS = ("RuntimeError", "ConnectionError", "ConnectionResetError", "OSError", "TimeoutError", "ValueError")
 
 
@@ -41,7 +49,7 @@ class InjectedCrash(RuntimeError):
 
 
 class InjectedWriteFault(RuntimeError):
-    """A write (index/add) failed part-way, like the WAL corruption in the seed bug."""
+    """A write (index/add) failed part-way, as a store with a corrupt write-ahead log does."""
 
 
 @dataclass
@@ -172,7 +180,8 @@ class FaultyRetriever(Retriever):
             self._seen[text] = n + 1
             self._calls += 1
             crashed = spec.crash_after is not None and self._calls > spec.crash_after
-        rng = random.Random(f"{spec.seed}\x1f{n}\x1f{text}")
+        request = REQUEST_KEY.get()
+        rng = random.Random(f"{spec.seed}\x1f{n if request is None else request}\x1f{text}")
         u = rng.random()
         delay = self._delay(rng)
         if crashed:

@@ -18,6 +18,7 @@ from retbench.data import Queries
 from retbench.errors import ConfigError
 from retbench.results.journal import Journal
 from retbench.retrievers.base import Retriever
+from retbench.retrievers.faults import REQUEST_KEY
 from retbench.studies.stress.level import TIMED_OUT, Level, Pending, flush, segments_elapsed
 from retbench.studies.stress.settings import LoadSettings
 
@@ -43,70 +44,101 @@ class _Slot:
         self.p: Pending | None = None
 
 
-def _run_sync(level: Level, search: Callable[[str, int], Any], concurrency: int, journal: Journal) -> None:
-    """Worker threads call the backend directly; this thread is the watchdog and journal flusher."""
-    s = level.s
-    slots: list[_Slot] = []
-    alive = [0]
-    lock = threading.Lock()
-    wake = threading.Event()
+class _SyncDriver:
+    """Worker threads call the backend directly; the calling thread is the watchdog and journal flusher."""
 
-    def worker(slot: _Slot, p: Pending | None) -> None:
+    def __init__(self, level: Level, search: Callable[[str, int], Any], journal: Journal) -> None:
+        self.level, self.search, self.journal, self.s = level, search, journal, level.s
+        self.slots: list[_Slot] = []
+        self.alive = 0
+        self.lock = threading.Lock()
+        self.wake = threading.Event()
+
+    def _call(self, slot: _Slot, p: Pending) -> tuple[Any, BaseException | None, float, float] | None:
+        """One attempt; None when the watchdog abandoned it meanwhile (it recorded the timeout)."""
         global _abandoned_alive
+        if p.not_before:
+            time.sleep(max(0.0, p.not_before - time.perf_counter()))
+        slot.p = p
+        slot.start = t0 = time.perf_counter()
+        if not p.t_first:
+            p.t_first = t0
+        slot.busy = True
+        exc: BaseException | None = None
+        raw: Any = None
+        REQUEST_KEY.set(self.level.request_key(p))
+        try:
+            raw = self.search(p.text, self.level.k)
+        except BaseException as e:  # a SystemExit raised by a backend is its failure too
+            exc = e
+        t1 = time.perf_counter()
+        with slot.lock:
+            if slot.abandoned:
+                with _ABANDON_LOCK:
+                    _abandoned_alive -= 1
+                return None
+            slot.busy = False
+        if self.s.timeout_s is not None and t1 - t0 > self.s.timeout_s:
+            raw, exc = TIMED_OUT, None  # late, though back before the watchdog looked: a timeout all the same
+        return raw, exc, t0, t1
+
+    def worker(self, slot: _Slot, p: Pending | None) -> None:
         try:
             while True:
                 if p is None:
-                    p = level.take()
+                    p = self.level.take()
                     if p is None:
                         return
-                if p.not_before:
-                    time.sleep(max(0.0, p.not_before - time.perf_counter()))
-                slot.p = p
-                slot.start = t0 = time.perf_counter()
-                if not p.t_first:
-                    p.t_first = t0
-                slot.busy = True
-                exc: BaseException | None = None
-                raw: Any = None
-                try:
-                    raw = search(p.text, level.k)
-                except BaseException as e:  # a SystemExit raised by a backend is its failure too
-                    exc = e
-                t1 = time.perf_counter()
-                with slot.lock:
-                    if slot.abandoned:
-                        with _ABANDON_LOCK:
-                            _abandoned_alive -= 1
-                        return  # the watchdog already recorded this call as a timeout
-                    slot.busy = False
-                if s.timeout_s is not None and t1 - t0 > s.timeout_s:
-                    raw, exc = TIMED_OUT, None  # late, though back before the watchdog looked: a timeout all the same
-                delay = level.judge(p, raw, exc, t0, t1)
+                attempt = self._call(slot, p)
+                if attempt is None:
+                    return
+                delay = self.level.judge(p, *attempt)
                 if delay is None:
                     p = None
                 else:
                     p.not_before = time.perf_counter() + delay
         finally:
             if not slot.abandoned:
-                with lock:
-                    alive[0] -= 1
-                wake.set()
+                with self.lock:
+                    self.alive -= 1
+                self.wake.set()
 
-    def spawn(p: Pending | None) -> None:
+    def spawn(self, p: Pending | None) -> None:
         slot = _Slot()
-        slots.append(slot)
-        with lock:
-            alive[0] += 1
-        threading.Thread(target=worker, args=(slot, p), daemon=True, name=f"retbench-stress-{level.level}").start()
+        self.slots.append(slot)
+        with self.lock:
+            self.alive += 1
+        name = f"retbench-stress-{self.level.level}"
+        threading.Thread(target=self.worker, args=(slot, p), daemon=True, name=name).start()
 
-    def watchdog(now: float) -> float:
-        """Time out late calls; returns when to look again."""
+    def _abandon(self, slot: _Slot, now: float) -> None:
+        """Record a late call as a timeout and replace its thread (unless the cap on hung threads is reached)."""
         global _abandoned_alive
-        timeout = s.timeout_s
-        nxt = now + s.flush_interval_s
+        s = self.s
+        with _ABANDON_LOCK:
+            _abandoned_alive += 1
+            over = _abandoned_alive >= s.max_abandoned
+        self.slots.remove(slot)
+        with self.lock:
+            self.alive -= 1
+        p = slot.p
+        assert p is not None
+        if over:  # no more threads may be started: the timeout is final and the level stops
+            self.level.stop(f"{_abandoned_alive} hung backend calls abandoned (cap max_abandoned={s.max_abandoned})")
+        delay = self.level.judge(p, TIMED_OUT, None, slot.start, now, may_retry=not over)
+        if over:
+            return
+        if delay is not None:
+            p.not_before = now + delay
+        self.spawn(p if delay is not None else None)
+
+    def watchdog(self, now: float) -> float:
+        """Time out late calls; returns when to look again."""
+        timeout = self.s.timeout_s
+        nxt = now + self.s.flush_interval_s
         if timeout is None:
             return nxt
-        for slot in list(slots):
+        for slot in list(self.slots):
             if slot.abandoned or not slot.busy:
                 continue
             due = slot.start + timeout
@@ -117,42 +149,32 @@ def _run_sync(level: Level, search: Callable[[str, int], Any], concurrency: int,
                 if not slot.busy or slot.abandoned:
                     continue
                 slot.abandoned = True
-            with _ABANDON_LOCK:
-                _abandoned_alive += 1
-                over = _abandoned_alive >= s.max_abandoned
-            slots.remove(slot)
-            with lock:
-                alive[0] -= 1
-            p = slot.p
-            assert p is not None
-            if over:  # no more threads may be started: the timeout is final and the level stops
-                level.stop(f"{_abandoned_alive} hung backend calls abandoned (cap max_abandoned={s.max_abandoned})")
-            delay = level.judge(p, TIMED_OUT, None, slot.start, now, may_retry=not over)
-            if over:
-                continue
-            if delay is not None:
-                p.not_before = now + delay
-            spawn(p if delay is not None else None)
+            self._abandon(slot, now)
         return nxt
 
-    level.t0 = time.perf_counter()
-    for _ in range(concurrency):
-        spawn(None)
-    try:
-        while True:
-            with lock:
-                if alive[0] <= 0:
-                    break
-            now = time.perf_counter()
-            nxt = watchdog(now)
-            flush(level, journal)
-            wake.wait(max(0.0, nxt - time.perf_counter()))
-            wake.clear()
-    except BaseException:
-        level.stop("interrupted")
-        raise
-    finally:
-        flush(level, journal)
+    def run(self, concurrency: int) -> None:
+        self.level.t0 = time.perf_counter()
+        for _ in range(concurrency):
+            self.spawn(None)
+        try:
+            while True:
+                with self.lock:
+                    if self.alive <= 0:
+                        break
+                nxt = self.watchdog(time.perf_counter())
+                flush(self.level, self.journal)
+                self.wake.wait(max(0.0, nxt - time.perf_counter()))
+                self.wake.clear()
+        except BaseException:
+            self.level.stop("interrupted")
+            raise
+        finally:
+            flush(self.level, self.journal)
+
+
+def _run_sync(level: Level, search: Callable[[str, int], Any], concurrency: int, journal: Journal) -> None:
+    """Worker threads call the backend directly; this thread is the watchdog and journal flusher."""
+    _SyncDriver(level, search, journal).run(concurrency)
 
 
 def _run_async(level: Level, retriever: Retriever, concurrency: int, journal: Journal) -> None:
@@ -185,6 +207,7 @@ def _run_async(level: Level, retriever: Retriever, concurrency: int, journal: Jo
                 p.t_first = t0
             exc: BaseException | None = None
             raw: Any = None
+            REQUEST_KEY.set(level.request_key(p))  # this task's own context: other workers keep theirs
             try:
                 raw = await call(p.text)
             except Exception as e:

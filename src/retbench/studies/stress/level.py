@@ -155,6 +155,13 @@ class Level:
             rec["scores"] = [float(s) for _, s in ranking]
         self.out.append(rec)
 
+    def request_key(self, p: Pending) -> str:
+        """Who this attempt is, the same in every process: fault injection draws its decision from it.
+
+        The level is left out on purpose: every level sees the same fault pattern, so what changes between
+        levels is the load alone."""
+        return f"{self.phase}\x1f{p.i}\x1f{p.qid}\x1f{p.attempt}"
+
     def key(self, rec: Mapping[str, Any]) -> str:
         return f"{self.key_prefix}{rec['i']}"
 
