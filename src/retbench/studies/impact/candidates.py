@@ -10,6 +10,7 @@ from typing import Any
 
 from retbench.data import Corpus, Dataset, Qrels
 from retbench.errors import ConfigError, InputError
+from retbench.io.beir import read_corpus
 from retbench.studies.impact.config import REMOVING
 from retbench.studies.impact.novelty import text_hash
 
@@ -55,32 +56,27 @@ class CandidateSet:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def build_candidates(
+#: a source's documents: ids, titles, texts, metadata
+_Made = tuple[list[str], list[str], list[str], list[dict[str, Any]]]
+
+
+def _as_made(corpus: Corpus, docs: list[str]) -> _Made:
+    index = corpus.index
+    return docs, [corpus.title(index[d]) for d in docs], [corpus.texts[index[d]] for d in docs], [{} for _ in docs]
+
+
+def _removed(
     corpus: Corpus,
     qrels: Qrels,
     query_ids: Sequence[str],
     sources: Sequence[Mapping[str, Any]],
-    *,
-    relevance_level: int = 1,
-    seed: int = 0,
-    base: Path | None = None,
-) -> CandidateSet:
-    """Make K and the candidates from the config's sources (removals first, then samples of what stays in K).
-
-    - `gold`: the relevant documents of N random evaluation queries are removed from K and offered back;
-    - `holdout`: N random documents are removed from K and offered back;
-    - `present`: N random documents still in K (adding them must change nothing);
-    - `near_duplicate`: light seeded edits of N other random documents of K, under new ids;
-    - `file`: documents from a BEIR corpus.jsonl.
-    """
-    from retbench.io.beir import read_corpus
-
-    removed: list[str] = []
-    removed_set: set[str] = set()
-    made: dict[
-        int, tuple[list[str], list[str], list[str], list[dict[str, Any]]]
-    ] = {}  # source -> ids, titles, texts, meta
-    info: dict[str, Any] = {"sources": []}
+    relevance_level: int,
+    seed: int,
+    info: dict[str, Any],
+) -> tuple[dict[int, _Made], set[str]]:
+    """The `gold` and `holdout` sources: documents taken out of K (in source order) to be offered back."""
+    made: dict[int, _Made] = {}
+    removed: set[str] = set()
     index = corpus.index
     for i, s in enumerate(sources):
         if s["kind"] not in REMOVING:
@@ -101,21 +97,25 @@ def build_candidates(
             )
             info["sources"].append({"kind": "gold", "queries": chosen, "documents": len(docs)})
         else:
-            pool = [d for d in corpus.ids if d not in removed_set]
+            pool = [d for d in corpus.ids if d not in removed]
             docs = rng.sample(pool, min(s["n"], len(pool)))
             info["sources"].append({"kind": "holdout", "documents": len(docs)})
-        docs = [d for d in docs if d not in removed_set]
-        removed.extend(docs)
-        removed_set.update(docs)
-        made[i] = (
-            docs,
-            [corpus.title(index[d]) for d in docs],
-            [corpus.texts[index[d]] for d in docs],
-            [{} for _ in docs],
-        )
-    kb_ids = [d for d in corpus.ids if d not in removed_set]
-    if not kb_ids:
-        raise ConfigError("the sources remove every document: nothing left to ingest into", field="candidates")
+        docs = [d for d in docs if d not in removed]
+        removed.update(docs)
+        made[i] = _as_made(corpus, docs)
+    return made, removed
+
+
+def _sampled(
+    corpus: Corpus,
+    kb_ids: list[str],
+    sources: Sequence[Mapping[str, Any]],
+    seed: int,
+    base: Path | None,
+    info: dict[str, Any],
+) -> dict[int, _Made]:
+    """The `file`, `present` and `near_duplicate` sources (samples of what stays in K, or documents from a file)."""
+    made: dict[int, _Made] = {}
     taken: set[str] = set()
     for i, s in enumerate(sources):
         kind = s["kind"]
@@ -135,22 +135,40 @@ def build_candidates(
         docs = rng.sample(pool, min(s["n"], len(pool)))
         taken.update(docs)
         if kind == "present":
-            made[i] = (
-                docs,
-                [corpus.title(index[d]) for d in docs],
-                [corpus.texts[index[d]] for d in docs],
-                [{} for _ in docs],
-            )
+            made[i] = _as_made(corpus, docs)
         else:
             edits = int(s.get("edits", 3))
-            texts = [near_duplicate(corpus.texts[index[d]], rng, edits) for d in docs]
-            made[i] = (
-                [f"{d}~nd" for d in docs],
-                [corpus.title(index[d]) for d in docs],
-                texts,
-                [{"near_duplicate_of": d, "edits": edits} for d in docs],
-            )
+            ids, titles, texts, _ = _as_made(corpus, docs)
+            texts = [near_duplicate(x, rng, edits) for x in texts]
+            made[i] = ([f"{d}~nd" for d in ids], titles, texts, [{"near_duplicate_of": d, "edits": edits} for d in ids])
         info["sources"].append({"kind": kind, "documents": len(docs)})
+    return made
+
+
+def build_candidates(
+    corpus: Corpus,
+    qrels: Qrels,
+    query_ids: Sequence[str],
+    sources: Sequence[Mapping[str, Any]],
+    *,
+    relevance_level: int = 1,
+    seed: int = 0,
+    base: Path | None = None,
+) -> CandidateSet:
+    """Make K and the candidates from the config's sources (removals first, then samples of what stays in K).
+
+    - `gold`: the relevant documents of N random evaluation queries are removed from K and offered back;
+    - `holdout`: N random documents are removed from K and offered back;
+    - `present`: N random documents still in K (adding them must change nothing);
+    - `near_duplicate`: light seeded edits of N other random documents of K, under new ids;
+    - `file`: documents from a BEIR corpus.jsonl.
+    """
+    info: dict[str, Any] = {"sources": []}
+    made, removed = _removed(corpus, qrels, query_ids, sources, relevance_level, seed, info)
+    kb_ids = [d for d in corpus.ids if d not in removed]
+    if not kb_ids:
+        raise ConfigError("the sources remove every document: nothing left to ingest into", field="candidates")
+    made.update(_sampled(corpus, kb_ids, sources, seed, base, info))
     ids: list[str] = []
     titles: list[str] = []
     texts: list[str] = []

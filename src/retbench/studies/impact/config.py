@@ -89,17 +89,17 @@ def _pos_int(v: Any, path: str, fld: str) -> int:
     return int(v)
 
 
-def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path | None = None) -> IngestConfig:
-    """Validate an ingestion config mapping; every error names the field."""
-    src = source
-    _req(isinstance(raw, dict), "an ingestion config must be a mapping", src, "<top>")
-    _keys(raw, TOP_KEYS, src, "")
+def _dataset(raw: Mapping[str, Any], src: str) -> dict[str, Any]:
     ds = raw.get("dataset", "scifact")
     ds = {"name": ds} if isinstance(ds, str) else ds
     _req(isinstance(ds, dict) and bool(ds.get("name") or ds.get("path")), "give a dataset name or path", src, "dataset")
     _keys(ds, DATASET_KEYS, src, "dataset.")
     if ds.get("max_queries") is not None:
         _pos_int(ds["max_queries"], src, "dataset.max_queries")
+    return dict(ds)
+
+
+def _retriever(raw: Mapping[str, Any], src: str) -> dict[str, Any]:
     ret = raw.get("retriever") or {
         "adapter": "dense",
         "params": {"index": "flat_ip", "normalize": True, "max_seq_length": 256},
@@ -112,7 +112,10 @@ def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path |
     )
     _keys(ret, {"name", "adapter", "params"}, src, "retriever.")
     _req(isinstance(ret.get("params", {}) or {}, dict), "params must be a mapping", src, "retriever.params")
-    metrics = raw.get("metrics", ["recall@10", "ndcg@10", "mrr@10"])
+    return {"params": {}, **ret}
+
+
+def _metric_names(metrics: Any, src: str) -> list[str]:
     _req(
         isinstance(metrics, list) and all(isinstance(m, str) for m in metrics),
         "metrics must be a list of names",
@@ -123,48 +126,29 @@ def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path |
         specs = rank_specs(metrics)
     except ConfigError as exc:
         raise ConfigError(exc.reason, path=src, field="metrics") from None
-    names = [s.name for s in specs]
-    level = raw.get("relevance_level", 1)
-    _pos_int(level, src, "relevance_level")
-    seed = raw.get("seed", 0)
-    _req(isinstance(seed, int), "seed must be an integer", src, "seed")
-    sources = raw.get("candidates")
-    _req(isinstance(sources, list) and len(sources) > 0, "list at least one candidate source", src, "candidates")
-    cands = []
-    for i, s in enumerate(sources):
-        where = f"candidates[{i}]"
-        _req(
-            isinstance(s, dict) and s.get("kind") in SOURCE_KEYS,
-            f"a candidate source is a mapping with kind in {', '.join(SOURCE_KEYS)}",
-            src,
-            f"{where}.kind",
-        )
-        _keys(s, SOURCE_KEYS[s["kind"]], src, f"{where}.")
-        for key in ("n", "queries", "edits"):
-            if key in s:
-                _pos_int(s[key], src, f"{where}.{key}")
-        if s["kind"] == "file":
-            _req(
-                isinstance(s.get("path"), str),
-                "give the path of a BEIR corpus.jsonl of candidates",
-                src,
-                f"{where}.path",
-            )
-        else:
-            _req(
-                ("queries" if s["kind"] == "gold" else "n") in s,
-                "say how many",
-                src,
-                f"{where}.{'queries' if s['kind'] == 'gold' else 'n'}",
-            )
-        cands.append(dict(s))
-    modes = raw.get("modes", ["alone"])
+    return [s.name for s in specs]
+
+
+def _source(s: Any, src: str, where: str) -> dict[str, Any]:
     _req(
-        isinstance(modes, list) and modes and all(m in MODES for m in modes),
-        f"modes must be a list from {', '.join(MODES)}",
+        isinstance(s, dict) and s.get("kind") in SOURCE_KEYS,
+        f"a candidate source is a mapping with kind in {', '.join(SOURCE_KEYS)}",
         src,
-        "modes",
+        f"{where}.kind",
     )
+    _keys(s, SOURCE_KEYS[s["kind"]], src, f"{where}.")
+    for key in ("n", "queries", "edits"):
+        if key in s:
+            _pos_int(s[key], src, f"{where}.{key}")
+    if s["kind"] == "file":
+        _req(isinstance(s.get("path"), str), "give the path of a BEIR corpus.jsonl of candidates", src, f"{where}.path")
+    else:
+        how_many = "queries" if s["kind"] == "gold" else "n"
+        _req(how_many in s, "say how many", src, f"{where}.{how_many}")
+    return dict(s)
+
+
+def _leave_one_out(raw: Mapping[str, Any], modes: list[str], src: str) -> dict[str, Any]:
     loo = raw.get("leave_one_out") or {}
     if isinstance(loo, str):
         loo = {"group": loo}
@@ -181,6 +165,10 @@ def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path |
         src,
         "leave_one_out",
     )
+    return loo
+
+
+def _sequential(raw: Mapping[str, Any], src: str) -> dict[str, Any]:
     seq = raw.get("sequential") or {}
     _req(isinstance(seq, dict), "sequential must be a mapping", src, "sequential")
     _keys(seq, {"order"}, src, "sequential.")
@@ -190,6 +178,10 @@ def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path |
         src,
         "sequential.order",
     )
+    return seq
+
+
+def _novelty(raw: Mapping[str, Any], src: str) -> dict[str, Any]:
     nov = raw.get("novelty") or {}
     _req(isinstance(nov, dict), "novelty must be a mapping", src, "novelty")
     _keys(nov, {"chunker"}, src, "novelty.")
@@ -199,39 +191,70 @@ def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path |
         src,
         "novelty.chunker",
     )
+    return nov
+
+
+def _context_recall(raw: Mapping[str, Any], src: str) -> dict[str, Any] | None:
     cr = raw.get("context_recall")
-    if cr is not None:
-        _req(
-            isinstance(cr, dict) and "references" in cr,
-            "context_recall needs references (gold_documents or a JSONL path)",
-            src,
-            "context_recall.references",
-        )
-        _keys(cr, {"references", "threshold", "context_k"}, src, "context_recall.")
-        if "context_k" in cr:
-            _pos_int(cr["context_k"], src, "context_recall.context_k")
+    if cr is None:
+        return None
+    _req(
+        isinstance(cr, dict) and "references" in cr,
+        "context_recall needs references (gold_documents or a JSONL path)",
+        src,
+        "context_recall.references",
+    )
+    _keys(cr, {"references", "threshold", "context_k"}, src, "context_recall.")
+    if "context_k" in cr:
+        _pos_int(cr["context_k"], src, "context_recall.context_k")
+    return cr
+
+
+def _gain(raw: Mapping[str, Any], names: list[str], src: str) -> GainWeights:
     g = raw.get("gain") or {}
     _req(isinstance(g, dict), "gain must be a mapping", src, "gain")
     _keys(g, {"alpha", "beta", "gamma", "recall", "novelty"}, src, "gain.")
     for key in ("alpha", "beta", "gamma"):
-        _req(
-            isinstance(g.get(key, 0.0), (int, float)) and not isinstance(g.get(key, 0.0), bool),
-            "must be a number",
-            src,
-            f"gain.{key}",
-        )
+        v = g.get(key, 0.0)
+        _req(isinstance(v, (int, float)) and not isinstance(v, bool), "must be a number", src, f"gain.{key}")
     recall = g.get("recall") or next((m for m in names if m.startswith("recall")), None)
     _req(recall is not None, "no recall@k among the metrics; name the gain's recall metric", src, "gain.recall")
     recall = parse_metrics([recall])[0].name
     _req(recall in names, f"gain.recall {recall!r} must be one of the metrics ({', '.join(names)})", src, "gain.recall")
     _req(g.get("novelty", "min") in ("min", "mean"), "novelty aggregate is 'min' or 'mean'", src, "gain.novelty")
-    weights = GainWeights(
-        float(g.get("alpha", 1.0)),
-        float(g.get("beta", 1.0)),
-        float(g.get("gamma", 0.01)),
-        recall,
-        g.get("novelty", "min"),
+    alpha, beta, gamma = float(g.get("alpha", 1.0)), float(g.get("beta", 1.0)), float(g.get("gamma", 0.01))
+    return GainWeights(alpha, beta, gamma, recall, g.get("novelty", "min"))
+
+
+def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path | None = None) -> IngestConfig:
+    """Validate an ingestion config mapping; every error names the field."""
+    src = source
+    _req(isinstance(raw, dict), "an ingestion config must be a mapping", src, "<top>")
+    _keys(raw, TOP_KEYS, src, "")
+    ds, ret = _dataset(raw, src), _retriever(raw, src)
+    metrics = raw.get("metrics", ["recall@10", "ndcg@10", "mrr@10"])
+    names = _metric_names(metrics, src)
+    level = raw.get("relevance_level", 1)
+    _pos_int(level, src, "relevance_level")
+    seed = raw.get("seed", 0)
+    _req(isinstance(seed, int), "seed must be an integer", src, "seed")
+    sources = raw.get("candidates")
+    _req(isinstance(sources, list) and len(sources) > 0, "list at least one candidate source", src, "candidates")
+    cands = [_source(s, src, f"candidates[{i}]") for i, s in enumerate(sources)]
+    modes = raw.get("modes", ["alone"])
+    _req(
+        isinstance(modes, list) and modes and all(m in MODES for m in modes),
+        f"modes must be a list from {', '.join(MODES)}",
+        src,
+        "modes",
     )
+    loo, seq, nov, cr = (
+        _leave_one_out(raw, modes, src),
+        _sequential(raw, src),
+        _novelty(raw, src),
+        _context_recall(raw, src),
+    )
+    weights = _gain(raw, names, src)
     dedupe = raw.get("dedupe", "text")
     _req(dedupe in ("id", "text"), "dedupe is 'id' or 'text'", src, "dedupe")
     engine = raw.get("engine", "auto")
@@ -242,12 +265,11 @@ def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path |
     enc = raw.get("encoder") or {}
     _req(isinstance(enc, dict), "encoder must be a mapping of Encoder settings", src, "encoder")
     name = str(raw.get("name") or Path(source).stem)
-    out = Path(output) if output is not None else Path(raw.get("output") or f"results/{name}")
     return IngestConfig(
         name=name,
-        output=out,
-        dataset=dict(ds),
-        retriever={"params": {}, **ret},
+        output=Path(output) if output is not None else Path(raw.get("output") or f"results/{name}"),
+        dataset=ds,
+        retriever=ret,
         metrics=list(metrics),
         candidates=cands,
         modes=list(dict.fromkeys(modes)),
