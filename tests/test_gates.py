@@ -13,7 +13,8 @@ import abdata
 from retbench.cli import app
 from retbench.compare import randomization_test
 from retbench.errors import ConfigError
-from retbench.gates import load_criteria, parse_criteria, render_comment, run_gates
+from retbench.gates import load_criteria, parse_criteria, run_gates
+from retbench.report.gate_comment import gate_json, render_comment, sentence
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -134,10 +135,10 @@ def test_same_system_passes_and_floor_alone_can_fail(evals):
     ev = evals["bm25"]
     ok = run_gates(criteria(gate("recall@5", 0.70, 0.01)), ev, ev, n_resamples=500)
     assert ok.exit_code == 0 and ok.verdict == "pass"
-    assert "unchanged at" in ok.results[0].sentence() and "p = 1.00" in ok.results[0].sentence()
+    assert "unchanged at" in sentence(ok.results[0]) and "p = 1.00" in sentence(ok.results[0])
     floor = run_gates(criteria(gate("recall@5", 0.80)), ev, None)
     assert floor.exit_code == 1
-    assert floor.results[0].sentence() == f"retrieval recall@5 is {100 * ev.mean('recall@5'):.1f}%: blocks merge"
+    assert sentence(floor.results[0]) == f"retrieval recall@5 is {100 * ev.mean('recall@5'):.1f}%: blocks merge"
     assert "below the 80.0% floor" in render_comment(floor)
 
 
@@ -194,7 +195,7 @@ def test_unusable_criteria_are_config_errors(evals):
 
 def test_json_output_is_strict_json(evals):
     rep = run_gates(criteria(gate("recall@5", 0.7, 0.01)), evals["bm25_weak"], evals["bm25"], n_resamples=200)
-    data = json.loads(json.dumps(rep.to_dict(), allow_nan=False))
+    data = json.loads(json.dumps(gate_json(rep), allow_nan=False))
     assert data["verdict"] == "fail" and data["exit_code"] == 1
     assert data["gates"][0]["message"].startswith("retrieval recall@5 dropped from")
     assert data["candidate"] == {"system": "bm25_weak", "queries": 300, "answered": 300, "failed": 0, "missing": 0}

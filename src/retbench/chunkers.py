@@ -665,7 +665,7 @@ class ChunkSet:
         return [d for d, n in zip(self.doc_ids, have, strict=True) if n == 0]
 
     def stats(self, max_tokens: int | None = None) -> dict[str, Any]:
-        """Indexing coverage (seed 002): chunk count, tokens per chunk, empty docs, over-length chunks."""
+        """Indexing coverage: chunk count, tokens per chunk, empty docs, over-length chunks."""
         tok = self.n_tokens[self.n_tokens >= 0]
         chars = self.ends - self.starts
         out: dict[str, Any] = {

@@ -1,6 +1,6 @@
 """The `retbench` command: parse, call the library, render. No logic of its own.
 
-Exit codes (DESIGN.md): 0 ok; 1 a gate failed; 2 usage or input error; 3 a backend failed.
+Exit codes: 0 ok; 1 a gate failed; 2 usage or input error; 3 a backend failed.
 Heavy libraries are imported inside commands so `retbench --help` starts fast.
 """
 
@@ -276,7 +276,8 @@ def gate_command(
     import json
 
     from retbench.compare import load_systems
-    from retbench.gates import load_criteria, render_comment, run_gates
+    from retbench.gates import load_criteria, run_gates
+    from retbench.report.gate_comment import gate_json, render_comment, sentence
 
     crit = load_criteria(criteria)
     metrics = list(dict.fromkeys(g.metric for g in crit.gates))
@@ -296,12 +297,12 @@ def gate_command(
     text = render_comment(report)
     typer.echo(text)
     _write(comment, text)
-    _write(json_out, json.dumps(report.to_dict(), indent=2, allow_nan=False) + "\n")
+    _write(json_out, json.dumps(gate_json(report), indent=2, allow_nan=False) + "\n")
     if report.exit_code:
         why = (
             f"the candidate recorded {len(report.failures)} backend failure(s)"
             if report.backend_failed
-            else "; ".join(r.sentence() for r in report.results if r.blocks)
+            else "; ".join(sentence(r) for r in report.results if r.blocks)
         )
         raise fail(f"gate failed: {why}", report.exit_code)
 
@@ -342,7 +343,7 @@ def report_command(
 # -- end of compare / gate / report -------------------------------------------------------------
 
 
-# -- serve (issue 9) ----------------------------------------------------------------------------
+# -- serve --------------------------------------------------------------------------------------
 @app.command("serve")
 @handles_errors
 def serve_command(
@@ -376,7 +377,7 @@ def serve_command(
         server.stop()
 
 
-# -- ingest-impact (issue 7) --------------------------------------------------------------------
+# -- ingest-impact ------------------------------------------------------------------------------
 @app.command("ingest-impact")
 @handles_errors
 def ingest_impact_command(
@@ -408,7 +409,7 @@ def ingest_impact_command(
     con.print(f"results: {cfg.output}  (report.md, candidates.json, summary.json, manifest.json)")
 
 
-# -- eval (issue 3) -----------------------------------------------------------------------------
+# -- eval ---------------------------------------------------------------------------------------
 @app.command("eval")
 @handles_errors
 def eval_command(
@@ -452,7 +453,8 @@ def eval_command(
     """Score a run against judgements, like trec_eval (-c): every judged query counts, unanswered ones as 0."""
     import json
 
-    from retbench.evaluation import evaluate, groups_from_samples, json_safe, read_judgements, read_system, trec_lines
+    from retbench.evaluation import evaluate, groups_from_samples, json_safe, read_judgements, read_system
+    from retbench.report.trec import trec_lines
 
     if fmt not in ("table", "json", "trec"):
         raise fail(f"--format must be table, json or trec, got {fmt!r}")

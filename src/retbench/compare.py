@@ -29,6 +29,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from retbench.errors import InputError
+from retbench.evaluation import evaluate, read_judgements, read_system
+from retbench.io.beir import read_queries
+from retbench.metrics.registry import DEFAULT_METRICS, parse_metrics
+from retbench.results import load_results
 
 # Queries a system did not answer: these score 0 and are counted, never dropped.
 FAILED_STATUSES = frozenset({"error", "timeout", "invalid"})
@@ -551,7 +555,6 @@ def canonical_metrics(names: Sequence[str] | None) -> list[str] | None:
     """Metric names as the registry spells them (None stays None: 'every metric the inputs share')."""
     if not names:
         return None
-    from retbench.metrics.registry import parse_metrics
 
     return [s.name for s in parse_metrics(list(names))]
 
@@ -572,8 +575,6 @@ def load_systems(
     occurs in two inputs is prefixed by its input's folder or file name.
     """
     from pathlib import Path
-
-    from retbench.results import load_results
 
     wanted = canonical_metrics(metrics)
     raw: list[tuple[str, Any, dict[str, str]]] = []  # (input label, evaluation, failed qid -> status)
@@ -603,8 +604,6 @@ def load_systems(
         else:
             raise InputError("not found: expected a results directory or a TREC run file", path=p)
     if queries is not None:
-        from retbench.io.beir import read_queries
-
         q = read_queries(queries)
         out.queries.update(dict(q.items()))
         _merge_groups(out.groups, groups_from_queries(q))
@@ -642,8 +641,6 @@ def _evaluate_file(path: Any, qrels: Any, metrics: Sequence[str] | None) -> Any:
     """Score one run file (TREC run or system outputs) against qrels in any form `read_judgements` reads."""
     if qrels is None:
         raise InputError("a run file needs --qrels to be scored", path=path, field="qrels")
-    from retbench.evaluation import evaluate, read_judgements, read_system
-    from retbench.studies.benchmark import DEFAULT_METRICS
 
     run, texts = read_system(path)
     judged = qrels if hasattr(qrels, "relevant") else read_judgements(qrels)[0]

@@ -1,7 +1,7 @@
 """Errors a person can act on.
 
 Every error the CLI shows names the file, line and field it is about, and maps to one of the
-documented exit codes (DESIGN.md): 2 usage or input error, 3 a backend failed during the run.
+exit codes the CLI documents (0 ok, 1 a gate failed): 2 usage or input error, 3 a backend failed during the run.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Counting rules (README "Metric conventions"; each is a test):
 - queries with no document at or above the relevance level follow `no_relevant`: `skip` (default:
   left out of the denominator and listed in `skipped`), `zero` (counted and scored as trec_eval
   scores them: measures that divide by the relevant count give 0) or `one` (counted, 1.0 on every
-  metric: the "vacuously perfect" reading of seed 003);
+  metric: the "vacuously perfect" reading, where nothing relevant was missed);
 - `mode="pytrec_eval"` averages over the judged queries the system answered (present in the run
   and not failed), which is what pytrec_eval and BEIR report; the mode is carried in every output;
 - queries in the run that are not judged are ignored (listed in `unjudged`).
@@ -29,6 +29,10 @@ import numpy as np
 
 from retbench.data import Qrels, QueryStatus, Run, Sample
 from retbench.errors import ConfigError, InputError
+from retbench.io.beir import qrels_splits, read_qrels_tsv
+from retbench.io.files import iter_lines, require_file
+from retbench.io.golden import read_golden, read_outputs
+from retbench.io.trec import read_qrels, read_run
 from retbench.metrics.judges import judge_qrels, run_rows
 from retbench.metrics.registry import MetricContext, MetricSpec, parse_metric, parse_metrics
 
@@ -437,12 +441,9 @@ def read_judgements(path: str | Path, split: str = "test") -> tuple[Qrels, list[
 
     Returns (qrels, samples); samples are None unless the file is a golden set.
     """
-    from retbench.io.files import iter_lines, require_file
 
     p = Path(path)
     if p.is_dir():
-        from retbench.io.beir import qrels_splits, read_qrels_tsv
-
         splits = qrels_splits(p)
         if split not in splits:
             raise InputError(
@@ -451,16 +452,11 @@ def read_judgements(path: str | Path, split: str = "test") -> tuple[Qrels, list[
         return read_qrels_tsv(splits[split])[0], None
     require_file(p, "qrels file")
     if _is_golden(p):
-        from retbench.io.golden import read_golden
-
         samples = read_golden(p)
         return qrels_from_samples(samples), samples
     first = next((line for _, line in iter_lines(p) if line.strip()), "")
     if first.count("\t") == 2 or first.lower().startswith("query-id"):
-        from retbench.io.beir import read_qrels_tsv
-
         return read_qrels_tsv(p)[0], None
-    from retbench.io.trec import read_qrels
 
     return read_qrels(p), None
 
@@ -469,44 +465,7 @@ def read_system(path: str | Path) -> tuple[Run, dict[str, str]]:
     """A system's ranking: a TREC run file, or system outputs (JSONL/JSON/YAML `{"id", "retrieved"}`) with their texts."""
     p = Path(path)
     if _is_golden(p):
-        from retbench.io.golden import read_outputs
-
         out = read_outputs(p)
         return out.run, out.texts
-    from retbench.io.trec import read_run
 
     return read_run(p), {}
-
-
-# trec_eval prints measures in the order of its measure table, whatever the order of -m
-_TREC_ORDER = ["map", "Rprec", "recip_rank", "P", "recall", "ndcg", "ndcg_cut", "map_cut", "success"]
-
-
-def _trec_sort_key(name: str) -> tuple[int, int]:
-    base, _, k = name.rpartition("_") if name[-1].isdigit() else (name, "", "")
-    if base in _TREC_ORDER and k:
-        return _TREC_ORDER.index(base), int(k)
-    return (_TREC_ORDER.index(name), 0) if name in _TREC_ORDER else (len(_TREC_ORDER), 0)
-
-
-def trec_lines(ev: Evaluation, *, per_query: bool = False) -> list[str]:
-    """trec_eval's own output (`measure<TAB>query-or-all<TAB>value`, name padded to 22, 4 decimals).
-
-    Measures use trec_eval's names and order; per-query lines (trec_eval -q) come first, query ids in
-    trec_eval's (string) order, then the `all` lines. Judged queries the system did not answer print
-    no per-query line (as with trec_eval -c -q) but count in `all`. Measures trec_eval lacks keep
-    their retbench names and come last.
-    """
-    names = [t or m for t, m in zip(ev.trec_names, ev.metrics, strict=True)]
-    order = sorted(
-        range(len(names)),
-        key=lambda j: (_trec_sort_key(names[j]), j) if ev.trec_names[j] else ((len(_TREC_ORDER) + 1, 0), j),
-    )
-    lines: list[str] = []
-    if per_query:
-        rows = sorted((q, i) for i, q in enumerate(ev.query_ids) if ev.status[i] != "missing")
-        for q, i in rows:
-            lines.extend(f"{names[j]:<22}\t{q}\t{ev.values[i, j]:6.4f}" for j in order)
-    means = ev.values.mean(axis=0) if len(ev.query_ids) else np.zeros(len(names))
-    lines.extend(f"{names[j]:<22}\tall\t{means[j]:6.4f}" for j in order)
-    return lines

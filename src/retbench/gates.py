@@ -1,6 +1,6 @@
 """Ship criteria: absolute floors and regression limits against a baseline, with severities.
 
-The criteria file follows the ADR (seed 000): recall@5 gates merges, MRR is a diagnostic.
+A typical criteria file lets recall@5 gate merges and keeps MRR as a diagnostic (a warning):
 
     alpha: 0.05                   # significance level for require_significance
     require_significance: false   # default for every gate
@@ -32,15 +32,23 @@ from typing import Any
 
 import numpy as np
 
-from retbench.compare import FAILED_STATUSES, MISSING_STATUS, PerQueryScores, align, bootstrap_ci, randomization_test
+from retbench.compare import (
+    FAILED_STATUSES,
+    MISSING_STATUS,
+    PerQueryScores,
+    _finite,
+    align,
+    bootstrap_ci,
+    randomization_test,
+)
 from retbench.errors import EXIT_BACKEND, EXIT_GATE_FAILED, EXIT_OK, ConfigError
-from retbench.report import fmt
+from retbench.metrics.registry import parse_metric
 
 SEVERITIES = ("error", "warning")
 TOP_KEYS = {"gates", "alpha", "require_significance", "max_failed_queries", "description"}
 GATE_KEYS = {"name", "metric", "threshold", "regression_max", "severity", "require_significance", "tags", "description"}
 TAG_KEYS = {"threshold", "regression_max"}
-_EPS = 1e-12
+EPS = 1e-12
 
 
 @dataclass
@@ -60,11 +68,6 @@ class Gate:
     require_significance: bool = False
     tags: dict[str, Limits] = field(default_factory=dict)
     line: int | None = None
-
-    @property
-    def label(self) -> str:
-        """How the comment names it: 'retrieval recall@5'."""
-        return f"retrieval {fmt.metric_label(self.metric)}"
 
 
 @dataclass
@@ -105,8 +108,7 @@ def _line_marks(text: str) -> list[dict[str, int]]:
 
 
 def resolve_metric(name: str) -> str:
-    """Canonical metric name from the registry, which also reads the ADR's spellings (`retrieval_recall_at_5`)."""
-    from retbench.metrics.registry import parse_metric
+    """Canonical metric name from the registry, which also reads underscore spellings (`retrieval_recall_at_5`)."""
 
     return parse_metric(name).name
 
@@ -245,11 +247,6 @@ def load_criteria(path: str | Path) -> Criteria:
     return parse_criteria(raw, str(p), text)
 
 
-def _abs_pp(value: float) -> str:
-    """A size of change without its sign: 0.03 -> '3.0 pp'."""
-    return fmt.pp(abs(value)).lstrip("+±")
-
-
 # -- applying the criteria ----------------------------------------------------------------------
 @dataclass
 class Check:
@@ -260,7 +257,10 @@ class Check:
     limit: float
     value: float  # the candidate mean (floor) or the drop in metric units (regression)
     passed: bool
-    note: str = ""
+    #: a regression past its limit that is let through because the drop is not significant (p >= alpha)
+    waived: bool = False
+    p: float | None = None
+    alpha: float | None = None
 
 
 @dataclass
@@ -298,35 +298,6 @@ class GateResult:
             return "passes"
         return "blocks merge" if self.blocks else "warning, does not block merge"
 
-    def sentence(self) -> str:
-        """'retrieval recall@5 dropped from 87.0% to 81.0% (-6.0 pp, p = 0.003): blocks merge'."""
-        label = self.gate.label
-        if self.baseline is None or self.delta is None:
-            head = f"{label} is {fmt.pct(self.candidate)}"
-        else:
-            verb = "dropped" if self.delta < -_EPS else "rose" if self.delta > _EPS else "is unchanged"
-            if verb == "is unchanged":
-                head = f"{label} is unchanged at {fmt.pct(self.candidate)} ({fmt.pvalue(self.p)})"
-            else:
-                head = (
-                    f"{label} {verb} from {fmt.pct(self.baseline)} to {fmt.pct(self.candidate)} "
-                    f"({fmt.pp(self.delta)}, {fmt.pvalue(self.p)})"
-                )
-        return f"{head}: {self.outcome}"
-
-    def reasons(self) -> list[str]:
-        """Why it failed (or what nearly failed), in words."""
-        out = []
-        for c in self.checks:
-            where = "" if c.scope == "all" else f"on tag `{c.scope}`: "
-            if c.kind == "floor" and not c.passed:
-                out.append(f"{where}{fmt.pct(c.value)} is below the {fmt.pct(c.limit)} floor")
-            elif c.kind == "regression" and not c.passed:
-                out.append(f"{where}the drop of {_abs_pp(c.value)} exceeds the {_abs_pp(c.limit)} allowed")
-            elif c.note:
-                out.append(f"{where}{c.note}")
-        return out
-
 
 @dataclass
 class GateReport:
@@ -363,7 +334,6 @@ class GateReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON for machines: verdict, exit code, each gate's numbers and checks."""
-        from retbench.compare import _finite
 
         return _finite(
             {
@@ -400,8 +370,6 @@ class GateReport:
                         "p": r.p,
                         "passed": r.passed,
                         "blocks": r.blocks,
-                        "message": r.sentence(),
-                        "reasons": r.reasons(),
                         "checks": [c.__dict__ for c in r.checks],
                         "tags": [t.__dict__ for t in r.tags],
                     }
@@ -502,18 +470,13 @@ def _scope_checks(
     out = []
     cmean = float(cand.mean()) if cand.size else math.nan
     if lim.threshold is not None:
-        out.append(Check(scope, "floor", lim.threshold, cmean, bool(cmean >= lim.threshold - _EPS)))
+        out.append(Check(scope, "floor", lim.threshold, cmean, bool(cmean >= lim.threshold - EPS)))
     if lim.regression_max is not None and base is not None:
         drop = float(base.mean() - cand.mean()) if cand.size else math.nan
-        too_big = drop > lim.regression_max + _EPS
-        note = ""
-        if too_big and gate.require_significance and not (p is not None and p < alpha):
-            too_big = False
-            note = (
-                f"dropped {_abs_pp(drop)}, more than the {_abs_pp(lim.regression_max)} allowed, "
-                f"but the drop is not statistically significant ({fmt.pvalue(p)}, needs p < {alpha:g})"
-            )
-        out.append(Check(scope, "regression", lim.regression_max, drop, not too_big, note))
+        too_big = drop > lim.regression_max + EPS
+        waived = bool(too_big and gate.require_significance and not (p is not None and p < alpha))
+        passed = not too_big or waived
+        out.append(Check(scope, "regression", lim.regression_max, drop, passed, waived, p, alpha))
     return out
 
 
@@ -557,112 +520,3 @@ def _apply(
         if tag in gate.tags:
             checks += _scope_checks(tag, gate.tags[tag], tb, tc, tp, gate, alpha)
     return GateResult(gate, float(b.mean()), float(a.mean()) if has_baseline else None, delta, ci, p, checks, rows)
-
-
-# -- the PR comment -----------------------------------------------------------------------------
-_ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌"}
-
-
-def _icon(r: GateResult) -> str:
-    return _ICON["pass"] if r.passed else _ICON["fail"] if r.blocks else _ICON["warn"]
-
-
-def _limits_text(lim: Limits) -> str:
-    parts = []
-    if lim.threshold is not None:
-        parts.append(f"at least {fmt.pct(lim.threshold)}")
-    if lim.regression_max is not None:
-        parts.append(f"may drop at most {_abs_pp(lim.regression_max)}")
-    return ", ".join(parts)
-
-
-def _side(name: str | None, counts: Mapping[str, int] | None) -> str:
-    if not name or not counts:
-        return ""
-    text = f"`{name}` {fmt.coverage(counts['answered'], counts['queries'])} queries"
-    extra = [f"{counts[k]} {k}" for k in ("failed", "missing") if counts.get(k)]
-    return text + (f" ({', '.join(extra)}, counted as 0)" if extra else "")
-
-
-def render_comment(report: GateReport, max_tags: int = 20) -> str:
-    """The Markdown PR comment: verdict first, one sentence per gate, details folded away."""
-    blocking = [r for r in report.results if r.blocks]
-    warned = [r for r in report.results if not r.passed and not r.blocks]
-    lines: list[str] = []
-    if report.backend_failed:
-        n = len(report.failures)
-        total = report.candidate_counts["queries"]
-        lines.append(
-            f"### ❌ Retrieval quality gate: blocks merge — the candidate's retriever failed on {n} of {total} queries"
-        )
-        kinds: dict[str, int] = {}
-        for s in report.failures.values():
-            kinds[s] = kinds.get(s, 0) + 1
-        detail = ", ".join(f"{k}: {v}" for k, v in sorted(kinds.items()))
-        lines += [
-            "",
-            f"The backend recorded failures ({detail}; {report.criteria.max_failed_queries} allowed), "
-            "so the numbers below are not trustworthy. Fix the backend and run again.",
-        ]
-    elif blocking:
-        lines.append("### ❌ Retrieval quality gate: blocks merge")
-    elif warned:
-        lines.append("### ⚠️ Retrieval quality gate: passes with warnings")
-    else:
-        lines.append("### ✅ Retrieval quality gate: passes")
-    lines.append("")
-    for r in blocking + warned:
-        why = f" — {'; '.join(r.reasons())}." if r.reasons() else ""
-        lines += [f"**{r.sentence()}**{why}" if r.blocks else f"⚠️ {r.sentence()}{why}", ""]
-    lines += ["| | Gate | Baseline | Candidate | Change | Limit | Result |", "|---|---|---|---|---|---|---|"]
-    for r in report.results:
-        change = f"{fmt.pp(r.delta)} ({fmt.pvalue(r.p)})" if r.delta is not None else "—"
-        result = r.outcome + (f": {'; '.join(r.reasons())}" if r.reasons() else "")
-        lines.append(
-            f"| {_icon(r)} | {r.gate.label} ({r.gate.severity}) | {fmt.pct(r.baseline) if r.baseline is not None else '—'} | "
-            f"{fmt.pct(r.candidate)} | {change} | {_limits_text(r.gate.limits)} | {result} |"
-        )
-    lines.append("")
-    who = f"Candidate {_side(report.candidate, report.candidate_counts)}"
-    if report.baseline:
-        who += f"; baseline {_side(report.baseline, report.baseline_counts)}"
-    lines.append(who + ".")
-    if report.mode != "trec_eval":
-        lines.append(
-            f"The runs were evaluated in {report.mode} mode; the gate still counts every judged query, "
-            "scoring unanswered ones 0, so a failing backend cannot raise its own numbers."
-        )
-    lines.append("")
-    tagged = [r for r in report.results if r.tags]
-    for r in tagged:
-        rows = sorted(r.tags, key=lambda t: (t.delta if t.delta is not None else 0.0, t.tag))[:max_tags]
-        more = len(r.tags) - len(rows)
-        lines += [
-            "<details>",
-            f"<summary>{r.gate.label} by tag ({len(r.tags)} tags, biggest drops first)</summary>",
-            "",
-            "| Tag | Queries | Baseline | Candidate | Change |",
-            "|---|---|---|---|---|",
-        ]
-        for t in rows:
-            flag = " ⚠️" if t.tag in r.gate.tags and any(not c.passed for c in r.checks if c.scope == t.tag) else ""
-            change = f"{fmt.pp(t.delta)} ({fmt.pvalue(t.p)})" if t.delta is not None else "—"
-            base = fmt.pct(t.baseline) if t.baseline is not None else "—"
-            lines.append(f"| `{t.tag}`{flag} | {t.n} | {base} | {fmt.pct(t.candidate)} | {change} |")
-        if more > 0:
-            lines.append(f"| … {more} more tags in the JSON output | | | | |")
-        lines += ["", "</details>", ""]
-    metrics = list(dict.fromkeys(r.gate.metric for r in report.results))
-    lines += ["<details>", "<summary>How to read this</summary>", ""]
-    lines += [f"- **{fmt.metric_label(m)}**: {fmt.metric_meaning(m)}." for m in metrics]
-    lines += [
-        "- **pp** (percentage points): the plain difference of two percentages, 81.0% − 87.0% = −6.0 pp.",
-        f"- **p**: how likely a change at least this large would be if both versions were equally good "
-        f"(paired randomization test over the same queries, {report.n_resamples:,} resamples). "
-        f"Below {report.criteria.alpha:g} the change is unlikely to be noise.",
-        "- **error** gates block the merge when they fail; **warning** gates are reported only.",
-        "",
-        "</details>",
-        "",
-    ]
-    return "\n".join(lines).rstrip() + "\n"

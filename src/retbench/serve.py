@@ -22,7 +22,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from retbench.data import Corpus
-from retbench.retrievers.base import Retriever
+from retbench.io.datasets import load_dataset
+from retbench.retrievers.base import Retriever, create
 
 MAX_BODY = 1 << 20
 
@@ -186,8 +187,6 @@ def serve_dataset(
     verbose: bool = False,
 ) -> RetrievalServer:
     """Build `adapter` over a dataset's corpus and return the (not yet started) server."""
-    from retbench.io.datasets import load_dataset
-    from retbench.retrievers.base import create
 
     ds = load_dataset(dataset)
     retriever = create(adapter, params or {}, name=adapter)

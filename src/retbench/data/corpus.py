@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from retbench.data.qrels import Qrels
+from retbench.errors import InputError
 
 # because it changes scores: BEIR joins "title text" with one space and strips the result.
 JOIN_RULES = ("title_space_text", "title_newline_text", "text_only")
@@ -195,8 +196,6 @@ class Dataset:
 
     def split(self, split: str) -> Qrels:
         if split not in self.qrels:
-            from retbench.errors import InputError
-
             have = ", ".join(sorted(self.qrels)) or "none"
             raise InputError(f"no qrels split {split!r} (have: {have})", path=self.path, field="split")
         return self.qrels[split]

@@ -14,6 +14,9 @@ import numpy as np
 
 from retbench.data import Dataset
 from retbench.errors import InputError
+from retbench.io.beir import read_beir
+from retbench.io.chunking_eval import read_chunking_eval_dataset
+from retbench.io.hf import load_hf_beir
 
 
 def corpora_dirs() -> list[Path]:
@@ -55,15 +58,10 @@ def load_dataset(
 ) -> Dataset:
     """Load a dataset from a shipped name, a BEIR folder, a chunking set folder or `hf:<name>`."""
     if isinstance(spec, str) and spec.startswith("hf:"):
-        from retbench.io.hf import load_hf_beir
-
         return load_hf_beir(spec[3:], splits=splits, join_rule=join_rule)
     folder = resolve(spec)
     if (folder / "questions.jsonl").is_file() and (folder / "corpora").is_dir():
-        from retbench.io.chunking_eval import read_chunking_eval_dataset
-
         return read_chunking_eval_dataset(folder)
-    from retbench.io.beir import read_beir
 
     name = folder.name if Path(spec).exists() else str(spec)
     return read_beir(folder, splits, strict=strict, join_rule=join_rule, name=name)

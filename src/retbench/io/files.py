@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from retbench.errors import InputError
+from retbench.errors import ConfigError, InputError
 
 
 def require_file(path: str | Path, what: str = "file") -> Path:
@@ -96,8 +96,6 @@ def find_variant(folder: Path, stem: str) -> Path | None:
 def read_yaml(path: str | Path) -> Any:
     """A YAML file's content; a syntax error names the file and line (every config loader uses this)."""
     import yaml
-
-    from retbench.errors import ConfigError
 
     p = require_file(path, "config file")
     try:

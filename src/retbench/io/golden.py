@@ -1,6 +1,6 @@
-"""Golden sets of samples (YAML or JSONL) and system outputs in the seeds' input contract.
+"""Golden sets of samples (YAML or JSONL) and system outputs in the golden-set format:
 
-A sample (seed 001):
+A sample:
 
     - id: q-1
       input: { question: "What is our refund window?" }

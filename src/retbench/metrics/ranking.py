@@ -10,7 +10,7 @@ Formulas follow trec_eval 9.x (the numbers people compare with):
   retrieved or not; MAP and MRR are uncut unless a k is given (map@k = trec_eval's map_cut_k);
 - nDCG uses the grade itself as gain (linear, trec_eval's ndcg / ndcg_cut) and ignores the
   relevance level; the ideal DCG is built from all positive judged grades; `exp=True` gives the
-  2^g - 1 variant (BEIR papers, seed 003);
+  2^g - 1 variant (Burges et al. 2005, as used in the BEIR papers);
 - a value whose denominator is 0 (no relevant document) is 0.0, as in trec_eval; what to do with
   such queries is decided once, in `evaluation.evaluate` (the `no_relevant` policy).
 
@@ -137,7 +137,7 @@ def ndcg(gm: GainMatrix, k: np.ndarray | None, exp: bool = False) -> np.ndarray:
 def log_rank_score(rank: np.ndarray, n: np.ndarray, gamma: float = 1.0) -> np.ndarray:
     """1 - log(1 + gamma (rank - 1)) / log(1 + gamma (n - 1)) for 1-based `rank` among `n` returned; 1 when n == 1.
 
-    From seed 004 (datapizza's `log_rank_score`): rank 1 scores 1, rank n scores 0, and `gamma`
+    After datapizza's `log_rank_score`: rank 1 scores 1, rank n scores 0, and `gamma`
     sets how steeply the score falls over the first ranks.
     """
     if gamma <= 0:
@@ -152,7 +152,7 @@ def log_rank_score(rank: np.ndarray, n: np.ndarray, gamma: float = 1.0) -> np.nd
 def hybrid_log_rank(
     gm: GainMatrix, k: np.ndarray | None, level: int = 1, alpha: float = 0.5, gamma: float = 1.0
 ) -> np.ndarray:
-    """alpha * recall + (1 - alpha) * rank quality (seed 004's `hybrid_log_rank_score_exact`).
+    """alpha * recall + (1 - alpha) * rank quality (datapizza's `hybrid_log_rank_score_exact`).
 
     Over the first N = min(returned, k) documents: recall = relevant found / R, and rank quality =
     sum of `log_rank_score(rank, N, gamma)` over the relevant documents found, divided by R.

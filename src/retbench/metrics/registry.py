@@ -8,10 +8,10 @@ Accepted spellings (case-insensitive except trec_eval's own names):
 - a relevance level for binary measures: `recall@5(rel=2)` or ir_measures' `P(rel=2)@5`;
 - trec_eval names: `ndcg_cut_10` (or `ndcg_cut.10`), `P_5`, `recall_100`, `success_5`, `map_cut_10`,
   `recip_rank`, `Rprec`, `map`, `ndcg`;
-- the seed aliases `retrieval-hit-at-k`, `retrieval-recall-at-k`, `retrieval-mrr`,
+- the golden-set aliases `retrieval-hit-at-k`, `retrieval-recall-at-k`, `retrieval-mrr`,
   `retrieval-ndcg-at-k`, `answer-containment-at-k` (cutoff from the sample or `default_k`).
 
-Cutoffs (DESIGN.md): a per-sample `metadata.k` wins, else the name's own `@k`, else `default_k`.
+Cutoffs: a per-sample `metadata.k` wins, else the name's own `@k`, else `default_k`.
 Metrics that are uncut by nature (mrr, map, rprec, ndcg without @k) stay uncut unless given @k.
 
 Adding a metric: any object with `name`, `cutoff` and `compute(ctx, k, params)` (the `Metric`
@@ -30,6 +30,9 @@ import numpy as np
 from retbench.errors import ConfigError
 from retbench.metrics import ranking, text
 from retbench.metrics.judges import GainMatrix, check_level
+
+#: the metric suite of a benchmark run (and of `retbench compare` on run files) when a config names none
+DEFAULT_METRICS = ["ndcg@10", "recall@100", "mrr@10", "map", "recall@5", "P@5", "hit@5"]
 
 ENTRY_POINT_GROUP = "retbench.metrics"
 
@@ -210,7 +213,7 @@ def _builtins() -> list[Builtin]:
 # trec_eval's cut measures whose suffix is the cutoff, and the retbench metric each is
 _TREC_CUT = {"P": "P", "recall": "recall", "success": "hit", "ndcg_cut": "ndcg", "map_cut": "map"}
 _TREC_PLAIN = {"recip_rank": "mrr", "Rprec": "rprec", "map": "map", "ndcg": "ndcg"}
-# seed aliases that mean "this metric at the resolved k" even when the metric is uncut by nature
+# golden-set aliases that mean "this metric at the resolved k" even when the metric is uncut by nature
 _FORCE_K = {"retrieval-ndcg-at-k": "ndcg"}
 
 _REGISTRY: dict[str, Metric] = {}
@@ -357,13 +360,13 @@ def _unknown(spec: str) -> ConfigError:
     )
 
 
-_ADR_RE = re.compile(r"^((?:retrieval|answer)_[a-z_]+?)(?:_at_(\d+|k))?$")
+_UNDERSCORE_RE = re.compile(r"^((?:retrieval|answer)_[a-z_]+?)(?:_at_(\d+|k))?$")
 
 
-def _adr_spelling(s: str) -> str:
-    """Gate configs spell the seed aliases with underscores and the cutoff inline (seed 000:
-    `retrieval_recall_at_5`, `retrieval_mrr`); rewrite them to the alias form `retrieval-recall-at-k@5`."""
-    m = _ADR_RE.match(s.lower())
+def _underscore_spelling(s: str) -> str:
+    """Gate configs may spell the aliases with underscores and the cutoff inline
+    (`retrieval_recall_at_5`, `retrieval_mrr`); rewrite them to the alias form `retrieval-recall-at-k@5`."""
+    m = _UNDERSCORE_RE.match(s.lower())
     if not m:
         return s
     alias = m[1].replace("_", "-") + ("-at-k" if m[2] else "")
@@ -375,7 +378,7 @@ def parse_metric(spec: str, default_k: int = 5) -> MetricSpec:
     _load_plugins()
     if default_k < 1:
         raise ConfigError(f"default_k must be >= 1, got {default_k}", field="default_k")
-    s = _adr_spelling(spec.strip().replace(" ", ""))
+    s = _underscore_spelling(spec.strip().replace(" ", ""))
     force_k = False
     k: int | None = None
     params: dict[str, float] = {}

@@ -46,7 +46,7 @@ def _text_of(texts: Any, doc_id: str) -> str | None:
 
 
 def containment(ctx: MetricContext, k: np.ndarray | None) -> np.ndarray:
-    """1.0 if the sample's expected answer occurs in the text of a top-k document (seed 001).
+    """1.0 if the sample's expected answer occurs in the text of a top-k document.
 
     Needs `sample.answer` for every counted query and the texts of ranked documents (a Corpus, a
     mapping, or system outputs' `text`); a ranked doc with no known text cannot contain anything.
@@ -72,7 +72,7 @@ def support_groups(ctx: MetricContext, i: int, level: int) -> list[set[str]]:
 
 
 def recall_groups(ctx: MetricContext, k: np.ndarray | None, level: int, require_all: bool) -> np.ndarray:
-    """recall_all@k: every support group has an id in the top k; recall_any@k: some support id is (seed 002)."""
+    """recall_all@k: every support group has an id in the top k; recall_any@k: some support id is."""
     out = np.zeros(len(ctx.gm), dtype=np.float64)
     for i in range(len(ctx.gm)):
         groups = support_groups(ctx, i, level)

@@ -15,7 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from retbench.compare import align, canonical_metrics, compare
 from retbench.errors import InputError
+from retbench.metrics.registry import parse_metric
+from retbench.results import load_results
 
 
 @dataclass
@@ -66,7 +69,6 @@ class ReportData:
 
 def metric_curves(metrics: list[str]) -> dict[str, list[tuple[int, str]]]:
     """Metrics that differ only in their cutoff, grouped (recall@1, recall@5, recall@100 -> 'recall')."""
-    from retbench.metrics.registry import parse_metric
 
     fams: dict[str, list[tuple[int, str]]] = {}
     for m in metrics:
@@ -128,8 +130,6 @@ def build_report(
     seed: int = 0,
 ) -> ReportData:
     """Read a results directory and compute what the report shows (comparisons included)."""
-    from retbench.compare import canonical_metrics, compare
-    from retbench.results import load_results
 
     res = load_results(path)
     mj = res.metrics_json
@@ -193,8 +193,6 @@ def build_report(
             seed=seed,
         )
         if primary in shared:
-            from retbench.compare import align
-
             for s in names:
                 if s != baseline:
                     al = align(evs[baseline], evs[s], [primary])

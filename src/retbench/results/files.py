@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from retbench.data import QueryStatus, Run
 from retbench.errors import InputError
+from retbench.io.files import iter_jsonl
 from retbench.io.trec import read_run, write_run
 
 if TYPE_CHECKING:
@@ -56,7 +57,6 @@ def load_run(sysdir: SystemDir, name: str = "") -> Run:
     ranked = read_run(sysdir.run, name=name) if sysdir.run.is_file() and sysdir.run.stat().st_size else Run.empty(name)
     if not sysdir.status.is_file():
         return ranked
-    from retbench.io.files import iter_jsonl
 
     parts = []
     status: dict[str, QueryStatus] = {}

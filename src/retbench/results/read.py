@@ -10,6 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from retbench.data import Run
 from retbench.errors import InputError
+from retbench.evaluation import Evaluation
+from retbench.io.beir import read_queries
+from retbench.io.datasets import resolve
+from retbench.io.files import find_variant
 
 if TYPE_CHECKING:
     from retbench.evaluation import Evaluation
@@ -33,7 +37,6 @@ class Results:
         return SystemDir(self.root / "systems" / system)
 
     def evaluation(self, system: str) -> Evaluation:
-        from retbench.evaluation import Evaluation
 
         self._check(system)
         return Evaluation.from_tsv(self.system_dir(system).per_query)
@@ -57,13 +60,9 @@ class Results:
         if not spec:
             return {}
         try:
-            from retbench.io.datasets import resolve
-            from retbench.io.files import find_variant
-
             qpath = find_variant(resolve(spec), "queries.jsonl")
             if qpath is None:
                 return {}
-            from retbench.io.beir import read_queries
 
             return read_queries(qpath)
         except InputError:

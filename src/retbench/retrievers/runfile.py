@@ -18,6 +18,8 @@ from typing import Any
 
 from retbench.data import Corpus, Queries, Run, RunBuilder
 from retbench.errors import ConfigError, InputError
+from retbench.io.golden import read_outputs
+from retbench.io.trec import read_run
 from retbench.retrievers.base import Ranking, Retriever, register
 
 FORMATS = ("auto", "trec", "outputs")
@@ -44,12 +46,8 @@ class RunFileRetriever(Retriever):
         self.format = _format_of(self.path) if format == "auto" else format
         self.texts: dict[str, str] = {}
         if self.format == "trec":
-            from retbench.io.trec import read_run
-
             self.run = read_run(self.path)
         else:
-            from retbench.io.golden import read_outputs
-
             outputs = read_outputs(self.path)
             self.run, self.texts = outputs.run, outputs.texts
         self.unknown_doc_ids = 0

@@ -29,10 +29,15 @@ from typing import Any
 
 from retbench.data import Dataset, Queries, Run
 from retbench.errors import BackendError, ConfigError, InputError
+from retbench.evaluation import evaluate
+from retbench.io.datasets import load_dataset
+from retbench.io.files import read_yaml
+from retbench.metrics.registry import DEFAULT_METRICS, parse_metric
 from retbench.results import SystemDir, save_run, write_json
+from retbench.results.journal import Journal
+from retbench.retrievers.base import create, resolve_factory
 from retbench.studies.manifest import machine, package_versions
 
-DEFAULT_METRICS = ["ndcg@10", "recall@100", "mrr@10", "map", "recall@5", "P@5", "hit@5"]
 TOP_KEYS = {
     "name",
     "output",
@@ -191,7 +196,6 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
 
 
 def _check_metrics(cfg: ExperimentConfig) -> None:
-    from retbench.metrics.registry import parse_metric
 
     canonical = []
     for i, m in enumerate(cfg.metrics):
@@ -203,7 +207,6 @@ def _check_metrics(cfg: ExperimentConfig) -> None:
 
 
 def _check_adapters(cfg: ExperimentConfig) -> None:
-    from retbench.retrievers.base import resolve_factory
 
     for i, s in enumerate(cfg.systems):
         try:
@@ -213,7 +216,6 @@ def _check_adapters(cfg: ExperimentConfig) -> None:
 
 
 def load_config(path: str | Path, output: str | Path | None = None) -> ExperimentConfig:
-    from retbench.io.files import read_yaml
 
     return parse_config(read_yaml(path), str(path), output)
 
@@ -225,7 +227,6 @@ def prepare_dataset(spec: DatasetSpec) -> tuple[Dataset, Queries]:
     `corpus_sample: N` keeps every document judged for the selected queries plus random others up to
     N documents: scores on such a slice are for a quick look, not for comparison with published ones.
     """
-    from retbench.io.datasets import load_dataset
 
     ds = load_dataset(spec.spec, [spec.split], join_rule=spec.join_rule)
     qrels = ds.split(spec.split)
@@ -279,7 +280,6 @@ def _search_journaled(
     stage: str,
 ) -> Run:
     """Search in batches, journaling each query as it is answered; resumes from the journal."""
-    from retbench.results.journal import Journal
 
     with Journal(sysdir.journal, fingerprint, batch_size=cfg.batch_size) as journal:
         done = journal.done()
@@ -305,8 +305,6 @@ def run_experiment(
     cfg: ExperimentConfig, *, force: bool = False, progress: Progress | None = None, log: Callable[[str], None] = print
 ) -> ExperimentOutcome:
     """Run every system on every dataset; write the results directory; return what happened."""
-    from retbench.evaluation import evaluate
-    from retbench.retrievers.base import create
 
     out = cfg.output
     out.mkdir(parents=True, exist_ok=True)

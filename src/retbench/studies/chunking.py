@@ -41,8 +41,16 @@ import numpy as np
 
 from retbench.chunkers import Chunker, ChunkSet, HFTokenizer, make_chunker, make_tokenizer
 from retbench.errors import ConfigError
-from retbench.report.markdown import md_table
+from retbench.evaluation import Evaluation
+from retbench.io.chunking_eval import read_chunking_eval
+from retbench.io.datasets import resolve
+from retbench.io.files import read_yaml
+from retbench.metrics.judges import budget_cutoffs, evaluate_judgement, judge_spans, overlap_scores
+from retbench.metrics.judges.spans import budget_label
+from retbench.metrics.registry import parse_metric
+from retbench.report.chunking import render_markdown
 from retbench.results import SystemDir, save_run, write_json
+from retbench.retrievers.base import create, resolve_factory
 from retbench.studies.manifest import machine, package_versions
 
 TOP_KEYS = {
@@ -161,7 +169,6 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
             )
         if not isinstance(s.get("params", {}) or {}, dict):
             raise ConfigError("params must be a mapping", path=source, field=f"systems[{i}].params")
-        from retbench.retrievers.base import resolve_factory
 
         try:
             resolve_factory(s["adapter"])
@@ -170,7 +177,6 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
     metrics = raw.get("metrics", DEFAULT_METRICS)
     if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) for m in metrics):
         raise ConfigError("metrics must be a list of names", path=source, field="metrics")
-    from retbench.metrics.registry import parse_metric
 
     for i, m in enumerate(metrics):
         try:
@@ -215,16 +221,11 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
 
 
 def load_config(path: str | Path, output: str | Path | None = None) -> ChunkingConfig:
-    from retbench.io.files import read_yaml
 
     return parse_config(read_yaml(path), str(path), output)
 
 
 # -- one (chunker, system) pair ------------------------------------------------------------------------
-def budget_label(budget: int) -> str:
-    return f"@{budget}tok"
-
-
 def pair_columns(cfg: ChunkingConfig) -> list[str]:
     """Per-query columns besides the metrics: character-level scores at each k and the budget view."""
     cols = [f"token_{m}@{k}" for k in cfg.token_k for m in ("precision", "recall", "iou")]
@@ -237,8 +238,6 @@ def pair_columns(cfg: ChunkingConfig) -> list[str]:
 
 def score_pair(run: Any, chunks: ChunkSet, spans: dict, cfg: ChunkingConfig, system: str) -> Any:
     """Judge a chunk run by spans: the config's metrics, character-level P/R/IoU and the budget view."""
-    from retbench.evaluation import Evaluation
-    from retbench.metrics.judges import budget_cutoffs, evaluate_judgement, judge_spans, overlap_scores
 
     judgement = judge_spans(run, chunks, spans, min_chars=cfg.min_chars, min_fraction=cfg.min_fraction)
     ev = evaluate_judgement(judgement, run, cfg.metrics, system=system)
@@ -317,9 +316,6 @@ Progress = Callable[[str], None]
 
 def run_chunking(cfg: ChunkingConfig, *, force: bool = False, log: Progress = print) -> ChunkingOutcome:
     """Chunk, index, search and judge every (chunker, system) pair; write the results directory."""
-    from retbench.io.chunking_eval import read_chunking_eval
-    from retbench.io.datasets import resolve
-    from retbench.retrievers.base import create
 
     out = cfg.output
     out.mkdir(parents=True, exist_ok=True)
@@ -508,110 +504,3 @@ def _run_pair(
         + f" ({timings['index_seconds']}s index)"
     )
     return outcome
-
-
-# -- report ---------------------------------------------------------------------------------------------
-def _f(v: Any, digits: int = 3) -> str:
-    return f"{v:.{digits}f}" if isinstance(v, (int, float)) and not isinstance(v, bool) else "—"
-
-
-def summary_rows(
-    cfg: ChunkingConfig, metrics_json: dict[str, Any]
-) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
-    """(header, rows) of the main table and of the fixed-budget table, formatted for any renderer."""
-    k0 = cfg.token_k[0]
-    head = [
-        "chunker",
-        "system",
-        "chunks",
-        "tokens/chunk min / mean / p95 / max",
-        "docs w/o chunk",
-        "over max len",
-        "encode s",
-        *cfg.metrics,
-        f"token P@{k0}",
-        f"token R@{k0}",
-        f"token IoU@{k0}",
-    ]
-    rows, brows = [], []
-    bhead = ["budget", "chunker", "system", "chunks used", "recall", "MRR", "token P", "token R", "token IoU"]
-    for key, m in metrics_json.items():
-        if "error" in m:
-            rows.append(
-                [m.get("chunker", key), m.get("system", ""), *(["—"] * (len(head) - 3)), f"failed: {m['error']}"]
-            )
-            continue
-        c, t = m["chunks"], m["timings"]
-        dist = f"{c.get('tokens_min', '—')} / {_f(c.get('tokens_mean'), 0)} / {_f(c.get('tokens_p95'), 0)} / {c.get('tokens_max', '—')}"
-        enc = _f(t.get("encode_seconds"), 1) + (f" ({t['chunks_encoded']} new)" if "chunks_encoded" in t else "")
-        rows.append(
-            [
-                m["chunker"],
-                m["system"],
-                str(c["n_chunks"]),
-                dist,
-                str(c["docs_without_chunks"]),
-                str(c.get("chunks_over_max", "—")),
-                enc if "encode_seconds" in t else "—",
-                *(_f(m.get(x)) for x in cfg.metrics),
-                _f(m.get(f"token_precision@{k0}")),
-                _f(m.get(f"token_recall@{k0}")),
-                _f(m.get(f"token_iou@{k0}")),
-            ]
-        )
-        for b in cfg.budgets:
-            s = budget_label(b)
-            brows.append(
-                [
-                    f"{b} tokens",
-                    m["chunker"],
-                    m["system"],
-                    _f(m.get(f"chunks{s}"), 1),
-                    _f(m.get(f"recall{s}")),
-                    _f(m.get(f"mrr{s}")),
-                    _f(m.get(f"token_precision{s}")),
-                    _f(m.get(f"token_recall{s}")),
-                    _f(m.get(f"token_iou{s}")),
-                ]
-            )
-    brows.sort(key=lambda r: (int(r[0].split()[0]), r[2], r[1]))
-    return head, rows, bhead, brows
-
-
-def render_markdown(cfg: ChunkingConfig, metrics_json: dict[str, Any], manifest: dict[str, Any]) -> str:
-    """The chunking report: all chunks, then every retriever at a fixed context budget, then definitions."""
-    head, rows, bhead, brows = summary_rows(cfg, metrics_json)
-    ds = manifest.get("datasets", [{}])[0]
-    k0 = cfg.token_k[0]
-    parts = [
-        f"# Chunking experiment: {cfg.name}",
-        "",
-        f"{ds.get('queries')} questions, {ds.get('gold_spans')} gold excerpts over {ds.get('documents')} documents "
-        f"({ds.get('name')}); {cfg.depth} chunks retrieved per question; tokens counted with {manifest.get('tokenizer')} "
-        f"(max length {cfg.max_seq_length} incl. {manifest.get('special_tokens')} special tokens). "
-        f"Relevance by span overlap (min {cfg.min_chars} char(s), min fraction {cfg.min_fraction}).",
-        "",
-        "## All retrieved chunks",
-        "",
-        md_table(head, rows),
-        "",
-        "## Fixed context budget",
-        "",
-        "Larger chunks win recall@k trivially (k chunks hold more text), so each retriever is also read at a fixed "
-        "budget: its top chunks in rank order while their tokens fit (the chunk that would overflow and all after it are left out).",
-        "",
-        md_table(bhead, brows),
-        "",
-        "## Definitions",
-        "",
-        "- **recall@k**: share of a question's gold excerpts overlapped by at least one of the top k chunks "
-        "(counted over excerpts, not chunks: several chunks may cover one excerpt).",
-        "- **MRR@k**: 1 / rank of the first chunk overlapping any gold excerpt; nDCG and P@k grade a chunk 1 when it "
-        "overlaps an excerpt, with the relevant chunks of this chunking as the ideal.",
-        f"- **token P / R / IoU@{k0}**: character-level (exact, tokenizer-free) precision, recall and IoU of the union of "
-        "the top chunks' text (overlapping chunks counted once) against the union of the gold excerpts, as in Chroma's study.",
-        "- **over max len**: chunks with more tokens than the model reads (truncated when embedded); "
-        "**docs w/o chunk**: documents that produced no chunk; **encode s**: time to embed the chunks "
-        "(dense only; '(N new)' = chunks not already in the embedding cache).",
-    ]
-    return "\n".join(parts) + "\n"

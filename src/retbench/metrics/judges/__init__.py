@@ -8,12 +8,12 @@ How the judges decide (a "gold item" is a gold excerpt, anchor, text or embeddin
 
 - spans: a chunk matches a gold excerpt when both lie in the same document and share at least
   `min_chars` characters and at least `min_fraction` of the excerpt;
-- anchors (seed 002): same `rel_path` (the chunk's document id) and the chunk's `heading_path`
+- anchors: same `rel_path` (the chunk's document id) and the chunk's `heading_path`
   starts with the gold `heading_path`, compared part by part after normalizing the delimiter
   (`>`, `›`, `»`) and whitespace; optionally the chunk text must contain the gold snippet;
-- exact text (seed 004): the chunk text equals a gold text (edges stripped; optionally whitespace
+- exact text: the chunk text equals a gold text (edges stripped; optionally whitespace
   collapsed);
-- cosine (seed 004): the cosine of the chunk's embedding and a gold embedding is >= threshold.
+- cosine: the cosine of the chunk's embedding and a gold embedding is >= threshold.
 
 Grades and counts. A ranked chunk's grade is 1 when it matches any gold item of its query, else 0.
 Two different things get counted, on purpose:

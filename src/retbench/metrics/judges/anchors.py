@@ -54,7 +54,7 @@ def judge_anchors(
     snippets: bool = True,
     groups: Groups | None = None,
 ) -> Judgement:
-    """Anchor relevance (seed 002): same rel_path, heading-path prefix, and snippet when given.
+    """Anchor relevance: same rel_path, heading-path prefix, and snippet when given.
 
     `groups` (multi-hop `required_support_groups`) lists, per query, groups of anchor indexes of
     which one each must be found for `recall_all`.

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from retbench.chunkers import ChunkSet
-from retbench.data import Run
+from retbench.data import QueryStatus, Run
 from retbench.metrics import ranking
 from retbench.metrics.gain import GainMatrix
+from retbench.metrics.registry import MetricContext, parse_metrics
 
 if TYPE_CHECKING:
     from retbench.evaluation import Evaluation
@@ -150,11 +151,11 @@ class Judgement:
         return np.divide(found, self.n_items, out=np.zeros(len(self)), where=self.n_items > 0)
 
     def recall_any(self, k: int | np.ndarray | None = None) -> np.ndarray:
-        """1 when some gold item is matched in the top k (seed 002's recall_any)."""
+        """1 when some gold item is matched in the top k (recall_any)."""
         return self._found(k).any(axis=1).astype(np.float64)
 
     def recall_all(self, k: int | np.ndarray | None = None) -> np.ndarray:
-        """1 when every support group has a matched item in the top k (seed 002's recall_all).
+        """1 when every support group has a matched item in the top k (recall_all).
 
         Groups list item indexes that stand in for one another; without groups every item is
         required. A query without gold items scores 0.
@@ -170,7 +171,7 @@ class Judgement:
         return ranking.precision(self.gains, self.cutoffs(k))
 
     def f1(self, k: int | np.ndarray) -> np.ndarray:
-        """Harmonic mean of `precision` and item `recall` at k (seed 004's F1@k)."""
+        """Harmonic mean of `precision` and item `recall` at k: 2PR / (P + R), 0 when both are 0."""
         p, r = self.precision(k), self.recall(k)
         return np.divide(2 * p * r, p + r, out=np.zeros(len(self)), where=(p + r) > 0)
 
@@ -197,9 +198,7 @@ def evaluate_judgement(
     registry's own function of the gain matrix. Queries without gold items are skipped (listed);
     a query the system failed or did not answer scores 0 and is counted, as in `evaluate`.
     """
-    from retbench.data import QueryStatus
-    from retbench.evaluation import Evaluation
-    from retbench.metrics.registry import MetricContext, parse_metrics
+    from retbench.evaluation import Evaluation  # here, not on top: evaluation imports the judges
 
     specs = parse_metrics(list(metrics), default_k)
     qids = judgement.query_ids

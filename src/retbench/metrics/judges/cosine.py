@@ -28,7 +28,7 @@ def judge_cosine(
     threshold: float = 0.8,
     groups: Groups | None = None,
 ) -> Judgement:
-    """Similarity relevance (seed 004): cosine(chunk embedding, a gold embedding) >= threshold.
+    """Similarity relevance: cosine(chunk embedding, a gold embedding) >= threshold.
 
     `vectors` is (chunk ids, matrix) for every ranked chunk, ideally for every chunk of the
     collection (the pool that the GainMatrix's relevant count is taken over); `gold` maps a query to a

@@ -150,6 +150,11 @@ def overlap_scores(
     }
 
 
+def budget_label(budget: int) -> str:
+    """The suffix of a metric read at a context budget: recall@512tok is recall over the chunks that fit 512 tokens."""
+    return f"@{budget}tok"
+
+
 def budget_cutoffs(run: Run, chunks: ChunkSet, query_ids: Sequence[str], budget: int) -> np.ndarray:
     """Per query, how many top chunks fit in `budget` tokens taken in rank order (a strict prefix)."""
     ent = _entries(run, list(query_ids))

@@ -33,7 +33,7 @@ def judge_text(
     collapse_whitespace: bool = False,
     groups: Groups | None = None,
 ) -> Judgement:
-    """Exact-match relevance (seed 004): the ranked chunk's text equals a gold text, edges stripped."""
+    """Exact-match relevance: the ranked chunk's text equals a gold text, edges stripped."""
 
     def norm(t: str) -> str:
         return _squash(t) if collapse_whitespace else t.strip()

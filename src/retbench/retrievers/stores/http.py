@@ -36,6 +36,7 @@ from typing import Any
 
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.errors import BackendError, InputError
+from retbench.io.golden import parse_ranking
 from retbench.retrievers.base import Ranking, Retriever, register
 from retbench.retrievers.stores import secret_from_env
 
@@ -248,7 +249,6 @@ class HttpRetriever(Retriever):
 
     def parse(self, data: bytes) -> tuple[Ranking, dict[str, str]]:
         """A response body -> (ranking in served order, texts by doc id); InputError if it is not one."""
-        from retbench.io.golden import parse_ranking  # the system-outputs contract, shared with run files
 
         try:
             obj = json.loads(data)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from retbench.chunkers import sentence_spans
 from retbench.data import Corpus
 from retbench.errors import InputError
 
@@ -27,7 +28,6 @@ def text_hash(text: str) -> str:
 
 def split_sentences(text: str) -> list[str]:
     """Sentences of a text, by the chunking module's rule (. ! ? followed by space, and newlines)."""
-    from retbench.chunkers import sentence_spans
 
     return [text[a:b] for a, b in sentence_spans(text)]
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from retbench.data import Corpus, Qrels, Queries, Run
-from retbench.errors import ConfigError, InputError
+from retbench.errors import BackendError, ConfigError, InputError
 from retbench.metrics.judges import judge_qrels
 from retbench.studies.impact.candidates import concat_corpora
 from retbench.studies.impact.engine import TIE_MARGIN, _Base
@@ -76,8 +76,6 @@ class RebuildImpact(_Base):
         self.seconds["search"] += time.perf_counter() - t0
         failed = run.failed()
         if failed:
-            from retbench.errors import BackendError
-
             raise BackendError(f"retriever failed on query {failed[0]}: {run.errors.get(failed[0], '')}")
         return run
 

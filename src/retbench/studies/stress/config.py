@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from retbench.errors import ConfigError
+from retbench.io.files import read_yaml
+from retbench.retrievers.faults import FaultSpec
+from retbench.studies.benchmark import parse_config as parse_experiment
 from retbench.studies.stress.settings import LoadSettings
 
 # -- config ----------------------------------------------------------------------------------------
@@ -61,7 +64,6 @@ class StressConfig:
 
 def parse_config(raw: Any, source: str = "<config>", output: str | Path | None = None) -> StressConfig:
     """Validate a stress config: the experiment part by `experiment.parse_config`, then the rest."""
-    from retbench.studies.benchmark import parse_config as parse_experiment
 
     if not isinstance(raw, Mapping):
         raise ConfigError("a stress config must be a mapping", path=source, field="<top>")
@@ -83,8 +85,6 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
         if n != 1:
             raise ConfigError(f"stress takes exactly one {what[:-1]}, got {n}", path=source, field=what)
     if faults:
-        from retbench.retrievers.faults import FaultSpec
-
         FaultSpec.from_config(faults, source)
     block = raw.get("stress") or {}
     if not isinstance(block, Mapping):
@@ -94,6 +94,5 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
 
 def load_config(path: str | Path, output: str | Path | None = None) -> StressConfig:
     """Read and validate a stress YAML file."""
-    from retbench.io.files import read_yaml
 
     return parse_config(read_yaml(path), str(path), output)

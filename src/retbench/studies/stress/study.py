@@ -13,10 +13,13 @@ import numpy as np
 
 from retbench.data import Qrels, Run
 from retbench.errors import EXIT_BACKEND, EXIT_OK, ConfigError
+from retbench.evaluation import evaluate
 from retbench.report.stress import level_line, render_html, render_markdown
-from retbench.results import write_json
+from retbench.results import SystemDir, save_run, write_json
 from retbench.results.journal import Journal
-from retbench.retrievers.base import Retriever
+from retbench.retrievers.base import Retriever, create
+from retbench.retrievers.faults import with_faults
+from retbench.studies.benchmark import prepare_dataset
 from retbench.studies.stress.config import StressConfig
 from retbench.studies.stress.drivers import drive, uses_async
 from retbench.studies.stress.figures import ingest, level_run, summarize_level
@@ -36,7 +39,6 @@ def quality(
     "scored N of M": N queries answered (ok or empty) of the M judged ones. The success-only mean
     is over those N and is only ever shown labelled as such. Returns (figures, the Evaluation).
     """
-    from retbench.evaluation import evaluate
 
     ev_cfg = evaluation or {}
     judged = [q for q in query_ids if q in qrels]
@@ -96,8 +98,6 @@ def _write_failures(path: Path, failures: Sequence[Mapping[str, Any]]) -> None:
 
 def build_retriever(config: StressConfig) -> Retriever:
     """The configured system, wrapped in a FaultyRetriever when the config asks for faults."""
-    from retbench.retrievers.base import create
-    from retbench.retrievers.faults import with_faults
 
     sys_spec = config.system
     r = create(sys_spec.adapter, sys_spec.params, name=sys_spec.name, where=config.source)
@@ -201,6 +201,16 @@ class _Stress:
         return fig, run, ev
 
 
+def _warnings(retriever: Retriever) -> list[str]:
+    inner_retries = retriever.describe().get("retries")
+    if isinstance(inner_retries, int) and inner_retries > 0:
+        return [
+            f"adapter {retriever.adapter!r} retries internally ({inner_retries}x): those retries are invisible to stress; "
+            "set its retries to 0 and use stress.retries so every attempt is recorded"
+        ]
+    return []
+
+
 def run_stress(
     config: StressConfig,
     *,
@@ -216,7 +226,6 @@ def run_stress(
     dataset is used); otherwise both come from the config. Resumes from `journal.jsonl` in the
     output folder unless `fresh`. Never raises for a backend failure: the exit code says it.
     """
-    from retbench.results import SystemDir, save_run
 
     out = Path(out_dir or config.output)
     if fresh:
@@ -224,8 +233,6 @@ def run_stress(
             (out / name).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     if dataset is None:
-        from retbench.studies.benchmark import prepare_dataset
-
         dataset, queries = prepare_dataset(config.dataset)
         qids = list(queries)
     else:
@@ -239,13 +246,7 @@ def run_stress(
     retriever = retriever or build_retriever(config)
     st = _Stress(config, out, retriever, dataset, qids)
     s = config.load
-    inner_retries = retriever.describe().get("retries")
-    st.summary["warnings"] = []
-    if isinstance(inner_retries, int) and inner_retries > 0:
-        st.summary["warnings"].append(
-            f"adapter {retriever.adapter!r} retries internally ({inner_retries}x): those retries are invisible to stress; "
-            "set its retries to 0 and use stress.retries so every attempt is recorded"
-        )
+    st.summary["warnings"] = _warnings(retriever)
     for w in st.summary["warnings"]:
         echo(f"warning: {w}")
     try:

@@ -1,0 +1,184 @@
+"""The gate's words: the Markdown PR comment, one sentence per gate, and the JSON output's messages.
+
+`retbench.gates` decides (numbers, checks, verdict); this module says it. Percentages and percentage
+points go through `report.fmt`, so the comment reads like every other report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from retbench.gates import EPS, Check, Gate, GateReport, GateResult, Limits
+from retbench.report import fmt
+
+
+def label(gate: Gate) -> str:
+    """How the comment names a gate: 'retrieval recall@5'."""
+    return f"retrieval {fmt.metric_label(gate.metric)}"
+
+
+def abs_pp(value: float) -> str:
+    """A size of change without its sign: 0.03 -> '3.0 pp'."""
+    return fmt.pp(abs(value)).lstrip("+±")
+
+
+def sentence(r: GateResult) -> str:
+    """'retrieval recall@5 dropped from 87.0% to 81.0% (-6.0 pp, p = 0.003): blocks merge'."""
+    name = label(r.gate)
+    if r.baseline is None or r.delta is None:
+        head = f"{name} is {fmt.pct(r.candidate)}"
+    elif abs(r.delta) <= EPS:
+        head = f"{name} is unchanged at {fmt.pct(r.candidate)} ({fmt.pvalue(r.p)})"
+    else:
+        verb = "dropped" if r.delta < 0 else "rose"
+        head = (
+            f"{name} {verb} from {fmt.pct(r.baseline)} to {fmt.pct(r.candidate)} ({fmt.pp(r.delta)}, {fmt.pvalue(r.p)})"
+        )
+    return f"{head}: {r.outcome}"
+
+
+def check_note(c: Check) -> str:
+    """What a check that passed only because the drop was not significant has to say ('' otherwise)."""
+    if not c.waived:
+        return ""
+    return (
+        f"dropped {abs_pp(c.value)}, more than the {abs_pp(c.limit)} allowed, "
+        f"but the drop is not statistically significant ({fmt.pvalue(c.p)}, needs p < {c.alpha:g})"
+    )
+
+
+def reasons(r: GateResult) -> list[str]:
+    """Why it failed (or what nearly failed), in words."""
+    out = []
+    for c in r.checks:
+        where = "" if c.scope == "all" else f"on tag `{c.scope}`: "
+        if c.kind == "floor" and not c.passed:
+            out.append(f"{where}{fmt.pct(c.value)} is below the {fmt.pct(c.limit)} floor")
+        elif c.kind == "regression" and not c.passed:
+            out.append(f"{where}the drop of {abs_pp(c.value)} exceeds the {abs_pp(c.limit)} allowed")
+        elif c.waived:
+            out.append(f"{where}{check_note(c)}")
+    return out
+
+
+def gate_json(report: GateReport) -> dict[str, Any]:
+    """The JSON output: the report's numbers, each gate with its sentence and reasons, each check its note."""
+    data = report.to_dict()
+    for r, g in zip(report.results, data["gates"], strict=True):
+        g["message"], g["reasons"] = sentence(r), reasons(r)
+        for c, cj in zip(r.checks, g["checks"], strict=True):
+            cj["note"] = check_note(c)
+    return data
+
+
+_ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌"}
+
+
+def _icon(r: GateResult) -> str:
+    return _ICON["pass"] if r.passed else _ICON["fail"] if r.blocks else _ICON["warn"]
+
+
+def _limits_text(lim: Limits) -> str:
+    parts = []
+    if lim.threshold is not None:
+        parts.append(f"at least {fmt.pct(lim.threshold)}")
+    if lim.regression_max is not None:
+        parts.append(f"may drop at most {abs_pp(lim.regression_max)}")
+    return ", ".join(parts)
+
+
+def _side(name: str | None, counts: Mapping[str, int] | None) -> str:
+    if not name or not counts:
+        return ""
+    text = f"`{name}` {fmt.coverage(counts['answered'], counts['queries'])} queries"
+    extra = [f"{counts[k]} {k}" for k in ("failed", "missing") if counts.get(k)]
+    return text + (f" ({', '.join(extra)}, counted as 0)" if extra else "")
+
+
+def _verdict(report: GateReport, blocking: list[GateResult], warned: list[GateResult]) -> list[str]:
+    lines: list[str] = []
+    if report.backend_failed:
+        n = len(report.failures)
+        total = report.candidate_counts["queries"]
+        lines.append(
+            f"### ❌ Retrieval quality gate: blocks merge — the candidate's retriever failed on {n} of {total} queries"
+        )
+        kinds: dict[str, int] = {}
+        for s in report.failures.values():
+            kinds[s] = kinds.get(s, 0) + 1
+        detail = ", ".join(f"{k}: {v}" for k, v in sorted(kinds.items()))
+        lines += [
+            "",
+            f"The backend recorded failures ({detail}; {report.criteria.max_failed_queries} allowed), "
+            "so the numbers below are not trustworthy. Fix the backend and run again.",
+        ]
+    elif blocking:
+        lines.append("### ❌ Retrieval quality gate: blocks merge")
+    elif warned:
+        lines.append("### ⚠️ Retrieval quality gate: passes with warnings")
+    else:
+        lines.append("### ✅ Retrieval quality gate: passes")
+    return [*lines, ""]
+
+
+def render_comment(report: GateReport, max_tags: int = 20) -> str:
+    """The Markdown PR comment: verdict first, one sentence per gate, details folded away."""
+    blocking = [r for r in report.results if r.blocks]
+    warned = [r for r in report.results if not r.passed and not r.blocks]
+    lines = _verdict(report, blocking, warned)
+    for r in blocking + warned:
+        why = f" — {'; '.join(reasons(r))}." if reasons(r) else ""
+        lines += [f"**{sentence(r)}**{why}" if r.blocks else f"⚠️ {sentence(r)}{why}", ""]
+    lines += ["| | Gate | Baseline | Candidate | Change | Limit | Result |", "|---|---|---|---|---|---|---|"]
+    for r in report.results:
+        change = f"{fmt.pp(r.delta)} ({fmt.pvalue(r.p)})" if r.delta is not None else "—"
+        result = r.outcome + (f": {'; '.join(reasons(r))}" if reasons(r) else "")
+        lines.append(
+            f"| {_icon(r)} | {label(r.gate)} ({r.gate.severity}) | {fmt.pct(r.baseline) if r.baseline is not None else '—'} | "
+            f"{fmt.pct(r.candidate)} | {change} | {_limits_text(r.gate.limits)} | {result} |"
+        )
+    lines.append("")
+    who = f"Candidate {_side(report.candidate, report.candidate_counts)}"
+    if report.baseline:
+        who += f"; baseline {_side(report.baseline, report.baseline_counts)}"
+    lines.append(who + ".")
+    if report.mode != "trec_eval":
+        lines.append(
+            f"The runs were evaluated in {report.mode} mode; the gate still counts every judged query, "
+            "scoring unanswered ones 0, so a failing backend cannot raise its own numbers."
+        )
+    lines.append("")
+    tagged = [r for r in report.results if r.tags]
+    for r in tagged:
+        rows = sorted(r.tags, key=lambda t: (t.delta if t.delta is not None else 0.0, t.tag))[:max_tags]
+        more = len(r.tags) - len(rows)
+        lines += [
+            "<details>",
+            f"<summary>{label(r.gate)} by tag ({len(r.tags)} tags, biggest drops first)</summary>",
+            "",
+            "| Tag | Queries | Baseline | Candidate | Change |",
+            "|---|---|---|---|---|",
+        ]
+        for t in rows:
+            flag = " ⚠️" if t.tag in r.gate.tags and any(not c.passed for c in r.checks if c.scope == t.tag) else ""
+            change = f"{fmt.pp(t.delta)} ({fmt.pvalue(t.p)})" if t.delta is not None else "—"
+            base = fmt.pct(t.baseline) if t.baseline is not None else "—"
+            lines.append(f"| `{t.tag}`{flag} | {t.n} | {base} | {fmt.pct(t.candidate)} | {change} |")
+        if more > 0:
+            lines.append(f"| … {more} more tags in the JSON output | | | | |")
+        lines += ["", "</details>", ""]
+    metrics = list(dict.fromkeys(r.gate.metric for r in report.results))
+    lines += ["<details>", "<summary>How to read this</summary>", ""]
+    lines += [f"- **{fmt.metric_label(m)}**: {fmt.metric_meaning(m)}." for m in metrics]
+    lines += [
+        "- **pp** (percentage points): the plain difference of two percentages, 81.0% − 87.0% = −6.0 pp.",
+        f"- **p**: how likely a change at least this large would be if both versions were equally good "
+        f"(paired randomization test over the same queries, {report.n_resamples:,} resamples). "
+        f"Below {report.criteria.alpha:g} the change is unlikely to be noise.",
+        "- **error** gates block the merge when they fail; **warning** gates are reported only.",
+        "",
+        "</details>",
+        "",
+    ]
+    return "\n".join(lines).rstrip() + "\n"
