@@ -2,21 +2,73 @@
 
 Everything meets at a Run (qid -> ranked doc ids and scores); judging turns a Run and relevance
 judgements into a gain matrix, and every metric is a vectorized function of that matrix.
+
+    >>> import retbench
+    >>> retbench.evaluate({"q1": {"d1": 1}}, {"q1": {"d2": 0.9, "d1": 0.5}}, ["mrr", "hit@1"]).means()
+    {'mrr': 0.5, 'hit@1': 0.0}
+
+Names are imported on first use (module `__getattr__`), so `import retbench` and the CLI start fast.
 """
 
-from retbench.data import Corpus, Dataset, Document, Qrels, Queries, QueryStatus, Run, RunBuilder, Sample
+from __future__ import annotations
+
+import sys
+from importlib import import_module
+from types import ModuleType
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Corpus",
-    "Dataset",
-    "Document",
-    "Qrels",
-    "Queries",
-    "QueryStatus",
-    "Run",
-    "RunBuilder",
-    "Sample",
-    "__version__",
-]
+# public name -> module that defines it
+_EXPORTS = {
+    "evaluate": "retbench.api",
+    "compare": "retbench.api",
+    "Evaluation": "retbench.evaluation",
+    "Comparison": "retbench.compare",
+    "Run": "retbench.data",
+    "RunBuilder": "retbench.data",
+    "Qrels": "retbench.data",
+    "Corpus": "retbench.data",
+    "Dataset": "retbench.data",
+    "Document": "retbench.data",
+    "Queries": "retbench.data",
+    "QueryStatus": "retbench.data",
+    "Sample": "retbench.data",
+    "load_dataset": "retbench.io.datasets",
+    "load_results": "retbench.results",
+    "read_run": "retbench.io.trec",
+    "read_qrels": "retbench.io.trec",
+    "write_run": "retbench.io.trec",
+}
+
+__all__ = [*sorted(_EXPORTS), "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'retbench' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+class _Package(ModuleType):
+    """Keeps the verb `retbench.compare` a function once the submodule `retbench.compare` is imported.
+
+    Importing a submodule sets it as an attribute of its package; for the one verb that shares its
+    name with a module that would replace the function. `from retbench.compare import ...` still
+    reads the module from `sys.modules`.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, ModuleType) and name in _EXPORTS and value.__name__ == f"retbench.{name}":
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -344,6 +344,25 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         return _finite(asdict(self))
 
+    def rows(self) -> list[dict[str, Any]]:
+        """One flat row per (pair, metric): means, delta, CI, W/T/L and raw and adjusted p-values."""
+        out = []
+        for p in self.pairs:
+            for m in p.metrics:
+                row: dict[str, Any] = {"system_a": p.system_a, "system_b": p.system_b, "metric": m.metric, "n": m.n}
+                row.update(mean_a=m.mean_a, mean_b=m.mean_b, delta=m.delta, ci_low=m.ci_low, ci_high=m.ci_high)
+                row.update(effect_size=m.effect_size, wins=m.wins, ties=m.ties, losses=m.losses)
+                row.update({f"p_{t}": v for t, v in m.pvalues.items()})
+                row.update({f"p_{t}_{self.correction}": v for t, v in m.adjusted.items()})
+                out.append(row)
+        return out
+
+    def to_pandas(self) -> Any:
+        """`rows()` as a DataFrame (needs pandas: `pip install 'retbench[pandas]'`)."""
+        from retbench.io.frames import pandas
+
+        return pandas().DataFrame(self.rows())
+
     def pair(self, a: str, b: str) -> PairComparison:
         for p in self.pairs:
             if (p.system_a, p.system_b) == (a, b):

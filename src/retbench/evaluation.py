@@ -65,6 +65,7 @@ class Evaluation:
     no_relevant: str = "skip"
     default_k: int = 5
     trec_names: list[str | None] = field(default_factory=list)
+    ignore_identical_ids: bool = False
 
     def __post_init__(self) -> None:
         self.values = np.asarray(self.values, dtype=np.float64).reshape(len(self.query_ids), len(self.metrics))
@@ -95,6 +96,11 @@ class Evaluation:
         return float(col.mean()) if len(col) else float("nan")
 
     def means(self) -> dict[str, float]:
+        """{metric: mean over the counted queries}.
+
+        >>> evaluate(Run.from_dict({"q1": {"d1": 1.0, "d2": 0.5}}), {"q1": {"d2": 1}}, ["mrr"]).means()
+        {'mrr': 0.5}
+        """
         return {m: self.mean(m) for m in self.metrics}
 
     @property
@@ -163,10 +169,12 @@ class Evaluation:
             self.no_relevant,
             self.default_k,
             list(self.trec_names),
+            self.ignore_identical_ids,
         )
 
     # -- serialization ---------------------------------------------------------------------------------
     def per_query(self) -> list[dict[str, Any]]:
+        """One row per counted query: {"query_id", "status", metric: value, ...}."""
         return [
             {"query_id": q, "status": s, **{m: float(v) for m, v in zip(self.metrics, row, strict=True)}}
             for q, s, row in zip(self.query_ids, self.status, self.values.tolist(), strict=True)
@@ -180,6 +188,7 @@ class Evaluation:
             "mode_label": self.label,
             "relevance_level": self.relevance_level,
             "no_relevant": self.no_relevant,
+            "ignore_identical_ids": self.ignore_identical_ids,
             "n_queries": len(self.query_ids),
             "status": self.status_counts(),
             "skipped": list(self.skipped),
@@ -192,6 +201,20 @@ class Evaluation:
             out["per_query"] = self.per_query()
         return json_safe(out)
 
+    def to_pandas(self) -> Any:
+        """The per-query table as a DataFrame indexed by query id (columns: status, then one per metric).
+
+        Needs pandas (`pip install 'retbench[pandas]'`).
+        """
+        from retbench.io.frames import pandas
+
+        frame = pandas().DataFrame(
+            self.values, index=pandas().Index(self.query_ids, name="query_id"), columns=self.metrics
+        )
+        frame.insert(0, "status", self.status)
+        frame.attrs.update(system=self.system, mode=self.mode, skipped=list(self.skipped))
+        return frame
+
     _HEADER_KEYS = (
         "system",
         "mode",
@@ -203,6 +226,7 @@ class Evaluation:
         "excluded",
         "unjudged",
         "trec_names",
+        "ignore_identical_ids",
     )
 
     def to_tsv(self, path: str | Path) -> None:
@@ -274,6 +298,7 @@ class Evaluation:
             no_relevant=meta.get("no_relevant", "skip"),
             default_k=int(meta.get("default_k", 5)),
             trec_names=list(meta.get("trec_names", [])) or [None] * len(metrics),
+            ignore_identical_ids=bool(meta.get("ignore_identical_ids", False)),
         )
 
 
@@ -349,12 +374,16 @@ def evaluate(
     samples: Mapping[str, Sample] | Sequence[Sample] | None = None,
     texts: Any = None,
     system: str | None = None,
+    ignore_identical_ids: bool = False,
 ) -> Evaluation:
     """Judge `run` against `qrels` and compute `metrics` for every counted query (see the module docstring).
 
     `samples` (golden sets) give per-sample cutoffs, answers (containment) and support groups;
-    `texts` (doc id -> text, or a Corpus) feed answer containment.
+    `texts` (doc id -> text, or a Corpus) feed answer containment. `ignore_identical_ids` drops a
+    retrieved doc whose id equals the query id before judging (as BEIR and MTEB do).
     """
+    if ignore_identical_ids:
+        run = run.without_identical_ids()
     if mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}", field="mode")
     if no_relevant not in NO_RELEVANT:
@@ -425,6 +454,7 @@ def evaluate(
         no_relevant=no_relevant,
         default_k=default_k,
         trec_names=[s.trec_name for s in specs],
+        ignore_identical_ids=bool(ignore_identical_ids),
     )
 
 

@@ -427,6 +427,32 @@ class Run:
         )
         return run
 
+    def without_identical_ids(self) -> Run:
+        """The run without any retrieved doc whose id equals its query's id.
+
+        BEIR and MTEB evaluate this way (`ignore_identical_ids`): on ArguAna and Quora the query is
+        itself a corpus document, which would otherwise sit at rank 1. Statuses and latencies are kept.
+        """
+        lengths = np.diff(self.offsets)
+        owner = np.repeat(np.asarray(self.query_ids, dtype=object), lengths)
+        keep = self.doc_ids != owner if len(owner) else np.zeros(0, dtype=bool)
+        if keep.all():
+            return self
+        kept = np.add.reduceat(keep.astype(np.int64), self.offsets[:-1]) if len(keep) else lengths
+        kept = np.where(lengths > 0, kept, 0)  # reduceat reads an empty query's slot from the next one
+        return Run(
+            self.query_ids,
+            np.concatenate([[0], np.cumsum(kept)]).astype(np.int64),
+            self.doc_ids[keep],
+            self.scores[keep],
+            status=self.status,
+            latency=self.latency,
+            errors=self.errors,
+            name=self.name,
+            n_duplicates=self.n_duplicates,
+            _sorted=True,
+        )
+
     def subset(self, qids: Iterable[str]) -> Run:
         """The given queries (those present), in the given order."""
         keep = [q for q in qids if q in self._pos]

@@ -52,7 +52,7 @@ TOP_KEYS = {
 }
 DATASET_KEYS = {"name", "path", "split", "max_queries", "corpus_sample", "join_rule", "seed"}
 SYSTEM_KEYS = {"name", "adapter", "params"}
-EVAL_KEYS = {"relevance_level", "no_relevant", "mode", "default_k", "bootstrap", "seed"}
+EVAL_KEYS = {"relevance_level", "no_relevant", "mode", "default_k", "bootstrap", "seed", "ignore_identical_ids"}
 
 
 @dataclass
@@ -181,6 +181,12 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
     evaluation = raw.get("evaluation") or {}
     _require(isinstance(evaluation, dict), "evaluation must be a mapping", source, "evaluation")
     _unknown_keys(evaluation, EVAL_KEYS, source, "evaluation.")
+    _require(
+        isinstance(evaluation.get("ignore_identical_ids", False), bool),
+        "must be true or false",
+        source,
+        "evaluation.ignore_identical_ids",
+    )
     depth = raw.get("depth", 100)
     _require(isinstance(depth, int) and depth > 0, "depth must be a positive integer", source, "depth")
     batch_size = raw.get("batch_size", 64)
@@ -322,6 +328,7 @@ def run_experiment(
         "systems": {},
     }
     ev = cfg.evaluation
+    manifest["evaluation"] = {"ignore_identical_ids": bool(ev.get("ignore_identical_ids", False))}
     for dspec in cfg.datasets:
         t0 = time.perf_counter()
         ds, queries = prepare_dataset(dspec)
@@ -394,6 +401,7 @@ def run_experiment(
                     no_relevant=str(ev.get("no_relevant", "skip")),
                     mode=str(ev.get("mode", "trec_eval")),
                     default_k=int(ev.get("default_k", 5)),
+                    ignore_identical_ids=bool(ev.get("ignore_identical_ids", False)),
                 )
                 evaluation.to_tsv(sysdir.per_query)
                 aggregates = evaluation.aggregate(seed=int(ev.get("seed", 0)))

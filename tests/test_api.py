@@ -1,0 +1,190 @@
+"""`retbench.evaluate` / `retbench.compare` take what ranx, pytrec_eval and PyTerrier users already hold.
+
+Every input form (dicts, DataFrames under each library's column names, TREC and BEIR paths, Run/Qrels)
+is scored and checked against pytrec_eval on the same data to 1e-9.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import retbench
+from retbench.data import Qrels, Run
+from retbench.errors import InputError
+from retbench.io.trec import write_run
+from test_metrics_trec_eval import ORACLE, PAIRS, qrels_and_run
+
+NAMES = [name for _, name in PAIRS]
+
+
+def _assert_matches_pytrec_eval(ev, qrels, run):
+    theirs = ORACLE(qrels, run)
+    for trec_name, name in PAIRS:
+        col = dict(zip(ev.query_ids, ev.column(name).tolist(), strict=True))
+        for qid in qrels:
+            expected = theirs[qid][trec_name] if qid in theirs else 0.0
+            assert col[qid] == pytest.approx(expected, abs=1e-9), (name, qid)
+
+
+def _run_frame(run, columns=("query_id", "doc_id", "score")):
+    rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+    return pd.DataFrame(rows, columns=list(columns))
+
+
+def _qrels_frame(qrels, columns=("query_id", "doc_id", "relevance")):
+    rows = [(q, d, g) for q, docs in qrels.items() for d, g in docs.items()]
+    return pd.DataFrame(rows, columns=list(columns))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=qrels_and_run())
+def test_plain_dicts_score_as_pytrec_eval_scores_them(data):
+    qrels, run = data
+    ev = retbench.evaluate(qrels, run, NAMES, no_relevant="zero")
+    assert ev.query_ids == list(qrels)
+    _assert_matches_pytrec_eval(ev, qrels, run)
+
+
+@pytest.mark.parametrize(
+    ("run_cols", "qrels_cols"),
+    [
+        (("query_id", "doc_id", "score"), ("query_id", "doc_id", "relevance")),
+        (("qid", "docno", "score"), ("qid", "docno", "label")),  # PyTerrier
+        (("q_id", "doc_id", "score"), ("q_id", "doc_id", "score")),  # ranx
+    ],
+)
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=qrels_and_run())
+def test_dataframes_under_each_librarys_column_names_score_as_pytrec_eval(run_cols, qrels_cols, data):
+    qrels, run = data
+    ev = retbench.evaluate(_qrels_frame(qrels, qrels_cols), _run_frame(run, run_cols), NAMES, no_relevant="zero")
+    assert sorted(ev.query_ids) == sorted(qrels)
+    _assert_matches_pytrec_eval(ev, qrels, run)
+
+
+def test_trec_and_beir_paths_score_like_the_dicts_they_hold(tmp_path):
+    qrels = {"q1": {"d1": 2, "d2": 0}, "q2": {"d3": 1}}
+    run = {"q1": {"d2": 3.0, "d1": 2.0, "d9": 1.0}, "q2": {"d3": 0.5}}
+    (tmp_path / "qrels.trec").write_text("q1 0 d1 2\nq1 0 d2 0\nq2 0 d3 1\n")
+    beir = tmp_path / "beir" / "qrels"
+    beir.mkdir(parents=True)
+    (beir / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t0\nq2\td3\t1\n")
+    write_run(Run.from_dict(run), tmp_path / "run.trec")
+    expected = retbench.evaluate(qrels, run, NAMES).means()
+    for q in (tmp_path / "qrels.trec", beir / "test.tsv", tmp_path / "beir", Qrels(qrels)):
+        for r in (tmp_path / "run.trec", str(tmp_path / "run.trec"), Run.from_dict(run)):
+            assert retbench.evaluate(q, r, NAMES).means() == pytest.approx(expected, abs=1e-12)
+    _assert_matches_pytrec_eval(retbench.evaluate(tmp_path / "beir", tmp_path / "run.trec", NAMES), qrels, run)
+
+
+def test_evaluation_to_pandas_is_the_per_query_table():
+    ev = retbench.evaluate({"q1": {"a": 1}, "q2": {"b": 1}}, {"q1": {"a": 1.0}, "q2": {"x": 1.0, "b": 0.5}}, ["mrr"])
+    frame = ev.to_pandas()
+    assert list(frame.index) == ["q1", "q2"]
+    assert frame.index.name == "query_id"
+    assert list(frame.columns) == ["status", "mrr"]
+    assert frame["mrr"].tolist() == [1.0, 0.5]
+    assert ev.means() == {"mrr": 0.75}
+    assert ev.per_query()[1] == {"query_id": "q2", "status": "ok", "mrr": 0.5}
+
+
+def test_a_judged_query_missing_from_the_run_counts_as_zero():
+    ev = retbench.evaluate({"q1": {"a": 1}, "q2": {"b": 1}}, {"q1": {"a": 1.0}}, ["mrr"])
+    assert ev.means() == {"mrr": 0.5}
+    assert ev.to_pandas().loc["q2", "status"] == "missing"
+
+
+def test_compare_takes_a_mapping_of_runs_and_gives_a_table():
+    qrels = {f"q{i}": {f"d{i}": 1} for i in range(12)}
+    good = {q: {next(iter(j)): 1.0, "x": 0.5} for q, j in qrels.items()}
+    bad = {q: {"x": 1.0, next(iter(j)): 0.5} for q, j in qrels.items()}
+    cmp = retbench.compare({"bad": bad, "good": good}, qrels, ["mrr", "hit@1"], n_resamples=2000)
+    frame = cmp.to_pandas()
+    assert list(frame["metric"]) == ["mrr", "hit@1"]
+    row = frame.set_index("metric").loc["mrr"]
+    assert (row["system_a"], row["system_b"]) == ("bad", "good")
+    assert row["mean_a"] == 0.5 and row["mean_b"] == 1.0 and row["delta"] == 0.5
+    assert row["wins"] == 12 and row["losses"] == 0
+    assert row["p_randomization"] < 0.01
+    assert "p_randomization_holm" in frame.columns
+
+
+def test_compare_against_a_baseline_compares_every_other_run_with_it():
+    qrels = {"q": {"d": 1}}
+    runs = {"base": {"q": {"d": 1.0}}, "x": {"q": {"e": 1.0}}, "y": {"q": {"d": 1.0}}}
+    cmp = retbench.compare(runs, qrels, "mrr", baseline="base", n_resamples=10)
+    assert [(p.system_a, p.system_b) for p in cmp.pairs] == [("base", "x"), ("base", "y")]
+
+
+def test_dataframes_without_known_columns_are_refused_naming_the_columns():
+    frame = pd.DataFrame({"question": ["q"], "passage": ["d"], "s": [1.0]})
+    with pytest.raises(InputError, match=r"no query id column in the run DataFrame .*have: question, passage, s"):
+        retbench.evaluate({"q": {"d": 1}}, frame, ["mrr"])
+    with pytest.raises(InputError, match="integer grades"):
+        retbench.evaluate(pd.DataFrame({"qid": ["q"], "docno": ["d"], "label": [0.5]}), {"q": {"d": 1.0}}, ["mrr"])
+
+
+def test_to_pandas_without_pandas_says_how_to_install_it(monkeypatch):
+    ev = retbench.evaluate({"q": {"d": 1}}, {"q": {"d": 1.0}}, ["mrr"])
+    monkeypatch.setitem(sys.modules, "pandas", None)  # what `import pandas` sees when it is not installed
+    with pytest.raises(InputError, match=r"pip install 'retbench\[pandas\]'"):
+        ev.to_pandas()
+
+
+def test_ignore_identical_ids_drops_a_retrieved_doc_named_like_its_query():
+    qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}}
+    run = {"q1": {"q1": 9.0, "d1": 1.0}, "q2": {"d2": 2.0, "q2": 1.0, "x": 0.5}}
+    assert retbench.evaluate(qrels, run, ["mrr"]).means() == {"mrr": 0.75}
+    ev = retbench.evaluate(qrels, run, ["mrr", "P@2"], ignore_identical_ids=True)
+    assert ev.means() == {"mrr": 1.0, "P@2": 0.5}
+    assert ev.ignore_identical_ids and ev.to_dict()["ignore_identical_ids"] is True
+    # the same as removing those documents by hand, on every measure pytrec_eval knows
+    cleaned = {q: {d: s for d, s in docs.items() if d != q} for q, docs in run.items()}
+    _assert_matches_pytrec_eval(retbench.evaluate(qrels, run, NAMES, ignore_identical_ids=True), qrels, cleaned)
+
+
+def test_ignore_identical_ids_keeps_statuses_and_empty_rankings():
+    run = Run.from_dict({"a": {"a": 1.0}, "b": {}, "c": {"x": 1.0, "c": 0.5}}, status={"b": "error"})
+    out = run.without_identical_ids()
+    assert out.to_dict() == {"a": {}, "b": {}, "c": {"x": 1.0}}
+    assert out.status["b"].value == "error"
+
+
+def test_ignore_identical_ids_survives_the_per_query_table(tmp_path):
+    ev = retbench.evaluate({"q": {"d": 1}}, {"q": {"q": 2.0, "d": 1.0}}, ["mrr"], ignore_identical_ids=True)
+    ev.to_tsv(tmp_path / "pq.tsv")
+    assert type(ev).from_tsv(tmp_path / "pq.tsv").ignore_identical_ids is True
+
+
+def test_the_docstring_examples_run():
+    for name in ("retbench", "retbench.api", "retbench.evaluation"):
+        result = doctest.testmod(importlib.import_module(name))
+        assert result.attempted > 0 and result.failed == 0, name
+
+
+def test_importing_retbench_loads_nothing_until_a_name_is_used():
+    code = "import sys, retbench; print('retbench.evaluation' in sys.modules, 'numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]
+    assert set(retbench.__all__) >= {"evaluate", "compare", "Run", "Qrels", "Evaluation", "load_dataset"}
+    assert retbench.Run is Run
+    assert np.isclose(retbench.evaluate({"q": {"d": 1}}, {"q": {"d": 1.0}}, ["ndcg@10"]).mean("ndcg@10"), 1.0)
+
+
+def test_the_readme_python_example_runs(capsys):
+    from test_readme import ROOT
+
+    text = (ROOT / "README.md").read_text().split("## Python API", 1)[1].split("\n## ", 1)[0]
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "'recall@2': 0.75" in out and "'mrr': 1.0" in out
+    assert "p_randomization_holm" in out
