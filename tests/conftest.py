@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# `retbench run` registers every run in a history database: keep the tests' runs out of the user's own
+os.environ.setdefault("RETBENCH_HISTORY", str(Path(tempfile.mkdtemp(prefix="retbench-history-")) / "history.sqlite"))
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT / "corpora"

@@ -101,6 +101,12 @@ def run_command(
     ] = None,
     force: Annotated[bool, typer.Option(help="Redo systems that finished earlier.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bars.")] = False,
+    tag: Annotated[
+        str | None, typer.Option(help="Tag this run in the history (a gate baseline: history:<tag>).")
+    ] = None,
+    history: Annotated[
+        bool, typer.Option(help="Register the run in the local history (see `retbench history`).")
+    ] = True,
 ) -> None:
     """Run every system on every dataset of an experiment; resumable (finished work is kept)."""
     from retbench.report.terminal import render_summary
@@ -132,8 +138,49 @@ def run_command(
                 log=lambda m: bar.console.print(m, soft_wrap=True, markup=False, highlight=False),
             )
     con.print(render_summary(outcome.metrics, cfg.metrics, title=f"{cfg.name}: {cfg.output}"))
-    con.print(f"results: {cfg.output}  (metrics.json, manifest.json, systems/<name>/run.trec)")
+    from retbench.report.leaderboard import build_leaderboard
+
+    board = build_leaderboard(outcome.metrics, cfg.metrics[0])
+    if board is not None:
+        from retbench.report.terminal import render_leaderboard
+
+        con.print(render_leaderboard(board))
+    written = _write_reports(cfg.output)
+    con.print(f"results: {cfg.output}  (metrics.json, manifest.json, {written}systems/<name>/run.trec)")
+    if history:
+        _register(cfg.output, cfg.raw.get("history"), tag, con)
     raise_if_backend_failed(outcome)
+
+
+def _register(out: Path, configured: str | None, tag: str | None, con: Any) -> None:
+    """Add the results to the history; a history that cannot be written costs a note, never the results."""
+    import sqlite3
+
+    from retbench.results.history import default_path, register
+
+    where = default_path(configured)
+    try:
+        run_id = register(out, path=where, tag=tag)
+    except (sqlite3.Error, OSError) as exc:
+        typer.echo(f"note: not added to the history {where}: {exc}", err=True)
+        return
+    con.print(f"history: run {run_id} in {where}", soft_wrap=True, markup=False, highlight=False)
+
+
+def _write_reports(out: Path) -> str:
+    """report.md and report.html beside the results (skipped, with a note, when a system left no scores)."""
+    from retbench.report.html import render_html
+    from retbench.report.markdown import report_markdown
+    from retbench.report.model import build_report
+
+    try:
+        data = build_report(out)
+    except RetbenchError as exc:
+        typer.echo(f"note: no report written ({exc}); see metrics.json", err=True)
+        return ""
+    _write(out / "report.md", report_markdown(data))
+    _write(out / "report.html", render_html(data))
+    return "report.md, report.html, "
 
 
 # -- stress -----------------------------------------------------------------------------------
@@ -256,7 +303,12 @@ def gate_command(
         Path, typer.Option(help="Ship criteria YAML (gates: name, metric, threshold, regression_max, severity).")
     ],
     candidate: Annotated[Path, typer.Option(help="Candidate: a results directory or a TREC run file.")],
-    baseline: Annotated[Path | None, typer.Option(help="Baseline: a results directory or a TREC run file.")] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            help="Baseline: a results directory, a TREC run file, or history:last-pass / history:<tag> / history:<id>."
+        ),
+    ] = None,
     candidate_system: Annotated[
         str | None, typer.Option(help="System to gate when the candidate holds several.")
     ] = None,
@@ -271,18 +323,34 @@ def gate_command(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the machine-readable verdict here.")] = None,
     resamples: Annotated[int, typer.Option(help="Randomization test resamples.")] = 10_000,
     seed: Annotated[int, typer.Option(help="Seed of the randomization test.")] = 0,
+    history_file: Annotated[
+        Path | None, typer.Option(help="History database (default: $RETBENCH_HISTORY or the per-user one).")
+    ] = None,
 ) -> None:
-    """Apply ship criteria. Exit 0 pass (warnings print), 1 an error gate failed, 2 bad criteria, 3 backend failures."""
+    """Apply ship criteria. Exit 0 pass (warnings print), 1 an error gate failed, 2 bad criteria, 3 backend failures.
+
+    A candidate results directory registered in the history gets the verdict recorded (history:last-pass).
+    """
     import json
 
-    from retbench.compare import load_systems
+    from retbench.compare import Loaded, load_systems
     from retbench.gates import load_criteria, run_gates
     from retbench.report.gate_comment import gate_json, render_comment, sentence
+    from retbench.results import history
 
     crit = load_criteria(criteria)
     metrics = list(dict.fromkeys(g.metric for g in crit.gates))
     cand = load_systems([candidate], qrels=qrels, metrics=metrics, queries=queries, check_metrics=False)
-    base = load_systems([baseline], qrels=qrels, metrics=metrics, check_metrics=False) if baseline is not None else None
+    base = None
+    if baseline is not None and baseline.startswith("history:"):
+        entry = history.resolve(baseline, history_file)
+        evs = history.evaluations(entry, history_file)
+        base = Loaded(evs, {e.system: f"history run {entry.id} ({entry.results_dir})" for e in evs})
+        typer.echo(
+            f"baseline: history run {entry.id} of {entry.created} (commit {entry.git_commit or 'none'})", err=True
+        )
+    elif baseline is not None:
+        base = load_systems([Path(baseline)], qrels=qrels, metrics=metrics, check_metrics=False)
     cand_ev = cand.one(candidate_system, "candidate")
     base_ev = base.one(baseline_system, "baseline") if base is not None else None
     report = run_gates(
@@ -298,6 +366,8 @@ def gate_command(
     typer.echo(text)
     _write(comment, text)
     _write(json_out, json.dumps(gate_json(report), indent=2, allow_nan=False) + "\n")
+    if candidate.is_dir():
+        history.record_gate(candidate, report.exit_code == 0, path=history_file)
     if report.exit_code:
         why = (
             f"the candidate recorded {len(report.failures)} backend failure(s)"
@@ -338,6 +408,40 @@ def report_command(
     for path in (html, markdown):
         if path is not None:
             typer.echo(f"wrote {path}")
+
+
+@app.command("history")
+@handles_errors
+def history_command(
+    system: Annotated[str | None, typer.Option(help="Only this system.")] = None,
+    metric: Annotated[str | None, typer.Option(help="Metric to follow (default: the latest run's first).")] = None,
+    limit: Annotated[int, typer.Option(help="The most recent runs to show.")] = 20,
+    html: Annotated[Path | None, typer.Option(help="Also write the trend as one HTML file with a chart.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the entries as JSON.")] = False,
+    history_file: Annotated[
+        Path | None, typer.Option(help="History database (default: $RETBENCH_HISTORY or the per-user one).")
+    ] = None,
+) -> None:
+    """The trend of a metric over registered runs: means with CIs, commit, tag and gate verdict per run."""
+    import json
+    from dataclasses import asdict
+
+    from retbench.compare import canonical_metrics
+    from retbench.report.history import render_trend, trend_html
+    from retbench.results.history import entries
+
+    metric = (canonical_metrics([metric]) or [metric])[0] if metric else None
+    rows = entries(history_file, system=system, metric=metric, limit=limit)
+    if as_json:
+        typer.echo(json.dumps([asdict(e) for e in rows], indent=2, default=str))
+        return
+    if metric is None:
+        latest = next((e for e in reversed(rows) if e.scores), None)
+        metric = next(iter(next(iter(latest.scores.values())))) if latest else "ndcg@10"
+    console().print(render_trend(rows, metric))
+    if html is not None:
+        _write(html, trend_html(rows, metric))
+        typer.echo(f"wrote {html}")
 
 
 # -- end of compare / gate / report -------------------------------------------------------------

@@ -118,6 +118,35 @@ def _summary(data: ReportData) -> str:
     return _table(header, rows, set(range(2, len(header))), "summary")
 
 
+def _leaderboard(data: ReportData) -> str:
+    board = data.leaderboard
+    if board is None:
+        return ""
+    best = {
+        d: max((v for v in (board.scores[s].get(d) for s in board.systems) if v is not None), default=None)
+        for d in board.datasets
+    }
+    rows = []
+    for system, scores, mean, rank in board.rows():
+        cells = [f"<td><b>{escape(system)}</b></td>"]
+        for d, v in zip(board.datasets, scores, strict=True):
+            if v is None:
+                cells.append('<td class="num muted">—</td>')
+                continue
+            klass = "num best" if v == best[d] else "num"
+            cells.append(f'<td class="{klass}" data-dataset="{_attr(d)}" data-value="{v!r}">{v:.4f}</td>')
+        cells.append(f'<td class="num">{"—" if mean is None else f"{mean:.4f}"}</td>')
+        cells.append(f'<td class="num" data-rank="{rank!r}">{rank:.2f}</td>')
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    header = ["system", *(escape(d) for d in board.datasets), "mean", "avg rank"]
+    return (
+        f"<p>{escape(fmt.metric_label(board.metric))} per dataset, best first by average rank.</p>"
+        + _table(header, rows, set(range(1, len(header))), "summary leaderboard")
+        + '<p class="small muted">Rank 1 = best on a dataset (ties share the average rank; no score ranks last); '
+        "the mean over datasets is shown only for systems scored on all of them.</p>"
+    )
+
+
 def _ci_chart(data: ReportData) -> str:
     systems = [
         (s.name, [(s.means[m], *s.ci[m]) if m in s.means and m in s.ci else None for m in data.metrics])
@@ -341,6 +370,7 @@ def render_html(data: ReportData) -> str:
     badges = f'<span class="badge bad">{failed} failed queries</span>' if failed else ""
     ds = ", ".join(f"{d.get('name', '')} ({d.get('split', '')})" for d in data.datasets)
     sections = [
+        *([("leaderboard", "Leaderboard", _leaderboard(data))] if data.leaderboard is not None else []),
         ("summary", "Summary", _summary(data) + _ci_chart(data)),
         ("curves", "Metric@k curves", _curves(data)),
         ("comparison", "Comparison", _comparison(data)),

@@ -118,6 +118,30 @@ def _short(text: str, n: int = 80) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def leaderboard_markdown(board: Any) -> list[str]:
+    """The leaderboard (report.leaderboard.Leaderboard) as a Markdown section."""
+    lines = [f"## Leaderboard: {fmt.metric_label(board.metric)}", ""]
+    best = {
+        d: max((v for v in (board.scores[s].get(d) for s in board.systems) if v is not None), default=None)
+        for d in board.datasets
+    }
+    rows = []
+    for system, scores, mean, rank in board.rows():
+        cells = [
+            f"**{fmt.num(v)}**" if v is not None and v == best[d] else ("—" if v is None else fmt.num(v))
+            for d, v in zip(board.datasets, scores, strict=True)
+        ]
+        rows.append([system, *cells, "—" if mean is None else fmt.num(mean), f"{rank:.2f}"])
+    lines += _table(["system", *board.datasets, "mean", "avg rank"], rows)
+    lines += [
+        "",
+        "Rank 1 = best on a dataset (ties share the average rank; no score ranks last); the mean is over datasets, "
+        "shown only for systems scored on all of them. Best per dataset in bold.",
+        "",
+    ]
+    return lines
+
+
 def report_markdown(data: Any) -> str:
     """A results report (report.model.ReportData) as Markdown: the HTML report's tables without its plots."""
     lines = [f"# {data.title}", ""]
@@ -135,6 +159,8 @@ def report_markdown(data: Any) -> str:
         ]
     else:
         lines += ["Counting: trec_eval (every judged query counts; failed or unanswered queries score 0).", ""]
+    if getattr(data, "leaderboard", None) is not None:
+        lines += leaderboard_markdown(data.leaderboard)
     lines += ["## Summary", ""]
     rows = []
     for s in data.systems:

@@ -58,6 +58,7 @@ class ReportData:
     comparison: Any = None  # compare.Comparison of each system against the baseline
     deltas: dict[str, list[float]] = field(default_factory=dict)  # system -> per-query delta on `primary`
     metrics_json: dict[str, Any] = field(default_factory=dict)
+    leaderboard: Any = None  # report.leaderboard.Leaderboard when the results span several datasets
 
     def system(self, name: str) -> SystemSummary:
         return next(s for s in self.systems if s.name == name)
@@ -121,6 +122,29 @@ def coverage(ev: Any, run: Any) -> dict[str, int]:
     }
 
 
+def comparison_pairs(names: list[str], baseline: str | None, per_dataset: bool) -> list[tuple[str, str]]:
+    """(baseline, other) pairs: every system against the baseline, within each dataset when there are several.
+
+    With several datasets (keys "<dataset>/<system>") `baseline` names a system (or one full key's system);
+    queries of different datasets are never paired. An unknown baseline gives no pairs.
+    """
+    if not per_dataset:
+        base = baseline or names[0]
+        return [(base, s) for s in names if s != base] if base in names else []
+    from retbench.report.leaderboard import split_key
+
+    groups: dict[str, list[str]] = {}
+    for key in names:
+        groups.setdefault(split_key(key)[0], []).append(key)
+    system = split_key(baseline)[1] if baseline and "/" in baseline else baseline
+    pairs = []
+    for keys in groups.values():
+        base = next((k for k in keys if split_key(k)[1] == system), None) if system else keys[0]
+        if base is not None:
+            pairs += [(base, k) for k in keys if k != base]
+    return pairs
+
+
 def build_report(
     path: str | Path,
     *,
@@ -144,11 +168,15 @@ def build_report(
                 f"metric {primary!r} is not in these results (have: {', '.join(metrics)})", path=path, field="primary"
             )
     primary = primary or metrics[0]
-    if baseline is not None and baseline not in names:
+    from retbench.report.leaderboard import build_leaderboard
+
+    board = build_leaderboard(mj, primary)
+    pairs = comparison_pairs(names, baseline, board is not None)
+    if baseline is not None and not pairs and len(names) > 1:
         raise InputError(
             f"no system {baseline!r} in these results (have: {', '.join(names)})", path=path, field="baseline"
         )
-    baseline = baseline or names[0]
+    baseline = pairs[0][0] if pairs else names[0]
     msys = res.manifest.get("systems") or {}
     evs = {}
     systems = []
@@ -186,17 +214,16 @@ def build_report(
         shared = [m for m in metrics if all(m in ev.metrics for ev in evs.values())]
         cmp = compare(
             list(evs.values()),
-            [(baseline, s) for s in names if s != baseline],
+            pairs,
             shared,
             queries=res.queries,
             n_resamples=n_resamples,
             seed=seed,
         )
         if primary in shared:
-            for s in names:
-                if s != baseline:
-                    al = align(evs[baseline], evs[s], [primary])
-                    deltas[s] = (al.b[:, 0] - al.a[:, 0]).tolist()
+            for a, b in pairs:
+                al = align(evs[a], evs[b], [primary])
+                deltas[b] = (al.b[:, 0] - al.a[:, 0]).tolist()
     man = res.manifest
     return ReportData(
         title=str(man.get("experiment") or Path(path).name),
@@ -213,4 +240,5 @@ def build_report(
         comparison=cmp,
         deltas=deltas,
         metrics_json=mj,
+        leaderboard=board,
     )

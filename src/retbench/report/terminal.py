@@ -65,3 +65,20 @@ def render_summary(metrics_json: dict[str, Any], metrics: list[str], title: str 
             scored += " [yellow](pytrec_eval mode: answered only)[/yellow]"
         table.add_row(system, *[f"{row[m]:.4f}" if isinstance(row.get(m), float) else "—" for m in metrics], scored)
     return table
+
+
+def render_leaderboard(board: Any) -> Any:
+    """Dataset x system on the primary metric, the mean over datasets and the average rank (best first)."""
+    from rich.table import Table
+
+    from retbench.report import fmt
+
+    table = Table(title=f"leaderboard: {fmt.metric_label(board.metric)} (rank 1 = best)")
+    table.add_column("system")
+    for d in board.datasets:
+        table.add_column(d, justify="right")
+    table.add_column("mean", justify="right")
+    table.add_column("avg rank", justify="right")
+    for system, scores, mean, rank in board.rows():
+        table.add_row(system, *(fmt.num(v) if v is not None else "—" for v in scores), fmt.num(mean), f"{rank:.2f}")
+    return table

@@ -49,6 +49,7 @@ TOP_KEYS = {
     "batch_size",
     "seed",
     "description",
+    "history",
 }
 DATASET_KEYS = {"name", "path", "split", "max_queries", "corpus_sample", "join_rule", "seed"}
 SYSTEM_KEYS = {"name", "adapter", "params"}
@@ -66,7 +67,9 @@ class DatasetSpec:
 
     @property
     def label(self) -> str:
-        return Path(self.spec).name if "/" in self.spec else self.spec.removeprefix("hf:")
+        """The dataset's column in a leaderboard and the first part of its results keys ("<label>/<system>")."""
+        name = Path(self.spec).name if "/" in self.spec else self.spec.removeprefix("hf:")
+        return name if self.split == "test" else f"{name}-{self.split}"
 
 
 @dataclass

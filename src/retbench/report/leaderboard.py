@@ -1,0 +1,91 @@
+"""The leaderboard of an experiment over several datasets: dataset x system on one metric.
+
+Rows are systems, columns datasets, plus the mean over datasets and the average rank. Ranks are
+per dataset, 1 = best, tied scores share their average rank (as in MTEB/BEIR tables), and a system
+with no score on a dataset (its backend failed) takes the last rank there. The mean over datasets is
+shown only for systems scored on every dataset: a mean over fewer datasets is not comparable.
+Rows are ordered by average rank, then by mean. Terminal, Markdown and HTML render this object only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+SEPARATOR = "/"  # results keys of multi-dataset experiments are "<dataset>/<system>"
+
+
+@dataclass
+class Leaderboard:
+    metric: str
+    datasets: list[str]
+    systems: list[str]  # best first
+    scores: dict[str, dict[str, float | None]]  # system -> dataset -> mean (None: no score)
+    mean: dict[str, float | None]  # system -> mean over datasets (None unless scored on all)
+    avg_rank: dict[str, float]
+
+    def rows(self) -> list[tuple[str, list[float | None], float | None, float]]:
+        """(system, score per dataset, mean, average rank), best first."""
+        return [
+            (s, [self.scores[s].get(d) for d in self.datasets], self.mean[s], self.avg_rank[s]) for s in self.systems
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "datasets": self.datasets,
+            "rows": [
+                {"system": s, "scores": dict(zip(self.datasets, sc, strict=True)), "mean": m, "average_rank": r}
+                for s, sc, m, r in self.rows()
+            ],
+        }
+
+
+def _ranks(values: list[float | None]) -> list[float]:
+    """1-based ranks, highest value first; ties share their average rank; None ranks last."""
+    n = len(values)
+    order = sorted(range(n), key=lambda i: (values[i] is None, -(values[i] or 0.0)))
+    ranks = [0.0] * n
+    i = 0
+    while i < n:
+        j = i
+        while j + 1 < n and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for pos in range(i, j + 1):
+            ranks[order[pos]] = (i + j) / 2.0 + 1.0 if values[order[i]] is not None else float(n)
+        i = j + 1
+    return ranks
+
+
+def split_key(key: str) -> tuple[str, str]:
+    dataset, _, system = key.partition(SEPARATOR)
+    return dataset, system
+
+
+def build_leaderboard(metrics_json: Mapping[str, Any], metric: str) -> Leaderboard | None:
+    """The leaderboard of `metric`, or None when the results hold a single dataset."""
+    if not metrics_json or not all(SEPARATOR in k for k in metrics_json):
+        return None
+    datasets: list[str] = []
+    systems: list[str] = []
+    scores: dict[str, dict[str, float | None]] = {}
+    for key, row in metrics_json.items():
+        d, s = split_key(key)
+        datasets += [d] if d not in datasets else []
+        systems += [s] if s not in systems else []
+        value = row.get(metric) if isinstance(row, Mapping) else None
+        scores.setdefault(s, {})[d] = float(value) if isinstance(value, (int, float)) else None
+    if len(datasets) < 2:
+        return None
+    rank_sum = dict.fromkeys(systems, 0.0)
+    for d in datasets:
+        for s, r in zip(systems, _ranks([scores[s].get(d) for s in systems]), strict=True):
+            rank_sum[s] += r
+    avg_rank = {s: rank_sum[s] / len(datasets) for s in systems}
+    mean: dict[str, float | None] = {}
+    for s in systems:
+        vals = [scores[s].get(d) for d in datasets]
+        mean[s] = sum(v for v in vals if v is not None) / len(vals) if all(v is not None for v in vals) else None
+    order = sorted(systems, key=lambda s: (avg_rank[s], -(mean[s] if mean[s] is not None else -1.0)))
+    return Leaderboard(metric, datasets, order, scores, mean, avg_rank)

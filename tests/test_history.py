@@ -1,0 +1,152 @@
+"""Every `retbench run` lands in a local SQLite history; `retbench history` shows the trend and
+`retbench gate --baseline history:...` takes its baseline from it. Concurrent writers lose nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from retbench.cli import app
+from retbench.results import history
+
+runner = CliRunner()
+BM25 = {"name": "bm25", "adapter": "bm25s", "params": {"k1": 1.5, "b": 0.75}}
+WEAK = {"name": "weak", "adapter": "bm25s", "params": {"k1": 0.1, "b": 0.0}}
+
+
+def git(cwd: Path, *args: str) -> str:
+    cmd = ["git", "-c", "user.email=t@example.org", "-c", "user.name=t", *args]
+    return subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user's project: a git repository holding the experiment config; the history lives beside it."""
+    root = tmp_path / "project"
+    root.mkdir()
+    monkeypatch.setenv(history.ENV, str(tmp_path / "history.sqlite"))
+    git(root, "init", "-q")
+    return root
+
+
+def write_config(root: Path, systems: list[dict], out: str = "out") -> Path:
+    cfg = {
+        "name": "hist",
+        "output": str(root / out),
+        "depth": 20,
+        "metrics": ["recall@5", "mrr@10"],
+        "datasets": [{"name": "scifact", "max_queries": 12, "corpus_sample": 150}],
+        "systems": systems,
+    }
+    path = root / "exp.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_runs_register_with_commit_fingerprints_cis_and_show_as_a_trend(project: Path, tmp_path: Path):
+    cfg = write_config(project, [BM25])
+    git(project, "add", "exp.yaml")
+    git(project, "commit", "-qm", "first")
+    head = git(project, "rev-parse", "HEAD")
+    first = runner.invoke(app, ["run", str(cfg), "--quiet", "--tag", "v1"])
+    assert first.exit_code == 0, first.output
+    assert "history: run 1 in" in first.output
+    cfg = write_config(project, [BM25, WEAK])  # an uncommitted change to the config
+    second = runner.invoke(app, ["run", str(cfg), "--quiet"])
+    assert second.exit_code == 0, second.output
+
+    rows = history.entries()
+    assert [e.id for e in rows] == [1, 2]
+    one, two = rows
+    assert one.git_commit == head and one.git_dirty is False and one.tag == "v1"
+    assert two.git_commit == head and two.git_dirty is True
+    assert one.config_hash != two.config_hash
+    manifest = json.loads((project / "out" / "manifest.json").read_text())
+    assert two.datasets[0]["qrels_fingerprint"] == manifest["datasets"][0]["qrels_fingerprint"]
+    assert two.datasets[0]["corpus_fingerprint"] == manifest["datasets"][0]["corpus_fingerprint"]
+    metrics = json.loads((project / "out" / "metrics.json").read_text())
+    aggregates = json.loads((project / "out" / "systems" / "weak" / "aggregates.json").read_text())
+    mean, lo, hi = two.scores["weak"]["recall@5"]
+    assert mean == metrics["weak"]["recall@5"]
+    assert (lo, hi) == (aggregates["recall@5"]["ci_low"], aggregates["recall@5"]["ci_high"])
+    assert two.coverage["weak"]["judged"] == 12
+
+    shown = runner.invoke(app, ["history", "--metric", "recall@5", "--html", str(tmp_path / "trend.html")])
+    assert shown.exit_code == 0, shown.output
+    assert f"{metrics['bm25']['recall@5']:.4f}" in shown.output and head[:10] in shown.output
+    assert "v1" in shown.output
+    page = (tmp_path / "trend.html").read_text()
+    assert page.count('class="series"') == 2 and "<script" not in page
+    only = runner.invoke(app, ["history", "--system", "weak", "--json"])
+    data = json.loads(only.output)
+    assert [sorted(e["scores"]) for e in data] == [[], ["weak"]]
+
+
+def test_gate_takes_its_baseline_from_the_history(project: Path, tmp_path: Path):
+    criteria = tmp_path / "criteria.yaml"
+    criteria.write_text(
+        yaml.safe_dump({"gates": [{"name": "recall", "metric": "recall@5", "threshold": 0.0, "regression_max": 0.05}]})
+    )
+    cfg = write_config(project, [BM25])
+    assert runner.invoke(app, ["run", str(cfg), "--quiet"]).exit_code == 0
+    no_pass = runner.invoke(app, ["gate", "--criteria", str(criteria), "--candidate", str(project / "out"),
+                                  "--baseline", "history:last-pass"])  # fmt: skip
+    assert no_pass.exit_code == 2 and "no run in the history passed a gate" in no_pass.output
+    # a gate without baseline passes and is recorded: that run becomes last-pass
+    floor = tmp_path / "floor.yaml"
+    floor.write_text(yaml.safe_dump({"gates": [{"name": "recall", "metric": "recall@5", "threshold": 0.0}]}))
+    first = runner.invoke(app, ["gate", "--criteria", str(floor), "--candidate", str(project / "out")])
+    assert first.exit_code == 0, first.output
+    assert history.resolve("history:last-pass").id == 1
+    stored = history.evaluations(history.resolve("history:last-pass"))[0].values.copy()
+
+    # the same output folder is overwritten by a much weaker system (BM25's ranks 11-20 replayed from a
+    # run file): the baseline is the stored snapshot, not the folder
+    lines = (project / "out" / "systems" / "bm25" / "run.trec").read_text().splitlines()
+    worse = [line for line in lines if int(line.split()[3]) > 10]
+    (tmp_path / "worse.trec").write_text("\n".join(worse) + "\n")
+    cfg = write_config(
+        project, [{"name": "bm25", "adapter": "runfile", "params": {"path": str(tmp_path / "worse.trec")}}]
+    )
+    assert runner.invoke(app, ["run", str(cfg), "--quiet", "--force"]).exit_code == 0
+    gated = runner.invoke(app, ["gate", "--criteria", str(criteria), "--candidate", str(project / "out"),
+                                "--baseline", "history:last-pass"])  # fmt: skip
+    assert "history run 1" in gated.output
+    assert gated.exit_code == 1, gated.output  # recall@5 fell by more than 5 points
+    assert history.entries()[-1].gate == "fail"
+    assert (history.evaluations(history.resolve("history:1"))[0].values == stored).all()
+    by_id = runner.invoke(app, ["gate", "--criteria", str(criteria), "--candidate", str(project / "out"),
+                                "--baseline", "history:2"])  # fmt: skip
+    assert by_id.exit_code == 0, by_id.output  # against itself: no regression
+
+
+WRITER = """
+import sys
+from retbench.results import history
+for _ in range(int(sys.argv[3])):
+    history.register(sys.argv[1], path=sys.argv[2], tag=sys.argv[4])
+"""
+
+
+def test_concurrent_runs_writing_the_history_lose_nothing(project: Path, tmp_path: Path):
+    cfg = write_config(project, [BM25, WEAK])
+    assert runner.invoke(app, ["run", str(cfg), "--quiet", "--no-history"]).exit_code == 0
+    db = tmp_path / "shared.sqlite"
+    writers, each = 6, 5
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(project / "out"), str(db), str(each), f"w{i}"])
+        for i in range(writers)
+    ]
+    assert [p.wait(timeout=300) for p in procs] == [0] * writers
+    rows = history.entries(db)
+    assert len(rows) == writers * each
+    assert sorted({e.id for e in rows}) == list(range(1, writers * each + 1))
+    assert {e.tag for e in rows} == {f"w{i}" for i in range(writers)}
+    assert all(sorted(e.scores) == ["bm25", "weak"] and len(e.scores["weak"]) == 2 for e in rows)
+    assert all(len(history.evaluations(e, db)) == 2 for e in rows[:3])
