@@ -34,7 +34,7 @@ class Results:
         return list(self.metrics_json)
 
     def system_dir(self, system: str) -> SystemDir:
-        return SystemDir(self.root / "systems" / system)
+        return SystemDir(self.root / "systems" / system.replace("/", "__"))  # "<dataset>/<system>" keys
 
     def evaluation(self, system: str) -> Evaluation:
 
