@@ -26,6 +26,8 @@ app = typer.Typer(
 )
 datasets_app = typer.Typer(help="Inspect datasets: shipped corpora or BEIR folders.", no_args_is_help=True)
 app.add_typer(datasets_app, name="datasets")
+export_app = typer.Typer(help="Send a results directory to an experiment tracker.", no_args_is_help=True)
+app.add_typer(export_app, name="export")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -442,6 +444,27 @@ def history_command(
     if html is not None:
         _write(html, trend_html(rows, metric))
         typer.echo(f"wrote {html}")
+
+
+@export_app.command("mlflow")
+@handles_errors
+def export_mlflow_command(
+    results: Annotated[Path, typer.Argument(help="A results directory (from `retbench run`).")],
+    tracking_uri: Annotated[
+        str | None, typer.Option(help="MLflow tracking URI (default: MLFLOW_TRACKING_URI or MLflow's own default).")
+    ] = None,
+    experiment: Annotated[str | None, typer.Option(help="MLflow experiment (default: the experiment's name).")] = None,
+    artifact_location: Annotated[
+        str | None, typer.Option(help="Artifact location when the MLflow experiment is created here.")
+    ] = None,
+) -> None:
+    """Log params (config, fingerprints, versions), metrics (means, CI bounds, coverage) and artifacts to MLflow."""
+    from retbench.results.mlflow_export import export_mlflow
+
+    out = export_mlflow(results, tracking_uri=tracking_uri, experiment=experiment, artifact_location=artifact_location)
+    typer.echo(f"logged to MLflow experiment {out['experiment_id']}: parent run {out['parent_run_id']}")
+    for system, run_id in out["runs"].items():
+        typer.echo(f"  {system}: run {run_id}")
 
 
 # -- end of compare / gate / report -------------------------------------------------------------

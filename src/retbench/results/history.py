@@ -86,7 +86,7 @@ def _retry(fn: Callable[[], T]) -> T:
         try:
             return fn()
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc) or attempt == RETRIES - 1:
+            if ("locked" not in str(exc) and "busy" not in str(exc)) or attempt == RETRIES - 1:
                 raise
             time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
     raise AssertionError("unreachable")
@@ -132,7 +132,11 @@ def git_state(where: str | Path) -> tuple[str | None, bool | None]:
         if head.returncode != 0:
             return None, None
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True, text=True, timeout=30
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
         return head.stdout.strip(), bool(dirty.stdout.strip())
     except (OSError, subprocess.SubprocessError):
@@ -162,7 +166,9 @@ def register(
     rows, systems = [], []
     for system, summary in res.metrics_json.items():
         if not isinstance(summary, dict) or "error" in summary:
-            systems.append((system, json.dumps({"error": summary.get("error") if isinstance(summary, dict) else None}), None))
+            systems.append(
+                (system, json.dumps({"error": summary.get("error") if isinstance(summary, dict) else None}), None)
+            )
             continue
         try:
             agg = res.aggregates(system)
@@ -287,7 +293,8 @@ def evaluations(entry: Entry, path: str | Path | None = None) -> list[Any]:
     out = []
     with connect(path or default_path()) as con:
         for system, blob in con.execute(
-            "SELECT system, per_query FROM systems WHERE run_id = ? AND per_query IS NOT NULL ORDER BY rowid", (entry.id,)
+            "SELECT system, per_query FROM systems WHERE run_id = ? AND per_query IS NOT NULL ORDER BY rowid",
+            (entry.id,),
         ):
             with tempfile.TemporaryDirectory() as tmp:
                 f = Path(tmp) / "per_query.tsv"

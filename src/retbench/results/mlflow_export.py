@@ -1,0 +1,131 @@
+"""Log a results directory to MLflow: one parent run for the experiment, one child run per system.
+
+Params: the experiment config flattened (`config.depth`, `config.evaluation.mode`, ...), dataset and qrels
+fingerprints, package versions, and each system's adapter, parameters and config hash. Metrics: every
+mean, its bootstrap CI bounds (`<metric>.ci_low` / `.ci_high`) and the coverage counts. Artifacts:
+each system's per-query table, run file, statuses and aggregates; the parent gets metrics.json,
+manifest.json and the reports. MLflow names allow no `@`, so `ndcg@10` is logged as `ndcg_at_10`
+(the original name is kept in the run's `retbench.metric_names` tag). mlflow is the optional extra
+`retbench[mlflow]`, imported only here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from retbench.errors import InputError
+
+MAX_PARAM = 6000  # MLflow's limit on a param value
+PARENT_FILES = ("metrics.json", "manifest.json", "report.md", "report.html")
+SYSTEM_FILES = ("per_query.tsv", "run.trec", "status.jsonl", "aggregates.json")
+
+
+def mlflow_name(name: str) -> str:
+    """A metric or param name MLflow accepts: `@` -> `_at_`, other odd characters -> `_`."""
+    return re.sub(r"[^A-Za-z0-9_\-. /]", "_", name.replace("@", "_at_"))
+
+
+def flatten(obj: Any, prefix: str) -> Iterator[tuple[str, str]]:
+    """(dotted key, value) pairs of nested mappings; lists and scalars become JSON text."""
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            yield from flatten(v, f"{prefix}.{k}")
+    else:
+        text = obj if isinstance(obj, str) else json.dumps(obj, default=str)
+        yield mlflow_name(prefix), text[:MAX_PARAM]
+
+
+def _client(tracking_uri: str | None) -> Any:
+    try:
+        from mlflow.tracking import MlflowClient
+    except ImportError:
+        raise InputError("exporting to MLflow needs mlflow: pip install 'retbench[mlflow]'", field="mlflow") from None
+    return MlflowClient(tracking_uri=tracking_uri)
+
+
+def _log(client: Any, run_id: str, params: dict[str, str], metrics: dict[str, float]) -> None:
+    from mlflow.entities import Metric, Param
+
+    now = int(time.time() * 1000)
+    ps = [Param(k, v) for k, v in params.items()]
+    ms = [Metric(k, float(v), now, 0) for k, v in metrics.items()]
+    for i in range(0, max(len(ps), len(ms)), 100):  # MLflow takes at most 100 params per batch
+        client.log_batch(run_id, metrics=ms[i : i + 100], params=ps[i : i + 100])
+
+
+def system_metrics(summary: Mapping[str, Any], aggregates: Mapping[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for m, v in summary.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[mlflow_name(m)] = float(v)
+            for bound in ("ci_low", "ci_high"):
+                b = (aggregates.get(m) or {}).get(bound)
+                if isinstance(b, (int, float)):
+                    out[f"{mlflow_name(m)}.{bound}"] = float(b)
+    for k, v in (summary.get("coverage") or {}).items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[f"coverage.{k}"] = float(v)
+    return out
+
+
+def export_mlflow(
+    results_dir: str | Path,
+    *,
+    tracking_uri: str | None = None,
+    experiment: str | None = None,
+    artifact_location: str | None = None,
+) -> dict[str, Any]:
+    """Log `results_dir` to MLflow; returns {"experiment_id", "parent_run_id", "runs": {system: run id}}."""
+    from retbench.results import load_results
+
+    res = load_results(results_dir)
+    man = res.manifest
+    client = _client(tracking_uri)
+    run_name = str(man.get("experiment") or Path(results_dir).name)
+    name = experiment or run_name
+    found = client.get_experiment_by_name(name)
+    exp_id = found.experiment_id if found is not None else client.create_experiment(name, artifact_location)
+    common: dict[str, str] = dict(flatten(man.get("config") or {}, "config"))
+    for i, d in enumerate(man.get("datasets") or []):
+        for key in ("name", "split", "queries", "documents", "corpus_fingerprint", "qrels_fingerprint"):
+            if d.get(key) is not None:
+                common[f"dataset{i}.{key}"] = str(d[key])
+    common.update(flatten(man.get("versions") or {}, "versions"))
+    common.update(flatten(man.get("evaluation") or {}, "evaluation"))
+    names = {mlflow_name(m): m for s in res.metrics_json.values() if isinstance(s, dict) for m in s}
+    tags = {"retbench.results_dir": str(Path(results_dir).resolve()), "retbench.metric_names": json.dumps(names)}
+    parent = client.create_run(exp_id, run_name=run_name, tags=tags)
+    pid = parent.info.run_id
+    _log(client, pid, common, {})
+    for f in PARENT_FILES:
+        if (Path(results_dir) / f).is_file():
+            client.log_artifact(pid, str(Path(results_dir) / f))
+    runs = {}
+    systems = man.get("systems") or {}
+    for system, summary in res.metrics_json.items():
+        child = client.create_run(
+            exp_id, run_name=system, tags={"mlflow.parentRunId": pid, "retbench.system": system, **tags}
+        )
+        cid = runs[system] = child.info.run_id
+        info = systems.get(system) or {}
+        params = {**common, "system": system, "adapter": str(info.get("adapter", ""))}
+        params.update(flatten(info.get("describe") or {}, "describe"))
+        if info.get("config_hash"):
+            params["config_hash"] = str(info["config_hash"])
+        try:
+            agg = res.aggregates(system)
+        except InputError:
+            agg = {}
+        _log(client, cid, params, system_metrics(summary if isinstance(summary, dict) else {}, agg))
+        folder = res.system_dir(system).root
+        for f in SYSTEM_FILES:
+            if (folder / f).is_file():
+                client.log_artifact(cid, str(folder / f), "system")
+        client.set_terminated(cid, "FAILED" if isinstance(summary, dict) and "error" in summary else "FINISHED")
+    client.set_terminated(pid)
+    return {"experiment_id": exp_id, "parent_run_id": pid, "runs": runs}
