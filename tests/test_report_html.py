@@ -96,7 +96,16 @@ def test_chromium_renders_the_report_with_plots_and_the_json_numbers(page, tmp_p
     dom.feed(done.stdout)
     assert dom.title == "scifact_ab"
     assert sorted(dom.charts) == sorted(
-        ["mean-ci", "metric-curve", "delta-histogram", "delta-histogram", "latency-ecdf", "coverage"]
+        [
+            "mean-ci",
+            "metric-curve",
+            "metric-curve",
+            "metric-curve",
+            "delta-histogram",
+            "delta-histogram",
+            "latency-ecdf",
+            "coverage",
+        ]
     )
     metrics = json.loads((results / "metrics.json").read_text())
     assert json.loads(dom.blob)["metrics"] == metrics

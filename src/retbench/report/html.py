@@ -1,4 +1,4 @@
-"""The results report as one self-contained HTML file: inline CSS and SVG, no script, no network.
+"""The results report as one self-contained HTML file: inline CSS, SVG and one small script, no network.
 
 It opens offline from disk or a CI artifact. Every table cell that shows a mean carries the exact
 value in `data-value`, and the metrics.json it was built from is embedded as JSON data
@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from retbench.report import fmt, plots
+from retbench.report.html_drill import drill_section
 from retbench.report.model import ReportData, SystemSummary
 
 CSS = """
@@ -167,6 +168,10 @@ def _ci_chart(data: ReportData) -> str:
 
 
 def _curves(data: ReportData) -> str:
+    if data.drill is not None and data.drill.curves:
+        from retbench.report.html_drill import k_curve_figures
+
+        return k_curve_figures(data)
     figs = []
     for fam, pts in data.curves.items():
         series = [
@@ -376,6 +381,7 @@ def render_html(data: ReportData) -> str:
         ("comparison", "Comparison", _comparison(data)),
         ("latency", "Latency", _latency(data)),
         ("coverage", "Coverage", _coverage(data)),
+        ("queries", "Per query", drill_section(data)),
         ("about", "About this run", _about(data)),
     ]
     nav = "".join(f'<a href="#{sid}">{title}</a>' for sid, title, _ in sections)

@@ -59,6 +59,7 @@ class ReportData:
     deltas: dict[str, list[float]] = field(default_factory=dict)  # system -> per-query delta on `primary`
     metrics_json: dict[str, Any] = field(default_factory=dict)
     leaderboard: Any = None  # report.leaderboard.Leaderboard when the results span several datasets
+    drill: Any = None  # report.drilldown.Drill: per-query documents and metric@k curves from the runs
 
     def system(self, name: str) -> SystemSummary:
         return next(s for s in self.systems if s.name == name)
@@ -152,8 +153,12 @@ def build_report(
     primary: str | None = None,
     n_resamples: int = 10_000,
     seed: int = 0,
+    drill_k: int = 10,
 ) -> ReportData:
-    """Read a results directory and compute what the report shows (comparisons included)."""
+    """Read a results directory and compute what the report shows (comparisons included).
+
+    `drill_k` is how many documents per system the drill-down shows (0: no drill-down or k curves).
+    """
 
     res = load_results(path)
     mj = res.metrics_json
@@ -179,6 +184,7 @@ def build_report(
     baseline = pairs[0][0] if pairs else names[0]
     msys = res.manifest.get("systems") or {}
     evs = {}
+    runs = {}
     systems = []
     for s in names:
         try:
@@ -192,7 +198,7 @@ def build_report(
         }
         ev = evs[s] = res.evaluation(s)
         ev.system = s
-        run = res.run(s)
+        run = runs[s] = res.run(s)
         ms, lat = latency_summary([v for v in run.latency.values() if v is not None and math.isfinite(v)])
         info = msys.get(s, {}) if isinstance(msys, dict) else {}
         systems.append(
@@ -225,6 +231,17 @@ def build_report(
                 al = align(evs[a], evs[b], [primary])
                 deltas[b] = (al.b[:, 0] - al.a[:, 0]).tolist()
     man = res.manifest
+    drill = None
+    if board is None and drill_k > 0:
+        from retbench.report import drilldown
+
+        found = drilldown.load_judgements(man)
+        if found is not None:
+            qrels, corpus = found
+            drill = drilldown.gather(
+                evs, runs, qrels, corpus, res.queries, primary=primary, baseline=baseline, k=drill_k
+            )
+            drill.curves = drilldown.k_curves(evs, runs, qrels)
     return ReportData(
         title=str(man.get("experiment") or Path(path).name),
         root=str(path),
@@ -241,4 +258,5 @@ def build_report(
         deltas=deltas,
         metrics_json=mj,
         leaderboard=board,
+        drill=drill,
     )

@@ -1,0 +1,139 @@
+"""Per-query drill-down and metric@k curves, gathered from the runs and the dataset behind a results folder.
+
+Drill-down: for every counted query, each system's top k (rank, score, grade, a text snippet), the
+judged relevant documents it left out of its top k (with the rank it gave them, if any), the query's
+value on every metric, and how much the primary metric changed against the baseline (the filter for
+the most changed queries). Curves: recall@k, nDCG@k and hit@k for every k from 1 to the run depth
+(at most MAX_CURVE_K), computed from the stored runs with the evaluation's own settings, so the values
+at the config's cutoffs equal the reported means.
+
+Both need the dataset's qrels (and its texts for snippets): when the dataset cannot be found they are
+left out and the report says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from retbench.errors import InputError
+
+MAX_CURVE_K = 1000
+CURVE_FAMILIES = ("recall", "ndcg", "hit")
+SNIPPET_CHARS = 200
+
+
+@dataclass
+class Drill:
+    """What the HTML drill-down and the curves show (JSON-ready)."""
+
+    k: int
+    systems: list[str] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=list)  # order of each query's "values"
+    baseline: str | None = None
+    primary: str = ""
+    queries: list[dict[str, Any]] = field(default_factory=list)
+    docs: dict[str, str] = field(default_factory=dict)  # doc id -> snippet
+    curves: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # family -> system -> value at k=1..
+
+    def to_json(self) -> dict[str, Any]:
+        keys = ("k", "systems", "metrics", "baseline", "primary", "queries", "docs")
+        return {key: getattr(self, key) for key in keys}
+
+
+def load_judgements(manifest: Mapping[str, Any]) -> tuple[Any, Any] | None:
+    """(qrels, corpus) of the first dataset the results were computed on, or None when it cannot be read."""
+    ds = (manifest.get("datasets") or [{}])[0]
+    spec = ds.get("path") or ds.get("name")
+    if not spec:
+        return None
+    from retbench.io.datasets import load_dataset
+
+    split = ds.get("split") or "test"
+    try:
+        dataset = load_dataset(spec, [split], join_rule=ds.get("join_rule") or "title_space_text")
+    except (InputError, OSError):
+        return None
+    return dataset.split(split), dataset.corpus
+
+
+def k_curves(evs: Mapping[str, Any], runs: Mapping[str, Any], qrels: Any) -> dict[str, dict[str, list[float]]]:
+    """family -> system -> [mean at k = 1 .. depth], each system evaluated as its stored table was."""
+    from retbench.evaluation import evaluate
+
+    out: dict[str, dict[str, list[float]]] = {f: {} for f in CURVE_FAMILIES}
+    for system, ev in evs.items():
+        run = runs[system]
+        depth = min(max(run.depth, 1), MAX_CURVE_K)
+        names = [f"{f}@{k}" for f in CURVE_FAMILIES for k in range(1, depth + 1)]
+        judged = list(ev.query_ids) + list(ev.excluded) + list(ev.skipped)
+        curve = evaluate(
+            run,
+            qrels.subset([q for q in judged if q in qrels]),
+            names,
+            relevance_level=ev.relevance_level,
+            no_relevant=ev.no_relevant,
+            mode=ev.mode,
+            default_k=ev.default_k,
+            ignore_identical_ids=ev.ignore_identical_ids,
+        )
+        means = curve.values.mean(axis=0) if len(curve.query_ids) else np.full(len(names), np.nan)
+        for i, f in enumerate(CURVE_FAMILIES):
+            out[f][system] = means[i * depth : (i + 1) * depth].tolist()
+    return out
+
+
+def _snippet(corpus: Any, doc: str) -> str | None:
+    i = corpus.index.get(doc)
+    if i is None:
+        return None
+    text = " ".join(corpus.joined(i).split())
+    return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
+
+
+def gather(
+    evs: Mapping[str, Any],
+    runs: Mapping[str, Any],
+    qrels: Any,
+    corpus: Any,
+    queries: Mapping[str, str],
+    *,
+    primary: str,
+    baseline: str | None,
+    k: int = 10,
+) -> Drill:
+    """The drill-down of every counted query (see the module docstring)."""
+    systems = list(evs)
+    first = evs[systems[0]]
+    drill = Drill(k, systems, list(first.metrics), baseline if len(systems) > 1 else None, primary)
+    level = first.relevance_level
+    cols = {s: {q: i for i, q in enumerate(ev.query_ids)} for s, ev in evs.items()}
+    wanted: set[str] = set()
+    for qid in first.query_ids:
+        judged = dict(qrels.get(qid, {}))
+        relevant = [d for d, g in sorted(judged.items(), key=lambda x: -x[1]) if g >= level]
+        entry: dict[str, Any] = {"id": qid, "text": queries.get(qid, ""), "values": {}, "top": {}, "missed": {}}
+        for s, ev in evs.items():
+            row = cols[s].get(qid)
+            entry["values"][s] = None if row is None else [float(v) for v in ev.values[row]]
+            ranking = runs[s].ranking(qid) if qid in runs[s] else []
+            entry["top"][s] = [[d, float(sc), judged.get(d)] for d, sc in ranking[:k]]
+            pos = {d: r for r, (d, _) in enumerate(ranking, start=1)}
+            entry["missed"][s] = [[d, judged[d], pos.get(d)] for d in relevant if pos.get(d, k + 1) > k]
+            wanted.update(d for d, _ in ranking[:k])
+        wanted.update(relevant)
+        if baseline in evs and primary in first.metrics:
+            j = first.metrics.index(primary)
+            base = entry["values"][baseline]
+            deltas = [v[j] - base[j] for s, v in entry["values"].items() if s != baseline and v and base]
+            entry["change"] = max(deltas, key=abs) if deltas else 0.0
+        drill.queries.append(entry)
+    if corpus is not None:
+        for d in wanted:
+            snip = _snippet(corpus, d)
+            if snip is not None:
+                drill.docs[d] = snip
+    return drill
