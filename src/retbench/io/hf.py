@@ -3,11 +3,16 @@
 Corpora stay in Arrow (memory-mapped from the datasets cache), and the Corpus sees them through lazy
 columns, so a corpus of millions of documents never becomes millions of Python objects at load.
 Hub loading (`BeIR/<name>` with configs `corpus` and `queries`, `BeIR/<name>-qrels`) needs network;
-the same code path runs offline on local files, which is how it is tested.
+the same code path reads a local folder laid out like such a hub repository (`hf:<folder>`: a README.md
+whose `configs` name the corpus and queries files, qrels in `<folder>/qrels/<split>.tsv` or in a sibling
+`<folder>-qrels`), which is what `write_hf_beir` writes and how it is tested offline. Ids are read as
+strings whatever they look like (`007` stays `007`), and metadata travels as a JSON text column, so a
+BEIR folder makes the round trip BEIR -> HF folder -> BEIR byte for byte.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
@@ -72,14 +77,19 @@ def corpus_from_hf(ds: Any, *, join_rule: str = "title_space_text", name: str = 
     table = ds.data  # the memory-mapped Arrow table
     ids = ArrowColumn(table, "_id")
     titles = ArrowColumn(table, "title") if "title" in cols else None
-    return Corpus(ids, ArrowColumn(table, "text"), titles, None, join_rule=join_rule, name=name)
+    meta = [json.loads(m) if m else {} for m in ds["metadata"]] if "metadata" in cols else None
+    return Corpus(ids, ArrowColumn(table, "text"), titles, meta, join_rule=join_rule, name=name)
 
 
 def queries_from_hf(ds: Any, path: str = "") -> Queries:
     for required in ("_id", "text"):
         if required not in ds.column_names:
             raise InputError(f"queries have no '{required}' column", path=path or None, field=required)
-    return Queries(dict(zip((str(x) for x in ds["_id"]), ds["text"], strict=True)))
+    ids = [str(x) for x in ds["_id"]]
+    meta = {}
+    if "metadata" in ds.column_names:
+        meta = {q: json.loads(m) for q, m in zip(ids, ds["metadata"], strict=True) if m}
+    return Queries(dict(zip(ids, ds["text"], strict=True)), meta)
 
 
 def qrels_from_hf(ds: Any, path: str = "") -> Qrels:
@@ -124,19 +134,32 @@ def load_hf_files(
     return Dataset(name or Path(corpus).parent.name, c, q, qr, path=str(Path(corpus).parent))
 
 
-def load_hf_beir(name: str, splits: list[str] | None = None, *, join_rule: str = "title_space_text") -> Dataset:
-    """A BEIR dataset from the hub (BeIR/<name>, BeIR/<name>-qrels); needs network access."""
+def _qrels_features() -> Any:
     import datasets
 
-    repo = name if "/" in name else f"BeIR/{name}"
+    return datasets.Features(
+        {"query-id": datasets.Value("string"), "corpus-id": datasets.Value("string"), "score": datasets.Value("int64")}
+    )
+
+
+def load_hf_beir(name: str, splits: list[str] | None = None, *, join_rule: str = "title_space_text") -> Dataset:
+    """A BEIR dataset from the hub (BeIR/<name>, BeIR/<name>-qrels; needs network) or a local folder so laid out."""
+    import datasets
+
+    local = Path(name).expanduser().is_dir()
+    repo = str(Path(name).expanduser()) if local else (name if "/" in name else f"BeIR/{name}")
+    qrels_repo = str(Path(repo) / "qrels") if local and (Path(repo) / "qrels").is_dir() else f"{repo}-qrels"
     try:
         corpus = datasets.load_dataset(repo, "corpus", split="corpus")
         queries = datasets.load_dataset(repo, "queries", split="queries")
-        qrels_all = datasets.load_dataset(f"{repo}-qrels")
+        if local:  # each <split>.tsv by its own name (the hub's inference would turn dev into validation)
+            files = {p.name.removesuffix(".tsv"): str(p) for p in sorted(Path(qrels_repo).glob("*.tsv"))}
+            qrels_all = datasets.load_dataset("csv", data_files=files, delimiter="\t", features=_qrels_features())
+        else:
+            qrels_all = datasets.load_dataset(qrels_repo, features=_qrels_features())
     except Exception as exc:  # offline, unknown name, or hub error: one actionable message
-        raise InputError(
-            f"cannot load {repo} from the Hugging Face hub ({type(exc).__name__}: {exc})", field="dataset"
-        ) from None
+        where = "the folder" if local else "the Hugging Face hub"
+        raise InputError(f"cannot load {repo} from {where} ({type(exc).__name__}: {exc})", field="dataset") from None
     wanted = splits or list(qrels_all)
     missing = [s for s in wanted if s not in qrels_all]
     if missing:
@@ -150,3 +173,53 @@ def load_hf_beir(name: str, splits: list[str] | None = None, *, join_rule: str =
         {s: qrels_from_hf(qrels_all[s], f"{repo}-qrels") for s in wanted},
         path=f"hf:{repo}",
     )
+
+
+CONFIGS = """---
+configs:
+- config_name: corpus
+  data_files:
+  - split: corpus
+    path: corpus.jsonl
+- config_name: queries
+  data_files:
+  - split: queries
+    path: queries.jsonl
+---
+A BEIR dataset laid out as a Hugging Face dataset repository (written by retbench; load with `hf:<this folder>`).
+"""
+
+
+def write_hf_beir(dataset: Dataset, folder: str | Path) -> Path:
+    """Write `dataset` as a local Hugging Face dataset folder that `hf:<folder>` reads back exactly.
+
+    corpus.jsonl / queries.jsonl with every column present on every row (metadata as JSON text, so
+    rows with different metadata keys share one schema), a README.md naming the configs as hub
+    repositories do, and qrels/<split>.tsv.
+    """
+    root = Path(folder)
+    (root / "qrels").mkdir(parents=True, exist_ok=True)
+    c = dataset.corpus
+    with open(root / "corpus.jsonl", "w", encoding="utf-8") as fh:
+        for i in range(len(c)):
+            meta = c.metadata[i] if c.metadata is not None and c.metadata[i] else None
+            row = {
+                "_id": c.ids[i],
+                "title": c.title(i),
+                "text": c.texts[i],
+                "metadata": json.dumps(meta) if meta else "",
+            }
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    with open(root / "queries.jsonl", "w", encoding="utf-8") as fh:
+        for qid, text in dataset.queries.items():
+            meta = dataset.queries.metadata.get(qid)
+            fh.write(
+                json.dumps({"_id": qid, "text": text, "metadata": json.dumps(meta) if meta else ""}, ensure_ascii=False)
+                + "\n"
+            )
+    for split, qrels in dataset.qrels.items():
+        with open(root / "qrels" / f"{split}.tsv", "w", encoding="utf-8") as fh:
+            fh.write("query-id\tcorpus-id\tscore\n")
+            fh.writelines(f"{q}\t{d}\t{g}\n" for q, docs in qrels.items() for d, g in docs.items())
+    (root / "README.md").write_text(CONFIGS, encoding="utf-8")
+    return root
