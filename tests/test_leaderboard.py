@@ -130,3 +130,22 @@ def test_ignore_identical_ids_must_be_a_boolean(tmp_path: Path):
     result = runner.invoke(app, ["run", str(cfg), "--quiet"])
     assert result.exit_code == 2
     assert "evaluation.ignore_identical_ids" in result.output
+
+
+def test_a_system_that_fails_while_indexing_still_exits_3_after_the_others_are_written(tmp_path: Path):
+    (tmp_path / "alien.trec").write_text("1 Q0 not-a-scifact-doc 1 1.0 x\n")
+    alien = {"name": "alien", "adapter": "runfile", "params": {"path": str(tmp_path / "alien.trec")}}
+    cfg = {
+        "name": "broken",
+        "output": str(tmp_path / "out"),
+        "depth": 10,
+        "metrics": ["mrr"],
+        "datasets": [{"name": "scifact", "max_queries": 5, "corpus_sample": 100}],
+        "systems": [BM25, alien],
+    }
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(cfg))
+    result = runner.invoke(app, ["run", str(tmp_path / "exp.yaml"), "--quiet"])
+    assert result.exit_code == 3, result.output
+    assert "backend failed for alien" in result.output
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert "error" in metrics["alien"] and metrics["bm25"]["mrr"] > 0

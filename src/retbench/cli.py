@@ -177,7 +177,7 @@ def _write_reports(out: Path) -> str:
 
     try:
         data = build_report(out)
-    except RetbenchError as exc:
+    except (RetbenchError, OSError) as exc:  # e.g. a system whose backend failed while indexing has no table
         typer.echo(f"note: no report written ({exc}); see metrics.json", err=True)
         return ""
     _write(out / "report.md", report_markdown(data))
