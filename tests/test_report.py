@@ -93,7 +93,16 @@ def test_html_is_self_contained_and_well_formed(data, results_dir):
         kinds.append(root.get("data-chart"))
         assert root.find(f"{SVG}title").text
     assert sorted(kinds) == sorted(
-        ["mean-ci", "metric-curve", "metric-curve", "metric-curve", "delta-histogram", "delta-histogram", "latency-ecdf", "coverage"]
+        [
+            "mean-ci",
+            "metric-curve",
+            "metric-curve",
+            "metric-curve",
+            "delta-histogram",
+            "delta-histogram",
+            "latency-ecdf",
+            "coverage",
+        ]
     )
     blob = re.search(r'<script type="application/json" id="retbench-data">(.*?)</script>', page, flags=re.S).group(1)
     assert json.loads(blob)["metrics"] == json.loads((results_dir / "metrics.json").read_text())
