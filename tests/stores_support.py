@@ -36,3 +36,51 @@ def assert_same_ranking(a: list[tuple[str, float]], b: list[tuple[str, float]], 
         assert abs(sa.get(doc, sb.get(doc, 0.0)) - cut) <= tol, doc
     for (da, xa), (db, xb) in zip(a, b, strict=True):
         assert da == db or abs(xa - xb) <= tol, (da, xa, db, xb)
+
+
+#: filters the store tests apply (equality, a range, both, a boolean, a string that matches nothing)
+FILTERS = [
+    {"lang": "de"},
+    {"year": {"gte": 2005, "lt": 2012}},
+    {"lang": "en", "year": {"gt": 2015}},
+    {"open": True},
+    {"lang": "fr"},
+]
+
+
+def with_metadata(corpus: Corpus) -> Corpus:
+    """The slice with synthetic metadata: lang (en/de by position), year 2000-2019, open (bool)."""
+    meta = [{"lang": "de" if i % 3 == 0 else "en", "year": 2000 + i % 20, "open": i % 2 == 0} for i in range(len(corpus))]
+    return Corpus(list(corpus.ids), list(corpus.texts), list(corpus.titles or []) or None, meta)
+
+
+def filtered(queries: Queries) -> Queries:
+    """The same queries, each carrying one of FILTERS in metadata.filter (cycling)."""
+    return Queries(dict(queries), {q: {"filter": FILTERS[i % len(FILTERS)]} for i, q in enumerate(queries)})
+
+
+def assert_filtered_like_exact(run, reference, corpus: Corpus, queries: Queries, min_overlap: float = 1.0) -> None:
+    """Every returned doc passes its query's filter; top-10 overlap with FAISS exact filtered search >= min_overlap."""
+    from retbench.retrievers.filters import parse_filter
+
+    meta = dict(zip(corpus.ids, corpus.metadata, strict=True))
+    overlaps = []
+    for q in queries:
+        flt = parse_filter(queries.metadata[q]["filter"])
+        docs = list(run.docs(q))
+        assert all(flt.matches(meta[d]) for d in docs), (q, flt)
+        want = list(reference.docs(q))[:10]
+        if flt.as_dict() == {"lang": "fr"}:
+            assert not docs and not want
+        elif want:
+            overlaps.append(len(set(docs[:10]) & set(want)) / len(want))
+    assert overlaps and sum(overlaps) / len(overlaps) >= min_overlap, overlaps
+
+
+def exact_filtered_reference(corpus: Corpus, queries: Queries, k: int = 10):
+    """FAISS flat (exact) search with the filters applied: the reference for every store."""
+    from retbench.retrievers.base import create
+
+    r = create("dense", {"index": "flat_ip", **ENC})
+    r.index(corpus)
+    return r.search(queries, k)

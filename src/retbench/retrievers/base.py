@@ -22,6 +22,7 @@ from typing import Any
 
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError
+from retbench.retrievers.filters import Filter, query_filters
 
 Ranking = list[tuple[str, float]]
 
@@ -35,7 +36,8 @@ class Retriever(ABC):
 
     #: registry name of the adapter
     adapter: str = ""
-    #: optional abilities this adapter really has: subset of {"add", "delete", "save", "load", "async"}
+    #: optional abilities this adapter really has: subset of {"add", "delete", "save", "load", "async", "filters"}
+    #: ("filters": queries' `metadata.filter` is applied, see `retrievers/filters.py`)
     capabilities: frozenset[str] = frozenset()
 
     def __init__(self, name: str | None = None) -> None:
@@ -67,16 +69,29 @@ class Retriever(ABC):
         """Answer every query with a Run; per-query latency is the batch time shared evenly.
 
         A query whose batch raises is recorded as an error with the exception's message verbatim;
-        it is never dropped or filled in.
+        it is never dropped or filled in. Queries carrying `metadata.filter` go to `search_batch_filtered`;
+        an adapter without the "filters" ability refuses them before searching anything.
         """
         builder = RunBuilder(self.name)
         qids = list(queries)
+        filters = query_filters(queries, qids)
+        filtered = any(f is not None for f in filters)
+        if filtered and "filters" not in self.capabilities:
+            raise ConfigError(
+                f"system {self.name!r} (adapter {self.adapter!r}) cannot apply metadata filters, and "
+                f"{sum(f is not None for f in filters)} queries carry one (metadata.filter)",
+                field="metadata.filter",
+            )
         step = batch_size or len(qids) or 1
         for start in range(0, len(qids), step):
             chunk = qids[start : start + step]
             t0 = time.perf_counter()
             try:
-                rankings = self.search_batch([queries[q] for q in chunk], k)
+                texts = [queries[q] for q in chunk]
+                if filtered:
+                    rankings = self.search_batch_filtered(texts, k, filters[start : start + step])
+                else:
+                    rankings = self.search_batch(texts, k)
             except Exception as exc:  # a backend failure is recorded, not hidden
                 elapsed = time.perf_counter() - t0
                 for q in chunk:
@@ -90,6 +105,10 @@ class Retriever(ABC):
         return builder.build()
 
     # -- optional abilities ---------------------------------------------------------------------
+    def search_batch_filtered(self, texts: Sequence[str], k: int, filters: Sequence[Filter | None]) -> list[Ranking]:
+        """Rankings restricted to documents passing each query's filter (None: unfiltered)."""
+        raise CapabilityError(f"adapter {self.adapter!r} cannot apply metadata filters")
+
     def add(self, corpus: Corpus) -> None:
         """Add documents to an existing index (incremental ingestion)."""
         raise CapabilityError(f"adapter {self.adapter!r} cannot add documents incrementally")
@@ -134,7 +153,19 @@ def register(name: str, factory: Factory | None = None) -> Any:
 
 
 # Modules whose import registers built-in adapters; heavy libraries inside them stay lazy.
-_BUILTIN_MODULES = ("bm25", "dense", "hybrid", "runfile", "stores.http", "stores.chroma", "stores.qdrant")
+_BUILTIN_MODULES = (
+    "bm25",
+    "dense",
+    "hybrid",
+    "runfile",
+    "stores.http",
+    "stores.chroma",
+    "stores.qdrant",
+    "stores.pgvector",
+    "stores.lancedb",
+    "stores.milvus",
+    "stores.typesense",
+)
 
 
 def _builtin() -> None:

@@ -10,13 +10,18 @@ Every vector carries a FAISS label (an int64 counter) mapped to the document id,
 natively, both removing vectors in place; HNSW cannot remove, so its `delete` rebuilds the graph
 from its own stored vectors (declared in `describe()`). `add` encodes only documents the cache has
 not seen; IVF centroids trained at `index()` are kept on `add` (not retrained).
+
+Metadata filters (queries' `metadata.filter`, see `retrievers/filters.py`) are applied exactly: the
+documents that pass are found in Python and handed to FAISS as an id selector, so with a `flat_*`
+index a filtered search is the exact top-k among matching documents: the reference the stores'
+filtered search is measured against. (With HNSW/IVF the selector restricts the approximate search.)
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +30,7 @@ import numpy as np
 from retbench.data import Corpus
 from retbench.errors import ConfigError, InputError
 from retbench.retrievers.base import Ranking, Retriever, register
+from retbench.retrievers.filters import Filter
 from retbench.retrievers.encoders import Encoder
 
 INDEX_TYPES = ("flat_ip", "flat_l2", "hnsw", "ivf", "ivfpq")
@@ -50,7 +56,7 @@ class DenseRetriever(Retriever):
     """
 
     adapter = "dense"
-    capabilities = frozenset({"add", "delete", "save", "load"})
+    capabilities = frozenset({"add", "delete", "save", "load", "filters"})
 
     def __init__(
         self,
@@ -112,6 +118,7 @@ class DenseRetriever(Retriever):
         self._faiss_index: Any = None
         self._labels: list[str | None] = []  # FAISS label -> doc id (None once deleted)
         self._label_of: dict[str, int] = {}
+        self._meta: dict[str, Mapping[str, Any]] = {}  # doc id -> metadata, for filters
         self._built: dict[str, Any] = {}  # effective build settings (nlist, nbits after clamping)
         self._table: np.ndarray | None = None  # label -> id as an array, plus a trailing None for label -1
 
@@ -191,7 +198,11 @@ class DenseRetriever(Retriever):
         elif self.index_type in ("ivf", "ivfpq"):
             faiss.extract_index_ivf(inner).nprobe = self.nprobe
 
-    def _add_vectors(self, ids: list[str], vectors: np.ndarray) -> None:
+    def _add_vectors(
+        self, ids: list[str], vectors: np.ndarray, metadata: Sequence[Mapping[str, Any]] | None = None
+    ) -> None:
+        if metadata is not None:
+            self._meta.update((d, m) for d, m in zip(ids, metadata, strict=True) if m)
         start = len(self._labels)
         labels = np.arange(start, start + len(ids), dtype=np.int64)
         self._faiss_index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), labels)
@@ -206,9 +217,11 @@ class DenseRetriever(Retriever):
         ids = [str(i) for i in corpus.ids]
         if len(set(ids)) != len(ids):
             raise InputError("corpus has repeated document ids", field="ids")  # before paying for encoding
-        self.index_embeddings(ids, self.encoder.encode_documents(corpus.joined_texts()))
+        self.index_embeddings(ids, self.encoder.encode_documents(corpus.joined_texts()), corpus.metadata)
 
-    def index_embeddings(self, ids: Sequence[str], vectors: np.ndarray) -> None:
+    def index_embeddings(
+        self, ids: Sequence[str], vectors: np.ndarray, metadata: Sequence[Mapping[str, Any]] | None = None
+    ) -> None:
         """Build the index from precomputed document vectors (rows aligned with `ids`).
 
         For embeddings made elsewhere (or synthetic ones in benchmarks); they must come from this
@@ -222,9 +235,9 @@ class DenseRetriever(Retriever):
             )
         if len(set(ids)) != len(ids):
             raise InputError("corpus has repeated document ids", field="ids")
-        self._labels, self._label_of = [], {}
+        self._labels, self._label_of, self._meta = [], {}, {}
         self._faiss_index = self._new_index(vectors.shape[1], vectors)
-        self._add_vectors(ids, vectors)
+        self._add_vectors(ids, vectors, metadata)
 
     def _require_index(self) -> None:
         if self._faiss_index is None:
@@ -239,12 +252,14 @@ class DenseRetriever(Retriever):
         present = [d for d in ids if d in self._label_of]
         if present:
             self.delete(present)
-        self._add_vectors(ids, self.encoder.encode_documents(corpus.joined_texts()))
+        self._add_vectors(ids, self.encoder.encode_documents(corpus.joined_texts()), corpus.metadata)
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove documents by id (unknown ids are ignored)."""
         self._require_index()
         labels = [self._label_of.pop(str(d)) for d in dict.fromkeys(ids) if str(d) in self._label_of]
+        for d in ids:
+            self._meta.pop(str(d), None)
         if not labels:
             return
         for lab in labels:
@@ -268,7 +283,9 @@ class DenseRetriever(Retriever):
             self._faiss_index.add_with_ids(np.ascontiguousarray(vectors[keep]), all_labels[keep])
 
     # -- search --------------------------------------------------------------------------------
-    def search_embeddings(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def search_embeddings(
+        self, queries: np.ndarray, k: int, flt: Filter | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Raw top-k for query vectors: (doc ids, object array n x k; scores, float32 n x k).
 
         Missing neighbours (fewer than k documents) are padded with id None and score -inf. For
@@ -280,7 +297,7 @@ class DenseRetriever(Retriever):
         if k <= 0:
             return np.empty((len(q), 0), dtype=object), np.empty((len(q), 0), dtype=np.float32)
         self._apply_search_params()
-        dist, lab = self._faiss_index.search(q, k)
+        dist, lab = self._faiss_index.search(q, k) if flt is None else self._filtered(q, k, flt)
         scores = dist if self.metric == "ip" else -dist
         if self._table is None or len(self._table) != len(self._labels) + 1:
             self._table = np.asarray([*self._labels, None], dtype=object)
@@ -288,12 +305,38 @@ class DenseRetriever(Retriever):
         scores = np.where(lab < 0, -np.inf, scores).astype(np.float32)
         return ids, scores
 
+    def _filtered(self, queries: np.ndarray, k: int, flt: Filter) -> tuple[np.ndarray, np.ndarray]:
+        """FAISS search among the documents passing `flt` (an id selector over their labels)."""
+        faiss = _faiss()
+        labels = [lab for d, lab in self._label_of.items() if flt.matches(self._meta.get(d))]
+        if not labels:
+            return np.zeros((len(queries), k), dtype=np.float32), np.full((len(queries), k), -1, dtype=np.int64)
+        selector = faiss.IDSelectorBatch(np.asarray(labels, dtype=np.int64))
+        if self.index_type == "hnsw":
+            params = faiss.SearchParametersHNSW(sel=selector, efSearch=self.ef_search)
+        elif self.index_type in ("ivf", "ivfpq"):
+            params = faiss.SearchParametersIVF(sel=selector, nprobe=self.nprobe)
+        else:
+            params = faiss.SearchParameters(sel=selector)
+        return self._faiss_index.search(queries, k, params=params)
+
     def search_arrays(self, texts: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """`search_embeddings` for query texts (encoded through the cache)."""
         return self.search_embeddings(self.encoder.encode_queries(texts), k)
 
     def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
-        ids, scores = self.search_arrays(texts, k)
+        return self._rankings(*self.search_arrays(texts, k))
+
+    def search_batch_filtered(self, texts: Sequence[str], k: int, filters: Sequence[Filter | None]) -> list[Ranking]:
+        """Each query searches only the documents its filter passes (exact with a flat index)."""
+        vectors = self.encoder.encode_queries(texts)
+        out: list[Ranking] = []
+        for v, flt in zip(vectors, filters, strict=True):
+            out.extend(self._rankings(*self.search_embeddings(v[None], k, flt)))
+        return out
+
+    @staticmethod
+    def _rankings(ids: np.ndarray, scores: np.ndarray) -> list[Ranking]:
         out: list[Ranking] = []
         for row_ids, row_scores in zip(ids.tolist(), scores.tolist(), strict=True):
             out.append([(d, s) for d, s in zip(row_ids, row_scores, strict=True) if d is not None])
@@ -309,7 +352,7 @@ class DenseRetriever(Retriever):
         tmp = folder / (_FAISS_FILE + ".tmp")
         faiss.write_index(self._faiss_index, str(tmp))
         tmp.replace(folder / _FAISS_FILE)
-        meta = {"describe": self.describe(), "built": self._built, "labels": self._labels}
+        meta = {"describe": self.describe(), "built": self._built, "labels": self._labels, "metadata": self._meta}
         tmp = folder / (_META + ".tmp")
         tmp.write_text(json.dumps(meta), encoding="utf-8")
         tmp.replace(folder / _META)
@@ -330,3 +373,4 @@ class DenseRetriever(Retriever):
         self._labels = meta["labels"]
         self._table = None
         self._label_of = {d: i for i, d in enumerate(self._labels) if d is not None}
+        self._meta = meta.get("metadata", {})

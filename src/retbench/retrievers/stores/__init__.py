@@ -1,14 +1,16 @@
 """Users' stores: an HTTP retrieval endpoint, vector databases, and plugins.
 
 - `http` (`stores/http.py`): the user's own retrieval service, called once per query.
-- `chroma`, `qdrant`: vector databases given retbench's own embeddings (the same `Encoder`, model and
+- `chroma`, `qdrant`, `pgvector`, `lancedb`, `milvus`, `typesense`: vector databases given retbench's own embeddings (the same `Encoder`, model and
   normalization as the `dense` FAISS adapter), so a comparison against FAISS isolates the store.
 - Run files (`retrievers/runfile.py`): a system that cannot be called from here, evaluated from its output.
 - Plugins: any `Retriever` subclass or factory, named `module:factory` in a config or installed under the
   `retbench.retrievers` entry point group (see `examples/plugin_adapter.py`); `retrievers.base` resolves both.
 
 `VectorStoreRetriever` is what the vector databases share: encoding through the cache, id checks,
-and index/add/delete/search on top of four store-specific primitives.
+and index/add/delete/search on top of a few store-specific primitives. A store that declares the
+"filters" ability receives each query's metadata filter (`retrievers/filters.py`) in `_query` and each
+document's metadata in `_write`; `servers.py` starts the servers that tests and benchmarks need.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import numpy as np
 from retbench.data import Corpus
 from retbench.errors import ConfigError, InputError
 from retbench.retrievers.base import Ranking, Retriever
+from retbench.retrievers.filters import Filter
 from retbench.retrievers.encoders import Encoder
 
 
@@ -83,20 +86,27 @@ class VectorStoreRetriever(Retriever):
         """Drop and recreate the collection for vectors of `dim` dimensions."""
 
     @abstractmethod
-    def _write(self, ids: list[str], vectors: np.ndarray) -> None:
-        """Insert or replace these documents' vectors."""
+    def _write(self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, Any]]) -> None:
+        """Insert or replace these documents' vectors (and metadata, for stores with filters)."""
 
     @abstractmethod
     def _remove(self, ids: list[str]) -> None:
         """Remove these (present) documents."""
 
     @abstractmethod
-    def _query(self, vectors: np.ndarray, k: int) -> list[Ranking]:
-        """Top-k (doc id, similarity: higher is better) for each query vector."""
+    def _query(self, vectors: np.ndarray, k: int, filters: list[Filter | None]) -> list[Ranking]:
+        """Top-k (doc id, similarity: higher is better) for each query vector, within its filter if any."""
 
     @abstractmethod
     def _present(self, ids: list[str]) -> list[str]:
         """Which of these ids the store holds."""
+
+    def _build(self) -> None:  # noqa: B027 - optional hook
+        """After index() has written every document: build the ANN index (stores that train on the data)."""
+
+    def disk_bytes(self) -> int | None:
+        """Bytes the store's data takes on disk (None when it cannot say)."""
+        return None
 
     @abstractmethod
     def store_settings(self) -> dict[str, Any]:
@@ -113,6 +123,12 @@ class VectorStoreRetriever(Retriever):
         return self._n
 
     @staticmethod
+    def _metadata(corpus: Corpus) -> list[dict[str, Any]]:
+        if corpus.metadata is None:
+            return [{} for _ in range(len(corpus))]
+        return [dict(m or {}) for m in corpus.metadata]
+
+    @staticmethod
     def _ids(corpus: Corpus, what: str) -> list[str]:
         ids = [str(i) for i in corpus.ids]
         if len(set(ids)) != len(ids):
@@ -127,8 +143,9 @@ class VectorStoreRetriever(Retriever):
         self._reset(int(vectors.shape[1]))
         self._n = 0
         self._ready = True
-        self._write(ids, vectors)
+        self._write(ids, vectors, self._metadata(corpus))
         self._n = len(ids)
+        self._build()
 
     def _require_index(self) -> None:
         if not self._ready:
@@ -141,7 +158,7 @@ class VectorStoreRetriever(Retriever):
         if not ids:
             return
         replaced = len(self._present(ids))
-        self._write(ids, self.encoder.encode_documents(corpus.joined_texts()))
+        self._write(ids, self.encoder.encode_documents(corpus.joined_texts()), self._metadata(corpus))
         self._n += len(ids) - replaced
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -152,7 +169,9 @@ class VectorStoreRetriever(Retriever):
             self._remove(present)
             self._n -= len(present)
 
-    def search_vectors(self, vectors: np.ndarray, k: int) -> list[Ranking]:
+    def search_vectors(
+        self, vectors: np.ndarray, k: int, filters: Sequence[Filter | None] | None = None
+    ) -> list[Ranking]:
         """Top-k for query vectors (n x dim): the store alone, without the encoder (cf. dense `search_embeddings`)."""
         self._require_index()
         vectors = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
@@ -161,10 +180,19 @@ class VectorStoreRetriever(Retriever):
             return []
         if k <= 0:
             return [[] for _ in range(len(vectors))]
-        return self._query(vectors, k)
+        flts = list(filters) if filters is not None else [None] * len(vectors)
+        if any(f is not None for f in flts) and "filters" not in self.capabilities:
+            raise ConfigError(f"store {self.adapter!r} cannot apply metadata filters", field="metadata.filter")
+        return self._query(vectors, k, flts)
 
     def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
         if not texts:
             return []
         self._require_index()
         return self.search_vectors(self.encoder.encode_queries(list(texts)), k)
+
+    def search_batch_filtered(self, texts: Sequence[str], k: int, filters: Sequence[Filter | None]) -> list[Ranking]:
+        if not texts:
+            return []
+        self._require_index()
+        return self.search_vectors(self.encoder.encode_queries(list(texts)), k, filters)

@@ -28,6 +28,7 @@ import numpy as np
 from retbench.errors import BackendError
 from retbench.retrievers.base import Ranking, register
 from retbench.retrievers.encoders import Encoder
+from retbench.retrievers.filters import Filter
 from retbench.retrievers.stores import VectorStoreRetriever, secret_from_env
 
 SPACES = ("cosine", "ip", "l2")
@@ -172,7 +173,7 @@ class ChromaRetriever(VectorStoreRetriever):
                 f"Chroma at {self.location}: cannot create collection {name!r}: {type(exc).__name__}: {exc}"
             ) from None
 
-    def _write(self, ids: list[str], vectors: np.ndarray) -> None:
+    def _write(self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, Any]]) -> None:
         size = max(1, min(int(self._connect().get_max_batch_size()), 4096))  # the server caps a request's size
         for start in range(0, len(ids), size):
             part = slice(start, start + size)
@@ -185,7 +186,7 @@ class ChromaRetriever(VectorStoreRetriever):
         found = set(self._col.get(ids=ids, include=[])["ids"])
         return [d for d in ids if d in found]
 
-    def _query(self, vectors: np.ndarray, k: int) -> list[Ranking]:
+    def _query(self, vectors: np.ndarray, k: int, filters: list[Filter | None]) -> list[Ranking]:
         res = self._col.query(
             query_embeddings=np.ascontiguousarray(vectors, dtype=np.float32), n_results=k, include=["distances"]
         )

@@ -28,6 +28,7 @@ import numpy as np
 from retbench.errors import BackendError
 from retbench.retrievers.base import Ranking, register
 from retbench.retrievers.encoders import Encoder
+from retbench.retrievers.filters import Filter
 from retbench.retrievers.stores import VectorStoreRetriever, secret_from_env
 from retbench.retrievers.stores.chroma import collection_name
 
@@ -176,7 +177,7 @@ class QdrantRetriever(VectorStoreRetriever):
             ) from None
         self._point, self._doc, self._next = {}, {}, 0
 
-    def _write(self, ids: list[str], vectors: np.ndarray) -> None:
+    def _write(self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, Any]]) -> None:
         from qdrant_client import models
 
         points = []
@@ -220,7 +221,7 @@ class QdrantRetriever(VectorStoreRetriever):
     def _present(self, ids: list[str]) -> list[str]:
         return [d for d in ids if d in self._point]
 
-    def _query(self, vectors: np.ndarray, k: int) -> list[Ranking]:
+    def _query(self, vectors: np.ndarray, k: int, filters: list[Filter | None]) -> list[Ranking]:
         from qdrant_client import models
 
         params = None if self.local else models.SearchParams(hnsw_ef=self.hnsw_ef, exact=self.exact)
