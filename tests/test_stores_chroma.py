@@ -23,7 +23,15 @@ from retbench.data import Corpus
 from retbench.errors import ConfigError
 from retbench.evaluation import evaluate
 from retbench.retrievers.base import create
-from stores_support import ENC, assert_same_ranking, scifact_slice
+from stores_support import (
+    ENC,
+    assert_filtered_like_exact,
+    assert_same_ranking,
+    exact_filtered_reference,
+    filtered,
+    scifact_slice,
+    with_metadata,
+)
 
 
 @pytest.fixture(scope="module")
@@ -191,3 +199,25 @@ def test_unreachable_chroma_server_is_a_backend_error_naming_it(data):
     r = create("chroma", {"host": "127.0.0.1", "port": port, **ENC})
     with pytest.raises(BackendError, match=f"Chroma at http://127.0.0.1:{port}"):
         r.index(data[0].subset(data[0].ids[:5]))
+
+
+def test_filtered_search_keeps_only_matching_documents_close_to_exact(data):
+    corpus, queries, _ = data
+    corpus, queries = with_metadata(corpus), filtered(queries)
+    r = create("chroma", ENC, name="chroma-filter")
+    try:
+        r.index(corpus)
+        run = r.search(queries, 10)
+    finally:
+        r.close()
+    assert_filtered_like_exact(run, exact_filtered_reference(corpus, queries), corpus, queries, min_overlap=0.9)
+
+
+def test_a_store_without_filters_refuses_filtered_queries_before_searching(data):
+    from retbench.errors import ConfigError
+
+    corpus, queries, _ = data
+    r = create("bm25s", {})
+    r.index(corpus)
+    with pytest.raises(ConfigError, match=r"cannot apply metadata filters, and 30 queries carry one"):
+        r.search(filtered(queries), 10)

@@ -99,7 +99,10 @@ def test_hnsw_and_ivfflat_use_their_index_and_stay_close_to_exact(pg, data, para
         r.index(corpus)
         run = r.search(queries, 10)
         vec = "[" + ",".join(["0.1"] * 384) + "]"
-        plan = " ".join(row[0] for row in r._sql(f"EXPLAIN SELECT doc_id FROM {r.table} ORDER BY embedding <=> %s::vector LIMIT 10", [vec]))
+        plan = " ".join(
+            row[0]
+            for row in r._sql(f"EXPLAIN SELECT doc_id FROM {r.table} ORDER BY embedding <=> %s::vector LIMIT 10", [vec])
+        )
         assert f"using {r.table}_embedding_idx" in plan.lower(), plan
         assert r.describe()["index"] == params["index"]
     finally:

@@ -16,7 +16,15 @@ pytest.importorskip("qdrant_client")
 from retbench.data import Corpus
 from retbench.errors import BackendError, ConfigError
 from retbench.retrievers.base import create
-from stores_support import ENC, assert_same_ranking, scifact_slice
+from stores_support import (
+    ENC,
+    assert_filtered_like_exact,
+    assert_same_ranking,
+    exact_filtered_reference,
+    filtered,
+    scifact_slice,
+    with_metadata,
+)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +80,7 @@ def test_on_disk_local_mode_persists(data, tmp_path):
     try:
         assert client.count("slice").count == len(corpus)
         point = client.retrieve("slice", ids=[0], with_payload=True)[0]
-        assert point.payload == {"doc_id": corpus.ids[0]}
+        assert point.payload == {"doc_id": corpus.ids[0], "meta": {}}
     finally:
         client.close()
 
@@ -130,3 +138,15 @@ def test_bad_settings_and_unreachable_server(data, monkeypatch):
         r.index(data[0].subset(data[0].ids[:5]))
     assert "qdrant-s3cret" not in str(err.value)
     r.close()
+
+
+def test_filtered_search_equals_exact_filtered_search(data):
+    corpus, queries, _ = data
+    corpus, queries = with_metadata(corpus), filtered(queries)
+    r = create("qdrant", ENC, name="qdrant-filter")
+    try:
+        r.index(corpus)
+        run = r.search(queries, 10)
+    finally:
+        r.close()
+    assert_filtered_like_exact(run, exact_filtered_reference(corpus, queries), corpus, queries)

@@ -57,7 +57,7 @@ def test_typesense_listens_on_loopback_only_and_requires_its_key(ts):
 
 
 def test_vector_keyword_and_hybrid_search(ts, data):
-    corpus, queries, qrels = data
+    corpus, queries, _ = data
     ref = create("dense", {"index": "flat_ip", **ENC})
     ref.index(corpus)
     exact = ref.search(queries, 10)

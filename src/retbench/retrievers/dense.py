@@ -30,8 +30,8 @@ import numpy as np
 from retbench.data import Corpus
 from retbench.errors import ConfigError, InputError
 from retbench.retrievers.base import Ranking, Retriever, register
-from retbench.retrievers.filters import Filter
 from retbench.retrievers.encoders import Encoder
+from retbench.retrievers.filters import Filter
 
 INDEX_TYPES = ("flat_ip", "flat_l2", "hnsw", "ivf", "ivfpq")
 _META = "retbench.json"

@@ -106,7 +106,9 @@ def parse_filter(spec: Any, where: str = "filter") -> Filter | None:
         elif isinstance(cond, (str, int, float, bool)):
             terms.append((field, "eq", cond))
         else:
-            raise ConfigError(f"filter value of {field!r} must be a string, number or boolean", field=f"{where}.{field}")
+            raise ConfigError(
+                f"filter value of {field!r} must be a string, number or boolean", field=f"{where}.{field}"
+            )
     return Filter(tuple(terms))
 
 

@@ -16,6 +16,7 @@ document's metadata in `_write`; `servers.py` starts the servers that tests and 
 from __future__ import annotations
 
 import os
+import re
 from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
@@ -25,8 +26,14 @@ import numpy as np
 from retbench.data import Corpus
 from retbench.errors import ConfigError, InputError
 from retbench.retrievers.base import Ranking, Retriever
-from retbench.retrievers.filters import Filter
 from retbench.retrievers.encoders import Encoder
+from retbench.retrievers.filters import Filter
+
+
+def identifier(text: str) -> str:
+    """A table/collection name every store accepts unquoted (lower case [a-z0-9_], at most 63 bytes) from any text."""
+    name = re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_")
+    return ("retbench_" + name)[:63]
 
 
 def secret_from_env(variable: str | None, what: str) -> str | None:
@@ -101,7 +108,7 @@ class VectorStoreRetriever(Retriever):
     def _present(self, ids: list[str]) -> list[str]:
         """Which of these ids the store holds."""
 
-    def _build(self) -> None:  # noqa: B027 - optional hook
+    def _build(self) -> None:
         """After index() has written every document: build the ANN index (stores that train on the data)."""
 
     def disk_bytes(self) -> int | None:

@@ -11,6 +11,9 @@ default is `l2`) and the `hnsw` settings given (`max_neighbors`, `ef_constructio
 `num_threads`, `batch_size`, `sync_threshold`, `resize_factor`; the legacy metadata names `M`,
 `construction_ef` and `search_ef` are accepted too). `index()` replaces a collection of the same name.
 
+Document metadata is stored with each vector (scalar values only: Chroma's rule), and query filters
+(`metadata.filter`) become Chroma `where` clauses (`$eq`, `$gt`, `$gte`, `$lt`, `$lte`, joined by `$and`).
+
 Chroma answers distances; they become similarities, higher is better:
 `cosine`: 1 - distance (= cosine similarity); `ip`: 1 - distance (= inner product); `l2`: -distance
 (the negated squared Euclidean distance, as the dense adapter scores `flat_l2`).
@@ -44,6 +47,14 @@ HNSW_KEYS = (
 _LEGACY = {"M": "max_neighbors", "construction_ef": "ef_construction", "search_ef": "ef_search"}
 
 
+def chroma_where(flt: Filter | None) -> dict[str, Any] | None:
+    """A Chroma `where` clause for a filter (None for no filter)."""
+    if flt is None:
+        return None
+    terms = [{field: {f"${op}": value}} for field, op, value in flt.terms]
+    return terms[0] if len(terms) == 1 else {"$and": terms}
+
+
 def collection_name(text: str) -> str:
     """A valid Chroma collection name (3-512 of [a-zA-Z0-9._-], alphanumeric at both ends) from any text."""
     name = re.sub(r"[^a-zA-Z0-9._-]+", "-", text).strip("._-")
@@ -56,6 +67,7 @@ class ChromaRetriever(VectorStoreRetriever):
     """Chroma collection searched with query vectors from retbench's Encoder."""
 
     adapter = "chroma"
+    capabilities = frozenset({"add", "delete", "filters"})
 
     def __init__(
         self,
@@ -177,7 +189,12 @@ class ChromaRetriever(VectorStoreRetriever):
         size = max(1, min(int(self._connect().get_max_batch_size()), 4096))  # the server caps a request's size
         for start in range(0, len(ids), size):
             part = slice(start, start + size)
-            self._col.upsert(ids=ids[part], embeddings=np.ascontiguousarray(vectors[part], dtype=np.float32))
+            metas = [
+                {k: v for k, v in m.items() if isinstance(v, (str, int, float, bool))} or None for m in metadata[part]
+            ]
+            self._col.upsert(
+                ids=ids[part], embeddings=np.ascontiguousarray(vectors[part], dtype=np.float32), metadatas=metas
+            )
 
     def _remove(self, ids: list[str]) -> None:
         self._col.delete(ids=ids)
@@ -187,8 +204,16 @@ class ChromaRetriever(VectorStoreRetriever):
         return [d for d in ids if d in found]
 
     def _query(self, vectors: np.ndarray, k: int, filters: list[Filter | None]) -> list[Ranking]:
+        if any(f is not None for f in filters):
+            return [self._search(v[None], k, chroma_where(f))[0] for v, f in zip(vectors, filters, strict=True)]
+        return self._search(vectors, k, None)
+
+    def _search(self, vectors: np.ndarray, k: int, where: dict[str, Any] | None) -> list[Ranking]:
         res = self._col.query(
-            query_embeddings=np.ascontiguousarray(vectors, dtype=np.float32), n_results=k, include=["distances"]
+            query_embeddings=np.ascontiguousarray(vectors, dtype=np.float32),
+            n_results=k,
+            include=["distances"],
+            where=where,
         )
         out: list[Ranking] = []
         for ids, dists in zip(res["ids"], res["distances"], strict=True):

@@ -36,8 +36,7 @@ from retbench.errors import BackendError, InputError
 from retbench.retrievers.base import Ranking, Retriever, register
 from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.filters import Filter, metadata_fields
-from retbench.retrievers.stores import VectorStoreRetriever
-from retbench.retrievers.stores.pgvector import table_name
+from retbench.retrievers.stores import VectorStoreRetriever, identifier
 
 INDEXES = ("flat", "ivf_pq", "hnsw")
 DISTANCES = ("cosine", "dot", "l2")
@@ -90,7 +89,9 @@ class LanceTable:
             db = lancedb.connect(self.path or self._tmp)
             self.tbl = db.create_table(self.table, data=rows, mode="overwrite")
         except Exception as exc:
-            raise BackendError(f"LanceDB at {self.where}: cannot create {self.table!r}: {type(exc).__name__}: {exc}") from None
+            raise BackendError(
+                f"LanceDB at {self.where}: cannot create {self.table!r}: {type(exc).__name__}: {exc}"
+            ) from None
 
     def rows(self, ids: list[str], body: dict[str, Any], metadata: list[dict[str, Any]]) -> Any:
         """An Arrow table: doc_id, the body columns, then one column per known metadata field."""
@@ -108,7 +109,14 @@ class LanceTable:
         self.tbl.merge_insert("doc_id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
 
     def present(self, ids: list[str]) -> list[str]:
-        found = set(self.tbl.search().where(f"doc_id IN ({', '.join(map(_literal, ids))})").select(["doc_id"]).limit(len(ids)).to_arrow()["doc_id"].to_pylist())
+        found = set(
+            self.tbl.search()
+            .where(f"doc_id IN ({', '.join(map(_literal, ids))})")
+            .select(["doc_id"])
+            .limit(len(ids))
+            .to_arrow()["doc_id"]
+            .to_pylist()
+        )
         return [d for d in ids if d in found]
 
     def remove(self, ids: list[str]) -> None:
@@ -178,7 +186,7 @@ class LanceDBRetriever(VectorStoreRetriever):
         if index == "hnsw":
             self.build = {"num_partitions": num_partitions, "m": m, "ef_construction": ef_construction}
         self.search_params = {"nprobes": nprobes, "refine_factor": refine_factor, "ef": ef}
-        self._t = LanceTable(path, table or table_name(self.name))
+        self._t = LanceTable(path, table or identifier(self.name))
         self._fresh = True
 
     def store_settings(self) -> dict[str, Any]:
@@ -200,7 +208,6 @@ class LanceDBRetriever(VectorStoreRetriever):
     # -- primitives ----------------------------------------------------------------------------
     def _reset(self, dim: int) -> None:
         self._fresh = True  # the next write creates (replaces) the table
-
 
     def _write(self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, Any]]) -> None:
         import pyarrow as pa
@@ -266,7 +273,7 @@ class LanceDBFullTextRetriever(Retriever):
 
     def __init__(self, path: str | None = None, table: str | None = None, name: str | None = None) -> None:
         super().__init__(name)
-        self._t = LanceTable(path, table or table_name(self.name))
+        self._t = LanceTable(path, table or identifier(self.name))
         self._n = 0
 
     def describe(self) -> dict[str, Any]:
@@ -285,7 +292,9 @@ class LanceDBFullTextRetriever(Retriever):
         import pyarrow as pa
 
         meta = VectorStoreRetriever._metadata(corpus)
-        return self._t.rows(VectorStoreRetriever._ids(corpus, "documents"), {"text": pa.array(corpus.joined_texts())}, meta)
+        return self._t.rows(
+            VectorStoreRetriever._ids(corpus, "documents"), {"text": pa.array(corpus.joined_texts())}, meta
+        )
 
     def index(self, corpus: Corpus) -> None:
         if len(corpus) == 0:

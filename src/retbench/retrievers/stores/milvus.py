@@ -27,8 +27,7 @@ from retbench.errors import BackendError
 from retbench.retrievers.base import Ranking, register
 from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.filters import Filter
-from retbench.retrievers.stores import VectorStoreRetriever, secret_from_env
-from retbench.retrievers.stores.pgvector import table_name
+from retbench.retrievers.stores import VectorStoreRetriever, identifier, secret_from_env
 
 DISTANCES = {"cosine": "COSINE", "ip": "IP", "l2": "L2"}
 _OPS = {"eq": "==", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
@@ -94,7 +93,7 @@ class MilvusRetriever(VectorStoreRetriever):
             raise ValueError("insert_batch must be positive")
         self.uri, self.token_env = uri, token_env
         secret_from_env(token_env, "token_env")  # fail at config time, not mid-run
-        self.collection = collection or table_name(self.name)
+        self.collection = collection or identifier(self.name)
         self.distance, self.index_type = distance, str(index_type)
         self.index_params, self.search_params = dict(index_params or {}), dict(search_params or {})
         self.insert_batch, self.timeout = int(insert_batch), float(timeout)
@@ -126,7 +125,9 @@ class MilvusRetriever(VectorStoreRetriever):
             "auth": f"token from ${self.token_env}" if self.token_env else None,
             "collection": self.collection,
             "distance": self.distance,
-            "score": {"cosine": "cosine similarity", "ip": "inner product", "l2": "-squared l2 distance"}[self.distance],
+            "score": {"cosine": "cosine similarity", "ip": "inner product", "l2": "-squared l2 distance"}[
+                self.distance
+            ],
             "index_type": self.index_type,
             "index_params": self.index_params,
             "search_params": self.search_params,

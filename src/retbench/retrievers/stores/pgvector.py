@@ -35,18 +35,12 @@ from retbench.errors import BackendError
 from retbench.retrievers.base import Ranking, register
 from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.filters import Filter
-from retbench.retrievers.stores import VectorStoreRetriever, secret_from_env
+from retbench.retrievers.stores import VectorStoreRetriever, identifier, secret_from_env
 
 DISTANCES = {"cosine": ("<=>", "vector_cosine_ops"), "ip": ("<#>", "vector_ip_ops"), "l2": ("<->", "vector_l2_ops")}
 INDEXES = ("exact", "hnsw", "ivfflat")
 SCANS = ("off", "relaxed_order", "strict_order")
 _OPS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
-
-
-def table_name(text: str) -> str:
-    """A safe unquoted PostgreSQL identifier (lower case, [a-z0-9_], at most 63 bytes) from any text."""
-    name = re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_")
-    return ("retbench_" + name)[:63]
 
 
 def where_clause(flt: Filter | None) -> tuple[str, list[Any]]:
@@ -123,7 +117,7 @@ class PgvectorRetriever(VectorStoreRetriever):
             raise ValueError("m, ef_construction, ef_search, lists and probes must be positive")
         self.dsn, self.password_env = dsn, password_env
         secret_from_env(password_env, "password_env")  # fail at config time, not mid-run
-        self.table = table_name(table or self.name) if not table else table
+        self.table = table or identifier(self.name)
         if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", self.table):
             raise ValueError(f"table {table!r} must be a lower-case identifier ([a-z_][a-z0-9_]*)")
         self.distance, self.index_type = distance, index
@@ -216,7 +210,9 @@ class PgvectorRetriever(VectorStoreRetriever):
             self._sql(f"CREATE INDEX ON {self.table} USING hnsw (embedding {ops}) WITH ({with_})")
         elif self.index_type == "ivfflat":
             self._lists_built = int(self.lists or max(1, self._n // 1000))
-            self._sql(f"CREATE INDEX ON {self.table} USING ivfflat (embedding {ops}) WITH (lists = {self._lists_built})")
+            self._sql(
+                f"CREATE INDEX ON {self.table} USING ivfflat (embedding {ops}) WITH (lists = {self._lists_built})"
+            )
         if self.index_type != "exact":
             self._sql(f"ANALYZE {self.table}")
 

@@ -13,7 +13,9 @@ Where the store lives:
 
 `distance` is `cosine` (default), `dot` or `euclid`; scores are Qdrant's own (cosine similarity, inner
 product), except euclid, whose distance is negated so that higher is always better. Point ids are
-integers assigned here; each point also carries its document id in the payload (`doc_id`).
+integers assigned here; each point also carries its document id in the payload (`doc_id`) and the
+document's metadata (`meta`); query filters (`metadata.filter`) become payload conditions on `meta.<field>`
+(match for equality, range for gt/gte/lt/lte).
 `index()` replaces a collection of the same name.
 """
 
@@ -36,11 +38,30 @@ DISTANCES = ("cosine", "dot", "euclid")
 HNSW_KEYS = ("m", "ef_construct", "full_scan_threshold", "max_indexing_threads", "on_disk", "payload_m")
 
 
+def qdrant_filter(flt: Filter | None) -> Any:
+    """Qdrant payload conditions on `meta.<field>` for a filter (None for no filter)."""
+    if flt is None:
+        return None
+    from qdrant_client import models
+
+    must: list[Any] = []
+    for field, op, value in flt.terms:
+        key = f"meta.{field}"
+        if op == "eq" and isinstance(value, (str, bool)):
+            must.append(models.FieldCondition(key=key, match=models.MatchValue(value=value)))
+        elif op == "eq":  # numbers compare as numbers (2005 matches 2005.0)
+            must.append(models.FieldCondition(key=key, range=models.Range(gte=value, lte=value)))
+        else:
+            must.append(models.FieldCondition(key=key, range=models.Range(**{op: value})))
+    return models.Filter(must=must)
+
+
 @register("qdrant")
 class QdrantRetriever(VectorStoreRetriever):
     """Qdrant collection searched with query vectors from retbench's Encoder."""
 
     adapter = "qdrant"
+    capabilities = frozenset({"add", "delete", "filters"})
 
     def __init__(
         self,
@@ -191,7 +212,9 @@ class QdrantRetriever(VectorStoreRetriever):
         for start in range(0, len(ids), self.upsert_batch):
             part = slice(start, start + self.upsert_batch)
             batch = models.Batch(
-                ids=points[part], vectors=vectors[part].tolist(), payloads=[{"doc_id": d} for d in ids[part]]
+                ids=points[part],
+                vectors=vectors[part].tolist(),
+                payloads=[{"doc_id": d, "meta": m} for d, m in zip(ids[part], metadata[part], strict=True)],
             )
             client.upsert(self._name(), points=batch, wait=True)
         self._wait_green()
@@ -225,7 +248,10 @@ class QdrantRetriever(VectorStoreRetriever):
         from qdrant_client import models
 
         params = None if self.local else models.SearchParams(hnsw_ef=self.hnsw_ef, exact=self.exact)
-        requests = [models.QueryRequest(query=v.tolist(), limit=k, params=params) for v in vectors]
+        requests = [
+            models.QueryRequest(query=v.tolist(), limit=k, params=params, filter=qdrant_filter(f))
+            for v, f in zip(vectors, filters, strict=True)
+        ]
         responses = self._connect().query_batch_points(self._name(), requests=requests)
         sign = -1.0 if self.distance == "euclid" else 1.0
         return [[(self._doc[int(p.id)], sign * float(p.score)) for p in r.points] for r in responses]

@@ -121,6 +121,28 @@ def _package_dir(module: str) -> Path:
 
 
 # -- PostgreSQL + pgvector -----------------------------------------------------------------------
+def _reachable_bin(bin_dir: Path, kw: dict[str, Any]) -> Path:
+    """The PostgreSQL binaries, copied to a world-readable temp folder if the unprivileged user cannot
+    reach them where they are installed (e.g. a virtual environment under root's 0700 home)."""
+    with contextlib.suppress(OSError):
+        if (
+            subprocess.run([str(bin_dir / "postgres"), "--version"], capture_output=True, check=False, **kw).returncode
+            == 0
+        ):
+            return bin_dir
+    copy = Path(tempfile.gettempdir()) / "retbench-pginstall-16"
+    if not (copy / "bin" / "postgres").exists():
+        tmp = Path(tempfile.mkdtemp(prefix="retbench-pginstall-"))
+        shutil.copytree(bin_dir.parent, tmp / "pginstall", symlinks=True)
+        for path in [tmp, *tmp.rglob("*")]:
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | 0o555 if path.is_dir() else path.stat().st_mode | 0o444)
+        with contextlib.suppress(OSError):  # another process made it first: use theirs
+            (tmp / "pginstall").rename(copy)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return copy / "bin"
+
+
 def start_postgres(password_env: str = "RETBENCH_PG_PASSWORD", timeout: float = 120) -> LocalServer:
     """PostgreSQL 16 with pgvector on loopback; DSN `postgresql://postgres@127.0.0.1:PORT/postgres`.
 
@@ -133,6 +155,7 @@ def start_postgres(password_env: str = "RETBENCH_PG_PASSWORD", timeout: float = 
         user = pwd.getpwnam(os.environ.get("RETBENCH_PG_USER", "nobody"))
         kw = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
         os.chown(folder, user.pw_uid, user.pw_gid)
+        bin_dir = _reachable_bin(bin_dir, kw)
     password = secrets.token_urlsafe(18)
     pwfile = folder / "pw"
     pwfile.write_text(password)
@@ -140,8 +163,18 @@ def start_postgres(password_env: str = "RETBENCH_PG_PASSWORD", timeout: float = 
         os.chown(pwfile, kw["user"], kw["group"])
     data = folder / "data"
     init = subprocess.run(
-        [str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "-E", "UTF8", "--auth=scram-sha-256"]
-        + ["--pwfile", str(pwfile), "--no-sync"],
+        [
+            str(bin_dir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "-E",
+            "UTF8",
+            "--no-sync",
+            f"--pwfile={pwfile}",
+            "--auth=scram-sha-256",
+        ],
         capture_output=True,
         text=True,
         check=False,

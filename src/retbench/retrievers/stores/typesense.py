@@ -30,8 +30,7 @@ from retbench.errors import BackendError
 from retbench.retrievers.base import Ranking, register
 from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.filters import Filter, metadata_fields
-from retbench.retrievers.stores import VectorStoreRetriever, secret_from_env
-from retbench.retrievers.stores.pgvector import table_name
+from retbench.retrievers.stores import VectorStoreRetriever, identifier, secret_from_env
 
 MODES = ("vector", "keyword", "hybrid")
 _TYPES = {int: "int64", float: "float", str: "string", bool: "bool"}
@@ -105,7 +104,7 @@ class TypesenseRetriever(VectorStoreRetriever):
             raise ValueError("hybrid_depth and import_batch must be positive")
         self.url, self.api_key_env = url.rstrip("/"), api_key_env
         secret_from_env(api_key_env, "api_key_env")  # fail at config time, not mid-run
-        self.collection = collection or table_name(self.name)
+        self.collection = collection or identifier(self.name)
         self.mode, self.search_params = mode, dict(search_params or {})
         self.hybrid_depth, self.rrf_k = int(hybrid_depth), float(rrf_k)
         self.timeout, self.import_batch = float(timeout), int(import_batch)
@@ -122,9 +121,7 @@ class TypesenseRetriever(VectorStoreRetriever):
         with self._lock:
             if self._http is None:
                 key = secret_from_env(self.api_key_env, "api_key_env") or ""
-                self._http = httpx.Client(
-                    base_url=self.url, headers={"X-TYPESENSE-API-KEY": key}, timeout=self.timeout
-                )
+                self._http = httpx.Client(base_url=self.url, headers={"X-TYPESENSE-API-KEY": key}, timeout=self.timeout)
         try:
             resp = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
