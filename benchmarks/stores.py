@@ -1,174 +1,241 @@
-"""Vector stores on the same embeddings: quality against FAISS Flat, and latency/QPS side by side.
+"""Vector stores on the same embeddings: quality against exact search, filters, ingestion, latency and QPS.
 
-    .venv/bin/python benchmarks/stores.py [--config configs/stores.yaml] [--chroma-server] [--force]
+    .venv/bin/python benchmarks/stores.py [--config configs/stores.yaml] [--only NAME ...] [--chroma-server]
+                                          [--queries N --docs N]
 
-1. Runs the experiment config through the runner (resumable: systems finished earlier are reused) and
-   reads back nDCG@10 and recall@10 per system, the delta to Flat, and the overlap of each system's
-   top 10 with Flat's (how much of the exact answer the approximate store returns).
-2. Builds each system again and times the store alone, one query vector at a time (FAISS
-   `search_embeddings`, the stores' `search_vectors`; vectors encoded beforehand), the way an
-   application calls a store, after a warm-up: p50/p95 latency and sequential QPS. The batched figure
-   is the runner's (the whole search over all queries in batches of `batch_size`, query encoding
-   through the embedding cache included).
+Starts PostgreSQL + pgvector, Milvus Lite and Typesense on loopback (temporary folders, random
+credentials in environment variables), points the config's pgvector/milvus/typesense systems at them,
+and runs the same measurement for every system of `configs/stores.yaml` (SciFact test, 300 queries, all
+fed the same all-MiniLM-L6-v2 vectors through the embedding cache; set RETBENCH_CACHE to share it):
 
-`--chroma-server` also starts `chroma run` on loopback (a temporary folder) and adds a Chroma HTTP
-system. FAISS and NumPy run single-threaded unless OMP_NUM_THREADS is set. Numbers are for this machine
-at the time of the run: compare rows, not absolute values.
+1. index the corpus (documents carry a synthetic `year` field, 2000-2019 from the document id, for the
+   filter pass): ingestion docs/s over the whole `index()` (vectors read from the cache, written,
+   index built); the ANN build alone where the store builds after loading; size on disk (the
+   store's own figure, or the growth of the server's data folder);
+2. search all queries to depth 100: nDCG@10 and recall@10 (trec_eval rules), and overlap@10 with the
+   exact reference (`faiss-flat`): |top10 ∩ exact top10| / 10;
+3. the same queries each carrying a filter (a 5-year range, a 2-year range, or one year: 25%, 10% and 5%
+   of the corpus): filtered recall@10 = |top10 ∩ exact filtered top10| / |exact filtered top10|, the
+   exact filtered top 10 coming from FAISS flat with the filter applied exactly;
+4. latency: one query at a time after a warm-up, the store alone on pre-encoded query vectors (text
+   systems get the text): p50/p99 and QPS with 1 client, then 8 client threads sharing the queries
+   (wall-clock QPS and per-request p50/p99).
+`--chroma-server` adds a Chroma HTTP system against `chroma run` on loopback. `--queries`/`--docs` take a
+seeded slice (judged documents kept) for a quick look. FAISS and NumPy run single-threaded unless OMP_NUM_THREADS is set. Figures are this machine's at the time
+of the run: compare rows, not absolute values.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# One thread for FAISS (OpenMP) and NumPy's BLAS unless asked otherwise: single-query latency on a small,
-# shared machine is otherwise dominated by thread wake-ups. Set OMP_NUM_THREADS=N to change it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", os.environ["OMP_NUM_THREADS"])
 
 import numpy as np
 
-from retbench.results import load_results
+from retbench.data import Corpus, Queries
+from retbench.evaluation import evaluate
 from retbench.retrievers.base import create
-from retbench.studies.benchmark import SystemSpec, load_config, prepare_dataset, run_experiment
+from retbench.retrievers.stores import VectorStoreRetriever
+from retbench.retrievers.stores.servers import start_chroma, start_milvus, start_postgres, start_typesense
+from retbench.studies.benchmark import load_config, prepare_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
+FILTERS = [{"year": {"gte": 2005, "lt": 2010}}, {"year": {"gte": 2018}}, {"year": 2003}]
+SERVERS = {"pgvector": ("dsn", start_postgres), "milvus": ("uri", start_milvus), "typesense": ("url", start_typesense)}
 
 
-def start_chroma() -> tuple[subprocess.Popen, int, str]:
-    exe = shutil.which("chroma") or str(Path(sys.executable).with_name("chroma"))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    folder = tempfile.mkdtemp(prefix="retbench-chroma-")
-    proc = subprocess.Popen(
-        [exe, "run", "--path", folder, "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
-    )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=2):
-                return proc, port, folder
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise SystemExit("chroma run did not start") from None
-            time.sleep(0.3)
+def with_years(corpus: Corpus) -> Corpus:
+    meta = [{"year": 2000 + int(d) % 20 if str(d).isdigit() else 2000 + i % 20} for i, d in enumerate(corpus.ids)]
+    return Corpus(list(corpus.ids), list(corpus.texts), list(corpus.titles) if corpus.titles else None, meta)
 
 
-def overlap_at(run_a, run_b, k: int = 10) -> float:
-    """Mean |top-k(a) ∩ top-k(b)| / k over queries both answered."""
-    shared = [q for q in run_a.query_ids if q in run_b]
-    return float(np.mean([len(set(run_a.docs(q)[:k]) & set(run_b.docs(q)[:k])) / k for q in shared]))
+def with_filters(queries: Queries) -> Queries:
+    return Queries(dict(queries), {q: {"filter": FILTERS[i % len(FILTERS)]} for i, q in enumerate(queries)})
 
 
-def time_single(spec: SystemSpec, corpus, queries, where: str) -> dict[str, float]:
-    """Index, then time the store alone on one query vector at a time (vectors encoded beforehand)."""
-    r = create(spec.adapter, spec.params, name=spec.name, where=where)
+def folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def disk_size(r, server, before: int) -> float | None:
+    """MB on disk: the store's own figure, a FAISS index's serialized size, a Chroma folder, or the
+    growth of the server's data folder while indexing."""
+    own = r.disk_bytes() if hasattr(r, "disk_bytes") else None
+    if own is not None:
+        return own / 1e6
+    if server is not None:
+        time.sleep(1)  # let the server flush what it buffers
+        return (folder_bytes(server.folder) - before) / 1e6
+    if r.adapter == "dense":
+        import faiss
+
+        return len(faiss.serialize_index(r._faiss_index)) / 1e6
+    if r.adapter == "chroma" and r.path:
+        return folder_bytes(Path(r.path)) / 1e6
+    return None
+
+
+def overlap(run, ref, qids, k: int = 10) -> float:
+    """Mean |top-k ∩ reference top-k| / |reference top-k| over queries whose reference is not empty."""
+    vals = []
+    for q in qids:
+        want = list(ref.docs(q))[:k] if q in ref else []
+        got = list(run.docs(q))[:k] if q in run else []
+        if want:
+            vals.append(len(set(got) & set(want)) / len(want))
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def latency(call, n: int, clients: int) -> dict[str, float]:
+    """Per-request latency (ms) and wall-clock QPS for n requests spread over `clients` threads."""
+    lat = np.zeros(n)
+
+    def worker(w: int) -> None:
+        for i in range(w, n, clients):
+            t0 = time.perf_counter()
+            call(i)
+            lat[i] = time.perf_counter() - t0
+
+    with ThreadPoolExecutor(clients) as pool:
+        list(pool.map(worker, range(clients)))  # warm-up: connections per thread, lazy loading
+        t0 = time.perf_counter()
+        list(pool.map(worker, range(clients)))
+        wall = time.perf_counter() - t0
+    ms = lat * 1000
+    return {"p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99)), "qps": n / wall}
+
+
+def measure(spec, corpus, queries, fqueries, qrels, server) -> dict:
+    r = create(spec.adapter, spec.params, name=spec.name)
     try:
+        before = folder_bytes(server.folder) if server else 0
         t0 = time.perf_counter()
         r.index(corpus)
         index_s = time.perf_counter() - t0
-        vectors = r.encoder.encode_queries(list(queries.values()))
-        search = r.search_embeddings if hasattr(r, "search_embeddings") else r.search_vectors  # FAISS | stores
-        for v in vectors[:20]:  # warm-up: lazy graph loading, connections
-            search(v[None], 10)
-        lat = []
-        for v in vectors:
-            t0 = time.perf_counter()
-            search(v[None], 10)
-            lat.append(time.perf_counter() - t0)
+        size = disk_size(r, server, before)
+        run = r.search(queries, 100)
+        m = evaluate(run, qrels, ["ndcg@10", "recall@10"]).means()
+        frun = r.search(fqueries, 10) if "filters" in r.capabilities else None
+        texts = list(queries.values())
+        vector = r.adapter == "dense" or (
+            isinstance(r, VectorStoreRetriever) and getattr(r, "mode", "vector") == "vector"
+        )
+        if vector:
+            vectors = r.encoder.encode_queries(texts)
+            search = r.search_embeddings if r.adapter == "dense" else r.search_vectors
+
+            def call(i: int) -> None:
+                search(vectors[i : i + 1], 10)
+        else:
+
+            def call(i: int) -> None:
+                r.search_batch([texts[i]], 10)
+
+        one, eight = latency(call, len(texts), 1), latency(call, len(texts), 8)
     finally:
         r.close()
-    arr = np.asarray(lat) * 1000
     return {
+        "name": spec.name,
+        "vector": vector,
+        "run": run,
+        "frun": frun,
+        "ndcg": m["ndcg@10"],
+        "recall": m["recall@10"],
+        "docs_s": len(corpus) / index_s,
         "index_s": index_s,
-        "p50": float(np.percentile(arr, 50)),
-        "p95": float(np.percentile(arr, 95)),
-        "qps": len(arr) / (arr.sum() / 1000),
+        "build_s": getattr(r, "build_seconds", None),
+        "size_mb": size,
+        "one": one,
+        "eight": eight,
     }
+
+
+def fmt(x, spec: str) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, spec)
+
+
+def table(rows: list[dict], exact: dict) -> str:
+    head = (
+        "| system | nDCG@10 | Δ vs exact | recall@10 | overlap@10 with exact | filtered recall@10 | docs/s ingest "
+        "| ANN build s | MB on disk | p50 ms (1) | p99 ms (1) | QPS (1) | p50 ms (8) | p99 ms (8) | QPS (8) |"
+    )
+    lines = [head, "|" + "---|" * 15]
+    for r in rows:
+        lines.append(
+            f"| {r['name']} | {r['ndcg']:.4f} | {r['ndcg'] - exact['ndcg']:+.4f} | {r['recall']:.4f} | "
+            f"{fmt(r['overlap'], '.3f')} | {fmt(r['filtered'], '.3f')} | {r['docs_s']:.0f} | {fmt(r['build_s'], '.2f')} | "
+            f"{fmt(r['size_mb'], '.1f')} | {r['one']['p50']:.2f} | {r['one']['p99']:.2f} | {r['one']['qps']:.0f} | "
+            f"{r['eight']['p50']:.2f} | {r['eight']['p99']:.2f} | {r['eight']['qps']:.0f} |"
+        )
+    return "\n".join(lines)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default=str(ROOT / "configs" / "stores.yaml"))
-    ap.add_argument("--output", default=None, help="results directory (default: the config's)")
-    ap.add_argument("--chroma-server", action="store_true", help="also start `chroma run` and add a Chroma HTTP system")
-    ap.add_argument("--baseline", default="faiss-flat")
-    ap.add_argument(
-        "--force", action="store_true", help="redo systems finished earlier (fresh batched timings for all)"
-    )
+    ap.add_argument("--baseline", default="faiss-flat", help="the exact system (its runs are the reference)")
+    ap.add_argument("--only", nargs="*", help="measure only these systems (the baseline always runs)")
+    ap.add_argument("--chroma-server", action="store_true", help="add a Chroma HTTP system (`chroma run`)")
+    ap.add_argument("--queries", type=int, default=0, help="a seeded sample of N queries (default: all)")
+    ap.add_argument("--docs", type=int, default=0, help="a corpus slice of N documents: the judged ones + others")
     args = ap.parse_args()
 
-    cfg = load_config(args.config, args.output)
-    server = None
-    if args.chroma_server:
-        proc, port, folder = start_chroma()
-        server = (proc, folder)
-        base = next(s for s in cfg.systems if s.adapter == "chroma")
-        params = {k: v for k, v in base.params.items() if k != "path"}
-        cfg.systems.append(SystemSpec("chroma-http", "chroma", {**params, "host": "127.0.0.1", "port": port}))
-        shutil.rmtree(cfg.output / "systems" / "chroma-http", ignore_errors=True)  # a new server (and port) each time
+    cfg = load_config(args.config)
+    wanted = [s for s in cfg.systems if not args.only or s.name in args.only or s.name == args.baseline]
+    wanted.sort(key=lambda s: s.name != args.baseline)
+    servers = {}
     try:
-        t0 = time.perf_counter()
-        outcome = run_experiment(cfg, force=args.force, log=lambda m: print(m, file=sys.stderr))
-        print(f"experiment: {time.perf_counter() - t0:.1f} s -> {cfg.output}", file=sys.stderr)
-        res = load_results(cfg.output)
-        ds, queries = prepare_dataset(cfg.datasets[0])
-        flat_run = res.run(args.baseline)
-        flat_ndcg = res.metrics_json[args.baseline]["ndcg@10"]
-        rows = []
-        for spec in cfg.systems:
-            m = res.metrics_json[spec.name]
-            timings = next(o.timings for o in outcome.systems if o.name == spec.name)
-            single = time_single(spec, ds.corpus, queries, cfg.source)
-            rows.append(
-                (
-                    spec.name,
-                    m["ndcg@10"],
-                    m["ndcg@10"] - flat_ndcg,
-                    m["recall@10"],
-                    overlap_at(res.run(spec.name), flat_run),
-                    single["index_s"],
-                    single["p50"],
-                    single["p95"],
-                    single["qps"],
-                    len(queries) / timings["search_seconds"] if timings.get("search_seconds") else float("nan"),
-                    m["coverage"]["failed"],
+        for adapter in {s.adapter for s in wanted} & set(SERVERS):
+            servers[adapter] = SERVERS[adapter][1]()
+            print(f"{adapter}: {servers[adapter].address}", file=sys.stderr)
+        if args.chroma_server:
+            servers["chroma-http"] = chroma = start_chroma()
+            base = next(s for s in cfg.systems if s.adapter == "chroma")
+            params = {k: v for k, v in base.params.items() if k != "path"}
+            wanted.append(
+                dataclasses.replace(
+                    base, name="chroma-http", params={**params, "host": "127.0.0.1", "port": chroma.port}
                 )
             )
-    finally:
-        if server is not None:
-            server[0].terminate()
-            server[0].wait(timeout=30)
-            shutil.rmtree(server[1], ignore_errors=True)
-
-    print(
-        f"\nSciFact {cfg.datasets[0].split}: {len(ds.corpus)} docs, {len(queries)} queries, same MiniLM embeddings for every system\n"
-    )
-    print(
-        "| system | nDCG@10 | Δ vs Flat | recall@10 | top-10 overlap with Flat | index s | p50 ms | p95 ms | QPS (one at a time) | QPS (runner, batched) | failed |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for name, ndcg, delta, rec, ov, idx, p50, p95, qps, bqps, failed in rows:
-        print(
-            f"| {name} | {ndcg:.4f} | {delta:+.4f} | {rec:.4f} | {ov:.3f} | {idx:.1f} | {p50:.2f} | {p95:.2f} | {qps:.0f} | {bqps:.0f} | {failed} |"
+        spec = dataclasses.replace(
+            cfg.datasets[0],
+            max_queries=args.queries or cfg.datasets[0].max_queries,
+            corpus_sample=args.docs or cfg.datasets[0].corpus_sample,
         )
-    worst = max(abs(r[2]) for r in rows)
-    print(f"\nlargest |Δ nDCG@10| vs {args.baseline}: {worst:.4f} ({'within' if worst <= 0.01 else 'OUTSIDE'} 0.01)")
+        ds, queries = prepare_dataset(spec)
+        corpus, qrels = with_years(ds.corpus), ds.split(cfg.datasets[0].split)
+        fqueries = with_filters(queries)
+        rows = []
+        for system in wanted:
+            if system.adapter in servers:
+                system.params = {**system.params, SERVERS[system.adapter][0]: servers[system.adapter].address}
+            t0 = time.perf_counter()
+            server = servers.get("chroma-http" if system.name == "chroma-http" else system.adapter)
+            rows.append(measure(system, corpus, queries, fqueries, qrels, server))
+            print(f"{system.name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    finally:
+        for server in servers.values():
+            server.stop()
+    exact = rows[0]
+    for row in rows:  # agreement with exact search means something for vector search only
+        row["overlap"] = overlap(row["run"], exact["run"], list(queries)) if row["vector"] else None
+        row["filtered"] = overlap(row["frun"], exact["frun"], list(fqueries)) if row["vector"] and row["frun"] else None
+    print(f"\nSciFact {cfg.datasets[0].split}: {len(corpus)} docs, {len(queries)} queries; filters cycled: {FILTERS}\n")
+    print(table(rows, exact))
+    vec = [r for r in rows[1:] if r["vector"]]
+    if vec:
+        worst = max(vec, key=lambda r: abs(r["ndcg"] - exact["ndcg"]))
+        print(f"\nlargest |Δ nDCG@10| vs {args.baseline}: {worst['name']} {worst['ndcg'] - exact['ndcg']:+.4f}")
 
 
 if __name__ == "__main__":

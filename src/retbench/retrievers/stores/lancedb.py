@@ -224,12 +224,16 @@ class LanceDBRetriever(VectorStoreRetriever):
     def _build(self) -> None:
         if self.index_type == "flat":
             return
-        kind = "IVF_PQ" if self.index_type == "ivf_pq" else "IVF_HNSW_SQ"
+        from lancedb.index import HnswSq, IvfPq
+
+        kind = IvfPq if self.index_type == "ivf_pq" else HnswSq
         args = {k: v for k, v in self.build.items() if v is not None}
         try:
-            self._t.tbl.create_index(metric=self.distance, index_type=kind, **args)
+            self._t.tbl.create_index("vector", config=kind(distance_type=self.distance, **args))
         except Exception as exc:
-            raise BackendError(f"LanceDB: cannot build the {kind} index: {type(exc).__name__}: {exc}") from None
+            raise BackendError(
+                f"LanceDB: cannot build the {kind.__name__} index: {type(exc).__name__}: {exc}"
+            ) from None
 
     def _remove(self, ids: list[str]) -> None:
         self._t.remove(ids)
@@ -301,7 +305,9 @@ class LanceDBFullTextRetriever(Retriever):
             raise InputError("cannot index an empty corpus", field="corpus")
         self._t.columns = metadata_fields(corpus.metadata)
         self._t.create(self._rows(corpus))
-        self._t.tbl.create_fts_index("text", replace=True)
+        from lancedb.index import FTS
+
+        self._t.tbl.create_index("text", config=FTS(), replace=True)
         self._n = len(corpus)
 
     def _require(self) -> None:

