@@ -17,7 +17,7 @@ fed the same all-MiniLM-L6-v2 vectors through the embedding cache; set RETBENCH_
 3. the same queries each carrying a filter (a 5-year range, a 2-year range, or one year: 25%, 10% and 5%
    of the corpus): filtered recall@10 = |top10 ∩ exact filtered top10| / |exact filtered top10|, the
    exact filtered top 10 coming from FAISS flat with the filter applied exactly;
-4. latency: one query at a time after a warm-up, the store alone on pre-encoded query vectors (text
+4. latency (the first `--latency-queries`, default 100): one query at a time after a warm-up, the store alone on pre-encoded query vectors (text
    systems get the text): p50/p99 and QPS with 1 client, then 8 client threads sharing the queries
    (wall-clock QPS and per-request p50/p99).
 `--chroma-server` adds a Chroma HTTP system against `chroma run` on loopback. `--queries`/`--docs` take a
@@ -115,7 +115,7 @@ def latency(call, n: int, clients: int) -> dict[str, float]:
     return {"p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99)), "qps": n / wall}
 
 
-def measure(spec, corpus, queries, fqueries, qrels, server) -> dict:
+def measure(spec, corpus, queries, fqueries, qrels, server, n_latency: int) -> dict:
     r = create(spec.adapter, spec.params, name=spec.name)
     try:
         before = folder_bytes(server.folder) if server else 0
@@ -141,7 +141,8 @@ def measure(spec, corpus, queries, fqueries, qrels, server) -> dict:
             def call(i: int) -> None:
                 r.search_batch([texts[i]], 10)
 
-        one, eight = latency(call, len(texts), 1), latency(call, len(texts), 8)
+        n = min(len(texts), n_latency)
+        one, eight = latency(call, n, 1), latency(call, n, 8)
     finally:
         r.close()
     return {
@@ -185,6 +186,7 @@ def main() -> None:
     ap.add_argument("--config", default=str(ROOT / "configs" / "stores.yaml"))
     ap.add_argument("--baseline", default="faiss-flat", help="the exact system (its runs are the reference)")
     ap.add_argument("--only", nargs="*", help="measure only these systems (the baseline always runs)")
+    ap.add_argument("--latency-queries", type=int, default=100, help="queries timed per latency pass (default 100)")
     ap.add_argument("--chroma-server", action="store_true", help="add a Chroma HTTP system (`chroma run`)")
     ap.add_argument("--queries", type=int, default=0, help="a seeded sample of N queries (default: all)")
     ap.add_argument("--docs", type=int, default=0, help="a corpus slice of N documents: the judged ones + others")
@@ -221,7 +223,7 @@ def main() -> None:
                 system.params = {**system.params, SERVERS[system.adapter][0]: servers[system.adapter].address}
             t0 = time.perf_counter()
             server = servers.get("chroma-http" if system.name == "chroma-http" else system.adapter)
-            rows.append(measure(system, corpus, queries, fqueries, qrels, server))
+            rows.append(measure(system, corpus, queries, fqueries, qrels, server, args.latency_queries))
             print(f"{system.name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     finally:
         for server in servers.values():

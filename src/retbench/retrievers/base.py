@@ -22,7 +22,7 @@ from typing import Any
 
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError
-from retbench.retrievers.filters import Filter, query_filters
+from retbench.retrievers.filters import Filter, query_filters, require_filters
 
 Ranking = list[tuple[str, float]]
 
@@ -75,13 +75,8 @@ class Retriever(ABC):
         builder = RunBuilder(self.name)
         qids = list(queries)
         filters = query_filters(queries, qids)
+        require_filters(self, filters)
         filtered = any(f is not None for f in filters)
-        if filtered and "filters" not in self.capabilities:
-            raise ConfigError(
-                f"system {self.name!r} (adapter {self.adapter!r}) cannot apply metadata filters, and "
-                f"{sum(f is not None for f in filters)} queries carry one (metadata.filter)",
-                field="metadata.filter",
-            )
         step = batch_size or len(qids) or 1
         for start in range(0, len(qids), step):
             chunk = qids[start : start + step]

@@ -136,3 +136,14 @@ def metadata_fields(metadata: Sequence[Mapping[str, Any]] | None) -> dict[str, t
         elif len(types) == 1 and next(iter(types)) in (str, bool):
             out[field] = next(iter(types))
     return out
+
+
+def require_filters(retriever: Any, filters: Sequence[Filter | None]) -> None:
+    """Refuse (ConfigError naming metadata.filter) filtered queries for a system without the ability."""
+    n = sum(f is not None for f in filters)
+    if n and "filters" not in retriever.capabilities:
+        raise ConfigError(
+            f"system {retriever.name!r} (adapter {retriever.adapter!r}) cannot apply metadata filters, and "
+            f"{n} queries carry one (metadata.filter)",
+            field="metadata.filter",
+        )

@@ -36,6 +36,7 @@ from retbench.metrics.registry import DEFAULT_METRICS, parse_metric
 from retbench.results import SystemDir, save_run, write_json
 from retbench.results.journal import Journal
 from retbench.retrievers.base import create, resolve_factory
+from retbench.retrievers.filters import query_filters, require_filters
 from retbench.studies.manifest import machine, package_versions
 
 TOP_KEYS = {
@@ -375,6 +376,7 @@ def run_experiment(
                     f.unlink(missing_ok=True)
             sysdir.root.mkdir(parents=True, exist_ok=True)
             retriever = create(sspec.adapter, sspec.params, name=key, where=cfg.source)
+            require_filters(retriever, query_filters(queries, list(queries)))  # before paying for an index
             try:
                 t0 = time.perf_counter()
                 if progress:
