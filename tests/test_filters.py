@@ -22,7 +22,9 @@ def test_equality_and_ranges_must_all_hold_and_a_missing_field_never_matches():
     assert not f.matches({"lang": "en", "year": 2020}) and not f.matches({"lang": "de", "year": 2015})
     assert not f.matches({"lang": "en"}) and not f.matches(None)
     assert not f.matches({"lang": "en", "year": "2015"})  # a range holds only for numbers
-    assert parse_filter({"open": True}).matches({"open": True}) and not parse_filter({"open": True}).matches({"open": 1})
+    assert parse_filter({"open": True}).matches({"open": True}) and not parse_filter({"open": True}).matches(
+        {"open": 1}
+    )
     assert parse_filter({"n": 1}).matches({"n": 1.0}) and not parse_filter({"n": 1}).matches({"n": True})
     assert f.as_dict() == {"lang": "en", "year": {"gte": 2010, "lt": 2020}}
     assert parse_filter(None) is None and parse_filter({}) is None
