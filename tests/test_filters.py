@@ -86,4 +86,4 @@ def test_a_run_with_filtered_queries_filters_dense_search_and_refuses_bm25_befor
     result = runner.invoke(app, ["run", str(path), "--quiet"])
     assert result.exit_code == 2, result.output
     assert "metadata.filter" in result.output and "cannot apply metadata filters" in result.output
-    assert not (tmp_path / "out2" / "systems" / "bm25" / "run.trec").exists()
+    assert not list((tmp_path / "out2").rglob("*.trec"))  # refused before indexing or searching
