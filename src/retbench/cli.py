@@ -576,6 +576,12 @@ def eval_command(
         Path | None, typer.Option(help="Write the per-query table (query_id, status, metrics) here.")
     ] = None,
     ci: Annotated[bool, typer.Option(help="Bootstrap 95% confidence intervals in table and json output.")] = True,
+    llm_qrels: Annotated[
+        Path | None, typer.Option(help="LLM qrels written by judge-relevance (llm_qrels.txt).")
+    ] = None,
+    labels: Annotated[
+        str, typer.Option(help="Which labels score: human, llm, or human+llm (a human label always wins).")
+    ] = "human",
 ) -> None:
     """Score a run against judgements, like trec_eval (-c): every judged query counts, unanswered ones as 0."""
     import json
@@ -586,6 +592,12 @@ def eval_command(
     if fmt not in ("table", "json", "trec"):
         raise fail(f"--format must be table, json or trec, got {fmt!r}")
     judged, samples = read_judgements(qrels, split)
+    if llm_qrels is not None or labels != "human":
+        from retbench.data.qrels import Qrels
+        from retbench.io.trec import read_qrels
+        from retbench.studies.labels.relevance import combine_labels
+
+        judged = combine_labels(labels, Qrels(judged), read_qrels(llm_qrels) if llm_qrels else None)
     system, texts = read_system(run)
     if metric:
         names = list(metric)
@@ -608,7 +620,7 @@ def eval_command(
     )
     if tsv is not None:
         ev.to_tsv(tsv)
-    notes = []
+    notes = [f"labels: {labels}" + (f" ({llm_qrels})" if llm_qrels else "")]
     counts = ev.status_counts()
     unanswered = {s: c for s, c in counts.items() if s not in ("ok", "empty") and c}
     if unanswered:
@@ -631,6 +643,7 @@ def eval_command(
         return
     if fmt == "json":
         out = ev.to_dict(per_query=per_query, ci=ci)
+        out["labels"] = labels
         if samples is not None:
             groups = groups_from_samples(samples)
             if groups:
@@ -667,6 +680,9 @@ def eval_command(
         con.print(pq)
     for note in notes:
         con.print(f"note: {note}", markup=False, highlight=False)
+
+
+from retbench import cli_llm  # noqa: E402, F401  (registers judge-relevance, judge-calibrate, synth)
 
 
 def main() -> None:

@@ -121,6 +121,8 @@ def read_golden(path: str | Path) -> list[Sample]:
         if sid in seen:
             raise InputError(f"duplicate sample id {sid!r}", path=p, line=line, field="id")
         seen.add(sid)
+        if rec.get("review") == "reject":  # a person rejected this (synthetic) sample: it is not evaluated
+            continue
         for req in ("input", "expected_output"):
             if req not in rec:
                 raise InputError("missing required field", path=p, line=line, field=req)

@@ -4,7 +4,8 @@ A metric name is parsed into a `MetricSpec`: a metric, an optional cutoff and pa
 Accepted spellings (case-insensitive except trec_eval's own names):
 
 - retbench names: `ndcg@10`, `P@5`, `recall@100`, `hit@5`, `f1@5`, `mrr`, `mrr@10`, `map`, `map@100`,
-  `rprec`, `ndcg_exp@10`, `recall_any@5`, `recall_all@5`, `containment@5`, `hybrid@10(alpha=0.5,gamma=1)`;
+  `rprec`, `ndcg_exp@10`, `recall_any@5`, `recall_all@5`, `containment@5`, `hybrid@10(alpha=0.5,gamma=1)`,
+  `judged@10` and `holes@10` (label coverage of the top k, metrics/coverage.py);
 - a relevance level for binary measures: `recall@5(rel=2)` or ir_measures' `P(rel=2)@5`;
 - trec_eval names: `ndcg_cut_10` (or `ndcg_cut.10`), `P_5`, `recall_100`, `success_5`, `map_cut_10`,
   `recip_rank`, `Rprec`, `map`, `ndcg`;
@@ -28,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from retbench.errors import ConfigError
-from retbench.metrics import ranking, text
+from retbench.metrics import coverage, ranking, text
 from retbench.metrics.judges import GainMatrix, check_level
 
 #: the metric suite of a benchmark run (and of `retbench compare` on run files) when a config names none
@@ -206,6 +207,22 @@ def _builtins() -> list[Builtin]:
             "alpha * recall + (1 - alpha) * log-rank quality",
             ("hybrid_log_rank",),
             params={"alpha": 0.5, "gamma": 1.0},
+        ),
+        Builtin(
+            "judged",
+            "k",
+            lambda c, k, lv, p: coverage.judged_at_k(c, k),
+            "share of the top k with any label",
+            ("judged_at_k",),
+            binary=False,
+        ),
+        Builtin(
+            "holes",
+            "k",
+            lambda c, k, lv, p: coverage.holes_at_k(c, k),
+            "share of the top k with no label (hole rate)",
+            ("hole_rate", "holes_at_k"),
+            binary=False,
         ),
     ]
 

@@ -1,0 +1,172 @@
+"""`retbench judge-relevance`, `judge-calibrate` and `synth`: parse, call the library, render.
+
+Registered on the main app by `retbench.cli`; every judge command prints its plan (calls, estimated
+tokens and cost) before the first call, and what it spent after the last (calls made, tokens).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from retbench.cli import app, handles_errors
+
+
+def _judge_settings(path: Path):
+    """The `judge:` block of a YAML file (an experiment config or a file holding only that block)."""
+    from retbench.errors import ConfigError
+    from retbench.io.files import read_yaml
+    from retbench.llm.settings import JudgeSettings
+
+    raw = read_yaml(path)
+    if not isinstance(raw, dict) or "judge" not in raw:
+        raise ConfigError("no judge: block", path=path, field="judge")
+    try:
+        return JudgeSettings.from_config(raw["judge"]), raw
+    except ConfigError as exc:
+        raise ConfigError(exc.reason, path=path, field=exc.field) from None
+
+
+@app.command("judge-relevance")
+@handles_errors
+def judge_relevance(
+    runs: Annotated[list[Path], typer.Argument(help="A results directory (systems/*/run.trec) or TREC run files.")],
+    judge: Annotated[Path, typer.Option("--judge", help="A YAML file with a judge: block.")],
+    depth: Annotated[int, typer.Option(help="Pool the top k of every system.")] = 10,
+    dataset: Annotated[
+        str | None, typer.Option(help="Dataset (shipped name or BEIR folder); default: the results' manifest.")
+    ] = None,
+    split: Annotated[
+        str | None, typer.Option(help="Human qrels split (default: the results' manifest, else test).")
+    ] = None,
+    max_queries: Annotated[int | None, typer.Option(help="Only the first N judged queries (a quick look).")] = None,
+    output: Annotated[
+        Path | None, typer.Option(help="Where llm_qrels.txt goes (default RESULTS_DIR/labels or ./labels).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (calls, tokens, cost) and stop.")] = False,
+    max_chars: Annotated[int, typer.Option(help="Passages are cut to this many characters.")] = 2000,
+) -> None:
+    """Judge every pooled (query, document) pair the human qrels leave unjudged; write LLM qrels with provenance."""
+    from retbench.evaluation import evaluate
+    from retbench.io.datasets import load_dataset
+    from retbench.llm.judge import Judge, open_base_url
+    from retbench.report.judge import estimate_line, identity_line, judged_line, stats_line
+    from retbench.studies.labels import relevance as rl
+
+    settings, _ = _judge_settings(judge)
+    found, results_dir = rl.find_runs(runs)
+    recorded, recorded_split = rl.dataset_of(results_dir)
+    split = split or recorded_split or "test"
+    ds = load_dataset(dataset or recorded or "scifact", [split])
+    human = ds.split(split)
+    qids = [q for q in human if q in ds.queries][: max_queries or None]
+    pairs = rl.unjudged_pairs(rl.pool(found, depth, qids), human)
+    out = output or ((results_dir / "labels") if results_dir else Path("labels"))
+    with open_base_url(settings) as url:
+        j = Judge(settings, base_url=url, log_path=out / rl.CALLS_FILE)
+        typer.echo(identity_line(j.identity.to_dict()))
+        typer.echo(
+            f"pool: {len(found)} systems x top {depth} over {len(qids)} queries; {len(pairs)} pairs without a human label"
+        )
+        typer.echo(estimate_line(j.estimate(rl.judge_items(pairs, ds.queries, ds.corpus, max_chars))))
+        if dry_run:
+            return
+        labels = rl.label_pairs(
+            j,
+            pairs,
+            ds.queries,
+            ds.corpus,
+            out,
+            max_chars=max_chars,
+            context={
+                "depth": depth,
+                "systems": [r.name for r in found],
+                "dataset": ds.name,
+                "split": split,
+                "queries": len(qids),
+            },
+        )
+    typer.echo(judged_line(labels.statuses) + f" -> {out / rl.QRELS_FILE}")
+    typer.echo(stats_line(labels.provenance["judge"]["stats"]))
+    human_q = human.subset(qids)
+    metrics = [f"ndcg@{depth}", f"judged@{depth}", f"holes@{depth}"]
+    summary = {}
+    for source in rl.LABEL_SOURCES:
+        qrels = rl.combine_labels(source, human_q, labels.qrels)
+        for run in found:
+            agg = evaluate(run, qrels, metrics).aggregate(ci=False)
+            summary.setdefault(run.name, {})[source] = {m: agg[m]["mean"] for m in metrics}
+            typer.echo(
+                f"{run.name:>16}  labels {source:<9}  " + "  ".join(f"{m} {agg[m]['mean']:.4f}" for m in metrics)
+            )
+    (out / "metrics.json").write_text(json.dumps(summary, indent=2))
+
+
+@app.command("judge-calibrate")
+@handles_errors
+def judge_calibrate(
+    config: Annotated[Path, typer.Argument(help="A calibration config (see configs/judge-calibration.yaml).")],
+    output: Annotated[Path | None, typer.Option(help="Results folder (default: the config's output).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (calls, tokens, cost) and stop.")] = False,
+) -> None:
+    """Agreement of the judge with human labels (accuracy, Cohen's kappa, confusion, CIs) and a reliability spot-check."""
+    from retbench.report.judge import calibration_lines, estimate_line, identity_line, stats_line
+    from retbench.studies.labels.calibrate import load_calibration, run_calibration
+
+    cfg = load_calibration(config, output)
+    report = run_calibration(cfg, dry_run=dry_run, echo=typer.echo)
+    typer.echo(identity_line(report["judge"]["identity"]))
+    if dry_run:
+        typer.echo(estimate_line(report["estimate"]))
+        return
+    for line in calibration_lines(report):
+        typer.echo(line)
+    typer.echo(stats_line(report["judge"]["stats"]))
+    typer.echo(f"written: {cfg.output / 'metrics.json'}")
+
+
+@app.command("synth")
+@handles_errors
+def synth(
+    corpus: Annotated[
+        str, typer.Argument(help="A dataset (shipped name or BEIR folder) whose documents get questions.")
+    ],
+    judge: Annotated[
+        Path, typer.Option("--judge", help="A YAML file with a judge: block (the model that writes questions).")
+    ],
+    n: Annotated[int, typer.Option("--n", help="Documents to sample.")] = 10,
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    output: Annotated[Path, typer.Option(help="The golden set to write (JSONL).")] = Path("synthetic.jsonl"),
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (calls, tokens, cost) and stop.")] = False,
+    max_chars: Annotated[int, typer.Option(help="Documents are cut to this many characters.")] = 1500,
+) -> None:
+    """Questions per sampled document, with the source span, as a golden set for human review."""
+    from retbench.io.datasets import load_dataset
+    from retbench.llm.judge import Judge, open_base_url
+    from retbench.report.judge import estimate_line, identity_line, judged_line, stats_line
+    from retbench.studies.labels import synth as sy
+
+    settings, _ = _judge_settings(judge)
+    ds = load_dataset(corpus)
+    with open_base_url(settings) as url:
+        j = Judge(
+            settings, "synth_v1", base_url=url, log_path=output.with_suffix(".calls.jsonl"), parse=sy.parse_question
+        )
+        typer.echo(identity_line(j.identity.to_dict()))
+        docs = sy.sample_documents(ds.corpus, n, seed, keep=sy.reviewed_documents(output))
+        typer.echo(estimate_line(j.estimate(sy.synth_items(ds.corpus, docs, max_chars))))
+        if dry_run:
+            return
+        result = sy.synthesize(j, ds.corpus, docs, output, max_chars=max_chars)
+    typer.echo(
+        judged_line(result["statuses"]) + f" -> {output} ({result['kept_reviewed']} reviewed samples kept as they were)"
+    )
+    for row in result["questions"]:
+        typer.echo(f"  {row['id']}: overlap {row['overlap']:.2f}  {row['question']}")
+    typer.echo(
+        f"mean lexical overlap {result['mean_overlap']:.2f} (share of the question's stemmed words found in its document; high values favour BM25)"
+    )
+    typer.echo(stats_line(j.stats.to_dict(settings)))

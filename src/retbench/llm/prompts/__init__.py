@@ -1,0 +1,63 @@
+"""Versioned prompt templates: `<name>_v<version>.txt` beside this file.
+
+A template's text before a line `=== user ===` is the system message, the rest the user message;
+`${field}` placeholders are filled with `string.Template` (so JSON braces need no escaping). A
+template is never edited once results depend on it: a change is a new version, and the version and
+the text's sha256 go into every manifest and cache key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import string
+from dataclasses import dataclass
+from pathlib import Path
+
+from retbench.errors import ConfigError
+
+HERE = Path(__file__).parent
+SPLIT = "=== user ==="
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A loaded template: `name` (e.g. relevance), `version` (e.g. 1), the text and its sha256."""
+
+    name: str
+    version: int
+    text: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}_v{self.version}"
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+    def messages(self, **fields: str) -> list[dict[str, str]]:
+        """Chat messages with the placeholders filled; a missing field is an error naming it."""
+        system, _, user = self.text.partition(SPLIT) if SPLIT in self.text else ("", "", self.text)
+        try:
+            filled = [string.Template(part.strip()).substitute(fields) for part in (system, user)]
+        except KeyError as exc:
+            raise ConfigError(f"prompt {self.id} needs the field {exc.args[0]!r}", field="prompt") from None
+        out = [{"role": "system", "content": filled[0]}] if filled[0] else []
+        return [*out, {"role": "user", "content": filled[1]}]
+
+    def describe(self) -> dict[str, object]:
+        return {"name": self.name, "version": self.version, "id": self.id, "sha256": self.sha256}
+
+
+def available() -> list[str]:
+    return sorted(p.stem for p in HERE.glob("*_v*.txt"))
+
+
+def load_prompt(prompt_id: str) -> Prompt:
+    """`relevance_v1` -> the Prompt; an unknown id lists the shipped ones."""
+    m = re.fullmatch(r"([a-z][a-z0-9_]*)_v(\d+)", prompt_id)
+    path = HERE / f"{prompt_id}.txt"
+    if not m or not path.is_file():
+        raise ConfigError(f"unknown prompt {prompt_id!r}; shipped: {', '.join(available())}", field="prompt")
+    return Prompt(m[1], int(m[2]), path.read_text(encoding="utf-8"))

@@ -1,0 +1,133 @@
+"""The judge's identity, its call log and its cache.
+
+Identity: the model id the server reports (`/v1/models`), the sha256 of the model file when it is
+local, the prompt (name, version, sha256 of its text) and the settings that change an answer
+(temperature, seed, max tokens, extra request fields). Its hash keys the cache, so a different
+model file, prompt version or seed can never be served another's verdicts.
+
+Cache: `<cache>/judge/<identity key>.jsonl`, one line per answered input (keyed by the sha256 of
+the exact messages sent). Answers that came back (parsed or not) are cached; failed calls are not,
+so a re-run retries them and makes no other call.
+
+Call log: `judge_calls.jsonl` beside the results, one line per verdict with the prompt messages,
+the raw answer, the parsed verdict or status, tokens, latency, retries, and whether it was cached,
+so every number can be re-judged or audited later.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+def sha256_json(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def fingerprint_file(path: str | Path, cache_dir: Path | None = None) -> str:
+    """sha256 of a (large) model file; remembered by (path, size, mtime) so it is read once."""
+    p = Path(path).resolve()
+    st = p.stat()
+    memo_key = f"{p}|{st.st_size}|{st.st_mtime_ns}"
+    memo = (cache_dir / "fingerprints.json") if cache_dir else None
+    known: dict[str, str] = {}
+    if memo and memo.is_file():
+        try:
+            known = json.loads(memo.read_text())
+        except ValueError:
+            known = {}
+    if memo_key in known:
+        return known[memo_key]
+    h = hashlib.sha256()
+    with open(p, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    digest = h.hexdigest()
+    if memo:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        known[memo_key] = digest
+        tmp = memo.with_suffix(".tmp")
+        tmp.write_text(json.dumps(known, indent=1))
+        os.replace(tmp, memo)
+    return digest
+
+
+@dataclass(frozen=True)
+class JudgeIdentity:
+    """Who judged: recorded in every manifest and hashed into the cache key."""
+
+    model: str
+    model_file: str | None
+    model_sha256: str | None
+    prompt: dict[str, Any]
+    settings: dict[str, Any]
+
+    @property
+    def key(self) -> str:
+        return sha256_json([self.model, self.model_sha256, self.prompt["id"], self.prompt["sha256"], self.settings])[
+            :16
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "model_file": Path(self.model_file).name if self.model_file else None,
+            "model_sha256": self.model_sha256,
+            "prompt": self.prompt,
+            "settings": self.settings,
+            "key": self.key,
+        }
+
+
+@dataclass
+class VerdictCache:
+    """Answers by input hash for one judge identity (append-only JSONL; the last line for a key wins)."""
+
+    path: Path
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def open(cls, folder: Path, identity: JudgeIdentity) -> VerdictCache:
+        path = folder / "judge" / f"{identity.key}.jsonl"
+        cache = cls(path)
+        if path.is_file():
+            with open(path, encoding="utf-8") as fh:
+                for line in fh:
+                    try:
+                        rec = json.loads(line)
+                    except ValueError:  # a line cut by a crash: that answer is asked again
+                        continue
+                    cache.entries[rec["input_sha256"]] = rec
+        return cache
+
+    def get(self, input_sha256: str) -> dict[str, Any] | None:
+        return self.entries.get(input_sha256)
+
+    def put(self, record: dict[str, Any]) -> None:
+        with self.lock:
+            self.entries[record["input_sha256"]] = record
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+class CallLog:
+    """`judge_calls.jsonl`: every verdict, appended and flushed as it is made (thread-safe)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+        if path:
+            path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(self, record: dict[str, Any]) -> None:
+        if not self.path:
+            return
+        with self.lock, open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -1,0 +1,70 @@
+"""Plain-text lines for judge commands: the dry-run estimate, the cost summary, "judged N of M"."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from retbench.report.fmt import num, pct
+
+
+def judged_line(statuses: Mapping[str, int]) -> str:
+    """'judged 18 of 20 (1 unparseable, 1 judge_timeout)': failures are counted, never scored."""
+    total = sum(statuses.values())
+    ok = statuses.get("ok", 0)
+    rest = ", ".join(f"{c} {s}" for s, c in sorted(statuses.items()) if s != "ok" and c)
+    return f"judged {ok} of {total}" + (f" ({rest})" if rest else "")
+
+
+def estimate_line(est: Mapping[str, Any]) -> str:
+    """The dry run, printed before any call is made."""
+    return (
+        f"judge plan: {est['items']} verdicts, {est['cached']} cached, {est['calls']} calls to make; "
+        f"~{est['input_tokens']} input tokens (estimated), at most {est['output_tokens_max']} output tokens; "
+        f"cost at most {est['cost_max']:.4f}"
+    )
+
+
+def stats_line(stats: Mapping[str, Any]) -> str:
+    """What the command spent: calls made (cache hits are free), tokens, retries, cost."""
+    est = " (estimated: the server reports no usage)" if stats.get("tokens_estimated") else ""
+    return (
+        f"judge calls made: {stats['calls']} ({stats['cached']} answered from cache), "
+        f"tokens in/out: {stats['input_tokens']}/{stats['output_tokens']}{est}, retries: {stats['retries']}, "
+        f"cost: {stats['cost']:.4f}"
+    )
+
+
+def identity_line(identity: Mapping[str, Any]) -> str:
+    sha = identity.get("model_sha256")
+    return (
+        f"judge: {identity['model']}"
+        + (f" (file sha256 {sha[:12]})" if sha else "")
+        + f", prompt {identity['prompt']['id']}"
+    )
+
+
+def calibration_lines(report: Mapping[str, Any]) -> list[str]:
+    """Agreement with human labels, with bootstrap 95% CIs, the confusion matrix and the ranking check."""
+    a = report["agreement"]
+    lines = [judged_line(report["statuses"])]
+    if a.get("n"):
+        for name in ("accuracy", "kappa"):
+            m = a[name]
+            lines.append(
+                f"{name}: {num(m['value'], 3)} [95% CI {num(m['ci_low'], 3)}, {num(m['ci_high'], 3)}] on {a['n']} pairs"
+            )
+        lines.append(f"LLM grade counted as relevant from: {a['relevant_from']}")
+        lines.append("confusion (rows human 0/1, columns LLM grade 0..3): " + "; ".join(str(r) for r in a["confusion"]))
+    ranking = report.get("ranking")
+    if ranking:
+        tau = ranking.get("kendall_tau")
+        lines.append(
+            f"Kendall's tau between system rankings (human vs {ranking['labels']}): {num(tau, 3) if tau is not None else 'n/a'} over {len(ranking['systems'])} systems"
+        )
+    rel = report.get("judge_reliability")
+    if rel:
+        lines.append(
+            f"judge_reliability: disagreement {pct(rel['disagreement_rate'])} on spot_check_n {rel['spot_check_n']} ({rel['against']})"
+        )
+    return lines

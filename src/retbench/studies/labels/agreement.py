@@ -1,0 +1,90 @@
+"""Agreement between a judge's grades and human labels, with percentile bootstrap 95% CIs.
+
+- accuracy = share of pairs where the judge's binary call (grade >= `relevant_from`) equals the human's;
+- Cohen's kappa = (p_o - p_e) / (1 - p_e), p_o the accuracy and p_e the agreement expected by chance
+  from both sides' marginals (Cohen 1960); undefined (None) when p_e = 1;
+- confusion: counts of (human 0/1) x (judge grade 0..3), and each cell's share with its CI;
+- Kendall's tau-b between two system orderings (Kendall 1945, ties corrected), for "does the judge rank
+  systems the way people do";
+- spot-check disagreement (seed rules for judge reliability): grades more than 1 apart, or a different
+  binary call, between two judgements of the same pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+def kappa(human: np.ndarray, judge: np.ndarray) -> float | None:
+    if len(human) == 0:
+        return None
+    po = float(np.mean(human == judge))
+    ph, pj = float(np.mean(human)), float(np.mean(judge))
+    pe = ph * pj + (1 - ph) * (1 - pj)
+    return None if pe >= 1.0 else (po - pe) / (1 - pe)
+
+
+def _ci(values: list[float]) -> tuple[float | None, float | None]:
+    vals = [v for v in values if v is not None and not np.isnan(v)]
+    if not vals:
+        return None, None
+    return float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))
+
+
+def agreement(
+    human: Sequence[int], grades: Sequence[int], relevant_from: int = 2, resamples: int = 1000, seed: int = 0
+) -> dict[str, Any]:
+    """Accuracy, kappa and the confusion matrix of binary human labels vs 0-3 judge grades, with CIs."""
+    h = np.asarray(human, dtype=np.int64).clip(0, 1)
+    g = np.asarray(grades, dtype=np.int64)
+    n = len(h)
+    out: dict[str, Any] = {"n": n, "relevant_from": relevant_from}
+    if n == 0:
+        return out
+    b = (g >= relevant_from).astype(np.int64)
+    confusion = np.zeros((2, 4), dtype=np.int64)
+    np.add.at(confusion, (h, g.clip(0, 3)), 1)
+    rng = np.random.default_rng(seed)
+    accs, kaps, cells = [], [], []
+    for _ in range(resamples):
+        idx = rng.integers(0, n, n)
+        accs.append(float(np.mean(h[idx] == b[idx])))
+        kaps.append(kappa(h[idx], b[idx]))
+        cm = np.zeros((2, 4))
+        np.add.at(cm, (h[idx], g[idx].clip(0, 3)), 1)
+        cells.append(cm / n)
+    acc = float(np.mean(h == b))
+    k = kappa(h, b)
+    out["accuracy"] = {"value": acc, **dict(zip(("ci_low", "ci_high"), _ci(accs), strict=True))}
+    out["kappa"] = {"value": k, **dict(zip(("ci_low", "ci_high"), _ci(kaps), strict=True))}
+    out["confusion"] = confusion.tolist()
+    stack = np.stack(cells)
+    out["confusion_share_ci"] = (
+        np.stack([np.percentile(stack, 2.5, axis=0), np.percentile(stack, 97.5, axis=0)], axis=-1).round(4).tolist()
+    )
+    return out
+
+
+def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Kendall's tau-b of two score lists over the same systems (None with fewer than 2 or all tied)."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    n = len(x)
+    if n < 2:
+        return None
+    i, j = np.triu_indices(n, 1)
+    dx, dy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
+    s = float(np.sum(dx * dy))
+    tx, ty = float(np.sum(dx != 0)), float(np.sum(dy != 0))
+    return None if tx == 0 or ty == 0 else s / np.sqrt(tx * ty)
+
+
+def disagreement(first: Sequence[int], second: Sequence[int], relevant_from: int = 2) -> float | None:
+    """Share of pairs whose two grades differ by more than 1 point or fall on different sides of `relevant_from`."""
+    a, b = np.asarray(first, dtype=np.int64), np.asarray(second, dtype=np.int64)
+    if len(a) == 0:
+        return None
+    differ = (np.abs(a - b) > 1) | ((a >= relevant_from) != (b >= relevant_from))
+    return float(np.mean(differ))

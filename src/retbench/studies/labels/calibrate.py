@@ -1,0 +1,252 @@
+"""Calibration before trust: how often does the judge agree with people, and does it rank systems alike?
+
+1. A stratified sample of human-judged pairs: `relevant` pairs from the qrels and `nonrelevant` pairs.
+   When the qrels judge only relevant documents (SciFact does), non-relevant pairs are BM25's top
+   `nonrelevant_depth` documents that the qrels leave unjudged: hard negatives, read as not relevant
+   as BEIR's evaluation reads them (some may be relevant; say so when reporting).
+2. The judge grades each pair 0-3; agreement (accuracy, Cohen's kappa, confusion, bootstrap CIs) is
+   computed on the pairs it judged, and the rest are counted by status ("judged N of M").
+3. Optional `ranking`: each listed system answers `queries` sampled queries; every pooled top-`depth`
+   pair is judged, and Kendall's tau compares the systems' nDCG@depth order under human and under
+   LLM labels.
+4. Spot-check reliability: `spot_check` pairs re-judged with `judge.check_prompt`; the disagreement
+   rate goes into metrics.json as `judge_reliability: {disagreement_rate, spot_check_n}`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from retbench.errors import ConfigError
+from retbench.llm.settings import JudgeSettings
+
+KNOWN = {
+    "name",
+    "dataset",
+    "split",
+    "output",
+    "judge",
+    "sample",
+    "relevant_from",
+    "bootstrap",
+    "spot_check",
+    "ranking",
+    "max_chars",
+}
+
+
+@dataclass
+class CalibrationConfig:
+    judge: JudgeSettings
+    output: Path
+    dataset: str = "scifact"
+    split: str = "test"
+    relevant: int = 10
+    nonrelevant: int = 10
+    nonrelevant_depth: int = 10
+    seed: int = 0
+    relevant_from: int = 2
+    bootstrap: int = 1000
+    spot_check: int = 5
+    max_chars: int = 1200
+    ranking: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+
+def load_calibration(path: str | Path, output: Path | None = None) -> CalibrationConfig:
+    """Read and check a calibration config; errors name the file and field."""
+    from retbench.io.files import read_yaml
+
+    raw = read_yaml(path)
+    if not isinstance(raw, dict):
+        raise ConfigError("a calibration config must be a mapping", path=path)
+    bad = sorted(set(raw) - KNOWN)
+    if bad:
+        raise ConfigError(f"unknown field; known: {', '.join(sorted(KNOWN))}", path=path, field=bad[0])
+    try:
+        judge = JudgeSettings.from_config(raw.get("judge"))
+    except ConfigError as exc:
+        raise ConfigError(exc.reason, path=path, field=exc.field) from None
+    sample = raw.get("sample") or {}
+    ints = {}
+    for key, where, default in (
+        ("relevant", sample, 10),
+        ("nonrelevant", sample, 10),
+        ("nonrelevant_depth", sample, 10),
+        ("seed", sample, 0),
+        ("relevant_from", raw, 2),
+        ("bootstrap", raw, 1000),
+        ("spot_check", raw, 5),
+        ("max_chars", raw, 1200),
+    ):
+        value = where.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(
+                f"must be a non-negative integer, got {value!r}",
+                path=path,
+                field=("sample." if where is sample else "") + key,
+            )
+        ints[key] = value
+    ranking = raw.get("ranking")
+    if ranking is not None and (
+        not isinstance(ranking, dict) or not isinstance(ranking.get("systems"), list) or len(ranking["systems"]) < 2
+    ):
+        raise ConfigError(
+            "ranking needs systems: a list of at least two {name, adapter, params}", path=path, field="ranking.systems"
+        )
+    out = Path(output or raw.get("output") or f"results/{raw.get('name', 'judge-calibration')}")
+    return CalibrationConfig(
+        judge,
+        out,
+        str(raw.get("dataset", "scifact")),
+        str(raw.get("split", "test")),
+        ranking=ranking,
+        raw=raw,
+        source=str(path),
+        **ints,
+    )
+
+
+def _bm25_run(
+    corpus: Any, queries: Any, depth: int, adapter: str = "bm25s", params: dict | None = None, name: str = "bm25"
+) -> Any:
+    from retbench.retrievers.base import create
+
+    retriever = create(adapter, params or {}, name=name)
+    retriever.index(corpus)
+    return retriever.search(queries, depth)
+
+
+def sample_pairs(cfg: CalibrationConfig, ds: Any) -> list[tuple[str, str, int]]:
+    """(query, doc, human label 0/1): `relevant` judged-relevant pairs and `nonrelevant` negatives, seeded."""
+    human = ds.split(cfg.split)
+    rng = random.Random(cfg.seed)
+    positives = [(q, d, 1) for q in human if q in ds.queries for d, g in human[q].items() if g >= 1 and d in ds.corpus]
+    negatives = [(q, d, 0) for q in human if q in ds.queries for d, g in human[q].items() if g <= 0 and d in ds.corpus]
+    chosen = rng.sample(positives, min(cfg.relevant, len(positives)))
+    if len(negatives) < cfg.nonrelevant:  # qrels without judged non-relevant documents: BM25 hard negatives
+        qids = sorted({q for q, _, _ in chosen}) or [q for q in human if q in ds.queries][: cfg.nonrelevant]
+        run = _bm25_run(ds.corpus, ds.queries.subset(qids), cfg.nonrelevant_depth)
+        negatives += [(q, d, 0) for q in qids if q in run for d in run.docs(q) if d not in human[q]]
+    chosen += rng.sample(negatives, min(cfg.nonrelevant, len(negatives)))
+    return chosen
+
+
+def run_calibration(
+    cfg: CalibrationConfig, *, dry_run: bool = False, echo: Callable[[str], Any] = print
+) -> dict[str, Any]:
+    """Sample, judge, score agreement, spot-check, and (optionally) compare system rankings; writes metrics.json."""
+    from retbench.io.datasets import load_dataset
+    from retbench.llm.judge import Judge, open_base_url
+    from retbench.report.judge import estimate_line
+    from retbench.studies.labels import agreement as ag
+    from retbench.studies.labels.relevance import judge_items
+    from retbench.studies.manifest import machine, package_versions
+
+    ds = load_dataset(cfg.dataset, [cfg.split])
+    pairs = sample_pairs(cfg, ds)
+    out = cfg.output
+    log = out / "judge_calls.jsonl"
+    report: dict[str, Any] = {}
+    with open_base_url(cfg.judge) as url:
+        judge = Judge(cfg.judge, base_url=url, log_path=None if dry_run else log)
+        items = judge_items([(q, d) for q, d, _ in pairs], ds.queries, ds.corpus, cfg.max_chars)
+        est = judge.estimate(items)
+        report["judge"] = {"identity": judge.identity.to_dict()}
+        if dry_run:
+            return {**report, "estimate": est}
+        echo(estimate_line(est))
+        verdicts = judge.judge(items)
+        ok = [(h, v) for (_, _, h), v in zip(pairs, verdicts, strict=True) if v.ok]
+        report["statuses"] = dict(judge.stats.statuses)
+        report["agreement"] = ag.agreement(
+            [h for h, _ in ok], [v.value for _, v in ok], cfg.relevant_from, cfg.bootstrap, cfg.seed
+        )
+        if cfg.ranking:
+            report["ranking"] = _ranking(cfg, ds, judge)
+        report["judge_reliability"] = _spot_check(cfg, url, items, verdicts, log)
+        report["judge"] = judge.manifest()
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [
+        {"query_id": q, "doc_id": d, "human": h, "llm": v.value, "status": v.status}
+        for (q, d, h), v in zip(pairs, verdicts, strict=True)
+    ]
+    (out / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    metrics = {k: report[k] for k in ("agreement", "judge_reliability", "statuses", "ranking") if k in report}
+    metrics["judged"] = {"judged": report["statuses"].get("ok", 0), "of": len(pairs)}
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    manifest = {
+        "config": cfg.raw,
+        "config_file": cfg.source,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "judge": report["judge"],
+        "versions": package_versions(),
+        "machine": machine(),
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return report
+
+
+def _spot_check(cfg: CalibrationConfig, url: str, items: list, verdicts: list, log: Path) -> dict[str, Any]:
+    """Re-judge a seeded random subset with the check prompt; disagreement over pairs both judged."""
+    from retbench.llm.judge import Judge
+    from retbench.studies.labels.agreement import disagreement
+
+    judged = [i for i, v in enumerate(verdicts) if v.ok]
+    if not cfg.spot_check or not cfg.judge.check_prompt or not judged:
+        return {"disagreement_rate": None, "spot_check_n": 0, "against": None}
+    picked = sorted(random.Random(cfg.seed + 1).sample(judged, min(cfg.spot_check, len(judged))))
+    check = Judge(cfg.judge, cfg.judge.check_prompt, base_url=url, log_path=log)
+    again = check.judge([items[i] for i in picked])
+    both = [(verdicts[i].value, v.value) for i, v in zip(picked, again, strict=True) if v.ok]
+    return {
+        "disagreement_rate": disagreement([a for a, _ in both], [b for _, b in both], cfg.relevant_from),
+        "spot_check_n": len(both),
+        "against": f"prompt {check.prompt.id}",
+        "statuses": dict(check.stats.statuses),
+        "calls": check.stats.calls,
+    }
+
+
+def _ranking(cfg: CalibrationConfig, ds: Any, judge: Any) -> dict[str, Any]:
+    """nDCG@depth of each system under human labels and under LLM labels alone, and Kendall's tau of the orders."""
+    from retbench.data.qrels import Qrels
+    from retbench.evaluation import evaluate
+    from retbench.studies.labels.agreement import kendall_tau
+    from retbench.studies.labels.relevance import judge_items, pool
+
+    spec = cfg.ranking or {}
+    depth = int(spec.get("depth", 5))
+    human = ds.split(cfg.split)
+    qids = sorted(
+        random.Random(cfg.seed + 2).sample([q for q in human if q in ds.queries], int(spec.get("queries", 5)))
+    )
+    runs = [
+        _bm25_run(ds.corpus, ds.queries.subset(qids), depth, s.get("adapter", "bm25s"), s.get("params"), s["name"])
+        for s in spec["systems"]
+    ]
+    pairs = [(q, d) for q, docs in pool(runs, depth, qids).items() for d in docs]
+    verdicts = judge.judge(judge_items(pairs, ds.queries, ds.corpus, cfg.max_chars))
+    llm: dict[str, dict[str, int]] = {}
+    for v in verdicts:
+        if v.ok:
+            llm.setdefault(v.key[0], {})[v.key[1]] = int(v.value)
+    metric = f"ndcg@{depth}"
+    human_scores = [evaluate(r, human.subset(qids), [metric]).aggregate(ci=False)[metric]["mean"] for r in runs]
+    llm_scores = [evaluate(r, Qrels(llm), [metric]).aggregate(ci=False)[metric]["mean"] if llm else 0.0 for r in runs]
+    return {
+        "labels": "llm",
+        "metric": metric,
+        "queries": len(qids),
+        "pairs": len(pairs),
+        "judged": sum(1 for v in verdicts if v.ok),
+        "systems": {r.name: {"human": h, "llm": m} for r, h, m in zip(runs, human_scores, llm_scores, strict=True)},
+        "kendall_tau": kendall_tau(human_scores, llm_scores),
+    }
