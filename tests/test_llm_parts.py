@@ -26,11 +26,11 @@ from retbench.studies.labels.synth import find_span, lexical_overlap
 
 
 def test_judge_settings_name_the_bad_field():
-    with pytest.raises(ConfigError, match="judge.temprature"):
+    with pytest.raises(ConfigError, match=r"judge\.temprature"):
         JudgeSettings.from_config({"base_url": "http://127.0.0.1:1", "temprature": 0})
-    with pytest.raises(ConfigError, match="judge.retries"):
+    with pytest.raises(ConfigError, match=r"judge\.retries"):
         JudgeSettings.from_config({"base_url": "http://127.0.0.1:1", "retries": -1})
-    with pytest.raises(ConfigError, match="judge.base_url"):
+    with pytest.raises(ConfigError, match=r"judge\.base_url"):
         JudgeSettings.from_config({"model": "m"})
 
 
@@ -159,7 +159,9 @@ def test_a_server_that_never_answers_is_a_judge_timeout():
     listener.listen(4)
     port = listener.getsockname()[1]
     try:
-        settings = JudgeSettings.from_config({"base_url": f"http://127.0.0.1:{port}", "timeout": 0.3, "retries": 1, "backoff": 0.01})
+        settings = JudgeSettings.from_config(
+            {"base_url": f"http://127.0.0.1:{port}", "timeout": 0.3, "retries": 1, "backoff": 0.01}
+        )
         done = ChatClient(settings).chat([{"role": "user", "content": "hi"}])
     finally:
         listener.close()
@@ -180,7 +182,9 @@ class _ReplayOpenAI(BaseHTTPRequestHandler):
                 "id": "x",
                 "object": "chat.completion",
                 "model": "replay-model",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": '{"grade": 1}'}, "finish_reason": "stop"}],
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": '{"grade": 1}'}, "finish_reason": "stop"}
+                ],
                 "usage": {"prompt_tokens": 42, "completion_tokens": 5, "total_tokens": 47},
             }
         )
@@ -204,7 +208,12 @@ def test_non_streaming_answers_use_the_servers_usage_and_price_it(tmp_path):
     thread.start()
     try:
         settings = JudgeSettings.from_config(
-            {"base_url": f"http://127.0.0.1:{server.server_port}/v1", "seed": 7, "price_input_per_1k": 1.0, "price_output_per_1k": 2.0}
+            {
+                "base_url": f"http://127.0.0.1:{server.server_port}/v1",
+                "seed": 7,
+                "price_input_per_1k": 1.0,
+                "price_output_per_1k": 2.0,
+            }
         )
         judge = Judge(settings, base_url=None, log_path=tmp_path / "calls.jsonl", cache_dir=tmp_path / "cache")
         verdicts = judge.judge([("k", {"query": "q", "passage": "p"})])
