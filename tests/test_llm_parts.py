@@ -227,3 +227,35 @@ def test_non_streaming_answers_use_the_servers_usage_and_price_it(tmp_path):
     assert stats["cost"] == pytest.approx(0.042 + 0.010)
     logged = json.loads((tmp_path / "calls.jsonl").read_text())
     assert logged["raw"] == '{"grade": 1}' and logged["verdict"] == 1 and logged["messages"][1]["role"] == "user"
+
+
+def test_a_calibration_config_names_its_bad_field(tmp_path):
+    from retbench.studies.labels.calibrate import load_calibration
+
+    path = tmp_path / "cal.yaml"
+    path.write_text("judge: {base_url: 'http://127.0.0.1:1'}\nsample: {relevant: -3}\n")
+    with pytest.raises(ConfigError, match=r"sample\.relevant"):
+        load_calibration(path)
+    path.write_text("judge: {base_url: 'http://127.0.0.1:1'}\nranking: {systems: [{name: a}]}\n")
+    with pytest.raises(ConfigError, match=r"ranking\.systems"):
+        load_calibration(path)
+
+
+def test_reviewed_synthetic_samples_keep_their_documents_out_of_the_next_sample(tmp_path):
+    from retbench.data.corpus import Corpus
+    from retbench.studies.labels.synth import reviewed_documents, sample_documents
+
+    path = tmp_path / "g.jsonl"
+    row = {
+        "id": "synth-d1",
+        "input": "q",
+        "expected_output": ["d1"],
+        "review": "accept",
+        "metadata": {"source_span": {"doc_id": "d1"}},
+    }
+    pending = {**row, "id": "synth-d2", "review": "pending", "metadata": {"source_span": {"doc_id": "d2"}}}
+    path.write_text(json.dumps(row) + "\n" + json.dumps(pending) + "\n")
+    reviewed = reviewed_documents(path)
+    assert list(reviewed) == ["d1"]
+    corpus = Corpus(["d1", "d2", "d3"], ["a", "b", "c"])
+    assert sorted(sample_documents(corpus, 5, 0, keep=reviewed)) == ["d2", "d3"]

@@ -142,6 +142,7 @@ def synth(
     output: Annotated[Path, typer.Option(help="The golden set to write (JSONL).")] = Path("synthetic.jsonl"),
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (calls, tokens, cost) and stop.")] = False,
     max_chars: Annotated[int, typer.Option(help="Documents are cut to this many characters.")] = 1500,
+    prompt: Annotated[str, typer.Option(help="A shipped prompt id or your own <name>_v<N>.txt.")] = "synth_v1",
 ) -> None:
     """Questions per sampled document, with the source span, as a golden set for human review."""
     from retbench.io.datasets import load_dataset
@@ -152,9 +153,7 @@ def synth(
     settings, _ = _judge_settings(judge)
     ds = load_dataset(corpus)
     with open_base_url(settings) as url:
-        j = Judge(
-            settings, "synth_v1", base_url=url, log_path=output.with_suffix(".calls.jsonl"), parse=sy.parse_question
-        )
+        j = Judge(settings, prompt, base_url=url, log_path=output.with_suffix(".calls.jsonl"), parse=sy.parse_question)
         typer.echo(identity_line(j.identity.to_dict()))
         docs = sy.sample_documents(ds.corpus, n, seed, keep=sy.reviewed_documents(output))
         typer.echo(estimate_line(j.estimate(sy.synth_items(ds.corpus, docs, max_chars))))

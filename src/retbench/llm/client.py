@@ -122,7 +122,7 @@ class ChatClient:
         with urllib.request.urlopen(req, timeout=self.settings.timeout) as resp:
             kind = resp.headers.get("Content-Type", "")
             if "text/event-stream" in kind:
-                return _read_sse(resp)
+                return _read_sse(resp, time.monotonic() + self.settings.timeout)
             body = json.loads(resp.read().decode("utf-8"))
         if "error" in body and "choices" not in body:
             raise ValueError(f"server error: {body['error']}")
@@ -136,12 +136,18 @@ class ChatClient:
         )
 
 
-def _read_sse(resp: Any) -> Completion:
-    """Concatenate the deltas of an SSE answer; comment lines (`:` keep-alives) are skipped."""
+def _read_sse(resp: Any, deadline: float) -> Completion:
+    """Concatenate the deltas of an SSE answer; comment lines (`:` keep-alives) are skipped.
+
+    The timeout is for the whole answer: keep-alives reset a socket's read timeout, so a server that
+    sends them forever would otherwise never time out.
+    """
     parts: list[str] = []
     usage: dict[str, Any] = {}
     model = None
     for raw in resp:
+        if time.monotonic() > deadline:
+            raise TimeoutError("no complete answer before the deadline (the server kept the stream open)")
         line = raw.decode("utf-8").strip()
         if not line.startswith("data:"):
             continue

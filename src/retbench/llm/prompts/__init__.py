@@ -54,10 +54,17 @@ def available() -> list[str]:
     return sorted(p.stem for p in HERE.glob("*_v*.txt"))
 
 
-def load_prompt(prompt_id: str) -> Prompt:
-    """`relevance_v1` -> the Prompt; an unknown id lists the shipped ones."""
-    m = re.fullmatch(r"([a-z][a-z0-9_]*)_v(\d+)", prompt_id)
-    path = HERE / f"{prompt_id}.txt"
+def load_prompt(prompt_id: str | Path) -> Prompt:
+    """`relevance_v1` -> the shipped Prompt; a path to your own `<name>_v<N>.txt` works the same way.
+
+    An unknown id lists the shipped ones; a file whose name has no `_v<N>` version is refused.
+    """
+    given = Path(prompt_id)
+    path = given if given.suffix == ".txt" else HERE / f"{prompt_id}.txt"
+    m = re.fullmatch(r"([a-z][a-z0-9_]*)_v(\d+)", path.stem)
     if not m or not path.is_file():
-        raise ConfigError(f"unknown prompt {prompt_id!r}; shipped: {', '.join(available())}", field="prompt")
+        raise ConfigError(
+            f"unknown prompt {str(prompt_id)!r}; shipped: {', '.join(available())} (or a file named <name>_v<N>.txt)",
+            field="prompt",
+        )
     return Prompt(m[1], int(m[2]), path.read_text(encoding="utf-8"))
