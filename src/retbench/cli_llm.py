@@ -12,7 +12,18 @@ from typing import Annotated
 
 import typer
 
-from retbench.cli import app, handles_errors
+from retbench.cli import app, fail, handles_errors
+from retbench.errors import EXIT_BACKEND
+
+
+def _exit_if_judge_failed(statuses: dict) -> None:
+    """Calls that failed (not answers that failed to parse) make the command exit 3, after its files are written."""
+    failed = {s: c for s, c in statuses.items() if s in ("judge_error", "judge_timeout") and c}
+    if failed:
+        raise fail(
+            "judge calls failed: " + ", ".join(f"{c} {s}" for s, c in failed.items()) + " (see the call log)",
+            EXIT_BACKEND,
+        )
 
 
 def _judge_settings(path: Path):
@@ -103,6 +114,7 @@ def judge_relevance(
                 f"{run.name:>16}  labels {source:<9}  " + "  ".join(f"{m} {agg[m]['mean']:.4f}" for m in metrics)
             )
     (out / "metrics.json").write_text(json.dumps(summary, indent=2))
+    _exit_if_judge_failed(labels.statuses)
 
 
 @app.command("judge-calibrate")
@@ -126,6 +138,7 @@ def judge_calibrate(
         typer.echo(line)
     typer.echo(stats_line(report["judge"]["stats"]))
     typer.echo(f"written: {cfg.output / 'metrics.json'}")
+    _exit_if_judge_failed(report["statuses"])
 
 
 @app.command("synth")
@@ -169,3 +182,4 @@ def synth(
         f"mean lexical overlap {result['mean_overlap']:.2f} (share of the question's stemmed words found in its document; high values favour BM25)"
     )
     typer.echo(stats_line(j.stats.to_dict(settings)))
+    _exit_if_judge_failed(result["statuses"])

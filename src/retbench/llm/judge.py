@@ -9,6 +9,7 @@ tokens (input estimated from the prompt, output bounded by max_tokens) and their
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -102,6 +103,7 @@ class Judge:
         self.log = CallLog(log_path)
         self.parse = parse
         self.stats = JudgeStats()
+        self._lock = threading.Lock()  # stats are shared by the concurrent calls
         self._identity: JudgeIdentity | None = None
         self._cache: VerdictCache | None = None
 
@@ -171,21 +173,23 @@ class Judge:
         if hit is not None:
             value, status = self.parse(hit["raw"])
             verdict = Verdict(key, status, value, hit["raw"], True)
-            self.stats.cached += 1
-            self.stats.statuses[status] += 1
+            with self._lock:
+                self.stats.cached += 1
+                self.stats.statuses[status] += 1
             self._log(verdict, messages, digest, identity, None)
             return verdict
         done = self.client.chat(messages, self.identity.model or None)
         value, status = self.parse(done.text) if done.status == "ok" else (None, done.status)
         verdict = Verdict(key, status, value, done.text, False, done.input_tokens, done.output_tokens)
-        st = self.stats
-        st.calls += 1
-        st.retries += sum(1 for a in done.attempts if a.get("waited_s"))
-        st.input_tokens += done.input_tokens
-        st.output_tokens += done.output_tokens
-        st.tokens_estimated = st.tokens_estimated or done.tokens_estimated
-        st.seconds += done.latency_s
-        st.statuses[status] += 1
+        with self._lock:
+            st = self.stats
+            st.calls += 1
+            st.retries += sum(1 for a in done.attempts if a.get("waited_s"))
+            st.input_tokens += done.input_tokens
+            st.output_tokens += done.output_tokens
+            st.tokens_estimated = st.tokens_estimated or done.tokens_estimated
+            st.seconds += done.latency_s
+            st.statuses[status] += 1
         if done.status == "ok":
             cache.put(
                 {
