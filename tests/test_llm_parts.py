@@ -259,3 +259,25 @@ def test_reviewed_synthetic_samples_keep_their_documents_out_of_the_next_sample(
     assert list(reviewed) == ["d1"]
     corpus = Corpus(["d1", "d2", "d3"], ["a", "b", "c"])
     assert sorted(sample_documents(corpus, 5, 0, keep=reviewed)) == ["d2", "d3"]
+
+
+def test_eval_scores_with_human_llm_or_human_then_llm_labels_and_says_which(tmp_path):
+    from typer.testing import CliRunner
+
+    from retbench.cli import app
+
+    (tmp_path / "h.txt").write_text("q1 0 d1 1\n")
+    (tmp_path / "l.txt").write_text("q1 0 d2 3\nq1 0 d1 0\n")
+    (tmp_path / "r.trec").write_text("q1 Q0 d2 1 2.0 s\nq1 Q0 d1 2 1.0 s\nq1 Q0 d3 3 0.5 s\n")
+    seen = {}
+    for labels in ("human", "llm", "human+llm"):
+        args = ["eval", str(tmp_path / "h.txt"), str(tmp_path / "r.trec"), "--llm-qrels", str(tmp_path / "l.txt")]
+        res = CliRunner().invoke(app, [*args, "--labels", labels, "-m", "judged@3", "-m", "P@1", "-f", "json"])
+        assert res.exit_code == 0, res.output
+        out = json.loads(res.output)
+        assert out["labels"] == labels
+        seen[labels] = {m: out["metrics"][m]["mean"] for m in ("judged@3", "P@1")}
+    assert seen["human"] == {"judged@3": pytest.approx(1 / 3), "P@1": 0.0}  # d2 is a hole: read as not relevant
+    assert seen["human+llm"] == {"judged@3": pytest.approx(2 / 3), "P@1": 1.0}  # the LLM fills it; d1 stays human
+    res = CliRunner().invoke(app, ["eval", str(tmp_path / "h.txt"), str(tmp_path / "r.trec"), "--labels", "llm"])
+    assert res.exit_code == 2 and "--llm-qrels" in res.output

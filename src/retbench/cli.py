@@ -620,7 +620,7 @@ def eval_command(
     )
     if tsv is not None:
         ev.to_tsv(tsv)
-    notes = [f"labels: {labels}" + (f" ({llm_qrels})" if llm_qrels else "")]
+    notes = [f"labels: {labels}" + (f" (LLM labels from {llm_qrels})" if labels != "human" else "")]
     counts = ev.status_counts()
     unanswered = {s: c for s, c in counts.items() if s not in ("ok", "empty") and c}
     if unanswered:
