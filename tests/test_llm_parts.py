@@ -281,3 +281,39 @@ def test_eval_scores_with_human_llm_or_human_then_llm_labels_and_says_which(tmp_
     assert seen["human+llm"] == {"judged@3": pytest.approx(2 / 3), "P@1": 1.0}  # the LLM fills it; d1 stays human
     res = CliRunner().invoke(app, ["eval", str(tmp_path / "h.txt"), str(tmp_path / "r.trec"), "--labels", "llm"])
     assert res.exit_code == 2 and "--llm-qrels" in res.output
+
+
+def test_calibration_reports_agreement_ranking_and_reliability_in_metrics_json(tmp_path, monkeypatch):
+    """Through a server replaying one fixed answer ({"grade": 1}), so every number is known in advance."""
+    from typer.testing import CliRunner
+
+    from retbench.cli import app
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ReplayOpenAI)
+    server.requests = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("RETBENCH_CACHE", str(tmp_path / "cache"))
+    config = tmp_path / "cal.yaml"
+    config.write_text(
+        f"dataset: scifact\njudge: {{base_url: 'http://127.0.0.1:{server.server_port}', max_tokens: 8}}\n"
+        "sample: {relevant: 4, nonrelevant: 4, nonrelevant_depth: 5}\nspot_check: 3\nbootstrap: 200\n"
+        "ranking: {queries: 2, depth: 3, systems: [{name: bm25, adapter: bm25s}, {name: okapi, adapter: rank_bm25}]}\n"
+    )
+    try:
+        res = CliRunner().invoke(app, ["judge-calibrate", str(config), "--output", str(tmp_path / "out")])
+    finally:
+        server.shutdown()
+    assert res.exit_code == 0, res.output
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    # grade 1 is "not relevant" at relevant_from 2: right on the 4 negatives, wrong on the 4 positives
+    assert metrics["agreement"]["accuracy"]["value"] == pytest.approx(0.5)
+    assert metrics["agreement"]["confusion"] == [[0, 4, 0, 0], [0, 4, 0, 0]]
+    assert (
+        metrics["judge_reliability"]["spot_check_n"] == 3 and metrics["judge_reliability"]["disagreement_rate"] == 0.0
+    )
+    assert metrics["judged"] == {"judged": 8, "of": 8}
+    assert set(metrics["ranking"]["systems"]) == {"bm25", "okapi"}
+    assert "judge_reliability: disagreement 0.0% on spot_check_n 3" in res.output
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["judge"]["identity"]["model"] == "replay-model"
+    assert len((tmp_path / "out" / "judge_calls.jsonl").read_text().splitlines()) == 8 + 3 + metrics["ranking"]["pairs"]
