@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 from retbench.io.datasets import load_dataset
@@ -31,15 +32,23 @@ def main() -> None:
     ap.add_argument("--model", default=".retbench-cache/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
     ap.add_argument("--pairs", type=int, default=4)
     ap.add_argument("--max-chars", type=int, default=400)
+    ap.add_argument("--base-url", help="judge through this running server instead of starting tinyq4 on --model")
     args = ap.parse_args()
     ds = load_dataset("scifact", ["test"])
     qrels = ds.split("test")
     pairs = [(q, d) for q in list(qrels)[: args.pairs] for d in list(qrels[q])[:1]]
     items = judge_items(pairs, ds.queries, ds.corpus, args.max_chars)
     settings = JudgeSettings.from_config(
-        {"base_url": "http://127.0.0.1:1", "model_file": args.model, "max_tokens": 8, "timeout": 1800, "retries": 0}
+        {
+            "base_url": "http://127.0.0.1:1",
+            "model_file": None if args.base_url else args.model,
+            "max_tokens": 8,
+            "timeout": 1800,
+            "retries": 0,
+        }
     )
-    with tempfile.TemporaryDirectory() as tmp, local_server(args.model, threads=1) as url:
+    server = nullcontext(args.base_url) if args.base_url else local_server(args.model, threads=1)
+    with tempfile.TemporaryDirectory() as tmp, server as url:
         judge = Judge(settings, base_url=url, cache_dir=Path(tmp), log_path=Path(tmp) / "calls.jsonl")
         judge.identity  # noqa: B018 - ask the server once before timing
         t0 = time.perf_counter()
@@ -49,12 +58,12 @@ def main() -> None:
         t1 = time.perf_counter()
         judge.judge(items)
         cached = time.perf_counter() - t1
-    print(f"model {Path(args.model).name}, {calls} calls, statuses {dict(judge.stats.statuses)}")
+    print(f"model {judge.identity.model}, {calls} calls, statuses {dict(judge.stats.statuses)}")
     print(f"calls/s {calls / wall:.4f}; server s/call {judge.stats.seconds / calls:.2f}")
     print(
         f"harness ms/call {(wall - judge.stats.seconds) / calls * 1000:.2f}; cached ms/verdict {cached / len(items) * 1000:.3f}"
     )
-    print("grades:", [v.value for v in verdicts])
+    print("first grades:", [v.value for v in verdicts][:20])
 
 
 if __name__ == "__main__":
