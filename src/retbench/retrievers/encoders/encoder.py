@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from retbench.errors import ConfigError
+from retbench.errors import BackendError, ConfigError
 from retbench.retrievers.encoders.cache import EmbeddingCache, default_cache_dir, text_key
 
 ROLES = ("document", "query")
@@ -293,6 +293,13 @@ class Encoder:
             for start in range(0, len(order), self.shard_size):
                 part = order[start : start + self.shard_size]
                 vecs = self._encode_batch([todo[k] for k in part], role)
+                bad = ~np.isfinite(vecs).all(axis=1)
+                if bad.any():  # a NaN vector would silently drop its document from every ranking
+                    text = todo[part[int(bad.argmax())]]
+                    raise BackendError(
+                        f"encoder {self.model_name} returned NaN or infinite values for {int(bad.sum())} text(s), "
+                        f"first: {text[:80]!r}"
+                    )
                 if cache is not None:
                     cache.append(part, vecs)
                 found.update(zip(part, vecs, strict=True))
