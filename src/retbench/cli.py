@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from retbench.errors import EXIT_INPUT, RetbenchError
+from retbench.secrets import redact
 
 app = typer.Typer(
     name="retbench",
@@ -34,7 +35,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def fail(message: str, code: int = EXIT_INPUT) -> typer.Exit:
     """Print one clear line to stderr and return the Exit to raise."""
-    typer.echo(f"error: {message}", err=True)
+    typer.echo(f"error: {redact(message)}", err=True)
     return typer.Exit(code)
 
 
@@ -118,7 +119,7 @@ def run_command(
     con = console()
     if quiet:
         outcome = run_experiment(
-            cfg, force=force, log=lambda m: con.print(m, soft_wrap=True, markup=False, highlight=False)
+            cfg, force=force, log=lambda m: con.print(redact(m), soft_wrap=True, markup=False, highlight=False)
         )
     else:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -137,7 +138,7 @@ def run_command(
                 cfg,
                 force=force,
                 progress=progress,
-                log=lambda m: bar.console.print(m, soft_wrap=True, markup=False, highlight=False),
+                log=lambda m: bar.console.print(redact(m), soft_wrap=True, markup=False, highlight=False),
             )
     con.print(render_summary(outcome.metrics, cfg.metrics, title=f"{cfg.name}: {cfg.output}"))
     from retbench.report.leaderboard import build_leaderboard
@@ -202,15 +203,14 @@ def stress_command(
     from retbench.studies.stress import load_config, run_stress
 
     cfg = load_config(config, output)
-    result = run_stress(cfg, fresh=fresh, echo=typer.echo)
+    result = run_stress(cfg, fresh=fresh, echo=lambda m: typer.echo(redact(m)))
     typer.echo(f"{headline(result.summary)}; report: {result.out_dir / 'report.md'}")
     if result.exit_code:
         first = result.first_failure
-        typer.echo(
-            f"error: backend failed: {describe_failure(first) if first else 'failure rate over the allowed rate'}",
-            err=True,
+        raise fail(
+            f"backend failed: {describe_failure(first) if first else 'failure rate over the allowed rate'}",
+            result.exit_code,
         )
-        raise typer.Exit(result.exit_code)
 
 
 # -- chunking -----------------------------------------------------------------------------------

@@ -15,13 +15,14 @@ from retbench.io.trec import read_run, write_run
 if TYPE_CHECKING:
     pass
 from retbench.results.layout import SystemDir
+from retbench.secrets import redact
 
 
 def write_json(path: Path, obj: Any) -> None:
     """Write JSON atomically (temp file + rename) so a kill never leaves half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+    tmp.write_text(redact(json.dumps(obj, indent=2, sort_keys=False, default=str)) + "\n")
     os.replace(tmp, path)
 
 
@@ -42,7 +43,7 @@ def write_status(run: Run, path: Path) -> None:
                 rec["latency"] = round(run.latency[q], 6)
             if q in run.errors:
                 rec["error"] = run.errors[q]
-            fh.write(json.dumps(rec) + "\n")
+            fh.write(redact(json.dumps(rec)) + "\n")
 
 
 def save_run(run: Run, sysdir: SystemDir) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 
 from retbench.data import QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError, InputError
+from retbench.secrets import redact
 
 FORMAT = "retbench-journal/1"
 _ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
@@ -176,7 +177,7 @@ class Journal:
                 self._write_lines(lines)
 
     def _write_lines(self, lines: Iterable[str]) -> None:
-        self._fh.write(("\n".join(lines) + "\n").encode("utf-8"))
+        self._fh.write((redact("\n".join(lines)) + "\n").encode("utf-8"))
         self._fh.flush()
         os.fsync(self._fh.fileno())
 

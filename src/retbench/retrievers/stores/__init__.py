@@ -29,6 +29,7 @@ from retbench.errors import ConfigError, InputError
 from retbench.retrievers.base import Ranking, Retriever
 from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.filters import Filter
+from retbench.secrets import register
 
 
 def identifier(text: str) -> str:
@@ -48,6 +49,7 @@ def secret_from_env(variable: str | None, what: str) -> str | None:
     value = os.environ.get(variable)
     if not value:
         raise ConfigError(f"environment variable {variable!r} (the {what}) is not set", field=what)
+    register(value)  # masked in every file and stream retbench writes
     return value
 
 

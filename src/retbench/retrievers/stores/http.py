@@ -4,7 +4,11 @@ Request: `method` POST sends `body` as JSON; GET sends `body` (a flat mapping) a
 In `body` and `url`, `{query}` and `{k}` are replaced: a string that is exactly `{k}`
 becomes the integer k, anything else is text substitution (URL-quoted inside `url`). The default body
 is `{"query": "{query}", "k": "{k}"}`. A token read from the environment variable `auth_env` is sent
-as `auth_header: auth_scheme token`; it is never written to describe(), manifests, logs or errors.
+as `auth_header: auth_scheme token` (with `auth_scheme: Basic` a `user:pass` token is sent base64-encoded);
+`headers_env` maps more header names to environment variables. Secrets never come from the config
+itself: credentials in the URL (`user:pass@host`) and literal header values that look like credentials
+are config errors; describe() lists header names only. Every secret is masked (`retbench.secrets`) in
+every encoded form before an error body is cut to its first 200 characters.
 
 Response: JSON; `response_path` (dots, integers index lists: `data.hits`, `results.0.docs`) leads to
 the ranked list, which is read by the system-outputs contract of `io.golden`: `{"retrieved": [...]}`
@@ -24,6 +28,7 @@ connections, so an unreachable store fails before the run with a message naming 
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import threading
@@ -35,10 +40,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
-from retbench.errors import BackendError, InputError
+from retbench.errors import BackendError, ConfigError, InputError
 from retbench.io.golden import parse_ranking
 from retbench.retrievers.base import Ranking, Retriever, register
 from retbench.retrievers.stores import secret_from_env
+from retbench.secrets import clip, has_userinfo, looks_secret
+from retbench.secrets import register as register_secret
 
 DEFAULT_BODY = {"query": "{query}", "k": "{k}"}
 RETRY_STATUSES = (429, 500, 502, 503, 504)
@@ -106,6 +113,7 @@ class HttpRetriever(Retriever):
         method: str = "POST",
         body: Any = None,
         headers: Mapping[str, str] | None = None,
+        headers_env: Mapping[str, str] | None = None,
         auth_env: str | None = None,
         auth_header: str = "Authorization",
         auth_scheme: str = "Bearer",
@@ -125,6 +133,12 @@ class HttpRetriever(Retriever):
         if method not in ("GET", "POST"):
             raise ValueError(f"method must be GET or POST, not {method!r}")
         parts = urllib.parse.urlsplit(url)
+        if has_userinfo(url):
+            raise ConfigError(
+                "url carries credentials (user:pass@host); put them in an environment variable named by auth_env "
+                "(auth_scheme: Basic sends user:pass base64-encoded)",
+                field="url",
+            )
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"url must be http(s)://host[:port]/path, not {url!r}")
         body = DEFAULT_BODY if body is None else body
@@ -135,9 +149,21 @@ class HttpRetriever(Retriever):
         if timeout <= 0 or retries < 0 or backoff < 0 or concurrency < 1:
             raise ValueError("timeout and concurrency must be positive, retries and backoff not negative")
         self.url, self.method, self.body = url, method, body
-        self.headers = dict(headers or {})
+        self.headers = {str(n): str(v) for n, v in (headers or {}).items()}
+        for name, value in self.headers.items():
+            if looks_secret(name, value):
+                raise ConfigError(
+                    f"header {name!r} looks like a credential; name an environment variable for it in headers_env "
+                    "(secrets are never read from configs, which are copied into manifests)",
+                    field=f"headers.{name}",
+                )
+        self.headers_env = {str(n): str(v) for n, v in (headers_env or {}).items()}
+        self._secret_headers = {n: secret_from_env(v, f"headers_env.{n}") or "" for n, v in self.headers_env.items()}
         self.auth_env, self.auth_header, self.auth_scheme = auth_env, auth_header, auth_scheme
         self._token = secret_from_env(auth_env, "auth_env")
+        if self._token and auth_scheme.lower() == "basic" and ":" in self._token:
+            self._token = base64.b64encode(self._token.encode("utf-8")).decode("ascii")
+            register_secret(self._token)
         self.response_path = response_path
         self.id_field, self.score_field, self.text_field = id_field, score_field, text_field
         self.timeout, self.retries, self.backoff = float(timeout), int(retries), float(backoff)
@@ -158,7 +184,7 @@ class HttpRetriever(Retriever):
             "url": self.url,
             "method": self.method,
             "body": self.body,
-            "headers": sorted(self.headers),  # names only: values may be keys
+            "headers": sorted({*self.headers, *self.headers_env}),  # names only: values may be keys
             "auth": f"{self.auth_header} from ${self.auth_env}" if self.auth_env else None,
             "response_path": self.response_path,
             "fields": {"id": self.id_field, "score": self.score_field, "text": self.text_field},
@@ -168,9 +194,6 @@ class HttpRetriever(Retriever):
             "retry_on": sorted(self.retry_on),
             "concurrency": self.concurrency,
         }
-
-    def _redact(self, text: str) -> str:
-        return text.replace(self._token, "***") if self._token else text
 
     # -- transport -----------------------------------------------------------------------------
     def _connection(self) -> Any:
@@ -195,7 +218,7 @@ class HttpRetriever(Retriever):
     def _request(self, text: str, k: int) -> tuple[int, bytes]:
         path = fill(self._parts.path or "/", urllib.parse.quote(text, safe=""), k)
         query = fill(self._parts.query, urllib.parse.quote_plus(text), k)
-        headers = dict(self.headers)
+        headers = {**self.headers, **self._secret_headers}
         if self._token:
             headers[self.auth_header] = f"{self.auth_scheme} {self._token}".strip()
         payload = None
@@ -240,7 +263,7 @@ class HttpRetriever(Retriever):
         except (OSError, http.client.HTTPException) as exc:
             raise _Failure(QueryStatus.ERROR, f"{type(exc).__name__}: {exc}", retry=True) from None
         if not 200 <= status < 300:
-            snippet = data[:_MAX_ERROR_BODY].decode("utf-8", "replace").strip()
+            snippet = clip(data.decode("utf-8", "replace").strip(), _MAX_ERROR_BODY)  # redacted, then cut
             raise _Failure(QueryStatus.ERROR, f"HTTP {status}: {snippet}", retry=status in self.retry_on)
         try:
             return self.parse(data)
@@ -278,7 +301,7 @@ class HttpRetriever(Retriever):
             try:
                 ranking, texts = self._attempt(text, k)
             except _Failure as fail:
-                answer.errors.append(self._redact(str(fail)))
+                answer.errors.append(clip(str(fail), 4 * _MAX_ERROR_BODY))
                 answer.status, answer.error = fail.status, answer.errors[-1]
                 if not fail.retry or attempt > self.retries:
                     break

@@ -33,6 +33,7 @@ from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.filters import Filter
 from retbench.retrievers.stores import VectorStoreRetriever, secret_from_env
 from retbench.retrievers.stores.chroma import collection_name
+from retbench.secrets import has_userinfo
 
 DISTANCES = ("cosine", "dot", "euclid")
 HNSW_KEYS = ("m", "ef_construct", "full_scan_threshold", "max_indexing_threads", "on_disk", "payload_m")
@@ -110,6 +111,8 @@ class QdrantRetriever(VectorStoreRetriever):
             raise ValueError(f"unknown hnsw_config setting {unknown[0]!r}; expected one of {', '.join(HNSW_KEYS)}")
         if upsert_batch < 1 or wait_s < 0:
             raise ValueError("upsert_batch must be positive and wait_s not negative")
+        if url and has_userinfo(url):
+            raise ValueError("url carries credentials (user:pass@host); name an environment variable in api_key_env")
         self.url, self.path = url, path
         self.location = None if (url or path) else (location or ":memory:")
         self.api_key_env = api_key_env

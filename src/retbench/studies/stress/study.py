@@ -19,6 +19,7 @@ from retbench.results import SystemDir, save_run, write_json
 from retbench.results.journal import Journal
 from retbench.retrievers.base import Retriever, create
 from retbench.retrievers.faults import with_faults
+from retbench.secrets import redact
 from retbench.studies.benchmark import prepare_dataset
 from retbench.studies.stress.config import StressConfig
 from retbench.studies.stress.drivers import drive, uses_async
@@ -92,7 +93,7 @@ class StressResult:
 def _write_failures(path: Path, failures: Sequence[Mapping[str, Any]]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        fh.writelines(json.dumps(f, default=str) + "\n" for f in failures)
+        fh.writelines(redact(json.dumps(f, default=str)) + "\n" for f in failures)
     tmp.replace(path)
 
 
@@ -158,8 +159,8 @@ class _Stress:
         over = failed / max(len(requests), 1) > self.s.allowed_failure_rate or bool(self.ingest_failures)
         sm["exit_code"] = EXIT_BACKEND if over else EXIT_OK
         write_json(self.out / "summary.json", sm)
-        (self.out / "report.md").write_text(render_markdown(sm), encoding="utf-8")
-        (self.out / "report.html").write_text(render_html(sm), encoding="utf-8")
+        (self.out / "report.md").write_text(redact(render_markdown(sm)), encoding="utf-8")
+        (self.out / "report.html").write_text(redact(render_html(sm)), encoding="utf-8")
 
     def _measure(self, c: int) -> list[dict[str, Any]]:
         return self.journal.records(lambda r: r.get("level") == c and r.get("phase") == "measure")
