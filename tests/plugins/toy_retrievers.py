@@ -48,3 +48,34 @@ class WordOverlap(Retriever):
 def word_overlap(**kwargs) -> WordOverlap:
     """A factory function, the other form `module:factory` accepts."""
     return WordOverlap(**kwargs)
+
+
+# what a careless backend answers: one bad item per query, chosen by the query's position
+BAD_ITEMS = [
+    ("doc\nq9 Q0 forged 1 99 x", 1.0),  # a newline would forge a TREC line
+    ("doc\twith-tab", 1.0),
+    ("doc with space", 1.0),
+    ("", 1.0),
+    (None, 1.0),
+    ({"id": "d1"}, 1.0),
+    (True, 1.0),
+    ("fine-id", float("nan")),
+    ("fine-id", float("inf")),
+]
+
+
+class BadAnswers(WordOverlap):
+    """WordOverlap whose n-th query's answer carries BAD_ITEMS[n] at rank 2 (queries past the list are fine)."""
+
+    adapter = "toy_retrievers:BadAnswers"
+
+    def __init__(self, name: str | None = None) -> None:
+        super().__init__(name=name)
+        self._seen: dict[str, int] = {}
+
+    def search_one(self, text: str, k: int) -> Ranking:
+        ranking = super().search_one(text, k)
+        n = self._seen.setdefault(text, len(self._seen))
+        if n < len(BAD_ITEMS) and ranking:
+            ranking = [ranking[0], BAD_ITEMS[n], *ranking[1:]]  # type: ignore[list-item]
+        return ranking

@@ -17,12 +17,75 @@ accesses of a hash table cheap in NumPy (ten to twenty times cheaper than one ta
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import math
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 
-__all__ = ["key_strings", "keys_from_bytes", "lookup", "may_repeat"]
+__all__ = ["answer_problem", "first_bad_id", "id_problem", "key_strings", "keys_from_bytes", "lookup", "may_repeat"]
+
+# What an id may not contain: whitespace of any kind (trec_eval and str.split() cut there, and a newline
+# would forge a TREC line) and control characters. Ids are non-empty strings; integers are accepted as
+# their decimal text (JSON sources often write them so), booleans, null and containers are not.
+_BAD_ID_CHAR = re.compile(r"[\s\x00-\x1f\x7f]")
+
+
+def id_problem(value: Any) -> str | None:
+    """Why `value` cannot be a query or document id (None when it can)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return f"id must be a string, got {type(value).__name__} {value!r:.40}"
+    text = str(value)
+    if not text:
+        return "id is empty"
+    bad = _BAD_ID_CHAR.search(text)
+    if bad:
+        return f"id {text!r:.60} contains {bad.group(0)!r} (ids may not hold whitespace or control characters)"
+    return None
+
+
+def first_bad_id(ids: Iterable[str]) -> tuple[int, str] | None:
+    """(position, reason) of the first unusable id; one regex pass over all ids when they are fine."""
+    ids = ids if isinstance(ids, list) else list(ids)
+    if all(type(i) is str for i in ids) and all(ids) and not _BAD_ID_CHAR.search("".join(ids)):
+        return None
+    for n, value in enumerate(ids):
+        reason = id_problem(value)
+        if reason:
+            return n, reason
+    return None  # pragma: no cover - the fast check found a problem one of the ids must have
+
+
+def answer_problem(ranking: Sequence[tuple[Any, Any]]) -> str | None:
+    """Why a backend's ranking cannot be recorded as an answer: a bad doc id or a non-finite score."""
+    try:  # fast path: string ids and finite float scores, checked with one regex and one array pass
+        docs, scores = zip(*ranking, strict=True)
+        if (
+            all(type(d) is str and d for d in docs)
+            and not _BAD_ID_CHAR.search("".join(docs))
+            and np.isfinite(np.asarray(scores, dtype=np.float64)).all()
+        ):
+            return None
+    except (TypeError, ValueError):
+        pass
+    for rank, item in enumerate(ranking, 1):
+        try:
+            doc, score = item
+        except (TypeError, ValueError):
+            return f"rank {rank}: expected (doc id, score), got {item!r:.60}"
+        reason = id_problem(doc)
+        if reason:
+            return f"rank {rank}: {reason}"
+        try:
+            value = float(score)
+        except (TypeError, ValueError):
+            return f"rank {rank}: score must be a number, got {score!r:.40}"
+        if not math.isfinite(value):
+            return f"rank {rank}: score must be finite, got {value!r}"
+    return None
+
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: Fibonacci hashing
 _MIX = np.uint64(0xBF58476D1CE4E5B9)  # splitmix64 multipliers

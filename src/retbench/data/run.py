@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from retbench.data.ids import may_repeat
+from retbench.data.ids import answer_problem, may_repeat
 from retbench.data.status import QueryStatus
 
 
@@ -530,8 +530,13 @@ class RunBuilder:
         latency: float | None = None,
         error: str | None = None,
     ) -> None:
+        ranking = list(ranking)
+        problem = answer_problem(ranking) if ranking else None
+        if problem is not None:  # a bad id or score would corrupt run.trec: recorded as an invalid answer
+            ranking, status = [], QueryStatus.INVALID
+            error = f"invalid answer: {problem}" + (f"; {error}" if error else "")
         for d, s in ranking:
-            self._docs.append(d)
+            self._docs.append(str(d))
             self._scores.append(float(s))
         self._qids.append(qid)
         self._offsets.append(len(self._docs))

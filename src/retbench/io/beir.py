@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from retbench.data import Corpus, Dataset, Qrels, Queries
+from retbench.data.ids import first_bad_id, id_problem
 from retbench.errors import InputError
 from retbench.io.files import find_variant, iter_jsonl, iter_lines, open_text
 
@@ -29,6 +30,13 @@ def _string_field(obj: dict, key: str, path: Path, lineno: int, *, required: boo
     if not isinstance(value, str):
         raise InputError(f"expected a string, got {type(value).__name__}", path=path, line=lineno, field=key)
     return value
+
+
+def _check_ids(ids: list[str], line_of: dict[str, int], path: Path) -> None:
+    """Every id usable in a TREC file (no whitespace or control characters); the first bad one is named."""
+    bad = first_bad_id(ids)
+    if bad is not None:
+        raise InputError(bad[1], path=path, line=line_of.get(ids[bad[0]]), field="_id")
 
 
 def read_corpus(path: str | Path, join_rule: str = "title_space_text", name: str = "") -> Corpus:
@@ -62,6 +70,7 @@ def read_corpus(path: str | Path, join_rule: str = "title_space_text", name: str
         metadata.append(meta if type(meta) is dict else {"value": meta})
     if not ids:
         raise InputError("corpus is empty (no documents)", path=p)
+    _check_ids(ids, first_line, p)
     return Corpus(ids, texts, titles, metadata, join_rule=join_rule, name=name)
 
 
@@ -82,6 +91,7 @@ def read_queries(path: str | Path) -> Queries:
             metadata[qid] = obj["metadata"]
     if not texts:
         raise InputError("queries file is empty", path=p)
+    _check_ids(list(texts), first_line, p)
     return Queries(texts, metadata)
 
 
@@ -101,6 +111,10 @@ def read_qrels_tsv(path: str | Path) -> tuple[Qrels, int]:
                 f"expected 3 tab-separated columns (query-id corpus-id score), got {len(parts)}", path=p, line=lineno
             )
         qid, doc, score = (x.strip() for x in parts)
+        for field_name, value in (("query-id", qid), ("corpus-id", doc)):
+            problem = id_problem(value)
+            if problem:
+                raise InputError(problem, path=p, line=lineno, field=field_name)
         try:
             grade = int(score)
         except ValueError:

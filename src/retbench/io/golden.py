@@ -17,6 +17,7 @@ trec_eval sort unless the output gives scores of its own.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any
 import yaml
 
 from retbench.data import Qrels, Queries, Run, RunBuilder, Sample
+from retbench.data.ids import id_problem
 from retbench.errors import InputError
 from retbench.io.files import iter_jsonl, open_text, require_file
 
@@ -184,12 +186,33 @@ def parse_ranking(value: Any, path: Path | str, line: int | None, texts: dict[st
         if isinstance(item, dict):
             if "id" not in item:
                 raise InputError(f"retrieved item {rank + 1} has no id", path=path, line=line, field="retrieved.id")
+            problem = id_problem(item["id"])
+            if problem:
+                raise InputError(f"retrieved item {rank + 1}: {problem}", path=path, line=line, field="retrieved.id")
             doc = str(item["id"])
             if isinstance(item.get("text"), str):
                 texts.setdefault(doc, item["text"])
             score = item.get("score")
-            ranking.append((doc, float(score) if isinstance(score, (int, float)) else float(n - rank)))
+            if isinstance(score, bool) or (score is not None and not isinstance(score, (int, float))):
+                raise InputError(
+                    f"retrieved item {rank + 1}: score must be a number, got {score!r:.40}",
+                    path=path,
+                    line=line,
+                    field="retrieved.score",
+                )
+            value = float(n - rank) if score is None else float(score)
+            if not math.isfinite(value):
+                raise InputError(
+                    f"retrieved item {rank + 1}: score must be finite, got {score!r}",
+                    path=path,
+                    line=line,
+                    field="retrieved.score",
+                )
+            ranking.append((doc, value))
         elif isinstance(item, (str, int)) and not isinstance(item, bool):
+            problem = id_problem(item)
+            if problem:
+                raise InputError(f"retrieved item {rank + 1}: {problem}", path=path, line=line, field="retrieved")
             ranking.append((str(item), float(n - rank)))
         else:
             raise InputError(
@@ -210,6 +233,8 @@ def read_outputs(path: str | Path, name: str | None = None) -> SystemOutputs:
         for line, rec in iter_jsonl(p):
             if "id" not in rec:
                 raise InputError("missing required field", path=p, line=line, field="id")
+            if id_problem(rec["id"]):
+                raise InputError(str(id_problem(rec["id"])), path=p, line=line, field="id")
             builder.add(str(rec["id"]), parse_ranking(rec.get("retrieved", rec.get("output")), p, line, texts))
     else:
         require_file(p)
@@ -221,5 +246,7 @@ def read_outputs(path: str | Path, name: str | None = None) -> SystemOutputs:
         if not isinstance(doc, dict):
             raise InputError("expected a mapping of sample id -> output", path=p)
         for sid, value in doc.items():
+            if id_problem(sid):
+                raise InputError(str(id_problem(sid)), path=p, field=f"{sid!r:.40}")
             builder.add(str(sid), parse_ranking(value, p, None, texts))
     return SystemOutputs(builder.build(), texts)

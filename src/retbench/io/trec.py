@@ -7,6 +7,7 @@ trec_eval order (trec_eval itself ignores that column and re-sorts by score).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -135,11 +136,11 @@ def _read_run_lines(p: Path, name: str | None) -> Run:
         parts = line.split()
         if not parts:
             continue
-        if len(parts) != 6:
+        if len(parts) < 6:  # trec_eval reads six fields and ignores the rest of the line
             raise InputError(
                 f"expected 6 columns (query-id Q0 doc-id rank score tag), got {len(parts)}", path=p, line=lineno
             )
-        qid, _, doc, _, score, tag = parts
+        qid, _, doc, _, score, tag = parts[:6]
         try:
             value = float(score)
         except ValueError:
@@ -399,9 +400,14 @@ class _ArrowIds:
         return out
 
 
+def run_tag(name: str | None) -> str:
+    """A system name as a TREC run tag: one field, so every run of whitespace or control bytes becomes `_`."""
+    return re.sub(r"[\s\x00-\x1f\x7f]+", "_", name or "").strip("_") or "retbench"
+
+
 def write_run(run: Run, path: str | Path, tag: str | None = None, query_ids: Iterable[str] | None = None) -> None:
     """Write a run in trec_eval order; queries with no ranking write no lines (status lives elsewhere)."""
-    tag = (tag or run.name or "retbench").replace(" ", "_")
+    tag = run_tag(tag or run.name)
     with open_text(path, "wt") as fh:
         for qid in query_ids if query_ids is not None else run.query_ids:
             s = run._slice(qid)

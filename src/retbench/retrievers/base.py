@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import numbers
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -121,14 +122,26 @@ class Retriever(ABC):
         """Release servers, clients or files the adapter holds."""
 
 
+def _as_float(score: Any) -> Any:
+    try:
+        return float(score)
+    except (TypeError, ValueError):
+        return score  # left for RunBuilder to record as invalid
+
+
 def clean_ranking(ranking: Sequence[tuple[Any, Any]]) -> Ranking:
-    """String ids and Python floats, zero-score padding dropped (FAISS and bm25s pad with it)."""
+    """Integer ids as strings and scores as Python floats, FAISS's `-1` padding dropped.
+
+    Anything else is passed on unchanged, so that RunBuilder records a null, boolean or container id,
+    an id with whitespace, or a non-finite score as an invalid answer instead of writing it.
+    """
     out: Ranking = []
     for doc, score in ranking:
-        s = float(score)
-        if doc is None or (isinstance(doc, (int,)) and doc < 0):
-            continue  # FAISS pads missing neighbours with id -1
-        out.append((str(doc), s))
+        if isinstance(doc, numbers.Integral) and not isinstance(doc, bool):
+            if doc < 0:
+                continue  # FAISS pads missing neighbours with id -1
+            doc = str(int(doc))
+        out.append((doc, _as_float(score)))
     return out
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -166,8 +167,8 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
         name = str(s.get("name") or adapter)
         _require(name not in seen, f"duplicate system name {name!r}", source, f"systems[{i}].name")
         _require(
-            "/" not in name and name not in (".", ".."),
-            "a system name cannot contain '/'",
+            not re.search(r"[/\\\x00-\x1f\x7f]", name) and name.strip() not in ("", ".", ".."),
+            "a system name cannot be empty or contain '/', '\\' or control characters (tabs, newlines)",
             source,
             f"systems[{i}].name",
         )
