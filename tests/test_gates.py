@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -382,3 +383,44 @@ def test_cli_gate_same_system_in_two_results_dirs_like_ci(results_dir, tmp_path)
     data = json.loads((tmp_path / "g.json").read_text())
     assert data["candidate"]["system"] == data["baseline"]["system"] == "bm25"
     assert all(g["delta"] == 0.0 and g["p"] == 1.0 for g in data["gates"])
+
+
+# -- different data, out-of-range thresholds ---------------------------------------------------------------
+@pytest.fixture(scope="module")
+def other_data_dir(tmp_path_factory):
+    """BM25 on another slice of SciFact (100 queries, 1,000 sampled documents): other corpus, other qrels."""
+    return abdata.pytrec_results(tmp_path_factory.getbasetemp())
+
+
+def test_gate_refuses_a_baseline_computed_on_different_data_unless_allowed(results_dir, other_data_dir):
+    args = ["--criteria", str(ROOT / "configs" / "ship-criteria-scifact.yaml"), "--candidate", str(other_data_dir)]
+    args += ["--candidate-system", "bm25", "--baseline", str(results_dir), "--baseline-system", "bm25"]
+    res = _gate(*args)
+    assert res.exit_code == 2
+    assert "different data" in res.output and "--allow-different-data" in res.output
+    assert "corpus" in res.output and "qrels" in res.output and "Traceback" not in res.output
+    res = _gate(*args, "--allow-different-data")
+    assert res.exit_code in (0, 1) and "note: --allow-different-data" in res.output
+
+
+def test_compare_refuses_results_on_different_data_unless_allowed(results_dir, other_data_dir):
+    args = ["compare", str(results_dir), str(other_data_dir), "--systems", "bm25", "--resamples", "200"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2 and "different data" in res.output
+    res = CliRunner().invoke(app, [*args, "--allow-different-data"])
+    assert res.exit_code == 0 and "note: --allow-different-data" in res.output
+
+
+@pytest.mark.parametrize(
+    "limits, words",
+    [
+        ({"threshold": 85}, "outside the metric's range [0, 1] (write 0.85, not 85)"),
+        ({"threshold": 1.5}, "outside the metric's range"),
+        ({"regression_max": 2}, "larger than the metric's whole range"),
+    ],
+)
+def test_a_threshold_outside_the_metrics_range_is_a_config_error(limits, words):
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        criteria(gate("recall@5", **limits))
+    with pytest.raises(ConfigError, match="tags.short"):
+        criteria(gate("ndcg@10", 0.5, tags={"short": limits}))

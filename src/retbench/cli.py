@@ -249,6 +249,18 @@ def _write(path: Path | None, text: str) -> None:
         path.write_text(text, encoding="utf-8")
 
 
+def _check_same_data(allowed: bool, *loaded: Any) -> None:
+    """Refuse results computed on different data unless --allow-different-data says so (then say it)."""
+    from retbench.compare import different_data
+
+    why = different_data(*loaded)
+    if why is None:
+        return
+    if not allowed:
+        raise fail(f"results were computed on different data ({why}); pass --allow-different-data to go on anyway")
+    typer.echo(f"note: --allow-different-data: results were computed on different data ({why})", err=True)
+
+
 @app.command("compare")
 @handles_errors
 def compare_command(
@@ -273,6 +285,9 @@ def compare_command(
     top: Annotated[int, typer.Option(help="Most changed queries to list per metric.")] = 5,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the full comparison as JSON.")] = None,
     markdown_out: Annotated[Path | None, typer.Option("--markdown", help="Write the comparison as Markdown.")] = None,
+    allow_different_data: Annotated[
+        bool, typer.Option(help="Compare results computed on different corpora or qrels (printed as a note).")
+    ] = False,
 ) -> None:
     """Paired A/B comparison: deltas with bootstrap CIs, randomization/t/Wilcoxon p-values, Holm-corrected."""
     import json
@@ -283,6 +298,7 @@ def compare_command(
     if resamples < 1:
         raise fail("--resamples must be at least 1")
     loaded = load_systems(inputs, qrels=qrels, metrics=_names(metrics), queries=queries, systems=_names(systems))
+    _check_same_data(allow_different_data, loaded)
     cmp = compare(
         loaded.evaluations,
         loaded.default_pairs(baseline),
@@ -328,6 +344,9 @@ def gate_command(
     history_file: Annotated[
         Path | None, typer.Option(help="History database (default: $RETBENCH_HISTORY or the per-user one).")
     ] = None,
+    allow_different_data: Annotated[
+        bool, typer.Option(help="Gate on a baseline computed on other corpora or qrels (printed as a note).")
+    ] = False,
 ) -> None:
     """Apply ship criteria. Exit 0 pass (warnings print), 1 an error gate failed, 2 bad criteria, 3 backend failures.
 
@@ -353,6 +372,7 @@ def gate_command(
         )
     elif baseline is not None:
         base = load_systems([Path(baseline)], qrels=qrels, metrics=metrics, check_metrics=False)
+    _check_same_data(allow_different_data, cand, *([base] if base is not None else []))
     cand_ev = cand.one(candidate_system, "candidate")
     base_ev = base.one(baseline_system, "baseline") if base is not None else None
     report = run_gates(

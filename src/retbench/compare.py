@@ -20,6 +20,7 @@ So comparisons always count like trec_eval, even between evaluations made in pyt
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -523,6 +524,7 @@ class Loaded:
     groups: dict[str, list[str]] = field(default_factory=dict)  # tag -> query ids
     failures: dict[str, dict[str, str]] = field(default_factory=dict)  # system -> failed qid -> status
     input_systems: list[list[str]] = field(default_factory=list)  # systems of each input, in order
+    data: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # results dir -> datasets it was run on
 
     def get(self, system: str) -> Any:
         for ev in self.evaluations:
@@ -618,6 +620,7 @@ def load_systems(
                 raw.append((label, ev, {q: st.value for q, st in res.run(s).status.items() if st.failed}))
             out.queries.update({q: res.queries[q] for q in res.queries})
             _merge_groups(out.groups, groups_from_queries(res.queries))
+            out.data[str(p)] = data_identity(res.manifest)
         elif p.is_file():
             raw.append((label, _evaluate_file(p, qrels, wanted), {}))
         else:
@@ -648,6 +651,40 @@ def load_systems(
                         field="metric",
                     )
     return out
+
+
+_DATA_KEYS = ("name", "split", "corpus_fingerprint", "qrels_fingerprint")
+
+
+def data_identity(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What a results directory was computed on: per dataset its name, split and corpus/qrels fingerprints."""
+    datasets = manifest.get("datasets") if isinstance(manifest, Mapping) else None
+    return [{k: d.get(k) for k in _DATA_KEYS} for d in datasets or [] if isinstance(d, Mapping)]
+
+
+def different_data(*loaded: Loaded) -> str | None:
+    """None when every results directory was computed on the same corpus and qrels, else what differs.
+
+    Numbers from different corpora or judgements are not comparable: a drop from 0.72 to 0.16 may
+    be the data, not the system. Run files scored here share the --qrels given, so only results
+    directories (whose manifests carry the fingerprints) are checked.
+    """
+    data: dict[str, list[dict[str, Any]]] = {}
+    for one in loaded:
+        data.update(one.data)
+    if len({json.dumps(v, sort_keys=True) for v in data.values()}) <= 1:
+        return None
+
+    def show(v: list[dict[str, Any]]) -> str:
+        return (
+            ", ".join(
+                f"{d['name']}/{d['split']} (corpus {d['corpus_fingerprint']}, qrels {d['qrels_fingerprint']})"
+                for d in v
+            )
+            or "no dataset recorded"
+        )
+
+    return "; ".join(f"{where}: {show(v)}" for where, v in data.items())
 
 
 def _merge_groups(into: dict[str, list[str]], more: Mapping[str, Sequence[str]]) -> None:

@@ -107,6 +107,12 @@ def _line_marks(text: str) -> list[dict[str, int]]:
     return out
 
 
+def value_range(name: str) -> tuple[float, float] | None:
+    from retbench.metrics.registry import value_range as declared
+
+    return declared(name)
+
+
 def resolve_metric(name: str) -> str:
     """Canonical metric name from the registry, which also reads underscore spellings (`retrieval_recall_at_5`)."""
 
@@ -119,7 +125,7 @@ def _number(value: Any, where: str, path: str, line: int | None, *, lo: float = 
     return float(value)
 
 
-def _limits(obj: Any, where: str, path: str, line: int | None) -> Limits:
+def _limits(obj: Any, where: str, path: str, line: int | None, span: tuple[float, float] | None = None) -> Limits:
     if not isinstance(obj, Mapping):
         raise ConfigError("must be a mapping with threshold and/or regression_max", path=path, line=line, field=where)
     unknown = set(obj) - TAG_KEYS
@@ -138,6 +144,23 @@ def _limits(obj: Any, where: str, path: str, line: int | None) -> Limits:
     )
     if lim.threshold is None and lim.regression_max is None:
         raise ConfigError("needs a threshold or a regression_max", path=path, line=line, field=where)
+    if span is not None:
+        lo, hi = span
+        if lim.threshold is not None and not lo <= lim.threshold <= hi:
+            raise ConfigError(
+                f"threshold {lim.threshold:g} is outside the metric's range [{lo:g}, {hi:g}]"
+                + (" (write 0.85, not 85)" if hi == 1.0 and lim.threshold > 1 else ""),
+                path=path,
+                line=line,
+                field=f"{where}.threshold",
+            )
+        if lim.regression_max is not None and lim.regression_max > hi - lo:
+            raise ConfigError(
+                f"regression_max {lim.regression_max:g} is larger than the metric's whole range [{lo:g}, {hi:g}]",
+                path=path,
+                line=line,
+                field=f"{where}.regression_max",
+            )
     return lim
 
 
@@ -215,7 +238,8 @@ def parse_criteria(raw: Any, path: str = "<criteria>", text: str = "") -> Criter
                 line=mk.get("require_significance", line),
                 field=f"{where}.require_significance",
             )
-        limits = _limits({k: g.get(k) for k in TAG_KEYS}, where, path, line)
+        span = value_range(metric)
+        limits = _limits({k: g.get(k) for k in TAG_KEYS}, where, path, line, span)
         tags_raw = g.get("tags") or {}
         if not isinstance(tags_raw, Mapping):
             raise ConfigError(
@@ -224,7 +248,7 @@ def parse_criteria(raw: Any, path: str = "<criteria>", text: str = "") -> Criter
                 line=mk.get("tags", line),
                 field=f"{where}.tags",
             )
-        tags = {str(t): _limits(v, f"{where}.tags.{t}", path, mk.get("tags", line)) for t, v in tags_raw.items()}
+        tags = {str(t): _limits(v, f"{where}.tags.{t}", path, mk.get("tags", line), span) for t, v in tags_raw.items()}
         gates.append(Gate(name, metric, limits, severity, sig, tags, line))
     return Criteria(gates, alpha, max_failed, path)
 

@@ -82,7 +82,8 @@ class Metric(Protocol):
     (uncut unless the name has @k) or "none". `compute` returns one float per gain-matrix row;
     `k` is None (uncut) or an int64 array of per-row cutoffs. Optional attributes: `aliases`
     (other names), `params` (name -> default), `binary` (accepts `rel=`), `description`,
-    `trec_name(k)` (trec_eval's name for it, if any).
+    `trec_name(k)` (trec_eval's name for it, if any), `value_range` ((low, high): thresholds are checked
+    against it).
     """
 
     name: str
@@ -104,6 +105,7 @@ class Builtin:
     params: Mapping[str, float] = field(default_factory=dict)
     trec: str | None = None  # trec_eval's name when uncut
     trec_cut: str | None = None  # trec_eval's name with a cutoff, "{k}" filled in
+    value_range: tuple[float, float] = (0.0, 1.0)  # every built-in metric is a fraction
 
     def compute(self, ctx: MetricContext, k: np.ndarray | None, params: Mapping[str, float]) -> np.ndarray:
         return self.fn(ctx, k, ctx.level(params) if self.binary else 1, params)
@@ -445,6 +447,12 @@ def parse_metric(spec: str, default_k: int = 5) -> MetricSpec:
     if shown:
         name += "(" + ",".join(f"{p}={_fmt(v)}" for p, v in sorted(shown.items())) + ")"
     return MetricSpec(metric, k, {**defaults, **params}, name)
+
+
+def value_range(name: str) -> tuple[float, float] | None:
+    """(low, high) of a metric's values when the metric declares them (all built-ins: 0 to 1)."""
+    rng = getattr(parse_metric(name).metric, "value_range", None)
+    return (float(rng[0]), float(rng[1])) if rng is not None else None
 
 
 def parse_metrics(specs: Sequence[str], default_k: int = 5) -> list[MetricSpec]:
