@@ -422,5 +422,5 @@ def test_compare_refuses_results_on_different_data_unless_allowed(results_dir, o
 def test_a_threshold_outside_the_metrics_range_is_a_config_error(limits, words):
     with pytest.raises(ConfigError, match=re.escape(words)):
         criteria(gate("recall@5", **limits))
-    with pytest.raises(ConfigError, match="tags.short"):
+    with pytest.raises(ConfigError, match=r"tags\.short"):
         criteria(gate("ndcg@10", 0.5, tags={"short": limits}))

@@ -255,20 +255,16 @@ def parse_criteria(raw: Any, path: str = "<criteria>", text: str = "") -> Criter
 
 def load_criteria(path: str | Path) -> Criteria:
     """Read and validate a ship-criteria YAML file."""
-    import yaml
+    from retbench.io.files import load_yaml_text
 
     p = Path(path)
     if not p.is_file():
         raise ConfigError("criteria file not found", path=p)
-    text = p.read_text(encoding="utf-8")
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(
-            f"not valid YAML ({getattr(exc, 'problem', exc)})", path=p, line=mark.line + 1 if mark else None
-        ) from None
-    return parse_criteria(raw, str(p), text)
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text (byte {exc.start}: {exc.reason})", path=p) from None
+    return parse_criteria(load_yaml_text(text, p), str(p), text)
 
 
 # -- applying the criteria ----------------------------------------------------------------------

@@ -93,15 +93,91 @@ def find_variant(folder: Path, stem: str) -> Path | None:
     return None
 
 
-def read_yaml(path: str | Path) -> Any:
-    """A YAML file's content; a syntax error names the file and line (every config loader uses this)."""
+# Alias expansion allowed in one YAML document: nodes that `*alias` references add once expanded. Anchors
+# that share settings between a few systems add hundreds; a "billion laughs" document adds millions.
+MAX_ALIAS_NODES = 100_000
+
+
+def _expanded_size(root: Any, path: Path | str) -> int:
+    """Nodes in the document once every alias is expanded (each distinct node is walked once)."""
     import yaml
 
-    p = require_file(path, "config file")
+    size: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            children = []
+        if done:
+            size[key] = 1 + sum(size[id(c)] for c in children)
+            open_nodes.discard(key)
+            continue
+        if key in size:
+            continue
+        if key in open_nodes:
+            raise ConfigError(
+                "a YAML alias refers to itself (recursive document)", path=path, line=node.start_mark.line + 1
+            )
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in size)
+    return size[id(root)]
+
+
+def load_yaml_text(text: str, path: Path | str, loader: Any = None) -> Any:
+    """Parse YAML with a bound on alias expansion; errors name the file and line.
+
+    PyYAML's safe loader still expands aliases without limit: a 400-byte document of nested
+    aliases becomes millions of nodes. The document is composed first (aliases stay shared), its
+    expanded size counted, and only then constructed.
+    """
+    import yaml
+
     try:
-        return yaml.safe_load(p.read_text(encoding="utf-8"))
+        ldr = (loader or yaml.SafeLoader)(text)
+        try:
+            node = ldr.get_single_node()
+            if node is None:
+                return None
+            distinct: set[int] = set()
+            todo = [node]
+            while todo:
+                n = todo.pop()
+                if id(n) in distinct:
+                    continue
+                distinct.add(id(n))
+                if isinstance(n, yaml.MappingNode):
+                    todo.extend(x for pair in n.value for x in pair)
+                elif isinstance(n, yaml.SequenceNode):
+                    todo.extend(n.value)
+            added = _expanded_size(node, path) - len(distinct)
+            if added > MAX_ALIAS_NODES:
+                raise ConfigError(
+                    f"YAML aliases expand to {added:,} more nodes (limit {MAX_ALIAS_NODES:,}); "
+                    "write the repeated settings out or share fewer of them",
+                    path=path,
+                )
+            return ldr.construct_document(node)
+        finally:
+            ldr.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise ConfigError(
-            f"malformed YAML ({getattr(exc, 'problem', exc)})", path=p, line=mark.line + 1 if mark else None
+            f"malformed YAML ({getattr(exc, 'problem', exc)})", path=path, line=mark.line + 1 if mark else None
         ) from None
+
+
+def read_yaml(path: str | Path) -> Any:
+    """A YAML file's content; a syntax error names the file and line (every config loader uses this)."""
+    p = require_file(path, "config file")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text (byte {exc.start}: {exc.reason})", path=p) from None
+    return load_yaml_text(text, p)

@@ -28,7 +28,7 @@ import yaml
 from retbench.data import Qrels, Queries, Run, RunBuilder, Sample
 from retbench.data.ids import id_problem
 from retbench.errors import InputError
-from retbench.io.files import iter_jsonl, open_text, require_file
+from retbench.io.files import iter_jsonl, load_yaml_text, open_text, require_file
 
 
 class _LineLoader(yaml.SafeLoader):
@@ -58,14 +58,8 @@ def _load_records(path: Path, key: str) -> Iterator[tuple[int | None, Any]]:
         yield from iter_jsonl(path)
         return
     require_file(path)
-    try:
-        with open_text(path) as fh:
-            doc = yaml.load(fh, Loader=_LineLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(
-            f"malformed YAML ({getattr(exc, 'problem', exc)})", path=path, line=mark.line + 1 if mark else None
-        ) from None
+    with open_text(path) as fh:
+        doc = load_yaml_text(fh.read(), path, _LineLoader)
     if isinstance(doc, dict) and key in doc:
         doc = doc[key]
     if not isinstance(doc, list):
@@ -240,8 +234,8 @@ def read_outputs(path: str | Path, name: str | None = None) -> SystemOutputs:
         require_file(p)
         with open_text(p) as fh:
             try:
-                doc = json.load(fh) if p.suffix == ".json" else yaml.safe_load(fh)
-            except (json.JSONDecodeError, yaml.YAMLError) as exc:
+                doc = json.load(fh) if p.suffix == ".json" else load_yaml_text(fh.read(), p)
+            except json.JSONDecodeError as exc:
                 raise InputError(f"malformed file ({exc})", path=p) from None
         if not isinstance(doc, dict):
             raise InputError("expected a mapping of sample id -> output", path=p)

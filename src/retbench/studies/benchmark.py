@@ -38,7 +38,7 @@ from retbench.results import SystemDir, save_run, write_json
 from retbench.results.journal import Journal
 from retbench.retrievers.base import create, resolve_factory
 from retbench.retrievers.filters import query_filters, require_filters
-from retbench.studies.manifest import machine, package_versions
+from retbench.studies.manifest import config_record, machine, package_versions
 
 TOP_KEYS = {
     "name",
@@ -324,7 +324,7 @@ def run_experiment(
     metrics_json: dict[str, Any] = {}
     manifest: dict[str, Any] = {
         "experiment": cfg.name,
-        "config": cfg.raw,
+        "config": config_record(cfg.source, cfg.raw),
         "config_file": cfg.source,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "versions": package_versions(),

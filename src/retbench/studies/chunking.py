@@ -51,7 +51,7 @@ from retbench.metrics.registry import parse_metric
 from retbench.report.chunking import render_markdown
 from retbench.results import SystemDir, save_run, write_json
 from retbench.retrievers.base import create, resolve_factory
-from retbench.studies.manifest import machine, package_versions
+from retbench.studies.manifest import config_record, machine, package_versions
 
 TOP_KEYS = {
     "name",
@@ -329,7 +329,7 @@ def run_chunking(cfg: ChunkingConfig, *, force: bool = False, log: Progress = pr
     manifest: dict[str, Any] = {
         "experiment": cfg.name,
         "kind": "chunking",
-        "config": cfg.raw,
+        "config": config_record(cfg.source, cfg.raw),
         "config_file": cfg.source,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "versions": package_versions(),

@@ -27,6 +27,27 @@ TRACKED_PACKAGES = (
 )
 
 
+def config_record(source: str, raw: Any) -> dict[str, Any]:
+    """The config as its author wrote it: the file's own text and sha256, never the parsed object.
+
+    A parsed object would repeat every YAML alias expansion (a few hundred bytes can expand to
+    megabytes); the text is what a person reads and diffs. A config given as a mapping (no file) is
+    recorded as canonical JSON.
+    """
+    import hashlib
+    import json
+    from pathlib import Path
+
+    p = Path(source)
+    try:
+        text = p.read_text(encoding="utf-8") if source and p.is_file() else None
+    except (OSError, UnicodeDecodeError):
+        text = None
+    if text is None:
+        text = json.dumps(raw, sort_keys=True, default=str)
+    return {"file": source, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "text": text}
+
+
 def package_versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
     for name in TRACKED_PACKAGES:

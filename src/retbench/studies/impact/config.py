@@ -290,16 +290,9 @@ def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path |
 
 
 def load_ingest_config(path: str | Path, output: str | Path | None = None) -> IngestConfig:
-    import yaml
+    from retbench.io.files import read_yaml
 
     p = Path(path)
     if not p.is_file():
         raise InputError("config file not found", path=p)
-    try:
-        raw = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(
-            f"malformed YAML ({getattr(exc, 'problem', exc)})", path=p, line=mark.line + 1 if mark else None
-        ) from None
-    return parse_ingest_config(raw, str(p), output)
+    return parse_ingest_config(read_yaml(p), str(p), output)

@@ -26,7 +26,7 @@ from retbench.studies.impact.model import STATUSES, Impact
 from retbench.studies.impact.novelty import Novelty, NoveltyIndex, text_hash
 from retbench.studies.impact.rebuild import RebuildImpact
 from retbench.studies.impact.support import ContextRecall, CosineSupport
-from retbench.studies.manifest import machine, package_versions
+from retbench.studies.manifest import config_record, machine, package_versions
 
 
 @dataclass
@@ -305,7 +305,7 @@ def _manifest(
     return {
         "experiment": cfg.name,
         "kind": "ingest-impact",
-        "config": cfg.raw,
+        "config": config_record(cfg.source, cfg.raw),
         "config_file": cfg.source,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "versions": package_versions(),
