@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import queue
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -97,6 +101,38 @@ class LoggedBM25(Retriever):
 
 def logged_bm25(log: str, delay_ms: float = 0.0, name: str | None = None) -> LoggedBM25:
     return LoggedBM25(log, delay_ms, name)
+
+
+# -- `retbench serve` in its own process ------------------------------------------------------------
+
+
+def start_serve(args: list[str]) -> tuple[subprocess.Popen, str]:
+    """Start `retbench serve ARGS` on 127.0.0.1 with a free port; (process, URL of /search) once it listens."""
+    env = {**os.environ, "PYTHONPATH": str(TESTS.parent / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "retbench.cli", "serve", *args, "--host", "127.0.0.1", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    seen = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=1)
+        except queue.Empty:
+            if proc.poll() is not None:
+                break
+            continue
+        seen.append(line)
+        if line.startswith("serving "):
+            return proc, line.split(" at ")[-1].strip()
+    proc.kill()
+    proc.wait(timeout=10)
+    raise AssertionError("retbench serve did not start:\n" + "".join(seen))
 
 
 # -- a real server process for the killed-server test -------------------------------------------------

@@ -11,10 +11,7 @@ Every server is started and stopped by the test; request loops are bounded by re
 from __future__ import annotations
 
 import json
-import os
-import queue
 import subprocess
-import sys
 import threading
 import time
 import urllib.parse
@@ -28,42 +25,15 @@ import yaml
 from retbench.data import QueryStatus
 from retbench.errors import BackendError, ConfigError
 from retbench.retrievers.base import create
+from stress_support import start_serve
 
 BM25 = {"k1": 1.5, "b": 0.75, "method": "lucene", "stopwords": "en", "stemmer": "english"}
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _start_serve(args: list[str]) -> tuple[subprocess.Popen, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "retbench.cli", "serve", *args, "--host", "127.0.0.1", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
-    seen = []
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=1)
-        except queue.Empty:
-            if proc.poll() is not None:
-                break
-            continue
-        seen.append(line)
-        if line.startswith("serving "):
-            return proc, line.split(" at ")[-1].strip()
-    proc.kill()
-    proc.wait(timeout=10)
-    raise AssertionError("retbench serve did not start:\n" + "".join(seen))
-
-
 @pytest.fixture(scope="module")
 def bm25_server() -> Iterator[str]:
-    proc, url = _start_serve(["scifact", "--adapter", "bm25s", "--params", json.dumps(BM25)])
+    proc, url = start_serve(["scifact", "--adapter", "bm25s", "--params", json.dumps(BM25)])
     try:
         yield url
     finally:

@@ -503,6 +503,10 @@ def serve_command(
     port: Annotated[int, typer.Option(help="Port (0 picks a free one; the URL is printed).")] = 8000,
     include_text: Annotated[bool, typer.Option(help="Return each document's text with its id and score.")] = False,
     verbose: Annotated[bool, typer.Option(help="Log every request.")] = False,
+    backlog: Annotated[
+        int, typer.Option(help="Listen backlog: connections queued while all threads are busy (>= your concurrency).")
+    ] = 1024,
+    timeout: Annotated[float, typer.Option(help="Seconds a connection may stay silent before it is closed.")] = 30.0,
 ) -> None:
     """Serve a retriever over HTTP: POST /search {"query", "k"} -> {"retrieved": [{"id", "score"}]}."""
     import json
@@ -515,7 +519,19 @@ def serve_command(
         raise fail(f"--params is not JSON: {exc}") from None
     if not isinstance(options, dict):
         raise fail("--params must be a JSON object")
-    server = serve_dataset(dataset, adapter, options, host=host, port=port, include_text=include_text, verbose=verbose)
+    if backlog < 1 or not timeout > 0:
+        raise fail("--backlog must be at least 1 and --timeout positive")
+    server = serve_dataset(
+        dataset,
+        adapter,
+        options,
+        host=host,
+        port=port,
+        include_text=include_text,
+        verbose=verbose,
+        backlog=backlog,
+        timeout=timeout,
+    )
     typer.echo(f"serving {adapter} over {dataset} at {server.url}", err=False)
     sys.stdout.flush()
     try:

@@ -10,7 +10,14 @@ checked end to end against a known answer, and so a retriever built here can be 
 Scores are written as JSON floats (Python's repr, which round-trips exactly), in the retriever's order,
 so a client reads back the very numbers the retriever produced. Searches are serialized with a lock
 (retrievers are not promised to be thread-safe); connections are HTTP/1.1 keep-alive, one thread each.
-Bad requests get 400, a failing retriever 500 with its message, both as `{"error": "..."}`.
+Bad requests get 400, a failing retriever 500 with its message, both as `{"error": "..."}`: a body
+that is not a JSON object, nested too deeply to parse, `k` that is not an integer in 1..max_k (`1e999`,
+`2.5`, `true`), a `query` that is not a string.
+
+Under load: the listen backlog (`backlog`, default 1024; the kernel caps it at net.core.somaxconn) holds
+the connections that arrive while every thread is busy, so 64 or more concurrent clients are queued,
+not reset. A connection that sends nothing for `timeout` seconds (default 30) is closed, so idle or
+stalled clients cannot hold threads forever.
 """
 
 from __future__ import annotations
@@ -26,11 +33,28 @@ from retbench.io.datasets import load_dataset
 from retbench.retrievers.base import Retriever, create
 
 MAX_BODY = 1 << 20
+DEFAULT_BACKLOG = 1024
+DEFAULT_TIMEOUT_S = 30.0
+
+
+def _parse_k(value: Any) -> int | None:
+    """An integer k from JSON (int) or a query string (digits); None for anything else (floats, bools, 1e999)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 18:
+        return int(value)
+    return None
 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
+
+    def setup(self) -> None:
+        self.timeout = self.server.owner.timeout  # socket read timeout: idle or stalled clients are let go
+        super().setup()
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.owner.verbose:
@@ -52,10 +76,9 @@ class _Handler(BaseHTTPRequestHandler):
         query, k = params.get("query"), params.get("k", owner.default_k)
         if not isinstance(query, str):
             return self._send(400, {"error": "field 'query' must be a string"})
-        try:
-            k = int(k)
-        except (TypeError, ValueError):
-            return self._send(400, {"error": "field 'k' must be an integer"})
+        k = _parse_k(k)
+        if k is None:
+            return self._send(400, {"error": f"field 'k' must be an integer in 1..{owner.max_k}"})
         if not 1 <= k <= owner.max_k:
             return self._send(400, {"error": f"field 'k' must be in 1..{owner.max_k}"})
         try:
@@ -95,6 +118,8 @@ class _Handler(BaseHTTPRequestHandler):
             params = json.loads(self.rfile.read(length))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return self._send(400, {"error": f"body is not JSON: {exc}"})
+        except RecursionError:
+            return self._send(400, {"error": "body is nested too deeply"})
         if not isinstance(params, dict):
             return self._send(400, {"error": "body must be a JSON object"})
         self._search(params)
@@ -103,6 +128,14 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     owner: RetrievalServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up or timed out is routine under load: one line when verbose, no traceback."""
+        import sys
+
+        if self.owner.verbose:
+            exc = sys.exc_info()[1]
+            print(f"retbench serve: connection from {client_address[0]}: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
 class RetrievalServer:
@@ -119,15 +152,27 @@ class RetrievalServer:
         default_k: int = 10,
         max_k: int = 1000,
         verbose: bool = False,
+        backlog: int = DEFAULT_BACKLOG,
+        timeout: float = DEFAULT_TIMEOUT_S,
     ) -> None:
         if include_text and corpus is None:
             raise ValueError("include_text needs the corpus")
+        if backlog < 1 or not timeout > 0:
+            raise ValueError("backlog must be at least 1 and timeout positive")
+        self.timeout = float(timeout)
         self.retriever, self.corpus = retriever, corpus
         self.include_text, self.default_k, self.max_k, self.verbose = include_text, default_k, max_k, verbose
         self.documents = len(corpus) if corpus is not None else None
         self._lock = threading.Lock()
-        self._httpd = _Server((host, port), _Handler)
+        self._httpd = _Server((host, port), _Handler, bind_and_activate=False)
         self._httpd.owner = self
+        self._httpd.request_queue_size = int(backlog)  # listen() backlog: the stdlib default of 5 resets bursts
+        try:
+            self._httpd.server_bind()
+            self._httpd.server_activate()
+        except BaseException:
+            self._httpd.server_close()
+            raise
         self._thread: threading.Thread | None = None
 
     @property
@@ -185,6 +230,8 @@ def serve_dataset(
     port: int = 8000,
     include_text: bool = False,
     verbose: bool = False,
+    backlog: int = DEFAULT_BACKLOG,
+    timeout: float = DEFAULT_TIMEOUT_S,
 ) -> RetrievalServer:
     """Build `adapter` over a dataset's corpus and return the (not yet started) server."""
 
@@ -192,5 +239,12 @@ def serve_dataset(
     retriever = create(adapter, params or {}, name=adapter)
     retriever.index(ds.corpus)
     return RetrievalServer(
-        retriever, corpus=ds.corpus, host=host, port=port, include_text=include_text, verbose=verbose
+        retriever,
+        corpus=ds.corpus,
+        host=host,
+        port=port,
+        include_text=include_text,
+        verbose=verbose,
+        backlog=backlog,
+        timeout=timeout,
     )

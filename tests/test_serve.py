@@ -1,0 +1,112 @@
+"""`retbench serve` under load and under bad input, as a real process on 127.0.0.1.
+
+A real `retbench stress` at concurrency 64 against it must record no failures (the stdlib's listen
+backlog of 5 reset 11-19% of such connections); bodies that are not a search (`k` of `1e999`, a
+deeply nested body) get a 400 that says why, and a client that goes silent is let go after the
+server's read timeout. Request counts are bounded; every process is stopped by the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from retbench.io.beir import write_beir
+from stress_support import scifact_slice, start_serve
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def folder(scifact, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("serve") / "slice"
+    write_beir(scifact_slice(scifact, n_queries=40, n_other_docs=400), out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(folder) -> Iterator[str]:
+    proc, url = start_serve([str(folder), "--adapter", "bm25s", "--timeout", "2", "--backlog", "256"])
+    try:
+        assert urllib.parse.urlsplit(url).hostname == "127.0.0.1"
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def _post(url: str, body: bytes) -> tuple[int, dict]:
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def test_stress_at_concurrency_64_against_serve_records_no_failures(server, folder, tmp_path):
+    cfg = {
+        "name": "serve-64",
+        "output": str(tmp_path / "out"),
+        "depth": 10,
+        "metrics": ["ndcg@10"],
+        "datasets": [{"path": str(folder), "split": "test"}],
+        "systems": [{"name": "serve", "adapter": "http", "params": {"url": server, "retries": 0, "timeout": 120}}],
+        "stress": {"levels": [64], "requests": 256, "warmup": 0, "timeout_s": 120, "retries": 0},
+    }
+    (tmp_path / "stress.yaml").write_text(yaml.safe_dump(cfg))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "retbench.cli", "stress", str(tmp_path / "stress.yaml")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    failures = tmp_path / "out" / "failures.jsonl"
+    assert not failures.exists() or failures.read_text().strip() == ""
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["complete"] and summary["failed"] == 0 and summary["levels"][0]["ok"] == 256
+
+
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        (b'{"query": "cells", "k": 1e999}', "'k' must be an integer"),
+        (b'{"query": "cells", "k": 2.5}', "'k' must be an integer"),
+        (b'{"query": "cells", "k": true}', "'k' must be an integer"),
+        (b'{"query": "cells", "k": 100000}', "'k' must be in 1..1000"),
+        (b'{"query": ["cells"], "k": 3}', "'query' must be a string"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b'{"query": "cells", "k": 3', "not JSON"),
+        (b"[1, 2]", "JSON object"),
+    ],
+)
+def test_a_bad_body_gets_400_with_a_message_and_the_server_keeps_serving(server, body, words):
+    code, answer = _post(server, body)
+    assert code == 400 and words in answer["error"]
+    code, answer = _post(server, b'{"query": "cells", "k": 3}')
+    assert code == 200 and len(answer["retrieved"]) == 3
+
+
+def test_a_silent_client_is_disconnected_after_the_read_timeout(server):
+    parts = urllib.parse.urlsplit(server)
+    with socket.create_connection((parts.hostname, parts.port), timeout=60) as sock:
+        sock.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\n")  # then nothing more
+        assert sock.recv(1024) == b""  # the server closed the connection (the read timeout is 2 s)
