@@ -50,8 +50,29 @@ def handles_errors(func: F) -> F:
             raise fail(str(exc), exc.exit_code) from None
         except FileNotFoundError as exc:
             raise fail(f"{exc.filename}: file not found") from None
+        except OSError as exc:
+            if exc.filename is None:  # a socket or process error is a backend's, not an input's
+                raise
+            raise fail(f"{exc.filename}: {_os_reason(exc)}") from None
+        except UnicodeDecodeError as exc:
+            raise fail(f"input is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        except RecursionError:
+            raise fail("input is nested too deeply to read") from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _os_reason(exc: OSError) -> str:
+    """What a file-system error means for the person who gave the path."""
+    if isinstance(exc, IsADirectoryError):
+        return "is a directory, expected a file"
+    if isinstance(exc, NotADirectoryError):
+        return "a part of this path is a file, expected a directory"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if isinstance(exc, FileExistsError):
+        return "already exists and is not a directory"
+    return exc.strerror or type(exc).__name__
 
 
 def console() -> Any:
@@ -94,6 +115,16 @@ def datasets_info(
     console().print(render_dataset_info(info))
 
 
+def _repair_journals(output: Path) -> None:
+    """`--repair`: cut every journal under the output folder back to its last readable record."""
+    from retbench.results.journal import repair_journal
+
+    for journal in sorted(output.rglob("journal.jsonl")) if output.is_dir() else []:
+        dropped = repair_journal(journal)
+        if dropped:
+            typer.echo(f"repaired {journal}: {dropped} line(s) set aside in {journal.name}.dropped", err=True)
+
+
 # -- run --------------------------------------------------------------------------------------
 @app.command("run")
 @handles_errors
@@ -110,12 +141,18 @@ def run_command(
     history: Annotated[
         bool, typer.Option(help="Register the run in the local history (see `retbench history`).")
     ] = True,
+    repair: Annotated[
+        bool,
+        typer.Option(help="Set aside a journal's unreadable tail (to journal.jsonl.dropped) and redo those queries."),
+    ] = False,
 ) -> None:
     """Run every system on every dataset of an experiment; resumable (finished work is kept)."""
     from retbench.report.terminal import render_summary
     from retbench.studies.benchmark import load_config, raise_if_backend_failed, run_experiment
 
     cfg = load_config(config, output)
+    if repair:
+        _repair_journals(cfg.output)
     con = console()
     if quiet:
         outcome = run_experiment(
@@ -197,12 +234,17 @@ def stress_command(
         Path | None, typer.Option("--output", "-o", help="Results directory (overrides the config).")
     ] = None,
     fresh: Annotated[bool, typer.Option(help="Discard the journal of an earlier (interrupted) stress run.")] = False,
+    repair: Annotated[
+        bool, typer.Option(help="Set aside a journal's unreadable tail (to journal.jsonl.dropped) and redo that work.")
+    ] = False,
 ) -> None:
     """Drive one system under load (and faults); exit 3 when failures exceed the allowed rate."""
     from retbench.report.stress import describe_failure, headline
     from retbench.studies.stress import load_config, run_stress
 
     cfg = load_config(config, output)
+    if repair:
+        _repair_journals(cfg.output)
     result = run_stress(cfg, fresh=fresh, echo=lambda m: typer.echo(redact(m)))
     typer.echo(f"{headline(result.summary)}; report: {result.out_dir / 'report.md'}")
     if result.exit_code:

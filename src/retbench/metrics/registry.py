@@ -106,6 +106,7 @@ class Builtin:
     trec: str | None = None  # trec_eval's name when uncut
     trec_cut: str | None = None  # trec_eval's name with a cutoff, "{k}" filled in
     value_range: tuple[float, float] = (0.0, 1.0)  # every built-in metric is a fraction
+    param_ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # checked when the name is parsed
 
     def compute(self, ctx: MetricContext, k: np.ndarray | None, params: Mapping[str, float]) -> np.ndarray:
         return self.fn(ctx, k, ctx.level(params) if self.binary else 1, params)
@@ -209,6 +210,7 @@ def _builtins() -> list[Builtin]:
             "alpha * recall + (1 - alpha) * log-rank quality",
             ("hybrid_log_rank",),
             params={"alpha": 0.5, "gamma": 1.0},
+            param_ranges={"alpha": (0.0, 1.0)},
         ),
         Builtin(
             "judged",
@@ -438,15 +440,21 @@ def parse_metric(spec: str, default_k: int = 5) -> MetricSpec:
     cutoff = metric.cutoff
     if cutoff == "none" and k is not None:
         raise ConfigError(f"metric {metric.name!r} takes no cutoff (got {spec!r})", field="metric")
-    if k is not None and k < 1:
-        raise ConfigError(f"metric {spec!r}: cutoff must be >= 1", field="metric")
     if k is None and (cutoff == "k" or force_k):
         k = default_k
+    if k is not None and not 1 <= k <= MAX_CUTOFF:
+        raise ConfigError(f"metric {spec!r}: cutoff must be in 1..{MAX_CUTOFF}, got {k}", field="metric")
+    for p, (lo, hi) in (getattr(metric, "param_ranges", None) or {}).items():
+        if p in params and not lo <= params[p] <= hi:
+            raise ConfigError(f"metric {spec!r}: {p} must be in [{lo:g}, {hi:g}], got {params[p]:g}", field="metric")
     shown = {p: v for p, v in params.items() if p == "rel" or v != defaults.get(p)}
     name = metric.name + (f"@{k}" if k is not None else "")
     if shown:
         name += "(" + ",".join(f"{p}={_fmt(v)}" for p, v in sorted(shown.items())) + ")"
     return MetricSpec(metric, k, {**defaults, **params}, name)
+
+
+MAX_CUTOFF = 2**31 - 1  # a cutoff past any ranking's length; larger ones overflow the int64 arrays judging uses
 
 
 def value_range(name: str) -> tuple[float, float] | None:

@@ -53,6 +53,9 @@ def save_run(run: Run, sysdir: SystemDir) -> None:
     write_status(run, sysdir.status)
 
 
+_STATUSES = frozenset(st.value for st in QueryStatus)
+
+
 def load_run(sysdir: SystemDir, name: str = "") -> Run:
     """Read a saved run back with its statuses (queries with no ranked docs come from status.jsonl)."""
     ranked = read_run(sysdir.run, name=name) if sysdir.run.is_file() and sysdir.run.stat().st_size else Run.empty(name)
@@ -64,10 +67,14 @@ def load_run(sysdir: SystemDir, name: str = "") -> Run:
     latency: dict[str, float] = {}
     errors: dict[str, str] = {}
     order: list[str] = []
-    for _, rec in iter_jsonl(sysdir.status):
-        q = rec["qid"]
+    for line, rec in iter_jsonl(sysdir.status):
+        q, st = rec.get("qid"), rec.get("status")
+        if not isinstance(q, str) or not q:
+            raise InputError("'qid' must be a non-empty string", path=sysdir.status, line=line, field="qid")
+        if st not in _STATUSES:
+            raise InputError(f"unknown status {st!r:.40}", path=sysdir.status, line=line, field="status")
         order.append(q)
-        status[q] = QueryStatus(rec["status"])
+        status[q] = QueryStatus(st)
         if "latency" in rec:
             latency[q] = rec["latency"]
         if "error" in rec:

@@ -81,8 +81,17 @@ class Journal:
                     end -= len(raw) + 1
                     break
                 raise InputError(
-                    f"journal line is not a JSON object ({exc}); the journal is corrupt", path=self.path, line=lineno
+                    f"journal line is not a JSON object ({exc}); {_REPAIR_HINT.format(n=len(lines) - lineno + 1)}",
+                    path=self.path,
+                    line=lineno,
                 ) from None
+            problem = record_problem(obj) if lineno > 1 else None
+            if problem:
+                raise InputError(
+                    f"journal record of the wrong shape ({problem}); {_REPAIR_HINT.format(n=len(lines) - lineno + 1)}",
+                    path=self.path,
+                    line=lineno,
+                )
             parsed.append(obj)
         if end < len(data):
             with open(self.path, "r+b") as fh:
@@ -194,6 +203,71 @@ class Journal:
 
     def __len__(self) -> int:
         return len(self._keys)
+
+
+_REPAIR_HINT = "run again with --repair to set aside this line and the {n} from here on and redo those queries"
+_STATUSES = frozenset(st.value for st in QueryStatus)
+
+
+def record_problem(obj: Mapping[str, Any]) -> str | None:
+    """Why a journal record cannot be replayed (None when it can): the fields replay reads, by type."""
+    if not isinstance(obj.get("key"), str):
+        return "'key' must be a string"
+    if "qid" in obj and (not isinstance(obj["qid"], str) or not obj["qid"]):
+        return "'qid' must be a non-empty string"
+    if "status" in obj and obj["status"] not in _STATUSES:
+        return f"unknown status {obj['status']!r:.40}"
+    docs, scores = obj.get("docs"), obj.get("scores")
+    if docs is not None or scores is not None:
+        if not isinstance(docs, list) or not isinstance(scores, list) or len(docs) != len(scores):
+            return "'docs' and 'scores' must be lists of the same length"
+        if not all(isinstance(d, str) for d in docs):
+            return "'docs' must hold string ids"
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in scores):
+            return "'scores' must hold numbers"
+    for name in ("latency", "t"):
+        if obj.get(name) is not None and (isinstance(obj[name], bool) or not isinstance(obj[name], (int, float))):
+            return f"'{name}' must be a number"
+    if obj.get("error") is not None and not isinstance(obj["error"], str):
+        return "'error' must be a string"
+    for name in ("i", "level"):
+        if name in obj and (isinstance(obj[name], bool) or not isinstance(obj[name], int)):
+            return f"'{name}' must be an integer"
+    return None
+
+
+def repair_journal(path: str | Path) -> int:
+    """Set aside a journal's first unreadable record and everything after it; returns how many lines went.
+
+    The dropped lines are appended to `<journal>.dropped` (kept for inspection, never deleted); the
+    queries they recorded are redone by the next run, so nothing is imputed.
+    """
+    p = Path(path)
+    if not p.is_file():
+        return 0
+    data = p.read_bytes()
+    lines = data.split(b"\n")
+    offset = 0
+    for lineno, raw in enumerate(lines, 1):
+        if not raw.strip():
+            offset += len(raw) + 1
+            continue
+        try:
+            obj = json.loads(raw)
+            bad = not isinstance(obj, dict) or (lineno > 1 and record_problem(obj) is not None)
+        except ValueError:
+            bad = True
+        if bad:
+            tail = data[offset:]
+            with open(p.with_name(p.name + ".dropped"), "ab") as fh:
+                fh.write(tail if tail.endswith(b"\n") else tail + b"\n")
+            with open(p, "r+b") as fh:
+                fh.truncate(offset)
+                fh.flush()
+                os.fsync(fh.fileno())
+            return sum(1 for x in tail.split(b"\n") if x.strip())
+        offset += len(raw) + 1
+    return 0
 
 
 def run_from_records(records: Iterable[Mapping[str, Any]], name: str = "") -> Run:

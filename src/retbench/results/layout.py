@@ -45,6 +45,7 @@ class SystemDir:
         if not self.done.is_file():
             return False
         try:
-            return json.loads(self.done.read_text()).get("config_hash") == config_hash
-        except (json.JSONDecodeError, OSError):
-            return False
+            done = json.loads(self.done.read_text())
+        except (json.JSONDecodeError, OSError, UnicodeDecodeError):
+            return False  # unreadable: the system is redone
+        return isinstance(done, dict) and done.get("config_hash") == config_hash

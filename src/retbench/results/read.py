@@ -83,4 +83,9 @@ def load_results(path: str | Path) -> Results:
     if not metrics_path.is_file():
         raise InputError("not a results directory (no metrics.json)", path=root)
     manifest = read_json(root / "manifest.json") if (root / "manifest.json").is_file() else {}
-    return Results(root, manifest, read_json(metrics_path))
+    if not isinstance(manifest, dict):
+        raise InputError(f"expected a JSON object, got {type(manifest).__name__}", path=root / "manifest.json")
+    metrics = read_json(metrics_path)
+    if not isinstance(metrics, dict) or not all(isinstance(v, dict) for v in metrics.values()):
+        raise InputError("expected a JSON object of system -> {metric: value}", path=metrics_path)
+    return Results(root, manifest, metrics)
