@@ -7,13 +7,14 @@ subprocess tests reach `logged_bm25` as the adapter `stress_support:logged_bm25`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import queue
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,21 @@ def logged_bm25(log: str, delay_ms: float = 0.0, name: str | None = None) -> Log
 
 
 # -- `retbench serve` in its own process ------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def serving(args: list[str]) -> Iterator[str]:
+    """`retbench serve ARGS` for the duration of a with-block: yields the /search URL, then stops it."""
+    proc, url = start_serve(args)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
 
 
 def start_serve(args: list[str]) -> tuple[subprocess.Popen, str]:

@@ -11,7 +11,6 @@ Every server is started and stopped by the test; request loops are bounded by re
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 import time
 import urllib.parse
@@ -25,7 +24,7 @@ import yaml
 from retbench.data import QueryStatus
 from retbench.errors import BackendError, ConfigError
 from retbench.retrievers.base import create
-from stress_support import start_serve
+from stress_support import serving
 
 BM25 = {"k1": 1.5, "b": 0.75, "method": "lucene", "stopwords": "en", "stemmer": "english"}
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,16 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def bm25_server() -> Iterator[str]:
-    proc, url = start_serve(["scifact", "--adapter", "bm25s", "--params", json.dumps(BM25)])
-    try:
+    with serving(["scifact", "--adapter", "bm25s", "--params", json.dumps(BM25)]) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
