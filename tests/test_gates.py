@@ -99,7 +99,7 @@ def test_adr_gate_names_resolve_through_the_registry(tmp_path):
         ("gates:\n  - name: a\n    metric: recall@5\n", 2, "gates[0]", "needs a threshold or a regression_max"),
         ("gates:\n  - name: a\n    metric: recall@5\n    treshold: 0.8\n", 2, "gates[0]", "unknown key(s) treshold"),
         ("gates: []\n", None, "gates", "non-empty list"),
-        ("gates:\n  - name: a\n    metric: [recall@5\n", 4, None, "not valid YAML"),
+        ("gates:\n  - name: a\n    metric: [recall@5\n", 4, None, "malformed YAML"),
     ],
 )
 def test_bad_criteria_name_file_line_and_field(tmp_path, text, line, field, words):

@@ -26,7 +26,11 @@ _pattern: re.Pattern[str] | None = None
 
 # header names and values that carry credentials; such values must come from the environment
 _SECRET_HEADER = re.compile(r"auth|token|key|secret|pass|cookie|session|credential|signature", re.I)
-_SECRET_VALUE = re.compile(r"^\s*(bearer|basic|token|digest)\s+\S|^[A-Za-z0-9_\-+/=.]{24,}$", re.I)
+_SECRET_VALUE = re.compile(
+    r"^\s*(bearer|basic|token|digest)\s+\S"  # an auth scheme and its credentials
+    r"|^(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_\-+/=.]{24,}$",  # a long token of letters and digits (API keys, JWTs)
+    re.I,
+)
 
 
 def _forms(secret: str) -> set[str]:
