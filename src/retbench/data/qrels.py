@@ -43,11 +43,13 @@ class Qrels(Mapping[str, Mapping[str, int]]):
             total = int(lengths.sum())
             docs = np.fromiter(chain.from_iterable(docs_of), dtype=object, count=total)
         try:
-            grades = np.fromiter(chain.from_iterable(map(dict.values, docs_of)), dtype=np.int64, count=total)
+            grades = np.fromiter(chain.from_iterable(map(dict.values, docs_of)), dtype=np.int64, count=total)  # type: ignore[arg-type]
         except (TypeError, ValueError, OverflowError):  # e.g. grades given as strings: int() each
             try:
                 grades = np.fromiter(
-                    map(int, chain.from_iterable(map(dict.values, docs_of))), dtype=np.int64, count=total
+                    map(int, chain.from_iterable(map(dict.values, docs_of))),  # type: ignore[arg-type]
+                    dtype=np.int64,
+                    count=total,
                 )
             except OverflowError:
                 raise ValueError("relevance grades must fit in 64 bits") from None

@@ -70,7 +70,7 @@ def _str_keyed_mappings(rankings: Sequence[Any], plain: bool) -> bool:
     return all(isinstance(r, Mapping) and type(next(iter(r), "")) is str for r in rankings)
 
 
-def _intern(doc_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def _intern(doc_ids: Sequence[str] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Codes for doc ids whose order equals the ids' string order (for trec_eval tie-breaking).
 
     Returns (vocab sorted ascending as an object array, int64 codes).
@@ -174,7 +174,7 @@ class Run:
         rows of those ids (-1: absent), so a run whose statuses all follow from its rankings needs no
         per-query dict lookups."""
         if self._status is not None or self._given_status:
-            value = {**{s: s.value for s in QueryStatus}, None: "missing"}
+            value: dict[QueryStatus | None, str] = {**{s: s.value for s in QueryStatus}, None: "missing"}
             return list(map(value.__getitem__, map(self.status.get, query_ids)))
         empty = (
             (self.offsets[1:] == self.offsets[:-1])[np.maximum(rows, 0)]
@@ -237,22 +237,22 @@ class Run:
             # the common case, {qid: {doc: score}}: columns straight from the mappings, no per-doc Python work
             lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
             n = int(lengths.sum())
-            values = map(dict.values, rankings) if plain else (r.values() for r in rankings)
+            values: Iterable[Any] = map(dict.values, rankings) if plain else (r.values() for r in rankings)  # type: ignore[arg-type, union-attr]
             scores = np.fromiter(chain.from_iterable(values), dtype=np.float64, count=n)
             offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
             np.cumsum(lengths, out=offsets[1:])
             if kwargs.get("_sorted"):
                 doc_arr = np.fromiter(chain.from_iterable(rankings), dtype=object, count=n)
                 return cls(qids, offsets, doc_arr, scores, _unique=True, _owned=True, **kwargs)
-            return cls(qids, offsets, None, scores, _unique=True, _maps=rankings, **kwargs)
+            return cls(qids, offsets, None, scores, _unique=True, _maps=rankings, **kwargs)  # type: ignore[arg-type]
         docs: list[str] = []
-        values: list[float] = []
+        score_list: list[float] = []
         offsets_list = [0]
         for ranking in rankings:
             items = ranking.items() if isinstance(ranking, Mapping) else ranking
             for d, sc in items:
                 docs.append(str(d))
-                values.append(float(sc))
+                score_list.append(float(sc))
             offsets_list.append(len(docs))
         doc_arr = np.empty(len(docs), dtype=object)
         doc_arr[:] = docs
@@ -260,7 +260,7 @@ class Run:
             qids,
             np.asarray(offsets_list, dtype=np.int64),
             doc_arr,
-            np.asarray(values, dtype=np.float64),
+            np.asarray(score_list, dtype=np.float64),
             _owned=True,
             **kwargs,
         )

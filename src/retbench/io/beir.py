@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from retbench.data import Corpus, Dataset, Qrels, Queries
 from retbench.data.ids import first_bad_id, id_problem
@@ -201,16 +202,16 @@ def write_beir(dataset: Dataset, folder: str | Path, *, compress: bool = False) 
     c = dataset.corpus
     with open_text(root / f"corpus{ext}", "wt") as fh:
         for i in range(len(c)):
-            obj = {"_id": c.ids[i], "title": c.title(i), "text": c.texts[i]}
+            obj: dict[str, Any] = {"_id": c.ids[i], "title": c.title(i), "text": c.texts[i]}
             if c.metadata is not None and c.metadata[i]:
                 obj["metadata"] = c.metadata[i]
             fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
     with open_text(root / f"queries{ext}", "wt") as fh:
         for qid, text in dataset.queries.items():
-            obj = {"_id": qid, "text": text}
+            obj2: dict[str, Any] = {"_id": qid, "text": text}
             if qid in dataset.queries.metadata:
-                obj["metadata"] = dataset.queries.metadata[qid]
-            fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+                obj2["metadata"] = dataset.queries.metadata[qid]
+            fh.write(json.dumps(obj2, ensure_ascii=False) + "\n")
     for split, qrels in dataset.qrels.items():
         with open_text(root / "qrels" / f"{split}.tsv", "wt") as fh:
             fh.write("query-id\tcorpus-id\tscore\n")

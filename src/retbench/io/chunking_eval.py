@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from retbench.chunkers import Span
 from retbench.data import Corpus, Dataset, Qrels, Queries
@@ -84,12 +85,12 @@ def read_chunking_eval(folder: str | Path, *, name: str = "") -> ChunkingEval:
             raise InputError(
                 f"unknown document {doc!r} (have: {', '.join(texts)})", path=qpath, line=line, field="corpus_id"
             )
-        refs = _field(obj, "references", list, qpath, line)
+        refs: list[Any] = _field(obj, "references", list, qpath, line)  # type: ignore[assignment]
         if not refs:
             raise InputError("a question needs at least one reference", path=qpath, line=line, field="references")
         text = texts[doc]
         out = []
-        for i, ref in enumerate(refs):  # type: ignore[arg-type]
+        for i, ref in enumerate(refs):
             where = f"references[{i}]"
             if not isinstance(ref, dict):
                 raise InputError("expected an object", path=qpath, line=line, field=where)

@@ -36,7 +36,7 @@ def open_text(path: str | Path, mode: str = "rt") -> IO[str]:
             # mtime=0 keeps compressed outputs byte-stable across runs
             raw = gzip.GzipFile(filename="", mode="wb", fileobj=open(p, "wb"), mtime=0)  # noqa: SIM115
             return io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
-        return gzip.open(p, mode, encoding="utf-8-sig")
+        return gzip.open(p, mode, encoding="utf-8-sig")  # type: ignore[return-value]
     # reading with utf-8-sig drops a byte-order mark at the start (never part of an id), as Arrow does
     return open(p, mode, encoding="utf-8-sig" if "r" in mode else "utf-8", newline="\n" if "w" in mode else None)
 

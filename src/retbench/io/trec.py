@@ -305,7 +305,7 @@ def _numbers(column: Any, dtype: type = np.float64) -> np.ndarray:
     (Arrow's own to_numpy imports pandas, a fifth of a second this path does not need.)
     """
     chunks = getattr(column, "chunks", [column])
-    parts = [np.frombuffer(c.buffers()[1], dtype=dtype)[c.offset : c.offset + len(c)] for c in chunks]
+    parts: list[np.ndarray] = [np.frombuffer(c.buffers()[1], dtype=dtype)[c.offset : c.offset + len(c)] for c in chunks]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 

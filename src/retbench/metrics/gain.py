@@ -187,7 +187,7 @@ class GainMatrix:
         return f"GainMatrix(queries={len(self)}, depth={self.depth}, hits={len(self.hit_rows)}, judged_relevant={len(self.ideal_grades)})"
 
 
-def check_level(level: int) -> None:
+def check_level(level: float) -> None:
     """Relevance levels start at 1: grade 0 means 'not relevant' and unjudged documents read as 0."""
     if int(level) != level or level < 1:
         raise ValueError(f"relevance level must be an integer >= 1, got {level!r}")

@@ -139,12 +139,12 @@ def _builtins() -> list[Builtin]:
         Builtin(
             "P",
             "k",
-            lambda c, k, lv, p: r.precision(c.gm, k, lv),
+            lambda c, k, lv, p: r.precision(c.gm, k, lv),  # type: ignore[arg-type]
             "relevant docs in the top k / k",
             ("precision",),
             trec_cut="P_{k}",
         ),
-        Builtin("f1", "k", lambda c, k, lv, p: r.f1(c.gm, k, lv), "harmonic mean of P@k and recall@k"),
+        Builtin("f1", "k", lambda c, k, lv, p: r.f1(c.gm, k, lv), "harmonic mean of P@k and recall@k"),  # type: ignore[arg-type]
         Builtin(
             "rprec",
             "none",
@@ -485,4 +485,4 @@ def expand_trec_list(spec: str) -> list[str]:
 
 
 for _m in _builtins():
-    register(_m)
+    register(_m)  # type: ignore[arg-type]

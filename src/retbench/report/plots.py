@@ -352,9 +352,10 @@ def interval_chart(
         y0 = f.top + 8 + i * row_h
         out.append(f'<text x="{f.left - 8}" y="{y0 + row_h / 2:.1f}" text-anchor="end">{escape(m)}</text>')
         for j, (name, vals) in enumerate(systems):
-            if vals is None or vals[i] is None:
+            v = None if vals is None else vals[i]
+            if v is None:
                 continue
-            mean, low, high = vals[i]
+            mean, low, high = v
             y = y0 + 8 + j * 14
             col = color(j)
             lo_x, hi_x = f.px(low), f.px(high)

@@ -62,7 +62,7 @@ class LexicalRetriever(Retriever):
         name: str | None,
     ) -> None:
         super().__init__(name)
-        kwargs = {"token_pattern": token_pattern} if token_pattern else {}
+        kwargs: dict[str, Any] = {"token_pattern": token_pattern} if token_pattern else {}
         self.tokenizer = Tokenizer(stopwords, stemmer, **kwargs)
         self._ids: list[str] = []
         self._vocab: dict[str, int] = {}  # stem -> token id, contiguous from 0

@@ -93,7 +93,7 @@ class Tokenizer:
         """
         raw, distinct, memo = self._stems(texts)
         if grow:
-            unseen = {memo[w] for w in distinct} - vocab.keys() - {None}
+            unseen: set[str] = {memo[w] for w in distinct} - vocab.keys() - {None}  # type: ignore[assignment, operator]
             vocab.update(zip(sorted(unseen), range(len(vocab), len(vocab) + len(unseen)), strict=True))  # type: ignore[arg-type]
         # one lookup per token: this call's distinct surface forms straight to ids
         ids = {w: vocab[stem] for w in distinct if (stem := memo[w]) is not None and stem in vocab}.get

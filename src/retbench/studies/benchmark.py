@@ -178,7 +178,7 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
         systems.append(SystemSpec(name, adapter, params))
     metrics = raw.get("metrics", DEFAULT_METRICS)
     _require(
-        isinstance(metrics, list) and all(isinstance(m, str) for m in metrics) and metrics,
+        isinstance(metrics, list) and all(isinstance(m, str) for m in metrics) and bool(metrics),
         "metrics must be a list of names",
         source,
         "metrics",

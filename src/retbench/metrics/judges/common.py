@@ -58,7 +58,7 @@ def _chunk_rows(run: Run, ent: _Entries, chunks: ChunkSet) -> np.ndarray:
 def _pad(items: Sequence[Sequence[object]], fill: object, dtype: object) -> np.ndarray:
     """Ragged per-query lists as a [n_queries, max_items] array filled with `fill`."""
     width = max((len(x) for x in items), default=0)
-    out = np.full((len(items), width), fill, dtype=dtype)
+    out = np.full((len(items), width), fill, dtype=dtype)  # type: ignore[call-overload]
     for i, row in enumerate(items):
         if len(row):
             out[i, : len(row)] = row
@@ -137,7 +137,7 @@ class Judgement:
         if k is None:
             return None
         if np.isscalar(k):
-            return np.full(len(self), int(k), dtype=np.int64)
+            return np.full(len(self), int(k), dtype=np.int64)  # type: ignore[arg-type]
         return np.asarray(k, dtype=np.int64)
 
     def _found(self, k: int | np.ndarray | None) -> np.ndarray:
@@ -148,11 +148,11 @@ class Judgement:
     def recall(self, k: int | np.ndarray | None = None) -> np.ndarray:
         """Share of each query's gold items matched by some top-k chunk (0 with no items)."""
         found = self._found(k).sum(axis=1).astype(np.float64)
-        return np.divide(found, self.n_items, out=np.zeros(len(self)), where=self.n_items > 0)
+        return np.asarray(np.divide(found, self.n_items, out=np.zeros(len(self)), where=self.n_items > 0))
 
     def recall_any(self, k: int | np.ndarray | None = None) -> np.ndarray:
         """1 when some gold item is matched in the top k (recall_any)."""
-        return self._found(k).any(axis=1).astype(np.float64)
+        return np.asarray(self._found(k).any(axis=1), dtype=np.float64)
 
     def recall_all(self, k: int | np.ndarray | None = None) -> np.ndarray:
         """1 when every support group has a matched item in the top k (recall_all).
@@ -168,7 +168,7 @@ class Judgement:
 
     def precision(self, k: int | np.ndarray) -> np.ndarray:
         """Relevant chunks in the top k / k."""
-        return ranking.precision(self.gains, self.cutoffs(k))
+        return ranking.precision(self.gains, self.cutoffs(k))  # type: ignore[arg-type]
 
     def f1(self, k: int | np.ndarray) -> np.ndarray:
         """Harmonic mean of `precision` and item `recall` at k: 2PR / (P + R), 0 when both are 0."""
@@ -229,7 +229,9 @@ def evaluate_judgement(
     )
 
 
-def _check_groups(qids: Sequence[str], n_items: Sequence[int], groups: Groups | None) -> list[list[list[int]]] | None:
+def _check_groups(
+    qids: Sequence[str], n_items: Sequence[int] | np.ndarray, groups: Groups | None
+) -> list[list[list[int]]] | None:
     if groups is None:
         return None
     out: list[list[list[int]]] = []

@@ -6,7 +6,7 @@ are located in the run by 64-bit keys (or by the mappings a run was built from),
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, repeat
 
 import numpy as np
@@ -102,7 +102,7 @@ def _locate_by_maps(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarr
     # lookups are driven from C (map over dict.get), other mappings go through their own .get
     owners = map(maps.__getitem__, jrr.tolist())
     if set(map(type, maps)) <= {dict}:
-        lookups = map(dict.get, owners, jd.tolist(), repeat(np.nan))
+        lookups: Iterable[float] = map(dict.get, owners, jd.tolist(), repeat(np.nan))  # type: ignore[arg-type]
     else:
         lookups = (m.get(d, np.nan) for m, d in zip(owners, jd.tolist(), strict=True))
     got = np.fromiter(lookups, dtype=np.float64, count=len(jd))

@@ -115,7 +115,7 @@ def overlap_scores(
     kk = (
         np.full(n, NEVER, np.int64)
         if k is None
-        else (np.full(n, int(k), np.int64) if np.isscalar(k) else np.asarray(k, np.int64))
+        else (np.full(n, int(k), np.int64) if np.isscalar(k) else np.asarray(k, np.int64))  # type: ignore[arg-type]
     )
     keep = ent.ranks < kk[ent.rows]
     n_docs = max(len(chunks.doc_ids), 1)

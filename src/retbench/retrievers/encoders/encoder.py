@@ -81,7 +81,7 @@ def _load_model(name: str, device: str, trust_remote_code: bool) -> tuple[Any, i
             m = SentenceTransformer(name, device=device, trust_remote_code=trust_remote_code)
         except Exception as exc:
             raise ConfigError(f"cannot load embedding model {name!r}: {exc}", field="model") from None
-        _MODELS[key] = (m, int(m.max_seq_length))
+        _MODELS[key] = (m, int(m.max_seq_length))  # type: ignore[arg-type]
     return _MODELS[key]
 
 

@@ -203,7 +203,7 @@ class HttpRetriever(Retriever):
             import http.client
 
             cls = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
-            conn = cls(self._parts.hostname, self._parts.port, timeout=self.timeout)
+            conn = cls(self._parts.hostname or "", self._parts.port, timeout=self.timeout)
             self._local.conn = conn
             with self._lock:
                 self._conns.append(conn)

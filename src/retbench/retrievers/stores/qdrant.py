@@ -215,7 +215,7 @@ class QdrantRetriever(VectorStoreRetriever):
         for start in range(0, len(ids), self.upsert_batch):
             part = slice(start, start + self.upsert_batch)
             batch = models.Batch(
-                ids=points[part],
+                ids=points[part],  # type: ignore[arg-type]
                 vectors=vectors[part].tolist(),
                 payloads=[{"doc_id": d, "meta": m} for d, m in zip(ids[part], metadata[part], strict=True)],
             )
@@ -242,7 +242,7 @@ class QdrantRetriever(VectorStoreRetriever):
         points = [self._point.pop(d) for d in ids]
         for p in points:
             del self._doc[p]
-        self._connect().delete(self._name(), points_selector=models.PointIdsList(points=points), wait=True)
+        self._connect().delete(self._name(), points_selector=models.PointIdsList(points=points), wait=True)  # type: ignore[arg-type]
 
     def _present(self, ids: list[str]) -> list[str]:
         return [d for d in ids if d in self._point]

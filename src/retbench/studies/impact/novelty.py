@@ -135,7 +135,7 @@ class NoveltyIndex:
             self._chunk_docs.append(d)
             self._doc_chunks[d] = self._doc_chunks.get(d, 0) + 1
 
-    def _nearest(self, vecs: np.ndarray, exclude: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
+    def _nearest(self, vecs: np.ndarray, exclude: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
         """Best cosine and chunk label per vector, skipping chunks of the document named in `exclude`."""
         n = len(vecs)
         if self._index is None or self._index.ntotal == 0 or n == 0:
@@ -170,7 +170,8 @@ class NoveltyIndex:
         """
         table, vecs = encoded or self.encode(corpus)
         doc_of_chunk = [str(corpus.ids[r]) for r in table.doc_rows.tolist()]
-        best, lab = self._nearest(vecs, doc_of_chunk if leave_one_out else [None] * len(vecs))
+        exclude: list[str | None] = list(doc_of_chunk) if leave_one_out else [None] * len(vecs)
+        best, lab = self._nearest(vecs, exclude)
         best = np.minimum(best, 1.0)  # normalized float32 vectors can overshoot cos 1 by rounding
         near_chunk = [self._chunk_ids[x] if x >= 0 else None for x in lab.tolist()]
         near_doc = [self._chunk_docs[x] if x >= 0 else None for x in lab.tolist()]

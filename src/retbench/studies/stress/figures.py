@@ -40,7 +40,7 @@ def summarize_level(
     counts = {o: 0 for o in OUTCOMES}
     ok_lat: list[float] = []
     fail_lat: list[float] = []
-    invalid: dict[str, int] = {}
+    invalid: dict[str | None, int] = {}
     errors: dict[str, int] = {}
     retries = recovered = 0
     for r in records:
