@@ -219,7 +219,7 @@ def _gain(raw: Mapping[str, Any], names: list[str], src: str) -> GainWeights:
         _req(isinstance(v, (int, float)) and not isinstance(v, bool), "must be a number", src, f"gain.{key}")
     recall = g.get("recall") or next((m for m in names if m.startswith("recall")), None)
     _req(recall is not None, "no recall@k among the metrics; name the gain's recall metric", src, "gain.recall")
-    recall = parse_metrics([recall])[0].name
+    recall = parse_metrics([str(recall)])[0].name
     _req(recall in names, f"gain.recall {recall!r} must be one of the metrics ({', '.join(names)})", src, "gain.recall")
     _req(g.get("novelty", "min") in ("min", "mean"), "novelty aggregate is 'min' or 'mean'", src, "gain.novelty")
     alpha, beta, gamma = float(g.get("alpha", 1.0)), float(g.get("beta", 1.0)), float(g.get("gamma", 0.01))
@@ -243,7 +243,7 @@ def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path |
     cands = [_source(s, src, f"candidates[{i}]") for i, s in enumerate(sources)]
     modes = raw.get("modes", ["alone"])
     _req(
-        isinstance(modes, list) and modes and all(m in MODES for m in modes),
+        isinstance(modes, list) and bool(modes) and all(m in MODES for m in modes),
         f"modes must be a list from {', '.join(MODES)}",
         src,
         "modes",

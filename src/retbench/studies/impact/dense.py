@@ -323,13 +323,13 @@ class DenseImpact(_Base):
         n_ids = len(self.ids)
         cand_ids = [str(c) for c in cand_ids]
         C = np.asarray(cand_vectors, dtype=np.float32).reshape(len(cand_ids), -1)
-        skip = self._noop(cand_ids, skip)
+        noop = self._noop(cand_ids, skip)
         parts: list[tuple[np.ndarray, ...]] = []
         afters: list[dict[str, float]] = []
         m = len(self.specs)
         try:
             for c, cid in enumerate(cand_ids):
-                if not skip[c]:
+                if not noop[c]:
                     res, before = self._apply(st, cid, C[c])
                     parts.append(
                         (

@@ -133,10 +133,10 @@ class RebuildImpact(_Base):
         return rows, delta[rows], dcr[rows], changed[rows]
 
     def alone(self, candidates: Corpus, skip: Sequence[bool] | None = None) -> list[Impact]:
-        skip = np.zeros(len(candidates), dtype=bool) if skip is None else np.asarray(skip, dtype=bool)
+        noop = np.zeros(len(candidates), dtype=bool) if skip is None else np.asarray(skip, dtype=bool)
         parts: list[tuple[np.ndarray, ...]] = []
         for c in range(len(candidates)):
-            if skip[c]:
+            if noop[c]:
                 continue
             cid = str(candidates.ids[c])
             one = candidates.subset([cid])
@@ -151,7 +151,7 @@ class RebuildImpact(_Base):
         return self._collect("alone", [str(i) for i in candidates.ids], *self._cat(parts))
 
     def sequential(self, candidates: Corpus, skip: Sequence[bool] | None = None) -> list[Impact]:
-        skip = np.zeros(len(candidates), dtype=bool) if skip is None else np.asarray(skip, dtype=bool)
+        noop = np.zeros(len(candidates), dtype=bool) if skip is None else np.asarray(skip, dtype=bool)
         parts: list[tuple[np.ndarray, ...]] = []
         prev = (self.base_values, self.base_cr, self.base_ids)
         added: list[str] = []
@@ -159,7 +159,7 @@ class RebuildImpact(_Base):
         kb = self.kb
         try:
             for c in range(len(candidates)):
-                if not skip[c]:
+                if not noop[c]:
                     cid = str(candidates.ids[c])
                     one = candidates.subset([cid])
                     if self.strategy == "add":
