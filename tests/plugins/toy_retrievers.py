@@ -7,11 +7,13 @@ slow (to be killed mid-run) or fail on chosen queries (to check failures are rec
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Sequence
 
 from retbench.data import Corpus
 from retbench.retrievers.base import Ranking, Retriever
+from retbench.retrievers.bm25 import BM25SRetriever
 
 
 class WordOverlap(Retriever):
@@ -79,3 +81,24 @@ class BadAnswers(WordOverlap):
         if n < len(BAD_ITEMS) and ranking:
             ranking = [ranking[0], BAD_ITEMS[n], *ranking[1:]]  # type: ignore[list-item]
         return ranking
+
+
+class DiesOnce(BM25SRetriever):
+    """bm25s whose search process kills itself (SIGKILL) on its first batch, once per `marker` file.
+
+    Stands in for a worker lost mid-task (a machine reclaimed, an out-of-memory kill): the batch is
+    lost with the process, and whoever runs the search must retry it without journaling twice.
+    """
+
+    adapter = "toy_retrievers:DiesOnce"
+
+    def __init__(self, marker: str = "", name: str | None = None) -> None:
+        super().__init__(name=name)
+        self.marker = marker
+
+    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
+        if self.marker and not os.path.exists(self.marker):
+            with open(self.marker, "w") as fh:
+                fh.write(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().search_batch(texts, k)

@@ -50,7 +50,7 @@ def _faiss() -> Any:
 class DenseRetriever(Retriever):
     """Sentence-transformers embeddings searched with FAISS; see the module docstring for the index types.
 
-    The encoder settings (model .. cache_dir) build an `Encoder`; from code, `encoder=` shares an
+    The encoder settings (model .. shard_size) build an `Encoder`; from code, `encoder=` shares an
     existing one instead and those settings are ignored. `ef_search` and `nprobe` may be changed on
     the object between searches; the other index settings are fixed at `index()`.
     """
@@ -80,6 +80,7 @@ class DenseRetriever(Retriever):
         pq_nbits: int = 8,
         cache: bool = True,
         cache_dir: str | None = None,
+        shard_size: int = 1024,
         encoder: Encoder | None = None,
         name: str | None = None,
     ) -> None:
@@ -111,6 +112,7 @@ class DenseRetriever(Retriever):
             device=device,
             cache=cache,
             cache_dir=cache_dir,
+            shard_size=shard_size,
         )
         self.index_type, self.metric = index, metric
         self.M, self.ef_construction, self.ef_search = int(M), int(ef_construction), int(ef_search)

@@ -38,7 +38,9 @@ from retbench.results import SystemDir, save_run, write_json
 from retbench.results.journal import Journal
 from retbench.retrievers.base import create, resolve_factory
 from retbench.retrievers.filters import query_filters, require_filters
+from retbench.studies.executors import ExecutorSettings, encoders_of, make_executor, parse_executor
 from retbench.studies.manifest import config_record, machine, package_versions
+from retbench.studies.resources import rate, size_on_disk, stage
 
 TOP_KEYS = {
     "name",
@@ -52,6 +54,7 @@ TOP_KEYS = {
     "seed",
     "description",
     "history",
+    "executor",
 }
 DATASET_KEYS = {"name", "path", "split", "max_queries", "corpus_sample", "join_rule", "seed"}
 SYSTEM_KEYS = {"name", "adapter", "params"}
@@ -93,6 +96,7 @@ class ExperimentConfig:
     evaluation: dict[str, Any] = field(default_factory=dict)
     source: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
+    executor: ExecutorSettings = field(default_factory=ExecutorSettings)
 
     def system_hash(self, system: SystemSpec, dataset: DatasetSpec) -> str:
         """What a finished system's results depend on: resume only reuses results with the same hash."""
@@ -201,6 +205,7 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
     name = str(raw.get("name") or Path(source).stem)
     out = Path(output) if output is not None else Path(raw.get("output") or f"results/{name}")
     cfg = ExperimentConfig(name, out, datasets, systems, list(metrics), depth, batch_size, evaluation, source, raw)
+    cfg.executor = parse_executor(raw.get("executor"), source)
     _check_metrics(cfg)
     _check_adapters(cfg)
     return cfg
@@ -282,40 +287,81 @@ Progress = Callable[[str, int, int], None]
 
 
 def _search_journaled(
+    executor: Any,
     retriever: Any,
+    sspec: SystemSpec,
     queries: Queries,
     cfg: ExperimentConfig,
     sysdir: SystemDir,
     fingerprint: str,
     progress: Progress | None,
-    stage: str,
-) -> Run:
-    """Search in batches, journaling each query as it is answered; resumes from the journal."""
+    label: str,
+) -> tuple[Run, dict[str, Any]]:
+    """Search in batches (wherever the executor runs them); only this process journals, each query once."""
 
     with Journal(sysdir.journal, fingerprint, batch_size=cfg.batch_size) as journal:
         done = journal.done()
         todo = [q for q in queries if q not in done]
-        total = len(queries)
+        total, answered = len(queries), [len(queries) - len(todo)]
         if progress:
-            progress(stage, total - len(todo), total)
-        for start in range(0, len(todo), cfg.batch_size):
-            batch = queries.subset(todo[start : start + cfg.batch_size])
-            part = retriever.search(batch, cfg.depth)
-            for q in part.query_ids:
-                journal.append_query(
-                    q, q, part.ranking(q), status=part.status[q], latency=part.latency.get(q), error=part.errors.get(q)
-                )
+            progress(label, answered[0], total)
+
+        def on_batch(part: list) -> None:
+            for q, ranking, status, latency, error in part:
+                if q not in journal:  # a batch retried after a worker died is journaled once
+                    journal.append_query(q, q, ranking, status=status, latency=latency, error=error)
             journal.flush()
+            answered[0] += len(part)
             if progress:
-                progress(stage, total - len(todo) + start + len(batch), total)
+                progress(label, answered[0], total)
+
+        where = executor.search(
+            retriever,
+            queries,
+            todo,
+            cfg.depth,
+            cfg.batch_size,
+            on_batch,
+            adapter=sspec.adapter,
+            params=sspec.params,
+            index_dir=sysdir.root / "index",
+        )
         run = journal.replay(name=retriever.name)
-    return run.subset(list(queries))
+    return run.subset(list(queries)), where
+
+
+def _index_system(executor: Any, retriever: Any, corpus: Any, sysdir: SystemDir, figures: dict[str, Any]) -> None:
+    """Encode (through the executor, into the embedding cache), index, and save the index where it can be.
+
+    The saved index is what Ray search workers load; its size is a resource figure either way.
+    """
+    with stage(figures, "encode"):
+        figures["encode_on"] = executor.encode_corpus(retriever, corpus.joined_texts())
+    figures["encode_docs_per_s"] = figures["encode_on"].pop("encode_docs_per_s", None)
+    with stage(figures, "index"):
+        retriever.index(corpus)
+    figures["index_docs_per_s"] = rate(len(corpus), figures["index_seconds"])
+    devices = {e.device for e in encoders_of(retriever)} | set(figures["encode_on"].get("devices", []))
+    figures["devices"] = sorted(devices) or ["cpu"]
+    if {"save", "load"} <= retriever.capabilities:
+        retriever.save(sysdir.root / "index")
+        figures["index_bytes"] = size_on_disk(sysdir.root / "index")
 
 
 def run_experiment(
     cfg: ExperimentConfig, *, force: bool = False, progress: Progress | None = None, log: Callable[[str], None] = print
 ) -> ExperimentOutcome:
     """Run every system on every dataset; write the results directory; return what happened."""
+    executor = make_executor(cfg.executor)
+    try:
+        return _run_cells(cfg, executor, force=force, progress=progress, log=log)
+    finally:
+        executor.close()
+
+
+def _run_cells(
+    cfg: ExperimentConfig, executor: Any, *, force: bool, progress: Progress | None, log: Callable[[str], None]
+) -> ExperimentOutcome:
 
     out = cfg.output
     out.mkdir(parents=True, exist_ok=True)
@@ -329,6 +375,7 @@ def run_experiment(
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "versions": package_versions(),
         "machine": machine(),
+        "executor": dict(cfg.executor.__dict__),
         "datasets": [],
         "systems": {},
     }
@@ -378,24 +425,26 @@ def run_experiment(
             sysdir.root.mkdir(parents=True, exist_ok=True)
             retriever = create(sspec.adapter, sspec.params, name=key, where=cfg.source)
             require_filters(retriever, query_filters(queries, list(queries)))  # before paying for an index
+            figures: dict[str, Any] = {}
             try:
-                t0 = time.perf_counter()
                 if progress:
                     progress(f"index {key}", 0, len(ds.corpus))
                 try:
-                    retriever.index(ds.corpus)
+                    _index_system(executor, retriever, ds.corpus, sysdir, figures)
                 except Exception as exc:
                     outcome.index_error = f"{type(exc).__name__}: {exc}"
                     log(f"{key}: backend failed while indexing: {outcome.index_error}")
                     outcomes.append(outcome)
                     metrics_json[key] = {"error": outcome.index_error}
                     continue
-                outcome.timings["index_seconds"] = round(time.perf_counter() - t0, 3)
                 if progress:
                     progress(f"index {key}", len(ds.corpus), len(ds.corpus))
-                t0 = time.perf_counter()
-                run = _search_journaled(retriever, queries, cfg, sysdir, chash, progress, f"search {key}")
-                outcome.timings["search_seconds"] = round(time.perf_counter() - t0, 3)
+                with stage(figures, "search"):
+                    run, figures["search_on"] = _search_journaled(
+                        executor, retriever, sspec, queries, cfg, sysdir, chash, progress, f"search {key}"
+                    )
+                figures["search_queries_per_s"] = rate(len(queries), figures["search_seconds"])
+                outcome.timings.update({k: v for k, v in figures.items() if k.endswith("_seconds")})
                 outcome.failed_queries = len(run.failed())
                 t0 = time.perf_counter()
                 save_run(run, sysdir)
@@ -437,6 +486,7 @@ def run_experiment(
                     "describe": retriever.describe(),
                     "fingerprint": retriever.fingerprint(),
                     "timings": outcome.timings,
+                    "resources": figures,
                     "config_hash": chash,
                     "duplicates_dropped": run.n_duplicates,
                 }

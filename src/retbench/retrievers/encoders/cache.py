@@ -144,6 +144,11 @@ class EmbeddingCache:
                 out[k] = self._blocks[hit[0]][hit[1]]
         return out
 
+    def contains(self, keys: Sequence[bytes]) -> set[bytes]:
+        """The keys that are cached (no vectors touched)."""
+        self.refresh()
+        return {k for k in keys if k in self._where}
+
     def append(self, keys: Sequence[bytes], vectors: np.ndarray) -> None:
         """Write one shard atomically; vectors with NaN or infinite values are refused (ValueError)."""
         if len(keys) == 0:

@@ -275,6 +275,51 @@ class Encoder:
         )
         return np.asarray(vecs, dtype=np.float32)
 
+    @staticmethod
+    def _todo(keys: list[bytes], texts: list[str], found: Any) -> dict[bytes, str]:
+        """Texts not in `found`, once each, in input order."""
+        todo: dict[bytes, str] = {}
+        for k, t in zip(keys, texts, strict=True):
+            if k not in found and k not in todo:
+                todo[k] = t
+        return todo
+
+    def _shards(self, todo: dict[bytes, str]) -> list[list[bytes]]:
+        """Longest first across the whole request (so each shard's batches pad little), cut every `shard_size`."""
+        order = sorted(todo, key=lambda k: len(todo[k]), reverse=True)
+        return [order[start : start + self.shard_size] for start in range(0, len(order), self.shard_size)]
+
+    def plan(self, texts: Sequence[str], role: str = "document") -> list[list[str]]:
+        """The shards `encode(texts, role)` would compute: uncached texts, once each, longest first.
+
+        Every executor encodes exactly these shards (each with one `encode` call), so a vector never
+        depends on where it was computed: the same texts meet in the same batches.
+        """
+        texts = list(texts)
+        keys = [text_key(t) for t in texts]
+        cache = self.cache_for(role)
+        have = cache.contains(keys) if cache is not None else set()
+        todo = self._todo(keys, texts, have)
+        return [[todo[k] for k in part] for part in self._shards(todo)]
+
+    def options(self) -> dict[str, Any]:
+        """Constructor arguments that rebuild this encoder elsewhere (another process or machine)."""
+        return {
+            "model": self.model_name,
+            "query_prefix": self.prefix["query"],
+            "doc_prefix": self.prefix["document"],
+            "query_prompt_name": self.prompt_name["query"],
+            "doc_prompt_name": self.prompt_name["document"],
+            "normalize": self.normalize,
+            "batch_size": self.batch_size,
+            "max_seq_length": self._max_seq_length,
+            "device": self.device,
+            "cache": self.use_cache,
+            "cache_dir": str(self.cache_dir.resolve()),
+            "shard_size": self.shard_size,
+            "trust_remote_code": self.trust_remote_code,
+        }
+
     def encode(self, texts: Sequence[str], role: str = "document") -> np.ndarray:
         """Embeddings (float32, len(texts) x dim) in input order; only uncached texts reach the model."""
         if role not in ROLES:
@@ -283,26 +328,19 @@ class Encoder:
         keys = [text_key(t) for t in texts]
         cache = self.cache_for(role)
         found = cache.lookup(keys) if cache is not None else {}
-        todo: dict[bytes, str] = {}
-        for k, t in zip(keys, texts, strict=True):
-            if k not in found and k not in todo:
-                todo[k] = t
-        if todo:
-            # longest first across the whole request, so each shard's batches pad little
-            order = sorted(todo, key=lambda k: len(todo[k]), reverse=True)
-            for start in range(0, len(order), self.shard_size):
-                part = order[start : start + self.shard_size]
-                vecs = self._encode_batch([todo[k] for k in part], role)
-                bad = ~np.isfinite(vecs).all(axis=1)
-                if bad.any():  # a NaN vector would silently drop its document from every ranking
-                    text = todo[part[int(bad.argmax())]]
-                    raise BackendError(
-                        f"encoder {self.model_name} returned NaN or infinite values for {int(bad.sum())} text(s), "
-                        f"first: {text[:80]!r}"
-                    )
-                if cache is not None:
-                    cache.append(part, vecs)
-                found.update(zip(part, vecs, strict=True))
+        todo = self._todo(keys, texts, found)
+        for part in self._shards(todo):
+            vecs = self._encode_batch([todo[k] for k in part], role)
+            bad = ~np.isfinite(vecs).all(axis=1)
+            if bad.any():  # a NaN vector would silently drop its document from every ranking
+                text = todo[part[int(bad.argmax())]]
+                raise BackendError(
+                    f"encoder {self.model_name} returned NaN or infinite values for {int(bad.sum())} text(s), "
+                    f"first: {text[:80]!r}"
+                )
+            if cache is not None:
+                cache.append(part, vecs)
+            found.update(zip(part, vecs, strict=True))
         self.stats.count(role, len(todo), len(texts) - len(todo))
         if not texts:
             dim = cache.dim if cache is not None and cache.dim else self.dimension

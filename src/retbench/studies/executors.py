@@ -1,0 +1,312 @@
+"""Where a cell's heavy work runs: in this process, or spread over a Ray cluster.
+
+The cell runner asks an executor for two things and journals what comes back itself:
+
+- `encode_corpus(retriever, texts)` fills the embedding cache for every encoder the retriever uses.
+  The work is cut into the encoder's own shard plan (`Encoder.plan`: uncached texts, once each,
+  longest first, `shard_size` per shard) and each shard is one `encode` call that writes one cache
+  shard atomically. In process the shards run one after another; on Ray they go to one actor per
+  GPU (or one per CPU where the cluster has no GPU), all writing into the same cache folder (shard
+  names are unique per writer, written to a temporary name and renamed). So an interrupted or
+  partly failed encode resumes from the shards already written, a re-run encodes nothing, and a
+  vector does not depend on where it was computed. The retriever's own `index()` then finds every
+  vector in the cache.
+- `search(...)` answers queries in batches and hands each batch's answers to `on_batch`. On Ray the
+  batches go to actors that `load()` the index the runner saved (they never rebuild it); an actor
+  that dies mid-batch is restarted and the batch retried by Ray (`max_restarts`, `max_task_retries`).
+  Only the driver writes the journal, and only answers that came back, so a retried batch is
+  journaled once.
+
+An experiment picks one with `executor: ray` or `executor: {kind: ray, address: ..., workers: N}`
+(address else `$RAY_ADDRESS`, else a local cluster of `num_cpus` CPUs); the default runs in process.
+For a multi-node cluster the cache folder (`cache_dir`, `$RETBENCH_CACHE`) and the results folder
+must be on storage every node sees.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from retbench.data import Queries, Run
+from retbench.errors import BackendError, ConfigError
+from retbench.retrievers.base import Ranking, Retriever
+from retbench.retrievers.encoders import Encoder
+from retbench.studies.resources import rate, worker_figures
+
+KINDS = ("in_process", "ray")
+EXECUTOR_KEYS = {"kind", "address", "workers", "num_cpus", "max_retries"}
+RAY_VERSION = "2.60.0"
+
+#: one answered query: (qid, ranking, status, latency, error)
+Answer = tuple[str, Ranking, str, float | None, str | None]
+OnBatch = Callable[[list[Answer]], None]
+
+
+@dataclass(frozen=True)
+class ExecutorSettings:
+    """`executor:` in an experiment config."""
+
+    kind: str = "in_process"
+    address: str | None = None  # a Ray cluster; None: $RAY_ADDRESS, else a local one
+    workers: int | None = None  # None: one per GPU, else one per CPU of the cluster
+    num_cpus: int | None = None  # CPUs of a local cluster started for the run (None: all)
+    max_retries: int = 3  # restarts of a dead worker, and retries of its task
+
+
+def parse_executor(raw: Any, source: str = "<config>") -> ExecutorSettings:
+    """`executor: ray`, `executor: {kind: ray, ...}` or absent (in process); errors name the field."""
+    if raw is None:
+        return ExecutorSettings()
+    if isinstance(raw, str):
+        raw = {"kind": raw}
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            "executor is a name (in_process, ray) or a mapping with 'kind'", path=source, field="executor"
+        )
+    extra = sorted(set(raw) - EXECUTOR_KEYS)
+    if extra:
+        allowed = ", ".join(sorted(EXECUTOR_KEYS))
+        raise ConfigError(f"unknown key {extra[0]!r}; allowed: {allowed}", path=source, field=f"executor.{extra[0]}")
+    kind = raw.get("kind", "in_process")
+    if kind not in KINDS:
+        raise ConfigError(
+            f"unknown executor {kind!r}; expected one of {', '.join(KINDS)}", path=source, field="executor.kind"
+        )
+    for key in ("workers", "num_cpus", "max_retries"):
+        v = raw.get(key)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < (0 if key == "max_retries" else 1)):
+            raise ConfigError("must be a positive integer", path=source, field=f"executor.{key}")
+    address = raw.get("address")
+    if address is not None and not isinstance(address, str):
+        raise ConfigError("address is a string such as ray://host:10001 or auto", path=source, field="executor.address")
+    return ExecutorSettings(kind, address, raw.get("workers"), raw.get("num_cpus"), int(raw.get("max_retries", 3)))
+
+
+def make_executor(settings: ExecutorSettings | None = None) -> InProcess | RayExecutor:
+    settings = settings or ExecutorSettings()
+    return RayExecutor(settings) if settings.kind == "ray" else InProcess()
+
+
+def encoders_of(retriever: Retriever) -> list[Encoder]:
+    """Every embedding encoder a retriever uses (a hybrid's components included), once each."""
+    found: list[Encoder] = []
+    stack: list[Any] = [retriever]
+    while stack:
+        r = stack.pop()
+        enc = getattr(r, "encoder", None)
+        if isinstance(enc, Encoder) and all(enc is not e for e in found):
+            found.append(enc)
+        stack.extend(getattr(r, "components", []) or [])
+    return found
+
+
+def answers(run: Run) -> list[Answer]:
+    """A Run's per-query results as plain tuples (what crosses process boundaries)."""
+    return [(q, run.ranking(q), run.status[q].value, run.latency.get(q), run.errors.get(q)) for q in run.query_ids]
+
+
+def batches(queries: Queries, todo: Sequence[str], size: int) -> Iterator[Queries]:
+    for start in range(0, len(todo), size):
+        yield queries.subset(todo[start : start + size])
+
+
+class InProcess:
+    """Everything in this process, one shard and one batch after another (the default)."""
+
+    kind = "in_process"
+
+    def encode_corpus(self, retriever: Retriever, texts: Sequence[str]) -> dict[str, Any]:
+        encoded, t0 = 0, time.perf_counter()
+        devices = set()
+        for enc in encoders_of(retriever):
+            if not enc.use_cache:
+                continue  # nothing to fill: index() encodes
+            devices.add(enc.device)
+            for shard in enc.plan(texts, "document"):
+                enc.encode(shard, "document")
+                encoded += len(shard)
+        seconds = time.perf_counter() - t0
+        return {
+            "executor": self.kind,
+            "workers": 1,
+            "encoded": encoded,
+            "encode_docs_per_s": rate(encoded, seconds),
+            "devices": sorted(devices),
+        }
+
+    def search(
+        self,
+        retriever: Retriever,
+        queries: Queries,
+        todo: Sequence[str],
+        k: int,
+        batch_size: int,
+        on_batch: OnBatch,
+        **_: Any,
+    ) -> dict[str, Any]:
+        for batch in batches(queries, todo, batch_size):
+            on_batch(answers(retriever.search(batch, k)))
+        return {"executor": self.kind, "workers": 1}
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+# -- Ray -----------------------------------------------------------------------------------------
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(
+            f"executor: ray needs the ray package; install retbench's ray extra (pip install 'retbench[ray]', ray=={RAY_VERSION})",
+            field="executor",
+        ) from None
+    return ray
+
+
+class EncodeWorker:
+    """A Ray actor holding one encoder (one model load per worker); vectors go to the shared cache."""
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.encoder = Encoder(**options)
+
+    def encode(self, texts: list[str], role: str) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        self.encoder.encode(texts, role)
+        return {
+            "texts": len(texts),
+            "seconds": time.perf_counter() - t0,
+            "device": self.encoder.device,
+            **worker_figures(),
+        }
+
+
+class SearchWorker:
+    """A Ray actor that loads a saved index once and answers batches of queries."""
+
+    def __init__(self, adapter: str, params: dict[str, Any], name: str, index_dir: str, cwd: str) -> None:
+        from retbench.retrievers.base import create
+
+        if os.path.isdir(cwd):  # relative paths in params (a cache_dir) mean what they meant to the driver
+            os.chdir(cwd)
+        self.retriever = create(adapter, params, name=name)
+        self.retriever.load(index_dir)
+
+    def search(self, batch: Queries, k: int) -> tuple[list[Answer], dict[str, Any]]:
+        return answers(self.retriever.search(batch, k)), worker_figures()
+
+
+class RayExecutor:
+    """Encode shards and search batches on a Ray cluster (local, `address`, or `$RAY_ADDRESS`)."""
+
+    kind = "ray"
+
+    def __init__(self, settings: ExecutorSettings) -> None:
+        self.settings = settings
+        self.ray = _import_ray()
+        self._started = False
+        if not self.ray.is_initialized():
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            address = settings.address or os.environ.get("RAY_ADDRESS") or None
+            kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "WARNING"}
+            if address is None:
+                kwargs["num_cpus"] = settings.num_cpus
+            try:
+                self.ray.init(address=address, **kwargs)
+            except Exception as exc:
+                raise BackendError(f"cannot start or reach the Ray cluster ({address or 'local'}): {exc}") from None
+            self._started = True
+
+    def _workers(self) -> tuple[int, dict[str, Any], str | None]:
+        """(how many workers, actor resources, device override): one per GPU, else one per CPU."""
+        res = self.ray.cluster_resources()
+        gpus, cpus = int(res.get("GPU", 0)), max(1, int(res.get("CPU", 1)))
+        if gpus:
+            return self.settings.workers or gpus, {"num_gpus": 1, "num_cpus": 0}, "cuda"
+        return self.settings.workers or cpus, {"num_cpus": 1}, None
+
+    def _actor_options(self, resources: dict[str, Any]) -> dict[str, Any]:
+        n = self.settings.max_retries
+        options = {**resources, "max_restarts": n, "max_task_retries": n}
+        if os.environ.get("RETBENCH_CACHE"):  # the driver's cache root, for workers started before it was set
+            options["runtime_env"] = {"env_vars": {"RETBENCH_CACHE": str(Path(os.environ["RETBENCH_CACHE"]).resolve())}}
+        return options
+
+    def encode_corpus(self, retriever: Retriever, texts: Sequence[str]) -> dict[str, Any]:
+        from ray.util import ActorPool
+
+        count, resources, device = self._workers()
+        report: dict[str, Any] = {
+            "executor": self.kind,
+            "workers": 0,
+            "encoded": 0,
+            "devices": [],
+            "worker_peak_rss_mib": None,
+        }
+        t0 = time.perf_counter()
+        for enc in encoders_of(retriever):
+            shards = enc.plan(texts, "document") if enc.use_cache else []
+            if not shards:
+                continue
+            options = enc.options() | ({"device": device} if device else {})
+            remote = self.ray.remote(**self._actor_options(resources))(EncodeWorker)
+            actors = [remote.remote(options) for _ in range(min(count, len(shards)))]
+            try:
+                for done in ActorPool(actors).map_unordered(lambda a, s: a.encode.remote(s, "document"), shards):
+                    report["encoded"] += done["texts"]
+                    report["devices"] = sorted({*report["devices"], done["device"]})
+                    report["worker_peak_rss_mib"] = max(report["worker_peak_rss_mib"] or 0, done["peak_rss_mib"])
+            except self.ray.exceptions.RayError as exc:
+                raise BackendError(f"encoding failed on Ray (shards already written are kept): {exc}") from None
+            finally:
+                for a in actors:
+                    self.ray.kill(a)
+            report["workers"] = max(report["workers"], len(actors))
+        report["encode_docs_per_s"] = rate(report["encoded"], time.perf_counter() - t0)
+        return report
+
+    def search(
+        self,
+        retriever: Retriever,
+        queries: Queries,
+        todo: Sequence[str],
+        k: int,
+        batch_size: int,
+        on_batch: OnBatch,
+        *,
+        adapter: str = "",
+        params: dict[str, Any] | None = None,
+        index_dir: Path | None = None,
+    ) -> dict[str, Any]:
+        """Batches over actors that load `index_dir`; in process when the adapter cannot save/load."""
+        if not adapter or index_dir is None or not {"save", "load"} <= retriever.capabilities:
+            InProcess().search(retriever, queries, todo, k, batch_size, on_batch)
+            return {"executor": "in_process", "why": f"adapter {retriever.adapter!r} cannot save and load its index"}
+        from ray.util import ActorPool
+
+        count, _, _ = self._workers()
+        parts = list(batches(queries, todo, batch_size))
+        remote = self.ray.remote(**self._actor_options({"num_cpus": 1}))(SearchWorker)
+        args = (adapter, params or {}, retriever.name, str(Path(index_dir).resolve()), os.getcwd())
+        actors = [remote.remote(*args) for _ in range(min(count, len(parts)) or 1)]
+        peak = 0.0
+        try:
+            for part, figures in ActorPool(actors).map_unordered(lambda a, b: a.search.remote(b, k), parts):
+                on_batch(part)
+                peak = max(peak, figures["peak_rss_mib"])
+        except self.ray.exceptions.RayError as exc:
+            raise BackendError(f"search failed on Ray (answered queries are journaled): {exc}") from None
+        finally:
+            for a in actors:
+                self.ray.kill(a)
+        return {"executor": self.kind, "workers": len(actors), "worker_peak_rss_mib": peak or None}
+
+    def close(self) -> None:
+        """Stop the local cluster this executor started (a cluster it joined keeps running)."""
+        if self._started and self.ray.is_initialized():
+            self.ray.shutdown()

@@ -1,0 +1,149 @@
+"""Executors: a Ray cluster gives the same run files and metrics as one process, resumes encodes from
+the cache's shards, survives a worker killed mid-batch with every query journaled once, and says what
+to install when ray is missing. One local 2-CPU Ray cluster serves the whole module."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from retbench.errors import ConfigError
+from retbench.studies.benchmark import load_config, run_experiment
+from retbench.studies.executors import ExecutorSettings, make_executor, parse_executor
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGINS = str(Path(__file__).parent / "plugins")
+DATASET = {"name": "scifact", "split": "test", "max_queries": 16, "corpus_sample": 150}
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A local Ray cluster of 2 CPUs whose workers import retbench and the test plugins."""
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'retbench[ray]')")
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), PLUGINS, *([saved] if saved else [])])
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    sys.path.insert(0, PLUGINS)
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        sys.path.remove(PLUGINS)
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+
+
+def _config(tmp_path: Path, name: str, systems: list[dict], executor: object = None) -> Path:
+    raw = {
+        "name": name,
+        "output": str(tmp_path / name),
+        "depth": 20,
+        "batch_size": 4,
+        "metrics": ["ndcg@10", "recall@5", "map"],
+        "datasets": [DATASET],
+        "systems": systems,
+    }
+    if executor is not None:
+        raw["executor"] = executor
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def _dense(cache: Path) -> dict:
+    return {"name": "dense", "adapter": "dense", "params": {"cache_dir": str(cache), "shard_size": 40}}
+
+
+BM25 = {"name": "bm25", "adapter": "bm25s"}
+
+
+def _run(path: Path, **kw):
+    return run_experiment(load_config(path), log=lambda _: None, **kw)
+
+
+def test_ray_gives_the_same_run_files_and_metrics_as_one_process_and_a_rerun_encodes_nothing(ray_cluster, tmp_path):
+    local = _run(_config(tmp_path, "local", [BM25, _dense(tmp_path / "cache-local")]))
+    spread_cfg = _config(tmp_path, "spread", [BM25, _dense(tmp_path / "cache-ray")], executor="ray")
+    spread = _run(spread_cfg)
+    assert spread.metrics == local.metrics
+    for system in ("bm25", "dense"):
+        mine = (tmp_path / "spread" / "systems" / system / "run.trec").read_bytes()
+        assert mine == (tmp_path / "local" / "systems" / system / "run.trec").read_bytes()
+    manifest = json.loads((tmp_path / "spread" / "manifest.json").read_text())
+    assert manifest["executor"]["kind"] == "ray"
+    dense = manifest["systems"]["dense"]["resources"]
+    # 150 documents in shards of 40 over the cluster's two CPUs, written into the Ray run's own cache
+    assert dense["encode_on"]["encoded"] == 150 and dense["encode_on"]["workers"] == 2
+    assert len(list((tmp_path / "cache-ray").rglob("*.keys.npy"))) >= 4
+    assert dense["search_on"]["executor"] == "ray" and dense["index_bytes"] > 150 * 384 * 4
+    for key in ("encode_peak_rss_mib", "index_peak_rss_mib", "search_queries_per_s", "devices"):
+        assert dense[key], key
+
+    again = _run(spread_cfg, force=True)
+    redo = json.loads((tmp_path / "spread" / "manifest.json").read_text())["systems"]["dense"]["resources"]
+    assert redo["encode_on"]["encoded"] == 0 and again.metrics == local.metrics
+
+
+def test_an_interrupted_encode_resumes_from_the_shards_already_written(ray_cluster, tmp_path):
+    from retbench.io.beir import read_beir
+    from retbench.retrievers.dense import DenseRetriever
+
+    texts = read_beir(ROOT / "corpora" / "scifact").corpus.joined_texts()[:90]
+    retriever = DenseRetriever(cache_dir=str(tmp_path / "cache"), shard_size=30)
+    executor = make_executor(ExecutorSettings(kind="ray"))
+    try:
+        first = executor.encode_corpus(retriever, texts[:60])  # the part done before the interruption
+        rest = executor.encode_corpus(retriever, texts)
+        none = executor.encode_corpus(retriever, texts)
+    finally:
+        executor.close()
+    assert (first["encoded"], rest["encoded"], none["encoded"]) == (60, 30, 0)
+    assert retriever.encoder.plan(texts) == []
+
+
+def test_a_search_worker_killed_mid_batch_is_retried_and_every_query_is_journaled_once(ray_cluster, tmp_path):
+    marker = tmp_path / "killed.pid"
+    dies = {"name": "dies", "adapter": "toy_retrievers:DiesOnce", "params": {"marker": str(marker)}}
+    outcome = _run(_config(tmp_path, "dies", [dies], executor={"kind": "ray", "max_retries": 2}))
+    assert marker.exists() and int(marker.read_text()) != os.getpid()  # a worker process really died
+    lines = (tmp_path / "dies" / "systems" / "dies" / "journal.jsonl").read_text().splitlines()[1:]
+    keys = [json.loads(line)["key"] for line in lines]
+    assert len(keys) == len(set(keys)) == DATASET["max_queries"]
+    assert outcome.systems[0].failed_queries == 0
+    local = _run(_config(tmp_path, "local", [BM25]))
+    assert outcome.metrics["dies"] == local.metrics["bm25"]
+
+
+def test_executor_settings_errors_name_the_field(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        parse_executor({"kind": "spark"}, "exp.yaml")
+    assert err.value.field == "executor.kind"
+    with pytest.raises(ConfigError) as err:
+        parse_executor({"kind": "ray", "workerz": 2}, "exp.yaml")
+    assert err.value.field == "executor.workerz"
+    with pytest.raises(ConfigError) as err:
+        parse_executor({"kind": "ray", "workers": 0}, "exp.yaml")
+    assert err.value.field == "executor.workers"
+    assert parse_executor(None).kind == "in_process" and parse_executor("ray").kind == "ray"
+
+
+def test_without_ray_installed_the_error_says_which_extra_to_install():
+    code = (
+        "import sys; sys.modules['ray'] = None\n"
+        "from retbench.errors import ConfigError\n"
+        "from retbench.studies.executors import ExecutorSettings, make_executor\n"
+        "try:\n    make_executor(ExecutorSettings(kind='ray'))\n"
+        "except ConfigError as exc:\n    print(exc)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120).stdout
+    assert "retbench[ray]" in out and "ray==2.60.0" in out
