@@ -236,3 +236,19 @@ def test_bad_parameters_are_config_errors():
         create("rank_bm25", {"variant": "okapi2"})
     with pytest.raises(ConfigError, match="unknown parameter 'k3'"):
         create("bm25s", {"k3": 1})
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson", "atire", "bm25l", "bm25+"])
+def test_score_matrix_from_streamed_term_counts_is_bit_identical_to_bm25s_own_index(method, slice_):
+    import bm25s
+
+    corpus, _ = slice_
+    ours = BM25SRetriever(method=method)
+    ours.index(corpus)
+    vocab: dict[str, int] = {}
+    token_ids = ours.tokenizer.tokenize_ids(corpus.joined_texts(), vocab, grow=True)
+    raw = bm25s.BM25(method=method)
+    raw.index((token_ids, dict(vocab)), show_progress=False)
+    for key in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(ours._bm25.scores[key], raw.scores[key])
+    assert ours._bm25.scores["data"].dtype == raw.scores["data"].dtype and ours._bm25.vocab_dict == raw.vocab_dict

@@ -111,6 +111,14 @@ class Corpus:
     def joined_texts(self) -> list[str]:
         return [self.joined(i) for i in range(len(self))]
 
+    def joined_batches(self, size: int = 8192) -> Iterator[list[str]]:
+        """The indexed texts a batch at a time, so an index can be fed without a list of every text."""
+        for start in range(0, len(self), size):
+            end = min(start + size, len(self))
+            texts = self.texts[start:end]  # one slice per column: Arrow columns convert a batch at once
+            titles = self.titles[start:end] if self.titles is not None else [""] * len(texts)
+            yield [join_title_text(t, x, self.join_rule) for t, x in zip(titles, texts, strict=True)]
+
     def subset(self, ids: Iterable[str]) -> Corpus:
         """A corpus of the given ids, in the given order."""
         pos = [self.index[i] for i in ids]

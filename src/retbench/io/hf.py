@@ -74,11 +74,19 @@ def corpus_from_hf(ds: Any, *, join_rule: str = "title_space_text", name: str = 
             )
     if len(ds) == 0:
         raise InputError("corpus is empty (no documents)", path=path or None)
-    table = ds.data  # the memory-mapped Arrow table
-    ids = ArrowColumn(table, "_id")
-    titles = ArrowColumn(table, "title") if "title" in cols else None
     meta = [json.loads(m) if m else {} for m in ds["metadata"]] if "metadata" in cols else None
-    return Corpus(ids, ArrowColumn(table, "text"), titles, meta, join_rule=join_rule, name=name)
+    return corpus_from_arrow(ds.data, metadata=meta, join_rule=join_rule, name=name)  # the memory-mapped Arrow table
+
+
+def corpus_from_arrow(
+    table: Any, *, metadata: Any = None, join_rule: str = "title_space_text", name: str = ""
+) -> Corpus:
+    """A lazy Corpus over a pyarrow Table with `_id`, `text` and optional `title` columns (e.g.
+    `pyarrow.parquet.read_table(path, memory_map=True)`): strings become Python objects a batch at a time."""
+    titles = ArrowColumn(table, "title") if "title" in table.column_names else None
+    return Corpus(
+        ArrowColumn(table, "_id"), ArrowColumn(table, "text"), titles, metadata, join_rule=join_rule, name=name
+    )
 
 
 def queries_from_hf(ds: Any, path: str = "") -> Queries:

@@ -1,9 +1,11 @@
 """BM25 adapters: bm25s (default) and rank-bm25, fed by one shared tokenizer.
 
 Both adapters tokenize with `retrievers.tokenize.Tokenizer`, so a bm25s-vs-rank-bm25 comparison
-isolates the scoring function. Neither library updates an index in place, so `add` and `delete`
-are full rebuilds from the kept token lists (declared as such in `describe()`): exact, and
-measured in benchmarks/bm25_speed.py rather than hidden.
+isolates the scoring function. The corpus is tokenized a batch at a time into term counts held as
+flat arrays (`retrievers.postings`), never as one Python list per document, so memory in Python
+objects does not grow with the corpus beyond its ids and vocabulary. Neither library updates an
+index in place, so `add` and `delete` are full rebuilds from those counts (declared as such in
+`describe()`): exact, and measured in benchmarks/bm25_speed.py rather than hidden.
 
 Ids are strings, scores Python floats; documents scoring exactly 0 (no query term matched; both
 libraries pad top-k with them) are dropped.
@@ -23,11 +25,13 @@ import numpy as np
 from retbench.data import Corpus
 from retbench.errors import ConfigError, InputError
 from retbench.retrievers.base import Ranking, Retriever, register
+from retbench.retrievers.postings import Postings, bm25s_matrix
 from retbench.retrievers.tokenize import Tokenizer
 
 BM25S_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 RANK_BM25_VARIANTS = ("okapi", "bm25l", "bm25plus")
 _META = "retbench.json"
+TOKENIZE_BATCH = 8192  # documents tokenized at once: bounds the token lists alive at any time
 
 
 def _digest(*parts: str) -> str:
@@ -66,7 +70,7 @@ class LexicalRetriever(Retriever):
         self.tokenizer = Tokenizer(stopwords, stemmer, **kwargs)
         self._ids: list[str] = []
         self._vocab: dict[str, int] = {}  # stem -> token id, contiguous from 0
-        self._tokens: list[list[int]] = []  # token ids per document, kept for rebuilds
+        self._postings = Postings.empty()  # term counts per document, kept for rebuilds
         self._content = ""  # digest of what is indexed, chained through add/delete
         self.n_rebuilds = 0
 
@@ -76,8 +80,8 @@ class LexicalRetriever(Retriever):
         """Scoring settings for describe()."""
 
     @abstractmethod
-    def _build(self, tokens: list[list[int]]) -> None:
-        """(Re)build the scoring index over token-id lists aligned with self._ids (ids index self._vocab)."""
+    def _build(self, postings: Postings) -> None:
+        """(Re)build the scoring index over term counts aligned with self._ids (terms index self._vocab)."""
 
     @abstractmethod
     def _search_tokens(self, queries: list[list[int]], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -109,12 +113,20 @@ class LexicalRetriever(Retriever):
             raise InputError("cannot index an empty corpus", field="corpus")
         self._ids = [str(i) for i in corpus.ids]
         self._vocab = {}
-        self._tokens = self.tokenizer.tokenize_ids(corpus.joined_texts(), self._vocab, grow=True)
+        self._postings = self._count(corpus, first_doc=0)
         if not self._vocab:
             self._ids = []
             raise InputError("no document has an indexable token (all empty or stopwords)", field="corpus")
         self._content = corpus.fingerprint()
-        self._build(self._tokens)
+        self._build(self._postings)
+
+    def _count(self, corpus: Corpus, first_doc: int) -> Postings:
+        """Tokenize and count a corpus a batch at a time, growing the vocabulary."""
+        batches = (
+            self.tokenizer.tokenize_ids(texts, self._vocab, grow=True)
+            for texts in corpus.joined_batches(TOKENIZE_BATCH)
+        )
+        return Postings.build(batches, first_doc)
 
     def _require_index(self) -> None:
         if not self._ids:
@@ -140,10 +152,11 @@ class LexicalRetriever(Retriever):
         replaced = set(new_ids) & set(self._ids)
         if replaced:
             self._keep([j for j, d in enumerate(self._ids) if d not in replaced])
+        added = self._count(corpus, first_doc=len(self._ids))
         self._ids += new_ids
-        self._tokens += self.tokenizer.tokenize_ids(corpus.joined_texts(), self._vocab, grow=True)
+        self._postings = Postings.concat([self._postings, added])
         self._content = _digest(self._content, "add", corpus.fingerprint())
-        self._build(self._tokens)
+        self._build(self._postings)
         self.n_rebuilds += 1
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -157,19 +170,16 @@ class LexicalRetriever(Retriever):
             raise InputError("deleting these ids would leave the index empty", field="ids")
         self._keep(keep)
         self._content = _digest(self._content, "delete", *sorted(gone))
-        self._build(self._tokens)
+        self._build(self._postings)
         self.n_rebuilds += 1
 
     def _keep(self, keep: list[int]) -> None:
         """Keep only the documents at these positions, and only the vocabulary they still use (so
         statistics such as BM25L/BM25+'s per-term constants equal those of a fresh index)."""
         self._ids = [self._ids[j] for j in keep]
-        tokens = [self._tokens[j] for j in keep]
-        used = sorted(set().union(*tokens)) if tokens else []
-        remap = dict(zip(used, range(len(used)), strict=True))
+        self._postings, used = self._postings.keep(keep, len(self._vocab))
         by_id = list(self._vocab)  # ids are contiguous and in insertion order
-        self._vocab = {by_id[old]: new for old, new in remap.items()}
-        self._tokens = [[remap[t] for t in doc] for doc in tokens]
+        self._vocab = {by_id[old]: new for new, old in enumerate(used.tolist())}
 
     # -- persistence helpers -------------------------------------------------------------------
     def _write_meta(self, folder: Path) -> None:
@@ -178,8 +188,8 @@ class LexicalRetriever(Retriever):
             "content": self._content,
             "ids": self._ids,
             "vocab": list(self._vocab),
-            "tokens": self._tokens,
         }
+        self._postings.save(folder)
         tmp = folder / (_META + ".tmp")
         tmp.write_text(json.dumps(meta), encoding="utf-8")
         tmp.replace(folder / _META)
@@ -193,8 +203,12 @@ class LexicalRetriever(Retriever):
         if saved != mine:
             diff = sorted(k for k in set(saved) | set(mine) if saved.get(k) != mine.get(k))
             raise ConfigError(f"saved index was built with different settings ({', '.join(diff)}): {saved}", path=f)
-        self._ids, self._tokens, self._content = meta["ids"], meta["tokens"], meta["content"]
+        self._ids, self._content = meta["ids"], meta["content"]
         self._vocab = {t: i for i, t in enumerate(meta["vocab"])}
+        postings = Postings.load(folder)
+        if postings is None:  # saved before term counts were kept as arrays
+            postings = Postings.from_token_lists(meta.get("tokens", []))
+        self._postings = postings
 
 
 @register("bm25s")
@@ -252,10 +266,14 @@ class BM25SRetriever(LexicalRetriever):
             k1=self.k1, b=self.b, delta=self.delta, method=self.method, idf_method=self.idf_method, backend=self.backend
         )
 
-    def _build(self, tokens: list[list[int]]) -> None:
+    def _build(self, postings: Postings) -> None:
+        """What `bm25s.BM25.index((token_ids, vocab))` builds, computed from the term counts (same bits)."""
         model = self._new_model()
-        # (ids, vocab) skips bm25s's own string -> id pass; a copy, because bm25s adds its "" token to it
-        model.index((tokens, dict(self._vocab)), show_progress=False)
+        model.scores = bm25s_matrix(model, postings, len(self._vocab))
+        vocab = dict(self._vocab)
+        vocab[""] = len(vocab)  # bm25s's empty token, for queries with no known term
+        model.vocab_dict = vocab
+        model.unique_token_ids_set = set(vocab.values())
         self._bm25 = model
 
     def _search_tokens(self, queries: list[list[int]], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -314,9 +332,10 @@ class RankBM25Retriever(LexicalRetriever):
             s["delta"] = self.delta
         return s
 
-    def _build(self, tokens: list[list[int]]) -> None:
-        import rank_bm25  # token ids serve as rank-bm25's tokens (it only hashes them)
+    def _build(self, postings: Postings) -> None:
+        import rank_bm25  # token ids serve as rank-bm25's tokens (it only counts them)
 
+        tokens = postings.token_lists()
         if self.variant == "okapi":
             self._bm25 = rank_bm25.BM25Okapi(tokens, k1=self.k1, b=self.b, epsilon=self.epsilon)
         elif self.variant == "bm25l":

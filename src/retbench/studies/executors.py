@@ -228,7 +228,9 @@ class RayExecutor:
         gpus, cpus = int(res.get("GPU", 0)), max(1, int(res.get("CPU", 1)))
         if gpus:
             return self.settings.workers or gpus, {"num_gpus": 1, "num_cpus": 0}, "cuda"
-        return self.settings.workers or cpus, {"num_cpus": 1}, None
+        n = self.settings.workers or cpus
+        # each CPU worker gets its share of the cluster's CPUs (Ray sets its thread count to match)
+        return n, {"num_cpus": max(1, cpus // n)}, None
 
     def _actor_options(self, resources: dict[str, Any]) -> dict[str, Any]:
         n = self.settings.max_retries

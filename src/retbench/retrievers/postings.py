@@ -1,0 +1,171 @@
+"""Term counts of a tokenized corpus as flat arrays, built batch by batch, and BM25 scores from them.
+
+A corpus of a million documents tokenized into Python lists holds one Python int per token (tens of
+bytes each): memory that grows with the corpus in objects. `Postings` holds the same information in
+four NumPy arrays instead: for every distinct (document, term) pair its document position, term id
+and count (int32), plus every document's length in tokens (int64). Documents are tokenized and
+counted a batch at a time (`Postings.build(batches)`), so only one batch of token lists exists at
+once. Add, delete and save work on these arrays; nothing keeps the token lists.
+
+`bm25s_matrix` computes bm25s's score matrix from the arrays with bm25s's own term-frequency and
+IDF functions and its CSC builder, operation for operation in the same precision (float64 terms,
+stored as float32), so the scores are bit-identical to `bm25s.BM25.index` on the same token ids
+(tests assert equality) while the per-document Python loop becomes array arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+_FILES = ("doc", "term", "count", "lengths")
+
+
+@dataclass
+class Postings:
+    """(document, term, count) for every distinct pair, sorted by document then term; document lengths."""
+
+    doc: np.ndarray  # int32
+    term: np.ndarray  # int32
+    count: np.ndarray  # int32
+    lengths: np.ndarray  # int64, tokens per document (repeats counted)
+
+    @classmethod
+    def empty(cls) -> Postings:
+        z = np.zeros(0, dtype=np.int32)
+        return cls(z, z.copy(), z.copy(), np.zeros(0, dtype=np.int64))
+
+    @classmethod
+    def from_token_lists(cls, tokens: Sequence[Sequence[int]], first_doc: int = 0) -> Postings:
+        """Count one batch of token-id lists (documents numbered from `first_doc`)."""
+        lengths = np.fromiter((len(t) for t in tokens), dtype=np.int64, count=len(tokens))
+        flat = np.fromiter(chain.from_iterable(tokens), dtype=np.int64, count=int(lengths.sum()))
+        docs = np.repeat(np.arange(first_doc, first_doc + len(tokens), dtype=np.int64), lengths)
+        keys, counts = np.unique((docs << 32) | flat, return_counts=True)
+        return cls(
+            (keys >> 32).astype(np.int32), (keys & 0xFFFFFFFF).astype(np.int32), counts.astype(np.int32), lengths
+        )
+
+    @classmethod
+    def concat(cls, parts: Sequence[Postings]) -> Postings:
+        if not parts:
+            return cls.empty()
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in _FILES))
+
+    @classmethod
+    def build(cls, batches: Iterable[Sequence[Sequence[int]]], first_doc: int = 0) -> Postings:
+        """Count batches of token-id lists as they arrive (each list may be dropped after its batch)."""
+        parts: list[Postings] = []
+        for tokens in batches:
+            parts.append(cls.from_token_lists(tokens, first_doc))
+            first_doc += len(tokens)
+        return cls.concat(parts)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(getattr(self, f).nbytes for f in _FILES)
+
+    def keep(self, positions: Sequence[int], n_terms: int) -> tuple[Postings, np.ndarray]:
+        """Only the documents at `positions` (renumbered in that order) and only the terms they still use.
+
+        Returns the new postings and the kept old term ids in order (new id = index in that array).
+        """
+        pos = np.asarray(positions, dtype=np.int64)
+        new_doc = np.full(len(self), -1, dtype=np.int64)
+        new_doc[pos] = np.arange(len(pos))
+        mask = new_doc[self.doc] >= 0
+        doc, term, count = new_doc[self.doc[mask]], self.term[mask], self.count[mask]
+        used = np.flatnonzero(np.bincount(term, minlength=n_terms))
+        remap = np.full(n_terms, -1, dtype=np.int64)
+        remap[used] = np.arange(len(used))
+        order = np.lexsort((remap[term], doc))
+        kept = Postings(
+            doc[order].astype(np.int32),
+            remap[term][order].astype(np.int32),
+            count[order],
+            self.lengths[pos],
+        )
+        return kept, used
+
+    def token_lists(self) -> list[list[int]]:
+        """Each document as a list of term ids (repeats expanded; the order within a document is not kept)."""
+        flat = np.repeat(
+            self.term, self.count
+        ).tolist()  # sorted by document, and a document's counts sum to its length
+        out: list[list[int]] = []
+        start = 0
+        for n in self.lengths.tolist():
+            out.append(flat[start : start + n])
+            start += n
+        return out
+
+    def save(self, folder: Path) -> None:
+        for f in _FILES:
+            tmp = folder / f".postings.{f}.npy.tmp"
+            with open(tmp, "wb") as fh:
+                np.save(fh, getattr(self, f))
+            tmp.replace(folder / f"postings.{f}.npy")
+
+    @classmethod
+    def load(cls, folder: Path) -> Postings | None:
+        paths = [folder / f"postings.{f}.npy" for f in _FILES]
+        if not all(p.is_file() for p in paths):
+            return None
+        return cls(*(np.load(p) for p in paths))
+
+
+def bm25s_matrix(model: Any, postings: Postings, n_vocab: int) -> dict[str, Any]:
+    """bm25s's `scores` dict (CSC data, indices, indptr, num_docs) for these postings, as `BM25.index` builds it."""
+    from bm25s.scoring import (
+        _build_idf_array,
+        _build_nonoccurrence_array,
+        _select_idf_scorer,
+        _select_tfc_scorer,
+    )
+
+    n_docs = len(postings)
+    avg_doc_len = postings.lengths.mean()
+    df_counts = np.bincount(postings.term, minlength=n_vocab)
+    doc_frequencies = dict(enumerate(df_counts.tolist()))
+    idf_fn = _select_idf_scorer(model.idf_method)
+    nonocc = None
+    if model.method in model.methods_requiring_nonoccurrence:
+        nonocc = _build_nonoccurrence_array(
+            doc_frequencies=doc_frequencies,
+            n_docs=n_docs,
+            compute_idf_fn=idf_fn,
+            calculate_tfc_fn=_select_tfc_scorer(model.method),
+            l_d=avg_doc_len,
+            l_avg=avg_doc_len,
+            k1=model.k1,
+            b=model.b,
+            delta=model.delta,
+            dtype=model.dtype,
+        )
+    model.nonoccurrence_array = nonocc
+    idf = _build_idf_array(doc_frequencies=doc_frequencies, n_docs=n_docs, compute_idf_fn=idf_fn, dtype=model.dtype)
+    tf = postings.count.astype(model.dtype)
+    # per pair: the same float64 expression bm25s evaluates per document (l_d a Python int there)
+    l_d = postings.lengths[postings.doc].astype(np.float64)
+    tfc = _select_tfc_scorer(model.method)(
+        tf_array=tf, l_d=l_d, l_avg=avg_doc_len, k1=model.k1, b=model.b, delta=model.delta
+    )
+    scores = idf[postings.term] * tfc
+    if nonocc is not None:
+        scores -= nonocc[postings.term]
+    scores = scores.astype(model.dtype)
+    data, indices, indptr = model._np_csc(
+        data=scores,
+        rows=postings.doc.astype(model.int_dtype),
+        cols=postings.term.astype(model.int_dtype),
+        shape=(n_docs, n_vocab),
+    )
+    return {"data": data.astype(model.dtype), "indices": indices, "indptr": indptr, "num_docs": n_docs}
