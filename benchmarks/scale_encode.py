@@ -46,11 +46,11 @@ def main() -> None:
     from retbench.io.beir import read_beir
     from retbench.retrievers.dense import DenseRetriever
     from retbench.retrievers.encoders.encoder import _load_model, default_model
-    from retbench.studies.executors import ExecutorSettings, InProcess, RayExecutor
+    from retbench.studies.executors import ExecutorSettings, InProcess, RayExecutor, init_ray
 
     texts = read_beir(ROOT / "corpora" / "scifact").corpus.joined_texts()[: args.docs]
     model, _ = _load_model(default_model(), "cpu", False)
-    ray.init(num_cpus=args.cpus, include_dashboard=False, logging_level="WARNING")
+    init_ray(ray, num_cpus=args.cpus, include_dashboard=False, logging_level="WARNING")
     scratch = Path(tempfile.mkdtemp(prefix="retbench-encode-bench-"))
 
     def fresh() -> DenseRetriever:
@@ -80,6 +80,7 @@ def main() -> None:
                 t0 = time.perf_counter()
                 paths[name]()
                 times[name].append(time.perf_counter() - t0)
+                print(f"round {r + 1}: {name} {times[name][-1]:.1f} s", flush=True)
     finally:
         ray.shutdown()
         shutil.rmtree(scratch, ignore_errors=True)

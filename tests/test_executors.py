@@ -15,7 +15,7 @@ import yaml
 
 from retbench.errors import ConfigError
 from retbench.studies.benchmark import load_config, run_experiment
-from retbench.studies.executors import ExecutorSettings, make_executor, parse_executor
+from retbench.studies.executors import ExecutorSettings, init_ray, make_executor, parse_executor
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGINS = str(Path(__file__).parent / "plugins")
@@ -30,8 +30,14 @@ def ray_cluster():
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), PLUGINS, *([saved] if saved else [])])
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     sys.path.insert(0, PLUGINS)
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
     try:
+        try:
+            init_ray(ray, num_cpus=2, include_dashboard=False, logging_level="WARNING")
+        except Exception as exc:  # Ray gives a local node a fixed 30 s to start; an overloaded machine misses it
+            if "timed out during startup" not in str(exc):
+                raise
+            load = os.getloadavg()[0]
+            pytest.skip(f"Ray's local node did not start within its fixed 30 s, 3 tries (load average {load:.0f})")
         yield ray
     finally:
         ray.shutdown()
@@ -87,6 +93,15 @@ def test_ray_gives_the_same_run_files_and_metrics_as_one_process_and_a_rerun_enc
     assert dense["search_on"]["executor"] == "ray" and dense["index_bytes"] > 150 * 384 * 4
     for key in ("encode_peak_rss_mib", "index_peak_rss_mib", "search_queries_per_s", "devices"):
         assert dense[key], key
+
+    from retbench.report.html import render_html
+    from retbench.report.markdown import report_markdown
+    from retbench.report.model import build_report
+
+    data = build_report(tmp_path / "spread", n_resamples=200)
+    md = report_markdown(data)
+    assert "## Resources" in md and "encode docs/s" in md and "(workers " in md
+    assert 'id="resources"' in render_html(data)
 
     again = _run(spread_cfg, force=True)
     redo = json.loads((tmp_path / "spread" / "manifest.json").read_text())["systems"]["dense"]["resources"]
@@ -147,3 +162,8 @@ def test_without_ray_installed_the_error_says_which_extra_to_install():
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120).stdout
     assert "retbench[ray]" in out and "ray==2.60.0" in out
+
+
+def test_the_shipped_ray_config_selects_the_ray_executor():
+    cfg = load_config(ROOT / "configs" / "ray.yaml")
+    assert cfg.executor.kind == "ray" and cfg.executor.max_retries == 3

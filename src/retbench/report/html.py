@@ -280,6 +280,16 @@ def _comparison(data: ReportData) -> str:
     return "".join(out)
 
 
+def _resources(data: ReportData) -> str:
+    from retbench.report.model import RESOURCE_HEADER, resource_rows
+
+    rows = resource_rows(data.systems)
+    if not rows:
+        return '<p class="muted">No resource figures were recorded.</p>'
+    cells = ["<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows]
+    return _table(list(RESOURCE_HEADER), cells, set(range(2, 7)))
+
+
 def _latency(data: ReportData) -> str:
     timed = [s for s in data.systems if s.latencies_ms]
     if not timed:
@@ -380,6 +390,7 @@ def render_html(data: ReportData) -> str:
         ("curves", "Metric@k curves", _curves(data)),
         ("comparison", "Comparison", _comparison(data)),
         ("latency", "Latency", _latency(data)),
+        ("resources", "Resources", _resources(data)),
         ("coverage", "Coverage", _coverage(data)),
         ("queries", "Per query", drill_section(data)),
         ("about", "About this run", _about(data)),

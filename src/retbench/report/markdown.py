@@ -190,6 +190,11 @@ def report_markdown(data: Any) -> str:
             ],
         )
         lines.append("")
+    from retbench.report.model import RESOURCE_HEADER, resource_rows
+
+    resources = resource_rows(data.systems)
+    if resources:
+        lines += ["## Resources", "", *_table(RESOURCE_HEADER, resources), ""]
     lines += ["## Coverage", ""]
     lines += _table(
         ["system", "judged", "answered", "failed", "missing", "skipped (no relevant doc)", "counting"],

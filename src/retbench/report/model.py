@@ -9,6 +9,7 @@ comparisons of every system against a baseline.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ class SystemSummary:
     latency: dict[str, float] = field(default_factory=dict)  # p50, p95, p99, mean, max (ms), n
     describe: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    resources: dict[str, Any] = field(default_factory=dict)  # the manifest's resource figures
 
     @property
     def answered(self) -> int:
@@ -212,6 +214,7 @@ def build_report(
                 lat,
                 dict(info.get("describe") or {}),
                 dict(info.get("timings") or {}),
+                dict(info.get("resources") or {}),
             )
         )
     cmp = None
@@ -260,3 +263,44 @@ def build_report(
         leaderboard=board,
         drill=drill,
     )
+
+
+RESOURCE_HEADER = (
+    "system",
+    "devices",
+    "encode docs/s",
+    "index s",
+    "index on disk MiB",
+    "search queries/s",
+    "peak RSS MiB",
+)
+
+
+def resource_rows(systems: Sequence[SystemSummary]) -> list[list[str]]:
+    """One row per system with resource figures (peak RSS: the largest stage of this process, then
+    the workers' where a cluster did the work); both report renderers show these rows."""
+    from retbench.report import fmt
+
+    rows = []
+    for s in systems:
+        r = s.resources
+        if not r:
+            continue
+        peaks = [r.get(f"{st}_peak_rss_mib") for st in ("encode", "index", "search")]
+        own = max((p for p in peaks if p is not None), default=None)
+        workers = [(r.get(k) or {}).get("worker_peak_rss_mib") for k in ("encode_on", "search_on")]
+        worker = max((w for w in workers if w), default=None)
+        peak = fmt.num(own, 0) + (f" (workers {fmt.num(worker, 0)})" if worker else "")
+        disk = r.get("index_bytes")
+        rows.append(
+            [
+                s.name,
+                ", ".join(r.get("devices") or []),
+                fmt.num(r.get("encode_docs_per_s"), 1),
+                fmt.num(r.get("index_seconds"), 2),
+                fmt.num(disk / 2**20 if disk is not None else None, 1),
+                fmt.num(r.get("search_queries_per_s"), 1),
+                peak,
+            ]
+        )
+    return rows

@@ -169,6 +169,34 @@ def _import_ray() -> Any:
     return ray
 
 
+def init_ray(ray: Any, attempts: int = 3, **kwargs: Any) -> None:
+    """`ray.init`, tried again when a local node misses Ray's fixed 30 s start-up window (a loaded machine).
+
+    A failed start leaves the processes it spawned running (Ray's shutdown does not know them), so
+    this process's own Ray children are stopped before the next attempt.
+    """
+    for attempt in range(attempts):
+        try:
+            ray.init(**kwargs)
+            return
+        except Exception as exc:
+            if "timed out during startup" not in str(exc) or attempt == attempts - 1:
+                raise
+            ray.shutdown()
+            _stop_own_ray_children()
+
+
+def _stop_own_ray_children() -> None:
+    import psutil  # a dependency of ray
+
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if any("ray" in part for part in child.cmdline()):
+                child.kill()
+        except psutil.Error:
+            continue
+
+
 class EncodeWorker:
     """A Ray actor holding one encoder (one model load per worker); vectors go to the shared cache."""
 
@@ -217,7 +245,7 @@ class RayExecutor:
             if address is None:
                 kwargs["num_cpus"] = settings.num_cpus
             try:
-                self.ray.init(address=address, **kwargs)
+                init_ray(self.ray, address=address, **kwargs)
             except Exception as exc:
                 raise BackendError(f"cannot start or reach the Ray cluster ({address or 'local'}): {exc}") from None
             self._started = True
