@@ -6,6 +6,12 @@ checked end to end against a known answer, and so a retriever built here can be 
     POST /search  {"query": "...", "k": 10}     -> {"retrieved": [{"id": "...", "score": 12.3, "text"?: "..."}]}
     GET  /search?query=...&k=10                 -> the same
     GET  /health                                -> {"status": "ok", "adapter": "...", "documents": N}
+    POST /rerank  {"query": "...", "documents": ["...", ...], "top_n": 3}
+                  -> {"results": [{"index": 0, "relevance_score": 0.91}, ...]}   (best first)
+
+`/rerank` is the shape Cohere, Jina and text-embeddings-inference share; it is served when the
+server holds a reranker (`retbench serve --rerank cross_encoder --rerank-params '{"model": ...}'`),
+so the `http` reranker can be checked end to end against a local cross-encoder.
 
 Scores are written as JSON floats (Python's repr, which round-trips exactly), in the retriever's order,
 so a client reads back the very numbers the retriever produced. Searches are serialized with a lock
@@ -26,11 +32,14 @@ import json
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retbench.data import Corpus
 from retbench.io.datasets import load_dataset
 from retbench.retrievers.base import Retriever, create
+
+if TYPE_CHECKING:
+    from retbench.retrievers.rerank import Reranker
 
 MAX_BODY = 1 << 20
 DEFAULT_BACKLOG = 1024
@@ -90,23 +99,31 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         url = urllib.parse.urlsplit(self.path)
         if url.path == "/health":
-            owner = self.server.owner
-            return self._send(
-                200,
-                {
-                    "status": "ok",
-                    "adapter": owner.retriever.adapter,
-                    "name": owner.retriever.name,
-                    "documents": owner.documents,
-                },
-            )
-        if url.path == "/search":
+            return self._send(200, self.server.owner.health())
+        if url.path == "/search" and self.server.owner.retriever is not None:
             return self._search(dict(urllib.parse.parse_qsl(url.query)))
         self._send(404, {"error": f"no route {url.path}; use /search or /health"})
 
+    def _rerank(self, params: dict[str, Any]) -> None:
+        owner = self.server.owner
+        query, docs, top_n = params.get("query"), params.get("documents"), params.get("top_n")
+        if not isinstance(query, str):
+            return self._send(400, {"error": "field 'query' must be a string"})
+        if not isinstance(docs, list) or not all(isinstance(d, str) for d in docs):
+            return self._send(400, {"error": "field 'documents' must be a list of strings"})
+        if top_n is not None and (not isinstance(top_n, int) or top_n < 1):
+            return self._send(400, {"error": "field 'top_n' must be a positive integer"})
+        try:
+            results = owner.rerank(query, docs, top_n)
+        except Exception as exc:
+            return self._send(500, {"error": f"{type(exc).__name__}: {exc}"})
+        self._send(200, {"results": results})
+
     def do_POST(self) -> None:
-        if urllib.parse.urlsplit(self.path).path != "/search":
-            return self._send(404, {"error": "POST to /search"})
+        path = urllib.parse.urlsplit(self.path).path
+        routes = {"/search": self._search, "/rerank": self._rerank}
+        if path not in routes:
+            return self._send(404, {"error": "POST to /search or /rerank"})
         try:
             length = int(self.headers.get("Content-Length", "0"))
         except ValueError:
@@ -122,7 +139,10 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(400, {"error": "body is nested too deeply"})
         if not isinstance(params, dict):
             return self._send(400, {"error": "body must be a JSON object"})
-        self._search(params)
+        owner = self.server.owner
+        if (owner.retriever if path == "/search" else owner.reranker) is None:
+            return self._send(404, {"error": f"this server has no {'retriever' if path == '/search' else 'reranker'}"})
+        routes[path](params)
 
 
 class _Server(ThreadingHTTPServer):
@@ -139,12 +159,13 @@ class _Server(ThreadingHTTPServer):
 
 
 class RetrievalServer:
-    """Serve `retriever` (already indexed) at http://host:port/search; `port=0` picks a free port."""
+    """Serve `retriever` (already indexed) at /search and/or `reranker` at /rerank; `port=0` picks a free port."""
 
     def __init__(
         self,
-        retriever: Retriever,
+        retriever: Retriever | None = None,
         *,
+        reranker: Reranker | None = None,
         corpus: Corpus | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -160,7 +181,9 @@ class RetrievalServer:
         if backlog < 1 or not timeout > 0:
             raise ValueError("backlog must be at least 1 and timeout positive")
         self.timeout = float(timeout)
-        self.retriever, self.corpus = retriever, corpus
+        if retriever is None and reranker is None:
+            raise ValueError("serve a retriever, a reranker or both")
+        self.retriever, self.reranker, self.corpus = retriever, reranker, corpus
         self.include_text, self.default_k, self.max_k, self.verbose = include_text, default_k, max_k, verbose
         self.documents = len(corpus) if corpus is not None else None
         self._lock = threading.Lock()
@@ -185,9 +208,31 @@ class RetrievalServer:
         host, port = self.address
         return f"http://{host}:{port}/search"
 
+    @property
+    def rerank_url(self) -> str:
+        host, port = self.address
+        return f"http://{host}:{port}/rerank"
+
+    def health(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": "ok"}
+        if self.retriever is not None:
+            out.update(adapter=self.retriever.adapter, name=self.retriever.name, documents=self.documents)
+        if self.reranker is not None:
+            out["reranker"] = self.reranker.describe()
+        return out
+
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        assert self.retriever is not None
         with self._lock:
             return self.retriever.search_one(query, k)
+
+    def rerank(self, query: str, documents: list[str], top_n: int | None) -> list[dict[str, Any]]:
+        """[{index, relevance_score}] best first (ties by index), at most `top_n` of them."""
+        assert self.reranker is not None
+        with self._lock:
+            scores = self.reranker.score(query, documents) if documents else []
+        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[: top_n or len(scores)]
+        return [{"index": i, "relevance_score": float(scores[i])} for i in order]
 
     def render(self, ranking: list[tuple[str, float]]) -> list[dict[str, Any]]:
         out = []

@@ -197,6 +197,42 @@ def available() -> list[str]:
     return sorted(names)
 
 
+def import_object(path: str, *, field: str) -> Any:
+    """The object a `module:attr.sub` path names; a bad path is a ConfigError on `field`."""
+    module, _, attr = path.partition(":")
+    try:
+        obj: Any = importlib.import_module(module)
+    except ImportError as exc:
+        raise ConfigError(f"cannot import module {module!r} ({exc})", field=field) from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError(f"module {module!r} has no attribute {attr!r}", field=field)
+        obj = getattr(obj, part)
+    return obj
+
+
+def check_params(
+    factory: Callable[..., Any], params: Mapping[str, Any], *, what: str, where: str = "", prefix: str = ""
+) -> inspect.Signature | None:
+    """Refuse a parameter the factory does not take, naming the field; returns the signature (None if unknown)."""
+    try:
+        sig = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return None
+    if not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        valid = [
+            n for n, p in sig.parameters.items() if n != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        ]
+        for key in params:
+            if key not in valid:
+                raise ConfigError(
+                    f"unknown parameter {key!r} for {what}; valid: {', '.join(valid) or 'none'}",
+                    path=where or None,
+                    field=f"{prefix}{key}",
+                )
+    return sig
+
+
 def resolve_factory(adapter: str) -> Factory:
     """The factory for an adapter name, entry point, or `module:factory` path."""
     _builtin()
@@ -206,16 +242,7 @@ def resolve_factory(adapter: str) -> Factory:
         if ep.name == adapter:
             return ep.load()
     if ":" in adapter:
-        module, _, attr = adapter.partition(":")
-        try:
-            obj = importlib.import_module(module)
-        except ImportError as exc:
-            raise ConfigError(f"cannot import module {module!r} ({exc})", field="adapter") from None
-        for part in attr.split("."):
-            if not hasattr(obj, part):
-                raise ConfigError(f"module {module!r} has no attribute {attr!r}", field="adapter")
-            obj = getattr(obj, part)
-        return obj  # type: ignore[return-value]
+        return import_object(adapter, field="adapter")
     raise ConfigError(f"unknown adapter {adapter!r}; available: {', '.join(available())}", field="adapter")
 
 
@@ -225,21 +252,7 @@ def create(
     """Build a retriever from a config block, checking parameters against the factory's signature."""
     factory = resolve_factory(adapter)
     params = dict(params or {})
-    try:
-        sig = inspect.signature(factory)
-    except (TypeError, ValueError):
-        sig = None
-    if sig is not None and not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
-        valid = [
-            n for n, p in sig.parameters.items() if n != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-        ]
-        for key in params:
-            if key not in valid:
-                raise ConfigError(
-                    f"unknown parameter {key!r} for adapter {adapter!r}; valid: {', '.join(valid) or 'none'}",
-                    path=where or None,
-                    field=f"params.{key}",
-                )
+    sig = check_params(factory, params, what=f"adapter {adapter!r}", where=where, prefix="params.")
     if sig is not None and "name" in sig.parameters and name is not None:
         params.setdefault("name", name)
     try:

@@ -18,6 +18,7 @@ everything else is written; nothing is retried into success or filled in.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
@@ -38,8 +39,10 @@ from retbench.results import SystemDir, save_run, write_json
 from retbench.results.journal import Journal
 from retbench.retrievers.base import create, resolve_factory
 from retbench.retrievers.filters import query_filters, require_filters
+from retbench.retrievers.rerank import parse_rerank
 from retbench.studies.executors import ExecutorSettings, encoders_of, make_executor, parse_executor
 from retbench.studies.manifest import config_record, machine, package_versions
+from retbench.studies.rerank import rerank_system
 from retbench.studies.resources import rate, size_on_disk, stage
 
 TOP_KEYS = {
@@ -57,7 +60,7 @@ TOP_KEYS = {
     "executor",
 }
 DATASET_KEYS = {"name", "path", "split", "max_queries", "corpus_sample", "join_rule", "seed"}
-SYSTEM_KEYS = {"name", "adapter", "params"}
+SYSTEM_KEYS = {"name", "adapter", "params", "rerank"}
 EVAL_KEYS = {"relevance_level", "no_relevant", "mode", "default_k", "bootstrap", "seed", "ignore_identical_ids"}
 
 
@@ -82,6 +85,7 @@ class SystemSpec:
     name: str
     adapter: str
     params: dict[str, Any] = field(default_factory=dict)
+    rerank: Any = None  # a RerankSpec (retrievers/rerank) when the system reranks its first stage
 
 
 @dataclass
@@ -102,7 +106,7 @@ class ExperimentConfig:
         """What a finished system's results depend on: resume only reuses results with the same hash."""
         blob = json.dumps(
             {
-                "system": system.__dict__,
+                "system": {k: v for k, v in system.__dict__.items() if v is not None},
                 "dataset": dataset.__dict__,
                 "depth": self.depth,
                 "metrics": self.metrics,
@@ -179,7 +183,7 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
         seen.add(name)
         params = s.get("params") or {}
         _require(isinstance(params, dict), "params must be a mapping", source, f"systems[{i}].params")
-        systems.append(SystemSpec(name, adapter, params))
+        systems.append(SystemSpec(name, adapter, params, s.get("rerank")))
     metrics = raw.get("metrics", DEFAULT_METRICS)
     _require(
         isinstance(metrics, list) and all(isinstance(m, str) for m in metrics) and bool(metrics),
@@ -208,7 +212,17 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
     cfg.executor = parse_executor(raw.get("executor"), source)
     _check_metrics(cfg)
     _check_adapters(cfg)
+    _check_rerank(cfg)
     return cfg
+
+
+def _check_rerank(cfg: ExperimentConfig) -> None:
+    """Turn each `rerank:` block into a RerankSpec; depth must reach every metric's cutoff (uncut: `depth`)."""
+    default_k = int(cfg.evaluation.get("default_k", 5))
+    cutoffs = [parse_metric(m, default_k).k or cfg.depth for m in cfg.metrics]
+    for i, s in enumerate(cfg.systems):
+        if s.rerank is not None and not hasattr(s.rerank, "depth"):
+            s.rerank = parse_rerank(s.rerank, cutoffs, where=cfg.source, fld=f"systems[{i}].rerank")
 
 
 def _check_metrics(cfg: ExperimentConfig) -> None:
@@ -296,6 +310,7 @@ def _search_journaled(
     fingerprint: str,
     progress: Progress | None,
     label: str,
+    depth: int | None = None,
 ) -> tuple[Run, dict[str, Any]]:
     """Search in batches (wherever the executor runs them); only this process journals, each query once."""
 
@@ -319,7 +334,7 @@ def _search_journaled(
             retriever,
             queries,
             todo,
-            cfg.depth,
+            depth or cfg.depth,
             cfg.batch_size,
             on_batch,
             adapter=sspec.adapter,
@@ -346,6 +361,23 @@ def _index_system(executor: Any, retriever: Any, corpus: Any, sysdir: SystemDir,
     if {"save", "load"} <= retriever.capabilities:
         retriever.save(sysdir.root / "index")
         figures["index_bytes"] = size_on_disk(sysdir.root / "index")
+
+
+def _evaluate(run: Run, qrels: Any, metrics: list[str], ev: dict[str, Any]) -> Any:
+    return evaluate(
+        run,
+        qrels,
+        metrics,
+        relevance_level=int(ev.get("relevance_level", 1)),
+        no_relevant=str(ev.get("no_relevant", "skip")),
+        mode=str(ev.get("mode", "trec_eval")),
+        default_k=int(ev.get("default_k", 5)),
+        ignore_identical_ids=bool(ev.get("ignore_identical_ids", False)),
+    )
+
+
+def _evaluate_with(qrels: Any, ev: dict[str, Any], run: Run, metrics: list[str]) -> Any:
+    return _evaluate(run, qrels, metrics, ev)
 
 
 def run_experiment(
@@ -439,25 +471,35 @@ def _run_cells(
                     continue
                 if progress:
                     progress(f"index {key}", len(ds.corpus), len(ds.corpus))
+                depth = max(cfg.depth, sspec.rerank.depth) if sspec.rerank else cfg.depth
                 with stage(figures, "search"):
                     run, figures["search_on"] = _search_journaled(
-                        executor, retriever, sspec, queries, cfg, sysdir, chash, progress, f"search {key}"
+                        executor, retriever, sspec, queries, cfg, sysdir, chash, progress, f"search {key}", depth
                     )
                 figures["search_queries_per_s"] = rate(len(queries), figures["search_seconds"])
                 outcome.timings.update({k: v for k, v in figures.items() if k.endswith("_seconds")})
+                rerank_summary: dict[str, Any] = {}
+                rerank_manifest: dict[str, Any] | None = None
+                if sspec.rerank:
+                    t0 = time.perf_counter()
+                    if progress:
+                        progress(f"rerank {key}", 0, len(queries))
+                    run, rerank_summary, rerank_manifest = rerank_system(
+                        sspec.rerank,
+                        run,
+                        queries,
+                        ds.corpus,
+                        sysdir,
+                        cfg.metrics,
+                        functools.partial(_evaluate_with, qrels, ev),
+                        name=key,
+                        where=cfg.source,
+                    )
+                    outcome.timings["rerank_seconds"] = round(time.perf_counter() - t0, 3)
                 outcome.failed_queries = len(run.failed())
                 t0 = time.perf_counter()
                 save_run(run, sysdir)
-                evaluation = evaluate(
-                    run,
-                    qrels,
-                    cfg.metrics,
-                    relevance_level=int(ev.get("relevance_level", 1)),
-                    no_relevant=str(ev.get("no_relevant", "skip")),
-                    mode=str(ev.get("mode", "trec_eval")),
-                    default_k=int(ev.get("default_k", 5)),
-                    ignore_identical_ids=bool(ev.get("ignore_identical_ids", False)),
-                )
+                evaluation = _evaluate(run, qrels, cfg.metrics, ev)
                 evaluation.to_tsv(sysdir.per_query)
                 aggregates = evaluation.aggregate(seed=int(ev.get("seed", 0)))
                 write_json(sysdir.aggregates, aggregates)
@@ -481,6 +523,7 @@ def _run_cells(
                     "skipped_no_relevant": len(evaluation.skipped),
                     "mode": evaluation.mode,
                 }
+                summary.update(rerank_summary)
                 sys_manifest = {
                     "adapter": sspec.adapter,
                     "describe": retriever.describe(),
@@ -490,6 +533,8 @@ def _run_cells(
                     "config_hash": chash,
                     "duplicates_dropped": run.n_duplicates,
                 }
+                if rerank_manifest is not None:
+                    sys_manifest["rerank"] = rerank_manifest
                 metrics_json[key] = summary
                 manifest["systems"][key] = sys_manifest
                 write_json(

@@ -1,0 +1,260 @@
+"""The rerank stage: a first-stage Run's top `depth` candidates re-ordered by a reranker.
+
+Rules it keeps on every run (each query that breaks one is recorded as `invalid` with the reason,
+never silently repaired):
+
+- the reranked list is a permutation of the first stage's top `depth` (nothing added, nothing lost);
+- at depth 1 it is exactly the first stage's top 1;
+- a query that failed in the first stage is failed in the reranked run too, with the same error;
+- a reranker failure is recorded per query with its message verbatim.
+
+The reranked run holds only the `depth` candidates (ranked by reranker score, ties by doc id
+descending as trec_eval orders them), so metrics with a cutoff above `depth` would be capped by the
+first stage: the experiment config refuses that (see `check_depth`).
+
+Pair scores are cached on disk by (reranker fingerprint, sha1 of the query text, sha1 of the
+document text), in the same append-only shard format as the embedding cache: a second depth, a
+re-run or a second system with the same reranker scores no pair twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
+from retbench.errors import ConfigError
+from retbench.retrievers.encoders.cache import EmbeddingCache, text_key
+from retbench.retrievers.rerank.scorers import Reranker
+
+
+def default_pair_cache_dir() -> Path:
+    """`$RETBENCH_CACHE/rerank` when set, else `.retbench-cache/rerank` under the current dir."""
+    from retbench.retrievers.encoders.cache import default_cache_dir
+
+    return default_cache_dir().parent / "rerank"
+
+
+def pair_key(query: str, document: str) -> bytes:
+    """sha1(sha1(query) + sha1(document)): the cache key of one pair (20 bytes)."""
+    return hashlib.sha1(text_key(query) + text_key(document)).digest()
+
+
+@dataclass
+class RerankStats:
+    """Pairs sent to the reranker vs answered from the cache; `calls` counts reranker calls."""
+
+    scored: int = 0
+    cached: int = 0
+    calls: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"pairs_scored": self.scored, "pairs_cached": self.cached, "calls": self.calls, "seconds": self.seconds}
+
+
+def check_depth(depth: Any, cutoffs: Sequence[int], *, where: str = "", fld: str = "rerank.depth") -> int:
+    """`depth` as a positive int no smaller than the largest metric cutoff (else the metric is capped)."""
+    if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
+        raise ConfigError("depth must be a positive integer", path=where or None, field=fld)
+    top = max(cutoffs, default=0)
+    if depth < top:
+        raise ConfigError(
+            f"rerank depth {depth} is below the largest metric cutoff {top}: a metric at {top} would only "
+            f"see {depth} reranked documents; raise depth to at least {top}",
+            path=where or None,
+            field=fld,
+        )
+    return depth
+
+
+@dataclass
+class RerankStage:
+    """Rerank a first-stage Run's top `depth` documents; see the module docstring."""
+
+    reranker: Reranker
+    depth: int
+    cache: bool = True
+    cache_dir: Path | None = None
+    queries_per_call: int = 16
+    stats: RerankStats = field(default_factory=RerankStats)
+    _cache: EmbeddingCache | None = None
+
+    def __post_init__(self) -> None:
+        if self.depth < 1 or self.queries_per_call < 1:
+            raise ValueError("depth and queries_per_call must be positive")
+
+    def describe(self) -> dict[str, Any]:
+        return {"depth": self.depth, **self.reranker.describe()}
+
+    @property
+    def pair_cache(self) -> EmbeddingCache | None:
+        if self.cache and self._cache is None:
+            fp = hashlib.sha1(self.reranker.fingerprint().encode()).hexdigest()[:16]
+            self._cache = EmbeddingCache((self.cache_dir or default_pair_cache_dir()) / fp)
+        return self._cache if self.cache else None
+
+    def score(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[list[float]]:
+        """Scores for (query, documents) items; only pairs the cache lacks reach the reranker."""
+        keys = [[pair_key(q, d) for d in docs] for q, docs in items]
+        cache = self.pair_cache
+        found = cache.lookup([k for row in keys for k in row]) if cache is not None else {}
+        todo: list[tuple[str, list[str]]] = []
+        todo_keys: list[bytes] = []
+        for (q, docs), row in zip(items, keys, strict=True):
+            missing = [(d, k) for d, k in zip(docs, row, strict=True) if k not in found]
+            unique = list({k: d for d, k in missing}.items())  # a document twice is scored once
+            if unique:
+                todo.append((q, [d for _, d in unique]))
+                todo_keys.extend(k for k, _ in unique)
+        n_pairs = sum(len(r) for r in keys)
+        if todo:
+            t0 = time.perf_counter()
+            self.stats.calls += 1
+            scores = self.reranker.score_many(todo)
+            self.stats.seconds += time.perf_counter() - t0
+            for (_, docs), s in zip(todo, scores, strict=True):
+                if len(s) != len(docs):
+                    raise ValueError(f"reranker returned {len(s)} scores for {len(docs)} documents")
+            flat = np.asarray([x for s in scores for x in s], dtype=np.float32)
+            if cache is not None:
+                cache.append(todo_keys, flat.reshape(-1, 1))
+            found.update({k: np.asarray([v]) for k, v in zip(todo_keys, flat.tolist(), strict=True)})
+            self.stats.scored += len(todo_keys)
+        self.stats.cached += n_pairs - len(todo_keys)
+        return [[float(found[k][0]) for k in row] for row in keys]
+
+    def rerank(self, first: Run, queries: Queries, corpus: Corpus, *, name: str = "") -> Run:
+        """The reranked Run for every query of `first` (failures carried over; see the module docstring)."""
+        builder = RunBuilder(name or first.name)
+        status = first.status
+        qids = list(first.query_ids)
+        for start in range(0, len(qids), self.queries_per_call):
+            chunk = qids[start : start + self.queries_per_call]
+            ready: list[tuple[str, list[str]]] = []
+            for q in chunk:
+                if status[q].failed:
+                    continue
+                docs = first.docs(q)[: self.depth]
+                unknown = [d for d in docs if d not in corpus]
+                if unknown:
+                    builder.add(
+                        q,
+                        status=QueryStatus.INVALID,
+                        error=f"first stage returned doc id {unknown[0]!r}, not in the corpus",
+                    )
+                    continue
+                ready.append((q, docs))
+            t0 = time.perf_counter()
+            try:
+                scores = self.score([(queries[q], [corpus.joined(corpus.index[d]) for d in docs]) for q, docs in ready])
+                error = None
+            except Exception as exc:  # the reranker failed: every query of the call is recorded with its message
+                scores, error = [], f"{type(exc).__name__}: {exc}"
+            share = (time.perf_counter() - t0) / max(1, len(ready))
+            by_q = {q: (docs, scores[i] if error is None else None) for i, (q, docs) in enumerate(ready)}
+            for q in chunk:
+                latency = first.latency.get(q, 0.0) + (share if q in by_q else 0.0)
+                if status[q].failed:
+                    builder.add(
+                        q,
+                        status=status[q],
+                        latency=first.latency.get(q),
+                        error=first.errors.get(q, "failed in the first stage"),
+                    )
+                elif q not in by_q:
+                    continue  # recorded above (invalid first-stage ids)
+                elif error is not None:
+                    builder.add(q, status=QueryStatus.ERROR, latency=latency, error=error)
+                else:
+                    docs, s = by_q[q]
+                    builder.add(q, list(zip(docs, s, strict=True)), latency=latency)
+        run = builder.build()
+        return mark_violations(first, run, self.depth)
+
+
+def invariant_problem(first_docs: Sequence[str], reranked_docs: Sequence[str], depth: int) -> str | None:
+    """Why a reranked list breaks the stage's rules for one query, or None when it keeps them."""
+    top = list(first_docs[:depth])
+    if sorted(reranked_docs) != sorted(top):
+        extra = [d for d in reranked_docs if d not in set(top)]
+        if extra:
+            return f"reranked doc {extra[0]!r} is not in the first stage's top {depth}"
+        return f"reranked list has {len(reranked_docs)} docs, the first stage's top {depth} has {len(top)}"
+    if depth == 1 and list(reranked_docs[:1]) != top[:1]:
+        return "at depth 1 the reranked run must equal the first stage's top 1"
+    return None
+
+
+def mark_violations(first: Run, reranked: Run, depth: int) -> Run:
+    """The reranked Run with every query that breaks an invariant turned into an `invalid` failure."""
+    status = reranked.status
+    bad: dict[str, str] = {}
+    for q in reranked.query_ids:
+        if not status[q].failed and q in first:
+            problem = invariant_problem(first.docs(q), reranked.docs(q), depth)
+            if problem:
+                bad[q] = problem
+    if not bad:
+        return reranked
+    builder = RunBuilder(reranked.name)
+    for q in reranked.query_ids:
+        if q in bad:
+            builder.add(q, status=QueryStatus.INVALID, latency=reranked.latency.get(q), error=bad[q])
+        else:
+            builder.add(
+                q, reranked.ranking(q), status=status[q], latency=reranked.latency.get(q), error=reranked.errors.get(q)
+            )
+    return builder.build()
+
+
+@dataclass
+class RerankSpec:
+    """A system's `rerank:` block: `depth`, `kind`, `cache` and the reranker's own parameters."""
+
+    depth: int
+    kind: str
+    params: dict[str, Any] = field(default_factory=dict)
+    cache: bool = True
+    queries_per_call: int = 16
+
+    def build(self, *, where: str = "", cache_dir: Path | None = None) -> RerankStage:
+        from retbench.retrievers.rerank.scorers import create_reranker
+
+        reranker = create_reranker(self.kind, self.params, where=where)
+        return RerankStage(reranker, self.depth, self.cache, cache_dir, self.queries_per_call)
+
+
+def parse_rerank(raw: Any, cutoffs: Sequence[int], *, where: str = "", fld: str = "rerank") -> RerankSpec:
+    """Validate a `rerank:` block; every error names the field. Unknown keys go to the reranker, checked there."""
+    from retbench.retrievers.base import check_params
+    from retbench.retrievers.rerank.scorers import BUILTIN, KINDS
+
+    if not isinstance(raw, dict):
+        raise ConfigError("rerank must be a mapping with depth and kind", path=where or None, field=fld)
+    params = dict(raw)
+    kind = params.pop("kind", None)
+    if not isinstance(kind, str) or not (kind in KINDS or ":" in kind):
+        raise ConfigError(
+            f"rerank kind must be one of {', '.join(KINDS)} or module:factory, got {kind!r}",
+            path=where or None,
+            field=f"{fld}.kind",
+        )
+    depth = check_depth(params.pop("depth", None), cutoffs, where=where, fld=f"{fld}.depth")
+    cache = params.pop("cache", True)
+    if not isinstance(cache, bool):
+        raise ConfigError("cache must be true or false", path=where or None, field=f"{fld}.cache")
+    per_call = params.pop("queries_per_call", 16)
+    if not isinstance(per_call, int) or per_call < 1:
+        raise ConfigError(
+            "queries_per_call must be a positive integer", path=where or None, field=f"{fld}.queries_per_call"
+        )
+    if kind in BUILTIN:
+        check_params(BUILTIN[kind], params, what=f"rerank kind {kind!r}", where=where, prefix=f"{fld}.")
+    return RerankSpec(depth, kind, params, cache, per_call)

@@ -1,0 +1,27 @@
+"""A user's own reranker, loaded by `module:factory` (tests put this folder on sys.path).
+
+`Overlap` scores a document by the share of the query's lowercase words it contains; `fail_on`
+makes it raise for chosen query texts, to check failures are recorded verbatim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from retbench.retrievers.rerank import Reranker
+
+
+class Overlap(Reranker):
+    kind = "toy_rerankers:Overlap"
+
+    def __init__(self, fail_on: Sequence[str] = ()) -> None:
+        self.fail_on = set(fail_on)
+
+    def fingerprint(self) -> str:
+        return "toy-overlap-v1"
+
+    def score(self, query: str, documents: Sequence[str]) -> list[float]:
+        if query in self.fail_on:
+            raise RuntimeError(f"toy reranker refuses {query!r}")
+        words = set(query.lower().split())
+        return [len(words & set(d.lower().split())) / max(1, len(words)) for d in documents]
