@@ -30,7 +30,7 @@ import numpy as np
 from retbench.data import Corpus
 from retbench.errors import ConfigError, InputError
 from retbench.retrievers.base import Ranking, Retriever, register
-from retbench.retrievers.encoders import Encoder
+from retbench.retrievers.encoders import Encoder, create_encoder
 from retbench.retrievers.filters import Filter
 
 INDEX_TYPES = ("flat_ip", "flat_l2", "hnsw", "ivf", "ivfpq")
@@ -50,9 +50,11 @@ def _faiss() -> Any:
 class DenseRetriever(Retriever):
     """Sentence-transformers embeddings searched with FAISS; see the module docstring for the index types.
 
-    The encoder settings (model .. shard_size) build an `Encoder`; from code, `encoder=` shares an
-    existing one instead and those settings are ignored. `ef_search` and `nprobe` may be changed on
-    the object between searches; the other index settings are fixed at `index()`.
+    The encoder settings (model .. shard_size) build a sentence-transformers `Encoder`; `encoder=` a
+    mapping with a `kind` (http, onnx, static; see retrievers/encoders) builds that encoder instead,
+    and from code `encoder=` shares an existing one; either way those settings are then ignored.
+    `ef_search` and `nprobe` may be changed on the object between searches; the other index settings
+    are fixed at `index()`.
     """
 
     adapter = "dense"
@@ -81,10 +83,12 @@ class DenseRetriever(Retriever):
         cache: bool = True,
         cache_dir: str | None = None,
         shard_size: int = 1024,
-        encoder: Encoder | None = None,
+        encoder: Encoder | Mapping[str, Any] | None = None,
         name: str | None = None,
     ) -> None:
         super().__init__(name)
+        if isinstance(encoder, Mapping):  # a config block: {kind: http | onnx | static | sentence_transformers, ...}
+            encoder = create_encoder(encoder)
         if index not in INDEX_TYPES:
             raise ValueError(f"unknown dense index {index!r}; expected one of {', '.join(INDEX_TYPES)}")
         if index.startswith("flat_"):

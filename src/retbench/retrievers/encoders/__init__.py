@@ -18,15 +18,28 @@ folder of append-only shards, each written atomically once its texts are encoded
 `encoder.stats` counts texts run through the model (`encoded`) and texts answered without it
 (`cached`: cache hits and repeats within one call). Chunking, ingestion and the vector stores use
 this same class, so their vectors agree with the dense retriever's.
+
+Other encoder kinds subclass `Encoder` and keep its cache: `http` (an OpenAI-compatible
+`/v1/embeddings` server), `onnx` (an .onnx graph run by onnxruntime) and `static` (WordLlama);
+`create_encoder({"kind": ..., ...})` builds one from a config block (the dense retriever's `encoder:`).
 """
 
 from retbench.retrievers.encoders.cache import EmbeddingCache, default_cache_dir, text_key
-from retbench.retrievers.encoders.encoder import Encoder, EncodeStats, default_model, fingerprint_folder
+from retbench.retrievers.encoders.encoder import (
+    ENCODER_KINDS,
+    Encoder,
+    EncodeStats,
+    create_encoder,
+    default_model,
+    fingerprint_folder,
+)
 
 __all__ = [
+    "ENCODER_KINDS",
     "EmbeddingCache",
     "EncodeStats",
     "Encoder",
+    "create_encoder",
     "default_cache_dir",
     "default_model",
     "fingerprint_folder",

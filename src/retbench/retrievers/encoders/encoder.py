@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -352,3 +352,34 @@ class Encoder:
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self.encode(texts, "query")
+
+
+# -- encoder kinds ---------------------------------------------------------------------------------
+ENCODER_KINDS = {
+    "sentence_transformers": "retbench.retrievers.encoders.encoder:Encoder",
+    "http": "retbench.retrievers.encoders.http:HttpEncoder",
+    "onnx": "retbench.retrievers.encoders.onnx:OnnxEncoder",
+    "static": "retbench.retrievers.encoders.static:StaticEncoder",
+}
+
+
+def create_encoder(spec: Mapping[str, Any], *, where: str = "", fld: str = "params.encoder") -> Encoder:
+    """An Encoder from a config mapping: `kind` (default sentence_transformers) plus that kind's settings."""
+    from retbench.retrievers.base import check_params, import_object
+
+    params = dict(spec)
+    kind = params.pop("kind", "sentence_transformers")
+    if kind not in ENCODER_KINDS:
+        raise ConfigError(
+            f"unknown encoder kind {kind!r}; expected one of {', '.join(ENCODER_KINDS)}",
+            path=where or None,
+            field=f"{fld}.kind",
+        )
+    factory = import_object(ENCODER_KINDS[kind], field=f"{fld}.kind")
+    check_params(factory, params, what=f"encoder kind {kind!r}", where=where, prefix=f"{fld}.")
+    try:
+        return factory(**params)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"encoder kind {kind!r} rejected its settings: {exc}", path=where or None, field=fld
+        ) from None
