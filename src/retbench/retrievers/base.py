@@ -164,6 +164,7 @@ def register(name: str, factory: Factory | None = None) -> Any:
 _BUILTIN_MODULES = (
     "bm25",
     "dense",
+    "sparse",
     "hybrid",
     "runfile",
     "stores.http",
