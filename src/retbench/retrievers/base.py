@@ -258,6 +258,8 @@ def create(
         params.setdefault("name", name)
     try:
         retriever = factory(**params)
+    except ConfigError:
+        raise  # already names its field
     except (TypeError, ValueError) as exc:
         raise ConfigError(
             f"adapter {adapter!r} rejected its parameters: {exc}", path=where or None, field="params"

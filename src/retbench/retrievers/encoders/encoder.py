@@ -379,6 +379,8 @@ def create_encoder(spec: Mapping[str, Any], *, where: str = "", fld: str = "para
     check_params(factory, params, what=f"encoder kind {kind!r}", where=where, prefix=f"{fld}.")
     try:
         return factory(**params)
+    except ConfigError:
+        raise
     except (TypeError, ValueError) as exc:
         raise ConfigError(
             f"encoder kind {kind!r} rejected its settings: {exc}", path=where or None, field=fld

@@ -276,6 +276,8 @@ def create_reranker(kind: str, params: Mapping[str, Any] | None = None, *, where
     check_params(factory, params, what=f"rerank kind {kind!r}", where=where, prefix="rerank.")
     try:
         reranker = factory(**params)
+    except ConfigError:
+        raise
     except (TypeError, ValueError) as exc:
         raise ConfigError(
             f"rerank kind {kind!r} rejected its parameters: {exc}", path=where or None, field="rerank"
