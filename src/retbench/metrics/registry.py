@@ -443,7 +443,7 @@ def parse_metric(spec: str, default_k: int = 5) -> MetricSpec:
     if k is None and (cutoff == "k" or force_k):
         k = default_k
     if k is not None and not 1 <= k <= MAX_CUTOFF:
-        raise ConfigError(f"metric {spec!r}: cutoff must be in 1..{MAX_CUTOFF}, got {k}", field="metric")
+        raise ConfigError(f"metric {spec!r}: cutoff must be >= 1 and at most {MAX_CUTOFF}, got {k}", field="metric")
     for p, (lo, hi) in (getattr(metric, "param_ranges", None) or {}).items():
         if p in params and not lo <= params[p] <= hi:
             raise ConfigError(f"metric {spec!r}: {p} must be in [{lo:g}, {hi:g}], got {params[p]:g}", field="metric")

@@ -90,7 +90,9 @@ def export_mlflow(
     name = experiment or run_name
     found = client.get_experiment_by_name(name)
     exp_id = found.experiment_id if found is not None else client.create_experiment(name, artifact_location)
-    common: dict[str, str] = dict(flatten(man.get("config") or {}, "config"))
+    from retbench.studies.manifest import config_from_manifest
+
+    common: dict[str, str] = dict(flatten(config_from_manifest(man), "config"))
     for i, d in enumerate(man.get("datasets") or []):
         for key in ("name", "split", "queries", "documents", "corpus_fingerprint", "qrels_fingerprint"):
             if d.get(key) is not None:

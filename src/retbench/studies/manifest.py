@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,17 @@ def config_record(source: str, raw: Any) -> dict[str, Any]:
     if text is None:
         text = json.dumps(raw, sort_keys=True, default=str)
     return {"file": source, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "text": text}
+
+
+def config_from_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The parsed config a manifest records (its stored text parsed again, with the same alias bound)."""
+    rec = manifest.get("config") if isinstance(manifest, Mapping) else None
+    if isinstance(rec, Mapping) and isinstance(rec.get("text"), str) and "sha256" in rec:
+        from retbench.io.files import load_yaml_text
+
+        parsed = load_yaml_text(rec["text"], str(rec.get("file") or "manifest.json:config"))
+        return dict(parsed) if isinstance(parsed, Mapping) else {}
+    return dict(rec) if isinstance(rec, Mapping) else {}
 
 
 def package_versions() -> dict[str, str]:
