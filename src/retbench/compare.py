@@ -34,6 +34,7 @@ from retbench.evaluation import evaluate, read_judgements, read_system
 from retbench.io.beir import read_queries
 from retbench.metrics.registry import DEFAULT_METRICS, parse_metrics
 from retbench.results import load_results
+from retbench.results.layout import paired_with, split_key
 
 # Queries a system did not answer: these score 0 and are counted, never dropped.
 FAILED_STATUSES = frozenset({"error", "timeout", "invalid"})
@@ -460,12 +461,17 @@ def adjust(pairs: Sequence[PairComparison]) -> None:
 
 
 def all_pairs(systems: Sequence[str], baseline: str | None = None) -> list[tuple[str, str]]:
-    """Every pair in order, or each system against `baseline`."""
+    """Every pair in order, or each system against `baseline`.
+
+    Systems of a multi-dataset results directory (`<dataset>/<system>`) are paired only within
+    their dataset (different datasets share no query), unless that leaves no pair at all.
+    """
     if baseline is not None:
         if baseline not in systems:
             raise InputError(f"baseline system {baseline!r} not found (have: {', '.join(systems)})", field="baseline")
-        return [(baseline, s) for s in systems if s != baseline]
-    return list(combinations(systems, 2))
+        return paired_with(systems, baseline)
+    pairs = list(combinations(systems, 2))
+    return [(a, b) for a, b in pairs if split_key(a)[0] == split_key(b)[0]] or pairs
 
 
 def compare(

@@ -30,7 +30,11 @@ import numpy as np
 from retbench.data import Qrels, QueryStatus, Run, Sample
 from retbench.errors import ConfigError, InputError
 from retbench.io.beir import qrels_splits, read_qrels_tsv
-from retbench.io.files import iter_lines, require_file
+from retbench.io.files import (
+    iter_lines,
+    json_safe,  # re-exported: callers import it from here
+    require_file,
+)
 from retbench.io.golden import read_golden, read_outputs
 from retbench.io.trec import read_qrels, read_run
 from retbench.metrics.judges import judge_qrels, run_rows
@@ -302,15 +306,26 @@ class Evaluation:
         )
 
 
-def json_safe(obj: Any) -> Any:
-    """NaN (a mean over no counted query) becomes None, so the output is valid JSON."""
-    if isinstance(obj, float) and obj != obj:
-        return None
-    if isinstance(obj, dict):
-        return {k: json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [json_safe(v) for v in obj]
-    return obj
+def coverage(ev: Evaluation, run: Run) -> dict[str, Any]:
+    """What happened to the judged queries: computed once by the cell runner and stored in metrics.json.
+
+    judged = counted + excluded (pytrec_eval mode leaves unanswered queries out of the table and
+    lists them in `excluded`); answered = judged - failed - missing; scored (also `counted`) is the
+    denominator of every mean; skipped_no_relevant are judged queries without a relevant document.
+    """
+    judged = list(ev.query_ids) + list(ev.excluded or [])
+    failed = sum(1 for q in judged if q in run and run.status[q].failed)
+    missing = sum(1 for q in judged if q not in run)
+    return {
+        "answered": len(judged) - failed - missing,
+        "judged": len(judged),
+        "failed": failed,
+        "missing": missing,
+        "scored": len(ev.query_ids),
+        "counted": len(ev.query_ids),
+        "skipped_no_relevant": len(ev.skipped or []),
+        "mode": ev.mode,
+    }
 
 
 def bootstrap_means(values: np.ndarray, *, n_boot: int = 1000, seed: int = 0) -> np.ndarray:

@@ -96,6 +96,10 @@ def dataset_info(ds: Dataset) -> dict[str, Any]:
             "relevant_per_query": round(sum(len(qrels.relevant(q)) for q in qrels) / max(len(qrels), 1), 2),
         }
     problems = list(ds.problems)
+    for split, s in splits.items():
+        if not s["queries_with_relevant"]:
+            what = "has no judged query" if not s["queries"] else "judges no document relevant"
+            problems.append(f"split {split!r} {what}: it cannot be evaluated (retbench run refuses it)")
     if empty:
         problems.append(f"{empty} document(s) have no text")
     return {

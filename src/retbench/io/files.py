@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,6 +84,24 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         if not isinstance(obj, dict):
             raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=lineno)
         yield lineno, obj
+
+
+def json_safe(obj: Any) -> Any:
+    """NaN and infinities become None (JSON has neither), numpy scalars plain numbers, tuples lists.
+
+    Every JSON file retbench writes goes through here and `json.dumps(..., allow_nan=False)`, so a
+    strict parser reads all of them (a mean over no counted query is null, not NaN).
+    """
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    item = getattr(obj, "item", None)  # numpy scalars
+    if item is not None and getattr(obj, "shape", None) == ():
+        return json_safe(item())
+    return obj
 
 
 def find_variant(folder: Path, stem: str) -> Path | None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from retbench.compare import align, canonical_metrics, compare
 from retbench.errors import InputError
+from retbench.evaluation import coverage as computed_coverage
 from retbench.metrics.registry import parse_metric
 from retbench.results import load_results
 
@@ -106,23 +107,9 @@ def latency_summary(latencies_s: list[float]) -> tuple[list[float], dict[str, fl
     }
 
 
-def coverage(ev: Any, run: Any) -> dict[str, int]:
-    """Judged queries and what happened to them, from the evaluation and the run themselves.
-
-    In pytrec_eval mode the evaluation holds only the queries it counted; the others are in
-    `excluded`, so judged = counted + excluded in both modes.
-    """
-    judged = list(ev.query_ids) + list(getattr(ev, "excluded", []) or [])
-    failed = sum(1 for q in judged if q in run and run.status[q].failed)
-    missing = sum(1 for q in judged if q not in run)
-    return {
-        "judged": len(judged),
-        "answered": len(judged) - failed - missing,
-        "failed": failed,
-        "missing": missing,
-        "counted": len(ev.query_ids),
-        "skipped_no_relevant": len(getattr(ev, "skipped", []) or []),
-    }
+def coverage(ev: Any, run: Any) -> dict[str, Any]:
+    """Coverage of results written before the runner stored it in metrics.json (computed the same way)."""
+    return computed_coverage(ev, run)
 
 
 def comparison_pairs(names: list[str], baseline: str | None, per_dataset: bool) -> list[tuple[str, str]]:
@@ -167,7 +154,9 @@ def build_report(
     if not mj:
         raise InputError("metrics.json holds no system", path=Path(path) / "metrics.json")
     names = res.systems
-    metrics = [k for k, v in mj[names[0]].items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    metrics = [
+        k for k, v in mj[names[0]].items() if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+    ]
     if primary is not None:
         primary = (canonical_metrics([primary]) or [primary])[0]
         if primary not in metrics:
@@ -206,9 +195,9 @@ def build_report(
         systems.append(
             SystemSummary(
                 s,
-                {m: float(mj[s][m]) for m in metrics if m in mj[s]},
+                {m: float("nan") if mj[s][m] is None else float(mj[s][m]) for m in metrics if m in mj[s]},
                 ci,
-                coverage(ev, run),
+                res.coverage(s) or coverage(ev, run),
                 ev.mode,
                 ms,
                 lat,

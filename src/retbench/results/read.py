@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from retbench.data import Run
 from retbench.errors import InputError
@@ -14,9 +14,6 @@ from retbench.evaluation import Evaluation
 from retbench.io.beir import read_queries
 from retbench.io.datasets import resolve
 from retbench.io.files import find_variant
-
-if TYPE_CHECKING:
-    from retbench.evaluation import Evaluation
 from retbench.results.files import load_run, read_json
 from retbench.results.layout import SystemDir
 
@@ -34,7 +31,7 @@ class Results:
         return list(self.metrics_json)
 
     def system_dir(self, system: str) -> SystemDir:
-        return SystemDir(self.root / "systems" / system.replace("/", "__"))  # "<dataset>/<system>" keys
+        return SystemDir.of(self.root, system)
 
     def evaluation(self, system: str) -> Evaluation:
 
@@ -47,6 +44,12 @@ class Results:
 
     def latencies(self, system: str) -> dict[str, float]:
         return self.run(system).latency
+
+    def coverage(self, system: str) -> dict[str, Any]:
+        """The cell's coverage as the runner stored it in metrics.json (answered/judged/failed/missing/scored)."""
+        self._check(system)
+        entry = self.metrics_json.get(system) or {}
+        return dict(entry.get("coverage") or {}) if isinstance(entry, Mapping) else {}
 
     def aggregates(self, system: str) -> dict[str, Any]:
         self._check(system)

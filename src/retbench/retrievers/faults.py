@@ -86,6 +86,9 @@ class FaultSpec:
                     path=where or None,
                     field=f"faults.{key}",
                 )
+        from retbench.config import check_types
+
+        check_types(cls, cfg, where or None, "faults")
         spec = cls(**dict(cfg))
         spec.check(where)
         return spec

@@ -29,8 +29,6 @@ every later chunker, and re-runs encode nothing at all.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,17 +38,20 @@ from typing import Any
 import numpy as np
 
 from retbench.chunkers import Chunker, ChunkSet, HFTokenizer, make_chunker, make_tokenizer
+from retbench.config import SystemSpec, is_int, load, require, sample_ids, system_list
 from retbench.errors import ConfigError
 from retbench.evaluation import Evaluation
 from retbench.io.chunking_eval import read_chunking_eval
 from retbench.io.datasets import resolve
-from retbench.io.files import read_yaml
 from retbench.metrics.judges import budget_cutoffs, evaluate_judgement, judge_spans, overlap_scores
 from retbench.metrics.judges.spans import budget_label
 from retbench.metrics.registry import parse_metric
 from retbench.report.chunking import render_markdown
-from retbench.results import SystemDir, save_run, write_json
-from retbench.retrievers.base import create, resolve_factory
+from retbench.results import SystemDir, write_json
+from retbench.results.files import write_text
+from retbench.results.layout import OutputLock
+from retbench.retrievers.base import create
+from retbench.studies.cell import Cell, LazyRetriever, Outcome, StudyOutcome, fingerprint, run_cell
 from retbench.studies.manifest import config_record, machine, package_versions
 
 TOP_KEYS = {
@@ -68,6 +69,7 @@ TOP_KEYS = {
     "chunkers",
     "systems",
     "batch_size",
+    "seed",
     "description",
 }
 DEFAULT_METRICS = ["recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10", "P@5"]
@@ -80,7 +82,7 @@ class ChunkingConfig:
     output: Path
     dataset: str
     chunkers: list[dict[str, Any]]
-    systems: list[dict[str, Any]]
+    systems: list[SystemSpec]
     metrics: list[str] = field(default_factory=lambda: list(DEFAULT_METRICS))
     token_k: list[int] = field(default_factory=lambda: [5, 10])
     budgets: list[int] = field(default_factory=lambda: [512])
@@ -91,25 +93,36 @@ class ChunkingConfig:
     min_chars: int = 1
     min_fraction: float = 0.0
     batch_size: int = 64
+    seed: int = 0
     source: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
 
-    def pair_hash(self, chunker: dict[str, Any], system: dict[str, Any]) -> str:
-        """What one pair's results depend on: resume reuses only results with the same hash."""
-        blob = {
-            "chunker": chunker,
-            "system": system,
-            "dataset": self.dataset,
-            "max_queries": self.max_queries,
-            "depth": self.depth,
-            "metrics": self.metrics,
-            "token_k": self.token_k,
-            "budgets": self.budgets,
-            "tokenizer": self.tokenizer,
-            "max_seq_length": self.max_seq_length,
-            "relevance": [self.min_chars, self.min_fraction],
-        }
-        return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    def search_fingerprint(self, chunker: dict[str, Any], system: SystemSpec) -> str:
+        """What one pair's ranked lists depend on (its journal must match): chunks, system, questions, depth."""
+        return fingerprint(
+            {
+                "chunker": chunker,
+                "tokenizer": self.tokenizer,
+                "system": system.to_dict(),
+                "dataset": self.dataset,
+                "max_queries": self.max_queries,
+                "seed": self.seed,
+                "depth": self.depth,
+            }
+        )
+
+    def pair_hash(self, chunker: dict[str, Any], system: SystemSpec) -> str:
+        """What one pair's numbers depend on: resume reuses only results with the same hash."""
+        return fingerprint(
+            {
+                "search": self.search_fingerprint(chunker, system),
+                "metrics": self.metrics,
+                "token_k": self.token_k,
+                "budgets": self.budgets,
+                "max_seq_length": self.max_seq_length,
+                "relevance": [self.min_chars, self.min_fraction],
+            }
+        )
 
 
 def _positive_ints(value: Any, source: str, fld: str) -> list[int]:
@@ -152,28 +165,15 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
     if not isinstance(dataset, str) or not dataset:
         raise ConfigError("give a chunking set name or folder", path=source, field="dataset")
     chunkers = _named_blocks(raw.get("chunkers"), "chunkers", source, "kind")
-    systems = _named_blocks(raw.get("systems"), "systems", source, "adapter")
+    systems = system_list(raw.get("systems"), source)
+    for i, sspec in enumerate(systems):
+        require(SEPARATOR not in sspec.name, f"a name cannot contain '{SEPARATOR}'", source, f"systems[{i}].name")
     tokenizer = str(raw.get("tokenizer", "all-MiniLM-L6-v2"))
     for i, block in enumerate(chunkers):
         try:
             make_chunker({k: v for k, v in block.items()} | {"tokenizer": block.get("tokenizer", tokenizer)})
         except ConfigError as exc:
             raise ConfigError(exc.reason, path=source, field=f"chunkers[{i}].{exc.field or 'kind'}") from None
-    for i, s in enumerate(systems):
-        extra = sorted(set(s) - {"name", "adapter", "params"})
-        if extra:
-            raise ConfigError(
-                f"unknown key {extra[0]!r}; allowed: adapter, name, params",
-                path=source,
-                field=f"systems[{i}].{extra[0]}",
-            )
-        if not isinstance(s.get("params", {}) or {}, dict):
-            raise ConfigError("params must be a mapping", path=source, field=f"systems[{i}].params")
-
-        try:
-            resolve_factory(s["adapter"])
-        except ConfigError as exc:
-            raise ConfigError(exc.reason, path=source, field=f"systems[{i}].adapter") from None
     metrics = raw.get("metrics", DEFAULT_METRICS)
     if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) for m in metrics):
         raise ConfigError("metrics must be a list of names", path=source, field="metrics")
@@ -198,8 +198,10 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
             raise ConfigError("must be a positive integer", path=source, field=key)
         scalars[key] = v
     max_queries = raw.get("max_queries")
-    if max_queries is not None and (not isinstance(max_queries, int) or max_queries < 1):
+    if max_queries is not None and (not is_int(max_queries) or max_queries < 1):
         raise ConfigError("must be a positive integer", path=source, field="max_queries")
+    seed = raw.get("seed", 0)
+    require(is_int(seed), f"must be an integer, got {seed!r}", source, "seed")
     name = str(raw.get("name") or Path(source).stem)
     return ChunkingConfig(
         name=name,
@@ -211,6 +213,7 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
         token_k=_positive_ints(raw.get("token_k", [5, 10]), source, "token_k"),
         budgets=_positive_ints(raw.get("budgets", [512]), source, "budgets"),
         max_queries=max_queries,
+        seed=seed,
         tokenizer=tokenizer,
         min_chars=min_chars,
         min_fraction=float(min_fraction),
@@ -221,8 +224,8 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
 
 
 def load_config(path: str | Path, output: str | Path | None = None) -> ChunkingConfig:
-
-    return parse_config(read_yaml(path), str(path), output)
+    """Read and validate a chunking YAML file (errors name file:line and field)."""
+    return load(path, parse_config, output)
 
 
 # -- one (chunker, system) pair ------------------------------------------------------------------------
@@ -286,47 +289,16 @@ def _encoder_of(retriever: Any) -> Any:
     return None
 
 
-@dataclass
-class PairOutcome:
-    """What happened to one (chunker, system) pair; `name` is its results-directory key."""
-
-    name: str
-    chunker: str
-    system: str
-    skipped: bool = False
-    failed_queries: int = 0
-    index_error: str | None = None
-
-
-@dataclass
-class ChunkingOutcome:
-    """Shaped like `experiment.ExperimentOutcome` so `raise_if_backend_failed` serves both."""
-
-    config: ChunkingConfig
-    systems: list[PairOutcome]
-    metrics: dict[str, Any]
-
-    @property
-    def backend_failed(self) -> bool:
-        return any(p.failed_queries or p.index_error for p in self.systems)
-
+# kept for callers of the earlier names: one outcome shape serves every study
+PairOutcome = Outcome
+ChunkingOutcome = StudyOutcome
 
 Progress = Callable[[str], None]
 
 
-def run_chunking(cfg: ChunkingConfig, *, force: bool = False, log: Progress = print) -> ChunkingOutcome:
-    """Chunk, index, search and judge every (chunker, system) pair; write the results directory."""
-
-    out = cfg.output
-    out.mkdir(parents=True, exist_ok=True)
-    ev = read_chunking_eval(resolve(cfg.dataset))
-    qids = ev.queries.ids[: cfg.max_queries] if cfg.max_queries else ev.queries.ids
-    queries = ev.queries.subset(qids)
-    spans = {q: ev.spans[q] for q in qids}
-    tokenizer = make_tokenizer(cfg.tokenizer)
+def _chunking_manifest(cfg: ChunkingConfig, ev: Any, queries: Any, spans: dict, tokenizer: Any) -> dict[str, Any]:
     special = tokenizer.n_special if isinstance(tokenizer, HFTokenizer) else 0
-    max_content = cfg.max_seq_length - special
-    manifest: dict[str, Any] = {
+    return {
         "experiment": cfg.name,
         "kind": "chunking",
         "config": config_record(cfg.source, cfg.raw),
@@ -340,6 +312,8 @@ def run_chunking(cfg: ChunkingConfig, *, force: bool = False, log: Progress = pr
                 "path": ev.path,
                 "documents": len(ev.corpus),
                 "queries": len(queries),
+                "max_queries": cfg.max_queries,
+                "seed": cfg.seed,
                 "gold_spans": sum(len(s) for s in spans.values()),
                 "corpus_fingerprint": ev.corpus.fingerprint(),
             }
@@ -351,156 +325,153 @@ def run_chunking(cfg: ChunkingConfig, *, force: bool = False, log: Progress = pr
         "chunkers": {},
         "systems": {},
     }
+
+
+def run_chunking(cfg: ChunkingConfig, *, force: bool = False, log: Progress = print) -> StudyOutcome:
+    """Chunk, index, search and judge every (chunker, system) pair; write the results directory."""
+    with OutputLock(cfg.output):
+        return _run_locked(cfg, force, log)
+
+
+def _run_locked(cfg: ChunkingConfig, force: bool, log: Progress) -> StudyOutcome:
+
+    out = cfg.output
+    ev = read_chunking_eval(resolve(cfg.dataset))
+    qids = sample_ids(ev.queries.ids, cfg.max_queries, cfg.seed)
+    queries = ev.queries.subset(qids)
+    spans = {q: ev.spans[q] for q in qids}
+    tokenizer = make_tokenizer(cfg.tokenizer)
+    manifest = _chunking_manifest(cfg, ev, queries, spans, tokenizer)
+    max_content = cfg.max_seq_length - manifest["special_tokens"]
     metrics_json: dict[str, Any] = {}
-    pairs: list[PairOutcome] = []
-    retrievers: dict[str, Any] = {}
+    pairs: list[Outcome] = []
+    retrievers: dict[str, LazyRetriever] = {}
     try:
         for cblock in cfg.chunkers:
             chunker: Chunker = make_chunker(
                 {k: v for k, v in cblock.items()} | {"tokenizer": cblock.get("tokenizer", tokenizer)}
             )
-            t0 = time.perf_counter()
-            chunks = chunker.chunk_corpus(ev.corpus)
-            chunk_seconds = round(time.perf_counter() - t0, 3)
-            stats = chunks.stats(max_tokens=max_content)
-            stats["chunk_seconds"] = chunk_seconds
-            manifest["chunkers"][chunker.name] = {"describe": chunker.describe(), "stats": stats}
-            write_json(
-                out / "chunkers" / f"{chunker.name}.json",
-                {"describe": chunker.describe(), "stats": stats, "docs_without_chunks": chunks.docs_without_chunks()},
-            )
-            log(
-                f"{chunker.name}: {stats['n_chunks']} chunks in {chunk_seconds}s "
-                f"(tokens mean {stats.get('tokens_mean', 0):.0f}, over {max_content}: {stats.get('chunks_over_max', 0)})"
-            )
+            chunks, stats = _chunk(chunker, ev, out, max_content, manifest, log)
             corpus = chunks.to_corpus(name=f"{ev.name}/{chunker.name}")
-            for sblock in cfg.systems:
-                key = f"{chunker.name}{SEPARATOR}{sblock['name']}"
-                pairs.append(
-                    _run_pair(
-                        key,
-                        chunker.name,
-                        cblock,
-                        sblock,
-                        chunks,
-                        corpus,
-                        queries,
-                        spans,
-                        stats,
-                        cfg,
-                        retrievers,
-                        metrics_json,
-                        manifest,
-                        force,
-                        log,
-                        create,
-                    )
+            for sspec in cfg.systems:
+                if sspec.name not in retrievers:
+                    retrievers[sspec.name] = _lazy(sspec, cfg.source)
+                outcome = _run_pair(
+                    cfg,
+                    chunker.name,
+                    cblock,
+                    sspec,
+                    retrievers[sspec.name],
+                    chunks,
+                    corpus,
+                    queries,
+                    spans,
+                    stats,
+                    force,
+                    log,
                 )
+                pairs.append(outcome)
+                metrics_json[outcome.name] = outcome.summary
+                if outcome.manifest:
+                    manifest["systems"][outcome.name] = outcome.manifest
     finally:
         for r in retrievers.values():
             r.close()
     write_json(out / "metrics.json", metrics_json)
     write_json(out / "manifest.json", manifest)
-    (out / "report.md").write_text(render_markdown(cfg, metrics_json, manifest))
-    return ChunkingOutcome(cfg, pairs, metrics_json)
+
+    write_text(out / "report.md", render_markdown(cfg, metrics_json, manifest))
+    return StudyOutcome(cfg, pairs, metrics_json)
+
+
+def _lazy(sspec: SystemSpec, source: str) -> LazyRetriever:
+
+    return LazyRetriever(lambda: create(sspec.adapter, sspec.params, name=sspec.name, where=source))
+
+
+def _chunk(
+    chunker: Chunker, ev: Any, out: Path, max_content: int, manifest: dict[str, Any], log: Progress
+) -> tuple[ChunkSet, dict[str, Any]]:
+    """Chunk the corpus; record the chunker's statistics in the manifest and chunkers/<name>.json."""
+    t0 = time.perf_counter()
+    chunks = chunker.chunk_corpus(ev.corpus)
+    chunk_seconds = round(time.perf_counter() - t0, 3)
+    stats = chunks.stats(max_tokens=max_content)
+    stats["chunk_seconds"] = chunk_seconds
+    manifest["chunkers"][chunker.name] = {"describe": chunker.describe(), "stats": stats}
+    write_json(
+        out / "chunkers" / f"{chunker.name}.json",
+        {"describe": chunker.describe(), "stats": stats, "docs_without_chunks": chunks.docs_without_chunks()},
+    )
+    log(
+        f"{chunker.name}: {stats['n_chunks']} chunks in {chunk_seconds}s "
+        f"(tokens mean {stats.get('tokens_mean', 0):.0f}, over {max_content}: {stats.get('chunks_over_max', 0)})"
+    )
+    return chunks, stats
 
 
 def _run_pair(
-    key: str,
+    cfg: ChunkingConfig,
     chunker_name: str,
-    cblock: dict,
-    sblock: dict,
+    cblock: dict[str, Any],
+    sspec: SystemSpec,
+    lazy: LazyRetriever,
     chunks: ChunkSet,
     corpus: Any,
     queries: Any,
     spans: dict,
-    stats: dict,
-    cfg: ChunkingConfig,
-    retrievers: dict,
-    metrics_json: dict,
-    manifest: dict,
+    stats: dict[str, Any],
     force: bool,
     log: Progress,
-    create: Callable[..., Any],
-) -> PairOutcome:
-    outcome = PairOutcome(key, chunker_name, sblock["name"])
-    sysdir = SystemDir(cfg.output / "systems" / key)
-    chash = cfg.pair_hash(cblock, sblock)
-    if sysdir.is_done(chash) and not force:
-        done = json.loads(sysdir.done.read_text())
-        outcome.skipped, outcome.failed_queries = True, done.get("failed_queries", 0)
-        metrics_json[key], manifest["systems"][key] = done["metrics"], done["manifest"]
-        log(f"{key}: finished earlier, skipped (use --force to redo)")
-        return outcome
-    sysdir.root.mkdir(parents=True, exist_ok=True)
-    sysdir.done.unlink(missing_ok=True)
-    name = sblock["name"]
-    if name not in retrievers:
-        retrievers[name] = create(sblock["adapter"], sblock.get("params") or {}, name=name, where=cfg.source)
-    retriever = retrievers[name]
-    encoder = _encoder_of(retriever)
-    before = (
-        (encoder.stats.by_role["document"]["encoded"], encoder.stats.by_role["query"]["encoded"]) if encoder else (0, 0)
+) -> Outcome:
+    """One (chunker, system) pair through the cell runner, with the chunk statistics and encode counts."""
+    key = f"{chunker_name}{SEPARATOR}{sspec.name}"
+    cell = Cell(
+        key,
+        SystemDir.of(cfg.output, key),
+        cfg.search_fingerprint(cblock, sspec),
+        cfg.pair_hash(cblock, sspec),
+        cfg.depth,
+        cfg.batch_size,
     )
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    try:
-        retriever.index(corpus)
-    except Exception as exc:  # a backend failure is recorded, the other pairs still run
-        outcome.index_error = f"{type(exc).__name__}: {exc}"
-        metrics_json[key] = {"error": outcome.index_error, "chunker": chunker_name, "system": name}
-        log(f"{key}: backend failed while indexing: {outcome.index_error}")
-        return outcome
-    timings["index_seconds"] = round(time.perf_counter() - t0, 3)
-    t0 = time.perf_counter()
-    run = retriever.search(queries, cfg.depth, batch_size=cfg.batch_size)
-    timings["search_seconds"] = round(time.perf_counter() - t0, 3)
-    outcome.failed_queries = len(run.failed())
-    save_run(run, sysdir)
-    t0 = time.perf_counter()
-    evaluation = score_pair(run, chunks, spans, cfg, key)
-    evaluation.to_tsv(sysdir.per_query)
-    aggregates = evaluation.aggregate()
-    write_json(sysdir.aggregates, aggregates)
-    timings["evaluate_seconds"] = round(time.perf_counter() - t0, 3)
-    encode: dict[str, Any] = {}
-    if encoder is not None:
-        # the index time of a dense system is its encode time; the counts say how much came from the cache
-        encode = {
-            "encode_seconds": timings["index_seconds"],
-            "chunks_encoded": encoder.stats.by_role["document"]["encoded"] - before[0],
-            "queries_encoded": encoder.stats.by_role["query"]["encoded"] - before[1],
-        }
-    judged = len(evaluation.query_ids)
-    missing = sum(1 for s in evaluation.status if s == "missing")
-    summary: dict[str, Any] = {"chunker": chunker_name, "system": name}
-    summary.update({m: aggregates[m]["mean"] for m in evaluation.metrics})
-    summary["chunks"] = {k: v for k, v in stats.items() if k != "chunk_seconds"}
-    summary["timings"] = {"chunk_seconds": stats["chunk_seconds"], **timings, **encode}
-    summary["coverage"] = {
-        "answered": judged - outcome.failed_queries - missing,
-        "judged": judged,
-        "failed": outcome.failed_queries,
-        "missing": missing,
-        "skipped_no_relevant": len(evaluation.skipped),
-        "mode": evaluation.mode,
-    }
-    sys_manifest = {
-        "chunker": cblock,
-        "adapter": sblock["adapter"],
-        "describe": retriever.describe(),
-        "fingerprint": retriever.fingerprint(),
-        "timings": summary["timings"],
-        "config_hash": chash,
-    }
-    metrics_json[key], manifest["systems"][key] = summary, sys_manifest
-    write_json(
-        sysdir.done,
-        {"config_hash": chash, "metrics": summary, "manifest": sys_manifest, "failed_queries": outcome.failed_queries},
+    before: list[int] = [0, 0]
+
+    def retriever() -> Any:
+        r = lazy()
+        enc = _encoder_of(r)
+        if enc is not None:
+            before[:] = [enc.stats.by_role["document"]["encoded"], enc.stats.by_role["query"]["encoded"]]
+        return r
+
+    def extra(r: Any, timings: dict[str, float]) -> dict[str, Any]:
+        out: dict[str, Any] = {"chunker": chunker_name, "system": sspec.name}
+        out["chunks"] = {k: v for k, v in stats.items() if k != "chunk_seconds"}
+        out["timings"] = {"chunk_seconds": stats["chunk_seconds"], **timings}
+        enc = _encoder_of(r)
+        if enc is not None and "index_seconds" in timings:
+            # the index time of a dense system is its encode time; the counts say how much came from the cache
+            out["timings"] |= {
+                "encode_seconds": timings["index_seconds"],
+                "chunks_encoded": enc.stats.by_role["document"]["encoded"] - before[0],
+                "queries_encoded": enc.stats.by_role["query"]["encoded"] - before[1],
+            }
+        return out
+
+    outcome = run_cell(
+        cell,
+        retriever,
+        corpus,
+        queries,
+        lambda run: score_pair(run, chunks, spans, cfg, key),
+        force=force,
+        log=log,
+        extra=extra,
+        manifest={"chunker": cblock, "adapter": sspec.adapter},
     )
-    log(
-        f"{key}: "
-        + ", ".join(f"{m} {summary[m]:.3f}" for m in cfg.metrics[:4])
-        + f" ({timings['index_seconds']}s index)"
-    )
+    outcome.info = {"chunker": chunker_name, "system": sspec.name}
+    if outcome.index_error:
+        outcome.summary |= outcome.info
+    elif not outcome.skipped:
+        s = outcome.summary
+        log(f"{key}: " + ", ".join(f"{m} {s[m]:.3f}" for m in cfg.metrics[:4] if isinstance(s.get(m), float)))
     return outcome

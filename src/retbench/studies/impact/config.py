@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retbench.errors import ConfigError, InputError
+from retbench.config import EncoderSettings, load
+from retbench.errors import ConfigError
 from retbench.metrics.registry import parse_metrics
 from retbench.studies.impact.engine import rank_specs
 from retbench.studies.impact.model import MODES, GainWeights
@@ -262,8 +263,7 @@ def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path |
     affected = raw.get("affected_by")
     if affected is not None:
         _req(parse_metrics([affected])[0].name in names, "affected_by must be one of the metrics", src, "affected_by")
-    enc = raw.get("encoder") or {}
-    _req(isinstance(enc, dict), "encoder must be a mapping of Encoder settings", src, "encoder")
+    enc = EncoderSettings.from_config(raw.get("encoder"), src).options  # checked against Encoder's signature
     name = str(raw.get("name") or Path(source).stem)
     return IngestConfig(
         name=name,
@@ -290,9 +290,5 @@ def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path |
 
 
 def load_ingest_config(path: str | Path, output: str | Path | None = None) -> IngestConfig:
-    from retbench.io.files import read_yaml
-
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("config file not found", path=p)
-    return parse_ingest_config(read_yaml(p), str(p), output)
+    """Read and validate an ingestion YAML file (errors name file:line and field)."""
+    return load(path, parse_ingest_config, output)

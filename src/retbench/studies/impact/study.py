@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from retbench.chunkers import make_chunker
+from retbench.config import sample_ids
 from retbench.data import Corpus, Dataset, Qrels, Queries
 from retbench.errors import ConfigError, InputError
 from retbench.io.datasets import load_dataset
@@ -107,9 +108,7 @@ def _setup(cfg: IngestConfig, base: Path | None) -> _Setup:
     ds = load_dataset(d.get("path") or d["name"], [split], join_rule=d.get("join_rule", "title_space_text"))
     qrels = ds.split(split)
     qids = [q for q in qrels if q in ds.queries]
-    if d.get("max_queries") and d["max_queries"] < len(qids):
-        rng = random.Random(int(d.get("seed", cfg.seed)))
-        qids = sorted(rng.sample(qids, d["max_queries"]), key=qids.index)
+    qids = sample_ids(qids, d.get("max_queries"), int(d.get("seed", cfg.seed)))  # as in every study
     qrels = qrels.subset(qids)
     cs = build_candidates(
         ds.corpus, qrels, qids, cfg.candidates, relevance_level=cfg.relevance_level, seed=cfg.seed, base=base

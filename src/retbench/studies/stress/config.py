@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from retbench.config import load
 from retbench.errors import ConfigError
-from retbench.io.files import read_yaml
 from retbench.retrievers.faults import FaultSpec
 from retbench.studies.benchmark import parse_config as parse_experiment
 from retbench.studies.stress.settings import LoadSettings
@@ -94,5 +94,4 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
 
 def load_config(path: str | Path, output: str | Path | None = None) -> StressConfig:
     """Read and validate a stress YAML file."""
-
-    return parse_config(read_yaml(path), str(path), output)
+    return load(path, parse_config, output)

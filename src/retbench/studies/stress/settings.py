@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from retbench.config import check_types
 from retbench.errors import ConfigError
 from retbench.studies.stress.validate import FAILURE_OUTCOMES
 
@@ -44,6 +45,7 @@ class LoadSettings:
                     path=where or None,
                     field=f"stress.{key}",
                 )
+        check_types(cls, cfg, where or None, "stress")
         s = cls(**dict(cfg))
         s.check(where)
         return s

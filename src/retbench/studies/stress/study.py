@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from retbench.config import EvalSettings
 from retbench.data import Qrels, Run
 from retbench.errors import EXIT_BACKEND, EXIT_OK, ConfigError
 from retbench.evaluation import evaluate
@@ -33,25 +34,18 @@ def quality(
     qrels: Qrels,
     query_ids: Sequence[str],
     metrics: Sequence[str],
-    evaluation: Mapping[str, Any] | None = None,
+    evaluation: Any = None,
 ) -> tuple[dict[str, Any], Any]:
     """Metric means over the stressed query set: failed or unasked queries count 0, nothing imputed.
 
     "scored N of M": N queries answered (ok or empty) of the M judged ones. The success-only mean
     is over those N and is only ever shown labelled as such. Returns (figures, the Evaluation).
     """
-
-    ev_cfg = evaluation or {}
+    settings = evaluation if isinstance(evaluation, EvalSettings) else EvalSettings.from_config(evaluation, "<config>")
     judged = [q for q in query_ids if q in qrels]
-    ev = evaluate(
-        run,
-        qrels.subset(judged),
-        list(metrics),
-        relevance_level=int(ev_cfg.get("relevance_level", 1)),
-        no_relevant=str(ev_cfg.get("no_relevant", "skip")),
-        default_k=int(ev_cfg.get("default_k", 5)),
-        system=run.name,
-    )
+    # always counted the trec_eval way: a failed query under stress scores 0, it is never left out
+    kwargs = settings.evaluate_kwargs() | {"mode": "trec_eval"}
+    ev = evaluate(run, qrels.subset(judged), list(metrics), **kwargs, system=run.name)
     ok = np.array([s in ("ok", "empty") for s in ev.status], dtype=bool)
     out: dict[str, Any] = {
         "scored": int(ok.sum()),
