@@ -263,6 +263,18 @@ def test_ingest_impact_config_errors_name_file_line_and_field(tmp_path: Path) ->
     assert f"{cfg}:4: field 'dataset.max_queries'" in ran.output
 
 
+def test_a_bad_encoder_setting_in_ingest_impact_is_refused_before_any_work(tmp_path: Path) -> None:
+    cfg = tmp_path / "ingest.yaml"
+    cfg.write_text(
+        f"output: {tmp_path / 'out'}\ndataset: scifact\nencoder:\n  batch_size: many\n"
+        "candidates: [{kind: holdout, n: 2, seed: 0}]\n"
+    )
+    ran = runner.invoke(app, ["ingest-impact", str(cfg)])
+    assert ran.exit_code == 2
+    assert f"{cfg}:4: field 'encoder.batch_size'" in ran.output
+    assert not (tmp_path / "out").exists()
+
+
 def test_stress_config_errors_name_file_line_and_field(tmp_path: Path) -> None:
     cfg = tmp_path / "stress.yaml"
     cfg.write_text(
