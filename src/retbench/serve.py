@@ -62,7 +62,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def setup(self) -> None:
-        self.timeout = self.server.owner.timeout  # socket read timeout: idle or stalled clients are let go
+        self.timeout = self.server.owner.timeout  # type: ignore[misc]  # socket read timeout: idle or stalled clients are let go
         super().setup()
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -87,5 +87,5 @@ def build_leaderboard(metrics_json: Mapping[str, Any], metric: str) -> Leaderboa
     for s in systems:
         vals = [scores[s].get(d) for d in datasets]
         mean[s] = sum(v for v in vals if v is not None) / len(vals) if all(v is not None for v in vals) else None
-    order = sorted(systems, key=lambda s: (avg_rank[s], -(mean[s] if mean[s] is not None else -1.0)))
+    order = sorted(systems, key=lambda s: (avg_rank[s], -(mean.get(s) or 0.0) if mean.get(s) is not None else 1.0))
     return Leaderboard(metric, datasets, order, scores, mean, avg_rank)

@@ -163,7 +163,8 @@ def register(
         {k: d.get(k) for k in ("name", "split", "queries", "corpus_fingerprint", "qrels_fingerprint")}
         for d in man.get("datasets") or []
     ]
-    rows, systems = [], []
+    rows: list[tuple[str, str, float, Any, Any]] = []
+    systems: list[tuple[str, str, bytes | None]] = []
     for system, summary in res.metrics_json.items():
         if not isinstance(summary, dict) or "error" in summary:
             systems.append(
@@ -252,7 +253,10 @@ def entries(
             " FROM runs ORDER BY id DESC" + (" LIMIT ?" if limit else ""),
             (limit,) if limit else (),
         ).fetchall()
-        out = {r[0]: Entry(*r[:6], None if r[6] is None else bool(r[6]), r[7], r[8], json.loads(r[9])) for r in runs}
+        out = {
+            r[0]: Entry(*r[:6], None if r[6] is None else bool(r[6]), r[7], r[8], json.loads(r[9]))  # type: ignore[call-arg]
+            for r in runs
+        }
         query = "SELECT run_id, system, metric, mean, ci_low, ci_high FROM scores WHERE 1=1"
         args: list[Any] = []
         if system:

@@ -48,7 +48,9 @@ def agreement(
     confusion = np.zeros((2, 4), dtype=np.int64)
     np.add.at(confusion, (h, g.clip(0, 3)), 1)
     rng = np.random.default_rng(seed)
-    accs, kaps, cells = [], [], []
+    accs: list[float] = []
+    kaps: list[float] = []
+    cells: list[Any] = []
     for _ in range(resamples):
         idx = rng.integers(0, n, n)
         accs.append(float(np.mean(h[idx] == b[idx])))
