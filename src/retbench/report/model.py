@@ -129,9 +129,9 @@ def comparison_pairs(names: list[str], baseline: str | None, per_dataset: bool) 
     system = split_key(baseline)[1] if baseline and "/" in baseline else baseline
     pairs = []
     for keys in groups.values():
-        base: str | None = next((k for k in keys if split_key(k)[1] == system), None) if system else keys[0]
-        if base is not None:
-            pairs += [(base, k) for k in keys if k != base]
+        first: str | None = next((k for k in keys if split_key(k)[1] == system), None) if system else keys[0]
+        if first is not None:
+            pairs += [(first, k) for k in keys if k != first]
     return pairs
 
 

@@ -27,7 +27,7 @@ def kappa(human: np.ndarray, judge: np.ndarray) -> float | None:
     return None if pe >= 1.0 else (po - pe) / (1 - pe)
 
 
-def _ci(values: list[float]) -> tuple[float | None, float | None]:
+def _ci(values: Sequence[float | None]) -> tuple[float | None, float | None]:
     vals = [v for v in values if v is not None and not np.isnan(v)]
     if not vals:
         return None, None
@@ -49,7 +49,7 @@ def agreement(
     np.add.at(confusion, (h, g.clip(0, 3)), 1)
     rng = np.random.default_rng(seed)
     accs: list[float] = []
-    kaps: list[float] = []
+    kaps: list[float | None] = []
     cells: list[Any] = []
     for _ in range(resamples):
         idx = rng.integers(0, n, n)
