@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from retbench.errors import ConfigError
+from retbench.secrets import register
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ class JudgeSettings:
         key = os.environ.get(self.api_key_env)
         if not key:
             raise ConfigError(f"environment variable {self.api_key_env} is not set", field="judge.api_key_env")
+        register(key)  # masked in every file and stream retbench writes, like every other secret
         return key
 
     def answer_fields(self) -> dict[str, Any]:
