@@ -1,0 +1,182 @@
+"""Paired significance tests on per-query delta vectors: randomization, bootstrap CI, t-test, Wilcoxon, Holm.
+
+Each works on the vector of per-query differences (b - a) of two systems aligned by query id; see
+`compare.py` for how vectors are aligned and how failed or missing queries count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from retbench.errors import InputError
+
+# Resample matrices are built in chunks of about this many cells to bound memory.
+_CHUNK_CELLS = 2_000_000
+
+
+@dataclass(frozen=True)
+class TestResult:
+    statistic: float
+    pvalue: float
+
+
+def _chunks(n_resamples: int, n: int) -> list[int]:
+    size = max(1, _CHUNK_CELLS // max(n, 1))
+    return [min(size, n_resamples - start) for start in range(0, n_resamples, size)]
+
+
+def randomization_test(deltas: np.ndarray, n_resamples: int = 10_000, seed: int = 0) -> float:
+    """Two-sided paired sign-flip randomization test of mean(deltas) = 0.
+
+    Each resample flips the sign of every delta with probability 1/2 (exchangeability of A and B
+    under the null). p = (number of resamples with |mean| >= observed |mean| + 1) / (resamples + 1),
+    which is never 0 and is a valid p-value for a Monte Carlo test.
+    """
+    d = np.asarray(deltas, dtype=np.float64)
+    if d.size == 0:
+        return math.nan
+    rng = np.random.default_rng(seed)
+    observed = abs(d.sum())
+    # relative tolerance so sums equal up to float rounding count as "as extreme"
+    tol = 1e-9 * max(1.0, float(np.abs(d).sum()))
+    count = 0
+    for size in _chunks(n_resamples, d.size):
+        flips = rng.integers(0, 2, size=(size, d.size), dtype=np.int8).astype(np.float64)
+        sums = d.sum() - 2.0 * (flips @ d)  # signs = 1 - 2 * flips
+        count += int(np.count_nonzero(np.abs(sums) >= observed - tol))
+    return (count + 1) / (n_resamples + 1)
+
+
+def bootstrap_ci(
+    deltas: np.ndarray, n_resamples: int = 10_000, seed: int = 0, confidence: float = 0.95
+) -> tuple[float, float]:
+    """Paired percentile bootstrap CI of the mean delta (queries resampled with replacement)."""
+    d = np.asarray(deltas, dtype=np.float64)
+    if d.size == 0:
+        return (math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_resamples, dtype=np.float64)
+    start = 0
+    for size in _chunks(n_resamples, d.size):
+        idx = rng.integers(0, d.size, size=(size, d.size))
+        means[start : start + size] = d[idx].mean(axis=1)
+        start += size
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return (float(low), float(high))
+
+
+def _scipy_stats() -> Any:
+    """scipy.stats, imported on first use (it is the optional `stats` extra)."""
+    try:
+        from scipy import stats
+    except ImportError:
+        raise InputError(
+            "the t-test and Wilcoxon p-values need scipy: pip install 'retbench[stats]'", field="scipy"
+        ) from None
+    return stats
+
+
+def paired_ttest(a: np.ndarray, b: np.ndarray) -> TestResult:
+    """Paired t-test of b - a (as scipy.stats.ttest_rel(b, a)).
+
+    Differs from scipy only where scipy returns NaN: identical vectors give t = 0, p = 1.
+    """
+    d = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
+    n = d.size
+    if n < 2:
+        return TestResult(math.nan, math.nan)
+    mean = float(d.mean())
+    sd = float(d.std(ddof=1))
+    if sd == 0.0:
+        return TestResult(0.0, 1.0) if mean == 0.0 else TestResult(math.copysign(math.inf, mean), 0.0)
+    stats = _scipy_stats()
+    t = mean / (sd / math.sqrt(n))
+    return TestResult(t, float(min(1.0, 2.0 * stats.t.sf(abs(t), n - 1))))
+
+
+def _midranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks with ties given their average rank."""
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
+    ends = np.r_[starts[1:], xs.size]
+    avg = (starts + ends + 1) / 2.0
+    ranks = np.empty(x.size, dtype=np.float64)
+    ranks[order] = np.repeat(avg, ends - starts)
+    return ranks
+
+
+def _signed_rank_exact_pvalue(ranks: np.ndarray, r_plus: float) -> float:
+    """Exact two-sided p of the signed-rank sum under random signs, given (possibly tied) ranks.
+
+    Mid-ranks are multiples of 1/2, so doubled ranks are integers and the null distribution of
+    the doubled sum is a subset-sum count built by dynamic programming.
+    """
+    doubled = np.rint(2 * ranks).astype(np.int64)
+    total = int(doubled.sum())
+    counts = np.zeros(total + 1, dtype=np.float64)
+    counts[0] = 1.0
+    reach = 0
+    for r in doubled:
+        counts[r : reach + r + 1] += counts[: reach + 1].copy()
+        reach += int(r)
+    probs = counts / counts.sum()
+    k = round(2 * r_plus)
+    lower = probs[: k + 1].sum()
+    upper = probs[k:].sum()
+    return float(min(1.0, 2.0 * min(lower, upper)))
+
+
+def wilcoxon_signed_rank(a: np.ndarray, b: np.ndarray, exact_max: int = 50) -> TestResult:
+    """Wilcoxon signed-rank test of b - a; statistic is the rank sum of positive deltas.
+
+    zero_method "wilcox": zero deltas are dropped before ranking. With at most `exact_max`
+    non-zero deltas the p-value is exact (conditional on ties); above, the normal approximation
+    with tie correction and no continuity correction (scipy's method="asymptotic").
+    """
+    d = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
+    d = d[d != 0.0]
+    n = d.size
+    if n == 0:
+        return TestResult(0.0, 1.0)
+    ranks = _midranks(np.abs(d))
+    r_plus = float(ranks[d > 0].sum())
+    if n <= exact_max:
+        return TestResult(r_plus, _signed_rank_exact_pvalue(ranks, r_plus))
+    stats = _scipy_stats()
+    _, tie_counts = np.unique(np.abs(d), return_counts=True)
+    mean = n * (n + 1) / 4.0
+    var = (n * (n + 1) * (2 * n + 1) - float(np.sum(tie_counts**3 - tie_counts)) / 2.0) / 24.0
+    z = (r_plus - mean) / math.sqrt(var)
+    return TestResult(r_plus, float(min(1.0, 2.0 * stats.norm.sf(abs(z)))))
+
+
+def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm step-down adjusted p-values (NaN entries stay NaN and are not counted)."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    m = ok.size
+    if m == 0:
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    scaled = (m - np.arange(m)) * p[order]
+    out[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
+    return out
+
+
+def effect_size(deltas: np.ndarray) -> float:
+    """Cohen's d_z: mean delta over the standard deviation of deltas (0 when nothing changed)."""
+    d = np.asarray(deltas, dtype=np.float64)
+    if d.size < 2:
+        return math.nan
+    sd = float(d.std(ddof=1))
+    if sd == 0.0:
+        return 0.0 if float(d.mean()) == 0.0 else math.copysign(math.inf, float(d.mean()))
+    return float(d.mean()) / sd
