@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -104,7 +104,7 @@ def judge_relevance(
     typer.echo(stats_line(labels.provenance["judge"]["stats"]))
     human_q = human.subset(qids)
     metrics = [f"ndcg@{depth}", f"judged@{depth}", f"holes@{depth}"]
-    summary = {}
+    summary: dict[str, Any] = {}
     for source in rl.LABEL_SOURCES:
         qrels = rl.combine_labels(source, human_q, labels.qrels)
         for run in found:

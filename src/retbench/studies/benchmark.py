@@ -22,8 +22,9 @@ import hashlib
 import json
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ from retbench.config import (
     sample_ids,
     system_list,
 )
-from retbench.data import Dataset, Queries
+from retbench.data import Dataset, Queries, Run
 from retbench.errors import ConfigError, InputError
 from retbench.evaluation import evaluate
 from retbench.io.datasets import load_dataset
@@ -142,7 +143,7 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
     evaluation = EvalSettings.from_config(raw.get("evaluation"), source)
     metrics = raw.get("metrics", DEFAULT_METRICS)
     require(
-        isinstance(metrics, list) and all(isinstance(m, str) for m in metrics) and metrics,
+        isinstance(metrics, list) and all(isinstance(m, str) for m in metrics) and bool(metrics),
         "metrics must be a list of names",
         source,
         "metrics",
@@ -247,7 +248,7 @@ def _require_relevant(qrels: Any, settings: EvalSettings, path: str, split: str)
 def _rerank_hook(rr: RerankSpec, queries: Queries, corpus: Any, cell: Cell, cfg: ExperimentConfig, qrels: Any) -> Any:
     """The cell runner's rerank stage: (first-stage run) -> (reranked run, summary block, manifest block)."""
 
-    def score(run: Any, metrics: list[str]) -> Any:
+    def score(run: Run, metrics: Sequence[str]) -> Any:
         return evaluate(run, qrels, metrics, **cfg.evaluation.evaluate_kwargs())
 
     def hook(run: Any) -> Any:
@@ -306,7 +307,7 @@ def _run_locked(
                 max(cfg.depth, rr.depth) if (rr := cfg.reranks.get(sspec.name)) else cfg.depth,
                 cfg.batch_size,
             )
-            lazy = LazyRetriever(lambda s=sspec, k=key: create(s.adapter, s.params, name=k, where=cfg.source))
+            lazy = LazyRetriever(partial(create, sspec.adapter, sspec.params, name=key, where=cfg.source))
             if not cell.sysdir.is_done(cell.cell_hash) or force:
                 require_filters(lazy(), query_filters(queries, list(queries)))  # before paying for an index
             try:

@@ -162,7 +162,7 @@ class HttpEncoder(Encoder):
             vecs[group] = v
         if self.normalize and dim:
             norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-            vecs = vecs / np.where(norms == 0, 1, norms)
+            vecs = (vecs / np.where(norms == 0, 1, norms)).astype(np.float32)
         return vecs
 
     def _post_batch(self, inputs: list[str], role: str) -> np.ndarray:

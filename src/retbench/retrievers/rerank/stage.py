@@ -174,6 +174,7 @@ class RerankStage:
                     builder.add(q, status=QueryStatus.ERROR, latency=latency, error=error)
                 else:
                     docs, s = by_q[q]
+                    assert s is not None  # scores are None only when the call failed (error set above)
                     builder.add(q, list(zip(docs, s, strict=True)), latency=latency)
         run = builder.build()
         return mark_violations(first, run, self.depth)

@@ -51,7 +51,7 @@ def chroma_where(flt: Filter | None) -> dict[str, Any] | None:
     """A Chroma `where` clause for a filter (None for no filter)."""
     if flt is None:
         return None
-    terms = [{field: {f"${op}": value}} for field, op, value in flt.terms]
+    terms: list[dict[str, Any]] = [{field: {f"${op}": value}} for field, op, value in flt.terms]
     return terms[0] if len(terms) == 1 else {"$and": terms}
 
 

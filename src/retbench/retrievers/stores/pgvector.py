@@ -47,7 +47,8 @@ def where_clause(flt: Filter | None) -> tuple[str, list[Any]]:
     """SQL condition on the jsonb column `meta` and its parameters."""
     if flt is None:
         return "", []
-    parts, args = [], []
+    parts: list[str] = []
+    args: list[Any] = []
     for field, op, value in flt.terms:
         if op == "eq":
             parts.append("meta -> %s = %s::jsonb")

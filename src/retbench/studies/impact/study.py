@@ -212,6 +212,7 @@ class _Modes:
         s, engine = self.s, self.engine
         skip = [x != "new" for x in s.status]
         if isinstance(engine, DenseImpact):
+            assert self.cand_vecs is not None  # encoded up front for the dense engine
             impacts = engine.alone(s.cands.ids, self.cand_vecs, skip)
         else:
             impacts = engine.alone(s.cands, skip)

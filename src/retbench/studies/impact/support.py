@@ -25,6 +25,10 @@ class SentenceSupport(Protocol):
         """Boolean per reference sentence: does `text` support it?"""
         ...
 
+    def describe(self) -> dict[str, Any]:
+        """What the manifest records about this judge (kind, model, threshold), so a report names it."""
+        ...
+
 
 class CosineSupport:
     """A reference sentence is supported by a document when some sentence of it has cosine >= threshold."""
