@@ -411,6 +411,20 @@ def test_compare_refuses_results_on_different_data_unless_allowed(results_dir, o
     assert res.exit_code == 0 and "note: --allow-different-data" in res.output
 
 
+def test_compare_checks_a_run_file_scored_on_other_qrels_against_a_results_directory(results_dir, tmp_path):
+    run_file = results_dir / "systems" / "bm25" / "run.trec"
+    qrels = abdata.SCIFACT / "qrels" / "test.tsv"
+    args = ["compare", str(results_dir), str(run_file), "--systems", "bm25", "--resamples", "200"]
+    same = CliRunner().invoke(app, [*args, "--qrels", str(qrels)])
+    assert same.exit_code == 0, same.output  # the directory's own qrels: nothing to say
+    assert "different data" not in same.output
+    lines = qrels.read_text().splitlines()
+    (tmp_path / "fewer.tsv").write_text("\n".join(lines[: len(lines) // 2]) + "\n")  # half the judgements
+    other = CliRunner().invoke(app, [*args, "--qrels", str(tmp_path / "fewer.tsv")])
+    assert other.exit_code == 2 and "different data" in other.output, other.output
+    assert "scored on --qrels" in other.output and "Traceback" not in other.output
+
+
 @pytest.mark.parametrize(
     "limits, words",
     [

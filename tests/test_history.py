@@ -126,6 +126,24 @@ def test_gate_takes_its_baseline_from_the_history(project: Path, tmp_path: Path)
     assert by_id.exit_code == 0, by_id.output  # against itself: no regression
 
 
+def test_gate_refuses_a_history_baseline_computed_on_other_data(project: Path, tmp_path: Path):
+    floor = tmp_path / "floor.yaml"
+    floor.write_text(yaml.safe_dump({"gates": [{"name": "recall", "metric": "recall@5", "threshold": 0.0}]}))
+    assert runner.invoke(app, ["run", str(write_config(project, [BM25])), "--quiet"]).exit_code == 0
+    assert runner.invoke(app, ["gate", "--criteria", str(floor), "--candidate", str(project / "out")]).exit_code == 0
+    cfg = yaml.safe_load((project / "exp.yaml").read_text())
+    cfg["datasets"][0]["corpus_sample"] = 300  # another corpus (and so other numbers) under the same name
+    cfg["output"] = str(project / "out2")
+    (project / "exp.yaml").write_text(yaml.safe_dump(cfg))
+    assert runner.invoke(app, ["run", str(project / "exp.yaml"), "--quiet"]).exit_code == 0
+    args = ["gate", "--criteria", str(floor), "--candidate", str(project / "out2"), "--baseline", "history:1"]
+    refused = runner.invoke(app, args)
+    assert refused.exit_code == 2 and "different data" in refused.output, refused.output
+    assert "history run 1" in refused.output and "corpus" in refused.output
+    allowed = runner.invoke(app, [*args, "--allow-different-data"])
+    assert allowed.exit_code == 0 and "note: --allow-different-data" in allowed.output, allowed.output
+
+
 WRITER = """
 import sys
 from retbench.results import history

@@ -396,7 +396,7 @@ def gate_command(
     """
     import json
 
-    from retbench.compare import Loaded, load_systems
+    from retbench.compare import load_history, load_systems
     from retbench.gates import load_criteria, run_gates
     from retbench.report.gate_comment import gate_json, render_comment, sentence
     from retbench.results import history
@@ -406,9 +406,7 @@ def gate_command(
     cand = load_systems([candidate], qrels=qrels, metrics=metrics, queries=queries, check_metrics=False)
     base = None
     if baseline is not None and baseline.startswith("history:"):
-        entry = history.resolve(baseline, history_file)
-        evs = history.evaluations(entry, history_file)
-        base = Loaded(evs, {e.system: f"history run {entry.id} ({entry.results_dir})" for e in evs})
+        base, entry = load_history(baseline, history_file)
         typer.echo(
             f"baseline: history run {entry.id} of {entry.created} (commit {entry.git_commit or 'none'})", err=True
         )

@@ -20,20 +20,21 @@ So comparisons always count like trec_eval, even between evaluations made in pyt
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
+from retbench.data import Qrels
 from retbench.errors import InputError
 from retbench.evaluation import evaluate, read_judgements, read_system
 from retbench.io.beir import read_queries
 from retbench.metrics.registry import DEFAULT_METRICS, parse_metrics
-from retbench.results import load_results
+from retbench.results import history, load_results
 from retbench.results.layout import paired_with, split_key
 from retbench.stats import (
     bootstrap_ci,
@@ -443,11 +444,11 @@ def load_systems(
     with `check_metrics`, a metric some results directory lacks is an error. A system name that
     occurs in two inputs is prefixed by its input's folder or file name.
     """
-    from pathlib import Path
 
     wanted = canonical_metrics(metrics)
     raw: list[tuple[str, Any, dict[str, str]]] = []  # (input label, evaluation, failed qid -> status)
     out = Loaded([], {})
+    judged: Any = None  # the --qrels every run file is scored against, read once
     short = [Path(g).name if Path(g).is_dir() else Path(g).stem for g in paths]
     for given, name in zip(paths, short, strict=True):
         p = Path(given)
@@ -470,7 +471,10 @@ def load_systems(
             _merge_groups(out.groups, groups_from_queries(res.queries))
             out.data[str(p)] = data_identity(res.manifest)
         elif p.is_file():
-            raw.append((label, _evaluate_file(p, qrels, wanted), {}))
+            if judged is None:
+                judged = _judgements(p, qrels)
+            raw.append((label, _evaluate_file(p, judged, wanted), {}))
+            out.data[str(p)] = [dict.fromkeys(_DATA_KEYS) | {"qrels_fingerprint": judged.fingerprint()}]
         else:
             raise InputError("not found: expected a results directory or a TREC run file", path=p)
     if queries is not None:
@@ -510,29 +514,48 @@ def data_identity(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{k: d.get(k) for k in _DATA_KEYS} for d in datasets or [] if isinstance(d, Mapping)]
 
 
+def _agree(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
+    """Same datasets in the same order, on every field both sides know (None: not recorded)."""
+    return len(a) == len(b) and all(
+        x.get(k) is None or y.get(k) is None or x.get(k) == y.get(k)
+        for x, y in zip(a, b, strict=True)
+        for k in _DATA_KEYS
+    )
+
+
+def _show_data(v: list[dict[str, Any]]) -> str:
+    def one(d: dict[str, Any]) -> str:
+        if d.get("name") is None:  # a run file: only the --qrels it was scored against is known
+            return f"scored on --qrels {d.get('qrels_fingerprint')}"
+        return f"{d['name']}/{d['split']} (corpus {d['corpus_fingerprint']}, qrels {d['qrels_fingerprint']})"
+
+    return ", ".join(one(d) for d in v) or "no dataset recorded"
+
+
 def different_data(*loaded: Loaded) -> str | None:
-    """None when every results directory was computed on the same corpus and qrels, else what differs.
+    """None when every input was computed on the same corpus and qrels, else what differs.
 
     Numbers from different corpora or judgements are not comparable: a drop from 0.72 to 0.16 may
-    be the data, not the system. Run files scored here share the --qrels given, so only results
-    directories (whose manifests carry the fingerprints) are checked.
+    be the data, not the system. Results directories and history entries carry the dataset, split
+    and corpus/qrels fingerprints; a run file carries the fingerprint of the --qrels it was scored
+    against, so it is checked against a directory's qrels (its corpus is not known).
     """
     data: dict[str, list[dict[str, Any]]] = {}
     for one in loaded:
         data.update(one.data)
-    if len({json.dumps(v, sort_keys=True) for v in data.values()}) <= 1:
+    items = list(data.values())
+    if all(_agree(a, b) for i, a in enumerate(items) for b in items[i + 1 :]):
         return None
+    return "; ".join(f"{where}: {_show_data(v)}" for where, v in data.items())
 
-    def show(v: list[dict[str, Any]]) -> str:
-        return (
-            ", ".join(
-                f"{d['name']}/{d['split']} (corpus {d['corpus_fingerprint']}, qrels {d['qrels_fingerprint']})"
-                for d in v
-            )
-            or "no dataset recorded"
-        )
 
-    return "; ".join(f"{where}: {show(v)}" for where, v in data.items())
+def load_history(spec: str, path: str | Path | None = None) -> tuple[Loaded, Any]:
+    """A `history:<which>` baseline as Loaded (its stored per-query tables and data identity) and its entry."""
+    entry = history.resolve(spec, path)
+    evs = history.evaluations(entry, path)
+    where = f"history run {entry.id} ({entry.results_dir})"
+    data = {where: [{k: d.get(k) for k in _DATA_KEYS} for d in entry.datasets]}
+    return Loaded(evs, {e.system: where for e in evs}, data=data), entry
 
 
 def _merge_groups(into: dict[str, list[str]], more: Mapping[str, Sequence[str]]) -> None:
@@ -541,11 +564,14 @@ def _merge_groups(into: dict[str, list[str]], more: Mapping[str, Sequence[str]])
         have.extend(q for q in qids if q not in have)
 
 
-def _evaluate_file(path: Any, qrels: Any, metrics: Sequence[str] | None) -> Any:
-    """Score one run file (TREC run or system outputs) against qrels in any form `read_judgements` reads."""
+def _judgements(path: Path, qrels: Any) -> Qrels:
+    """The --qrels run files are scored against (any form `read_judgements` reads, or Qrels already)."""
     if qrels is None:
         raise InputError("a run file needs --qrels to be scored", path=path, field="qrels")
+    return qrels if isinstance(qrels, Qrels) else read_judgements(qrels)[0]
 
+
+def _evaluate_file(path: Any, judged: Qrels, metrics: Sequence[str] | None) -> Any:
+    """Score one run file (TREC run or system outputs) against the judgements."""
     run, texts = read_system(path)
-    judged = qrels if hasattr(qrels, "relevant") else read_judgements(qrels)[0]
     return evaluate(run, judged, list(metrics or DEFAULT_METRICS), system=run.name, texts=texts or None)

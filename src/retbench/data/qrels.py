@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain, repeat
 from types import MappingProxyType
@@ -142,3 +144,10 @@ class Qrels(Mapping[str, Mapping[str, int]]):
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         return {q: dict(d) for q, d in self._q.items()}
+
+    def fingerprint(self) -> str:
+        """16 hex digits of sha256 over the judgements (sorted JSON): equal judgements, equal fingerprint.
+
+        Manifests record it so that results scored on other qrels are never compared without a word.
+        """
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]

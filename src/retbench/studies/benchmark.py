@@ -18,8 +18,6 @@ everything else is written; nothing is retried into success or filled in.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -222,7 +220,7 @@ def _dataset_manifest(ds: Dataset, dspec: DatasetSpec, queries: Queries, load_se
         "documents": len(ds.corpus),
         "queries": len(queries),
         "corpus_fingerprint": ds.corpus.fingerprint(),
-        "qrels_fingerprint": hashlib.sha256(json.dumps(qrels.to_dict(), sort_keys=True).encode()).hexdigest()[:16],
+        "qrels_fingerprint": qrels.fingerprint(),
         "join_rule": ds.corpus.join_rule,
         "max_queries": dspec.max_queries,
         "corpus_sample": dspec.corpus_sample,
