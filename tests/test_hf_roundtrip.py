@@ -78,3 +78,18 @@ def test_hf_folder_with_a_sibling_qrels_repository_loads_like_the_hub_layout(tmp
     folder = write_hf_beir(original, tmp_path / "mydata")
     (folder / "qrels").rename(tmp_path / "mydata-qrels")  # BeIR/<name> + BeIR/<name>-qrels, as on the hub
     _same(original, load_dataset(f"hf:{folder}", ["test", "dev"]))
+
+
+def test_a_local_folder_rewritten_in_place_is_read_anew_not_from_the_datasets_cache(tmp_path):
+    beir = tricky_beir(tmp_path / "beir")
+    original = read_beir(beir)
+    folder = write_hf_beir(original, tmp_path / "hf")
+    assert next(iter(load_dataset(f"hf:{folder}").corpus.texts)) == "Zürich café — naïve “quotes”"
+    corpus = folder / "corpus.jsonl"
+    text = corpus.read_text(encoding="utf-8")
+    corpus.write_text(text.replace("plain text", "other text"), encoding="utf-8")  # same size, same second
+    qrels = folder / "qrels" / "test.tsv"
+    qrels.write_text(qrels.read_text().replace("\t2\n", "\t1\n"))
+    again = load_dataset(f"hf:{folder}")
+    assert "other text" in list(again.corpus.texts) and "plain text" not in list(again.corpus.texts)
+    assert again.qrels["test"].to_dict()["001"]["007"] == 1

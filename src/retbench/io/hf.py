@@ -12,6 +12,7 @@ BEIR folder makes the round trip BEIR -> HF folder -> BEIR byte for byte.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -150,6 +151,26 @@ def _qrels_features() -> Any:
     )
 
 
+def local_cache_dir(folder: Path) -> str:
+    """A `datasets` cache folder keyed by the folder's content (sha256 over every file's path and bytes).
+
+    `datasets` keys the cache of a local folder by its files' paths and coarse modification times, so a
+    folder rewritten in place (same sizes, same second) was served from the old Arrow cache. Hashing the
+    bytes costs one read of the folder (about a second per GB) and makes a rewrite a new cache entry; old
+    entries stay on disk under `<HF_DATASETS_CACHE>/retbench-local/` until removed.
+    """
+    from datasets import config
+
+    h = hashlib.sha256()
+    for p in sorted(q for q in folder.rglob("*") if q.is_file() and not q.name.startswith(".")):
+        h.update(str(p.relative_to(folder)).encode() + b"\0")
+        with p.open("rb") as fh:
+            while block := fh.read(1 << 20):
+                h.update(block)
+        h.update(b"\0")
+    return str(Path(config.HF_DATASETS_CACHE) / "retbench-local" / h.hexdigest()[:16])
+
+
 def load_hf_beir(name: str, splits: list[str] | None = None, *, join_rule: str = "title_space_text") -> Dataset:
     """A BEIR dataset from the hub (BeIR/<name>, BeIR/<name>-qrels; needs network) or a local folder so laid out."""
     import datasets
@@ -157,12 +178,19 @@ def load_hf_beir(name: str, splits: list[str] | None = None, *, join_rule: str =
     local = Path(name).expanduser().is_dir()
     repo = str(Path(name).expanduser()) if local else (name if "/" in name else f"BeIR/{name}")
     qrels_repo = str(Path(repo) / "qrels") if local and (Path(repo) / "qrels").is_dir() else f"{repo}-qrels"
+    cache = None
+    if local:
+        cache = local_cache_dir(Path(repo))
+        if Path(qrels_repo).resolve().parent != Path(repo).resolve():  # a sibling <folder>-qrels
+            cache += "-" + Path(local_cache_dir(Path(qrels_repo))).name
     try:
-        corpus = datasets.load_dataset(repo, "corpus", split="corpus")
-        queries = datasets.load_dataset(repo, "queries", split="queries")
+        corpus = datasets.load_dataset(repo, "corpus", split="corpus", cache_dir=cache)
+        queries = datasets.load_dataset(repo, "queries", split="queries", cache_dir=cache)
         if local:  # each <split>.tsv by its own name (the hub's inference would turn dev into validation)
             files = {p.name.removesuffix(".tsv"): str(p) for p in sorted(Path(qrels_repo).glob("*.tsv"))}
-            qrels_all = datasets.load_dataset("csv", data_files=files, delimiter="\t", features=_qrels_features())
+            qrels_all = datasets.load_dataset(
+                "csv", data_files=files, delimiter="\t", features=_qrels_features(), cache_dir=cache
+            )
         else:
             qrels_all = datasets.load_dataset(qrels_repo, features=_qrels_features())
     except Exception as exc:  # offline, unknown name, or hub error: one actionable message
