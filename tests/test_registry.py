@@ -145,3 +145,17 @@ def test_adapter_modules_import_without_heavy_libraries():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+@pytest.mark.parametrize("adapter", ["chroma", "qdrant", "pgvector", "lancedb", "milvus", "typesense"])
+def test_every_vector_store_takes_the_dense_encoder_parameters_and_names_a_misspelt_one(adapter):
+    from retbench.retrievers.base import check_params, resolve_factory
+
+    factory = resolve_factory(adapter)
+    shared = {"model": "m", "normalize": False, "max_seq_length": 64, "batch_size": 8, "query_prefix": "q: "}
+    assert check_params(factory, shared, what=adapter) is not None  # accepted at config time
+    with pytest.raises(ConfigError, match="unknown parameter 'modle'") as err:
+        create(adapter, {"modle": "x"}, where="exp.yaml")
+    assert err.value.field == "params.modle" and "max_seq_length" in str(err.value)
+    with pytest.raises(TypeError, match="unexpected parameter 'modle'"):
+        factory(modle="x")  # the same check for Python callers

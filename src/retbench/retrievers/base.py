@@ -220,10 +220,11 @@ def check_params(
         sig = inspect.signature(factory)
     except (TypeError, ValueError):
         return None
-    if not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+    extra = getattr(factory, "extra_params", None)  # names a factory takes through **kwargs, if it says
+    if extra is not None or not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
         valid = [
             n for n, p in sig.parameters.items() if n != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-        ]
+        ] + sorted(extra or ())
         for key in params:
             if key not in valid:
                 raise ConfigError(

@@ -53,40 +53,37 @@ def secret_from_env(variable: str | None, what: str) -> str | None:
     return value
 
 
+# The encoder parameters every vector store takes, with their defaults: the dense adapter's names, so one
+# YAML anchor can feed FAISS and every store the same embeddings. Stores take them as `**encoder_params`.
+ENCODER_PARAMS: dict[str, Any] = {
+    "model": None,
+    "normalize": True,
+    "max_seq_length": None,
+    "batch_size": 32,
+    "query_prefix": "",
+    "doc_prefix": "",
+    "device": "cpu",
+    "cache_dir": None,
+}
+
+
 class VectorStoreRetriever(Retriever):
     """A vector database fed with `Encoder` vectors; subclasses implement the store primitives.
 
-    Encoder settings carry the dense adapter's parameter names (model, normalize, max_seq_length, ...)
-    so one YAML anchor can feed FAISS and every store the same embeddings.
+    A subclass's constructor takes its store settings by name and the encoder settings
+    (`ENCODER_PARAMS`) as `**encoder_params`; `extra_params` lets config checking name them.
     """
 
     capabilities = frozenset({"add", "delete"})
+    extra_params = frozenset(ENCODER_PARAMS)
 
-    def __init__(
-        self,
-        *,
-        model: str | None,
-        normalize: bool,
-        max_seq_length: int | None,
-        batch_size: int,
-        query_prefix: str,
-        doc_prefix: str,
-        device: str,
-        cache_dir: str | None,
-        encoder: Encoder | None,
-        name: str | None,
-    ) -> None:
+    def __init__(self, *, encoder: Encoder | None = None, name: str | None = None, **encoder_params: Any) -> None:
+        unknown = sorted(set(encoder_params) - set(ENCODER_PARAMS))
+        if unknown:
+            raise TypeError(f"unexpected parameter {unknown[0]!r} (encoder parameters: {', '.join(ENCODER_PARAMS)})")
         super().__init__(name)
-        self.encoder = encoder or Encoder(
-            model,
-            normalize=normalize,
-            max_seq_length=max_seq_length,
-            batch_size=batch_size,
-            query_prefix=query_prefix,
-            doc_prefix=doc_prefix,
-            device=device,
-            cache_dir=cache_dir,
-        )
+        opts = ENCODER_PARAMS | encoder_params
+        self.encoder = encoder or Encoder(opts.pop("model"), **opts)
         self._n = 0  # documents in the store
         self.build_seconds: float | None = None
         self._ready = False

@@ -80,29 +80,11 @@ class ChromaRetriever(VectorStoreRetriever):
         collection: str | None = None,
         space: str = "cosine",
         hnsw: Mapping[str, Any] | None = None,
-        model: str | None = None,
-        normalize: bool = True,
-        max_seq_length: int | None = None,
-        batch_size: int = 32,
-        query_prefix: str = "",
-        doc_prefix: str = "",
-        device: str = "cpu",
-        cache_dir: str | None = None,
         encoder: Encoder | None = None,
         name: str | None = None,
+        **encoder_params: Any,
     ) -> None:
-        super().__init__(
-            model=model,
-            normalize=normalize,
-            max_seq_length=max_seq_length,
-            batch_size=batch_size,
-            query_prefix=query_prefix,
-            doc_prefix=doc_prefix,
-            device=device,
-            cache_dir=cache_dir,
-            encoder=encoder,
-            name=name,
-        )
+        super().__init__(encoder=encoder, name=name, **encoder_params)
         if path and host:
             raise ValueError("give either path (embedded persistent client) or host (Chroma server), not both")
         if space not in SPACES:

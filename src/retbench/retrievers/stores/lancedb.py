@@ -154,29 +154,11 @@ class LanceDBRetriever(VectorStoreRetriever):
         nprobes: int | None = None,
         refine_factor: int | None = None,
         ef: int | None = None,
-        model: str | None = None,
-        normalize: bool = True,
-        max_seq_length: int | None = None,
-        batch_size: int = 32,
-        query_prefix: str = "",
-        doc_prefix: str = "",
-        device: str = "cpu",
-        cache_dir: str | None = None,
         encoder: Encoder | None = None,
         name: str | None = None,
+        **encoder_params: Any,
     ) -> None:
-        super().__init__(
-            model=model,
-            normalize=normalize,
-            max_seq_length=max_seq_length,
-            batch_size=batch_size,
-            query_prefix=query_prefix,
-            doc_prefix=doc_prefix,
-            device=device,
-            cache_dir=cache_dir,
-            encoder=encoder,
-            name=name,
-        )
+        super().__init__(encoder=encoder, name=name, **encoder_params)
         if distance not in DISTANCES:
             raise ValueError(f"unknown distance {distance!r}; expected one of {', '.join(DISTANCES)}")
         if index not in INDEXES:

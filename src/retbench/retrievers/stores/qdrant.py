@@ -79,29 +79,11 @@ class QdrantRetriever(VectorStoreRetriever):
         wait_s: float = 600.0,
         timeout: int | None = None,
         upsert_batch: int = 512,
-        model: str | None = None,
-        normalize: bool = True,
-        max_seq_length: int | None = None,
-        batch_size: int = 32,
-        query_prefix: str = "",
-        doc_prefix: str = "",
-        device: str = "cpu",
-        cache_dir: str | None = None,
         encoder: Encoder | None = None,
         name: str | None = None,
+        **encoder_params: Any,
     ) -> None:
-        super().__init__(
-            model=model,
-            normalize=normalize,
-            max_seq_length=max_seq_length,
-            batch_size=batch_size,
-            query_prefix=query_prefix,
-            doc_prefix=doc_prefix,
-            device=device,
-            cache_dir=cache_dir,
-            encoder=encoder,
-            name=name,
-        )
+        super().__init__(encoder=encoder, name=name, **encoder_params)
         if path and url:
             raise ValueError("give either path (local mode) or url (a Qdrant server), not both")
         if distance not in DISTANCES:

@@ -73,29 +73,11 @@ class TypesenseRetriever(VectorStoreRetriever):
         rrf_k: float = 60,
         timeout: float = 60.0,
         import_batch: int = 1000,
-        model: str | None = None,
-        normalize: bool = True,
-        max_seq_length: int | None = None,
-        batch_size: int = 32,
-        query_prefix: str = "",
-        doc_prefix: str = "",
-        device: str = "cpu",
-        cache_dir: str | None = None,
         encoder: Encoder | None = None,
         name: str | None = None,
+        **encoder_params: Any,
     ) -> None:
-        super().__init__(
-            model=model,
-            normalize=normalize,
-            max_seq_length=max_seq_length,
-            batch_size=batch_size,
-            query_prefix=query_prefix,
-            doc_prefix=doc_prefix,
-            device=device,
-            cache_dir=cache_dir,
-            encoder=encoder,
-            name=name,
-        )
+        super().__init__(encoder=encoder, name=name, **encoder_params)
         if not url:
             raise ValueError("typesense needs a url, e.g. http://127.0.0.1:8108")
         if mode not in MODES:
