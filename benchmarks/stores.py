@@ -44,6 +44,7 @@ import numpy as np
 
 from retbench.data import Corpus, Queries
 from retbench.evaluation import evaluate
+from retbench.metrics.agreement import overlap_at_k
 from retbench.retrievers.base import create
 from retbench.retrievers.stores import VectorStoreRetriever
 from retbench.retrievers.stores.servers import start_chroma, start_milvus, start_postgres, start_typesense
@@ -83,17 +84,6 @@ def disk_size(r, server, before: int) -> float | None:
     if r.adapter == "chroma" and r.path:
         return folder_bytes(Path(r.path)) / 1e6
     return None
-
-
-def overlap(run, ref, qids, k: int = 10) -> float:
-    """Mean |top-k ∩ reference top-k| / |reference top-k| over queries whose reference is not empty."""
-    vals = []
-    for q in qids:
-        want = list(ref.docs(q))[:k] if q in ref else []
-        got = list(run.docs(q))[:k] if q in run else []
-        if want:
-            vals.append(len(set(got) & set(want)) / len(want))
-    return float(np.mean(vals)) if vals else float("nan")
 
 
 def latency(call, n: int, clients: int) -> dict[str, float]:
@@ -230,8 +220,10 @@ def main() -> None:
             server.stop()
     exact = rows[0]
     for row in rows:  # agreement with exact search means something for vector search only
-        row["overlap"] = overlap(row["run"], exact["run"], list(queries)) if row["vector"] else None
-        row["filtered"] = overlap(row["frun"], exact["frun"], list(fqueries)) if row["vector"] and row["frun"] else None
+        row["overlap"] = overlap_at_k(row["run"], exact["run"], list(queries), 10)[0] if row["vector"] else None
+        row["filtered"] = (
+            overlap_at_k(row["frun"], exact["frun"], list(fqueries), 10)[0] if row["vector"] and row["frun"] else None
+        )
     print(f"\nSciFact {cfg.datasets[0].split}: {len(corpus)} docs, {len(queries)} queries; filters cycled: {FILTERS}\n")
     print(table(rows, exact))
     vec = [r for r in rows[1:] if r["vector"]]

@@ -14,7 +14,7 @@ from typing import Any
 
 from retbench.report import fmt, plots
 from retbench.report.html_drill import drill_section
-from retbench.report.model import ReportData, SystemSummary
+from retbench.report.model import ReportData, SystemSummary, agreement_rows
 
 CSS = """
 :root { --ink:#1f2328; --muted:#59626d; --line:#d8dee4; --soft:#f6f8fa; --accent:#0072B2; --bad:#D55E00; --good:#009E73; }
@@ -290,6 +290,14 @@ def _resources(data: ReportData) -> str:
     return _table(list(RESOURCE_HEADER), cells, set(range(2, 7)))
 
 
+def _agreement(data: ReportData) -> str:
+    from retbench.report.model import AGREEMENT_HEADER, AGREEMENT_NOTE
+
+    rows = agreement_rows(data)
+    cells = ["<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows]
+    return _table(list(AGREEMENT_HEADER), cells, {2, 3, 4, 5}) + f'<p class="muted">{escape(AGREEMENT_NOTE)}</p>'
+
+
 def _latency(data: ReportData) -> str:
     timed = [s for s in data.systems if s.latencies_ms]
     if not timed:
@@ -391,6 +399,7 @@ def render_html(data: ReportData) -> str:
         ("comparison", "Comparison", _comparison(data)),
         ("latency", "Latency", _latency(data)),
         ("resources", "Resources", _resources(data)),
+        *([("agreement", "Agreement with the reference", _agreement(data))] if agreement_rows(data) else []),
         ("coverage", "Coverage", _coverage(data)),
         ("queries", "Per query", drill_section(data)),
         ("about", "About this run", _about(data)),

@@ -190,11 +190,15 @@ def report_markdown(data: Any) -> str:
             ],
         )
         lines.append("")
-    from retbench.report.model import RESOURCE_HEADER, resource_rows
+    from retbench.report.model import AGREEMENT_HEADER, AGREEMENT_NOTE, RESOURCE_HEADER, agreement_rows, resource_rows
 
     resources = resource_rows(data.systems)
     if resources:
         lines += ["## Resources", "", *_table(RESOURCE_HEADER, resources), ""]
+    agreement = agreement_rows(data)
+    if agreement:
+        lines += ["## Agreement with the reference system", "", *_table(AGREEMENT_HEADER, agreement), ""]
+        lines += [AGREEMENT_NOTE, ""]
     lines += ["## Coverage", ""]
     lines += _table(
         ["system", "judged", "answered", "failed", "missing", "skipped (no relevant doc)", "counting"],

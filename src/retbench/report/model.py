@@ -293,3 +293,36 @@ def resource_rows(systems: Sequence[SystemSummary]) -> list[list[str]]:
             ]
         )
     return rows
+
+
+AGREEMENT_NOTE = (
+    "overlap@k = |top k ∩ reference top k| / |reference top k|, averaged over queries whose reference ranking is "
+    "not empty; with exact search as the reference it is the index's recall against exact search (filtered: on the "
+    "queries that carry a metadata filter)."
+)
+AGREEMENT_HEADER = ("system", "reference", "overlap@k", "queries", "filtered overlap@k", "filtered queries")
+
+
+def agreement_rows(data: ReportData) -> list[list[str]]:
+    """Overlap@k of each system's top k with the reference system's (config `reference:`), overall and on
+    the queries with a metadata filter: an ANN store's recall against exact (filtered) search."""
+    from retbench.report import fmt
+
+    rows = []
+    for s in data.systems:
+        block = (data.metrics_json.get(s.name) or {}).get("reference")
+        if not isinstance(block, dict):
+            continue
+        k = block.get("k")
+        filtered = block.get("filtered_queries")
+        rows.append(
+            [
+                s.name,
+                f"{block.get('system')} (k={k})",
+                fmt.num(block.get("overlap"), 3),
+                str(block.get("queries", 0)),
+                fmt.num(block.get("filtered_overlap"), 3) if filtered is not None else "no filtered queries",
+                str(filtered or 0),
+            ]
+        )
+    return rows

@@ -42,8 +42,9 @@ from retbench.data import Dataset, Queries, Run
 from retbench.errors import ConfigError, InputError
 from retbench.evaluation import evaluate
 from retbench.io.datasets import load_dataset
+from retbench.metrics.agreement import reference_agreement
 from retbench.metrics.registry import DEFAULT_METRICS, parse_metric
-from retbench.results import SystemDir, write_json
+from retbench.results import SystemDir, load_run, write_json
 from retbench.results.layout import OutputLock, cell_keys
 from retbench.retrievers.base import create
 from retbench.retrievers.filters import query_filters, require_filters
@@ -86,6 +87,7 @@ TOP_KEYS = {
     "description",
     "history",
     "executor",
+    "reference",
 }
 
 # kept for callers of the earlier names: one outcome shape serves every study
@@ -108,6 +110,8 @@ class ExperimentConfig:
     keys: list[list[str]] = field(default_factory=list)  # keys[i][j]: system j on dataset i
     executor: ExecutorSettings = field(default_factory=ExecutorSettings)
     reranks: dict[str, RerankSpec] = field(default_factory=dict)  # by system name
+    reference: str | None = None  # a system (exact search) whose top-k the others are measured against
+    reference_k: int = 10
 
     def search_fingerprint(self, system: SystemSpec, dataset: DatasetSpec) -> str:
         """What the ranked lists depend on (the journal must match it): system, data, depth."""
@@ -156,11 +160,29 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
     )
     cfg.metrics = canonical_metrics(cfg.metrics, evaluation.default_k, source)
     cfg.executor = parse_executor(raw.get("executor"), source)
+    cfg.reference, cfg.reference_k = _parse_reference(raw.get("reference"), [s.name for s in systems], source)
+    require(cfg.reference_k <= depth, f"must not exceed depth ({depth})", source, "reference.k")
     cutoffs = [parse_metric(m, evaluation.default_k).k or depth for m in cfg.metrics]
     for i, s in enumerate(systems):  # depth must reach every metric's cutoff (an uncut metric: `depth`)
         if "rerank" in s.extra:
             cfg.reranks[s.name] = parse_rerank(s.extra["rerank"], cutoffs, where=source, fld=f"systems[{i}].rerank")
     return cfg
+
+
+def _parse_reference(raw: Any, systems: list[str], source: str) -> tuple[str | None, int]:
+    """`reference: <system>` or `reference: {system: <name>, k: 10}`: the exact search others are held to."""
+    if raw is None:
+        return None, 10
+    block = raw if isinstance(raw, dict) else {"system": raw}
+    known_keys(block, {"system", "k"}, source, "reference")
+    name = block.get("system")
+    require(
+        isinstance(name, str) and name in systems,
+        f"must name one of the systems ({', '.join(systems)}), got {name!r}",
+        source,
+        "reference.system" if isinstance(raw, dict) else "reference",
+    )
+    return name, positive_int(block.get("k", 10), source, "reference.k")
 
 
 def canonical_metrics(metrics: list[str], default_k: int, source: str, where: str = "metrics") -> list[str]:
@@ -211,6 +233,27 @@ def prepare_dataset(spec: DatasetSpec) -> tuple[Dataset, Queries]:
 
 
 # -- running -----------------------------------------------------------------------------------
+def _add_agreement(
+    cfg: ExperimentConfig, systems: list[tuple[str, SystemSpec]], queries: Queries, metrics_json: dict[str, Any]
+) -> None:
+    """Each system's overlap@k with the reference system's saved run (overall and on filtered queries)."""
+    keys = {s.name: key for key, s in systems}
+    ref_key = keys[str(cfg.reference)]
+    if "error" in metrics_json.get(ref_key, {}):
+        return  # the reference failed to index: nothing to measure against (its error is in metrics.json)
+    reference = load_run(SystemDir.of(cfg.output, ref_key), ref_key)
+    qids = list(queries)
+    filtered = {q for q, f in zip(qids, query_filters(queries, qids), strict=True) if f is not None}
+    for key in keys.values():
+        summary = metrics_json.get(key)
+        if key == ref_key or not isinstance(summary, dict) or "error" in summary:
+            continue
+        run = load_run(SystemDir.of(cfg.output, key), key)
+        summary["reference"] = reference_agreement(
+            run, reference, qids, cfg.reference_k, reference_name=ref_key, filtered=filtered
+        )
+
+
 def _dataset_manifest(ds: Dataset, dspec: DatasetSpec, queries: Queries, load_seconds: float) -> dict[str, Any]:
     qrels = ds.split(dspec.split)
     return {
@@ -330,6 +373,8 @@ def _run_locked(
             metrics_json[key] = outcome.summary
             if outcome.manifest:
                 manifest["systems"][key] = outcome.manifest
+        if cfg.reference is not None:
+            _add_agreement(cfg, systems, queries, metrics_json)
     write_json(out / "metrics.json", metrics_json)
     write_json(out / "manifest.json", manifest)
     return StudyOutcome(cfg, outcomes, metrics_json)
