@@ -1,22 +1,27 @@
-"""`retbench judge-relevance`, `judge-calibrate` and `synth`: parse, call the library, render.
+"""`retbench judge-relevance`, `judge-calibrate` and `synth`: the commands that call an LLM judge.
 
-Registered on the main app by `retbench.cli`; every judge command prints its plan (calls, estimated
-tokens and cost) before the first call, and what it spent after the last (calls made, tokens).
+Every judge command prints its plan (calls, estimated tokens and cost) before the first call, and
+what it spent after the last (calls made, tokens).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from retbench.cli import app, fail, handles_errors
+from retbench.cli.app import fail, handles_errors
 from retbench.errors import EXIT_BACKEND
 
+if TYPE_CHECKING:
+    from retbench.data.qrels import Qrels
+    from retbench.data.run import Run
+    from retbench.llm.settings import JudgeSettings
 
-def _exit_if_judge_failed(statuses: dict) -> None:
+
+def _exit_if_judge_failed(statuses: dict[str, int]) -> None:
     """Calls that failed (not answers that failed to parse) make the command exit 3, after its files are written."""
     failed = {s: c for s, c in statuses.items() if s in ("judge_error", "judge_timeout") and c}
     if failed:
@@ -26,7 +31,7 @@ def _exit_if_judge_failed(statuses: dict) -> None:
         )
 
 
-def _judge_settings(path: Path):
+def _judge_settings(path: Path) -> tuple[JudgeSettings, Any]:
     """The `judge:` block of a YAML file (an experiment config or a file holding only that block)."""
     from retbench.errors import ConfigError
     from retbench.io.files import read_yaml
@@ -41,7 +46,6 @@ def _judge_settings(path: Path):
         raise ConfigError(exc.reason, path=path, field=exc.field) from None
 
 
-@app.command("judge-relevance")
 @handles_errors
 def judge_relevance(
     runs: Annotated[list[Path], typer.Argument(help="A results directory (systems/*/run.trec) or TREC run files.")],
@@ -61,7 +65,6 @@ def judge_relevance(
     max_chars: Annotated[int, typer.Option(help="Passages are cut to this many characters.")] = 2000,
 ) -> None:
     """Judge every pooled (query, document) pair the human qrels leave unjudged; write LLM qrels with provenance."""
-    from retbench.evaluation import evaluate
     from retbench.io.datasets import load_dataset
     from retbench.llm.judge import Judge, open_base_url
     from retbench.report.judge import estimate_line, identity_line, judged_line, stats_line
@@ -102,22 +105,29 @@ def judge_relevance(
         )
     typer.echo(judged_line(labels.statuses) + f" -> {out / rl.QRELS_FILE}")
     typer.echo(stats_line(labels.provenance["judge"]["stats"]))
-    human_q = human.subset(qids)
+    summary = _score_by_label_source(found, human.subset(qids), labels.qrels, depth)
+    (out / "metrics.json").write_text(json.dumps(summary, indent=2))
+    _exit_if_judge_failed(labels.statuses)
+
+
+def _score_by_label_source(runs: list[Run], human: Qrels, llm: Qrels, depth: int) -> dict[str, Any]:
+    """nDCG, judged and holes at the pool depth of every run under human, LLM and combined labels (printed too)."""
+    from retbench.evaluation import evaluate
+    from retbench.studies.labels import relevance as rl
+
     metrics = [f"ndcg@{depth}", f"judged@{depth}", f"holes@{depth}"]
     summary: dict[str, Any] = {}
     for source in rl.LABEL_SOURCES:
-        qrels = rl.combine_labels(source, human_q, labels.qrels)
-        for run in found:
+        qrels = rl.combine_labels(source, human, llm)
+        for run in runs:
             agg = evaluate(run, qrels, metrics).aggregate(ci=False)
             summary.setdefault(run.name, {})[source] = {m: agg[m]["mean"] for m in metrics}
             typer.echo(
                 f"{run.name:>16}  labels {source:<9}  " + "  ".join(f"{m} {agg[m]['mean']:.4f}" for m in metrics)
             )
-    (out / "metrics.json").write_text(json.dumps(summary, indent=2))
-    _exit_if_judge_failed(labels.statuses)
+    return summary
 
 
-@app.command("judge-calibrate")
 @handles_errors
 def judge_calibrate(
     config: Annotated[Path, typer.Argument(help="A calibration config (see configs/judge-calibration.yaml).")],
@@ -141,7 +151,6 @@ def judge_calibrate(
     _exit_if_judge_failed(report["statuses"])
 
 
-@app.command("synth")
 @handles_errors
 def synth(
     corpus: Annotated[

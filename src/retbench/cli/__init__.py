@@ -1,0 +1,45 @@
+"""The `retbench` command: parse, call the library, render. No logic of its own.
+
+Exit codes: 0 ok; 1 a gate failed; 2 usage or input error; 3 a backend failed.
+Each module holds one family of commands; this file is the command table, in the order
+`retbench --help` lists them. Heavy libraries are imported inside commands so `retbench --help`
+starts fast: keep the top of every module here light.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from retbench.cli import compare, datasets, evaluate, judge, run, serve, studies
+from retbench.cli.app import app, console, datasets_app, export_app, fail, handles_errors
+
+app.command("run")(run.run_command)
+app.command("stress")(studies.stress_command)
+app.command("chunking")(studies.chunking_command)
+app.command("compare")(compare.compare_command)
+app.command("gate")(compare.gate_command)
+app.command("report")(compare.report_command)
+app.command("history")(run.history_command)
+app.command("serve")(serve.serve_command)
+app.command("ingest-impact")(studies.ingest_impact_command)
+app.command("eval")(evaluate.eval_command)
+app.command("judge-relevance")(judge.judge_relevance)
+app.command("judge-calibrate")(judge.judge_calibrate)
+app.command("synth")(judge.synth)
+datasets_app.command("list")(datasets.datasets_list)
+datasets_app.command("info")(datasets.datasets_info)
+export_app.command("mlflow")(run.export_mlflow_command)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)
+
+
+__all__ = ["app", "console", "fail", "handles_errors", "main"]

@@ -1,0 +1,199 @@
+"""`retbench compare`, `gate` and `report`: paired comparisons, ship criteria, and report files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from retbench.cli.app import fail, handles_errors, names, write
+
+if TYPE_CHECKING:
+    from retbench.compare import Loaded
+
+
+def _check_same_data(allowed: bool, *loaded: Loaded) -> None:
+    """Refuse results computed on different data unless --allow-different-data says so (then say it)."""
+    from retbench.compare import different_data
+
+    why = different_data(*loaded)
+    if why is None:
+        return
+    if not allowed:
+        raise fail(f"results were computed on different data ({why}); pass --allow-different-data to go on anyway")
+    typer.echo(f"note: --allow-different-data: results were computed on different data ({why})", err=True)
+
+
+@handles_errors
+def compare_command(
+    inputs: Annotated[
+        list[Path], typer.Argument(help="Results directories and/or TREC run files (run files need --qrels).")
+    ],
+    qrels: Annotated[Path | None, typer.Option(help="Qrels for run files (TREC, or BEIR .tsv).")] = None,
+    queries: Annotated[
+        Path | None, typer.Option(help="BEIR queries.jsonl: query texts (and tags) for run files.")
+    ] = None,
+    metrics: Annotated[
+        str | None, typer.Option(help="Comma-separated metrics (default: all the inputs share).")
+    ] = None,
+    systems: Annotated[
+        str | None, typer.Option(help="Comma-separated systems to take from results directories.")
+    ] = None,
+    baseline: Annotated[
+        str | None, typer.Option(help="Compare every system against this one (default: all pairs).")
+    ] = None,
+    resamples: Annotated[int, typer.Option(help="Randomization and bootstrap resamples.")] = 10_000,
+    seed: Annotated[int, typer.Option(help="Seed of the resampling (results are reproducible under it).")] = 0,
+    top: Annotated[int, typer.Option(help="Most changed queries to list per metric.")] = 5,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the full comparison as JSON.")] = None,
+    markdown_out: Annotated[Path | None, typer.Option("--markdown", help="Write the comparison as Markdown.")] = None,
+    allow_different_data: Annotated[
+        bool, typer.Option(help="Compare results computed on different corpora or qrels (printed as a note).")
+    ] = False,
+) -> None:
+    """Paired A/B comparison: deltas with bootstrap CIs, randomization/t/Wilcoxon p-values, Holm-corrected."""
+    import json
+
+    from retbench.compare import canonical_metrics, compare, load_systems
+    from retbench.report.markdown import comparison_markdown
+
+    if resamples < 1:
+        raise fail("--resamples must be at least 1")
+    loaded = load_systems(inputs, qrels=qrels, metrics=names(metrics), queries=queries, systems=names(systems))
+    _check_same_data(allow_different_data, loaded)
+    cmp = compare(
+        loaded.evaluations,
+        loaded.default_pairs(baseline),
+        canonical_metrics(names(metrics)),
+        queries=loaded.queries,
+        n_resamples=resamples,
+        seed=seed,
+        top=top,
+    )
+    text = comparison_markdown(cmp)
+    typer.echo(text)
+    write(markdown_out, text)
+    write(json_out, json.dumps(cmp.to_dict(), indent=2, allow_nan=False) + "\n")
+
+
+@handles_errors
+def gate_command(
+    criteria: Annotated[
+        Path, typer.Option(help="Ship criteria YAML (gates: name, metric, threshold, regression_max, severity).")
+    ],
+    candidate: Annotated[Path, typer.Option(help="Candidate: a results directory or a TREC run file.")],
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            help="Baseline: a results directory, a TREC run file, or history:last-pass / history:<tag> / history:<id>."
+        ),
+    ] = None,
+    candidate_system: Annotated[
+        str | None, typer.Option(help="System to gate when the candidate holds several.")
+    ] = None,
+    baseline_system: Annotated[
+        str | None, typer.Option(help="System to compare against when the baseline holds several.")
+    ] = None,
+    qrels: Annotated[Path | None, typer.Option(help="Qrels for run files (TREC, or BEIR .tsv).")] = None,
+    queries: Annotated[
+        Path | None, typer.Option(help="BEIR queries.jsonl whose metadata tags/category give tag breakdowns.")
+    ] = None,
+    comment: Annotated[Path | None, typer.Option(help="Write the Markdown PR comment here.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the machine-readable verdict here.")] = None,
+    resamples: Annotated[int, typer.Option(help="Randomization test resamples.")] = 10_000,
+    seed: Annotated[int, typer.Option(help="Seed of the randomization test.")] = 0,
+    history_file: Annotated[
+        Path | None, typer.Option(help="History database (default: $RETBENCH_HISTORY or the per-user one).")
+    ] = None,
+    allow_different_data: Annotated[
+        bool, typer.Option(help="Gate on a baseline computed on other corpora or qrels (printed as a note).")
+    ] = False,
+) -> None:
+    """Apply ship criteria. Exit 0 pass (warnings print), 1 an error gate failed, 2 bad criteria, 3 backend failures.
+
+    A candidate results directory registered in the history gets the verdict recorded (history:last-pass).
+    """
+    import json
+
+    from retbench.compare import load_systems
+    from retbench.gates import load_criteria, run_gates
+    from retbench.report.gate_comment import gate_json, render_comment, sentence
+    from retbench.results import history
+
+    crit = load_criteria(criteria)
+    metrics = list(dict.fromkeys(g.metric for g in crit.gates))
+    cand = load_systems([candidate], qrels=qrels, metrics=metrics, queries=queries, check_metrics=False)
+    base = _gate_baseline(baseline, qrels, metrics, history_file)
+    _check_same_data(allow_different_data, cand, *([base] if base is not None else []))
+    cand_ev = cand.one(candidate_system, "candidate")
+    base_ev = base.one(baseline_system, "baseline") if base is not None else None
+    report = run_gates(
+        crit,
+        cand_ev,
+        base_ev,
+        groups=cand.groups,
+        failures=cand.failures.get(cand_ev.system),
+        n_resamples=resamples,
+        seed=seed,
+    )
+    text = render_comment(report)
+    typer.echo(text)
+    write(comment, text)
+    write(json_out, json.dumps(gate_json(report), indent=2, allow_nan=False) + "\n")
+    if candidate.is_dir():
+        history.record_gate(candidate, report.exit_code == 0, path=history_file)
+    if report.exit_code:
+        why = (
+            f"the candidate recorded {len(report.failures)} backend failure(s)"
+            if report.backend_failed
+            else "; ".join(sentence(r) for r in report.results if r.blocks)
+        )
+        raise fail(f"gate failed: {why}", report.exit_code)
+
+
+def _gate_baseline(
+    baseline: str | None, qrels: Path | None, metrics: list[str], history_file: Path | None
+) -> Loaded | None:
+    """The gate's baseline: a history entry (history:last-pass / <tag> / <id>), a results directory or a run file."""
+    from retbench.compare import load_history, load_systems
+
+    if baseline is None:
+        return None
+    if not baseline.startswith("history:"):
+        return load_systems([Path(baseline)], qrels=qrels, metrics=metrics, check_metrics=False)
+    base, entry = load_history(baseline, history_file)
+    typer.echo(f"baseline: history run {entry.id} of {entry.created} (commit {entry.git_commit or 'none'})", err=True)
+    return base
+
+
+@handles_errors
+def report_command(
+    results: Annotated[Path, typer.Argument(help="A results directory (from `retbench run`).")],
+    html: Annotated[
+        Path | None, typer.Option(help="Write one self-contained HTML file (tables and SVG plots, opens offline).")
+    ] = None,
+    markdown: Annotated[Path | None, typer.Option(help="Write the report as Markdown.")] = None,
+    baseline: Annotated[
+        str | None, typer.Option(help="System the others are compared with (default: the first).")
+    ] = None,
+    primary: Annotated[
+        str | None, typer.Option(help="Metric of the per-query delta plots (default: the first).")
+    ] = None,
+    resamples: Annotated[int, typer.Option(help="Randomization and bootstrap resamples of the comparisons.")] = 10_000,
+    seed: Annotated[int, typer.Option(help="Seed of the resampling.")] = 0,
+) -> None:
+    """Report a results directory: HTML (tables, metric@k curves, deltas, latency, coverage) and/or Markdown."""
+    from retbench.report.html import render_html
+    from retbench.report.markdown import report_markdown
+    from retbench.report.model import build_report
+
+    data = build_report(results, baseline=baseline, primary=primary, n_resamples=resamples, seed=seed)
+    text = report_markdown(data)
+    write(markdown, text)
+    write(html, render_html(data))
+    if html is None and markdown is None:
+        typer.echo(text)
+    for path in (html, markdown):
+        if path is not None:
+            typer.echo(f"wrote {path}")

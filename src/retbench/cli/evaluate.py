@@ -1,0 +1,185 @@
+"""`retbench eval`: score a run against judgements, like trec_eval, and print a table, JSON or trec lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from retbench.cli.app import console, fail, handles_errors
+
+if TYPE_CHECKING:
+    from retbench.data.corpus import Sample
+    from retbench.evaluation import Evaluation
+
+
+@handles_errors
+def eval_command(
+    qrels: Annotated[
+        Path, typer.Argument(help="Judgements: TREC qrels, BEIR qrels .tsv or folder, or a golden set (.yaml/.jsonl).")
+    ],
+    run: Annotated[
+        Path, typer.Argument(help="A TREC run file, or system outputs (.jsonl/.json/.yaml) for a golden set.")
+    ],
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            "-m",
+            help="A metric (repeatable): ndcg@10, P@5, recall@100, mrr, map, rprec, hit@5, recall@5(rel=2), or trec_eval names (ndcg_cut_10, P.5,10, recip_rank).",
+        ),
+    ] = None,
+    per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also print one line per query.")] = False,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="table, json, or trec (trec_eval's own three columns).")
+    ] = "table",
+    relevance_level: Annotated[
+        int, typer.Option("--relevance-level", "-l", help="Lowest grade that counts as relevant (binary measures).")
+    ] = 1,
+    no_relevant: Annotated[
+        str, typer.Option(help="Judged queries with no relevant doc: skip (reported), zero, or one.")
+    ] = "skip",
+    mode: Annotated[
+        str,
+        typer.Option(help="trec_eval (all judged queries, unanswered = 0) or pytrec_eval (answered only, as BEIR)."),
+    ] = "trec_eval",
+    default_k: Annotated[
+        int, typer.Option(help="Cutoff for metrics given without one (a sample's metadata.k wins).")
+    ] = 5,
+    split: Annotated[str, typer.Option(help="Qrels split when QRELS is a BEIR folder.")] = "test",
+    tsv: Annotated[
+        Path | None, typer.Option(help="Write the per-query table (query_id, status, metrics) here.")
+    ] = None,
+    ci: Annotated[bool, typer.Option(help="Bootstrap 95% confidence intervals in table and json output.")] = True,
+    llm_qrels: Annotated[
+        Path | None, typer.Option(help="LLM qrels written by judge-relevance (llm_qrels.txt).")
+    ] = None,
+    labels: Annotated[
+        str, typer.Option(help="Which labels score: human, llm, or human+llm (a human label always wins).")
+    ] = "human",
+) -> None:
+    """Score a run against judgements, like trec_eval (-c): every judged query counts, unanswered ones as 0."""
+    from retbench.evaluation import evaluate, read_judgements, read_system
+
+    if fmt not in ("table", "json", "trec"):
+        raise fail(f"--format must be table, json or trec, got {fmt!r}")
+    judged, samples = read_judgements(qrels, split)
+    if llm_qrels is not None or labels != "human":
+        from retbench.data.qrels import Qrels
+        from retbench.io.trec import read_qrels
+        from retbench.studies.labels.relevance import combine_labels
+
+        judged = combine_labels(labels, Qrels(judged), read_qrels(llm_qrels) if llm_qrels else None)
+    system, texts = read_system(run)
+    ev = evaluate(
+        system,
+        judged,
+        list(metric) if metric else _default_metrics(samples, texts),
+        relevance_level=relevance_level,
+        no_relevant=no_relevant,
+        mode=mode,
+        default_k=default_k,
+        samples=samples,
+        texts=texts or None,
+    )
+    if tsv is not None:
+        ev.to_tsv(tsv)
+    notes = _notes(ev, labels, llm_qrels)
+    if fmt == "trec":
+        _print_trec(ev, per_query, notes)
+    elif fmt == "json":
+        _print_json(ev, per_query, ci, labels, samples)
+    else:
+        _print_table(ev, per_query, ci, samples, notes)
+
+
+def _default_metrics(samples: list[Sample] | None, texts: dict[str, str]) -> list[str]:
+    """Metrics when none are named: the golden-set retrieval suite (plus answer containment), else trec_eval's."""
+    if samples is None:
+        return ["ndcg@10", "recall@100", "map", "mrr", "P@10"]
+    names = ["retrieval-hit-at-k", "retrieval-recall-at-k", "retrieval-mrr", "retrieval-ndcg-at-k"]
+    if texts and all(s.answer for s in samples):
+        names.append("answer-containment-at-k")
+    return names
+
+
+def _notes(ev: Evaluation, labels: str, llm_qrels: Path | None) -> list[str]:
+    """What the numbers do not show: label source, unanswered, skipped, duplicate and unjudged queries."""
+    notes = [f"labels: {labels}" + (f" (LLM labels from {llm_qrels})" if labels != "human" else "")]
+    counts = ev.status_counts()
+    unanswered = {s: c for s, c in counts.items() if s not in ("ok", "empty") and c}
+    if unanswered:
+        notes.append("unanswered judged queries scored 0: " + ", ".join(f"{c} {s}" for s, c in unanswered.items()))
+    if ev.excluded:
+        notes.append(f"{len(ev.excluded)} unanswered judged queries not counted ({ev.mode} mode)")
+    if ev.skipped:
+        notes.append(
+            f"{len(ev.skipped)} judged queries with no relevant document skipped (--no-relevant zero counts them, as trec_eval does)"
+        )
+    if ev.n_duplicates:
+        notes.append(f"{ev.n_duplicates} duplicate doc ids dropped from rankings (first kept)")
+    if ev.unjudged:
+        notes.append(f"{len(ev.unjudged)} answered queries have no judgements (ignored)")
+    return notes
+
+
+def _print_trec(ev: Evaluation, per_query: bool, notes: list[str]) -> None:
+    """trec_eval's three columns on stdout; the mode and notes as comments on stderr."""
+    from retbench.report.trec import trec_lines
+
+    for line in trec_lines(ev, per_query=per_query):
+        typer.echo(line)
+    for note in [f"mode: {ev.label}", *notes]:
+        typer.echo(f"# {note}", err=True)
+
+
+def _print_json(ev: Evaluation, per_query: bool, ci: bool, labels: str, samples: list[Sample] | None) -> None:
+    """The evaluation as JSON (strict: no NaN), with tag breakdowns for golden sets."""
+    import json
+
+    from retbench.evaluation import groups_from_samples, json_safe
+
+    out = ev.to_dict(per_query=per_query, ci=ci)
+    out["labels"] = labels
+    if samples is not None:
+        groups = groups_from_samples(samples)
+        if groups:
+            out["breakdown"] = ev.breakdown(groups)
+            out["group_sizes"] = ev.group_sizes(groups)
+    typer.echo(json.dumps(json_safe(out), indent=2, allow_nan=False))
+
+
+def _print_table(ev: Evaluation, per_query: bool, ci: bool, samples: list[Sample] | None, notes: list[str]) -> None:
+    """Means (with CIs), tag breakdowns and per-query rows as terminal tables, then the notes."""
+    from rich.table import Table
+
+    from retbench.evaluation import groups_from_samples
+
+    con = console()
+    agg = ev.aggregate(ci=ci)
+    table = Table(
+        "metric",
+        "mean",
+        *(["95% CI"] if ci else []),
+        "n",
+        title=f"{ev.system}: {len(ev.query_ids)} queries, mode {ev.label}",
+    )
+    for m, a in agg.items():
+        table.add_row(m, f"{a['mean']:.4f}", *([f"[{a['ci_low']:.4f}, {a['ci_high']:.4f}]"] if ci else []), str(a["n"]))
+    con.print(table)
+    if samples is not None:
+        groups = groups_from_samples(samples)
+        if groups:
+            sizes = ev.group_sizes(groups)
+            bd = Table("group", "n", *ev.metrics, title="breakdown by tag / category")
+            for tag, means in ev.breakdown(groups).items():
+                bd.add_row(tag, str(sizes[tag]), *(f"{v:.4f}" for v in means.values()))
+            con.print(bd)
+    if per_query:
+        pq = Table("query", "status", *ev.metrics)
+        for row in ev.per_query():
+            pq.add_row(row["query_id"], row["status"], *(f"{row[m]:.4f}" for m in ev.metrics))
+        con.print(pq)
+    for note in notes:
+        con.print(f"note: {note}", markup=False, highlight=False)

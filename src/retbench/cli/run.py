@@ -1,0 +1,171 @@
+"""`retbench run` and what reads its results back: `history` and `export mlflow`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from retbench.cli.app import console, handles_errors, repair_journals, write
+from retbench.errors import RetbenchError
+from retbench.secrets import redact
+
+if TYPE_CHECKING:
+    from retbench.studies.benchmark import ExperimentConfig
+    from retbench.studies.cell import StudyOutcome
+
+
+@handles_errors
+def run_command(
+    config: Annotated[Path, typer.Argument(help="Experiment YAML (datasets, systems, metrics, output).")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Results directory (overrides the config).")
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Redo systems that finished earlier.")] = False,
+    quiet: Annotated[bool, typer.Option(help="No progress bars.")] = False,
+    tag: Annotated[
+        str | None, typer.Option(help="Tag this run in the history (a gate baseline: history:<tag>).")
+    ] = None,
+    history: Annotated[
+        bool, typer.Option(help="Register the run in the local history (see `retbench history`).")
+    ] = True,
+    repair: Annotated[
+        bool,
+        typer.Option(help="Set aside a journal's unreadable tail (to journal.jsonl.dropped) and redo those queries."),
+    ] = False,
+) -> None:
+    """Run every system on every dataset of an experiment; resumable (finished work is kept)."""
+    from retbench.report.terminal import render_summary
+    from retbench.studies.benchmark import load_config, raise_if_backend_failed
+
+    cfg = load_config(config, output)
+    if repair:
+        repair_journals(cfg.output)
+    con = console()
+    outcome = _run_experiment(cfg, force, quiet, con)
+    con.print(render_summary(outcome.metrics, cfg.metrics, title=f"{cfg.name}: {cfg.output}"))
+    from retbench.report.leaderboard import build_leaderboard
+
+    board = build_leaderboard(outcome.metrics, cfg.metrics[0])
+    if board is not None:
+        from retbench.report.terminal import render_leaderboard
+
+        con.print(render_leaderboard(board))
+    written = _write_reports(cfg.output)
+    con.print(f"results: {cfg.output}  (metrics.json, manifest.json, {written}systems/<name>/run.trec)")
+    if history:
+        _register(cfg.output, cfg.raw.get("history"), tag, con)
+    raise_if_backend_failed(outcome)
+
+
+def _run_experiment(cfg: ExperimentConfig, force: bool, quiet: bool, con: Any) -> StudyOutcome:
+    """Run the experiment, logging to the console and (unless quiet) showing one progress bar per stage."""
+    from retbench.studies.benchmark import run_experiment
+
+    if quiet:
+        return run_experiment(
+            cfg, force=force, log=lambda m: con.print(redact(m), soft_wrap=True, markup=False, highlight=False)
+        )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=con
+    ) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        return run_experiment(
+            cfg,
+            force=force,
+            progress=progress,
+            log=lambda m: bar.console.print(redact(m), soft_wrap=True, markup=False, highlight=False),
+        )
+
+
+def _register(out: Path, configured: str | None, tag: str | None, con: Any) -> None:
+    """Add the results to the history; a history that cannot be written costs a note, never the results."""
+    import sqlite3
+
+    from retbench.results.history import default_path, register
+
+    where = default_path(configured)
+    try:
+        run_id = register(out, path=where, tag=tag)
+    except (sqlite3.Error, OSError) as exc:
+        typer.echo(f"note: not added to the history {where}: {exc}", err=True)
+        return
+    con.print(f"history: run {run_id} in {where}", soft_wrap=True, markup=False, highlight=False)
+
+
+def _write_reports(out: Path) -> str:
+    """report.md and report.html beside the results (skipped, with a note, when a system left no scores)."""
+    from retbench.report.html import render_html
+    from retbench.report.markdown import report_markdown
+    from retbench.report.model import build_report
+
+    try:
+        data = build_report(out)
+    except (RetbenchError, OSError) as exc:  # e.g. a system whose backend failed while indexing has no table
+        typer.echo(f"note: no report written ({exc}); see metrics.json", err=True)
+        return ""
+    write(out / "report.md", report_markdown(data))
+    write(out / "report.html", render_html(data))
+    return "report.md, report.html, "
+
+
+@handles_errors
+def history_command(
+    system: Annotated[str | None, typer.Option(help="Only this system.")] = None,
+    metric: Annotated[str | None, typer.Option(help="Metric to follow (default: the latest run's first).")] = None,
+    limit: Annotated[int, typer.Option(help="The most recent runs to show.")] = 20,
+    html: Annotated[Path | None, typer.Option(help="Also write the trend as one HTML file with a chart.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the entries as JSON.")] = False,
+    history_file: Annotated[
+        Path | None, typer.Option(help="History database (default: $RETBENCH_HISTORY or the per-user one).")
+    ] = None,
+) -> None:
+    """The trend of a metric over registered runs: means with CIs, commit, tag and gate verdict per run."""
+    import json
+    from dataclasses import asdict
+
+    from retbench.compare import canonical_metrics
+    from retbench.report.history import render_trend, trend_html
+    from retbench.results.history import entries
+
+    metric = (canonical_metrics([metric]) or [metric])[0] if metric else None
+    rows = entries(history_file, system=system, metric=metric, limit=limit)
+    if as_json:
+        typer.echo(json.dumps([asdict(e) for e in rows], indent=2, default=str))
+        return
+    if metric is None:
+        latest = next((e for e in reversed(rows) if e.scores), None)
+        metric = next(iter(next(iter(latest.scores.values())))) if latest else "ndcg@10"
+    console().print(render_trend(rows, metric))
+    if html is not None:
+        write(html, trend_html(rows, metric))
+        typer.echo(f"wrote {html}")
+
+
+@handles_errors
+def export_mlflow_command(
+    results: Annotated[Path, typer.Argument(help="A results directory (from `retbench run`).")],
+    tracking_uri: Annotated[
+        str | None, typer.Option(help="MLflow tracking URI (default: MLFLOW_TRACKING_URI or MLflow's own default).")
+    ] = None,
+    experiment: Annotated[str | None, typer.Option(help="MLflow experiment (default: the experiment's name).")] = None,
+    artifact_location: Annotated[
+        str | None, typer.Option(help="Artifact location when the MLflow experiment is created here.")
+    ] = None,
+) -> None:
+    """Log params (config, fingerprints, versions), metrics (means, CI bounds, coverage) and artifacts to MLflow."""
+    from retbench.results.mlflow_export import export_mlflow
+
+    out = export_mlflow(results, tracking_uri=tracking_uri, experiment=experiment, artifact_location=artifact_location)
+    typer.echo(f"logged to MLflow experiment {out['experiment_id']}: parent run {out['parent_run_id']}")
+    for system, run_id in out["runs"].items():
+        typer.echo(f"  {system}: run {run_id}")

@@ -1,0 +1,93 @@
+"""The study commands: `retbench stress`, `chunking` and `ingest-impact` (one config file each)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from retbench.cli.app import console, fail, handles_errors, repair_journals
+from retbench.secrets import redact
+
+
+@handles_errors
+def stress_command(
+    config: Annotated[
+        Path, typer.Argument(help="Stress YAML: one dataset, one system (optional faults), a stress block.")
+    ],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Results directory (overrides the config).")
+    ] = None,
+    fresh: Annotated[bool, typer.Option(help="Discard the journal of an earlier (interrupted) stress run.")] = False,
+    repair: Annotated[
+        bool, typer.Option(help="Set aside a journal's unreadable tail (to journal.jsonl.dropped) and redo that work.")
+    ] = False,
+) -> None:
+    """Drive one system under load (and faults); exit 3 when failures exceed the allowed rate."""
+    from retbench.report.stress import describe_failure, headline
+    from retbench.studies.stress import load_config, run_stress
+
+    cfg = load_config(config, output)
+    if repair:
+        repair_journals(cfg.output)
+    result = run_stress(cfg, fresh=fresh, echo=lambda m: typer.echo(redact(m)))
+    typer.echo(f"{headline(result.summary)}; report: {result.out_dir / 'report.md'}")
+    if result.exit_code:
+        first = result.first_failure
+        raise fail(
+            f"backend failed: {describe_failure(first) if first else 'failure rate over the allowed rate'}",
+            result.exit_code,
+        )
+
+
+@handles_errors
+def chunking_command(
+    config: Annotated[Path, typer.Argument(help="Chunking YAML: chunking set, chunkers, systems, budgets.")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Results directory (overrides the config).")
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Redo (chunker, system) pairs that finished earlier.")] = False,
+) -> None:
+    """Compare chunkers x retrievers with span relevance; writes a results directory and report.md."""
+    from rich.markdown import Markdown
+
+    from retbench.studies.benchmark import raise_if_backend_failed
+    from retbench.studies.chunking import load_config, run_chunking
+
+    cfg = load_config(config, output)
+    con = console()
+    outcome = run_chunking(cfg, force=force, log=lambda m: con.print(m))
+    con.print(Markdown((cfg.output / "report.md").read_text()))
+    con.print(f"results: {cfg.output}  (report.md, metrics.json, manifest.json, systems/<chunker>+<system>/)")
+    raise_if_backend_failed(outcome)  # type: ignore[arg-type]
+
+
+@handles_errors
+def ingest_impact_command(
+    config: Annotated[
+        Path, typer.Argument(help="Ingestion YAML: dataset, retriever, candidates, modes, gain weights.")
+    ],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Results directory (overrides the config).")
+    ] = None,
+    top: Annotated[int, typer.Option(help="Rows of the ranked table to print (all are in report.md).")] = 20,
+) -> None:
+    """Rank candidate documents by knowledge gain (novelty, metric deltas, affected queries); writes report.md."""
+    from rich.table import Table
+
+    from retbench.report.impact import impact_rows
+    from retbench.studies.impact import load_ingest_config, run_ingest
+
+    cfg = load_ingest_config(config, output)
+    con = console()
+    outcome = run_ingest(cfg, log=lambda m: con.print(m))
+    if "alone" in outcome.results:
+        header, rows = impact_rows(outcome.results["alone"][:top], outcome.metrics, cfg.gain.recall, compact=True)
+        table = Table(
+            *header, title=f"{cfg.name}: candidates ranked by gain (top {min(top, len(outcome.results['alone']))})"
+        )
+        for r in rows:
+            table.add_row(*r)
+        con.print(table)
+    con.print(f"results: {cfg.output}  (report.md, candidates.json, summary.json, manifest.json)")
