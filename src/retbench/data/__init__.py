@@ -6,9 +6,10 @@ Qrels the graded judgements (`data/qrels.py`), QueryStatus what happened to a qu
 and `data/ids.py` the 64-bit doc keys behind de-duplication and judging.
 """
 
+from retbench.data.builder import RunBuilder
 from retbench.data.corpus import JOIN_RULES, Corpus, Dataset, Document, Queries, Sample, join_title_text
 from retbench.data.qrels import Qrels
-from retbench.data.run import LazyIds, Run, RunBuilder
+from retbench.data.run import LazyIds, Run
 from retbench.data.status import QueryStatus
 
 __all__ = [

@@ -13,7 +13,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from retbench.data.ids import answer_problem, may_repeat
+from retbench.data.ids import may_repeat
+from retbench.data.locate import locate
 from retbench.data.status import QueryStatus
 
 
@@ -266,6 +267,22 @@ class Run:
         )
 
     @classmethod
+    def from_keyed_ids(
+        cls,
+        query_ids: list[str],
+        offsets: np.ndarray,
+        ids: LazyIds,
+        keys: np.ndarray,
+        keys_exact: bool,
+        scores: np.ndarray,
+        *,
+        name: str = "",
+    ) -> Run:
+        """A run whose doc ids stay in a reader's columns (`ids`) with a 64-bit key per ranked doc
+        (`retbench.data.ids`); `keys_exact`: every key is the id itself (ids of at most 8 bytes)."""
+        return cls(query_ids, offsets, None, scores, name=name, _lazy=ids, _doc_key=keys, _key_exact=keys_exact)
+
+    @classmethod
     def empty(cls, name: str = "") -> Run:
         return cls([], np.zeros(1, dtype=np.int64), np.zeros(0, dtype=object), np.zeros(0), name=name)
 
@@ -358,19 +375,33 @@ class Run:
     def __iter__(self) -> Iterator[str]:
         return iter(self.query_ids)
 
-    def _slice(self, qid: str) -> slice:
+    def span(self, qid: str) -> slice:
+        """The positions of query `qid`'s ranking in `doc_ids` and `scores`."""
         i = self._pos[qid]
         return slice(int(self.offsets[i]), int(self.offsets[i + 1]))
 
+    def rows(self, query_ids: Sequence[str]) -> np.ndarray:
+        """The run's row of each query id (-1 where the run has no such query)."""
+        if len(query_ids) == len(self.query_ids) and list(query_ids) == self.query_ids:  # the same queries, in order
+            return np.arange(len(query_ids), dtype=np.int64)
+        return np.fromiter(map(self._pos.get, query_ids, repeat(-1)), dtype=np.int64, count=len(query_ids))
+
+    def locate(self, rows: np.ndarray, doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where (row, doc id) pairs are ranked: (indices of the pairs found, their 0-based ranks).
+
+        What judging is built on; the cost follows the number of pairs, not the depth of the run
+        (see `retbench.data.locate`)."""
+        return locate(self, rows, doc_ids)
+
     def docs(self, qid: str) -> list[str]:
         """Doc ids of a query, rank 1 first (read alone from a lazy run's source)."""
-        s = self._slice(qid)
+        s = self.span(qid)
         if self._doc_ids is None:
             return self._docs_at(np.arange(s.start, s.stop, dtype=np.int64)).tolist()
         return self._doc_ids[s].tolist()
 
     def ranking(self, qid: str) -> list[tuple[str, float]]:
-        s = self._slice(qid)
+        s = self.span(qid)
         return list(zip(self.docs(qid), self.scores[s].tolist(), strict=True))
 
     def __getitem__(self, qid: str) -> list[tuple[str, float]]:
@@ -456,7 +487,7 @@ class Run:
     def subset(self, qids: Iterable[str]) -> Run:
         """The given queries (those present), in the given order."""
         keep = [q for q in qids if q in self._pos]
-        parts = [self._slice(q) for q in keep]
+        parts = [self.span(q) for q in keep]
         idx = (
             np.concatenate([np.arange(s.start, s.stop) for s in parts]).astype(np.int64)
             if parts
@@ -506,56 +537,3 @@ class Run:
 
     def __repr__(self) -> str:
         return f"Run(name={self.name!r}, queries={len(self)}, docs={len(self.scores)}, failed={len(self.failed())})"
-
-
-class RunBuilder:
-    """Collects per-query results as a retriever produces them, then freezes them into a Run."""
-
-    def __init__(self, name: str = "") -> None:
-        self.name = name
-        self._qids: list[str] = []
-        self._docs: list[str] = []
-        self._scores: list[float] = []
-        self._offsets = [0]
-        self._status: dict[str, QueryStatus] = {}
-        self._latency: dict[str, float] = {}
-        self._errors: dict[str, str] = {}
-
-    def add(
-        self,
-        qid: str,
-        ranking: Iterable[tuple[str, float]] = (),
-        *,
-        status: QueryStatus | None = None,
-        latency: float | None = None,
-        error: str | None = None,
-    ) -> None:
-        ranking = list(ranking)
-        problem = answer_problem(ranking) if ranking else None
-        if problem is not None:  # a bad id or score would corrupt run.trec: recorded as an invalid answer
-            ranking, status = [], QueryStatus.INVALID
-            error = f"invalid answer: {problem}" + (f"; {error}" if error else "")
-        for d, s in ranking:
-            self._docs.append(str(d))
-            self._scores.append(float(s))
-        self._qids.append(qid)
-        self._offsets.append(len(self._docs))
-        if status is not None:
-            self._status[qid] = status
-        if latency is not None:
-            self._latency[qid] = latency
-        if error is not None:
-            self._errors[qid] = error
-
-    def build(self) -> Run:
-        return Run(
-            self._qids,
-            np.asarray(self._offsets, dtype=np.int64),
-            np.asarray(self._docs, dtype=object),
-            np.asarray(self._scores, dtype=np.float64),
-            status=self._status,
-            latency=self._latency,
-            errors=self._errors,
-            name=self.name,
-            _owned=True,
-        )

@@ -114,15 +114,8 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
             return _read_run_lines(p, name)
         scores = scores[order]
     keys, exact = _column_keys(docs)
-    return Run(
-        qids,
-        _offsets(lens),
-        None,
-        scores,
-        name=name if name is not None else tag or p.stem,
-        _lazy=_ArrowIds(docs),
-        _doc_key=keys,
-        _key_exact=exact,
+    return Run.from_keyed_ids(
+        qids, _offsets(lens), _ArrowIds(docs), keys, exact, scores, name=name if name is not None else tag or p.stem
     )
 
 
@@ -410,7 +403,7 @@ def write_run(run: Run, path: str | Path, tag: str | None = None, query_ids: Ite
     tag = run_tag(tag or run.name)
     with open_text(path, "wt") as fh:
         for qid in query_ids if query_ids is not None else run.query_ids:
-            s = run._slice(qid)
+            s = run.span(qid)
             docs = run.doc_ids[s]
             scores = run.scores[s].tolist()
             fh.writelines(

@@ -34,7 +34,7 @@ class _Entries:
 
 
 def _entries(run: Run, qids: Sequence[str]) -> _Entries:
-    pos = np.fromiter((run._pos.get(q, -1) for q in qids), dtype=np.int64, count=len(qids))
+    pos = run.rows(qids)
     run_len = np.diff(run.offsets)
     lengths = np.where(pos >= 0, run_len[np.maximum(pos, 0)] if len(run_len) else 0, 0).astype(np.int64)
     starts = np.where(pos >= 0, run.offsets[np.maximum(pos, 0)], 0)
@@ -203,7 +203,7 @@ def evaluate_judgement(
     specs = parse_metrics(list(metrics), default_k)
     qids = judgement.query_ids
     keep = np.flatnonzero(judgement.n_items > 0)
-    run_rows = np.fromiter((run._pos.get(q, -1) for q in qids), dtype=np.int64, count=len(qids))
+    run_rows = run.rows(qids)
     ctx = MetricContext(judgement.gains, 1, run, run_rows)
     values = np.empty((len(qids), len(specs)))
     for j, spec in enumerate(specs):
