@@ -115,7 +115,8 @@ def mapping(v: Any, source: str, fld: str) -> dict[str, Any]:
     return dict(v or {})
 
 
-def known_keys(obj: Mapping[str, Any], allowed: set[str] | frozenset[str], source: str, where: str) -> None:
+def known_keys(obj: Mapping[str, Any], allowed: set[str] | frozenset[str], source: str | None, where: str) -> None:
+    """Every key of a config block is one it knows; the first unknown one is named as `where.key`."""
     extra = sorted(set(obj) - set(allowed), key=str)
     if extra:
         fld = f"{where}.{extra[0]}" if where else str(extra[0])

@@ -29,6 +29,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from retbench.config import check_types, known_keys
 from retbench.data import Corpus
 from retbench.errors import ConfigError
 from retbench.retrievers.base import Ranking, Retriever
@@ -78,16 +79,7 @@ class FaultSpec:
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], where: str = "") -> FaultSpec:
         """Build from a config block, naming the field that is wrong."""
-        known = {f.name for f in fields(cls)}
-        for key in cfg:
-            if key not in known:
-                raise ConfigError(
-                    f"unknown fault setting {key!r}; valid: {', '.join(sorted(known))}",
-                    path=where or None,
-                    field=f"faults.{key}",
-                )
-        from retbench.config import check_types
-
+        known_keys(cfg, {f.name for f in fields(cls)}, where or None, "faults")
         check_types(cls, cfg, where or None, "faults")
         spec = cls(**dict(cfg))
         spec.check(where)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from retbench.config import check_types
+from retbench.config import check_types, known_keys
 from retbench.errors import ConfigError
 from retbench.studies.stress.validate import FAILURE_OUTCOMES
 
@@ -37,14 +37,7 @@ class LoadSettings:
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], where: str = "") -> LoadSettings:
-        known = set(cls.__dataclass_fields__)
-        for key in cfg:
-            if key not in known:
-                raise ConfigError(
-                    f"unknown stress setting {key!r}; valid: {', '.join(sorted(known))}",
-                    path=where or None,
-                    field=f"stress.{key}",
-                )
+        known_keys(cfg, set(cls.__dataclass_fields__), where or None, "stress")
         check_types(cls, cfg, where or None, "stress")
         s = cls(**dict(cfg))
         s.check(where)
