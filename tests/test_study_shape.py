@@ -286,6 +286,26 @@ def test_stress_config_errors_name_file_line_and_field(tmp_path: Path) -> None:
     assert f"{cfg}:6: field 'stress.requests'" in ran.output
 
 
+def test_a_dataset_block_means_the_same_in_run_stress_and_ingest_impact(tmp_path: Path) -> None:
+    block = "{name: scifact, max_querys: 5}"
+    configs = {
+        "run": f"datasets:\n  - {block}\nsystems: [{{adapter: bm25s}}]\n",
+        "stress": f"datasets:\n  - {block}\nsystems: [{{adapter: bm25s}}]\nstress: {{levels: [1]}}\n",
+        "ingest-impact": f"candidates: [{{kind: holdout, n: 2}}]\ndataset: {block}\n",
+    }
+    reasons = set()
+    for study, text in configs.items():
+        cfg = tmp_path / f"{study}.yaml"
+        cfg.write_text(text)
+        ran = runner.invoke(app, [study, str(cfg)])
+        assert ran.exit_code == 2, (study, ran.output)
+        where = "dataset" if study == "ingest-impact" else "datasets[0]"
+        head = f"{cfg}:2: field '{where}.max_querys': "
+        assert head in ran.output, (study, ran.output)
+        reasons.add(ran.output.split(head, 1)[1].strip())
+    assert len(reasons) == 1 and next(iter(reasons)).startswith("unknown key 'max_querys'; allowed: corpus_sample")
+
+
 # -- max_queries and the chunking study's journal ----------------------------------------------------
 def test_max_queries_is_the_same_seeded_sample_in_every_study(tmp_path: Path) -> None:
     from retbench.io.chunking_eval import read_chunking_eval

@@ -67,6 +67,7 @@ __all__ = [
     "DatasetSpec",
     "ExperimentConfig",
     "SystemSpec",
+    "dataset_manifest",
     "load_config",
     "parse_config",
     "prepare_dataset",
@@ -254,7 +255,8 @@ def _add_agreement(
         )
 
 
-def _dataset_manifest(ds: Dataset, dspec: DatasetSpec, queries: Queries, load_seconds: float) -> dict[str, Any]:
+def dataset_manifest(ds: Dataset, dspec: DatasetSpec, queries: Queries, load_seconds: float) -> dict[str, Any]:
+    """A dataset's entry in a study's manifest.json (the fingerprints let compare refuse other data)."""
     qrels = ds.split(dspec.split)
     return {
         "name": ds.name,
@@ -334,7 +336,7 @@ def _run_locked(
         ds, queries = prepare_dataset(dspec)
         qrels = ds.split(dspec.split)
         _require_relevant(qrels, cfg.evaluation, ds.path, dspec.split)
-        manifest["datasets"].append(_dataset_manifest(ds, dspec, queries, time.perf_counter() - t0))
+        manifest["datasets"].append(dataset_manifest(ds, dspec, queries, time.perf_counter() - t0))
 
         def score(run: Any, qrels: Any = qrels) -> Any:
             return evaluate(run, qrels, cfg.metrics, **cfg.evaluation.evaluate_kwargs())

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retbench.config import EncoderSettings, load
+from retbench.config import DatasetSpec, EncoderSettings, is_int, known_keys, load, positive_int, require
 from retbench.errors import ConfigError
 from retbench.metrics.registry import parse_metrics
 from retbench.studies.impact.engine import rank_specs
@@ -34,7 +34,6 @@ TOP_KEYS = {
     "encoder",
     "seed",
 }
-DATASET_KEYS = {"name", "path", "split", "max_queries", "join_rule", "seed"}
 SOURCE_KEYS = {
     "file": {"kind", "path", "group"},
     "holdout": {"kind", "n", "seed", "group"},
@@ -52,7 +51,7 @@ class IngestConfig:
 
     name: str
     output: Path
-    dataset: dict[str, Any]
+    dataset: DatasetSpec
     retriever: dict[str, Any]
     metrics: list[str]
     candidates: list[dict[str, Any]]
@@ -72,52 +71,24 @@ class IngestConfig:
     raw: dict[str, Any] = field(default_factory=dict)
 
 
-def _req(cond: bool, msg: str, path: str, fld: str) -> None:
-    if not cond:
-        raise ConfigError(msg, path=path, field=fld)
-
-
-def _keys(obj: Mapping[str, Any], allowed: set[str], path: str, where: str) -> None:
-    extra = sorted(set(obj) - allowed)
-    if extra:
-        raise ConfigError(
-            f"unknown key {extra[0]!r}; allowed: {', '.join(sorted(allowed))}", path=path, field=f"{where}{extra[0]}"
-        )
-
-
-def _pos_int(v: Any, path: str, fld: str) -> int:
-    _req(isinstance(v, int) and not isinstance(v, bool) and v > 0, "must be a positive integer", path, fld)
-    return int(v)
-
-
-def _dataset(raw: Mapping[str, Any], src: str) -> dict[str, Any]:
-    ds = raw.get("dataset", "scifact")
-    ds = {"name": ds} if isinstance(ds, str) else ds
-    _req(isinstance(ds, dict) and bool(ds.get("name") or ds.get("path")), "give a dataset name or path", src, "dataset")
-    _keys(ds, DATASET_KEYS, src, "dataset.")
-    if ds.get("max_queries") is not None:
-        _pos_int(ds["max_queries"], src, "dataset.max_queries")
-    return dict(ds)
-
-
 def _retriever(raw: Mapping[str, Any], src: str) -> dict[str, Any]:
     ret = raw.get("retriever") or {
         "adapter": "dense",
         "params": {"index": "flat_ip", "normalize": True, "max_seq_length": 256},
     }
-    _req(
+    require(
         isinstance(ret, dict) and isinstance(ret.get("adapter"), str),
         "retriever needs an adapter",
         src,
         "retriever.adapter",
     )
-    _keys(ret, {"name", "adapter", "params"}, src, "retriever.")
-    _req(isinstance(ret.get("params", {}) or {}, dict), "params must be a mapping", src, "retriever.params")
+    known_keys(ret, {"name", "adapter", "params"}, src, "retriever")
+    require(isinstance(ret.get("params", {}) or {}, dict), "params must be a mapping", src, "retriever.params")
     return {"params": {}, **ret}
 
 
 def _metric_names(metrics: Any, src: str) -> list[str]:
-    _req(
+    require(
         isinstance(metrics, list) and all(isinstance(m, str) for m in metrics),
         "metrics must be a list of names",
         src,
@@ -131,21 +102,23 @@ def _metric_names(metrics: Any, src: str) -> list[str]:
 
 
 def _source(s: Any, src: str, where: str) -> dict[str, Any]:
-    _req(
+    require(
         isinstance(s, dict) and s.get("kind") in SOURCE_KEYS,
         f"a candidate source is a mapping with kind in {', '.join(SOURCE_KEYS)}",
         src,
         f"{where}.kind",
     )
-    _keys(s, SOURCE_KEYS[s["kind"]], src, f"{where}.")
+    known_keys(s, SOURCE_KEYS[s["kind"]], src, where)
     for key in ("n", "queries", "edits"):
         if key in s:
-            _pos_int(s[key], src, f"{where}.{key}")
+            positive_int(s[key], src, f"{where}.{key}")
     if s["kind"] == "file":
-        _req(isinstance(s.get("path"), str), "give the path of a BEIR corpus.jsonl of candidates", src, f"{where}.path")
+        require(
+            isinstance(s.get("path"), str), "give the path of a BEIR corpus.jsonl of candidates", src, f"{where}.path"
+        )
     else:
         how_many = "queries" if s["kind"] == "gold" else "n"
-        _req(how_many in s, "say how many", src, f"{where}.{how_many}")
+        require(how_many in s, "say how many", src, f"{where}.{how_many}")
     return dict(s)
 
 
@@ -153,14 +126,14 @@ def _leave_one_out(raw: Mapping[str, Any], modes: list[str], src: str) -> dict[s
     loo = raw.get("leave_one_out") or {}
     if isinstance(loo, str):
         loo = {"group": loo}
-    _req(
+    require(
         isinstance(loo, dict),
         "leave_one_out is a mapping: {ids: [...]}, {sample: N} or {group: name}",
         src,
         "leave_one_out",
     )
-    _keys(loo, {"ids", "sample", "seed", "group"}, src, "leave_one_out.")
-    _req(
+    known_keys(loo, {"ids", "sample", "seed", "group"}, src, "leave_one_out")
+    require(
         "leave_one_out" not in modes or bool(loo),
         "mode leave_one_out needs a leave_one_out block",
         src,
@@ -171,9 +144,9 @@ def _leave_one_out(raw: Mapping[str, Any], modes: list[str], src: str) -> dict[s
 
 def _sequential(raw: Mapping[str, Any], src: str) -> dict[str, Any]:
     seq = raw.get("sequential") or {}
-    _req(isinstance(seq, dict), "sequential must be a mapping", src, "sequential")
-    _keys(seq, {"order"}, src, "sequential.")
-    _req(
+    require(isinstance(seq, dict), "sequential must be a mapping", src, "sequential")
+    known_keys(seq, {"order"}, src, "sequential")
+    require(
         seq.get("order", "given") in ("given", "gain"),
         "order is 'given' or 'gain' (alone gain, best first)",
         src,
@@ -184,9 +157,9 @@ def _sequential(raw: Mapping[str, Any], src: str) -> dict[str, Any]:
 
 def _novelty(raw: Mapping[str, Any], src: str) -> dict[str, Any]:
     nov = raw.get("novelty") or {}
-    _req(isinstance(nov, dict), "novelty must be a mapping", src, "novelty")
-    _keys(nov, {"chunker"}, src, "novelty.")
-    _req(
+    require(isinstance(nov, dict), "novelty must be a mapping", src, "novelty")
+    known_keys(nov, {"chunker"}, src, "novelty")
+    require(
         nov.get("chunker") is None or isinstance(nov["chunker"], dict),
         "chunker is a mapping {kind: ..., ...} or null",
         src,
@@ -199,30 +172,32 @@ def _context_recall(raw: Mapping[str, Any], src: str) -> dict[str, Any] | None:
     cr = raw.get("context_recall")
     if cr is None:
         return None
-    _req(
+    require(
         isinstance(cr, dict) and "references" in cr,
         "context_recall needs references (gold_documents or a JSONL path)",
         src,
         "context_recall.references",
     )
-    _keys(cr, {"references", "threshold", "context_k"}, src, "context_recall.")
+    known_keys(cr, {"references", "threshold", "context_k"}, src, "context_recall")
     if "context_k" in cr:
-        _pos_int(cr["context_k"], src, "context_recall.context_k")
+        positive_int(cr["context_k"], src, "context_recall.context_k")
     return cr
 
 
 def _gain(raw: Mapping[str, Any], names: list[str], src: str) -> GainWeights:
     g = raw.get("gain") or {}
-    _req(isinstance(g, dict), "gain must be a mapping", src, "gain")
-    _keys(g, {"alpha", "beta", "gamma", "recall", "novelty"}, src, "gain.")
+    require(isinstance(g, dict), "gain must be a mapping", src, "gain")
+    known_keys(g, {"alpha", "beta", "gamma", "recall", "novelty"}, src, "gain")
     for key in ("alpha", "beta", "gamma"):
         v = g.get(key, 0.0)
-        _req(isinstance(v, (int, float)) and not isinstance(v, bool), "must be a number", src, f"gain.{key}")
+        require(isinstance(v, (int, float)) and not isinstance(v, bool), "must be a number", src, f"gain.{key}")
     recall = g.get("recall") or next((m for m in names if m.startswith("recall")), None)
-    _req(recall is not None, "no recall@k among the metrics; name the gain's recall metric", src, "gain.recall")
+    require(recall is not None, "no recall@k among the metrics; name the gain's recall metric", src, "gain.recall")
     recall = parse_metrics([str(recall)])[0].name
-    _req(recall in names, f"gain.recall {recall!r} must be one of the metrics ({', '.join(names)})", src, "gain.recall")
-    _req(g.get("novelty", "min") in ("min", "mean"), "novelty aggregate is 'min' or 'mean'", src, "gain.novelty")
+    require(
+        recall in names, f"gain.recall {recall!r} must be one of the metrics ({', '.join(names)})", src, "gain.recall"
+    )
+    require(g.get("novelty", "min") in ("min", "mean"), "novelty aggregate is 'min' or 'mean'", src, "gain.novelty")
     alpha, beta, gamma = float(g.get("alpha", 1.0)), float(g.get("beta", 1.0)), float(g.get("gamma", 0.01))
     return GainWeights(alpha, beta, gamma, recall, g.get("novelty", "min"))
 
@@ -230,20 +205,22 @@ def _gain(raw: Mapping[str, Any], names: list[str], src: str) -> GainWeights:
 def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path | None = None) -> IngestConfig:
     """Validate an ingestion config mapping; every error names the field."""
     src = source
-    _req(isinstance(raw, dict), "an ingestion config must be a mapping", src, "<top>")
-    _keys(raw, TOP_KEYS, src, "")
-    ds, ret = _dataset(raw, src), _retriever(raw, src)
+    require(isinstance(raw, dict), "an ingestion config must be a mapping", src, "<top>")
+    known_keys(raw, TOP_KEYS, src, "")
+    seed = raw.get("seed", 0)
+    require(is_int(seed), f"seed must be an integer, got {seed!r}", src, "seed")
+    # the same dataset block as every study's (DatasetSpec): its seed defaults to the top-level one
+    ds = DatasetSpec.from_config(raw.get("dataset", "scifact"), src, "dataset", seed=seed)
+    ret = _retriever(raw, src)
     metrics = raw.get("metrics", ["recall@10", "ndcg@10", "mrr@10"])
     names = _metric_names(metrics, src)
     level = raw.get("relevance_level", 1)
-    _pos_int(level, src, "relevance_level")
-    seed = raw.get("seed", 0)
-    _req(isinstance(seed, int), "seed must be an integer", src, "seed")
+    positive_int(level, src, "relevance_level")
     sources = raw.get("candidates")
-    _req(isinstance(sources, list) and len(sources) > 0, "list at least one candidate source", src, "candidates")
+    require(isinstance(sources, list) and len(sources) > 0, "list at least one candidate source", src, "candidates")
     cands = [_source(s, src, f"candidates[{i}]") for i, s in enumerate(sources)]
     modes = raw.get("modes", ["alone"])
-    _req(
+    require(
         isinstance(modes, list) and bool(modes) and all(m in MODES for m in modes),
         f"modes must be a list from {', '.join(MODES)}",
         src,
@@ -257,12 +234,14 @@ def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path |
     )
     weights = _gain(raw, names, src)
     dedupe = raw.get("dedupe", "text")
-    _req(dedupe in ("id", "text"), "dedupe is 'id' or 'text'", src, "dedupe")
+    require(dedupe in ("id", "text"), "dedupe is 'id' or 'text'", src, "dedupe")
     engine = raw.get("engine", "auto")
-    _req(engine in ENGINES, f"engine is one of {', '.join(ENGINES)}", src, "engine")
+    require(engine in ENGINES, f"engine is one of {', '.join(ENGINES)}", src, "engine")
     affected = raw.get("affected_by")
     if affected is not None:
-        _req(parse_metrics([affected])[0].name in names, "affected_by must be one of the metrics", src, "affected_by")
+        require(
+            parse_metrics([affected])[0].name in names, "affected_by must be one of the metrics", src, "affected_by"
+        )
     enc = EncoderSettings.from_config(raw.get("encoder"), src).options  # checked against Encoder's signature
     name = str(raw.get("name") or Path(source).stem)
     return IngestConfig(

@@ -12,14 +12,13 @@ from typing import Any
 import numpy as np
 
 from retbench.chunkers import make_chunker
-from retbench.config import sample_ids
 from retbench.data import Corpus, Dataset, Qrels, Queries
 from retbench.errors import ConfigError, InputError
-from retbench.io.datasets import load_dataset
 from retbench.report.impact import render_report
 from retbench.results import write_json
 from retbench.retrievers.base import Retriever, create
 from retbench.retrievers.encoders import Encoder
+from retbench.studies.benchmark import dataset_manifest, prepare_dataset
 from retbench.studies.impact.candidates import CandidateSet, build_candidates, candidate_status, reference_answers
 from retbench.studies.impact.config import IngestConfig
 from retbench.studies.impact.dense import DenseImpact
@@ -91,6 +90,7 @@ class _Setup:
     cs: CandidateSet
     status: list[str]
     dup_of: list[str | None]
+    load_seconds: float = 0.0
 
     @property
     def kb(self) -> Corpus:
@@ -102,19 +102,17 @@ class _Setup:
 
 
 def _setup(cfg: IngestConfig, base: Path | None) -> _Setup:
-    """Load the dataset, sample the evaluation queries (seeded), build K and the candidates."""
-    d = cfg.dataset
-    split = str(d.get("split", "test"))
-    ds = load_dataset(d.get("path") or d["name"], [split], join_rule=d.get("join_rule", "title_space_text"))
-    qrels = ds.split(split)
-    qids = [q for q in qrels if q in ds.queries]
-    qids = sample_ids(qids, d.get("max_queries"), int(d.get("seed", cfg.seed)))  # as in every study
-    qrels = qrels.subset(qids)
+    """Load the dataset and its evaluation queries as every study does, build K and the candidates."""
+    t0 = time.perf_counter()
+    ds, queries = prepare_dataset(cfg.dataset)
+    load_seconds = time.perf_counter() - t0
+    split = cfg.dataset.split
+    qrels, qids = ds.split(split), list(queries)
     cs = build_candidates(
         ds.corpus, qrels, qids, cfg.candidates, relevance_level=cfg.relevance_level, seed=cfg.seed, base=base
     )
     status, dup_of = candidate_status(cs.kb, cs.candidates, cfg.dedupe)
-    return _Setup(ds, split, qids, qrels, ds.queries.subset(qids), cs, status, dup_of)
+    return _Setup(ds, split, qids, qrels, queries, cs, status, dup_of, load_seconds)
 
 
 def _text_lookup(*corpora: Corpus) -> Callable[[str], str]:
@@ -301,7 +299,6 @@ def _manifest(
     timings: dict[str, float],
 ) -> dict[str, Any]:
     """What ran, on what, with which versions: `parts` holds the retriever, encoder and novelty index."""
-    ds = s.ds
     return {
         "experiment": cfg.name,
         "kind": "ingest-impact",
@@ -310,14 +307,7 @@ def _manifest(
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "versions": package_versions(),
         "machine": machine(),
-        "dataset": {
-            "name": ds.name,
-            "path": ds.path,
-            "split": s.split,
-            "queries": len(s.qids),
-            "corpus_fingerprint": ds.corpus.fingerprint(),
-            "join_rule": ds.corpus.join_rule,
-        },
+        "dataset": dataset_manifest(s.ds, cfg.dataset, s.queries, s.load_seconds),
         "knowledge_base": {"documents": len(s.kb), "fingerprint": s.kb.fingerprint()},
         "candidates": {"documents": len(s.cands), "fingerprint": s.cands.fingerprint(), **s.cs.info},
         "retriever": parts["retriever"].describe(),
