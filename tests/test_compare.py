@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -183,8 +184,11 @@ def test_align_counts_failed_and_missing_as_zero_and_reports_them():
     np.testing.assert_array_equal(al.a[:, 0], [1.0, 0.5, 1.0, 0.0])
     # q2 timed out on b: 0 even though the table says 0.9; q3 never answered by b: 0
     np.testing.assert_array_equal(al.b[:, 0], [1.0, 0.0, 0.0, 1.0])
-    assert al.counts("a") == {"queries": 4, "failed": 0, "missing": 1}
-    assert al.counts("b") == {"queries": 4, "failed": 1, "missing": 1}
+    assert al.counts("a") == {"queries": 4, "answered": 3, "failed": 0, "missing": 1}
+    assert al.counts("b") == {"queries": 4, "answered": 2, "failed": 1, "missing": 1}
+    # tables built in Python carry no stored coverage: the comparison counts from the aligned statuses
+    pair = compare_pair(a, b, n_resamples=10)
+    assert (pair.counts_a, pair.counts_b) == (al.counts("a"), al.counts("b"))
 
 
 def test_compare_all_pairs_holm_across_metrics_and_pairs(evals):
@@ -289,3 +293,42 @@ def test_cli_compare_two_results_dirs_pairs_systems_by_name(results_dir, tmp_pat
     for p in pairs:  # a system against itself: no change, nothing significant
         cell = p["metrics"][0]
         assert cell["delta"] == 0.0 and cell["pvalues"]["randomization"] == 1.0 and cell["ties"] == 300
+
+
+def test_compare_and_gate_show_the_coverage_stored_in_metrics_json_not_a_recount(tmp_path_factory, tmp_path):
+    out = tmp_path / "results"
+    shutil.copytree(abdata.pytrec_results(tmp_path_factory.getbasetemp()), out)
+    mj = json.loads((out / "metrics.json").read_text())
+    stored = {"judged": 100, "answered": 61, "failed": 30, "missing": 9}  # not what flaky's tables say
+    assert {k: mj["flaky"]["coverage"][k] for k in stored} != stored
+    mj["flaky"]["coverage"].update(stored)
+    (out / "metrics.json").write_text(json.dumps(mj))
+    expected = {"queries": 100, "answered": 61, "failed": 30, "missing": 9}
+
+    ran = CliRunner().invoke(app, ["compare", str(out), "--resamples", "50", "--json", str(tmp_path / "c.json")])
+    assert ran.exit_code == 0, ran.output
+    pair = json.loads((tmp_path / "c.json").read_text())["pairs"][0]
+    assert (pair["system_a"], pair["system_b"]) == ("bm25", "flaky")
+    assert pair["counts_b"] == expected
+    assert "`flaky` scored 61 of 100 (30 failed, 9 missing: counted as 0)" in ran.output
+
+    crit = tmp_path / "criteria.yaml"
+    crit.write_text("max_failed_queries: 100\ngates:\n  - {name: floor, metric: recall@5, threshold: 0.0}\n")
+    args = ["gate", "--criteria", str(crit), "--candidate", str(out), "--candidate-system", "flaky"]
+    ran = CliRunner().invoke(app, [*args, "--resamples", "50", "--json", str(tmp_path / "g.json")])
+    assert ran.exit_code == 0, ran.output
+    assert json.loads((tmp_path / "g.json").read_text())["candidate"] == {"system": "flaky", **expected}
+
+
+def test_a_bare_run_file_has_its_coverage_computed_against_the_qrels(tmp_path_factory, tmp_path):
+    res = abdata.pytrec_results(tmp_path_factory.getbasetemp())
+    runs = [str(res / "systems" / s / "run.trec") for s in ("bm25", "flaky")]
+    qrels = str(abdata.SCIFACT / "qrels" / "test.tsv")
+    ran = CliRunner().invoke(
+        app, ["compare", *runs, "--qrels", qrels, "--resamples", "50", "--json", str(tmp_path / "c.json")]
+    )
+    assert ran.exit_code == 0, ran.output
+    counts = json.loads((tmp_path / "c.json").read_text())["pairs"][0]["counts_a"]
+    # no metrics.json beside a run file: every judged query of the qrels counts, the 200 never asked are missing
+    assert counts["queries"] == 300 and counts["missing"] == 200
+    assert counts["answered"] + counts["failed"] + counts["missing"] == 300

@@ -15,7 +15,8 @@ per-query delta `d = B - A` of one metric. Everything here is a function of such
 Alignment never drops a query silently: systems are aligned on the union of their query ids, a
 query a system failed on (or never answered) scores 0 there, and the counts are reported per side.
 So comparisons always count like trec_eval, even between evaluations made in pytrec_eval mode
-(whose failed queries are absent from their table and so show as "missing" here).
+(whose failed queries are absent from their table). The counts shown are each side's coverage as
+its run stored it in metrics.json (answered / judged / failed / missing), not recounted here.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 
 from retbench.data import Qrels
 from retbench.errors import InputError
-from retbench.evaluation import evaluate, read_judgements, read_system
+from retbench.evaluation import coverage, evaluate, read_judgements, read_system
 from retbench.io.beir import read_queries
 from retbench.metrics.registry import DEFAULT_METRICS, parse_metrics
 from retbench.results import history, load_results
@@ -75,12 +76,34 @@ class Aligned:
     status_b: list[str]
 
     def counts(self, side: str) -> dict[str, int]:
+        """A side's queries, answered, failed and missing, counted from its aligned statuses."""
         status = self.status_a if side == "a" else self.status_b
+        failed = sum(s in FAILED_STATUSES for s in status)
+        missing = sum(s == MISSING_STATUS for s in status)
         return {
             "queries": len(status),
-            "failed": sum(s in FAILED_STATUSES for s in status),
-            "missing": sum(s == MISSING_STATUS for s in status),
+            "answered": len(status) - failed - missing,
+            "failed": failed,
+            "missing": missing,
         }
+
+
+_COVERAGE_KEYS = ("judged", "answered", "failed", "missing")
+
+
+def side_counts(ev: PerQueryScores, al: Aligned, side: str) -> dict[str, int]:
+    """A side's coverage in a comparison or a gate: the counts stored in metrics.json when the evaluation
+    carries them (read from a results directory or the history, or scored from a run file), so every
+    command shows the figures the run recorded; else (a table built in Python) counted from `al`."""
+    stored = getattr(ev, "coverage", None) or {}
+    if not all(isinstance(stored.get(k), int) for k in _COVERAGE_KEYS):
+        return al.counts(side)
+    return {
+        "queries": stored["judged"],
+        "answered": stored["answered"],
+        "failed": stored["failed"],
+        "missing": stored["missing"],
+    }
 
 
 def _column_index(ev: PerQueryScores, metric: str) -> int:
@@ -291,7 +314,7 @@ def compare_pair(
                 top_changes=changes,
             )
         )
-    return PairComparison(a.system, b.system, al.counts("a"), al.counts("b"), out)
+    return PairComparison(a.system, b.system, side_counts(a, al, "a"), side_counts(b, al, "b"), out)
 
 
 def adjust(pairs: Sequence[PairComparison]) -> None:
@@ -574,4 +597,6 @@ def _judgements(path: Path, qrels: Any) -> Qrels:
 def _evaluate_file(path: Any, judged: Qrels, metrics: Sequence[str] | None) -> Any:
     """Score one run file (TREC run or system outputs) against the judgements."""
     run, texts = read_system(path)
-    return evaluate(run, judged, list(metrics or DEFAULT_METRICS), system=run.name, texts=texts or None)
+    ev = evaluate(run, judged, list(metrics or DEFAULT_METRICS), system=run.name, texts=texts or None)
+    ev.coverage = coverage(ev, run)  # a bare run file has no metrics.json: computed here, once
+    return ev

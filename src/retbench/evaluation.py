@@ -70,6 +70,9 @@ class Evaluation:
     default_k: int = 5
     trec_names: list[str | None] = field(default_factory=list)
     ignore_identical_ids: bool = False
+    # `coverage(ev, run)` as the cell runner stored it in metrics.json, attached when the table is read
+    # back (results directory, history) or scored from a run file; empty for a table built in Python
+    coverage: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.values = np.asarray(self.values, dtype=np.float64).reshape(len(self.query_ids), len(self.metrics))

@@ -34,12 +34,12 @@ import numpy as np
 
 from retbench.compare import (
     FAILED_STATUSES,
-    MISSING_STATUS,
     PerQueryScores,
     _finite,
     align,
     bootstrap_ci,
     randomization_test,
+    side_counts,
 )
 from retbench.errors import EXIT_BACKEND, EXIT_GATE_FAILED, EXIT_OK, ConfigError
 from retbench.metrics.registry import parse_metric
@@ -399,17 +399,6 @@ class GateReport:
         )
 
 
-def _counts(status: Sequence[str]) -> dict[str, int]:
-    n_failed = sum(s in FAILED_STATUSES for s in status)
-    n_missing = sum(s == MISSING_STATUS for s in status)
-    return {
-        "queries": len(status),
-        "answered": len(status) - n_failed - n_missing,
-        "failed": n_failed,
-        "missing": n_missing,
-    }
-
-
 def _check_metric(ev: PerQueryScores, gate: Gate, side: str, path: str) -> None:
     if gate.metric not in ev.metrics:
         raise ConfigError(
@@ -475,8 +464,8 @@ def run_gates(
         criteria,
         candidate.system,
         baseline.system if baseline is not None else None,
-        _counts(al.status_b),
-        _counts(al.status_a) if baseline is not None else None,
+        side_counts(candidate, al, "b"),
+        side_counts(baseline, al, "a") if baseline is not None else None,
         dict(failures),
         n_resamples,
         seed,

@@ -18,7 +18,7 @@ import numpy as np
 
 from retbench.compare import align, canonical_metrics, compare
 from retbench.errors import InputError
-from retbench.evaluation import coverage as computed_coverage
+from retbench.evaluation import coverage
 from retbench.metrics.registry import parse_metric
 from retbench.results import load_results
 
@@ -107,11 +107,6 @@ def latency_summary(latencies_s: list[float]) -> tuple[list[float], dict[str, fl
     }
 
 
-def coverage(ev: Any, run: Any) -> dict[str, Any]:
-    """Coverage of results written before the runner stored it in metrics.json (computed the same way)."""
-    return computed_coverage(ev, run)
-
-
 def comparison_pairs(names: list[str], baseline: str | None, per_dataset: bool) -> list[tuple[str, str]]:
     """(baseline, other) pairs: every system against the baseline, within each dataset when there are several.
 
@@ -197,7 +192,7 @@ def build_report(
                 s,
                 {m: float("nan") if mj[s][m] is None else float(mj[s][m]) for m in metrics if m in mj[s]},
                 ci,
-                res.coverage(s) or coverage(ev, run),
+                ev.coverage or coverage(ev, run),  # computed only for results older than the stored one
                 ev.mode,
                 ms,
                 lat,

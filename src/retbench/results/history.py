@@ -296,8 +296,8 @@ def evaluations(entry: Entry, path: str | Path | None = None) -> list[Any]:
 
     out = []
     with connect(path or default_path()) as con:
-        for system, blob in con.execute(
-            "SELECT system, per_query FROM systems WHERE run_id = ? AND per_query IS NOT NULL ORDER BY rowid",
+        for system, blob, cov in con.execute(
+            "SELECT system, per_query, coverage FROM systems WHERE run_id = ? AND per_query IS NOT NULL ORDER BY rowid",
             (entry.id,),
         ):
             with tempfile.TemporaryDirectory() as tmp:
@@ -305,5 +305,6 @@ def evaluations(entry: Entry, path: str | Path | None = None) -> list[Any]:
                 f.write_bytes(gzip.decompress(blob))
                 ev = Evaluation.from_tsv(f)
             ev.system = system
+            ev.coverage = json.loads(cov or "{}")  # as metrics.json stored it when the run was registered
             out.append(ev)
     return out

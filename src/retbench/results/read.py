@@ -34,9 +34,11 @@ class Results:
         return SystemDir.of(self.root, system)
 
     def evaluation(self, system: str) -> Evaluation:
-
+        """The system's per-query table, carrying the coverage stored in metrics.json."""
         self._check(system)
-        return Evaluation.from_tsv(self.system_dir(system).per_query)
+        ev = Evaluation.from_tsv(self.system_dir(system).per_query)
+        ev.coverage = self.coverage(system)
+        return ev
 
     def run(self, system: str) -> Run:
         self._check(system)
