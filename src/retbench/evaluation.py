@@ -380,6 +380,30 @@ def groups_from_samples(samples: Mapping[str, Sample] | Sequence[Sample]) -> dic
     return groups
 
 
+def _checked_settings(mode: str, no_relevant: str, relevance_level: int) -> int:
+    """Refuse an unknown mode or no-relevant policy; the relevance level as an integer >= 1."""
+    if mode not in MODES:
+        raise ConfigError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}", field="mode")
+    if no_relevant not in NO_RELEVANT:
+        raise ConfigError(
+            f"unknown no_relevant policy {no_relevant!r}; expected one of {', '.join(NO_RELEVANT)}", field="no_relevant"
+        )
+    if isinstance(relevance_level, bool) or int(relevance_level) != relevance_level or relevance_level < 1:
+        raise ConfigError(f"relevance level must be an integer >= 1, got {relevance_level!r}", field="relevance_level")
+    return int(relevance_level)
+
+
+def _metric_specs(metrics: Sequence[str | MetricSpec], default_k: int) -> list[MetricSpec]:
+    """The metrics asked for, parsed (specs first, then names), each name once."""
+    specs = [m for m in metrics if isinstance(m, MetricSpec)]
+    specs += parse_metrics([m for m in metrics if not isinstance(m, MetricSpec)], default_k)
+    if not specs:
+        raise ConfigError("no metrics asked for", field="metrics")
+    if len({s.name for s in specs}) != len(specs):
+        specs = list({s.name: s for s in specs}.values())
+    return specs
+
+
 def evaluate(
     run: Run,
     qrels: Qrels | Mapping[str, Mapping[str, int]],
@@ -402,21 +426,8 @@ def evaluate(
     """
     if ignore_identical_ids:
         run = run.without_identical_ids()
-    if mode not in MODES:
-        raise ConfigError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}", field="mode")
-    if no_relevant not in NO_RELEVANT:
-        raise ConfigError(
-            f"unknown no_relevant policy {no_relevant!r}; expected one of {', '.join(NO_RELEVANT)}", field="no_relevant"
-        )
-    if isinstance(relevance_level, bool) or int(relevance_level) != relevance_level or relevance_level < 1:
-        raise ConfigError(f"relevance level must be an integer >= 1, got {relevance_level!r}", field="relevance_level")
-    relevance_level = int(relevance_level)
-    specs = [m for m in metrics if isinstance(m, MetricSpec)]
-    specs += parse_metrics([m for m in metrics if not isinstance(m, MetricSpec)], default_k)
-    if not specs:
-        raise ConfigError("no metrics asked for", field="metrics")
-    if len({s.name for s in specs}) != len(specs):
-        specs = list({s.name: s for s in specs}.values())
+    relevance_level = _checked_settings(mode, no_relevant, relevance_level)
+    specs = _metric_specs(metrics, default_k)
 
     qids = list(qrels)
     n = len(qids)

@@ -189,68 +189,70 @@ def parse_criteria(raw: Any, path: str = "<criteria>", text: str = "") -> Criter
     gates: list[Gate] = []
     seen: set[str] = set()
     for i, g in enumerate(gates_raw):
-        where = f"gates[{i}]"
-        mk = marks[i] if i < len(marks) else {}
-        line = mk.get("")
-        if not isinstance(g, Mapping):
-            raise ConfigError(
-                "each gate is a mapping (name, metric, threshold, regression_max, severity)",
-                path=path,
-                line=line,
-                field=where,
-            )
-        unknown = set(g) - GATE_KEYS
-        if unknown:
-            raise ConfigError(
-                f"unknown key(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(GATE_KEYS))})",
-                path=path,
-                line=line,
-                field=where,
-            )
-        name = g.get("name")
-        if not isinstance(name, str) or not name.strip():
-            raise ConfigError("every gate needs a name", path=path, line=line, field=f"{where}.name")
-        if name in seen:
-            raise ConfigError(
-                f"gate name {name!r} is used twice", path=path, line=mk.get("name", line), field=f"{where}.name"
-            )
-        seen.add(name)
-        metric_key = "metric" if g.get("metric") is not None else "name"
-        try:
-            metric = resolve_metric(str(g[metric_key]))
-        except ConfigError as exc:
-            raise ConfigError(
-                exc.reason, path=path, line=mk.get(metric_key, line), field=f"{where}.{metric_key}"
-            ) from None
-        severity = g.get("severity", "error")
-        if severity not in SEVERITIES:
-            raise ConfigError(
-                f"must be 'error' or 'warning', got {severity!r}",
-                path=path,
-                line=mk.get("severity", line),
-                field=f"{where}.severity",
-            )
-        sig = g.get("require_significance", default_sig)
-        if not isinstance(sig, bool):
-            raise ConfigError(
-                "must be true or false",
-                path=path,
-                line=mk.get("require_significance", line),
-                field=f"{where}.require_significance",
-            )
-        span = value_range(metric)
-        limits = _limits({k: g.get(k) for k in TAG_KEYS}, where, path, line, span)
-        tags_raw = g.get("tags") or {}
-        if not isinstance(tags_raw, Mapping):
-            raise ConfigError(
-                "must map tag -> {threshold, regression_max}",
-                path=path,
-                line=mk.get("tags", line),
-                field=f"{where}.tags",
-            )
-        tags = {str(t): _limits(v, f"{where}.tags.{t}", path, mk.get("tags", line), span) for t, v in tags_raw.items()}
-        gates.append(Gate(name, metric, limits, severity, sig, tags, line))
+        gates.append(_parse_gate(g, i, marks[i] if i < len(marks) else {}, path, default_sig, seen))
     return Criteria(gates, alpha, max_failed, path)
+
+
+def _parse_gate(g: Any, i: int, mk: Mapping[str, int], path: str, default_sig: bool, seen: set[str]) -> Gate:
+    """One entry of `gates:` (`mk`: the line of each of its keys; `seen`: the names taken so far)."""
+    where = f"gates[{i}]"
+    line = mk.get("")
+    if not isinstance(g, Mapping):
+        raise ConfigError(
+            "each gate is a mapping (name, metric, threshold, regression_max, severity)",
+            path=path,
+            line=line,
+            field=where,
+        )
+    unknown = set(g) - GATE_KEYS
+    if unknown:
+        raise ConfigError(
+            f"unknown key(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(GATE_KEYS))})",
+            path=path,
+            line=line,
+            field=where,
+        )
+    name = g.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError("every gate needs a name", path=path, line=line, field=f"{where}.name")
+    if name in seen:
+        raise ConfigError(
+            f"gate name {name!r} is used twice", path=path, line=mk.get("name", line), field=f"{where}.name"
+        )
+    seen.add(name)
+    metric_key = "metric" if g.get("metric") is not None else "name"
+    try:
+        metric = resolve_metric(str(g[metric_key]))
+    except ConfigError as exc:
+        raise ConfigError(exc.reason, path=path, line=mk.get(metric_key, line), field=f"{where}.{metric_key}") from None
+    severity = g.get("severity", "error")
+    if severity not in SEVERITIES:
+        raise ConfigError(
+            f"must be 'error' or 'warning', got {severity!r}",
+            path=path,
+            line=mk.get("severity", line),
+            field=f"{where}.severity",
+        )
+    sig = g.get("require_significance", default_sig)
+    if not isinstance(sig, bool):
+        raise ConfigError(
+            "must be true or false",
+            path=path,
+            line=mk.get("require_significance", line),
+            field=f"{where}.require_significance",
+        )
+    span = value_range(metric)
+    limits = _limits({k: g.get(k) for k in TAG_KEYS}, where, path, line, span)
+    tags_raw = g.get("tags") or {}
+    if not isinstance(tags_raw, Mapping):
+        raise ConfigError(
+            "must map tag -> {threshold, regression_max}",
+            path=path,
+            line=mk.get("tags", line),
+            field=f"{where}.tags",
+        )
+    tags = {str(t): _limits(v, f"{where}.tags.{t}", path, mk.get("tags", line), span) for t, v in tags_raw.items()}
+    return Gate(name, metric, limits, severity, sig, tags, line)
 
 
 def load_criteria(path: str | Path) -> Criteria:

@@ -12,6 +12,7 @@ import math
 from html import escape
 from typing import Any
 
+from retbench.compare import PairComparison
 from retbench.report import fmt, plots
 from retbench.report.html_drill import drill_section
 from retbench.report.model import ReportData, SystemSummary, agreement_rows
@@ -196,6 +197,75 @@ def _curves(data: ReportData) -> str:
     return "".join(figs) or '<p class="muted">No metric was computed at two or more cutoffs.</p>'
 
 
+def _pair_section(pair: PairComparison, data: ReportData) -> list[str]:
+    """One compared pair: its coverage, the metric table, the delta histogram and the most changed queries."""
+    out: list[str] = []
+    rows = []
+    for m in pair.metrics:
+        p_holm = m.adjusted.get("randomization")
+        sig = ' class="num sig"' if p_holm is not None and p_holm < 0.05 else ' class="num"'
+        klass = "num pos" if m.delta > 0 else "num neg" if m.delta < 0 else "num"
+        rows.append(
+            f'<tr><td>{escape(fmt.metric_label(m.metric))}</td><td class="num">{m.mean_a:.4f}</td><td class="num">{m.mean_b:.4f}</td>'
+            f'<td class="{klass}">{m.delta:+.4f}</td><td class="num">[{m.ci_low:+.4f}, {m.ci_high:+.4f}]</td>'
+            f'<td class="num">{fmt.p_short(m.pvalues["randomization"])}</td><td{sig}>{fmt.p_short(p_holm)}</td>'
+            f'<td class="num">{fmt.p_short(m.adjusted.get("ttest"))}</td><td class="num">{fmt.p_short(m.adjusted.get("wilcoxon"))}</td>'
+            f'<td class="num">{fmt.num(m.effect_size, 2)}</td><td class="num">{m.wins} / {m.ties} / {m.losses}</td></tr>'
+        )
+    ca, cb = pair.counts_a, pair.counts_b
+    cov = (
+        f"{escape(pair.system_a)} {fmt.coverage(ca['queries'] - ca['failed'] - ca['missing'], ca['queries'])}, "
+        f"{escape(pair.system_b)} {fmt.coverage(cb['queries'] - cb['failed'] - cb['missing'], cb['queries'])}"
+    )
+    out.append(f'<h3>{escape(pair.system_b)} vs {escape(pair.system_a)}</h3><p class="small muted">{cov}</p>')
+    out.append(
+        _table(
+            [
+                "metric",
+                escape(pair.system_a),
+                escape(pair.system_b),
+                "Δ",
+                "95% CI",
+                "p",
+                "p Holm",
+                "t-test Holm",
+                "Wilcoxon Holm",
+                "d_z",
+                "W / T / L",
+            ],
+            rows,
+            set(range(1, 11)),
+            "compare",
+        )
+    )
+    d = data.deltas.get(pair.system_b)
+    if d:
+        svg = plots.delta_histogram(
+            d,
+            title=f"Per-query change in {fmt.metric_label(data.primary)}: {pair.system_b} − {pair.system_a}",
+            x_label=f"change in {fmt.metric_label(data.primary)} per query",
+        )
+        out.append(
+            f"<figure>{svg}<figcaption>How many queries got better, stayed the same or got worse on "
+            f"{escape(fmt.metric_label(data.primary))}, in bins of 0.1.</figcaption></figure>"
+        )
+    focus = next((m for m in pair.metrics if m.metric == data.primary), None)
+    if focus is not None and focus.top_changes:
+        rows = [
+            f'<tr><td>{escape(c.query_id)}</td><td>{escape(c.text)}</td><td class="num">{c.a:.4f}</td>'
+            f'<td class="num">{c.b:.4f}</td><td class="num {"pos" if c.delta > 0 else "neg"}">{c.delta:+.4f}</td>'
+            f"<td>{escape(c.status_a if c.status_a == c.status_b else f'{c.status_a} → {c.status_b}')}</td></tr>"
+            for c in focus.top_changes
+        ]
+        out.append(
+            f"<details><summary>Most changed queries on {escape(fmt.metric_label(data.primary))} "
+            "(biggest gains, then biggest losses)</summary>"
+            + _table(["query", "text", escape(pair.system_a), escape(pair.system_b), "Δ", "status"], rows, {2, 3, 4})
+            + "</details>"
+        )
+    return out
+
+
 def _comparison(data: ReportData) -> str:
     cmp = data.comparison
     if cmp is None:
@@ -206,71 +276,7 @@ def _comparison(data: ReportData) -> str:
         f"comparisons.</p>"
     ]
     for pair in cmp.pairs:
-        rows = []
-        for m in pair.metrics:
-            p_holm = m.adjusted.get("randomization")
-            sig = ' class="num sig"' if p_holm is not None and p_holm < 0.05 else ' class="num"'
-            klass = "num pos" if m.delta > 0 else "num neg" if m.delta < 0 else "num"
-            rows.append(
-                f'<tr><td>{escape(fmt.metric_label(m.metric))}</td><td class="num">{m.mean_a:.4f}</td><td class="num">{m.mean_b:.4f}</td>'
-                f'<td class="{klass}">{m.delta:+.4f}</td><td class="num">[{m.ci_low:+.4f}, {m.ci_high:+.4f}]</td>'
-                f'<td class="num">{fmt.p_short(m.pvalues["randomization"])}</td><td{sig}>{fmt.p_short(p_holm)}</td>'
-                f'<td class="num">{fmt.p_short(m.adjusted.get("ttest"))}</td><td class="num">{fmt.p_short(m.adjusted.get("wilcoxon"))}</td>'
-                f'<td class="num">{fmt.num(m.effect_size, 2)}</td><td class="num">{m.wins} / {m.ties} / {m.losses}</td></tr>'
-            )
-        ca, cb = pair.counts_a, pair.counts_b
-        cov = (
-            f"{escape(pair.system_a)} {fmt.coverage(ca['queries'] - ca['failed'] - ca['missing'], ca['queries'])}, "
-            f"{escape(pair.system_b)} {fmt.coverage(cb['queries'] - cb['failed'] - cb['missing'], cb['queries'])}"
-        )
-        out.append(f'<h3>{escape(pair.system_b)} vs {escape(pair.system_a)}</h3><p class="small muted">{cov}</p>')
-        out.append(
-            _table(
-                [
-                    "metric",
-                    escape(pair.system_a),
-                    escape(pair.system_b),
-                    "Δ",
-                    "95% CI",
-                    "p",
-                    "p Holm",
-                    "t-test Holm",
-                    "Wilcoxon Holm",
-                    "d_z",
-                    "W / T / L",
-                ],
-                rows,
-                set(range(1, 11)),
-                "compare",
-            )
-        )
-        d = data.deltas.get(pair.system_b)
-        if d:
-            svg = plots.delta_histogram(
-                d,
-                title=f"Per-query change in {fmt.metric_label(data.primary)}: {pair.system_b} − {pair.system_a}",
-                x_label=f"change in {fmt.metric_label(data.primary)} per query",
-            )
-            out.append(
-                f"<figure>{svg}<figcaption>How many queries got better, stayed the same or got worse on "
-                f"{escape(fmt.metric_label(data.primary))}, in bins of 0.1.</figcaption></figure>"
-            )
-        focus = next((m for m in pair.metrics if m.metric == data.primary), None)
-        if focus is not None and focus.top_changes:
-            rows = [
-                f'<tr><td>{escape(c.query_id)}</td><td>{escape(c.text)}</td><td class="num">{c.a:.4f}</td>'
-                f'<td class="num">{c.b:.4f}</td><td class="num {"pos" if c.delta > 0 else "neg"}">{c.delta:+.4f}</td>'
-                f"<td>{escape(c.status_a if c.status_a == c.status_b else f'{c.status_a} → {c.status_b}')}</td></tr>"
-                for c in focus.top_changes
-            ]
-            out.append(
-                f"<details><summary>Most changed queries on {escape(fmt.metric_label(data.primary))} "
-                "(biggest gains, then biggest losses)</summary>"
-                + _table(
-                    ["query", "text", escape(pair.system_a), escape(pair.system_b), "Δ", "status"], rows, {2, 3, 4}
-                )
-                + "</details>"
-            )
+        out += _pair_section(pair, data)
     out.append(
         f'<p class="small muted">p: paired randomization test (sign flip, {cmp.n_resamples:,} resamples, seed {cmp.seed}); '
         "p Holm: the same after Holm correction; t-test and Wilcoxon signed-rank (zero deltas dropped) p-values, "

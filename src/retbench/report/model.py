@@ -9,18 +9,20 @@ comparisons of every system against a baseline.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from retbench.compare import align, canonical_metrics, compare
+from retbench.compare import Comparison, align, canonical_metrics, compare
+from retbench.data import Run
 from retbench.errors import InputError
-from retbench.evaluation import coverage
+from retbench.evaluation import Evaluation, coverage
 from retbench.metrics.registry import parse_metric
 from retbench.results import load_results
+from retbench.results.read import Results
 
 
 @dataclass
@@ -149,16 +151,7 @@ def build_report(
     if not mj:
         raise InputError("metrics.json holds no system", path=Path(path) / "metrics.json")
     names = res.systems
-    metrics = [
-        k for k, v in mj[names[0]].items() if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-    ]
-    if primary is not None:
-        primary = (canonical_metrics([primary]) or [primary])[0]
-        if primary not in metrics:
-            raise InputError(
-                f"metric {primary!r} is not in these results (have: {', '.join(metrics)})", path=path, field="primary"
-            )
-    primary = primary or metrics[0]
+    metrics, primary = _metrics_and_primary(mj[names[0]], primary, path)
     from retbench.report.leaderboard import build_leaderboard
 
     board = build_leaderboard(mj, primary)
@@ -168,55 +161,11 @@ def build_report(
             f"no system {baseline!r} in these results (have: {', '.join(names)})", path=path, field="baseline"
         )
     baseline = pairs[0][0] if pairs else names[0]
-    msys = res.manifest.get("systems") or {}
-    evs = {}
-    runs = {}
-    systems = []
-    for s in names:
-        try:
-            agg = res.aggregates(s)
-        except InputError:
-            agg = {}
-        ci = {
-            m: (float(a["ci_low"]), float(a["ci_high"]))
-            for m, a in agg.items()
-            if isinstance(a, dict) and a.get("ci_low") is not None and a.get("ci_high") is not None
-        }
-        ev = evs[s] = res.evaluation(s)
-        ev.system = s
-        run = runs[s] = res.run(s)
-        ms, lat = latency_summary([v for v in run.latency.values() if v is not None and math.isfinite(v)])
-        info = msys.get(s, {}) if isinstance(msys, dict) else {}
-        systems.append(
-            SystemSummary(
-                s,
-                {m: float("nan") if mj[s][m] is None else float(mj[s][m]) for m in metrics if m in mj[s]},
-                ci,
-                ev.coverage or coverage(ev, run),  # computed only for results older than the stored one
-                ev.mode,
-                ms,
-                lat,
-                dict(info.get("describe") or {}),
-                dict(info.get("timings") or {}),
-                dict(info.get("resources") or {}),
-            )
-        )
+    systems, evs, runs = _summaries(res, names, metrics)
     cmp = None
     deltas: dict[str, list[float]] = {}
     if len(names) > 1:
-        shared = [m for m in metrics if all(m in ev.metrics for ev in evs.values())]
-        cmp = compare(
-            list(evs.values()),
-            pairs,
-            shared,
-            queries=res.queries,
-            n_resamples=n_resamples,
-            seed=seed,
-        )
-        if primary in shared:
-            for a, b in pairs:
-                al = align(evs[a], evs[b], [primary])
-                deltas[b] = (al.b[:, 0] - al.a[:, 0]).tolist()
+        cmp, deltas = _compared(evs, pairs, metrics, primary, res.queries, n_resamples, seed)
     man = res.manifest
     drill = None
     if board is None and drill_k > 0:
@@ -247,6 +196,78 @@ def build_report(
         leaderboard=board,
         drill=drill,
     )
+
+
+def _metrics_and_primary(row: Mapping[str, Any], primary: str | None, path: str | Path) -> tuple[list[str], str]:
+    """The metrics of a metrics.json row (its numeric entries) and the primary one (default: the first)."""
+    metrics = [k for k, v in row.items() if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))]
+    if primary is not None:
+        primary = (canonical_metrics([primary]) or [primary])[0]
+        if primary not in metrics:
+            raise InputError(
+                f"metric {primary!r} is not in these results (have: {', '.join(metrics)})", path=path, field="primary"
+            )
+    return metrics, primary or metrics[0]
+
+
+def _summaries(
+    res: Results, names: list[str], metrics: list[str]
+) -> tuple[list[SystemSummary], dict[str, Evaluation], dict[str, Run]]:
+    """Each system's means, CIs, stored coverage and latencies, with its evaluation and run read back."""
+    mj, msys = res.metrics_json, res.manifest.get("systems") or {}
+    evs: dict[str, Evaluation] = {}
+    runs: dict[str, Run] = {}
+    systems = []
+    for s in names:
+        try:
+            agg = res.aggregates(s)
+        except InputError:
+            agg = {}
+        ci = {
+            m: (float(a["ci_low"]), float(a["ci_high"]))
+            for m, a in agg.items()
+            if isinstance(a, dict) and a.get("ci_low") is not None and a.get("ci_high") is not None
+        }
+        ev = evs[s] = res.evaluation(s)
+        ev.system = s
+        run = runs[s] = res.run(s)
+        ms, lat = latency_summary([v for v in run.latency.values() if v is not None and math.isfinite(v)])
+        info = msys.get(s, {}) if isinstance(msys, dict) else {}
+        systems.append(
+            SystemSummary(
+                s,
+                {m: float("nan") if mj[s][m] is None else float(mj[s][m]) for m in metrics if m in mj[s]},
+                ci,
+                ev.coverage or coverage(ev, run),  # computed only for results older than the stored one
+                ev.mode,
+                ms,
+                lat,
+                dict(info.get("describe") or {}),
+                dict(info.get("timings") or {}),
+                dict(info.get("resources") or {}),
+            )
+        )
+    return systems, evs, runs
+
+
+def _compared(
+    evs: Mapping[str, Evaluation],
+    pairs: list[tuple[str, str]],
+    metrics: list[str],
+    primary: str,
+    queries: Mapping[str, str],
+    n_resamples: int,
+    seed: int,
+) -> tuple[Comparison, dict[str, list[float]]]:
+    """The comparison of every pair on the metrics all systems share, and per-query deltas of the primary."""
+    shared = [m for m in metrics if all(m in ev.metrics for ev in evs.values())]
+    cmp = compare(list(evs.values()), pairs, shared, queries=queries, n_resamples=n_resamples, seed=seed)
+    deltas: dict[str, list[float]] = {}
+    if primary in shared:
+        for a, b in pairs:
+            al = align(evs[a], evs[b], [primary])
+            deltas[b] = (al.b[:, 0] - al.a[:, 0]).tolist()
+    return cmp, deltas
 
 
 RESOURCE_HEADER = (
