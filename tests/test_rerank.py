@@ -126,6 +126,31 @@ def test_pair_scores_are_cached_so_a_second_depth_or_a_rerun_scores_no_pair_twic
     assert all(sorted(shallow.docs(q)) == sorted(first.docs(q)[:5]) for q in first.query_ids)
 
 
+def test_the_bi_encoder_reorders_the_first_stage_top_depth_by_minilm_cosine_computed_independently(slice_, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    from retbench.retrievers.encoders import default_model
+    from retbench.retrievers.rerank import RerankStage, create_reranker
+
+    corpus, queries, first = slice_
+    reranker = create_reranker("bi_encoder", {"cache_dir": str(tmp_path / "embeddings")})
+    stage = RerankStage(reranker, 10, cache_dir=tmp_path)
+    reranked = stage.rerank(first, queries, corpus, name="bm25+bi")
+    model = SentenceTransformer(default_model(), device="cpu")  # the same model, without retbench's Encoder
+    for q in first.query_ids:
+        assert sorted(reranked.docs(q)) == sorted(first.docs(q)[:10])
+        qv = model.encode([queries[q]], normalize_embeddings=True)[0]
+        dv = model.encode([corpus.joined(corpus.index[d]) for d in reranked.docs(q)], normalize_embeddings=True)
+        scores = [s for _, s in reranked.ranking(q)]
+        assert scores == pytest.approx((dv @ qv).tolist(), abs=1e-5)
+        assert scores == sorted(scores, reverse=True)
+    assert any(reranked.docs(q) != first.docs(q)[:10] for q in first.query_ids), "the model re-orders something"
+    again = RerankStage(
+        create_reranker("bi_encoder", {"cache_dir": str(tmp_path / "embeddings")}), 10, cache_dir=tmp_path
+    )
+    assert again.rerank(first, queries, corpus).to_dict() == reranked.to_dict() and again.stats.scored == 0
+
+
 def test_a_first_stage_failure_and_a_reranker_failure_are_recorded_per_query_verbatim(slice_, tmp_path):
     from retbench.retrievers.rerank import RerankStage, create_reranker
 

@@ -174,6 +174,8 @@ _BUILTIN_MODULES = (
     "stores.lancedb",
     "stores.milvus",
     "stores.typesense",
+    "frameworks.langchain",
+    "frameworks.llamaindex",
 )
 
 

@@ -1,0 +1,280 @@
+"""Framework retrievers: a LangChain or LlamaIndex retriever, built by the user's own factory, run as a system.
+
+A config names a factory (`module:function`) and its `params`. At `index(corpus)` the factory is called
+with `documents=` the corpus as the framework's own document objects (when it takes a `documents`
+parameter; a factory over an index it already holds may ignore the corpus) and returns the framework's
+retriever. Every document carries its retbench id twice: in `metadata[id_key]` and as the framework's
+own document id (`Document.id` in LangChain, `id_`/`ref_doc_id` in LlamaIndex); the text is the corpus'
+`title + " " + text`, as the dense adapter embeds it.
+
+Answers are read back the same way: the doc id is `metadata[id_key]`, else the framework's document id.
+The served order is what is evaluated: a framework score is kept only when every hit has one and they
+do not increase down the list; otherwise hit r of n scores n - r.
+
+Per query, like every adapter: an exception is status `error` (a `TimeoutError`, `timeout`) with the
+exception's text verbatim; a hit without an id, with an id retbench cannot write, or (with
+`check_ids`, the default) with an id that is not in the indexed corpus makes the whole answer
+`invalid`, naming the rank. A repeated id (several chunks of one document) keeps its best rank, and
+the list is cut to `k` documents after that.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import numbers
+import time
+from abc import abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
+from retbench.data.ids import id_problem
+from retbench.errors import BackendError, ConfigError, InputError
+from retbench.retrievers.base import Ranking, Retriever, check_params, clean_ranking, import_object
+
+
+@dataclass
+class Hit:
+    """One returned document as the framework gave it: its id (None if it has none) and score (None if none)."""
+
+    doc: Any
+    score: float | None
+
+
+@dataclass
+class Outcome:
+    """What one query produced: hits, or the exception the framework raised."""
+
+    hits: list[Hit] | None = None
+    failure: BaseException | None = None
+    latency: float = 0.0
+
+
+class InvalidAnswer(Exception):
+    """A framework answer that cannot be recorded (missing or unknown id); the message names the rank."""
+
+
+def as_score(value: Any) -> float | None:
+    """A framework's score as a float; None when it gave none (or not a number)."""
+    return float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else None
+
+
+def served_order_ranking(hits: Sequence[Hit], k: int) -> Ranking:
+    """(doc, score) for the first k hits, scored so the evaluated order is the served order."""
+    hits = list(hits)[:k]
+    scores = [h.score for h in hits]
+    if all(s is not None for s in scores):
+        given = [float(s) for s in scores if s is not None]
+        if all(a >= b for a, b in pairwise(given)):
+            return [(h.doc, s) for h, s in zip(hits, given, strict=True)]
+    n = len(hits)
+    return [(h.doc, float(n - r)) for r, h in enumerate(hits)]
+
+
+class FrameworkRetriever(Retriever):
+    """A framework's retriever built by a user factory; subclasses convert documents and hits and run queries."""
+
+    #: the import name of the framework's core package and its distribution name (for the manifest)
+    package = ""
+    distribution = ""
+
+    def __init__(
+        self,
+        factory: str,
+        params: Mapping[str, Any] | None = None,
+        id_key: str = "id",
+        concurrency: int = 4,
+        check_ids: bool = True,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(name)
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        if not id_key:
+            raise ValueError("id_key must be a non-empty metadata key")
+        if importlib.util.find_spec(self.package) is None:
+            raise ConfigError(
+                f"the {self.adapter} adapter needs {self.package!r}: pip install 'retbench[frameworks]'",
+                field="adapter",
+            )
+        self.factory_path = factory
+        self.factory: Callable[..., Any] = import_object(factory, field="params.factory")
+        if not callable(self.factory):
+            raise ConfigError(f"{factory!r} is not callable", field="params.factory")
+        self.params = dict(params or {})
+        sig = check_params(self.factory, self.params, what=f"factory {factory!r}", prefix="params.params.")
+        self._takes_documents = sig is None or any(
+            n == "documents" or p.kind is p.VAR_KEYWORD for n, p in sig.parameters.items()
+        )
+        self.id_key, self.concurrency, self.check_ids = id_key, int(concurrency), bool(check_ids)
+        self.retriever: Any = None
+        self._corpus_ids: frozenset[str] = frozenset()
+
+    def describe(self) -> dict[str, Any]:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            framework = version(self.distribution)
+        except PackageNotFoundError:
+            framework = None
+        return {
+            "adapter": self.adapter,
+            "factory": self.factory_path,
+            "params": self.params,
+            "id_key": self.id_key,
+            "concurrency": self.concurrency,
+            "check_ids": self.check_ids,
+            "framework_version": framework,
+        }
+
+    def records(self, corpus: Corpus) -> list[tuple[str, str, dict[str, Any]]]:
+        """(id, text, metadata with the id under `id_key`) per document; the text as the dense adapter embeds it."""
+        metas = corpus.metadata if corpus.metadata is not None else [{}] * len(corpus)
+        return [
+            (str(i), text, {**dict(m or {}), self.id_key: str(i)})
+            for i, text, m in zip(corpus.ids, corpus.joined_texts(), metas, strict=True)
+        ]
+
+    # -- what subclasses supply ------------------------------------------------------------------
+    @abstractmethod
+    def documents(self, corpus: Corpus) -> list[Any]:
+        """The corpus as the framework's document objects, each carrying its id."""
+
+    @abstractmethod
+    def check_retriever(self, obj: Any) -> None:
+        """Raise ConfigError when the factory returned something that is not the framework's retriever."""
+
+    @abstractmethod
+    def set_depth(self, k: int) -> None:
+        """Ask the retriever for k hits, where it has a known setting for that."""
+
+    @abstractmethod
+    def retrieve(self, texts: list[str]) -> list[Outcome]:
+        """Every query through the framework, `concurrency` at a time; never raises for one query."""
+
+    @abstractmethod
+    def hit(self, item: Any) -> Hit:
+        """The id and score of one returned framework object."""
+
+    # -- Retriever -------------------------------------------------------------------------------
+    def index(self, corpus: Corpus) -> None:
+        """Call the factory (with the corpus as framework documents when it takes them)."""
+        self._corpus_ids = frozenset(str(i) for i in corpus.ids)
+        kwargs = dict(self.params)
+        if self._takes_documents:
+            kwargs["documents"] = self.documents(corpus)
+        try:
+            obj = self.factory(**kwargs)
+        except ConfigError:
+            raise
+        except Exception as exc:
+            raise BackendError(f"factory {self.factory_path!r} failed: {type(exc).__name__}: {exc}") from exc
+        self.check_retriever(obj)
+        self.retriever = obj
+
+    def _require_index(self) -> None:
+        if self.retriever is None:
+            raise InputError(f"{self.adapter} retriever {self.name!r} has no index; call index() first")
+
+    def ranking(self, items: Sequence[Any], k: int) -> Ranking:
+        """The validated ranking of one answer, each document once (its best rank), cut to k.
+
+        InvalidAnswer names the first bad rank (counted in the framework's own list).
+        """
+        unique: list[Hit] = []
+        seen: set[str] = set()
+        for rank, item in enumerate(items, 1):
+            if len(unique) == k:
+                break
+            h = self.hit(item)
+            if h.doc is None:
+                raise InvalidAnswer(
+                    f"rank {rank}: the document has no {self.id_key!r} in its metadata and no document id"
+                )
+            doc = str(h.doc) if isinstance(h.doc, int) and not isinstance(h.doc, bool) else h.doc
+            problem = id_problem(doc)
+            if problem:
+                raise InvalidAnswer(f"rank {rank}: {problem}")
+            if self.check_ids and doc not in self._corpus_ids:
+                raise InvalidAnswer(f"rank {rank}: doc id {doc!r} is not in the indexed corpus")
+            if doc not in seen:
+                seen.add(doc)
+                unique.append(Hit(doc, h.score))
+        return clean_ranking(served_order_ranking(unique, k))
+
+    def answers(self, texts: list[str], k: int) -> list[tuple[Ranking | None, Outcome, str | None]]:
+        """(ranking or None, outcome, reason it is invalid) for each text."""
+        self._require_index()
+        self.set_depth(k)
+        out: list[tuple[Ranking | None, Outcome, str | None]] = []
+        for outcome in self.retrieve(texts):
+            if outcome.failure is not None:
+                out.append((None, outcome, None))
+                continue
+            try:
+                out.append((self.ranking(outcome.hits or [], k), outcome, None))
+            except InvalidAnswer as exc:
+                out.append((None, outcome, f"invalid answer: {exc}"))
+        return out
+
+    def search(self, queries: Queries, k: int, *, batch_size: int = 0) -> Run:
+        """Every query through the framework; failures and invalid answers recorded per query."""
+        qids = list(queries)
+        builder = RunBuilder(self.name)
+        step = batch_size or len(qids) or 1
+        for start in range(0, len(qids), step):
+            chunk = qids[start : start + step]
+            for qid, (ranking, outcome, invalid) in zip(
+                chunk, self.answers([queries[q] for q in chunk], k), strict=True
+            ):
+                if outcome.failure is not None:
+                    exc = outcome.failure
+                    status = QueryStatus.TIMEOUT if isinstance(exc, TimeoutError) else QueryStatus.ERROR
+                    builder.add(qid, status=status, latency=outcome.latency, error=f"{type(exc).__name__}: {exc}")
+                elif invalid is not None:
+                    builder.add(qid, status=QueryStatus.INVALID, latency=outcome.latency, error=invalid)
+                else:
+                    builder.add(qid, ranking or [], latency=outcome.latency)
+        return builder.build()
+
+    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
+        """Rankings for texts; the first failed or invalid answer raises (for callers that only know exceptions)."""
+        rankings: list[Ranking] = []
+        for ranking, outcome, invalid in self.answers(list(texts), k):
+            if outcome.failure is not None:
+                raise outcome.failure
+            if invalid is not None:
+                raise BackendError(invalid)
+            rankings.append(ranking or [])
+        return rankings
+
+
+def timed_batch(texts: list[str], run_all: Callable[[list[str]], list[Any]]) -> list[Outcome]:
+    """Outcomes from a framework's own batch call that returns hits or exceptions; latency is shared evenly."""
+    t0 = time.perf_counter()
+    results = run_all(texts)
+    each = (time.perf_counter() - t0) / max(len(texts), 1)
+    return [
+        Outcome(failure=r, latency=each) if isinstance(r, BaseException) else Outcome(hits=list(r), latency=each)
+        for r in results
+    ]
+
+
+def pooled(texts: list[str], retrieve_one: Callable[[str], list[Any]], concurrency: int) -> list[Outcome]:
+    """Outcomes from calling the framework once per text on `concurrency` threads; each query timed alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(text: str) -> Outcome:
+        t0 = time.perf_counter()
+        try:
+            hits = list(retrieve_one(text))
+        except Exception as exc:  # recorded per query, never hidden
+            return Outcome(failure=exc, latency=time.perf_counter() - t0)
+        return Outcome(hits=hits, latency=time.perf_counter() - t0)
+
+    if concurrency == 1 or len(texts) <= 1:
+        return [one(t) for t in texts]
+    with ThreadPoolExecutor(min(concurrency, len(texts)), thread_name_prefix="retbench-framework") as pool:
+        return list(pool.map(one, texts))

@@ -1,0 +1,87 @@
+"""`langchain`: any LangChain `BaseRetriever`, built by the user's factory, run as a retbench system.
+
+    adapter: langchain
+    params:
+      factory: my_rag.retrievers:build        # def build(documents: list[Document], **params) -> BaseRetriever
+      params: {chunk_size: 512}               # the factory's own parameters
+      id_key: id                              # metadata key holding the doc id (else Document.id)
+      concurrency: 4                          # LangChain `batch(..., max_concurrency=4)`
+      score_key: null                         # a metadata key holding a score, if the retriever sets one
+
+The documents are `langchain_core.documents.Document(page_content=title + " " + text,
+metadata={..., id_key: doc id}, id=doc id)`. Queries go through the retriever's own `batch` with
+`return_exceptions=True`, so one failing query is recorded (verbatim) without losing the others;
+latency is the batch's wall time shared evenly. The depth is set where LangChain has a known setting
+(a `k` field, as on `BM25Retriever`, or `search_kwargs["k"]`, as on a vector store's retriever); any
+other retriever returns its own number of hits, cut to k. See `retrievers/frameworks/__init__.py`
+for ids, scores and statuses, and `langchain_examples.py` for ready factories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from retbench.data import Corpus
+from retbench.errors import ConfigError
+from retbench.retrievers.base import register
+from retbench.retrievers.frameworks import FrameworkRetriever, Hit, Outcome, as_score, timed_batch
+
+
+@register("langchain")
+class LangChainRetriever(FrameworkRetriever):
+    """A LangChain BaseRetriever from a `module:function` factory; see the module docstring."""
+
+    adapter = "langchain"
+    package = "langchain_core"
+    distribution = "langchain-core"
+
+    def __init__(
+        self,
+        factory: str,
+        params: Mapping[str, Any] | None = None,
+        id_key: str = "id",
+        concurrency: int = 4,
+        check_ids: bool = True,
+        score_key: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(factory, params, id_key=id_key, concurrency=concurrency, check_ids=check_ids, name=name)
+        self.score_key = score_key
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "score_key": self.score_key}
+
+    def documents(self, corpus: Corpus) -> list[Any]:
+        from langchain_core.documents import Document
+
+        return [Document(page_content=text, metadata=meta, id=doc) for doc, text, meta in self.records(corpus)]
+
+    def check_retriever(self, obj: Any) -> None:
+        from langchain_core.retrievers import BaseRetriever
+
+        if not isinstance(obj, BaseRetriever):
+            raise ConfigError(
+                f"factory {self.factory_path!r} returned {type(obj).__name__}, not a LangChain BaseRetriever "
+                "(a vector store's `.as_retriever()` is one)",
+                field="params.factory",
+            )
+
+    def set_depth(self, k: int) -> None:
+        r = self.retriever
+        if "k" in getattr(type(r), "model_fields", {}):
+            r.k = k
+        elif isinstance(getattr(r, "search_kwargs", None), dict):
+            r.search_kwargs = {**r.search_kwargs, "k": k}
+
+    def retrieve(self, texts: list[str]) -> list[Outcome]:
+        config = {"max_concurrency": self.concurrency}
+        return timed_batch(texts, lambda t: self.retriever.batch(t, config=config, return_exceptions=True))
+
+    def hit(self, item: Any) -> Hit:
+        meta = getattr(item, "metadata", None) or {}
+        doc = meta.get(self.id_key)
+        if doc is None:
+            doc = getattr(item, "id", None)
+        score = meta.get(self.score_key) if self.score_key else None
+        return Hit(doc, as_score(score))
