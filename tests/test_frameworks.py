@@ -180,7 +180,7 @@ def test_a_factory_that_returns_no_retriever_or_gets_an_unknown_parameter_is_a_c
 
     with pytest.raises(ConfigError) as err:
         _indexed("langchain", {"factory": "framework_retrievers:not_a_retriever"}, scifact, n_docs=5)
-    assert err.value.field == "params.factory" and "not a LangChain BaseRetriever" in str(err.value)
+    assert err.value.field == "params.factory" and "not a langchain_core.retrievers:BaseRetriever" in str(err.value)
     with pytest.raises(ConfigError) as err:
         create("langchain", {"factory": f"{LC}:bm25", "params": {"k3": 1}})
     assert err.value.field == "params.params.k3"

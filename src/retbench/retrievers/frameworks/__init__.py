@@ -79,6 +79,9 @@ class FrameworkRetriever(Retriever):
     #: the import name of the framework's core package and its distribution name (for the manifest)
     package = ""
     distribution = ""
+    #: `module:class` of the framework's retriever base class, and how users usually get one
+    base_class = ""
+    hint = ""
 
     def __init__(
         self,
@@ -87,6 +90,7 @@ class FrameworkRetriever(Retriever):
         id_key: str = "id",
         concurrency: int = 4,
         check_ids: bool = True,
+        score_key: str | None = None,
         name: str | None = None,
     ) -> None:
         super().__init__(name)
@@ -109,6 +113,7 @@ class FrameworkRetriever(Retriever):
             n == "documents" or p.kind is p.VAR_KEYWORD for n, p in sig.parameters.items()
         )
         self.id_key, self.concurrency, self.check_ids = id_key, int(concurrency), bool(check_ids)
+        self.score_key = score_key
         self.retriever: Any = None
         self._corpus_ids: frozenset[str] = frozenset()
 
@@ -126,6 +131,7 @@ class FrameworkRetriever(Retriever):
             "id_key": self.id_key,
             "concurrency": self.concurrency,
             "check_ids": self.check_ids,
+            "score_key": self.score_key,
             "framework_version": framework,
         }
 
@@ -142,9 +148,14 @@ class FrameworkRetriever(Retriever):
     def documents(self, corpus: Corpus) -> list[Any]:
         """The corpus as the framework's document objects, each carrying its id."""
 
-    @abstractmethod
     def check_retriever(self, obj: Any) -> None:
         """Raise ConfigError when the factory returned something that is not the framework's retriever."""
+        base = import_object(self.base_class, field="adapter")
+        if not isinstance(obj, base):
+            raise ConfigError(
+                f"factory {self.factory_path!r} returned {type(obj).__name__}, not a {self.base_class} ({self.hint})",
+                field="params.factory",
+            )
 
     @abstractmethod
     def set_depth(self, k: int) -> None:

@@ -19,11 +19,9 @@ for ids, scores and statuses, and `langchain_examples.py` for ready factories.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from retbench.data import Corpus
-from retbench.errors import ConfigError
 from retbench.retrievers.base import register
 from retbench.retrievers.frameworks import FrameworkRetriever, Hit, Outcome, as_score, timed_batch
 
@@ -35,37 +33,13 @@ class LangChainRetriever(FrameworkRetriever):
     adapter = "langchain"
     package = "langchain_core"
     distribution = "langchain-core"
-
-    def __init__(
-        self,
-        factory: str,
-        params: Mapping[str, Any] | None = None,
-        id_key: str = "id",
-        concurrency: int = 4,
-        check_ids: bool = True,
-        score_key: str | None = None,
-        name: str | None = None,
-    ) -> None:
-        super().__init__(factory, params, id_key=id_key, concurrency=concurrency, check_ids=check_ids, name=name)
-        self.score_key = score_key
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "score_key": self.score_key}
+    base_class = "langchain_core.retrievers:BaseRetriever"
+    hint = "a vector store's `.as_retriever()` is one"
 
     def documents(self, corpus: Corpus) -> list[Any]:
         from langchain_core.documents import Document
 
         return [Document(page_content=text, metadata=meta, id=doc) for doc, text, meta in self.records(corpus)]
-
-    def check_retriever(self, obj: Any) -> None:
-        from langchain_core.retrievers import BaseRetriever
-
-        if not isinstance(obj, BaseRetriever):
-            raise ConfigError(
-                f"factory {self.factory_path!r} returned {type(obj).__name__}, not a LangChain BaseRetriever "
-                "(a vector store's `.as_retriever()` is one)",
-                field="params.factory",
-            )
 
     def set_depth(self, k: int) -> None:
         r = self.retriever

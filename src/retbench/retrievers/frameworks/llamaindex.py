@@ -6,6 +6,7 @@
       params: {}                              # the factory's own parameters
       id_key: id                              # node metadata key holding the doc id (else the node's ref_doc_id)
       concurrency: 4                          # queries in flight (threads calling `retrieve`)
+      score_key: null                         # a metadata key holding a score, for nodes without one
 
 The documents are `llama_index.core.Document(text=title + " " + text, id_=doc id, metadata={...,
 id_key: doc id})` with every metadata key excluded from the embedded and LLM text, so the vectors are
@@ -22,7 +23,6 @@ from __future__ import annotations
 from typing import Any
 
 from retbench.data import Corpus
-from retbench.errors import ConfigError
 from retbench.retrievers.base import register
 from retbench.retrievers.frameworks import FrameworkRetriever, Hit, Outcome, as_score, pooled
 
@@ -34,6 +34,8 @@ class LlamaIndexRetriever(FrameworkRetriever):
     adapter = "llamaindex"
     package = "llama_index.core"
     distribution = "llama-index-core"
+    base_class = "llama_index.core.retrievers:BaseRetriever"
+    hint = "an index's `.as_retriever()` is one"
 
     def documents(self, corpus: Corpus) -> list[Any]:
         from llama_index.core import Document
@@ -52,16 +54,6 @@ class LlamaIndexRetriever(FrameworkRetriever):
             )
         return docs
 
-    def check_retriever(self, obj: Any) -> None:
-        from llama_index.core.retrievers import BaseRetriever
-
-        if not isinstance(obj, BaseRetriever):
-            raise ConfigError(
-                f"factory {self.factory_path!r} returned {type(obj).__name__}, not a LlamaIndex BaseRetriever "
-                "(an index's `.as_retriever()` is one)",
-                field="params.factory",
-            )
-
     def set_depth(self, k: int) -> None:
         if hasattr(self.retriever, "similarity_top_k"):
             self.retriever.similarity_top_k = k
@@ -75,4 +67,6 @@ class LlamaIndexRetriever(FrameworkRetriever):
         if doc is None:
             doc = getattr(node, "ref_doc_id", None)
         score = getattr(item, "score", None)
+        if score is None and self.score_key:
+            score = (getattr(node, "metadata", None) or {}).get(self.score_key)
         return Hit(doc, as_score(score))
