@@ -149,6 +149,15 @@ class _Faulty(BaseHTTPRequestHandler):
         if route == "/nested":
             hits = [{"doc": d, "relevance": s, "body": f"text of {d}"} for d, s in ranking]
             return self._reply(200, json.dumps({"data": {"hits": hits}}).encode())
+        if route == "/rag":  # a RAG endpoint: ranked list plus the answer side
+            rag = {"answer": f"about {query[:20]}", "references": [ranking[0][0]], "abstained": False}
+            rag["latency"] = {"retrieval": 0.002, "generation": 0.25}
+            return self._reply(200, json.dumps({"retrieved": [{"id": d} for d, _ in ranking], **rag}).encode())
+        if route == "/rag-nested":
+            reply = {"text": "", "cites": [{"id": d} for d, _ in ranking[:2]], "refused": True}
+            return self._reply(200, json.dumps({"data": {"hits": [d for d, _ in ranking]}, "reply": reply}).encode())
+        if route == "/rag-bad":
+            return self._reply(200, json.dumps({"retrieved": [d for d, _ in ranking], "abstained": "no"}).encode())
         self._reply(200, json.dumps({"retrieved": [{"id": d, "score": s} for d, s in ranking]}).encode())
 
 
@@ -323,3 +332,34 @@ def test_bad_parameters_are_config_errors():
         create("http", {"url": "http://127.0.0.1:1/x", "tiemout": 3})
     with pytest.raises(ConfigError, match="GET body must be a flat mapping"):
         create("http", {"url": "http://127.0.0.1:1/x", "method": "GET", "body": {"q": {"nested": 1}}})
+
+
+def test_a_rag_endpoint_answer_side_is_read_beside_the_ranking(faulty, few):
+    base, bm25 = faulty
+    http, run = _run(base + "/rag", few)
+    for q in few:
+        top = bm25.search_one(few[q], 10)
+        assert run.docs(q) == [d for d, _ in top]
+        a = http.answers[q]
+        assert a.text == f"about {few[q][:20]}" and a.references == (top[0][0],) and a.abstained is False
+        assert a.latency == {"retrieval": 0.002, "generation": 0.25}
+
+
+def test_answer_paths_map_a_custom_response_shape(faulty, few):
+    base, bm25 = faulty
+    paths = {"answer_path": "reply.text", "references_path": "reply.cites", "abstained_path": "reply.refused"}
+    http, run = _run(base + "/rag-nested", few, response_path="data.hits", **paths)
+    for q in few:
+        top = [d for d, _ in bm25.search_one(few[q], 10)]
+        assert run.docs(q) == top
+        assert http.answers[q].references == tuple(top[:2]) and http.answers[q].abstained is True
+    assert http.describe()["answer_paths"]["answer"] == "reply.text"
+
+
+def test_a_malformed_answer_field_makes_the_query_invalid(faulty, few):
+    base, _ = faulty
+    http, run = _run(base + "/rag-bad", few)
+    for q in few:
+        assert run.status[q] == QueryStatus.INVALID
+        assert "abstained must be true or false" in run.errors[q]
+    assert http.answers == {}

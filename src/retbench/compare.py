@@ -137,11 +137,15 @@ def align(a: PerQueryScores, b: PerQueryScores, metrics: Sequence[str] | None = 
         status = [ev.status[r] if r >= 0 else MISSING_STATUS for r in rows.tolist()]
         # failed or unanswered queries count 0 even if a table carried something else
         zero = np.array([s in FAILED_STATUSES or s == MISSING_STATUS for s in status], dtype=bool)
-        vals[zero] = 0.0
-        return np.nan_to_num(vals, nan=0.0), status
+        vals[zero] = np.where(np.isnan(vals[zero]), np.nan, 0.0)
+        return vals, status
 
     va, sa = side(a, cols_a)
     vb, sb = side(b, cols_b)
+    # NaN: the metric does not apply to that query (an answer metric on an unanswerable question);
+    # such a query is left out of that metric's pairs on both sides
+    na = np.isnan(va) | np.isnan(vb)
+    va[na] = vb[na] = np.nan
     return Aligned(qids, list(metrics), va, vb, sa, sb)
 
 
@@ -271,7 +275,9 @@ def compare_pair(
     al = align(a, b, metrics)
     out: list[MetricComparison] = []
     for j, metric in enumerate(al.metrics):
-        va, vb = al.a[:, j], al.b[:, j]
+        rows = np.flatnonzero(~np.isnan(al.a[:, j]))  # the queries this metric applies to
+        va, vb = al.a[rows, j], al.b[rows, j]
+        qids = [al.query_ids[i] for i in rows.tolist()]
         d = vb - va
         low, high = bootstrap_ci(d, n_resamples, seed, confidence)
         tt = paired_ttest(va, vb)
@@ -282,13 +288,13 @@ def compare_pair(
         losses = [i for i in desc[::-1][:top].tolist() if d[i] < -TIE_TOLERANCE][::-1]
         changes = [
             QueryChange(
-                al.query_ids[i],
-                (queries or {}).get(al.query_ids[i], ""),
+                qids[i],
+                (queries or {}).get(qids[i], ""),
                 float(va[i]),
                 float(vb[i]),
                 float(d[i]),
-                al.status_a[i],
-                al.status_b[i],
+                al.status_a[rows[i]],
+                al.status_b[rows[i]],
             )
             for i in gains + losses
         ]
@@ -595,8 +601,15 @@ def _judgements(path: Path, qrels: Any) -> Qrels:
 
 
 def _evaluate_file(path: Any, judged: Qrels, metrics: Sequence[str] | None) -> Any:
-    """Score one run file (TREC run or system outputs) against the judgements."""
-    run, texts = read_system(path)
-    ev = evaluate(run, judged, list(metrics or DEFAULT_METRICS), system=run.name, texts=texts or None)
+    """Score one run file (TREC run or system outputs, with their answer side) against the judgements."""
+    run, texts, answers = read_system(path)
+    ev = evaluate(
+        run,
+        judged,
+        list(metrics or DEFAULT_METRICS),
+        system=run.name,
+        texts=texts or None,
+        answers=answers or None,
+    )
     ev.coverage = coverage(ev, run)  # a bare run file has no metrics.json: computed here, once
     return ev

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from retbench.data import Qrels, QueryStatus, Run, Sample
+from retbench.data.answers import SystemAnswer
 from retbench.errors import ConfigError, InputError
 from retbench.io.beir import qrels_splits, read_qrels_tsv
 from retbench.io.files import (
@@ -98,9 +99,13 @@ class Evaluation:
         return self.values[:, self._index(metric)]
 
     def mean(self, metric: str) -> float:
-        """Mean over the counted queries (NaN when none are counted)."""
-        col = self.column(metric)
-        return float(col.mean()) if len(col) else float("nan")
+        """Mean over the counted queries the metric applies to (NaN when there are none)."""
+        return float(column_means(self.column(metric)[:, None])[0])
+
+    def applicable(self) -> dict[str, int]:
+        """{metric: how many counted queries it applies to} (answer metrics skip some; see metrics/answers.py)."""
+        counts = np.count_nonzero(~np.isnan(self.values), axis=0)
+        return {m: int(c) for m, c in zip(self.metrics, counts.tolist(), strict=True)}
 
     def means(self) -> dict[str, float]:
         """{metric: mean over the counted queries}.
@@ -125,17 +130,33 @@ class Evaluation:
     def aggregate(
         self, *, ci: bool = True, seed: int = 0, n_boot: int = 1000, confidence: float = 0.95
     ) -> dict[str, dict[str, float]]:
-        """{metric: {"mean", "ci_low", "ci_high", "n"}}: percentile bootstrap over queries (CIs only when ci=True)."""
+        """{metric: {"mean", "ci_low", "ci_high", "n"}}: percentile bootstrap over queries (CIs only when ci=True).
+
+        A metric that applies to only some queries (NaN elsewhere) is averaged over those: its `n`
+        is that count and `of` the number of counted queries.
+        """
         n = len(self.query_ids)
         out: dict[str, dict[str, float]] = {}
-        means = self.values.mean(axis=0) if n else np.full(len(self.metrics), np.nan)
+        means = column_means(self.values)
+        applies = self.applicable()
         lows = highs = None
         if ci and n:
-            boot = bootstrap_means(self.values, n_boot=n_boot, seed=seed)
             tail = (1.0 - confidence) / 2.0
-            lows, highs = np.quantile(boot, [tail, 1.0 - tail], axis=0)
+            lows, highs = np.full(len(self.metrics), np.nan), np.full(len(self.metrics), np.nan)
+            partial = [j for j, m in enumerate(self.metrics) if applies[m] != n]
+            full = [j for j in range(len(self.metrics)) if j not in partial]
+            if full:  # resampled together, as before answer metrics existed
+                boot = bootstrap_means(self.values[:, full], n_boot=n_boot, seed=seed)
+                lows[full], highs[full] = np.quantile(boot, [tail, 1.0 - tail], axis=0)
+            for j in partial:  # resampled over the queries the metric applies to
+                col = self.values[:, j][~np.isnan(self.values[:, j])]
+                if col.size:
+                    boot = bootstrap_means(col[:, None], n_boot=n_boot, seed=seed)
+                    lows[j], highs[j] = np.quantile(boot[:, 0], [tail, 1.0 - tail])
         for j, m in enumerate(self.metrics):
-            row: dict[str, float] = {"mean": float(means[j]), "n": n}
+            row: dict[str, float] = {"mean": float(means[j]), "n": applies[m]}
+            if applies[m] != n:
+                row["of"] = n
             if ci:
                 row["ci_low"] = float(lows[j]) if lows is not None else float("nan")
                 row["ci_high"] = float(highs[j]) if highs is not None else float("nan")
@@ -148,8 +169,8 @@ class Evaluation:
         out: dict[str, dict[str, float]] = {}
         for tag, qids in groups.items():
             rows = [pos[q] for q in qids if q in pos]
-            sub = self.values[rows]
-            out[tag] = {m: (float(sub[:, j].mean()) if rows else float("nan")) for j, m in enumerate(self.metrics)}
+            means = column_means(self.values[rows])
+            out[tag] = {m: float(means[j]) for j, m in enumerate(self.metrics)}
         return out
 
     def group_sizes(self, groups: Mapping[str, Sequence[str]]) -> dict[str, int]:
@@ -340,8 +361,23 @@ def bootstrap_means(values: np.ndarray, *, n_boot: int = 1000, seed: int = 0) ->
     for start in range(0, n_boot, batch):
         b = min(batch, n_boot - start)
         idx = rng.integers(0, n, size=(b, n))
-        out[start : start + b] = values[idx].mean(axis=1)
+        out[start : start + b] = column_means(values[idx], axis=1)
     return out
+
+
+def column_means(values: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Means along `axis` that leave NaN (a metric that does not apply to a query) out; NaN if all are."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape[axis] == 0:
+        shape = list(values.shape)
+        del shape[axis]
+        return np.full(shape, np.nan)
+    missing = np.isnan(values)
+    if not missing.any():
+        return values.mean(axis=axis)
+    counts = (~missing).sum(axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, np.where(missing, 0.0, values).sum(axis=axis) / counts, np.nan)
 
 
 def _sample_map(samples: Mapping[str, Sample] | Sequence[Sample] | None) -> dict[str, Sample]:
@@ -370,13 +406,18 @@ def qrels_from_samples(samples: Mapping[str, Sample] | Sequence[Sample]) -> Qrel
 
 
 def groups_from_samples(samples: Mapping[str, Sample] | Sequence[Sample]) -> dict[str, list[str]]:
-    """Query ids by tag and by category (`category:<name>`), for `Evaluation.breakdown`."""
+    """Query ids by tag, by category (`category:<name>`) and, when some sample is marked
+    `answerable: false`, into `answerable` and `unanswerable`, for `Evaluation.breakdown`."""
     groups: dict[str, list[str]] = {}
-    for s in _sample_map(samples).values():
+    smap = _sample_map(samples)
+    split = any(s.answerable is False for s in smap.values())
+    for s in smap.values():
         for tag in s.tags:
             groups.setdefault(tag, []).append(s.id)
         if s.category:
             groups.setdefault(f"category:{s.category}", []).append(s.id)
+        if split:
+            groups.setdefault("unanswerable" if s.answerable is False else "answerable", []).append(s.id)
     return groups
 
 
@@ -417,12 +458,16 @@ def evaluate(
     texts: Any = None,
     system: str | None = None,
     ignore_identical_ids: bool = False,
+    answers: Mapping[str, Any] | None = None,
 ) -> Evaluation:
     """Judge `run` against `qrels` and compute `metrics` for every counted query (see the module docstring).
 
     `samples` (golden sets) give per-sample cutoffs, answers (containment) and support groups;
     `texts` (doc id -> text, or a Corpus) feed answer containment. `ignore_identical_ids` drops a
-    retrieved doc whose id equals the query id before judging (as BEIR and MTEB do).
+    retrieved doc whose id equals the query id before judging (as BEIR and MTEB do). `answers`
+    (query id -> `SystemAnswer`) feed the answer metrics. Samples marked `answerable: false` are
+    counted even with no relevant document; retrieval metrics do not apply to them (NaN), answer
+    metrics (abstention, hallucination) do.
     """
     if ignore_identical_ids:
         run = run.without_identical_ids()
@@ -443,27 +488,30 @@ def evaluate(
     if mode == "pytrec_eval":
         excluded = [qids[i] for i in np.flatnonzero(failed).tolist()]
         keep &= ~failed
+    smap = _sample_map(samples)
+    unanswerable = np.fromiter(((q in smap and smap[q].answerable is False) for q in qids), dtype=bool, count=n)
     skipped: list[str] = []
     if no_relevant == "skip":
-        skipped = [qids[i] for i in np.flatnonzero(keep & no_rel).tolist()]
-        keep &= ~no_rel
+        skipped = [qids[i] for i in np.flatnonzero(keep & no_rel & ~unanswerable).tolist()]
+        keep &= ~no_rel | unanswerable
     rows = np.flatnonzero(keep)
     sub = gm if len(rows) == n else gm.take(rows)
     everyone = len(rows) == n
     kept = qids if everyone else [qids[r] for r in rows.tolist()]
 
-    smap = _sample_map(samples)
     row_samples = [smap.get(q) for q in kept] if smap else []
     ks = None
     if smap:
         ks = np.array([sample_k(s) or 0 for s in row_samples], dtype=np.int64)
-    ctx = MetricContext(sub, relevance_level, run, rows_in_run[rows], row_samples, texts, qrels)
+    ctx = MetricContext(sub, relevance_level, run, rows_in_run[rows], row_samples, texts, qrels, answers)
     values = np.empty((len(rows), len(specs)), dtype=np.float64)
+    answer_side = np.array([bool(getattr(s.metric, "answer_side", False)) for s in specs], dtype=bool)
     for j, spec in enumerate(specs):
         values[:, j] = spec.compute(ctx, ks)
+    values[np.ix_(unanswerable[rows], ~answer_side)] = np.nan  # retrieval metrics do not apply
     if no_relevant == "one":
-        values[no_rel[rows]] = 1.0
-    values[failed[rows]] = 0.0
+        values[np.ix_(no_rel[rows] & ~unanswerable[rows], ~answer_side)] = 1.0
+    values[failed[rows]] = np.where(np.isnan(values[failed[rows]]), np.nan, 0.0)
 
     not_judged = np.ones(len(run), dtype=bool)
     not_judged[rows_in_run[rows_in_run >= 0]] = False
@@ -520,11 +568,12 @@ def read_judgements(path: str | Path, split: str = "test") -> tuple[Qrels, list[
     return read_qrels(p), None
 
 
-def read_system(path: str | Path) -> tuple[Run, dict[str, str]]:
-    """A system's ranking: a TREC run file, or system outputs (JSONL/JSON/YAML `{"id", "retrieved"}`) with their texts."""
+def read_system(path: str | Path) -> tuple[Run, dict[str, str], dict[str, SystemAnswer]]:
+    """A system's ranking: a TREC run file, or system outputs (JSONL/JSON/YAML `{"id", "retrieved"}`)
+    with their texts and answer side (`answer`, `references`, `abstained`, `latency`)."""
     p = Path(path)
     if _is_golden(p):
         out = read_outputs(p)
-        return out.run, out.texts
+        return out.run, out.texts, out.answers
 
-    return read_run(p), {}
+    return read_run(p), {}, {}

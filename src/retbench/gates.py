@@ -450,7 +450,6 @@ def run_gates(
                 )
     metrics = list(dict.fromkeys(g.metric for g in criteria.gates))
     al = align(baseline if baseline is not None else candidate, candidate, metrics)
-    qpos = {q: i for i, q in enumerate(al.query_ids)}
     if failures is None:
         failures = {q: s for q, s in zip(candidate.query_ids, candidate.status, strict=True) if s in FAILED_STATUSES}
         # pytrec_eval mode leaves failed queries out of the table; they are listed in `excluded`
@@ -459,8 +458,10 @@ def run_gates(
     results = []
     for gate in criteria.gates:
         j = al.metrics.index(gate.metric)
-        a, b = al.a[:, j], al.b[:, j]
-        results.append(_apply(gate, a, b, baseline is not None, groups, qpos, criteria.alpha, n_resamples, seed))
+        rows = np.flatnonzero(~np.isnan(al.b[:, j]))  # the queries the metric applies to (NaN: it does not)
+        a, b = al.a[rows, j], al.b[rows, j]
+        gpos = {al.query_ids[r]: i for i, r in enumerate(rows.tolist())}
+        results.append(_apply(gate, a, b, baseline is not None, groups, gpos, criteria.alpha, n_resamples, seed))
     return GateReport(
         results,
         criteria,

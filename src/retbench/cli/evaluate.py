@@ -71,17 +71,18 @@ def eval_command(
         from retbench.studies.labels.relevance import combine_labels
 
         judged = combine_labels(labels, Qrels(judged), read_qrels(llm_qrels) if llm_qrels else None)
-    system, texts = read_system(run)
+    system, texts, answers = read_system(run)
     ev = evaluate(
         system,
         judged,
-        list(metric) if metric else _default_metrics(samples, texts),
+        list(metric) if metric else _default_metrics(samples, texts, bool(answers)),
         relevance_level=relevance_level,
         no_relevant=no_relevant,
         mode=mode,
         default_k=default_k,
         samples=samples,
         texts=texts or None,
+        answers=answers or None,
     )
     if tsv is not None:
         ev.to_tsv(tsv)
@@ -94,13 +95,18 @@ def eval_command(
         _print_table(ev, per_query, ci, samples, notes)
 
 
-def _default_metrics(samples: list[Sample] | None, texts: dict[str, str]) -> list[str]:
-    """Metrics when none are named: the golden-set retrieval suite (plus answer containment), else trec_eval's."""
+def _default_metrics(samples: list[Sample] | None, texts: dict[str, str], answered: bool = False) -> list[str]:
+    """Metrics when none are named: the golden-set retrieval suite (plus answer containment, and the answer
+    metrics when the outputs carry answers), else trec_eval's."""
     if samples is None:
         return ["ndcg@10", "recall@100", "map", "mrr", "P@10"]
     names = ["retrieval-hit-at-k", "retrieval-recall-at-k", "retrieval-mrr", "retrieval-ndcg-at-k"]
-    if texts and all(s.answer for s in samples):
+    if texts and all(s.answer for s in samples if s.answerable is not False):
         names.append("answer-containment-at-k")
+    if answered:
+        from retbench.metrics.registry import DEFAULT_ANSWER_METRICS
+
+        names += DEFAULT_ANSWER_METRICS
     return names
 
 
@@ -166,7 +172,7 @@ def _print_table(ev: Evaluation, per_query: bool, ci: bool, samples: list[Sample
         title=f"{ev.system}: {len(ev.query_ids)} queries, mode {ev.label}",
     )
     for m, a in agg.items():
-        table.add_row(m, f"{a['mean']:.4f}", *([f"[{a['ci_low']:.4f}, {a['ci_high']:.4f}]"] if ci else []), str(a["n"]))
+        table.add_row(m, f"{a['mean']:.4f}", *([f"[{a['ci_low']:.4f}, {a['ci_high']:.4f}]"] if ci else []), _n_of(a))
     con.print(table)
     if samples is not None:
         groups = groups_from_samples(samples)
@@ -183,3 +189,8 @@ def _print_table(ev: Evaluation, per_query: bool, ci: bool, samples: list[Sample
         con.print(pq)
     for note in notes:
         con.print(f"note: {note}", markup=False, highlight=False)
+
+
+def _n_of(agg: dict[str, float]) -> str:
+    """The queries a metric was averaged over: "n", or "n of M" when it applies to only some."""
+    return f"{int(agg['n'])} of {int(agg['of'])}" if "of" in agg else str(int(agg["n"]))

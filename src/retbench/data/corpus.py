@@ -178,6 +178,8 @@ class Sample:
 
     `expected` maps doc id -> gain; a list of ids in the file becomes gain 1 each.
     `support_groups` lists the groups of ids a multi-hop question needs (recall_all).
+    `answers` are the reference answers (`answer` is the first), `negative_answers` known-wrong ones;
+    `answerable` False marks a question the corpus cannot answer (a system should abstain).
     """
 
     id: str
@@ -189,6 +191,13 @@ class Sample:
     answer: str | None = None
     support_groups: list[list[str]] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    answerable: bool | None = None
+    answers: list[str] = field(default_factory=list)
+    negative_answers: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.answer and not self.answers:
+            self.answers = [self.answer]
 
 
 @dataclass

@@ -8,8 +8,14 @@ A sample:
       metadata: { k: 5, tags: [billing], category: factual,
                   answer: "30 days", required_support_groups: [["doc-3"], ["doc-9"]] }
 
+The answer side (RAG): `metadata.answer` is one reference answer or a list of them (`answers:` is
+the same), `metadata.negative_answers` lists known-wrong answers (negative references), and
+`answerable: false` (top level or in metadata) marks a question the corpus cannot answer; such a
+sample may leave out `expected_output` (nothing supports an answer).
+
 System outputs: `{"id": "q-1", "retrieved": [{"id": "doc-7", "text": "..."}, ...]}` per JSONL line, or a
 bare array of ids (`{"id": "q-1", "retrieved": ["doc-7", "doc-3"]}` or a mapping `{"q-1": [...]}`).
+A record may also carry `answer`, `references`, `abstained` and `latency` (see `io/answers.py`).
 Outputs are ranked lists, rank 1 first; their scores become n, n-1, ... so the order survives the
 trec_eval sort unless the output gives scores of its own.
 """
@@ -26,8 +32,10 @@ from typing import Any
 import yaml
 
 from retbench.data import Qrels, Queries, Run, RunBuilder, Sample
+from retbench.data.answers import ANSWER_FIELDS, SystemAnswer
 from retbench.data.ids import id_problem
 from retbench.errors import InputError
+from retbench.io.answers import parse_answer
 from retbench.io.files import iter_jsonl, load_yaml_text, open_text, require_file
 
 
@@ -103,6 +111,36 @@ def _question(value: Any, path: Path, line: int | None) -> str:
     raise InputError("input must be a string or a mapping with a 'question'", path=path, line=line, field="input")
 
 
+def _texts(value: Any, path: Path, line: int | None, name: str) -> list[str]:
+    """A string or a list of strings (reference answers), empty ones dropped."""
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    if not all(isinstance(v, str) for v in items):
+        raise InputError("must be a string or a list of strings", path=path, line=line, field=name)
+    return [v for v in items if v.strip()]
+
+
+def _answer_side(rec: dict[str, Any], meta: dict[str, Any], p: Path, line: int | None) -> dict[str, Any]:
+    """answerable, reference answers and negative answers of one sample record."""
+    answerable = rec.get("answerable", meta.get("answerable"))
+    if answerable is not None and not isinstance(answerable, bool):
+        raise InputError(
+            f"answerable must be true or false, got {answerable!r:.40}", path=p, line=line, field="answerable"
+        )
+    answers = _texts(meta.get("answer", rec.get("answer")), p, line, "metadata.answer")
+    answers += [a for a in _texts(meta.get("answers"), p, line, "metadata.answers") if a not in answers]
+    if answerable is False and answers:
+        raise InputError("an unanswerable sample has no reference answer", path=p, line=line, field="metadata.answer")
+    negatives = _texts(meta.get("negative_answers"), p, line, "metadata.negative_answers")
+    return {
+        "answerable": answerable,
+        "answer": answers[0] if answers else None,
+        "answers": answers,
+        "negative_answers": negatives,
+    }
+
+
 def read_golden(path: str | Path) -> list[Sample]:
     """Read a golden set; ids must be unique and every sample needs `input` and `expected_output`."""
     p = Path(path)
@@ -119,12 +157,15 @@ def read_golden(path: str | Path) -> list[Sample]:
         seen.add(sid)
         if rec.get("review") == "reject":  # a person rejected this (synthetic) sample: it is not evaluated
             continue
-        for req in ("input", "expected_output"):
-            if req not in rec:
-                raise InputError("missing required field", path=p, line=line, field=req)
         meta = rec.get("metadata") or {}
         if not isinstance(meta, dict):
             raise InputError("metadata must be a mapping", path=p, line=line, field="metadata")
+        side = _answer_side(rec, meta, p, line)
+        if side["answerable"] is False:
+            rec.setdefault("expected_output", [])
+        for req in ("input", "expected_output"):
+            if req not in rec:
+                raise InputError("missing required field", path=p, line=line, field=req)
         k = meta.get("k")
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
             raise InputError(f"k must be a positive integer, got {k!r}", path=p, line=line, field="metadata.k")
@@ -142,9 +183,9 @@ def read_golden(path: str | Path) -> list[Sample]:
                 k=k,
                 tags=[str(t) for t in (tags if isinstance(tags, list) else [tags])],
                 category=meta.get("category"),
-                answer=meta.get("answer", rec.get("answer")),
                 support_groups=[[str(x) for x in g] for g in groups] if groups else None,
                 metadata=meta,
+                **side,
             )
         )
     if not samples:
@@ -162,16 +203,19 @@ def golden_queries(samples: list[Sample]) -> Queries:
 
 @dataclass
 class SystemOutputs:
-    """A system's answers as a Run plus the texts it returned (for answer containment)."""
+    """A system's outputs: a Run, the texts it returned (for answer containment) and its answer side."""
 
     run: Run
     texts: dict[str, str] = field(default_factory=dict)
+    answers: dict[str, SystemAnswer] = field(default_factory=dict)
 
 
 def parse_ranking(value: Any, path: Path | str, line: int | None, texts: dict[str, str]) -> list[tuple[str, float]]:
     """One output in the input contract -> ranking (rank order kept); texts it carries go into `texts`."""
     if isinstance(value, dict) and "retrieved" in value:
         value = value["retrieved"]
+    elif isinstance(value, dict) and any(f in value for f in ANSWER_FIELDS):
+        value = []  # an answer-only output (an end-to-end RAG system that returns no ranked list)
     if not isinstance(value, list):
         raise InputError("output must be a list or {'retrieved': [...]}", path=path, line=line, field="retrieved")
     n = len(value)
@@ -223,13 +267,17 @@ def read_outputs(path: str | Path, name: str | None = None) -> SystemOutputs:
     p = Path(path)
     builder = RunBuilder(name or p.stem)
     texts: dict[str, str] = {}
+    answers: dict[str, SystemAnswer] = {}
     if p.name.endswith((".jsonl", ".jsonl.gz")):
         for line, rec in iter_jsonl(p):
             if "id" not in rec:
                 raise InputError("missing required field", path=p, line=line, field="id")
             if id_problem(rec["id"]):
                 raise InputError(str(id_problem(rec["id"])), path=p, line=line, field="id")
-            builder.add(str(rec["id"]), parse_ranking(rec.get("retrieved", rec.get("output")), p, line, texts))
+            value = rec.get("retrieved", rec.get("output", rec))
+            builder.add(str(rec["id"]), parse_ranking(value, p, line, texts))
+            if (answer := parse_answer(rec, p, line)) is not None:
+                answers[str(rec["id"])] = answer
     else:
         require_file(p)
         with open_text(p) as fh:
@@ -243,4 +291,6 @@ def read_outputs(path: str | Path, name: str | None = None) -> SystemOutputs:
             if id_problem(sid):
                 raise InputError(str(id_problem(sid)), path=p, field=f"{sid!r:.40}")
             builder.add(str(sid), parse_ranking(value, p, None, texts))
-    return SystemOutputs(builder.build(), texts)
+            if isinstance(value, dict) and (answer := parse_answer(value, p, None)) is not None:
+                answers[str(sid)] = answer
+    return SystemOutputs(builder.build(), texts, answers)

@@ -10,7 +10,13 @@ Accepted spellings (case-insensitive except trec_eval's own names):
 - trec_eval names: `ndcg_cut_10` (or `ndcg_cut.10`), `P_5`, `recall_100`, `success_5`, `map_cut_10`,
   `recip_rank`, `Rprec`, `map`, `ndcg`;
 - the golden-set aliases `retrieval-hit-at-k`, `retrieval-recall-at-k`, `retrieval-mrr`,
-  `retrieval-ndcg-at-k`, `answer-containment-at-k` (cutoff from the sample or `default_k`).
+  `retrieval-ndcg-at-k`, `answer-containment-at-k` (cutoff from the sample or `default_k`);
+- answer metrics (metrics/answers.py, no cutoff): `exact_match`, `token_f1`, `bleu`, `rouge1`,
+  `rouge2`, `rougeL`, `reference_containment`, `attribution`, `abstention_accuracy`,
+  `hallucination_rate`, `negative_match`.
+
+A metric may give NaN for a query it does not apply to (an answer metric on an unanswerable
+question); aggregates count only the queries it applies to.
 
 Cutoffs: a per-sample `metadata.k` wins, else the name's own `@k`, else `default_k`.
 Metrics that are uncut by nature (mrr, map, rprec, ndcg without @k) stay uncut unless given @k.
@@ -29,11 +35,20 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from retbench.errors import ConfigError
-from retbench.metrics import coverage, ranking, text
+from retbench.metrics import answers, coverage, ranking, text
 from retbench.metrics.judges import GainMatrix, check_level
 
 #: the metric suite of a benchmark run (and of `retbench compare` on run files) when a config names none
 DEFAULT_METRICS = ["ndcg@10", "recall@100", "mrr@10", "map", "recall@5", "P@5", "hit@5"]
+#: the answer metrics `retbench eval` adds when system outputs carry answers (BLEU/ROUGE need the answers extra)
+DEFAULT_ANSWER_METRICS = [
+    "exact_match",
+    "token_f1",
+    "reference_containment",
+    "attribution",
+    "abstention_accuracy",
+    "hallucination_rate",
+]
 
 ENTRY_POINT_GROUP = "retbench.metrics"
 
@@ -45,7 +60,8 @@ class MetricContext:
     """Everything a metric may look at, row-aligned with the gain matrix.
 
     `run_rows[i]` is the run's row for gain-matrix row i (-1: the system did not answer);
-    `samples[i]` is the golden-set sample of row i, if any; `texts` maps doc id -> text (or is a Corpus).
+    `samples[i]` is the golden-set sample of row i, if any; `texts` maps doc id -> text (or is a Corpus);
+    `answers` maps query id -> the system's `SystemAnswer` (the answer side of a RAG system).
     """
 
     gm: GainMatrix
@@ -55,6 +71,7 @@ class MetricContext:
     samples: Sequence[Any] = field(default_factory=list)
     texts: Any = None
     qrels: Mapping[str, Mapping[str, int]] | None = None
+    answers: Mapping[str, Any] | None = None
 
     def level(self, params: Mapping[str, float]) -> int:
         """The relevance level a binary measure uses: its own `rel=` parameter, else the evaluation's."""
@@ -83,7 +100,8 @@ class Metric(Protocol):
     `k` is None (uncut) or an int64 array of per-row cutoffs. Optional attributes: `aliases`
     (other names), `params` (name -> default), `binary` (accepts `rel=`), `description`,
     `trec_name(k)` (trec_eval's name for it, if any), `value_range` ((low, high): thresholds are checked
-    against it).
+    against it), `answer_side` (True: it scores the answer, so it applies to unanswerable questions,
+    where retrieval metrics do not).
     """
 
     name: str
@@ -107,6 +125,7 @@ class Builtin:
     trec_cut: str | None = None  # trec_eval's name with a cutoff, "{k}" filled in
     value_range: tuple[float, float] = (0.0, 1.0)  # every built-in metric is a fraction
     param_ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # checked when the name is parsed
+    answer_side: bool = False  # scores the answer (metrics/answers.py), not the ranking
 
     def compute(self, ctx: MetricContext, k: np.ndarray | None, params: Mapping[str, float]) -> np.ndarray:
         return self.fn(ctx, k, ctx.level(params) if self.binary else 1, params)
@@ -227,6 +246,66 @@ def _builtins() -> list[Builtin]:
             "share of the top k with no label (hole rate)",
             ("hole_rate", "holes_at_k"),
             binary=False,
+        ),
+    ]
+
+
+def _answer_builtins() -> list[Builtin]:
+    """The answer metrics of metrics/answers.py (module docstring there gives every formula)."""
+    a = answers
+
+    def ref(name: str, fn: Any, description: str, aliases: tuple[str, ...] = ()) -> Builtin:
+        return Builtin(
+            name,
+            "none",
+            lambda c, k, lv, p: a.against_references(c, fn),
+            description,
+            aliases,
+            binary=False,
+            answer_side=True,
+        )
+
+    return [
+        ref("exact_match", a.exact_match, "SQuAD exact match with the best reference answer", ("em",)),
+        ref("token_f1", a.token_f1, "SQuAD token F1 with the best reference answer"),
+        ref("bleu", a.bleu, "sentence BLEU (sacrebleu) / 100, best reference"),
+        ref("rouge1", a.rouge_metric("rouge1"), "ROUGE-1 F (rouge-score), best reference"),
+        ref("rouge2", a.rouge_metric("rouge2"), "ROUGE-2 F (rouge-score), best reference"),
+        ref("rougeL", a.rouge_metric("rougeL"), "ROUGE-L F (rouge-score), best reference"),
+        ref("reference_containment", a.contains_reference, "1 if a reference answer occurs in the answer"),
+        Builtin(
+            "attribution",
+            "none",
+            lambda c, k, lv, p: a.attribution(c, lv),
+            "1 if the answer cites a gold support (answerable questions)",
+            ("attribution_hit", "attribution_hit_rate"),
+            answer_side=True,
+        ),
+        Builtin(
+            "abstention_accuracy",
+            "none",
+            lambda c, k, lv, p: a.on_unanswerable(c, want_abstained=True),
+            "1 if the system abstained (unanswerable questions only)",
+            ("abstention",),
+            binary=False,
+            answer_side=True,
+        ),
+        Builtin(
+            "hallucination_rate",
+            "none",
+            lambda c, k, lv, p: a.on_unanswerable(c, want_abstained=False),
+            "1 if the system answered an unanswerable question (lower is better)",
+            ("hallucination",),
+            binary=False,
+            answer_side=True,
+        ),
+        Builtin(
+            "negative_match",
+            "none",
+            lambda c, k, lv, p: a.negative_match(c),
+            "1 if the answer contains a known-wrong answer (lower is better)",
+            binary=False,
+            answer_side=True,
         ),
     ]
 
@@ -484,5 +563,5 @@ def expand_trec_list(spec: str) -> list[str]:
     return [f"{m[1]}.{k}" for k in m[2].split(",")]
 
 
-for _m in _builtins():
+for _m in [*_builtins(), *_answer_builtins()]:
     register(_m)  # type: ignore[arg-type]

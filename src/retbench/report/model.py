@@ -266,7 +266,8 @@ def _compared(
     if primary in shared:
         for a, b in pairs:
             al = align(evs[a], evs[b], [primary])
-            deltas[b] = (al.b[:, 0] - al.a[:, 0]).tolist()
+            d = al.b[:, 0] - al.a[:, 0]
+            deltas[b] = d[~np.isnan(d)].tolist()  # NaN: the metric does not apply to that query
     return cmp, deltas
 
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from retbench.evaluation import column_means
 from retbench.report import fmt
 
 if TYPE_CHECKING:
@@ -40,6 +41,6 @@ def trec_lines(ev: Evaluation, *, per_query: bool = False) -> list[str]:
         rows = sorted((q, i) for i, q in enumerate(ev.query_ids) if ev.status[i] != "missing")
         for q, i in rows:
             lines.extend(f"{names[j]:<22}\t{q}\t{fmt.num(ev.values[i, j]):>6}" for j in order)
-    means = ev.values.mean(axis=0) if len(ev.query_ids) else np.zeros(len(names))
+    means = column_means(ev.values) if len(ev.query_ids) else np.zeros(len(names))
     lines.extend(f"{names[j]:<22}\tall\t{fmt.num(means[j]):>6}" for j in order)
     return lines

@@ -16,6 +16,12 @@ or a bare list, of objects with `id` (and `text`, `score`) or bare ids; `id_fiel
 `text_field` rename the keys. Items without a score get n - rank. The list is cut to k in served order.
 Texts the service returns are kept in `self.texts`.
 
+A RAG endpoint's answer side is read the same way, each from a dotted path of the response
+(`answer_path`, `references_path`, `abstained_path`, `latency_path`; defaults `answer`,
+`references`, `abstained`, `latency`; a path absent from a response is simply not there) by the
+system-outputs contract of `io.answers`, and kept in `self.answers` (query id -> SystemAnswer), so a
+deployed RAG service is evaluated end to end by the answer metrics.
+
 Failures, per query: a socket timeout becomes status `timeout`; refused or reset connections and HTTP
 statuses in `retry_on` are retried up to `retries` times with exponential backoff, then `error`; any
 other HTTP status is an `error` at once; an unparsable or malformed answer is `invalid` (not retried).
@@ -40,7 +46,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
+from retbench.data.answers import SystemAnswer
 from retbench.errors import BackendError, ConfigError, InputError
+from retbench.io.answers import parse_answer
 from retbench.io.golden import parse_ranking
 from retbench.retrievers.base import Ranking, Retriever, register
 from retbench.retrievers.stores import secret_from_env
@@ -92,6 +100,7 @@ class Answer:
     attempts: int = 0
     errors: list[str] = field(default_factory=list)
     latency: float = 0.0
+    answer: SystemAnswer | None = None  # a RAG endpoint's answer side
 
 
 class _Failure(Exception):
@@ -127,6 +136,10 @@ class HttpRetriever(Retriever):
         retry_on: Sequence[int] = RETRY_STATUSES,
         concurrency: int = 4,
         name: str | None = None,
+        answer_path: str = "answer",
+        references_path: str = "references",
+        abstained_path: str = "abstained",
+        latency_path: str = "latency",
     ) -> None:
         super().__init__(name)
         method = method.upper()
@@ -171,6 +184,13 @@ class HttpRetriever(Retriever):
         self.concurrency = int(concurrency)
         self.attempts: dict[str, dict[str, Any]] = {}
         self.texts: dict[str, str] = {}
+        self.answer_paths = {
+            "answer": answer_path,
+            "references": references_path,
+            "abstained": abstained_path,
+            "latency": latency_path,
+        }
+        self.answers: dict[str, SystemAnswer] = {}
         self._parts = parts
         self._local = threading.local()
         self._conns: list[Any] = []
@@ -188,6 +208,7 @@ class HttpRetriever(Retriever):
             "auth": f"{self.auth_header} from ${self.auth_env}" if self.auth_env else None,
             "response_path": self.response_path,
             "fields": {"id": self.id_field, "score": self.score_field, "text": self.text_field},
+            "answer_paths": dict(self.answer_paths),
             "timeout_s": self.timeout,
             "retries": self.retries,
             "backoff_s": self.backoff,
@@ -252,8 +273,8 @@ class HttpRetriever(Retriever):
                 self._drop_connection()
             return resp.status, data
 
-    def _attempt(self, text: str, k: int) -> tuple[Ranking, dict[str, str]]:
-        """One request: the ranking and returned texts, or a _Failure saying whether to retry."""
+    def _attempt(self, text: str, k: int) -> tuple[Ranking, dict[str, str], SystemAnswer | None]:
+        """One request: the ranking, returned texts and answer side, or a _Failure saying whether to retry."""
         import http.client
 
         try:
@@ -270,8 +291,8 @@ class HttpRetriever(Retriever):
         except InputError as exc:
             raise _Failure(QueryStatus.INVALID, f"malformed response: {exc.reason}", retry=False) from None
 
-    def parse(self, data: bytes) -> tuple[Ranking, dict[str, str]]:
-        """A response body -> (ranking in served order, texts by doc id); InputError if it is not one."""
+    def parse(self, data: bytes) -> tuple[Ranking, dict[str, str], SystemAnswer | None]:
+        """A response body -> (ranking in served order, texts by doc id, answer side); InputError if it is not one."""
 
         try:
             obj = json.loads(data)
@@ -290,7 +311,17 @@ class HttpRetriever(Retriever):
                 for item in value
             ]
         texts: dict[str, str] = {}
-        return parse_ranking(value, self.url, None, texts), texts  # type: ignore[arg-type]
+        return parse_ranking(value, self.url, None, texts), texts, self._answer_side(obj)  # type: ignore[arg-type]
+
+    def _answer_side(self, obj: Any) -> SystemAnswer | None:
+        """The answer fields found at their paths in the response (None when there are none)."""
+        found: dict[str, Any] = {}
+        for name, path in self.answer_paths.items():
+            try:
+                found[name] = follow(obj, path)
+            except KeyError:
+                continue
+        return parse_answer(found, self.url, None) if found else None
 
     def ask(self, text: str, k: int) -> Answer:
         """One query, retried as configured; never raises for a backend failure."""
@@ -299,7 +330,7 @@ class HttpRetriever(Retriever):
         for attempt in range(1, self.retries + 2):
             answer.attempts = attempt
             try:
-                ranking, texts = self._attempt(text, k)
+                ranking, texts, answer.answer = self._attempt(text, k)
             except _Failure as fail:
                 answer.errors.append(clip(str(fail), 4 * _MAX_ERROR_BODY))
                 answer.status, answer.error = fail.status, answer.errors[-1]
@@ -344,6 +375,8 @@ class HttpRetriever(Retriever):
         builder = RunBuilder(self.name)
         for qid, a in zip(qids, answers, strict=True):
             self.attempts[qid] = {"attempts": a.attempts, "errors": a.errors}
+            if a.answer is not None:
+                self.answers[qid] = a.answer
             builder.add(qid, a.ranking, status=a.status, latency=a.latency, error=a.error)
         return builder.build()
 

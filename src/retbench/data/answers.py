@@ -1,0 +1,44 @@
+"""What a RAG system said beside its ranked list: the answer, what it cited, whether it abstained.
+
+A `SystemAnswer` travels next to the Run (which holds only ranked ids): system outputs files,
+the `http` adapter and a `generate:` block all produce `{query id: SystemAnswer}`, and the answer
+metrics (`metrics/answers.py`) read it through `MetricContext.answers`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SystemAnswer:
+    """One query's answer side.
+
+    `text`: the generated answer (None: the system gave none); `references`: the ids (or anchors,
+    `rel_path > heading > path`) the answer cites, in citation order; `abstained`: the system said it
+    could not answer (None: it did not say); `latency`: seconds per stage (`retrieval`, `generation`, ...).
+    """
+
+    text: str | None = None
+    references: tuple[str, ...] = ()
+    abstained: bool | None = None
+    latency: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The outputs-file form (fields left out when empty), which `io.answers.parse_answer` reads back."""
+        out: dict[str, Any] = {}
+        if self.text is not None:
+            out["answer"] = self.text
+        if self.references:
+            out["references"] = list(self.references)
+        if self.abstained is not None:
+            out["abstained"] = self.abstained
+        if self.latency:
+            out["latency"] = dict(self.latency)
+        return out
+
+
+#: output fields that make up a SystemAnswer
+ANSWER_FIELDS = ("answer", "references", "abstained", "latency")

@@ -1,0 +1,201 @@
+"""Deterministic answer metrics: a system's answer against reference answers, citations and abstention.
+
+Each metric gives one value per query and NaN where it does not apply (the mean, CIs, breakdowns,
+paired comparisons and gates count only the queries a metric applies to, and reports show "N of M"):
+
+- answer-vs-reference metrics apply to samples with at least one reference answer; each takes the
+  best (maximum) over the references. A query the system did not answer (no answer text, or it
+  abstained) scores 0 there;
+- `exact_match` and `token_f1` follow the SQuAD evaluation script (Rajpurkar et al., 2016):
+  normalize = lowercase, drop punctuation, drop the articles a/an/the, collapse whitespace;
+  EM = [normalize(answer) == normalize(reference)]; token F1 = 2PR / (P + R) with P = common
+  tokens / answer tokens and R = common tokens / reference tokens (common counted with
+  multiplicity); when either side has no token, F1 = [both have none];
+- `bleu`: sentence-level BLEU (Papineni et al., 2002) as sacrebleu's `sentence_bleu` computes it
+  (13a tokenizer, exponential smoothing), divided by 100, for each reference alone, best taken;
+- `rouge1`, `rouge2`, `rougeL`: the F-measure of ROUGE-N and ROUGE-L (Lin, 2004) as the
+  rouge-score package computes it (its default tokenizer, no stemming), best over the references;
+- `reference_containment`: 1 if some normalized reference answer occurs in the normalized answer;
+- `attribution` (attribution hit rate): applies to answerable samples with a gold support; 1 if
+  some cited reference matches a gold support: the same id, or by the anchor rule (same document,
+  and the cited heading path starts with the gold one, `guide.md > Refunds > Window` matches gold
+  `guide.md > Refunds` and gold `guide.md`);
+- `abstention_accuracy` / `hallucination_rate`: apply only to samples marked `answerable: false`;
+  1 if the system abstained / 1 if it answered anyway. A system abstained when its output says
+  `abstained: true`, or, when it does not say, when it gave no answer text;
+- `negative_match`: applies to samples with negative answers; 1 if the answer equals or contains a
+  known-wrong answer (normalized as above). Lower is better, as for `hallucination_rate`.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from retbench.data.answers import SystemAnswer
+from retbench.errors import InputError
+
+if TYPE_CHECKING:
+    from retbench.metrics.registry import MetricContext
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation)
+
+
+def squad_normalize(text: str) -> str:
+    """SQuAD's normalize_answer: lowercase, punctuation removed, articles a/an/the removed, whitespace collapsed."""
+    return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split())
+
+
+def exact_match(answer: str, reference: str) -> float:
+    return float(squad_normalize(answer) == squad_normalize(reference))
+
+
+def token_f1(answer: str, reference: str) -> float:
+    """SQuAD token F1 (see the module docstring)."""
+    pred, gold = squad_normalize(answer).split(), squad_normalize(reference).split()
+    if not pred or not gold:
+        return float(pred == gold)
+    same = sum((Counter(pred) & Counter(gold)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred), same / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def contains_reference(answer: str, reference: str) -> float:
+    needle = squad_normalize(reference)
+    return float(bool(needle) and needle in squad_normalize(answer))
+
+
+def _missing(package: str) -> InputError:
+    return InputError(
+        f"this answer metric needs the {package} package: pip install 'retbench[answers]'", field="metrics"
+    )
+
+
+def bleu(answer: str, reference: str) -> float:
+    """sacrebleu's sentence BLEU / 100 against one reference."""
+    try:
+        import sacrebleu
+    except ImportError:
+        raise _missing("sacrebleu") from None
+    return float(sacrebleu.sentence_bleu(answer, [reference]).score) / 100.0
+
+
+@lru_cache(maxsize=1)
+def _rouge_scorer() -> Any:
+    try:
+        from rouge_score import rouge_scorer
+    except ImportError:
+        raise _missing("rouge-score") from None
+    return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=False)
+
+
+def rouge(answer: str, reference: str, kind: str) -> float:
+    """The F-measure of one ROUGE kind (rouge1, rouge2, rougeL) against one reference."""
+    return float(_rouge_scorer().score(reference, answer)[kind].fmeasure)
+
+
+def best(fn: Callable[[str, str], float], answer: str, references: Sequence[str]) -> float:
+    """The best value of `fn` over the references (the usual multi-reference rule)."""
+    return max(fn(answer, r) for r in references)
+
+
+# -- per-query plumbing ---------------------------------------------------------------------------------
+def _answer(ctx: MetricContext, i: int) -> SystemAnswer | None:
+    answers = ctx.answers or {}
+    return answers.get(ctx.gm.query_ids[i])
+
+
+def abstained(answer: SystemAnswer | None) -> bool:
+    """What the output says, else whether it gave no answer text."""
+    if answer is not None and answer.abstained is not None:
+        return answer.abstained
+    return answer is None or not (answer.text or "").strip()
+
+
+def _given_text(answer: SystemAnswer | None) -> str | None:
+    """The answer text when the system answered (not abstained, text present)."""
+    if answer is None or abstained(answer) or not (answer.text or "").strip():
+        return None
+    return answer.text
+
+
+def against_references(ctx: MetricContext, fn: Callable[[str, str], float]) -> np.ndarray:
+    """Best of `fn` over each sample's reference answers; NaN where a sample has none; 0 with no answer."""
+    out = np.full(len(ctx.gm), np.nan)
+    for i, sample in enumerate(ctx.samples):
+        refs = list(getattr(sample, "answers", None) or []) if sample is not None else []
+        if not refs or getattr(sample, "answerable", None) is False:
+            continue
+        text = _given_text(_answer(ctx, i))
+        out[i] = 0.0 if text is None else best(fn, text, refs)
+    return out
+
+
+def rouge_metric(kind: str) -> Callable[[str, str], float]:
+    return lambda a, r: rouge(a, r, kind)
+
+
+def _anchor(ref: str) -> tuple[str, tuple[str, ...]]:
+    """(document, heading path) of an id or an anchor string `doc > heading > path`."""
+    from retbench.metrics.judges.anchors import normalize_heading_path  # judges import the registry
+
+    parts = normalize_heading_path(ref)
+    return (parts[0], parts[1:]) if parts else (ref, ())
+
+
+def cites_support(references: Sequence[str], supports: Sequence[str]) -> bool:
+    """True if a cited reference is a gold support or lies under one (the anchor rule, module docstring)."""
+    if set(references) & set(supports):
+        return True
+    gold = [_anchor(s) for s in supports]
+    for ref in references:
+        doc, path = _anchor(ref)
+        if any(doc == gdoc and path[: len(gpath)] == gpath for gdoc, gpath in gold):
+            return True
+    return False
+
+
+def attribution(ctx: MetricContext, level: int) -> np.ndarray:
+    """1 if the answer cites a gold support; NaN for unanswerable samples and samples without supports."""
+    out = np.full(len(ctx.gm), np.nan)
+    qrels: Mapping[str, Mapping[str, int]] = ctx.qrels or {}
+    for i in range(len(ctx.gm)):
+        sample = ctx.samples[i] if ctx.samples else None
+        if sample is not None and sample.answerable is False:
+            continue
+        supports = [d for d, g in qrels.get(ctx.gm.query_ids[i], {}).items() if g >= level]
+        if not supports:
+            continue
+        answer = _answer(ctx, i)
+        out[i] = float(answer is not None and cites_support(answer.references, supports))
+    return out
+
+
+def on_unanswerable(ctx: MetricContext, want_abstained: bool) -> np.ndarray:
+    """abstention_accuracy (want_abstained) or hallucination_rate, on `answerable: false` samples only."""
+    out = np.full(len(ctx.gm), np.nan)
+    for i, sample in enumerate(ctx.samples):
+        if sample is not None and sample.answerable is False:
+            out[i] = float(abstained(_answer(ctx, i)) == want_abstained)
+    return out
+
+
+def negative_match(ctx: MetricContext) -> np.ndarray:
+    """1 if the answer equals or contains a known-wrong answer; NaN for samples without negative answers."""
+    out = np.full(len(ctx.gm), np.nan)
+    for i, sample in enumerate(ctx.samples):
+        negatives = list(getattr(sample, "negative_answers", None) or []) if sample is not None else []
+        if not negatives:
+            continue
+        text = _given_text(_answer(ctx, i))
+        out[i] = 0.0 if text is None else best(contains_reference, text, negatives)
+    return out
