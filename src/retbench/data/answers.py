@@ -18,13 +18,16 @@ class SystemAnswer:
 
     `text`: the generated answer (None: the system gave none); `references`: the ids (or anchors,
     `rel_path > heading > path`) the answer cites, in citation order; `abstained`: the system said it
-    could not answer (None: it did not say); `latency`: seconds per stage (`retrieval`, `generation`, ...).
+    could not answer (None: it did not say); `latency`: seconds per stage (`retrieval`, `generation`, ...);
+    `error`: the answer could not be produced (a generation call's status, e.g. `judge_timeout`): every
+    answer metric that applies scores it 0, as a failed query scores 0 on retrieval metrics.
     """
 
     text: str | None = None
     references: tuple[str, ...] = ()
     abstained: bool | None = None
     latency: Mapping[str, float] = field(default_factory=dict)
+    error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The outputs-file form (fields left out when empty), which `io.answers.parse_answer` reads back."""
@@ -37,8 +40,10 @@ class SystemAnswer:
             out["abstained"] = self.abstained
         if self.latency:
             out["latency"] = dict(self.latency)
+        if self.error is not None:
+            out["error"] = self.error
         return out
 
 
 #: output fields that make up a SystemAnswer
-ANSWER_FIELDS = ("answer", "references", "abstained", "latency")
+ANSWER_FIELDS = ("answer", "references", "abstained", "latency", "error")

@@ -210,6 +210,7 @@ class Dataset:
     qrels: dict[str, Qrels]
     path: str = ""
     problems: list[str] = field(default_factory=list)
+    samples: dict[str, Sample] = field(default_factory=dict)  # a golden set's samples (answers, answerable)
 
     def split(self, split: str) -> Qrels:
         if split not in self.qrels:

@@ -5,7 +5,7 @@
 
 `references` holds cited ids or anchors: strings, or objects with an `id`, or objects with `rel_path`
 (and `heading_path`, a string `A > B` or a list), which become the anchor string `rel_path > A > B`.
-`latency` maps a stage name to seconds. Every field is optional; a record with none of them has no
+`latency` maps a stage name to seconds; `error` says why no answer was produced (it scores 0). Every field is optional; a record with none of them has no
 answer side.
 """
 
@@ -64,9 +64,13 @@ def parse_answer(rec: Mapping[str, Any], path: Path | str, line: int | None) -> 
                 line=line,
                 field=f"latency.{stage}",
             )
+    error = rec.get("error")
+    if error is not None and not isinstance(error, str):
+        raise InputError("error must be a string (why no answer was produced)", path=path, line=line, field="error")
     return SystemAnswer(
         text,
         tuple(_reference(r, n, path, line) for n, r in enumerate(refs, start=1)),
         abstained,
         {str(s): float(v) for s, v in latency.items()},
+        error,
     )

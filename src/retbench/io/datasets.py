@@ -1,7 +1,8 @@
 """Datasets by name or path, and what `retbench datasets info` reports about them.
 
-A dataset spec is one of: a shipped name (`scifact`), a BEIR folder path, or `hf:<name>` for a BEIR
-dataset on the Hugging Face hub (BeIR/<name> and BeIR/<name>-qrels; needs network).
+A dataset spec is one of: a shipped name (`scifact`), a BEIR folder path, `hf:<name>` for a BEIR
+dataset on the Hugging Face hub (BeIR/<name> and BeIR/<name>-qrels; needs network), or a golden-set
+folder (`corpus.jsonl` in BEIR's corpus format + `golden.yaml`, split `test`; e.g. the shipped `rag`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from retbench.data import Dataset
 from retbench.errors import InputError
 from retbench.io.beir import read_beir
 from retbench.io.chunking_eval import read_chunking_eval_dataset
+from retbench.io.golden import read_golden_dataset
 from retbench.io.hf import load_hf_beir
 
 
@@ -62,6 +64,8 @@ def load_dataset(
     folder = resolve(spec)
     if (folder / "questions.jsonl").is_file() and (folder / "corpora").is_dir():
         return read_chunking_eval_dataset(folder)
+    if (folder / "golden.yaml").is_file() and (folder / "corpus.jsonl").is_file():
+        return read_golden_dataset(folder, join_rule=join_rule, name=folder.name)
 
     name = folder.name if Path(spec).exists() else str(spec)
     return read_beir(folder, splits, strict=strict, join_rule=join_rule, name=name)

@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from retbench.data import Qrels, Queries, Run, RunBuilder, Sample
+from retbench.data import Dataset, Qrels, Queries, Run, RunBuilder, Sample
 from retbench.data.answers import ANSWER_FIELDS, SystemAnswer
 from retbench.data.ids import id_problem
 from retbench.errors import InputError
@@ -191,6 +191,35 @@ def read_golden(path: str | Path) -> list[Sample]:
     if not samples:
         raise InputError("golden set holds no samples", path=p)
     return samples
+
+
+def read_golden_dataset(folder: str | Path, *, join_rule: str = "title_space_text", name: str = "") -> Dataset:
+    """A golden-set folder: `corpus.jsonl` (BEIR corpus lines) and `golden.yaml`; one split, `test`.
+
+    Unanswerable samples come with empty judgements, so they stay in the split; every expected id
+    must be a corpus document.
+    """
+    from retbench.io.beir import read_corpus
+
+    p = Path(folder)
+    corpus = read_corpus(p / "corpus.jsonl", join_rule=join_rule, name=name)
+    samples = read_golden(p / "golden.yaml")
+    for s in samples:
+        unknown = [d for d in s.expected if d not in corpus]
+        if unknown:
+            raise InputError(
+                f"sample {s.id!r} expects {unknown[0]!r}, which is not in corpus.jsonl",
+                path=p / "golden.yaml",
+                field="expected_output",
+            )
+    return Dataset(
+        name or p.name,
+        corpus,
+        golden_queries(samples),
+        {"test": golden_qrels(samples)},
+        str(p),
+        samples={s.id: s for s in samples},
+    )
 
 
 def golden_qrels(samples: list[Sample]) -> Qrels:

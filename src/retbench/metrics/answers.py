@@ -23,6 +23,8 @@ paired comparisons and gates count only the queries a metric applies to, and rep
 - `abstention_accuracy` / `hallucination_rate`: apply only to samples marked `answerable: false`;
   1 if the system abstained / 1 if it answered anyway. A system abstained when its output says
   `abstained: true`, or, when it does not say, when it gave no answer text;
+- an answer that could not be produced (`error`, e.g. a generation call that timed out) scores 0 on
+  every answer metric that applies, as a failed query scores 0 on retrieval metrics;
 - `negative_match`: applies to samples with negative answers; 1 if the answer equals or contains a
   known-wrong answer (normalized as above). Lower is better, as for `hallucination_rate`.
 """
@@ -122,8 +124,8 @@ def abstained(answer: SystemAnswer | None) -> bool:
 
 
 def _given_text(answer: SystemAnswer | None) -> str | None:
-    """The answer text when the system answered (not abstained, text present)."""
-    if answer is None or abstained(answer) or not (answer.text or "").strip():
+    """The answer text when the system answered (no error, not abstained, text present)."""
+    if answer is None or answer.error is not None or abstained(answer) or not (answer.text or "").strip():
         return None
     return answer.text
 
@@ -181,11 +183,16 @@ def attribution(ctx: MetricContext, level: int) -> np.ndarray:
 
 
 def on_unanswerable(ctx: MetricContext, want_abstained: bool) -> np.ndarray:
-    """abstention_accuracy (want_abstained) or hallucination_rate, on `answerable: false` samples only."""
+    """abstention_accuracy (want_abstained) or hallucination_rate, on `answerable: false` samples only.
+
+    An answer that could not be produced (`error`) scores 0 on both, as a failed query does.
+    """
     out = np.full(len(ctx.gm), np.nan)
     for i, sample in enumerate(ctx.samples):
         if sample is not None and sample.answerable is False:
-            out[i] = float(abstained(_answer(ctx, i)) == want_abstained)
+            answer = _answer(ctx, i)
+            failed = answer is not None and answer.error is not None
+            out[i] = 0.0 if failed else float(abstained(answer) == want_abstained)
     return out
 
 

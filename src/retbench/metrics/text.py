@@ -53,6 +53,9 @@ def containment(ctx: MetricContext, k: np.ndarray | None) -> np.ndarray:
     """
     out = np.zeros(len(ctx.gm), dtype=np.float64)
     for i, sample in enumerate(ctx.samples):
+        if sample is not None and getattr(sample, "answerable", None) is False:
+            out[i] = np.nan  # an unanswerable question has no answer to contain
+            continue
         if sample is None or not sample.answer:
             qid = ctx.gm.query_ids[i]
             raise InputError(f"answer containment needs an expected answer for query {qid!r}", field="answer")

@@ -118,7 +118,8 @@ def gather(
         entry: dict[str, Any] = {"id": qid, "text": queries.get(qid, ""), "values": {}, "top": {}, "missed": {}}
         for s, ev in evs.items():
             row = cols[s].get(qid)
-            entry["values"][s] = None if row is None else [float(v) for v in ev.values[row]]
+            # null: the metric does not apply to this query (an answer metric on an unanswerable question)
+            entry["values"][s] = None if row is None else [None if v != v else float(v) for v in ev.values[row]]
             ranking = runs[s].ranking(qid) if qid in runs[s] else []
             entry["top"][s] = [[d, float(sc), judged.get(d)] for d, sc in ranking[:k]]
             pos = {d: r for r, (d, _) in enumerate(ranking, start=1)}
@@ -128,7 +129,11 @@ def gather(
         if baseline in evs and primary in first.metrics:
             j = first.metrics.index(primary)
             base = entry["values"][baseline]
-            deltas = [v[j] - base[j] for s, v in entry["values"].items() if s != baseline and v and base]
+            deltas = [
+                v[j] - base[j]
+                for s, v in entry["values"].items()
+                if s != baseline and v and base and v[j] is not None and base[j] is not None
+            ]
             entry["change"] = max(deltas, key=abs) if deltas else 0.0
         drill.queries.append(entry)
     if corpus is not None:

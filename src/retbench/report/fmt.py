@@ -105,6 +105,11 @@ def pvalue(p: float | None) -> str:
     return f"p {short[0]} {short[1:]}" if short.startswith("<") else f"p = {short}"
 
 
+def applicable(n: int, total: int) -> str:
+    """'6 of 28': the queries a metric applies to (answer metrics skip questions they do not concern)."""
+    return f"{n} of {total}"
+
+
 def coverage(answered: int, total: int) -> str:
     """'scored 298 of 300' — every mean is shown next to how many queries it stands on."""
     return f"scored {answered} of {total}"

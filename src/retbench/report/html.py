@@ -113,7 +113,7 @@ def _summary(data: ReportData) -> str:
             klass = "num best" if len(ranked) > 1 and _comparable(s) and v == best[m] else "num"
             cells.append(
                 f'<td class="{klass}" data-system="{_attr(s.name)}" data-metric="{_attr(m)}" data-value="{v!r}">'
-                f"{v:.4f}{dagger}{ci}</td>"
+                f"{v:.4f}{dagger}{ci}{escape(s.applies_note(m))}</td>"
             )
         rows.append(f"<tr>{''.join(cells)}</tr>")
     header = ["system", "coverage", *(escape(fmt.metric_label(m)) for m in data.metrics)]

@@ -173,10 +173,20 @@ def report_markdown(data: Any) -> str:
         for m in data.metrics:
             v = s.means.get(m)
             ci = s.ci.get(m)
-            cells.append("—" if v is None else f"{v:.4f}{dagger}" + (f" [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""))
+            cells.append(
+                "—"
+                if v is None
+                else f"{v:.4f}{dagger}" + (f" [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else "") + s.applies_note(m)
+            )
         rows.append(cells)
     lines += _table(["system", "coverage", *(fmt.metric_label(m) for m in data.metrics)], rows)
     lines += ["", "Means with 95% percentile-bootstrap intervals over queries.", ""]
+    if any(s.applies for s in data.systems):
+        lines += [
+            "A metric that concerns only some questions (answer metrics: reference answers, `answerable: false`) "
+            "is averaged over those, shown as (n of M).",
+            "",
+        ]
     if data.comparison is not None:
         lines.append(comparison_markdown(data.comparison, top_metric=data.primary, level=2))
     timed = [s for s in data.systems if s.latency]

@@ -21,6 +21,7 @@ from retbench.data import Run
 from retbench.errors import InputError
 from retbench.evaluation import Evaluation, coverage
 from retbench.metrics.registry import parse_metric
+from retbench.report import fmt
 from retbench.results import load_results
 from retbench.results.read import Results
 
@@ -37,6 +38,14 @@ class SystemSummary:
     describe: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     resources: dict[str, Any] = field(default_factory=dict)  # the manifest's resource figures
+    applies: dict[str, tuple[int, int]] = field(default_factory=dict)  # metric -> (n, of) when it applies to some
+
+    def applies_note(self, metric: str) -> str:
+        """ " (n of M)" for a metric that applies to only some queries (answer metrics), else ""."""
+        if metric not in self.applies:
+            return ""
+        n, of = self.applies[metric]
+        return f" ({fmt.applicable(n, of)})"
 
     @property
     def answered(self) -> int:
@@ -228,6 +237,9 @@ def _summaries(
             for m, a in agg.items()
             if isinstance(a, dict) and a.get("ci_low") is not None and a.get("ci_high") is not None
         }
+        applies = {
+            m: (int(a["n"]), int(a["of"])) for m, a in agg.items() if isinstance(a, dict) and a.get("of") is not None
+        }
         ev = evs[s] = res.evaluation(s)
         ev.system = s
         run = runs[s] = res.run(s)
@@ -245,6 +257,7 @@ def _summaries(
                 dict(info.get("describe") or {}),
                 dict(info.get("timings") or {}),
                 dict(info.get("resources") or {}),
+                applies,
             )
         )
     return systems, evs, runs

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 from retbench.data import QueryStatus, Run
+from retbench.data.answers import SystemAnswer
 from retbench.errors import InputError
 from retbench.io.files import iter_jsonl, json_safe
 from retbench.io.trec import read_run, write_run
@@ -93,6 +94,22 @@ def save_run(run: Run, sysdir: SystemDir) -> None:
     sysdir.root.mkdir(parents=True, exist_ok=True)
     replace_atomically(sysdir.run, lambda tmp: write_run(run, tmp))
     write_status(run, sysdir.status)
+
+
+def save_answers(answers: Mapping[str, SystemAnswer], sysdir: SystemDir) -> None:
+    """The answer side of every query (`{"id", "answer", "references", ...}` a line), atomically."""
+    with atomic_text(sysdir.answers) as fh:
+        for qid, a in answers.items():
+            fh.write(redact(json.dumps(json_safe({"id": qid, **a.to_dict()}), ensure_ascii=False)) + "\n")
+
+
+def load_answers(sysdir: SystemDir) -> dict[str, SystemAnswer]:
+    """The answers `save_answers` wrote ({} when the system gave none)."""
+    if not sysdir.answers.is_file():
+        return {}
+    from retbench.io.golden import read_outputs
+
+    return read_outputs(sysdir.answers).answers
 
 
 def save_table(evaluation: Any, sysdir: SystemDir) -> None:

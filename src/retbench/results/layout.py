@@ -64,6 +64,11 @@ class SystemDir:
     def journal(self) -> Path:
         return self.root / "journal.jsonl"
 
+    @property
+    def answers(self) -> Path:
+        """The answer side of each query (RAG systems), in the system-outputs format."""
+        return self.root / "answers.jsonl"
+
     def is_done(self, config_hash: str) -> bool:
         if not self.done.is_file():
             return False

@@ -42,9 +42,11 @@ from retbench.data import Dataset, Queries, Run
 from retbench.errors import ConfigError, InputError
 from retbench.evaluation import evaluate
 from retbench.io.datasets import load_dataset
+from retbench.llm.generate import GenerateSpec, GeneratingRetriever, Generator
 from retbench.metrics.agreement import reference_agreement
 from retbench.metrics.registry import DEFAULT_METRICS, parse_metric
 from retbench.results import SystemDir, load_run, write_json
+from retbench.results.files import load_answers
 from retbench.results.layout import OutputLock, cell_keys
 from retbench.retrievers.base import create
 from retbench.retrievers.filters import query_filters, require_filters
@@ -113,6 +115,7 @@ class ExperimentConfig:
     reranks: dict[str, RerankSpec] = field(default_factory=dict)  # by system name
     reference: str | None = None  # a system (exact search) whose top-k the others are measured against
     reference_k: int = 10
+    generates: dict[str, GenerateSpec] = field(default_factory=dict)  # by system name: answers from a chat model
 
     def search_fingerprint(self, system: SystemSpec, dataset: DatasetSpec) -> str:
         """What the ranked lists depend on (the journal must match it): system, data, depth."""
@@ -142,7 +145,7 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
     datasets_raw = raw.get("datasets")
     require(isinstance(datasets_raw, list) and len(datasets_raw) > 0, "list at least one dataset", source, "datasets")
     datasets = [DatasetSpec.from_config(d, source, f"datasets[{i}]", seed=seed) for i, d in enumerate(datasets_raw)]
-    systems = system_list(raw.get("systems"), source, extra_keys=frozenset({"rerank"}))
+    systems = system_list(raw.get("systems"), source, extra_keys=frozenset({"rerank", "generate"}))
     evaluation = EvalSettings.from_config(raw.get("evaluation"), source)
     metrics = raw.get("metrics", DEFAULT_METRICS)
     require(
@@ -167,6 +170,11 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
     for i, s in enumerate(systems):  # depth must reach every metric's cutoff (an uncut metric: `depth`)
         if "rerank" in s.extra:
             cfg.reranks[s.name] = parse_rerank(s.extra["rerank"], cutoffs, where=source, fld=f"systems[{i}].rerank")
+        if "generate" in s.extra:
+            try:
+                cfg.generates[s.name] = GenerateSpec.from_config(s.extra["generate"], where=f"systems[{i}].generate")
+            except ConfigError as exc:
+                raise ConfigError(exc.reason, path=source, field=exc.field) from None
     return cfg
 
 
@@ -227,9 +235,9 @@ def prepare_dataset(spec: DatasetSpec) -> tuple[Dataset, Queries]:
         others = [d for d in ds.corpus.ids if d not in keep]
         keep.update(rng.sample(others, max(0, spec.corpus_sample - len(keep))))
         corpus = ds.corpus.subset([d for d in ds.corpus.ids if d in keep])
-        ds = Dataset(ds.name, corpus, ds.queries, {spec.split: qrels.subset(qids)}, ds.path, ds.problems)
+        ds = Dataset(ds.name, corpus, ds.queries, {spec.split: qrels.subset(qids)}, ds.path, ds.problems, ds.samples)
     else:
-        ds = Dataset(ds.name, ds.corpus, ds.queries, {spec.split: qrels.subset(qids)}, ds.path, ds.problems)
+        ds = Dataset(ds.name, ds.corpus, ds.queries, {spec.split: qrels.subset(qids)}, ds.path, ds.problems, ds.samples)
     return ds, ds.queries.subset(qids)
 
 
@@ -288,6 +296,16 @@ def _require_relevant(qrels: Any, settings: EvalSettings, path: str, split: str)
         )
 
 
+def _system(cfg: ExperimentConfig, spec: SystemSpec, key: str) -> Any:
+    """The retriever of one cell; with a `generate:` block it also answers each query (llm/generate.py)."""
+    retriever = create(spec.adapter, spec.params, name=key, where=cfg.source)
+    gen = cfg.generates.get(spec.name)
+    if gen is None:
+        return retriever
+    log = SystemDir.of(cfg.output, key).root / "generate_calls.jsonl"
+    return GeneratingRetriever(retriever, Generator(gen, log_path=log))
+
+
 def _rerank_hook(rr: RerankSpec, queries: Queries, corpus: Any, cell: Cell, cfg: ExperimentConfig, qrels: Any) -> Any:
     """The cell runner's rerank stage: (first-stage run) -> (reranked run, summary block, manifest block)."""
 
@@ -338,10 +356,15 @@ def _run_locked(
         _require_relevant(qrels, cfg.evaluation, ds.path, dspec.split)
         manifest["datasets"].append(dataset_manifest(ds, dspec, queries, time.perf_counter() - t0))
 
-        def score(run: Any, qrels: Any = qrels) -> Any:
-            return evaluate(run, qrels, cfg.metrics, **cfg.evaluation.evaluate_kwargs())
-
         for key, sspec in systems:
+
+            def score(run: Any, qrels: Any = qrels, ds: Dataset = ds, key: str = key) -> Any:
+                extra: dict[str, Any] = {}
+                if ds.samples:  # a golden set: per-sample k, reference answers, answerable flags
+                    answers = load_answers(SystemDir.of(cfg.output, key))
+                    extra = {"samples": ds.samples, "texts": ds.corpus, "answers": answers or None}
+                return evaluate(run, qrels, cfg.metrics, **cfg.evaluation.evaluate_kwargs(), **extra)
+
             cell = Cell(
                 key,
                 SystemDir.of(out, key),
@@ -350,7 +373,7 @@ def _run_locked(
                 max(cfg.depth, rr.depth) if (rr := cfg.reranks.get(sspec.name)) else cfg.depth,
                 cfg.batch_size,
             )
-            lazy = LazyRetriever(partial(create, sspec.adapter, sspec.params, name=key, where=cfg.source))
+            lazy = LazyRetriever(partial(_system, cfg, sspec, key))
             if not cell.sysdir.is_done(cell.cell_hash) or force:
                 require_filters(lazy(), query_filters(queries, list(queries)))  # before paying for an index
             try:

@@ -30,7 +30,7 @@ from retbench.data import Corpus, Queries, Run
 from retbench.errors import BackendError
 from retbench.evaluation import Evaluation, coverage
 from retbench.results import SystemDir, read_json, save_run, write_json
-from retbench.results.files import save_table
+from retbench.results.files import save_answers, save_table
 from retbench.results.journal import Journal
 from retbench.studies.executors import InProcess, encoders_of
 from retbench.studies.resources import rate, size_on_disk, stage
@@ -125,7 +125,7 @@ def run_cell(
         log(f"{cell.key}: finished earlier, skipped (use --force to redo)")
         return _finished(cell)
     if force:
-        for f in (cell.sysdir.journal, cell.sysdir.done):
+        for f in (cell.sysdir.journal, cell.sysdir.done, cell.sysdir.answers):
             f.unlink(missing_ok=True)
     cell.sysdir.done.unlink(missing_ok=True)
     cell.sysdir.root.mkdir(parents=True, exist_ok=True)
@@ -203,6 +203,8 @@ def _finish(
         outcome.first_error = f"query {failed[0]}: {run.errors.get(failed[0], run.status[failed[0]].value)}"
     t0 = time.perf_counter()
     save_run(run, cell.sysdir)
+    if getattr(retriever, "answers", None):  # a RAG system's answer side (http endpoint, generate block)
+        save_answers(retriever.answers, cell.sysdir)
     evaluation = score(run)
     save_table(evaluation, cell.sysdir)
     aggregates = evaluation.aggregate(**aggregate)

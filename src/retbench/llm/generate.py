@@ -1,0 +1,213 @@
+"""A system's `generate:` block: answers from a chat model over the system's own top retrieved chunks.
+
+    systems:
+      - name: bm25
+        adapter: bm25s
+        generate:
+          llm: {local: {model_file: .retbench-cache/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf}}
+          prompt: answer_v1        # a versioned template in llm/prompts (or your own <name>_v<N>.txt)
+          context_k: 3             # how many retrieved chunks go into the context, rank order
+          abstain: "I cannot answer from the context."
+
+The generator holds everything but the retriever fixed, so two retrievers are compared by the answers
+they lead to. Calls go through the judge's machinery (`llm/judge.py`): `llm` is a `judge:` block
+(any OpenAI-compatible endpoint, or a loopback tinyq4 on a GGUF file), answers are cached by the
+exact messages sent and every call is logged to `generate_calls.jsonl` beside the system's results.
+
+The context numbers the chunks `[1] text`, `[2] text`, ...; citations `[n]` in the answer become the
+references (the chunk ids); the answer is an abstention when, normalized, it starts with the
+`abstain` text. A failed call leaves the query with an `error` answer (scored 0), never a made-up one.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from retbench.data import Corpus, Queries, Run
+from retbench.data.answers import SystemAnswer
+from retbench.errors import ConfigError
+from retbench.llm.prompts import load_prompt
+from retbench.llm.settings import JudgeSettings
+from retbench.retrievers.base import Ranking, Retriever
+
+KEYS = frozenset({"llm", "prompt", "context_k", "abstain", "max_chars"})
+_CITE = re.compile(r"\[(\d{1,3})\]")
+
+
+@dataclass(frozen=True)
+class GenerateSpec:
+    """A validated `generate:` block."""
+
+    llm: JudgeSettings
+    prompt: str = "answer_v1"
+    context_k: int = 3
+    abstain: str = "I cannot answer from the context."
+    max_chars: int = 1200  # of each chunk in the context (small models have small windows)
+
+    @classmethod
+    def from_config(cls, raw: Any, where: str = "generate") -> GenerateSpec:
+        if not isinstance(raw, Mapping):
+            raise ConfigError("generate must be a mapping with an llm block", field=where)
+        unknown = sorted(set(raw) - KEYS)
+        if unknown:
+            raise ConfigError(
+                f"unknown key {unknown[0]!r} (known: {', '.join(sorted(KEYS))})", field=f"{where}.{unknown[0]}"
+            )
+        llm = JudgeSettings.from_config(raw.get("llm"), where=f"{where}.llm")
+        prompt = str(raw.get("prompt", "answer_v1"))
+        load_prompt(prompt)  # an unknown prompt fails before any work
+        out: dict[str, Any] = {}
+        for name in ("context_k", "max_chars"):
+            if name in raw:
+                value = raw[name]
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise ConfigError(f"must be a positive integer, got {value!r}", field=f"{where}.{name}")
+                out[name] = value
+        abstain = raw.get("abstain", cls.abstain)
+        if not isinstance(abstain, str) or not abstain.strip():
+            raise ConfigError("abstain must be a non-empty string", field=f"{where}.abstain")
+        return cls(llm.with_(prompt=prompt, max_tokens=llm.max_tokens), prompt, abstain=abstain, **out)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "llm": self.llm.to_manifest(),
+            "prompt": load_prompt(self.prompt).describe(),
+            "context_k": self.context_k,
+            "abstain": self.abstain,
+            "max_chars": self.max_chars,
+        }
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def read_answer(text: str, context_ids: Sequence[str], abstain: str) -> SystemAnswer:
+    """A model's reply -> SystemAnswer: citations [n] -> chunk ids, the abstain text -> abstained."""
+    cited = []
+    for m in _CITE.finditer(text):
+        n = int(m[1])
+        if 1 <= n <= len(context_ids) and context_ids[n - 1] not in cited:
+            cited.append(context_ids[n - 1])
+    return SystemAnswer(text.strip(), tuple(cited), _norm(text).startswith(_norm(abstain)))
+
+
+class Generator:
+    """Answers each query from its top `context_k` chunks through one pinned chat model."""
+
+    def __init__(self, spec: GenerateSpec, *, log_path: Path | None = None, cache_dir: Path | None = None) -> None:
+        self.spec = spec
+        self.log_path, self.cache_dir = log_path, cache_dir
+        self._stack = ExitStack()
+        self._judge: Any = None
+
+    def _open(self) -> Any:
+        """The judge-machinery client, its server started on first use (a local model) and kept until close()."""
+        if self._judge is None:
+            from retbench.llm.judge import Judge, open_base_url
+
+            url = self._stack.enter_context(open_base_url(self.spec.llm))
+            self._judge = Judge(
+                self.spec.llm,
+                self.spec.prompt,
+                base_url=url,
+                log_path=self.log_path,
+                cache_dir=self.cache_dir,
+                parse=lambda text: (text, "ok"),
+            )
+        return self._judge
+
+    def answer(
+        self, queries: Mapping[str, str], rankings: Mapping[str, Ranking], corpus: Corpus
+    ) -> dict[str, SystemAnswer]:
+        """{query id: SystemAnswer} for every query; generation seconds go into each answer's latency."""
+        items, contexts = [], {}
+        for qid, question in queries.items():
+            ids = [d for d, _ in rankings.get(qid, [])[: self.spec.context_k] if d in corpus]
+            contexts[qid] = ids
+            context = "\n\n".join(
+                f"[{n}] {corpus.joined(corpus.index[d])[: self.spec.max_chars]}" for n, d in enumerate(ids, 1)
+            )
+            items.append(
+                (qid, {"context": context or "(no passages)", "question": question, "abstain": self.spec.abstain})
+            )
+        if not items:
+            return {}
+        judge = self._open()
+        t0 = time.perf_counter()
+        verdicts = judge.judge(items)
+        each = (time.perf_counter() - t0) / len(items)
+        out = {}
+        for v in verdicts:
+            if v.ok:
+                a = read_answer(v.raw, contexts[v.key], self.spec.abstain)
+                out[v.key] = SystemAnswer(a.text, a.references, a.abstained, {"generation": 0.0 if v.cached else each})
+            else:
+                out[v.key] = SystemAnswer(error=v.status, latency={"generation": each})
+        return out
+
+    def manifest(self) -> dict[str, Any]:
+        return self._judge.manifest() if self._judge is not None else {}
+
+    def close(self) -> None:
+        self._stack.close()
+        self._judge = None
+
+
+class GeneratingRetriever(Retriever):
+    """A retriever whose search also answers each query with a `Generator`; answers land in `self.answers`."""
+
+    def __init__(self, inner: Retriever, generator: Generator) -> None:
+        super().__init__(inner.name)
+        self.inner, self.generator = inner, generator
+        self.adapter = inner.adapter
+        self.capabilities = inner.capabilities - {"async"}
+        self.components = [inner]  # encoders_of() finds the inner retriever's encoder
+        self.answers: dict[str, SystemAnswer] = {}
+        self.corpus: Corpus | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {**self.inner.describe(), "generate": self.generator.spec.describe()}
+
+    def fingerprint(self) -> str:
+        return self.inner.fingerprint()
+
+    def index(self, corpus: Corpus) -> None:
+        self.corpus = corpus
+        self.inner.index(corpus)
+
+    def search(self, queries: Queries, k: int, *, batch_size: int = 0) -> Run:
+        """The inner search, then one answer per answered query from its top chunks."""
+        run = self.inner.search(queries, k, batch_size=batch_size)
+        if self.corpus is None:
+            raise ConfigError("a generate block needs the corpus: index() before search()", field="generate")
+        asked = {q: queries[q] for q in run.query_ids if not run.status[q].failed}
+        rankings = {q: run.ranking(q) for q in asked}
+        for qid, answer in self.generator.answer(asked, rankings, self.corpus).items():
+            retrieval = run.latency.get(qid)
+            stages = {**({"retrieval": retrieval} if retrieval is not None else {}), **answer.latency}
+            self.answers[qid] = SystemAnswer(answer.text, answer.references, answer.abstained, stages, answer.error)
+        return run
+
+    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
+        return self.inner.search_batch(texts, k)
+
+    def save(self, path: str | Path) -> None:
+        self.inner.save(path)
+
+    def load(self, path: str | Path) -> None:
+        self.inner.load(path)
+
+    def close(self) -> None:
+        try:
+            self.generator.close()
+        finally:
+            close = getattr(self.inner, "close", None)
+            if callable(close):
+                close()
