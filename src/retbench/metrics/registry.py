@@ -254,16 +254,11 @@ def _answer_builtins() -> list[Builtin]:
     """The answer metrics of metrics/answers.py (module docstring there gives every formula)."""
     a = answers
 
+    def answer(name: str, fn: Any, description: str, aliases: tuple[str, ...] = (), binary: bool = False) -> Builtin:
+        return Builtin(name, "none", lambda c, k, lv, p: fn(c, lv), description, aliases, binary, answer_side=True)
+
     def ref(name: str, fn: Any, description: str, aliases: tuple[str, ...] = ()) -> Builtin:
-        return Builtin(
-            name,
-            "none",
-            lambda c, k, lv, p: a.against_references(c, fn),
-            description,
-            aliases,
-            binary=False,
-            answer_side=True,
-        )
+        return answer(name, lambda c, lv: a.against_references(c, fn), description, aliases)
 
     return [
         ref("exact_match", a.exact_match, "SQuAD exact match with the best reference answer", ("em",)),
@@ -273,40 +268,26 @@ def _answer_builtins() -> list[Builtin]:
         ref("rouge2", a.rouge_metric("rouge2"), "ROUGE-2 F (rouge-score), best reference"),
         ref("rougeL", a.rouge_metric("rougeL"), "ROUGE-L F (rouge-score), best reference"),
         ref("reference_containment", a.contains_reference, "1 if a reference answer occurs in the answer"),
-        Builtin(
+        answer(
             "attribution",
-            "none",
-            lambda c, k, lv, p: a.attribution(c, lv),
+            a.attribution,
             "1 if the answer cites a gold support (answerable questions)",
             ("attribution_hit", "attribution_hit_rate"),
-            answer_side=True,
+            binary=True,
         ),
-        Builtin(
+        answer(
             "abstention_accuracy",
-            "none",
-            lambda c, k, lv, p: a.on_unanswerable(c, want_abstained=True),
+            lambda c, lv: a.on_unanswerable(c, want_abstained=True),
             "1 if the system abstained (unanswerable questions only)",
             ("abstention",),
-            binary=False,
-            answer_side=True,
         ),
-        Builtin(
+        answer(
             "hallucination_rate",
-            "none",
-            lambda c, k, lv, p: a.on_unanswerable(c, want_abstained=False),
+            lambda c, lv: a.on_unanswerable(c, want_abstained=False),
             "1 if the system answered an unanswerable question (lower is better)",
             ("hallucination",),
-            binary=False,
-            answer_side=True,
         ),
-        Builtin(
-            "negative_match",
-            "none",
-            lambda c, k, lv, p: a.negative_match(c),
-            "1 if the answer contains a known-wrong answer (lower is better)",
-            binary=False,
-            answer_side=True,
-        ),
+        answer("negative_match", lambda c, lv: a.negative_match(c), "1 if the answer contains a known-wrong answer"),
     ]
 
 
