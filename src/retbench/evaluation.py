@@ -40,6 +40,7 @@ from retbench.io.golden import read_golden, read_outputs
 from retbench.io.trec import read_qrels, read_run
 from retbench.metrics.judges import judge_qrels, run_rows
 from retbench.metrics.registry import MetricContext, MetricSpec, parse_metric, parse_metrics
+from retbench.stats import bootstrap_means, column_means
 
 MODES = ("trec_eval", "pytrec_eval")
 NO_RELEVANT = ("skip", "zero", "one")
@@ -350,34 +351,6 @@ def coverage(ev: Evaluation, run: Run) -> dict[str, Any]:
         "skipped_no_relevant": len(ev.skipped or []),
         "mode": ev.mode,
     }
-
-
-def bootstrap_means(values: np.ndarray, *, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
-    """[n_boot, n_metrics] means of queries resampled with replacement (batched to bound memory)."""
-    n, m = values.shape
-    rng = np.random.default_rng(seed)
-    out = np.empty((n_boot, m), dtype=np.float64)
-    batch = max(1, min(n_boot, 4_000_000 // max(n * m, 1)))
-    for start in range(0, n_boot, batch):
-        b = min(batch, n_boot - start)
-        idx = rng.integers(0, n, size=(b, n))
-        out[start : start + b] = column_means(values[idx], axis=1)
-    return out
-
-
-def column_means(values: np.ndarray, axis: int = 0) -> np.ndarray:
-    """Means along `axis` that leave NaN (a metric that does not apply to a query) out; NaN if all are."""
-    values = np.asarray(values, dtype=np.float64)
-    if values.shape[axis] == 0:
-        shape = list(values.shape)
-        del shape[axis]
-        return np.full(shape, np.nan)
-    missing = np.isnan(values)
-    if not missing.any():
-        return values.mean(axis=axis)
-    counts = (~missing).sum(axis=axis)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(counts > 0, np.where(missing, 0.0, values).sum(axis=axis) / counts, np.nan)
 
 
 def _sample_map(samples: Mapping[str, Sample] | Sequence[Sample] | None) -> dict[str, Sample]:

@@ -180,3 +180,31 @@ def effect_size(deltas: np.ndarray) -> float:
     if sd == 0.0:
         return 0.0 if float(d.mean()) == 0.0 else math.copysign(math.inf, float(d.mean()))
     return float(d.mean()) / sd
+
+
+def bootstrap_means(values: np.ndarray, *, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
+    """[n_boot, n_metrics] means of queries resampled with replacement (batched to bound memory)."""
+    n, m = values.shape
+    rng = np.random.default_rng(seed)
+    out = np.empty((n_boot, m), dtype=np.float64)
+    batch = max(1, min(n_boot, 4_000_000 // max(n * m, 1)))
+    for start in range(0, n_boot, batch):
+        b = min(batch, n_boot - start)
+        idx = rng.integers(0, n, size=(b, n))
+        out[start : start + b] = column_means(values[idx], axis=1)
+    return out
+
+
+def column_means(values: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Means along `axis` that leave NaN (a metric that does not apply to a query) out; NaN if all are."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape[axis] == 0:
+        shape = list(values.shape)
+        del shape[axis]
+        return np.full(shape, np.nan)
+    missing = np.isnan(values)
+    if not missing.any():
+        return values.mean(axis=axis)
+    counts = (~missing).sum(axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, np.where(missing, 0.0, values).sum(axis=axis) / counts, np.nan)

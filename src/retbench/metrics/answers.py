@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 import string
+import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
@@ -44,7 +45,7 @@ from retbench.data.answers import SystemAnswer
 from retbench.errors import InputError
 
 if TYPE_CHECKING:
-    from retbench.metrics.registry import MetricContext
+    from retbench.metrics.registry import Builtin, MetricContext
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)
@@ -206,3 +207,46 @@ def negative_match(ctx: MetricContext) -> np.ndarray:
         text = _given_text(_answer(ctx, i))
         out[i] = 0.0 if text is None else best(contains_reference, text, negatives)
     return out
+
+
+def builtins() -> list[Builtin]:
+    """These metrics as registry entries (the registry registers them at import)."""
+    from retbench.metrics.registry import Builtin  # the registry imports this module
+
+    a = sys.modules[__name__]
+
+    def answer(name: str, fn: Any, description: str, aliases: tuple[str, ...] = (), binary: bool = False) -> Builtin:
+        return Builtin(name, "none", lambda c, k, lv, p: fn(c, lv), description, aliases, binary, answer_side=True)
+
+    def ref(name: str, fn: Any, description: str, aliases: tuple[str, ...] = ()) -> Builtin:
+        return answer(name, lambda c, lv: a.against_references(c, fn), description, aliases)
+
+    return [
+        ref("exact_match", a.exact_match, "SQuAD exact match with the best reference answer", ("em",)),
+        ref("token_f1", a.token_f1, "SQuAD token F1 with the best reference answer"),
+        ref("bleu", a.bleu, "sentence BLEU (sacrebleu) / 100, best reference"),
+        ref("rouge1", a.rouge_metric("rouge1"), "ROUGE-1 F (rouge-score), best reference"),
+        ref("rouge2", a.rouge_metric("rouge2"), "ROUGE-2 F (rouge-score), best reference"),
+        ref("rougeL", a.rouge_metric("rougeL"), "ROUGE-L F (rouge-score), best reference"),
+        ref("reference_containment", a.contains_reference, "1 if a reference answer occurs in the answer"),
+        answer(
+            "attribution",
+            a.attribution,
+            "1 if the answer cites a gold support (answerable questions)",
+            ("attribution_hit", "attribution_hit_rate"),
+            binary=True,
+        ),
+        answer(
+            "abstention_accuracy",
+            lambda c, lv: a.on_unanswerable(c, want_abstained=True),
+            "1 if the system abstained (unanswerable questions only)",
+            ("abstention",),
+        ),
+        answer(
+            "hallucination_rate",
+            lambda c, lv: a.on_unanswerable(c, want_abstained=False),
+            "1 if the system answered an unanswerable question (lower is better)",
+            ("hallucination",),
+        ),
+        answer("negative_match", lambda c, lv: a.negative_match(c), "1 if the answer contains a known-wrong answer"),
+    ]

@@ -250,47 +250,6 @@ def _builtins() -> list[Builtin]:
     ]
 
 
-def _answer_builtins() -> list[Builtin]:
-    """The answer metrics of metrics/answers.py (module docstring there gives every formula)."""
-    a = answers
-
-    def answer(name: str, fn: Any, description: str, aliases: tuple[str, ...] = (), binary: bool = False) -> Builtin:
-        return Builtin(name, "none", lambda c, k, lv, p: fn(c, lv), description, aliases, binary, answer_side=True)
-
-    def ref(name: str, fn: Any, description: str, aliases: tuple[str, ...] = ()) -> Builtin:
-        return answer(name, lambda c, lv: a.against_references(c, fn), description, aliases)
-
-    return [
-        ref("exact_match", a.exact_match, "SQuAD exact match with the best reference answer", ("em",)),
-        ref("token_f1", a.token_f1, "SQuAD token F1 with the best reference answer"),
-        ref("bleu", a.bleu, "sentence BLEU (sacrebleu) / 100, best reference"),
-        ref("rouge1", a.rouge_metric("rouge1"), "ROUGE-1 F (rouge-score), best reference"),
-        ref("rouge2", a.rouge_metric("rouge2"), "ROUGE-2 F (rouge-score), best reference"),
-        ref("rougeL", a.rouge_metric("rougeL"), "ROUGE-L F (rouge-score), best reference"),
-        ref("reference_containment", a.contains_reference, "1 if a reference answer occurs in the answer"),
-        answer(
-            "attribution",
-            a.attribution,
-            "1 if the answer cites a gold support (answerable questions)",
-            ("attribution_hit", "attribution_hit_rate"),
-            binary=True,
-        ),
-        answer(
-            "abstention_accuracy",
-            lambda c, lv: a.on_unanswerable(c, want_abstained=True),
-            "1 if the system abstained (unanswerable questions only)",
-            ("abstention",),
-        ),
-        answer(
-            "hallucination_rate",
-            lambda c, lv: a.on_unanswerable(c, want_abstained=False),
-            "1 if the system answered an unanswerable question (lower is better)",
-            ("hallucination",),
-        ),
-        answer("negative_match", lambda c, lv: a.negative_match(c), "1 if the answer contains a known-wrong answer"),
-    ]
-
-
 # trec_eval's cut measures whose suffix is the cutoff, and the retbench metric each is
 _TREC_CUT = {"P": "P", "recall": "recall", "success": "hit", "ndcg_cut": "ndcg", "map_cut": "map"}
 _TREC_PLAIN = {"recip_rank": "mrr", "Rprec": "rprec", "map": "map", "ndcg": "ndcg"}
@@ -544,5 +503,5 @@ def expand_trec_list(spec: str) -> list[str]:
     return [f"{m[1]}.{k}" for k in m[2].split(",")]
 
 
-for _m in [*_builtins(), *_answer_builtins()]:
+for _m in [*_builtins(), *answers.builtins()]:
     register(_m)  # type: ignore[arg-type]

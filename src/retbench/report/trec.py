@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retbench.evaluation import column_means
 from retbench.report import fmt
+from retbench.stats import column_means
 
 if TYPE_CHECKING:
     from retbench.evaluation import Evaluation
