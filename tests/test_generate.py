@@ -127,7 +127,7 @@ def test_a_benchmark_with_generate_saves_answers_and_reports_applicable_counts(
     cfg = {
         "name": "tiny-rag",
         "output": str(tmp_path / "out"),
-        "depth": 3,
+        "depth": 10,
         "metrics": ["recall@1", "token_f1", "abstention_accuracy", "hallucination_rate"],
         "datasets": [{"name": str(data), "split": "test"}],
         "systems": [{"name": "bm25", "adapter": "bm25s", "generate": {"llm": _llm(url, model), "context_k": 1}}],
