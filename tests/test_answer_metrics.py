@@ -258,3 +258,25 @@ def test_retbench_eval_scores_answers_of_a_rag_outputs_file(tmp_path):
     assert data["breakdown"]["unanswerable"]["hallucination_rate"] == 0.5
     table = CliRunner().invoke(app, ["eval", str(gold), str(out)])
     assert table.exit_code == 0 and "2 of 4" in table.output
+
+
+def test_gates_cap_a_lower_is_better_metric_and_call_its_rise_the_regression(rag, tmp_path):
+    samples, out = rag
+    a = _evaluate(samples, out)  # hallucination_rate 0.5 on the two unanswerable questions
+    worse = dict(out.answers)
+    worse["q3"] = SystemAnswer("It was 1999.", (), False)  # now answers the other unanswerable one too
+    b = evaluate(out.run, qrels_from_samples(samples), METRICS, samples=samples, answers=worse, system="b")
+    crit = tmp_path / "criteria.yaml"
+    crit.write_text("gates:\n  - {name: halluc, metric: hallucination_rate, threshold: 0.6, regression_max: 0.1}\n")
+    ok = run_gates(load_criteria(crit), a, a, n_resamples=200)
+    assert ok.results[0].passed and ok.results[0].checks[0].kind == "ceiling"  # 0.5 <= 0.6 passes a ceiling
+    bad = run_gates(load_criteria(crit), b, a, n_resamples=200)
+    r = bad.results[0]
+    assert r.candidate == 1.0 and not r.passed
+    kinds = {c.kind: c for c in r.checks}
+    assert not kinds["ceiling"].passed and kinds["regression"].value == pytest.approx(0.5)
+    from retbench.report.gate_comment import reasons, render_comment
+
+    why = " ".join(reasons(r))
+    assert "above the 60.0% ceiling" in why and "the rise of" in why
+    assert "at most 60.0%" in render_comment(bad)

@@ -42,7 +42,7 @@ from retbench.compare import (
     side_counts,
 )
 from retbench.errors import EXIT_BACKEND, EXIT_GATE_FAILED, EXIT_OK, ConfigError
-from retbench.metrics.registry import parse_metric
+from retbench.metrics.registry import lower_is_better, parse_metric
 
 SEVERITIES = ("error", "warning")
 TOP_KEYS = {"gates", "alpha", "require_significance", "max_failed_queries", "description"}
@@ -275,14 +275,15 @@ class Check:
     """One limit applied to one scope (the whole set, or one tag's queries)."""
 
     scope: str  # "all" or a tag
-    kind: str  # "floor" or "regression"
+    kind: str  # "floor", "ceiling" (a lower-is-better metric's threshold) or "regression"
     limit: float
-    value: float  # the candidate mean (floor) or the drop in metric units (regression)
+    value: float  # the candidate mean (floor/ceiling) or the worsening in metric units (regression)
     passed: bool
     #: a regression past its limit that is let through because the drop is not significant (p >= alpha)
     waived: bool = False
     p: float | None = None
     alpha: float | None = None
+    lower_is_better: bool = False  # the metric's direction: its regression is a rise
 
 
 @dataclass
@@ -481,14 +482,17 @@ def _scope_checks(
 ) -> list[Check]:
     out = []
     cmean = float(cand.mean()) if cand.size else math.nan
+    lower = lower_is_better(gate.metric)  # then the threshold is a ceiling and a rise is the regression
     if lim.threshold is not None:
-        out.append(Check(scope, "floor", lim.threshold, cmean, bool(cmean >= lim.threshold - EPS)))
+        ok = cmean <= lim.threshold + EPS if lower else cmean >= lim.threshold - EPS
+        out.append(Check(scope, "ceiling" if lower else "floor", lim.threshold, cmean, bool(ok)))
     if lim.regression_max is not None and base is not None:
-        drop = float(base.mean() - cand.mean()) if cand.size else math.nan
+        worse = (cand.mean() - base.mean()) if lower else (base.mean() - cand.mean())
+        drop = float(worse) if cand.size else math.nan
         too_big = drop > lim.regression_max + EPS
         waived = bool(too_big and gate.require_significance and not (p is not None and p < alpha))
         passed = not too_big or waived
-        out.append(Check(scope, "regression", lim.regression_max, drop, passed, waived, p, alpha))
+        out.append(Check(scope, "regression", lim.regression_max, drop, passed, waived, p, alpha, lower))
     return out
 
 

@@ -215,8 +215,19 @@ def builtins() -> list[Builtin]:
 
     a = sys.modules[__name__]
 
-    def answer(name: str, fn: Any, description: str, aliases: tuple[str, ...] = (), binary: bool = False) -> Builtin:
-        return Builtin(name, "none", lambda c, k, lv, p: fn(c, lv), description, aliases, binary, answer_side=True)
+    def answer(
+        name: str, fn: Any, description: str, aliases: tuple[str, ...] = (), binary: bool = False, lower: bool = False
+    ) -> Builtin:
+        return Builtin(
+            name,
+            "none",
+            lambda c, k, lv, p: fn(c, lv),
+            description,
+            aliases,
+            binary,
+            answer_side=True,
+            lower_is_better=lower,
+        )
 
     def ref(name: str, fn: Any, description: str, aliases: tuple[str, ...] = ()) -> Builtin:
         return answer(name, lambda c, lv: a.against_references(c, fn), description, aliases)
@@ -247,6 +258,12 @@ def builtins() -> list[Builtin]:
             lambda c, lv: a.on_unanswerable(c, want_abstained=False),
             "1 if the system answered an unanswerable question (lower is better)",
             ("hallucination",),
+            lower=True,
         ),
-        answer("negative_match", lambda c, lv: a.negative_match(c), "1 if the answer contains a known-wrong answer"),
+        answer(
+            "negative_match",
+            lambda c, lv: a.negative_match(c),
+            "1 if the answer contains a known-wrong answer (lower is better)",
+            lower=True,
+        ),
     ]

@@ -34,7 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from retbench.errors import ConfigError
+from retbench.errors import ConfigError, InputError
 from retbench.metrics import answers, coverage, ranking, text
 from retbench.metrics.judges import GainMatrix, check_level
 
@@ -126,6 +126,7 @@ class Builtin:
     value_range: tuple[float, float] = (0.0, 1.0)  # every built-in metric is a fraction
     param_ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # checked when the name is parsed
     answer_side: bool = False  # scores the answer (metrics/answers.py), not the ranking
+    lower_is_better: bool = False  # a rate of errors (hallucination_rate): gates cap it and a rise is a regression
 
     def compute(self, ctx: MetricContext, k: np.ndarray | None, params: Mapping[str, float]) -> np.ndarray:
         return self.fn(ctx, k, ctx.level(params) if self.binary else 1, params)
@@ -480,6 +481,14 @@ def value_range(name: str) -> tuple[float, float] | None:
     """(low, high) of a metric's values when the metric declares them (all built-ins: 0 to 1)."""
     rng = getattr(parse_metric(name).metric, "value_range", None)
     return (float(rng[0]), float(rng[1])) if rng is not None else None
+
+
+def lower_is_better(name: str) -> bool:
+    """Whether a smaller value of this metric is the better one (gates flip their checks for it)."""
+    try:
+        return bool(getattr(parse_metric(name).metric, "lower_is_better", False))
+    except InputError:
+        return False
 
 
 def parse_metrics(specs: Sequence[str], default_k: int = 5) -> list[MetricSpec]:

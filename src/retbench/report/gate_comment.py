@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from retbench.gates import EPS, Check, Gate, GateReport, GateResult, Limits
+from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt
 
 
@@ -55,8 +56,11 @@ def reasons(r: GateResult) -> list[str]:
         where = "" if c.scope == "all" else f"on tag `{c.scope}`: "
         if c.kind == "floor" and not c.passed:
             out.append(f"{where}{fmt.pct(c.value)} is below the {fmt.pct(c.limit)} floor")
+        elif c.kind == "ceiling" and not c.passed:
+            out.append(f"{where}{fmt.pct(c.value)} is above the {fmt.pct(c.limit)} ceiling (lower is better)")
         elif c.kind == "regression" and not c.passed:
-            out.append(f"{where}the drop of {abs_pp(c.value)} exceeds the {abs_pp(c.limit)} allowed")
+            change = "rise" if c.lower_is_better else "drop"
+            out.append(f"{where}the {change} of {abs_pp(c.value)} exceeds the {abs_pp(c.limit)} allowed")
         elif c.waived:
             out.append(f"{where}{check_note(c)}")
     return out
@@ -79,12 +83,12 @@ def _icon(r: GateResult) -> str:
     return _ICON["pass"] if r.passed else _ICON["fail"] if r.blocks else _ICON["warn"]
 
 
-def _limits_text(lim: Limits) -> str:
+def _limits_text(lim: Limits, lower: bool = False) -> str:
     parts = []
     if lim.threshold is not None:
-        parts.append(f"at least {fmt.pct(lim.threshold)}")
+        parts.append(f"{'at most' if lower else 'at least'} {fmt.pct(lim.threshold)}")
     if lim.regression_max is not None:
-        parts.append(f"may drop at most {abs_pp(lim.regression_max)}")
+        parts.append(f"may {'rise' if lower else 'drop'} at most {abs_pp(lim.regression_max)}")
     return ", ".join(parts)
 
 
@@ -136,7 +140,7 @@ def render_comment(report: GateReport, max_tags: int = 20) -> str:
         result = r.outcome + (f": {'; '.join(reasons(r))}" if reasons(r) else "")
         lines.append(
             f"| {_icon(r)} | {label(r.gate)} ({r.gate.severity}) | {fmt.pct(r.baseline) if r.baseline is not None else '—'} | "
-            f"{fmt.pct(r.candidate)} | {change} | {_limits_text(r.gate.limits)} | {result} |"
+            f"{fmt.pct(r.candidate)} | {change} | {_limits_text(r.gate.limits, lower_is_better(r.gate.metric))} | {result} |"
         )
     lines.append("")
     who = f"Candidate {_side(report.candidate, report.candidate_counts)}"

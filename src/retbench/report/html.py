@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from retbench.compare import PairComparison
+from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt, plots
 from retbench.report.html_drill import drill_section
 from retbench.report.model import ReportData, SystemSummary, agreement_rows
@@ -96,9 +97,15 @@ def _mode_note(data: ReportData) -> str:
     )
 
 
+def _best(values: Any, lower: bool) -> float | None:
+    """The best mean of a metric (the smallest for a lower-is-better one), NaN and missing left out."""
+    finite = [v for v in values if v is not None and not math.isnan(v)]
+    return (min(finite) if lower else max(finite)) if finite else None
+
+
 def _summary(data: ReportData) -> str:
     ranked = [s for s in data.systems if _comparable(s)]
-    best = {m: max((s.means.get(m, -math.inf) for s in ranked), default=None) for m in data.metrics}
+    best = {m: _best((s.means.get(m) for s in ranked), lower_is_better(m)) for m in data.metrics}
     rows = []
     for s in data.systems:
         cells = [f"<td><b>{escape(s.name)}</b></td>", f'<td class="small nowrap">{_coverage_html(s)}</td>']
