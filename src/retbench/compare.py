@@ -24,19 +24,21 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from itertools import combinations
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from retbench.data import Qrels
 from retbench.errors import InputError
-from retbench.evaluation import coverage, evaluate, read_judgements, read_system
-from retbench.io.beir import read_queries
-from retbench.metrics.registry import DEFAULT_METRICS, parse_metrics
-from retbench.results import history, load_results
-from retbench.results.layout import paired_with, split_key
+from retbench.inputs import (
+    Loaded,
+    canonical_metrics,
+    data_identity,
+    different_data,
+    groups_from_queries,
+    load_history,
+    load_systems,
+)
+from retbench.results.layout import all_pairs
 from retbench.stats import (
     bootstrap_ci,
     effect_size,
@@ -45,6 +47,18 @@ from retbench.stats import (
     randomization_test,
     wilcoxon_signed_rank,
 )
+
+# Loaded ... load_systems live in retbench.inputs and stay importable from here; so does all_pairs.
+__all__ = [
+    "Loaded",
+    "all_pairs",
+    "canonical_metrics",
+    "data_identity",
+    "different_data",
+    "groups_from_queries",
+    "load_history",
+    "load_systems",
+]
 
 # Queries a system did not answer: these score 0 and are counted, never dropped.
 FAILED_STATUSES = frozenset({"error", "timeout", "invalid"})
@@ -332,20 +346,6 @@ def adjust(pairs: Sequence[PairComparison]) -> None:
             m.adjusted[test] = v
 
 
-def all_pairs(systems: Sequence[str], baseline: str | None = None) -> list[tuple[str, str]]:
-    """Every pair in order, or each system against `baseline`.
-
-    Systems of a multi-dataset results directory (`<dataset>/<system>`) are paired only within
-    their dataset (different datasets share no query), unless that leaves no pair at all.
-    """
-    if baseline is not None:
-        if baseline not in systems:
-            raise InputError(f"baseline system {baseline!r} not found (have: {', '.join(systems)})", field="baseline")
-        return paired_with(systems, baseline)
-    pairs = list(combinations(systems, 2))
-    return [(a, b) for a, b in pairs if split_key(a)[0] == split_key(b)[0]] or pairs
-
-
 def compare(
     evaluations: Sequence[PerQueryScores],
     pairs: Sequence[tuple[str, str]] | None = None,
@@ -389,227 +389,3 @@ def compare(
     ]
     adjust(result)
     return Comparison(result, n_resamples, seed, confidence)
-
-
-# -- reading inputs: results directories or run files (the one place the CLI's inputs are read) ------
-@dataclass
-class Loaded:
-    """Systems read from the command line's inputs, with what the reports need beside the numbers."""
-
-    evaluations: list[Any]  # evaluation.Evaluation, in input order
-    sources: dict[str, str]  # system -> where it came from
-    queries: dict[str, str] = field(default_factory=dict)  # query id -> text
-    groups: dict[str, list[str]] = field(default_factory=dict)  # tag -> query ids
-    failures: dict[str, dict[str, str]] = field(default_factory=dict)  # system -> failed qid -> status
-    input_systems: list[list[str]] = field(default_factory=list)  # systems of each input, in order
-    data: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # results dir -> datasets it was run on
-
-    def get(self, system: str) -> Any:
-        for ev in self.evaluations:
-            if ev.system == system:
-                return ev
-        raise InputError(
-            f"unknown system {system!r} (have: {', '.join(e.system for e in self.evaluations)})", field="system"
-        )
-
-    def one(self, system: str | None, role: str) -> Any:
-        """The single system of an input, or the named one; several without a name is an error."""
-        if system is not None:
-            return self.get(system)
-        if len(self.evaluations) != 1:
-            have = ", ".join(e.system for e in self.evaluations)
-            raise InputError(
-                f"the {role} holds several systems ({have}); name one with --{role}-system", field=f"{role}-system"
-            )
-        return self.evaluations[0]
-
-    def default_pairs(self, baseline: str | None = None) -> list[tuple[str, str]]:
-        """Against `baseline` if given; two inputs holding the same systems pair by name; else all pairs."""
-        names = [e.system for e in self.evaluations]
-        if baseline is not None:
-            return all_pairs(names, baseline)
-        if len(self.input_systems) == 2:
-            first, second = self.input_systems
-            bare = [[s.rsplit("/", 1)[-1] for s in side] for side in (first, second)]
-            if len(first) > 1 and sorted(bare[0]) == sorted(bare[1]):
-                return [(first[bare[0].index(s)], second[bare[1].index(s)]) for s in bare[0]]
-        return all_pairs(names)
-
-
-def groups_from_queries(queries: Any) -> dict[str, list[str]]:
-    """Tag -> query ids from query metadata (`tags` list or string, and `category` as `category:<c>`)."""
-    groups: dict[str, list[str]] = {}
-    for qid, meta in (getattr(queries, "metadata", None) or {}).items():
-        if not isinstance(meta, Mapping):
-            continue
-        tags = meta.get("tags") or []
-        for tag in [tags] if isinstance(tags, str) else tags:
-            groups.setdefault(str(tag), []).append(qid)
-        if meta.get("category"):
-            groups.setdefault(f"category:{meta['category']}", []).append(qid)
-    return groups
-
-
-def canonical_metrics(names: Sequence[str] | None) -> list[str] | None:
-    """Metric names as the registry spells them (None stays None: 'every metric the inputs share')."""
-    if not names:
-        return None
-
-    return [s.name for s in parse_metrics(list(names))]
-
-
-def load_systems(
-    paths: Sequence[str | Any],
-    *,
-    qrels: str | Any | None = None,
-    metrics: Sequence[str] | None = None,
-    queries: str | Any | None = None,
-    systems: Sequence[str] | None = None,
-    check_metrics: bool = True,
-) -> Loaded:
-    """Read results directories (every system, or those named in `systems`) and/or TREC run files.
-
-    Run files are scored against `qrels` with `metrics` (default: the runner's default metrics);
-    with `check_metrics`, a metric some results directory lacks is an error. A system name that
-    occurs in two inputs is prefixed by its input's folder or file name.
-    """
-
-    wanted = canonical_metrics(metrics)
-    raw: list[tuple[str, Any, dict[str, str]]] = []  # (input label, evaluation, failed qid -> status)
-    out = Loaded([], {})
-    judged: Any = None  # the --qrels every run file is scored against, read once
-    short = [Path(g).name if Path(g).is_dir() else Path(g).stem for g in paths]
-    for given, name in zip(paths, short, strict=True):
-        p = Path(given)
-        label = name if short.count(name) == 1 else str(p)
-        if p.is_dir():
-            res = load_results(p)
-            names = [s for s in res.systems if systems is None or s in systems]
-            if not names:
-                have = ", ".join(res.systems)
-                raise InputError(
-                    f"none of the systems {', '.join(systems or [])} is in these results (have: {have})",
-                    path=p,
-                    field="system",
-                )
-            for s in names:
-                ev = res.evaluation(s)
-                ev.system = s
-                raw.append((label, ev, {q: st.value for q, st in res.run(s).status.items() if st.failed}))
-            out.queries.update({q: res.queries[q] for q in res.queries})
-            _merge_groups(out.groups, groups_from_queries(res.queries))
-            out.data[str(p)] = data_identity(res.manifest)
-        elif p.is_file():
-            if judged is None:
-                judged = _judgements(p, qrels)
-            raw.append((label, _evaluate_file(p, judged, wanted), {}))
-            out.data[str(p)] = [dict.fromkeys(_DATA_KEYS) | {"qrels_fingerprint": judged.fingerprint()}]
-        else:
-            raise InputError("not found: expected a results directory or a TREC run file", path=p)
-    if queries is not None:
-        q = read_queries(queries)
-        out.queries.update(dict(q.items()))
-        _merge_groups(out.groups, groups_from_queries(q))
-    counts: dict[str, int] = {}
-    for _, ev, _ in raw:
-        counts[ev.system] = counts.get(ev.system, 0) + 1
-    per_input: dict[str, list[str]] = {}
-    for label, ev, failed in raw:
-        if counts[ev.system] > 1:
-            ev.system = f"{label}/{ev.system}"
-        out.evaluations.append(ev)
-        out.sources[ev.system] = label
-        out.failures[ev.system] = failed
-        per_input.setdefault(label, []).append(ev.system)
-    out.input_systems = list(per_input.values())
-    if wanted is not None and check_metrics:
-        for ev in out.evaluations:
-            for m in wanted:
-                if m not in ev.metrics:
-                    raise InputError(
-                        f"metric {m!r} is absent from system {ev.system!r} (has: {', '.join(ev.metrics)})",
-                        path=out.sources[ev.system],
-                        field="metric",
-                    )
-    return out
-
-
-_DATA_KEYS = ("name", "split", "corpus_fingerprint", "qrels_fingerprint")
-
-
-def data_identity(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """What a results directory was computed on: per dataset its name, split and corpus/qrels fingerprints."""
-    datasets = manifest.get("datasets") if isinstance(manifest, Mapping) else None
-    return [{k: d.get(k) for k in _DATA_KEYS} for d in datasets or [] if isinstance(d, Mapping)]
-
-
-def _agree(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
-    """Same datasets in the same order, on every field both sides know (None: not recorded)."""
-    return len(a) == len(b) and all(
-        x.get(k) is None or y.get(k) is None or x.get(k) == y.get(k)
-        for x, y in zip(a, b, strict=True)
-        for k in _DATA_KEYS
-    )
-
-
-def _show_data(v: list[dict[str, Any]]) -> str:
-    def one(d: dict[str, Any]) -> str:
-        if d.get("name") is None:  # a run file: only the --qrels it was scored against is known
-            return f"scored on --qrels {d.get('qrels_fingerprint')}"
-        return f"{d['name']}/{d['split']} (corpus {d['corpus_fingerprint']}, qrels {d['qrels_fingerprint']})"
-
-    return ", ".join(one(d) for d in v) or "no dataset recorded"
-
-
-def different_data(*loaded: Loaded) -> str | None:
-    """None when every input was computed on the same corpus and qrels, else what differs.
-
-    Numbers from different corpora or judgements are not comparable: a drop from 0.72 to 0.16 may
-    be the data, not the system. Results directories and history entries carry the dataset, split
-    and corpus/qrels fingerprints; a run file carries the fingerprint of the --qrels it was scored
-    against, so it is checked against a directory's qrels (its corpus is not known).
-    """
-    data: dict[str, list[dict[str, Any]]] = {}
-    for one in loaded:
-        data.update(one.data)
-    items = list(data.values())
-    if all(_agree(a, b) for i, a in enumerate(items) for b in items[i + 1 :]):
-        return None
-    return "; ".join(f"{where}: {_show_data(v)}" for where, v in data.items())
-
-
-def load_history(spec: str, path: str | Path | None = None) -> tuple[Loaded, Any]:
-    """A `history:<which>` baseline as Loaded (its stored per-query tables and data identity) and its entry."""
-    entry = history.resolve(spec, path)
-    evs = history.evaluations(entry, path)
-    where = f"history run {entry.id} ({entry.results_dir})"
-    data = {where: [{k: d.get(k) for k in _DATA_KEYS} for d in entry.datasets]}
-    return Loaded(evs, {e.system: where for e in evs}, data=data), entry
-
-
-def _merge_groups(into: dict[str, list[str]], more: Mapping[str, Sequence[str]]) -> None:
-    for tag, qids in more.items():
-        have = into.setdefault(tag, [])
-        have.extend(q for q in qids if q not in have)
-
-
-def _judgements(path: Path, qrels: Any) -> Qrels:
-    """The --qrels run files are scored against (any form `read_judgements` reads, or Qrels already)."""
-    if qrels is None:
-        raise InputError("a run file needs --qrels to be scored", path=path, field="qrels")
-    return qrels if isinstance(qrels, Qrels) else read_judgements(qrels)[0]
-
-
-def _evaluate_file(path: Any, judged: Qrels, metrics: Sequence[str] | None) -> Any:
-    """Score one run file (TREC run or system outputs, with their answer side) against the judgements."""
-    run, texts, answers = read_system(path)
-    ev = evaluate(
-        run,
-        judged,
-        list(metrics or DEFAULT_METRICS),
-        system=run.name,
-        texts=texts or None,
-        answers=answers or None,
-    )
-    ev.coverage = coverage(ev, run)  # a bare run file has no metrics.json: computed here, once
-    return ev

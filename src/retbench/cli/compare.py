@@ -10,12 +10,12 @@ import typer
 from retbench.cli.app import fail, handles_errors, names, write
 
 if TYPE_CHECKING:
-    from retbench.compare import Loaded
+    from retbench.inputs import Loaded
 
 
 def _check_same_data(allowed: bool, *loaded: Loaded) -> None:
     """Refuse results computed on different data unless --allow-different-data says so (then say it)."""
-    from retbench.compare import different_data
+    from retbench.inputs import different_data
 
     why = different_data(*loaded)
     if why is None:
@@ -55,7 +55,8 @@ def compare_command(
     """Paired A/B comparison: deltas with bootstrap CIs, randomization/t/Wilcoxon p-values, Holm-corrected."""
     import json
 
-    from retbench.compare import canonical_metrics, compare, load_systems
+    from retbench.compare import compare
+    from retbench.inputs import canonical_metrics, load_systems
     from retbench.report.markdown import comparison_markdown
 
     if resamples < 1:
@@ -116,8 +117,8 @@ def gate_command(
     """
     import json
 
-    from retbench.compare import load_systems
     from retbench.gates import load_criteria, run_gates
+    from retbench.inputs import load_systems
     from retbench.report.gate_comment import gate_json, render_comment, sentence
     from retbench.results import history
 
@@ -156,7 +157,7 @@ def _gate_baseline(
     baseline: str | None, qrels: Path | None, metrics: list[str], history_file: Path | None
 ) -> Loaded | None:
     """The gate's baseline: a history entry (history:last-pass / <tag> / <id>), a results directory or a run file."""
-    from retbench.compare import load_history, load_systems
+    from retbench.inputs import load_history, load_systems
 
     if baseline is None:
         return None

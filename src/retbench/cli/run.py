@@ -133,7 +133,7 @@ def history_command(
     import json
     from dataclasses import asdict
 
-    from retbench.compare import canonical_metrics
+    from retbench.inputs import canonical_metrics
     from retbench.report.history import render_trend, trend_html
     from retbench.results.history import entries
 

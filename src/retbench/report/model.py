@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from retbench.compare import Comparison, align, canonical_metrics, compare
+from retbench.compare import Comparison, align, compare
 from retbench.data import Run
 from retbench.errors import InputError
 from retbench.evaluation import Evaluation, coverage
+from retbench.inputs import canonical_metrics
 from retbench.metrics.registry import parse_metric
 from retbench.report import fmt
 from retbench.results import load_results

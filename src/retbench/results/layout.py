@@ -17,6 +17,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import combinations
 from pathlib import Path
 from types import TracebackType
 
@@ -109,6 +110,20 @@ def split_key(key: str) -> tuple[str, str]:
     """(dataset part, system) of a cell key; the dataset part is "" in a one-dataset study."""
     group, _, system = key.rpartition("/")
     return group, system
+
+
+def all_pairs(systems: Sequence[str], baseline: str | None = None) -> list[tuple[str, str]]:
+    """Every pair in order, or each system against `baseline`.
+
+    Systems of a multi-dataset results directory (`<dataset>/<system>`) are paired only within
+    their dataset (different datasets share no query), unless that leaves no pair at all.
+    """
+    if baseline is not None:
+        if baseline not in systems:
+            raise InputError(f"baseline system {baseline!r} not found (have: {', '.join(systems)})", field="baseline")
+        return paired_with(systems, baseline)
+    pairs = list(combinations(systems, 2))
+    return [(a, b) for a, b in pairs if split_key(a)[0] == split_key(b)[0]] or pairs
 
 
 def paired_with(names: Sequence[str], baseline: str) -> list[tuple[str, str]]:
