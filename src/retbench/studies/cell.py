@@ -203,8 +203,9 @@ def _finish(
         outcome.first_error = f"query {failed[0]}: {run.errors.get(failed[0], run.status[failed[0]].value)}"
     t0 = time.perf_counter()
     save_run(run, cell.sysdir)
-    if getattr(retriever, "answers", None):  # a RAG system's answer side (http endpoint, generate block)
-        save_answers(retriever.answers, cell.sysdir)
+    answers = getattr(retriever, "answers", None)  # a RAG system's answer side (http endpoint, generate block)
+    if isinstance(answers, Mapping) and answers:
+        save_answers(answers, cell.sysdir)
     evaluation = score(run)
     save_table(evaluation, cell.sysdir)
     aggregates = evaluation.aggregate(**aggregate)

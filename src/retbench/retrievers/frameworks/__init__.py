@@ -215,7 +215,7 @@ class FrameworkRetriever(Retriever):
                 unique.append(Hit(doc, h.score))
         return clean_ranking(served_order_ranking(unique, k))
 
-    def answers(self, texts: list[str], k: int) -> list[tuple[Ranking | None, Outcome, str | None]]:
+    def ask_batch(self, texts: list[str], k: int) -> list[tuple[Ranking | None, Outcome, str | None]]:
         """(ranking or None, outcome, reason it is invalid) for each text."""
         self._require_index()
         self.set_depth(k)
@@ -238,7 +238,7 @@ class FrameworkRetriever(Retriever):
         for start in range(0, len(qids), step):
             chunk = qids[start : start + step]
             for qid, (ranking, outcome, invalid) in zip(
-                chunk, self.answers([queries[q] for q in chunk], k), strict=True
+                chunk, self.ask_batch([queries[q] for q in chunk], k), strict=True
             ):
                 if outcome.failure is not None:
                     exc = outcome.failure
@@ -253,7 +253,7 @@ class FrameworkRetriever(Retriever):
     def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
         """Rankings for texts; the first failed or invalid answer raises (for callers that only know exceptions)."""
         rankings: list[Ranking] = []
-        for ranking, outcome, invalid in self.answers(list(texts), k):
+        for ranking, outcome, invalid in self.ask_batch(list(texts), k):
             if outcome.failure is not None:
                 raise outcome.failure
             if invalid is not None:
