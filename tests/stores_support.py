@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+import pytest
+
 from retbench.data import Corpus, Qrels, Queries
 from retbench.studies.benchmark import DatasetSpec, prepare_dataset
 
@@ -86,3 +88,24 @@ def exact_filtered_reference(corpus: Corpus, queries: Queries, k: int = 10):
     r = create("dense", {"index": "flat_ip", **ENC})
     r.index(corpus)
     return r.search(queries, k)
+
+
+def check_add_replace_delete(r, corpus: Corpus, tol: float = 1e-5) -> None:
+    """The ingestion contract every store shares, on an un-indexed store `r`: index half, add the rest (a
+    document then finds itself), re-add an id with new text (replaced in place, not duplicated), delete it
+    (with an unknown id beside it) and it never comes back."""
+    half = len(corpus) // 2
+    first, rest = corpus.subset(corpus.ids[:half]), corpus.subset(corpus.ids[half:])
+    r.index(first)
+    probe = rest.joined(1)
+    assert rest.ids[1] not in [d for d, _ in r.search_one(probe, 5)]
+    r.add(rest)
+    assert len(r) == len(corpus)
+    top, score = r.search_one(probe, 1)[0]
+    assert top == rest.ids[1] and score == pytest.approx(1.0, abs=tol)
+    r.add(Corpus([rest.ids[1]], ["an entirely different text about volcano ash"], [""]))
+    assert len(r) == len(corpus)
+    assert r.search_one("volcano ash", 1)[0][0] == rest.ids[1]
+    r.delete([rest.ids[1], "no-such-id"])
+    assert len(r) == len(corpus) - 1
+    assert rest.ids[1] not in [d for d, _ in r.search_one("volcano ash", len(corpus))]

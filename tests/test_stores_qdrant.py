@@ -13,13 +13,13 @@ import pytest
 
 pytest.importorskip("qdrant_client")
 
-from retbench.data import Corpus
 from retbench.errors import BackendError, ConfigError
 from retbench.retrievers.base import create
 from stores_support import (
     ENC,
     assert_filtered_like_exact,
     assert_same_ranking,
+    check_add_replace_delete,
     exact_filtered_reference,
     filtered,
     scifact_slice,
@@ -87,23 +87,9 @@ def test_on_disk_local_mode_persists(data, tmp_path):
 
 def test_add_and_delete(data):
     corpus, _, _ = data
-    half = len(corpus) // 2
-    first, rest = corpus.subset(corpus.ids[:half]), corpus.subset(corpus.ids[half:])
     r = create("qdrant", ENC, name="ingest")
     try:
-        r.index(first)
-        probe = rest.joined(1)
-        assert rest.ids[1] not in [d for d, _ in r.search_one(probe, 5)]
-        r.add(rest)
-        assert len(r) == len(corpus)
-        top, score = r.search_one(probe, 1)[0]
-        assert top == rest.ids[1] and score == pytest.approx(1.0, abs=1e-5)
-        r.add(Corpus([rest.ids[1]], ["an entirely different text about volcano ash"], [""]))  # replaced in place
-        assert len(r) == len(corpus)
-        assert r.search_one("volcano ash", 1)[0][0] == rest.ids[1]
-        r.delete([rest.ids[1], "no-such-id"])
-        assert len(r) == len(corpus) - 1
-        assert rest.ids[1] not in [d for d, _ in r.search_one("volcano ash", 20)]
+        check_add_replace_delete(r, corpus)
         assert len(r.search_one("volcano ash", 10_000)) == len(corpus) - 1
     finally:
         r.close()
