@@ -9,81 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain, pairwise, repeat
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from retbench.data.ids import may_repeat
+from retbench.data.lazy_ids import LazyIds, MappingIds, intern_ids, str_keyed_mappings
 from retbench.data.locate import locate
 from retbench.data.status import QueryStatus
-
-
-class LazyIds(Protocol):
-    """Doc ids a Run reads only when asked (10M Python strings cost more than every metric together)."""
-
-    def all(self) -> np.ndarray:
-        """Every id, in the order the run was given them, as a new object array."""
-        ...
-
-    def take(self, positions: np.ndarray) -> np.ndarray:
-        """The ids at some of those positions, as an object array."""
-        ...
-
-
-_CHANGED = "the {doc: score} mappings this run was built from were changed after it was built"
-
-
-class _MappingIds:
-    """The keys of `{doc: score}` mappings a run was built from, read in place."""
-
-    def __init__(self, maps: list[Mapping[str, float]], offsets: np.ndarray) -> None:
-        self.maps = maps
-        self.offsets = offsets
-
-    def unchanged(self) -> bool:
-        """Whether every mapping still has the size it had when the run was built."""
-        sizes = np.fromiter(map(len, self.maps), dtype=np.int64, count=len(self.maps))
-        return bool(np.array_equal(sizes, np.diff(self.offsets)))
-
-    def all(self) -> np.ndarray:
-        if not self.unchanged():
-            raise ValueError(_CHANGED)
-        return np.fromiter(chain.from_iterable(self.maps), dtype=object, count=int(self.offsets[-1]))
-
-    def take(self, positions: np.ndarray) -> np.ndarray:
-        rows = np.searchsorted(self.offsets, positions, side="right") - 1
-        out = np.empty(len(positions), dtype=object)
-        keys: dict[int, list[str]] = {}
-        for i, (r, o) in enumerate(zip(rows.tolist(), (positions - self.offsets[rows]).tolist(), strict=True)):
-            ks = keys.get(r)
-            if ks is None:
-                ks = keys[r] = list(self.maps[r])
-                if len(ks) != self.offsets[r + 1] - self.offsets[r]:
-                    raise ValueError(_CHANGED)
-            out[i] = ks[o]
-        return out
-
-
-def _str_keyed_mappings(rankings: Sequence[Any], plain: bool) -> bool:
-    """True if every ranking is a mapping whose first key is a string (`plain` dicts are checked from C)."""
-    if plain:
-        return set(map(type, map(next, map(iter, rankings), repeat("")))) <= {str}
-    return all(isinstance(r, Mapping) and type(next(iter(r), "")) is str for r in rankings)
-
-
-def _intern(doc_ids: Sequence[str] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Codes for doc ids whose order equals the ids' string order (for trec_eval tie-breaking).
-
-    Returns (vocab sorted ascending as an object array, int64 codes).
-    """
-    table: dict[str, int] = {}
-    first = [table.setdefault(d, len(table)) for d in doc_ids]
-    vocab = np.array(list(table), dtype=object)
-    order = np.argsort(vocab.astype(str), kind="stable") if len(vocab) else np.zeros(0, dtype=np.int64)
-    rank = np.empty(len(vocab), dtype=np.int64)
-    rank[order] = np.arange(len(vocab), dtype=np.int64)
-    codes = rank[np.asarray(first, dtype=np.int64)] if first else np.zeros(0, dtype=np.int64)
-    return vocab[order], codes
 
 
 class Run:
@@ -124,7 +57,7 @@ class Run:
         # Runs built from {qid: {doc: score}} keep those mappings (judging looks judged docs up in
         # them), runs read from TREC files keep the ids as bytes: either way `doc_ids` is only
         # materialized when something asks for it.
-        self._lazy: LazyIds | None = _MappingIds(_maps, self.offsets) if _maps is not None else _lazy
+        self._lazy: LazyIds | None = MappingIds(_maps, self.offsets) if _maps is not None else _lazy
         if doc_ids is None and self._lazy is None:
             raise ValueError("doc_ids are required")
         self._doc_ids: np.ndarray | None = None if doc_ids is None else np.asarray(doc_ids, dtype=object)
@@ -151,7 +84,7 @@ class Run:
     @property
     def _maps(self) -> list[Mapping[str, float]] | None:
         """The `{doc: score}` mappings a run was built from (judging looks judged ids up in them)."""
-        return self._lazy.maps if isinstance(self._lazy, _MappingIds) else None
+        return self._lazy.maps if isinstance(self._lazy, MappingIds) else None
 
     @property
     def _pos(self) -> dict[str, int]:
@@ -234,7 +167,7 @@ class Run:
             qids = [str(q) for q in qids]
         rankings = list(results.values())
         plain = set(map(type, rankings)) <= {dict}
-        if _str_keyed_mappings(rankings, plain):
+        if str_keyed_mappings(rankings, plain):
             # the common case, {qid: {doc: score}}: columns straight from the mappings, no per-doc Python work
             lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
             n = int(lengths.sum())
@@ -331,7 +264,7 @@ class Run:
             return
         n = len(docs)
         qidx = np.repeat(np.arange(len(self.query_ids), dtype=np.int64), np.diff(self.offsets))
-        vocab, codes = _intern(self.doc_ids)
+        vocab, codes = intern_ids(self.doc_ids)
         _, first_pos = np.unique(qidx * max(len(vocab), 1) + codes, return_index=True)
         keep = np.zeros(n, dtype=bool)
         keep[first_pos] = True
@@ -353,7 +286,7 @@ class Run:
         new_group[1:] = ~tied[idx[1:] - 1]
         group = np.cumsum(new_group)
         tied_docs = self._docs_at(idx)
-        _, codes = _intern(tied_docs)
+        _, codes = intern_ids(tied_docs)
         order = np.lexsort((-codes, group))
         self._tied_pos, self._tied_docs = idx, tied_docs[order]
         if np.array_equal(order, np.arange(len(order))):
@@ -422,7 +355,7 @@ class Run:
     def doc_codes(self) -> tuple[np.ndarray, np.ndarray]:
         """(sorted vocabulary, int64 code per ranked doc): vectorized judging works on codes."""
         if self._codes is None:
-            self._vocab, self._codes = _intern(self.doc_ids)
+            self._vocab, self._codes = intern_ids(self.doc_ids)
         assert self._vocab is not None
         return self._vocab, self._codes
 
