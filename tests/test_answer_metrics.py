@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 
 from retbench.compare import compare_pair
+from retbench.criteria import load_criteria
 from retbench.data import QueryStatus, RunBuilder
 from retbench.data.answers import SystemAnswer
 from retbench.errors import InputError
 from retbench.evaluation import evaluate, groups_from_samples, qrels_from_samples
-from retbench.gates import load_criteria, run_gates
+from retbench.gates import run_gates
 from retbench.io.golden import read_golden, read_outputs
 from retbench.metrics import answers as am
 

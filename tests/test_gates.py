@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 import abdata
 from retbench.cli import app
 from retbench.compare import randomization_test
+from retbench.criteria import load_criteria, parse_criteria
 from retbench.errors import ConfigError
-from retbench.gates import load_criteria, parse_criteria, run_gates
+from retbench.gates import run_gates
 from retbench.report.gate_comment import gate_json, render_comment, sentence
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -117,7 +117,8 @@ def gate_command(
     """
     import json
 
-    from retbench.gates import load_criteria, run_gates
+    from retbench.criteria import load_criteria
+    from retbench.gates import run_gates
     from retbench.inputs import load_systems
     from retbench.report.gate_comment import gate_json, render_comment, sentence
     from retbench.results import history

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from retbench.gates import EPS, Check, Gate, GateReport, GateResult, Limits
+from retbench.criteria import EPS, Gate, Limits
+from retbench.gates import Check, GateReport, GateResult
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt
 
