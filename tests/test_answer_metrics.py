@@ -16,8 +16,9 @@ from retbench.compare import compare_pair
 from retbench.criteria import load_criteria
 from retbench.data import QueryStatus, RunBuilder
 from retbench.data.answers import SystemAnswer
+from retbench.data.samples import groups_from_samples, qrels_from_samples
 from retbench.errors import InputError
-from retbench.evaluation import evaluate, groups_from_samples, qrels_from_samples
+from retbench.evaluation import evaluate
 from retbench.gates import run_gates
 from retbench.io.golden import read_golden, read_outputs
 from retbench.metrics import answers as am

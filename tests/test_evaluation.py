@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from retbench.data import Qrels, QueryStatus, Run, RunBuilder, Sample
+from retbench.data.samples import groups_from_samples
 from retbench.errors import ConfigError
-from retbench.evaluation import Evaluation, evaluate, groups_from_samples
+from retbench.evaluation import Evaluation, evaluate
 
 QRELS = Qrels(
     {

@@ -28,16 +28,11 @@ from typing import Any
 import numpy as np
 
 from retbench.data import Qrels, QueryStatus, Run, Sample
-from retbench.data.answers import SystemAnswer
+from retbench.data.samples import sample_k, sample_map
 from retbench.errors import ConfigError, InputError
-from retbench.io.beir import qrels_splits, read_qrels_tsv
 from retbench.io.files import (
-    iter_lines,
     json_safe,  # re-exported: callers import it from here
-    require_file,
 )
-from retbench.io.golden import read_golden, read_outputs
-from retbench.io.trec import read_qrels, read_run
 from retbench.metrics.judges import judge_qrels, run_rows
 from retbench.metrics.registry import MetricContext, MetricSpec, parse_metric, parse_metrics
 from retbench.stats import bootstrap_means, column_means
@@ -50,7 +45,7 @@ MODE_LABELS = {
     "pytrec_eval": "pytrec_eval (answered queries only)",
 }
 
-__all__ = ["MODES", "NO_RELEVANT", "Evaluation", "evaluate", "groups_from_samples", "qrels_from_samples"]
+__all__ = ["MODES", "NO_RELEVANT", "Evaluation", "evaluate"]
 
 
 @dataclass
@@ -353,47 +348,6 @@ def coverage(ev: Evaluation, run: Run) -> dict[str, Any]:
     }
 
 
-def _sample_map(samples: Mapping[str, Sample] | Sequence[Sample] | None) -> dict[str, Sample]:
-    if samples is None:
-        return {}
-    if isinstance(samples, Mapping):
-        return dict(samples)
-    return {s.id: s for s in samples}
-
-
-def sample_k(sample: Sample | None) -> int | None:
-    """A sample's own cutoff: `Sample.k`, else `metadata.k`."""
-    if sample is None:
-        return None
-    k = sample.k if sample.k is not None else sample.metadata.get("k")
-    if k is None:
-        return None
-    if int(k) != k or int(k) < 1:
-        raise InputError(f"sample {sample.id!r}: k must be a positive integer, got {k!r}", field="metadata.k")
-    return int(k)
-
-
-def qrels_from_samples(samples: Mapping[str, Sample] | Sequence[Sample]) -> Qrels:
-    """Judgements from golden-set samples (`expected`: doc id -> gain), in sample order."""
-    return Qrels({s.id: dict(s.expected) for s in _sample_map(samples).values()})
-
-
-def groups_from_samples(samples: Mapping[str, Sample] | Sequence[Sample]) -> dict[str, list[str]]:
-    """Query ids by tag, by category (`category:<name>`) and, when some sample is marked
-    `answerable: false`, into `answerable` and `unanswerable`, for `Evaluation.breakdown`."""
-    groups: dict[str, list[str]] = {}
-    smap = _sample_map(samples)
-    split = any(s.answerable is False for s in smap.values())
-    for s in smap.values():
-        for tag in s.tags:
-            groups.setdefault(tag, []).append(s.id)
-        if s.category:
-            groups.setdefault(f"category:{s.category}", []).append(s.id)
-        if split:
-            groups.setdefault("unanswerable" if s.answerable is False else "answerable", []).append(s.id)
-    return groups
-
-
 def _checked_settings(mode: str, no_relevant: str, relevance_level: int) -> int:
     """Refuse an unknown mode or no-relevant policy; the relevance level as an integer >= 1."""
     if mode not in MODES:
@@ -461,7 +415,7 @@ def evaluate(
     if mode == "pytrec_eval":
         excluded = [qids[i] for i in np.flatnonzero(failed).tolist()]
         keep &= ~failed
-    smap = _sample_map(samples)
+    smap = sample_map(samples)
     unanswerable = np.fromiter(((q in smap and smap[q].answerable is False) for q in qids), dtype=bool, count=n)
     skipped: list[str] = []
     if no_relevant == "skip":
@@ -506,47 +460,3 @@ def evaluate(
         trec_names=[s.trec_name for s in specs],
         ignore_identical_ids=bool(ignore_identical_ids),
     )
-
-
-# -- inputs and trec_eval-style output for `retbench eval` ----------------------------------------------
-GOLDEN_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".jsonl.gz")
-
-
-def _is_golden(path: Path) -> bool:
-    return path.name.endswith(GOLDEN_SUFFIXES)
-
-
-def read_judgements(path: str | Path, split: str = "test") -> tuple[Qrels, list[Sample] | None]:
-    """Judgements from a TREC qrels file, a BEIR qrels .tsv, a BEIR folder (its `split`) or a golden set.
-
-    Returns (qrels, samples); samples are None unless the file is a golden set.
-    """
-
-    p = Path(path)
-    if p.is_dir():
-        splits = qrels_splits(p)
-        if split not in splits:
-            raise InputError(
-                f"no qrels split {split!r} (have: {', '.join(sorted(splits)) or 'none'})", path=p, field="split"
-            )
-        return read_qrels_tsv(splits[split])[0], None
-    require_file(p, "qrels file")
-    if _is_golden(p):
-        samples = read_golden(p)
-        return qrels_from_samples(samples), samples
-    first = next((line for _, line in iter_lines(p) if line.strip()), "")
-    if first.count("\t") == 2 or first.lower().startswith("query-id"):
-        return read_qrels_tsv(p)[0], None
-
-    return read_qrels(p), None
-
-
-def read_system(path: str | Path) -> tuple[Run, dict[str, str], dict[str, SystemAnswer]]:
-    """A system's ranking: a TREC run file, or system outputs (JSONL/JSON/YAML `{"id", "retrieved"}`)
-    with their texts and answer side (`answer`, `references`, `abstained`, `latency`)."""
-    p = Path(path)
-    if _is_golden(p):
-        out = read_outputs(p)
-        return out.run, out.texts, out.answers
-
-    return read_run(p), {}, {}

@@ -15,8 +15,9 @@ from typing import Any
 
 from retbench.data import Qrels
 from retbench.errors import InputError
-from retbench.evaluation import coverage, evaluate, read_judgements, read_system
+from retbench.evaluation import coverage, evaluate
 from retbench.io.beir import read_queries
+from retbench.io.judgements import read_judgements, read_system
 from retbench.metrics.registry import DEFAULT_METRICS, parse_metrics
 from retbench.results import history, load_results
 from retbench.results.layout import all_pairs

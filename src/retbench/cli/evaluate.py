@@ -60,7 +60,8 @@ def eval_command(
     ] = "human",
 ) -> None:
     """Score a run against judgements, like trec_eval (-c): every judged query counts, unanswered ones as 0."""
-    from retbench.evaluation import evaluate, read_judgements, read_system
+    from retbench.evaluation import evaluate
+    from retbench.io.judgements import read_judgements, read_system
 
     if fmt not in ("table", "json", "trec"):
         raise fail(f"--format must be table, json or trec, got {fmt!r}")
@@ -144,7 +145,8 @@ def _print_json(ev: Evaluation, per_query: bool, ci: bool, labels: str, samples:
     """The evaluation as JSON (strict: no NaN), with tag breakdowns for golden sets."""
     import json
 
-    from retbench.evaluation import groups_from_samples, json_safe
+    from retbench.data.samples import groups_from_samples
+    from retbench.evaluation import json_safe
 
     out = ev.to_dict(per_query=per_query, ci=ci)
     out["labels"] = labels
@@ -160,7 +162,7 @@ def _print_table(ev: Evaluation, per_query: bool, ci: bool, samples: list[Sample
     """Means (with CIs), tag breakdowns and per-query rows as terminal tables, then the notes."""
     from rich.table import Table
 
-    from retbench.evaluation import groups_from_samples
+    from retbench.data.samples import groups_from_samples
 
     con = console()
     agg = ev.aggregate(ci=ci)

@@ -84,7 +84,7 @@ def as_qrels(obj: Any, split: str = "test") -> Qrels:
     if isinstance(obj, Qrels):
         return obj
     if isinstance(obj, (str, Path)):
-        from retbench.evaluation import read_judgements
+        from retbench.io.judgements import read_judgements
 
         return read_judgements(obj, split)[0]
     if is_frame(obj):
@@ -102,7 +102,7 @@ def as_run(obj: Any, name: str = "") -> Run:
     if isinstance(obj, Run):
         return obj
     if isinstance(obj, (str, Path)):
-        from retbench.evaluation import read_system
+        from retbench.io.judgements import read_system
 
         run = read_system(obj)[0]
         if name:
