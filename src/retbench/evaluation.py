@@ -386,13 +386,15 @@ def evaluate(
     system: str | None = None,
     ignore_identical_ids: bool = False,
     answers: Mapping[str, Any] | None = None,
+    judged: Mapping[str, Any] | None = None,
 ) -> Evaluation:
     """Judge `run` against `qrels` and compute `metrics` for every counted query (see the module docstring).
 
     `samples` (golden sets) give per-sample cutoffs, answers (containment) and support groups;
     `texts` (doc id -> text, or a Corpus) feed answer containment. `ignore_identical_ids` drops a
     retrieved doc whose id equals the query id before judging (as BEIR and MTEB do). `answers`
-    (query id -> `SystemAnswer`) feed the answer metrics. Samples marked `answerable: false` are
+    (query id -> `SystemAnswer`) feed the answer metrics, `judged` (query id -> stored judge verdicts)
+    the judged ones. Samples marked `answerable: false` are
     counted even with no relevant document; retrieval metrics do not apply to them (NaN), answer
     metrics (abstention, hallucination) do.
     """
@@ -430,7 +432,7 @@ def evaluate(
     ks = None
     if smap:
         ks = np.array([sample_k(s) or 0 for s in row_samples], dtype=np.int64)
-    ctx = MetricContext(sub, relevance_level, run, rows_in_run[rows], row_samples, texts, qrels, answers)
+    ctx = MetricContext(sub, relevance_level, run, rows_in_run[rows], row_samples, texts, qrels, answers, judged)
     values = np.empty((len(rows), len(specs)), dtype=np.float64)
     answer_side = np.array([bool(getattr(s.metric, "answer_side", False)) for s in specs], dtype=bool)
     for j, spec in enumerate(specs):

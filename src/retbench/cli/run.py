@@ -45,6 +45,7 @@ def run_command(
     con = console()
     outcome = _run_experiment(cfg, force, quiet, con)
     con.print(render_summary(outcome.metrics, cfg.metrics, title=f"{cfg.name}: {cfg.output}"))
+    _print_judge_costs(outcome.metrics, con)
     from retbench.report.leaderboard import build_leaderboard
 
     board = build_leaderboard(outcome.metrics, cfg.metrics[0])
@@ -57,6 +58,19 @@ def run_command(
     if history:
         _register(cfg.output, cfg.raw.get("history"), tag, con)
     raise_if_backend_failed(outcome)
+
+
+def _print_judge_costs(metrics: dict[str, Any], con: Any) -> None:
+    """What the judging stage spent per system (calls made, cache hits, tokens, cost) and "judged N of M"."""
+    from retbench.report.judge import judged_line, stats_line
+
+    for system, summary in metrics.items():
+        block = summary.get("judge") if isinstance(summary, dict) else None
+        if not block:
+            continue
+        con.print(f"{system}: {stats_line(block)}", soft_wrap=True, markup=False, highlight=False)
+        for m, c in block.get("metrics", {}).items():
+            con.print(f"  {m}: {judged_line(c['statuses'])}", soft_wrap=True, markup=False, highlight=False)
 
 
 def _run_experiment(cfg: ExperimentConfig, force: bool, quiet: bool, con: Any) -> StudyOutcome:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +98,11 @@ def read_answer(text: str, context_ids: Sequence[str], abstain: str) -> SystemAn
     return SystemAnswer(text.strip(), tuple(cited), _norm(text).startswith(_norm(abstain)))
 
 
+def numbered(texts: Callable[[str], str], ids: Sequence[str], max_chars: int) -> str:
+    """The context a model sees: `[1] text`, `[2] text`, ... (each chunk cut to max_chars)."""
+    return "\n\n".join(f"[{n}] {texts(d)[:max_chars]}" for n, d in enumerate(ids, 1)) or "(no passages)"
+
+
 class Generator:
     """Answers each query from its top `context_k` chunks through one pinned chat model."""
 
@@ -131,12 +136,8 @@ class Generator:
         for qid, question in queries.items():
             ids = [d for d, _ in rankings.get(qid, [])[: self.spec.context_k] if d in corpus]
             contexts[qid] = ids
-            context = "\n\n".join(
-                f"[{n}] {corpus.joined(corpus.index[d])[: self.spec.max_chars]}" for n, d in enumerate(ids, 1)
-            )
-            items.append(
-                (qid, {"context": context or "(no passages)", "question": question, "abstain": self.spec.abstain})
-            )
+            context = numbered(lambda d: corpus.joined(corpus.index[d]), ids, self.spec.max_chars)
+            items.append((qid, {"context": context, "question": question, "abstain": self.spec.abstain}))
         if not items:
             return {}
         judge = self._open()

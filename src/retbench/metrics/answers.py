@@ -22,7 +22,9 @@ paired comparisons and gates count only the queries a metric applies to, and rep
   `guide.md > Refunds` and gold `guide.md`);
 - `abstention_accuracy` / `hallucination_rate`: apply only to samples marked `answerable: false`;
   1 if the system abstained / 1 if it answered anyway. A system abstained when its output says
-  `abstained: true`, or, when it does not say, when it gave no answer text;
+  `abstained: true`, or, when it does not say, when the judge classified its answer as an
+  abstention (an experiment with a `judge:` block, metrics/judged.py; a failed verdict is NaN), or
+  else when it gave no answer text;
 - an answer that could not be produced (`error`, e.g. a generation call that timed out) scores 0 on
   every answer metric that applies, as a failed query scores 0 on retrieval metrics;
 - `negative_match`: applies to samples with negative answers; 1 if the answer equals or contains a
@@ -188,12 +190,20 @@ def on_unanswerable(ctx: MetricContext, want_abstained: bool) -> np.ndarray:
 
     An answer that could not be produced (`error`) scores 0 on both, as a failed query does.
     """
+    from retbench.metrics.judged import judged_abstention
+
     out = np.full(len(ctx.gm), np.nan)
     for i, sample in enumerate(ctx.samples):
         if sample is not None and sample.answerable is False:
             answer = _answer(ctx, i)
-            failed = answer is not None and answer.error is not None
-            out[i] = 0.0 if failed else float(abstained(answer) == want_abstained)
+            if answer is not None and answer.error is not None:
+                out[i] = 0.0
+                continue
+            said = judged_abstention(answer, (ctx.judged or {}).get(ctx.gm.query_ids[i])) if ctx.judged else None
+            if said == "not_judged" or said is None:
+                said = abstained(answer)
+            if isinstance(said, bool):
+                out[i] = float(said == want_abstained)  # a failed judge verdict (a status) stays NaN
     return out
 
 

@@ -13,7 +13,9 @@ Accepted spellings (case-insensitive except trec_eval's own names):
   `retrieval-ndcg-at-k`, `answer-containment-at-k` (cutoff from the sample or `default_k`);
 - answer metrics (metrics/answers.py, no cutoff): `exact_match`, `token_f1`, `bleu`, `rouge1`,
   `rouge2`, `rougeL`, `reference_containment`, `attribution`, `abstention_accuracy`,
-  `hallucination_rate`, `negative_match`.
+  `hallucination_rate`, `negative_match`;
+- LLM-judged answer metrics (metrics/judged.py, read from stored verdicts): `faithfulness`,
+  `context_precision`, `context_recall`, `answer_relevance`, `groundedness`, `correctness`.
 
 A metric may give NaN for a query it does not apply to (an answer metric on an unanswerable
 question); aggregates count only the queries it applies to.
@@ -35,7 +37,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from retbench.errors import ConfigError, InputError
-from retbench.metrics import answers, coverage, ranking, text
+from retbench.metrics import answers, coverage, judged, ranking, text
 from retbench.metrics.judges import GainMatrix, check_level
 
 #: the metric suite of a benchmark run (and of `retbench compare` on run files) when a config names none
@@ -72,6 +74,7 @@ class MetricContext:
     texts: Any = None
     qrels: Mapping[str, Mapping[str, int]] | None = None
     answers: Mapping[str, Any] | None = None
+    judged: Mapping[str, Any] | None = None  # query id -> stored judge verdicts (metrics/judged.py)
 
     def level(self, params: Mapping[str, float]) -> int:
         """The relevance level a binary measure uses: its own `rel=` parameter, else the evaluation's."""
@@ -408,7 +411,7 @@ def _underscore_spelling(s: str) -> str:
     """Gate configs may spell the aliases with underscores and the cutoff inline
     (`retrieval_recall_at_5`, `retrieval_mrr`); rewrite them to the alias form `retrieval-recall-at-k@5`."""
     m = _UNDERSCORE_RE.match(s.lower())
-    if not m:
+    if not m or s.lower() in _LOOKUP:  # a registered name (answer_relevance) is left as it is
         return s
     alias = m[1].replace("_", "-") + ("-at-k" if m[2] else "")
     return alias + (f"@{m[2]}" if m[2] and m[2].isdigit() else "")
@@ -512,5 +515,5 @@ def expand_trec_list(spec: str) -> list[str]:
     return [f"{m[1]}.{k}" for k in m[2].split(",")]
 
 
-for _m in [*_builtins(), *answers.builtins()]:
+for _m in [*_builtins(), *answers.builtins(), *judged.builtins()]:
     register(_m)  # type: ignore[arg-type]

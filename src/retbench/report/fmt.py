@@ -105,6 +105,11 @@ def pvalue(p: float | None) -> str:
     return f"p {short[0]} {short[1:]}" if short.startswith("<") else f"p = {short}"
 
 
+def judged(n: int, total: int) -> str:
+    """'judged 20 of 22': verdicts that scored of the queries an LLM-judged metric applies to."""
+    return f"judged {n} of {total}"
+
+
 def applicable(n: int, total: int) -> str:
     """'6 of 28': the queries a metric applies to (answer metrics skip questions they do not concern)."""
     return f"{n} of {total}"

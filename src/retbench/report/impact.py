@@ -95,6 +95,29 @@ def _header(
         "'changed' counts queries whose top-k changed; 'gained'/'lost' those whose "
         f"{summary.get('affected_by', metrics[0])} went up/down (see candidates.json for the ids).",
         "",
+        *_context_recall_judge(manifest.get("context_recall")),
+    ]
+
+
+def _context_recall_judge(cr: Mapping[str, Any] | None) -> list[str]:
+    """Which judge decided that a reference sentence is supported (ΔContextRecall), by name."""
+    if not cr:
+        return []
+    if cr.get("judge") == "llm":
+        statuses = cr.get("statuses") or {}
+        ok, total = statuses.get("ok", 0), sum(statuses.values())
+        failed = ", ".join(f"{c} {st}" for st, c in sorted(statuses.items()) if st != "ok")
+        how = (
+            f"the LLM judge {cr.get('model')} with prompt {cr.get('prompt')} "
+            f"(judged {ok} of {total} (query, document) pairs"
+            + (f"; {failed}: no sentence supported" if failed else "")
+            + ")"
+        )
+    else:
+        how = f"cosine ≥ {fmt.num(cr.get('threshold'), 2)} to a sentence of the context"
+    return [
+        f"Context recall: a reference sentence is supported when judged so by {how}; top {cr.get('context_k')} context.",
+        "",
     ]
 
 

@@ -187,6 +187,12 @@ def report_markdown(data: Any) -> str:
             "is averaged over those, shown as (n of M).",
             "",
         ]
+    if any(s.judged_counts for s in data.systems):
+        lines += [
+            "LLM-judged metrics are averaged over the queries whose verdicts came back valid, shown as (judged N of M); "
+            "a failed or unparseable verdict is counted there, never scored (verdicts in systems/<name>/judged.json).",
+            "",
+        ]
     if data.comparison is not None:
         lines.append(comparison_markdown(data.comparison, top_metric=data.primary, level=2))
     timed = [s for s in data.systems if s.latency]

@@ -40,9 +40,12 @@ class SystemSummary:
     timings: dict[str, float] = field(default_factory=dict)
     resources: dict[str, Any] = field(default_factory=dict)  # the manifest's resource figures
     applies: dict[str, tuple[int, int]] = field(default_factory=dict)  # metric -> (n, of) when it applies to some
+    judged_counts: dict[str, tuple[int, int]] = field(default_factory=dict)  # judged metric -> (verdicts ok, of)
 
     def applies_note(self, metric: str) -> str:
-        """ " (n of M)" for a metric that applies to only some queries (answer metrics), else ""."""
+        """ " (judged N of M)" for an LLM-judged metric, " (n of M)" for one that applies to some queries, else ""."""
+        if metric in self.judged_counts:
+            return f" ({fmt.judged(*self.judged_counts[metric])})"
         if metric not in self.applies:
             return ""
         n, of = self.applies[metric]
@@ -259,9 +262,17 @@ def _summaries(
                 dict(info.get("timings") or {}),
                 dict(info.get("resources") or {}),
                 applies,
+                judged_counts(mj[s]),
             )
         )
     return systems, evs, runs
+
+
+def judged_counts(summary: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
+    """{judged metric: (verdicts that scored, queries it applies to)} from a system's `judge` summary block."""
+    block = summary.get("judge") if isinstance(summary, Mapping) else None
+    metrics = block.get("metrics") if isinstance(block, Mapping) else None
+    return {m: (int(c["judged"]), int(c["of"])) for m, c in (metrics or {}).items()}
 
 
 def _compared(

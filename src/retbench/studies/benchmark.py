@@ -62,6 +62,14 @@ from retbench.studies.cell import (
     run_cell,
 )
 from retbench.studies.executors import ExecutorSettings, make_executor, parse_executor
+from retbench.studies.judging import (
+    JudgeServer,
+    Judging,
+    JudgingSpec,
+    judged_metrics,
+    judged_summary,
+    needs_judge,
+)
 from retbench.studies.manifest import config_record, machine, package_versions
 from retbench.studies.rerank import rerank_system
 
@@ -91,6 +99,8 @@ TOP_KEYS = {
     "history",
     "executor",
     "reference",
+    "judge",
+    "judging",
 }
 
 # kept for callers of the earlier names: one outcome shape serves every study
@@ -116,6 +126,7 @@ class ExperimentConfig:
     reference: str | None = None  # a system (exact search) whose top-k the others are measured against
     reference_k: int = 10
     generates: dict[str, GenerateSpec] = field(default_factory=dict)  # by system name: answers from a chat model
+    judging: JudgingSpec | None = None  # the judge of the judged answer metrics (studies/judging.py)
 
     def search_fingerprint(self, system: SystemSpec, dataset: DatasetSpec) -> str:
         """What the ranked lists depend on (the journal must match it): system, data, depth."""
@@ -123,11 +134,13 @@ class ExperimentConfig:
 
     def system_hash(self, system: SystemSpec, dataset: DatasetSpec) -> str:
         """What a finished cell's numbers depend on: resume only reuses results with the same hash."""
+        judged = {"judging": self.judging.describe()} if self.judging and judged_metrics(self.metrics) else {}
         return fingerprint(
             {
                 "search": self.search_fingerprint(system, dataset),
                 "metrics": self.metrics,
                 "evaluation": self.evaluation.to_dict(),
+                **judged,
             }
         )
 
@@ -175,7 +188,23 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
                 cfg.generates[s.name] = GenerateSpec.from_config(s.extra["generate"], where=f"systems[{i}].generate")
             except ConfigError as exc:
                 raise ConfigError(exc.reason, path=source, field=exc.field) from None
+    cfg.judging = _parse_judging(raw, cfg.metrics, source)
     return cfg
+
+
+def _parse_judging(raw: dict[str, Any], metrics: list[str], source: str) -> JudgingSpec | None:
+    """The `judge:` (+ optional `judging:`) blocks; a judged metric without a judge is an error naming it."""
+    if raw.get("judge") is None:
+        require(raw.get("judging") is None, "judging: needs a judge: block", source, "judging")
+        asked = [i for i, m in enumerate(metrics) if needs_judge([m])]
+        require(
+            not asked,
+            "a judged metric needs a judge: block (an LLM endpoint)",
+            source,
+            f"metrics[{asked[0]}]" if asked else "judge",
+        )
+        return None
+    return JudgingSpec.from_config(raw["judge"], raw.get("judging"), source)
 
 
 def _parse_reference(raw: Any, systems: list[str], source: str) -> tuple[str | None, int]:
@@ -323,15 +352,52 @@ def run_experiment(
 ) -> StudyOutcome:
     """Run every system on every dataset through the cell runner; write the results directory."""
     executor = make_executor(cfg.executor)
+    server = JudgeServer(cfg.judging.llm) if cfg.judging else None  # started on the first verdict asked
     try:
         with OutputLock(cfg.output):
-            return _run_locked(cfg, executor, force=force, progress=progress, log=log)
+            return _run_locked(cfg, executor, server, force=force, progress=progress, log=log)
     finally:
         executor.close()
+        if server is not None:
+            server.close()
+
+
+def _judge_block(js: dict[str, Any], retriever: Any, timings: dict[str, float]) -> dict[str, Any]:
+    """The cell summary's `judge` block (calls, tokens, cost, judged N of M), when the stage ran."""
+    return {"judge": js["summary"]} if js.get("summary") else {}
+
+
+def _judge_system(
+    cfg: ExperimentConfig, server: JudgeServer | None, key: str, run: Run, ds: Dataset, queries: Queries, answers: Any
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The judging stage for one system (stored verdicts by query, its manifest); (None, {}) when not asked."""
+    if cfg.judging is None or server is None or not judged_metrics(cfg.metrics):
+        return None, {}
+    k = cfg.judging.context_k
+    contexts = {
+        q: [str(d) for d in run.docs(q)[:k] if str(d) in ds.corpus] if q in run and not run.status[q].failed else []
+        for q in queries
+    }
+    stage = Judging(cfg.judging, server, SystemDir.of(cfg.output, key).root)
+    records = stage.run(
+        cfg.metrics,
+        {q: queries[q] for q in queries},
+        ds.samples,
+        answers,
+        contexts,
+        lambda d: ds.corpus.joined(ds.corpus.index[d]),
+    )
+    return records, stage.manifest()
 
 
 def _run_locked(
-    cfg: ExperimentConfig, executor: Any, *, force: bool, progress: Progress | None, log: Callable[[str], None]
+    cfg: ExperimentConfig,
+    executor: Any,
+    server: JudgeServer | None,
+    *,
+    force: bool,
+    progress: Progress | None,
+    log: Callable[[str], None],
 ) -> StudyOutcome:
 
     out = cfg.output
@@ -357,13 +423,26 @@ def _run_locked(
         manifest["datasets"].append(dataset_manifest(ds, dspec, queries, time.perf_counter() - t0))
 
         for key, sspec in systems:
+            judge_summary: dict[str, Any] = {}  # the judging stage's figures, kept in the cell's summary
 
-            def score(run: Any, qrels: Any = qrels, ds: Dataset = ds, key: str = key) -> Any:
+            def score(
+                run: Any,
+                qrels: Any = qrels,
+                ds: Dataset = ds,
+                key: str = key,
+                qs: Queries = queries,
+                js: dict = judge_summary,
+            ) -> Any:
                 extra: dict[str, Any] = {}
+                judged = None
                 if ds.samples:  # a golden set: per-sample k, reference answers, answerable flags
                     answers = load_answers(SystemDir.of(cfg.output, key))
-                    extra = {"samples": ds.samples, "texts": ds.corpus, "answers": answers or None}
-                return evaluate(run, qrels, cfg.metrics, **cfg.evaluation.evaluate_kwargs(), **extra)
+                    judged, js["manifest"] = _judge_system(cfg, server, key, run, ds, qs, answers)
+                    extra = {"samples": ds.samples, "texts": ds.corpus, "answers": answers or None, "judged": judged}
+                ev = evaluate(run, qrels, cfg.metrics, **cfg.evaluation.evaluate_kwargs(), **extra)
+                if judged is not None:
+                    js["summary"] = judged_summary(ev, js["manifest"], ds.samples, extra["answers"], judged)
+                return ev
 
             cell = Cell(
                 key,
@@ -391,6 +470,7 @@ def _run_locked(
                     executor=executor,
                     search_extra={"adapter": sspec.adapter, "params": sspec.params},
                     rerank=_rerank_hook(rr, queries, ds.corpus, cell, cfg, qrels) if rr else None,
+                    extra=partial(_judge_block, judge_summary),
                 )
             finally:
                 lazy.close()

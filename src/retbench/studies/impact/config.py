@@ -178,9 +178,17 @@ def _context_recall(raw: Mapping[str, Any], src: str) -> dict[str, Any] | None:
         src,
         "context_recall.references",
     )
-    known_keys(cr, {"references", "threshold", "context_k"}, src, "context_recall")
-    if "context_k" in cr:
-        positive_int(cr["context_k"], src, "context_recall.context_k")
+    known_keys(cr, {"references", "threshold", "context_k", "judge", "max_chars"}, src, "context_recall")
+    for key in ("context_k", "max_chars"):
+        if key in cr:
+            positive_int(cr[key], src, f"context_recall.{key}")
+    if cr.get("judge") is not None:  # an LLM judges sentence support instead of the cosine threshold
+        from retbench.llm.settings import JudgeSettings
+
+        try:
+            cr = {**cr, "judge": JudgeSettings.from_config(cr["judge"], where="context_recall.judge")}
+        except ConfigError as exc:
+            raise ConfigError(exc.reason, path=src, field=exc.field) from None
     return cr
 
 

@@ -25,7 +25,7 @@ from retbench.studies.impact.dense import DenseImpact
 from retbench.studies.impact.model import STATUSES, Impact
 from retbench.studies.impact.novelty import Novelty, NoveltyIndex, text_hash
 from retbench.studies.impact.rebuild import RebuildImpact
-from retbench.studies.impact.support import ContextRecall, CosineSupport
+from retbench.studies.impact.support import ContextRecall, CosineSupport, JudgeSupport, SentenceSupport
 from retbench.studies.manifest import config_record, machine, package_versions
 
 
@@ -136,11 +136,14 @@ def _context(cfg: IngestConfig, s: _Setup, encoder: Any, base: Path | None) -> C
     if cfg.context_recall is None:
         return None
     refs = reference_answers(cfg.context_recall["references"], s.ds, s.qrels, s.qids, cfg.relevance_level, base)
+    judge = cfg.context_recall.get("judge")
+    support: SentenceSupport = (
+        JudgeSupport(judge, int(cfg.context_recall.get("max_chars", 2000)), cfg.output / "judge_calls.jsonl")
+        if judge is not None
+        else CosineSupport(encoder, float(cfg.context_recall.get("threshold", 0.8)))
+    )
     return ContextRecall(
-        refs,
-        _text_lookup(s.cands, s.kb, s.ds.corpus),
-        CosineSupport(encoder, float(cfg.context_recall.get("threshold", 0.8))),
-        int(cfg.context_recall.get("context_k", 5)),
+        refs, _text_lookup(s.cands, s.kb, s.ds.corpus), support, int(cfg.context_recall.get("context_k", 5))
     )
 
 
@@ -374,19 +377,23 @@ def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> Inge
     encoder = getattr(retriever, "encoder", None) or Encoder(**cfg.encoder)
     chunker = make_chunker(cfg.novelty["chunker"], where=cfg.source) if cfg.novelty.get("chunker") else None
     context = _context(cfg, s, encoder, base)
-    t0 = time.perf_counter()
-    engine = _engine(cfg, s, retriever, encoder, context)
-    timings["index_seconds"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    nov_index = NoveltyIndex(encoder, chunker)
-    nov_index.add(s.kb)
-    cand_chunks = nov_index.encode(s.cands)
-    incremental = isinstance(engine, DenseImpact)
-    cand_vecs = encoder.encode_documents(s.cands.joined_texts()) if incremental else None
-    timings["novelty_index_seconds"] = time.perf_counter() - t0
-    before = engine.before
-    log("with K: " + ", ".join(f"{m} {v:.4f}" for m, v in before.items()))
-    results = _run_modes(cfg, _Modes(cfg, s, engine, nov_index, cand_vecs), cand_chunks, timings, log)
+    try:  # a judged context recall may have started a local judge server
+        t0 = time.perf_counter()
+        engine = _engine(cfg, s, retriever, encoder, context)
+        timings["index_seconds"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        nov_index = NoveltyIndex(encoder, chunker)
+        nov_index.add(s.kb)
+        cand_chunks = nov_index.encode(s.cands)
+        incremental = isinstance(engine, DenseImpact)
+        cand_vecs = encoder.encode_documents(s.cands.joined_texts()) if incremental else None
+        timings["novelty_index_seconds"] = time.perf_counter() - t0
+        before = engine.before
+        log("with K: " + ", ".join(f"{m} {v:.4f}" for m, v in before.items()))
+        results = _run_modes(cfg, _Modes(cfg, s, engine, nov_index, cand_vecs), cand_chunks, timings, log)
+    finally:
+        if context is not None:
+            context.close()
     if isinstance(engine, RebuildImpact):
         timings.update({f"rebuild_{k}_seconds": v for k, v in engine.seconds.items()})
     retriever.close()

@@ -3,7 +3,8 @@
     CR(q) = |{s in sentences(reference(q)) : max_{t in sentences(top-context_k docs)} cos(s, t) >= threshold}|
             / |sentences(reference(q))|
 
-The sentence-support judge is a seam (`SentenceSupport`): `CosineSupport` is the encoder-based one.
+The sentence-support judge is a seam (`SentenceSupport`): `CosineSupport` is the encoder-based one,
+`JudgeSupport` asks an LLM judge (`context_recall.judge:` in the config) whether each sentence is supported.
 """
 
 from __future__ import annotations
@@ -121,3 +122,62 @@ class ContextRecall:
             [d for q, ctx in zip(qids, contexts, strict=True) if self.has(q) for d in list(ctx)[: self.context_k]]
         )
         return np.array([self.score(q, ctx) for q, ctx in zip(qids, contexts, strict=True)], dtype=np.float64)
+
+    def close(self) -> None:
+        """Stops a judge's local server, if the support judge started one."""
+        close = getattr(self.judge, "close", None)
+        if callable(close):
+            close()
+
+
+class JudgeSupport:
+    """A reference sentence is supported by a document when an LLM judge says so.
+
+    One call per (query, document) with the versioned `support_v1` prompt: the document is the context,
+    the query's reference sentences the numbered statements, and the judge answers one 1/0 verdict per
+    statement (RAGAS context recall, Es et al., 2023). Calls go through the judge machinery (pinned
+    identity, cache, call log). A failed or unparseable verdict supports no sentence and is counted by
+    status in `describe()`, which the report prints as "judged N of M".
+    """
+
+    def __init__(self, settings: Any, max_chars: int = 2000, log_path: Any = None) -> None:
+        from retbench.studies.judging import JudgeServer
+
+        self.settings, self.max_chars, self.log_path = settings, int(max_chars), log_path
+        self.server = JudgeServer(settings)
+        self._judge: Any = None
+        self.statuses: dict[str, int] = {}
+
+    def judge(self) -> Any:
+        if self._judge is None:
+            from retbench.llm.judge import Judge
+            from retbench.studies.judging import PARSERS
+
+            self._judge = Judge(
+                self.settings,
+                "support_v1",
+                base_url=self.server.url(),
+                log_path=self.log_path,
+                parse=PARSERS["support"],
+            )
+        return self._judge
+
+    def support(self, references: Sequence[str], text: str) -> np.ndarray:
+        if not references or not text.strip():
+            return np.zeros(len(references), dtype=bool)
+        listed = "\n".join(f"{i}. {s}" for i, s in enumerate(references, 1))
+        [v] = self.judge().judge([(0, {"context": text[: self.max_chars], "statements": listed})])
+        fits = v.ok and len(v.value) == len(references)
+        status = "unparseable" if v.ok and not fits else v.status
+        self.statuses[status] = self.statuses.get(status, 0) + 1
+        return np.asarray(v.value if fits else [False] * len(references), dtype=bool)
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"judge": "llm", "prompt": "support_v1", "statuses": dict(self.statuses)}
+        if self._judge is not None:
+            out.update(model=self._judge.identity.model, model_sha256=self._judge.identity.model_sha256)
+            out["stats"] = self._judge.stats.to_dict(self.settings)
+        return out
+
+    def close(self) -> None:
+        self.server.close()

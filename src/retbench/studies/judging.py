@@ -1,0 +1,330 @@
+"""The judging stage: the judge's verdicts each judged answer metric needs, per (system, query), stored.
+
+    judge:                       # any OpenAI-compatible chat endpoint (llm/settings.py), or a local GGUF
+      local: {model_file: .retbench-cache/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf}
+      max_tokens: 160
+    judging:                     # optional; these are the defaults
+      context_k: 3               # the top k retrieved chunks are the context that is judged
+      questions: 3               # answer relevance: questions generated per answer
+      max_chars: 600             # of each chunk in a prompt
+      prompts: {groundedness: groundedness_v1}   # a kind -> another versioned template
+      encoder: {}                # answer relevance's embedding model (default: the packaged MiniLM)
+
+After a system's answers are saved, and only for the judged metrics the experiment asks for, the
+stage asks the judge (through `llm/judge.py`: pinned identity, cache, call log) for:
+
+- `answer_claims` / `answer_support` (faithfulness): the statements of the answer (`claims_v1`),
+  then one verdict per statement against the context (`support_v1`);
+- `reference_claims` / `reference_support` (context recall): the same for the first reference answer;
+- `chunks` (context precision): one relevance verdict per context chunk (`context_relevance_v1`);
+- `questions` (answer relevance): N questions from the answer (`questions_v1`), with their cosines to
+  the original question under the encoder;
+- `groundedness` (`groundedness_v1`), `correctness` (`correctness_v1`) and `abstention`
+  (`abstention_v1`, only for unanswerable questions whose output has no `abstained` field).
+
+Each verdict is stored as `{"status", "value", "prompt"}` in `systems/<name>/judged.json` with the
+judge's identity per prompt; every call is logged to `judge_calls.jsonl` beside it. A re-run, or a
+run resumed after a crash, asks the cache first and makes no call for a verdict it already has.
+The metrics themselves (metrics/judged.py) are pure functions of these stored verdicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeGuard
+
+import numpy as np
+
+from retbench.config import EncoderSettings, known_keys, mapping, positive_int
+from retbench.data.answers import SystemAnswer
+from retbench.errors import ConfigError
+from retbench.llm import verdicts as vp
+from retbench.llm.generate import numbered
+from retbench.llm.prompts import load_prompt
+from retbench.llm.settings import JudgeSettings
+from retbench.metrics.judged import JUDGED_METRICS, given_text, references
+
+#: judge prompt kind -> the shipped template
+PROMPTS = {
+    "claims": "claims_v1",
+    "support": "support_v1",
+    "context_relevance": "context_relevance_v1",
+    "questions": "questions_v1",
+    "groundedness": "groundedness_v1",
+    "correctness": "correctness_v1",
+    "abstention": "abstention_v1",
+}
+PARSERS: dict[str, Callable[[str], tuple[Any, str]]] = {
+    "claims": partial(vp.parse_strings, key="statements"),
+    "support": partial(vp.parse_flags, key="verdicts"),
+    "context_relevance": partial(vp.parse_flag, key="relevant"),
+    "questions": partial(vp.parse_strings, key="questions", allow_empty=False),
+    "groundedness": partial(vp.parse_scored, lists=("supported_claims", "unsupported_claims")),
+    "correctness": partial(vp.parse_scored, strings=("reasoning",)),
+    "abstention": partial(vp.parse_flag, key="abstained"),
+}
+#: metric -> the prompt kinds it needs
+NEEDS = {
+    "faithfulness": ("claims", "support"),
+    "context_recall": ("claims", "support"),
+    "context_precision": ("context_relevance",),
+    "answer_relevance": ("questions",),
+    "groundedness": ("groundedness",),
+    "correctness": ("correctness",),
+    "abstention_accuracy": ("abstention",),
+    "hallucination_rate": ("abstention",),
+}
+JUDGED_FILE = "judged.json"
+CALLS_FILE = "judge_calls.jsonl"
+KEYS = frozenset({"context_k", "questions", "max_chars", "prompts", "encoder"})
+
+
+@dataclass(frozen=True)
+class JudgingSpec:
+    """The experiment's `judge:` block (who judges) and `judging:` block (what goes into the prompts)."""
+
+    llm: JudgeSettings
+    context_k: int = 3
+    questions: int = 3
+    max_chars: int = 600
+    prompts: Mapping[str, str] = field(default_factory=lambda: dict(PROMPTS))
+    encoder: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, judge: Any, judging: Any, source: str) -> JudgingSpec:
+        try:
+            llm = JudgeSettings.from_config(judge)
+        except ConfigError as exc:
+            raise ConfigError(exc.reason, path=source, field=exc.field) from None
+        block = mapping(judging, source, "judging")
+        known_keys(block, KEYS, source, "judging")
+        prompts = mapping(block.get("prompts"), source, "judging.prompts")
+        known_keys(prompts, set(PROMPTS), source, "judging.prompts")
+        for kind, pid in prompts.items():
+            try:
+                load_prompt(str(pid))
+            except ConfigError as exc:
+                raise ConfigError(exc.reason, path=source, field=f"judging.prompts.{kind}") from None
+        encoder = EncoderSettings.from_config(block.get("encoder"), source, "judging.encoder").options
+        return cls(
+            llm,
+            positive_int(block.get("context_k", 3), source, "judging.context_k"),
+            positive_int(block.get("questions", 3), source, "judging.questions"),
+            positive_int(block.get("max_chars", 600), source, "judging.max_chars"),
+            {**PROMPTS, **{k: str(v) for k, v in prompts.items()}},
+            encoder,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """What the verdicts depend on (part of a cell's config hash and of its manifest)."""
+        return {
+            "judge": self.llm.to_manifest(),
+            "context_k": self.context_k,
+            "questions": self.questions,
+            "max_chars": self.max_chars,
+            "prompts": {k: load_prompt(p).describe() for k, p in sorted(self.prompts.items())},
+            "encoder": dict(self.encoder),
+        }
+
+
+def judged_metrics(metrics: Sequence[str]) -> list[str]:
+    """The asked metrics that need the judge (abstention metrics only use it when an output does not say)."""
+    return [m for m in metrics if m in NEEDS]
+
+
+def needs_judge(metrics: Sequence[str]) -> bool:
+    """Metrics that cannot be computed without a judge block."""
+    return any(m in JUDGED_METRICS for m in metrics)
+
+
+class JudgeServer:
+    """The judge's base URL, a local model server started on first use and kept for the whole experiment."""
+
+    def __init__(self, settings: JudgeSettings) -> None:
+        self.settings = settings
+        self._stack = ExitStack()
+        self._url: str | None = None
+
+    def url(self) -> str:
+        if self._url is None:
+            from retbench.llm.judge import open_base_url
+
+            self._url = self._stack.enter_context(open_base_url(self.settings))
+        return self._url
+
+    def close(self) -> None:
+        self._stack.close()
+        self._url = None
+
+
+# -- the stage -----------------------------------------------------------------------------------------
+Item = tuple[Any, dict[str, str]]
+
+
+class Judging:
+    """Judges one system's answers and contexts; `run()` returns {query id: records} and writes them."""
+
+    def __init__(self, spec: JudgingSpec, server: JudgeServer, sysdir: Path, cache_dir: Path | None = None) -> None:
+        self.spec, self.server, self.sysdir, self.cache_dir = spec, server, sysdir, cache_dir
+        self.judges: dict[str, Any] = {}
+
+    def _judge(self, kind: str) -> Any:
+        if kind not in self.judges:
+            from retbench.llm.judge import Judge
+
+            self.judges[kind] = Judge(
+                self.spec.llm,
+                self.spec.prompts[kind],
+                base_url=self.server.url(),
+                log_path=self.sysdir / CALLS_FILE,
+                cache_dir=self.cache_dir,
+                parse=PARSERS[kind],
+            )
+        return self.judges[kind]
+
+    def _ask(self, kind: str, items: list[Item], records: dict[str, dict[str, Any]], post: Any = None) -> None:
+        """Judge `items` (keys (qid, record name[, rank])) with one prompt kind and store each verdict."""
+        if not items:
+            return
+        judge = self._judge(kind)
+        for v in judge.judge(items):
+            qid, name = v.key[0], v.key[1]
+            value, status = (v.value, v.status) if post is None or not v.ok else post(v.key, v.value)
+            rec = {"status": status, "value": value if status == "ok" else None, "prompt": judge.prompt.id}
+            if len(v.key) > 2:
+                records[qid].setdefault(name, []).append({"doc": v.key[2], **rec})
+            else:
+                records[qid][name] = rec
+
+    def run(
+        self,
+        metrics: Sequence[str],
+        questions: Mapping[str, str],
+        samples: Mapping[str, Any],
+        answers: Mapping[str, Any],
+        contexts: Mapping[str, Sequence[str]],
+        texts: Callable[[str], str],
+    ) -> dict[str, dict[str, Any]]:
+        """Verdicts for every query in `questions`: `contexts` are its top chunks' ids, `texts` their text."""
+        want = set(judged_metrics(metrics))
+        cut = self.spec.max_chars
+        records: dict[str, dict[str, Any]] = {q: {"context": list(contexts.get(q, ()))} for q in questions}
+        context = {q: numbered(texts, records[q]["context"], cut) for q in questions}
+        plan = first_round(want, questions, samples, answers, records, texts, cut, self.spec.questions)
+        for kind, items in plan.items():
+            post = partial(self._cosines, questions) if kind == "questions" else None
+            self._ask(kind, items, records, post)
+        support = []
+        for q in questions:
+            for name, target in (("answer_claims", "answer_support"), ("reference_claims", "reference_support")):
+                claims = records[q].get(name, {})
+                if claims.get("status") == "ok" and claims["value"] and records[q]["context"]:
+                    listed = "\n".join(f"{i}. {c}" for i, c in enumerate(claims["value"], 1))
+                    support.append(((q, target, len(claims["value"])), {"context": context[q], "statements": listed}))
+        self._ask("support", [((k[0], k[1]), f) for k, f in support], records)
+        for (q, target, n), _ in support:  # a verdict list of the wrong length is not a verdict
+            rec = records[q][target]
+            if rec["status"] == "ok" and len(rec["value"]) != n:
+                rec.update(status="unparseable", value=None)
+        from retbench.results import write_json
+
+        write_json(self.sysdir / JUDGED_FILE, {"judging": self.spec.describe(), **self.manifest(), "verdicts": records})
+        return records
+
+    def _cosines(self, questions: Mapping[str, str], key: Any, generated: list[str]) -> tuple[Any, str]:
+        """Answer relevance's verdict: the generated questions and their cosines with the original one."""
+        vecs = self._encoder().encode_queries([questions[key[0]], *generated])
+        vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        cos = (vecs[1:] @ vecs[0]).astype(float)
+        return {"questions": generated, "cosines": [round(float(c), 6) for c in cos]}, "ok"
+
+    def _encoder(self) -> Any:
+        if "_encoder" not in self.judges:
+            from retbench.retrievers.encoders.encoder import Encoder
+
+            self.judges["_encoder"] = Encoder(**dict(self.spec.encoder))
+        return self.judges["_encoder"]
+
+    def manifest(self) -> dict[str, Any]:
+        """Each prompt kind's judge identity, and what the stage spent (calls, tokens, cost) in total."""
+        judges = {k: j for k, j in self.judges.items() if k != "_encoder"}
+        stats = [j.stats.to_dict(j.settings) for j in judges.values()]
+        total: dict[str, Any] = {"calls": 0, "cached": 0, "input_tokens": 0, "output_tokens": 0, "retries": 0}
+        for s in stats:
+            for name in total:
+                total[name] += s[name]
+        total["cost"] = round(sum(s["cost"] for s in stats), 6)
+        total["tokens_estimated"] = any(s["tokens_estimated"] for s in stats)
+        statuses: dict[str, int] = {}
+        for s in stats:
+            for st, c in s["statuses"].items():
+                statuses[st] = statuses.get(st, 0) + c
+        total["statuses"] = statuses
+        return {"identity": {k: j.identity.to_dict() for k, j in judges.items()}, "stats": total}
+
+
+def judged_summary(
+    ev: Any, manifest: Mapping[str, Any], samples: Mapping[str, Any], answers: Any, records: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A cell summary's `judge` block: calls, tokens and cost spent, and "judged N of M" per judged metric."""
+    from retbench.metrics.judged import counts, outcomes
+
+    rows = [samples.get(q) for q in ev.query_ids]
+    per_metric = {
+        m: counts(outcomes(m, rows, answers, records, ev.query_ids)) for m in ev.metrics if m in JUDGED_METRICS
+    }
+    return {**manifest.get("stats", {}), "metrics": per_metric}
+
+
+def first_round(
+    want: set[str],
+    questions: Mapping[str, str],
+    samples: Mapping[str, Any],
+    answers: Mapping[str, Any],
+    records: Mapping[str, dict[str, Any]],
+    texts: Callable[[str], str],
+    max_chars: int,
+    n_questions: int,
+) -> dict[str, list[Item]]:
+    """Every verdict that needs no earlier verdict, by prompt kind; only where the metric applies."""
+    plan: dict[str, list[Item]] = {k: [] for k in PROMPTS}
+    for q, question in questions.items():
+        sample, answer, ctx = samples.get(q), answers.get(q), records[q]["context"]
+        text, refs = given_text(answer), references(sample)
+        joined = numbered(texts, ctx, max_chars)
+        if text is not None:
+            if "faithfulness" in want:
+                plan["claims"].append(((q, "answer_claims"), {"question": question, "text": text}))
+            if "answer_relevance" in want:
+                plan["questions"].append(((q, "questions"), {"answer": text, "n": str(n_questions)}))
+            if "groundedness" in want:
+                fields = {"context": joined, "question": question, "answer": text}
+                plan["groundedness"].append(((q, "groundedness"), fields))
+            if "correctness" in want and refs:
+                fields = {"question": question, "references": "\n".join(f"- {r}" for r in refs), "answer": text}
+                plan["correctness"].append(((q, "correctness"), fields))
+        if "context_recall" in want and refs and ctx:
+            plan["claims"].append(((q, "reference_claims"), {"question": question, "text": refs[0]}))
+        if "context_precision" in want and ctx and (sample is None or sample.answerable is not False):
+            for d in ctx:
+                fields = {"question": question, "passage": texts(d)[:max_chars]}
+                plan["context_relevance"].append(((q, "chunks", d), fields))
+        if want & {"abstention_accuracy", "hallucination_rate"} and _classify_abstention(answer, sample):
+            plan["abstention"].append(((q, "abstention"), {"question": question, "answer": str(answer.text)}))
+    return plan
+
+
+def _classify_abstention(answer: SystemAnswer | None, sample: Any) -> TypeGuard[SystemAnswer]:
+    """An unanswerable question whose output gave text but did not say whether it abstained."""
+    return (
+        sample is not None
+        and sample.answerable is False
+        and answer is not None
+        and answer.abstained is None
+        and answer.error is None
+        and bool((answer.text or "").strip())
+    )
