@@ -97,8 +97,9 @@ ANSWER = SystemAnswer("Late fees were cut from $32 to $8 [1].", ("sotu-20",), Fa
 def test_a_failed_verdict_is_a_status_never_a_number_and_counts_as_not_judged():
     f = jm.OUTCOMES["faithfulness"]
     assert f(None, ANSWER, {"answer_claims": _ok([])}) == 1.0  # no claim: faithful
-    claims = {"answer_claims": _ok(["Late fees were $32.", "Late fees are $8."])}
+    claims = {"context": ["sotu-20"], "answer_claims": _ok(["Late fees were $32.", "Late fees are $8."])}
     assert f(None, ANSWER, {**claims, "answer_support": _ok([True, False])}) == 0.5
+    assert f(None, ANSWER, {**claims, "context": []}) == 0.0  # an empty context supports no claim
     assert f(None, ANSWER, {**claims, "answer_support": _failed("unparseable")}) == "unparseable"
     assert f(None, ANSWER, {"answer_claims": _failed("judge_timeout")}) == "judge_timeout"
     assert f(None, ANSWER, None) == "not_judged"

@@ -125,38 +125,45 @@ def _faithfulness(sample: Any, answer: SystemAnswer | None, records: Records | N
         return 0.0
     if given_text(answer) is None:
         return None
-    claims, status = verdict(records, "answer_claims")
+    return _supported(records, "answer", faithfulness, no_claims=1.0)
+
+
+def _supported(
+    records: Records | None, side: str, score: Callable[[Sequence[bool]], float], no_claims: Outcome
+) -> Outcome:
+    """`score` of the support verdicts of the `<side>_claims` statements against the context."""
+    claims, status = verdict(records, f"{side}_claims")
     if status != "ok":
         return status
     if not claims:
-        return 1.0
-    support, status = verdict(records, "answer_support")
-    return faithfulness(support) if status == "ok" else status
+        return no_claims
+    if not (records or {}).get("context"):
+        return score([False] * len(claims))  # an empty context supports nothing
+    support, status = verdict(records, f"{side}_support")
+    return score(support) if status == "ok" else status
+
+
+def _context_only(records: Records | None) -> Outcome:
+    """A context metric's outcome decided by the context alone: never judged, or empty (0); else None."""
+    if records is None or "context" not in records:
+        return "not_judged"
+    return 0.0 if not records["context"] else None
 
 
 def _context_recall(sample: Any, answer: SystemAnswer | None, records: Records | None) -> Outcome:
     if not references(sample):
         return None
-    if records is None or "context" not in records:
-        return "not_judged"
-    if not records["context"]:
-        return 0.0
-    statements, status = verdict(records, "reference_claims")
-    if status != "ok":
-        return status
-    if not statements:
-        return None  # a reference with no statement: nothing to recall
-    support, status = verdict(records, "reference_support")
-    return context_recall(support) if status == "ok" else status
+    if (early := _context_only(records)) is not None:
+        return early
+    return _supported(records, "reference", context_recall, no_claims=None)  # no statement: nothing to recall
 
 
 def _context_precision(sample: Any, answer: SystemAnswer | None, records: Records | None) -> Outcome:
     if not answerable(sample):
         return None
-    if records is None or "context" not in records:
-        return "not_judged"
-    if not records["context"]:
-        return 0.0
+    early = _context_only(records)
+    if early is not None or records is None:
+        return early
     chunks = records.get("chunks")
     if not isinstance(chunks, list) or len(chunks) != len(records["context"]):
         return "not_judged"

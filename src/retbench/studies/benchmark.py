@@ -362,6 +362,32 @@ def run_experiment(
             server.close()
 
 
+def _scorer(
+    cfg: ExperimentConfig,
+    server: JudgeServer | None,
+    key: str,
+    qrels: Any,
+    ds: Dataset,
+    queries: Queries,
+    js: dict[str, Any],
+) -> Callable[[Run], Any]:
+    """A cell's score(run): answers read back, judged when asked (figures into `js`), then evaluated."""
+
+    def score(run: Run) -> Any:
+        extra: dict[str, Any] = {}
+        judged = None
+        if ds.samples:  # a golden set: per-sample k, reference answers, answerable flags
+            answers = load_answers(SystemDir.of(cfg.output, key))
+            judged, js["manifest"] = _judge_system(cfg, server, key, run, ds, queries, answers)
+            extra = {"samples": ds.samples, "texts": ds.corpus, "answers": answers or None, "judged": judged}
+        ev = evaluate(run, qrels, cfg.metrics, **cfg.evaluation.evaluate_kwargs(), **extra)
+        if judged is not None:
+            js["summary"] = judged_summary(ev, js["manifest"], ds.samples, extra["answers"], judged)
+        return ev
+
+    return score
+
+
 def _judge_block(js: dict[str, Any], retriever: Any, timings: dict[str, float]) -> dict[str, Any]:
     """The cell summary's `judge` block (calls, tokens, cost, judged N of M), when the stage ran."""
     return {"judge": js["summary"]} if js.get("summary") else {}
@@ -424,26 +450,7 @@ def _run_locked(
 
         for key, sspec in systems:
             judge_summary: dict[str, Any] = {}  # the judging stage's figures, kept in the cell's summary
-
-            def score(
-                run: Any,
-                qrels: Any = qrels,
-                ds: Dataset = ds,
-                key: str = key,
-                qs: Queries = queries,
-                js: dict = judge_summary,
-            ) -> Any:
-                extra: dict[str, Any] = {}
-                judged = None
-                if ds.samples:  # a golden set: per-sample k, reference answers, answerable flags
-                    answers = load_answers(SystemDir.of(cfg.output, key))
-                    judged, js["manifest"] = _judge_system(cfg, server, key, run, ds, qs, answers)
-                    extra = {"samples": ds.samples, "texts": ds.corpus, "answers": answers or None, "judged": judged}
-                ev = evaluate(run, qrels, cfg.metrics, **cfg.evaluation.evaluate_kwargs(), **extra)
-                if judged is not None:
-                    js["summary"] = judged_summary(ev, js["manifest"], ds.samples, extra["answers"], judged)
-                return ev
-
+            score = _scorer(cfg, server, key, qrels, ds, queries, judge_summary)
             cell = Cell(
                 key,
                 SystemDir.of(out, key),
