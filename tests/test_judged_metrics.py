@@ -267,3 +267,30 @@ def test_the_impact_studys_context_recall_takes_an_llm_judge_and_its_report_name
     line = " ".join(_context_recall_judge({**judged, "context_k": 5}))
     assert "LLM judge qwen with prompt support_v1" in line and "judged 3 of 4" in line and "1 unparseable" in line
     assert "cosine ≥ 0.80" in " ".join(_context_recall_judge({"judge": "cosine", "threshold": 0.8, "context_k": 5}))
+
+
+def test_a_benchmark_asks_the_judge_nothing_where_no_judged_metric_applies(tmp_path):
+    from retbench.studies.benchmark import load_config, run_experiment
+
+    data = tmp_path / "tiny_rag"
+    data.mkdir()
+    docs = [
+        {"_id": "fees", "text": "We are cutting credit card late fees from $32 to $8."},
+        {"_id": "jobs", "text": "Jobs."},
+    ]
+    (data / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    golden = {"samples": [{"id": "a1", "input": "What were late fees cut to?", "expected_output": ["fees"]}]}
+    (data / "golden.yaml").write_text(yaml.safe_dump(golden))
+    path = _config(
+        tmp_path,
+        output=str(tmp_path / "out"),
+        depth=10,
+        metrics=["recall@1", "groundedness", "faithfulness"],
+        datasets=[{"name": str(data), "split": "test"}],
+        judge={"base_url": "http://127.0.0.1:9"},  # never called: the system gives no answer to judge
+    )
+    summary = run_experiment(load_config(path), log=lambda m: None).metrics["bm25"]
+    assert summary["recall@1"] == 1.0 and summary["judge"]["calls"] == 0
+    assert summary["judge"]["metrics"]["groundedness"] == {"judged": 0, "of": 0, "statuses": {}}
+    stored = json.loads((tmp_path / "out" / "systems" / "bm25" / "judged.json").read_text())
+    assert stored["verdicts"] == {"a1": {"context": ["fees"]}}  # BM25's only match: the judged context
