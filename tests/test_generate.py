@@ -130,7 +130,16 @@ def test_a_benchmark_with_generate_saves_answers_and_reports_applicable_counts(
         "depth": 10,
         "metrics": ["recall@1", "token_f1", "abstention_accuracy", "hallucination_rate"],
         "datasets": [{"name": str(data), "split": "test"}],
-        "systems": [{"name": "bm25", "adapter": "bm25s", "generate": {"llm": _llm(url, model), "context_k": 1}}],
+        "systems": [
+            {
+                "name": "bm25",
+                "adapter": "bm25s",
+                "generate": {
+                    "llm": {**_llm(url, model), "price_input_per_1k": 0.5, "price_output_per_1k": 2.0},
+                    "context_k": 1,
+                },
+            }
+        ],
     }
     path = tmp_path / "cfg.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -152,3 +161,11 @@ def test_a_benchmark_with_generate_saves_answers_and_reports_applicable_counts(
     assert metrics["bm25"]["abstention_accuracy"] + metrics["bm25"]["hallucination_rate"] == 1.0
     md = report_markdown(build_report(tmp_path / "out"))
     assert "(1 of 2)" in md
+    # generation tokens and their cost at the configured prices; latency per stage from the answers
+    calls = [json.loads(line) for line in (sysdir / "generate_calls.jsonl").read_text().splitlines()]
+    usage = metrics["bm25"]["usage"]["generate"]
+    tokens_in, tokens_out = (sum(c[f"{side}_tokens"] for c in calls if not c["cached"]) for side in ("input", "output"))
+    assert usage["input_tokens"] == tokens_in > 0 and usage["output_tokens"] == tokens_out
+    assert usage["cost"] == pytest.approx(tokens_in / 1000 * 0.5 + tokens_out / 1000 * 2.0, abs=1e-6)
+    assert set(metrics["bm25"]["latency"]["stages"]) == {"search", "retrieval", "generation"}
+    assert "## LLM tokens and cost" in md and "## Latency by stage" in md

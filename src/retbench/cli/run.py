@@ -36,7 +36,7 @@ def run_command(
     ] = False,
 ) -> None:
     """Run every system on every dataset of an experiment; resumable (finished work is kept)."""
-    from retbench.report.terminal import render_summary
+    from retbench.report.terminal import render_costs, render_summary
     from retbench.studies.benchmark import load_config, raise_if_backend_failed
 
     cfg = load_config(config, output)
@@ -46,6 +46,9 @@ def run_command(
     outcome = _run_experiment(cfg, force, quiet, con)
     con.print(render_summary(outcome.metrics, cfg.metrics, title=f"{cfg.name}: {cfg.output}"))
     _print_judge_costs(outcome.metrics, con)
+    costs = render_costs(outcome.metrics)
+    if costs is not None:
+        con.print(costs)
     from retbench.report.leaderboard import build_leaderboard
 
     board = build_leaderboard(outcome.metrics, cfg.metrics[0])

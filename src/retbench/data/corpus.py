@@ -180,6 +180,8 @@ class Sample:
     `support_groups` lists the groups of ids a multi-hop question needs (recall_all).
     `answers` are the reference answers (`answer` is the first), `negative_answers` known-wrong ones;
     `answerable` False marks a question the corpus cannot answer (a system should abstain).
+    `recency_conflict_rule` (`cite_newer`, `cite_both`, `acknowledge_both`) marks a question whose
+    supports conflict; `expected` then lists them oldest first (the last is the newer note).
     """
 
     id: str
@@ -194,6 +196,7 @@ class Sample:
     answerable: bool | None = None
     answers: list[str] = field(default_factory=list)
     negative_answers: list[str] = field(default_factory=list)
+    recency_conflict_rule: str | None = None
 
     def __post_init__(self) -> None:
         if self.answer and not self.answers:

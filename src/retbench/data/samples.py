@@ -48,4 +48,4 @@ def groups_from_samples(samples: Mapping[str, Sample] | Sequence[Sample]) -> dic
             groups.setdefault(f"category:{s.category}", []).append(s.id)
         if split:
             groups.setdefault("unanswerable" if s.answerable is False else "answerable", []).append(s.id)
-    return groups
+    return {g: list(dict.fromkeys(qids)) for g, qids in groups.items()}  # a tag named like a split: once

@@ -86,6 +86,18 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield lineno, obj
 
 
+def appended_records(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The JSON objects of an append-only log (a cache, a call log), one a line; a line cut by a kill is skipped."""
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                yield rec
+
+
 def json_safe(obj: Any) -> Any:
     """NaN and infinities become None (JSON has neither), numpy scalars plain numbers, tuples lists.
 

@@ -11,7 +11,10 @@ A sample:
 The answer side (RAG): `metadata.answer` is one reference answer or a list of them (`answers:` is
 the same), `metadata.negative_answers` lists known-wrong answers (negative references), and
 `answerable: false` (top level or in metadata) marks a question the corpus cannot answer; such a
-sample may leave out `expected_output` (nothing supports an answer).
+sample may leave out `expected_output` (nothing supports an answer). `recency_conflict_rule`
+(top level or in metadata: `cite_newer`, `cite_both` or `acknowledge_both`) marks a question whose
+notes conflict; its `expected_output` lists the conflicting notes oldest first, so the last is the
+newer one (the `recency_conflict` answer metric reads that order).
 
 System outputs: `{"id": "q-1", "retrieved": [{"id": "doc-7", "text": "..."}, ...]}` per JSONL line, or a
 bare array of ids (`{"id": "q-1", "retrieved": ["doc-7", "doc-3"]}` or a mapping `{"q-1": [...]}`).
@@ -138,7 +141,34 @@ def _answer_side(rec: dict[str, Any], meta: dict[str, Any], p: Path, line: int |
         "answer": answers[0] if answers else None,
         "answers": answers,
         "negative_answers": negatives,
+        "recency_conflict_rule": _recency_rule(rec, meta, answerable, p, line),
     }
+
+
+RECENCY_RULES = ("cite_newer", "cite_both", "acknowledge_both")
+
+
+def _recency_rule(
+    rec: dict[str, Any], meta: dict[str, Any], answerable: bool | None, p: Path, line: int | None
+) -> str | None:
+    """`recency_conflict_rule` (top level or in metadata): one of RECENCY_RULES, on a sample with two or
+    more supports (`expected_output` lists the conflicting notes oldest first)."""
+    name = "recency_conflict_rule" if "recency_conflict_rule" in rec else "metadata.recency_conflict_rule"
+    rule = rec.get("recency_conflict_rule", meta.get("recency_conflict_rule"))
+    if rule is None:
+        return None
+    if rule not in RECENCY_RULES:
+        raise InputError(f"must be one of {', '.join(RECENCY_RULES)}, got {rule!r:.40}", path=p, line=line, field=name)
+    expected = rec.get("expected_output")
+    if answerable is False or not isinstance(expected, (list, dict)) or len(expected) < 2:
+        raise InputError(
+            "a recency conflict needs an answerable sample whose expected_output lists the conflicting notes, "
+            "oldest first (two or more)",
+            path=p,
+            line=line,
+            field=name,
+        )
+    return str(rule)
 
 
 def read_golden(path: str | Path) -> list[Sample]:

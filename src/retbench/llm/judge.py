@@ -221,6 +221,11 @@ class Judge:
                 "input_tokens": v.input_tokens,
                 "output_tokens": v.output_tokens,
                 "tokens_estimated": bool(done and done.tokens_estimated),
+                "cost": round(
+                    v.input_tokens / 1000 * self.settings.price_input_per_1k
+                    + v.output_tokens / 1000 * self.settings.price_output_per_1k,
+                    8,
+                ),
                 "latency_s": round(done.latency_s, 4) if done else 0.0,
                 "streamed": bool(done and done.streamed),
                 "attempts": done.attempts if done else [],

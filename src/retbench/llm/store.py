@@ -10,7 +10,8 @@ the exact messages sent). Answers that came back (parsed or not) are cached; fai
 so a re-run retries them and makes no other call.
 
 Call log: `judge_calls.jsonl` beside the results, one line per verdict with the prompt messages,
-the raw answer, the parsed verdict or status, tokens, latency, retries, and whether it was cached,
+the raw answer, the parsed verdict or status, tokens and their cost at the configured prices (0 for a
+cache hit), latency, retries, and whether it was cached,
 so every number can be re-judged or audited later.
 """
 
@@ -23,6 +24,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from retbench.io.files import appended_records
 
 
 def sha256_json(value: Any) -> str:
@@ -97,13 +100,8 @@ class VerdictCache:
         path = folder / "judge" / f"{identity.key}.jsonl"
         cache = cls(path)
         if path.is_file():
-            with open(path, encoding="utf-8") as fh:
-                for line in fh:
-                    try:
-                        rec = json.loads(line)
-                    except ValueError:  # a line cut by a crash: that answer is asked again
-                        continue
-                    cache.entries[rec["input_sha256"]] = rec
+            for rec in appended_records(path):  # a line cut by a crash is skipped: that answer is asked again
+                cache.entries[rec["input_sha256"]] = rec
         return cache
 
     def get(self, input_sha256: str) -> dict[str, Any] | None:

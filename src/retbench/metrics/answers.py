@@ -20,6 +20,18 @@ paired comparisons and gates count only the queries a metric applies to, and rep
   some cited reference matches a gold support: the same id, or by the anchor rule (same document,
   and the cited heading path starts with the gold one, `guide.md > Refunds > Window` matches gold
   `guide.md > Refunds` and gold `guide.md`);
+- a cited *chunk* also stands for its place in its document: when the corpus is chunked (a corpus
+  whose records carry `metadata.doc_id` or `rel_path`, and `heading_path`, as `ChunkSet.to_corpus`
+  writes them, or a `ChunkSet`), chunk `c7` of `guide.md` under `Refunds > Window` also cites the
+  anchor `guide.md > Refunds > Window`, so it matches gold `guide.md` and gold `guide.md > Refunds`.
+  Only citations are mapped up, never gold supports: a gold chunk is matched by citing that chunk,
+  not its document or a sibling chunk (no over-credit);
+- `recency_conflict`: applies to samples with a `recency_conflict_rule`, whose gold supports are the
+  conflicting notes listed oldest first (the last is the newer). A support counts as cited under the
+  attribution rule above. `cite_newer`: 1 if the newer note is cited and no older one is (citing the
+  outdated note means the answer may rest on it); `cite_both` and `acknowledge_both`: 1 if every
+  note is cited. That the answer *acknowledges* the conflict is a judgement about its text, which
+  needs the LLM judge; this metric checks only the citations `acknowledge_both` requires;
 - `abstention_accuracy` / `hallucination_rate`: apply only to samples marked `answerable: false`;
   1 if the system abstained / 1 if it answered anyway. A system abstained when its output says
   `abstained: true`, or, when it does not say, when the judge classified its answer as an
@@ -157,12 +169,46 @@ def _anchor(ref: str) -> tuple[str, tuple[str, ...]]:
     return (parts[0], parts[1:]) if parts else (ref, ())
 
 
-def cites_support(references: Sequence[str], supports: Sequence[str]) -> bool:
-    """True if a cited reference is a gold support or lies under one (the anchor rule, module docstring)."""
-    if set(references) & set(supports):
+def chunk_anchor(ref: str, texts: Any) -> str | None:
+    """`doc > heading > path` of a cited chunk: from a ChunkSet, or a corpus record's metadata
+    (`doc_id` or `rel_path`, and `heading_path`); None when `ref` is not a chunk of a known document."""
+    from retbench.chunkers import ChunkSet
+    from retbench.data import Corpus
+    from retbench.metrics.judges.anchors import normalize_heading_path
+
+    doc: Any
+    heading: Any
+    if isinstance(texts, ChunkSet):
+        if ref not in texts.index:
+            return None
+        doc, heading = texts[ref].doc_id, texts[ref].heading_path
+    elif isinstance(texts, Corpus) and texts.metadata is not None and ref in texts:
+        meta = texts.metadata[texts.index[ref]] or {}
+        doc, heading = meta.get("doc_id") or meta.get("rel_path"), meta.get("heading_path") or ()
+    else:
+        return None
+    if not isinstance(doc, str) or not isinstance(heading, (str, list, tuple)):
+        return None
+    return " > ".join((doc, *normalize_heading_path(heading))) if doc != ref else None
+
+
+def cited(references: Sequence[str], texts: Any = None) -> list[str]:
+    """The citations with, after each cited chunk, the anchor of its place in its document."""
+    out = []
+    for ref in references:
+        out.append(ref)
+        if texts is not None and (anchor := chunk_anchor(ref, texts)) is not None:
+            out.append(anchor)
+    return out
+
+
+def cites_support(references: Sequence[str], supports: Sequence[str], texts: Any = None) -> bool:
+    """True if a cited reference (or its chunk's document anchor) is a gold support or lies under one."""
+    refs = cited(references, texts)
+    if set(refs) & set(supports):
         return True
     gold = [_anchor(s) for s in supports]
-    for ref in references:
+    for ref in refs:
         doc, path = _anchor(ref)
         if any(doc == gdoc and path[: len(gpath)] == gpath for gdoc, gpath in gold):
             return True
@@ -181,7 +227,24 @@ def attribution(ctx: MetricContext, level: int) -> np.ndarray:
         if not supports:
             continue
         answer = _answer(ctx, i)
-        out[i] = float(answer is not None and cites_support(answer.references, supports))
+        out[i] = float(answer is not None and cites_support(answer.references, supports, ctx.texts))
+    return out
+
+
+def recency_conflict(ctx: MetricContext, level: int) -> np.ndarray:
+    """The citation part of a sample's `recency_conflict_rule` (module docstring); NaN for samples without one."""
+    out = np.full(len(ctx.gm), np.nan)
+    for i, sample in enumerate(ctx.samples):
+        rule = getattr(sample, "recency_conflict_rule", None) if sample is not None else None
+        if not rule:
+            continue
+        notes = [d for d, g in sample.expected.items() if g >= level]  # oldest first
+        answer = _answer(ctx, i)
+        if answer is None or answer.error is not None or not notes:
+            out[i] = 0.0
+            continue
+        hit = [cites_support(answer.references, [n], ctx.texts) for n in notes]
+        out[i] = float(hit[-1] and not any(hit[:-1])) if rule == "cite_newer" else float(all(hit))
     return out
 
 
@@ -255,6 +318,12 @@ def builtins() -> list[Builtin]:
             a.attribution,
             "1 if the answer cites a gold support (answerable questions)",
             ("attribution_hit", "attribution_hit_rate"),
+            binary=True,
+        ),
+        answer(
+            "recency_conflict",
+            a.recency_conflict,
+            "1 if the citations follow the sample's recency_conflict_rule (conflicting notes)",
             binary=True,
         ),
         answer(

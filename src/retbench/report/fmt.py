@@ -118,3 +118,13 @@ def applicable(n: int, total: int) -> str:
 def coverage(answered: int, total: int) -> str:
     """'scored 298 of 300' — every mean is shown next to how many queries it stands on."""
     return f"scored {answered} of {total}"
+
+
+def count(value: int | None, missing: str = "n/a") -> str:
+    """12345 -> '12,345'."""
+    return missing if value is None else f"{int(value):,}"
+
+
+def ms(seconds: float | None, digits: int = 1) -> str:
+    """Seconds as milliseconds: 0.0123 -> '12.3'."""
+    return num(None if seconds is None else 1000.0 * seconds, digits)

@@ -299,16 +299,14 @@ def _resources(data: ReportData) -> str:
     rows = resource_rows(data.systems)
     if not rows:
         return '<p class="muted">No resource figures were recorded.</p>'
-    cells = ["<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows]
-    return _table(list(RESOURCE_HEADER), cells, set(range(2, 7)))
+    return _table(list(RESOURCE_HEADER), _rows(rows), set(range(2, 7)))
 
 
 def _agreement(data: ReportData) -> str:
     from retbench.report.model import AGREEMENT_HEADER, AGREEMENT_NOTE
 
     rows = agreement_rows(data)
-    cells = ["<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows]
-    return _table(list(AGREEMENT_HEADER), cells, {2, 3, 4, 5}) + f'<p class="muted">{escape(AGREEMENT_NOTE)}</p>'
+    return _table(list(AGREEMENT_HEADER), _rows(rows), {2, 3, 4, 5}) + f'<p class="muted">{escape(AGREEMENT_NOTE)}</p>'
 
 
 def _latency(data: ReportData) -> str:
@@ -346,6 +344,34 @@ def _latency(data: ReportData) -> str:
         f"{table}<figure>{svg}<figcaption>Cumulative distribution: the height at a latency is the share of queries "
         "answered at least that fast, as recorded by the runner.</figcaption></figure>"
     )
+
+
+def _rows(rows: list[list[str]]) -> list[str]:
+    return ["<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows]
+
+
+def _answer_side(data: ReportData) -> list[tuple[str, str, str]]:
+    """Sections for the breakdown by group, latency by stage and LLM usage (each only when recorded)."""
+    from retbench.report import breakdowns as b
+
+    out = []
+    grouped = [s for s in data.systems if s.breakdown]
+    if grouped:
+        cols = set(range(1, len(data.metrics) + 2))
+        tables = "".join(
+            f"<h3>{escape(s.name)}</h3>"
+            + _table(b.breakdown_header(data.metrics), _rows(b.breakdown_rows(s, data.metrics)), cols)
+            for s in grouped
+        )
+        out.append(("breakdown", "Breakdown by group", f'<p class="muted">{escape(b.BREAKDOWN_NOTE)}</p>{tables}'))
+    stages, usage = b.stage_rows(data.systems), b.usage_rows(data.systems)
+    if stages:
+        table = _table(list(b.STAGE_HEADER), _rows(stages), set(range(2, 8)))
+        out.append(("stages", "Latency by stage", f'{table}<p class="muted">{escape(b.STAGE_NOTE)}</p>'))
+    if usage:
+        table = _table(list(b.USAGE_HEADER), _rows(usage), set(range(2, 7)))
+        out.append(("usage", "LLM tokens and cost", f'{table}<p class="muted">{escape(b.USAGE_NOTE)}</p>'))
+    return out
 
 
 def _coverage(data: ReportData) -> str:
@@ -411,6 +437,7 @@ def render_html(data: ReportData) -> str:
         ("curves", "Metric@k curves", _curves(data)),
         ("comparison", "Comparison", _comparison(data)),
         ("latency", "Latency", _latency(data)),
+        *_answer_side(data),
         ("resources", "Resources", _resources(data)),
         *([("agreement", "Agreement with the reference", _agreement(data))] if agreement_rows(data) else []),
         ("coverage", "Coverage", _coverage(data)),

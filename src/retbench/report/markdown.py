@@ -195,17 +195,7 @@ def report_markdown(data: Any) -> str:
         ]
     if data.comparison is not None:
         lines.append(comparison_markdown(data.comparison, top_metric=data.primary, level=2))
-    timed = [s for s in data.systems if s.latency]
-    if timed:
-        lines += ["## Latency", ""]
-        lines += _table(
-            ["system", "queries", "p50 ms", "p95 ms", "p99 ms", "mean ms", "max ms"],
-            [
-                [s.name, s.latency["n"], *(f"{s.latency[k]:.2f}" for k in ("p50", "p95", "p99", "mean", "max"))]
-                for s in timed
-            ],
-        )
-        lines.append("")
+    lines += _latency_sections(data)
     from retbench.report.model import AGREEMENT_HEADER, AGREEMENT_NOTE, RESOURCE_HEADER, agreement_rows, resource_rows
 
     resources = resource_rows(data.systems)
@@ -233,3 +223,38 @@ def report_markdown(data: Any) -> str:
     )
     lines += ["", f"Versions: {', '.join(f'{k} {v}' for k, v in data.versions.items())}", ""]
     return "\n".join(lines)
+
+
+def _latency_sections(data: Any) -> list[str]:
+    """Query latency; breakdown by group per system, latency by stage, LLM usage and cost (each only when recorded)."""
+    from retbench.report import breakdowns as b
+
+    lines: list[str] = []
+    timed = [s for s in data.systems if s.latency]
+    if timed:
+        lines += ["## Latency", ""]
+        lines += _table(
+            ["system", "queries", "p50 ms", "p95 ms", "p99 ms", "mean ms", "max ms"],
+            [
+                [s.name, s.latency["n"], *(f"{s.latency[k]:.2f}" for k in ("p50", "p95", "p99", "mean", "max"))]
+                for s in timed
+            ],
+        )
+        lines.append("")
+    grouped = [s for s in data.systems if s.breakdown]
+    if grouped:
+        lines += ["## Breakdown by group", "", b.BREAKDOWN_NOTE, ""]
+        for s in grouped:
+            lines += [
+                f"### `{s.name}`",
+                "",
+                *_table(b.breakdown_header(data.metrics), b.breakdown_rows(s, data.metrics)),
+            ]
+            lines.append("")
+    stages = b.stage_rows(data.systems)
+    if stages:
+        lines += ["## Latency by stage", "", *_table(b.STAGE_HEADER, stages), "", b.STAGE_NOTE, ""]
+    usage = b.usage_rows(data.systems)
+    if usage:
+        lines += ["## LLM tokens and cost", "", *_table(b.USAGE_HEADER, usage), "", b.USAGE_NOTE, ""]
+    return lines

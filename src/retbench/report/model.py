@@ -41,6 +41,10 @@ class SystemSummary:
     resources: dict[str, Any] = field(default_factory=dict)  # the manifest's resource figures
     applies: dict[str, tuple[int, int]] = field(default_factory=dict)  # metric -> (n, of) when it applies to some
     judged_counts: dict[str, tuple[int, int]] = field(default_factory=dict)  # judged metric -> (verdicts ok, of)
+    # metrics.json blocks the cell runner stores (results/usage.py, studies/cell.breakdown)
+    breakdown: dict[str, Any] = field(default_factory=dict)  # group -> {"n", "means"}
+    stages: dict[str, Any] = field(default_factory=dict)  # {"stages": {stage: {p50_s, ...}}, "suite_seconds"}
+    usage: dict[str, Any] = field(default_factory=dict)  # LLM stage -> {calls, tokens, cost}
 
     def applies_note(self, metric: str) -> str:
         """ " (judged N of M)" for an LLM-judged metric, " (n of M)" for one that applies to some queries, else ""."""
@@ -263,6 +267,7 @@ def _summaries(
                 dict(info.get("resources") or {}),
                 applies,
                 judged_counts(mj[s]),
+                *(dict(mj[s].get(block) or {}) for block in ("breakdown", "latency", "usage")),
             )
         )
     return systems, evs, runs

@@ -67,6 +67,35 @@ def render_summary(metrics_json: dict[str, Any], metrics: list[str], title: str 
     return table
 
 
+def render_costs(metrics_json: dict[str, Any]) -> Any:
+    """Latency by stage and LLM tokens/cost per system (None when no system recorded either)."""
+    from types import SimpleNamespace
+
+    from rich.console import Group
+    from rich.table import Table
+
+    from retbench.report import breakdowns as b
+
+    systems = [
+        SimpleNamespace(name=name, stages=row.get("latency") or {}, usage=row.get("usage") or {})
+        for name, row in metrics_json.items()
+        if isinstance(row, dict)
+    ]
+    parts = []
+    for title, header, rows in (
+        ("latency by stage", b.STAGE_HEADER, b.stage_rows(systems)),
+        ("LLM tokens and cost", b.USAGE_HEADER, b.usage_rows(systems)),
+    ):
+        if rows:
+            table = Table(title=title)
+            for i, col in enumerate(header):
+                table.add_column(col, justify="left" if i < 2 else "right")
+            for r in rows:
+                table.add_row(*r)
+            parts.append(table)
+    return Group(*parts) if parts else None
+
+
 def render_leaderboard(board: Any) -> Any:
     """Dataset x system on the primary metric, the mean over datasets and the average rank (best first)."""
     from rich.table import Table

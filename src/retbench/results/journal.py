@@ -12,6 +12,9 @@ killed mid-write leaves a torn last line, which opening the journal drops (and t
 the next append starts on a clean line). A malformed line anywhere else is real corruption and is
 reported with its line number rather than skipped.
 
+A query record may carry the query's answer side (`answer`: the outputs-file form of a
+`SystemAnswer`), so a RAG system's answers survive a kill with their rankings.
+
 A record repeated under the same key (possible only if two writers shared a file) is kept once:
 the first occurrence wins and `duplicates` counts the rest.
 """
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from retbench.data import QueryStatus, Run, RunBuilder
+from retbench.data.answers import SystemAnswer
 from retbench.errors import ConfigError, InputError
 from retbench.secrets import redact
 
@@ -230,6 +234,8 @@ def record_problem(obj: Mapping[str, Any]) -> str | None:
             return f"'{name}' must be a number"
     if obj.get("error") is not None and not isinstance(obj["error"], str):
         return "'error' must be a string"
+    if "answer" in obj and not isinstance(obj["answer"], dict):
+        return "'answer' must be an object (the query's answer side)"
     for name in ("i", "level"):
         if name in obj and (isinstance(obj[name], bool) or not isinstance(obj[name], int)):
             return f"'{name}' must be an integer"
@@ -268,6 +274,18 @@ def repair_journal(path: str | Path) -> int:
             return sum(1 for x in tail.split(b"\n") if x.strip())
         offset += len(raw) + 1
     return 0
+
+
+def journaled_answers(journal: Journal) -> dict[str, SystemAnswer]:
+    """{query id: SystemAnswer} of the query records that carry an answer side (first record of a query wins)."""
+    from retbench.io.answers import parse_answer
+
+    out: dict[str, SystemAnswer] = {}
+    for r in journal.records(lambda r: isinstance(r.get("answer"), dict)):
+        qid = r.get("qid")
+        if qid is not None and qid not in out and (answer := parse_answer(r["answer"], journal.path, None)):
+            out[qid] = answer
+    return out
 
 
 def run_from_records(records: Iterable[Mapping[str, Any]], name: str = "") -> Run:

@@ -39,6 +39,7 @@ from retbench.config import (
     system_list,
 )
 from retbench.data import Dataset, Queries, Run
+from retbench.data.samples import groups_from_samples
 from retbench.errors import ConfigError, InputError
 from retbench.evaluation import evaluate
 from retbench.io.datasets import load_dataset
@@ -478,6 +479,7 @@ def _run_locked(
                     search_extra={"adapter": sspec.adapter, "params": sspec.params},
                     rerank=_rerank_hook(rr, queries, ds.corpus, cell, cfg, qrels) if rr else None,
                     extra=partial(_judge_block, judge_summary),
+                    groups=groups_from_samples(ds.samples) if ds.samples else None,
                 )
             finally:
                 lazy.close()

@@ -15,6 +15,10 @@ Batch sizes and output paths are in neither.
 
 A backend failure while indexing is recorded as the cell's `index_error`; failures of single
 queries are recorded per query. Both make the study exit 3 after everything is written.
+
+A RAG system's answer side (`retriever.answers`: the http adapter's answer fields, a `generate:`
+block's answers) is journaled in the same record as the query's ranking, so a killed run resumed
+later still saves every query's answer exactly once (answers.jsonl is rebuilt from the journal).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +35,8 @@ from retbench.errors import BackendError
 from retbench.evaluation import Evaluation, coverage
 from retbench.results import SystemDir, read_json, save_run, write_json
 from retbench.results.files import save_answers, save_table
-from retbench.results.journal import Journal
+from retbench.results.journal import Journal, journaled_answers
+from retbench.results.usage import llm_usage, stage_latency
 from retbench.studies.executors import InProcess, encoders_of
 from retbench.studies.resources import rate, size_on_disk, stage
 
@@ -114,12 +119,14 @@ def run_cell(
     executor: Any = None,
     search_extra: Mapping[str, Any] | None = None,
     rerank: Callable[[Run], tuple[Run, dict[str, Any], dict[str, Any] | None]] | None = None,
+    groups: Mapping[str, Sequence[str]] | None = None,
 ) -> Outcome:
     """Run one cell to done.json, or read it back when it finished earlier with the same hash.
 
     `retriever()` is called only when work is left (so a finished dense cell loads no model);
     `score(run)` judges the run; `extra(retriever, timings)` adds study-specific summary fields and
-    `manifest` study-specific manifest fields (both stored in done.json).
+    `manifest` study-specific manifest fields (both stored in done.json); `groups` (name -> query
+    ids: tags, categories, answerable/unanswerable) give the summary's `breakdown`.
     """
     if cell.sysdir.is_done(cell.cell_hash) and not force:
         log(f"{cell.key}: finished earlier, skipped (use --force to redo)")
@@ -133,7 +140,7 @@ def run_cell(
     r = retriever()
     run = _journaled_run(r, queries, cell)
     if run is not None:  # every query answered before: re-score without indexing or searching again
-        _finish(cell, outcome, r, _reranked(run, rerank, outcome), score, aggregate or {}, extra)
+        _finish(cell, outcome, r, _reranked(run, rerank, outcome), score, aggregate or {}, extra, groups)
         return outcome
     ex = executor if executor is not None else InProcess()
     figures: dict[str, Any] = {}
@@ -153,7 +160,7 @@ def run_cell(
         run, figures["search_on"] = search_journaled(r, queries, cell, progress, ex, search_extra)
     figures["search_queries_per_s"] = rate(len(queries), figures["search_seconds"])
     outcome.timings.update({k: round(v, 3) for k, v in figures.items() if k.endswith("_seconds")})
-    _finish(cell, outcome, r, _reranked(run, rerank, outcome), score, aggregate or {}, extra)
+    _finish(cell, outcome, r, _reranked(run, rerank, outcome), score, aggregate or {}, extra, groups)
     if outcome.failed_queries:
         log(f"{cell.key}: {outcome.failed_queries} queries failed; first error, {outcome.first_error}")
     return outcome
@@ -195,16 +202,17 @@ def _finish(
     score: Callable[[Run], Evaluation],
     aggregate: Mapping[str, Any],
     extra: Callable[[Any, dict[str, float]], dict[str, Any]] | None,
+    groups: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
-    """Save the run, score it, store the coverage once, and write done.json last."""
+    """Save the run, score it, store the coverage, breakdown, latency and LLM usage once, write done.json last."""
     failed = run.failed()
     outcome.failed_queries = len(failed)
     if failed:
         outcome.first_error = f"query {failed[0]}: {run.errors.get(failed[0], run.status[failed[0]].value)}"
     t0 = time.perf_counter()
     save_run(run, cell.sysdir)
-    answers = getattr(retriever, "answers", None)  # a RAG system's answer side (http endpoint, generate block)
-    if isinstance(answers, Mapping) and answers:
+    answers = _answers_of(cell, run) if isinstance(getattr(retriever, "answers", None), Mapping) else {}
+    if answers:
         save_answers(answers, cell.sysdir)
     evaluation = score(run)
     save_table(evaluation, cell.sysdir)
@@ -217,6 +225,11 @@ def _finish(
         summary.update(extra(retriever, outcome.timings))
     summary.update(outcome.info.get("rerank_summary") or {})
     summary["coverage"] = coverage(evaluation, run)
+    if groups:
+        summary["breakdown"] = breakdown(evaluation, groups)
+    summary["latency"] = stage_latency(run, answers, outcome.timings)
+    if usage := llm_usage(cell.sysdir.root):
+        summary["usage"] = usage
     outcome.summary = summary
     outcome.manifest = {
         **outcome.manifest,
@@ -238,6 +251,21 @@ def _finish(
             "timings": outcome.timings,
         },
     )
+
+
+def breakdown(evaluation: Evaluation, groups: Mapping[str, Sequence[str]]) -> dict[str, dict[str, Any]]:
+    """{group: {"n": counted queries in it, "means": {metric: mean over those it applies to}}}, empty groups left out."""
+    sizes, means = evaluation.group_sizes(groups), evaluation.breakdown(groups)
+    return {g: {"n": sizes[g], "means": means[g]} for g in groups if sizes[g]}
+
+
+def _answers_of(cell: Cell, run: Run) -> dict[str, Any]:
+    """The answer side of the run's queries as journaled (this process's and any earlier one's), run order."""
+    if not cell.sysdir.journal.is_file():
+        return {}
+    with Journal(cell.sysdir.journal, cell.search_fingerprint, batch_size=cell.batch_size) as journal:
+        found = journaled_answers(journal)
+    return {q: found[q] for q in run.query_ids if q in found}
 
 
 def _journaled_run(retriever: Any, queries: Queries, cell: Cell) -> Run | None:
@@ -273,10 +301,14 @@ def search_journaled(
         if progress:
             progress(label, answered[0], total)
 
+        said = getattr(retriever, "answers", None)  # a RAG system's answer side, filled by its search
+        said = said if isinstance(said, Mapping) else {}
+
         def on_batch(part: list) -> None:
             for q, ranking, status, latency, error in part:
                 if q not in journal:  # a batch retried after a worker died is journaled once
-                    journal.append_query(q, q, ranking, status=status, latency=latency, error=error)
+                    answer = {"answer": said[q].to_dict()} if q in said else {}
+                    journal.append_query(q, q, ranking, status=status, latency=latency, error=error, **answer)
             journal.flush()
             answered[0] += len(part)
             if progress:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -314,6 +314,9 @@ class RayExecutor:
         index_dir: Path | None = None,
     ) -> dict[str, Any]:
         """Batches over actors that load `index_dir`; in process when the adapter cannot save/load."""
+        if isinstance(getattr(retriever, "answers", None), Mapping):  # workers would not bring answers back
+            InProcess().search(retriever, queries, todo, k, batch_size, on_batch)
+            return {"executor": "in_process", "why": "a system that answers (RAG) searches where its answers are kept"}
         if not adapter or index_dir is None or not {"save", "load"} <= retriever.capabilities:
             InProcess().search(retriever, queries, todo, k, batch_size, on_batch)
             return {"executor": "in_process", "why": f"adapter {retriever.adapter!r} cannot save and load its index"}

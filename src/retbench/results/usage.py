@@ -1,0 +1,96 @@
+"""What a system's results cost: time per stage, LLM tokens and money; stored in metrics.json.
+
+Latency by stage (`stage_latency`), per query, in seconds:
+- `search`: the wall time retbench measured around the system's search call for that query (the run's
+  latency): for an `http` system the whole request, for a `generate:` block the retrieval alone;
+- every stage a system reports in its answers' `latency` (`retrieval`, `rerank`, `generation`,
+  `judge`, ...: an http RAG endpoint's own figures, or the generate block's `retrieval` and
+  `generation`; a cached generation counts 0 s).
+Each stage gives p50 and p95 (numpy's linear-interpolation percentiles), the mean, the total over
+queries and how many queries reported it. `suite_seconds` is the wall time of the cell's own stages
+(encode, index, search, rerank, evaluate) in the process that finished it: after a resume, the part
+done by that process.
+
+Tokens and cost (`llm_usage`): every `<stage>_calls.jsonl` call log beside the results
+(`generate_calls.jsonl` for a generate block, `judge_calls.jsonl` for judged metrics) is summed:
+calls made (cache hits are not calls and cost nothing), input and output tokens, whether any count
+was estimated (characters / 4, when the server reports no usage), and the estimated cost,
+input tokens / 1000 x price_input_per_1k + output tokens / 1000 x price_output_per_1k, with the
+prices of the llm block that made each call (0 unless configured). A log accumulates every call made
+for the cell's results, across resumed runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retbench.data import Run
+from retbench.io.files import appended_records
+
+CALL_LOG_SUFFIX = "_calls.jsonl"
+
+
+def _summary(seconds: list[float]) -> dict[str, float | int]:
+    arr = np.asarray(seconds, dtype=np.float64)
+    p50, p95 = np.percentile(arr, [50, 95])
+    return {
+        "p50_s": float(p50),
+        "p95_s": float(p95),
+        "mean_s": float(arr.mean()),
+        "total_s": float(arr.sum()),
+        "n": int(arr.size),
+    }
+
+
+def stage_latency(run: Run, answers: Mapping[str, Any], timings: Mapping[str, float]) -> dict[str, Any]:
+    """{"stages": {stage: {p50_s, p95_s, mean_s, total_s, n}}, "suite_seconds": s} (module docstring)."""
+    per_stage: dict[str, list[float]] = {}
+    searched = [run.latency[q] for q in run.query_ids if run.latency.get(q) is not None]
+    if searched:
+        per_stage["search"] = [float(s) for s in searched]
+    for q in run.query_ids:
+        answer = answers.get(q)
+        for stage, seconds in (getattr(answer, "latency", None) or {}).items():
+            per_stage.setdefault(stage, []).append(float(seconds))
+    suite = sum(float(v) for k, v in timings.items() if k.endswith("_seconds"))
+    return {"stages": {s: _summary(v) for s, v in per_stage.items()}, "suite_seconds": round(suite, 3)}
+
+
+def _log_usage(path: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "calls": 0,
+        "cached": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "tokens_estimated": False,
+        "cost": 0.0,
+    }
+    for rec in appended_records(path):  # a line cut by a kill is not counted
+        if rec.get("cached"):
+            out["cached"] += 1
+            continue
+        out["calls"] += 1
+        out["input_tokens"] += int(rec.get("input_tokens") or 0)
+        out["output_tokens"] += int(rec.get("output_tokens") or 0)
+        out["tokens_estimated"] = out["tokens_estimated"] or bool(rec.get("tokens_estimated"))
+        cost = rec.get("cost")
+        out["cost"] = None if cost is None or out["cost"] is None else out["cost"] + float(cost)
+    if out["cost"] is not None:
+        out["cost"] = round(out["cost"], 6)
+    return out
+
+
+def llm_usage(folder: Path) -> dict[str, dict[str, Any]]:
+    """{stage: {calls, cached, input_tokens, output_tokens, tokens_estimated, cost}} from the call logs in
+    `folder` (cost None when a log predates per-call costs)."""
+    if not folder.is_dir():
+        return {}
+    return {
+        p.name[: -len(CALL_LOG_SUFFIX)]: _log_usage(p)
+        for p in sorted(folder.glob(f"*{CALL_LOG_SUFFIX}"))
+        if p.is_file()
+    }
