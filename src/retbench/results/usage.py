@@ -94,3 +94,16 @@ def llm_usage(folder: Path) -> dict[str, dict[str, Any]]:
         for p in sorted(folder.glob(f"*{CALL_LOG_SUFFIX}"))
         if p.is_file()
     }
+
+
+#: metrics.json blocks that measure what producing the results cost, not the results themselves
+COST_BLOCKS = ("latency", "usage")
+
+
+def scores_only(metrics_json: Mapping[str, Any]) -> dict[str, Any]:
+    """metrics.json without its cost blocks: what two runs of the same config must agree on (wall times
+    and cache hits differ between any two runs; the scores, coverage and breakdowns do not)."""
+    return {
+        system: {k: v for k, v in row.items() if k not in COST_BLOCKS} if isinstance(row, Mapping) else row
+        for system, row in metrics_json.items()
+    }
