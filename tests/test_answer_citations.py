@@ -15,8 +15,9 @@ import pytest
 from retbench.chunkers import make_chunker
 from retbench.data import Run
 from retbench.data.answers import SystemAnswer
+from retbench.data.samples import qrels_from_samples
 from retbench.errors import InputError
-from retbench.evaluation import evaluate, qrels_from_samples
+from retbench.evaluation import evaluate
 from retbench.io.chunking_eval import read_chunking_eval
 from retbench.io.datasets import resolve
 from retbench.io.golden import read_golden, read_outputs
