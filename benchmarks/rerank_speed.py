@@ -63,7 +63,9 @@ def main() -> None:
                 if side == "raw":
                     reranker.predict(pairs)
                 else:
-                    stage.rerank(part, queries, ds.corpus)
+                    reranked = stage.rerank(part, queries, ds.corpus)
+                    if reranked.errors:  # a failed stage is fast and wrong: never report its timing
+                        raise SystemExit(f"rerank stage failed: {next(iter(reranked.errors.values()))}")
                 t[side] += time.perf_counter() - t0
         warm = RerankStage(reranker, args.depth, cache_dir=cache)
         t0 = time.perf_counter()

@@ -171,6 +171,18 @@ def test_a_first_stage_failure_and_a_reranker_failure_are_recorded_per_query_ver
     assert sum(reranked.status[q].failed for q in reranked.query_ids) == 2
 
 
+def test_a_pair_cache_folder_given_as_a_string_caches_like_a_path(slice_, tmp_path):
+    from retbench.retrievers.rerank import RerankStage, create_reranker
+
+    corpus, queries, first = slice_
+    stage = RerankStage(create_reranker("toy_rerankers:Overlap", {}), 10, cache_dir=str(tmp_path))
+    reranked = stage.rerank(first, queries, corpus)
+    assert not reranked.errors
+    assert stage.stats.scored == sum(min(10, len(first.docs(q))) for q in first.query_ids)
+    again = RerankStage(create_reranker("toy_rerankers:Overlap", {}), 10, cache_dir=tmp_path)
+    assert again.rerank(first, queries, corpus).to_dict() == reranked.to_dict() and again.stats.scored == 0
+
+
 def test_a_reranked_list_that_is_not_the_first_stage_top_depth_breaks_an_invariant():
     from retbench.retrievers.rerank import invariant_problem
 

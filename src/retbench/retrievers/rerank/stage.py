@@ -81,7 +81,7 @@ class RerankStage:
     reranker: Reranker
     depth: int
     cache: bool = True
-    cache_dir: Path | None = None
+    cache_dir: str | Path | None = None
     queries_per_call: int = 16
     stats: RerankStats = field(default_factory=RerankStats)
     _cache: EmbeddingCache | None = None
@@ -97,7 +97,7 @@ class RerankStage:
     def pair_cache(self) -> EmbeddingCache | None:
         if self.cache and self._cache is None:
             fp = hashlib.sha1(self.reranker.fingerprint().encode()).hexdigest()[:16]
-            self._cache = EmbeddingCache((self.cache_dir or default_pair_cache_dir()) / fp)
+            self._cache = EmbeddingCache((Path(self.cache_dir) if self.cache_dir else default_pair_cache_dir()) / fp)
         return self._cache if self.cache else None
 
     def score(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[list[float]]:
