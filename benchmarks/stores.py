@@ -210,7 +210,8 @@ def main() -> None:
         rows = []
         for system in wanted:
             if system.adapter in servers:
-                system.params = {**system.params, SERVERS[system.adapter][0]: servers[system.adapter].address}
+                address = {SERVERS[system.adapter][0]: servers[system.adapter].address}
+                system = dataclasses.replace(system, params={**system.params, **address})
             t0 = time.perf_counter()
             server = servers.get("chroma-http" if system.name == "chroma-http" else system.adapter)
             rows.append(measure(system, corpus, queries, fqueries, qrels, server, args.latency_queries))
