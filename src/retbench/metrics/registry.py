@@ -37,7 +37,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from retbench.errors import ConfigError, InputError
-from retbench.metrics import answers, coverage, judged, ranking, text
+from retbench.metrics import answers, judged, retrieval
 from retbench.metrics.judges import GainMatrix, check_level
 
 #: the metric suite of a benchmark run (and of `retbench compare` on run files) when a config names none
@@ -138,120 +138,6 @@ class Builtin:
         if k is None:
             return self.trec
         return self.trec_cut.format(k=k) if self.trec_cut else None
-
-
-def _builtins() -> list[Builtin]:
-    r = ranking
-    return [
-        Builtin(
-            "hit",
-            "k",
-            lambda c, k, lv, p: r.hit(c.gm, k, lv),
-            "1 if any relevant doc is in the top k",
-            ("success", "retrieval-hit-at-k"),
-            trec_cut="success_{k}",
-        ),
-        Builtin(
-            "recall",
-            "k",
-            lambda c, k, lv, p: r.recall(c.gm, k, lv),
-            "relevant docs in the top k / all relevant",
-            ("r", "retrieval-recall-at-k"),
-            trec_cut="recall_{k}",
-        ),
-        Builtin(
-            "P",
-            "k",
-            lambda c, k, lv, p: r.precision(c.gm, k, lv),  # type: ignore[arg-type]
-            "relevant docs in the top k / k",
-            ("precision",),
-            trec_cut="P_{k}",
-        ),
-        Builtin("f1", "k", lambda c, k, lv, p: r.f1(c.gm, k, lv), "harmonic mean of P@k and recall@k"),  # type: ignore[arg-type]
-        Builtin(
-            "rprec",
-            "none",
-            lambda c, k, lv, p: r.rprec(c.gm, lv),
-            "precision at rank R (number relevant)",
-            ("r-prec", "r_prec"),
-            trec="Rprec",
-        ),
-        Builtin(
-            "mrr",
-            "optional",
-            lambda c, k, lv, p: r.reciprocal_rank(c.gm, k, lv),
-            "1 / rank of the first relevant doc",
-            ("rr", "recip_rank", "retrieval-mrr"),
-            trec="recip_rank",
-        ),
-        Builtin(
-            "map",
-            "optional",
-            lambda c, k, lv, p: r.average_precision(c.gm, k, lv),
-            "average precision",
-            ("ap",),
-            trec="map",
-            trec_cut="map_cut_{k}",
-        ),
-        Builtin(
-            "ndcg",
-            "optional",
-            lambda c, k, lv, p: r.ndcg(c.gm, k),
-            "nDCG with linear gains (trec_eval)",
-            ("retrieval-ndcg-at-k",),
-            binary=False,
-            trec="ndcg",
-            trec_cut="ndcg_cut_{k}",
-        ),
-        Builtin(
-            "ndcg_exp", "k", lambda c, k, lv, p: r.ndcg(c.gm, k, exp=True), "nDCG with 2^g - 1 gains", binary=False
-        ),
-        Builtin(
-            "recall_any",
-            "k",
-            lambda c, k, lv, p: text.recall_groups(c, k, lv, require_all=False),
-            "1 if any support id is in the top k",
-        ),
-        Builtin(
-            "recall_all",
-            "k",
-            lambda c, k, lv, p: text.recall_groups(c, k, lv, require_all=True),
-            "1 if every support group has an id in the top k",
-        ),
-        Builtin(
-            "containment",
-            "k",
-            lambda c, k, lv, p: text.containment(c, k),
-            "1 if the expected answer occurs in a top-k doc's text",
-            ("answer-containment-at-k", "answer_containment"),
-            binary=False,
-        ),
-        Builtin(
-            "hybrid",
-            "k",
-            lambda c, k, lv, p: r.hybrid_log_rank(c.gm, k, lv, p["alpha"], p["gamma"]),
-            "alpha * recall + (1 - alpha) * log-rank quality",
-            ("hybrid_log_rank",),
-            params={"alpha": 0.5, "gamma": 1.0},
-            param_ranges={"alpha": (0.0, 1.0)},
-        ),
-        Builtin(
-            "judged",
-            "k",
-            lambda c, k, lv, p: coverage.judged_at_k(c, k),
-            "share of the top k with any label",
-            ("judged_at_k",),
-            binary=False,
-        ),
-        Builtin(
-            "holes",
-            "k",
-            lambda c, k, lv, p: coverage.holes_at_k(c, k),
-            "share of the top k with no label (hole rate)",
-            ("hole_rate", "holes_at_k"),
-            binary=False,
-        ),
-    ]
 
 
 # trec_eval's cut measures whose suffix is the cutoff, and the retbench metric each is
@@ -515,5 +401,5 @@ def expand_trec_list(spec: str) -> list[str]:
     return [f"{m[1]}.{k}" for k in m[2].split(",")]
 
 
-for _m in [*_builtins(), *answers.builtins(), *judged.builtins()]:
+for _m in [*retrieval.builtins(), *answers.builtins(), *judged.builtins()]:
     register(_m)  # type: ignore[arg-type]
