@@ -99,6 +99,9 @@ def test_bm25_pairs_write_a_results_directory_and_the_budget_view(tmp_path, smal
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["kind"] == "chunking" and manifest["special_tokens"] == 2
     assert manifest["chunkers"]["chars"]["describe"]["overlap"] == 20
+    res = manifest["systems"]["headings+bm25"]["resources"]
+    assert res["index_peak_rss_mib"] > 0 and res["search_queries_per_s"] > 0 and res["devices"] == ["cpu"]
+    assert "## Resources" in report and "- **headings+bm25**: Resources: peak RSS MiB" in report
     # a re-run skips finished pairs
     logs: list[str] = []
     again = run_chunking(cfg, log=logs.append)

@@ -290,3 +290,70 @@ def test_contract_inputs_untouched_and_errors(emb_cache, docs, flat):
         create("dense", {"index": "flat_ip", "metric": "l2"})
     desc = flat.describe()
     assert desc["encoder"]["model_fingerprint"] == flat.fingerprint() and desc["encoder"]["max_seq_length"] == MAX_LEN
+
+
+# -- streaming: the corpus reaches the encoder and the index a batch at a time -------------------
+class _Recording(Encoder):
+    """The packaged model, remembering how many texts each encode call was handed."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.calls: list[int] = []
+
+    def encode(self, texts, role="document"):
+        self.calls.append(len(texts))
+        return super().encode(texts, role)
+
+
+class _Streamed(Corpus):
+    """A corpus that refuses to be turned into one list of every text."""
+
+    def joined_texts(self) -> list[str]:
+        raise AssertionError("the whole corpus was materialized as one list of texts")
+
+
+@pytest.mark.parametrize("kind", ["flat_ip", "hnsw", "ivf"])
+def test_indexing_reads_the_corpus_in_batches_and_builds_the_index_built_from_all_vectors_at_once(
+    emb_cache, docs, monkeypatch, kind
+):
+    import faiss
+
+    from retbench.retrievers.encoders import encoder as encoder_module
+
+    monkeypatch.setattr(encoder_module, "STREAM_TEXTS", 50)  # batches of 40 (two shards of 20), so 3 batches
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)  # HNSW's multi-threaded build is not deterministic; one thread is
+    try:
+        enc = _Recording(max_seq_length=MAX_LEN, cache_dir=emb_cache, shard_size=20)
+        streamed = DenseRetriever(encoder=enc, index=kind)
+        streamed.index(_Streamed(docs.ids, docs.texts, docs.titles, docs.metadata))
+        at_once = DenseRetriever(encoder=Encoder(max_seq_length=MAX_LEN, cache_dir=emb_cache), index=kind)
+        at_once.index_embeddings(docs.ids, at_once.encoder.encode_documents(docs.joined_texts()), docs.metadata)
+    finally:
+        faiss.omp_set_num_threads(threads)
+    assert enc.calls == [40, 40, 40]
+    assert streamed.doc_ids == at_once.doc_ids
+    assert bytes(faiss.serialize_index(streamed._faiss_index)) == bytes(faiss.serialize_index(at_once._faiss_index))
+
+
+def test_filling_the_cache_plans_shards_one_corpus_batch_at_a_time_and_indexing_then_encodes_nothing(
+    tmp_path, docs, monkeypatch
+):
+    from retbench.retrievers.encoders import encoder as encoder_module
+    from retbench.studies.executors import InProcess, shard_stream
+
+    monkeypatch.setattr(encoder_module, "STREAM_TEXTS", 50)
+    enc = _Recording(max_seq_length=MAX_LEN, cache_dir=tmp_path, shard_size=20)
+    corpus = _Streamed(docs.ids[:100], docs.texts[:100], docs.titles[:100])
+    plan = list(shard_stream(enc, corpus))
+    # 100 documents read 40 at a time: shards of at most 20, none mixing two corpus batches
+    assert [len(s) for s in plan] == [20, 20, 20, 20, 20]
+    assert [sorted(plan[0] + plan[1]), sorted(plan[2] + plan[3])] == [
+        sorted(corpus.joined(i) for i in range(0, 40)),
+        sorted(corpus.joined(i) for i in range(40, 80)),
+    ]
+    report = InProcess().encode_corpus(DenseRetriever(encoder=enc), corpus)
+    assert report["encoded"] == 100 and enc.calls == [20] * 5
+    enc.stats.reset()
+    DenseRetriever(encoder=enc).index(corpus)
+    assert enc.stats.encoded == 0 and enc.stats.cached == 100

@@ -116,6 +116,11 @@ def test_results_directory_and_report(study, slice_dir):
     assert summary["study"]["present"]["recall_unchanged"] == 5
     report = (out / "report.md").read_text()
     assert "## Candidates ranked by gain" in report and "## Study checks" in report
+    res = manifest["resources"]
+    for stage in ("prepare", "index", "novelty_index", "modes"):
+        assert res[f"{stage}_peak_rss_mib"] > 0, stage
+    assert res["index_docs_per_s"] > 0 and res["devices"] == ["cpu"]
+    assert "Resources: peak RSS MiB" in report and "index docs/s" in report
     assert all(f"| {i.doc_id} |" in report for i in outcome.results["alone"])
 
 

@@ -185,6 +185,9 @@ def test_report_labels_success_only_means_and_coverage(tmp_path: Path, ds, bm25)
     assert head == pytest.approx(only * q["scored"] / q["of"])  # failures are zeros, not dropped
     assert md == render_markdown(json.loads((res.out_dir / "summary.json").read_text()))
     assert "First failure (query" in md and "RuntimeError: injected fault" in md
+    figures = res.summary["resources"]
+    assert figures["ingest_peak_rss_mib"] > 0 and figures["level_2_peak_rss_mib"] > 0 and figures["devices"] == ["cpu"]
+    assert "Resources: peak RSS MiB: ingest " in md and ", level 2 " in md
     page = (res.out_dir / "report.html").read_text()
     assert (
         page.count("<svg") == 2

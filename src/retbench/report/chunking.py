@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from retbench.metrics.judges.spans import budget_label
 from retbench.report import fmt
 from retbench.report.markdown import md_table
+from retbench.report.model import resource_line
 
 if TYPE_CHECKING:
     from retbench.studies.chunking import ChunkingConfig
@@ -80,6 +81,14 @@ def summary_rows(
     return head, rows, bhead, brows
 
 
+def _resources(manifest: dict[str, Any]) -> list[str]:
+    """One line of resource figures per chunking x retriever cell (from its manifest entry)."""
+    cells = {name: m["resources"] for name, m in (manifest.get("systems") or {}).items() if m.get("resources")}
+    if not cells:
+        return []
+    return ["## Resources", "", *(f"- **{name}**: {resource_line(r)}" for name, r in cells.items()), ""]
+
+
 def render_markdown(cfg: ChunkingConfig, metrics_json: dict[str, Any], manifest: dict[str, Any]) -> str:
     """The chunking report: all chunks, then every retriever at a fixed context budget, then definitions."""
     head, rows, bhead, brows = summary_rows(cfg, metrics_json)
@@ -104,6 +113,7 @@ def render_markdown(cfg: ChunkingConfig, metrics_json: dict[str, Any], manifest:
         "",
         md_table(bhead, brows),
         "",
+        *_resources(manifest),
         "## Definitions",
         "",
         "- **recall@k**: share of a question's gold excerpts overlapped by at least one of the top k chunks "

@@ -13,6 +13,7 @@ import numpy as np
 
 from retbench.report import fmt
 from retbench.report.markdown import md_table
+from retbench.report.model import resource_line
 
 if TYPE_CHECKING:
     from retbench.studies.impact import Impact, IngestConfig
@@ -232,4 +233,7 @@ def render_report(
             "",
         ]
     timings = ", ".join(f"{k.removesuffix('_seconds')} {v}" for k, v in manifest["timings"].items())
-    return "\n".join([*lines, f"Timings (s): {timings}", ""])
+    lines.append(f"Timings (s): {timings}")
+    if manifest.get("resources"):
+        lines += ["", resource_line(manifest["resources"])]
+    return "\n".join([*lines, ""])

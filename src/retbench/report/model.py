@@ -342,6 +342,28 @@ def resource_rows(systems: Sequence[SystemSummary]) -> list[list[str]]:
     return rows
 
 
+def resource_line(r: Mapping[str, Any]) -> str:
+    """A study's resource figures as one Markdown line: peak RSS per stage, index size, throughput, devices."""
+    from retbench.report import fmt
+
+    peaks = [
+        f"{k.removesuffix('_peak_rss_mib').replace('_', ' ')} {fmt.num(v, 0)}"
+        for k, v in r.items()
+        if k.endswith("_peak_rss_mib") and v is not None
+    ]
+    scope = " (the process's peak so far)" if r.get("peak_rss_scope") == "process" else ""
+    parts = [f"peak RSS MiB{scope}: {', '.join(peaks)}"] if peaks else []
+    if r.get("index_bytes") is not None:
+        parts.append(f"index on disk {fmt.num(r['index_bytes'] / 2**20, 1)} MiB")
+    for key, unit in (("encode_docs_per_s", "encode docs/s"), ("index_docs_per_s", "index docs/s")):
+        if r.get(key) is not None:
+            parts.append(f"{unit} {fmt.num(r[key], 1)}")
+    if r.get("search_queries_per_s") is not None:
+        parts.append(f"search queries/s {fmt.num(r['search_queries_per_s'], 1)}")
+    parts.append(f"devices {', '.join(r.get('devices') or []) or 'not recorded'}")
+    return "Resources: " + "; ".join(parts) + "."
+
+
 AGREEMENT_NOTE = (
     "overlap@k = |top k ∩ reference top k| / |reference top k|, averaged over queries whose reference ranking is "
     "not empty; with exact search as the reference it is the index's recall against exact search (filtered: on the "

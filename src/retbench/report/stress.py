@@ -13,6 +13,7 @@ from typing import Any
 
 from retbench.data.status import QueryStatus
 from retbench.report import fmt, plots
+from retbench.report.model import resource_line
 
 #: what a failed request can be: error, timeout, invalid
 _FAILURES = tuple(s.value for s in QueryStatus if s.failed)
@@ -136,6 +137,8 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     lines = [f"## Stress: {summary.get('system')} on {summary.get('dataset')} ({summary.get('split')})", ""]
     if summary.get("ingest"):
         lines += _ingest(summary["ingest"])
+    if summary.get("resources"):
+        lines += [resource_line(summary["resources"]), ""]
     levels = summary.get("levels") or []
     if levels:
         lines += _latency_table(levels)

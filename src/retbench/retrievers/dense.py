@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,10 @@ def _faiss() -> Any:
     import faiss
 
     return faiss
+
+
+def _rows(metadata: Sequence[Mapping[str, Any]] | None, start: int, end: int) -> Sequence[Mapping[str, Any]] | None:
+    return metadata[start:end] if metadata is not None else None
 
 
 @register("dense")
@@ -217,13 +221,48 @@ class DenseRetriever(Retriever):
         for i, d in enumerate(ids):
             self._label_of[d] = start + i
 
+    def _vectors(self, corpus: Corpus) -> Iterator[tuple[int, np.ndarray]]:
+        """(position of the first document, its batch's vectors): texts stream from the corpus into the encoder."""
+        start = 0
+        for texts in corpus.joined_batches(self.encoder.stream_batch):
+            yield start, self.encoder.encode_documents(texts)
+            start += len(texts)
+
+    def _gather(self, corpus: Corpus) -> np.ndarray:
+        """Every document's vector in one float32 array, filled a batch at a time (no per-document objects)."""
+        out = np.empty((0, 0), dtype=np.float32)
+        for start, vecs in self._vectors(corpus):
+            if start == 0:
+                out = np.empty((len(corpus), vecs.shape[1]), dtype=np.float32)
+            out[start : start + len(vecs)] = vecs
+        return out
+
     def index(self, corpus: Corpus) -> None:
+        """Encode and index the corpus a batch at a time (`Encoder.stream_batch` texts).
+
+        A flat index takes each batch as it is encoded; HNSW and IVF build from all vectors at once
+        (HNSW's graph depends on how vectors are grouped into `add` calls, IVF trains on them all),
+        gathered into one array. Either way the index equals the one `index_embeddings` builds from
+        all vectors, and no Python object per text or vector outlives its batch.
+        """
         if len(corpus) == 0:
             raise InputError("cannot index an empty corpus", field="corpus")
         ids = [str(i) for i in corpus.ids]
         if len(set(ids)) != len(ids):
             raise InputError("corpus has repeated document ids", field="ids")  # before paying for encoding
-        self.index_embeddings(ids, self.encoder.encode_documents(corpus.joined_texts()), corpus.metadata)
+        if not self.index_type.startswith("flat_"):
+            self.index_embeddings(ids, self._gather(corpus), corpus.metadata)
+            return
+        self._labels, self._label_of, self._meta, self._faiss_index = [], {}, {}, None
+        try:
+            for start, vecs in self._vectors(corpus):
+                if self._faiss_index is None:
+                    self._faiss_index = self._new_index(vecs.shape[1], vecs)  # a flat index trains on nothing
+                end = start + len(vecs)
+                self._add_vectors(ids[start:end], vecs, _rows(corpus.metadata, start, end))
+        except BaseException:
+            self._faiss_index = None  # no half-built index is searched
+            raise
 
     def index_embeddings(
         self, ids: Sequence[str], vectors: np.ndarray, metadata: Sequence[Mapping[str, Any]] | None = None
@@ -258,7 +297,12 @@ class DenseRetriever(Retriever):
         present = [d for d in ids if d in self._label_of]
         if present:
             self.delete(present)
-        self._add_vectors(ids, self.encoder.encode_documents(corpus.joined_texts()), corpus.metadata)
+        if self.index_type == "hnsw":  # one add call: the graph depends on how vectors are grouped
+            self._add_vectors(ids, self._gather(corpus), corpus.metadata)
+            return
+        for start, vecs in self._vectors(corpus):
+            end = start + len(vecs)
+            self._add_vectors(ids[start:end], vecs, _rows(corpus.metadata, start, end))
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove documents by id (unknown ids are ignored)."""

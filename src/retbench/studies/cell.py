@@ -37,7 +37,7 @@ from retbench.results import SystemDir, read_json, save_run, write_json
 from retbench.results.files import save_answers, save_table
 from retbench.results.journal import Journal, journaled_answers
 from retbench.results.usage import llm_usage, stage_latency
-from retbench.studies.executors import InProcess, encoders_of
+from retbench.studies.executors import InProcess, devices_of
 from retbench.studies.resources import rate, size_on_disk, stage
 
 Progress = Callable[[str, int, int], None]
@@ -334,13 +334,12 @@ def index_with(executor: Any, retriever: Any, corpus: Corpus, sysdir: SystemDir,
     The saved index is what Ray search workers load; its size is a resource figure either way.
     """
     with stage(figures, "encode"):
-        figures["encode_on"] = executor.encode_corpus(retriever, corpus.joined_texts())
+        figures["encode_on"] = executor.encode_corpus(retriever, corpus)
     figures["encode_docs_per_s"] = figures["encode_on"].pop("encode_docs_per_s", None)
     with stage(figures, "index"):
         retriever.index(corpus)
     figures["index_docs_per_s"] = rate(len(corpus), figures["index_seconds"])
-    devices = {e.device for e in encoders_of(retriever)} | set(figures["encode_on"].get("devices", []))
-    figures["devices"] = sorted(devices) or ["cpu"]
+    figures["devices"] = devices_of(retriever, *figures["encode_on"].get("devices", []))
     if {"save", "load"} <= retriever.capabilities:
         retriever.save(sysdir.root / "index")
         figures["index_bytes"] = size_on_disk(sysdir.root / "index")

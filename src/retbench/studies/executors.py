@@ -2,15 +2,18 @@
 
 The cell runner asks an executor for two things and journals what comes back itself:
 
-- `encode_corpus(retriever, texts)` fills the embedding cache for every encoder the retriever uses.
-  The work is cut into the encoder's own shard plan (`Encoder.plan`: uncached texts, once each,
-  longest first, `shard_size` per shard) and each shard is one `encode` call that writes one cache
+- `encode_corpus(retriever, corpus)` fills the embedding cache for every encoder the retriever uses.
+  The corpus is read `Encoder.stream_batch` texts at a time (the batches `index()` reads) and each
+  batch is cut into the encoder's own shard plan (`Encoder.plan`: uncached texts, once each,
+  longest first, `shard_size` per shard); each shard is one `encode` call that writes one cache
   shard atomically. In process the shards run one after another; on Ray they go to one actor per
-  GPU (or one per CPU where the cluster has no GPU), all writing into the same cache folder (shard
-  names are unique per writer, written to a temporary name and renamed). So an interrupted or
-  partly failed encode resumes from the shards already written, a re-run encodes nothing, and a
-  vector does not depend on where it was computed. The retriever's own `index()` then finds every
-  vector in the cache.
+  GPU (or one per CPU where the cluster has no GPU), drawn from the stream as actors free up (at
+  most two queued per actor), all writing into the same cache folder (shard names are unique per
+  writer, written to a temporary name and renamed). So an interrupted or partly failed encode
+  resumes from the shards already written, a re-run encodes nothing, a vector does not depend on
+  where it was computed, and no list of every text is built. The retriever's own `index()` then
+  finds every vector in the cache. Encoders other than sentence-transformers ones (HTTP, ONNX,
+  static) are not rebuilt on workers: they fill the cache in this process (the report says so).
 - `search(...)` answers queries in batches and hands each batch's answers to `on_batch`. On Ray the
   batches go to actors that `load()` the index the runner saved (they never rebuild it); an actor
   that dies mid-batch is restarted and the batch retried by Ray (`max_restarts`, `max_task_retries`).
@@ -25,6 +28,7 @@ must be on storage every node sees.
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -32,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retbench.data import Queries, Run
+from retbench.data import Corpus, Queries, Run
 from retbench.errors import BackendError, ConfigError
 from retbench.retrievers.base import Ranking, Retriever
 from retbench.retrievers.encoders import Encoder
@@ -41,6 +45,7 @@ from retbench.studies.resources import rate, worker_figures
 KINDS = ("in_process", "ray")
 EXECUTOR_KEYS = {"kind", "address", "workers", "num_cpus", "max_retries"}
 RAY_VERSION = "2.60.0"
+NICENESS_ENV = "RAY_worker_niceness"  # Ray's own name for its `worker_niceness` setting (case matters)
 
 #: one answered query: (qid, ranking, status, latency, error)
 Answer = tuple[str, Ranking, str, float | None, str | None]
@@ -105,9 +110,39 @@ def encoders_of(retriever: Retriever) -> list[Encoder]:
     return found
 
 
+def devices_of(retriever: Retriever, *extra: str) -> list[str]:
+    """Devices a retriever's encoders run on (plus `extra`); a retriever without one runs on the CPU."""
+    return sorted({e.device for e in encoders_of(retriever)} | set(extra)) or ["cpu"]
+
+
 def answers(run: Run) -> list[Answer]:
     """A Run's per-query results as plain tuples (what crosses process boundaries)."""
     return [(q, run.ranking(q), run.status[q].value, run.latency.get(q), run.errors.get(q)) for q in run.query_ids]
+
+
+def shard_stream(enc: Encoder, corpus: Corpus | Sequence[str]) -> Iterator[list[str]]:
+    """The shards an encode of `corpus` computes, planned one corpus batch at a time.
+
+    The texts are read `enc.stream_batch` at a time (the batches `DenseRetriever.index` reads), so
+    no list of every text is ever held; each batch is planned by `Encoder.plan` (uncached texts,
+    longest first, `shard_size` per shard) when the shards before it have been handed out.
+    """
+    size = enc.stream_batch
+    if isinstance(corpus, Corpus):
+        parts: Iterator[Sequence[str]] = corpus.joined_batches(size)
+    else:
+        parts = (corpus[start : start + size] for start in range(0, len(corpus), size))
+    for texts in parts:
+        yield from enc.plan(texts, "document")
+
+
+def encode_here(enc: Encoder, corpus: Corpus | Sequence[str]) -> int:
+    """Fill the cache for `corpus` in this process, shard by shard; returns the texts encoded."""
+    encoded = 0
+    for shard in shard_stream(enc, corpus):
+        enc.encode(shard, "document")
+        encoded += len(shard)
+    return encoded
 
 
 def batches(queries: Queries, todo: Sequence[str], size: int) -> Iterator[Queries]:
@@ -120,16 +155,14 @@ class InProcess:
 
     kind = "in_process"
 
-    def encode_corpus(self, retriever: Retriever, texts: Sequence[str]) -> dict[str, Any]:
+    def encode_corpus(self, retriever: Retriever, corpus: Corpus | Sequence[str]) -> dict[str, Any]:
         encoded, t0 = 0, time.perf_counter()
         devices = set()
         for enc in encoders_of(retriever):
             if not enc.use_cache:
                 continue  # nothing to fill: index() encodes
             devices.add(enc.device)
-            for shard in enc.plan(texts, "document"):
-                enc.encode(shard, "document")
-                encoded += len(shard)
+            encoded += encode_here(enc, corpus)
         seconds = time.perf_counter() - t0
         return {
             "executor": self.kind,
@@ -172,9 +205,16 @@ def _import_ray() -> Any:
 def init_ray(ray: Any, attempts: int = 3, **kwargs: Any) -> None:
     """`ray.init`, tried again when a local node misses Ray's fixed 30 s start-up window (a loaded machine).
 
+    A local cluster's workers run at the priority of this process: Ray starts worker processes
+    with `nice 15` by default (its `worker_niceness` setting), so on a machine where anything else
+    at normal priority wants the same cores, an encode on Ray gets a small share of them while the
+    in-process encode gets a fair one (measured in benchmarks/RESULTS.md, "Scaling").
+    `RAY_worker_niceness` set by the user wins. A cluster that is joined keeps its own setting.
+
     A failed start leaves the processes it spawned running (Ray's shutdown does not know them), so
     this process's own Ray children are stopped before the next attempt.
     """
+    os.environ.setdefault(NICENESS_ENV, "0")  # read by the raylet a local ray.init starts
     for attempt in range(attempts):
         try:
             ray.init(**kwargs)
@@ -210,7 +250,7 @@ class EncodeWorker:
             "texts": len(texts),
             "seconds": time.perf_counter() - t0,
             "device": self.encoder.device,
-            **worker_figures(),
+            **worker_figures(),  # cpu_seconds: the worker's whole life so far (start, imports, model load)
         }
 
 
@@ -267,30 +307,28 @@ class RayExecutor:
             options["runtime_env"] = {"env_vars": {"RETBENCH_CACHE": str(Path(os.environ["RETBENCH_CACHE"]).resolve())}}
         return options
 
-    def encode_corpus(self, retriever: Retriever, texts: Sequence[str]) -> dict[str, Any]:
-        from ray.util import ActorPool
-
+    def encode_corpus(self, retriever: Retriever, corpus: Corpus | Sequence[str]) -> dict[str, Any]:
         count, resources, device = self._workers()
-        report: dict[str, Any] = {
-            "executor": self.kind,
-            "workers": 0,
-            "encoded": 0,
-            "devices": [],
-            "worker_peak_rss_mib": None,
-        }
+        report: dict[str, Any] = {"executor": self.kind, "workers": 0, "encoded": 0, "devices": []}
+        workers: dict[int, dict[str, Any]] = {}  # pid -> its latest figures
         t0 = time.perf_counter()
         for enc in encoders_of(retriever):
-            shards = enc.plan(texts, "document") if enc.use_cache else []
-            if not shards:
+            if enc.use_cache and type(enc) is not Encoder:  # workers rebuild only sentence-transformers encoders
+                report["encoded"] += encode_here(enc, corpus)
+                report["in_process"] = [*report.get("in_process", []), f"{type(enc).__name__} (not rebuilt on workers)"]
+                continue
+            shards = shard_stream(enc, corpus) if enc.use_cache else iter(())
+            head = list(itertools.islice(shards, count))  # no more workers than shards
+            if not head:
                 continue
             options = enc.options() | ({"device": device} if device else {})
             remote = self.ray.remote(**self._actor_options(resources))(EncodeWorker)
-            actors = [remote.remote(options) for _ in range(min(count, len(shards)))]
+            actors = [remote.remote(options) for _ in head]
             try:
-                for done in ActorPool(actors).map_unordered(lambda a, s: a.encode.remote(s, "document"), shards):
+                for done in self._spread(actors, itertools.chain(head, shards)):
                     report["encoded"] += done["texts"]
                     report["devices"] = sorted({*report["devices"], done["device"]})
-                    report["worker_peak_rss_mib"] = max(report["worker_peak_rss_mib"] or 0, done["peak_rss_mib"])
+                    workers[done["pid"]] = done
             except self.ray.exceptions.RayError as exc:
                 raise BackendError(f"encoding failed on Ray (shards already written are kept): {exc}") from None
             finally:
@@ -298,7 +336,37 @@ class RayExecutor:
                     self.ray.kill(a)
             report["workers"] = max(report["workers"], len(actors))
         report["encode_docs_per_s"] = rate(report["encoded"], time.perf_counter() - t0)
+        report["worker_peak_rss_mib"] = max((w["peak_rss_mib"] for w in workers.values()), default=None)
+        report["worker_cpu_seconds"] = round(sum(w["cpu_seconds"] for w in workers.values()), 3) if workers else None
+        report["worker_nice"] = sorted({w["nice"] for w in workers.values() if w["nice"] is not None})
         return report
+
+    def _spread(self, actors: list[Any], shards: Iterator[list[str]]) -> Iterator[dict[str, Any]]:
+        """Each shard's figures as it finishes; at most two shards queued per actor.
+
+        Shards are drawn from the stream only as actors free up (Ray's ActorPool would draw them all
+        at once), so the driver never holds more than a few shards' texts.
+        """
+        pending: dict[Any, Any] = {}  # object ref -> the actor running it
+        load = {id(a): 0 for a in actors}
+
+        def submit() -> None:
+            for a in sorted(actors, key=lambda a: load[id(a)]):
+                if load[id(a)] >= 2:
+                    break
+                shard = next(shards, None)
+                if shard is None:
+                    return
+                pending[a.encode.remote(shard, "document")] = a
+                load[id(a)] += 1
+
+        submit()
+        while pending:
+            ready, _ = self.ray.wait(list(pending), num_returns=1)
+            actor = pending.pop(ready[0])
+            load[id(actor)] -= 1
+            yield self.ray.get(ready[0])
+            submit()
 
     def search(
         self,

@@ -78,6 +78,18 @@ def rate(count: int, seconds: float) -> float | None:
     return round(count / seconds, 2) if count and seconds > 0 else None
 
 
+def cpu_seconds() -> float:
+    """CPU time (user + system, all threads) this process has used since it started."""
+    t = os.times()
+    return round(t.user + t.system, 3)
+
+
 def worker_figures() -> dict[str, Any]:
-    """What a worker process reports about itself: pid, host, peak RSS."""
-    return {"pid": os.getpid(), "host": os.uname().nodename, "peak_rss_mib": peak_rss_mib()}
+    """What a worker process reports about itself: pid, host, peak RSS, CPU seconds so far, niceness."""
+    return {
+        "pid": os.getpid(),
+        "host": os.uname().nodename,
+        "peak_rss_mib": peak_rss_mib(),
+        "cpu_seconds": cpu_seconds(),
+        "nice": os.nice(0) if hasattr(os, "nice") else None,
+    }

@@ -18,6 +18,7 @@ ROLES = ("document", "query")
 _SMALL_FILE = 2 << 20  # model files below this size are hashed whole; larger ones by size + head + tail
 _EDGE = 1 << 20
 _SKIP_FILES = {"README.md", ".gitattributes"}
+STREAM_TEXTS = 8192  # texts read from a corpus per step when indexing or filling the cache
 
 
 def default_model() -> str:
@@ -288,6 +289,15 @@ class Encoder:
         """Longest first across the whole request (so each shard's batches pad little), cut every `shard_size`."""
         order = sorted(todo, key=lambda k: len(todo[k]), reverse=True)
         return [order[start : start + self.shard_size] for start in range(0, len(order), self.shard_size)]
+
+    @property
+    def stream_batch(self) -> int:
+        """Texts a corpus is read in when indexing or filling the cache: about 8,192, a multiple of `shard_size`.
+
+        Indexes and executors read the same batches, so they plan the same shards (see `plan`) and
+        no list of every text of a corpus is built.
+        """
+        return self.shard_size * max(1, STREAM_TEXTS // self.shard_size)
 
     def plan(self, texts: Sequence[str], role: str = "document") -> list[list[str]]:
         """The shards `encode(texts, role)` would compute: uncached texts, once each, longest first.

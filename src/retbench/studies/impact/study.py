@@ -19,6 +19,7 @@ from retbench.results import write_json
 from retbench.retrievers.base import Retriever, create
 from retbench.retrievers.encoders import Encoder
 from retbench.studies.benchmark import dataset_manifest, prepare_dataset
+from retbench.studies.executors import devices_of
 from retbench.studies.impact.candidates import CandidateSet, build_candidates, candidate_status, reference_answers
 from retbench.studies.impact.config import IngestConfig
 from retbench.studies.impact.dense import DenseImpact
@@ -27,6 +28,7 @@ from retbench.studies.impact.novelty import Novelty, NoveltyIndex, text_hash
 from retbench.studies.impact.rebuild import RebuildImpact
 from retbench.studies.impact.support import ContextRecall, CosineSupport, JudgeSupport, SentenceSupport
 from retbench.studies.manifest import config_record, machine, package_versions
+from retbench.studies.resources import rate, stage
 
 
 @dataclass
@@ -362,10 +364,11 @@ def _run_modes(
 def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> IngestOutcome:
     """Run an ingestion-impact experiment and write its results directory (manifest, JSON, report.md)."""
     timings: dict[str, float] = {}
-    t_all = t0 = time.perf_counter()
+    res: dict[str, Any] = {}  # resource figures: peak RSS and seconds per stage, throughput, devices
+    t_all = time.perf_counter()
     base = Path(cfg.source).parent if cfg.source and not cfg.source.startswith("<") else None
-    s = _setup(cfg, base)
-    timings["prepare_seconds"] = time.perf_counter() - t0
+    with stage(res, "prepare"):
+        s = _setup(cfg, base)
     groups = s.cs.groups
     log(
         f"knowledge base: {len(s.kb)} documents; candidates: {len(s.cands)} "
@@ -378,22 +381,25 @@ def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> Inge
     chunker = make_chunker(cfg.novelty["chunker"], where=cfg.source) if cfg.novelty.get("chunker") else None
     context = _context(cfg, s, encoder, base)
     try:  # a judged context recall may have started a local judge server
-        t0 = time.perf_counter()
-        engine = _engine(cfg, s, retriever, encoder, context)
-        timings["index_seconds"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        nov_index = NoveltyIndex(encoder, chunker)
-        nov_index.add(s.kb)
-        cand_chunks = nov_index.encode(s.cands)
-        incremental = isinstance(engine, DenseImpact)
-        cand_vecs = encoder.encode_documents(s.cands.joined_texts()) if incremental else None
-        timings["novelty_index_seconds"] = time.perf_counter() - t0
+        with stage(res, "index"):
+            engine = _engine(cfg, s, retriever, encoder, context)
+        with stage(res, "novelty_index"):
+            nov_index = NoveltyIndex(encoder, chunker)
+            nov_index.add(s.kb)
+            cand_chunks = nov_index.encode(s.cands)
+            incremental = isinstance(engine, DenseImpact)
+            cand_vecs = encoder.encode_documents(s.cands.joined_texts()) if incremental else None
+        timings.update({k: v for k, v in res.items() if k.endswith("_seconds")})
         before = engine.before
         log("with K: " + ", ".join(f"{m} {v:.4f}" for m, v in before.items()))
-        results = _run_modes(cfg, _Modes(cfg, s, engine, nov_index, cand_vecs), cand_chunks, timings, log)
+        with stage(res, "modes"):
+            results = _run_modes(cfg, _Modes(cfg, s, engine, nov_index, cand_vecs), cand_chunks, timings, log)
     finally:
         if context is not None:
             context.close()
+    res.pop("modes_seconds")  # each mode's own seconds are in timings
+    res["index_docs_per_s"] = rate(len(s.kb), res["index_seconds"])
+    res["devices"] = devices_of(retriever, encoder.device)
     if isinstance(engine, RebuildImpact):
         timings.update({f"rebuild_{k}_seconds": v for k, v in engine.seconds.items()})
     retriever.close()
@@ -401,7 +407,7 @@ def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> Inge
     timings = {k: round(v, 3) for k, v in timings.items()}
     summary = _summary(cfg, s, engine, before, results)
     parts = {"retriever": retriever, "encoder": encoder, "novelty": nov_index}
-    manifest = _manifest(cfg, s, parts, engine, context, timings)
+    manifest = {**_manifest(cfg, s, parts, engine, context, timings), "resources": res}
     _write(cfg.output, manifest, summary, results)
     (cfg.output / "report.md").write_text(
         render_report(cfg, engine.metric_names, before, results, summary, manifest), encoding="utf-8"

@@ -22,6 +22,8 @@ from retbench.retrievers.base import Retriever, create
 from retbench.retrievers.faults import with_faults
 from retbench.secrets import redact
 from retbench.studies.benchmark import prepare_dataset
+from retbench.studies.executors import devices_of
+from retbench.studies.resources import stage
 from retbench.studies.stress.config import StressConfig
 from retbench.studies.stress.drivers import drive, uses_async
 from retbench.studies.stress.figures import ingest, level_run, summarize_level
@@ -246,7 +248,10 @@ def run_stress(
         echo(f"warning: {w}")
     try:
         echo(f"ingesting {len(dataset.corpus)} documents into {retriever.name}")
-        st.summary["ingest"] = ing = ingest(retriever, dataset.corpus, s.ingest_batch_size)
+        res = st.summary["resources"] = {"devices": devices_of(retriever)}
+        with stage(res, "ingest"):
+            st.summary["ingest"] = ing = ingest(retriever, dataset.corpus, s.ingest_batch_size)
+        res["index_docs_per_s"] = ing.get("docs_per_s")
         if ing["first_failure"]:
             st.ingest_failures.append(ing["first_failure"])
             st.save("ingestion failed: no query was sent to a backend whose writes fail")
@@ -258,7 +263,8 @@ def run_stress(
                 f"concurrency {c}: warm-up {s.warmup}, then "
                 + (f"{s.duration_s} s" if s.duration_s else f"{s.requests or len(qids)} requests")
             )
-            fig, run, ev = st.level(c)
+            with stage(res, f"level_{c}"):
+                fig, run, ev = st.level(c)
             st.summary["levels"].append(fig)
             last = (run, ev)
             echo(level_line(fig))
