@@ -161,11 +161,15 @@ def test_a_benchmark_with_generate_saves_answers_and_reports_applicable_counts(
     assert metrics["bm25"]["abstention_accuracy"] + metrics["bm25"]["hallucination_rate"] == 1.0
     md = report_markdown(build_report(tmp_path / "out"))
     assert "(1 of 2)" in md
-    # generation tokens and their cost at the configured prices; latency per stage from the answers
+    # generation tokens and their cost at the configured prices, counted over the calls really made: after
+    # the first test both prompts are cache hits (no tokens, no cost); run alone, both are real calls
     calls = [json.loads(line) for line in (sysdir / "generate_calls.jsonl").read_text().splitlines()]
     usage = metrics["bm25"]["usage"]["generate"]
-    tokens_in, tokens_out = (sum(c[f"{side}_tokens"] for c in calls if not c["cached"]) for side in ("input", "output"))
-    assert usage["input_tokens"] == tokens_in > 0 and usage["output_tokens"] == tokens_out
+    made = [c for c in calls if not c["cached"]]
+    tokens_in, tokens_out = (sum(c[f"{side}_tokens"] for c in made) for side in ("input", "output"))
+    assert (usage["calls"], usage["cached"]) == (len(made), len(calls) - len(made))
+    assert usage["input_tokens"] == tokens_in and usage["output_tokens"] == tokens_out
+    assert all(c["input_tokens"] > 0 for c in made)
     assert usage["cost"] == pytest.approx(tokens_in / 1000 * 0.5 + tokens_out / 1000 * 2.0, abs=1e-6)
     assert set(metrics["bm25"]["latency"]["stages"]) == {"search", "retrieval", "generation"}
     assert "## LLM tokens and cost" in md and "## Latency by stage" in md
