@@ -115,12 +115,19 @@ def mapping(v: Any, source: str, fld: str) -> dict[str, Any]:
     return dict(v or {})
 
 
-def known_keys(obj: Mapping[str, Any], allowed: set[str] | frozenset[str], source: str | None, where: str) -> None:
+def known_keys(
+    obj: Mapping[str, Any],
+    allowed: set[str] | frozenset[str],
+    source: str | None,
+    where: str,
+    line: int | None = None,
+) -> None:
     """Every key of a config block is one it knows; the first unknown one is named as `where.key`."""
     extra = sorted(set(obj) - set(allowed), key=str)
     if extra:
         fld = f"{where}.{extra[0]}" if where else str(extra[0])
-        raise ConfigError(f"unknown key {extra[0]!r}; allowed: {', '.join(sorted(allowed))}", path=source, field=fld)
+        msg = f"unknown key {extra[0]!r}; allowed: {', '.join(sorted(allowed))}"
+        raise ConfigError(msg, path=source, line=line, field=fld)
 
 
 def _is_number(v: Any) -> bool:

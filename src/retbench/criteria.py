@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from retbench.config import known_keys
 from retbench.errors import ConfigError
 from retbench.metrics.registry import parse_metric
 
@@ -113,14 +114,7 @@ def _number(value: Any, where: str, path: str, line: int | None, *, lo: float = 
 def _limits(obj: Any, where: str, path: str, line: int | None, span: tuple[float, float] | None = None) -> Limits:
     if not isinstance(obj, Mapping):
         raise ConfigError("must be a mapping with threshold and/or regression_max", path=path, line=line, field=where)
-    unknown = set(obj) - TAG_KEYS
-    if unknown:
-        raise ConfigError(
-            f"unknown key(s) {', '.join(sorted(unknown))} (allowed: threshold, regression_max)",
-            path=path,
-            line=line,
-            field=where,
-        )
+    known_keys(obj, TAG_KEYS, path, where, line)
     lim = Limits(
         _number(obj["threshold"], f"{where}.threshold", path, line) if obj.get("threshold") is not None else None,
         _number(obj["regression_max"], f"{where}.regression_max", path, line)
@@ -153,11 +147,7 @@ def parse_criteria(raw: Any, path: str = "<criteria>", text: str = "") -> Criter
     """Validate a loaded criteria mapping; every error names the file, line and field."""
     if not isinstance(raw, Mapping):
         raise ConfigError("a criteria file is a mapping with a 'gates' list", path=path)
-    unknown = set(raw) - TOP_KEYS
-    if unknown:
-        raise ConfigError(
-            f"unknown key(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(TOP_KEYS))})", path=path
-        )
+    known_keys(raw, TOP_KEYS, path, "")
     gates_raw = raw.get("gates")
     if not isinstance(gates_raw, list) or not gates_raw:
         raise ConfigError("must be a non-empty list of gates", path=path, field="gates")
@@ -189,14 +179,7 @@ def _parse_gate(g: Any, i: int, mk: Mapping[str, int], path: str, default_sig: b
             line=line,
             field=where,
         )
-    unknown = set(g) - GATE_KEYS
-    if unknown:
-        raise ConfigError(
-            f"unknown key(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(GATE_KEYS))})",
-            path=path,
-            line=line,
-            field=where,
-        )
+    known_keys(g, GATE_KEYS, path, where, line)
     name = g.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ConfigError("every gate needs a name", path=path, line=line, field=f"{where}.name")
