@@ -262,6 +262,20 @@ def test_an_experiment_keeps_both_runs_and_reports_the_ceiling_and_the_paired_co
     assert paired["delta"] == pytest.approx(m["ndcg@10"] - m["first_stage"]["ndcg@10"], abs=1e-9)
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["systems"]["bm25-ce"]["rerank"]["pairs"]["pairs_scored"] > 0
+    # both reports show the ceiling and the paired test beside the final metrics, for the reranked system only
+    from retbench.report.html import render_html
+    from retbench.report.markdown import report_markdown
+    from retbench.report.model import build_report
+
+    data = build_report(tmp_path / "out", n_resamples=200)
+    md = report_markdown(data)
+    section = md.split("## Rerank stages", 1)[1].split("\n## ", 1)[0]
+    row = next(line for line in section.splitlines() if line.startswith("| bm25-ce "))
+    assert f"recall@10 = {ceiling['value']:.4f}" in row
+    assert f"{m['first_stage']['ndcg@10']:.4f} | {m['ndcg@10']:.4f}" in row
+    assert f"{paired['wins']}/{paired['ties']}/{paired['losses']}" in row
+    assert "| bm25 " not in section
+    assert 'id="rerank"' in render_html(data)
     # a second run of the same config with --force re-scores nothing: every pair comes from the cache
     again = run_experiment(cfg, force=True, log=lambda _: None)
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())

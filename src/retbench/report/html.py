@@ -16,7 +16,7 @@ from retbench.compare import PairComparison
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt, plots
 from retbench.report.html_drill import drill_section
-from retbench.report.model import ReportData, SystemSummary, agreement_rows
+from retbench.report.model import ReportData, SystemSummary, agreement_rows, rerank_rows
 
 CSS = """
 :root { --ink:#1f2328; --muted:#59626d; --line:#d8dee4; --soft:#f6f8fa; --accent:#0072B2; --bad:#D55E00; --good:#009E73; }
@@ -309,6 +309,13 @@ def _agreement(data: ReportData) -> str:
     return _table(list(AGREEMENT_HEADER), _rows(rows), {2, 3, 4, 5}) + f'<p class="muted">{escape(AGREEMENT_NOTE)}</p>'
 
 
+def _rerank(data: ReportData) -> str:
+    from retbench.report.model import RERANK_HEADER, RERANK_NOTE
+
+    rows = rerank_rows(data)
+    return _table(list(RERANK_HEADER), _rows(rows), {1, 4, 5, 6, 7}) + f'<p class="muted">{escape(RERANK_NOTE)}</p>'
+
+
 def _latency(data: ReportData) -> str:
     timed = [s for s in data.systems if s.latencies_ms]
     if not timed:
@@ -436,6 +443,7 @@ def render_html(data: ReportData) -> str:
         ("summary", "Summary", _summary(data) + _ci_chart(data)),
         ("curves", "Metric@k curves", _curves(data)),
         ("comparison", "Comparison", _comparison(data)),
+        *([("rerank", "Rerank stages", _rerank(data))] if rerank_rows(data) else []),
         ("latency", "Latency", _latency(data)),
         *_answer_side(data),
         ("resources", "Resources", _resources(data)),

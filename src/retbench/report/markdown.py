@@ -196,8 +196,20 @@ def report_markdown(data: Any) -> str:
     if data.comparison is not None:
         lines.append(comparison_markdown(data.comparison, top_metric=data.primary, level=2))
     lines += _latency_sections(data)
-    from retbench.report.model import AGREEMENT_HEADER, AGREEMENT_NOTE, RESOURCE_HEADER, agreement_rows, resource_rows
+    from retbench.report.model import (
+        AGREEMENT_HEADER,
+        AGREEMENT_NOTE,
+        RERANK_HEADER,
+        RERANK_NOTE,
+        RESOURCE_HEADER,
+        agreement_rows,
+        rerank_rows,
+        resource_rows,
+    )
 
+    reranks = rerank_rows(data)
+    if reranks:
+        lines += ["## Rerank stages", "", *_table(RERANK_HEADER, reranks), "", RERANK_NOTE, ""]
     resources = resource_rows(data.systems)
     if resources:
         lines += ["## Resources", "", *_table(RESOURCE_HEADER, resources), ""]

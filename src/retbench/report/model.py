@@ -395,3 +395,55 @@ def agreement_rows(data: ReportData) -> list[list[str]]:
             ]
         )
     return rows
+
+
+RERANK_HEADER = (
+    "system",
+    "depth",
+    "first-stage recall@depth",
+    "metric",
+    "first stage",
+    "reranked",
+    "delta [95% CI]",
+    "p",
+    "W/T/L",
+)
+RERANK_NOTE = (
+    "A reranker only re-orders the first stage's top `depth`, so the first stage's recall@depth is the ceiling of the "
+    "reranked run's recall@depth. Reranked vs first stage is paired on the same queries (bootstrap CI of the mean "
+    "delta, randomization-test p); the first-stage run is kept in systems/<name>/first_stage/."
+)
+
+
+def rerank_rows(data: ReportData) -> list[list[str]]:
+    """One row per reranked system and metric: the first-stage ceiling and the paired reranked-vs-first-stage test
+    from the `rerank` block of metrics.json (studies/rerank.py)."""
+    from retbench.report import fmt
+
+    rows = []
+    for s in data.systems:
+        summary = data.metrics_json.get(s.name) or {}
+        block = summary.get("rerank")
+        if not isinstance(block, dict):
+            continue
+        ceiling = block.get("ceiling") or {}
+        first = summary.get("first_stage") or {}
+        pairs = block.get("vs_first_stage") or {}
+        shown = [data.primary] if data.primary in pairs else list(pairs)[:1]
+        for m in shown:
+            p = pairs[m]
+            ci = p.get("ci") or [None, None]
+            rows.append(
+                [
+                    s.name,
+                    str(block.get("depth")),
+                    f"{ceiling.get('metric')} = {fmt.num(ceiling.get('value'))}",
+                    m,
+                    fmt.num(first.get(m)),
+                    fmt.num(s.means.get(m)),
+                    f"{fmt.signed(p.get('delta'))} [{fmt.signed(ci[0])}, {fmt.signed(ci[1])}]",
+                    fmt.pvalue(p.get("p")),
+                    f"{p.get('wins', 0)}/{p.get('ties', 0)}/{p.get('losses', 0)}",
+                ]
+            )
+    return rows
