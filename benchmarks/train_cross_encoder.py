@@ -4,10 +4,11 @@ No published cross-encoder weights can be installed from a package registry here
 numbers in benchmarks/RESULTS.md use a model trained by this script: the packaged all-MiniLM-L6-v2
 encoder weights plus a fresh one-logit head, fine-tuned with binary cross-entropy on SciFact train
 queries, each with its relevant abstracts as positives and BM25's best non-relevant abstracts as
-hard negatives. It is the project's own model, not a published one: say so wherever its numbers go.
+hard negatives, trained on each positive's rank within its group (the `lce` loss; see
+retbench.retrievers.rerank.train). It is the project's own model, not a published one: say so wherever its numbers go.
 
     .venv/bin/python benchmarks/train_cross_encoder.py --output models/retbench-scifact-ce \
-        [--queries 809] [--negatives 4] [--epochs 1] [--max-length 256] [--batch-size 16]
+        [--queries 809] [--negatives 4] [--epochs 1] [--max-length 256] [--batch-size 20] [--loss lce]
 
 The folder it writes is a sentence-transformers CrossEncoder (load it with `CrossEncoder(path)` or
 `rerank: {kind: cross_encoder, model: <path>}`); `training.json` beside the weights records the
@@ -36,7 +37,8 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=0, help="train queries to use (0 = all 809)")
     ap.add_argument("--negatives", type=int, default=4, help="BM25 hard negatives per query")
     ap.add_argument("--epochs", type=int, default=1)
-    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--batch-size", type=int, default=20, help="pairs per step (lce: whole groups of 1 + negatives)")
+    ap.add_argument("--loss", choices=["lce", "bce"], default="lce")
     ap.add_argument("--max-length", type=int, default=256)
     ap.add_argument("--learning-rate", type=float, default=3e-5)
     ap.add_argument("--seed", type=int, default=0)
@@ -57,7 +59,8 @@ def main() -> None:
         learning_rate=args.learning_rate,
         max_length=args.max_length,
         seed=args.seed,
-        log=print,
+        loss=args.loss,
+        log=lambda line: print(line, flush=True),
     )
     seconds = time.perf_counter() - t0
     info = {

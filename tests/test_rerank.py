@@ -328,3 +328,30 @@ def test_a_rerank_server_answers_top_n_best_first_and_refuses_bad_requests(tmp_p
         assert code == 400 and "documents" in body["error"]
         code, body = post(server.url, {"query": "x", "k": 3})
         assert code == 404 and "no retriever" in body["error"]
+
+
+def test_lce_batches_keep_each_positive_first_with_all_its_query_negatives_and_fit_the_batch():
+    import random
+
+    from retbench.retrievers.rerank.train import _batches
+
+    examples = [(f"q{i}", f"pos{i}.{j}", 1.0) for i in range(7) for j in range(1 + i % 2)]
+    examples += [(f"q{i}", f"neg{i}.{j}", 0.0) for i in range(7) for j in range(3)]
+    examples += [("q-no-negative", "pos", 1.0)]  # no negative to rank against: left out
+    epoch = _batches(examples, 9, "lce")(random.Random(0))
+    groups = []
+    for pairs, sizes in epoch:
+        assert sum(sizes) == len(pairs) and (len(pairs) <= 9 or len(sizes) == 1)
+        start = 0
+        for n in sizes:
+            groups.append(pairs[start : start + n])
+            start += n
+    assert sorted(g[0][1] for g in groups) == sorted(d for q, d, y in examples if y > 0 and q != "q-no-negative")
+    for g in groups:
+        q = g[0][0]
+        assert g[0][2] == 1.0 and all(e[0] == q and e[2] == 0.0 for e in g[1:])
+        assert {e[1] for e in g[1:]} == {d for qq, d, y in examples if qq == q and y == 0.0}
+    bce = _batches(examples, 9, "bce")(random.Random(0))
+    assert sorted(e for pairs, _ in bce for e in pairs) == sorted(examples)
+    with pytest.raises(ValueError, match="positive and a negative"):
+        _batches([("q", "d", 1.0)], 4, "lce")

@@ -4,8 +4,15 @@
 as positives and, as negatives, either BM25's best non-relevant documents (hard negatives: what a
 reranker must learn to push down) or random ones. `train_cross_encoder` fine-tunes a
 sentence-transformers `CrossEncoder` with one output from any BERT-style folder (e.g. the packaged
-all-MiniLM-L6-v2: its encoder weights plus a fresh classification head) with binary cross-entropy on
-the logit, AdamW and a linear warm-up, then saves it as a CrossEncoder folder.
+all-MiniLM-L6-v2: its encoder weights plus a fresh classification head) with AdamW and a linear
+warm-up, then saves it as a CrossEncoder folder. Two losses:
+
+- `lce` (default): localized contrastive estimation (Gao, Dai and Callan, "Rethink Training of BERT
+  Rerankers in Multi-Stage Retrieval Pipeline", ECIR 2021): each positive forms a group with its query's
+  negatives and the loss is the softmax cross-entropy of the positive within the group,
+  -log(exp(s_pos) / sum_group exp(s)). It trains the ordering a reranker is used for.
+- `bce`: binary cross-entropy on each pair's logit. On a few thousand pairs with hard negatives it tends
+  to settle on the base rate (every pair scored near the share of positives), which ranks nothing.
 
 A model trained here is the project's own model: label it so wherever its numbers appear, and train
 it on a train split only (SciFact's test queries must never be seen).
@@ -74,9 +81,15 @@ def train_cross_encoder(
     max_length: int = 256,
     warmup: float = 0.1,
     seed: int = 0,
+    loss: str = "lce",
     log: Any = None,
 ) -> Path:
-    """Fine-tune a one-output CrossEncoder from `base_model` on `examples`; save it to `output`."""
+    """Fine-tune a one-output CrossEncoder from `base_model` on `examples`; save it to `output`.
+
+    `batch_size` counts pairs per step; with `lce` a step takes as many whole groups as fit (at least one).
+    """
+    if loss not in ("lce", "bce"):
+        raise ValueError(f"loss must be 'lce' or 'bce', got {loss!r}")
     import torch
     from sentence_transformers import CrossEncoder
 
@@ -84,20 +97,18 @@ def train_cross_encoder(
     rng = random.Random(seed)
     ce = CrossEncoder(str(base_model), num_labels=1, max_length=max_length, device="cpu")
     model, tokenizer = ce.model, ce.tokenizer
+    batches = _batches(examples, batch_size, loss)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.01)
-    steps = max(1, epochs * ((len(examples) + batch_size - 1) // batch_size))
+    steps = max(1, epochs * len(batches(random.Random(seed))))
     warm = max(1, int(warmup * steps))
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm)))
     )
-    loss_fn = torch.nn.BCEWithLogitsLoss()
+    bce = torch.nn.BCEWithLogitsLoss()
     model.train()
     step = 0
     for epoch in range(epochs):
-        order = list(range(len(examples)))
-        rng.shuffle(order)
-        for start in range(0, len(order), batch_size):
-            batch = [examples[i] for i in order[start : start + batch_size]]
+        for batch, sizes in batches(rng):
             features = tokenizer(
                 [q for q, _, _ in batch],
                 [d for _, d, _ in batch],
@@ -106,19 +117,58 @@ def train_cross_encoder(
                 max_length=max_length,
                 return_tensors="pt",
             )
-            labels = torch.tensor([y for _, _, y in batch], dtype=torch.float32)
             logits = model(**features).logits.view(-1)
-            loss = loss_fn(logits, labels)
-            loss.backward()
+            if loss == "bce":
+                value = bce(logits, torch.tensor([y for _, _, y in batch], dtype=torch.float32))
+            else:  # each group: the positive first, then its negatives
+                groups = torch.split(logits, sizes)
+                value = torch.stack([torch.logsumexp(g, 0) - g[0] for g in groups]).mean()
+            value.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             schedule.step()
             optimizer.zero_grad()
             step += 1
             if log is not None and step % 50 == 0:
-                log(f"epoch {epoch + 1} step {step}/{steps} loss {loss.item():.4f}")
+                log(f"epoch {epoch + 1} step {step}/{steps} loss {value.item():.4f}")
     model.eval()
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     ce.save(str(out))
     return out
+
+
+def _batches(examples: Sequence[tuple[str, str, float]], batch_size: int, loss: str) -> Any:
+    """A function of a seeded Random giving one epoch's shuffled batches as (pairs, group sizes).
+
+    `bce`: single pairs, `batch_size` per batch. `lce`: each positive with all of its query's negatives
+    (the positive first), as many groups per batch as fit in `batch_size` pairs.
+    """
+    if loss == "bce":
+        units = [[e] for e in examples]
+    else:
+        negatives: dict[str, list[tuple[str, str, float]]] = {}
+        for e in examples:
+            if e[2] <= 0:
+                negatives.setdefault(e[0], []).append(e)
+        units = [[e, *negatives.get(e[0], [])] for e in examples if e[2] > 0 and negatives.get(e[0])]
+        if not units:
+            raise ValueError("the lce loss needs queries with both a positive and a negative example")
+
+    def epoch(rng: random.Random) -> list[tuple[list[tuple[str, str, float]], list[int]]]:
+        order = list(range(len(units)))
+        rng.shuffle(order)
+        out: list[tuple[list[tuple[str, str, float]], list[int]]] = []
+        pairs: list[tuple[str, str, float]] = []
+        sizes: list[int] = []
+        for i in order:
+            if pairs and len(pairs) + len(units[i]) > batch_size:
+                out.append((pairs, sizes))
+                pairs, sizes = [], []
+            pairs += units[i]
+            sizes.append(len(units[i]))
+        if pairs:
+            out.append((pairs, sizes))
+        return out
+
+    return epoch
