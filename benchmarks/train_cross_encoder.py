@@ -8,7 +8,7 @@ hard negatives, trained on each positive's rank within its group (the `lce` loss
 retbench.retrievers.rerank.train). It is the project's own model, not a published one: say so wherever its numbers go.
 
     .venv/bin/python benchmarks/train_cross_encoder.py --output models/retbench-scifact-ce \
-        [--queries 809] [--negatives 4] [--epochs 1] [--max-length 256] [--batch-size 20] [--loss lce]
+        [--queries 809] [--negatives 4] [--epochs 1] [--max-length 256] [--batch-size 20] [--loss lce] [--head-learning-rate 1e-3]
 
 The folder it writes is a sentence-transformers CrossEncoder (load it with `CrossEncoder(path)` or
 `rerank: {kind: cross_encoder, model: <path>}`); `training.json` beside the weights records the
@@ -41,6 +41,7 @@ def main() -> None:
     ap.add_argument("--loss", choices=["lce", "bce"], default="lce")
     ap.add_argument("--max-length", type=int, default=256)
     ap.add_argument("--learning-rate", type=float, default=3e-5)
+    ap.add_argument("--head-learning-rate", type=float, default=1e-3, help="the new head's and the pooler's rate")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
@@ -60,6 +61,7 @@ def main() -> None:
         max_length=args.max_length,
         seed=args.seed,
         loss=args.loss,
+        head_learning_rate=args.head_learning_rate,
         log=lambda line: print(line, flush=True),
     )
     seconds = time.perf_counter() - t0

@@ -82,6 +82,7 @@ def train_cross_encoder(
     warmup: float = 0.1,
     seed: int = 0,
     loss: str = "lce",
+    head_learning_rate: float | None = 1e-3,
     log: Any = None,
 ) -> Path:
     """Fine-tune a one-output CrossEncoder from `base_model` on `examples`; save it to `output`.
@@ -98,7 +99,15 @@ def train_cross_encoder(
     ce = CrossEncoder(str(base_model), num_labels=1, max_length=max_length, device="cpu")
     model, tokenizer = ce.model, ce.tokenizer
     batches = _batches(examples, batch_size, loss)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.01)
+    # The new head (and the pooler in front of it, untrained in a mean-pooling sentence encoder) gets its own,
+    # larger rate: its outputs start near 0.05 in size, so at the encoder's rate Adam's bounded steps cannot
+    # spread the logits within a few hundred steps and every pair keeps the same score.
+    head = [p for n, p in model.named_parameters() if n.startswith("classifier.") or ".pooler." in n]
+    body = [p for n, p in model.named_parameters() if not (n.startswith("classifier.") or ".pooler." in n)]
+    optimizer = torch.optim.AdamW(
+        [{"params": body, "lr": learning_rate}, {"params": head, "lr": head_learning_rate or learning_rate}],
+        weight_decay=0.01,
+    )
     steps = max(1, epochs * len(batches(random.Random(seed))))
     warm = max(1, int(warmup * steps))
     schedule = torch.optim.lr_scheduler.LambdaLR(
