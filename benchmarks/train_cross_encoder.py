@@ -2,10 +2,11 @@
 
 No published cross-encoder weights can be installed from a package registry here, so the rerank
 numbers in benchmarks/RESULTS.md use a model trained by this script: the packaged all-MiniLM-L6-v2
-encoder weights plus a fresh one-logit head, fine-tuned with binary cross-entropy on SciFact train
-queries, each with its relevant abstracts as positives and BM25's best non-relevant abstracts as
-hard negatives, trained on each positive's rank within its group (the `lce` loss; see
-retbench.retrievers.rerank.train). It is the project's own model, not a published one: say so wherever its numbers go.
+encoder weights plus a fresh one-logit head, fine-tuned on SciFact train queries, each with its
+relevant abstracts as positives and BM25's best non-relevant abstracts as hard negatives, on each
+positive's rank within its group (the `lce` loss; `--loss bce` for binary cross-entropy; see
+retbench.retrievers.rerank.train). It is the project's own model, not a published one: say so
+wherever its numbers go.
 
     .venv/bin/python benchmarks/train_cross_encoder.py --output models/retbench-scifact-ce \
         [--queries 809] [--negatives 4] [--epochs 1] [--max-length 256] [--batch-size 20] [--loss lce] [--head-learning-rate 1e-3]

@@ -416,8 +416,8 @@ RERANK_NOTE = (
 
 
 def rerank_rows(data: ReportData) -> list[list[str]]:
-    """One row per reranked system and metric: the first-stage ceiling and the paired reranked-vs-first-stage test
-    from the `rerank` block of metrics.json (studies/rerank.py)."""
+    """One row per reranked system, on the primary metric (else the first one compared): the first-stage ceiling
+    and the paired reranked-vs-first-stage test from the `rerank` block of metrics.json (studies/rerank.py)."""
     from retbench.report import fmt
 
     rows = []

@@ -102,8 +102,10 @@ def train_cross_encoder(
     # The new head (and the pooler in front of it, untrained in a mean-pooling sentence encoder) gets its own,
     # larger rate: its outputs start near 0.05 in size, so at the encoder's rate Adam's bounded steps cannot
     # spread the logits within a few hundred steps and every pair keeps the same score.
-    head = [p for n, p in model.named_parameters() if n.startswith("classifier.") or ".pooler." in n]
-    body = [p for n, p in model.named_parameters() if not (n.startswith("classifier.") or ".pooler." in n)]
+    head: list[Any] = []
+    body: list[Any] = []
+    for n, p in model.named_parameters():
+        (head if n.startswith("classifier.") or ".pooler." in n else body).append(p)
     optimizer = torch.optim.AdamW(
         [{"params": body, "lr": learning_rate}, {"params": head, "lr": head_learning_rate or learning_rate}],
         weight_decay=0.01,
