@@ -7,14 +7,18 @@ and count (int32), plus every document's length in tokens (int64). Documents are
 counted a batch at a time (`Postings.build(batches)`), so only one batch of token lists exists at
 once. Add, delete and save work on these arrays; nothing keeps the token lists.
 
-`bm25s_matrix` computes bm25s's score matrix from the arrays with bm25s's own term-frequency and
-IDF functions and its CSC builder, operation for operation in the same precision (float64 terms,
-stored as float32), so the scores are bit-identical to `bm25s.BM25.index` on the same token ids
-(tests assert equality) while the per-document Python loop becomes array arithmetic.
+`bm25s_matrix` computes bm25s's score matrix from the arrays: the BM25 variants' IDF and term-frequency
+components as Kamphuis et al. define them ("Which BM25 do you mean? A large-scale reproducibility study of
+scoring variants", ECIR 2020), written here over arrays, evaluated in the same order and precision as bm25s
+(float64 terms, IDF per term with `math.log`, stored as the model's dtype), and laid out as bm25s's CSC
+matrix (columns are terms, rows within a column in document order). The scores are bit-identical to
+`bm25s.BM25.index` on the same token ids (tests assert equality for every method) without calling any
+private bm25s function, so a bm25s release that renames its internals cannot break indexing.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -122,50 +126,72 @@ class Postings:
         return cls(*(np.load(p) for p in paths))
 
 
-def bm25s_matrix(model: Any, postings: Postings, n_vocab: int) -> dict[str, Any]:
-    """bm25s's `scores` dict (CSC data, indices, indptr, num_docs) for these postings, as `BM25.index` builds it."""
-    from bm25s.scoring import (
-        _build_idf_array,
-        _build_nonoccurrence_array,
-        _select_idf_scorer,
-        _select_tfc_scorer,
-    )
+# -- BM25 variants (Kamphuis et al., ECIR 2020); N documents, df a term's document frequency ------------
+def _idf(method: str, df: int, n: int) -> float:
+    """A term's IDF, in Python floats as bm25s evaluates it (math.log, not np.log: the last bit must agree)."""
+    if method == "robertson":  # log((N - df + 0.5) / (df + 0.5)), floored at log(1) = 0
+        return math.log(max((n - df + 0.5) / (df + 0.5), 1))
+    if method == "lucene":
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+    if method == "atire":
+        return math.log(n / df)
+    if method == "bm25l":
+        return math.log((n + 1) / (df + 0.5))
+    if method == "bm25+":
+        return math.log((n + 1) / df)
+    raise ValueError(f"unknown BM25 method {method!r}")
 
+
+def _tfc(method: str, tf: Any, l_d: Any, l_avg: float, k1: float, b: float, delta: float) -> Any:
+    """The term-frequency component for term counts `tf` in documents of length `l_d` (arrays or floats)."""
+    if method in ("robertson", "lucene"):
+        return tf / (k1 * ((1 - b) + b * l_d / l_avg) + tf)
+    if method == "atire":
+        return (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * l_d / l_avg))
+    if method == "bm25l":
+        c = tf / (1 - b + b * l_d / l_avg)
+        return ((k1 + 1) * (c + delta)) / (k1 + c + delta)
+    if method == "bm25+":
+        return ((k1 + 1) * tf) / (k1 * (1 - b + b * l_d / l_avg) + tf) + delta
+    raise ValueError(f"unknown BM25 method {method!r}")
+
+
+# BM25L and BM25+ give a document a term's score at tf = 0 too; bm25s stores the scores minus that share
+NONOCCURRENCE = ("bm25l", "bm25+")
+
+
+def bm25s_matrix(model: Any, postings: Postings, n_vocab: int) -> dict[str, Any]:
+    """bm25s's `scores` dict (CSC data, indices, indptr, num_docs) for these postings, as `BM25.index` builds it.
+
+    Reads the model's public settings (method, idf_method, k1, b, delta, dtype, int_dtype) and sets its
+    `nonoccurrence_array` (None unless the method needs one), as `BM25.index` does.
+    """
     n_docs = len(postings)
     avg_doc_len = postings.lengths.mean()
-    df_counts = np.bincount(postings.term, minlength=n_vocab)
-    doc_frequencies = dict(enumerate(df_counts.tolist()))
-    idf_fn = _select_idf_scorer(model.idf_method)
+    df_counts = np.bincount(postings.term, minlength=n_vocab).tolist()
+    k1, b, delta = model.k1, model.b, model.delta
+    idf = np.zeros(n_vocab, dtype=model.dtype)
+    for term, df in enumerate(df_counts):
+        if df:
+            idf[term] = _idf(model.idf_method, df, n_docs)
     nonocc = None
-    if model.method in model.methods_requiring_nonoccurrence:
-        nonocc = _build_nonoccurrence_array(
-            doc_frequencies=doc_frequencies,
-            n_docs=n_docs,
-            compute_idf_fn=idf_fn,
-            calculate_tfc_fn=_select_tfc_scorer(model.method),
-            l_d=avg_doc_len,
-            l_avg=avg_doc_len,
-            k1=model.k1,
-            b=model.b,
-            delta=model.delta,
-            dtype=model.dtype,
-        )
+    if model.method in NONOCCURRENCE:
+        tfc0 = _tfc(model.method, 0, avg_doc_len, avg_doc_len, k1, b, delta)
+        nonocc = np.zeros(n_vocab, dtype=model.dtype)
+        for term, df in enumerate(df_counts):
+            if df:
+                nonocc[term] = _idf(model.idf_method, df, n_docs) * tfc0
     model.nonoccurrence_array = nonocc
-    idf = _build_idf_array(doc_frequencies=doc_frequencies, n_docs=n_docs, compute_idf_fn=idf_fn, dtype=model.dtype)
     tf = postings.count.astype(model.dtype)
     # per pair: the same float64 expression bm25s evaluates per document (l_d a Python int there)
     l_d = postings.lengths[postings.doc].astype(np.float64)
-    tfc = _select_tfc_scorer(model.method)(
-        tf_array=tf, l_d=l_d, l_avg=avg_doc_len, k1=model.k1, b=model.b, delta=model.delta
-    )
-    scores = idf[postings.term] * tfc
+    scores = idf[postings.term] * _tfc(model.method, tf, l_d, avg_doc_len, k1, b, delta)
     if nonocc is not None:
         scores -= nonocc[postings.term]
     scores = scores.astype(model.dtype)
-    data, indices, indptr = model._np_csc(
-        data=scores,
-        rows=postings.doc.astype(model.int_dtype),
-        cols=postings.term.astype(model.int_dtype),
-        shape=(n_docs, n_vocab),
-    )
-    return {"data": data.astype(model.dtype), "indices": indices, "indptr": indptr, "num_docs": n_docs}
+    # CSC: columns are terms; a stable sort keeps each column's rows in document order (postings are by document)
+    order = np.argsort(postings.term, kind="stable")
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(np.bincount(postings.term, minlength=n_vocab), out=indptr[1:])
+    indices = postings.doc.astype(model.int_dtype)[order]
+    return {"data": scores[order].astype(model.dtype), "indices": indices, "indptr": indptr, "num_docs": n_docs}
