@@ -11,6 +11,20 @@ from retbench.chunkers.splitting import recursive_spans, trim
 from retbench.chunkers.tokens import TokenIndex, Tokenizer
 from retbench.errors import ConfigError
 
+_HEADING_DELIMS = re.compile(r"\s*[>›»]\s*")
+
+
+def normalize_heading_path(path: str | Sequence[str]) -> tuple[str, ...]:
+    """Heading path parts (the one rule for anchors, citations and chunk metadata), whitespace collapsed and markup (`#`, `=`) stripped; `A>B`, `A › B` -> (A, B)."""
+    parts = _HEADING_DELIMS.split(path) if isinstance(path, str) else list(path)
+    out = []
+    for p in parts:
+        p = " ".join(p.strip().strip("#=").split())
+        if p:
+            out.append(p)
+    return tuple(out)
+
+
 HEADING_DELIMITER = " > "
 
 # `# Title` (ATX markdown) and ` = = Title = = ` (wikitext, as in WikiText-103 dumps)

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from retbench.chunkers.headings import normalize_heading_path
 from retbench.data.answers import ANSWER_FIELDS, SystemAnswer
 from retbench.errors import InputError
-from retbench.metrics.judges.anchors import normalize_heading_path
 
 
 def _reference(item: Any, n: int, path: Path | str, line: int | None) -> str:

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from retbench.chunkers.headings import normalize_heading_path
 from retbench.data.answers import SystemAnswer
 from retbench.errors import InputError
 
@@ -163,7 +164,6 @@ def rouge_metric(kind: str) -> Callable[[str, str], float]:
 
 def _anchor(ref: str) -> tuple[str, tuple[str, ...]]:
     """(document, heading path) of an id or an anchor string `doc > heading > path`."""
-    from retbench.metrics.judges.anchors import normalize_heading_path  # judges import the registry
 
     parts = normalize_heading_path(ref)
     return (parts[0], parts[1:]) if parts else (ref, ())
@@ -174,7 +174,6 @@ def chunk_anchor(ref: str, texts: Any) -> str | None:
     (`doc_id` or `rel_path`, and `heading_path`); None when `ref` is not a chunk of a known document."""
     from retbench.chunkers import ChunkSet
     from retbench.data import Corpus
-    from retbench.metrics.judges.anchors import normalize_heading_path
 
     doc: Any
     heading: Any

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from retbench.metrics.judges import GainMatrix, check_level
+from retbench.metrics.gain import GainMatrix, check_level
 
 
 def _cut(gm: GainMatrix, k: np.ndarray | None, level: int | None = None) -> np.ndarray:

@@ -38,7 +38,7 @@ import numpy as np
 
 from retbench.errors import ConfigError, InputError
 from retbench.metrics import answers, judged, retrieval
-from retbench.metrics.judges import GainMatrix, check_level
+from retbench.metrics.gain import GainMatrix, check_level
 
 #: the metric suite of a benchmark run (and of `retbench compare` on run files) when a config names none
 DEFAULT_METRICS = ["ndcg@10", "recall@100", "mrr@10", "map", "recall@5", "P@5", "hit@5"]

@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from retbench.chunkers import ChunkSet
+from retbench.chunkers.headings import normalize_heading_path
 from retbench.data import Run
-
-if TYPE_CHECKING:
-    pass
 from retbench.metrics.judges.common import Groups, Judgement, _check_groups, _chunk_rows, _entries, _pad, _pool_counts
-
-_DELIMS = re.compile(r"\s*[>›»]\s*")
-
-
-def normalize_heading_path(path: str | Sequence[str]) -> tuple[str, ...]:
-    """Heading path parts, whitespace collapsed and markup (`#`, `=`) stripped; `A>B`, `A › B` -> (A, B)."""
-    parts = _DELIMS.split(path) if isinstance(path, str) else list(path)
-    out = []
-    for p in parts:
-        p = " ".join(p.strip().strip("#=").split())
-        if p:
-            out.append(p)
-    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from retbench.data import Run
-
-if TYPE_CHECKING:
-    pass
 from retbench.metrics.judges.common import Groups, Judgement, _block_pairs, _check_groups, _entries, _pool_counts
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -11,9 +10,6 @@ from retbench.chunkers import ChunkSet
 from retbench.data import Qrels, Run
 from retbench.metrics.gain import GainMatrix
 from retbench.metrics.judges.qrels import judge_qrels
-
-if TYPE_CHECKING:
-    pass
 
 
 def pool_documents(run: Run, chunks: ChunkSet | Mapping[str, str]) -> Run:

@@ -6,15 +6,11 @@ Also character-level precision, recall and IoU of the top-k chunks, and token-bu
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from retbench.chunkers import ChunkSet, Span
 from retbench.data import Run
-
-if TYPE_CHECKING:
-    pass
 from retbench.metrics.judges.common import (
     NEVER,
     Groups,

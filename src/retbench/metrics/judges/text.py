@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from retbench.chunkers import ChunkSet
 from retbench.data import Run
-
-if TYPE_CHECKING:
-    pass
 from retbench.metrics.judges.anchors import _squash
 from retbench.metrics.judges.common import (
     Groups,
