@@ -135,3 +135,18 @@ def test_bad_settings_fail_clearly():
         create("lancedb", {"index": "ivf"})
     with pytest.raises(ConfigError, match="unknown distance"):
         create("lancedb", {"distance": "ip"})
+
+
+@pytest.mark.parametrize(("adapter", "params"), [("lancedb", {**ENC, "index": "flat"}), ("lancedb-fts", {})])
+def test_searches_print_no_deprecation_lines(data, adapter, params, capfd):
+    """LanceDB's engine logs a deprecation line per query unless the score column is asked for by name."""
+    corpus, queries, _ = data
+    r = create(adapter, params)
+    try:
+        r.index(corpus)
+        capfd.readouterr()
+        run = r.search(queries, 10)
+    finally:
+        r.close()
+    assert sum(bool(len(run.docs(q))) for q in queries) == len(queries)
+    assert "Deprecation" not in capfd.readouterr().err

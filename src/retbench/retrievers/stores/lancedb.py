@@ -226,7 +226,7 @@ class LanceDBRetriever(VectorStoreRetriever):
     def _query(self, vectors: np.ndarray, k: int, filters: list[Filter | None]) -> list[Ranking]:
         out: list[Ranking] = []
         for v, flt in zip(vectors, filters, strict=True):
-            q = self._t.tbl.search(v).distance_type(self.distance).select(["doc_id"]).limit(k)
+            q = self._t.tbl.search(v).distance_type(self.distance).select(["doc_id", "_distance"]).limit(k)
             if self.index_type == "flat":
                 q = q.bypass_vector_index()
             for key, value in self.search_params.items():
@@ -322,7 +322,7 @@ class LanceDBFullTextRetriever(Retriever):
         self._require()
         out: list[Ranking] = []
         for text, flt in zip(texts, filters, strict=True):
-            q = self._t.tbl.search(MatchQuery(text, "text"), query_type="fts").select(["doc_id"]).limit(k)
+            q = self._t.tbl.search(MatchQuery(text, "text"), query_type="fts").select(["doc_id", "_score"]).limit(k)
             where = lance_where(flt, self._t.columns)
             if where:
                 q = q.where(where, prefilter=True)
