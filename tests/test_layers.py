@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("inputs", "compare", "criteria", "gates", "power"),
     ("report",),  # renders what studies computed; studies ask it to render, it never imports a study
     ("studies",),
-    ("api", "testing"),
+    ("api", "testing", "services"),
     ("cli", "serve"),
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}

@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from retbench.cli import compare, datasets, evaluate, judge, run, serve, studies
+from retbench.cli import compare, datasets, evaluate, judge, run, serve, services, studies
 from retbench.cli.app import app, console, datasets_app, export_app, fail, handles_errors
 
 app.command("run")(run.run_command)
@@ -31,6 +31,7 @@ app.command("synth")(judge.synth)
 datasets_app.command("list")(datasets.datasets_list)
 datasets_app.command("info")(datasets.datasets_info)
 export_app.command("mlflow")(run.export_mlflow_command)
+app.add_typer(services.services_app, name="services")
 
 
 def main() -> None:

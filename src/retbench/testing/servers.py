@@ -108,10 +108,16 @@ class LocalServer:
         self.stop()
 
 
-def _spawn(argv: list[str], folder: Path, **kw: Any) -> subprocess.Popen:
-    """Start argv with its output in FOLDER.log (next to the data folder, kept until stop())."""
+def _spawn(argv: list[str], folder: Path, detached: bool = False, **kw: Any) -> subprocess.Popen:
+    """Start argv with its output in FOLDER.log (next to the data folder, kept until stop()).
+
+    `detached`: in a session of its own, so it outlives the command that started it and a terminal's hangup
+    (`retbench services up`); `retbench services down` stops it by its process group.
+    """
     with open(folder.parent / f"{folder.name}.log", "wb") as out:
-        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, **kw)
+        return subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=detached, **kw
+        )
 
 
 def _package_dir(module: str) -> Path:
@@ -144,7 +150,12 @@ def _reachable_bin(bin_dir: Path, kw: dict[str, Any]) -> Path:
     return copy / "bin"
 
 
-def start_postgres(password_env: str = "RETBENCH_PG_PASSWORD", timeout: float = 120) -> LocalServer:
+def start_postgres(
+    password_env: str = "RETBENCH_PG_PASSWORD",
+    timeout: float = 120,
+    detached: bool = False,
+    port: int | None = None,
+) -> LocalServer:
     """PostgreSQL 16 with pgvector on loopback; DSN `postgresql://postgres@127.0.0.1:PORT/postgres`.
 
     The password is random and set in this process' environment as `password_env` (returned in `.env`).
@@ -185,10 +196,10 @@ def start_postgres(password_env: str = "RETBENCH_PG_PASSWORD", timeout: float = 
     if init.returncode:
         shutil.rmtree(folder, ignore_errors=True)
         raise BackendError(f"initdb failed: {init.stderr.strip()[-2000:]}")
-    port = free_port()
+    port = port or free_port()
     argv = [str(bin_dir / "postgres"), "-D", str(data), "-h", "127.0.0.1", "-p", str(port)]
     argv += ["-c", "unix_socket_directories=", "-c", "fsync=off", "-c", "synchronous_commit=off"]
-    proc = _spawn(argv, folder, **kw)
+    proc = _spawn(argv, folder, detached, **kw)
     os.environ[password_env] = password
     dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
     server = LocalServer("PostgreSQL", proc, port, folder, dsn, {password_env: password})
@@ -204,15 +215,15 @@ def start_postgres(password_env: str = "RETBENCH_PG_PASSWORD", timeout: float = 
 
 
 # -- Milvus Lite ---------------------------------------------------------------------------------
-def start_milvus(timeout: float = 120) -> LocalServer:
+def start_milvus(timeout: float = 120, detached: bool = False, port: int | None = None) -> LocalServer:
     """`milvus-lite server` on 127.0.0.1 (it binds all interfaces unless told): uri `http://127.0.0.1:PORT`."""
     exe = shutil.which("milvus-lite") or str(Path(sys.executable).with_name("milvus-lite"))
     if not Path(exe).exists():
         raise BackendError("milvus-lite is not installed (bash scripts/setup.sh installs it)")
     folder = Path(tempfile.mkdtemp(prefix="retbench-milvus-"))
-    port = free_port()
+    port = port or free_port()
     argv = [exe, "server", "--data-dir", str(folder / "data"), "--host", "127.0.0.1", "--port", str(port)]
-    proc = _spawn(argv, folder)
+    proc = _spawn(argv, folder, detached)
     server = LocalServer("Milvus Lite", proc, port, folder, f"http://127.0.0.1:{port}", {})
 
     def ready() -> bool:
@@ -238,17 +249,22 @@ def typesense_binary() -> Path:
     return path
 
 
-def start_typesense(api_key_env: str = "RETBENCH_TYPESENSE_KEY", timeout: float = 120) -> LocalServer:
+def start_typesense(
+    api_key_env: str = "RETBENCH_TYPESENSE_KEY",
+    timeout: float = 120,
+    detached: bool = False,
+    port: int | None = None,
+) -> LocalServer:
     """Typesense on 127.0.0.1 (API and peering ports); the API key is random, set as `api_key_env`."""
     exe = typesense_binary()
     folder = Path(tempfile.mkdtemp(prefix="retbench-typesense-"))
     (folder / "data").mkdir()
-    port, peer = free_port(), free_port()
+    port, peer = port or free_port(), free_port()
     key = secrets.token_urlsafe(18)
     argv = [str(exe), "--data-dir", str(folder / "data"), "--api-address", "127.0.0.1", "--api-port", str(port)]
     argv += ["--peering-address", "127.0.0.1", "--peering-port", str(peer)]
     # the key goes through the environment (TYPESENSE_API_KEY), not the command line other users can read
-    proc = _spawn(argv, folder, env={**os.environ, "TYPESENSE_API_KEY": key})
+    proc = _spawn(argv, folder, detached, env={**os.environ, "TYPESENSE_API_KEY": key})
     os.environ[api_key_env] = key
     server = LocalServer("Typesense", proc, port, folder, f"http://127.0.0.1:{port}", {api_key_env: key})
 
