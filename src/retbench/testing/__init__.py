@@ -1,5 +1,9 @@
 """A public kit for people who extend retbench or test against it.
 
+`check_retriever(factory, corpus)` checks a retriever against the contract every built-in adapter keeps
+(ranks, ids, scores, failures recorded, inputs untouched, and add / replace / delete, save / load and
+filters where the adapter declares them); see `retbench.testing.contract`.
+
 `retbench.testing.servers` starts the vector stores' real servers on loopback (PostgreSQL + pgvector,
 Milvus Lite, Typesense, Chroma) in a temporary folder and stops them, so a plugin's tests, retbench's own
 tests and the benchmarks use the same servers:
@@ -10,6 +14,7 @@ tests and the benchmarks use the same servers:
         dsn = server.address  # a DSN without the password; server.env holds it
 """
 
+from retbench.testing.contract import ContractError, check_retriever
 from retbench.testing.servers import (
     LOOPBACK,
     LocalServer,
@@ -23,7 +28,9 @@ from retbench.testing.servers import (
 
 __all__ = [
     "LOOPBACK",
+    "ContractError",
     "LocalServer",
+    "check_retriever",
     "free_port",
     "listening_addresses",
     "start_chroma",

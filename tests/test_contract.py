@@ -1,0 +1,159 @@
+"""retbench.testing.check_retriever: every built-in adapter keeps the contract, and broken ones are caught."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from retbench.data import Corpus
+from retbench.retrievers.base import Ranking, Retriever, create
+from retbench.testing import ContractError, check_retriever
+from retbench.testing.contract import backend_down
+from stores_support import ENC, scifact_slice
+
+LC = "retbench.retrievers.frameworks.langchain_examples"
+LI = "retbench.retrievers.frameworks.llamaindex_examples"
+
+
+@pytest.fixture(scope="module")
+def slice_():
+    corpus, queries, _ = scifact_slice()
+    return corpus, queries.subset(list(queries)[:10])
+
+
+LOCAL = {
+    "bm25s": ("bm25s", {}),
+    "rank_bm25": ("rank_bm25", {}),
+    "dense-flat": ("dense", {"index": "flat_ip", **ENC}),
+    "dense-hnsw": ("dense", {"index": "hnsw", **ENC}),
+    "hybrid": ("hybrid", {"components": [{"adapter": "bm25s"}, {"adapter": "dense", "params": ENC}]}),
+    "qdrant": ("qdrant", {**ENC, "location": ":memory:"}),
+    "chroma": ("chroma", dict(ENC)),
+    "lancedb": ("lancedb", dict(ENC)),
+    "lancedb-fts": ("lancedb-fts", {}),
+    "langchain-bm25": ("langchain", {"factory": f"{LC}:bm25"}),
+    "llamaindex-vectors": ("llamaindex", {"factory": f"{LI}:vector_index", "params": {"encoder": ENC}}),
+}
+
+
+@pytest.mark.parametrize("system", sorted(LOCAL))
+def test_every_embedded_adapter_keeps_the_retriever_contract(system, slice_):
+    adapter, params = LOCAL[system]
+    if adapter in ("langchain", "llamaindex"):
+        pytest.importorskip("langchain_core" if adapter == "langchain" else "llama_index.core")
+    corpus, queries = slice_
+    hook = _break_framework if adapter in ("langchain", "llamaindex") else None
+    passed = check_retriever(lambda: create(adapter, params), corpus, queries, break_backend=hook)
+    assert passed[:5] == ["describe", "search", "rankings", "inputs", "failures"]
+    probe = create(adapter, params)
+    for ability, check in (("add", "add"), ("save", "save/load"), ("filters", "filters")):
+        assert (ability in probe.capabilities) == any(p.startswith(check) for p in passed), (ability, passed)
+
+
+class _DownFramework:
+    """Stands where a LangChain or LlamaIndex retriever stood: every retrieval raises, as a dead backend would."""
+
+    invoke = ainvoke = retrieve = aretrieve = staticmethod(backend_down)
+
+
+def _break_framework(r) -> None:
+    r.retriever = _DownFramework()
+
+
+# -- retrievers that break the contract, each in one way ----------------------------------------------
+class Lexical(Retriever):
+    """A small correct retriever: word overlap, best first, ids from the corpus."""
+
+    adapter = "toy-overlap"
+
+    def index(self, corpus: Corpus) -> None:
+        self.docs = {d: set(corpus.joined(i).lower().split()) for i, d in enumerate(corpus.ids)}
+
+    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
+        out = []
+        for text in texts:
+            words = set(text.lower().split())
+            scored = sorted(((float(len(words & w)), d) for d, w in self.docs.items()), reverse=True)
+            out.append([(d, s) for s, d in scored[:k] if s > 0])
+        return out
+
+
+class Duplicates(Lexical):
+    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
+        return [r[:1] * 2 for r in super().search_batch(texts, k)]
+
+
+class Rising(Lexical):
+    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
+        return [list(reversed(r)) for r in super().search_batch(texts, k)]
+
+
+class Foreign(Lexical):
+    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
+        return [[("not-in-the-corpus", 1.0)] for _ in texts]
+
+
+class Swallows(Lexical):
+    def search(self, queries, k, *, batch_size=0):
+        try:
+            return super().search(queries, k, batch_size=batch_size)
+        finally:
+            pass
+
+    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
+        return super().search_batch(texts, k)
+
+    def __setattr__(self, name, value):
+        if name == "search_batch":  # a wrapper that hides its backend's failures behind empty answers
+            value = _empty_on_error(value)
+        super().__setattr__(name, value)
+
+
+def _empty_on_error(fn):
+    def call(texts, k):
+        try:
+            return fn(texts, k)
+        except Exception:
+            return [[] for _ in texts]
+
+    return call
+
+
+class Mutates(Lexical):
+    def index(self, corpus: Corpus) -> None:
+        super().index(corpus)
+        corpus.texts[0] = corpus.texts[0].upper()
+
+
+class KeepsDeleted(Lexical):
+    capabilities = frozenset({"add", "delete"})
+
+    def add(self, corpus: Corpus) -> None:
+        for i, d in enumerate(corpus.ids):
+            self.docs[d] = set(corpus.joined(i).lower().split())
+
+    def delete(self, ids: Sequence[str]) -> None:
+        pass  # claims the ability, does nothing
+
+
+@pytest.mark.parametrize(
+    ("cls", "check"),
+    [
+        (Lexical, None),
+        (Duplicates, "rankings"),
+        (Rising, "rankings"),
+        (Foreign, "rankings"),
+        (Swallows, "failures"),
+        (Mutates, "inputs"),
+        (KeepsDeleted, "delete"),
+    ],
+)
+def test_the_check_catches_each_way_of_breaking_the_contract(cls, check, slice_):
+    corpus, queries = slice_
+    corpus = Corpus(list(corpus.ids), list(corpus.texts), list(corpus.titles or []) or None)
+    if check is None:
+        assert check_retriever(cls, corpus, queries)[:5] == ["describe", "search", "rankings", "inputs", "failures"]
+        return
+    with pytest.raises(ContractError, match=rf"^{check}: "):
+        check_retriever(cls, corpus, queries)
