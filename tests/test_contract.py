@@ -151,3 +151,36 @@ def test_the_check_catches_each_way_of_breaking_the_contract(cls, check, slice_)
     hook = (lambda r: setattr(r, "_backend", backend_down)) if cls is Swallows else None
     with pytest.raises(ContractError, match=rf"^{check}: "):
         check_retriever(cls, corpus, queries, break_backend=hook)
+
+
+# -- stores behind a server: the same contract, against the real servers retbench.testing starts ---------
+SERVERS = {
+    "pgvector": lambda s: {"dsn": s.address, "password_env": "RETBENCH_CONTRACT_PG", **ENC},
+    "milvus": lambda s: {"uri": s.address, **ENC},
+    "typesense": lambda s: {"url": s.address, "api_key_env": "RETBENCH_CONTRACT_TS", "mode": "vector", **ENC},
+}
+
+
+@pytest.fixture(scope="module")
+def servers():
+    from retbench.testing import start_milvus, start_postgres, start_typesense
+
+    started = {}
+    try:
+        started["pgvector"] = start_postgres(password_env="RETBENCH_CONTRACT_PG")
+        started["milvus"] = start_milvus()
+        started["typesense"] = start_typesense(api_key_env="RETBENCH_CONTRACT_TS")
+        yield started
+    finally:
+        for server in started.values():
+            server.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("adapter", sorted(SERVERS))
+def test_every_server_backed_store_keeps_the_retriever_contract(adapter, servers, slice_):
+    corpus, queries = slice_
+    params = SERVERS[adapter](servers[adapter])
+    passed = check_retriever(lambda: create(adapter, params), corpus, queries)
+    assert passed[:5] == ["describe", "search", "rankings", "inputs", "failures"]
+    assert {"add/replace/delete", "filters"} <= set(passed)
