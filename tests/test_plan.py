@@ -251,3 +251,53 @@ def test_gate_comment_shows_the_same_detectable_drop_as_plan(results_dir, tmp_pa
         assert f"this gold set detects a drop of {size}; the limit is {limit}" in comment
         assert f"may drop at most {limit} (detectable: {size})" in comment
         assert gated["detectable_note"] == f"this gold set detects a drop of {size}; the limit is {limit}"
+
+
+def synthetic_llm_qrels(results_dir: Path, path: Path, flip: float, seed: int = 0) -> Path:
+    """LLM qrels for BM25's top-10 pool: SciFact's human grade of each pair, a seeded share of them flipped."""
+    from retbench.data import Qrels
+    from retbench.io.beir import read_beir
+    from retbench.io.trec import write_qrels
+    from retbench.results import load_results
+
+    human = read_beir(abdata.SCIFACT).split("test")
+    run = load_results(results_dir).run("bm25")
+    rng = np.random.default_rng(seed)
+    judged = {}
+    for q in human:
+        docs = run.docs(q)[:10]
+        flips = rng.random(len(docs)) < flip
+        judged[q] = {d: int((human[q].get(d, 0) > 0) != f) for d, f in zip(docs, flips, strict=True)}
+    write_qrels(Qrels(judged), path)
+    return path
+
+
+def test_cli_plan_tells_how_many_human_labels_ppi_needs_beside_llm_labels(results_dir, tmp_path):
+    needed = {}
+    for flip in (0.1, 0.5):
+        qrels = synthetic_llm_qrels(results_dir, tmp_path / f"llm_{flip}.txt", flip)
+        out = tmp_path / f"plan_{flip}.json"
+        res = _plan(
+            "--criteria",
+            str(CRITERIA),
+            "--baseline",
+            str(results_dir),
+            "--baseline-system",
+            "bm25",
+            "--llm-qrels",
+            str(qrels),
+            "--json",
+            str(out),
+        )
+        assert res.exit_code == 0, res.output
+        budget = json.loads(out.read_text())["metrics"][1]["ppi"]  # MRR@10
+        assert 200 < budget["n_human"] <= 300 and budget["n_human"] <= budget["n_llm"] <= 300
+        needed[flip] = budget["needed_unlimited"]
+        assert f"PPI needs {_count(budget['needed'])} beside the {budget['n_llm']} LLM-labelled" in res.output
+    # a good judge saves human labels; a judge that flips half the grades costs more than it saves
+    assert needed[0.1] is not None and needed[0.1] < 150
+    assert needed[0.5] is None or needed[0.5] > 300
+
+
+def _count(n: int | None) -> str:
+    return f"{n:,} human labels" if n is not None else "more human labels than any number"

@@ -25,6 +25,7 @@ from retbench.power import (
     needed_simulated,
     power_normal,
     power_simulated,
+    ppi_labels_needed,
 )
 
 #: the drop to plan for when neither --effect nor the gate's regression_max gives one
@@ -47,6 +48,17 @@ def drop_model(metric: str, baseline: np.ndarray, candidate: np.ndarray | None =
 
 
 @dataclass
+class LabelBudget:
+    """With LLM labels: the human labels prediction-powered inference needs for the interval width that the
+    human-labelled queries give alone (see retbench.stats.ppi_mean and retbench.power.ppi_labels_needed)."""
+
+    n_human: int  # queries with both human and LLM labels (the doubly labelled sample the variances come from)
+    n_llm: int  # queries with LLM labels
+    needed: int | None  # None: the LLM term alone is already wider, no number of human labels will do
+    needed_unlimited: int | None  # the same with LLM labels on unlimited queries: the floor PPI can reach
+
+
+@dataclass
 class MetricPlan:
     """One gate's figures: the drop it can see now, and the labelled queries a target drop needs."""
 
@@ -63,6 +75,7 @@ class MetricPlan:
     power_simulated: float
     needed_normal: int | None  # labelled queries needed for `effect` (None: not reachable)
     needed_simulated: int | None
+    ppi: LabelBudget | None = None
 
     @property
     def sees_limit(self) -> bool | None:
@@ -108,10 +121,12 @@ def plan_criteria(
     n_sims: int = 1000,
     n_flips: int = 1000,
     seed: int = 0,
+    llm: PerQueryScores | None = None,
 ) -> Plan:
     """Plan every gate of `criteria` from the baseline's per-query values (and a paired candidate's).
 
-    The target drop is `effect` when given, else each gate's regression_max, else DEFAULT_EFFECT.
+    The target drop is `effect` when given, else each gate's regression_max, else DEFAULT_EFFECT. `llm`:
+    the baseline system scored with LLM labels, for the human labels PPI would need (`LabelBudget`).
     """
     if effect is not None and not effect > 0.0:
         raise InputError(f"the effect to plan for must be a positive drop, got {effect:g}", field="effect")
@@ -164,6 +179,30 @@ def plan_criteria(
                 needed_simulated=needed_simulated(
                     model, target, alpha, power, n_sims=n_sims, n_flips=n_flips, seed=seed
                 ),
+                ppi=label_budget(gate.metric, baseline, llm) if llm is not None else None,
             )
         )
     return out
+
+
+def _by_query(ev: PerQueryScores, metric: str) -> dict[str, float]:
+    j = ev.metrics.index(metric)
+    return {q: float(v) for q, v in zip(ev.query_ids, np.asarray(ev.values)[:, j], strict=True) if np.isfinite(v)}
+
+
+def label_budget(metric: str, human: PerQueryScores, llm: PerQueryScores) -> LabelBudget:
+    """The PPI label budget of one metric from the same system scored with human and with LLM labels."""
+    if metric not in llm.metrics:
+        raise InputError(f"the LLM-labelled scores lack {metric} (has: {', '.join(llm.metrics)})", field="metric")
+    h, f = _by_query(human, metric), _by_query(llm, metric)
+    both = [q for q in h if q in f]
+    if len(both) < 2:
+        raise InputError(
+            f"{metric}: {len(both)} queries carry both human and LLM labels; the label budget needs at least 2",
+            field="llm-qrels",
+        )
+    y = np.array([h[q] for q in both])
+    yhat = np.array([f[q] for q in both])
+    return LabelBudget(
+        len(both), len(f), ppi_labels_needed(y, yhat, len(f), len(both)), ppi_labels_needed(y, yhat, None, len(both))
+    )

@@ -251,19 +251,20 @@ def needed_simulated(
 
 
 def ppi_labels_needed(
-    human: np.ndarray, llm_on_labelled: np.ndarray, n_llm: int, n_human: int, lam: float = 1.0
+    human: np.ndarray, llm_on_labelled: np.ndarray, n_llm: int | None, n_human: int, lam: float = 1.0
 ) -> int | None:
-    """Human labels PPI needs, next to `n_llm` LLM-labelled queries, for the interval width that `n_human`
-    human-labelled queries give alone (None: the LLM term alone is already wider, so no number will do).
+    """Human labels PPI needs, next to `n_llm` LLM-labelled queries (None: unlimited), for the interval width
+    that `n_human` human-labelled queries give alone (None: the LLM term alone is already that wide).
 
     From the PPI standard error (retbench.stats): var(Y - lam f) / n + lam^2 var(f) / n_llm = var(Y) / n_human,
     with the variances estimated on the doubly labelled queries given (`human[i]`, `llm_on_labelled[i]`).
+    With unlimited LLM labels the second term vanishes: n = n_human var(Y - lam f) / var(Y).
     """
     y = np.asarray(human, dtype=np.float64)
     f = np.asarray(llm_on_labelled, dtype=np.float64)
     if y.shape != f.shape or y.size < 2:
         raise InputError("human and llm_on_labelled must hold the same (at least 2) queries", field="human")
-    room = float(y.var()) / n_human - lam**2 * float(f.var()) / n_llm
+    room = float(y.var()) / n_human - (lam**2 * float(f.var()) / n_llm if n_llm else 0.0)
     if room <= 0.0:
         return None
     return max(2, math.ceil(float((y - lam * f).var()) / room))

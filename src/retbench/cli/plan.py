@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -33,6 +33,10 @@ def plan_command(
     simulations: Annotated[int, typer.Option(help="Simulated data sets per power estimate.")] = 1000,
     flips: Annotated[int, typer.Option(help="Sign flips of the randomization test in each simulated data set.")] = 500,
     seed: Annotated[int, typer.Option(help="Seed of the simulation (results are reproducible under it).")] = 0,
+    llm_qrels: Annotated[
+        Path | None,
+        typer.Option(help="LLM qrels (TREC): score the baseline's run with them too, for PPI's human-label budget."),
+    ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the plan as JSON.")] = None,
 ) -> None:
     """Label budgets: per gated metric, the detectable drop and the labelled queries a target drop needs."""
@@ -48,11 +52,32 @@ def plan_command(
     crit = load_criteria(criteria)
     metrics = list(dict.fromkeys(g.metric for g in crit.gates))
     base = load_systems([baseline], qrels=qrels, metrics=metrics, check_metrics=False).one(baseline_system, "baseline")
+    llm = _llm_scores(baseline, base, llm_qrels, metrics) if llm_qrels is not None else None
     cand = None
     if candidate is not None:
         loaded = load_systems([candidate], qrels=qrels, metrics=metrics, check_metrics=False)
         cand = loaded.one(candidate_system, "candidate")
-    result = plan_criteria(crit, base, cand, effect=effect, power=power, n_sims=simulations, n_flips=flips, seed=seed)
+    result = plan_criteria(
+        crit, base, cand, effect=effect, power=power, n_sims=simulations, n_flips=flips, seed=seed, llm=llm
+    )
     text = render_plan(result)
     typer.echo(text)
     write(json_out, json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
+
+
+def _llm_scores(baseline: Path, base: Any, llm_qrels: Path, metrics: list[str]) -> Any:
+    """The baseline system's run scored with LLM labels, under the same evaluation settings as its human scores."""
+    from retbench.evaluation import evaluate
+    from retbench.io.trec import read_qrels, read_run
+    from retbench.results import load_results
+
+    run = load_results(baseline).run(base.system) if baseline.is_dir() else read_run(baseline, name=base.system)
+    return evaluate(
+        run,
+        read_qrels(llm_qrels),
+        metrics,
+        relevance_level=base.relevance_level,
+        no_relevant=base.no_relevant,
+        default_k=base.default_k,
+        system=base.system,
+    )

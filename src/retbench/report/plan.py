@@ -33,6 +33,10 @@ def _count(n: int | None) -> str:
     return f"{n:,}" if n is not None else "not reachable"
 
 
+def _labels(n: int | None) -> str:
+    return f"{n:,} human labels" if n is not None else "more human labels than any number (the judge adds noise)"
+
+
 def _power(p: float) -> str:
     return fmt.pct(p, 0) if math.isfinite(p) else "n/a"
 
@@ -81,6 +85,17 @@ def render_plan(plan: Plan) -> str:
             f"{_power(m.power_normal)} / {_power(m.power_simulated)} | "
             f"{_count(m.needed_normal)} / {_count(m.needed_simulated)} |"
         )
+    budgets = [m for m in plan.metrics if m.ppi is not None]
+    if budgets:
+        lines += ["", "With LLM labels (prediction-powered inference, classical PPI):"]
+        for m in budgets:
+            b = m.ppi
+            assert b is not None
+            lines.append(
+                f"- {m.gate} ({fmt.metric_label(m.metric)}): for the interval width that {b.n_human:,} "
+                f"human-labelled queries give alone, PPI needs {_labels(b.needed)} beside the {b.n_llm:,} "
+                f"LLM-labelled queries, and {_labels(b.needed_unlimited)} beside unlimited LLM-labelled ones."
+            )
     lines += [
         "",
         _model_note(plan),
