@@ -327,13 +327,13 @@ def ppi_mean_diff(
         "llm_on_labelled": (llm_a_labelled, llm_b_labelled),
         "llm_on_unlabelled": (llm_a_unlabelled, llm_b_unlabelled),
     }
-    deltas = []
+    deltas: dict[str, np.ndarray] = {}
     for name, (a, b) in pairs.items():
         va, vb = _vector(a, f"{name} (system A)"), _vector(b, f"{name} (system B)")
         if va.size != vb.size:
             raise InputError(f"{name}: system A has {va.size} values, system B {vb.size}", field=name)
-        deltas.append(vb - va)
-    return ppi_mean(*deltas, alpha=alpha, lam=lam)
+        deltas[name] = vb - va
+    return ppi_mean(deltas["human"], deltas["llm_on_labelled"], deltas["llm_on_unlabelled"], alpha=alpha, lam=lam)
 
 
 def classical_mean_ci(values: Any, alpha: float = 0.05) -> tuple[float, float, float]:
