@@ -31,11 +31,12 @@ Where the deltas come from (a `DropModel`):
   changes that also move other queries need more. Pass a candidate to use real deltas.
 
 The simulation draws `n_sims` data sets of n queries by resampling the model's per-query deltas with
-replacement (seeded) and counts the share that the randomization test itself rejects at alpha. Where few
-queries change (a small lost-queries drop), the exact test is coarser than its normal approximation (with
-k changed queries its smallest p-value is 2 / 2^k), and the two answers differ: both are shown. The labelled queries needed is then the
-smallest n whose simulated power reaches the target (bisection with the same random numbers at every n).
-tests/test_plan.py checks both against `randomization_test` run on SciFact per-query values with injected drops.
+replacement (seeded) and counts the share that the randomization test itself rejects at alpha; the
+labelled queries needed is then the smallest n whose simulated power reaches the target (bisection with
+the same random numbers at every n). Where few queries change (a small lost-queries drop) the exact test
+is coarser than its normal approximation (with k changed queries its smallest p-value is 2 / 2^k), so the
+two answers differ: both are shown. tests/test_plan.py checks both against `randomization_test` run on
+SciFact per-query values with injected drops.
 """
 
 from __future__ import annotations

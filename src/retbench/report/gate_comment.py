@@ -152,9 +152,10 @@ def render_comment(report: GateReport, max_tags: int = 20) -> str:
     for r in report.results:
         change = f"{fmt.pp(r.delta)} ({fmt.pvalue(r.p)})" if r.delta is not None else "—"
         result = r.outcome + (f": {'; '.join(reasons(r))}" if reasons(r) else "")
+        limits = _limits_text(r.gate.limits, lower_is_better(r.gate.metric), r.detectable)
         lines.append(
             f"| {_icon(r)} | {label(r.gate)} ({r.gate.severity}) | {fmt.pct(r.baseline) if r.baseline is not None else '—'} | "
-            f"{fmt.pct(r.candidate)} | {change} | {_limits_text(r.gate.limits, lower_is_better(r.gate.metric), r.detectable)} | {result} |"
+            f"{fmt.pct(r.candidate)} | {change} | {limits} | {result} |"
         )
     lines.append("")
     limited = [r for r in report.results if r.detectable is not None and r.gate.limits.regression_max is not None]
