@@ -301,3 +301,28 @@ def test_cli_plan_tells_how_many_human_labels_ppi_needs_beside_llm_labels(result
 
 def _count(n: int | None) -> str:
     return f"{n:,} human labels" if n is not None else "more human labels than any number"
+
+
+def test_the_gate_against_itself_plans_with_lost_queries(evals):
+    from retbench.criteria import parse_criteria
+    from retbench.gates import run_gates
+
+    crit = parse_criteria({"gates": [{"name": "r", "metric": "recall@5", "regression_max": 0.03}]})
+    ev = evals["bm25"]
+    r = run_gates(crit, ev, ev, n_resamples=200).results[0]
+    assert r.detectable_model == "lost"
+    assert r.detectable == pytest.approx(detectable(drop_model("recall@5", ev.column("recall@5")), 300, 0.05))
+
+
+def test_cli_plan_reads_run_files_and_refuses_missing_llm_qrels(results_dir, evals, tmp_path):
+    runs = results_dir / "systems"
+    args = ["--criteria", str(CRITERIA), "--qrels", str(abdata.SCIFACT / "qrels" / "test.tsv")]
+    res = _plan(
+        *args, "--baseline", str(runs / "bm25" / "run.trec"), "--candidate", str(runs / "bm25_weak" / "run.trec")
+    )
+    assert res.exit_code == 0, res.output
+    base, weak = column(evals, "bm25", "recall@5"), column(evals, "bm25_weak", "recall@5")
+    mde = detectable(DropModel.from_values(base, weak), base.size, ALPHA)  # as scored in the results directory
+    assert f"this gold set detects a drop of {100 * mde:.1f} pp; the limit is 1.0 pp" in res.output
+    res = _plan(*args, "--baseline", str(runs / "bm25" / "run.trec"), "--llm-qrels", str(tmp_path / "none.txt"))
+    assert res.exit_code == 2 and "none.txt" in res.output

@@ -186,3 +186,27 @@ def test_bad_inputs_name_the_argument():
         ppi_mean([0.1], [0.1], [0.5])
     with pytest.raises(InputError, match="system A has 2 values, system B 3"):
         ppi_mean_diff([0, 1], [0, 1, 1], [0, 1], [0, 1], [1], [1])
+
+
+# -- the human-label budget ---------------------------------------------------------------------------
+def test_the_human_label_budget_gives_the_width_of_the_human_labels_alone(pools):
+    """Budget from one trial's doubly labelled queries; checked by the widths over all 500 trials."""
+    from retbench.power import ppi_labels_needed
+
+    human = pools[0]["bm25"][2]
+    orders = splits(human.size)
+    lab = orders[0][:LABELLED]
+    unlabelled = human.size - LABELLED
+    good = judge(pools, 0.1)["bm25"]
+    need = ppi_labels_needed(human[lab], good[0, lab], unlabelled, LABELLED)
+    assert need is not None and need < LABELLED  # a good judge saves human labels
+    ppi, alone = [], []
+    for t, order in enumerate(orders):
+        _, low, high = ppi_mean(human[order[:need]], good[t, order[:need]], good[t, order[LABELLED:]])
+        _, hlow, hhigh = classical_mean_ci(human[order[:LABELLED]])
+        ppi.append(high - low)
+        alone.append(hhigh - hlow)
+    assert np.mean(ppi) == pytest.approx(np.mean(alone), rel=0.05)
+    useless = judge(pools, 0.5)["bm25"]
+    worse = ppi_labels_needed(human[lab], useless[0, lab], unlabelled, LABELLED)
+    assert worse is None or worse > LABELLED
