@@ -20,7 +20,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "secrets"),
-    ("data", "stats"),
+    ("data", "stats", "power"),
     ("chunkers",),
     ("metrics",),
     ("io",),
@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("config",),
     ("retrievers", "llm"),
     ("results",),
-    ("inputs", "compare", "criteria", "gates", "power"),
+    ("inputs", "compare", "criteria", "gates", "planning"),
     ("report",),  # renders what studies computed; studies ask it to render, it never imports a study
     ("studies",),
     ("api", "testing", "services"),

@@ -5,6 +5,10 @@ run lacks, a regression limit with no baseline); 3 when the candidate run record
 failures than allowed (its numbers cannot be trusted, whatever they say); else 1 when an error gate
 fails; else 0, warnings included. The p-value is the two-sided paired randomization test on the
 per-query deltas of the gate's metric (compare.randomization_test), not corrected across gates.
+
+Beside each comparison the gate reports the drop its queries can detect ("detectable"): the minimum
+detectable effect of that test at the criteria's alpha and 80% power, from the spread of the per-query
+deltas (retbench.power; `retbench plan` gives the same figure and the labelled queries a target needs).
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ from retbench.compare import (
 from retbench.criteria import EPS, Criteria, Gate, Limits
 from retbench.errors import EXIT_BACKEND, EXIT_GATE_FAILED, EXIT_OK, ConfigError
 from retbench.metrics.registry import lower_is_better
+from retbench.planning import DEFAULT_POWER as DETECT_POWER
+from retbench.planning import drop_model
+from retbench.power import detectable
 
 
 # -- applying the criteria ----------------------------------------------------------------------
@@ -67,6 +74,11 @@ class GateResult:
     p: float | None
     checks: list[Check]
     tags: list[TagRow]
+    #: the smallest drop this comparison detects at alpha with DETECT_POWER (None without a baseline)
+    detectable: float | None = None
+    #: where its spread came from: "paired" (the per-query deltas) or "lost" (no query changed: the
+    #: lost-queries model of retbench.power stands in)
+    detectable_model: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -152,6 +164,9 @@ class GateReport:
                         "ci_low": r.ci[0] if r.ci else None,
                         "ci_high": r.ci[1] if r.ci else None,
                         "p": r.p,
+                        "detectable": r.detectable,
+                        "detectable_model": r.detectable_model,
+                        "detectable_power": DETECT_POWER,
                         "passed": r.passed,
                         "blocks": r.blocks,
                         "checks": [c.__dict__ for c in r.checks],
@@ -269,12 +284,16 @@ def _apply(
     seed: int,
 ) -> GateResult:
     base = a if has_baseline else None
-    p = ci = delta = None
+    p = ci = delta = mde = None
+    model = None
     if base is not None:
         d = b - a
         delta = float(d.mean())
         p = randomization_test(d, n_resamples, seed)
         ci = bootstrap_ci(d, n_resamples, seed)
+        if a.size:
+            dm = drop_model(gate.metric, a, b)
+            mde, model = detectable(dm, int(a.size), alpha, DETECT_POWER), dm.kind
     checks = _scope_checks("all", gate.limits, base, b, p, gate, alpha)
     rows = []
     for tag, qids in groups.items():
@@ -296,4 +315,6 @@ def _apply(
         )
         if tag in gate.tags:
             checks += _scope_checks(tag, gate.tags[tag], tb, tc, tp, gate, alpha)
-    return GateResult(gate, float(b.mean()), float(a.mean()) if has_baseline else None, delta, ci, p, checks, rows)
+    return GateResult(
+        gate, float(b.mean()), float(a.mean()) if has_baseline else None, delta, ci, p, checks, rows, mde, model
+    )

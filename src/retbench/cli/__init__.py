@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from retbench.cli import compare, datasets, evaluate, judge, run, serve, services, studies
+from retbench.cli import compare, datasets, evaluate, judge, plan, run, serve, services, studies
 from retbench.cli.app import app, console, datasets_app, export_app, fail, handles_errors
 
 app.command("run")(run.run_command)
@@ -21,6 +21,7 @@ app.command("chunking")(studies.chunking_command)
 app.command("compare")(compare.compare_command)
 app.command("gate")(compare.gate_command)
 app.command("report")(compare.report_command)
+app.command("plan")(plan.plan_command)
 app.command("history")(run.history_command)
 app.command("serve")(serve.serve_command)
 app.command("ingest-impact")(studies.ingest_impact_command)

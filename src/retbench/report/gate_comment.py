@@ -13,6 +13,7 @@ from retbench.criteria import EPS, Gate, Limits
 from retbench.gates import Check, GateReport, GateResult
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt
+from retbench.report.plan import detects_sentence, size_pp
 
 
 def label(gate: Gate) -> str:
@@ -67,11 +68,20 @@ def reasons(r: GateResult) -> list[str]:
     return out
 
 
+def detectable_note(r: GateResult) -> str:
+    """'this gold set detects a drop of 5.1 pp; the limit is 3.0 pp' ('' without a baseline)."""
+    if r.detectable is None:
+        return ""
+    change = "rise" if lower_is_better(r.gate.metric) else "drop"
+    return detects_sentence(r.detectable, r.gate.limits.regression_max, change)
+
+
 def gate_json(report: GateReport) -> dict[str, Any]:
     """The JSON output: the report's numbers, each gate with its sentence and reasons, each check its note."""
     data = report.to_dict()
     for r, g in zip(report.results, data["gates"], strict=True):
         g["message"], g["reasons"] = sentence(r), reasons(r)
+        g["detectable_note"] = detectable_note(r)
         for c, cj in zip(r.checks, g["checks"], strict=True):
             cj["note"] = check_note(c)
     return data
@@ -84,12 +94,15 @@ def _icon(r: GateResult) -> str:
     return _ICON["pass"] if r.passed else _ICON["fail"] if r.blocks else _ICON["warn"]
 
 
-def _limits_text(lim: Limits, lower: bool = False) -> str:
+def _limits_text(lim: Limits, lower: bool = False, detectable: float | None = None) -> str:
     parts = []
     if lim.threshold is not None:
         parts.append(f"{'at most' if lower else 'at least'} {fmt.pct(lim.threshold)}")
     if lim.regression_max is not None:
-        parts.append(f"may {'rise' if lower else 'drop'} at most {abs_pp(lim.regression_max)}")
+        text = f"may {'rise' if lower else 'drop'} at most {abs_pp(lim.regression_max)}"
+        if detectable is not None:
+            text += f" (detectable: {size_pp(detectable)})"
+        parts.append(text)
     return ", ".join(parts)
 
 
@@ -139,11 +152,22 @@ def render_comment(report: GateReport, max_tags: int = 20) -> str:
     for r in report.results:
         change = f"{fmt.pp(r.delta)} ({fmt.pvalue(r.p)})" if r.delta is not None else "—"
         result = r.outcome + (f": {'; '.join(reasons(r))}" if reasons(r) else "")
+        limits = _limits_text(r.gate.limits, lower_is_better(r.gate.metric), r.detectable)
         lines.append(
             f"| {_icon(r)} | {label(r.gate)} ({r.gate.severity}) | {fmt.pct(r.baseline) if r.baseline is not None else '—'} | "
-            f"{fmt.pct(r.candidate)} | {change} | {_limits_text(r.gate.limits, lower_is_better(r.gate.metric))} | {result} |"
+            f"{fmt.pct(r.candidate)} | {change} | {limits} | {result} |"
         )
     lines.append("")
+    limited = [r for r in report.results if r.detectable is not None and r.gate.limits.regression_max is not None]
+    if limited:
+        lines.append(
+            f"How small a change these queries can see (80% power at alpha {report.criteria.alpha:g}, "
+            "from the spread of the per-query changes; `retbench plan` tells how many labelled queries a limit needs):"
+        )
+        for r in limited:
+            seen = r.detectable is not None and r.detectable <= (r.gate.limits.regression_max or 0.0) + EPS
+            lines.append(f"- {'' if seen else '⚠️ '}{label(r.gate)}: {detectable_note(r)}.")
+        lines.append("")
     who = f"Candidate {_side(report.candidate, report.candidate_counts)}"
     if report.baseline:
         who += f"; baseline {_side(report.baseline, report.baseline_counts)}"
@@ -181,6 +205,8 @@ def render_comment(report: GateReport, max_tags: int = 20) -> str:
         f"- **p**: how likely a change at least this large would be if both versions were equally good "
         f"(paired randomization test over the same queries, {report.n_resamples:,} resamples). "
         f"Below {report.criteria.alpha:g} the change is unlikely to be noise.",
+        "- **detectable**: the smallest drop the paired test finds 8 times in 10 with these queries; a limit "
+        "smaller than it is checked against noise as much as against the change.",
         "- **error** gates block the merge when they fail; **warning** gates are reported only.",
         "",
         "</details>",
