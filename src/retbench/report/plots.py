@@ -73,7 +73,7 @@ def _marker_d(shape: str, x: float, y: float, r: float) -> str:
 
 def marker(st: Style, x: float, y: float, r: float = 3.5, title: str = "", series: str = "") -> str:
     """One marker (a `<circle>` for the circle shape, else a `<path>`), with an optional tooltip."""
-    attrs = f' class="series-mark" data-series="{escape(series)}"' if series else ""
+    attrs = f' data-marker="{st.marker}"' + (f' class="series-mark" data-series="{escape(series)}"' if series else "")
     tip = f"<title>{escape(title)}</title>" if title else ""
     if st.marker == "circle":
         return f'<circle{attrs} cx="{x:.1f}" cy="{y:.1f}" r="{r}" fill="{st.color}">{tip}</circle>'
