@@ -194,3 +194,30 @@ def test_series_styles_are_unique_triples_well_past_24():
     triples = [plots.style(i) for i in range(160)]
     assert len(set(triples)) == 160
     assert {t.color for t in triples} == set(plots.PALETTE)  # only the colour-blind-safe palette
+
+
+def test_chunking_report_html_shows_report_md_tables_and_a_legend_entry_per_pair(tmp_path_factory, tmp_path):
+    out = viewdata.chunking_study(tmp_path_factory.getbasetemp())
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "<script src" not in html and not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", html)
+    page = tmp_path / "chunking.html"
+    page.write_text(html.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    shot = tmp_path / "chunking_report_1024px.png"
+    got = _load(page, tmp_path / "profile", shot, 1024)
+    _keep(shot)
+    lay, dom = got["layout"], got["dom"]
+    assert lay["page"] <= lay["viewport"]
+    pairs = list(json.loads((out / "metrics.json").read_text()))
+    (chart,) = [c for c in lay["charts"] if c["kind"] == "budget-recall"]
+    assert [e["name"] for e in chart["legend"]] == pairs and not chart["outside"]
+    assert all(t["sticky"] == ["sticky", "sticky"] for t in lay["tables"])
+    # the HTML tables are report.md's tables, cell for cell (gathered once, rendered twice)
+    md = [line for line in (out / "report.md").read_text().splitlines() if line.startswith("| ") and "---" not in line]
+    md_rows = [[c.strip() for c in line.strip("| ").split(" | ")] for line in md]
+    html_rows = [
+        [re.sub(r"<[^>]+>", "", c).replace("&amp;", "&").strip() for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row)]
+        for row in re.findall(
+            r"<tr>(.*?)</tr>", dom.split('id="chunks"', 1)[1].split('id="resources"', 1)[0], flags=re.S
+        )
+    ]
+    assert html_rows == md_rows

@@ -132,3 +132,49 @@ def test_retbench_run_piped_at_100_columns_cuts_no_number(twenty):
     got = cells_of(result.output)
     want = expected_cells(mj, viewdata.METRICS20)
     assert {k: got.get(k) for k in want} == want
+
+
+def markdown_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
+    """(header, rows) of every Markdown table in a report.md."""
+    tables: list[tuple[list[str], list[list[str]]]] = []
+    block: list[list[str]] = []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            block.append([c.strip() for c in line.strip().strip("|").split(" | ")])
+        elif block:
+            tables.append((block[0], block[2:]))
+            block = []
+    return tables
+
+
+def keyed(header: list[str], rows: list[list[str]], keys: int) -> dict[tuple[str, str], str]:
+    """(row key, column) -> cell; the key is the row's key cells joined by " / " (as a transposed table heads them)."""
+    return {(" / ".join(r[:keys]), h): c for r in rows for h, c in zip(header[keys:], r[keys:], strict=True)}
+
+
+def printed_cells(text: str, keys: int) -> dict[tuple[str, str], str]:
+    out: dict[tuple[str, str], str] = {}
+    for header, rows in read_tables(text):
+        if header[0] == "column":  # transposed: one column per row key
+            out |= {(h, r[0]): c for r in rows for h, c in zip(header[1:], r[1:], strict=True)}
+        elif len(header) > keys:
+            out |= keyed(header, rows, keys)
+    return out
+
+
+@pytest.mark.slow
+def test_retbench_chunking_prints_both_tables_whole_at_100_columns(tmp_path_factory):
+    out = viewdata.chunking_study(tmp_path_factory.getbasetemp())
+    result = CliRunner().invoke(app, ["chunking", str(out.with_suffix(".yaml"))], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 100
+    assert "…" not in result.output and "Fixed context budget" in result.output
+    (head, rows), (bhead, brows) = markdown_tables((out / "report.md").read_text())[:2]
+    # the terminal reads the same tables as report.md (all chunks: keyed by chunker and system; budget: plus budget)
+    main, budget = result.output.split("Larger chunks win recall@k trivially", 1)
+    want = keyed(head, rows, 2)
+    got = printed_cells(main, 2)
+    assert {k: got.get(k) for k in want} == want
+    want = keyed(bhead, brows, 3)
+    got = printed_cells(budget, 3)
+    assert {k: got.get(k) for k in want} == want

@@ -111,3 +111,41 @@ def many_systems(base: Path, n: int) -> Path:
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     run_experiment(load_config(cfg_path), log=lambda _msg: None)
     return out
+
+
+CHUNKERS = [
+    {"name": "fixed_chars_800_o200", "kind": "fixed_chars", "size": 800, "overlap": 200},
+    {"name": "fixed_tokens_200", "kind": "fixed_tokens", "size": 200, "overlap": 0},
+    {"name": "sentences_5_o1", "kind": "sentences", "size": 5, "overlap": 1},
+    {"name": "markdown_250t", "kind": "markdown", "max_size": 250, "unit": "tokens"},
+]
+
+
+@functools.cache
+def chunking_study(base: Path) -> Path:
+    """The shipped chunking set (40 sampled questions), four chunkers x two BM25 systems, four budgets."""
+    import yaml
+
+    from retbench.studies.chunking import load_config, run_chunking
+
+    out = base / "views_chunking"
+    cfg = {
+        "name": "views-chunking",
+        "output": str(out),
+        "dataset": "chunking_eval",
+        "max_queries": 40,
+        "depth": 20,
+        "metrics": ["recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10", "P@5"],
+        "token_k": [5],
+        "budgets": [128, 256, 512, 1024],
+        "tokenizer": "all-MiniLM-L6-v2",
+        "chunkers": CHUNKERS,
+        "systems": [
+            {"name": "bm25", "adapter": "bm25s", "params": {"stopwords": "en", "stemmer": "english"}},
+            {"name": "bm25-nostem", "adapter": "bm25s", "params": {"stopwords": "en", "stemmer": None}},
+        ],
+    }
+    path = base / "views_chunking.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    run_chunking(load_config(path), log=lambda _msg: None)
+    return out

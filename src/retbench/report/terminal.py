@@ -221,3 +221,23 @@ def render_leaderboard(board: Any) -> Any:
         title=f"leaderboard: {fmt.metric_label(board.metric)} (rank 1 = best)",
         corner="dataset",
     )
+
+
+def render_chunking(cfg: Any, metrics_json: dict[str, Any], manifest: dict[str, Any]) -> Any:
+    """The chunking report for the terminal: its intro, both tables fitted to the console, and where the rest is."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from retbench.report.chunking import BUDGET_NOTE, gather
+
+    rep = gather(cfg, metrics_json, manifest)
+    return Group(
+        Text(rep.title, style="bold"),
+        Text(rep.intro),
+        FittedTable(rep.head, [list(r) for r in rep.rows], title="All retrieved chunks", keys=2, corner="column"),
+        Text(BUDGET_NOTE),
+        FittedTable(
+            rep.budget_head, [list(r) for r in rep.budget_rows], title="Fixed context budget", keys=3, corner="column"
+        ),
+        Text("Resources, definitions and the budget chart: report.md and report.html.", style="dim"),
+    )
