@@ -16,8 +16,19 @@ from typing import Any
 from retbench.compare import PairComparison
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt, plots
-from retbench.report.html_drill import drill_section
-from retbench.report.model import ReportData, SystemSummary, agreement_rows, rerank_rows
+from retbench.report.html_drill import drill_section, k_curve_figures
+from retbench.report.model import (
+    AGREEMENT_HEADER,
+    AGREEMENT_NOTE,
+    RERANK_HEADER,
+    RERANK_NOTE,
+    RESOURCE_HEADER,
+    ReportData,
+    SystemSummary,
+    agreement_rows,
+    rerank_rows,
+    resource_rows,
+)
 
 CSS = """
 :root { --ink:#1f2328; --muted:#59626d; --line:#d8dee4; --soft:#f6f8fa; --accent:#0072B2; --bad:#D55E00; --good:#009E73; }
@@ -220,8 +231,6 @@ def _ci_metrics(data: ReportData) -> list[str]:
 
 def _curves(data: ReportData) -> str:
     if data.drill is not None and data.drill.curves:
-        from retbench.report.html_drill import k_curve_figures
-
         return k_curve_figures(data)
     figs = []
     for fam, pts in data.curves.items():
@@ -337,8 +346,6 @@ def _comparison(data: ReportData) -> str:
 
 
 def _resources(data: ReportData) -> str:
-    from retbench.report.model import RESOURCE_HEADER, resource_rows
-
     rows = resource_rows(data.systems)
     if not rows:
         return '<p class="muted">No resource figures were recorded.</p>'
@@ -346,15 +353,11 @@ def _resources(data: ReportData) -> str:
 
 
 def _agreement(data: ReportData) -> str:
-    from retbench.report.model import AGREEMENT_HEADER, AGREEMENT_NOTE
-
     rows = agreement_rows(data)
     return _table(list(AGREEMENT_HEADER), _rows(rows), {2, 3, 4, 5}) + note(AGREEMENT_NOTE)
 
 
 def _rerank(data: ReportData) -> str:
-    from retbench.report.model import RERANK_HEADER, RERANK_NOTE
-
     rows = rerank_rows(data)
     return _table(list(RERANK_HEADER), _rows(rows), {1, 4, 5, 6, 7}) + note(RERANK_NOTE)
 
