@@ -76,7 +76,7 @@ DRILL_JS = """
 
 DRILL_CSS = """
 .drill-controls { display:flex; gap:16px; align-items:center; flex-wrap:wrap; }
-.drill-controls select { max-width: 720px; font-size: 14px; padding: 4px; }
+.drill-controls select { max-width: min(720px, calc(100vw - 120px)); font-size: 14px; padding: 4px; }
 .drill-systems { display:flex; flex-wrap:wrap; gap: 8px 28px; }
 .drill-system { flex: 1 1 520px; min-width: 0; }
 table.drill-top td, table.drill-top th, table.drill-metrics td, table.drill-metrics th { padding: 4px 6px; font-size: 13px; }

@@ -347,7 +347,7 @@ def line_chart(
     f = Frame(width, height, 62, 20, 18, 48, x0, x1, y0, y1, x_log)
     ends = [(s.name, st, f.px(s.xs[-1]), f.py(s.ys[-1])) for s, st in zip(series, styles, strict=True) if len(s.xs)]
     label_w = 20 + max(text_width(s.name) for s in series)
-    labels = direct_labels(ends, width - f.right + 8, f.top, height - f.bottom) if label_w <= 320 else None
+    labels = direct_labels(ends, width - f.right + 8, f.top, height - f.bottom) if label_w <= width / 2 else None
     total_w = width + (int(label_w) if labels else 0)
     legend_y = height + 2
     total_h = height + legend_height([s.name for s in series], total_w - f.left)
