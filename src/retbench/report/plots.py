@@ -258,7 +258,7 @@ def series_legend(
             name, st = items[i]
             out.append(
                 f'<g class="legend-item" data-series="{escape(name)}" tabindex="0" role="button" aria-pressed="true">'
-                f"<title>{escape(name)}: click to hide or show, double-click to show only this one</title>"
+                f"<title>{escape(name)}</title>"
             )
             out.append(
                 f'<rect x="{cx - 2:.1f}" y="{cy - 8:.1f}" width="{SWATCH + 10 + text_width(name):.1f}" '
