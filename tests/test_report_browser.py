@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -28,10 +29,10 @@ from retbench.report.html import render_html
 from retbench.report.model import build_report
 
 CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser")) if p), None)
-pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None, reason="Chromium not installed (Debian: apt-get install -y chromium)"),
-    pytest.mark.slow,
-]
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="Chromium not installed (Debian: apt-get install -y chromium)"
+)
+SVG = "{http://www.w3.org/2000/svg}"
 
 # Runs in the test's copy of the page only: measures the layout and writes it into <pre id="layout-probe">.
 PROBE = """
@@ -134,6 +135,8 @@ def _overlap(a: dict, b: dict) -> bool:
     return a["l"] < b["r"] - 1 and b["l"] < a["r"] - 1 and a["t"] < b["b"] - 1 and b["t"] < a["b"] - 1
 
 
+@needs_chromium
+@pytest.mark.slow
 @pytest.mark.parametrize(("n", "width"), [(3, 1024), (6, 1280), (17, 720), (24, 1280)])
 def test_every_system_has_a_visible_legend_entry_and_nothing_leaves_the_page(n, width, tmp_path_factory, tmp_path):
     data = build_report(_results(tmp_path_factory.getbasetemp(), n), n_resamples=200)
@@ -179,6 +182,8 @@ def test_every_system_has_a_visible_legend_entry_and_nothing_leaves_the_page(n, 
     assert re.search(r"<option [^>]*>[^<]*\(Δ [+-]\d\.\d{3}\)", got["dom"])
 
 
+@needs_chromium
+@pytest.mark.slow
 def test_latency_by_stage_caption_renders_code_not_backticks(tmp_path_factory, tmp_path):
     data = build_report(abdata.scifact_results(tmp_path_factory.getbasetemp()), n_resamples=200)
     page = tmp_path / "report.html"
@@ -196,6 +201,8 @@ def test_series_styles_are_unique_triples_well_past_24():
     assert {t.color for t in triples} == set(plots.PALETTE)  # only the colour-blind-safe palette
 
 
+@needs_chromium
+@pytest.mark.slow
 def test_chunking_report_html_shows_report_md_tables_and_a_legend_entry_per_pair(tmp_path_factory, tmp_path):
     out = viewdata.chunking_study(tmp_path_factory.getbasetemp())
     html = (out / "report.html").read_text(encoding="utf-8")
@@ -221,3 +228,24 @@ def test_chunking_report_html_shows_report_md_tables_and_a_legend_entry_per_pair
         )
     ]
     assert html_rows == md_rows
+
+
+@pytest.mark.slow
+def test_without_a_browser_24_systems_each_get_one_legend_entry_laid_out_inside_the_svg(tmp_path_factory):
+    """The same promise checked on the SVG markup (for machines without Chromium): the laid-out legend and
+    direct labels, at the generous width estimate, end inside the chart's width."""
+    data = build_report(viewdata.many_systems(tmp_path_factory.getbasetemp(), 24), n_resamples=200)
+    names = [s.name for s in data.systems]
+    page = render_html(data)
+    charts = [ET.fromstring(svg) for svg in re.findall(r"<svg .*?</svg>", page, flags=re.S)]
+    series_charts = [c for c in charts if c.get("data-chart") in SERIES_CHARTS]
+    assert len(series_charts) >= 4
+    for c in series_charts:
+        width = float(c.get("width"))
+        items = [g for g in c.iter(f"{SVG}g") if g.get("class") == "legend-item"]
+        assert [g.get("data-series") for g in items] == names
+        for g in items:
+            text = g.find(f"{SVG}text")
+            assert float(text.get("x")) + plots.text_width(text.text) <= width
+        drawn = {e.get("data-series") for e in c.iter() if e.get("class") in ("series", "series-mark")}
+        assert drawn == set(names)

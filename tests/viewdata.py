@@ -132,7 +132,7 @@ def chunking_study(base: Path) -> Path:
     cfg = {
         "name": "views-chunking",
         "output": str(out),
-        "dataset": "chunking_eval",
+        "dataset": str(abdata.ROOT / "corpora" / "chunking_eval"),
         "max_queries": 40,
         "depth": 20,
         "metrics": ["recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10", "P@5"],
