@@ -241,9 +241,7 @@ def legend_height(names: Sequence[str], width: float) -> int:
     return len(_legend_rows(names, width)) * LEGEND_ROW + 10 if names else 0
 
 
-def series_legend(
-    items: Sequence[tuple[str, Style]], x: float, y: float, width: float, *, lines: bool = True
-) -> list[str]:
+def series_legend(items: Sequence[tuple[str, Style]], x: float, y: float, width: float) -> list[str]:
     """Every series' entry (line sample in its dash, its marker, its full name), wrapped into rows from (x, y).
 
     Each entry is a `legend-item` carrying `data-series`, focusable, so the report's script can toggle it.
@@ -264,11 +262,10 @@ def series_legend(
                 f'<rect x="{cx - 2:.1f}" y="{cy - 8:.1f}" width="{SWATCH + 10 + text_width(name):.1f}" '
                 'height="16" fill="transparent"/>'
             )
-            if lines:
-                out.append(
-                    f'<line x1="{cx:.1f}" x2="{cx + SWATCH:.1f}" y1="{cy:.1f}" y2="{cy:.1f}" stroke="{st.color}" '
-                    f'stroke-width="2.2"{_dash(st)}/>'
-                )
+            out.append(
+                f'<line x1="{cx:.1f}" x2="{cx + SWATCH:.1f}" y1="{cy:.1f}" y2="{cy:.1f}" stroke="{st.color}" '
+                f'stroke-width="2.2"{_dash(st)}/>'
+            )
             out.append(marker(st, cx + SWATCH / 2, cy, 4))
             out.append(f'<text x="{cx + SWATCH + 6:.1f}" y="{cy + 4:.1f}">{escape(name)}</text></g>')
     out.append("</g>")
