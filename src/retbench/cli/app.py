@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -77,9 +78,13 @@ def _os_reason(exc: OSError) -> str:
 
 
 def console() -> Any:
-    """Rich console; when output is not a terminal (CI logs, files) tables get room instead of 80 columns."""
+    """Rich console: `COLUMNS` when set, else the terminal's width; piped output (CI logs, files) without
+    `COLUMNS` gets 160 columns instead of rich's 80, so tables need to fold less."""
     from rich.console import Console
 
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return Console(width=int(columns))
     return Console() if sys.stdout.isatty() else Console(width=160)
 
 

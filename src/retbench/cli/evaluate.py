@@ -163,6 +163,7 @@ def _print_table(ev: Evaluation, per_query: bool, ci: bool, samples: list[Sample
     from rich.table import Table
 
     from retbench.data.samples import groups_from_samples
+    from retbench.report.terminal import FittedTable
 
     con = console()
     agg = ev.aggregate(ci=ci)
@@ -180,15 +181,16 @@ def _print_table(ev: Evaluation, per_query: bool, ci: bool, samples: list[Sample
         groups = groups_from_samples(samples)
         if groups:
             sizes = ev.group_sizes(groups)
-            bd = Table("group", "n", *ev.metrics, title="breakdown by tag / category")
-            for tag, means in ev.breakdown(groups).items():
-                bd.add_row(tag, str(sizes[tag]), *(f"{v:.4f}" for v in means.values()))
-            con.print(bd)
+            rows = [
+                [tag, str(sizes[tag]), *(f"{v:.4f}" for v in means.values())]
+                for tag, means in ev.breakdown(groups).items()
+            ]
+            con.print(
+                FittedTable(["group", "n", *ev.metrics], rows, title="breakdown by tag / category", corner="metric")
+            )
     if per_query:
-        pq = Table("query", "status", *ev.metrics)
-        for row in ev.per_query():
-            pq.add_row(row["query_id"], row["status"], *(f"{row[m]:.4f}" for m in ev.metrics))
-        con.print(pq)
+        rows = [[r["query_id"], r["status"], *(f"{r[m]:.4f}" for m in ev.metrics)] for r in ev.per_query()]
+        con.print(FittedTable(["query", "status", *ev.metrics], rows, keys=2, corner="metric"))
     for note in notes:
         con.print(f"note: {note}", markup=False, highlight=False)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -49,17 +50,19 @@ def chunking_command(
     ] = None,
     force: Annotated[bool, typer.Option(help="Redo (chunker, system) pairs that finished earlier.")] = False,
 ) -> None:
-    """Compare chunkers x retrievers with span relevance; writes a results directory and report.md."""
-    from rich.markdown import Markdown
-
+    """Compare chunkers x retrievers with span relevance; writes a results directory, report.md and report.html."""
+    from retbench.report.terminal import render_chunking
     from retbench.studies.benchmark import raise_if_backend_failed
     from retbench.studies.chunking import load_config, run_chunking
 
     cfg = load_config(config, output)
     con = console()
     outcome = run_chunking(cfg, force=force, log=lambda m: con.print(m))
-    con.print(Markdown((cfg.output / "report.md").read_text()))
-    con.print(f"results: {cfg.output}  (report.md, metrics.json, manifest.json, systems/<chunker>+<system>/)")
+    manifest = json.loads((cfg.output / "manifest.json").read_text(encoding="utf-8"))
+    con.print(render_chunking(cfg, outcome.metrics, manifest))
+    con.print(
+        f"results: {cfg.output}  (report.md, report.html, metrics.json, manifest.json, systems/<chunker>+<system>/)"
+    )
     raise_if_backend_failed(outcome)  # type: ignore[arg-type]
 
 

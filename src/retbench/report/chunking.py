@@ -1,7 +1,15 @@
-"""The chunking report: the all-chunks table and the fixed-context-budget table, from metrics.json."""
+"""The chunking report: the all-chunks table and the fixed-context-budget table, from metrics.json.
+
+Gathered once into a `ChunkingReport` (tables, the recall-at-budget curves, resource lines and the
+notes) and rendered from it as Markdown (report.md), HTML (report.html: the same tables, scrolling with
+a sticky header, plus recall per budget as a chart) and terminal tables (report/terminal.py), so the
+three can never disagree.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from html import escape
 from typing import TYPE_CHECKING, Any
 
 from retbench.metrics.judges.spans import budget_label
@@ -81,49 +89,151 @@ def summary_rows(
     return head, rows, bhead, brows
 
 
-def _resources(manifest: dict[str, Any]) -> list[str]:
-    """One line of resource figures per chunking x retriever cell (from its manifest entry)."""
+BUDGET_NOTE = (
+    "Larger chunks win recall@k trivially (k chunks hold more text), so each retriever is also read at a fixed "
+    "budget: its top chunks in rank order while their tokens fit (the chunk that would overflow and all after it are left out)."
+)
+
+
+@dataclass
+class ChunkingReport:
+    """What every rendering of a chunking study shows (see the module docstring)."""
+
+    title: str
+    intro: str
+    head: list[str]
+    rows: list[list[str]]
+    budget_head: list[str]
+    budget_rows: list[list[str]]
+    budgets: list[int]
+    # pair name -> recall at each budget (None: failed pair or no value), for the chart
+    budget_recall: dict[str, list[float | None]] = field(default_factory=dict)
+    resources: list[tuple[str, str]] = field(default_factory=list)  # (pair, resource line)
+    definitions: list[str] = field(default_factory=list)  # Markdown-inline text (**term**: meaning)
+
+
+def gather(cfg: ChunkingConfig, metrics_json: dict[str, Any], manifest: dict[str, Any]) -> ChunkingReport:
+    """Everything the chunking report shows, formatted once."""
+    head, rows, bhead, brows = summary_rows(cfg, metrics_json)
+    ds = manifest.get("datasets", [{}])[0]
+    k0 = cfg.token_k[0]
+    intro = (
+        f"{ds.get('queries')} questions, {ds.get('gold_spans')} gold excerpts over {ds.get('documents')} documents "
+        f"({ds.get('name')}); {cfg.depth} chunks retrieved per question; tokens counted with {manifest.get('tokenizer')} "
+        f"(max length {cfg.max_seq_length} incl. {manifest.get('special_tokens')} special tokens). "
+        f"Relevance by span overlap (min {cfg.min_chars} char(s), min fraction {cfg.min_fraction})."
+    )
+    curves = {
+        key: [_value(m.get(f"recall{budget_label(b)}")) for b in cfg.budgets]
+        for key, m in metrics_json.items()
+        if "error" not in m
+    }
     cells = {name: m["resources"] for name, m in (manifest.get("systems") or {}).items() if m.get("resources")}
-    if not cells:
-        return []
-    return ["## Resources", "", *(f"- **{name}**: {resource_line(r)}" for name, r in cells.items()), ""]
+    definitions = [
+        "**recall@k**: share of a question's gold excerpts overlapped by at least one of the top k chunks "
+        "(counted over excerpts, not chunks: several chunks may cover one excerpt).",
+        "**MRR@k**: 1 / rank of the first chunk overlapping any gold excerpt; nDCG and P@k grade a chunk 1 when it "
+        "overlaps an excerpt, with the relevant chunks of this chunking as the ideal.",
+        f"**token P / R / IoU@{k0}**: character-level (exact, tokenizer-free) precision, recall and IoU of the union of "
+        "the top chunks' text (overlapping chunks counted once) against the union of the gold excerpts, as in Chroma's study.",
+        "**over max len**: chunks with more tokens than the model reads (truncated when embedded); "
+        "**docs w/o chunk**: documents that produced no chunk; **encode s**: time to embed the chunks "
+        "(dense only; '(N new)' = chunks not already in the embedding cache).",
+    ]
+    return ChunkingReport(
+        title=f"Chunking experiment: {cfg.name}",
+        intro=intro,
+        head=head,
+        rows=rows,
+        budget_head=bhead,
+        budget_rows=brows,
+        budgets=list(cfg.budgets),
+        budget_recall=curves,
+        resources=[(name, resource_line(r)) for name, r in cells.items()],
+        definitions=definitions,
+    )
+
+
+def _value(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
 
 
 def render_markdown(cfg: ChunkingConfig, metrics_json: dict[str, Any], manifest: dict[str, Any]) -> str:
     """The chunking report: all chunks, then every retriever at a fixed context budget, then definitions."""
-    head, rows, bhead, brows = summary_rows(cfg, metrics_json)
-    ds = manifest.get("datasets", [{}])[0]
-    k0 = cfg.token_k[0]
+    return report_markdown(gather(cfg, metrics_json, manifest))
+
+
+def report_markdown(rep: ChunkingReport) -> str:
+    resources = (
+        ["## Resources", "", *(f"- **{name}**: {line}" for name, line in rep.resources), ""] if rep.resources else []
+    )
     parts = [
-        f"# Chunking experiment: {cfg.name}",
+        f"# {rep.title}",
         "",
-        f"{ds.get('queries')} questions, {ds.get('gold_spans')} gold excerpts over {ds.get('documents')} documents "
-        f"({ds.get('name')}); {cfg.depth} chunks retrieved per question; tokens counted with {manifest.get('tokenizer')} "
-        f"(max length {cfg.max_seq_length} incl. {manifest.get('special_tokens')} special tokens). "
-        f"Relevance by span overlap (min {cfg.min_chars} char(s), min fraction {cfg.min_fraction}).",
+        rep.intro,
         "",
         "## All retrieved chunks",
         "",
-        md_table(head, rows),
+        md_table(rep.head, rep.rows),
         "",
         "## Fixed context budget",
         "",
-        "Larger chunks win recall@k trivially (k chunks hold more text), so each retriever is also read at a fixed "
-        "budget: its top chunks in rank order while their tokens fit (the chunk that would overflow and all after it are left out).",
+        BUDGET_NOTE,
         "",
-        md_table(bhead, brows),
+        md_table(rep.budget_head, rep.budget_rows),
         "",
-        *_resources(manifest),
+        *resources,
         "## Definitions",
         "",
-        "- **recall@k**: share of a question's gold excerpts overlapped by at least one of the top k chunks "
-        "(counted over excerpts, not chunks: several chunks may cover one excerpt).",
-        "- **MRR@k**: 1 / rank of the first chunk overlapping any gold excerpt; nDCG and P@k grade a chunk 1 when it "
-        "overlaps an excerpt, with the relevant chunks of this chunking as the ideal.",
-        f"- **token P / R / IoU@{k0}**: character-level (exact, tokenizer-free) precision, recall and IoU of the union of "
-        "the top chunks' text (overlapping chunks counted once) against the union of the gold excerpts, as in Chroma's study.",
-        "- **over max len**: chunks with more tokens than the model reads (truncated when embedded); "
-        "**docs w/o chunk**: documents that produced no chunk; **encode s**: time to embed the chunks "
-        "(dense only; '(N new)' = chunks not already in the embedding cache).",
+        *(f"- {d}" for d in rep.definitions),
     ]
     return "\n".join(parts) + "\n"
+
+
+def render_html(cfg: ChunkingConfig, metrics_json: dict[str, Any], manifest: dict[str, Any]) -> str:
+    """report.html of a chunking study: one self-contained page (inline CSS, SVG and script, no network)."""
+    return report_html(gather(cfg, metrics_json, manifest))
+
+
+def report_html(rep: ChunkingReport) -> str:
+    from retbench.report import html, plots
+
+    chart = ""
+    series = [
+        plots.Series(
+            name,
+            [float(b) for b, v in zip(rep.budgets, vals, strict=True) if v is not None],
+            [v for v in vals if v is not None],
+        )
+        for name, vals in rep.budget_recall.items()
+        if any(v is not None for v in vals)
+    ]
+    if len(rep.budgets) >= 2 and series:
+        svg = plots.line_chart(
+            series,
+            title="Recall at a fixed context budget, per chunker + retriever",
+            kind="budget-recall",
+            x_label="context budget (tokens)",
+            y_label="recall within the budget",
+            x_log=max(rep.budgets) / min(rep.budgets) >= 20,
+            y_range=(0.0, 1.0),
+        )
+        chart = (
+            f"<figure>{svg}<figcaption>Recall of the gold excerpts by the top chunks that fit each budget "
+            f"(the table's recall column). {html.LEGEND_HINT}</figcaption></figure>"
+        )
+    left = {0, 1}
+    sections = [
+        ("chunks", "All retrieved chunks", html.text_table(rep.head, rep.rows, left)),
+        (
+            "budget",
+            "Fixed context budget",
+            html.note(BUDGET_NOTE) + chart + html.text_table(rep.budget_head, rep.budget_rows, {0, 1, 2}),
+        ),
+    ]
+    if rep.resources:
+        items = "".join(f"<li><b>{escape(name)}</b>: {escape(line)}</li>" for name, line in rep.resources)
+        sections.append(("resources", "Resources", f"<ul>{items}</ul>"))
+    defs = "".join(f"<li>{html.inline_markdown(d)}</li>" for d in rep.definitions)
+    sections.append(("definitions", "Definitions", f"<ul>{defs}</ul>"))
+    return html.page(rep.title, f"<p>{escape(rep.intro)}</p>", sections)

@@ -9,14 +9,26 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from html import escape
 from typing import Any
 
 from retbench.compare import PairComparison
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt, plots
-from retbench.report.html_drill import drill_section
-from retbench.report.model import ReportData, SystemSummary, agreement_rows, rerank_rows
+from retbench.report.html_drill import drill_section, k_curve_figures
+from retbench.report.model import (
+    AGREEMENT_HEADER,
+    AGREEMENT_NOTE,
+    RERANK_HEADER,
+    RERANK_NOTE,
+    RESOURCE_HEADER,
+    ReportData,
+    SystemSummary,
+    agreement_rows,
+    rerank_rows,
+    resource_rows,
+)
 
 CSS = """
 :root { --ink:#1f2328; --muted:#59626d; --line:#d8dee4; --soft:#f6f8fa; --accent:#0072B2; --bad:#D55E00; --good:#009E73; }
@@ -38,7 +50,13 @@ nav a { color: var(--accent); text-decoration: none; margin-right: 14px; }
          background: var(--soft); border: 1px solid var(--line); margin-right: 6px; }
 .badge.warn { background:#fff4e5; border-color:#f0c36d; color:#7a4b00; }
 .badge.bad { background:#fdecea; border-color:#f1a89b; color:#8a1c0a; }
-.table-wrap { overflow-x: auto; }
+.table-wrap { overflow: auto; max-height: 80vh; margin: 8px 0 16px; max-width: 100%; }
+.table-wrap > table { margin: 0; }
+.table-wrap thead th { position: sticky; top: 0; z-index: 2; box-shadow: inset 0 -1px 0 var(--line); }
+.table-wrap tbody td:first-child { position: sticky; left: 0; z-index: 1; background: #fff;
+       box-shadow: inset -1px 0 0 var(--line); }
+.table-wrap tbody tr:nth-child(even) td:first-child { background: #fbfcfd; }
+.table-wrap thead th:first-child { left: 0; z-index: 3; box-shadow: inset -1px -1px 0 var(--line); }
 table { border-collapse: collapse; margin: 8px 0 16px; font-size: 14px; }
 th, td { padding: 6px 10px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
 th { background: var(--soft); font-weight: 600; white-space: nowrap; }
@@ -54,6 +72,7 @@ figure { margin: 12px 0 24px; }
 figcaption { color: var(--muted); font-size: 13px; margin-top: 4px; max-width: 80ch; }
 .charts { display: flex; flex-wrap: wrap; gap: 8px 24px; }
 svg.chart { max-width: 100%; height: auto; background: #fff; }
+.chart-hint { margin: 0 0 6px; }
 code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13px; background: var(--soft);
        padding: 1px 4px; border-radius: 4px; }
 details { margin: 8px 0; } summary { cursor: pointer; color: var(--accent); }
@@ -64,6 +83,17 @@ footer { margin-top: 40px; font-size: 13px; color: var(--muted); border-top: 1px
 
 def _attr(v: Any) -> str:
     return escape(str(v), quote=True)
+
+
+def inline_markdown(text: str) -> str:
+    """A note written for Markdown (`code`, **bold**) as HTML: escaped, with those two marks rendered."""
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text, quote=False))
+    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", out)
+
+
+def note(text: str) -> str:
+    """A muted paragraph from a Markdown-written note."""
+    return f'<p class="muted">{inline_markdown(text)}</p>'
 
 
 def _table(header: list[str], rows: list[str], numeric: set[int] | None = None, cls: str = "") -> str:
@@ -156,29 +186,51 @@ def _leaderboard(data: ReportData) -> str:
     )
 
 
+LEGEND_HINT = "Click a name in a chart's legend to hide or show that system; double-click it to show only that system."
+CI_CHART_DOTS = 48  # markers the interval chart draws at most (systems x metrics), so it stays a screen or two tall
+
+
 def _ci_chart(data: ReportData) -> str:
+    shown = _ci_metrics(data)
     systems = [
-        (s.name, [(s.means[m], *s.ci[m]) if m in s.means and m in s.ci else None for m in data.metrics])
-        for s in data.systems
+        (s.name, [(s.means[m], *s.ci[m]) if m in s.means and m in s.ci else None for m in shown]) for s in data.systems
     ]
     if not any(v for _, vals in systems for v in vals):
         return ""
     svg = plots.interval_chart(
-        [fmt.metric_label(m) for m in data.metrics],
+        [fmt.metric_label(m) for m in shown],
         systems,
         title="Mean of each metric with its 95% confidence interval",
         x_label="score",
     )
+    part = (
+        ""
+        if len(shown) == len(data.metrics)
+        else f" With {len(data.systems)} systems the chart shows {len(shown)} of the {len(data.metrics)} metrics "
+        "(the primary first); the table above has every metric with its interval."
+    )
     return (
         f"<figure>{svg}<figcaption>Dots are means, whiskers 95% percentile-bootstrap intervals over queries "
-        "(the axis shows only the range the intervals span).</figcaption></figure>"
+        f"(the axis shows only the range the intervals span).{part} {LEGEND_HINT}</figcaption></figure>"
     )
+
+
+def _ci_metrics(data: ReportData) -> list[str]:
+    """The metrics the interval chart shows: all while systems x metrics <= CI_CHART_DOTS, else the primary
+    and then the others in order, as many as fit (at least one)."""
+    room = max(1, CI_CHART_DOTS // max(len(data.systems), 1))
+    if len(data.metrics) <= room:
+        return list(data.metrics)
+    ordered = (
+        [data.primary, *(m for m in data.metrics if m != data.primary)]
+        if data.primary in data.metrics
+        else list(data.metrics)
+    )
+    return ordered[:room]
 
 
 def _curves(data: ReportData) -> str:
     if data.drill is not None and data.drill.curves:
-        from retbench.report.html_drill import k_curve_figures
-
         return k_curve_figures(data)
     figs = []
     for fam, pts in data.curves.items():
@@ -294,8 +346,6 @@ def _comparison(data: ReportData) -> str:
 
 
 def _resources(data: ReportData) -> str:
-    from retbench.report.model import RESOURCE_HEADER, resource_rows
-
     rows = resource_rows(data.systems)
     if not rows:
         return '<p class="muted">No resource figures were recorded.</p>'
@@ -303,17 +353,13 @@ def _resources(data: ReportData) -> str:
 
 
 def _agreement(data: ReportData) -> str:
-    from retbench.report.model import AGREEMENT_HEADER, AGREEMENT_NOTE
-
     rows = agreement_rows(data)
-    return _table(list(AGREEMENT_HEADER), _rows(rows), {2, 3, 4, 5}) + f'<p class="muted">{escape(AGREEMENT_NOTE)}</p>'
+    return _table(list(AGREEMENT_HEADER), _rows(rows), {2, 3, 4, 5}) + note(AGREEMENT_NOTE)
 
 
 def _rerank(data: ReportData) -> str:
-    from retbench.report.model import RERANK_HEADER, RERANK_NOTE
-
     rows = rerank_rows(data)
-    return _table(list(RERANK_HEADER), _rows(rows), {1, 4, 5, 6, 7}) + f'<p class="muted">{escape(RERANK_NOTE)}</p>'
+    return _table(list(RERANK_HEADER), _rows(rows), {1, 4, 5, 6, 7}) + note(RERANK_NOTE)
 
 
 def _latency(data: ReportData) -> str:
@@ -370,14 +416,14 @@ def _answer_side(data: ReportData) -> list[tuple[str, str, str]]:
             + _table(b.breakdown_header(data.metrics), _rows(b.breakdown_rows(s, data.metrics)), cols)
             for s in grouped
         )
-        out.append(("breakdown", "Breakdown by group", f'<p class="muted">{escape(b.BREAKDOWN_NOTE)}</p>{tables}'))
+        out.append(("breakdown", "Breakdown by group", note(b.BREAKDOWN_NOTE) + tables))
     stages, usage = b.stage_rows(data.systems), b.usage_rows(data.systems)
     if stages:
         table = _table(list(b.STAGE_HEADER), _rows(stages), set(range(2, 8)))
-        out.append(("stages", "Latency by stage", f'{table}<p class="muted">{escape(b.STAGE_NOTE)}</p>'))
+        out.append(("stages", "Latency by stage", table + note(b.STAGE_NOTE)))
     if usage:
         table = _table(list(b.USAGE_HEADER), _rows(usage), set(range(2, 7)))
-        out.append(("usage", "LLM tokens and cost", f'{table}<p class="muted">{escape(b.USAGE_NOTE)}</p>'))
+        out.append(("usage", "LLM tokens and cost", table + note(b.USAGE_NOTE)))
     return out
 
 
@@ -441,7 +487,7 @@ def render_html(data: ReportData) -> str:
     sections = [
         *([("leaderboard", "Leaderboard", _leaderboard(data))] if data.leaderboard is not None else []),
         ("summary", "Summary", _summary(data) + _ci_chart(data)),
-        ("curves", "Metric@k curves", _curves(data)),
+        ("curves", "Metric@k curves", f'<p class="small muted chart-hint">{LEGEND_HINT}</p>' + _curves(data)),
         ("comparison", "Comparison", _comparison(data)),
         ("latency", "Latency", _latency(data)),
         *([("rerank", "Rerank stages", _rerank(data))] if rerank_rows(data) else []),
@@ -452,32 +498,66 @@ def render_html(data: ReportData) -> str:
         ("queries", "Per query", drill_section(data)),
         ("about", "About this run", _about(data)),
     ]
-    nav = "".join(f'<a href="#{sid}">{title}</a>' for sid, title, _ in sections)
-    body = "".join(f'<section id="{sid}"><h2>{title}</h2>{html}</section>' for sid, title, html in sections)
     blob = json.dumps(
         {"metrics": data.metrics_json, "primary": data.primary, "baseline": data.baseline}, allow_nan=False, default=str
     ).replace("</", "<\\/")
+    header = (
+        f'<div class="muted">{escape(ds)} · {len(data.systems)} system{"s" if len(data.systems) != 1 else ""} · '
+        f"{escape(data.created)}</div>\n<p>{_mode_note(data)} {badges}</p>"
+    )
+    footer = (
+        f"Generated by retbench from <code>{escape(data.root)}</code>. Means are exactly those in metrics.json "
+        "(embedded below as data);\nintervals come from aggregates.json."
+    )
+    return page(
+        data.title,
+        header,
+        sections,
+        footer=footer,
+        data=f'<script type="application/json" id="retbench-data">{blob}</script>',
+    )
+
+
+def page(title: str, header: str, sections: list[tuple[str, str, str]], *, footer: str = "", data: str = "") -> str:
+    """One self-contained report page: title, `header` HTML, a nav over the (id, title, HTML) sections,
+    the sections, `footer` HTML and `data` (embedded JSON) with the legend script at the end."""
+    nav = "".join(f'<a href="#{sid}">{name}</a>' for sid, name, _ in sections)
+    body = "".join(f'<section id="{sid}"><h2>{name}</h2>{html}</section>' for sid, name, html in sections)
+    foot = f"<footer>{footer}</footer>" if footer else ""
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>retbench report: {escape(data.title)}</title>
-<style>{CSS}</style>
+<title>retbench report: {escape(title)}</title>
+<style>{CSS}{plots.LEGEND_CSS}</style>
 </head>
 <body>
 <main>
 <header>
-<h1>{escape(data.title)}</h1>
-<div class="muted">{escape(ds)} · {len(data.systems)} system{"s" if len(data.systems) != 1 else ""} · {escape(data.created)}</div>
-<p>{_mode_note(data)} {badges}</p>
+<h1>{escape(title)}</h1>
+{header}
 <nav>{nav}</nav>
 </header>
 {body}
-<footer>Generated by retbench from <code>{escape(data.root)}</code>. Means are exactly those in metrics.json (embedded below as data);
-intervals come from aggregates.json.</footer>
+{foot}
 </main>
-<script type="application/json" id="retbench-data">{blob}</script>
+{data}
+<script>{plots.LEGEND_JS}</script>
 </body>
 </html>
 """
+
+
+def text_table(header: list[str], rows: list[list[str]], left: set[int]) -> str:
+    """A table of already formatted text cells (escaped here); columns not in `left` are numeric."""
+    numeric = set(range(len(header))) - left
+    body = [
+        "<tr>"
+        + "".join(
+            f'<td class="num">{escape(c)}</td>' if i in numeric else f"<td>{escape(c)}</td>" for i, c in enumerate(row)
+        )
+        + "</tr>"
+        for row in rows
+    ]
+    return _table([escape(h) for h in header], body, numeric)

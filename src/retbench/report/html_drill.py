@@ -28,7 +28,7 @@ DRILL_JS = """
         .sort(function (a, b) { return Math.abs(b.change) - Math.abs(a.change); }).slice(0, 25);
     }
     sel.innerHTML = qs.map(function (q) {
-      var c = q.change ? ' (' + (q.change > 0 ? '+' : '') + q.change.toFixed(3) + ')' : '';
+      var c = q.change ? ' (Δ ' + (q.change > 0 ? '+' : '') + q.change.toFixed(3) + ')' : '';
       return '<option value="' + esc(q.id) + '">' + esc(q.id) + c + ' ' + esc(q.text.slice(0, 80)) + '</option>';
     }).join('');
   }
@@ -36,14 +36,14 @@ DRILL_JS = """
     var q = D.queries.filter(function (x) { return x.id === id; })[0];
     if (!q) { out.innerHTML = '<p class="muted">No query selected.</p>'; return; }
     var h = '<h3 data-query="' + esc(q.id) + '">' + esc(q.id) + ': ' + esc(q.text) + '</h3>';
-    h += '<table class="drill-metrics"><thead><tr><th>system</th>' + D.metrics.map(function (m) {
+    h += '<div class="table-wrap"><table class="drill-metrics"><thead><tr><th>system</th>' + D.metrics.map(function (m) {
       return '<th class="num">' + esc(m) + '</th>'; }).join('') + '</tr></thead><tbody>';
     D.systems.forEach(function (s) {
       var v = q.values[s] || [];
       h += '<tr><td>' + esc(s) + '</td>' + D.metrics.map(function (m, j) {
         return '<td class="num" data-system="' + esc(s) + '" data-qmetric="' + esc(m) + '">' + num(v[j]) + '</td>'; }).join('') + '</tr>';
     });
-    h += '</tbody></table><div class="drill-systems">';
+    h += '</tbody></table></div><div class="drill-systems">';
     D.systems.forEach(function (s) {
       h += '<div class="drill-system" data-system="' + esc(s) + '"><h4>' + esc(s) + ': top ' + D.k + '</h4>';
       h += '<table class="drill-top"><thead><tr><th class="num">rank</th><th>document</th><th class="num">score</th>' +
@@ -76,7 +76,7 @@ DRILL_JS = """
 
 DRILL_CSS = """
 .drill-controls { display:flex; gap:16px; align-items:center; flex-wrap:wrap; }
-.drill-controls select { max-width: 720px; font-size: 14px; padding: 4px; }
+.drill-controls select { max-width: min(720px, calc(100vw - 120px)); font-size: 14px; padding: 4px; }
 .drill-systems { display:flex; flex-wrap:wrap; gap: 8px 28px; }
 .drill-system { flex: 1 1 520px; min-width: 0; }
 table.drill-top td, table.drill-top th, table.drill-metrics td, table.drill-metrics th { padding: 4px 6px; font-size: 13px; }
@@ -99,11 +99,25 @@ def drill_section(data: ReportData) -> str:
         f"<style>{DRILL_CSS}</style>"
         '<div class="drill-controls"><label>Query <select id="drill-query"></select></label>'
         f'<label><input type="checkbox" id="drill-changed"> only the 25 queries that {change}</label></div>'
+        f'<p class="small muted" id="drill-legend">{_selector_note(data)}</p>'
         '<div id="drill-view"></div>'
         f'<script type="application/json" id="retbench-drill">{blob}</script>'
         f"<script>{DRILL_JS}</script>"
         '<p class="small muted">Rows shaded green are judged relevant; grade · means not judged. '
         "Open a query directly with <code>#q=&lt;query id&gt;</code> in the address.</p>"
+    )
+
+
+def _selector_note(data: ReportData) -> str:
+    """What the number after a query id in the selector means."""
+    drill = data.drill
+    if not drill.baseline:
+        return "Each entry is a query id and the start of its text."
+    m = escape(fmt.metric_label(drill.primary))
+    return (
+        f"Each entry is a query id, then (Δ ±x.xxx): the biggest change (by size) in {m} on that query of any system "
+        f"against the baseline {escape(drill.baseline)} (system − baseline, so + means a system did better on it; "
+        "no number: every system scored as the baseline did), then the start of the query's text."
     )
 
 

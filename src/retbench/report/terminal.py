@@ -1,8 +1,129 @@
-"""Terminal renderings (rich) of library results; no computation happens here."""
+"""Terminal renderings (rich) of library results; no computation happens here.
+
+Tables are laid out for the width of the console they are printed on (`COLUMNS`, else the terminal's
+width, else 160 when output is piped), and a table never cuts a number or a name to fit: `FittedTable`
+prints it as it is when it fits, else transposed (columns as rows) when that fits, else split into
+several tables that each fit, every part repeating the key column (the system) so each row can still
+be read. Only a name wider than the whole console wraps onto a second line; nothing is replaced by "…".
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
+
+Cell = Any  # a str (printed as is, never read as markup) or a rich Text (styled)
+
+
+def _text(cell: Cell) -> Any:
+    from rich.text import Text
+
+    return cell if isinstance(cell, Text) else Text(str(cell))
+
+
+def _table_width(widths: Sequence[int]) -> int:
+    """Width of a rich Table (default box, padding 1 each side) whose columns have these natural widths."""
+    return sum(w + 3 for w in widths) + 1
+
+
+@dataclass
+class FittedTable:
+    """A table that lays itself out for the console it is printed on (see the module docstring).
+
+    `keys` leading columns identify a row (the system; system and stage); the rest are values, right
+    aligned unless listed in `left`. `corner` heads the key column when the table is transposed.
+    """
+
+    header: list[str]
+    rows: list[list[Cell]]
+    title: str = ""
+    keys: int = 1
+    left: set[int] = field(default_factory=set)
+    corner: str = ""
+
+    def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:
+        yield from self.layout(options.max_width)
+
+    def layout(self, width: int) -> list[Any]:
+        """The tables to print at `width` columns: the table, its transpose, or parts of either."""
+        texts = [[_text(c) for c in row] for row in self.rows]
+        cols = [[_text(h), *(r[i] for r in texts)] for i, h in enumerate(self.header)]
+        widths = [max(t.cell_len for t in col) for col in cols]
+        if _table_width(widths) <= width or not self.rows:
+            return [self._table(self.header, texts, self.keys, self.left, self.title)]
+        t_header, t_rows = self._transposed(texts)
+        t_widths = [max(_text(c).cell_len for c in [h, *(r[i] for r in t_rows)]) for i, h in enumerate(t_header)]
+        if _table_width(t_widths) <= width:
+            title = f"{self.title} (transposed to fit {width} columns)" if self.title else ""
+            return [self._table(t_header, t_rows, 1, {0}, title)]
+        plain = self._groups(widths, self.keys, width)
+        flipped = self._groups(t_widths, 1, width)
+        if len(flipped) < len(plain):
+            return self._parts(t_header, t_rows, 1, {0}, flipped, "transposed, ")
+        return self._parts(self.header, texts, self.keys, self.left, plain, "")
+
+    def _transposed(self, texts: list[list[Any]]) -> tuple[list[str], list[list[Any]]]:
+        """One row per value column, one column per row (its key cells joined by " / ")."""
+        from rich.text import Text
+
+        names = [Text(" / ").join(r[: self.keys]) for r in texts]
+        corner = self.corner or " / ".join(self.header[: self.keys])
+        header = [corner, *(n.plain for n in names)]
+        rows = [[_text(h), *(r[i] for r in texts)] for i, h in enumerate(self.header) if i >= self.keys]
+        return header, rows
+
+    @staticmethod
+    def _groups(widths: list[int], keys: int, width: int) -> list[list[int]]:
+        """Value columns in order, cut into groups that fit beside the key columns (at least one per group)."""
+        groups: list[list[int]] = []
+        current: list[int] = []
+        base = widths[:keys]
+        for i in range(keys, len(widths)):
+            if current and _table_width([*base, *(widths[j] for j in current), widths[i]]) > width:
+                groups.append(current)
+                current = []
+            current.append(i)
+        return [*groups, current] if current else groups
+
+    def _parts(
+        self, header: list[str], rows: list[list[Any]], keys: int, left: set[int], groups: list[list[int]], how: str
+    ) -> list[Any]:
+        out = []
+        n = len(header) - keys
+        for p, group in enumerate(groups, start=1):
+            cols = [*range(keys), *group]
+            title = (
+                f"{self.title + ' ' if self.title else ''}({how}part {p} of {len(groups)}: "
+                f"columns {group[0] - keys + 1}-{group[-1] - keys + 1} of {n})"
+            )
+            out.append(
+                self._table(
+                    [header[i] for i in cols],
+                    [[r[i] for i in cols] for r in rows],
+                    keys,
+                    {j for j, i in enumerate(cols) if i in left},
+                    title,
+                )
+            )
+        return out
+
+    @staticmethod
+    def _table(header: list[str], rows: list[list[Any]], keys: int, left: set[int], title: str) -> Any:
+        from rich.table import Table
+
+        table = Table(title=title or None)
+        for i, h in enumerate(header):
+            is_key = i < keys
+            table.add_column(
+                _text(h),
+                justify="left" if is_key or i in left else "right",
+                no_wrap=not is_key,
+                overflow="fold",
+            )
+        for r in rows:
+            table.add_row(*r)
+        return table
 
 
 def render_dataset_info(info: dict[str, Any]) -> Any:
@@ -46,25 +167,21 @@ def render_dataset_info(info: dict[str, Any]) -> Any:
 
 def render_summary(metrics_json: dict[str, Any], metrics: list[str], title: str = "") -> Any:
     """The end-of-run table: one row per system, its means and its coverage ("scored N of M")."""
-    from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title or None)
-    table.add_column("system")
-    for m in metrics:
-        table.add_column(m, justify="right")
-    table.add_column("scored", justify="right")
+    rows: list[list[Cell]] = []
     for system, row in metrics_json.items():
         if "error" in row:
-            table.add_row(system, *["—" for _ in metrics], f"[red]failed: {row['error']}[/red]")
+            rows.append([system, *["—" for _ in metrics], Text(f"failed: {row['error']}", style="red")])
             continue
         cov = row.get("coverage", {})
-        scored = f"{cov.get('answered', '?')} of {cov.get('judged', '?')}"
+        scored = Text(f"{cov.get('answered', '?')} of {cov.get('judged', '?')}")
         if cov.get("failed"):
-            scored += f" [red]({cov['failed']} failed → 0)[/red]"
+            scored.append(f" ({cov['failed']} failed → 0)", style="red")
         if cov.get("mode") == "pytrec_eval":
-            scored += " [yellow](pytrec_eval mode: answered only)[/yellow]"
-        table.add_row(system, *[f"{row[m]:.4f}" if isinstance(row.get(m), float) else "—" for m in metrics], scored)
-    return table
+            scored.append(" (pytrec_eval mode: answered only)", style="yellow")
+        rows.append([system, *[f"{row[m]:.4f}" if isinstance(row.get(m), float) else "—" for m in metrics], scored])
+    return FittedTable(["system", *metrics, "scored"], rows, title=title, corner="metric")
 
 
 def render_costs(metrics_json: dict[str, Any]) -> Any:
@@ -72,7 +189,6 @@ def render_costs(metrics_json: dict[str, Any]) -> Any:
     from types import SimpleNamespace
 
     from rich.console import Group
-    from rich.table import Table
 
     from retbench.report import breakdowns as b
 
@@ -87,27 +203,41 @@ def render_costs(metrics_json: dict[str, Any]) -> Any:
         ("LLM tokens and cost", b.USAGE_HEADER, b.usage_rows(systems)),
     ):
         if rows:
-            table = Table(title=title)
-            for i, col in enumerate(header):
-                table.add_column(col, justify="left" if i < 2 else "right")
-            for r in rows:
-                table.add_row(*r)
-            parts.append(table)
+            parts.append(FittedTable(list(header), [list(r) for r in rows], title=title, keys=2))
     return Group(*parts) if parts else None
 
 
 def render_leaderboard(board: Any) -> Any:
     """Dataset x system on the primary metric, the mean over datasets and the average rank (best first)."""
-    from rich.table import Table
-
     from retbench.report import fmt
 
-    table = Table(title=f"leaderboard: {fmt.metric_label(board.metric)} (rank 1 = best)")
-    table.add_column("system")
-    for d in board.datasets:
-        table.add_column(d, justify="right")
-    table.add_column("mean", justify="right")
-    table.add_column("avg rank", justify="right")
-    for system, scores, mean, rank in board.rows():
-        table.add_row(system, *(fmt.num(v) if v is not None else "—" for v in scores), fmt.num(mean), f"{rank:.2f}")
-    return table
+    rows: list[list[Cell]] = [
+        [system, *(fmt.num(v) if v is not None else "—" for v in scores), fmt.num(mean), f"{rank:.2f}"]
+        for system, scores, mean, rank in board.rows()
+    ]
+    return FittedTable(
+        ["system", *board.datasets, "mean", "avg rank"],
+        rows,
+        title=f"leaderboard: {fmt.metric_label(board.metric)} (rank 1 = best)",
+        corner="dataset",
+    )
+
+
+def render_chunking(cfg: Any, metrics_json: dict[str, Any], manifest: dict[str, Any]) -> Any:
+    """The chunking report for the terminal: its intro, both tables fitted to the console, and where the rest is."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from retbench.report.chunking import BUDGET_NOTE, gather
+
+    rep = gather(cfg, metrics_json, manifest)
+    return Group(
+        Text(rep.title, style="bold"),
+        Text(rep.intro),
+        FittedTable(rep.head, [list(r) for r in rep.rows], title="All retrieved chunks", keys=2, corner="column"),
+        Text(BUDGET_NOTE),
+        FittedTable(
+            rep.budget_head, [list(r) for r in rep.budget_rows], title="Fixed context budget", keys=3, corner="column"
+        ),
+        Text("Resources, definitions and the budget chart: report.md and report.html.", style="dim"),
+    )

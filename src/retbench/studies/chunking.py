@@ -46,7 +46,7 @@ from retbench.io.datasets import resolve
 from retbench.metrics.judges import budget_cutoffs, evaluate_judgement, judge_spans, overlap_scores
 from retbench.metrics.judges.spans import budget_label
 from retbench.metrics.registry import parse_metric
-from retbench.report.chunking import render_markdown
+from retbench.report.chunking import render_html, render_markdown
 from retbench.results import SystemDir, write_json
 from retbench.results.files import write_text
 from retbench.results.layout import OutputLock
@@ -381,6 +381,7 @@ def _run_locked(cfg: ChunkingConfig, force: bool, log: Progress) -> StudyOutcome
     write_json(out / "manifest.json", manifest)
 
     write_text(out / "report.md", render_markdown(cfg, metrics_json, manifest))
+    write_text(out / "report.html", render_html(cfg, metrics_json, manifest))
     return StudyOutcome(cfg, pairs, metrics_json)
 
 
