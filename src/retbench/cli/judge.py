@@ -31,6 +31,14 @@ def _exit_if_judge_failed(statuses: dict[str, int]) -> None:
         )
 
 
+def _require_positive(**options: int | None) -> None:
+    """Counts a person typed (`--max-queries 5`) must be positive: a negative one would slice from the end
+    (`--max-queries -1`: every query but the last, each a paid call). None means "not given"."""
+    for name, value in options.items():
+        if value is not None and value < 1:
+            raise fail(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+
+
 def _judge_settings(path: Path) -> tuple[JudgeSettings, Any]:
     """The `judge:` block of a YAML file (an experiment config or a file holding only that block)."""
     from retbench.errors import ConfigError
@@ -65,6 +73,7 @@ def judge_relevance(
     max_chars: Annotated[int, typer.Option(help="Passages are cut to this many characters.")] = 2000,
 ) -> None:
     """Judge every pooled (query, document) pair the human qrels leave unjudged; write LLM qrels with provenance."""
+    _require_positive(depth=depth, max_queries=max_queries, max_chars=max_chars)
     from retbench.io.datasets import load_dataset
     from retbench.llm.judge import Judge, open_base_url
     from retbench.report.judge import estimate_line, identity_line, judged_line, stats_line
@@ -167,6 +176,7 @@ def synth(
     prompt: Annotated[str, typer.Option(help="A shipped prompt id or your own <name>_v<N>.txt.")] = "synth_v1",
 ) -> None:
     """Questions per sampled document, with the source span, as a golden set for human review."""
+    _require_positive(n=n, max_chars=max_chars)
     from retbench.io.datasets import load_dataset
     from retbench.llm.judge import Judge, open_base_url
     from retbench.report.judge import estimate_line, identity_line, judged_line, stats_line
