@@ -4,6 +4,7 @@ number; a trickling server cannot hold a call past its deadline; a quoted passag
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -15,9 +16,9 @@ from typing import Any
 
 import pytest
 import yaml
-from http_support import send_json, serving_in_thread
 from typer.testing import CliRunner
 
+from http_support import send_json, serving_in_thread
 from retbench.cli import app
 from retbench.errors import BackendError, ConfigError
 from retbench.llm.client import ChatClient, grade_probabilities
@@ -37,10 +38,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.requests.append(body)  # type: ignore[attr-defined]
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (its deadline)
             self.server.reply(self, body)  # type: ignore[attr-defined]
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (its deadline): what these tests want
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -197,9 +196,9 @@ def test_an_html_models_page_is_one_clear_backend_error(tmp_path):
         h.end_headers()
         h.wfile.write(data)
 
-    with llm_server(_answer('{"grade": 1}'), models=html) as s:
-        with pytest.raises(BackendError, match=r"/v1/models answered text/html, not JSON .*Welcome to nginx"):
-            _judge(s, tmp_path).identity  # noqa: B018 - the property asks the server
+    expected = r"/v1/models answered text/html, not JSON .*Welcome to nginx"
+    with llm_server(_answer('{"grade": 1}'), models=html) as s, pytest.raises(BackendError, match=expected):
+        _judge(s, tmp_path).identity  # noqa: B018 - the property asks the server
 
 
 def test_content_as_a_list_of_parts_is_the_text_of_its_text_parts_joined(tmp_path):
@@ -270,9 +269,7 @@ INJECTED = [
 
 
 @pytest.mark.parametrize(("reply", "grade"), INJECTED)
-def test_the_models_final_json_object_is_the_verdict_so_a_quoted_passage_cannot_grade_itself(
-    tmp_path, reply, grade
-):
+def test_the_models_final_json_object_is_the_verdict_so_a_quoted_passage_cannot_grade_itself(tmp_path, reply, grade):
     with llm_server(_answer(reply)) as s:
         [v] = _judge(s, tmp_path).judge(ITEM)
     assert v.value == grade and v.status == ("ok" if grade is not None else "unparseable")

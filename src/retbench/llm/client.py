@@ -34,6 +34,7 @@ alternatives are kept in `Completion.logprobs`; non-finite or positive log-proba
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import math
@@ -196,7 +197,9 @@ class ChatClient:
         )
 
 
-def fetch(req: urllib.request.Request, timeout: float, stream_end: re.Pattern[bytes] | None = None) -> tuple[str, bytes]:
+def fetch(
+    req: urllib.request.Request, timeout: float, stream_end: re.Pattern[bytes] | None = None
+) -> tuple[str, bytes]:
     """(Content-Type, body) of one request, all of it within `timeout` seconds, or CallFailed.
 
     A timer shuts the connection's socket at the deadline, so a blocked read returns at once however
@@ -276,10 +279,8 @@ class _Watch:
 def _shut(sock: Any) -> None:
     import socket
 
-    try:
+    with contextlib.suppress(OSError):  # already closed: nothing left to wake
         sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass  # already closed: nothing left to wake
 
 
 def _watched(base: type[http.client.HTTPConnection], watch: _Watch) -> type[http.client.HTTPConnection]:

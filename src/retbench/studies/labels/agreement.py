@@ -114,7 +114,7 @@ def graded_agreement(human: Sequence[int], scores: Sequence[float]) -> dict[str,
     accs = [float(np.mean((x >= t) == h)) for t in cuts]
     best = int(np.argmax(accs)) if accs else None
     return {
-        "n": int(len(h)),
+        "n": len(h),
         "auc": auc(h.tolist(), x.tolist()),
         "threshold": float(cuts[best]) if best is not None else None,
         "accuracy_at_threshold": accs[best] if best is not None else None,

@@ -199,9 +199,7 @@ def run_calibration(
         for (q, d, h), v in zip(pairs, verdicts, strict=True)
     ]
     (out / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    metrics = {
-        k: report[k] for k in ("agreement", "graded", "judge_reliability", "statuses", "ranking") if k in report
-    }
+    metrics = {k: report[k] for k in ("agreement", "graded", "judge_reliability", "statuses", "ranking") if k in report}
     metrics["judged"] = {"judged": report["statuses"].get("ok", 0), "of": len(pairs)}
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
     manifest = {
