@@ -50,8 +50,13 @@ def _list_models(h: BaseHTTPRequestHandler) -> None:
 
 
 @contextmanager
-def llm_server(reply: Reply, models: Callable[[BaseHTTPRequestHandler], None] = _list_models) -> Iterator[Any]:
+def llm_server(
+    reply: Reply, models: Callable[[BaseHTTPRequestHandler], None] = _list_models, tls: Any = None
+) -> Iterator[Any]:
+    """The server on a free loopback port, serving in a thread; `tls`: an ssl.SSLContext to serve https."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     server.reply, server.models, server.requests = reply, models, []  # type: ignore[attr-defined]
     server.stop = threading.Event()  # type: ignore[attr-defined]
     with serving_in_thread(server):
@@ -444,3 +449,58 @@ def test_calibration_reports_auc_and_a_threshold_from_token_probabilities(tmp_pa
     pairs = [json.loads(line) for line in (tmp_path / "out" / "pairs.jsonl").read_text().splitlines()]
     assert all(p["expected"] == pytest.approx(1.6) for p in pairs)
     assert "AUC 0.500 on 4 pairs" in res.output
+
+
+# -- https ----------------------------------------------------------------------------------------------------
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key (the client trusts it through SSL_CERT_FILE)."""
+    pytest.importorskip("cryptography")  # installed with the mlflow extra
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_file, key_file
+
+
+def test_over_https_an_answer_is_read_and_a_trickle_is_cut_at_the_deadline(tmp_path, monkeypatch):
+    import ssl
+
+    cert, key = _self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    for reply, status in ((_answer('{"grade": 2}'), "ok"), (_trickle("application/json"), "judge_timeout")):
+        with llm_server(reply, tls=context) as s:
+            settings = JudgeSettings.from_config(
+                {"base_url": f"https://127.0.0.1:{s.server_port}", "retries": 0, "timeout": 2}
+            )
+            t0 = time.monotonic()
+            done = ChatClient(settings).chat([{"role": "user", "content": "hi"}])
+            took = time.monotonic() - t0
+        assert done.status == status, done.error
+        assert took < 12.5
+    assert done.status == "judge_timeout" and "2 s" in (done.error or "")

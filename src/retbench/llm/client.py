@@ -309,7 +309,7 @@ class _WatchedHTTPS(urllib.request.HTTPSHandler):
         self._conn = _watched(http.client.HTTPSConnection, watch)
 
     def https_open(self, req: urllib.request.Request) -> Any:
-        return self.do_open(self._conn, req, context=self._context)
+        return self.do_open(self._conn, req)  # no context: the default one, as urlopen's
 
 
 def _json_body(body: bytes, kind: str, what: str) -> dict[str, Any]:
@@ -373,7 +373,7 @@ def token_logprobs(block: Any) -> list[dict[str, Any]] | None:
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("token"), str) or not _logprob(item.get("logprob")):
             continue
-        top = item.get("top_logprobs") if isinstance(item.get("top_logprobs"), list) else []
+        top: list[Any] = item["top_logprobs"] if isinstance(item.get("top_logprobs"), list) else []
         alts = [
             [t["token"], float(t["logprob"])]
             for t in top
