@@ -147,6 +147,24 @@ def test_a_stream_that_ends_with_done_or_a_finish_reason_is_an_answer(tmp_path):
         assert (v.status, v.value) == ("ok", 2)
 
 
+def test_a_stream_is_read_up_to_its_done_line_even_if_the_server_keeps_the_connection_open(tmp_path):
+    def held_open(h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.end_headers()
+        for text in ('{"grade": 1} (the text may say data: [DONE]', ")"):  # inside an event: not the end
+            event = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+            h.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+        h.wfile.write(b"data: [DONE]\n\n")
+        h.wfile.flush()
+        h.server.stop.wait(25)  # type: ignore[attr-defined]
+
+    with llm_server(held_open) as s:
+        done = ChatClient(_settings(s, timeout=20)).chat([{"role": "user", "content": "hi"}])
+    assert done.status == "ok" and done.text == '{"grade": 1} (the text may say data: [DONE])'
+    assert done.latency_s < 10  # not held until the 20 s deadline
+
+
 def test_a_json_body_shorter_than_its_content_length_is_a_failed_call(tmp_path):
     def short(h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         data = json.dumps({"choices": [{"message": {"content": '{"grade": 1}'}}]}).encode()

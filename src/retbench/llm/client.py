@@ -53,7 +53,7 @@ RETRYABLE_HTTP = {408, 409, 425, 429, 500, 502, 503, 504}
 MAX_BODY = 32 * 1024 * 1024  # bytes; a chat answer is bounded by max_tokens, far below this
 USAGE_SLACK = 4096  # tokens a chat template or a server's own system text may add to a count
 MODELS_TIMEOUT = 30.0  # seconds at most for `GET /v1/models`, whatever the call timeout
-_DONE = re.compile(rb"(?:^|\n)data:[ \t]*\[DONE\][ \t]*\r?(?:\n|$)")
+_DONE = re.compile(rb"data:[ \t]*\[DONE\]")
 
 
 class CallFailed(Exception):
@@ -176,7 +176,7 @@ class ChatClient:
 
     def _once(self, data: bytes) -> Completion:
         req = urllib.request.Request(f"{self.base_url}/v1/chat/completions", data=data, headers=self._headers())
-        kind, body = fetch(req, self.settings.timeout, stream_end=_DONE)
+        kind, body = fetch(req, self.settings.timeout, stop_at_done=True)
         if "text/event-stream" in kind or body.lstrip().startswith(b"data:"):
             return _read_sse(body)
         obj = _json_body(body, kind, "POST /v1/chat/completions")
@@ -197,14 +197,12 @@ class ChatClient:
         )
 
 
-def fetch(
-    req: urllib.request.Request, timeout: float, stream_end: re.Pattern[bytes] | None = None
-) -> tuple[str, bytes]:
+def fetch(req: urllib.request.Request, timeout: float, stop_at_done: bool = False) -> tuple[str, bytes]:
     """(Content-Type, body) of one request, all of it within `timeout` seconds, or CallFailed.
 
     A timer shuts the connection's socket at the deadline, so a blocked read returns at once however
-    slowly the server sends (module docstring). `stream_end`: for an event stream, stop reading at the
-    first match (a server may keep the connection open after its last event).
+    slowly the server sends (module docstring). `stop_at_done`: an event stream is read up to its
+    `data: [DONE]` line (a server may keep the connection open after its last event).
     """
     watch = _Watch()
     opener = urllib.request.build_opener(_WatchedHTTP(watch), _WatchedHTTPS(watch))
@@ -215,8 +213,8 @@ def fetch(
         try:
             with opener.open(req, timeout=timeout) as resp:
                 kind = resp.headers.get("Content-Type", "") or ""
-                chunks, size = [], 0
-                sse = stream_end is not None and "text/event-stream" in kind
+                chunks, size, line = [], 0, b""
+                sse = stop_at_done and "text/event-stream" in kind
                 while True:
                     chunk = resp.read1(65536)
                     if not chunk:
@@ -225,8 +223,10 @@ def fetch(
                     if size > MAX_BODY:
                         raise CallFailed(f"the answer is larger than {MAX_BODY} bytes: refused")
                     chunks.append(chunk)
-                    if sse and stream_end is not None and stream_end.search(b"".join(chunks[-2:])):
-                        break
+                    if sse:  # whole lines only: "data: [DONE]" inside an event's text is not the end
+                        *complete, line = (line + chunk).split(b"\n")
+                        if any(_DONE.fullmatch(c.strip()) for c in complete):
+                            break
                 missing = resp.length if not sse else None
         except urllib.error.HTTPError as exc:
             detail = (exc.read(300) if exc.fp else b"").decode("utf-8", "replace").strip()
@@ -237,7 +237,7 @@ def fetch(
             raise CallFailed(f"the answer was cut: {missing} bytes of its Content-Length never came", retry=True)
         return kind, b"".join(chunks)
     except ValueError as exc:  # urllib's word for a URL it cannot request
-        raise CallFailed(f"cannot request {req.full_url}: {exc}") from None
+        raise CallFailed(f"cannot request this URL: {exc}") from None
     except CallFailed:
         if watch.expired:
             raise CallFailed(_late(timeout), retry=True, timeout=True) from None
