@@ -409,6 +409,32 @@ def test_calibration_with_no_verdict_reports_missing_figures_not_zero(tmp_path, 
     assert "ndcg@3 under LLM labels: missing (no LLM verdict" in res.output
 
 
+def test_judge_relevance_with_no_verdict_writes_missing_llm_figures_not_nan_and_exits_3(tmp_path, monkeypatch):
+    from retbench.io.datasets import load_dataset
+
+    monkeypatch.setenv("RETBENCH_CACHE", str(tmp_path / "cache"))
+    ds = load_dataset("scifact", ["test"])
+    qids = [q for q in ds.split("test") if q in ds.queries][:2]
+    docs = list(ds.corpus.ids)[:3]
+    (tmp_path / "bm25.trec").write_text(
+        "".join(f"{q} Q0 {d} {r} {3 - r}.0 bm25\n" for q in qids for r, d in enumerate(docs, 1))
+    )
+    with llm_server(_fails) as s:
+        (tmp_path / "judge.yaml").write_text(f"judge: {{base_url: 'http://127.0.0.1:{s.server_port}', retries: 0}}\n")
+        args = ["judge-relevance", str(tmp_path / "bm25.trec"), "--judge", str(tmp_path / "judge.yaml")]
+        args += ["--dataset", "scifact", "--max-queries", "2", "--depth", "3", "--output", str(tmp_path / "labels")]
+        res = CliRunner().invoke(app, args)
+    assert res.exit_code == 3, res.output
+    assert "judge calls failed" in res.output and "judged 0 of" in res.output
+    text = (tmp_path / "labels" / "metrics.json").read_text()
+    assert "NaN" not in text  # strict JSON: a mean over no query is null, not NaN
+    metrics = json.loads(text)
+    llm = metrics["bm25"]["llm"]
+    assert llm["ndcg@3"] is None and llm["missing"] == "no query has a relevant label under llm labels"
+    assert metrics["bm25"]["human"]["ndcg@3"] is not None
+    assert "labels llm        ndcg@3 n/a" in res.output
+
+
 # -- token probabilities -------------------------------------------------------------------------------------
 def _logprobs(grade: int, probs: dict[str, float]) -> dict[str, Any]:
     """OpenAI's logprobs block for the answer `{"grade": N}`: the grade token with its top alternatives."""

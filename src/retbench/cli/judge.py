@@ -120,8 +120,13 @@ def judge_relevance(
 
 
 def _score_by_label_source(runs: list[Run], human: Qrels, llm: Qrels, depth: int) -> dict[str, Any]:
-    """nDCG, judged and holes at the pool depth of every run under human, LLM and combined labels (printed too)."""
+    """nDCG, judged and holes at the pool depth of every run under human, LLM and combined labels (printed too).
+
+    A mean over no query (no query has a relevant label of that source, e.g. every LLM call failed) is
+    missing: null in metrics.json with the reason, "n/a" on screen, never 0 and never NaN.
+    """
     from retbench.evaluation import evaluate
+    from retbench.report.fmt import num
     from retbench.studies.labels import relevance as rl
 
     metrics = [f"ndcg@{depth}", f"judged@{depth}", f"holes@{depth}"]
@@ -130,10 +135,11 @@ def _score_by_label_source(runs: list[Run], human: Qrels, llm: Qrels, depth: int
         qrels = rl.combine_labels(source, human, llm)
         for run in runs:
             agg = evaluate(run, qrels, metrics).aggregate(ci=False)
-            summary.setdefault(run.name, {})[source] = {m: agg[m]["mean"] for m in metrics}
-            typer.echo(
-                f"{run.name:>16}  labels {source:<9}  " + "  ".join(f"{m} {agg[m]['mean']:.4f}" for m in metrics)
-            )
+            row: dict[str, Any] = {m: None if agg[m]["mean"] != agg[m]["mean"] else agg[m]["mean"] for m in metrics}
+            if all(v is None for v in row.values()):
+                row["missing"] = f"no query has a relevant label under {source} labels"
+            summary.setdefault(run.name, {})[source] = row
+            typer.echo(f"{run.name:>16}  labels {source:<9}  " + "  ".join(f"{m} {num(row[m])}" for m in metrics))
     return summary
 
 

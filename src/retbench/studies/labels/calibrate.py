@@ -260,7 +260,9 @@ def _ranking(cfg: CalibrationConfig, ds: Any, judge: Any) -> dict[str, Any]:
             llm.setdefault(v.key[0], {})[v.key[1]] = int(v.value)
     metric = f"ndcg@{depth}"
     human_scores = [evaluate(r, human.subset(qids), [metric]).aggregate(ci=False)[metric]["mean"] for r in runs]
-    llm_scores = [evaluate(r, Qrels(llm), [metric]).aggregate(ci=False)[metric]["mean"] if llm else None for r in runs]
+    llm_scores = [
+        _defined(evaluate(r, Qrels(llm), [metric]).aggregate(ci=False)[metric]["mean"]) if llm else None for r in runs
+    ]
     statuses: dict[str, int] = {}
     for v in verdicts:
         statuses[v.status] = statuses.get(v.status, 0) + 1
@@ -272,9 +274,22 @@ def _ranking(cfg: CalibrationConfig, ds: Any, judge: Any) -> dict[str, Any]:
         "judged": sum(1 for v in verdicts if v.ok),
         "statuses": statuses,
         "systems": {r.name: {"human": h, "llm": m} for r, h, m in zip(runs, human_scores, llm_scores, strict=True)},
-        "kendall_tau": kendall_tau(human_scores, [float(m) for m in llm_scores if m is not None]) if llm else None,
-        **({} if llm else {"llm_missing": _no_verdict(statuses, len(pairs))}),
+        "kendall_tau": kendall_tau(human_scores, [float(m) for m in llm_scores if m is not None])
+        if all(m is not None for m in llm_scores)
+        else None,
+        **({"llm_missing": _llm_missing(statuses, len(pairs), llm)} if None in llm_scores else {}),
     }
+
+
+def _defined(mean: float) -> float | None:
+    """A mean over no query (NaN: every query skipped for want of a relevant label) is missing, not a number."""
+    return None if mean != mean else float(mean)
+
+
+def _llm_missing(statuses: dict[str, int], total: int, llm: dict[str, dict[str, int]]) -> str:
+    if not llm:
+        return _no_verdict(statuses, total)
+    return "no sampled query has a relevant LLM label, so nDCG is undefined for some system (its queries are skipped)"
 
 
 def _no_verdict(statuses: dict[str, int], total: int) -> str:
