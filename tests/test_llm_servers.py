@@ -466,7 +466,9 @@ def test_grade_probabilities_and_the_expected_grade_come_from_the_grade_tokens_l
 
 
 def test_calibration_reports_auc_and_a_threshold_from_token_probabilities(tmp_path, monkeypatch):
-    """AUC on known scores; then through a server giving every pair the same probabilities (AUC 0.5 by definition)."""
+    """AUC on known scores; then through a server whose grade probabilities follow SciFact's human labels, so
+    the expected grade separates relevant from non-relevant pairs perfectly (AUC 1) and the threshold is known."""
+    from retbench.io.datasets import load_dataset
     from retbench.studies.labels import agreement as ag
 
     assert ag.auc([1, 1, 0, 0], [2.0, 1.5, 1.5, 0.2]) == pytest.approx((1 + 1 + 0.5 + 1) / 4)
@@ -474,8 +476,23 @@ def test_calibration_reports_auc_and_a_threshold_from_token_probabilities(tmp_pa
     out = ag.graded_agreement([1, 1, 0, 0], [2.5, 1.9, 1.2, 0.4])
     assert out["auc"] == 1.0 and out["threshold"] == 1.9 and out["accuracy_at_threshold"] == 1.0
 
+    ds = load_dataset("scifact", ["test"])
+    relevant = {
+        (ds.queries[q], ds.corpus.joined(ds.corpus.index[d])[:200])
+        for q, docs in ds.split("test").items()
+        if q in ds.queries
+        for d, g in docs.items()
+        if g >= 1 and d in ds.corpus
+    }
+
     def graded(h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-        _answer('{"grade": 2}', logprobs=_logprobs(2, {"2": 0.6, "1": 0.4}))(h, body)
+        prompt = body["messages"][-1]["content"]
+        query = prompt.split("Query: ", 1)[1].split("\nPassage: ", 1)[0]
+        passage = prompt.split("\nPassage: ", 1)[1]
+        if (query, passage[:200]) in relevant:  # expected grade 3 x 0.7 + 2 x 0.2 = 2.5
+            _answer('{"grade": 3}', logprobs=_logprobs(3, {"3": 0.7, "2": 0.2, "0": 0.1}))(h, body)
+        else:  # 1 x 0.3 + 2 x 0.1 = 0.5
+            _answer('{"grade": 0}', logprobs=_logprobs(0, {"0": 0.6, "1": 0.3, "2": 0.1}))(h, body)
 
     monkeypatch.setenv("RETBENCH_CACHE", str(tmp_path / "cache"))
     config = tmp_path / "cal.yaml"
@@ -483,16 +500,17 @@ def test_calibration_reports_auc_and_a_threshold_from_token_probabilities(tmp_pa
         config.write_text(
             f"dataset: scifact\njudge: {{base_url: 'http://127.0.0.1:{s.server_port}', retries: 0, "
             "extra: {logprobs: true, top_logprobs: 5}}\n"
-            "sample: {relevant: 2, nonrelevant: 2, nonrelevant_depth: 5}\nspot_check: 0\nbootstrap: 50\n"
+            "sample: {relevant: 3, nonrelevant: 3, nonrelevant_depth: 5}\nspot_check: 0\nbootstrap: 50\n"
         )
         res = CliRunner().invoke(app, ["judge-calibrate", str(config), "--output", str(tmp_path / "out")])
     assert res.exit_code == 0, res.output
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
-    # every pair gets the same expected grade (1.6): the score cannot separate them, AUC 0.5
-    assert metrics["graded"]["n"] == 4 and metrics["graded"]["auc"] == 0.5
+    assert metrics["graded"]["n"] == 6 and metrics["graded"]["auc"] == 1.0
+    assert metrics["graded"]["threshold"] == pytest.approx(2.5) and metrics["graded"]["accuracy_at_threshold"] == 1.0
     pairs = [json.loads(line) for line in (tmp_path / "out" / "pairs.jsonl").read_text().splitlines()]
-    assert all(p["expected"] == pytest.approx(1.6) for p in pairs)
-    assert "AUC 0.500 on 4 pairs" in res.output
+    assert sorted(round(p["expected"], 6) for p in pairs) == [0.5, 0.5, 0.5, 2.5, 2.5, 2.5]
+    assert all(p["expected"] == pytest.approx(2.5 if p["human"] else 0.5) for p in pairs)
+    assert "AUC 1.000 on 6 pairs" in res.output
 
 
 # -- https ----------------------------------------------------------------------------------------------------
