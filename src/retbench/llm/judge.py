@@ -6,14 +6,14 @@ server for the rest (`concurrency` at a time), parses and validates each answer,
 ever turned into a number it is not: only a complete answer is parsed or cached (a cut stream is a
 failed call, llm/client.py), so a failed call is asked again by the next run. A `Judge` that
 generates answers rather than verdicts names its failures after its stage (`failure="generation"`:
-`generation_error`, `generation_timeout`).
+`generation_error`, `generation_timeout`). `Judge.estimate(items)` is the dry run: calls that would
+be made, tokens (input estimated from the prompt, output bounded by max_tokens) and their cost.
 
 Graded relevance from token probabilities: when the server returns log-probabilities (ask with
 `extra: {logprobs: true, top_logprobs: 5}`) and the judge grades (`grades`, 0-3 for `parse_grade`),
 each verdict also carries the probability of every grade at the grade token (renormalized over the
 grades, `client.grade_probabilities`) and the expected grade, sum of grade x probability: a
-continuous score where a small judge's argmax collapses to one or two grades. `Judge.estimate(items)` is the dry run: calls that would be made,
-tokens (input estimated from the prompt, output bounded by max_tokens) and their cost.
+continuous score where a small judge's argmax collapses to one or two grades.
 """
 
 from __future__ import annotations
