@@ -31,6 +31,14 @@ def _exit_if_judge_failed(statuses: dict[str, int]) -> None:
         )
 
 
+def _require_positive(**options: int | None) -> None:
+    """Counts a person typed (`--max-queries 5`) must be positive: a negative one would slice from the end
+    (`--max-queries -1`: every query but the last, each a paid call). None means "not given"."""
+    for name, value in options.items():
+        if value is not None and value < 1:
+            raise fail(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+
+
 def _judge_settings(path: Path) -> tuple[JudgeSettings, Any]:
     """The `judge:` block of a YAML file (an experiment config or a file holding only that block)."""
     from retbench.errors import ConfigError
@@ -65,6 +73,7 @@ def judge_relevance(
     max_chars: Annotated[int, typer.Option(help="Passages are cut to this many characters.")] = 2000,
 ) -> None:
     """Judge every pooled (query, document) pair the human qrels leave unjudged; write LLM qrels with provenance."""
+    _require_positive(depth=depth, max_queries=max_queries, max_chars=max_chars)
     from retbench.io.datasets import load_dataset
     from retbench.llm.judge import Judge, open_base_url
     from retbench.report.judge import estimate_line, identity_line, judged_line, stats_line
@@ -111,8 +120,13 @@ def judge_relevance(
 
 
 def _score_by_label_source(runs: list[Run], human: Qrels, llm: Qrels, depth: int) -> dict[str, Any]:
-    """nDCG, judged and holes at the pool depth of every run under human, LLM and combined labels (printed too)."""
+    """nDCG, judged and holes at the pool depth of every run under human, LLM and combined labels (printed too).
+
+    A mean over no query (no query has a relevant label of that source, e.g. every LLM call failed) is
+    missing: null in metrics.json with the reason, "n/a" on screen, never 0 and never NaN.
+    """
     from retbench.evaluation import evaluate
+    from retbench.report.fmt import num
     from retbench.studies.labels import relevance as rl
 
     metrics = [f"ndcg@{depth}", f"judged@{depth}", f"holes@{depth}"]
@@ -121,10 +135,11 @@ def _score_by_label_source(runs: list[Run], human: Qrels, llm: Qrels, depth: int
         qrels = rl.combine_labels(source, human, llm)
         for run in runs:
             agg = evaluate(run, qrels, metrics).aggregate(ci=False)
-            summary.setdefault(run.name, {})[source] = {m: agg[m]["mean"] for m in metrics}
-            typer.echo(
-                f"{run.name:>16}  labels {source:<9}  " + "  ".join(f"{m} {agg[m]['mean']:.4f}" for m in metrics)
-            )
+            row: dict[str, Any] = {m: None if agg[m]["mean"] != agg[m]["mean"] else agg[m]["mean"] for m in metrics}
+            if all(v is None for v in row.values()):
+                row["missing"] = f"no query has a relevant label under {source} labels"
+            summary.setdefault(run.name, {})[source] = row
+            typer.echo(f"{run.name:>16}  labels {source:<9}  " + "  ".join(f"{m} {num(row[m])}" for m in metrics))
     return summary
 
 
@@ -167,6 +182,7 @@ def synth(
     prompt: Annotated[str, typer.Option(help="A shipped prompt id or your own <name>_v<N>.txt.")] = "synth_v1",
 ) -> None:
     """Questions per sampled document, with the source span, as a golden set for human review."""
+    _require_positive(n=n, max_chars=max_chars)
     from retbench.io.datasets import load_dataset
     from retbench.llm.judge import Judge, open_base_url
     from retbench.report.judge import estimate_line, identity_line, judged_line, stats_line

@@ -19,7 +19,7 @@ class SystemAnswer:
     `text`: the generated answer (None: the system gave none); `references`: the ids (or anchors,
     `rel_path > heading > path`) the answer cites, in citation order; `abstained`: the system said it
     could not answer (None: it did not say); `latency`: seconds per stage (`retrieval`, `generation`, ...);
-    `error`: the answer could not be produced (a generation call's status, e.g. `judge_timeout`): every
+    `error`: the answer could not be produced (a generation call's status, e.g. `generation_timeout`): every
     answer metric that applies scores it 0, as a failed query scores 0 on retrieval metrics.
     """
 

@@ -3,27 +3,65 @@
 Standard library only (urllib), so judging adds no dependency. Both answer shapes are read: a JSON
 body (`choices[0].message.content`) and server-sent events (`data: {...}` lines with
 `choices[0].delta.content`, ended by `data: [DONE]`), whatever was asked for, because some servers
-always stream. Failed attempts are retried with exponential backoff (`backoff * 2**i` seconds) and
-every failed attempt is recorded; what is left after the last retry is a status (`judge_error` or
-`judge_timeout`), never an exception and never a number.
+always stream. `content` may be a string or a list of content parts (OpenAI's format: the `text` of
+each text part, joined). Failed attempts are retried with exponential backoff (`backoff * 2**i`
+seconds) and every failed attempt is recorded; what is left after the last retry is a status
+(`judge_error` or `judge_timeout`), never an exception and never a number.
 
-Token counts come from the server's `usage` when it reports one; otherwise they are estimated as
-characters / 4 (the usual rule of thumb for English) and marked `tokens_estimated`.
+What counts as a failed attempt, beside refused connections and HTTP errors:
+- the deadline: `timeout` bounds the whole attempt (connect, headers and body together). A server
+  that trickles its answer a byte at a time, or sends keep-alives forever, resets a socket's read
+  timeout on every byte; a timer shuts the socket at the deadline instead, so no server holds a
+  call longer than `timeout` (plus the time to notice, well under a second);
+- a cut answer: a stream that ends before `data: [DONE]` and before any choice's `finish_reason`, or
+  a JSON body shorter than its `Content-Length`. The text so far is not an answer: it is neither
+  scored nor cached, and the attempt is retried like a dropped connection;
+- a body that is not the protocol's: HTML (a web page at `base_url`), JSON without `choices`, a
+  content that is neither text nor text parts, more than `MAX_BODY` bytes.
+
+Token counts come from the server's `usage` when it reports a plausible one; otherwise they are
+estimated as characters / 4 (the usual rule of thumb for English) and marked `tokens_estimated`.
+Plausible: finite whole numbers from 0 to the bytes sent (input) or received plus `max_tokens`
+(output), plus `USAGE_SLACK` tokens of chat-template overhead: a byte-level BPE token covers at
+least one byte of text, so a larger count is a server bug (NaN, Infinity, negative or absurd
+counts once priced a single call at astronomical cost). An implausible `usage` is set aside with a
+note (`usage_note`) and the counts are estimated instead.
+
+Token probabilities: when the server returns `logprobs` (OpenAI's `logprobs: true, top_logprobs: N`
+in the request, e.g. through the judge's `extra`), each answer token's log-probability and its top
+alternatives are kept in `Completion.logprobs`; non-finite or positive log-probabilities are dropped.
 """
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
-import socket
+import math
+import re
+import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from retbench.llm.settings import JudgeSettings
 
 RETRYABLE_HTTP = {408, 409, 425, 429, 500, 502, 503, 504}
+MAX_BODY = 32 * 1024 * 1024  # bytes; a chat answer is bounded by max_tokens, far below this
+USAGE_SLACK = 4096  # tokens a chat template or a server's own system text may add to a count
+MODELS_TIMEOUT = 30.0  # seconds at most for `GET /v1/models`, whatever the call timeout
+_DONE = re.compile(rb"data:[ \t]*\[DONE\]")
+
+
+class CallFailed(Exception):
+    """One attempt that failed, with a reason a person can act on; `retry`: another attempt may help."""
+
+    def __init__(self, message: str, *, retry: bool = False, timeout: bool = False) -> None:
+        super().__init__(message)
+        self.retry, self.timeout = retry, timeout
 
 
 def estimate_tokens(text: str) -> int:
@@ -45,6 +83,9 @@ class Completion:
     model: str | None = None
     error: str | None = None
     attempts: list[dict[str, Any]] = field(default_factory=list)  # each failed attempt: error, status, waited_s
+    usage: Mapping[str, Any] = field(default_factory=dict)  # the server's `usage` as it came
+    usage_note: str | None = None  # why the server's usage was set aside for an estimate
+    logprobs: list[dict[str, Any]] | None = None  # per answer token: token, logprob, top [[token, logprob], ...]
 
 
 class ChatClient:
@@ -64,11 +105,13 @@ class ChatClient:
         return headers
 
     def models(self) -> list[str]:
-        """Model ids the server reports (`GET /v1/models`); an unreachable server raises OSError."""
+        """Model ids the server reports (`GET /v1/models`); CallFailed says why there are none to read."""
         req = urllib.request.Request(f"{self.base_url}/v1/models", headers=self._headers())
-        with urllib.request.urlopen(req, timeout=min(self.settings.timeout, 30.0)) as resp:
-            body = json.loads(resp.read().decode("utf-8"))
-        return [str(m.get("id")) for m in body.get("data", []) if isinstance(m, dict)]
+        kind, body = fetch(req, min(self.settings.timeout, MODELS_TIMEOUT))
+        data = _json_body(body, kind, "GET /v1/models")
+        if not isinstance(data.get("data"), list):
+            raise CallFailed("GET /v1/models answered JSON without a `data` list of models")
+        return [str(m.get("id")) for m in data["data"] if isinstance(m, dict)]
 
     def chat(self, messages: list[dict[str, str]], model: str | None = None) -> Completion:
         """Send one chat request, retrying failed attempts; always returns a Completion."""
@@ -89,27 +132,15 @@ class ChatClient:
         attempts: list[dict[str, Any]] = []
         start = time.perf_counter()
         for attempt in range(s.retries + 1):
-            status, error, retry = "judge_error", "", False
             try:
                 out = self._once(data)
+            except CallFailed as exc:
+                status, error, retry = ("judge_timeout" if exc.timeout else "judge_error"), str(exc), exc.retry
+            else:
                 out.latency_s = time.perf_counter() - start
                 out.attempts = attempts
-                if not (out.input_tokens or out.output_tokens):
-                    out.input_tokens = sum(estimate_tokens(m.get("content", "")) for m in messages)
-                    out.output_tokens = estimate_tokens(out.text)
-                    out.tokens_estimated = True
+                self._count_tokens(out, messages, len(data))
                 return out
-            except urllib.error.HTTPError as exc:
-                detail = exc.read()[:300].decode("utf-8", "replace") if exc.fp else ""
-                error, retry = f"HTTP {exc.code}: {detail}".strip(), exc.code in RETRYABLE_HTTP
-            except TimeoutError as exc:
-                status, error, retry = "judge_timeout", f"timed out after {s.timeout:g} s ({exc})", True
-            except urllib.error.URLError as exc:
-                timeout = isinstance(exc.reason, (TimeoutError, socket.timeout))
-                status = "judge_timeout" if timeout else "judge_error"
-                error, retry = f"{type(exc.reason).__name__}: {exc.reason}", True
-            except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-                error, retry = f"{type(exc).__name__}: {exc}", isinstance(exc, OSError)
             waited = s.backoff * 2**attempt if retry and attempt < s.retries else 0.0
             attempts.append({"attempt": attempt + 1, "status": status, "error": error, "waited_s": waited})
             if not retry or attempt == s.retries:
@@ -117,56 +148,315 @@ class ChatClient:
             time.sleep(waited)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _count_tokens(self, out: Completion, messages: list[dict[str, str]], sent_bytes: int) -> None:
+        """The server's usage when it is plausible (module docstring), else the characters / 4 estimate."""
+        extra_max = [v for k, v in self.settings.extra.items() if k in ("max_tokens", "max_completion_tokens")]
+        max_out = max([self.settings.max_tokens, *(v for v in extra_max if isinstance(v, int))])
+        bounds = {
+            "prompt_tokens": sent_bytes + USAGE_SLACK,
+            "completion_tokens": len(out.text.encode("utf-8")) + max_out + USAGE_SLACK,
+        }
+        counts, notes = {}, []
+        for name, bound in bounds.items():
+            value = out.usage.get(name)
+            if value is None:
+                counts[name] = 0
+            elif _whole(value) and 0 <= value <= bound:
+                counts[name] = int(value)
+            else:
+                notes.append(f"{name} {value!r} is not a plausible token count (expected a whole number 0..{bound})")
+        if notes:
+            out.usage_note = "usage set aside, tokens estimated: " + "; ".join(notes)
+        if notes or not (counts["prompt_tokens"] or counts["completion_tokens"]):
+            out.input_tokens = sum(estimate_tokens(str(m.get("content", ""))) for m in messages)
+            out.output_tokens = estimate_tokens(out.text)
+            out.tokens_estimated = True
+        else:
+            out.input_tokens, out.output_tokens = counts["prompt_tokens"], counts["completion_tokens"]
+
     def _once(self, data: bytes) -> Completion:
         req = urllib.request.Request(f"{self.base_url}/v1/chat/completions", data=data, headers=self._headers())
-        with urllib.request.urlopen(req, timeout=self.settings.timeout) as resp:
-            kind = resp.headers.get("Content-Type", "")
-            if "text/event-stream" in kind:
-                return _read_sse(resp, time.monotonic() + self.settings.timeout)
-            body = json.loads(resp.read().decode("utf-8"))
-        if "error" in body and "choices" not in body:
-            raise ValueError(f"server error: {body['error']}")
-        usage = body.get("usage") or {}
+        kind, body = fetch(req, self.settings.timeout, stop_at_done=True)
+        if "text/event-stream" in kind or body.lstrip().startswith(b"data:"):
+            return _read_sse(body)
+        obj = _json_body(body, kind, "POST /v1/chat/completions")
+        if "error" in obj and "choices" not in obj:
+            raise CallFailed(f"server error: {str(obj['error'])[:300]}")
+        choices = obj.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise CallFailed("the answer has no choices (expected choices[0].message.content)")
+        message = choices[0].get("message")
+        if not isinstance(message, dict):
+            raise CallFailed("choices[0] has no message object")
         return Completion(
             "ok",
-            text=body["choices"][0]["message"].get("content") or "",
-            input_tokens=int(usage.get("prompt_tokens") or 0),
-            output_tokens=int(usage.get("completion_tokens") or 0),
-            model=body.get("model"),
+            text=content_text(message.get("content"), "choices[0].message.content"),
+            usage=_mapping(obj.get("usage")),
+            model=_model(obj.get("model")),
+            logprobs=token_logprobs(choices[0].get("logprobs")),
         )
 
 
-def _read_sse(resp: Any, deadline: float) -> Completion:
-    """Concatenate the deltas of an SSE answer; comment lines (`:` keep-alives) are skipped.
+def fetch(req: urllib.request.Request, timeout: float, stop_at_done: bool = False) -> tuple[str, bytes]:
+    """(Content-Type, body) of one request, all of it within `timeout` seconds, or CallFailed.
 
-    The timeout is for the whole answer: keep-alives reset a socket's read timeout, so a server that
-    sends them forever would otherwise never time out.
+    A timer shuts the connection's socket at the deadline, so a blocked read returns at once however
+    slowly the server sends (module docstring). `stop_at_done`: an event stream is read up to its
+    `data: [DONE]` line (a server may keep the connection open after its last event).
+    """
+    watch = _Watch()
+    opener = urllib.request.build_opener(_WatchedHTTP(watch), _WatchedHTTPS(watch))
+    timer = threading.Timer(timeout, watch.expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        try:
+            with opener.open(req, timeout=timeout) as resp:
+                kind = resp.headers.get("Content-Type", "") or ""
+                chunks, size, line = [], 0, b""
+                sse = stop_at_done and "text/event-stream" in kind
+                while True:
+                    chunk = resp.read1(65536)
+                    if not chunk:
+                        break
+                    size += len(chunk)
+                    if size > MAX_BODY:
+                        raise CallFailed(f"the answer is larger than {MAX_BODY} bytes: refused")
+                    chunks.append(chunk)
+                    if sse:  # whole lines only: "data: [DONE]" inside an event's text is not the end
+                        *complete, line = (line + chunk).split(b"\n")
+                        if any(_DONE.fullmatch(c.strip()) for c in complete):
+                            break
+                missing = resp.length if not sse else None
+        except urllib.error.HTTPError as exc:
+            detail = (exc.read(300) if exc.fp else b"").decode("utf-8", "replace").strip()
+            raise CallFailed(f"HTTP {exc.code}: {detail}".strip(), retry=exc.code in RETRYABLE_HTTP) from None
+        if watch.expired:
+            raise TimeoutError
+        if missing:
+            raise CallFailed(f"the answer was cut: {missing} bytes of its Content-Length never came", retry=True)
+        return kind, b"".join(chunks)
+    except ValueError as exc:  # urllib's word for a URL it cannot request
+        raise CallFailed(f"cannot request this URL: {exc}") from None
+    except CallFailed:
+        if watch.expired:
+            raise CallFailed(_late(timeout), retry=True, timeout=True) from None
+        raise
+    except (OSError, http.client.HTTPException) as exc:
+        if watch.expired or isinstance(exc, TimeoutError) or isinstance(getattr(exc, "reason", None), TimeoutError):
+            raise CallFailed(_late(timeout), retry=True, timeout=True) from None
+        reason = getattr(exc, "reason", None) or exc
+        raise CallFailed(f"{type(reason).__name__}: {reason}", retry=True) from None
+    finally:
+        timer.cancel()
+
+
+def _late(timeout: float) -> str:
+    return f"timed out: no complete answer within {timeout:g} s (the deadline covers the whole call)"
+
+
+class _Watch:
+    """The sockets of one call; `expire()` (the deadline timer) shuts them, waking any blocked read."""
+
+    def __init__(self) -> None:
+        self.expired = False
+        self._sockets: list[Any] = []
+        self._lock = threading.Lock()
+
+    def track(self, sock: Any) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            if self.expired:
+                _shut(sock)
+
+    def expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                _shut(sock)
+
+
+def _shut(sock: Any) -> None:
+    import socket
+
+    with contextlib.suppress(OSError):  # already closed: nothing left to wake
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _watched(base: type[http.client.HTTPConnection], watch: _Watch) -> type[http.client.HTTPConnection]:
+    """`base` whose socket, once connected, is handed to `watch` (urllib forgets it once the headers came)."""
+
+    class Watched(base):  # type: ignore[valid-type,misc]
+        def connect(self) -> None:
+            super().connect()
+            watch.track(self.sock)
+
+    return Watched
+
+
+class _WatchedHTTP(urllib.request.HTTPHandler):
+    def __init__(self, watch: _Watch) -> None:
+        super().__init__()
+        self._conn = _watched(http.client.HTTPConnection, watch)
+
+    def http_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(self._conn, req)
+
+
+class _WatchedHTTPS(urllib.request.HTTPSHandler):
+    def __init__(self, watch: _Watch) -> None:
+        super().__init__()
+        self._conn = _watched(http.client.HTTPSConnection, watch)
+
+    def https_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(self._conn, req)  # no context: the default one, as urlopen's
+
+
+def _json_body(body: bytes, kind: str, what: str) -> dict[str, Any]:
+    """The body as a JSON object, or CallFailed naming what came instead (an HTML page, a bare value)."""
+    try:
+        obj = json.loads(body.decode("utf-8"))
+    except ValueError:
+        shown = body[:80].decode("utf-8", "replace").replace("\n", " ").strip()
+        raise CallFailed(
+            f"{what} answered {kind or 'a body without a Content-Type'}, not JSON ({shown!r}); "
+            "is base_url an OpenAI-compatible server?"
+        ) from None
+    if not isinstance(obj, dict):
+        raise CallFailed(f"{what} answered JSON that is not an object ({type(obj).__name__})")
+    return obj
+
+
+def content_text(content: Any, where: str) -> str:
+    """A message's text: a string, or OpenAI's content parts (the `text` of each text part, joined)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        out = []
+        for i, part in enumerate(content):
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                out.append(part["text"])
+            elif not (isinstance(part, dict) and part.get("type") not in (None, "text")):
+                raise CallFailed(f"{where}[{i}] is not a text part: {str(part)[:80]}")
+        return "".join(out)
+    raise CallFailed(f"{where} is a {type(content).__name__}, not text or a list of text parts")
+
+
+def _whole(value: Any) -> bool:
+    """A finite whole number (1e3 and 1000 both; NaN, Infinity, 2.5, True and "12" not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return isinstance(value, int) or (math.isfinite(value) and value == int(value))
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _model(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def token_logprobs(block: Any) -> list[dict[str, Any]] | None:
+    """OpenAI's `logprobs.content` -> [{token, logprob, top: [[token, logprob], ...]}]; None when absent.
+
+    Entries whose log-probability is not a finite number <= 0 are left out (they are no probability).
+    """
+    items = block.get("content") if isinstance(block, dict) else None
+    if not isinstance(items, list):
+        return None
+    out = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("token"), str) or not _logprob(item.get("logprob")):
+            continue
+        top: list[Any] = item["top_logprobs"] if isinstance(item.get("top_logprobs"), list) else []
+        alts = [
+            [t["token"], float(t["logprob"])]
+            for t in top
+            if isinstance(t, dict) and isinstance(t.get("token"), str) and _logprob(t.get("logprob"))
+        ]
+        out.append({"token": item["token"], "logprob": float(item["logprob"]), "top": alts})
+    return out
+
+
+def _logprob(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value <= 0
+
+
+def _read_sse(body: bytes) -> Completion:
+    """The deltas of an SSE answer, concatenated; comment lines (`:` keep-alives) are skipped.
+
+    Complete only when `data: [DONE]` came, or a choice's `finish_reason` did (some servers close the
+    stream without [DONE]); otherwise the stream was cut and the text so far is not an answer.
     """
     parts: list[str] = []
     usage: dict[str, Any] = {}
+    logprobs: list[dict[str, Any]] | None = None
     model = None
-    for raw in resp:
-        if time.monotonic() > deadline:
-            raise TimeoutError("no complete answer before the deadline (the server kept the stream open)")
-        line = raw.decode("utf-8").strip()
+    done = finished = False
+    for raw in body.splitlines():
+        line = raw.decode("utf-8", "replace").strip()
         if not line.startswith("data:"):
             continue
         payload = line[5:].strip()
         if payload == "[DONE]":
+            done = True
             break
-        event = json.loads(payload)
+        try:
+            event = json.loads(payload)
+        except ValueError:
+            raise CallFailed(f"an event of the stream is not JSON: {payload[:80]!r}") from None
+        if not isinstance(event, dict):
+            raise CallFailed(f"an event of the stream is not a JSON object: {payload[:80]!r}")
         if "error" in event:
-            raise ValueError(f"server error: {event['error']}")
-        model = event.get("model", model)
-        usage = event.get("usage") or usage
-        for choice in event.get("choices") or []:
+            raise CallFailed(f"server error: {str(event['error'])[:300]}")
+        model = _model(event.get("model")) or model
+        usage = _mapping(event.get("usage")) or usage
+        choices = event.get("choices") or []
+        for choice in choices if isinstance(choices, list) else []:
+            if not isinstance(choice, dict):
+                continue
             delta = choice.get("delta") or choice.get("message") or {}
-            parts.append(delta.get("content") or "")
-    return Completion(
-        "ok",
-        text="".join(parts),
-        input_tokens=int(usage.get("prompt_tokens") or 0),
-        output_tokens=int(usage.get("completion_tokens") or 0),
-        streamed=True,
-        model=model,
-    )
+            if isinstance(delta, dict):
+                parts.append(content_text(delta.get("content"), "choices[0].delta.content"))
+            more = token_logprobs(choice.get("logprobs"))
+            if more is not None:
+                logprobs = [*(logprobs or []), *more]
+            finished = finished or bool(choice.get("finish_reason"))
+    if not (done or finished):
+        raise CallFailed(
+            "the stream ended before data: [DONE] and before a finish_reason: the answer is incomplete",
+            retry=True,
+        )
+    return Completion("ok", text="".join(parts), usage=usage, streamed=True, model=model, logprobs=logprobs)
+
+
+def grade_probabilities(logprobs: Sequence[Mapping[str, Any]] | None, grades: Sequence[int]) -> dict[str, float] | None:
+    """{grade: probability} read at the answer's grade token, renormalized over the grades; None if unseen.
+
+    The grade token is the last answer token that is a grade by itself (`{"grade": 2}`: the `2`);
+    its top alternatives give the probability of every grade (log-probabilities exponentiated, then
+    divided by their sum over the grades present, so they add up to 1). None when the server sent no
+    log-probabilities or no token of the answer is a grade.
+    """
+    if not logprobs:
+        return None
+    names = {str(g) for g in grades}
+    for item in reversed(logprobs):
+        if str(item.get("token", "")).strip() not in names:
+            continue
+        alternatives = {str(t): float(lp) for t, lp in item.get("top", [])}
+        alternatives.setdefault(str(item["token"]), float(item["logprob"]))  # the chosen token is often listed too
+        found: dict[str, float] = {}
+        for token, lp in alternatives.items():  # " 2" and "2" are the same grade
+            if token.strip() in names:
+                found[token.strip()] = found.get(token.strip(), 0.0) + math.exp(lp)
+        total = sum(found.values())
+        if total <= 0:
+            return None
+        return {g: found.get(g, 0.0) / total for g in sorted(names, key=int)}
+    return None

@@ -16,7 +16,9 @@ exact messages sent and every call is logged to `generate_calls.jsonl` beside th
 
 The context numbers the chunks `[1] text`, `[2] text`, ...; citations `[n]` in the answer become the
 references (the chunk ids); the answer is an abstention when, normalized, it starts with the
-`abstain` text. A failed call leaves the query with an `error` answer (scored 0), never a made-up one.
+`abstain` text. A failed call leaves the query with an `error` answer (`generation_error` or
+`generation_timeout`: the generator failed, not a judge; scored 0), never a made-up one; a stream cut
+before its end is such a failure, never a shorter answer.
 """
 
 from __future__ import annotations
@@ -125,6 +127,7 @@ class Generator:
                 log_path=self.log_path,
                 cache_dir=self.cache_dir,
                 parse=lambda text: (text, "ok"),
+                failure="generation",
             )
         return self._judge
 

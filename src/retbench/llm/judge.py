@@ -3,8 +3,17 @@
 `Judge.judge(items)` fills the prompt for each item, serves cached answers without a call, calls the
 server for the rest (`concurrency` at a time), parses and validates each answer, and returns one
 `Verdict` per item: a value, or a status (`judge_error`, `judge_timeout`, `unparseable`). Nothing is
-ever turned into a number it is not. `Judge.estimate(items)` is the dry run: calls that would be made,
-tokens (input estimated from the prompt, output bounded by max_tokens) and their cost.
+ever turned into a number it is not: only a complete answer is parsed or cached (a cut stream is a
+failed call, llm/client.py), so a failed call is asked again by the next run. A `Judge` that
+generates answers rather than verdicts names its failures after its stage (`failure="generation"`:
+`generation_error`, `generation_timeout`). `Judge.estimate(items)` is the dry run: calls that would
+be made, tokens (input estimated from the prompt, output bounded by max_tokens) and their cost.
+
+Graded relevance from token probabilities: when the server returns log-probabilities (ask with
+`extra: {logprobs: true, top_logprobs: 5}`) and the judge grades (`grades`, 0-3 for `parse_grade`),
+each verdict also carries the probability of every grade at the grade token (renormalized over the
+grades, `client.grade_probabilities`) and the expected grade, sum of grade x probability: a
+continuous score where a small judge's argmax collapses to one or two grades.
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from retbench.errors import BackendError
-from retbench.llm.client import ChatClient, Completion, estimate_tokens
+from retbench.llm.client import CallFailed, ChatClient, Completion, estimate_tokens, grade_probabilities
 from retbench.llm.local import cache_root, local_server
 from retbench.llm.prompts import Prompt, load_prompt
 from retbench.llm.settings import JudgeSettings
@@ -41,6 +50,8 @@ class Verdict:
     cached: bool = False
     input_tokens: int = 0
     output_tokens: int = 0
+    probabilities: dict[str, float] | None = None  # grade -> probability at the grade token, when logprobs came
+    expected: float | None = None  # sum of grade x probability
 
     @property
     def ok(self) -> bool:
@@ -95,6 +106,8 @@ class Judge:
         log_path: Path | None = None,
         cache_dir: Path | None = None,
         parse: Parser = parse_grade,
+        failure: str = "judge",
+        grades: Sequence[int] | None = None,
     ) -> None:
         self.settings = settings
         self.prompt = load_prompt(prompt or settings.prompt) if not isinstance(prompt, Prompt) else prompt
@@ -102,6 +115,8 @@ class Judge:
         self.cache_dir = cache_dir or cache_root()
         self.log = CallLog(log_path)
         self.parse = parse
+        self.failure = failure  # failed calls are `<failure>_error` / `<failure>_timeout`
+        self.grades = tuple(grades) if grades is not None else ((0, 1, 2, 3) if parse is parse_grade else None)
         self.stats = JudgeStats()
         self._lock = threading.Lock()  # stats are shared by the concurrent calls
         self._identity: JudgeIdentity | None = None
@@ -113,8 +128,8 @@ class Judge:
         if self._identity is None:
             try:
                 served = self.client.models()
-            except OSError as exc:
-                raise BackendError(f"judge server {self.client.base_url} unreachable: {exc}") from None
+            except CallFailed as exc:
+                raise BackendError(f"judge server {self.client.base_url}: {exc}") from None
             model = self.settings.model or (served[0] if served else "")
             if self.settings.model and served and self.settings.model not in served:
                 raise BackendError(f"judge server serves {served}, not the configured model {self.settings.model!r}")
@@ -172,15 +187,17 @@ class Judge:
         hit = cache.get(digest)
         if hit is not None:
             value, status = self.parse(hit["raw"])
-            verdict = Verdict(key, status, value, hit["raw"], True)
+            verdict = self._graded(Verdict(key, status, value, hit["raw"], True), hit.get("logprobs"))
             with self._lock:
                 self.stats.cached += 1
                 self.stats.statuses[status] += 1
             self._log(verdict, messages, digest, identity, None)
             return verdict
         done = self.client.chat(messages, self.identity.model or None)
-        value, status = self.parse(done.text) if done.status == "ok" else (None, done.status)
+        failed = done.status.replace("judge_", f"{self.failure}_", 1)
+        value, status = self.parse(done.text) if done.status == "ok" else (None, failed)
         verdict = Verdict(key, status, value, done.text, False, done.input_tokens, done.output_tokens)
+        verdict = self._graded(verdict, done.logprobs)
         with self._lock:
             st = self.stats
             st.calls += 1
@@ -198,9 +215,19 @@ class Judge:
                     "input_tokens": done.input_tokens,
                     "output_tokens": done.output_tokens,
                     "at": time.time(),
+                    **({"logprobs": done.logprobs} if done.logprobs else {}),
                 }
             )
         self._log(verdict, messages, digest, identity, done)
+        return verdict
+
+    def _graded(self, verdict: Verdict, logprobs: Any) -> Verdict:
+        """The grade probabilities and expected grade of an ok verdict whose answer came with logprobs."""
+        if verdict.ok and self.grades and logprobs:
+            probs = grade_probabilities(logprobs, self.grades)
+            if probs is not None:
+                verdict.probabilities = {g: round(p, 6) for g, p in probs.items()}
+                verdict.expected = round(sum(int(g) * p for g, p in probs.items()), 6)
         return verdict
 
     def _log(
@@ -230,6 +257,8 @@ class Judge:
                 "streamed": bool(done and done.streamed),
                 "attempts": done.attempts if done else [],
                 "error": done.error if done else None,
+                **({"usage_note": done.usage_note} if done and done.usage_note else {}),
+                **({"probabilities": v.probabilities, "expected": v.expected} if v.probabilities else {}),
             }
         )
 

@@ -91,6 +91,10 @@ class JudgeSettings:
                 _number(local.get("threads", 1), int, f"{where}.local.threads", minimum=1),
                 _number(local.get("start_timeout", 300.0), float, f"{where}.local.start_timeout", minimum=1.0),
             )
+        if "timeout" in values and not 0 < values["timeout"] < float("inf"):
+            raise ConfigError(f"must be a number of seconds > 0, got {block['timeout']!r}", field=f"{where}.timeout")
+        if values.get("base_url"):
+            _check_url(values["base_url"], f"{where}.base_url")
         if not values.get("base_url") and values.get("local") is None:
             raise ConfigError(
                 "give base_url (an OpenAI-compatible server) or local.model_file", field=f"{where}.base_url"
@@ -134,6 +138,20 @@ class JudgeSettings:
         """The local model file, if there is one (served by `local:` or named by `model_file`)."""
         name = self.local.model_file if self.local else self.model_file
         return Path(name) if name else None
+
+
+def _check_url(url: Any, where: str) -> None:
+    """An http(s) URL with a host: the client speaks HTTP, and any other scheme (file:, ftp:) would read elsewhere."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url) if isinstance(url, str) else None
+        host = parts.hostname if parts else None
+    except ValueError:  # a malformed host or port
+        parts = host = None
+    if parts is None or parts.scheme not in ("http", "https") or not host:
+        got = f"scheme {parts.scheme!r}" if parts and parts.scheme not in ("http", "https") else "no host"
+        raise ConfigError(f"must be an http:// or https:// URL with a host ({got})", field=where)
 
 
 def _number(value: Any, kind: type, where: str, minimum: float | None = None) -> Any:

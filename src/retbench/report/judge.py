@@ -56,12 +56,24 @@ def calibration_lines(report: Mapping[str, Any]) -> list[str]:
             )
         lines.append(f"LLM grade counted as relevant from: {a['relevant_from']}")
         lines.append("confusion (rows human 0/1, columns LLM grade 0..3): " + "; ".join(str(r) for r in a["confusion"]))
+    elif a.get("missing"):
+        lines.append(f"agreement: missing ({a['missing']})")
+    graded = report.get("graded")
+    if graded:
+        auc = graded.get("auc")
+        lines.append(
+            f"from token probabilities ({graded['score']}): AUC {num(auc, 3) if auc is not None else 'n/a'} "
+            f"on {graded['n']} pairs; best threshold {num(graded['threshold'], 3)} "
+            f"(accuracy {num(graded['accuracy_at_threshold'], 3)} on the same pairs)"
+        )
     ranking = report.get("ranking")
     if ranking:
         tau = ranking.get("kendall_tau")
         lines.append(
             f"Kendall's tau between system rankings (human vs {ranking['labels']}): {num(tau, 3) if tau is not None else 'n/a'} over {len(ranking['systems'])} systems"
         )
+        if ranking.get("llm_missing"):
+            lines.append(f"{ranking['metric']} under LLM labels: missing ({ranking['llm_missing']})")
     rel = report.get("judge_reliability")
     if rel:
         lines.append(

@@ -30,7 +30,7 @@ The metrics themselves (metrics/judged.py) are pure functions of these stored ve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
@@ -265,6 +265,52 @@ class Judging:
                 statuses[st] = statuses.get(st, 0) + c
         total["statuses"] = statuses
         return {"identity": {k: j.identity.to_dict() for k, j in judges.items()}, "stats": total}
+
+
+#: statuses of a call that brought nothing back (an `unparseable` answer did come back)
+FAILED_CALLS = ("judge_error", "judge_timeout", "generation_error", "generation_timeout")
+#: the call logs of the stages that call a model, beside each system's results
+STAGE_LOGS = {"generation": "generate_calls.jsonl", "judging": CALLS_FILE}
+
+
+def failed_llm_stages(output: Path, systems: Iterable[str]) -> list[str]:
+    """One line per (system, stage) whose every call failed: "bm25: every generation call failed (3 generation_error)".
+
+    Read from the stage's call log (every call made for these results, across resumed runs; cache
+    hits count as answers): a stage with at least one call and no call that brought an answer back.
+    """
+    from retbench.io.files import appended_records
+    from retbench.results.layout import SystemDir
+
+    found = []
+    for key in systems:
+        root = SystemDir.of(output, key).root
+        for stage, name in STAGE_LOGS.items():
+            path = root / name
+            if not path.is_file():
+                continue
+            statuses: dict[str, int] = {}
+            for rec in appended_records(path):
+                status = str(rec.get("status"))
+                statuses[status] = statuses.get(status, 0) + 1
+            if statuses and all(s in FAILED_CALLS for s in statuses):
+                counts = ", ".join(f"{c} {s}" for s, c in sorted(statuses.items()))
+                found.append(f"{key}: every {stage} call failed ({counts}; see {path})")
+    return found
+
+
+def raise_if_llm_calls_failed(output: Path, systems: Iterable[str]) -> None:
+    """Exit 3 (after every file is written) when every generation or judge call of a system failed.
+
+    Its answer or judged metrics would otherwise be read as a system that answers nothing right; the
+    failures stay recorded as statuses in the results, as `judge-relevance` records them.
+    """
+    from retbench.errors import BackendError
+
+    failed = failed_llm_stages(output, systems)
+    if failed:
+        more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+        raise BackendError(failed[0] + more)
 
 
 def judged_summary(

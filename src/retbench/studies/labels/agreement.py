@@ -7,7 +7,10 @@
 - Kendall's tau-b between two system orderings (Kendall 1945, ties corrected), for "does the judge rank
   systems the way people do";
 - spot-check disagreement (seed rules for judge reliability): grades more than 1 apart, or a different
-  binary call, between two judgements of the same pair.
+  binary call, between two judgements of the same pair;
+- for a continuous judge score (the expected grade from token probabilities): ROC AUC, the
+  Mann-Whitney form P(score of a relevant pair > score of a non-relevant pair) + 1/2 P(tie)
+  (Hanley & McNeil 1982), and the threshold on the score that maximizes accuracy on the same pairs.
 """
 
 from __future__ import annotations
@@ -90,3 +93,30 @@ def disagreement(first: Sequence[int], second: Sequence[int], relevant_from: int
         return None
     differ = (np.abs(a - b) > 1) | ((a >= relevant_from) != (b >= relevant_from))
     return float(np.mean(differ))
+
+
+def auc(human: Sequence[int], scores: Sequence[float]) -> float | None:
+    """ROC AUC of `scores` for binary `human` labels (ties count half); None unless both classes occur."""
+    h = np.asarray(human, dtype=np.int64).clip(0, 1)
+    x = np.asarray(scores, dtype=float)
+    pos, neg = x[h == 1], x[h == 0]
+    if len(pos) == 0 or len(neg) == 0:
+        return None
+    diff = pos[:, None] - neg[None, :]
+    return float((np.sum(diff > 0) + 0.5 * np.sum(diff == 0)) / diff.size)
+
+
+def graded_agreement(human: Sequence[int], scores: Sequence[float]) -> dict[str, Any]:
+    """AUC of a continuous judge score, and the accuracy-maximizing threshold (score >= t is relevant)."""
+    h = np.asarray(human, dtype=np.int64).clip(0, 1)
+    x = np.asarray(scores, dtype=float)
+    cuts = np.unique(x)
+    accs = [float(np.mean((x >= t) == h)) for t in cuts]
+    best = int(np.argmax(accs)) if accs else None
+    return {
+        "n": len(h),
+        "auc": auc(h.tolist(), x.tolist()),
+        "threshold": float(cuts[best]) if best is not None else None,
+        "accuracy_at_threshold": accs[best] if best is not None else None,
+        "score": "expected grade (sum of grade x probability at the grade token)",
+    }

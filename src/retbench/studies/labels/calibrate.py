@@ -11,6 +11,14 @@
    LLM labels.
 4. Spot-check reliability: `spot_check` pairs re-judged with `judge.check_prompt`; the disagreement
    rate goes into metrics.json as `judge_reliability: {disagreement_rate, spot_check_n}`.
+5. Graded relevance from token probabilities: when the judge's server returns log-probabilities (the
+   judge's `extra: {logprobs: true, top_logprobs: 5}`), each pair's expected grade (sum of grade x its
+   probability at the grade token) is a continuous score; `graded` reports its ROC AUC against the human
+   labels (the probability that a random relevant pair scores above a random non-relevant one, ties half)
+   and the threshold on the expected grade that maximizes accuracy on these pairs, beside kappa.
+
+A figure with nothing under it is missing, never 0: with no verdict, agreement says so (`missing`), and
+a system's nDCG under LLM labels is null with the reason (`llm_missing`) rather than 0.0.
 """
 
 from __future__ import annotations
@@ -169,17 +177,29 @@ def run_calibration(
         report["agreement"] = ag.agreement(
             [h for h, _ in ok], [v.value for _, v in ok], cfg.relevant_from, cfg.bootstrap, cfg.seed
         )
+        if not ok:
+            report["agreement"]["missing"] = _no_verdict(report["statuses"], len(pairs))
+        scored = [(h, v.expected) for h, v in ok if v.expected is not None]
+        if scored:
+            report["graded"] = ag.graded_agreement([h for h, _ in scored], [e for _, e in scored])
         if cfg.ranking:
             report["ranking"] = _ranking(cfg, ds, judge)
         report["judge_reliability"] = _spot_check(cfg, url, items, verdicts, log)
         report["judge"] = judge.manifest()
     out.mkdir(parents=True, exist_ok=True)
     rows = [
-        {"query_id": q, "doc_id": d, "human": h, "llm": v.value, "status": v.status}
+        {
+            "query_id": q,
+            "doc_id": d,
+            "human": h,
+            "llm": v.value,
+            "status": v.status,
+            **({"probabilities": v.probabilities, "expected": v.expected} if v.probabilities else {}),
+        }
         for (q, d, h), v in zip(pairs, verdicts, strict=True)
     ]
     (out / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    metrics = {k: report[k] for k in ("agreement", "judge_reliability", "statuses", "ranking") if k in report}
+    metrics = {k: report[k] for k in ("agreement", "graded", "judge_reliability", "statuses", "ranking") if k in report}
     metrics["judged"] = {"judged": report["statuses"].get("ok", 0), "of": len(pairs)}
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
     manifest = {
@@ -240,13 +260,39 @@ def _ranking(cfg: CalibrationConfig, ds: Any, judge: Any) -> dict[str, Any]:
             llm.setdefault(v.key[0], {})[v.key[1]] = int(v.value)
     metric = f"ndcg@{depth}"
     human_scores = [evaluate(r, human.subset(qids), [metric]).aggregate(ci=False)[metric]["mean"] for r in runs]
-    llm_scores = [evaluate(r, Qrels(llm), [metric]).aggregate(ci=False)[metric]["mean"] if llm else 0.0 for r in runs]
+    llm_scores = [
+        _defined(evaluate(r, Qrels(llm), [metric]).aggregate(ci=False)[metric]["mean"]) if llm else None for r in runs
+    ]
+    statuses: dict[str, int] = {}
+    for v in verdicts:
+        statuses[v.status] = statuses.get(v.status, 0) + 1
     return {
         "labels": "llm",
         "metric": metric,
         "queries": len(qids),
         "pairs": len(pairs),
         "judged": sum(1 for v in verdicts if v.ok),
+        "statuses": statuses,
         "systems": {r.name: {"human": h, "llm": m} for r, h, m in zip(runs, human_scores, llm_scores, strict=True)},
-        "kendall_tau": kendall_tau(human_scores, llm_scores),
+        "kendall_tau": kendall_tau(human_scores, [float(m) for m in llm_scores if m is not None])
+        if all(m is not None for m in llm_scores)
+        else None,
+        **({"llm_missing": _llm_missing(statuses, len(pairs), llm)} if None in llm_scores else {}),
     }
+
+
+def _defined(mean: float) -> float | None:
+    """A mean over no query (NaN: every query skipped for want of a relevant label) is missing, not a number."""
+    return None if mean != mean else float(mean)
+
+
+def _llm_missing(statuses: dict[str, int], total: int, llm: dict[str, dict[str, int]]) -> str:
+    if not llm:
+        return _no_verdict(statuses, total)
+    return "no sampled query has a relevant LLM label, so nDCG is undefined for some system (its queries are skipped)"
+
+
+def _no_verdict(statuses: dict[str, int], total: int) -> str:
+    """Why a figure from LLM labels is missing: no pair got a verdict, and what became of them."""
+    rest = ", ".join(f"{c} {s}" for s, c in sorted(statuses.items()) if s != "ok" and c)
+    return f"no LLM verdict: 0 of {total} pairs judged" + (f" ({rest})" if rest else "")
