@@ -6,7 +6,6 @@ what it spent after the last (calls made, tokens).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,6 +13,7 @@ import typer
 
 from retbench.cli.app import fail, handles_errors
 from retbench.errors import EXIT_BACKEND
+from retbench.results import write_json
 
 if TYPE_CHECKING:
     from retbench.data.qrels import Qrels
@@ -106,7 +106,7 @@ def judge_relevance(
     typer.echo(judged_line(labels.statuses) + f" -> {out / rl.QRELS_FILE}")
     typer.echo(stats_line(labels.provenance["judge"]["stats"]))
     summary = _score_by_label_source(found, human.subset(qids), labels.qrels, depth)
-    (out / "metrics.json").write_text(json.dumps(summary, indent=2))
+    write_json(out / "metrics.json", summary)
     _exit_if_judge_failed(labels.statuses)
 
 
