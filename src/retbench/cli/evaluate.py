@@ -99,14 +99,14 @@ def eval_command(
 def _default_metrics(samples: list[Sample] | None, texts: dict[str, str], answered: bool = False) -> list[str]:
     """Metrics when none are named: the golden-set retrieval suite (plus answer containment, and the answer
     metrics when the outputs carry answers), else trec_eval's."""
+    from retbench.metrics.registry import DEFAULT_ANSWER_METRICS, EVAL_METRICS
+
     if samples is None:
-        return ["ndcg@10", "recall@100", "map", "mrr", "P@10"]
+        return list(EVAL_METRICS)
     names = ["retrieval-hit-at-k", "retrieval-recall-at-k", "retrieval-mrr", "retrieval-ndcg-at-k"]
     if texts and all(s.answer for s in samples if s.answerable is not False):
         names.append("answer-containment-at-k")
     if answered:
-        from retbench.metrics.registry import DEFAULT_ANSWER_METRICS
-
         names += DEFAULT_ANSWER_METRICS
     return names
 

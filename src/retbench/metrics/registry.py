@@ -42,6 +42,8 @@ from retbench.metrics.judges import GainMatrix, check_level
 
 #: the metric suite of a benchmark run (and of `retbench compare` on run files) when a config names none
 DEFAULT_METRICS = ["ndcg@10", "recall@100", "mrr@10", "map", "recall@5", "P@5", "hit@5"]
+#: what `retbench eval` and `retbench.evaluate` report on qrels when no metric is named: trec_eval's headline measures
+EVAL_METRICS = ("ndcg@10", "recall@100", "map", "mrr", "P@10")
 #: the answer metrics `retbench eval` adds when system outputs carry answers (BLEU/ROUGE need the answers extra)
 DEFAULT_ANSWER_METRICS = [
     "exact_match",

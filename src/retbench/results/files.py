@@ -14,6 +14,7 @@ from typing import Any
 
 from retbench.data import QueryStatus, Run
 from retbench.data.answers import SystemAnswer
+from retbench.data.status import RUN_STATUSES
 from retbench.errors import InputError
 from retbench.io.files import (
     AppendLog,
@@ -95,9 +96,6 @@ def save_table(evaluation: Any, sysdir: SystemDir) -> None:
     replace_atomically(sysdir.per_query, evaluation.to_tsv)
 
 
-_STATUSES = frozenset(st.value for st in QueryStatus)
-
-
 def load_run(sysdir: SystemDir, name: str = "") -> Run:
     """Read a saved run back with its statuses (queries with no ranked docs come from status.jsonl)."""
     ranked = read_run(sysdir.run, name=name) if sysdir.run.is_file() and sysdir.run.stat().st_size else Run.empty(name)
@@ -111,7 +109,7 @@ def load_run(sysdir: SystemDir, name: str = "") -> Run:
         q, st = rec.get("qid"), rec.get("status")
         if not isinstance(q, str) or not q:
             raise InputError("'qid' must be a non-empty string", path=sysdir.status, line=line, field="qid")
-        if st not in _STATUSES:
+        if st not in RUN_STATUSES:
             raise InputError(f"unknown status {st!r:.40}", path=sysdir.status, line=line, field="status")
         order.append(q)
         status[q] = QueryStatus(st)
