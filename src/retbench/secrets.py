@@ -29,6 +29,7 @@ from __future__ import annotations
 import base64
 import bisect
 import html
+import os
 import re
 import threading
 import urllib.parse
@@ -121,6 +122,37 @@ def register_url(url: str | None) -> str:
         if _SECRET_PARAM.search(name) and value:
             register(value)
     return public_url(url)
+
+
+def from_env(name: str | None) -> str | None:
+    """The value of environment variable `name` (None when no name is given or it is unset), registered.
+
+    How every client reads its key: reading and registering are one step, so a key read is never
+    left out of redaction.
+    """
+    if not name:
+        return None
+    value = os.environ.get(name)
+    register(value)
+    return value
+
+
+def request_url(url: str) -> tuple[str, dict[str, str]]:
+    """(the URL to send, headers): a `user:pass@` in the URL becomes a registered Basic `Authorization` header.
+
+    urllib does not turn userinfo into credentials; the URL sent carries none, so no error text or
+    log line built from it can show them.
+    """
+    register_url(url)
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, {}
+    userinfo = f"{urllib.parse.unquote(parts.username or '')}:{urllib.parse.unquote(parts.password or '')}"
+    register(userinfo)
+    token = base64.b64encode(userinfo.encode("utf-8")).decode()
+    register(token)
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc)), {"Authorization": f"Basic {token}"}
 
 
 # ---- decoding -------------------------------------------------------------------------------------
