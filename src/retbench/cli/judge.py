@@ -14,6 +14,7 @@ import typer
 from retbench.cli.app import fail, handles_errors
 from retbench.errors import EXIT_BACKEND
 from retbench.results import write_json
+from retbench.secrets import redact
 
 if TYPE_CHECKING:
     from retbench.data.qrels import Qrels
@@ -186,7 +187,7 @@ def synth(
         judged_line(result["statuses"]) + f" -> {output} ({result['kept_reviewed']} reviewed samples kept as they were)"
     )
     for row in result["questions"]:
-        typer.echo(f"  {row['id']}: overlap {row['overlap']:.2f}  {row['question']}")
+        typer.echo(redact(f"  {row['id']}: overlap {row['overlap']:.2f}  {row['question']}"))  # model text
     typer.echo(
         f"mean lexical overlap {result['mean_overlap']:.2f} (share of the question's stemmed words found in its document; high values favour BM25)"
     )
