@@ -196,3 +196,29 @@ def _print_table(ev: Evaluation, per_query: bool, ci: bool, samples: list[Sample
 def _n_of(agg: dict[str, float]) -> str:
     """The queries a metric was averaged over: "n", or "n of M" when it applies to only some."""
     return f"{int(agg['n'])} of {int(agg['of'])}" if "of" in agg else str(int(agg["n"]))
+
+
+@handles_errors
+def metrics_command(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print every row as JSON (what the docs page is built from).")
+    ] = False,
+) -> None:
+    """List every metric the registry declares (plugins included): name, label, cutoff, parameters, trec_eval name, meaning."""
+    import json
+
+    from rich.table import Table
+
+    from retbench.metrics.registry import catalog
+
+    rows = catalog()
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title="metrics (k: needs a cutoff, optional: uncut unless @k, none: takes none)")
+    for col in ("name", "label", "cutoff", "parameters", "trec_eval", "meaning"):
+        table.add_column(col)
+    for r in rows:
+        params = ", ".join(f"{k}={v:g}" for k, v in r["parameters"].items())
+        table.add_row(r["name"], r["label"], r["cutoff"], params, ", ".join(r["trec_eval"]), r["meaning"])
+    console().print(table)
