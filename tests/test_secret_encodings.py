@@ -217,6 +217,7 @@ def test_every_spelling_is_masked_and_the_text_around_it_kept():
     )
     assert register_url("postgresql://u:pw-9876@localhost/db") == "postgresql://localhost/db"
     assert redact("the password pw-9876 alone") == "the password *** alone"
+    assert redact("dsn: host=db user=u password=hunter22 dbname=x") == "dsn: host=db user=u password=*** dbname=x"
     ordinary = "50% of 3 & 4 are <b>&amp; 100%; key=value; http://example.com/a?q=1&page=2"
     assert redact(ordinary) == ordinary  # nothing secret: nothing changes
 

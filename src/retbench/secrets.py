@@ -16,8 +16,9 @@ matched as literal forms: base64 (standard or URL-safe, padded or not: an echoed
 header) and form encoding (`+` for a space).
 
 Two kinds of credentials are masked even when nobody registered them, because they announce
-themselves: the userinfo of a URL (`scheme://user:PASSWORD@host`; a lone `token@` is masked whole) and
-a query parameter whose name says it is secret (`?api_key=`, `&access_token=`, `sig=`...).
+themselves: the userinfo of a URL (`scheme://user:PASSWORD@host`; a lone `token@` is masked whole), a
+query parameter whose name says it is secret (`?api_key=`, `&access_token=`, `sig=`...) and the
+`password=` of a key=value connection string (libpq's `host=db password=...`).
 
 Writers call `redact` on the full text *before* cutting it to length (`clip`), so a secret cut at a
 truncation boundary never leaks a prefix. One function, used by the one writer every file goes through
@@ -51,11 +52,12 @@ _SECRET_VALUE = re.compile(
     re.I,
 )
 # query parameter names that carry credentials (api_key, apikey, access_token, X-Amz-Signature, sig, ...)
-_SECRET_PARAM = re.compile(r"key|token|secret|passw|pwd|auth|signature|^sig$|credential|session", re.I)
+_SECRET_PARAM = re.compile(r"key|token|secret|passw|pwd|auth(?!or)|signature|^sig$|credential|session", re.I)
 
 # credentials that announce themselves in any text: a URL's userinfo and secret-looking query values
 _USERINFO = re.compile(r"(?<![\w+.-])[A-Za-z][\w+.-]*://([^\s/?#@\"'<>\\]+)@")
 _QUERY_VALUE = re.compile(r"[?&;]([\w.\-\[\]]+)=([^&#\s\"'<>\\;]+)")
+_DSN_PASSWORD = re.compile(r"(?:^|(?<=\s))(?:password|passwd|pwd)\s*=\s*('[^']*'|[^\s'\"]+)", re.I)  # libpq key=value
 
 # one escape token: JSON \uXXXX, a JSON single-character escape, an HTML character reference, a percent run
 _ESCAPE = re.compile(
@@ -243,6 +245,8 @@ def _secret_spans(text: str) -> Iterator[tuple[int, int]]:
         for m in _QUERY_VALUE.finditer(text):
             if _SECRET_PARAM.search(m.group(1)):
                 yield m.span(2)
+        for m in _DSN_PASSWORD.finditer(text):
+            yield m.span(1)
 
 
 def redact(text: str) -> str:
