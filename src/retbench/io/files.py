@@ -216,16 +216,19 @@ class AppendLog:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self.lock = threading.Lock()
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+        self._ready = False  # the folder is made at the first record: opening a log writes nothing
 
     def write(self, record: Any) -> None:
         if self.path is None:
             return
         line = json_line(record)
-        with self.lock, open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line)
-            fh.flush()
+        with self.lock:
+            if not self._ready:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._ready = True
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(line)
+                fh.flush()
 
 
 def find_variant(folder: Path, stem: str) -> Path | None:
