@@ -305,3 +305,23 @@ def test_run_with_generation_an_http_reranker_and_an_http_encoder_writes_no_cred
     written = _written(tmp_path, proc)
     assert "***" in written and "HTTP 401" in written
     assert (tmp_path / "out" / "systems" / "gen" / "generate_calls.jsonl").is_file()
+
+
+def test_the_http_reranker_and_encoder_errors_carry_no_credential(backend, monkeypatch):
+    """What `serve --rerank http` would hand its client, and what a cell records: the error text itself."""
+    from retbench.retrievers.encoders.http import HttpEncoder
+    from retbench.retrievers.rerank.scorers import HttpReranker
+
+    monkeypatch.setenv("RB_ENC_KEY", KEY)
+    rerank_url = f"{_base(backend)}/rerank?api_key={urllib.parse.quote(QUERY_SECRET, safe='')}"
+    reranker = HttpReranker(rerank_url, api_key_env="RB_ENC_KEY")
+    encoder = HttpEncoder(f"{_base(backend, userinfo=True)}/v1/embeddings", "e5", retries=0, cache=False)
+    errors = []
+    for call in (lambda: reranker.score("q", ["a", "b"]), lambda: encoder.encode(["a"], "query")):
+        with pytest.raises(RuntimeError) as info:
+            call()
+        errors.append(str(info.value))
+    assert all("HTTP 401" in e and "***" in e for e in errors)
+    assert [name for name, s in NEEDLES.items() for e in errors if s in e] == []
+    shown = json.dumps([reranker.describe(), encoder.describe()])
+    assert "api_key=***" in shown and f"{USER}:" not in shown and QUERY_SECRET not in shown
