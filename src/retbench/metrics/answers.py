@@ -312,8 +312,8 @@ def builtins() -> list[Builtin]:
             meaning=meaning,
         )
 
-    def ref(name: str, fn: Any, description: str, aliases: tuple[str, ...] = (), **row: str) -> Builtin:
-        return answer(name, lambda c, lv: a.against_references(c, fn), description, aliases, **row)
+    def ref(name: str, fn: Any, description: str, aliases: tuple[str, ...] = (), *, meaning: str = "") -> Builtin:
+        return answer(name, lambda c, lv: a.against_references(c, fn), description, aliases, meaning=meaning)
 
     return [
         ref(
