@@ -249,6 +249,11 @@ def _secret_spans(text: str) -> Iterator[tuple[int, int]]:
             yield m.span(1)
 
 
+def _has_escape(text: str) -> bool:
+    """Whether a decoding pass could change `text` (substring tests first: they cost next to nothing)."""
+    return ("\\" in text or "&" in text or "%" in text) and _ESCAPE.search(text) is not None
+
+
 def redact(text: str) -> str:
     """The text with every registered secret, in every encoding above, replaced by `***`."""
     if not text:
@@ -260,7 +265,7 @@ def redact(text: str) -> str:
     layers: list[_Layer] = []
     current = text
     for _ in range(_DECODE_PASSES):
-        if not _ESCAPE.search(current):
+        if not _has_escape(current):
             break
         layer = _Layer(current)
         if layer.text == current:
