@@ -13,7 +13,7 @@ import typer
 
 from retbench.cli.app import fail, handles_errors
 from retbench.errors import EXIT_BACKEND
-from retbench.results import write_json
+from retbench.io.files import write_json
 from retbench.secrets import redact
 
 if TYPE_CHECKING:
