@@ -16,10 +16,11 @@ from retbench.errors import InputError
 from retbench.evaluation import Evaluation
 from retbench.evaluation import evaluate as evaluate_run
 from retbench.io.frames import as_qrels, as_run
+from retbench.metrics.registry import EVAL_METRICS
 
 __all__ = ["compare", "evaluate"]
 
-DEFAULT_METRICS = ("ndcg@10", "recall@100", "map", "mrr", "P@10")
+DEFAULT_METRICS = EVAL_METRICS
 
 
 def evaluate(

@@ -21,13 +21,13 @@ its run stored it in metrics.json (answered / judged / failed / missing), not re
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
+from retbench.data.status import COVERAGE_COUNTS, FAILED, FAILED_COUNT, MISSING, UNANSWERED
 from retbench.errors import InputError
 from retbench.inputs import (
     Loaded,
@@ -38,6 +38,7 @@ from retbench.inputs import (
     load_history,
     load_systems,
 )
+from retbench.io.files import json_safe
 from retbench.results.layout import all_pairs
 from retbench.stats import (
     bootstrap_ci,
@@ -60,9 +61,8 @@ __all__ = [
     "load_systems",
 ]
 
-# Queries a system did not answer: these score 0 and are counted, never dropped.
-FAILED_STATUSES = frozenset({"error", "timeout", "invalid"})
-MISSING_STATUS = "missing"
+# Queries a system did not answer score 0 and are counted, never dropped (`data.status`).
+FAILED_STATUSES = FAILED
 TIE_TOLERANCE = 1e-12
 TESTS = ("randomization", "ttest", "wilcoxon")
 
@@ -93,16 +93,13 @@ class Aligned:
         """A side's queries, answered, failed and missing, counted from its aligned statuses."""
         status = self.status_a if side == "a" else self.status_b
         failed = sum(s in FAILED_STATUSES for s in status)
-        missing = sum(s == MISSING_STATUS for s in status)
+        missing = sum(s == MISSING for s in status)
         return {
             "queries": len(status),
             "answered": len(status) - failed - missing,
-            "failed": failed,
-            "missing": missing,
+            FAILED_COUNT: failed,
+            MISSING: missing,
         }
-
-
-_COVERAGE_KEYS = ("judged", "answered", "failed", "missing")
 
 
 def side_counts(ev: PerQueryScores, al: Aligned, side: str) -> dict[str, int]:
@@ -110,13 +107,13 @@ def side_counts(ev: PerQueryScores, al: Aligned, side: str) -> dict[str, int]:
     carries them (read from a results directory or the history, or scored from a run file), so every
     command shows the figures the run recorded; else (a table built in Python) counted from `al`."""
     stored = getattr(ev, "coverage", None) or {}
-    if not all(isinstance(stored.get(k), int) for k in _COVERAGE_KEYS):
+    if not all(isinstance(stored.get(k), int) for k in COVERAGE_COUNTS):
         return al.counts(side)
     return {
         "queries": stored["judged"],
         "answered": stored["answered"],
-        "failed": stored["failed"],
-        "missing": stored["missing"],
+        FAILED_COUNT: stored[FAILED_COUNT],
+        MISSING: stored[MISSING],
     }
 
 
@@ -148,9 +145,9 @@ def align(a: PerQueryScores, b: PerQueryScores, metrics: Sequence[str] | None = 
         present = rows >= 0
         vals = np.zeros((len(qids), len(cols)), dtype=np.float64)
         vals[present] = np.asarray(ev.values, dtype=np.float64)[rows[present]][:, cols]
-        status = [ev.status[r] if r >= 0 else MISSING_STATUS for r in rows.tolist()]
+        status = [ev.status[r] if r >= 0 else MISSING for r in rows.tolist()]
         # failed or unanswered queries count 0 even if a table carried something else
-        zero = np.array([s in FAILED_STATUSES or s == MISSING_STATUS for s in status], dtype=bool)
+        zero = np.array([s in UNANSWERED for s in status], dtype=bool)
         vals[zero] = np.where(np.isnan(vals[zero]), np.nan, 0.0)
         return vals, status
 
@@ -228,7 +225,7 @@ class Comparison:
     wilcoxon_zero_method: str = "wilcox"
 
     def to_dict(self) -> dict[str, Any]:
-        return _finite(asdict(self))
+        return json_safe(asdict(self))
 
     def rows(self) -> list[dict[str, Any]]:
         """One flat row per (pair, metric): means, delta, CI, W/T/L and raw and adjusted p-values."""
@@ -254,21 +251,6 @@ class Comparison:
             if (p.system_a, p.system_b) == (a, b):
                 return p
         raise KeyError((a, b))
-
-
-def _finite(obj: Any) -> Any:
-    """JSON has no NaN/Infinity: write them as null / strings."""
-    if isinstance(obj, float):
-        if math.isnan(obj):
-            return None
-        if math.isinf(obj):
-            return "inf" if obj > 0 else "-inf"
-        return obj
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 def compare_pair(

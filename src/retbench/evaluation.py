@@ -27,8 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from retbench.data import Qrels, QueryStatus, Run, Sample
+from retbench.data import Qrels, Run, Sample
 from retbench.data.samples import sample_k, sample_map
+from retbench.data.status import MISSING, STATUSES, UNANSWERED
 from retbench.errors import ConfigError, InputError
 from retbench.io.files import (
     json_safe,  # re-exported: callers import it from here
@@ -39,7 +40,6 @@ from retbench.stats import bootstrap_means, column_means
 
 MODES = ("trec_eval", "pytrec_eval")
 NO_RELEVANT = ("skip", "zero", "one")
-STATUSES = ("ok", "empty", "error", "timeout", "invalid", "missing")
 MODE_LABELS = {
     "trec_eval": "trec_eval (all judged queries; unanswered count as 0)",
     "pytrec_eval": "pytrec_eval (answered queries only)",
@@ -340,7 +340,7 @@ def coverage(ev: Evaluation, run: Run) -> dict[str, Any]:
         "answered": len(judged) - failed - missing,
         "judged": len(judged),
         "failed": failed,
-        "missing": missing,
+        MISSING: missing,
         "scored": len(ev.query_ids),
         "counted": len(ev.query_ids),
         "skipped_no_relevant": len(ev.skipped or []),
@@ -408,8 +408,7 @@ def evaluate(
     rows_in_run = run_rows(run, qids)
     gm = judge_qrels(run, qrels, qids, rows_in_run)
     status = run.status_values(qids, rows_in_run)
-    unanswered = {"missing", *(s.value for s in QueryStatus if s.failed)}
-    failed = np.fromiter(map(unanswered.__contains__, status), dtype=bool, count=n)
+    failed = np.fromiter(map(UNANSWERED.__contains__, status), dtype=bool, count=n)
     no_rel = gm.n_relevant(relevance_level) == 0
 
     keep = np.ones(n, dtype=bool)

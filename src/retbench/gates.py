@@ -23,7 +23,6 @@ import numpy as np
 from retbench.compare import (
     FAILED_STATUSES,
     PerQueryScores,
-    _finite,
     align,
     bootstrap_ci,
     randomization_test,
@@ -31,6 +30,7 @@ from retbench.compare import (
 )
 from retbench.criteria import EPS, Criteria, Gate, Limits
 from retbench.errors import EXIT_BACKEND, EXIT_GATE_FAILED, EXIT_OK, ConfigError
+from retbench.io.files import json_safe
 from retbench.metrics.registry import lower_is_better
 from retbench.planning import DEFAULT_POWER as DETECT_POWER
 from retbench.planning import drop_model
@@ -131,7 +131,7 @@ class GateReport:
     def to_dict(self) -> dict[str, Any]:
         """JSON for machines: verdict, exit code, each gate's numbers and checks."""
 
-        return _finite(
+        return json_safe(
             {
                 "verdict": self.verdict,
                 "exit_code": self.exit_code,

@@ -1,28 +1,48 @@
 """Secrets: read from environment variables only, and redacted from everything retbench writes.
 
-Every secret retbench reads (a token named by `auth_env`, `token_env`, `api_key_env` or `headers_env`)
-is registered here. `redact(text)` replaces each registered secret in every form a backend or a
-serializer may echo it in: verbatim, JSON-escaped (`\\"`, `\\\\`, `\\/`, `\\uXXXX`), URL-encoded (either
-hex case, `+` for spaces), HTML-escaped and base64 (standard, URL-safe, padded or not: an echoed
-`Authorization: Basic` header). Writers call it on the full text *before* cutting it to length, so a
-secret cut at a truncation boundary never leaks a prefix. One function, used by every writer: the JSON
-and status files, the journal, stress failure logs and reports, and the CLI's error line.
+Every secret retbench reads (a token named by `auth_env`, `token_env`, `api_key_env` or `headers_env`,
+and the `user:pass@` of a URL it is given) is registered here. `redact(text)` masks each registered
+secret however a backend or a serializer spelled it. Rather than listing spellings one by one, it
+*decodes* the text and looks again: each pass undoes the escapes servers and serializers use, and a
+secret found in the decoded text is masked over the original characters it came from:
+
+- JSON / .NET / Go string escapes: `\\uXXXX` (so `\\u002B` is `+`, `\\u0026` is `&`), `\\/`, `\\"`, `\\\\`;
+- HTML character references: numeric (`&#x2F;`, `&#47;`) and named (`&amp;`, `&sol;`);
+- percent-encoding (either hex case, UTF-8 aware).
+
+Up to three passes run, so an escape inside an escape (double URL-encoding `%252F`, `&amp;#x2F;`,
+percent-encoding inside a JSON string) is undone too. A few spellings are not escapes and are
+matched as literal forms: base64 (standard or URL-safe, padded or not: an echoed `Authorization: Basic`
+header) and form encoding (`+` for a space).
+
+Two kinds of credentials are masked even when nobody registered them, because they announce
+themselves: the userinfo of a URL (`scheme://user:PASSWORD@host`; a lone `token@` is masked whole), a
+query parameter whose name says it is secret (`?api_key=`, `&access_token=`, `sig=`...) and the
+`password=` of a key=value connection string (libpq's `host=db password=...`).
+
+Writers call `redact` on the full text *before* cutting it to length (`clip`), so a secret cut at a
+truncation boundary never leaks a prefix. One function, used by the one writer every file goes through
+(`io.files`), the journal, and the CLI's error line.
 """
 
 from __future__ import annotations
 
 import base64
+import bisect
 import html
-import json
+import os
 import re
 import threading
 import urllib.parse
+from collections.abc import Iterator
 
 MASK = "***"
 _MIN_LEN = 4  # shorter "secrets" would mask ordinary words
+_DECODE_PASSES = 3  # escapes nested deeper than this are not undone
 _lock = threading.Lock()
 _secrets: set[str] = set()
-_pattern: re.Pattern[str] | None = None
+_pattern: re.Pattern[str] | None = None  # literal forms: raw, base64, form-encoded
+_raw: re.Pattern[str] | None = None  # the secrets themselves, searched in each decoded pass
 
 # header names and values that carry credentials; such values must come from the environment
 _SECRET_HEADER = re.compile(r"auth|token|key|secret|pass|cookie|session|credential|signature", re.I)
@@ -31,41 +51,243 @@ _SECRET_VALUE = re.compile(
     r"|^(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_\-+/=.]{24,}$",  # a long token of letters and digits (API keys, JWTs)
     re.I,
 )
+# query parameter names that carry credentials (api_key, apikey, access_token, X-Amz-Signature, sig, ...)
+_SECRET_PARAM = re.compile(r"key|token|secret|passw|pwd|auth(?!or)|signature|^sig$|credential|session", re.I)
+
+# credentials that announce themselves in any text: a URL's userinfo and secret-looking query values
+_USERINFO = re.compile(r"(?<![\w+.-])[A-Za-z][\w+.-]*://([^\s/?#@\"'<>\\]+)@")
+_QUERY_VALUE = re.compile(r"[?&;]([\w.\-\[\]]+)=([^&#\s\"'<>\\;]+)")
+_DSN_PASSWORD = re.compile(r"(?:^|(?<=\s))(?:password|passwd|pwd)\s*=\s*('[^']*'|[^\s'\"]+)", re.I)  # libpq key=value
+
+# one escape token: JSON \uXXXX, a JSON single-character escape, an HTML character reference, a percent run
+_ESCAPE = re.compile(
+    r"\\u([0-9a-fA-F]{4})"
+    r"|\\([\"\\/'])"
+    r"|&#[xX]([0-9a-fA-F]{1,6});?"
+    r"|&#([0-9]{1,7});?"
+    r"|&([A-Za-z][A-Za-z0-9]{1,31};)"
+    r"|((?:%[0-9a-fA-F]{2})+)"
+)
 
 
-def _forms(secret: str) -> set[str]:
-    """Every spelling of one secret retbench or a backend may write."""
+def _literal_forms(secret: str) -> set[str]:
+    """The spellings decoding cannot reach: the secret itself, base64 of it, form encoding (`+` = space)."""
     raw = secret.encode("utf-8")
-    forms = {secret, html.escape(secret)}
-    for esc in (json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]):
-        forms.update({esc, esc.replace("/", "\\/")})
-    for quoted in (urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret, safe="")):
-        forms.update({quoted, re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), quoted)})
+    forms = {secret, urllib.parse.quote_plus(secret, safe="")}
     for b64 in (base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()):
         forms.update({b64, b64.rstrip("=")})
     return {f for f in forms if len(f) >= _MIN_LEN}
 
 
+def _alternation(strings: set[str]) -> re.Pattern[str] | None:
+    ordered = sorted(strings, key=len, reverse=True)  # the longest spelling wins at one position
+    return re.compile("|".join(re.escape(s) for s in ordered)) if ordered else None
+
+
 def register(secret: str | None) -> None:
     """Remember a secret so that every writer masks it (and a `user:pass` pair's password too)."""
-    global _pattern
+    global _pattern, _raw
     if not secret or len(secret) < _MIN_LEN:
         return
     with _lock:
         new = {secret}
         if ":" in secret:
-            new.add(secret.split(":", 1)[1])
+            password = secret.split(":", 1)[1]
+            if len(password) >= _MIN_LEN:
+                new.add(password)
         if new <= _secrets:
             return
         _secrets.update(new)
-        forms = sorted({f for s in _secrets for f in _forms(s)}, key=len, reverse=True)
-        _pattern = re.compile("|".join(re.escape(f) for f in forms))
+        _pattern = _alternation({f for s in _secrets for f in _literal_forms(s)})
+        _raw = _alternation(set(_secrets))
+
+
+def register_url(url: str | None) -> str:
+    """Register a URL's credentials (userinfo, secret-looking query values); return `public_url(url)`.
+
+    Every URL retbench is given (a judge `base_url`, a rerank or embedding `url`, a store DSN, a
+    tracking URI) goes through here before it is used, so the credentials it carries are masked
+    wherever a backend echoes them, and only the public form is shown or written.
+    """
+    if not url:
+        return url or ""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return redact(url)
+    for part in (password, user if password is None else None):
+        if part:
+            register(urllib.parse.unquote(part))
+            register(part)
+    for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
+        if _SECRET_PARAM.search(name) and value:
+            register(value)
+    return public_url(url)
+
+
+def from_env(name: str | None) -> str | None:
+    """The value of environment variable `name` (None when no name is given or it is unset), registered.
+
+    How every client reads its key: reading and registering are one step, so a key read is never
+    left out of redaction.
+    """
+    if not name:
+        return None
+    value = os.environ.get(name)
+    register(value)
+    return value
+
+
+def request_url(url: str) -> tuple[str, dict[str, str]]:
+    """(the URL to send, headers): a `user:pass@` in the URL becomes a registered Basic `Authorization` header.
+
+    urllib does not turn userinfo into credentials; the URL sent carries none, so no error text or
+    log line built from it can show them.
+    """
+    register_url(url)
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, {}
+    userinfo = f"{urllib.parse.unquote(parts.username or '')}:{urllib.parse.unquote(parts.password or '')}"
+    register(userinfo)
+    token = base64.b64encode(userinfo.encode("utf-8")).decode()
+    register(token)
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc)), {"Authorization": f"Basic {token}"}
+
+
+# ---- decoding -------------------------------------------------------------------------------------
+
+
+def _percent_units(run: str, start: int) -> Iterator[tuple[int, int, str]]:
+    """(start, end, character) for each UTF-8 sequence of a `%XX%XX...` run (bytes that are not UTF-8 one by one)."""
+    data = bytes.fromhex(run.replace("%", ""))
+    i = 0
+    while i < len(data):
+        lead = data[i]
+        n = 1 if lead < 0xC0 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+        try:
+            ch = data[i : i + n].decode("utf-8")
+        except UnicodeDecodeError:
+            n, ch = 1, chr(lead)
+        yield start + 3 * i, start + 3 * (i + n), ch
+        i += n
+
+
+def _units(m: re.Match[str]) -> Iterator[tuple[int, int, str]]:
+    """(start, end, decoded text) for the characters one escape token stands for."""
+    uni, single, hexref, decref, named, pct = m.groups()
+    if pct is not None:
+        yield from _percent_units(pct, m.start())
+        return
+    if uni is not None:
+        ch = chr(int(uni, 16))
+    elif single is not None:
+        ch = single
+    elif hexref is not None or decref is not None:
+        code = int(hexref, 16) if hexref is not None else int(decref)
+        ch = chr(code) if 0 < code <= 0x10FFFF else m.group(0)
+    else:
+        ch = html.unescape("&" + named)
+    yield m.start(), m.end(), ch
+
+
+class _Layer:
+    """One decoding pass: the decoded text and where each of its characters came from in the text before."""
+
+    def __init__(self, text: str) -> None:
+        pieces: list[str] = []
+        self.dstart: list[int] = []  # decoded offset where each segment starts
+        self.segs: list[tuple[int, int, bool]] = []  # (start, end) in the text before; literal or one unit
+        pos = dpos = 0
+        for m in _ESCAPE.finditer(text):
+            if m.start() > pos:
+                self.dstart.append(dpos)
+                self.segs.append((pos, m.start(), True))
+                pieces.append(text[pos : m.start()])
+                dpos += m.start() - pos
+            for a, b, ch in _units(m):
+                self.dstart.append(dpos)
+                self.segs.append((a, b, False))
+                pieces.append(ch)
+                dpos += len(ch)
+            pos = m.end()
+        if pos < len(text):
+            self.dstart.append(dpos)
+            self.segs.append((pos, len(text), True))
+            pieces.append(text[pos:])
+        self.text = "".join(pieces)
+
+    def span(self, i: int) -> tuple[int, int]:
+        """Where decoded character `i` came from (a whole escape token for a decoded one)."""
+        k = bisect.bisect_right(self.dstart, i) - 1
+        a, b, literal = self.segs[k]
+        if literal:
+            o = a + (i - self.dstart[k])
+            return o, o + 1
+        return a, b
+
+
+def _secret_spans(text: str) -> Iterator[tuple[int, int]]:
+    """Spans of `text` that are a registered secret, a URL's userinfo or a secret query value."""
+    raw = _raw
+    if raw is not None:
+        for m in raw.finditer(text):
+            yield m.span()
+    if "://" in text:
+        for m in _USERINFO.finditer(text):
+            user_end = m.group(1).find(":")
+            start = m.start(1) + user_end + 1 if user_end >= 0 else m.start(1)
+            if start < m.end(1):
+                yield start, m.end(1)
+    if "=" in text:
+        for m in _QUERY_VALUE.finditer(text):
+            if _SECRET_PARAM.search(m.group(1)):
+                yield m.span(2)
+        for m in _DSN_PASSWORD.finditer(text):
+            yield m.span(1)
+
+
+def _has_escape(text: str) -> bool:
+    """Whether a decoding pass could change `text` (substring tests first: they cost next to nothing)."""
+    return ("\\" in text or "&" in text or "%" in text) and _ESCAPE.search(text) is not None
 
 
 def redact(text: str) -> str:
     """The text with every registered secret, in every encoding above, replaced by `***`."""
+    if not text:
+        return text
     pattern = _pattern
-    return pattern.sub(MASK, text) if pattern is not None and text else text
+    if pattern is not None:
+        text = pattern.sub(MASK, text)
+    spans = list(_secret_spans(text))
+    layers: list[_Layer] = []
+    current = text
+    for _ in range(_DECODE_PASSES):
+        if not _has_escape(current):
+            break
+        layer = _Layer(current)
+        if layer.text == current:
+            break
+        layers.append(layer)
+        current = layer.text
+        for a, b in _secret_spans(current):
+            for lay in reversed(layers):  # map back through every pass to the original text
+                a, b = lay.span(a)[0], lay.span(b - 1)[1]
+            spans.append((a, b))
+    if not spans:
+        return text
+    out: list[str] = []
+    pos = 0
+    for a, b in sorted(spans):
+        if b <= pos:
+            continue
+        a = max(a, pos)
+        out += [text[pos:a], MASK]
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def clip(text: str, limit: int) -> str:
@@ -75,15 +297,25 @@ def clip(text: str, limit: int) -> str:
 
 
 def public_url(url: str) -> str:
-    """The URL without `user:pass@` (what may be written to manifests, metrics and errors)."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"[{host}]" if ":" in host else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    """The URL without `user:pass@` and with secret-looking query values masked (what may be shown or written)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        has_user = parts.username is not None or parts.password is not None
+        port = parts.port
+    except ValueError:
+        return redact(url)
+    if has_user:
+        host = parts.hostname or ""
+        netloc = f"[{host}]" if ":" in host else host
+        if port is not None:
+            netloc += f":{port}"
+        parts = parts._replace(netloc=netloc)
+    if parts.query:
+        pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+        if any(_SECRET_PARAM.search(k) and v for k, v in pairs):
+            masked = [(k, MASK if _SECRET_PARAM.search(k) and v else v) for k, v in pairs]
+            parts = parts._replace(query=urllib.parse.urlencode(masked, safe="*"))
+    return urllib.parse.urlunsplit(parts)
 
 
 def has_userinfo(url: str) -> bool:

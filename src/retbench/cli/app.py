@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import typer
 
 from retbench.errors import EXIT_INPUT, RetbenchError
+from retbench.io.files import write_text
 from retbench.secrets import redact
 
 app = typer.Typer(
@@ -94,10 +95,9 @@ def names(text: str | None) -> list[str] | None:
 
 
 def write(path: Path | None, text: str) -> None:
-    """Write an output file the person asked for (nothing when the option was not given)."""
+    """Write an output file the person asked for (nothing when the option was not given), through the one writer."""
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        write_text(path, text)
 
 
 def json_object(text: str, option: str) -> dict[str, Any]:

@@ -99,14 +99,14 @@ def eval_command(
 def _default_metrics(samples: list[Sample] | None, texts: dict[str, str], answered: bool = False) -> list[str]:
     """Metrics when none are named: the golden-set retrieval suite (plus answer containment, and the answer
     metrics when the outputs carry answers), else trec_eval's."""
+    from retbench.metrics.registry import DEFAULT_ANSWER_METRICS, EVAL_METRICS
+
     if samples is None:
-        return ["ndcg@10", "recall@100", "map", "mrr", "P@10"]
+        return list(EVAL_METRICS)
     names = ["retrieval-hit-at-k", "retrieval-recall-at-k", "retrieval-mrr", "retrieval-ndcg-at-k"]
     if texts and all(s.answer for s in samples if s.answerable is not False):
         names.append("answer-containment-at-k")
     if answered:
-        from retbench.metrics.registry import DEFAULT_ANSWER_METRICS
-
         names += DEFAULT_ANSWER_METRICS
     return names
 
@@ -198,3 +198,29 @@ def _print_table(ev: Evaluation, per_query: bool, ci: bool, samples: list[Sample
 def _n_of(agg: dict[str, float]) -> str:
     """The queries a metric was averaged over: "n", or "n of M" when it applies to only some."""
     return f"{int(agg['n'])} of {int(agg['of'])}" if "of" in agg else str(int(agg["n"]))
+
+
+@handles_errors
+def metrics_command(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print every row as JSON (what the docs page is built from).")
+    ] = False,
+) -> None:
+    """List every metric the registry declares (plugins included): name, label, cutoff, parameters, trec_eval name, meaning."""
+    import json
+
+    from rich.table import Table
+
+    from retbench.metrics.registry import catalog
+
+    rows = catalog()
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title="metrics (k: needs a cutoff, optional: uncut unless @k, none: takes none)")
+    for col in ("name", "label", "cutoff", "parameters", "trec_eval", "meaning"):
+        table.add_column(col)
+    for r in rows:
+        params = ", ".join(f"{k}={v:g}" for k, v in r["parameters"].items())
+        table.add_row(r["name"], r["label"], r["cutoff"], params, ", ".join(r["trec_eval"]), r["meaning"])
+    console().print(table)

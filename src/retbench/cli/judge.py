@@ -6,7 +6,6 @@ what it spent after the last (calls made, tokens).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,6 +13,8 @@ import typer
 
 from retbench.cli.app import fail, handles_errors
 from retbench.errors import EXIT_BACKEND
+from retbench.io.files import write_json
+from retbench.secrets import redact
 
 if TYPE_CHECKING:
     from retbench.data.qrels import Qrels
@@ -115,7 +116,7 @@ def judge_relevance(
     typer.echo(judged_line(labels.statuses) + f" -> {out / rl.QRELS_FILE}")
     typer.echo(stats_line(labels.provenance["judge"]["stats"]))
     summary = _score_by_label_source(found, human.subset(qids), labels.qrels, depth)
-    (out / "metrics.json").write_text(json.dumps(summary, indent=2))
+    write_json(out / "metrics.json", summary)
     _exit_if_judge_failed(labels.statuses)
 
 
@@ -202,7 +203,7 @@ def synth(
         judged_line(result["statuses"]) + f" -> {output} ({result['kept_reviewed']} reviewed samples kept as they were)"
     )
     for row in result["questions"]:
-        typer.echo(f"  {row['id']}: overlap {row['overlap']:.2f}  {row['question']}")
+        typer.echo(redact(f"  {row['id']}: overlap {row['overlap']:.2f}  {row['question']}"))  # model text
     typer.echo(
         f"mean lexical overlap {result['mean_overlap']:.2f} (share of the question's stemmed words found in its document; high values favour BM25)"
     )

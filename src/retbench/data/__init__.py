@@ -10,10 +10,11 @@ from retbench.data.builder import RunBuilder
 from retbench.data.corpus import JOIN_RULES, Corpus, Dataset, Document, Queries, Sample, join_title_text
 from retbench.data.qrels import Qrels
 from retbench.data.run import LazyIds, Run
-from retbench.data.status import QueryStatus
+from retbench.data.status import MISSING, QueryStatus
 
 __all__ = [
     "JOIN_RULES",
+    "MISSING",
     "Corpus",
     "Dataset",
     "Document",

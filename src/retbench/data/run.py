@@ -16,7 +16,7 @@ import numpy as np
 from retbench.data.ids import may_repeat
 from retbench.data.lazy_ids import LazyIds, MappingIds, intern_ids, str_keyed_mappings
 from retbench.data.locate import locate
-from retbench.data.status import QueryStatus
+from retbench.data.status import MISSING, QueryStatus
 
 
 class Run:
@@ -108,7 +108,7 @@ class Run:
         rows of those ids (-1: absent), so a run whose statuses all follow from its rankings needs no
         per-query dict lookups."""
         if self._status is not None or self._given_status:
-            value: dict[QueryStatus | None, str] = {**{s: s.value for s in QueryStatus}, None: "missing"}
+            value: dict[QueryStatus | None, str] = {**{s: s.value for s in QueryStatus}, None: MISSING}
             return list(map(value.__getitem__, map(self.status.get, query_ids)))
         empty = (
             (self.offsets[1:] == self.offsets[:-1])[np.maximum(rows, 0)]
@@ -116,7 +116,7 @@ class Run:
             else np.zeros(len(rows), dtype=bool)
         )
         codes = np.where(rows < 0, 0, np.where(empty, 2, 1))
-        return np.array(["missing", "ok", "empty"], dtype=object)[codes].tolist()
+        return np.array([MISSING, QueryStatus.OK.value, QueryStatus.EMPTY.value], dtype=object)[codes].tolist()
 
     @property
     def doc_ids(self) -> np.ndarray:

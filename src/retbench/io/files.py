@@ -1,7 +1,17 @@
-"""Opening text files, plain or gzip, with errors that name the file and line.
+"""Reading and writing files: the one reader (plain or gzip, errors that name the file and line) and the one writer.
 
 Every reader goes through here so a truncated .gz, a missing file or a bad JSON line reads the same
 way whichever format it came from.
+
+Every file retbench writes goes through the writer below, which does three things for all of them:
+
+- atomic: a whole file is written to a temporary file beside it, flushed and fsynced, then renamed
+  over the old one, so a kill mid-write leaves the previous version (or nothing), never half a file
+  that a reader would accept; an append-only log (`AppendLog`: call logs, caches) writes one whole
+  line per record and flushes it, so a kill loses at most the line being written (readers skip it);
+- strict JSON: no NaN or Infinity (`json_safe`), so any strict parser reads every JSON file;
+- redacted: `secrets.redact` runs over the full text before it reaches the disk, so a key echoed in
+  an error body, an LLM answer or a report never lands verbatim.
 """
 
 from __future__ import annotations
@@ -10,12 +20,16 @@ import gzip
 import io
 import json
 import math
+import os
+import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 from retbench.errors import ConfigError, InputError
+from retbench.secrets import redact
 
 
 def require_file(path: str | Path, what: str = "file") -> Path:
@@ -99,10 +113,13 @@ def appended_records(path: str | Path) -> Iterator[dict[str, Any]]:
 
 
 def json_safe(obj: Any) -> Any:
-    """NaN and infinities become None (JSON has neither), numpy scalars plain numbers, tuples lists.
+    """The one NaN/Infinity policy: NaN and infinities become None (JSON has neither), numpy scalars plain
+    numbers, tuples lists.
 
     Every JSON file retbench writes goes through here and `json.dumps(..., allow_nan=False)`, so a
-    strict parser reads all of them (a mean over no counted query is null, not NaN).
+    strict parser reads all of them. A mean over no counted query is null, not NaN; an unbounded
+    statistic (an effect size over deltas that do not vary) is null too: readers treat null as "no
+    finite value" and every renderer already prints it as a dash.
     """
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
@@ -114,6 +131,104 @@ def json_safe(obj: Any) -> Any:
     if item is not None and getattr(obj, "shape", None) == ():
         return json_safe(item())
     return obj
+
+
+# ---- the writer -----------------------------------------------------------------------------------
+
+
+def _tmp_beside(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
+def replace_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    """Call `write(tmp)` for a temporary path beside `path`, fsync it, then rename it over `path`.
+
+    For formats with their own writer (TREC runs, TSV tables, arrays) whose content holds no free text.
+    """
+    tmp = _tmp_beside(path)
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def atomic_text(path: Path) -> Iterator[IO[str]]:
+    """A text file handle whose content replaces `path` only when the block ends without error.
+
+    The caller redacts what it writes (`json_line`, `redact`); prefer `write_text` / `write_jsonl`.
+    """
+    tmp = _tmp_beside(path)
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def dumps(obj: Any, *, indent: int | None = 2, ensure_ascii: bool = True) -> str:
+    """Strict, redacted JSON text of `obj` with a final newline (non-finite floats become null)."""
+    text = json.dumps(json_safe(obj), indent=indent, default=str, allow_nan=False, ensure_ascii=ensure_ascii)
+    return redact(text) + "\n"
+
+
+def json_line(obj: Any, *, ensure_ascii: bool = False) -> str:
+    """One record of a JSON Lines file: strict, redacted, on one line, newline-terminated."""
+    return dumps(obj, indent=None, ensure_ascii=ensure_ascii)
+
+
+def write_json(path: Path, obj: Any, *, indent: int | None = 2, ensure_ascii: bool = True) -> None:
+    """Write strict, redacted JSON atomically (temp file + rename) so a kill never leaves half a file."""
+    text = dumps(obj, indent=indent, ensure_ascii=ensure_ascii)
+    with atomic_text(path) as fh:
+        fh.write(text)
+
+
+def write_jsonl(path: Path, records: Iterable[Any], *, ensure_ascii: bool = False) -> None:
+    """Write a whole JSON Lines file (one strict, redacted object a line) atomically."""
+    with atomic_text(path) as fh:
+        for rec in records:
+            fh.write(json_line(rec, ensure_ascii=ensure_ascii))
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write a text file (a report: Markdown, HTML, a TSV) atomically, redacted."""
+    text = redact(text)
+    with atomic_text(path) as fh:
+        fh.write(text)
+
+
+class AppendLog:
+    """An append-only JSON Lines file (a call log, a cache): one strict, redacted line per record.
+
+    Each record is written whole in one `write` and flushed, under a lock, so threads never
+    interleave and a kill cuts at most the last line (which `appended_records` skips). `path=None`
+    makes a log that records nothing (a dry run).
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+        self._ready = False  # the folder is made at the first record: opening a log writes nothing
+
+    def write(self, record: Any) -> None:
+        if self.path is None:
+            return
+        line = json_line(record)
+        with self.lock:
+            if not self._ready:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._ready = True
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(line)
+                fh.flush()
 
 
 def find_variant(folder: Path, stem: str) -> Path | None:

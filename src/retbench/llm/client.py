@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from retbench.llm.settings import JudgeSettings
+from retbench.secrets import request_url
 
 RETRYABLE_HTTP = {408, 409, 425, 429, 500, 502, 503, 504}
 MAX_BODY = 32 * 1024 * 1024  # bytes; a chat answer is bounded by max_tokens, far below this
@@ -93,12 +94,12 @@ class ChatClient:
 
     def __init__(self, settings: JudgeSettings, base_url: str | None = None) -> None:
         self.settings = settings
-        self.base_url = (base_url or settings.base_url or "").rstrip("/")
-        if self.base_url.endswith("/v1"):
-            self.base_url = self.base_url[: -len("/v1")]
+        # a `user:pass@` in the URL is registered as a secret and sent as a Basic header, never in the URL
+        url, self._auth = request_url((base_url or settings.base_url or "").rstrip("/"))
+        self.base_url = url[: -len("/v1")] if url.endswith("/v1") else url
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **self._auth}
         key = self.settings.api_key()
         if key:
             headers["Authorization"] = f"Bearer {key}"

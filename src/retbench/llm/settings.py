@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from retbench.errors import ConfigError
-from retbench.secrets import register
+from retbench.secrets import register, register_url
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,8 @@ class JudgeSettings:
         out = asdict(self)
         out["local"] = asdict(self.local) if self.local else None
         out["extra"] = dict(self.extra)
+        if self.base_url:
+            out["base_url"] = register_url(self.base_url)  # no `user:pass@`, no secret query value
         return out
 
     def with_(self, **changes: Any) -> JudgeSettings:

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retbench.io.files import appended_records
+from retbench.io.files import AppendLog, appended_records, json_line, write_json
 
 
 def sha256_json(value: Any) -> str:
@@ -52,11 +50,8 @@ def fingerprint_file(path: str | Path, cache_dir: Path | None = None) -> str:
             h.update(block)
     digest = h.hexdigest()
     if memo:
-        memo.parent.mkdir(parents=True, exist_ok=True)
         known[memo_key] = digest
-        tmp = memo.with_suffix(".tmp")
-        tmp.write_text(json.dumps(known, indent=1))
-        os.replace(tmp, memo)
+        write_json(memo, known, indent=1)
     return digest
 
 
@@ -89,11 +84,19 @@ class JudgeIdentity:
 
 @dataclass
 class VerdictCache:
-    """Answers by input hash for one judge identity (append-only JSONL; the last line for a key wins)."""
+    """Answers by input hash for one judge identity (append-only JSONL; the last line for a key wins).
+
+    Written through the one writer (`AppendLog`): strict JSON, redacted, one whole line per answer. The
+    entry kept in memory is the record as written, so a hit serves what a later run would read back.
+    """
 
     path: Path
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    log: AppendLog | None = None
+
+    def __post_init__(self) -> None:
+        if self.log is None:
+            self.log = AppendLog(self.path)
 
     @classmethod
     def open(cls, folder: Path, identity: JudgeIdentity) -> VerdictCache:
@@ -108,24 +111,10 @@ class VerdictCache:
         return self.entries.get(input_sha256)
 
     def put(self, record: dict[str, Any]) -> None:
-        with self.lock:
-            self.entries[record["input_sha256"]] = record
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        assert self.log is not None
+        self.entries[record["input_sha256"]] = json.loads(json_line(record))
+        self.log.write(record)
 
 
-class CallLog:
-    """`judge_calls.jsonl`: every verdict, appended and flushed as it is made (thread-safe)."""
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self.lock = threading.Lock()
-        if path:
-            path.parent.mkdir(parents=True, exist_ok=True)
-
-    def write(self, record: dict[str, Any]) -> None:
-        if not self.path:
-            return
-        with self.lock, open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+class CallLog(AppendLog):
+    """`judge_calls.jsonl`: every verdict (judge, generation, synth), appended and flushed as it is made."""

@@ -288,7 +288,15 @@ def builtins() -> list[Builtin]:
     a = sys.modules[__name__]
 
     def answer(
-        name: str, fn: Any, description: str, aliases: tuple[str, ...] = (), binary: bool = False, lower: bool = False
+        name: str,
+        fn: Any,
+        description: str,
+        aliases: tuple[str, ...] = (),
+        binary: bool = False,
+        lower: bool = False,
+        *,
+        label: str = "",
+        meaning: str = "",
     ) -> Builtin:
         return Builtin(
             name,
@@ -299,37 +307,78 @@ def builtins() -> list[Builtin]:
             binary,
             answer_side=True,
             lower_is_better=lower,
+            label=label,
+            meaning=meaning,
         )
 
-    def ref(name: str, fn: Any, description: str, aliases: tuple[str, ...] = ()) -> Builtin:
-        return answer(name, lambda c, lv: a.against_references(c, fn), description, aliases)
+    def ref(name: str, fn: Any, description: str, aliases: tuple[str, ...] = (), *, meaning: str = "") -> Builtin:
+        return answer(name, lambda c, lv: a.against_references(c, fn), description, aliases, meaning=meaning)
 
     return [
-        ref("exact_match", a.exact_match, "SQuAD exact match with the best reference answer", ("em",)),
-        ref("token_f1", a.token_f1, "SQuAD token F1 with the best reference answer"),
-        ref("bleu", a.bleu, "sentence BLEU (sacrebleu) / 100, best reference"),
-        ref("rouge1", a.rouge_metric("rouge1"), "ROUGE-1 F (rouge-score), best reference"),
-        ref("rouge2", a.rouge_metric("rouge2"), "ROUGE-2 F (rouge-score), best reference"),
-        ref("rougeL", a.rouge_metric("rougeL"), "ROUGE-L F (rouge-score), best reference"),
-        ref("reference_containment", a.contains_reference, "1 if a reference answer occurs in the answer"),
+        ref(
+            "exact_match",
+            a.exact_match,
+            "SQuAD exact match with the best reference answer",
+            ("em",),
+            meaning="share of answers identical to a reference answer (after SQuAD normalisation)",
+        ),
+        ref(
+            "token_f1",
+            a.token_f1,
+            "SQuAD token F1 with the best reference answer",
+            meaning="word overlap between the answer and the closest reference answer (1.0 = same words)",
+        ),
+        ref(
+            "bleu",
+            a.bleu,
+            "sentence BLEU (sacrebleu) / 100, best reference",
+            meaning="n-gram overlap of the answer with the closest reference answer (machine-translation style)",
+        ),
+        ref(
+            "rouge1",
+            a.rouge_metric("rouge1"),
+            "ROUGE-1 F (rouge-score), best reference",
+            meaning="single-word overlap of the answer with the closest reference answer",
+        ),
+        ref(
+            "rouge2",
+            a.rouge_metric("rouge2"),
+            "ROUGE-2 F (rouge-score), best reference",
+            meaning="word-pair overlap of the answer with the closest reference answer",
+        ),
+        ref(
+            "rougeL",
+            a.rouge_metric("rougeL"),
+            "ROUGE-L F (rouge-score), best reference",
+            meaning="longest run of words the answer shares, in order, with the closest reference answer",
+        ),
+        ref(
+            "reference_containment",
+            a.contains_reference,
+            "1 if a reference answer occurs in the answer",
+            meaning="share of answers that contain a reference answer word for word",
+        ),
         answer(
             "attribution",
             a.attribution,
             "1 if the answer cites a gold support (answerable questions)",
             ("attribution_hit", "attribution_hit_rate"),
             binary=True,
+            meaning="share of answers that cite at least one of the documents that support them",
         ),
         answer(
             "recency_conflict",
             a.recency_conflict,
             "1 if the citations follow the sample's recency_conflict_rule (conflicting notes)",
             binary=True,
+            meaning="share of answers whose citations prefer the right note when notes conflict",
         ),
         answer(
             "abstention_accuracy",
             lambda c, lv: a.on_unanswerable(c, want_abstained=True),
             "1 if the system abstained (unanswerable questions only)",
             ("abstention",),
+            meaning="share of unanswerable questions the system declined to answer",
         ),
         answer(
             "hallucination_rate",
@@ -337,11 +386,13 @@ def builtins() -> list[Builtin]:
             "1 if the system answered an unanswerable question (lower is better)",
             ("hallucination",),
             lower=True,
+            meaning="share of unanswerable questions the system answered anyway (lower is better)",
         ),
         answer(
             "negative_match",
             lambda c, lv: a.negative_match(c),
             "1 if the answer contains a known-wrong answer (lower is better)",
             lower=True,
+            meaning="share of answers that contain a known-wrong answer (lower is better)",
         ),
     ]

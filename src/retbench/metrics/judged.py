@@ -239,7 +239,7 @@ def builtins() -> list[Builtin]:
     """These metrics as registry entries (the registry registers them at import)."""
     from retbench.metrics.registry import Builtin  # the registry imports this module
 
-    def entry(name: str, description: str, value_range: tuple[float, float] = (0.0, 1.0)) -> Builtin:
+    def entry(name: str, description: str, meaning: str, value_range: tuple[float, float] = (0.0, 1.0)) -> Builtin:
         return Builtin(
             name,
             "none",
@@ -248,17 +248,41 @@ def builtins() -> list[Builtin]:
             binary=False,
             value_range=value_range,
             answer_side=True,
+            meaning=meaning,
         )
 
     return [
-        entry("faithfulness", "judged: answer claims supported by the retrieved context / claims"),
-        entry("context_precision", "judged: rank-weighted precision of the relevant chunks in the context"),
-        entry("context_recall", "judged: reference statements supported by the context / statements"),
+        entry(
+            "faithfulness",
+            "judged: answer claims supported by the retrieved context / claims",
+            "share of the answer's claims that the retrieved passages support (an LLM judges each claim)",
+        ),
+        entry(
+            "context_precision",
+            "judged: rank-weighted precision of the relevant chunks in the context",
+            "how high the passages an LLM judges useful sit among those given to the model",
+        ),
+        entry(
+            "context_recall",
+            "judged: reference statements supported by the context / statements",
+            "share of the reference answer's statements that the retrieved passages support (LLM-judged)",
+        ),
         entry(
             "answer_relevance",
             "judged: mean cosine of questions generated from the answer with the question",
+            "how closely questions an LLM writes back from the answer match the question asked",
             (-1.0, 1.0),
         ),
-        entry("groundedness", "judged 0-5: the answer's claims supported by the context", (0.0, 5.0)),
-        entry("correctness", "judged 0-5: the answer against the reference answer(s)", (0.0, 5.0)),
+        entry(
+            "groundedness",
+            "judged 0-5: the answer's claims supported by the context",
+            "an LLM's 0-5 grade of how well the passages back the answer's claims",
+            (0.0, 5.0),
+        ),
+        entry(
+            "correctness",
+            "judged 0-5: the answer against the reference answer(s)",
+            "an LLM's 0-5 grade of the answer against the reference answer(s)",
+            (0.0, 5.0),
+        ),
     ]

@@ -42,6 +42,8 @@ from retbench.metrics.gain import GainMatrix, check_level
 
 #: the metric suite of a benchmark run (and of `retbench compare` on run files) when a config names none
 DEFAULT_METRICS = ["ndcg@10", "recall@100", "mrr@10", "map", "recall@5", "P@5", "hit@5"]
+#: what `retbench eval` and `retbench.evaluate` report on qrels when no metric is named: trec_eval's headline measures
+EVAL_METRICS = ("ndcg@10", "recall@100", "map", "mrr", "P@10")
 #: the answer metrics `retbench eval` adds when system outputs carry answers (BLEU/ROUGE need the answers extra)
 DEFAULT_ANSWER_METRICS = [
     "exact_match",
@@ -130,6 +132,8 @@ class Builtin:
     param_ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # checked when the name is parsed
     answer_side: bool = False  # scores the answer (metrics/answers.py), not the ranking
     lower_is_better: bool = False  # a rate of errors (hallucination_rate): gates cap it and a rise is a regression
+    label: str = ""  # how reports name it ("nDCG", "MRR", "hit rate"); the name itself when empty
+    meaning: str = ""  # one plain sentence for readers who are not IR people; "{k}" stands for the cutoff
 
     def compute(self, ctx: MetricContext, k: np.ndarray | None, params: Mapping[str, float]) -> np.ndarray:
         return self.fn(ctx, k, ctx.level(params) if self.binary else 1, params)
@@ -138,6 +142,44 @@ class Builtin:
         if k is None:
             return self.trec
         return self.trec_cut.format(k=k) if self.trec_cut else None
+
+
+def describe(metric: Metric) -> dict[str, Any]:
+    """A metric's declaration as data (as ir_measures declares measures): what reports, the docs and
+    `retbench metrics` show. Plugins that declare only the `Metric` protocol get the defaults."""
+    desc = str(getattr(metric, "description", "") or "")
+    params = dict(getattr(metric, "params", {}) or {})
+    if getattr(metric, "binary", True):
+        params = {"rel": 1, **params}
+    trec = getattr(metric, "trec", None)
+    trec_cut = getattr(metric, "trec_cut", None)
+    return {
+        "name": metric.name,
+        "label": getattr(metric, "label", "") or metric.name,
+        "meaning": (getattr(metric, "meaning", "") or desc).replace("{k}", "k"),
+        "definition": desc,
+        "cutoff": metric.cutoff,
+        "aliases": list(getattr(metric, "aliases", ()) or ()),
+        "parameters": params,
+        "trec_eval": [n for n in (trec, trec_cut.replace("{k}", "k") if trec_cut else None) if n],
+        "range": list(getattr(metric, "value_range", None) or ()),
+        "lower_is_better": bool(getattr(metric, "lower_is_better", False)),
+        "answer_side": bool(getattr(metric, "answer_side", False)),
+    }
+
+
+def catalog() -> list[dict[str, Any]]:
+    """Every registered metric's declaration (`describe`), built-ins then plugins, in registration order."""
+    return [describe(m) for m in available().values()]
+
+
+def lookup(name: str) -> Metric | None:
+    """The metric a bare name stands for (a name, an alias or a trec_eval measure family), without a cutoff."""
+    _load_plugins()
+    key = name.lower()
+    trec = {**{b.lower(): m for b, m in _TREC_CUT.items()}, **{b.lower(): m for b, m in _TREC_PLAIN.items()}}
+    target = _LOOKUP.get(key) or trec.get(key)
+    return _REGISTRY.get(target) if target else None
 
 
 # trec_eval's cut measures whose suffix is the cutoff, and the retbench metric each is

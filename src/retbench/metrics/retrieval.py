@@ -25,6 +25,8 @@ def builtins() -> list[Builtin]:
             "1 if any relevant doc is in the top k",
             ("success", "retrieval-hit-at-k"),
             trec_cut="success_{k}",
+            label="hit rate",
+            meaning="share of questions with at least one relevant document in the top {k} results",
         ),
         Builtin(
             "recall",
@@ -33,6 +35,8 @@ def builtins() -> list[Builtin]:
             "relevant docs in the top k / all relevant",
             ("r", "retrieval-recall-at-k"),
             trec_cut="recall_{k}",
+            label="recall",
+            meaning="share of the relevant documents that appear in the top {k} results",
         ),
         Builtin(
             "P",
@@ -41,8 +45,16 @@ def builtins() -> list[Builtin]:
             "relevant docs in the top k / k",
             ("precision",),
             trec_cut="P_{k}",
+            label="precision",
+            meaning="share of the top {k} results that are relevant",
         ),
-        Builtin("f1", "k", lambda c, k, lv, p: r.f1(c.gm, k, lv), "harmonic mean of P@k and recall@k"),  # type: ignore[arg-type]
+        Builtin(
+            "f1",
+            "k",
+            lambda c, k, lv, p: r.f1(c.gm, k, lv),  # type: ignore[arg-type]
+            "harmonic mean of P@k and recall@k",
+            meaning="balance of precision and recall in the top {k} (their harmonic mean)",
+        ),
         Builtin(
             "rprec",
             "none",
@@ -50,6 +62,8 @@ def builtins() -> list[Builtin]:
             "precision at rank R (number relevant)",
             ("r-prec", "r_prec"),
             trec="Rprec",
+            label="R-precision",
+            meaning="precision at rank R, where R is the number of relevant documents",
         ),
         Builtin(
             "mrr",
@@ -58,6 +72,8 @@ def builtins() -> list[Builtin]:
             "1 / rank of the first relevant doc",
             ("rr", "recip_rank", "retrieval-mrr"),
             trec="recip_rank",
+            label="MRR",
+            meaning="average of 1 / rank of the first relevant result (1.0 = always first, 0 = never found)",
         ),
         Builtin(
             "map",
@@ -67,6 +83,8 @@ def builtins() -> list[Builtin]:
             ("ap",),
             trec="map",
             trec_cut="map_cut_{k}",
+            label="MAP",
+            meaning="mean average precision: precision averaged over the ranks of every relevant document",
         ),
         Builtin(
             "ndcg",
@@ -77,21 +95,33 @@ def builtins() -> list[Builtin]:
             binary=False,
             trec="ndcg",
             trec_cut="ndcg_cut_{k}",
+            label="nDCG",
+            meaning="ranking quality of the top {k} that rewards relevant documents placed higher (1.0 = ideal order)",
         ),
         Builtin(
-            "ndcg_exp", "k", lambda c, k, lv, p: r.ndcg(c.gm, k, exp=True), "nDCG with 2^g - 1 gains", binary=False
+            "ndcg_exp",
+            "k",
+            lambda c, k, lv, p: r.ndcg(c.gm, k, exp=True),
+            "nDCG with 2^g - 1 gains",
+            binary=False,
+            label="nDCG_exp",
+            meaning="nDCG of the top {k} with exponential gains, so highly relevant documents count far more",
         ),
         Builtin(
             "recall_any",
             "k",
             lambda c, k, lv, p: text.recall_groups(c, k, lv, require_all=False),
             "1 if any support id is in the top k",
+            label="recall (any support)",
+            meaning="share of questions with at least one of their supporting documents in the top {k}",
         ),
         Builtin(
             "recall_all",
             "k",
             lambda c, k, lv, p: text.recall_groups(c, k, lv, require_all=True),
             "1 if every support group has an id in the top k",
+            label="recall (all supports)",
+            meaning="share of questions where every required supporting document is in the top {k}",
         ),
         Builtin(
             "containment",
@@ -100,6 +130,7 @@ def builtins() -> list[Builtin]:
             "1 if the expected answer occurs in a top-k doc's text",
             ("answer-containment-at-k", "answer_containment"),
             binary=False,
+            meaning="share of questions whose expected answer appears word for word in one of the top {k} texts",
         ),
         Builtin(
             "hybrid",
@@ -109,6 +140,7 @@ def builtins() -> list[Builtin]:
             ("hybrid_log_rank",),
             params={"alpha": 0.5, "gamma": 1.0},
             param_ranges={"alpha": (0.0, 1.0)},
+            meaning="a blend of recall and how high the relevant documents rank in the top {k}",
         ),
         Builtin(
             "judged",
@@ -117,6 +149,7 @@ def builtins() -> list[Builtin]:
             "share of the top k with any label",
             ("judged_at_k",),
             binary=False,
+            meaning="share of the top {k} results that have a relevance label (human or LLM)",
         ),
         Builtin(
             "holes",
@@ -125,5 +158,6 @@ def builtins() -> list[Builtin]:
             "share of the top k with no label (hole rate)",
             ("hole_rate", "holes_at_k"),
             binary=False,
+            meaning="share of the top {k} results nobody has labelled (their relevance is unknown)",
         ),
     ]

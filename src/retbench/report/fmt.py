@@ -9,49 +9,39 @@ from __future__ import annotations
 import math
 import re
 
-_DISPLAY = [
-    (re.compile(r"^(?:mrr|recip_rank|reciprocal_rank)(?P<rest>.*)$"), "MRR"),
-    (re.compile(r"^ndcg(?:_cut)?(?P<rest>.*)$"), "nDCG"),
-    (re.compile(r"^map(?P<rest>.*)$"), "MAP"),
-    (re.compile(r"^(?:p|precision)(?P<rest>@.*)$"), "precision"),
-    (re.compile(r"^(?:hit|hit_rate|success)(?P<rest>.*)$"), "hit rate"),
-    (re.compile(r"^recall_all(?P<rest>.*)$"), "recall (all supports)"),
-    (re.compile(r"^recall(?:_any)?(?P<rest>.*)$"), "recall"),
-    (re.compile(r"^r-?prec(?P<rest>.*)$"), "R-precision"),
-]
+from retbench.metrics.registry import lookup
 
-_MEANING = {
-    "recall": "share of the relevant documents that appear in the top {k} results",
-    "recall (all supports)": "share of questions where every required supporting document is in the top {k}",
-    "hit rate": "share of questions with at least one relevant document in the top {k} results",
-    "precision": "share of the top {k} results that are relevant",
-    "MRR": "average of 1 / rank of the first relevant result (1.0 = always first, 0 = never found)",
-    "nDCG": "ranking quality of the top {k} that rewards relevant documents placed higher (1.0 = ideal order)",
-    "MAP": "mean average precision: precision averaged over the ranks of every relevant document",
-    "R-precision": "precision at rank R, where R is the number of relevant documents",
-}
+# where a metric's own name ends in a written name: a cutoff (`@10`, trec_eval's `_10` / `.10`) or parameters
+_SUFFIX = re.compile(r"[@(._]")
 
 
-def _split(metric: str) -> tuple[str, str]:
-    for pattern, name in _DISPLAY:
-        m = pattern.match(metric.lower())
-        if m:
-            return name, m.group("rest")
-    return metric, ""
+def _split(metric: str) -> tuple[str, str, str]:
+    """(label, meaning template, the rest as written) from the registry row the name's longest head names.
+
+    `ndcg_cut_10` -> the nDCG row and `_10`; `recall_all@5` -> the recall_all row and `@5`; a name no row
+    declares (a plugin's without a label, a column such as `latency`) keeps its spelling.
+    """
+    cuts = [m.start() for m in _SUFFIX.finditer(metric)] + [len(metric)]
+    for cut in sorted(set(cuts), reverse=True):
+        row = lookup(metric[:cut]) if cut else None
+        if row is not None:
+            label = getattr(row, "label", "") or metric[:cut]
+            meaning = getattr(row, "meaning", "") or getattr(row, "description", "")
+            return label, meaning, metric[cut:]
+    return metric, "", ""
 
 
 def metric_label(metric: str) -> str:
-    """`recall@5` -> `recall@5`, `mrr@10` -> `MRR@10`, `ndcg_cut_10` -> `nDCG_10`."""
-    name, rest = _split(metric)
-    return f"{name}{rest}" if rest or name != metric else metric
+    """How reports name a metric, from its registry row: `mrr@10` -> `MRR@10`, `ndcg_cut_10` -> `nDCG_10`."""
+    label, _, rest = _split(metric)
+    return f"{label}{rest}"
 
 
 def metric_meaning(metric: str) -> str:
-    """One plain-English sentence a reviewer who is not an ML engineer can read."""
-    name, rest = _split(metric)
-    k = rest.lstrip("@_") or "N"
-    text = _MEANING.get(name)
-    return text.format(k=k) if text else "see the metric registry for its definition"
+    """One plain-English sentence a reviewer who is not an ML engineer can read (the registry row's meaning)."""
+    _, meaning, rest = _split(metric)
+    k = re.match(r"[@_.](\d+|k)\b", rest)
+    return meaning.format(k=k[1] if k else "N") if meaning else "see the metric registry for its definition"
 
 
 def pct(value: float | None, digits: int = 1) -> str:

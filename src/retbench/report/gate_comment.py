@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from retbench.criteria import EPS, Gate, Limits
+from retbench.data.status import NOT_ANSWERED_COUNTS
 from retbench.gates import Check, GateReport, GateResult
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt
@@ -110,7 +111,7 @@ def _side(name: str | None, counts: Mapping[str, int] | None) -> str:
     if not name or not counts:
         return ""
     text = f"`{name}` {fmt.coverage(counts['answered'], counts['queries'])} queries"
-    extra = [f"{counts[k]} {k}" for k in ("failed", "missing") if counts.get(k)]
+    extra = [f"{counts[k]} {k}" for k in NOT_ANSWERED_COUNTS if counts.get(k)]
     return text + (f" ({', '.join(extra)}, counted as 0)" if extra else "")
 
 

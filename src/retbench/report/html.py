@@ -14,6 +14,7 @@ from html import escape
 from typing import Any
 
 from retbench.compare import PairComparison
+from retbench.data.status import FAILED_COUNT, MISSING, NOT_ANSWERED_COUNTS
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt, plots
 from retbench.report.html_drill import drill_section, k_curve_figures
@@ -104,7 +105,7 @@ def _table(header: list[str], rows: list[str], numeric: set[int] | None = None, 
 
 def _coverage_html(s: SystemSummary) -> str:
     """'scored 90 of 100' and, under it, what happened to the rest."""
-    extra = [f"{s.coverage[k]} {k}" for k in ("failed", "missing") if s.coverage.get(k)]
+    extra = [f"{s.coverage[k]} {k}" for k in NOT_ANSWERED_COUNTS if s.coverage.get(k)]
     fate = "left out of the means" if s.mode == "pytrec_eval" else "scored 0"
     note = f'<span class="ci">{escape(", ".join(extra))}: {fate}</span>' if extra else ""
     return f"{escape(fmt.coverage(s.answered, s.judged))}{note}"
@@ -273,8 +274,8 @@ def _pair_section(pair: PairComparison, data: ReportData) -> list[str]:
         )
     ca, cb = pair.counts_a, pair.counts_b
     cov = (
-        f"{escape(pair.system_a)} {fmt.coverage(ca['queries'] - ca['failed'] - ca['missing'], ca['queries'])}, "
-        f"{escape(pair.system_b)} {fmt.coverage(cb['queries'] - cb['failed'] - cb['missing'], cb['queries'])}"
+        f"{escape(pair.system_a)} {fmt.coverage(ca['queries'] - ca[FAILED_COUNT] - ca[MISSING], ca['queries'])}, "
+        f"{escape(pair.system_b)} {fmt.coverage(cb['queries'] - cb[FAILED_COUNT] - cb[MISSING], cb['queries'])}"
     )
     out.append(f'<h3>{escape(pair.system_b)} vs {escape(pair.system_a)}</h3><p class="small muted">{cov}</p>')
     out.append(
@@ -432,7 +433,7 @@ def _coverage(data: ReportData) -> str:
     chart_rows = []
     for s in data.systems:
         c = s.coverage
-        failed, missing = int(c.get("failed", 0)), int(c.get("missing", 0))
+        failed, missing = int(c.get(FAILED_COUNT, 0)), int(c.get(MISSING, 0))
         rows.append(
             f'<tr><td>{escape(s.name)}</td><td class="num">{s.judged}</td><td class="num">{s.answered}</td>'
             f'<td class="num">{failed}</td><td class="num">{missing}</td><td class="num">{int(c.get("skipped_no_relevant", 0))}</td>'

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from retbench.data.status import FAILED_COUNT, MISSING, NOT_ANSWERED_COUNTS
 from retbench.report import fmt
 
 
@@ -28,8 +29,8 @@ def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def _side(name: str, counts: Mapping[str, int]) -> str:
-    answered = counts["queries"] - counts["failed"] - counts["missing"]
-    extra = [f"{counts[k]} {k}" for k in ("failed", "missing") if counts.get(k)]
+    answered = counts["queries"] - counts[FAILED_COUNT] - counts[MISSING]
+    extra = [f"{counts[k]} {k}" for k in NOT_ANSWERED_COUNTS if counts.get(k)]
     return f"`{name}` {fmt.coverage(answered, counts['queries'])}" + (
         f" ({', '.join(extra)}: counted as 0)" if extra else ""
     )
@@ -226,7 +227,7 @@ def report_markdown(data: Any) -> str:
                 s.judged,
                 s.answered,
                 s.coverage.get("failed", 0),
-                s.coverage.get("missing", 0),
+                s.coverage.get(MISSING, 0),
                 s.coverage.get("skipped_no_relevant", 0),
                 s.mode,
             ]

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from retbench.data.status import MISSING
 from retbench.report import fmt
 from retbench.stats import column_means
 
@@ -38,7 +39,7 @@ def trec_lines(ev: Evaluation, *, per_query: bool = False) -> list[str]:
     )
     lines: list[str] = []
     if per_query:
-        rows = sorted((q, i) for i, q in enumerate(ev.query_ids) if ev.status[i] != "missing")
+        rows = sorted((q, i) for i, q in enumerate(ev.query_ids) if ev.status[i] != MISSING)
         for q, i in rows:
             lines.extend(f"{names[j]:<22}\t{q}\t{fmt.num(ev.values[i, j]):>6}" for j in order)
     means = column_means(ev.values) if len(ev.query_ids) else np.zeros(len(names))

@@ -12,8 +12,29 @@
 <out>/systems/<system>/answers.jsonl    a RAG system's answer side per query, rebuilt from the journal
 """
 
-from retbench.results.files import load_run, read_json, save_run, write_json, write_status
+from retbench.results.files import (
+    AppendLog,
+    load_run,
+    read_json,
+    save_run,
+    write_json,
+    write_jsonl,
+    write_status,
+    write_text,
+)
 from retbench.results.layout import SystemDir
 from retbench.results.read import Results, load_results
 
-__all__ = ["Results", "SystemDir", "load_results", "load_run", "read_json", "save_run", "write_json", "write_status"]
+__all__ = [
+    "AppendLog",
+    "Results",
+    "SystemDir",
+    "load_results",
+    "load_run",
+    "read_json",
+    "save_run",
+    "write_json",
+    "write_jsonl",
+    "write_status",
+    "write_text",
+]

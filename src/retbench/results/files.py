@@ -1,71 +1,52 @@
-"""Writing and reading a cell's result files.
+"""Writing and reading a cell's result files, through the one writer.
 
-Every file is written atomically: to a temporary file beside it, flushed, then renamed over the
-old one, so a kill mid-write leaves the previous version (or nothing), never half a file that a
-reader would accept. JSON is strict (no NaN or Infinity: see `io.files.json_safe`).
+The writer itself (atomic, strict JSON, redacted: `write_json`, `write_jsonl`, `write_text`,
+`AppendLog`) lives in `io.files`, low enough in the layers that the LLM call log, the caches and
+every study use the same one; it is re-exported here for the results layer's callers.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from retbench.data import QueryStatus, Run
 from retbench.data.answers import SystemAnswer
+from retbench.data.status import RUN_STATUSES
 from retbench.errors import InputError
-from retbench.io.files import iter_jsonl, json_safe
+from retbench.io.files import (
+    AppendLog,
+    atomic_text,
+    dumps,
+    iter_jsonl,
+    json_line,
+    replace_atomically,
+    write_json,
+    write_jsonl,
+    write_text,
+)
 from retbench.io.trec import read_run, write_run
 from retbench.results.layout import SystemDir
-from retbench.secrets import redact
 
-
-def replace_atomically(path: Path, write: Callable[[Path], None]) -> None:
-    """Call `write(tmp)` for a temporary path beside `path`, fsync it, then rename it over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-@contextmanager
-def atomic_text(path: Path) -> Iterator[IO[str]]:
-    """A text file handle whose content replaces `path` only when the block ends without error."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def dumps(obj: Any) -> str:
-    """Strict JSON text of `obj` (non-finite floats become null)."""
-    return redact(json.dumps(json_safe(obj), indent=2, default=str, allow_nan=False)) + "\n"
-
-
-def write_json(path: Path, obj: Any) -> None:
-    """Write strict JSON atomically (temp file + rename) so a kill never leaves half a file."""
-    with atomic_text(path) as fh:
-        fh.write(dumps(obj))
-
-
-def write_text(path: Path, text: str) -> None:
-    """Write a text file (a report) atomically."""
-    with atomic_text(path) as fh:
-        fh.write(text)
+__all__ = [
+    "AppendLog",
+    "atomic_text",
+    "dumps",
+    "json_line",
+    "load_answers",
+    "load_run",
+    "read_json",
+    "replace_atomically",
+    "save_answers",
+    "save_run",
+    "save_table",
+    "write_json",
+    "write_jsonl",
+    "write_status",
+    "write_text",
+]
 
 
 def read_json(path: Path) -> Any:
@@ -86,7 +67,7 @@ def write_status(run: Run, path: Path) -> None:
                 rec["latency"] = round(run.latency[q], 6)
             if q in run.errors:
                 rec["error"] = run.errors[q]
-            fh.write(redact(json.dumps(json_safe(rec), allow_nan=False)) + "\n")
+            fh.write(json_line(rec, ensure_ascii=True))
 
 
 def save_run(run: Run, sysdir: SystemDir) -> None:
@@ -98,9 +79,7 @@ def save_run(run: Run, sysdir: SystemDir) -> None:
 
 def save_answers(answers: Mapping[str, SystemAnswer], sysdir: SystemDir) -> None:
     """The answer side of every query (`{"id", "answer", "references", ...}` a line), atomically."""
-    with atomic_text(sysdir.answers) as fh:
-        for qid, a in answers.items():
-            fh.write(redact(json.dumps(json_safe({"id": qid, **a.to_dict()}), ensure_ascii=False)) + "\n")
+    write_jsonl(sysdir.answers, ({"id": qid, **a.to_dict()} for qid, a in answers.items()))
 
 
 def load_answers(sysdir: SystemDir) -> dict[str, SystemAnswer]:
@@ -117,9 +96,6 @@ def save_table(evaluation: Any, sysdir: SystemDir) -> None:
     replace_atomically(sysdir.per_query, evaluation.to_tsv)
 
 
-_STATUSES = frozenset(st.value for st in QueryStatus)
-
-
 def load_run(sysdir: SystemDir, name: str = "") -> Run:
     """Read a saved run back with its statuses (queries with no ranked docs come from status.jsonl)."""
     ranked = read_run(sysdir.run, name=name) if sysdir.run.is_file() and sysdir.run.stat().st_size else Run.empty(name)
@@ -133,7 +109,7 @@ def load_run(sysdir: SystemDir, name: str = "") -> Run:
         q, st = rec.get("qid"), rec.get("status")
         if not isinstance(q, str) or not q:
             raise InputError("'qid' must be a non-empty string", path=sysdir.status, line=line, field="qid")
-        if st not in _STATUSES:
+        if st not in RUN_STATUSES:
             raise InputError(f"unknown status {st!r:.40}", path=sysdir.status, line=line, field="status")
         order.append(q)
         status[q] = QueryStatus(st)

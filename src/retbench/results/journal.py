@@ -30,6 +30,7 @@ from typing import Any
 
 from retbench.data import QueryStatus, Run, RunBuilder
 from retbench.data.answers import SystemAnswer
+from retbench.data.status import RUN_STATUSES
 from retbench.errors import ConfigError, InputError
 from retbench.secrets import redact
 
@@ -210,7 +211,6 @@ class Journal:
 
 
 _REPAIR_HINT = "run again with --repair to set aside this line and the {n} from here on and redo those queries"
-_STATUSES = frozenset(st.value for st in QueryStatus)
 
 
 def record_problem(obj: Mapping[str, Any]) -> str | None:
@@ -219,7 +219,7 @@ def record_problem(obj: Mapping[str, Any]) -> str | None:
         return "'key' must be a string"
     if "qid" in obj and (not isinstance(obj["qid"], str) or not obj["qid"]):
         return "'qid' must be a non-empty string"
-    if "status" in obj and obj["status"] not in _STATUSES:
+    if "status" in obj and obj["status"] not in RUN_STATUSES:
         return f"unknown status {obj['status']!r:.40}"
     docs, scores = obj.get("docs"), obj.get("scores")
     if docs is not None or scores is not None:

@@ -71,7 +71,7 @@ from retbench.studies.judging import (
     judged_summary,
     needs_judge,
 )
-from retbench.studies.manifest import config_record, machine, package_versions
+from retbench.studies.manifest import manifest_header
 from retbench.studies.rerank import rerank_system
 
 __all__ = [
@@ -431,12 +431,7 @@ def _run_locked(
     outcomes: list[Outcome] = []
     metrics_json: dict[str, Any] = {}
     manifest: dict[str, Any] = {
-        "experiment": cfg.name,
-        "config": config_record(cfg.source, cfg.raw),
-        "config_file": cfg.source,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "versions": package_versions(),
-        "machine": machine(),
+        **manifest_header(cfg.source, cfg.raw, name=cfg.name),
         "evaluation": cfg.evaluation.to_dict(),
         "executor": dict(cfg.executor.__dict__),
         "datasets": [],

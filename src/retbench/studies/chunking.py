@@ -52,7 +52,7 @@ from retbench.results.files import write_text
 from retbench.results.layout import OutputLock
 from retbench.retrievers.base import create
 from retbench.studies.cell import Cell, LazyRetriever, Outcome, StudyOutcome, fingerprint, run_cell
-from retbench.studies.manifest import config_record, machine, package_versions
+from retbench.studies.manifest import manifest_header
 
 TOP_KEYS = {
     "name",
@@ -299,13 +299,7 @@ Progress = Callable[[str], None]
 def _chunking_manifest(cfg: ChunkingConfig, ev: Any, queries: Any, spans: dict, tokenizer: Any) -> dict[str, Any]:
     special = tokenizer.n_special if isinstance(tokenizer, HFTokenizer) else 0
     return {
-        "experiment": cfg.name,
-        "kind": "chunking",
-        "config": config_record(cfg.source, cfg.raw),
-        "config_file": cfg.source,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "versions": package_versions(),
-        "machine": machine(),
+        **manifest_header(cfg.source, cfg.raw, name=cfg.name, kind="chunking"),
         "datasets": [
             {
                 "name": ev.name,

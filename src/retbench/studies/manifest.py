@@ -1,17 +1,21 @@
-"""What every manifest records about where results were computed: package versions and the machine."""
+"""What every manifest records first: what ran (the config as written), when, with which package versions, where.
+
+`manifest_header` is the one place that header is built; each study adds its own blocks after it
+(datasets, systems, the judge, ...).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import platform
 import sys
+import time
 from collections.abc import Mapping
 from importlib import metadata
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    pass
-
+from pathlib import Path
+from typing import Any
 
 TRACKED_PACKAGES = (
     "retbench",
@@ -35,10 +39,6 @@ def config_record(source: str, raw: Any) -> dict[str, Any]:
     megabytes); the text is what a person reads and diffs. A config given as a mapping (no file) is
     recorded as canonical JSON.
     """
-    import hashlib
-    import json
-    from pathlib import Path
-
     p = Path(source)
     try:
         text = p.read_text(encoding="utf-8") if source and p.is_file() else None
@@ -47,6 +47,24 @@ def config_record(source: str, raw: Any) -> dict[str, Any]:
     if text is None:
         text = json.dumps(raw, sort_keys=True, default=str)
     return {"file": source, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "text": text}
+
+
+def manifest_header(source: str, raw: Any, *, name: str | None = None, kind: str | None = None) -> dict[str, Any]:
+    """The header every manifest.json starts with: experiment name and kind (when the study has them), the
+    config as written (`config_record`), its file, the creation time, package versions and the machine."""
+    head: dict[str, Any] = {}
+    if name is not None:
+        head["experiment"] = name
+    if kind is not None:
+        head["kind"] = kind
+    head.update(
+        config=config_record(source, raw),
+        config_file=source,
+        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        versions=package_versions(),
+        machine=machine(),
+    )
+    return head
 
 
 def config_from_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from retbench.chunkers import ChunkSet
-from retbench.data import QueryStatus, Run
+from retbench.data import Run
+from retbench.data.status import MISSING, UNANSWERED
 from retbench.metrics import ranking
 from retbench.metrics.gain import GainMatrix
 from retbench.metrics.registry import MetricContext, parse_metrics
@@ -211,8 +212,8 @@ def evaluate_judgement(
             values[:, j] = getattr(judgement, spec.metric.name)(spec.ks(None, len(qids)))
         else:
             values[:, j] = spec.compute(ctx)
-    status = [run.status[q].value if q in run else "missing" for q in qids]
-    failed = np.array([s == "missing" or QueryStatus(s).failed for s in status], dtype=bool)
+    status = [run.status[q].value if q in run else MISSING for q in qids]
+    failed = np.array([s in UNANSWERED for s in status], dtype=bool)
     values[failed] = 0.0
     judged = set(qids)
     return Evaluation(

@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import time
 import urllib.error
 import urllib.request
@@ -34,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from retbench.retrievers.encoders.encoder import Encoder
+from retbench.secrets import clip, from_env, register_url, request_url
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
@@ -72,7 +72,7 @@ class HttpEncoder(Encoder):
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"url must start with http:// or https://, got {url!r}")
-        if api_key_env and not os.environ.get(api_key_env):
+        if api_key_env and not from_env(api_key_env):
             raise ValueError(f"environment variable {api_key_env} (api_key_env) is not set")
         if max_batch_tokens < 1 or retries < 0 or backoff < 0 or timeout <= 0:
             raise ValueError("max_batch_tokens and timeout must be positive, retries and backoff >= 0")
@@ -85,7 +85,8 @@ class HttpEncoder(Encoder):
             cache=cache,
             cache_dir=cache_dir,
         )
-        self.url, self.api_key_env, self.dimensions = url, api_key_env, dimensions
+        # the URL's userinfo and secret query values are registered; only the public form is shown
+        self.url, self.public_url, self.api_key_env, self.dimensions = url, register_url(url), api_key_env, dimensions
         self.input_type = {"query": query_input_type, "document": doc_input_type}
         self.max_batch_tokens, self.timeout, self.retries, self.backoff = max_batch_tokens, timeout, retries, backoff
         self.price = float(price_per_million_tokens)
@@ -97,7 +98,7 @@ class HttpEncoder(Encoder):
     # -- what the vectors depend on --------------------------------------------------------------
     @property
     def fingerprint(self) -> str:
-        blob = self._given_fp or f"{self.model_name}@{self.url}"
+        blob = self._given_fp or f"{self.model_name}@{self.public_url}"
         return "http-" + hashlib.sha1(blob.encode()).hexdigest()[:12]
 
     @property
@@ -115,7 +116,7 @@ class HttpEncoder(Encoder):
         return {
             "kind": self.kind,
             "model": self.model_name,
-            "url": self.url,
+            "url": self.public_url,
             "model_fingerprint": self.fingerprint,
             "api_key_env": self.api_key_env,
             "query_input_type": self.input_type["query"],
@@ -183,18 +184,19 @@ class HttpEncoder(Encoder):
         return np.asarray([r["embedding"] for r in rows], dtype=np.float32)
 
     def _request(self, data: bytes) -> Any:
-        headers = {"Content-Type": "application/json"}
+        url, headers = request_url(self.url)
+        headers["Content-Type"] = "application/json"
         if self.api_key_env:
-            headers["Authorization"] = f"Bearer {os.environ.get(self.api_key_env, '')}"
+            headers["Authorization"] = f"Bearer {from_env(self.api_key_env) or ''}"
         for attempt in range(self.retries + 1):
             self.requests += 1
-            req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+            req = urllib.request.Request(url, data=data, headers=headers, method="POST")
             wait = self.backoff * (2**attempt)
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                     return json.loads(resp.read())
             except urllib.error.HTTPError as exc:
-                detail = exc.read()[:300].decode("utf-8", "replace")
+                detail = clip(exc.read(1 << 16).decode("utf-8", "replace"), 300)  # masked before it is cut
                 reason = f"HTTP {exc.code}: {detail}"
                 if exc.code not in RETRY_STATUS or attempt == self.retries:
                     raise RuntimeError(f"embedding server answered {reason}") from None
@@ -202,7 +204,7 @@ class HttpEncoder(Encoder):
                 if after and after.replace(".", "", 1).isdigit():
                     wait = float(after)
             except (TimeoutError, ConnectionError, urllib.error.URLError) as exc:
-                reason = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+                reason = clip(f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}", 300)
                 if attempt == self.retries:
                     raise RuntimeError(f"embedding server unreachable after {attempt + 1} attempts: {reason}") from None
             self.retry_log.append({"attempt": attempt + 1, "reason": reason, "wait_seconds": wait})

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import urllib.error
 import urllib.request
 from abc import ABC, abstractmethod
@@ -32,6 +31,7 @@ import numpy as np
 
 from retbench.errors import ConfigError
 from retbench.retrievers.base import check_params, import_object
+from retbench.secrets import clip, from_env, register_url, request_url
 
 KINDS = ("cross_encoder", "bi_encoder", "http")
 
@@ -195,27 +195,32 @@ class HttpReranker(Reranker):
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"url must start with http:// or https://, got {url!r}")
-        if api_key_env and not os.environ.get(api_key_env):
+        if api_key_env and not from_env(api_key_env):
             raise ValueError(f"environment variable {api_key_env} (api_key_env) is not set")
-        self.url, self.model, self.api_key_env = url, model, api_key_env
+        # the URL's userinfo and secret query values are registered; only the public form is shown
+        self.url, self.public_url = url, register_url(url)
+        self.model, self.api_key_env = model, api_key_env
         self.timeout, self.max_documents, self._fp = float(timeout), int(max_documents), fingerprint
 
     def fingerprint(self) -> str:
-        return self._fp or f"http:{self.url}:{self.model or ''}"
+        return self._fp or f"http:{self.public_url}:{self.model or ''}"
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "url": self.url, "model": self.model, "api_key_env": self.api_key_env}
+        return {"kind": self.kind, "url": self.public_url, "model": self.model, "api_key_env": self.api_key_env}
 
     def _post(self, body: dict[str, Any]) -> Any:
-        headers = {"Content-Type": "application/json"}
+        url, headers = request_url(self.url)
+        headers["Content-Type"] = "application/json"
         if self.api_key_env:
-            headers["Authorization"] = f"Bearer {os.environ[self.api_key_env]}"
-        req = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
+            headers["Authorization"] = f"Bearer {from_env(self.api_key_env) or ''}"
+        req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 return json.loads(resp.read())
         except urllib.error.HTTPError as exc:
-            detail = exc.read()[:300].decode("utf-8", "replace")
+            # the body may echo the key (a proxy's debug page, a server that repeats the request): masked
+            # before it is cut, so neither the error, a log, nor `serve --rerank http`'s reply shows it
+            detail = clip(exc.read(1 << 16).decode("utf-8", "replace"), 300)
             raise RuntimeError(f"rerank server answered HTTP {exc.code}: {detail}") from None
 
     def score(self, query: str, documents: Sequence[str]) -> list[float]:

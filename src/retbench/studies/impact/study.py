@@ -15,7 +15,7 @@ from retbench.chunkers import make_chunker
 from retbench.data import Corpus, Dataset, Qrels, Queries
 from retbench.errors import ConfigError, InputError
 from retbench.report.impact import render_report
-from retbench.results import write_json
+from retbench.results import write_json, write_text
 from retbench.retrievers.base import Retriever, create
 from retbench.retrievers.encoders import Encoder
 from retbench.studies.benchmark import dataset_manifest, prepare_dataset
@@ -27,7 +27,7 @@ from retbench.studies.impact.model import STATUSES, Impact
 from retbench.studies.impact.novelty import Novelty, NoveltyIndex, text_hash
 from retbench.studies.impact.rebuild import RebuildImpact
 from retbench.studies.impact.support import ContextRecall, CosineSupport, JudgeSupport, SentenceSupport
-from retbench.studies.manifest import config_record, machine, package_versions
+from retbench.studies.manifest import manifest_header
 from retbench.studies.resources import rate, stage
 
 
@@ -305,13 +305,7 @@ def _manifest(
 ) -> dict[str, Any]:
     """What ran, on what, with which versions: `parts` holds the retriever, encoder and novelty index."""
     return {
-        "experiment": cfg.name,
-        "kind": "ingest-impact",
-        "config": config_record(cfg.source, cfg.raw),
-        "config_file": cfg.source,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "versions": package_versions(),
-        "machine": machine(),
+        **manifest_header(cfg.source, cfg.raw, name=cfg.name, kind="ingest-impact"),
         "dataset": dataset_manifest(s.ds, cfg.dataset, s.queries, s.load_seconds),
         "knowledge_base": {"documents": len(s.kb), "fingerprint": s.kb.fingerprint()},
         "candidates": {"documents": len(s.cands), "fingerprint": s.cands.fingerprint(), **s.cs.info},
@@ -409,7 +403,5 @@ def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> Inge
     parts = {"retriever": retriever, "encoder": encoder, "novelty": nov_index}
     manifest = {**_manifest(cfg, s, parts, engine, context, timings), "resources": res}
     _write(cfg.output, manifest, summary, results)
-    (cfg.output / "report.md").write_text(
-        render_report(cfg, engine.metric_names, before, results, summary, manifest), encoding="utf-8"
-    )
+    write_text(cfg.output / "report.md", render_report(cfg, engine.metric_names, before, results, summary, manifest))
     return IngestOutcome(cfg, engine.metric_names, before, results, summary)

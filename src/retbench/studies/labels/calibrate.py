@@ -23,9 +23,7 @@ a system's nDCG under LLM labels is null with the reason (`llm_missing`) rather 
 
 from __future__ import annotations
 
-import json
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,9 +152,10 @@ def run_calibration(
     from retbench.io.datasets import load_dataset
     from retbench.llm.judge import Judge, open_base_url
     from retbench.report.judge import estimate_line
+    from retbench.results import write_json, write_jsonl
     from retbench.studies.labels import agreement as ag
     from retbench.studies.labels.relevance import judge_items
-    from retbench.studies.manifest import machine, package_versions
+    from retbench.studies.manifest import manifest_header
 
     ds = load_dataset(cfg.dataset, [cfg.split])
     pairs = sample_pairs(cfg, ds)
@@ -198,19 +197,13 @@ def run_calibration(
         }
         for (q, d, h), v in zip(pairs, verdicts, strict=True)
     ]
-    (out / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_jsonl(out / "pairs.jsonl", rows, ensure_ascii=True)
     metrics = {k: report[k] for k in ("agreement", "graded", "judge_reliability", "statuses", "ranking") if k in report}
     metrics["judged"] = {"judged": report["statuses"].get("ok", 0), "of": len(pairs)}
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
-    manifest = {
-        "config": cfg.raw,
-        "config_file": cfg.source,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "judge": report["judge"],
-        "versions": package_versions(),
-        "machine": machine(),
-    }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    write_json(out / "metrics.json", metrics)
+    write_json(
+        out / "manifest.json", {**manifest_header(cfg.source, cfg.raw, kind="calibration"), "judge": report["judge"]}
+    )
     return report
 
 

@@ -22,6 +22,8 @@ from retbench.data.qrels import Qrels
 from retbench.data.run import Run
 from retbench.errors import InputError
 from retbench.llm.judge import Judge
+from retbench.results import write_json, write_text
+from retbench.secrets import redact
 
 LABEL_SOURCES = ("human", "llm", "human+llm")
 QRELS_FILE = "llm_qrels.txt"
@@ -114,12 +116,12 @@ def label_pairs(
         if v.ok:
             grades.setdefault(v.key[0], {})[v.key[1]] = int(v.value)
     out.mkdir(parents=True, exist_ok=True)
-    lines = [f"{q} 0 {d} {g}\n" for q, docs in grades.items() for d, g in docs.items()]
-    (out / QRELS_FILE).write_text("".join(lines), encoding="utf-8")
+    text = redact("".join(f"{q} 0 {d} {g}\n" for q, docs in grades.items() for d, g in docs.items()))
+    write_text(out / QRELS_FILE, text)
     provenance = {
         "labels": "llm",
         "file": QRELS_FILE,
-        "sha256": hashlib.sha256("".join(lines).encode()).hexdigest(),
+        "sha256": hashlib.sha256(text.encode()).hexdigest(),
         "grades": "0-3 (0 nothing to do with the query, 1 on topic, 2 partial answer, 3 exact answer)",
         "pairs": len(pairs),
         "judged": statuses.get("ok", 0),
@@ -129,7 +131,7 @@ def label_pairs(
         "max_passage_chars": max_chars,
         **dict(context or {}),
     }
-    (out / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=2, ensure_ascii=False), encoding="utf-8")
+    write_json(out / PROVENANCE_FILE, provenance, ensure_ascii=False)
     return RelevanceLabels(Qrels(grades), list(pairs), statuses, provenance, out)
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from retbench.llm.judge import Judge
 from retbench.llm.verdicts import parse_fields
+from retbench.results import write_jsonl
 
 REVIEW_STATES = ("pending", "accept", "reject")
 
@@ -129,10 +130,7 @@ def synthesize(
             }
         )
         questions.append({"id": sid, "question": v.value["question"], "overlap": overlap})
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_suffix(output.suffix + ".tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    tmp.replace(output)
+    write_jsonl(output, rows)
     overlaps = [q["overlap"] for q in questions]
     return {
         "statuses": statuses,

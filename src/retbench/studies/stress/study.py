@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -16,11 +15,10 @@ from retbench.data import Qrels, Run
 from retbench.errors import EXIT_BACKEND, EXIT_OK, ConfigError
 from retbench.evaluation import evaluate
 from retbench.report.stress import level_line, render_html, render_markdown
-from retbench.results import SystemDir, save_run, write_json
+from retbench.results import SystemDir, save_run, write_json, write_jsonl, write_text
 from retbench.results.journal import Journal
 from retbench.retrievers.base import Retriever, create
 from retbench.retrievers.faults import with_faults
-from retbench.secrets import redact
 from retbench.studies.benchmark import prepare_dataset
 from retbench.studies.executors import devices_of
 from retbench.studies.resources import stage
@@ -86,13 +84,6 @@ class StressResult:
     first_failure: dict[str, Any] | None = None
 
 
-def _write_failures(path: Path, failures: Sequence[Mapping[str, Any]]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.writelines(redact(json.dumps(f, default=str)) + "\n" for f in failures)
-    tmp.replace(path)
-
-
 def build_retriever(config: StressConfig) -> Retriever:
     """The configured system, wrapped in a FaultyRetriever when the config asks for faults."""
 
@@ -136,7 +127,7 @@ class _Stress:
         """Write summary.json, failures.jsonl and report.md from everything journaled so far."""
         recs = self.journal.records()
         fails = self.ingest_failures + [f for r in recs for f in r.get("failures", ())]
-        _write_failures(self.out / "failures.jsonl", fails)
+        write_jsonl(self.out / "failures.jsonl", fails, ensure_ascii=True)
         requests = [r for r in recs if "outcome" in r]
         failed = sum(r["outcome"] in FAILURE_OUTCOMES for r in requests) + len(self.ingest_failures)
         sm = self.summary
@@ -155,8 +146,8 @@ class _Stress:
         over = failed / max(len(requests), 1) > self.s.allowed_failure_rate or bool(self.ingest_failures)
         sm["exit_code"] = EXIT_BACKEND if over else EXIT_OK
         write_json(self.out / "summary.json", sm)
-        (self.out / "report.md").write_text(redact(render_markdown(sm)), encoding="utf-8")
-        (self.out / "report.html").write_text(redact(render_html(sm)), encoding="utf-8")
+        write_text(self.out / "report.md", render_markdown(sm))
+        write_text(self.out / "report.html", render_html(sm))
 
     def _measure(self, c: int) -> list[dict[str, Any]]:
         return self.journal.records(lambda r: r.get("level") == c and r.get("phase") == "measure")
