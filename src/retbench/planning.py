@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from retbench.compare import PerQueryScores, _finite, align
+from retbench.compare import PerQueryScores, align
 from retbench.criteria import Criteria
 from retbench.errors import InputError
+from retbench.io.files import json_safe
 from retbench.metrics.registry import lower_is_better, value_range
 from retbench.power import (
     DropModel,
@@ -108,7 +109,7 @@ class Plan:
             "resampling": "queries' per-query deltas drawn with replacement",
         }
         data["metrics"] = [{**asdict(m), "sees_limit": m.sees_limit} for m in self.metrics]
-        return dict(_finite(data))
+        return dict(json_safe(data))
 
 
 def plan_criteria(

@@ -45,5 +45,12 @@ class SystemAnswer:
         return out
 
 
+def abstained(answer: SystemAnswer | None) -> bool:
+    """The one abstention rule: what the output says, else whether it gave no answer text."""
+    if answer is not None and answer.abstained is not None:
+        return answer.abstained
+    return answer is None or not (answer.text or "").strip()
+
+
 #: output fields that make up a SystemAnswer
 ANSWER_FIELDS = ("answer", "references", "abstained", "latency", "error")

@@ -51,16 +51,15 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from retbench.chunkers.headings import normalize_heading_path
-from retbench.data.answers import SystemAnswer
+from retbench.data.answers import SystemAnswer, abstained
 from retbench.errors import InputError
-
-if TYPE_CHECKING:
-    from retbench.metrics.registry import Builtin, MetricContext
+from retbench.metrics.base import Builtin, MetricContext
+from retbench.metrics.judged import judged_abstention
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)
@@ -130,13 +129,6 @@ def best(fn: Callable[[str, str], float], answer: str, references: Sequence[str]
 def _answer(ctx: MetricContext, i: int) -> SystemAnswer | None:
     answers = ctx.answers or {}
     return answers.get(ctx.gm.query_ids[i])
-
-
-def abstained(answer: SystemAnswer | None) -> bool:
-    """What the output says, else whether it gave no answer text."""
-    if answer is not None and answer.abstained is not None:
-        return answer.abstained
-    return answer is None or not (answer.text or "").strip()
 
 
 def _given_text(answer: SystemAnswer | None) -> str | None:
@@ -252,7 +244,6 @@ def on_unanswerable(ctx: MetricContext, want_abstained: bool) -> np.ndarray:
 
     An answer that could not be produced (`error`) scores 0 on both, as a failed query does.
     """
-    from retbench.metrics.judged import judged_abstention
 
     out = np.full(len(ctx.gm), np.nan)
     for i, sample in enumerate(ctx.samples):
@@ -283,7 +274,6 @@ def negative_match(ctx: MetricContext) -> np.ndarray:
 
 def builtins() -> list[Builtin]:
     """These metrics as registry entries (the registry registers them at import)."""
-    from retbench.metrics.registry import Builtin  # the registry imports this module
 
     a = sys.modules[__name__]
 

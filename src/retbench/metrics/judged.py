@@ -37,14 +37,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from retbench.data.answers import SystemAnswer
-
-if TYPE_CHECKING:
-    from retbench.metrics.registry import Builtin, MetricContext
+from retbench.data.answers import SystemAnswer, abstained
+from retbench.metrics.base import Builtin, MetricContext
 
 #: one query's outcome for a metric: a value, None (does not apply) or a status (verdict failed)
 Outcome = float | str | None
@@ -88,7 +86,6 @@ def verdict(records: Records | None, kind: str) -> tuple[Any, str]:
 
 def given_text(answer: SystemAnswer | None) -> str | None:
     """The answer text when the system gave one (no error, not abstained, not empty)."""
-    from retbench.metrics.answers import abstained  # the one abstention rule
 
     if answer is None or answer.error is not None or abstained(answer) or not (answer.text or "").strip():
         return None
@@ -237,7 +234,6 @@ JUDGED_METRICS = tuple(OUTCOMES)
 
 def builtins() -> list[Builtin]:
     """These metrics as registry entries (the registry registers them at import)."""
-    from retbench.metrics.registry import Builtin  # the registry imports this module
 
     def entry(name: str, description: str, meaning: str, value_range: tuple[float, float] = (0.0, 1.0)) -> Builtin:
         return Builtin(

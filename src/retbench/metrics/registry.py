@@ -30,15 +30,16 @@ protocol), passed to `register()` or exposed under the `retbench.metrics` entry-
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from retbench.errors import ConfigError, InputError
 from retbench.metrics import answers, judged, retrieval
-from retbench.metrics.gain import GainMatrix, check_level
+from retbench.metrics.base import CUTOFFS, Metric, MetricContext
+from retbench.metrics.gain import check_level
 
 #: the metric suite of a benchmark run (and of `retbench compare` on run files) when a config names none
 DEFAULT_METRICS = ["ndcg@10", "recall@100", "mrr@10", "map", "recall@5", "P@5", "hit@5"]
@@ -55,93 +56,6 @@ DEFAULT_ANSWER_METRICS = [
 ]
 
 ENTRY_POINT_GROUP = "retbench.metrics"
-
-CUTOFFS = ("k", "optional", "none")
-
-
-@dataclass
-class MetricContext:
-    """Everything a metric may look at, row-aligned with the gain matrix.
-
-    `run_rows[i]` is the run's row for gain-matrix row i (-1: the system did not answer);
-    `samples[i]` is the golden-set sample of row i, if any; `texts` maps doc id -> text (or is a Corpus);
-    `answers` maps query id -> the system's `SystemAnswer` (the answer side of a RAG system).
-    """
-
-    gm: GainMatrix
-    relevance_level: int = 1
-    run: Any = None
-    run_rows: np.ndarray | None = None
-    samples: Sequence[Any] = field(default_factory=list)
-    texts: Any = None
-    qrels: Mapping[str, Mapping[str, int]] | None = None
-    answers: Mapping[str, Any] | None = None
-    judged: Mapping[str, Any] | None = None  # query id -> stored judge verdicts (metrics/judged.py)
-
-    def level(self, params: Mapping[str, float]) -> int:
-        """The relevance level a binary measure uses: its own `rel=` parameter, else the evaluation's."""
-        level = params.get("rel", self.relevance_level)
-        if int(level) != level:
-            raise ConfigError(f"relevance level must be an integer, got {level!r}", field="rel")
-        return int(level)
-
-    def ranked(self, i: int, k: int | None = None) -> list[str]:
-        """Doc ids ranked for row i (rank 1 first), at most k of them."""
-        if self.run is None or self.run_rows is None or self.run_rows[i] < 0:
-            return []
-        r = int(self.run_rows[i])
-        start, stop = int(self.run.offsets[r]), int(self.run.offsets[r + 1])
-        if k is not None:
-            stop = min(stop, start + k)
-        return self.run.doc_ids[start:stop].tolist()
-
-
-@runtime_checkable
-class Metric(Protocol):
-    """What a metric is: a name, how it takes a cutoff, and a vectorized compute.
-
-    `cutoff`: "k" (needs a cutoff: per-sample k, else the name's @k, else default_k), "optional"
-    (uncut unless the name has @k) or "none". `compute` returns one float per gain-matrix row;
-    `k` is None (uncut) or an int64 array of per-row cutoffs. Optional attributes: `aliases`
-    (other names), `params` (name -> default), `binary` (accepts `rel=`), `description`,
-    `trec_name(k)` (trec_eval's name for it, if any), `value_range` ((low, high): thresholds are checked
-    against it), `answer_side` (True: it scores the answer, so it applies to unanswerable questions,
-    where retrieval metrics do not).
-    """
-
-    name: str
-    cutoff: str
-
-    def compute(self, ctx: MetricContext, k: np.ndarray | None, params: Mapping[str, float]) -> np.ndarray: ...
-
-
-@dataclass(frozen=True)
-class Builtin:
-    """A metric defined by a function of (context, per-row k, relevance level, params)."""
-
-    name: str
-    cutoff: str
-    fn: Callable[[MetricContext, np.ndarray | None, int, Mapping[str, float]], np.ndarray]
-    description: str
-    aliases: tuple[str, ...] = ()
-    binary: bool = True
-    params: Mapping[str, float] = field(default_factory=dict)
-    trec: str | None = None  # trec_eval's name when uncut
-    trec_cut: str | None = None  # trec_eval's name with a cutoff, "{k}" filled in
-    value_range: tuple[float, float] = (0.0, 1.0)  # every built-in metric is a fraction
-    param_ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # checked when the name is parsed
-    answer_side: bool = False  # scores the answer (metrics/answers.py), not the ranking
-    lower_is_better: bool = False  # a rate of errors (hallucination_rate): gates cap it and a rise is a regression
-    label: str = ""  # how reports name it ("nDCG", "MRR", "hit rate"); the name itself when empty
-    meaning: str = ""  # one plain sentence for readers who are not IR people; "{k}" stands for the cutoff
-
-    def compute(self, ctx: MetricContext, k: np.ndarray | None, params: Mapping[str, float]) -> np.ndarray:
-        return self.fn(ctx, k, ctx.level(params) if self.binary else 1, params)
-
-    def trec_name(self, k: int | None) -> str | None:
-        if k is None:
-            return self.trec
-        return self.trec_cut.format(k=k) if self.trec_cut else None
 
 
 def describe(metric: Metric) -> dict[str, Any]:

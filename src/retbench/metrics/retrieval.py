@@ -4,17 +4,12 @@ trec_eval names."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from retbench.metrics import coverage, ranking, text
-
-if TYPE_CHECKING:
-    from retbench.metrics.registry import Builtin
+from retbench.metrics.base import Builtin
 
 
 def builtins() -> list[Builtin]:
     """These metrics as registry entries (the registry registers them at import)."""
-    from retbench.metrics.registry import Builtin  # the registry imports this module
 
     r = ranking
     return [

@@ -16,7 +16,7 @@ import numpy as np
 from retbench.errors import InputError
 
 if TYPE_CHECKING:
-    from retbench.metrics.registry import MetricContext
+    from retbench.metrics.base import MetricContext
 
 _SPACE = re.compile(r"\s+")
 
