@@ -130,4 +130,4 @@ def _parse_file(raw: Any, source: str) -> Criteria:
 
 def load_criteria(path: str | Path) -> Criteria:
     """Read and validate a ship-criteria YAML file (errors name file:line and field)."""
-    return load(path, _parse_file)
+    return load(path, _parse_file, what="criteria file")

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
-from retbench.config.base import Block, ModelFile, NonNegativeFloat, NonNegativeInt, PositiveInt, validate
+from retbench.config.base import Block, ModelFile, field_error, NonNegativeFloat, NonNegativeInt, PositiveInt, validate
 from retbench.config.env import check_env
 from retbench.config.lines import field_lines, locate
 from retbench.config.loader import read_config
@@ -71,7 +71,7 @@ class JudgeSettings(Block, frozen=True):
     @model_validator(mode="after")
     def _reachable(self) -> JudgeSettings:
         if not self.base_url and self.local is None:
-            raise ValueError("give base_url (an OpenAI-compatible server) or local.model_file")
+            raise field_error("base_url", "give base_url (an OpenAI-compatible server) or local.model_file")
         return self
 
     @classmethod

@@ -22,9 +22,9 @@ from retbench.io.files import load_yaml_text, require_file
 T = TypeVar("T")
 
 
-def read_config(path: str | Path) -> tuple[Any, str]:
+def read_config(path: str | Path, what: str = "config file") -> tuple[Any, str]:
     """(data, text) of a YAML config file; a syntax error names the file and line."""
-    p = require_file(path, "config file")
+    p = require_file(path, what)
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -32,13 +32,14 @@ def read_config(path: str | Path) -> tuple[Any, str]:
     return load_yaml_text(text, p), text
 
 
-def load(path: str | Path, parse: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+def load(path: str | Path, parse: Callable[..., T], *args: Any, what: str = "config file", **kwargs: Any) -> T:
     """Read a YAML config and `parse(data, source, *args, **kwargs)`; check its `*_env` variables.
 
-    Every error that names a field gains the file and that field's line.
+    Every error that names a field gains the file and that field's line (`what` names the file when
+    it is missing).
     """
     source = str(path)
-    data, text = read_config(path)
+    data, text = read_config(path, what)
     try:
         out = parse(data, source, *args, **kwargs)
         check_env(data, source)

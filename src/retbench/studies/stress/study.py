@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +125,7 @@ class _Stress:
             "corpus": len(dataset.corpus),
             "k": config.k,
             "metrics": config.metrics,
-            "settings": asdict(self.s),
+            "settings": self.s.model_dump(),
             "mode": "async" if uses_async(retriever, self.s) else "threads",
             "resumed": len(self.journal) > 0,
             "levels": [],
