@@ -147,7 +147,11 @@ def test_a_missing_env_variable_is_refused_before_any_system_runs(tmp_path: Path
         "depth": 3,
         "systems": [
             {"name": "bm25", "adapter": "bm25s"},
-            {"name": "api", "adapter": "http", "params": {"url": "http://127.0.0.1:9/s", "auth_env": "RB_TEST_UNSET_TOKEN"}},
+            {
+                "name": "api",
+                "adapter": "http",
+                "params": {"url": "http://127.0.0.1:9/s", "auth_env": "RB_TEST_UNSET_TOKEN"},
+            },
         ],
     }
     path = tmp_path / "x.yaml"
@@ -188,9 +192,7 @@ def test_a_relative_judge_model_file_is_read_from_the_config_folder_whatever_the
     assert load_judge("judge.yaml")[0].model_path().samefile(folder / "models" / "judge.gguf")  # type: ignore[union-attr]
 
 
-def test_a_model_file_is_also_found_in_the_cache_and_a_missing_one_names_file_line(
-    tmp_path: Path, monkeypatch
-) -> None:
+def test_a_model_file_is_also_found_in_the_cache_and_a_missing_one_names_file_line(tmp_path: Path, monkeypatch) -> None:
     cache = tmp_path / "cache"
     (cache / "models").mkdir(parents=True)
     (cache / "models" / "m.gguf").write_bytes(b"GGUF")

@@ -13,9 +13,7 @@ from retbench.cli.app import fail, handles_errors
 def schema_command(
     kind: Annotated[
         str,
-        typer.Argument(
-            help="experiment, suite, chunking, ingest-impact, stress, judge, calibration or criteria."
-        ),
+        typer.Argument(help="experiment, suite, chunking, ingest-impact, stress, judge, calibration or criteria."),
     ] = "experiment",
 ) -> None:
     """Print the JSON Schema of a config kind (validate configs or point an editor at it)."""

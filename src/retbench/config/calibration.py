@@ -48,4 +48,3 @@ class CalibrationModel(Block):
     spot_check: NonNegativeInt = Field(5, description="pairs re-judged with judge.check_prompt")
     max_chars: NonNegativeInt = Field(1200, description="passages are cut here")
     ranking: Ranking | None = None
-

@@ -71,7 +71,12 @@ class DatasetBlock(Block):
 
     def to_spec(self, seed: int = 0) -> DatasetSpec:
         return DatasetSpec(
-            self.spec, self.split, self.max_queries, self.corpus_sample, self.join_rule, self.seed if self.seed is not None else seed
+            self.spec,
+            self.split,
+            self.max_queries,
+            self.corpus_sample,
+            self.join_rule,
+            self.seed if self.seed is not None else seed,
         )
 
 
@@ -232,6 +237,8 @@ class EncoderSettings(Block, frozen=True):
 
 
 __all__ = [
+    "MODES",
+    "NO_RELEVANT",
     "Dataset",
     "DatasetBlock",
     "DatasetSpec",
@@ -239,8 +246,6 @@ __all__ = [
     "EvalSettings",
     "FolderName",
     "JoinRule",
-    "MODES",
-    "NO_RELEVANT",
     "NonNegativeInt",
     "SystemBlock",
     "SystemSpec",

@@ -175,6 +175,13 @@ class ExperimentModel(Block):
         return self
 
 
+FailureOutcome = Literal["error", "timeout", "invalid"]  # data.QueryStatus values that are failures
+
+
+def _retried() -> list[FailureOutcome]:
+    return ["error", "timeout"]
+
+
 class LoadSettings(Block):
     """How load is applied: the `stress:` block of a stress config."""
 
@@ -187,9 +194,7 @@ class LoadSettings(Block):
     backoff_s: float = Field(0.05, ge=0.0)
     backoff_factor: float = Field(2.0, ge=0.0)
     backoff_max_s: float = Field(2.0, ge=0.0)
-    retry_on: list[Literal["error", "timeout", "invalid"]] = Field(
-        default_factory=lambda: ["error", "timeout"], description="failure outcomes that are retried"
-    )
+    retry_on: list[FailureOutcome] = Field(default_factory=_retried, description="failure outcomes that are retried")
     allowed_failure_rate: float = Field(0.0, ge=0.0, le=1.0)
     stop_on_failure: bool = True
     max_abandoned: PositiveInt = 32
@@ -215,5 +220,5 @@ class StressModel(ExperimentModel):
     """One system on one dataset, written as a `retbench run` experiment plus a `stress:` block."""
 
     datasets: Annotated[list[Dataset], _exactly_one("dataset")] = Field(min_length=1)
-    systems: Annotated[list[StressSystem], _exactly_one("system")] = Field(min_length=1)
+    systems: Annotated[list[StressSystem], _exactly_one("system")] = Field(min_length=1)  # type: ignore[assignment]
     stress: LoadSettings = Field(default_factory=LoadSettings)

@@ -105,6 +105,13 @@ class Gain(Block):
     novelty: Literal["min", "mean"] = "min"
 
 
+Mode = Literal["alone", "sequential", "leave_one_out"]
+
+
+def _alone() -> list[Mode]:
+    return ["alone"]
+
+
 class IngestModel(Block):
     """An ingestion-impact experiment."""
 
@@ -116,7 +123,7 @@ class IngestModel(Block):
     metrics: list[MetricName] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
     relevance_level: PositiveInt = 1
     candidates: list[CandidateSource] = Field(min_length=1)
-    modes: list[Literal["alone", "sequential", "leave_one_out"]] = Field(default_factory=lambda: ["alone"], min_length=1)
+    modes: list[Mode] = Field(default_factory=_alone, min_length=1)
     leave_one_out: Annotated[
         LeaveOneOut | None, BeforeValidator(_group_shorthand, json_schema_input_type=str | LeaveOneOut | None)
     ] = None

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
-from retbench.config.base import Block, ModelFile, field_error, NonNegativeFloat, NonNegativeInt, PositiveInt, validate
+from retbench.config.base import Block, ModelFile, NonNegativeFloat, NonNegativeInt, PositiveInt, field_error, validate
 from retbench.config.env import check_env
 from retbench.config.lines import field_lines, locate
 from retbench.config.loader import read_config

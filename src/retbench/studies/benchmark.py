@@ -42,7 +42,7 @@ from retbench.evaluation import evaluate
 from retbench.io.datasets import load_dataset
 from retbench.llm.generate import GenerateSpec, GeneratingRetriever, Generator
 from retbench.metrics.agreement import reference_agreement
-from retbench.metrics.registry import DEFAULT_METRICS, parse_metric
+from retbench.metrics.registry import parse_metric
 from retbench.results import SystemDir, load_run, write_json
 from retbench.results.files import load_answers
 from retbench.results.layout import OutputLock, cell_keys

@@ -46,7 +46,6 @@ from retbench.io.chunking_eval import read_chunking_eval
 from retbench.io.datasets import resolve
 from retbench.metrics.judges import budget_cutoffs, evaluate_judgement, judge_spans, overlap_scores
 from retbench.metrics.judges.spans import budget_label
-from retbench.metrics.registry import parse_metric
 from retbench.report.chunking import render_markdown
 from retbench.results import SystemDir, write_json
 from retbench.results.files import write_text
@@ -54,7 +53,6 @@ from retbench.results.layout import OutputLock
 from retbench.retrievers.base import check_system, create
 from retbench.studies.cell import Cell, LazyRetriever, Outcome, StudyOutcome, fingerprint, run_cell
 from retbench.studies.manifest import config_record, machine, package_versions
-
 
 
 @dataclass

@@ -28,6 +28,7 @@ from retbench.config.calibration import CalibrationModel
 from retbench.llm.settings import JudgeSettings
 from retbench.retrievers.base import check_system
 
+
 @dataclass
 class CalibrationConfig:
     judge: JudgeSettings

@@ -13,6 +13,7 @@ from retbench.retrievers.faults import FaultSpec
 from retbench.studies.benchmark import build_config
 from retbench.studies.stress.settings import LoadSettings
 
+
 # -- config ----------------------------------------------------------------------------------------
 @dataclass
 class StressConfig:
