@@ -220,6 +220,21 @@ def test_a_dataset_path_is_read_from_the_config_folder(tmp_path: Path, monkeypat
     assert json.loads((tmp_path / "out" / "metrics.json").read_text())["bm25s"]["ndcg@3"] > 0
 
 
+def test_ingest_impact_candidate_and_reference_files_are_read_from_the_config_folder(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from retbench.studies.impact import load_ingest_config
+
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    path = folder / "ingest.yaml"
+    path.write_text("candidates: [{kind: file, path: new/corpus.jsonl}]\ncontext_recall: {references: answers.jsonl}\n")
+    monkeypatch.chdir(tmp_path)
+    cfg = load_ingest_config(path)
+    assert cfg.candidates[0]["path"] == str(folder / "new" / "corpus.jsonl")
+    assert cfg.context_recall is not None and cfg.context_recall["references"] == str(folder / "answers.jsonl")
+
+
 # -- declarations that mirror code elsewhere stay in step ------------------------------------------------
 def test_declared_choices_match_the_code_they_describe() -> None:
     from retbench.data import JOIN_RULES

@@ -99,17 +99,18 @@ def resolve_path(value: str, base: Path | None) -> tuple[Path, list[Path]]:
     return tried[0], tried
 
 
-def _base(info: ValidationInfo) -> Path | None:
+def config_folder(info: ValidationInfo) -> Path | None:
+    """The folder relative paths are read from (the config file's), as `validate` passed it."""
     ctx = info.context
     return ctx.get("base") if isinstance(ctx, Mapping) else None
 
 
 def _config_path(value: str, info: ValidationInfo) -> str:
-    return str(resolve_path(value, _base(info))[0])
+    return str(resolve_path(value, config_folder(info))[0])
 
 
 def _model_file(value: str, info: ValidationInfo) -> str:
-    found, tried = resolve_path(value, _base(info))
+    found, tried = resolve_path(value, config_folder(info))
     if not found.is_file():
         where = ", ".join(str(t) for t in tried)
         raise ValueError(

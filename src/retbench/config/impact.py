@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, model_validator
 
-from retbench.config.base import Block, PositiveInt, field_error
+from retbench.config.base import Block, ConfigPath, PositiveInt, config_folder, field_error, resolve_path
 from retbench.config.common import Dataset, DatasetBlock, EncoderSettings, SystemBlock
 from retbench.config.experiment import MetricName
 from retbench.config.judge import JudgeSettings
@@ -27,7 +27,7 @@ class FileSource(_Source):
     """Candidates from a BEIR corpus.jsonl of new documents."""
 
     kind: Literal["file"]
-    path: str = Field(min_length=1, description="a corpus.jsonl (relative to the config's folder)")
+    path: ConfigPath = Field(description="a BEIR corpus.jsonl (relative to the config's folder)")
 
 
 class HoldoutSource(_Source):
@@ -85,10 +85,19 @@ class Novelty(Block):
     chunker: dict[str, Any] | None = Field(None, description="null: one chunk per document; or {kind: ..., ...}")
 
 
+def _references(value: str, info: ValidationInfo) -> str:
+    """`gold_documents`, else a file read from the config's folder (like every path in a config)."""
+    if value == "gold_documents":
+        return value
+    return str(resolve_path(value, config_folder(info))[0])
+
+
 class ContextRecall(Block):
     """How much of each query's reference answer the top documents support."""
 
-    references: str = Field(min_length=1, description="gold_documents, or a JSONL of {query_id, answer} lines")
+    references: Annotated[str, AfterValidator(_references)] = Field(
+        min_length=1, description="gold_documents, or a JSONL of {query_id, answer} lines"
+    )
     threshold: float = Field(0.8, ge=-1.0, le=1.0, description="cosine a sentence needs to support another")
     context_k: PositiveInt = 5
     judge: JudgeSettings | None = Field(None, description="an LLM decides support instead of the cosine")

@@ -66,6 +66,11 @@ def _gain(model: IngestModel, names: list[str], src: str) -> GainWeights:
     return GainWeights(float(g.alpha), float(g.beta), float(g.gamma), recall, g.novelty)
 
 
+def _source(raw: dict[str, Any], model: Any) -> dict[str, Any]:
+    """A candidate source as written, its file (if any) read from the config's folder."""
+    return {**raw, "path": model.path} if raw.get("kind") == "file" else dict(raw)
+
+
 def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path | None = None) -> IngestConfig:
     """Validate an ingestion config mapping (`config.IngestModel`); every error names the field."""
     src = source
@@ -79,7 +84,7 @@ def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path |
         raise ConfigError("affected_by must be one of the metrics", path=src, field="affected_by")
     cr: dict[str, Any] | None = None
     if model.context_recall is not None:
-        cr = dict(raw["context_recall"])
+        cr = {**raw["context_recall"], "references": model.context_recall.references}  # a path, resolved
         if model.context_recall.judge is not None:  # an LLM judges sentence support instead of the cosine
             cr["judge"] = JudgeSettings.from_config(cr["judge"], "context_recall.judge", src)
     loo = raw.get("leave_one_out") or {}
@@ -90,7 +95,7 @@ def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path |
         dataset=ds,
         retriever=ret,
         metrics=list(model.metrics),
-        candidates=[dict(s) for s in raw["candidates"]],
+        candidates=[_source(s, m) for s, m in zip(raw["candidates"], model.candidates, strict=True)],
         modes=list(dict.fromkeys(model.modes)),
         relevance_level=model.relevance_level,
         leave_one_out={"group": loo} if isinstance(loo, str) else dict(loo),
