@@ -42,13 +42,14 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", os.environ["OMP_NUM_THREADS"])
 
 import numpy as np
 
+from retbench.config import read_config
 from retbench.data import Corpus, Queries
 from retbench.evaluation import evaluate
 from retbench.metrics.agreement import overlap_at_k
 from retbench.retrievers.base import create
 from retbench.retrievers.stores import VectorStoreRetriever
 from retbench.retrievers.stores.servers import start_chroma, start_milvus, start_postgres, start_typesense
-from retbench.studies.benchmark import load_config, prepare_dataset
+from retbench.studies.benchmark import parse_config, prepare_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 FILTERS = [{"year": {"gte": 2005, "lt": 2010}}, {"year": {"gte": 2018}}, {"year": 2003}]
@@ -182,7 +183,8 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=0, help="a corpus slice of N documents: the judged ones + others")
     args = ap.parse_args()
 
-    cfg = load_config(args.config)
+    # parsed without the loader's check of *_env variables: the servers started below set the passwords
+    cfg = parse_config(read_config(args.config)[0], args.config)
     wanted = [s for s in cfg.systems if not args.only or s.name in args.only or s.name == args.baseline]
     wanted.sort(key=lambda s: s.name != args.baseline)
     servers = {}
