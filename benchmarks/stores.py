@@ -183,15 +183,22 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=0, help="a corpus slice of N documents: the judged ones + others")
     args = ap.parse_args()
 
-    # parsed without the loader's check of *_env variables: the servers started below set the passwords
-    cfg = parse_config(read_config(args.config)[0], args.config)
-    wanted = [s for s in cfg.systems if not args.only or s.name in args.only or s.name == args.baseline]
-    wanted.sort(key=lambda s: s.name != args.baseline)
+    raw = read_config(args.config)[0]
+    raw["systems"] = [  # the wanted systems only: the servers started below set the passwords they name
+        s
+        for s in raw["systems"]
+        if not args.only
+        or (s.get("name") or s["adapter"]) in {*args.only, args.baseline}
+        or (args.chroma_server and s["adapter"] == "chroma")  # the chroma-http system copies its settings
+    ]
     servers = {}
     try:
-        for adapter in {s.adapter for s in wanted} & set(SERVERS):
+        for adapter in {s["adapter"] for s in raw["systems"]} & set(SERVERS):
             servers[adapter] = SERVERS[adapter][1]()
             print(f"{adapter}: {servers[adapter].address}", file=sys.stderr)
+        cfg = parse_config(raw, args.config)
+        wanted = [s for s in cfg.systems if not args.only or s.name in args.only or s.name == args.baseline]
+        wanted.sort(key=lambda s: s.name != args.baseline)
         if args.chroma_server:
             servers["chroma-http"] = chroma = start_chroma()
             base = next(s for s in cfg.systems if s.adapter == "chroma")

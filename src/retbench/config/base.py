@@ -29,6 +29,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from retbench.config.env import check_env
 from retbench.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
@@ -232,11 +233,15 @@ def validate(
     """`data` validated by `model`; the first problem is a ConfigError naming the field.
 
     `base` is the folder relative paths are read from (the config file's); `prefix` the field the
-    block sits under when it is part of a larger config (`judge`, `systems[0].generate.llm`).
+    block sits under when it is part of a larger config (`judge`, `systems[0].generate.llm`). Every
+    environment variable a `*_env` field of the block names must then be set; its value is
+    registered as a secret (`config.env`), so a Python caller gets the checks a config file gets.
     """
     if base is None and source and not source.startswith("<"):
         base = Path(source).parent
     try:
-        return model.model_validate(data, context={"base": base})
+        out = model.model_validate(data, context={"base": base})
     except ValidationError as exc:
         raise first_error(exc, data, source, prefix) from None
+    check_env(data, source, prefix)
+    return out

@@ -34,13 +34,13 @@ def env_fields(data: Any, where: str = "") -> Iterator[tuple[str, str]]:
             yield from env_fields(item, f"{where}[{i}]")
 
 
-def check_env(data: Any, source: str | None = None) -> dict[str, str]:
+def check_env(data: Any, source: str | None = None, prefix: str = "") -> dict[str, str]:
     """Every variable named by a `*_env` field is set (non-empty); each value is registered as a secret.
 
-    Returns {variable: field}. The message names the variable and the field, never a value.
+    Returns {variable: field}. The message names the variable and the field (under `prefix`), never a value.
     """
     seen: dict[str, str] = {}
-    for fld, var in env_fields(data):
+    for fld, var in env_fields(data, prefix):
         if var in seen:
             continue
         value = os.environ.get(var)
