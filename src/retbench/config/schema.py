@@ -38,7 +38,6 @@ def json_schema(kind: str) -> dict[str, Any]:
     schema = model.model_json_schema(mode="validation")
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": f"https://retbench.dev/schemas/{kind}.json",
         "title": f"retbench {kind} config",
         "description": what,
         **{k: v for k, v in schema.items() if k not in ("title", "description")},
