@@ -42,12 +42,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", os.environ["OMP_NUM_THREADS"])
 
 import numpy as np
 
+from retbench.config import read_config
 from retbench.data import Corpus, Queries
 from retbench.evaluation import evaluate
 from retbench.metrics.agreement import overlap_at_k
 from retbench.retrievers.base import create
 from retbench.retrievers.stores import VectorStoreRetriever
-from retbench.studies.benchmark import load_config, prepare_dataset
+from retbench.studies.benchmark import parse_config, prepare_dataset
 from retbench.testing import start_chroma, start_milvus, start_postgres, start_typesense
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -182,14 +183,22 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=0, help="a corpus slice of N documents: the judged ones + others")
     args = ap.parse_args()
 
-    cfg = load_config(args.config)
-    wanted = [s for s in cfg.systems if not args.only or s.name in args.only or s.name == args.baseline]
-    wanted.sort(key=lambda s: s.name != args.baseline)
+    raw = read_config(args.config)[0]
+    raw["systems"] = [  # the wanted systems only: the servers started below set the passwords they name
+        s
+        for s in raw["systems"]
+        if not args.only
+        or (s.get("name") or s["adapter"]) in {*args.only, args.baseline}
+        or (args.chroma_server and s["adapter"] == "chroma")  # the chroma-http system copies its settings
+    ]
     servers = {}
     try:
-        for adapter in {s.adapter for s in wanted} & set(SERVERS):
+        for adapter in {s["adapter"] for s in raw["systems"]} & set(SERVERS):
             servers[adapter] = SERVERS[adapter][1]()
             print(f"{adapter}: {servers[adapter].address}", file=sys.stderr)
+        cfg = parse_config(raw, args.config)
+        wanted = [s for s in cfg.systems if not args.only or s.name in args.only or s.name == args.baseline]
+        wanted.sort(key=lambda s: s.name != args.baseline)
         if args.chroma_server:
             servers["chroma-http"] = chroma = start_chroma()
             base = next(s for s in cfg.systems if s.adapter == "chroma")

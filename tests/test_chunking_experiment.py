@@ -135,7 +135,7 @@ def test_dense_pair_reports_encoding_and_encodes_questions_once(tmp_path, small_
     ("change", "field"),
     [
         ({"colour": 1}, "colour"),
-        ({"budgets": [0]}, "budgets"),
+        ({"budgets": [0]}, "budgets[0]"),
         ({"chunkers": [{"kind": "fixed_chars", "size": 10, "overlap": 10}]}, "chunkers[0].overlap"),
         ({"chunkers": [{"kind": "nope"}]}, "chunkers[0].kind"),
         ({"systems": [{"adapter": "no_such_adapter"}]}, "systems[0].adapter"),

@@ -96,15 +96,15 @@ def test_adr_gate_names_resolve_through_the_registry(tmp_path):
             "gates[0].severity",
             "'error' or 'warning'",
         ),
-        ("gates:\n  - name: a\n    metric: recall@5\n    threshold: -1\n", 2, "gates[0].threshold", ">= 0"),
+        ("gates:\n  - name: a\n    metric: recall@5\n    threshold: -1\n", 4, "gates[0].threshold", ">= 0"),
         ("gates:\n  - name: a\n    metric: recall@5\n", 2, "gates[0]", "needs a threshold or a regression_max"),
         (
             "gates:\n  - name: a\n    metric: recall@5\n    treshold: 0.8\n",
-            2,
+            4,
             "gates[0].treshold",
             "unknown key 'treshold'",
         ),
-        ("gates: []\n", None, "gates", "non-empty list"),
+        ("gates: []\n", 1, "gates", "non-empty list"),
         ("gates:\n  - name: a\n    metric: [recall@5\n", 4, None, "malformed YAML"),
     ],
 )

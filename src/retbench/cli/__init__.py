@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from retbench.cli import compare, datasets, evaluate, judge, plan, run, serve, services, studies
+from retbench.cli import compare, datasets, evaluate, judge, plan, run, schema, serve, services, studies
 from retbench.cli.app import app, console, datasets_app, export_app, fail, handles_errors
 
 app.command("run")(run.run_command)
@@ -30,6 +30,7 @@ app.command("metrics")(evaluate.metrics_command)
 app.command("judge-relevance")(judge.judge_relevance)
 app.command("judge-calibrate")(judge.judge_calibrate)
 app.command("synth")(judge.synth)
+app.command("schema")(schema.schema_command)
 datasets_app.command("list")(datasets.datasets_list)
 datasets_app.command("info")(datasets.datasets_info)
 export_app.command("mlflow")(run.export_mlflow_command)

@@ -42,17 +42,9 @@ def _require_positive(**options: int | None) -> None:
 
 def _judge_settings(path: Path) -> tuple[JudgeSettings, Any]:
     """The `judge:` block of a YAML file (an experiment config or a file holding only that block)."""
-    from retbench.errors import ConfigError
-    from retbench.io.files import read_yaml
-    from retbench.llm.settings import JudgeSettings
+    from retbench.config.judge import load_judge
 
-    raw = read_yaml(path)
-    if not isinstance(raw, dict) or "judge" not in raw:
-        raise ConfigError("no judge: block", path=path, field="judge")
-    try:
-        return JudgeSettings.from_config(raw["judge"]), raw
-    except ConfigError as exc:
-        raise ConfigError(exc.reason, path=path, field=exc.field) from None
+    return load_judge(path)
 
 
 @handles_errors

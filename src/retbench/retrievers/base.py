@@ -237,6 +237,16 @@ def check_params(
     return sig
 
 
+def check_system(adapter: str, params: Mapping[str, Any], source: str | None, where: str) -> None:
+    """The adapter exists and takes every named parameter: each study runs this on its systems right
+    after loading its config, before any work starts (errors name `<where>.adapter` / `<where>.params.<key>`)."""
+    try:
+        factory = resolve_factory(adapter)
+    except ConfigError as exc:
+        raise ConfigError(exc.reason, path=source, field=f"{where}.adapter") from None
+    check_params(factory, params, what=f"adapter {adapter!r}", where=source or "", prefix=f"{where}.params.")
+
+
 def resolve_factory(adapter: str) -> Factory:
     """The factory for an adapter name, entry point, or `module:factory` path."""
     _builtin()

@@ -29,14 +29,11 @@ from typing import Any
 from retbench.config import (
     DatasetSpec,
     EvalSettings,
+    ExperimentModel,
     SystemSpec,
-    is_int,
-    known_keys,
     load,
-    positive_int,
-    require,
     sample_ids,
-    system_list,
+    validate,
 )
 from retbench.data import Dataset, Queries, Run
 from retbench.data.samples import groups_from_samples
@@ -45,11 +42,11 @@ from retbench.evaluation import evaluate
 from retbench.io.datasets import load_dataset
 from retbench.llm.generate import GenerateSpec, GeneratingRetriever, Generator
 from retbench.metrics.agreement import reference_agreement
-from retbench.metrics.registry import DEFAULT_METRICS, parse_metric
+from retbench.metrics.registry import parse_metric
 from retbench.results import SystemDir, load_run, write_json
 from retbench.results.files import load_answers
 from retbench.results.layout import OutputLock, cell_keys
-from retbench.retrievers.base import create
+from retbench.retrievers.base import check_system, create
 from retbench.retrievers.filters import query_filters, require_filters
 from retbench.retrievers.rerank import RerankSpec, parse_rerank
 from retbench.studies.cell import (
@@ -69,7 +66,6 @@ from retbench.studies.judging import (
     JudgingSpec,
     judged_metrics,
     judged_summary,
-    needs_judge,
 )
 from retbench.studies.manifest import manifest_header
 from retbench.studies.rerank import rerank_system
@@ -85,24 +81,6 @@ __all__ = [
     "raise_if_backend_failed",
     "run_experiment",
 ]
-
-TOP_KEYS = {
-    "name",
-    "output",
-    "depth",
-    "metrics",
-    "evaluation",
-    "datasets",
-    "systems",
-    "batch_size",
-    "seed",
-    "description",
-    "history",
-    "executor",
-    "reference",
-    "judge",
-    "judging",
-}
 
 # kept for callers of the earlier names: one outcome shape serves every study
 SystemOutcome = Outcome
@@ -151,77 +129,55 @@ class ExperimentConfig:
 
 
 def parse_config(raw: Any, source: str = "<config>", output: str | Path | None = None) -> ExperimentConfig:
-    """Validate an experiment mapping; every error names the field."""
-    require(isinstance(raw, dict), "an experiment config must be a mapping", source, "<top>")
-    known_keys(raw, TOP_KEYS, source, "")
-    seed = raw.get("seed", 0)
-    require(is_int(seed), f"must be an integer, got {seed!r}", source, "seed")
-    datasets_raw = raw.get("datasets")
-    require(isinstance(datasets_raw, list) and len(datasets_raw) > 0, "list at least one dataset", source, "datasets")
-    datasets = [DatasetSpec.from_config(d, source, f"datasets[{i}]", seed=seed) for i, d in enumerate(datasets_raw)]
-    systems = system_list(raw.get("systems"), source, extra_keys=frozenset({"rerank", "generate"}))
-    evaluation = EvalSettings.from_config(raw.get("evaluation"), source)
-    metrics = raw.get("metrics", DEFAULT_METRICS)
-    require(
-        isinstance(metrics, list) and all(isinstance(m, str) for m in metrics) and bool(metrics),
-        "metrics must be a list of names",
-        source,
-        "metrics",
-    )
-    depth = positive_int(raw.get("depth", 100), source, "depth")
-    batch_size = positive_int(raw.get("batch_size", 64), source, "batch_size")
-    name = str(raw.get("name") or Path(source).stem)
-    out = Path(output) if output is not None else Path(raw.get("output") or f"results/{name}")
+    """Validate an experiment mapping (`config.ExperimentModel`); every error names the field."""
+    return build_config(validate(ExperimentModel, raw, source), raw, source, output)
+
+
+def build_config(
+    model: ExperimentModel, raw: dict[str, Any], source: str, output: str | Path | None = None
+) -> ExperimentConfig:
+    """The experiment a validated model describes; adapters and stages are checked here, before any work."""
+    datasets = [d.to_spec(model.seed) for d in model.datasets]
+    raw_systems = raw["systems"]
+    systems = []
+    for i, s in enumerate(model.systems):
+        check_system(s.adapter, s.params, source, f"systems[{i}]")
+        systems.append(s.to_spec(**{k: raw_systems[i][k] for k in ("rerank", "generate") if k in raw_systems[i]}))
+    name = model.name or Path(source).stem
+    out = Path(output) if output is not None else Path(model.output or f"results/{name}")
     keys = cell_keys([(d.label, d.split) for d in datasets], [s.name for s in systems], source)
     cfg = ExperimentConfig(
-        name, out, datasets, systems, list(metrics), depth, batch_size, evaluation, source, raw, keys
+        name,
+        out,
+        datasets,
+        systems,
+        list(model.metrics),
+        model.depth,
+        model.batch_size,
+        model.evaluation,
+        source,
+        raw,
+        keys,
     )
-    cfg.metrics = canonical_metrics(cfg.metrics, evaluation.default_k, source)
+    cfg.metrics = canonical_metrics(cfg.metrics, model.evaluation.default_k, source)
     cfg.executor = parse_executor(raw.get("executor"), source)
-    cfg.reference, cfg.reference_k = _parse_reference(raw.get("reference"), [s.name for s in systems], source)
-    require(cfg.reference_k <= depth, f"must not exceed depth ({depth})", source, "reference.k")
-    cutoffs = [parse_metric(m, evaluation.default_k).k or depth for m in cfg.metrics]
-    for i, s in enumerate(systems):  # depth must reach every metric's cutoff (an uncut metric: `depth`)
-        if "rerank" in s.extra:
-            cfg.reranks[s.name] = parse_rerank(s.extra["rerank"], cutoffs, where=source, fld=f"systems[{i}].rerank")
-        if "generate" in s.extra:
+    if model.reference is not None:
+        cfg.reference, cfg.reference_k = model.reference.system, model.reference.k
+    cutoffs = [parse_metric(m, model.evaluation.default_k).k or model.depth for m in cfg.metrics]
+    for i, (sm, spec) in enumerate(zip(model.systems, systems, strict=True)):
+        if sm.rerank is not None:
+            cfg.reranks[spec.name] = parse_rerank(
+                spec.extra["rerank"], cutoffs, where=source, fld=f"systems[{i}].rerank"
+            )
+        if sm.generate is not None:  # the validated block: its model file is already resolved
+            block = sm.generate.model_dump(exclude_unset=True)
             try:
-                cfg.generates[s.name] = GenerateSpec.from_config(s.extra["generate"], where=f"systems[{i}].generate")
+                cfg.generates[spec.name] = GenerateSpec.from_config(block, where=f"systems[{i}].generate")
             except ConfigError as exc:
                 raise ConfigError(exc.reason, path=source, field=exc.field) from None
-    cfg.judging = _parse_judging(raw, cfg.metrics, source)
+    if model.judge is not None:
+        cfg.judging = JudgingSpec.from_config(raw["judge"], raw.get("judging"), source)
     return cfg
-
-
-def _parse_judging(raw: dict[str, Any], metrics: list[str], source: str) -> JudgingSpec | None:
-    """The `judge:` (+ optional `judging:`) blocks; a judged metric without a judge is an error naming it."""
-    if raw.get("judge") is None:
-        require(raw.get("judging") is None, "judging: needs a judge: block", source, "judging")
-        asked = [i for i, m in enumerate(metrics) if needs_judge([m])]
-        require(
-            not asked,
-            "a judged metric needs a judge: block (an LLM endpoint)",
-            source,
-            f"metrics[{asked[0]}]" if asked else "judge",
-        )
-        return None
-    return JudgingSpec.from_config(raw["judge"], raw.get("judging"), source)
-
-
-def _parse_reference(raw: Any, systems: list[str], source: str) -> tuple[str | None, int]:
-    """`reference: <system>` or `reference: {system: <name>, k: 10}`: the exact search others are held to."""
-    if raw is None:
-        return None, 10
-    block = raw if isinstance(raw, dict) else {"system": raw}
-    known_keys(block, {"system", "k"}, source, "reference")
-    name = block.get("system")
-    require(
-        isinstance(name, str) and name in systems,
-        f"must name one of the systems ({', '.join(systems)}), got {name!r}",
-        source,
-        "reference.system" if isinstance(raw, dict) else "reference",
-    )
-    return name, positive_int(block.get("k", 10), source, "reference.k")
 
 
 def canonical_metrics(metrics: list[str], default_k: int, source: str, where: str = "metrics") -> list[str]:

@@ -38,42 +38,21 @@ from typing import Any
 import numpy as np
 
 from retbench.chunkers import Chunker, ChunkSet, HFTokenizer, make_chunker, make_tokenizer
-from retbench.config import SystemSpec, is_int, load, require, sample_ids, system_list
+from retbench.config import SystemSpec, load, sample_ids, validate
+from retbench.config.chunking import DEFAULT_METRICS, SEPARATOR, ChunkingModel
 from retbench.errors import ConfigError
 from retbench.evaluation import Evaluation
 from retbench.io.chunking_eval import read_chunking_eval
 from retbench.io.datasets import resolve
 from retbench.metrics.judges import budget_cutoffs, evaluate_judgement, judge_spans, overlap_scores
 from retbench.metrics.judges.spans import budget_label
-from retbench.metrics.registry import parse_metric
 from retbench.report.chunking import render_html, render_markdown
 from retbench.results import SystemDir, write_json
 from retbench.results.files import write_text
 from retbench.results.layout import OutputLock
-from retbench.retrievers.base import create
+from retbench.retrievers.base import check_system, create
 from retbench.studies.cell import Cell, LazyRetriever, Outcome, StudyOutcome, fingerprint, run_cell
 from retbench.studies.manifest import manifest_header
-
-TOP_KEYS = {
-    "name",
-    "output",
-    "dataset",
-    "max_queries",
-    "depth",
-    "metrics",
-    "token_k",
-    "budgets",
-    "tokenizer",
-    "max_seq_length",
-    "relevance",
-    "chunkers",
-    "systems",
-    "batch_size",
-    "seed",
-    "description",
-}
-DEFAULT_METRICS = ["recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10", "P@5"]
-SEPARATOR = "+"
 
 
 @dataclass
@@ -125,101 +104,39 @@ class ChunkingConfig:
         )
 
 
-def _positive_ints(value: Any, source: str, fld: str) -> list[int]:
-    if (
-        not isinstance(value, list)
-        or not value
-        or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
-    ):
-        raise ConfigError("must be a non-empty list of positive integers", path=source, field=fld)
-    return list(value)
-
-
-def _named_blocks(raw: Any, key: str, source: str, need: str) -> list[dict[str, Any]]:
-    if not isinstance(raw, list) or not raw:
-        raise ConfigError(f"list at least one entry with '{need}'", path=source, field=key)
-    out, seen = [], set()
-    for i, block in enumerate(raw):
-        if not isinstance(block, dict) or not isinstance(block.get(need), str):
-            raise ConfigError(f"each entry is a mapping with '{need}'", path=source, field=f"{key}[{i}]")
-        name = str(block.get("name") or block[need])
-        if name in seen:
-            raise ConfigError(f"duplicate name {name!r}", path=source, field=f"{key}[{i}].name")
-        if "/" in name or SEPARATOR in name or name in (".", ".."):
-            raise ConfigError(f"a name cannot contain '/' or '{SEPARATOR}'", path=source, field=f"{key}[{i}].name")
-        seen.add(name)
-        out.append({**block, "name": name})
-    return out
-
-
 def parse_config(raw: Any, source: str = "<config>", output: str | Path | None = None) -> ChunkingConfig:
-    """Validate a chunking experiment; every error names the field. Chunkers and adapters are checked here."""
-    if not isinstance(raw, dict):
-        raise ConfigError("a chunking config must be a mapping", path=source)
-    extra = sorted(set(raw) - TOP_KEYS)
-    if extra:
-        raise ConfigError(
-            f"unknown key {extra[0]!r}; allowed: {', '.join(sorted(TOP_KEYS))}", path=source, field=extra[0]
-        )
-    dataset = raw.get("dataset", "chunking_eval")
-    if not isinstance(dataset, str) or not dataset:
-        raise ConfigError("give a chunking set name or folder", path=source, field="dataset")
-    chunkers = _named_blocks(raw.get("chunkers"), "chunkers", source, "kind")
-    systems = system_list(raw.get("systems"), source)
-    for i, sspec in enumerate(systems):
-        require(SEPARATOR not in sspec.name, f"a name cannot contain '{SEPARATOR}'", source, f"systems[{i}].name")
-    tokenizer = str(raw.get("tokenizer", "all-MiniLM-L6-v2"))
+    """Validate a chunking experiment (`config.ChunkingModel`); chunkers and adapters are checked here too."""
+    model = validate(ChunkingModel, raw, source)
+    systems = []
+    for i, s in enumerate(model.systems):
+        check_system(s.adapter, s.params, source, f"systems[{i}]")
+        systems.append(s.to_spec())
+    chunkers = [{**block, "name": m.name or m.kind} for block, m in zip(raw["chunkers"], model.chunkers, strict=True)]
     for i, block in enumerate(chunkers):
         try:
-            make_chunker({k: v for k, v in block.items()} | {"tokenizer": block.get("tokenizer", tokenizer)})
+            make_chunker(dict(block) | {"tokenizer": block.get("tokenizer", model.tokenizer)})
         except ConfigError as exc:
             raise ConfigError(exc.reason, path=source, field=f"chunkers[{i}].{exc.field or 'kind'}") from None
-    metrics = raw.get("metrics", DEFAULT_METRICS)
-    if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) for m in metrics):
-        raise ConfigError("metrics must be a list of names", path=source, field="metrics")
-
-    for i, m in enumerate(metrics):
-        try:
-            parse_metric(m)
-        except ConfigError as exc:
-            raise ConfigError(exc.reason, path=source, field=f"metrics[{i}]") from None
-    rel = raw.get("relevance") or {}
-    if not isinstance(rel, dict) or set(rel) - {"min_chars", "min_fraction"}:
-        raise ConfigError("relevance takes min_chars and min_fraction", path=source, field="relevance")
-    min_chars, min_fraction = rel.get("min_chars", 1), rel.get("min_fraction", 0.0)
-    if not isinstance(min_chars, int) or min_chars < 1:
-        raise ConfigError("must be an integer >= 1", path=source, field="relevance.min_chars")
-    if not isinstance(min_fraction, (int, float)) or not 0.0 <= min_fraction <= 1.0:
-        raise ConfigError("must be a number in [0, 1]", path=source, field="relevance.min_fraction")
-    scalars = {}
-    for key, default in (("depth", 50), ("max_seq_length", 256), ("batch_size", 64)):
-        v = raw.get(key, default)
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ConfigError("must be a positive integer", path=source, field=key)
-        scalars[key] = v
-    max_queries = raw.get("max_queries")
-    if max_queries is not None and (not is_int(max_queries) or max_queries < 1):
-        raise ConfigError("must be a positive integer", path=source, field="max_queries")
-    seed = raw.get("seed", 0)
-    require(is_int(seed), f"must be an integer, got {seed!r}", source, "seed")
-    name = str(raw.get("name") or Path(source).stem)
+    name = model.name or Path(source).stem
     return ChunkingConfig(
         name=name,
-        output=Path(output) if output is not None else Path(raw.get("output") or f"results/{name}"),
-        dataset=dataset,
+        output=Path(output) if output is not None else Path(model.output or f"results/{name}"),
+        dataset=model.dataset,
         chunkers=chunkers,
         systems=systems,
-        metrics=list(metrics),
-        token_k=_positive_ints(raw.get("token_k", [5, 10]), source, "token_k"),
-        budgets=_positive_ints(raw.get("budgets", [512]), source, "budgets"),
-        max_queries=max_queries,
-        seed=seed,
-        tokenizer=tokenizer,
-        min_chars=min_chars,
-        min_fraction=float(min_fraction),
+        metrics=list(model.metrics),
+        token_k=list(model.token_k),
+        budgets=list(model.budgets),
+        depth=model.depth,
+        max_queries=model.max_queries,
+        seed=model.seed,
+        tokenizer=model.tokenizer,
+        max_seq_length=model.max_seq_length,
+        min_chars=model.relevance.min_chars,
+        min_fraction=float(model.relevance.min_fraction),
+        batch_size=model.batch_size,
         source=source,
         raw=raw,
-        **scalars,
     )
 
 

@@ -36,14 +36,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from retbench.config import validate
+from retbench.config.experiment import ExecutorBlock
 from retbench.data import Corpus, Queries, Run
 from retbench.errors import BackendError, ConfigError
 from retbench.retrievers.base import Ranking, Retriever
 from retbench.retrievers.encoders import Encoder
 from retbench.studies.resources import rate, worker_figures
 
-KINDS = ("in_process", "ray")
-EXECUTOR_KEYS = {"kind", "address", "workers", "num_cpus", "max_retries"}
 RAY_VERSION = "2.60.0"
 NICENESS_ENV = "RAY_worker_niceness"  # Ray's own name for its `worker_niceness` setting (case matters)
 
@@ -64,32 +64,9 @@ class ExecutorSettings:
 
 
 def parse_executor(raw: Any, source: str = "<config>") -> ExecutorSettings:
-    """`executor: ray`, `executor: {kind: ray, ...}` or absent (in process); errors name the field."""
-    if raw is None:
-        return ExecutorSettings()
-    if isinstance(raw, str):
-        raw = {"kind": raw}
-    if not isinstance(raw, dict):
-        raise ConfigError(
-            "executor is a name (in_process, ray) or a mapping with 'kind'", path=source, field="executor"
-        )
-    extra = sorted(set(raw) - EXECUTOR_KEYS)
-    if extra:
-        allowed = ", ".join(sorted(EXECUTOR_KEYS))
-        raise ConfigError(f"unknown key {extra[0]!r}; allowed: {allowed}", path=source, field=f"executor.{extra[0]}")
-    kind = raw.get("kind", "in_process")
-    if kind not in KINDS:
-        raise ConfigError(
-            f"unknown executor {kind!r}; expected one of {', '.join(KINDS)}", path=source, field="executor.kind"
-        )
-    for key in ("workers", "num_cpus", "max_retries"):
-        v = raw.get(key)
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < (0 if key == "max_retries" else 1)):
-            raise ConfigError("must be a positive integer", path=source, field=f"executor.{key}")
-    address = raw.get("address")
-    if address is not None and not isinstance(address, str):
-        raise ConfigError("address is a string such as ray://host:10001 or auto", path=source, field="executor.address")
-    return ExecutorSettings(kind, address, raw.get("workers"), raw.get("num_cpus"), int(raw.get("max_retries", 3)))
+    """`executor: ray`, `executor: {kind: ray, ...}` or absent (in process): `config.experiment.ExecutorBlock`."""
+    block = validate(ExecutorBlock, {"kind": raw} if isinstance(raw, str) else raw or {}, source, prefix="executor")
+    return ExecutorSettings(block.kind, block.address, block.workers, block.num_cpus, block.max_retries)
 
 
 def make_executor(settings: ExecutorSettings | None = None) -> InProcess | RayExecutor:

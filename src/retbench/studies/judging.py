@@ -39,7 +39,8 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from retbench.config import EncoderSettings, known_keys, mapping, positive_int
+from retbench.config import validate
+from retbench.config.experiment import JudgingBlock
 from retbench.data.answers import SystemAnswer
 from retbench.errors import ConfigError
 from retbench.llm import verdicts as vp
@@ -80,7 +81,6 @@ NEEDS = {
 }
 JUDGED_FILE = "judged.json"
 CALLS_FILE = "judge_calls.jsonl"
-KEYS = frozenset({"context_k", "questions", "max_chars", "prompts", "encoder"})
 
 
 @dataclass(frozen=True)
@@ -96,27 +96,21 @@ class JudgingSpec:
 
     @classmethod
     def from_config(cls, judge: Any, judging: Any, source: str) -> JudgingSpec:
-        try:
-            llm = JudgeSettings.from_config(judge)
-        except ConfigError as exc:
-            raise ConfigError(exc.reason, path=source, field=exc.field) from None
-        block = mapping(judging, source, "judging")
-        known_keys(block, KEYS, source, "judging")
-        prompts = mapping(block.get("prompts"), source, "judging.prompts")
-        known_keys(prompts, set(PROMPTS), source, "judging.prompts")
-        for kind, pid in prompts.items():
+        """The blocks as `config.ExperimentModel` declares them; a prompt that does not exist names its field."""
+        llm = JudgeSettings.from_config(judge, "judge", source)
+        block = validate(JudgingBlock, judging or {}, source, prefix="judging")
+        for kind, pid in block.prompts.items():
             try:
                 load_prompt(str(pid))
             except ConfigError as exc:
                 raise ConfigError(exc.reason, path=source, field=f"judging.prompts.{kind}") from None
-        encoder = EncoderSettings.from_config(block.get("encoder"), source, "judging.encoder").options
         return cls(
             llm,
-            positive_int(block.get("context_k", 3), source, "judging.context_k"),
-            positive_int(block.get("questions", 3), source, "judging.questions"),
-            positive_int(block.get("max_chars", 600), source, "judging.max_chars"),
-            {**PROMPTS, **{k: str(v) for k, v in prompts.items()}},
-            encoder,
+            block.context_k,
+            block.questions,
+            block.max_chars,
+            {**PROMPTS, **{k: str(v) for k, v in block.prompts.items()}},
+            block.encoder.options,
         )
 
     def describe(self) -> dict[str, Any]:

@@ -2,47 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retbench.config import DatasetSpec, EncoderSettings, is_int, known_keys, load, positive_int, require
+from retbench.config import DatasetSpec, load, validate
+from retbench.config.impact import IngestModel
 from retbench.errors import ConfigError
+from retbench.llm.settings import JudgeSettings
 from retbench.metrics.registry import parse_metrics
+from retbench.retrievers.base import check_system
 from retbench.studies.impact.engine import rank_specs
-from retbench.studies.impact.model import MODES, GainWeights
+from retbench.studies.impact.model import GainWeights
 
-TOP_KEYS = {
-    "name",
-    "description",
-    "output",
-    "dataset",
-    "retriever",
-    "metrics",
-    "relevance_level",
-    "candidates",
-    "modes",
-    "leave_one_out",
-    "sequential",
-    "novelty",
-    "context_recall",
-    "gain",
-    "dedupe",
-    "affected_by",
-    "engine",
-    "encoder",
-    "seed",
-}
-SOURCE_KEYS = {
-    "file": {"kind", "path", "group"},
-    "holdout": {"kind", "n", "seed", "group"},
-    "gold": {"kind", "queries", "seed", "group"},
-    "present": {"kind", "n", "seed", "group"},
-    "near_duplicate": {"kind", "n", "edits", "seed", "group"},
-}
 REMOVING = ("holdout", "gold")  # sources that take documents out of K before the others sample from it
-ENGINES = ("auto", "incremental", "rebuild", "reindex")
 
 
 @dataclass
@@ -71,29 +44,8 @@ class IngestConfig:
     raw: dict[str, Any] = field(default_factory=dict)
 
 
-def _retriever(raw: Mapping[str, Any], src: str) -> dict[str, Any]:
-    ret = raw.get("retriever") or {
-        "adapter": "dense",
-        "params": {"index": "flat_ip", "normalize": True, "max_seq_length": 256},
-    }
-    require(
-        isinstance(ret, dict) and isinstance(ret.get("adapter"), str),
-        "retriever needs an adapter",
-        src,
-        "retriever.adapter",
-    )
-    known_keys(ret, {"name", "adapter", "params"}, src, "retriever")
-    require(isinstance(ret.get("params", {}) or {}, dict), "params must be a mapping", src, "retriever.params")
-    return {"params": {}, **ret}
-
-
-def _metric_names(metrics: Any, src: str) -> list[str]:
-    require(
-        isinstance(metrics, list) and all(isinstance(m, str) for m in metrics),
-        "metrics must be a list of names",
-        src,
-        "metrics",
-    )
+def _metric_names(metrics: list[str], src: str) -> list[str]:
+    """Registry names of the rank metrics (each needs a cutoff: the engine keeps that many per query)."""
     try:
         specs = rank_specs(metrics)
     except ConfigError as exc:
@@ -101,176 +53,61 @@ def _metric_names(metrics: Any, src: str) -> list[str]:
     return [s.name for s in specs]
 
 
-def _source(s: Any, src: str, where: str) -> dict[str, Any]:
-    require(
-        isinstance(s, dict) and s.get("kind") in SOURCE_KEYS,
-        f"a candidate source is a mapping with kind in {', '.join(SOURCE_KEYS)}",
-        src,
-        f"{where}.kind",
-    )
-    known_keys(s, SOURCE_KEYS[s["kind"]], src, where)
-    for key in ("n", "queries", "edits"):
-        if key in s:
-            positive_int(s[key], src, f"{where}.{key}")
-    if s["kind"] == "file":
-        require(
-            isinstance(s.get("path"), str), "give the path of a BEIR corpus.jsonl of candidates", src, f"{where}.path"
+def _gain(model: IngestModel, names: list[str], src: str) -> GainWeights:
+    g = model.gain
+    recall = g.recall or next((m for m in names if m.startswith("recall")), None)
+    if recall is None:
+        raise ConfigError("no recall@k among the metrics; name the gain's recall metric", path=src, field="gain.recall")
+    recall = parse_metrics([recall])[0].name
+    if recall not in names:
+        raise ConfigError(
+            f"gain.recall {recall!r} must be one of the metrics ({', '.join(names)})", path=src, field="gain.recall"
         )
-    else:
-        how_many = "queries" if s["kind"] == "gold" else "n"
-        require(how_many in s, "say how many", src, f"{where}.{how_many}")
-    return dict(s)
+    return GainWeights(float(g.alpha), float(g.beta), float(g.gamma), recall, g.novelty)
 
 
-def _leave_one_out(raw: Mapping[str, Any], modes: list[str], src: str) -> dict[str, Any]:
-    loo = raw.get("leave_one_out") or {}
-    if isinstance(loo, str):
-        loo = {"group": loo}
-    require(
-        isinstance(loo, dict),
-        "leave_one_out is a mapping: {ids: [...]}, {sample: N} or {group: name}",
-        src,
-        "leave_one_out",
-    )
-    known_keys(loo, {"ids", "sample", "seed", "group"}, src, "leave_one_out")
-    require(
-        "leave_one_out" not in modes or bool(loo),
-        "mode leave_one_out needs a leave_one_out block",
-        src,
-        "leave_one_out",
-    )
-    return loo
-
-
-def _sequential(raw: Mapping[str, Any], src: str) -> dict[str, Any]:
-    seq = raw.get("sequential") or {}
-    require(isinstance(seq, dict), "sequential must be a mapping", src, "sequential")
-    known_keys(seq, {"order"}, src, "sequential")
-    require(
-        seq.get("order", "given") in ("given", "gain"),
-        "order is 'given' or 'gain' (alone gain, best first)",
-        src,
-        "sequential.order",
-    )
-    return seq
-
-
-def _novelty(raw: Mapping[str, Any], src: str) -> dict[str, Any]:
-    nov = raw.get("novelty") or {}
-    require(isinstance(nov, dict), "novelty must be a mapping", src, "novelty")
-    known_keys(nov, {"chunker"}, src, "novelty")
-    require(
-        nov.get("chunker") is None or isinstance(nov["chunker"], dict),
-        "chunker is a mapping {kind: ..., ...} or null",
-        src,
-        "novelty.chunker",
-    )
-    return nov
-
-
-def _context_recall(raw: Mapping[str, Any], src: str) -> dict[str, Any] | None:
-    cr = raw.get("context_recall")
-    if cr is None:
-        return None
-    require(
-        isinstance(cr, dict) and "references" in cr,
-        "context_recall needs references (gold_documents or a JSONL path)",
-        src,
-        "context_recall.references",
-    )
-    known_keys(cr, {"references", "threshold", "context_k", "judge", "max_chars"}, src, "context_recall")
-    for key in ("context_k", "max_chars"):
-        if key in cr:
-            positive_int(cr[key], src, f"context_recall.{key}")
-    if cr.get("judge") is not None:  # an LLM judges sentence support instead of the cosine threshold
-        from retbench.llm.settings import JudgeSettings
-
-        try:
-            cr = {**cr, "judge": JudgeSettings.from_config(cr["judge"], where="context_recall.judge")}
-        except ConfigError as exc:
-            raise ConfigError(exc.reason, path=src, field=exc.field) from None
-    return cr
-
-
-def _gain(raw: Mapping[str, Any], names: list[str], src: str) -> GainWeights:
-    g = raw.get("gain") or {}
-    require(isinstance(g, dict), "gain must be a mapping", src, "gain")
-    known_keys(g, {"alpha", "beta", "gamma", "recall", "novelty"}, src, "gain")
-    for key in ("alpha", "beta", "gamma"):
-        v = g.get(key, 0.0)
-        require(isinstance(v, (int, float)) and not isinstance(v, bool), "must be a number", src, f"gain.{key}")
-    recall = g.get("recall") or next((m for m in names if m.startswith("recall")), None)
-    require(recall is not None, "no recall@k among the metrics; name the gain's recall metric", src, "gain.recall")
-    recall = parse_metrics([str(recall)])[0].name
-    require(
-        recall in names, f"gain.recall {recall!r} must be one of the metrics ({', '.join(names)})", src, "gain.recall"
-    )
-    require(g.get("novelty", "min") in ("min", "mean"), "novelty aggregate is 'min' or 'mean'", src, "gain.novelty")
-    alpha, beta, gamma = float(g.get("alpha", 1.0)), float(g.get("beta", 1.0)), float(g.get("gamma", 0.01))
-    return GainWeights(alpha, beta, gamma, recall, g.get("novelty", "min"))
+def _source(raw: dict[str, Any], model: Any) -> dict[str, Any]:
+    """A candidate source as written, its file (if any) read from the config's folder."""
+    return {**raw, "path": model.path} if raw.get("kind") == "file" else dict(raw)
 
 
 def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path | None = None) -> IngestConfig:
-    """Validate an ingestion config mapping; every error names the field."""
+    """Validate an ingestion config mapping (`config.IngestModel`); every error names the field."""
     src = source
-    require(isinstance(raw, dict), "an ingestion config must be a mapping", src, "<top>")
-    known_keys(raw, TOP_KEYS, src, "")
-    seed = raw.get("seed", 0)
-    require(is_int(seed), f"seed must be an integer, got {seed!r}", src, "seed")
-    # the same dataset block as every study's (DatasetSpec): its seed defaults to the top-level one
-    ds = DatasetSpec.from_config(raw.get("dataset", "scifact"), src, "dataset", seed=seed)
-    ret = _retriever(raw, src)
-    metrics = raw.get("metrics", ["recall@10", "ndcg@10", "mrr@10"])
-    names = _metric_names(metrics, src)
-    level = raw.get("relevance_level", 1)
-    positive_int(level, src, "relevance_level")
-    sources = raw.get("candidates")
-    require(isinstance(sources, list) and len(sources) > 0, "list at least one candidate source", src, "candidates")
-    cands = [_source(s, src, f"candidates[{i}]") for i, s in enumerate(sources)]
-    modes = raw.get("modes", ["alone"])
-    require(
-        isinstance(modes, list) and bool(modes) and all(m in MODES for m in modes),
-        f"modes must be a list from {', '.join(MODES)}",
-        src,
-        "modes",
-    )
-    loo, seq, nov, cr = (
-        _leave_one_out(raw, modes, src),
-        _sequential(raw, src),
-        _novelty(raw, src),
-        _context_recall(raw, src),
-    )
-    weights = _gain(raw, names, src)
-    dedupe = raw.get("dedupe", "text")
-    require(dedupe in ("id", "text"), "dedupe is 'id' or 'text'", src, "dedupe")
-    engine = raw.get("engine", "auto")
-    require(engine in ENGINES, f"engine is one of {', '.join(ENGINES)}", src, "engine")
-    affected = raw.get("affected_by")
-    if affected is not None:
-        require(
-            parse_metrics([affected])[0].name in names, "affected_by must be one of the metrics", src, "affected_by"
-        )
-    enc = EncoderSettings.from_config(raw.get("encoder"), src).options  # checked against Encoder's signature
-    name = str(raw.get("name") or Path(source).stem)
+    model = validate(IngestModel, raw, src)
+    # the same dataset block as every study's: its seed defaults to the top-level one
+    ds = model.dataset.to_spec(model.seed)
+    check_system(model.retriever.adapter, model.retriever.params, src, "retriever")
+    ret = {"params": {}, **(raw.get("retriever") or model.retriever.model_dump(exclude_none=True))}
+    names = _metric_names(list(model.metrics), src)
+    if model.affected_by is not None and parse_metrics([model.affected_by])[0].name not in names:
+        raise ConfigError("affected_by must be one of the metrics", path=src, field="affected_by")
+    cr: dict[str, Any] | None = None
+    if model.context_recall is not None:
+        cr = {**raw["context_recall"], "references": model.context_recall.references}  # a path, resolved
+        if model.context_recall.judge is not None:  # an LLM judges sentence support instead of the cosine
+            cr["judge"] = JudgeSettings.from_config(cr["judge"], "context_recall.judge", src)
+    loo = raw.get("leave_one_out") or {}
+    name = model.name or Path(source).stem
     return IngestConfig(
         name=name,
-        output=Path(output) if output is not None else Path(raw.get("output") or f"results/{name}"),
+        output=Path(output) if output is not None else Path(model.output or f"results/{name}"),
         dataset=ds,
         retriever=ret,
-        metrics=list(metrics),
-        candidates=cands,
-        modes=list(dict.fromkeys(modes)),
-        relevance_level=int(level),
-        leave_one_out=loo,
-        sequential=seq,
-        novelty=nov,
+        metrics=list(model.metrics),
+        candidates=[_source(s, m) for s, m in zip(raw["candidates"], model.candidates, strict=True)],
+        modes=list(dict.fromkeys(model.modes)),
+        relevance_level=model.relevance_level,
+        leave_one_out={"group": loo} if isinstance(loo, str) else dict(loo),
+        sequential=dict(raw.get("sequential") or {}),
+        novelty=dict(raw.get("novelty") or {}),
         context_recall=cr,
-        gain=weights,
-        dedupe=dedupe,
-        affected_by=affected,
-        engine=engine,
-        encoder=enc,
-        seed=int(seed),
+        gain=_gain(model, names, src),
+        dedupe=model.dedupe,
+        affected_by=model.affected_by,
+        engine=model.engine,
+        encoder=model.encoder.options,
+        seed=model.seed,
         source=source,
         raw=raw,
     )

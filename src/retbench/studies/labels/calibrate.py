@@ -29,22 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retbench.errors import ConfigError
+from retbench.config import load, validate
+from retbench.config.calibration import CalibrationModel
 from retbench.llm.settings import JudgeSettings
-
-KNOWN = {
-    "name",
-    "dataset",
-    "split",
-    "output",
-    "judge",
-    "sample",
-    "relevant_from",
-    "bootstrap",
-    "spot_check",
-    "ranking",
-    "max_chars",
-}
+from retbench.retrievers.base import check_system
 
 
 @dataclass
@@ -66,58 +54,33 @@ class CalibrationConfig:
     source: str = ""
 
 
-def load_calibration(path: str | Path, output: Path | None = None) -> CalibrationConfig:
-    """Read and check a calibration config; errors name the file and field."""
-    from retbench.io.files import read_yaml
-
-    raw = read_yaml(path)
-    if not isinstance(raw, dict):
-        raise ConfigError("a calibration config must be a mapping", path=path)
-    bad = sorted(set(raw) - KNOWN)
-    if bad:
-        raise ConfigError(f"unknown field; known: {', '.join(sorted(KNOWN))}", path=path, field=bad[0])
-    try:
-        judge = JudgeSettings.from_config(raw.get("judge"))
-    except ConfigError as exc:
-        raise ConfigError(exc.reason, path=path, field=exc.field) from None
-    sample = raw.get("sample") or {}
-    ints = {}
-    for key, where, default in (
-        ("relevant", sample, 10),
-        ("nonrelevant", sample, 10),
-        ("nonrelevant_depth", sample, 10),
-        ("seed", sample, 0),
-        ("relevant_from", raw, 2),
-        ("bootstrap", raw, 1000),
-        ("spot_check", raw, 5),
-        ("max_chars", raw, 1200),
-    ):
-        value = where.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ConfigError(
-                f"must be a non-negative integer, got {value!r}",
-                path=path,
-                field=("sample." if where is sample else "") + key,
-            )
-        ints[key] = value
-    ranking = raw.get("ranking")
-    if ranking is not None and (
-        not isinstance(ranking, dict) or not isinstance(ranking.get("systems"), list) or len(ranking["systems"]) < 2
-    ):
-        raise ConfigError(
-            "ranking needs systems: a list of at least two {name, adapter, params}", path=path, field="ranking.systems"
-        )
-    out = Path(output or raw.get("output") or f"results/{raw.get('name', 'judge-calibration')}")
+def parse_calibration(raw: Any, source: str = "<config>", output: Path | None = None) -> CalibrationConfig:
+    """A validated calibration config (`config.calibration.CalibrationModel`); errors name the field."""
+    m = validate(CalibrationModel, raw, source)
+    for i, s in enumerate(m.ranking.systems if m.ranking else []):
+        check_system(s.adapter, s.params, source, f"ranking.systems[{i}]")
     return CalibrationConfig(
-        judge,
-        out,
-        str(raw.get("dataset", "scifact")),
-        str(raw.get("split", "test")),
-        ranking=ranking,
-        raw=raw,
-        source=str(path),
-        **ints,
+        m.judge,
+        Path(output or m.output or f"results/{m.name}"),
+        m.dataset,
+        m.split,
+        m.sample.relevant,
+        m.sample.nonrelevant,
+        m.sample.nonrelevant_depth,
+        m.sample.seed,
+        m.relevant_from,
+        m.bootstrap,
+        m.spot_check,
+        m.max_chars,
+        raw.get("ranking"),
+        raw,
+        source,
     )
+
+
+def load_calibration(path: str | Path, output: Path | None = None) -> CalibrationConfig:
+    """Read and check a calibration config; errors name the file, line and field."""
+    return load(path, parse_calibration, output)
 
 
 def _bm25_run(

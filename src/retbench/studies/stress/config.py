@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retbench.config import load
-from retbench.errors import ConfigError
+from retbench.config import StressModel, load, validate
 from retbench.retrievers.faults import FaultSpec
-from retbench.studies.benchmark import parse_config as parse_experiment
+from retbench.studies.benchmark import build_config
 from retbench.studies.stress.settings import LoadSettings
 
+
 # -- config ----------------------------------------------------------------------------------------
-STRESS_KEYS = ("stress",)
-
-
 @dataclass
 class StressConfig:
     """One system on one dataset, written as a `retbench run` experiment plus a `stress:` block.
@@ -63,33 +59,15 @@ class StressConfig:
 
 
 def parse_config(raw: Any, source: str = "<config>", output: str | Path | None = None) -> StressConfig:
-    """Validate a stress config: the experiment part by `experiment.parse_config`, then the rest."""
-
-    if not isinstance(raw, Mapping):
-        raise ConfigError("a stress config must be a mapping", path=source, field="<top>")
-    rest = {k: v for k, v in raw.items() if k not in STRESS_KEYS}
-    faults: dict[str, Any] = {}
-    systems = rest.get("systems")
-    if isinstance(systems, list):
-        rest["systems"] = []
-        for i, sys_raw in enumerate(systems):
-            if isinstance(sys_raw, Mapping) and "faults" in sys_raw:
-                if not isinstance(sys_raw["faults"], Mapping):
-                    raise ConfigError("faults must be a mapping", path=source, field=f"systems[{i}].faults")
-                faults = dict(sys_raw["faults"])
-                sys_raw = {k: v for k, v in sys_raw.items() if k != "faults"}
-            rest["systems"].append(sys_raw)
-    exp = parse_experiment(rest, source, output)
-    for what in ("datasets", "systems"):
-        n = len(getattr(exp, what))
-        if n != 1:
-            raise ConfigError(f"stress takes exactly one {what[:-1]}, got {n}", path=source, field=what)
+    """Validate a stress config (`config.StressModel`): the experiment part, the fault plan, the load."""
+    model = validate(StressModel, raw, source)
+    system = model.systems[0]
+    faults = dict(system.faults or {})
     if faults:
         FaultSpec.from_config(faults, source)
-    block = raw.get("stress") or {}
-    if not isinstance(block, Mapping):
-        raise ConfigError("must be a mapping", path=source, field="stress")
-    return StressConfig(exp, LoadSettings.from_config(block, source), faults, dict(raw))
+    rest = {k: v for k, v in raw.items() if k != "stress"}
+    rest["systems"] = [{k: v for k, v in raw["systems"][0].items() if k != "faults"}]
+    return StressConfig(build_config(model, rest, source, output), model.stress, faults, dict(raw))
 
 
 def load_config(path: str | Path, output: str | Path | None = None) -> StressConfig:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -116,7 +116,7 @@ class _Stress:
             "corpus": len(dataset.corpus),
             "k": config.k,
             "metrics": config.metrics,
-            "settings": asdict(self.s),
+            "settings": self.s.model_dump(),
             "mode": "async" if uses_async(retriever, self.s) else "threads",
             "resumed": len(self.journal) > 0,
             "levels": [],

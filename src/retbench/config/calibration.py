@@ -1,0 +1,50 @@
+"""The judge-calibration config model (`retbench judge-calibrate`): how far can the judge be trusted?"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from retbench.config.base import Block, NonNegativeInt, PositiveInt
+from retbench.config.common import FolderName
+from retbench.config.judge import JudgeSettings
+
+
+class Sample(Block):
+    """The stratified sample of human-judged pairs the judge grades."""
+
+    relevant: NonNegativeInt = Field(10, description="pairs the human qrels judge relevant")
+    nonrelevant: NonNegativeInt = Field(10, description="pairs judged (or taken as) not relevant")
+    nonrelevant_depth: NonNegativeInt = Field(10, description="BM25's unjudged top documents stand in for them")
+    seed: NonNegativeInt = 0
+
+
+class RankingSystem(Block):
+    name: FolderName
+    adapter: str = "bm25s"
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Ranking(Block):
+    """Kendall's tau between the systems' orders under human and under LLM labels."""
+
+    queries: PositiveInt = 5
+    depth: PositiveInt = 5
+    systems: list[RankingSystem] = Field(min_length=2)
+
+
+class CalibrationModel(Block):
+    """A calibration of the judge against human labels."""
+
+    name: str = "judge-calibration"
+    dataset: str = Field("scifact", description="a shipped name or a BEIR folder")
+    split: str = "test"
+    output: str | None = Field(None, description="default: results/<name>")
+    judge: JudgeSettings
+    sample: Sample = Field(default_factory=Sample)
+    relevant_from: NonNegativeInt = Field(2, description="the lowest LLM grade that counts as relevant")
+    bootstrap: NonNegativeInt = 1000
+    spot_check: NonNegativeInt = Field(5, description="pairs re-judged with judge.check_prompt")
+    max_chars: NonNegativeInt = Field(1200, description="passages are cut here")
+    ranking: Ranking | None = None

@@ -1,0 +1,81 @@
+"""The chunking study's config model (`retbench chunking`): chunkers x retrievers on a chunking set."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
+
+from retbench.chunkers import CHUNKERS
+from retbench.config.base import Block, PositiveInt, UnitFloat, field_error
+from retbench.config.common import SystemBlock, unique_names
+from retbench.config.experiment import MetricName, metric_cutoffs
+
+DEFAULT_METRICS = ["recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10", "P@5"]
+SEPARATOR = "+"  # between the chunker's and the system's name in a pair's results key
+
+
+def _chunker_kind(kind: str) -> str:
+    if kind not in CHUNKERS:
+        raise ValueError(f"unknown chunker kind {kind!r}; expected one of {', '.join(CHUNKERS)}")
+    return kind
+
+
+class ChunkerBlock(Block):
+    """A chunker: its kind and that chunker's own parameters (checked when it is built)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str | None = Field(None, description="the chunker's name in results (default: its kind)")
+    kind: Annotated[str, AfterValidator(_chunker_kind)] = Field(description=", ".join(CHUNKERS))
+
+
+def _pair_names(blocks: list[Any]) -> list[Any]:
+    """Names are unique and can be joined into one folder name `<chunker>+<system>`."""
+    seen: set[str] = set()
+    for i, b in enumerate(blocks):
+        name = b.name or getattr(b, "kind", None) or b.adapter
+        if name in seen:
+            raise field_error(f"[{i}].name", f"duplicate name {name!r}")
+        if "/" in name or SEPARATOR in name or name in (".", ".."):
+            raise field_error(f"[{i}].name", f"a name cannot contain '/' or '{SEPARATOR}'")
+        seen.add(name)
+    return blocks
+
+
+class RelevanceBlock(Block):
+    """When a retrieved chunk counts as relevant: it overlaps a gold excerpt by enough characters."""
+
+    min_chars: PositiveInt = 1
+    min_fraction: UnitFloat = 0.0
+
+
+class ChunkingModel(Block):
+    """A chunking experiment: every chunker x every system, judged by character spans."""
+
+    name: str | None = None
+    description: str | None = None
+    output: str | None = None
+    dataset: str = Field("chunking_eval", min_length=1, description="a chunking set name or folder")
+    max_queries: PositiveInt | None = None
+    depth: PositiveInt = Field(50, description="chunks retrieved per question")
+    metrics: list[MetricName] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
+    token_k: list[PositiveInt] = Field(default_factory=lambda: [5, 10], min_length=1)
+    budgets: list[PositiveInt] = Field(default_factory=lambda: [512], min_length=1)
+    tokenizer: str = Field("all-MiniLM-L6-v2", description="counts tokens per chunk and budget")
+    max_seq_length: PositiveInt = 256
+    relevance: RelevanceBlock = Field(default_factory=RelevanceBlock)
+    chunkers: Annotated[list[ChunkerBlock], AfterValidator(_pair_names)] = Field(min_length=1)
+    systems: Annotated[list[SystemBlock], AfterValidator(unique_names), AfterValidator(_pair_names)] = Field(
+        min_length=1
+    )
+    batch_size: PositiveInt = 64
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _depth_reaches_every_cutoff(self) -> ChunkingModel:
+        cut = metric_cutoffs(self.metrics, 5, self.depth)
+        if max(cut, default=0) > self.depth:
+            m = self.metrics[cut.index(max(cut))]
+            raise field_error("depth", f"depth {self.depth} is below the cutoff of {m}; raise depth to {max(cut)}")
+        return self

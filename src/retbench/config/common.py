@@ -1,0 +1,255 @@
+"""The blocks every study shares: a dataset, a system, the evaluation settings, an encoder.
+
+Each is a declared model (`DatasetBlock`, `SystemBlock`, `EvalSettings`, `EncoderSettings`) that
+holds its defaults in exactly one place, so every study reads a dataset, a system or the evaluation
+settings the same way. `DatasetSpec` and `SystemSpec` are what the studies run on (their fields are
+part of the results' fingerprints, so they stay plain and stable).
+
+A system is held generically (adapter + params): whether the adapter exists and takes those
+parameters is checked against its factory by `retrievers.base.check_system`, which each study runs
+right after loading, before any work starts.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
+
+from retbench.config.base import Block, ConfigPath, NonNegativeInt, PositiveInt, field_error, validate
+
+JoinRule = Literal["title_space_text", "title_newline_text", "text_only"]  # data.corpus.JOIN_RULES
+
+
+def folder_name(name: str) -> bool:
+    """A name usable as one folder of a results directory."""
+    return not re.search(r"[/\\\x00-\x1f\x7f]", name) and name.strip() not in ("", ".", "..")
+
+
+def _folder_name(name: str) -> str:
+    if not folder_name(name):
+        raise ValueError("a name cannot be empty or contain '/', '\\' or control characters (tabs, newlines)")
+    return name
+
+
+#: a name that becomes one folder of a results directory (a system, a split)
+FolderName = Annotated[str, AfterValidator(_folder_name)]
+
+
+# -- datasets ----------------------------------------------------------------------------------------
+def _dataset_shorthand(raw: Any) -> Any:
+    return {"name": raw} if isinstance(raw, str) else raw
+
+
+class DatasetBlock(Block):
+    """A dataset block: `scifact`, or a mapping naming a shipped name, a BEIR folder or `hf:` and a slice."""
+
+    name: str | None = Field(None, description="a shipped dataset name (scifact, chunking_eval, rag, ...)")
+    path: ConfigPath | None = Field(None, description="a BEIR folder (relative to the config's folder)")
+    hf: str | None = Field(None, description="a Hugging Face dataset name")
+    split: FolderName = "test"
+    max_queries: PositiveInt | None = Field(None, description="a seeded random sample of the judged queries")
+    corpus_sample: PositiveInt | None = Field(
+        None, description="keep the judged documents of the selected queries plus random others up to N"
+    )
+    join_rule: JoinRule = "title_space_text"
+    seed: int | None = Field(None, description="of the query and corpus samples (default: the config's seed)")
+
+    @model_validator(mode="after")
+    def _named(self) -> DatasetBlock:
+        if not (self.path or self.hf or self.name):
+            raise ValueError("give a dataset name, path or hf")
+        return self
+
+    @property
+    def spec(self) -> str:
+        return self.path or (f"hf:{self.hf}" if self.hf else None) or str(self.name)
+
+    def to_spec(self, seed: int = 0) -> DatasetSpec:
+        return DatasetSpec(
+            self.spec,
+            self.split,
+            self.max_queries,
+            self.corpus_sample,
+            self.join_rule,
+            self.seed if self.seed is not None else seed,
+        )
+
+
+#: a dataset as written in a config: a name, or a mapping
+Dataset = Annotated[DatasetBlock, BeforeValidator(_dataset_shorthand, json_schema_input_type=str | DatasetBlock)]
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One dataset of a study: a shipped name, a BEIR folder or `hf:<name>`, and how much of it to use.
+
+    `max_queries` is a seeded random sample of the judged queries (the same in every study, see
+    `sample_ids`); `corpus_sample` keeps every judged document of those queries plus random others.
+    """
+
+    spec: str
+    split: str = "test"
+    max_queries: int | None = None
+    corpus_sample: int | None = None
+    join_rule: str = "title_space_text"
+    seed: int = 0
+
+    @property
+    def label(self) -> str:
+        """The dataset's column in a leaderboard and the first part of its results keys ("<label>/<system>")."""
+        name = Path(self.spec).name if "/" in self.spec else self.spec.removeprefix("hf:")
+        return name if self.split == "test" else f"{name}-{self.split}"
+
+
+def sample_ids(ids: list[str], n: int | None, seed: int | random.Random) -> list[str]:
+    """`n` of `ids` drawn at random with `seed`, in their original order (all of them when n is None).
+
+    Every study selects its queries through here, so `max_queries: 50, seed: 0` picks the same
+    queries in `run`, `chunking` and `ingest-impact`. A `random.Random` may be passed to go on
+    drawing from it afterwards (the corpus sample of `retbench run` does).
+    """
+    if not n or n >= len(ids):
+        return list(ids)
+    rng = seed if isinstance(seed, random.Random) else random.Random(seed)
+    keep = set(rng.sample(ids, n))
+    return [q for q in ids if q in keep]
+
+
+# -- systems -----------------------------------------------------------------------------------------
+class SystemBlock(Block):
+    """A retriever: an adapter (a built-in name, an entry point or `module:factory`) and its parameters."""
+
+    name: FolderName | None = Field(None, description="the system's name in results (default: the adapter)")
+    adapter: str = Field(min_length=1, description="bm25s, rank_bm25, dense, hybrid, a store, or module:factory")
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="the adapter's keyword arguments (checked against its factory)"
+    )
+
+    def to_spec(self, **extra: Any) -> SystemSpec:
+        return SystemSpec(self.name or self.adapter, self.adapter, dict(self.params), extra)
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    """One retriever of a study: an adapter, its parameters (checked against the factory) and a name.
+
+    `extra` holds optional blocks a study or stage adds (for example a `rerank:` block), keyed by name.
+    """
+
+    name: str
+    adapter: str
+    params: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"name": self.name, "adapter": self.adapter, "params": self.params}
+        return out | self.extra
+
+
+def unique_names(systems: list[SystemBlock]) -> list[SystemBlock]:
+    """The list, refused when two systems share a name (their results would share a folder)."""
+    seen: set[str] = set()
+    for i, s in enumerate(systems):
+        name = s.name or s.adapter
+        if name in seen:
+            raise field_error(f"[{i}].name", f"duplicate system name {name!r}")
+        seen.add(name)
+    return systems
+
+
+# -- evaluation --------------------------------------------------------------------------------------
+MODES = ("trec_eval", "pytrec_eval")
+NO_RELEVANT = ("skip", "zero", "one")
+
+
+class EvalSettings(Block, frozen=True):
+    """How runs are judged and summarized; the defaults here are the only defaults.
+
+    relevance_level: the lowest grade that counts as relevant for binary measures (trec_eval `-l`);
+    no_relevant: what to do with a query that has no relevant document (skip it, score it 0 or 1);
+    mode: trec_eval (retbench's engine) or pytrec_eval (the reference implementation);
+    default_k: the cutoff of metrics named without one; bootstrap: resamples of the mean's CI;
+    seed: of that bootstrap; ignore_identical_ids: drop a retrieved document whose id equals the
+    query's (trec_eval and BEIR do this for corpora that contain their queries).
+    """
+
+    relevance_level: PositiveInt = 1
+    no_relevant: Literal["skip", "zero", "one"] = "skip"
+    mode: Literal["trec_eval", "pytrec_eval"] = "trec_eval"
+    default_k: PositiveInt = 5
+    bootstrap: PositiveInt = 1000
+    seed: int = 0
+    ignore_identical_ids: bool = False
+
+    @classmethod
+    def from_config(cls, raw: Any, source: str | None = None, where: str = "evaluation") -> EvalSettings:
+        return validate(cls, raw or {}, source, prefix=where)
+
+    def evaluate_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of `retbench.evaluation.evaluate` these settings fix."""
+        return {
+            "relevance_level": self.relevance_level,
+            "no_relevant": self.no_relevant,
+            "mode": self.mode,
+            "default_k": self.default_k,
+            "ignore_identical_ids": self.ignore_identical_ids,
+        }
+
+    def aggregate_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of `Evaluation.aggregate` these settings fix."""
+        return {"seed": self.seed, "n_boot": self.bootstrap}
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
+# -- encoders ----------------------------------------------------------------------------------------
+class EncoderSettings(Block, frozen=True):
+    """Keyword arguments of `retbench.retrievers.encoders.Encoder` (a test holds the two in step)."""
+
+    model: str | None = Field(None, description="a sentence-transformers model name or folder")
+    query_prefix: str = ""
+    doc_prefix: str = ""
+    query_prompt_name: str | None = None
+    doc_prompt_name: str | None = None
+    normalize: bool = True
+    batch_size: PositiveInt = 32
+    max_seq_length: PositiveInt | None = None
+    device: str = "cpu"
+    cache: bool = True
+    cache_dir: str | None = None
+    shard_size: PositiveInt = 1024
+    trust_remote_code: bool = False
+
+    @classmethod
+    def from_config(cls, raw: Any, source: str | None = None, where: str = "encoder") -> EncoderSettings:
+        return validate(cls, raw or {}, source, prefix=where)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """Only the options the config set (the Encoder's own defaults apply to the rest)."""
+        return self.model_dump(exclude_unset=True)
+
+
+__all__ = [
+    "MODES",
+    "NO_RELEVANT",
+    "Dataset",
+    "DatasetBlock",
+    "DatasetSpec",
+    "EncoderSettings",
+    "EvalSettings",
+    "FolderName",
+    "JoinRule",
+    "NonNegativeInt",
+    "SystemBlock",
+    "SystemSpec",
+    "folder_name",
+    "sample_ids",
+    "unique_names",
+]

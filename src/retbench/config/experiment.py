@@ -1,0 +1,224 @@
+"""The experiment (`retbench run`) and stress (`retbench stress`) config models.
+
+    name: scifact
+    output: results/scifact
+    depth: 100                     # documents retrieved per query (at least every metric's cutoff)
+    metrics: [ndcg@10, recall@100, mrr@10, map, recall@5]
+    evaluation: {relevance_level: 1, no_relevant: skip, mode: trec_eval, default_k: 5}
+    datasets:
+      - {name: scifact, split: test}          # a shipped name, a BEIR folder, or hf:<name>
+    systems:
+      - {name: bm25, adapter: bm25s, params: {k1: 1.5, b: 0.75}}
+
+A suite (several datasets, one leaderboard) is an experiment with more than one dataset.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_validator
+
+from retbench.config.base import Block, NonNegativeInt, PositiveInt, field_error
+from retbench.config.common import Dataset, EncoderSettings, EvalSettings, SystemBlock, unique_names
+from retbench.config.judge import JudgeSettings
+from retbench.errors import InputError
+from retbench.metrics.judged import JUDGED_METRICS
+from retbench.metrics.registry import DEFAULT_METRICS, parse_metric
+
+
+def _metric_name(name: str) -> str:
+    try:
+        parse_metric(name)
+    except InputError as exc:
+        raise ValueError(exc.reason) from None
+    return name
+
+
+#: a metric name the registry reads (ndcg@10, recall@100, ndcg_cut_10, P(rel=2)@5, ...)
+MetricName = Annotated[str, AfterValidator(_metric_name)]
+
+
+def metric_cutoffs(metrics: list[str], default_k: int, depth: int) -> list[int]:
+    """Each metric's cutoff (a metric without one ranks the whole list: `depth`)."""
+    return [parse_metric(m, default_k).k or depth for m in metrics]
+
+
+# -- the optional blocks of a system -------------------------------------------------------------------
+class RerankBlock(Block):
+    """A second stage that re-orders a system's top `depth` documents; other keys go to the reranker."""
+
+    model_config = ConfigDict(extra="allow")
+
+    kind: str = Field(description="cross_encoder, bi_encoder, http, or module:factory")
+    depth: PositiveInt = Field(description="first-stage documents reranked (at least every metric's cutoff)")
+    cache: bool = True
+    queries_per_call: PositiveInt = 16
+
+
+class GenerateBlock(Block):
+    """Answers from a chat model over the system's own top retrieved chunks (llm/generate.py)."""
+
+    llm: JudgeSettings
+    prompt: str = "answer_v1"
+    context_k: PositiveInt = 3
+    abstain: str = Field("I cannot answer from the context.", min_length=1)
+    max_chars: PositiveInt = 1200
+
+
+class ExperimentSystem(SystemBlock):
+    """A system of `retbench run`, optionally reranked or answering."""
+
+    rerank: RerankBlock | None = None
+    generate: GenerateBlock | None = None
+
+
+class StressSystem(ExperimentSystem):
+    """The system of a stress run, optionally with a seeded fault plan (retrievers.faults.FaultSpec)."""
+
+    faults: dict[str, Any] | None = Field(None, description="latency, error_rate, hang_rate, ... (FaultSpec)")
+
+
+# -- the experiment's other blocks ---------------------------------------------------------------------
+def _executor_shorthand(raw: Any) -> Any:
+    return {"kind": raw} if isinstance(raw, str) else raw
+
+
+class ExecutorBlock(Block):
+    """Where encoding and search run: in this process, or spread over a Ray cluster."""
+
+    kind: Literal["in_process", "ray"] = "in_process"
+    address: str | None = Field(None, description="ray://host:10001 or auto (default: $RAY_ADDRESS, else local)")
+    workers: PositiveInt | None = None
+    num_cpus: PositiveInt | None = None
+    max_retries: NonNegativeInt = 3
+
+
+Executor = Annotated[ExecutorBlock, BeforeValidator(_executor_shorthand, json_schema_input_type=str | ExecutorBlock)]
+
+
+def _reference_shorthand(raw: Any) -> Any:
+    return {"system": raw} if isinstance(raw, str) else raw
+
+
+class ReferenceBlock(Block):
+    """A system (exact search) whose top k the others are measured against (overlap@k)."""
+
+    system: str
+    k: PositiveInt = 10
+
+
+Reference = Annotated[
+    ReferenceBlock, BeforeValidator(_reference_shorthand, json_schema_input_type=str | ReferenceBlock)
+]
+
+
+class JudgingBlock(Block):
+    """What goes into the judge's prompts for the judged answer metrics (studies/judging.py)."""
+
+    context_k: PositiveInt = 3
+    questions: PositiveInt = 3
+    max_chars: PositiveInt = 600
+    prompts: dict[
+        Literal["claims", "support", "context_relevance", "questions", "groundedness", "correctness", "abstention"],
+        str,
+    ] = Field(default_factory=dict, description="a prompt kind -> another versioned template")
+    encoder: EncoderSettings = Field(default_factory=EncoderSettings)
+
+
+class ExperimentModel(Block):
+    """A `retbench run` experiment: every system on every dataset (a suite when there are several)."""
+
+    name: str | None = Field(None, description="default: the config file's name")
+    description: str | None = None
+    output: str | None = Field(None, description="the results directory (default: results/<name>)")
+    depth: PositiveInt = Field(100, description="documents retrieved per query")
+    metrics: list[MetricName] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
+    evaluation: EvalSettings = Field(default_factory=EvalSettings)
+    datasets: list[Dataset] = Field(min_length=1)
+    systems: Annotated[list[ExperimentSystem], AfterValidator(unique_names)] = Field(min_length=1)
+    batch_size: PositiveInt = Field(64, description="queries per search call")
+    seed: int = Field(0, description="of query and corpus samples (a dataset's own seed wins)")
+    history: str | None = Field(None, description="the history file `run --history` adds to")
+    executor: Executor = Field(default_factory=ExecutorBlock)
+    reference: Reference | None = None
+    judge: JudgeSettings | None = Field(None, description="the LLM of the judged answer metrics")
+    judging: JudgingBlock | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ExperimentModel:
+        """Checks across fields: depth covers every cutoff, the reference is a system, a judged metric has a judge."""
+        cut = metric_cutoffs(self.metrics, self.evaluation.default_k, self.depth)
+        deepest = max(cut, default=0)
+        if deepest > self.depth:  # the metric would be computed on a shorter list than it names, silently
+            m = self.metrics[cut.index(deepest)]
+            raise field_error(
+                "depth",
+                f"depth {self.depth} is below the cutoff of {m} ({deepest}): it would be computed on "
+                f"{self.depth} documents; raise depth to at least {deepest} or drop the metric",
+            )
+        if self.reference is not None:
+            names = [s.name or s.adapter for s in self.systems]
+            if self.reference.system not in names:
+                raise field_error(
+                    "reference",
+                    f"must name one of the systems ({', '.join(names)}), got {self.reference.system!r}",
+                )
+            if self.reference.k > self.depth:
+                raise field_error("reference.k", f"must not exceed depth ({self.depth})")
+        if self.judge is None:
+            if self.judging is not None:
+                raise field_error("judging", "judging: needs a judge: block")
+            asked = [i for i, m in enumerate(self.metrics) if m in JUDGED_METRICS]
+            if asked:
+                raise field_error(f"metrics[{asked[0]}]", "a judged metric needs a judge: block (an LLM endpoint)")
+        return self
+
+
+FailureOutcome = Literal["error", "timeout", "invalid"]  # data.QueryStatus values that are failures
+
+
+def _retried() -> list[FailureOutcome]:
+    return ["error", "timeout"]
+
+
+class LoadSettings(Block):
+    """How load is applied: the `stress:` block of a stress config."""
+
+    levels: list[PositiveInt] = Field(default_factory=lambda: [1, 4, 16], min_length=1)
+    requests: PositiveInt | None = Field(None, description="requests per level (default: one per query)")
+    duration_s: float | None = Field(None, gt=0.0, description="seconds per level instead of a request count")
+    warmup: NonNegativeInt = 10
+    timeout_s: float | None = Field(10.0, gt=0.0, description="per request (null: no deadline)")
+    retries: NonNegativeInt = 0
+    backoff_s: float = Field(0.05, ge=0.0)
+    backoff_factor: float = Field(2.0, ge=0.0)
+    backoff_max_s: float = Field(2.0, ge=0.0)
+    retry_on: list[FailureOutcome] = Field(default_factory=_retried, description="failure outcomes that are retried")
+    allowed_failure_rate: float = Field(0.0, ge=0.0, le=1.0)
+    stop_on_failure: bool = True
+    max_abandoned: PositiveInt = 32
+    mode: Literal["auto", "sync", "async"] = Field("auto", description="auto: asyncio for adapters declaring async")
+    ingest_batch_size: PositiveInt | None = None
+    flush_interval_s: float = Field(0.2, gt=0.0)
+
+    def backoff(self, retry: int) -> float:
+        """Seconds to wait before retry number `retry` (1-based): exponential, capped."""
+        return min(self.backoff_s * self.backoff_factor ** (retry - 1), self.backoff_max_s)
+
+
+def _exactly_one(what: str) -> Any:
+    def check(items: list[Any]) -> list[Any]:
+        if len(items) != 1:
+            raise ValueError(f"stress takes exactly one {what}, got {len(items)}")
+        return items
+
+    return AfterValidator(check)
+
+
+class StressModel(ExperimentModel):
+    """One system on one dataset, written as a `retbench run` experiment plus a `stress:` block."""
+
+    datasets: Annotated[list[Dataset], _exactly_one("dataset")] = Field(min_length=1)
+    systems: Annotated[list[StressSystem], _exactly_one("system")] = Field(min_length=1)  # type: ignore[assignment]
+    stress: LoadSettings = Field(default_factory=LoadSettings)
