@@ -27,9 +27,16 @@ from retbench.secrets import register, register_url
 
 
 def _base_url(url: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"must be an http:// or https:// URL, got {url!r}")
+    """An http(s) URL with a host; the message names the scheme, never the URL (it may hold a password)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname
+    except ValueError:  # a malformed host or port
+        raise ValueError("must be an http:// or https:// URL with a host (malformed)") from None
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"must be an http:// or https:// URL with a host (scheme {parts.scheme!r})")
+    if not host:
+        raise ValueError("must be an http:// or https:// URL with a host (no host)")
     if parts.username is not None or parts.password is not None:
         raise ValueError("must not carry credentials (user:pass@); name an environment variable in api_key_env")
     return url
