@@ -25,7 +25,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["answer_problem", "first_bad_id", "id_problem", "key_strings", "keys_from_bytes", "lookup", "may_repeat"]
+__all__ = [
+    "answer_problem",
+    "first_bad_id",
+    "id_problem",
+    "key_strings",
+    "keys_from_bytes",
+    "lookup",
+    "may_repeat",
+    "score_problem",
+    "shown",
+]
 
 # What an id may not contain: whitespace of any kind (trec_eval and str.split() cut there, and a newline
 # would forge a TREC line) and control characters. Ids are non-empty strings; integers are accepted as
@@ -33,10 +43,20 @@ __all__ = ["answer_problem", "first_bad_id", "id_problem", "key_strings", "keys_
 _BAD_ID_CHAR = re.compile(r"[\s\x00-\x1f\x7f]")
 
 
+def shown(value: Any, width: int = 40) -> str:
+    """`repr(value)` cut to `width` characters for an error message; an integer too long for Python to
+    print (over 4,300 digits) is described by its size instead of raising while the error is built."""
+    if isinstance(value, int) and value.bit_length() > 4 * width:
+        return f"an integer of {len(hex(value)) - 2} hex digits"
+    return f"{value!r:.{width}}"
+
+
 def id_problem(value: Any) -> str | None:
     """Why `value` cannot be a query or document id (None when it can)."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        return f"id must be a string, got {type(value).__name__} {value!r:.40}"
+        return f"id must be a string, got {type(value).__name__} {shown(value)}"
+    if isinstance(value, int) and value.bit_length() > 160:
+        return f"id must be a string, got {shown(value)}"
     text = str(value)
     if not text:
         return "id is empty"
@@ -56,6 +76,20 @@ def first_bad_id(ids: Iterable[str]) -> tuple[int, str] | None:
         if reason:
             return n, reason
     return None  # pragma: no cover - the fast check found a problem one of the ids must have
+
+
+def score_problem(value: Any) -> str | None:
+    """Why `value` cannot be a ranking score (None when it can): the one check behind run files, backends'
+    answers, golden-set outputs and Python runs. A number or its text; never a boolean, null, NaN or infinity."""
+    if isinstance(value, bool) or value is None:
+        return f"score must be a number, got {value!r}"
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return f"score must be a number, got {shown(value)}"
+    if not math.isfinite(number):
+        return f"score must be finite, got {shown(value)}"
+    return None
 
 
 def answer_problem(ranking: Sequence[tuple[Any, Any]]) -> str | None:
@@ -78,12 +112,9 @@ def answer_problem(ranking: Sequence[tuple[Any, Any]]) -> str | None:
         reason = id_problem(doc)
         if reason:
             return f"rank {rank}: {reason}"
-        try:
-            value = float(score)
-        except (TypeError, ValueError):
-            return f"rank {rank}: score must be a number, got {score!r:.40}"
-        if not math.isfinite(value):
-            return f"rank {rank}: score must be finite, got {value!r}"
+        reason = score_problem(score)
+        if reason:
+            return f"rank {rank}: {reason}"
     return None
 
 

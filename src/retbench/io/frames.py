@@ -9,18 +9,24 @@ Column names are matched case-insensitively against the spellings in common use:
 | ranx (`Run.from_df` / `Qrels.from_df`) | `q_id` | `doc_id` | `score` | `score` |
 | BEIR qrels .tsv read as a table | `query-id` | `corpus-id` | | `score` |
 
+ranx's `Qrels` and `Run` objects are read through their `to_dict()`. Every form is held to the rules
+of the files: ids are non-empty text (or integers), scores finite numbers, grades integers.
+
 pandas is never imported here: a DataFrame is recognised by its `columns` and read column by column.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from retbench.data import Qrels, Run
+from retbench.data.ids import answer_problem, first_bad_id, id_problem, score_problem, shown
+from retbench.data.qrels import checked_grade
 from retbench.errors import InputError
 
 QUERY_COLUMNS = ("query_id", "qid", "q_id", "query-id", "queryid", "query")
@@ -46,41 +52,122 @@ def _column(frame: Any, candidates: tuple[str, ...], role: str, what: str) -> st
     )
 
 
-def _grouped(qids: np.ndarray, docs: np.ndarray, values: list[Any]) -> dict[str, dict[str, Any]]:
+def _row_label(frame: Any, row: int) -> str:
+    try:
+        return str(frame.index[row])
+    except (AttributeError, IndexError, TypeError):
+        return str(row)
+
+
+def _frame_ids(frame: Any, column: str, what: str) -> list[Any]:
+    """A DataFrame's id column as Python values, refused (naming the row) where one is no usable id."""
+    values = np.asarray(frame[column]).tolist()
+    bad = first_bad_id(values)
+    if bad is not None:
+        row, reason = bad
+        raise InputError(f"{what} {reason}", field=f"{column}[{_row_label(frame, row)}]")
+    return values
+
+
+def _grouped(qids: list[Any], docs: list[Any], values: list[Any]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for q, d, v in zip(qids.tolist(), docs.tolist(), values, strict=True):
+    for q, d, v in zip(qids, docs, values, strict=True):
         out.setdefault(str(q), {})[str(d)] = v
     return out
 
 
 def run_from_frame(frame: Any, name: str = "") -> Run:
-    """A Run from a DataFrame with query, document and score columns (rank order is re-established)."""
+    """A Run from a DataFrame with query, document and score columns (rank order is re-established).
+
+    Ids and scores are checked as a run file's are: a null, NaN or infinite score, or a null or
+    non-text id, is refused naming its column and row.
+    """
     q = _column(frame, QUERY_COLUMNS, "query id", "run")
     d = _column(frame, DOC_COLUMNS, "document id", "run")
     s = _column(frame, SCORE_COLUMNS, "score", "run")
+    raw = np.asarray(frame[s], dtype=object).tolist()
     try:
-        scores = np.asarray(frame[s], dtype=np.float64).tolist()
-    except (TypeError, ValueError):
-        raise InputError(f"run column {s!r} must hold numbers", field=str(s)) from None
-    return Run.from_dict(_grouped(np.asarray(frame[q]), np.asarray(frame[d]), scores), name=name)
+        scores = np.asarray(raw, dtype=np.float64)
+        fine = bool(np.isfinite(scores).all()) and not any(isinstance(v, (bool, np.bool_)) for v in raw)
+    except (TypeError, ValueError, OverflowError):
+        fine = False
+    if not fine:
+        for row, value in enumerate(raw):
+            problem = score_problem(value)
+            if problem:
+                raise InputError(problem, field=f"{s}[{_row_label(frame, row)}]")
+    qids = _frame_ids(frame, q, "query")
+    docs = _frame_ids(frame, d, "document")
+    return Run.from_dict(_grouped(qids, docs, scores.tolist()), name=name)
 
 
 def qrels_from_frame(frame: Any) -> Qrels:
-    """Qrels from a DataFrame with query, document and grade columns (grades must be whole numbers)."""
+    """Qrels from a DataFrame with query, document and grade columns (grades as in a qrels file: integers)."""
     q = _column(frame, QUERY_COLUMNS, "query id", "qrels")
     d = _column(frame, DOC_COLUMNS, "document id", "qrels")
     g = _column(frame, GRADE_COLUMNS, "relevance", "qrels")
-    try:
-        raw = np.asarray(frame[g], dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError(f"qrels column {g!r} must hold integer grades", field=str(g)) from None
-    if not np.all(np.isfinite(raw)) or not np.all(raw == np.round(raw)):
-        raise InputError(f"qrels column {g!r} must hold integer grades", field=str(g))
-    return Qrels(_grouped(np.asarray(frame[q]), np.asarray(frame[d]), raw.astype(np.int64).tolist()))
+    grades = []
+    for row, value in enumerate(np.asarray(frame[g], dtype=object).tolist()):
+        try:
+            grades.append(checked_grade(value))
+        except ValueError as exc:
+            raise InputError(str(exc), field=f"{g}[{_row_label(frame, row)}]") from None
+    qids = _frame_ids(frame, q, "query")
+    docs = _frame_ids(frame, d, "document")
+    return Qrels(_grouped(qids, docs, grades))
+
+
+def _ranx(obj: Any) -> dict[str, Any] | None:
+    """The `{qid: {doc: value}}` of a ranx `Qrels` or `Run` (None for anything else; ranx is never imported)."""
+    if type(obj).__module__.startswith("ranx.") and callable(getattr(obj, "to_dict", None)):
+        return dict(obj.to_dict())
+    return None
+
+
+def _checked_run(results: Mapping[Any, Any]) -> None:
+    """Refuse what a run file could not hold: ids that are not text, scores that are null, NaN or infinite.
+
+    One pass over every id and score when all is well (the common case costs a join and an array);
+    otherwise the first bad entry is named as `run[query][doc]`, with a run file's message.
+    """
+    bad = first_bad_id(list(results))
+    if bad is not None:
+        raise InputError(f"query {bad[1]}", field="run")
+    rankings = list(results.values())
+    if all(type(r) is dict for r in rankings):
+        docs = list(chain.from_iterable(rankings))
+        try:
+            scores = np.fromiter(chain.from_iterable(map(dict.values, rankings)), dtype=np.float64, count=len(docs))
+            if first_bad_id(docs) is None and np.isfinite(scores).all():
+                return
+        except (TypeError, ValueError, OverflowError):
+            pass
+    for qid, ranking in results.items():
+        if not isinstance(ranking, Mapping):
+            if isinstance(ranking, (str, bytes)) or not isinstance(ranking, Sequence):
+                raise InputError(
+                    f"the ranking of query {shown(qid)} must map doc id -> score, got {type(ranking).__name__}",
+                    field="run",
+                )
+            problem = answer_problem(list(ranking))
+            if problem:
+                raise InputError(problem, field=f"run[{shown(qid)}]")
+            continue
+        for doc, score in ranking.items():
+            problem = id_problem(doc)
+            if problem:
+                raise InputError(f"document {problem}", field=f"run[{shown(qid)}]")
+            problem = score_problem(score)
+            if problem:
+                raise InputError(problem, field=f"run[{shown(qid)}][{shown(doc)}]")
 
 
 def as_qrels(obj: Any, split: str = "test") -> Qrels:
-    """Qrels from a Qrels, `{qid: {doc: grade}}`, a DataFrame, or a TREC / BEIR qrels path (or BEIR folder)."""
+    """Qrels from a Qrels, `{qid: {doc: grade}}`, a ranx Qrels, a DataFrame, or a TREC / BEIR qrels path (or BEIR folder).
+
+    Grades and ids are held to a qrels file's rules (see `data.qrels.checked_grade`): a fractional,
+    null or NaN grade, or a null, float or tuple id, is refused naming where it is.
+    """
     if isinstance(obj, Qrels):
         return obj
     if isinstance(obj, (str, Path)):
@@ -89,16 +176,20 @@ def as_qrels(obj: Any, split: str = "test") -> Qrels:
         return read_judgements(obj, split)[0]
     if is_frame(obj):
         return qrels_from_frame(obj)
+    judged = _ranx(obj)
+    if judged is not None:
+        obj = judged
     if isinstance(obj, Mapping):
-        try:
-            return Qrels(obj)
-        except (TypeError, ValueError, AttributeError) as exc:
-            raise InputError(f"qrels must map query id -> {{doc id: integer grade}}: {exc}", field="qrels") from None
+        return Qrels(obj)
     raise InputError(f"cannot read qrels from a {type(obj).__name__}", field="qrels")
 
 
 def as_run(obj: Any, name: str = "") -> Run:
-    """A Run from a Run, `{qid: {doc: score}}`, a DataFrame, or a TREC run file path."""
+    """A Run from a Run, `{qid: {doc: score}}`, a ranx Run, a DataFrame, or a TREC run file path.
+
+    Scores and ids are held to a run file's rules: NaN, infinite or null scores and null, float or
+    tuple ids are refused naming where they are.
+    """
     if isinstance(obj, Run):
         return obj
     if isinstance(obj, (str, Path)):
@@ -110,7 +201,12 @@ def as_run(obj: Any, name: str = "") -> Run:
         return run
     if is_frame(obj):
         return run_from_frame(obj, name)
+    ranked = _ranx(obj)
+    if ranked is not None:
+        name = name or str(getattr(obj, "name", None) or "")
+        obj = ranked
     if isinstance(obj, Mapping):
+        _checked_run(obj)
         try:
             return Run.from_dict(obj, name=name)
         except (TypeError, ValueError, AttributeError) as exc:
