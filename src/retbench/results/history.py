@@ -14,6 +14,7 @@ several runs finishing at once all land (tests/test_history.py starts real proce
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -181,7 +182,10 @@ def register(
                 rows.append((system, metric, float(mean), a.get("ci_low"), a.get("ci_high")))
         pq = res.system_dir(system).per_query
         blob = gzip.compress(pq.read_bytes()) if pq.is_file() else None
-        systems.append((system, json.dumps(summary.get("coverage") or {}), blob))
+        cov = dict(summary.get("coverage") or {})
+        with contextlib.suppress(InputError):  # kept beside the coverage: a gate against this entry knows the depth
+            cov.setdefault("depth", res.depth(system))
+        systems.append((system, json.dumps(cov), blob))
     from retbench import __version__
 
     def insert(con: sqlite3.Connection) -> int:
