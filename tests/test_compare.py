@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import itertools
-import os
 import json
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -336,11 +336,11 @@ def test_a_bare_run_file_has_its_coverage_computed_against_the_qrels(tmp_path_fa
 
 
 # -- different settings: said, and refused where the numbers cannot be compared ----------------------
-def _truncated(run: "os.PathLike[str]", depth: int, out) -> str:
+def _truncated(run: Path, depth: int, out: Path) -> str:
     """The run file cut to its first `depth` lines per query (a run searched less deep)."""
     seen: dict[str, int] = {}
     lines = []
-    for line in open(run):
+    for line in run.read_text().splitlines(keepends=True):
         q = line.split()[0]
         seen[q] = seen.get(q, 0) + 1
         if seen[q] <= depth:

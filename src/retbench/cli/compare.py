@@ -182,7 +182,12 @@ def gate_command(
     write(comment, text)
     write(json_out, json.dumps(gate_json(report), indent=2, allow_nan=False) + "\n")
     if candidate.is_dir():
-        history.record_gate(candidate, report.exit_code == 0, path=history_file)
+        import sqlite3
+
+        try:
+            history.record_gate(candidate, report.exit_code == 0, path=history_file)
+        except (sqlite3.Error, OSError) as exc:  # the verdict stands; only its record in the history is lost
+            typer.echo(f"note: verdict not recorded in the history: {exc}", err=True)
     if report.exit_code:
         why = (
             f"the candidate recorded {len(report.failures)} backend failure(s)"

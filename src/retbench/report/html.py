@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from retbench.compare import PairComparison
+from retbench.io.files import json_safe
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt, plots
 from retbench.report.html_drill import drill_section
@@ -156,9 +157,15 @@ def _leaderboard(data: ReportData) -> str:
     )
 
 
+def _finite_mean(s: SystemSummary, metric: str) -> bool:
+    """A mean that can be drawn: present and a number (null in metrics.json reads as NaN: no value)."""
+    v = s.means.get(metric)
+    return v is not None and math.isfinite(v)
+
+
 def _ci_chart(data: ReportData) -> str:
     systems = [
-        (s.name, [(s.means[m], *s.ci[m]) if m in s.means and m in s.ci else None for m in data.metrics])
+        (s.name, [(s.means[m], *s.ci[m]) if _finite_mean(s, m) and m in s.ci else None for m in data.metrics])
         for s in data.systems
     ]
     if not any(v for _, vals in systems for v in vals):
@@ -454,9 +461,9 @@ def render_html(data: ReportData) -> str:
     ]
     nav = "".join(f'<a href="#{sid}">{title}</a>' for sid, title, _ in sections)
     body = "".join(f'<section id="{sid}"><h2>{title}</h2>{html}</section>' for sid, title, html in sections)
-    blob = json.dumps(
-        {"metrics": data.metrics_json, "primary": data.primary, "baseline": data.baseline}, allow_nan=False, default=str
-    ).replace("</", "<\\/")
+    # a NaN mean (written by hand or by another tool: retbench writes null) is embedded as null, as JSON has no NaN
+    embedded = json_safe({"metrics": data.metrics_json, "primary": data.primary, "baseline": data.baseline})
+    blob = json.dumps(embedded, allow_nan=False, default=str).replace("</", "<\\/")
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
