@@ -10,6 +10,10 @@ from retbench.config import check_types, known_keys
 from retbench.errors import ConfigError
 from retbench.studies.stress.validate import FAILURE_OUTCOMES
 
+# The most concurrent workers (threads, or coroutines for async adapters) one level starts. A level
+# is also never given more workers than it has requests: a level of 100,000 with 5 requests runs 5.
+MAX_CONCURRENCY = 4096
+
 
 # -- settings ---------------------------------------------------------------------------------------
 @dataclass
@@ -49,6 +53,12 @@ class LoadSettings:
 
         if not self.levels or any(not isinstance(c, int) or c < 1 for c in self.levels):
             raise bad("levels", f"must be a list of positive integers, got {self.levels!r}")
+        if max(self.levels) > MAX_CONCURRENCY:
+            raise bad(
+                "levels",
+                f"a level of {max(self.levels)} is above the most concurrent workers retbench starts "
+                f"({MAX_CONCURRENCY}); drive more load from several processes",
+            )
         if self.requests is not None and self.requests < 1:
             raise bad("requests", "must be at least 1")
         if self.duration_s is not None and self.duration_s <= 0:
