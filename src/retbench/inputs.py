@@ -151,13 +151,13 @@ def load_systems(
     for _, ev, _, _ in raw:
         counts[ev.system] = counts.get(ev.system, 0) + 1
     per_input: dict[str, list[str]] = {}
-    for label, ev, failed, depth in raw:
+    for label, ev, failed, searched in raw:
         if counts[ev.system] > 1:
             ev.system = f"{label}/{ev.system}"
         out.evaluations.append(ev)
         out.sources[ev.system] = label
         out.failures[ev.system] = failed
-        out.settings[ev.system] = settings_of(ev, depth)
+        out.settings[ev.system] = settings_of(ev, searched)
         per_input.setdefault(label, []).append(ev.system)
     out.input_systems = list(per_input.values())
     if wanted is not None and check_metrics:

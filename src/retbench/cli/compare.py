@@ -160,7 +160,7 @@ def gate_command(
     _check_same_data(allow_different_data, cand, *([base] if base is not None else []))
     cand_ev = cand.one(candidate_system, "candidate")
     base_ev = base.one(baseline_system, "baseline") if base is not None else None
-    if base is not None:
+    if base is not None and base_ev is not None:
         from retbench.inputs import canonical_metrics
 
         pair = (
