@@ -211,3 +211,27 @@ def test_reading_the_history_never_writes_it(project: Path, tmp_path: Path):
     assert runner.invoke(app, ["history", "--history-file", str(hist)]).exit_code == 0
     assert runner.invoke(app, ["history", "--history-file", str(hist), "--json"]).exit_code == 0
     assert hist.read_bytes() == before
+
+
+def test_a_history_baseline_searched_to_another_depth_is_said_and_refused_where_it_matters(
+    project: Path, tmp_path: Path
+):
+    def config(depth: int, out: str) -> Path:
+        cfg = yaml.safe_load(write_config(project, [BM25], out=out).read_text())
+        cfg.update(depth=depth, metrics=["recall@5", "map"])
+        path = project / f"{out}.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        return path
+
+    assert runner.invoke(app, ["run", str(config(20, "deep")), "--quiet"]).exit_code == 0
+    assert runner.invoke(app, ["run", str(config(10, "shallow")), "--quiet", "--no-history"]).exit_code == 0
+    crit = tmp_path / "criteria.yaml"
+    gate = ["gate", "--criteria", str(crit), "--candidate", str(project / "shallow"), "--baseline", "history:last"]
+    crit.write_text("gates:\n  - {name: early, metric: recall@5, regression_max: 0.5}\n")
+    ran = runner.invoke(app, gate)
+    assert ran.exit_code == 0, ran.output  # recall@5 is the same at depth 10 and 20: only said
+    assert "note: results differ in depth 20 (baseline bm25) vs 10 (candidate bm25)" in ran.output
+    crit.write_text("gates:\n  - {name: all, metric: map, regression_max: 0.5}\n")
+    ran = runner.invoke(app, gate)
+    assert ran.exit_code == 2, ran.output
+    assert "depth 20 (baseline bm25) vs 10 (candidate bm25): map looks deeper than 10" in ran.output
