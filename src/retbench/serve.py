@@ -81,7 +81,9 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def setup(self) -> None:
-        self.timeout = self.server.owner.timeout  # type: ignore[misc]  # socket read timeout: idle or stalled clients are let go
+        # the socket's own read timeout is only a backstop: the whole-request deadline (a timer, below) ends a
+        # silent or slow request first, so the client hears why
+        self.timeout = 2 * self.server.owner.timeout + 5  # type: ignore[misc]
         self._state = threading.Lock()
         self._waiting = False
         super().setup()
@@ -134,7 +136,12 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.owner.verbose:
             super().log_message(format, *args)
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        self._received()  # the stdlib answers a malformed request itself: that answer ends the deadline too
+        super().send_error(code, message, explain)
+
     def _send(self, code: int, obj: Any) -> None:
+        self._received()  # whatever is answered, the deadline no longer applies
         try:
             data = json.dumps(obj, allow_nan=False).encode("utf-8")
         except ValueError as exc:  # a NaN or infinite score is not JSON
