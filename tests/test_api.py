@@ -311,3 +311,12 @@ def test_pytrec_eval_measure_families_mean_trec_evals_default_cutoffs():
     assert ev.metrics[:3] == ["P@5", "P@10", "P@15"]  # a set is taken in sorted order
     assert retbench.evaluate(qrels, run, "ndcg_cut").metrics[-1] == "ndcg@1000"
     assert retbench.evaluate(qrels, run, ["P@10", "ndcg"]).metrics == ["P@10", "ndcg"]  # one name, one metric
+
+
+def test_run_from_dict_itself_holds_rankings_to_a_run_files_rules():
+    with pytest.raises(InputError) as err:
+        Run.from_dict({"q": {"d": 1.0, "e": float("inf")}})
+    assert err.value.field == "run['q']['e']" and err.value.reason == "score must be finite, got inf"
+    with pytest.raises(InputError, match="query id must be a string, got float nan"):
+        Run.from_dict({float("nan"): {"d": 1.0}})
+    assert Run.from_dict({"q": {7: 2.0, "d": 1.0}}).docs("q") == ["7", "d"]  # integer ids are their digits

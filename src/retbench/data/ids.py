@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from itertools import pairwise
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import chain, pairwise
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ __all__ = [
     "keys_from_bytes",
     "lookup",
     "may_repeat",
+    "rankings_problem",
     "score_problem",
     "shown",
 ]
@@ -115,6 +116,44 @@ def answer_problem(ranking: Sequence[tuple[Any, Any]]) -> str | None:
         reason = score_problem(score)
         if reason:
             return f"rank {rank}: {reason}"
+    return None
+
+
+def rankings_problem(results: Mapping[Any, Any]) -> tuple[str, str] | None:
+    """(field, reason) of the first thing in `{qid: {doc: score}}` (or `{qid: [(doc, score), ...]}`) that a run
+    file could not hold -- an id that is not text, a score that is null, NaN or infinite -- or None.
+
+    One pass over every id and score when all is well (a join and an array); the slow walk that names
+    the entry (`run[query][doc]`) runs only when something is wrong.
+    """
+    bad = first_bad_id(list(results))
+    if bad is not None:
+        return "run", f"query {bad[1]}"
+    rankings = list(results.values())
+    if all(type(r) is dict for r in rankings):
+        docs = list(chain.from_iterable(rankings))
+        try:
+            scores = np.fromiter(chain.from_iterable(map(dict.values, rankings)), dtype=np.float64, count=len(docs))
+            if first_bad_id(docs) is None and np.isfinite(scores).all():
+                return None
+        except (TypeError, ValueError, OverflowError):
+            pass
+    for qid, ranking in results.items():
+        if not isinstance(ranking, Mapping):
+            if isinstance(ranking, (str, bytes)) or not isinstance(ranking, Sequence):
+                kind = type(ranking).__name__
+                return "run", f"the ranking of query {shown(qid)} must map doc id -> score, got {kind}"
+            problem = answer_problem(list(ranking))
+            if problem:
+                return f"run[{shown(qid)}]", problem
+            continue
+        for doc, score in ranking.items():
+            problem = id_problem(doc)
+            if problem:
+                return f"run[{shown(qid)}]", f"document {problem}"
+            problem = score_problem(score)
+            if problem:
+                return f"run[{shown(qid)}][{shown(doc)}]", problem
     return None
 
 

@@ -17,15 +17,14 @@ pandas is never imported here: a DataFrame is recognised by its `columns` and re
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from itertools import chain
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from retbench.data import Qrels, Run
-from retbench.data.ids import answer_problem, first_bad_id, id_problem, score_problem, shown
+from retbench.data.ids import first_bad_id, score_problem
 from retbench.data.qrels import checked_grade
 from retbench.errors import InputError
 
@@ -124,44 +123,6 @@ def _ranx(obj: Any) -> dict[str, Any] | None:
     return None
 
 
-def _checked_run(results: Mapping[Any, Any]) -> None:
-    """Refuse what a run file could not hold: ids that are not text, scores that are null, NaN or infinite.
-
-    One pass over every id and score when all is well (the common case costs a join and an array);
-    otherwise the first bad entry is named as `run[query][doc]`, with a run file's message.
-    """
-    bad = first_bad_id(list(results))
-    if bad is not None:
-        raise InputError(f"query {bad[1]}", field="run")
-    rankings = list(results.values())
-    if all(type(r) is dict for r in rankings):
-        docs = list(chain.from_iterable(rankings))
-        try:
-            scores = np.fromiter(chain.from_iterable(map(dict.values, rankings)), dtype=np.float64, count=len(docs))
-            if first_bad_id(docs) is None and np.isfinite(scores).all():
-                return
-        except (TypeError, ValueError, OverflowError):
-            pass
-    for qid, ranking in results.items():
-        if not isinstance(ranking, Mapping):
-            if isinstance(ranking, (str, bytes)) or not isinstance(ranking, Sequence):
-                raise InputError(
-                    f"the ranking of query {shown(qid)} must map doc id -> score, got {type(ranking).__name__}",
-                    field="run",
-                )
-            problem = answer_problem(list(ranking))
-            if problem:
-                raise InputError(problem, field=f"run[{shown(qid)}]")
-            continue
-        for doc, score in ranking.items():
-            problem = id_problem(doc)
-            if problem:
-                raise InputError(f"document {problem}", field=f"run[{shown(qid)}]")
-            problem = score_problem(score)
-            if problem:
-                raise InputError(problem, field=f"run[{shown(qid)}][{shown(doc)}]")
-
-
 def as_qrels(obj: Any, split: str = "test") -> Qrels:
     """Qrels from a Qrels, `{qid: {doc: grade}}`, a ranx Qrels, a DataFrame, or a TREC / BEIR qrels path (or BEIR folder).
 
@@ -206,9 +167,10 @@ def as_run(obj: Any, name: str = "") -> Run:
         name = name or str(getattr(obj, "name", None) or "")
         obj = ranked
     if isinstance(obj, Mapping):
-        _checked_run(obj)
         try:
-            return Run.from_dict(obj, name=name)
+            return Run.from_dict(obj, name=name)  # ids and scores checked there, as a run file's are
+        except InputError:
+            raise
         except (TypeError, ValueError, AttributeError) as exc:
             raise InputError(f"a run must map query id -> {{doc id: score}}: {exc}", field="run") from None
     raise InputError(f"cannot read a run from a {type(obj).__name__}", field="run")
