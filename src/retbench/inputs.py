@@ -273,12 +273,15 @@ def different_settings(
 
 
 def _deeper_than(metrics: Sequence[str], depth: int) -> list[str]:
-    """The metrics a ranking cut at `depth` changes: no cutoff, or a cutoff above it."""
+    """The ranking metrics a ranking cut at `depth` changes: no cutoff, or a cutoff above it (answer-side
+    metrics score the answer, not the ranking, and are left out)."""
     out = []
     for name in metrics:
         try:
             spec = parse_metrics([name])[0]
         except InputError:
+            continue
+        if getattr(spec.metric, "answer_side", False):
             continue
         if spec.k is None or spec.k > depth:
             out.append(spec.name)
