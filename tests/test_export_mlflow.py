@@ -4,6 +4,9 @@ through MLflow's own client."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -133,3 +136,25 @@ def test_a_tracking_server_that_never_answers_costs_the_timeout_not_minutes(smal
 def test_a_password_in_the_tracking_uri_is_not_repeated_in_the_error(small_results):
     result = _export(small_results, "ftp://alice:s3cret@host/store")
     assert result.exit_code == 2 and "s3cret" not in result.output
+
+
+def test_a_read_only_sqlite_store_is_one_line_naming_it(small_results, tmp_path):
+    import sqlite3
+
+    store = tmp_path / "ro.db"
+    with sqlite3.connect(store) as con:
+        con.execute("CREATE TABLE unrelated (a)")
+    uri = f"sqlite:///file:{store}?mode=ro&uri=true"  # SQLite's own read-only open: every write is refused
+    # a real process: MLflow logs to the stderr it found at import, which an in-process runner does not capture
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    proc = subprocess.run(
+        [sys.executable, "-m", "retbench.cli", "export", "mlflow", str(small_results), "--tracking-uri", uri],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": src},
+        timeout=300,
+    )
+    out = (proc.stdout + proc.stderr).strip()
+    assert proc.returncode == 2, out
+    assert "attempt to write a readonly database" in out
+    assert len(out.splitlines()) == 1, out  # MLflow's own INFO lines (table creation) are quieted

@@ -18,7 +18,9 @@ server) becomes one error naming the URI, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import re
 import time
@@ -67,7 +69,8 @@ def check_tracking_uri(uri: str | None) -> None:
 
 @contextmanager
 def _bounded_http(timeout: int) -> Iterator[None]:
-    """MLflow's HTTP settings for the length of one export: `timeout` s per request, few retries."""
+    """MLflow's HTTP settings for the length of one export (`timeout` s per request, few retries), and its
+    INFO logging quieted."""
     wanted = {
         "MLFLOW_HTTP_REQUEST_TIMEOUT": str(timeout),
         "MLFLOW_HTTP_REQUEST_MAX_RETRIES": os.environ.get("MLFLOW_HTTP_REQUEST_MAX_RETRIES", str(HTTP_RETRIES)),
@@ -75,9 +78,19 @@ def _bounded_http(timeout: int) -> Iterator[None]:
     }
     before = {k: os.environ.get(k) for k in wanted}
     os.environ.update(wanted)
+    # MLflow's and Alembic's INFO lines (table creation, migrations) would break the one-line error rule;
+    # mlflow sets its loggers up when imported, so that comes first
+    with contextlib.suppress(ImportError):
+        import mlflow  # noqa: F401
+    loggers = [logging.getLogger(name) for name in ("mlflow", "alembic")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(max(lg.getEffectiveLevel(), logging.WARNING))
     try:
         yield
     finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
         for k, v in before.items():
             if v is None:
                 os.environ.pop(k, None)
