@@ -84,17 +84,18 @@ def run_from_frame(frame: Any, name: str = "") -> Run:
     q = _column(frame, QUERY_COLUMNS, "query id", "run")
     d = _column(frame, DOC_COLUMNS, "document id", "run")
     s = _column(frame, SCORE_COLUMNS, "score", "run")
-    raw = np.asarray(frame[s], dtype=object).tolist()
-    try:
-        scores = np.asarray(raw, dtype=np.float64)
-        fine = bool(np.isfinite(scores).all()) and not any(isinstance(v, (bool, np.bool_)) for v in raw)
+    column = np.asarray(frame[s])
+    try:  # a numeric column is checked in one pass; objects (None, text, booleans) one by one
+        scores = column.astype(np.float64) if column.dtype.kind in "fiu" else np.zeros(0)
+        fine = column.dtype.kind in "fiu" and bool(np.isfinite(scores).all())
     except (TypeError, ValueError, OverflowError):
         fine = False
     if not fine:
-        for row, value in enumerate(raw):
+        for row, value in enumerate(column.astype(object).tolist()):
             problem = score_problem(value)
             if problem:
                 raise InputError(problem, field=f"{s}[{_row_label(frame, row)}]")
+        scores = column.astype(np.float64)
     qids = _frame_ids(frame, q, "query")
     docs = _frame_ids(frame, d, "document")
     return Run.from_dict(_grouped(qids, docs, scores.tolist()), name=name)
@@ -105,12 +106,16 @@ def qrels_from_frame(frame: Any) -> Qrels:
     q = _column(frame, QUERY_COLUMNS, "query id", "qrels")
     d = _column(frame, DOC_COLUMNS, "document id", "qrels")
     g = _column(frame, GRADE_COLUMNS, "relevance", "qrels")
-    grades = []
-    for row, value in enumerate(np.asarray(frame[g], dtype=object).tolist()):
-        try:
-            grades.append(checked_grade(value))
-        except ValueError as exc:
-            raise InputError(str(exc), field=f"{g}[{_row_label(frame, row)}]") from None
+    column = np.asarray(frame[g])
+    if column.dtype.kind in "iu" and (column.dtype.kind == "i" or column.max(initial=0) < 2**63):
+        grades = column.tolist()  # an integer column: every grade is already one (the common case, no loop)
+    else:
+        grades = []
+        for row, value in enumerate(column.astype(object).tolist()):
+            try:
+                grades.append(checked_grade(value))
+            except ValueError as exc:
+                raise InputError(str(exc), field=f"{g}[{_row_label(frame, row)}]") from None
     qids = _frame_ids(frame, q, "query")
     docs = _frame_ids(frame, d, "document")
     return Qrels(_grouped(qids, docs, grades))
