@@ -128,7 +128,7 @@ def test_dataframes_without_known_columns_are_refused_naming_the_columns():
     frame = pd.DataFrame({"question": ["q"], "passage": ["d"], "s": [1.0]})
     with pytest.raises(InputError, match=r"no query id column in the run DataFrame .*have: question, passage, s"):
         retbench.evaluate({"q": {"d": 1}}, frame, ["mrr"])
-    with pytest.raises(InputError, match="integer grades"):
+    with pytest.raises(InputError, match=r"field .label\[0\].: grade must be an integer, got 0.5"):
         retbench.evaluate(pd.DataFrame({"qid": ["q"], "docno": ["d"], "label": [0.5]}), {"q": {"d": 1.0}}, ["mrr"])
 
 
@@ -188,3 +188,135 @@ def test_the_readme_python_example_runs(capsys):
     out = capsys.readouterr().out
     assert "'recall@2': 0.75" in out and "'mrr': 1.0" in out
     assert "p_randomization_holm" in out
+
+
+# -- the API holds dicts and DataFrames to the rules of the files ---------------------------------------
+def _file_reason(tmp_path, line):
+    """The reason the TREC run reader gives for one bad line (what the API must say for the same value)."""
+    path = tmp_path / "bad.run"
+    path.write_text(line)
+    with pytest.raises(InputError) as err:
+        retbench.evaluate({"q": {"d": 1}}, path, ["mrr"])
+    return err.value.reason
+
+
+@pytest.mark.parametrize(
+    ("score", "line"),
+    [(float("nan"), "q Q0 d 1 nan t\n"), (float("inf"), "q Q0 d 1 inf t\n"), (float("-inf"), "q Q0 d 1 -inf t\n")],
+)
+def test_a_non_finite_score_in_a_dict_is_refused_as_in_a_run_file(tmp_path, score, line):
+    with pytest.raises(InputError) as err:
+        retbench.evaluate({"q": {"d": 1}}, {"q": {"e": 1.0, "d": score}}, ["mrr"])
+    assert err.value.field == "run['q']['d']"
+    assert (
+        err.value.reason.split(", got")[0] == _file_reason(tmp_path, line).split(", got")[0] == ("score must be finite")
+    )
+
+
+@pytest.mark.parametrize(
+    ("run", "field", "reason"),
+    [
+        ({"q": {"d": None}}, "run['q']['d']", "score must be a number, got None"),
+        ({"q": {"d": "high"}}, "run['q']['d']", "score must be a number, got 'high'"),
+        ({None: {"d": 1.0}}, "run", "query id must be a string, got NoneType None"),
+        ({"q": {1.5: 1.0}}, "run['q']", "document id must be a string, got float 1.5"),
+        ({"q": {("a", "b"): 1.0}}, "run['q']", "document id must be a string, got tuple ('a', 'b')"),
+        ({"q": {"d 1": 1.0}}, "run['q']", "document id 'd 1' contains ' '"),
+        ({"q": [("d", 1.0), ("e", None)]}, "run['q']", "rank 2: score must be a number, got None"),
+    ],
+)
+def test_bad_scores_and_ids_in_a_dict_run_are_refused_naming_where_they_are(run, field, reason):
+    with pytest.raises(InputError) as err:
+        retbench.evaluate({"q": {"d": 1}}, run, ["mrr"])
+    assert err.value.field == field and err.value.reason.startswith(reason)
+
+
+@pytest.mark.parametrize(
+    ("grade", "reason"),
+    [
+        (0.5, "grade must be an integer, got 0.5"),
+        (float("nan"), "grade must be an integer, got nan"),
+        (None, "grade must be an integer, got None"),
+        (True, "grade must be an integer, got True"),
+        (2**64, "grade out of range (grades must fit in 64 bits)"),
+    ],
+)
+def test_a_grade_a_qrels_file_could_not_hold_is_refused_in_a_dict_with_the_files_message(tmp_path, grade, reason):
+    with pytest.raises(InputError) as err:
+        retbench.evaluate({"q": {"d": 1, "e": grade}}, {"q": {"d": 1.0}}, ["mrr"])
+    assert err.value.field == "qrels['q']['e']" and err.value.reason.startswith(reason)
+    if grade is not None and not isinstance(grade, bool):
+        path = tmp_path / "qrels.txt"
+        path.write_text(f"q 0 d 1\nq 0 e {grade}\n")
+        with pytest.raises(InputError) as from_file:
+            retbench.evaluate(path, {"q": {"d": 1.0}}, ["mrr"])
+        assert from_file.value.reason.split(", got")[0] == err.value.reason.split(", got")[0]
+
+
+def test_integer_and_integral_float_grades_are_still_taken():
+    assert retbench.evaluate({"q": {"d": 1.0, "e": "2"}}, {"q": {"e": 1.0}}, ["mrr"]).means() == {"mrr": 1.0}
+
+
+def test_dataframe_rows_with_nan_or_none_are_refused_naming_column_and_row():
+    qrels = {"q": {"d": 1}}
+    cases = [
+        (pd.DataFrame({"qid": ["q", "q"], "docno": ["d", "e"], "score": [1.0, None]}), "score[1]", "score must be"),
+        (pd.DataFrame({"qid": ["q", None], "docno": ["d", "e"], "score": [1.0, 2.0]}), "qid[1]", "query id must be"),
+        (pd.DataFrame({"qid": ["q", "q"], "docno": ["d", np.nan], "score": [1.0, 2.0]}), "docno[1]", "document id"),
+    ]
+    for frame, field, reason in cases:
+        with pytest.raises(InputError) as err:
+            retbench.evaluate(qrels, frame, ["mrr"])
+        assert err.value.field == field and err.value.reason.startswith(reason)
+    bad_grades = pd.DataFrame({"qid": ["q", "q"], "docno": ["d", "e"], "label": [1, np.nan]})
+    with pytest.raises(InputError, match=r"field 'label\[1\]': grade must be an integer, got nan"):
+        retbench.evaluate(bad_grades, {"q": {"d": 1.0}}, ["mrr"])
+    # integer ids in a frame (a BEIR table read by pandas) are still ids
+    ints = pd.DataFrame({"qid": [1, 1], "docno": [7, 8], "score": [2.0, 1.0]})
+    assert retbench.evaluate({"1": {"8": 1}}, ints, ["mrr"]).means() == {"mrr": 0.5}
+
+
+# -- what ranx and pytrec_eval users bring ------------------------------------------------------------
+def test_ranx_qrels_and_runs_score_like_the_dicts_they_hold():
+    ranx = pytest.importorskip("ranx")
+    qrels = {"q1": {"d1": 2, "d2": 0}, "q2": {"d3": 1}}
+    run_a = {"q1": {"d2": 3.0, "d1": 2.0, "d9": 1.0}, "q2": {"d3": 0.5}}
+    run_b = {"q1": {"d1": 3.0, "d2": 2.0}, "q2": {"d8": 0.5, "d3": 0.25}}
+    expected = retbench.evaluate(qrels, run_a, NAMES).means()
+    ev = retbench.evaluate(ranx.Qrels(qrels), ranx.Run(run_a, name="bm25"), NAMES)
+    assert ev.means() == pytest.approx(expected, abs=1e-12) and ev.system == "bm25"
+    # ranx.compare takes a list of named runs; so does retbench.compare
+    runs = [ranx.Run(run_a, name="bm25"), ranx.Run(run_b, name="dense")]
+    cmp = retbench.compare(runs, ranx.Qrels(qrels), ["mrr"], n_resamples=100)
+    assert [(p.system_a, p.system_b) for p in cmp.pairs] == [("bm25", "dense")]
+    assert cmp.pair("bm25", "dense").metric("mrr").delta == pytest.approx(
+        retbench.evaluate(qrels, run_b, ["mrr"]).mean("mrr") - expected["mrr"]
+    )
+    with pytest.raises(InputError, match="score must be finite"):
+        retbench.evaluate(ranx.Qrels(qrels), ranx.Run({"q1": {"d1": float("nan")}}), ["mrr"])
+
+
+def test_pytrec_eval_measure_families_mean_trec_evals_default_cutoffs():
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    qrels = {"q1": {"d1": 2, "d2": 0, "d5": 1}, "q2": {"d3": 1, "d4": 3}}
+    run = {"q1": {"d2": 3.0, "d1": 2.0, "d9": 1.0, "d5": 0.5}, "q2": {"d4": 0.75, "d7": 0.5, "d3": 0.25}}
+    families = {"ndcg_cut", "P", "recall", "map_cut", "success"}
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, families).evaluate(run)
+    ev = retbench.evaluate(qrels, run, families)
+    assert len(ev.metrics) == 4 * 9 + 3
+    for trec_name, name in zip(ev.trec_names, ev.metrics, strict=True):
+        col = dict(zip(ev.query_ids, ev.column(name).tolist(), strict=True))
+        for qid in qrels:
+            assert col[qid] == pytest.approx(theirs[qid][trec_name], abs=1e-9), (trec_name, qid)
+    assert ev.metrics[:3] == ["P@5", "P@10", "P@15"]  # a set is taken in sorted order
+    assert retbench.evaluate(qrels, run, "ndcg_cut").metrics[-1] == "ndcg@1000"
+    assert retbench.evaluate(qrels, run, ["P@10", "ndcg"]).metrics == ["P@10", "ndcg"]  # one name, one metric
+
+
+def test_run_from_dict_itself_holds_rankings_to_a_run_files_rules():
+    with pytest.raises(InputError) as err:
+        Run.from_dict({"q": {"d": 1.0, "e": float("inf")}})
+    assert err.value.field == "run['q']['e']" and err.value.reason == "score must be finite, got inf"
+    with pytest.raises(InputError, match="query id must be a string, got float nan"):
+        Run.from_dict({float("nan"): {"d": 1.0}})
+    assert Run.from_dict({"q": {7: 2.0, "d": 1.0}}).docs("q") == ["7", "d"]  # integer ids are their digits

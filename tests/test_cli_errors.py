@@ -76,6 +76,13 @@ def _nothing(d: Path) -> None:
     pass
 
 
+def _set_mean(d: Path, value: object) -> None:
+    """metrics.json with bm25's ndcg@10 mean replaced (NaN and Infinity written as Python's json writes them)."""
+    mj = json.loads((d / "metrics.json").read_text())
+    mj["bm25"]["ndcg@10"] = value
+    (d / "metrics.json").write_text(json.dumps(mj))
+
+
 QRELS = "1 0 d1 1\n1 0 d2 0\n2 0 d1 1\n"
 RUN = "1 Q0 d1 1 2.0 t\n1 Q0 d2 2 1.0 t\n2 Q0 d1 1 1.0 t\n"
 BAD_SHAPE = '{"key":"q","qid":"q","status":"ok","docs":"abc","scores":5}'
@@ -185,6 +192,30 @@ CASES = [
     ("dataset info on a file", _nothing, ["datasets", "info", "{D}/metrics.json"], "not found"),
     ("serve on a missing dataset", _nothing, ["serve", "{X}/none", "--port", "0"], "no dataset"),
     ("serve with a zero backlog", _nothing, ["serve", "scifact", "--backlog", "0"], "--backlog"),
+    (
+        "qrels grade beyond 64 bits",
+        _write("extra/q.tsv", "query-id\tcorpus-id\tscore\n1\td1\t99999999999999999999999\n"),
+        ["eval", "{X}/q.tsv", "{D}/systems/bm25/run.trec"],
+        "q.tsv:2: field 'score': grade out of range (grades must fit in 64 bits)",
+    ),
+    (
+        "golden set gain NaN",
+        _write("extra/g.jsonl", '{"id": "a", "input": "hi", "expected_output": {"d1": NaN}}\n'),
+        ["eval", "{X}/g.jsonl", "{D}/systems/bm25/run.trec"],
+        "g.jsonl:1: field 'expected_output': gain for 'd1' must be an integer, got nan",
+    ),
+    (
+        "metrics.json infinite mean",
+        lambda d: _set_mean(d, float("inf")),
+        ["report", "{D}", "--html", "{X}/r.html"],
+        "field 'bm25.ndcg@10': mean must be a number or null, got inf",
+    ),
+    (
+        "metrics.json text mean",
+        lambda d: _set_mean(d, "high"),
+        ["report", "{D}", "--html", "{X}/r.html"],
+        "no metric has a mean (a number or null) in metrics.json",
+    ),
 ]
 
 
@@ -223,3 +254,17 @@ def test_repair_sets_the_bad_journal_tail_aside_and_redoes_those_queries(results
     again, first = (json.loads((p / "metrics.json").read_text()) for p in (d, results))
     assert scores_only(again) == scores_only(first)
     assert (d / "systems/bm25/run.trec").read_text() == (results / "systems/bm25/run.trec").read_text()
+
+
+@pytest.mark.parametrize("mean", [None, float("nan")], ids=["null", "NaN"])
+def test_report_html_shows_a_null_or_nan_mean_as_no_value(results, tmp_path, mean):
+    d = tmp_path / "res"
+    shutil.copytree(results, d)
+    _set_mean(d, mean)
+    res = CliRunner().invoke(
+        app, ["report", str(d), "--html", str(tmp_path / "r.html"), "--markdown", str(tmp_path / "r.md")]
+    )
+    assert res.exit_code == 0, res.output
+    page = (tmp_path / "r.html").read_text()
+    blob = page.split('<script type="application/json" id="retbench-data">', 1)[1].split("</script>", 1)[0]
+    assert json.loads(blob)["metrics"]["bm25"]["ndcg@10"] is None  # strict JSON: no NaN in the page

@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -332,3 +333,58 @@ def test_a_bare_run_file_has_its_coverage_computed_against_the_qrels(tmp_path_fa
     # no metrics.json beside a run file: every judged query of the qrels counts, the 200 never asked are missing
     assert counts["queries"] == 300 and counts["missing"] == 200
     assert counts["answered"] + counts["failed"] + counts["missing"] == 300
+
+
+# -- different settings: said, and refused where the numbers cannot be compared ----------------------
+def _truncated(run: Path, depth: int, out: Path) -> str:
+    """The run file cut to its first `depth` lines per query (a run searched less deep)."""
+    seen: dict[str, int] = {}
+    lines = []
+    for line in run.read_text().splitlines(keepends=True):
+        q = line.split()[0]
+        seen[q] = seen.get(q, 0) + 1
+        if seen[q] <= depth:
+            lines.append(line)
+    out.write_text("".join(lines))
+    return str(out)
+
+
+def test_compare_refuses_runs_of_different_depth_when_a_metric_looks_deeper(results_dir, tmp_path):
+    deep = str(results_dir / "systems" / "bm25" / "run.trec")
+    shallow = _truncated(results_dir / "systems" / "bm25" / "run.trec", 10, tmp_path / "shallow.trec")
+    qrels = str(abdata.SCIFACT / "qrels" / "test.tsv")
+    args = ["compare", deep, shallow, "--qrels", qrels, "--resamples", "50"]
+    ran = CliRunner().invoke(app, [*args, "--metrics", "recall@100"])
+    assert ran.exit_code == 2, ran.output
+    assert "depth 100 (run/bm25) vs 10 (shallow/bm25): recall@100 looks deeper than 10" in ran.output
+    assert "--allow-different-settings" in ran.output
+    # a metric within both depths: the same numbers either way, so only said
+    ran = CliRunner().invoke(app, [*args, "--metrics", "recall@5"])
+    assert ran.exit_code == 0, ran.output
+    assert "note: results differ in depth 100 (run/bm25) vs 10 (shallow/bm25)" in ran.output
+    ran = CliRunner().invoke(app, [*args, "--metrics", "recall@100,mrr", "--allow-different-settings"])
+    assert ran.exit_code == 0, ran.output
+    assert "note: --allow-different-settings" in ran.output and "recall@100, mrr look deeper than 10" in ran.output
+
+
+def test_compare_and_gate_refuse_results_scored_at_another_relevance_level(tmp_path):
+    small = {"max_queries": 40, "corpus_sample": 600}
+    one = abdata.make_results(tmp_path / "level1", {"bm25": abdata.SYSTEMS["bm25"]}, dataset=small)
+    two = abdata.make_results(
+        tmp_path / "level2",
+        {"bm25": abdata.SYSTEMS["bm25"]},
+        dataset=small,
+        evaluation={"relevance_level": 2, "no_relevant": "zero"},
+    )
+    ran = CliRunner().invoke(app, ["compare", str(one), str(two), "--resamples", "50"])
+    assert ran.exit_code == 2, ran.output
+    assert "relevance level 1 (level1/bm25) vs 2 (level2/bm25)" in ran.output
+    crit = tmp_path / "criteria.yaml"
+    crit.write_text("gates:\n  - {name: floor, metric: recall@5, regression_max: 0.5}\n")
+    gate = ["gate", "--criteria", str(crit), "--candidate", str(two), "--baseline", str(one), "--resamples", "50"]
+    ran = CliRunner().invoke(app, gate)
+    assert ran.exit_code == 2, ran.output
+    assert "relevance level 1 (baseline bm25) vs 2 (candidate bm25)" in ran.output
+    ran = CliRunner().invoke(app, [*gate, "--allow-different-settings"])
+    assert ran.exit_code == 1, ran.output  # let through, the gate then judges (no document has grade 2)
+    assert "note: --allow-different-settings" in ran.output

@@ -187,3 +187,32 @@ def test_a_factory_that_returns_no_retriever_or_gets_an_unknown_parameter_is_a_c
     with pytest.raises(ConfigError) as err:
         create("llamaindex", {"factory": "framework_retrievers:no_such_factory"})
     assert err.value.field == "params.factory"
+
+
+def test_a_langchain_retriever_answering_none_is_an_invalid_answer_not_a_traceback(scifact) -> None:
+    for timeout in (60, None):  # through retbench's own pool and through LangChain's batch
+        r, _ = _indexed(
+            "langchain", {"factory": "framework_retrievers:langchain_answers_none", "timeout_s": timeout}, scifact
+        )
+        run = r.search(_queries(scifact, ["protein folding", "cancer risk"]), 10)
+        assert run.status["q0"] == run.status["q1"] == QueryStatus.INVALID
+        assert run.errors["q0"] == "invalid answer: the retriever returned NoneType, not a list of documents"
+
+
+def test_a_hung_framework_call_is_a_timeout_status_and_the_other_queries_are_answered(scifact) -> None:
+    import framework_retrievers
+
+    params = {"factory": "framework_retrievers:langchain_hanging", "params": {"words": ["cell"]}, "timeout_s": 4}
+    r, _ = _indexed("langchain", params, scifact)
+    try:
+        run = r.search(_queries(scifact, ["protein folding", "stem cell therapy", "cancer risk"]), 10)
+    finally:
+        framework_retrievers.RELEASE.set()
+    assert run.status["q1"] == QueryStatus.TIMEOUT
+    assert run.errors["q1"] == "TimeoutError: no answer within 4 s (timeout_s)"
+    assert run.status["q0"] == run.status["q2"] == QueryStatus.OK and len(list(run.docs("q0"))) == 10
+    assert r.describe()["timeout_s"] == 4.0
+    from retbench.retrievers.base import create
+
+    with pytest.raises(ConfigError, match="timeout_s must be positive"):
+        create("langchain", {"factory": f"{LC}:bm25", "timeout_s": 0})

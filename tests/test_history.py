@@ -168,3 +168,70 @@ def test_concurrent_runs_writing_the_history_lose_nothing(project: Path, tmp_pat
     assert {e.tag for e in rows} == {f"w{i}" for i in range(writers)}
     assert all(sorted(e.scores) == ["bm25", "weak"] and len(e.scores["weak"]) == 2 for e in rows)
     assert all(len(history.evaluations(e, db)) == 2 for e in rows[:3])
+
+
+# -- a damaged history is one line, and reading one writes nothing ---------------------------------------
+@pytest.mark.parametrize("damage", ["not a database", "truncated"])
+def test_history_and_a_history_baseline_on_a_damaged_file_are_one_line_exit_2(project: Path, tmp_path: Path, damage):
+    cfg = write_config(project, [BM25])
+    assert runner.invoke(app, ["run", str(cfg), "--quiet"]).exit_code == 0
+    hist = tmp_path / "history.sqlite"
+    if damage == "truncated":
+        hist.write_bytes(hist.read_bytes()[:3000])
+    else:
+        hist.write_bytes(b"garbage, not SQLite " * 200)
+    shown = runner.invoke(app, ["history", "--history-file", str(hist)])
+    assert shown.exit_code == 2, shown.output
+    assert f"{hist}: cannot read the history" in shown.output and "move it aside" in shown.output
+    crit = tmp_path / "criteria.yaml"
+    crit.write_text("gates:\n  - {name: floor, metric: recall@5, regression_max: 0.5}\n")
+    args = ["gate", "--criteria", str(crit), "--candidate", str(project / "out"), "--baseline", "history:last"]
+    gated = runner.invoke(app, [*args, "--history-file", str(hist)])
+    assert gated.exit_code == 2, gated.output
+    assert "cannot read the history" in gated.output and "Traceback" not in gated.output
+
+
+def test_reading_the_history_never_writes_it(project: Path, tmp_path: Path):
+    import sqlite3
+
+    other = tmp_path / "someone_elses.sqlite"  # an SQLite file that is no retbench history
+    with sqlite3.connect(other) as con:
+        con.execute("CREATE TABLE notes (text TEXT)")
+    before = other.read_bytes()
+    shown = runner.invoke(app, ["history", "--history-file", str(other)])
+    assert shown.exit_code == 2 and "no such table: runs" in shown.output
+    assert other.read_bytes() == before  # no retbench tables were created in it
+    with sqlite3.connect(other) as con:
+        assert [r[0] for r in con.execute("SELECT name FROM sqlite_master")] == ["notes"]
+
+    cfg = write_config(project, [BM25])
+    assert runner.invoke(app, ["run", str(cfg), "--quiet"]).exit_code == 0
+    hist = tmp_path / "history.sqlite"
+    before = hist.read_bytes()
+    assert runner.invoke(app, ["history", "--history-file", str(hist)]).exit_code == 0
+    assert runner.invoke(app, ["history", "--history-file", str(hist), "--json"]).exit_code == 0
+    assert hist.read_bytes() == before
+
+
+def test_a_history_baseline_searched_to_another_depth_is_said_and_refused_where_it_matters(
+    project: Path, tmp_path: Path
+):
+    def config(depth: int, out: str) -> Path:
+        cfg = yaml.safe_load(write_config(project, [BM25], out=out).read_text())
+        cfg.update(depth=depth, metrics=["recall@5", "map"])
+        path = project / f"{out}.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        return path
+
+    assert runner.invoke(app, ["run", str(config(20, "deep")), "--quiet"]).exit_code == 0
+    assert runner.invoke(app, ["run", str(config(10, "shallow")), "--quiet", "--no-history"]).exit_code == 0
+    crit = tmp_path / "criteria.yaml"
+    gate = ["gate", "--criteria", str(crit), "--candidate", str(project / "shallow"), "--baseline", "history:last"]
+    crit.write_text("gates:\n  - {name: early, metric: recall@5, regression_max: 0.5}\n")
+    ran = runner.invoke(app, gate)
+    assert ran.exit_code == 0, ran.output  # recall@5 is the same at depth 10 and 20: only said
+    assert "note: results differ in depth 20 (baseline bm25) vs 10 (candidate bm25)" in ran.output
+    crit.write_text("gates:\n  - {name: all, metric: map, regression_max: 0.5}\n")
+    ran = runner.invoke(app, gate)
+    assert ran.exit_code == 2, ran.output
+    assert "depth 20 (baseline bm25) vs 10 (candidate bm25): map looks deeper than 10" in ran.output

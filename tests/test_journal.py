@@ -115,3 +115,32 @@ def test_run_from_records_keeps_the_first_record_of_a_query() -> None:
     run = run_from_records(recs)
     assert run.status["a"] is QueryStatus.TIMEOUT and run.docs("a") == []
     assert run.docs("b") == ["z", "y"]  # trec_eval order re-established
+
+
+def test_a_changed_system_parameter_is_refused_with_the_way_on_and_force_takes_it(tmp_path: Path) -> None:
+    import yaml
+    from typer.testing import CliRunner
+
+    from retbench.cli import app
+
+    def config(k1: float) -> Path:
+        cfg = {
+            "name": "changed",
+            "output": str(tmp_path / "out"),
+            "depth": 10,
+            "metrics": ["ndcg@10"],
+            "datasets": [{"name": "scifact", "max_queries": 6, "corpus_sample": 100}],
+            "systems": [{"name": "bm25", "adapter": "bm25s", "params": {"k1": k1}}],
+        }
+        path = tmp_path / "exp.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        return path
+
+    run = CliRunner()
+    assert run.invoke(app, ["run", str(config(1.2)), "--quiet", "--no-history"]).exit_code == 0
+    changed = run.invoke(app, ["run", str(config(0.9)), "--quiet", "--no-history"])
+    assert changed.exit_code == 2, changed.output
+    assert "journal was written by a different configuration" in changed.output
+    assert "pass --force to redo this system from scratch" in changed.output
+    forced = run.invoke(app, ["run", str(config(0.9)), "--quiet", "--no-history", "--force"])
+    assert forced.exit_code == 0, forced.output

@@ -355,3 +355,55 @@ def test_lce_batches_keep_each_positive_first_with_all_its_query_negatives_and_f
     assert sorted(e for pairs, _ in bce for e in pairs) == sorted(examples)
     with pytest.raises(ValueError, match="positive and a negative"):
         _batches([("q", "d", 1.0)], 4, "lce")
+
+
+def test_a_reranker_call_past_its_timeout_is_a_timeout_status_for_its_queries_never_a_score(slice_, tmp_path):
+    import toy_rerankers
+
+    from retbench.data import Queries
+    from retbench.retrievers.rerank import RerankStage, create_reranker
+
+    corpus, queries, first = slice_
+    stuck_q = first.query_ids[3]
+    texts = {q: (f"stuck {queries[q]}" if q == stuck_q else queries[q]) for q in first.query_ids}
+    stage = RerankStage(create_reranker("toy_rerankers:Stuck", {}), 10, cache_dir=tmp_path, queries_per_call=1)
+    stage.timeout_s = 3.0
+    try:
+        reranked = stage.rerank(first, Queries(texts), corpus)
+    finally:
+        toy_rerankers.RELEASE.set()
+    assert reranked.status[stuck_q] is QueryStatus.TIMEOUT
+    assert reranked.errors[stuck_q] == "TimeoutError: no answer within 3 s (rerank.timeout_s)"
+    assert sum(reranked.status[q].failed for q in reranked.query_ids) == 1
+    assert stage.stats.scored == sum(min(10, len(first.docs(q))) for q in first.query_ids if q != stuck_q)
+
+
+def test_rerank_parameters_are_checked_when_the_config_is_read_before_any_work(tmp_path, monkeypatch):
+    from retbench.studies.benchmark import parse_config
+
+    bad = _config(tmp_path, tmp_path)
+    bad["systems"][1]["rerank"]["batch_size"] = 0  # a value only the reranker itself refuses
+    with pytest.raises(ConfigError) as err:
+        parse_config(bad, "rr.yaml")
+    assert err.value.field == "systems[1].rerank" and "batch_size and max_length must be positive" in str(err.value)
+    monkeypatch.delenv("RR_KEY_UNSET", raising=False)
+    http = _config(tmp_path, tmp_path)
+    http["systems"][1]["rerank"] = {
+        "kind": "http",
+        "depth": 10,
+        "url": "http://127.0.0.1:9/rerank",
+        "api_key_env": "RR_KEY_UNSET",
+    }
+    with pytest.raises(ConfigError, match="environment variable RR_KEY_UNSET"):
+        parse_config(http, "rr.yaml")
+    plugin = _config(tmp_path, tmp_path)
+    plugin["systems"][1]["rerank"] = {"kind": "toy_rerankers:Overlap", "depth": 10, "fail_onn": ["x"]}
+    with pytest.raises(ConfigError) as err:
+        parse_config(plugin, "rr.yaml")
+    assert err.value.field == "systems[1].rerank.fail_onn"
+    timeout = _config(tmp_path, tmp_path)
+    timeout["systems"][1]["rerank"]["timeout_s"] = 0
+    with pytest.raises(ConfigError) as err:
+        parse_config(timeout, "rr.yaml")
+    assert err.value.field == "systems[1].rerank.timeout_s"
+    assert not (tmp_path / "out").exists()  # refused before anything was indexed or written

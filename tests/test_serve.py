@@ -98,8 +98,73 @@ def test_a_bad_body_gets_400_with_a_message_and_the_server_keeps_serving(server,
     assert code == 200 and len(answer["retrieved"]) == 3
 
 
-def test_a_silent_client_is_disconnected_after_the_read_timeout(server):
+def test_a_silent_client_is_told_the_deadline_and_disconnected(server):
     parts = urllib.parse.urlsplit(server)
     with socket.create_connection((parts.hostname, parts.port), timeout=60) as sock:
         sock.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\n")  # then nothing more
-        assert sock.recv(1024) == b""  # the server closed the connection (the read timeout is 2 s)
+        answer = b""
+        while chunk := sock.recv(1024):  # until the server closes the connection (the deadline is 2 s)
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 408") and b"within 2 s" in answer
+
+
+def test_an_idle_keep_alive_connection_is_closed_without_an_unasked_for_answer(server):
+    parts = urllib.parse.urlsplit(server)
+    with socket.create_connection((parts.hostname, parts.port), timeout=60) as sock:
+        assert sock.recv(1024) == b""  # no request begun: closed at the deadline, nothing sent
+
+
+def test_a_5000_digit_integer_gets_400_and_the_server_keeps_serving(server):
+    code, answer = _post(server, b'{"query": "cells", "k": ' + b"9" * 5000 + b"}")
+    assert code == 400 and "an integer of 5000 digits (at most 30 are read)" in answer["error"]
+    code, answer = _post(server, b'{"query": "cells", "k": 3}')
+    assert code == 200 and len(answer["retrieved"]) == 3
+
+
+def test_a_drip_feeding_client_is_cut_off_at_the_whole_request_deadline(server):
+    """One body byte at a time, each well inside the idle timeout: the deadline (2 s) still ends it."""
+    import select
+
+    parts = urllib.parse.urlsplit(server)
+    body = b'{"query": "cells", "k": 3}' + b" " * 10_000
+    head = f"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+    with socket.create_connection((parts.hostname, parts.port), timeout=60) as sock:
+        sock.sendall(head)
+        answer = b""
+        for byte in body:  # a byte whenever the server has said nothing yet: it never waits 2 s for one
+            readable, _, _ = select.select([sock], [], [], 0.2)
+            if readable:
+                answer = sock.recv(4096)
+                break
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:  # the server hung up between two bytes
+                break
+        else:
+            pytest.fail("the server read a 10,000-byte drip-fed body to the end")
+        while chunk := sock.recv(4096):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 408")
+    assert b"request not received within 2 s (the server's whole-request deadline)" in answer
+    code, answer_after = _post(server, b'{"query": "cells", "k": 3}')
+    assert code == 200 and len(answer_after["retrieved"]) == 3
+
+
+def test_rerank_takes_at_most_max_documents_and_says_the_bound(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "plugins"))
+    from retbench.retrievers.rerank import create_reranker
+    from retbench.serve import RetrievalServer
+
+    with RetrievalServer(reranker=create_reranker("toy_rerankers:Overlap"), max_documents=50) as server:
+        code, answer = _post(
+            server.rerank_url, json.dumps({"query": "red fox", "documents": ["red fox"] * 51}).encode()
+        )
+        assert code == 400
+        assert answer["error"] == (
+            "field 'documents' holds 51 documents; this server reranks at most 50 per request "
+            "(retbench serve --max-documents)"
+        )
+        code, answer = _post(
+            server.rerank_url, json.dumps({"query": "red fox", "documents": ["red fox"] * 50}).encode()
+        )
+        assert code == 200 and len(answer["results"]) == 50

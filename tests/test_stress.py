@@ -239,3 +239,37 @@ def test_unreachable_store_stops_at_ingestion_and_hidden_adapter_retries_are_fla
     assert res.first_failure["phase"] == "ingest" and "unreachable" in res.first_failure["message"]
     assert any("retries internally (2x)" in w for w in res.summary["warnings"])
     assert "retries internally" in (res.out_dir / "report.md").read_text()
+
+
+class _ThreadCounting:
+    """A real BM25 that notes how many stress worker threads are alive whenever it is called."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.seen = inner, []
+        for attr in ("name", "adapter", "capabilities", "describe", "fingerprint"):
+            setattr(self, attr, getattr(inner, attr))
+
+    def search_one(self, text: str, k: int):
+        import threading
+
+        self.seen.append(sum(t.name.startswith("retbench-stress-") for t in threading.enumerate()))
+        return self.inner.search_one(text, k)
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+def test_a_level_starts_no_more_workers_than_it_has_requests(tmp_path: Path, ds, bm25) -> None:
+    counting = _ThreadCounting(bm25)
+    res = run_stress(_cfg(tmp_path, levels=[4096], requests=5, warmup=0), retriever=counting, dataset=ds, echo=_quiet)
+    lv = res.summary["levels"][0]
+    assert (lv["concurrency"], lv["completed"], lv["failed"]) == (4096, 5, 0)
+    assert len(counting.seen) == 5 and max(counting.seen) <= 5  # 5 threads for 5 requests, not 4,096
+
+
+def test_a_level_above_the_most_workers_retbench_starts_is_refused_saying_the_bound(tmp_path: Path) -> None:
+    raw = stress_raw(tmp_path, tmp_path / "out", levels=[1, 100_000], requests=5)
+    with pytest.raises(
+        ConfigError, match=r"stress\.levels.*a level of 100000 is above the most concurrent workers .*\(4096\)"
+    ):
+        parse_config(raw, "s.yaml")

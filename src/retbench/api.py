@@ -18,15 +18,51 @@ from retbench.evaluation import evaluate as evaluate_run
 from retbench.io.frames import as_qrels, as_run
 from retbench.metrics.registry import EVAL_METRICS
 
-__all__ = ["compare", "evaluate"]
+__all__ = ["compare", "evaluate", "metric_names"]
 
 DEFAULT_METRICS = EVAL_METRICS
+
+# trec_eval's cut measures asked for by family name, as pytrec_eval users write them
+# (`RelevanceEvaluator(qrels, {"ndcg_cut", "P"})`), mean the family at trec_eval's default cutoffs
+# (trec_eval 9.0.8, `m_ndcg_cut.c` and friends: 5 10 15 20 30 100 200 500 1000; success: 1 5 10).
+TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+TREC_FAMILIES = {
+    "P": TREC_CUTOFFS,
+    "recall": TREC_CUTOFFS,
+    "ndcg_cut": TREC_CUTOFFS,
+    "map_cut": TREC_CUTOFFS,
+    "success": (1, 5, 10),
+}
+
+
+def metric_names(metrics: Sequence[str] | str | set[str]) -> list[str]:
+    """The metric names to compute: a name, a list, or a pytrec_eval-style set of measures.
+
+    A trec_eval family spelled exactly as trec_eval does (`P`, `recall`, `ndcg_cut`, `map_cut`,
+    `success`) expands to its default cutoffs, as pytrec_eval computes it: `ndcg_cut` is
+    `ndcg_cut_5` ... `ndcg_cut_1000`. Any other spelling (`P@10`, `ndcg_cut_10`, `ndcg`) is one metric.
+    A set is taken in sorted order, so the same set always gives the same columns.
+    """
+    given = (
+        [metrics]
+        if isinstance(metrics, str)
+        else sorted(metrics)
+        if isinstance(metrics, (set, frozenset))
+        else list(metrics)
+    )
+    out: list[str] = []
+    for name in given:
+        if not isinstance(name, str):
+            raise InputError(f"a metric name must be a string, got {type(name).__name__} {name!r:.40}", field="metrics")
+        cuts = TREC_FAMILIES.get(name)
+        out.extend([f"{name}_{k}" for k in cuts] if cuts else [name])
+    return out
 
 
 def evaluate(
     qrels: Any,
     run: Any,
-    metrics: Sequence[str] | str = DEFAULT_METRICS,
+    metrics: Sequence[str] | str | set[str] = DEFAULT_METRICS,
     *,
     relevance_level: int = 1,
     no_relevant: str = "skip",
@@ -36,14 +72,17 @@ def evaluate(
     split: str = "test",
     name: str = "",
 ) -> Evaluation:
-    """Score `run` against `qrels`; each may be a dict, a DataFrame, a TREC/BEIR path, or a Run/Qrels.
+    """Score `run` against `qrels`; each may be a dict, a DataFrame, a TREC/BEIR path, a Run/Qrels or a ranx Run/Qrels.
 
     Settings are those of `retbench eval` (trec_eval counting: a judged query the run lacks scores 0).
+    `metrics` takes retbench and trec_eval names, and pytrec_eval's families (`{"ndcg_cut", "P"}`:
+    see `metric_names`). Ids, scores and grades are held to the rules of the files (a NaN score or a
+    fractional grade is refused, naming where it is).
 
     >>> evaluate({"q1": {"d1": 1, "d3": 1}}, {"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.1}}, ["P@2", "recall@3"]).means()
     {'P@2': 0.5, 'recall@3': 1.0}
     """
-    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    names = metric_names(metrics)
     ranked = as_run(run, name)
     return evaluate_run(
         ranked,
@@ -59,9 +98,9 @@ def evaluate(
 
 
 def compare(
-    runs: Mapping[str, Any],
+    runs: Mapping[str, Any] | Sequence[Any],
     qrels: Any,
-    metrics: Sequence[str] | str = DEFAULT_METRICS,
+    metrics: Sequence[str] | str | set[str] = DEFAULT_METRICS,
     *,
     baseline: str | None = None,
     n_resamples: int = 10_000,
@@ -70,16 +109,19 @@ def compare(
 ) -> Comparison:
     """Paired comparison of `{name: run}` (each run in any form `evaluate` takes): deltas, CIs, Holm-adjusted p-values.
 
-    Pairs are every system against `baseline`, or all pairs when it is None.
+    A list of named runs (ranx `Run`s, or `Run`s, as `ranx.compare(qrels, runs=[...])` takes them) is
+    named by each run's `name`. Pairs are every system against `baseline`, or all pairs when it is None.
 
     >>> qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}}
     >>> cmp = compare({"a": {"q1": {"d1": 1.0}, "q2": {"d9": 1.0}}, "b": {"q1": {"d1": 1.0}, "q2": {"d2": 1.0}}}, qrels, ["mrr"])
     >>> cmp.pair("a", "b").metric("mrr").delta
     0.5
     """
+    if not isinstance(runs, Mapping) and isinstance(runs, Sequence) and not isinstance(runs, (str, bytes)):
+        runs = _named(runs)
     if not isinstance(runs, Mapping) or len(runs) < 2:
         raise InputError("compare needs a {name: run} mapping with at least two runs", field="runs")
-    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    names = metric_names(metrics)
     judged = as_qrels(qrels, settings.pop("split", "test"))
     evaluations = [evaluate(judged, run, names, name=str(n), **settings) for n, run in runs.items()]
     pairs = None
@@ -88,3 +130,16 @@ def compare(
 
         pairs = all_pairs([str(n) for n in runs], baseline)
     return compare_evaluations(evaluations, pairs, evaluations[0].metrics, n_resamples=n_resamples, seed=seed)
+
+
+def _named(runs: Sequence[Any]) -> dict[str, Any]:
+    """A list of runs keyed by their own names (each must have a distinct, non-empty `name`)."""
+    out: dict[str, Any] = {}
+    for i, run in enumerate(runs):
+        name = getattr(run, "name", None)
+        if not isinstance(name, str) or not name:
+            raise InputError(f"run {i + 1} of the list has no name; pass {{name: run}} instead", field="runs")
+        if name in out:
+            raise InputError(f"two runs are named {name!r}; pass {{name: run}} instead", field="runs")
+        out[name] = run
+    return out

@@ -21,6 +21,7 @@ from retbench.io.judgements import read_judgements, read_system
 from retbench.metrics.registry import DEFAULT_METRICS, parse_metrics
 from retbench.results import history, load_results
 from retbench.results.layout import all_pairs
+from retbench.results.read import recorded_depth
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Loaded:
     failures: dict[str, dict[str, str]] = field(default_factory=dict)  # system -> failed qid -> status
     input_systems: list[list[str]] = field(default_factory=list)  # systems of each input, in order
     data: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # results dir -> datasets it was run on
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # system -> how it was searched and counted
 
     def get(self, system: str) -> Any:
         for ev in self.evaluations:
@@ -106,7 +108,8 @@ def load_systems(
     """
 
     wanted = canonical_metrics(metrics)
-    raw: list[tuple[str, Any, dict[str, str]]] = []  # (input label, evaluation, failed qid -> status)
+    # (input label, evaluation, failed qid -> status, search depth)
+    raw: list[tuple[str, Any, dict[str, str], int | None]] = []
     out = Loaded([], {})
     judged: Any = None  # the --qrels every run file is scored against, read once
     short = [Path(g).name if Path(g).is_dir() else Path(g).stem for g in paths]
@@ -126,14 +129,17 @@ def load_systems(
             for s in names:
                 ev = res.evaluation(s)
                 ev.system = s
-                raw.append((label, ev, {q: st.value for q, st in res.run(s).status.items() if st.failed}))
+                run = res.run(s)
+                failed = {q: st.value for q, st in run.status.items() if st.failed}
+                raw.append((label, ev, failed, res.depth(s, run)))
             out.queries.update({q: res.queries[q] for q in res.queries})
             _merge_groups(out.groups, groups_from_queries(res.queries))
             out.data[str(p)] = data_identity(res.manifest)
         elif p.is_file():
             if judged is None:
                 judged = _judgements(p, qrels)
-            raw.append((label, _evaluate_file(p, judged, wanted), {}))
+            ev, depth = _evaluate_file(p, judged, wanted)
+            raw.append((label, ev, {}, depth))
             out.data[str(p)] = [dict.fromkeys(_DATA_KEYS) | {"qrels_fingerprint": judged.fingerprint()}]
         else:
             raise InputError("not found: expected a results directory or a TREC run file", path=p)
@@ -142,15 +148,16 @@ def load_systems(
         out.queries.update(dict(q.items()))
         _merge_groups(out.groups, groups_from_queries(q))
     counts: dict[str, int] = {}
-    for _, ev, _ in raw:
+    for _, ev, _, _ in raw:
         counts[ev.system] = counts.get(ev.system, 0) + 1
     per_input: dict[str, list[str]] = {}
-    for label, ev, failed in raw:
+    for label, ev, failed, searched in raw:
         if counts[ev.system] > 1:
             ev.system = f"{label}/{ev.system}"
         out.evaluations.append(ev)
         out.sources[ev.system] = label
         out.failures[ev.system] = failed
+        out.settings[ev.system] = settings_of(ev, searched)
         per_input.setdefault(label, []).append(ev.system)
     out.input_systems = list(per_input.values())
     if wanted is not None and check_metrics:
@@ -209,13 +216,86 @@ def different_data(*loaded: Loaded) -> str | None:
     return "; ".join(f"{where}: {_show_data(v)}" for where, v in data.items())
 
 
+# -- how numbers were searched and counted: results that differ here are not comparable as they stand --
+SETTING_LABELS = {
+    "depth": "depth",
+    "relevance_level": "relevance level",
+    "no_relevant": "no-relevant policy",
+    "mode": "counting mode",
+}
+
+
+def settings_of(ev: Any, depth: int | None) -> dict[str, Any]:
+    """How a system's numbers were made: the search depth (None: not recorded) and the evaluation settings."""
+    return {
+        "depth": depth,
+        "relevance_level": ev.relevance_level,
+        "no_relevant": ev.no_relevant,
+        "mode": ev.mode,
+    }
+
+
+Side = tuple[str, str, "Loaded"]  # (how a message names it, system, the input holding it)
+
+
+def different_settings(
+    pairs: Sequence[tuple[Side, Side]], metrics: Sequence[str] | None
+) -> tuple[list[str], list[str]]:
+    """(notes, refusals): how the two sides of each pair differ in depth, relevance level or counting.
+
+    Refused, as numbers that cannot be compared: a different relevance level or no-relevant policy
+    (the same query is counted with other relevant documents, or with another value when it has none),
+    and a different depth when a compared metric looks deeper than the shallower side searched (a
+    metric with no cutoff, or a cutoff above that depth: recall@100 of a depth-10 run is its recall@10).
+    Only said: a different counting mode (comparisons align both sides on the union of their queries
+    and count an unanswered query as 0 either way), and a different depth no compared metric reaches.
+    """
+    notes: list[str] = []
+    refusals: list[str] = []
+    for (la, a, ina), (lb, b, inb) in pairs:
+        sa, sb = ina.settings.get(a), inb.settings.get(b)
+        if sa is None or sb is None:
+            continue
+        for key, label in SETTING_LABELS.items():
+            va, vb = sa.get(key), sb.get(key)
+            if va is None or vb is None or va == vb:
+                continue
+            line = f"{label} {va} ({la}) vs {vb} ({lb})"
+            if key == "depth":
+                shared = metrics or [m for m in ina.get(a).metrics if m in inb.get(b).metrics]
+                reach = _deeper_than(shared, min(va, vb))
+                if reach:
+                    line += f": {', '.join(reach)} look{'s' if len(reach) == 1 else ''} deeper than {min(va, vb)}"
+                (refusals if reach else notes).append(line)
+            else:
+                (notes if key == "mode" else refusals).append(line)
+    return list(dict.fromkeys(notes)), list(dict.fromkeys(refusals))
+
+
+def _deeper_than(metrics: Sequence[str], depth: int) -> list[str]:
+    """The ranking metrics a ranking cut at `depth` changes: no cutoff, or a cutoff above it (answer-side
+    metrics score the answer, not the ranking, and are left out)."""
+    out = []
+    for name in metrics:
+        try:
+            spec = parse_metrics([name])[0]
+        except InputError:
+            continue
+        if getattr(spec.metric, "answer_side", False):
+            continue
+        if spec.k is None or spec.k > depth:
+            out.append(spec.name)
+    return out
+
+
 def load_history(spec: str, path: str | Path | None = None) -> tuple[Loaded, Any]:
     """A `history:<which>` baseline as Loaded (its stored per-query tables and data identity) and its entry."""
     entry = history.resolve(spec, path)
     evs = history.evaluations(entry, path)
     where = f"history run {entry.id} ({entry.results_dir})"
     data = {where: [{k: d.get(k) for k in _DATA_KEYS} for d in entry.datasets]}
-    return Loaded(evs, {e.system: where for e in evs}, data=data), entry
+    settings = {e.system: settings_of(e, recorded_depth(e.coverage)) for e in evs}
+    return Loaded(evs, {e.system: where for e in evs}, data=data, settings=settings), entry
 
 
 def _merge_groups(into: dict[str, list[str]], more: Mapping[str, Sequence[str]]) -> None:
@@ -231,8 +311,9 @@ def _judgements(path: Path, qrels: Any) -> Qrels:
     return qrels if isinstance(qrels, Qrels) else read_judgements(qrels)[0]
 
 
-def _evaluate_file(path: Any, judged: Qrels, metrics: Sequence[str] | None) -> Any:
-    """Score one run file (TREC run or system outputs, with their answer side) against the judgements."""
+def _evaluate_file(path: Any, judged: Qrels, metrics: Sequence[str] | None) -> tuple[Any, int]:
+    """Score one run file (TREC run or system outputs, with their answer side) against the judgements;
+    with the file's depth (its longest ranking: a run file records no other)."""
     run, texts, answers = read_system(path)
     ev = evaluate(
         run,
@@ -243,4 +324,4 @@ def _evaluate_file(path: Any, judged: Qrels, metrics: Sequence[str] | None) -> A
         answers=answers or None,
     )
     ev.coverage = coverage(ev, run)  # a bare run file has no metrics.json: computed here, once
-    return ev
+    return ev, run.depth

@@ -22,13 +22,22 @@ that is not a JSON object, nested too deeply to parse, `k` that is not an intege
 
 Under load: the listen backlog (`backlog`, default 1024; the kernel caps it at net.core.somaxconn) holds
 the connections that arrive while every thread is busy, so 64 or more concurrent clients are queued,
-not reset. A connection that sends nothing for `timeout` seconds (default 30) is closed, so idle or
-stalled clients cannot hold threads forever.
+not reset. `timeout` (default 30 s) is a deadline for receiving a whole request, request line to last
+body byte, counted from when the connection starts waiting for it: a client that is silent, or that
+drip-feeds one byte at a time, gets `408` with the bound and is disconnected, so no client holds a
+thread longer than that. (Searching and reranking are not under the deadline: they are the server's
+own work.) `/rerank` takes at most `max_documents` documents per request (default 1000, the limit
+Cohere's rerank API documents); more is a 400 saying the bound. Integers in a body are limited to 30
+digits (Python refuses to read more than 4,300 and the stdlib server would drop the connection without
+a word); every other failure inside a request is answered and logged in one line, never swallowed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import sys
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -44,6 +53,16 @@ if TYPE_CHECKING:
 MAX_BODY = 1 << 20
 DEFAULT_BACKLOG = 1024
 DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_MAX_DOCUMENTS = 1000
+MAX_INT_DIGITS = 30
+
+
+def _bounded_int(text: str) -> int:
+    """json's integer parser with a length bound: a 5,000-digit number is refused with a reason."""
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {digits} digits (at most {MAX_INT_DIGITS} are read)")
+    return int(text)
 
 
 def _parse_k(value: Any) -> int | None:
@@ -62,14 +81,67 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def setup(self) -> None:
-        self.timeout = self.server.owner.timeout  # type: ignore[misc]  # socket read timeout: idle or stalled clients are let go
+        # the socket's own read timeout is only a backstop: the whole-request deadline (a timer, below) ends a
+        # silent or slow request first, so the client hears why
+        self.timeout = 2 * self.server.owner.timeout + 5  # type: ignore[misc]
+        self._state = threading.Lock()
+        self._waiting = False
         super().setup()
+
+    def handle_one_request(self) -> None:
+        """Read one request under the whole-request deadline (see the module docstring), then answer it."""
+        with self._state:
+            self._waiting = True
+            self.raw_requestline = b""
+        timer = threading.Timer(self.server.owner.timeout, self._expire)
+        timer.daemon = True
+        timer.start()
+        try:
+            super().handle_one_request()
+        finally:
+            timer.cancel()
+            self._received()
+
+    def _received(self) -> None:
+        """The request is in: from here on the deadline no longer applies."""
+        with self._state:
+            self._waiting = False
+
+    def _expire(self) -> None:
+        """The deadline passed while the request was still arriving: hang up, with a 408 that says the
+        bound once the request line is in (before it, the connection may just be an idle keep-alive one,
+        whose client would read an unasked-for answer as the reply to its next request)."""
+        with self._state:
+            if not self._waiting:
+                return
+            self._waiting = False
+            owner = self.server.owner
+            if self.raw_requestline:
+                body = json.dumps(
+                    {"error": f"request not received within {owner.timeout:g} s (the server's whole-request deadline)"}
+                ).encode()
+                head = (
+                    "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+                ).encode()
+                with contextlib.suppress(OSError):
+                    self.connection.sendall(head + body)
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+            if owner.verbose:
+                where = self.client_address[0]
+                print(f"retbench serve: {where}: request deadline of {owner.timeout:g} s passed", file=sys.stderr)
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.owner.verbose:
             super().log_message(format, *args)
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        self._received()  # the stdlib answers a malformed request itself: that answer ends the deadline too
+        super().send_error(code, message, explain)
+
     def _send(self, code: int, obj: Any) -> None:
+        self._received()  # whatever is answered, the deadline no longer applies
         try:
             data = json.dumps(obj, allow_nan=False).encode("utf-8")
         except ValueError as exc:  # a NaN or infinite score is not JSON
@@ -97,6 +169,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, {"retrieved": owner.render(ranking)})
 
     def do_GET(self) -> None:
+        self._received()
         url = urllib.parse.urlsplit(self.path)
         if url.path == "/health":
             return self._send(200, self.server.owner.health())
@@ -111,6 +184,14 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(400, {"error": "field 'query' must be a string"})
         if not isinstance(docs, list) or not all(isinstance(d, str) for d in docs):
             return self._send(400, {"error": "field 'documents' must be a list of strings"})
+        if len(docs) > owner.max_documents:
+            return self._send(
+                400,
+                {
+                    "error": f"field 'documents' holds {len(docs)} documents; this server reranks at most "
+                    f"{owner.max_documents} per request (retbench serve --max-documents)"
+                },
+            )
         if top_n is not None and (not isinstance(top_n, int) or top_n < 1):
             return self._send(400, {"error": "field 'top_n' must be a positive integer"})
         try:
@@ -131,12 +212,19 @@ class _Handler(BaseHTTPRequestHandler):
         if not 0 < length <= MAX_BODY:
             self.close_connection = True
             return self._send(400, {"error": f"send a JSON body of 1..{MAX_BODY} bytes with Content-Length"})
+        body = self.rfile.read(length)
+        if len(body) < length:  # the client hung up, or the deadline cut it off: nobody to answer
+            self.close_connection = True
+            return
+        self._received()
         try:
-            params = json.loads(self.rfile.read(length))
+            params = json.loads(body, parse_int=_bounded_int)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return self._send(400, {"error": f"body is not JSON: {exc}"})
         except RecursionError:
             return self._send(400, {"error": "body is nested too deeply"})
+        except ValueError as exc:  # an integer too long to read (see _bounded_int)
+            return self._send(400, {"error": f"body refused: {exc}"})
         if not isinstance(params, dict):
             return self._send(400, {"error": "body must be a JSON object"})
         owner = self.server.owner
@@ -150,11 +238,10 @@ class _Server(ThreadingHTTPServer):
     owner: RetrievalServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that hung up or timed out is routine under load: one line when verbose, no traceback."""
-        import sys
-
-        if self.owner.verbose:
-            exc = sys.exc_info()[1]
+        """A client that hung up or timed out is routine under load: one line when verbose, no traceback.
+        Anything else is a defect a person should see: always one line on stderr."""
+        exc = sys.exc_info()[1]
+        if self.owner.verbose or not isinstance(exc, OSError):
             print(f"retbench serve: connection from {client_address[0]}: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
@@ -175,12 +262,16 @@ class RetrievalServer:
         verbose: bool = False,
         backlog: int = DEFAULT_BACKLOG,
         timeout: float = DEFAULT_TIMEOUT_S,
+        max_documents: int = DEFAULT_MAX_DOCUMENTS,
     ) -> None:
         if include_text and corpus is None:
             raise ValueError("include_text needs the corpus")
         if backlog < 1 or not timeout > 0:
             raise ValueError("backlog must be at least 1 and timeout positive")
+        if max_documents < 1:
+            raise ValueError("max_documents must be at least 1")
         self.timeout = float(timeout)
+        self.max_documents = int(max_documents)
         if retriever is None and reranker is None:
             raise ValueError("serve a retriever, a reranker or both")
         self.retriever, self.reranker, self.corpus = retriever, reranker, corpus

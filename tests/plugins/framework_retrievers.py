@@ -67,3 +67,33 @@ class LlamaWordOverlap(LlamaBaseRetriever):
 
 def llamaindex_failing(documents: list[Any], fail_on: str) -> LlamaBaseRetriever:
     return LlamaWordOverlap(documents, fail_on)
+
+
+class AnswersNone(BaseRetriever):
+    """A LangChain retriever with a bug users write: it forgets to return its documents (answers None)."""
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> Any:
+        return None
+
+
+def langchain_answers_none(documents: list[Document]) -> BaseRetriever:
+    return AnswersNone()
+
+
+RELEASE = __import__("threading").Event()  # set by a test to let hung calls return
+
+
+class HangsOnWords(BaseRetriever):
+    """BM25 that never answers (until RELEASE is set) queries containing one of `words`: a stuck backend."""
+
+    inner: Any
+    words: list[str]
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        if any(w in query.lower().split() for w in self.words):
+            RELEASE.wait(120)
+        return self.inner.invoke(query)
+
+
+def langchain_hanging(documents: list[Document], words: list[str]) -> BaseRetriever:
+    return HangsOnWords(inner=BM25Retriever.from_documents(documents, k=10), words=words)

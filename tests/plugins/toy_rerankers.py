@@ -25,3 +25,21 @@ class Overlap(Reranker):
             raise RuntimeError(f"toy reranker refuses {query!r}")
         words = set(query.lower().split())
         return [len(words & set(d.lower().split())) / max(1, len(words)) for d in documents]
+
+
+RELEASE = __import__("threading").Event()  # set by a test to let hung calls return
+
+
+class Stuck(Overlap):
+    """Overlap that never answers (until RELEASE is set) when a query contains `word`: a stuck model server."""
+
+    kind = "toy_rerankers:Stuck"
+
+    def __init__(self, word: str = "stuck", fail_on: Sequence[str] = ()) -> None:
+        super().__init__(fail_on)
+        self.word = word
+
+    def score_many(self, items):
+        if any(self.word in q.lower().split() for q, _ in items):
+            RELEASE.wait(120)
+        return super().score_many(items)

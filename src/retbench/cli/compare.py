@@ -10,7 +10,7 @@ import typer
 from retbench.cli.app import fail, handles_errors, names, write
 
 if TYPE_CHECKING:
-    from retbench.inputs import Loaded
+    from retbench.inputs import Loaded, Side
 
 
 def _check_same_data(allowed: bool, *loaded: Loaded) -> None:
@@ -23,6 +23,31 @@ def _check_same_data(allowed: bool, *loaded: Loaded) -> None:
     if not allowed:
         raise fail(f"results were computed on different data ({why}); pass --allow-different-data to go on anyway")
     typer.echo(f"note: --allow-different-data: results were computed on different data ({why})", err=True)
+
+
+def _check_same_settings(allowed: bool, pairs: list[tuple[Side, Side]], metrics: list[str] | None) -> None:
+    """Say how the compared sides differ in depth, relevance level or counting; refuse what cannot be
+    compared (see `inputs.different_settings`) unless --allow-different-settings says so."""
+    from retbench.inputs import different_settings
+
+    notes, refusals = different_settings(pairs, metrics)
+    for line in notes:
+        typer.echo(f"note: results differ in {line}", err=True)
+    if not refusals:
+        return
+    why = "; ".join(refusals)
+    if not allowed:
+        raise fail(
+            f"results were computed with different settings ({why}), so their numbers are not comparable; "
+            "rerun one side with the other's settings, or pass --allow-different-settings to go on anyway"
+        )
+    typer.echo(f"note: --allow-different-settings: results were computed with different settings ({why})", err=True)
+
+
+_ALLOW_SETTINGS_HELP = (
+    "Go on when the sides differ in depth (below a compared cutoff), relevance level or no-relevant policy "
+    "(printed as a note)."
+)
 
 
 @handles_errors
@@ -51,6 +76,7 @@ def compare_command(
     allow_different_data: Annotated[
         bool, typer.Option(help="Compare results computed on different corpora or qrels (printed as a note).")
     ] = False,
+    allow_different_settings: Annotated[bool, typer.Option(help=_ALLOW_SETTINGS_HELP)] = False,
 ) -> None:
     """Paired A/B comparison: deltas with bootstrap CIs, randomization/t/Wilcoxon p-values, Holm-corrected."""
     import json
@@ -63,9 +89,12 @@ def compare_command(
         raise fail("--resamples must be at least 1")
     loaded = load_systems(inputs, qrels=qrels, metrics=names(metrics), queries=queries, systems=names(systems))
     _check_same_data(allow_different_data, loaded)
+    pairs = loaded.default_pairs(baseline)
+    sides = [((a, a, loaded), (b, b, loaded)) for a, b in pairs]
+    _check_same_settings(allow_different_settings, sides, canonical_metrics(names(metrics)))
     cmp = compare(
         loaded.evaluations,
-        loaded.default_pairs(baseline),
+        pairs,
         canonical_metrics(names(metrics)),
         queries=loaded.queries,
         n_resamples=resamples,
@@ -110,6 +139,7 @@ def gate_command(
     allow_different_data: Annotated[
         bool, typer.Option(help="Gate on a baseline computed on other corpora or qrels (printed as a note).")
     ] = False,
+    allow_different_settings: Annotated[bool, typer.Option(help=_ALLOW_SETTINGS_HELP)] = False,
 ) -> None:
     """Apply ship criteria. Exit 0 pass (warnings print), 1 an error gate failed, 2 bad criteria, 3 backend failures.
 
@@ -130,6 +160,14 @@ def gate_command(
     _check_same_data(allow_different_data, cand, *([base] if base is not None else []))
     cand_ev = cand.one(candidate_system, "candidate")
     base_ev = base.one(baseline_system, "baseline") if base is not None else None
+    if base is not None and base_ev is not None:
+        from retbench.inputs import canonical_metrics
+
+        pair = (
+            (f"baseline {base_ev.system}", base_ev.system, base),
+            (f"candidate {cand_ev.system}", cand_ev.system, cand),
+        )
+        _check_same_settings(allow_different_settings, [pair], canonical_metrics(metrics))
     report = run_gates(
         crit,
         cand_ev,
@@ -144,7 +182,12 @@ def gate_command(
     write(comment, text)
     write(json_out, json.dumps(gate_json(report), indent=2, allow_nan=False) + "\n")
     if candidate.is_dir():
-        history.record_gate(candidate, report.exit_code == 0, path=history_file)
+        import sqlite3
+
+        try:
+            history.record_gate(candidate, report.exit_code == 0, path=history_file)
+        except (sqlite3.Error, OSError) as exc:  # the verdict stands; only its record in the history is lost
+            typer.echo(f"note: verdict not recorded in the history: {exc}", err=True)
     if report.exit_code:
         why = (
             f"the candidate recorded {len(report.failures)} backend failure(s)"

@@ -178,11 +178,14 @@ def export_mlflow_command(
     artifact_location: Annotated[
         str | None, typer.Option(help="Artifact location when the MLflow experiment is created here.")
     ] = None,
+    timeout: Annotated[int, typer.Option(help="Seconds a tracking server gets per request (2 retries).")] = 30,
 ) -> None:
     """Log params (config, fingerprints, versions), metrics (means, CI bounds, coverage) and artifacts to MLflow."""
     from retbench.results.mlflow_export import export_mlflow
 
-    out = export_mlflow(results, tracking_uri=tracking_uri, experiment=experiment, artifact_location=artifact_location)
+    out = export_mlflow(
+        results, tracking_uri=tracking_uri, experiment=experiment, artifact_location=artifact_location, timeout=timeout
+    )
     typer.echo(f"logged to MLflow experiment {out['experiment_id']}: parent run {out['parent_run_id']}")
     for system, run_id in out["runs"].items():
         typer.echo(f"  {system}: run {run_id}")

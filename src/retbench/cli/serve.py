@@ -25,12 +25,16 @@ def serve_command(
     backlog: Annotated[
         int, typer.Option(help="Listen backlog: connections queued while all threads are busy (>= your concurrency).")
     ] = 1024,
-    timeout: Annotated[float, typer.Option(help="Seconds a connection may stay silent before it is closed.")] = 30.0,
+    timeout: Annotated[
+        float,
+        typer.Option(help="Seconds a client gets to send a whole request (a silent or drip-feeding one is let go)."),
+    ] = 30.0,
     rerank: Annotated[
         str | None,
         typer.Option(help="Also serve a reranker at /rerank: cross_encoder, bi_encoder, http or module:factory."),
     ] = None,
     rerank_params: Annotated[str, typer.Option(help="Reranker parameters as a JSON object.")] = "{}",
+    max_documents: Annotated[int, typer.Option(help="Most documents one /rerank request may send.")] = 1000,
 ) -> None:
     """Serve a retriever over HTTP: POST /search {"query", "k"} -> {"retrieved": [{"id", "score"}]};
     with --rerank (and no dataset, if you like) also POST /rerank {"query", "documents", "top_n"}."""
@@ -46,6 +50,8 @@ def serve_command(
         reranker = create_reranker(rerank, rr_options, where="--rerank-params")
     if backlog < 1 or not timeout > 0:
         raise fail("--backlog must be at least 1 and --timeout positive")
+    if max_documents < 1:
+        raise fail("--max-documents must be at least 1")
     if dataset is not None:
         server = serve_dataset(
             dataset,
@@ -59,10 +65,17 @@ def serve_command(
             timeout=timeout,
         )
         server.reranker = reranker
+        server.max_documents = max_documents
         typer.echo(f"serving {adapter} over {dataset} at {server.url}", err=False)
     else:
         server = RetrievalServer(
-            reranker=reranker, host=host, port=port, verbose=verbose, backlog=backlog, timeout=timeout
+            reranker=reranker,
+            host=host,
+            port=port,
+            verbose=verbose,
+            backlog=backlog,
+            timeout=timeout,
+            max_documents=max_documents,
         )
     if reranker is not None:
         typer.echo(f"serving reranker {rerank} at {server.rerank_url}", err=False)

@@ -182,10 +182,28 @@ def _retried() -> list[FailureOutcome]:
     return ["error", "timeout"]
 
 
+# The most concurrent workers (threads, or coroutines for async adapters) one stress level starts. A level
+# is also never given more workers than it has requests: a level of 100,000 with 5 requests runs 5.
+MAX_CONCURRENCY = 4096
+
+
+def _bounded_levels(levels: list[int]) -> list[int]:
+    if max(levels) > MAX_CONCURRENCY:
+        raise ValueError(
+            f"a level of {max(levels)} is above the most concurrent workers retbench starts "
+            f"({MAX_CONCURRENCY}); drive more load from several processes"
+        )
+    return levels
+
+
 class LoadSettings(Block):
     """How load is applied: the `stress:` block of a stress config."""
 
-    levels: list[PositiveInt] = Field(default_factory=lambda: [1, 4, 16], min_length=1)
+    levels: Annotated[list[PositiveInt], AfterValidator(_bounded_levels)] = Field(
+        default_factory=lambda: [1, 4, 16],
+        min_length=1,
+        description=f"concurrent workers per level (at most {MAX_CONCURRENCY}: drive more load from several processes)",
+    )
     requests: PositiveInt | None = Field(None, description="requests per level (default: one per query)")
     duration_s: float | None = Field(None, gt=0.0, description="seconds per level instead of a request count")
     warmup: NonNegativeInt = 10

@@ -19,13 +19,24 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from itertools import pairwise
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import chain, pairwise
 from typing import Any
 
 import numpy as np
 
-__all__ = ["answer_problem", "first_bad_id", "id_problem", "key_strings", "keys_from_bytes", "lookup", "may_repeat"]
+__all__ = [
+    "answer_problem",
+    "first_bad_id",
+    "id_problem",
+    "key_strings",
+    "keys_from_bytes",
+    "lookup",
+    "may_repeat",
+    "rankings_problem",
+    "score_problem",
+    "shown",
+]
 
 # What an id may not contain: whitespace of any kind (trec_eval and str.split() cut there, and a newline
 # would forge a TREC line) and control characters. Ids are non-empty strings; integers are accepted as
@@ -33,10 +44,20 @@ __all__ = ["answer_problem", "first_bad_id", "id_problem", "key_strings", "keys_
 _BAD_ID_CHAR = re.compile(r"[\s\x00-\x1f\x7f]")
 
 
+def shown(value: Any, width: int = 40) -> str:
+    """`repr(value)` cut to `width` characters for an error message; an integer too long for Python to
+    print (over 4,300 digits) is described by its size instead of raising while the error is built."""
+    if isinstance(value, int) and value.bit_length() > 4 * width:
+        return f"an integer of {len(hex(value)) - 2} hex digits"
+    return f"{value!r:.{width}}"
+
+
 def id_problem(value: Any) -> str | None:
     """Why `value` cannot be a query or document id (None when it can)."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        return f"id must be a string, got {type(value).__name__} {value!r:.40}"
+        return f"id must be a string, got {type(value).__name__} {shown(value)}"
+    if isinstance(value, int) and value.bit_length() > 160:
+        return f"id must be a string, got {shown(value)}"
     text = str(value)
     if not text:
         return "id is empty"
@@ -56,6 +77,20 @@ def first_bad_id(ids: Iterable[str]) -> tuple[int, str] | None:
         if reason:
             return n, reason
     return None  # pragma: no cover - the fast check found a problem one of the ids must have
+
+
+def score_problem(value: Any) -> str | None:
+    """Why `value` cannot be a ranking score (None when it can): the one check behind run files, backends'
+    answers, golden-set outputs and Python runs. A number or its text; never a boolean, null, NaN or infinity."""
+    if isinstance(value, bool) or value is None:
+        return f"score must be a number, got {value!r}"
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return f"score must be a number, got {shown(value)}"
+    if not math.isfinite(number):
+        return f"score must be finite, got {shown(value)}"
+    return None
 
 
 def answer_problem(ranking: Sequence[tuple[Any, Any]]) -> str | None:
@@ -78,12 +113,47 @@ def answer_problem(ranking: Sequence[tuple[Any, Any]]) -> str | None:
         reason = id_problem(doc)
         if reason:
             return f"rank {rank}: {reason}"
+        reason = score_problem(score)
+        if reason:
+            return f"rank {rank}: {reason}"
+    return None
+
+
+def rankings_problem(results: Mapping[Any, Any]) -> tuple[str, str] | None:
+    """(field, reason) of the first thing in `{qid: {doc: score}}` (or `{qid: [(doc, score), ...]}`) that a run
+    file could not hold -- an id that is not text, a score that is null, NaN or infinite -- or None.
+
+    One pass over every id and score when all is well (a join and an array); the slow walk that names
+    the entry (`run[query][doc]`) runs only when something is wrong.
+    """
+    bad = first_bad_id(list(results))
+    if bad is not None:
+        return "run", f"query {bad[1]}"
+    rankings = list(results.values())
+    if all(type(r) is dict for r in rankings):
+        docs = list(chain.from_iterable(rankings))
         try:
-            value = float(score)
-        except (TypeError, ValueError):
-            return f"rank {rank}: score must be a number, got {score!r:.40}"
-        if not math.isfinite(value):
-            return f"rank {rank}: score must be finite, got {value!r}"
+            scores = np.fromiter(chain.from_iterable(map(dict.values, rankings)), dtype=np.float64, count=len(docs))
+            if first_bad_id(docs) is None and np.isfinite(scores).all():
+                return None
+        except (TypeError, ValueError, OverflowError):
+            pass
+    for qid, ranking in results.items():
+        if not isinstance(ranking, Mapping):
+            if isinstance(ranking, (str, bytes)) or not isinstance(ranking, Sequence):
+                kind = type(ranking).__name__
+                return "run", f"the ranking of query {shown(qid)} must map doc id -> score, got {kind}"
+            problem = answer_problem(list(ranking))
+            if problem:
+                return f"run[{shown(qid)}]", problem
+            continue
+        for doc, score in ranking.items():
+            problem = id_problem(doc)
+            if problem:
+                return f"run[{shown(qid)}]", f"document {problem}"
+            problem = score_problem(score)
+            if problem:
+                return f"run[{shown(qid)}][{shown(doc)}]", problem
     return None
 
 

@@ -7,8 +7,68 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain, repeat
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
+
+from retbench.data.ids import id_problem, shown
+from retbench.errors import InputError
+
+GRADE_BOUND = 2**63  # grades are stored as int64: -GRADE_BOUND <= grade < GRADE_BOUND
+
+
+def checked_grade(value: Any) -> int:
+    """The integer grade `value` stands for, or ValueError saying why it is none.
+
+    The one grade rule of every judgement source (TREC and BEIR qrels lines, golden sets, Python
+    mappings and DataFrames): an integer, its decimal text, or a float with no fractional part
+    (`1.0`, `2e0`); never a boolean, null, NaN, infinity or a fraction (a grade of 0.5 would be cut
+    to 0 without a word), and it must fit the 64 bits grades are stored in.
+    """
+    if isinstance(value, (bool, np.bool_)) or value is None:
+        raise ValueError(f"grade must be an integer, got {value!r}")
+    try:
+        grade = int(value) if isinstance(value, (int, np.integer)) else _integer(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"grade must be an integer, got {shown(value)}") from None
+    if not -GRADE_BOUND <= grade < GRADE_BOUND:
+        raise ValueError(f"grade out of range (grades must fit in 64 bits), got {shown(value)}")
+    return grade
+
+
+def _integer(value: Any) -> int:
+    """A string's integer (decimal text, else a float's text) or a number with no fractional part."""
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    number = float(value)
+    if not number.is_integer():  # NaN and infinity are not integers either
+        raise ValueError(value)
+    return int(number)
+
+
+def _id(value: Any, role: str) -> str:
+    problem = id_problem(value)
+    if problem:
+        raise InputError(f"{role} {problem}", field="qrels")
+    return str(value)
+
+
+def _judged(qid: Any, docs: Any) -> dict[str, Any]:
+    if not isinstance(docs, Mapping):
+        raise InputError(
+            f"the judgements of query {qid!r:.40} must map doc id -> grade, got {type(docs).__name__}", field="qrels"
+        )
+    return {_id(d, "document") if type(d) is not str else d: g for d, g in docs.items()}
+
+
+def _grade(qid: str, doc: str, value: Any) -> int:
+    try:
+        return checked_grade(value)
+    except ValueError as exc:
+        raise InputError(str(exc), field=f"qrels[{shown(qid)}][{shown(doc)}]") from None
 
 
 def _all_str(values: np.ndarray) -> bool:
@@ -39,22 +99,24 @@ class Qrels(Mapping[str, Mapping[str, int]]):
         docs = np.fromiter(chain.from_iterable(docs_of), dtype=object, count=total)
         if not (set(map(type, qids)) <= {str} and set(map(type, docs_of)) <= {dict} and _all_str(docs)):
             # ids become strings (as in a dict, the last of two ids that read alike wins)
-            canon = {str(q): {str(d): g for d, g in docs.items()} for q, docs in judgements.items()}
+            canon = {_id(q, "query"): _judged(q, docs) for q, docs in judgements.items()}
             qids, docs_of = list(canon), list(canon.values())
             lengths = np.fromiter(map(len, docs_of), dtype=np.int64, count=len(docs_of))
             total = int(lengths.sum())
             docs = np.fromiter(chain.from_iterable(docs_of), dtype=object, count=total)
-        try:
-            grades = np.fromiter(chain.from_iterable(map(dict.values, docs_of)), dtype=np.int64, count=total)  # type: ignore[arg-type]
-        except (TypeError, ValueError, OverflowError):  # e.g. grades given as strings: int() each
+        if set(map(type, chain.from_iterable(map(dict.values, docs_of)))) <= {int}:  # type: ignore[arg-type]
             try:
-                grades = np.fromiter(
-                    map(int, chain.from_iterable(map(dict.values, docs_of))),  # type: ignore[arg-type]
-                    dtype=np.int64,
-                    count=total,
-                )
+                grades = np.fromiter(chain.from_iterable(map(dict.values, docs_of)), dtype=np.int64, count=total)  # type: ignore[arg-type]
             except OverflowError:
-                raise ValueError("relevance grades must fit in 64 bits") from None
+                grades = None
+        else:
+            grades = None
+        if grades is None:  # grades given as text, floats or NumPy numbers, or one beyond 64 bits: each checked
+            grades = np.fromiter(
+                (_grade(q, d, g) for q, judged in zip(qids, docs_of, strict=True) for d, g in judged.items()),
+                dtype=np.int64,
+                count=total,
+            )
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         self._set_columns(qids, offsets, docs, grades)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from retbench.data.ids import may_repeat
+from retbench.data.ids import may_repeat, rankings_problem
 from retbench.data.lazy_ids import LazyIds, MappingIds, intern_ids, str_keyed_mappings
 from retbench.data.locate import locate
 from retbench.data.status import MISSING, QueryStatus
@@ -161,7 +161,15 @@ class Run:
         Doc ids become strings. Mappings whose ids are strings (checked on each ranking's first id) are
         not copied: the run keeps them, reads its doc ids from them only when asked, and judging looks
         judged ids up in them. Do not modify them while the run is in use (a changed size is detected).
+
+        Held to a run file's rules first (`ids.rankings_problem`): an id that is not text or a null, NaN
+        or infinite score is an InputError naming `run[query][doc]`, never a silent number.
         """
+        problem = rankings_problem(results)
+        if problem is not None:
+            from retbench.errors import InputError
+
+            raise InputError(problem[1], field=problem[0])
         qids = list(results)
         if not set(map(type, qids)) <= {str}:
             qids = [str(q) for q in qids]

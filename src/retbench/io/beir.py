@@ -16,6 +16,7 @@ from typing import Any
 
 from retbench.data import Corpus, Dataset, Qrels, Queries
 from retbench.data.ids import first_bad_id, id_problem
+from retbench.data.qrels import checked_grade
 from retbench.errors import InputError
 from retbench.io.files import find_variant, iter_jsonl, iter_lines, open_text
 
@@ -117,9 +118,9 @@ def read_qrels_tsv(path: str | Path) -> tuple[Qrels, int]:
             if problem:
                 raise InputError(problem, path=p, line=lineno, field=field_name)
         try:
-            grade = int(score)
-        except ValueError:
-            raise InputError(f"score must be an integer, got {score!r}", path=p, line=lineno, field="score") from None
+            grade = checked_grade(score)
+        except ValueError as exc:
+            raise InputError(str(exc), path=p, line=lineno, field="score") from None
         docs = judgements.setdefault(qid, {})
         repeated += doc in docs
         docs[doc] = grade

@@ -9,6 +9,9 @@ Column names are matched case-insensitively against the spellings in common use:
 | ranx (`Run.from_df` / `Qrels.from_df`) | `q_id` | `doc_id` | `score` | `score` |
 | BEIR qrels .tsv read as a table | `query-id` | `corpus-id` | | `score` |
 
+ranx's `Qrels` and `Run` objects are read through their `to_dict()`. Every form is held to the rules
+of the files: ids are non-empty text (or integers), scores finite numbers, grades integers.
+
 pandas is never imported here: a DataFrame is recognised by its `columns` and read column by column.
 """
 
@@ -21,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from retbench.data import Qrels, Run
+from retbench.data.ids import first_bad_id, score_problem
+from retbench.data.qrels import checked_grade
 from retbench.errors import InputError
 
 QUERY_COLUMNS = ("query_id", "qid", "q_id", "query-id", "queryid", "query")
@@ -46,41 +51,89 @@ def _column(frame: Any, candidates: tuple[str, ...], role: str, what: str) -> st
     )
 
 
-def _grouped(qids: np.ndarray, docs: np.ndarray, values: list[Any]) -> dict[str, dict[str, Any]]:
+def _row_label(frame: Any, row: int) -> str:
+    try:
+        return str(frame.index[row])
+    except (AttributeError, IndexError, TypeError):
+        return str(row)
+
+
+def _frame_ids(frame: Any, column: str, what: str) -> list[Any]:
+    """A DataFrame's id column as Python values, refused (naming the row) where one is no usable id."""
+    values = np.asarray(frame[column]).tolist()
+    bad = first_bad_id(values)
+    if bad is not None:
+        row, reason = bad
+        raise InputError(f"{what} {reason}", field=f"{column}[{_row_label(frame, row)}]")
+    return values
+
+
+def _grouped(qids: list[Any], docs: list[Any], values: list[Any]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for q, d, v in zip(qids.tolist(), docs.tolist(), values, strict=True):
+    for q, d, v in zip(qids, docs, values, strict=True):
         out.setdefault(str(q), {})[str(d)] = v
     return out
 
 
 def run_from_frame(frame: Any, name: str = "") -> Run:
-    """A Run from a DataFrame with query, document and score columns (rank order is re-established)."""
+    """A Run from a DataFrame with query, document and score columns (rank order is re-established).
+
+    Ids and scores are checked as a run file's are: a null, NaN or infinite score, or a null or
+    non-text id, is refused naming its column and row.
+    """
     q = _column(frame, QUERY_COLUMNS, "query id", "run")
     d = _column(frame, DOC_COLUMNS, "document id", "run")
     s = _column(frame, SCORE_COLUMNS, "score", "run")
-    try:
-        scores = np.asarray(frame[s], dtype=np.float64).tolist()
-    except (TypeError, ValueError):
-        raise InputError(f"run column {s!r} must hold numbers", field=str(s)) from None
-    return Run.from_dict(_grouped(np.asarray(frame[q]), np.asarray(frame[d]), scores), name=name)
+    column = np.asarray(frame[s])
+    try:  # a numeric column is checked in one pass; objects (None, text, booleans) one by one
+        scores = column.astype(np.float64) if column.dtype.kind in "fiu" else np.zeros(0)
+        fine = column.dtype.kind in "fiu" and bool(np.isfinite(scores).all())
+    except (TypeError, ValueError, OverflowError):
+        fine = False
+    if not fine:
+        for row, value in enumerate(column.astype(object).tolist()):
+            problem = score_problem(value)
+            if problem:
+                raise InputError(problem, field=f"{s}[{_row_label(frame, row)}]")
+        scores = column.astype(np.float64)
+    qids = _frame_ids(frame, q, "query")
+    docs = _frame_ids(frame, d, "document")
+    return Run.from_dict(_grouped(qids, docs, scores.tolist()), name=name)
 
 
 def qrels_from_frame(frame: Any) -> Qrels:
-    """Qrels from a DataFrame with query, document and grade columns (grades must be whole numbers)."""
+    """Qrels from a DataFrame with query, document and grade columns (grades as in a qrels file: integers)."""
     q = _column(frame, QUERY_COLUMNS, "query id", "qrels")
     d = _column(frame, DOC_COLUMNS, "document id", "qrels")
     g = _column(frame, GRADE_COLUMNS, "relevance", "qrels")
-    try:
-        raw = np.asarray(frame[g], dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError(f"qrels column {g!r} must hold integer grades", field=str(g)) from None
-    if not np.all(np.isfinite(raw)) or not np.all(raw == np.round(raw)):
-        raise InputError(f"qrels column {g!r} must hold integer grades", field=str(g))
-    return Qrels(_grouped(np.asarray(frame[q]), np.asarray(frame[d]), raw.astype(np.int64).tolist()))
+    column = np.asarray(frame[g])
+    if column.dtype.kind in "iu" and (column.dtype.kind == "i" or column.max(initial=0) < 2**63):
+        grades = column.tolist()  # an integer column: every grade is already one (the common case, no loop)
+    else:
+        grades = []
+        for row, value in enumerate(column.astype(object).tolist()):
+            try:
+                grades.append(checked_grade(value))
+            except ValueError as exc:
+                raise InputError(str(exc), field=f"{g}[{_row_label(frame, row)}]") from None
+    qids = _frame_ids(frame, q, "query")
+    docs = _frame_ids(frame, d, "document")
+    return Qrels(_grouped(qids, docs, grades))
+
+
+def _ranx(obj: Any) -> dict[str, Any] | None:
+    """The `{qid: {doc: value}}` of a ranx `Qrels` or `Run` (None for anything else; ranx is never imported)."""
+    if type(obj).__module__.startswith("ranx.") and callable(getattr(obj, "to_dict", None)):
+        return dict(obj.to_dict())
+    return None
 
 
 def as_qrels(obj: Any, split: str = "test") -> Qrels:
-    """Qrels from a Qrels, `{qid: {doc: grade}}`, a DataFrame, or a TREC / BEIR qrels path (or BEIR folder)."""
+    """Qrels from a Qrels, `{qid: {doc: grade}}`, a ranx Qrels, a DataFrame, or a TREC / BEIR qrels path (or BEIR folder).
+
+    Grades and ids are held to a qrels file's rules (see `data.qrels.checked_grade`): a fractional,
+    null or NaN grade, or a null, float or tuple id, is refused naming where it is.
+    """
     if isinstance(obj, Qrels):
         return obj
     if isinstance(obj, (str, Path)):
@@ -89,16 +142,20 @@ def as_qrels(obj: Any, split: str = "test") -> Qrels:
         return read_judgements(obj, split)[0]
     if is_frame(obj):
         return qrels_from_frame(obj)
+    judged = _ranx(obj)
+    if judged is not None:
+        obj = judged
     if isinstance(obj, Mapping):
-        try:
-            return Qrels(obj)
-        except (TypeError, ValueError, AttributeError) as exc:
-            raise InputError(f"qrels must map query id -> {{doc id: integer grade}}: {exc}", field="qrels") from None
+        return Qrels(obj)
     raise InputError(f"cannot read qrels from a {type(obj).__name__}", field="qrels")
 
 
 def as_run(obj: Any, name: str = "") -> Run:
-    """A Run from a Run, `{qid: {doc: score}}`, a DataFrame, or a TREC run file path."""
+    """A Run from a Run, `{qid: {doc: score}}`, a ranx Run, a DataFrame, or a TREC run file path.
+
+    Scores and ids are held to a run file's rules: NaN, infinite or null scores and null, float or
+    tuple ids are refused naming where they are.
+    """
     if isinstance(obj, Run):
         return obj
     if isinstance(obj, (str, Path)):
@@ -110,9 +167,15 @@ def as_run(obj: Any, name: str = "") -> Run:
         return run
     if is_frame(obj):
         return run_from_frame(obj, name)
+    ranked = _ranx(obj)
+    if ranked is not None:
+        name = name or str(getattr(obj, "name", None) or "")
+        obj = ranked
     if isinstance(obj, Mapping):
         try:
-            return Run.from_dict(obj, name=name)
+            return Run.from_dict(obj, name=name)  # ids and scores checked there, as a run file's are
+        except InputError:
+            raise
         except (TypeError, ValueError, AttributeError) as exc:
             raise InputError(f"a run must map query id -> {{doc id: score}}: {exc}", field="run") from None
     raise InputError(f"cannot read a run from a {type(obj).__name__}", field="run")

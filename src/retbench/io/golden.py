@@ -37,6 +37,7 @@ import yaml
 from retbench.data import Dataset, Qrels, Queries, Run, RunBuilder, Sample
 from retbench.data.answers import ANSWER_FIELDS, SystemAnswer
 from retbench.data.ids import id_problem
+from retbench.data.qrels import checked_grade
 from retbench.errors import InputError
 from retbench.io.answers import parse_answer
 from retbench.io.files import iter_jsonl, load_yaml_text, open_text, require_file
@@ -90,11 +91,17 @@ def _expected(value: Any, path: Path, line: int | None) -> dict[str, int]:
     if isinstance(value, dict):
         out = {}
         for doc, gain in value.items():
-            if isinstance(gain, bool) or not isinstance(gain, (int, float)) or float(gain) != int(gain):
+            try:
+                if isinstance(gain, str):  # a gain is a number in the file, not its text
+                    raise ValueError(f"grade must be an integer, got {gain!r:.40}")
+                out[str(doc)] = checked_grade(gain)
+            except ValueError as exc:
                 raise InputError(
-                    f"gain for {doc!r} must be an integer, got {gain!r}", path=path, line=line, field="expected_output"
-                )
-            out[str(doc)] = int(gain)
+                    f"gain for {doc!r:.40} {str(exc).removeprefix('grade ')}",
+                    path=path,
+                    line=line,
+                    field="expected_output",
+                ) from None
         return out
     raise InputError(
         f"expected_output must be a list of relevant ids or an id -> gain map, got {type(value).__name__}",

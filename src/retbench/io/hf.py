@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from retbench.data import Corpus, Dataset, Qrels, Queries
+from retbench.data.qrels import checked_grade
 from retbench.errors import InputError
 
 
@@ -109,8 +110,12 @@ def qrels_from_hf(ds: Any, path: str = "") -> Qrels:
                 f"qrels have no '{required}' column (has: {', '.join(cols)})", path=path or None, field=required
             )
     judgements: dict[str, dict[str, int]] = {}
-    for q, d, s in zip(ds["query-id"], ds["corpus-id"], ds["score"], strict=True):
-        judgements.setdefault(str(q), {})[str(d)] = int(s)
+    for row, (q, d, s) in enumerate(zip(ds["query-id"], ds["corpus-id"], ds["score"], strict=True)):
+        try:
+            grade = checked_grade(s)  # the qrels files' rule: a fraction is refused, not cut to an integer
+        except ValueError as exc:
+            raise InputError(str(exc), path=path or None, field=f"score[{row}]") from None
+        judgements.setdefault(str(q), {})[str(d)] = grade
     return Qrels(judgements)
 
 

@@ -15,27 +15,17 @@ from typing import Any
 import numpy as np
 
 from retbench.data import Qrels, Run
-from retbench.data.ids import keys_from_bytes, may_repeat
+from retbench.data.ids import keys_from_bytes, may_repeat, score_problem
+from retbench.data.qrels import checked_grade
 from retbench.errors import InputError
 from retbench.io.files import iter_lines, open_text
 
 
 def _grade(token: str, path: Path, lineno: int) -> int:
     try:
-        grade = int(token)
-    except ValueError:
-        try:
-            value = float(token)
-        except ValueError:
-            value = float("nan")
-        if not value.is_integer():
-            raise InputError(
-                f"grade must be an integer, got {token!r}", path=path, line=lineno, field="grade"
-            ) from None
-        grade = int(value)
-    if not -(2**63) <= grade < 2**63:
-        raise InputError(f"grade out of range, got {token!r}", path=path, line=lineno, field="grade")
-    return grade
+        return checked_grade(token)
+    except ValueError as exc:
+        raise InputError(str(exc), path=path, line=lineno, field="grade") from None
 
 
 def read_qrels(path: str | Path) -> Qrels:
@@ -134,12 +124,10 @@ def _read_run_lines(p: Path, name: str | None) -> Run:
                 f"expected 6 columns (query-id Q0 doc-id rank score tag), got {len(parts)}", path=p, line=lineno
             )
         qid, _, doc, _, score, tag = parts[:6]
-        try:
-            value = float(score)
-        except ValueError:
-            raise InputError(f"score must be a number, got {score!r}", path=p, line=lineno, field="score") from None
-        if not np.isfinite(value):
-            raise InputError(f"score must be finite, got {score!r}", path=p, line=lineno, field="score")
+        problem = score_problem(score)
+        if problem:
+            raise InputError(problem, path=p, line=lineno, field="score")
+        value = float(score)
         i = seen.get(qid)
         if i is None:
             i = seen[qid] = len(qids)

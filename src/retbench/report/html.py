@@ -15,6 +15,7 @@ from typing import Any
 
 from retbench.compare import PairComparison
 from retbench.data.status import FAILED_COUNT, MISSING, NOT_ANSWERED_COUNTS
+from retbench.io.files import json_safe
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt, plots
 from retbench.report.html_drill import drill_section, k_curve_figures
@@ -191,10 +192,17 @@ LEGEND_HINT = "Click a name in a chart's legend to hide or show that system; dou
 CI_CHART_DOTS = 48  # markers the interval chart draws at most (systems x metrics), so it stays a screen or two tall
 
 
+def _finite_mean(s: SystemSummary, metric: str) -> bool:
+    """A mean that can be drawn: present and a number (null in metrics.json reads as NaN: no value)."""
+    v = s.means.get(metric)
+    return v is not None and math.isfinite(v)
+
+
 def _ci_chart(data: ReportData) -> str:
     shown = _ci_metrics(data)
     systems = [
-        (s.name, [(s.means[m], *s.ci[m]) if m in s.means and m in s.ci else None for m in shown]) for s in data.systems
+        (s.name, [(s.means[m], *s.ci[m]) if _finite_mean(s, m) and m in s.ci else None for m in shown])
+        for s in data.systems
     ]
     if not any(v for _, vals in systems for v in vals):
         return ""
@@ -499,9 +507,9 @@ def render_html(data: ReportData) -> str:
         ("queries", "Per query", drill_section(data)),
         ("about", "About this run", _about(data)),
     ]
-    blob = json.dumps(
-        {"metrics": data.metrics_json, "primary": data.primary, "baseline": data.baseline}, allow_nan=False, default=str
-    ).replace("</", "<\\/")
+    # a NaN mean (written by hand or by another tool: retbench writes null) is embedded as null, as JSON has no NaN
+    embedded = json_safe({"metrics": data.metrics_json, "primary": data.primary, "baseline": data.baseline})
+    blob = json.dumps(embedded, allow_nan=False, default=str).replace("</", "<\\/")
     header = (
         f'<div class="muted">{escape(ds)} · {len(data.systems)} system{"s" if len(data.systems) != 1 else ""} · '
         f"{escape(data.created)}</div>\n<p>{_mode_note(data)} {badges}</p>"

@@ -224,7 +224,20 @@ def _metrics_and_primary(row: Mapping[str, Any], primary: str | None, path: str 
             raise InputError(
                 f"metric {primary!r} is not in these results (have: {', '.join(metrics)})", path=path, field="primary"
             )
+    if not metrics:
+        raise InputError("no metric has a mean (a number or null) in metrics.json", path=path, field="metrics")
     return metrics, primary or metrics[0]
+
+
+def _stored_mean(value: Any, root: Path, system: str, metric: str) -> float:
+    """A mean as metrics.json stores it: a number, or null (NaN: no counted query) -- anything else is refused."""
+    if value is None:
+        return float("nan")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isinf(value):
+        raise InputError(
+            f"mean must be a number or null, got {value!r:.40}", path=root / "metrics.json", field=f"{system}.{metric}"
+        )
+    return float(value)
 
 
 def _summaries(
@@ -256,7 +269,7 @@ def _summaries(
         systems.append(
             SystemSummary(
                 s,
-                {m: float("nan") if mj[s][m] is None else float(mj[s][m]) for m in metrics if m in mj[s]},
+                {m: _stored_mean(mj[s][m], res.root, s, m) for m in metrics if m in mj[s]},
                 ci,
                 ev.coverage or coverage(ev, run),  # computed only for results older than the stored one
                 ev.mode,

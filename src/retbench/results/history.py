@@ -14,6 +14,7 @@ several runs finishing at once all land (tests/test_history.py starts real proce
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -23,6 +24,7 @@ import sqlite3
 import subprocess
 import tempfile
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -106,6 +108,40 @@ def connect(path: str | Path) -> Iterator[sqlite3.Connection]:
         con.close()
 
 
+@contextmanager
+def reading(path: str | Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection: a read never writes (no schema, no journal-mode switch, no new file), so
+    `history` and `gate --baseline history:` work on a file this user may only read. A file that is
+    not a readable retbench history (damaged, truncated, another program's database) is an InputError.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no history yet (every `retbench run` adds to it)", path=p)
+    uri = p.resolve().as_uri()
+    try:
+        con = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    except sqlite3.Error as exc:
+        raise InputError(f"cannot open the history: {exc}", path=p) from None
+    try:
+        try:
+            con.execute("SELECT count(*) FROM runs").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "unable to open" not in str(exc) and "readonly" not in str(exc):
+                raise
+            # a WAL database in a folder this user cannot write: read it as a fixed file instead
+            con.close()
+            con = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
+        yield con
+    except (sqlite3.DatabaseError, json.JSONDecodeError, OSError, EOFError, zlib.error) as exc:
+        raise InputError(
+            f"cannot read the history ({exc}); it is damaged or not a retbench history: move it aside "
+            "and the next `retbench run` starts a new one",
+            path=p,
+        ) from None
+    finally:
+        con.close()
+
+
 def _write(path: str | Path, fn: Callable[[sqlite3.Connection], T]) -> T:
     """One short immediate transaction (retried as a whole when the lock cannot be had)."""
     with connect(path) as con:
@@ -181,7 +217,10 @@ def register(
                 rows.append((system, metric, float(mean), a.get("ci_low"), a.get("ci_high")))
         pq = res.system_dir(system).per_query
         blob = gzip.compress(pq.read_bytes()) if pq.is_file() else None
-        systems.append((system, json.dumps(summary.get("coverage") or {}), blob))
+        cov = dict(summary.get("coverage") or {})
+        with contextlib.suppress(InputError):  # kept beside the coverage: a gate against this entry knows the depth
+            cov.setdefault("depth", res.depth(system))
+        systems.append((system, json.dumps(cov), blob))
     from retbench import __version__
 
     def insert(con: sqlite3.Connection) -> int:
@@ -245,9 +284,7 @@ def entries(
 ) -> list[Entry]:
     """History entries, oldest first (the last `limit`), with scores of the given system/metric (default all)."""
     p = Path(path or default_path())
-    if not p.is_file():
-        raise InputError("no history yet (every `retbench run` adds to it)", path=p)
-    with connect(p) as con:
+    with reading(p) as con:
         runs = con.execute(
             "SELECT id, created, experiment, results_dir, config_hash, git_commit, git_dirty, tag, gate, datasets"
             " FROM runs ORDER BY id DESC" + (" LIMIT ?" if limit else ""),
@@ -295,7 +332,7 @@ def evaluations(entry: Entry, path: str | Path | None = None) -> list[Any]:
     from retbench.evaluation import Evaluation
 
     out = []
-    with connect(path or default_path()) as con:
+    with reading(path or default_path()) as con:
         for system, blob, cov in con.execute(
             "SELECT system, per_query, coverage FROM systems WHERE run_id = ? AND per_query IS NOT NULL ORDER BY rowid",
             (entry.id,),

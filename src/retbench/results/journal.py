@@ -110,8 +110,10 @@ class Journal:
             raise InputError("journal has no header line; it was not written by retbench", path=self.path, line=1)
         if self.fingerprint and header.get("fingerprint") != self.fingerprint:
             raise ConfigError(
-                f"journal was written by a different configuration (fingerprint {header.get('fingerprint')!r}, "
-                f"now {self.fingerprint!r}); delete it or start a fresh run",
+                "journal was written by a different configuration: the system, its parameters, the data or the "
+                f"depth changed since (fingerprint {header.get('fingerprint')!r}, now {self.fingerprint!r}), so its "
+                "answers cannot be resumed; pass --force to redo this system from scratch (`retbench run`, "
+                "`retbench chunking`), or write to another output folder",
                 path=self.path,
             )
         for obj in body:

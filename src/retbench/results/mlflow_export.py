@@ -7,22 +7,100 @@ each system's per-query table, run file, statuses and aggregates; the parent get
 manifest.json and the reports. MLflow names allow no `@`, so `ndcg@10` is logged as `ndcg_at_10`
 (the original name is kept in the run's `retbench.metric_names` tag). mlflow is the optional extra
 `retbench[mlflow]`, imported only here.
+
+Bounded and one-line: the tracking URI's scheme is checked before MLflow is asked; a tracking server
+gets `timeout` seconds per request and at most `HTTP_RETRIES` retries (MLflow's own defaults, 120 s and
+7 retries with exponential backoff, wait for many minutes on a server that never answers; the
+`MLFLOW_HTTP_REQUEST_MAX_RETRIES` / `_BACKOFF_FACTOR` environment variables still win); and whatever
+the store answers with (a damaged or read-only SQLite file, a refused file store, an unreachable
+server) becomes one error naming the URI, never a traceback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import os
 import re
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from retbench.errors import InputError
+from retbench.errors import InputError, RetbenchError
 
 MAX_PARAM = 6000  # MLflow's limit on a param value
 PARENT_FILES = ("metrics.json", "manifest.json", "report.md", "report.html")
 SYSTEM_FILES = ("per_query.tsv", "run.trec", "status.jsonl", "aggregates.json")
+# MLflow's tracking stores (https://mlflow.org/docs/latest/tracking.html#storage); "" and file are its file store
+SCHEMES = ("http", "https", "sqlite", "postgresql", "mysql", "mssql", "databricks", "file", "")
+DEFAULT_TIMEOUT_S = 30
+HTTP_RETRIES = 2
+
+
+def _shown_uri(uri: str) -> str:
+    """The URI for a message, without a `user:password@` part."""
+    return re.sub(r"//[^/@]*@", "//", uri)
+
+
+def check_tracking_uri(uri: str | None) -> None:
+    """Refuse, before MLflow is imported, a URI MLflow cannot use: an unknown scheme, or its file store
+    (MLflow 3 refuses a plain folder or `file:` URI unless `MLFLOW_ALLOW_FILE_STORE=true`)."""
+    if uri is None:
+        return
+    scheme = urlsplit(uri).scheme.lower() if "://" in uri or uri.startswith("file:") else ""
+    scheme = scheme.split("+", 1)[0]  # postgresql+psycopg2:// and the like
+    if scheme not in SCHEMES:
+        raise InputError(
+            f"unsupported tracking URI scheme {scheme!r} in {_shown_uri(uri)!r}; MLflow takes "
+            "http(s)://host:port, sqlite:///path/mlflow.db, postgresql://, mysql://, mssql:// or databricks",
+            field="tracking-uri",
+        )
+    if scheme in ("", "file") and os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() not in ("true", "1"):
+        raise InputError(
+            f"{_shown_uri(uri)!r} is MLflow's file store, which MLflow refuses unless MLFLOW_ALLOW_FILE_STORE=true; "
+            "give a database URI such as sqlite:///mlflow.db or a server's http://host:port",
+            field="tracking-uri",
+        )
+
+
+@contextmanager
+def _bounded_http(timeout: int) -> Iterator[None]:
+    """MLflow's HTTP settings for the length of one export (`timeout` s per request, few retries), and its
+    INFO logging quieted."""
+    wanted = {
+        "MLFLOW_HTTP_REQUEST_TIMEOUT": str(timeout),
+        "MLFLOW_HTTP_REQUEST_MAX_RETRIES": os.environ.get("MLFLOW_HTTP_REQUEST_MAX_RETRIES", str(HTTP_RETRIES)),
+        "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": os.environ.get("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1"),
+    }
+    before = {k: os.environ.get(k) for k in wanted}
+    os.environ.update(wanted)
+    # MLflow's and Alembic's INFO lines (table creation, migrations) would break the one-line error rule;
+    # mlflow sets its loggers up when imported, so that comes first
+    with contextlib.suppress(ImportError):
+        import mlflow  # noqa: F401
+    loggers = [logging.getLogger(name) for name in ("mlflow", "alembic")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(max(lg.getEffectiveLevel(), logging.WARNING))
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:400]
 
 
 def mlflow_name(name: str) -> str:
@@ -79,11 +157,41 @@ def export_mlflow(
     tracking_uri: str | None = None,
     experiment: str | None = None,
     artifact_location: str | None = None,
+    timeout: int = DEFAULT_TIMEOUT_S,
 ) -> dict[str, Any]:
-    """Log `results_dir` to MLflow; returns {"experiment_id", "parent_run_id", "runs": {system: run id}}."""
+    """Log `results_dir` to MLflow; returns {"experiment_id", "parent_run_id", "runs": {system: run id}}.
+
+    `timeout`: seconds a tracking server gets per request. Anything the store fails with is an InputError
+    naming the URI (and the runs already logged, which stay in MLflow).
+    """
     from retbench.results import load_results
 
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1:
+        raise InputError(f"timeout must be a whole number of seconds >= 1, got {timeout!r}", field="timeout")
     res = load_results(results_dir)
+    check_tracking_uri(tracking_uri)
+    done: dict[str, Any] = {}
+    with _bounded_http(timeout):
+        try:
+            return _export(res, Path(results_dir), tracking_uri, experiment, artifact_location, done)
+        except RetbenchError:
+            raise
+        except Exception as exc:  # MLflow, SQLAlchemy, requests and OS errors: the store's answer, in one line
+            where = _shown_uri(tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or "MLflow's default store")
+            logged = f" (already logged: parent run {done['parent_run_id']})" if done.get("parent_run_id") else ""
+            raise InputError(
+                f"MLflow tracking store {where!r} failed: {_first_line(exc)}{logged}", field="tracking-uri"
+            ) from None
+
+
+def _export(
+    res: Any,
+    results_dir: Path,
+    tracking_uri: str | None,
+    experiment: str | None,
+    artifact_location: str | None,
+    done: dict[str, Any],
+) -> dict[str, Any]:
     man = res.manifest
     client = _client(tracking_uri)
     run_name = str(man.get("experiment") or Path(results_dir).name)
@@ -102,7 +210,7 @@ def export_mlflow(
     names = {mlflow_name(m): m for s in res.metrics_json.values() if isinstance(s, dict) for m in s}
     tags = {"retbench.results_dir": str(Path(results_dir).resolve()), "retbench.metric_names": json.dumps(names)}
     parent = client.create_run(exp_id, run_name=run_name, tags=tags)
-    pid = parent.info.run_id
+    pid = done["parent_run_id"] = parent.info.run_id
     _log(client, pid, common, {})
     for f in PARENT_FILES:
         if (Path(results_dir) / f).is_file():

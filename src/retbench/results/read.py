@@ -53,6 +53,11 @@ class Results:
         entry = self.metrics_json.get(system) or {}
         return dict(entry.get("coverage") or {}) if isinstance(entry, Mapping) else {}
 
+    def depth(self, system: str, run: Run | None = None) -> int:
+        """How deep the system searched: the depth its cell recorded beside its coverage, else the
+        config's `depth`, else its longest ranking (a config without `depth` used the study's default)."""
+        return recorded_depth(self.coverage(system)) or config_depth(self.manifest) or (run or self.run(system)).depth
+
     def aggregates(self, system: str) -> dict[str, Any]:
         self._check(system)
         return read_json(self.system_dir(system).aggregates)
@@ -94,3 +99,24 @@ def load_results(path: str | Path) -> Results:
     if not isinstance(metrics, dict) or not all(isinstance(v, dict) for v in metrics.values()):
         raise InputError("expected a JSON object of system -> {metric: value}", path=metrics_path)
     return Results(root, manifest, metrics)
+
+
+def recorded_depth(cov: Mapping[str, Any] | None) -> int | None:
+    """The depth stored beside a system's coverage (metrics.json, a history entry), when it was."""
+    depth = (cov or {}).get("depth")
+    return depth if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0 else None
+
+
+def config_depth(manifest: Mapping[str, Any]) -> int | None:
+    """The `depth` of the config a manifest records (its stored text parsed again), or None when it has none."""
+    from retbench.io.files import load_yaml_text
+
+    rec = manifest.get("config") if isinstance(manifest, Mapping) else None
+    if not isinstance(rec, Mapping) or not isinstance(rec.get("text"), str):
+        return None
+    try:
+        parsed = load_yaml_text(rec["text"], str(rec.get("file") or "manifest.json:config"))
+    except InputError:
+        return None
+    depth = parsed.get("depth") if isinstance(parsed, Mapping) else None
+    return depth if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0 else None

@@ -12,16 +12,23 @@ The served order is what is evaluated: a framework score is kept only when every
 do not increase down the list; otherwise hit r of n scores n - r.
 
 Per query, like every adapter: an exception is status `error` (a `TimeoutError`, `timeout`) with the
-exception's text verbatim; a hit without an id, with an id retbench cannot write, or (with
-`check_ids`, the default) with an id that is not in the indexed corpus makes the whole answer
-`invalid`, naming the rank. A repeated id (several chunks of one document) keeps its best rank, and
-the list is cut to `k` documents after that.
+exception's text verbatim; an answer that is not a list of documents (`None`, say), a hit without an
+id, with an id retbench cannot write, or (with `check_ids`, the default) with an id that is not in the
+indexed corpus makes the whole answer `invalid`, naming the rank. A repeated id (several chunks of one
+document) keeps its best rank, and the list is cut to `k` documents after that.
+
+Each query gets `timeout_s` seconds (default 60; null: no deadline): a call still running then is
+status `timeout` ("no answer within 60 s (timeout_s)"), never a number. Python cannot stop a thread, so
+the late call is abandoned (it runs on, its answer discarded) and a fresh worker takes its place; once
+`MAX_ABANDONED` calls hang at once, the queries not yet started are recorded as failed rather than
+starting more threads.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import numbers
+import threading
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -45,11 +52,26 @@ class Hit:
 
 @dataclass
 class Outcome:
-    """What one query produced: hits, or the exception the framework raised."""
+    """What one query produced: hits, the exception the framework raised, or why its answer is unusable."""
 
-    hits: list[Hit] | None = None
+    hits: list[Any] | None = None
     failure: BaseException | None = None
     latency: float = 0.0
+    invalid: str | None = None
+
+
+MAX_ABANDONED = 32  # framework calls hung past timeout_s that may run on (as threads) at once
+
+
+def answer_outcome(result: Any, latency: float) -> Outcome:
+    """An Outcome from what one framework call returned: its hits, or why they are not a list of documents."""
+    if isinstance(result, BaseException):
+        return Outcome(failure=result, latency=latency)
+    if result is None or isinstance(result, (str, bytes, Mapping)) or not isinstance(result, Sequence):
+        return Outcome(
+            latency=latency, invalid=f"the retriever returned {type(result).__name__}, not a list of documents"
+        )
+    return Outcome(hits=list(result), latency=latency)
 
 
 class InvalidAnswer(Exception):
@@ -92,10 +114,16 @@ class FrameworkRetriever(Retriever):
         check_ids: bool = True,
         score_key: str | None = None,
         name: str | None = None,
+        timeout_s: float | None = 60.0,
     ) -> None:
         super().__init__(name)
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        if timeout_s is not None and (isinstance(timeout_s, bool) or not timeout_s > 0):
+            raise ConfigError(
+                f"timeout_s must be positive seconds or null, got {timeout_s!r}", field="params.timeout_s"
+            )
+        self.timeout_s = None if timeout_s is None else float(timeout_s)
         if not id_key:
             raise ValueError("id_key must be a non-empty metadata key")
         if importlib.util.find_spec(self.package) is None:
@@ -132,6 +160,7 @@ class FrameworkRetriever(Retriever):
             "concurrency": self.concurrency,
             "check_ids": self.check_ids,
             "score_key": self.score_key,
+            "timeout_s": self.timeout_s,
             "framework_version": framework,
         }
 
@@ -224,6 +253,9 @@ class FrameworkRetriever(Retriever):
             if outcome.failure is not None:
                 out.append((None, outcome, None))
                 continue
+            if outcome.invalid is not None:
+                out.append((None, outcome, f"invalid answer: {outcome.invalid}"))
+                continue
             try:
                 out.append((self.ranking(outcome.hits or [], k), outcome, None))
             except InvalidAnswer as exc:
@@ -267,25 +299,69 @@ def timed_batch(texts: list[str], run_all: Callable[[list[str]], list[Any]]) -> 
     t0 = time.perf_counter()
     results = run_all(texts)
     each = (time.perf_counter() - t0) / max(len(texts), 1)
-    return [
-        Outcome(failure=r, latency=each) if isinstance(r, BaseException) else Outcome(hits=list(r), latency=each)
-        for r in results
-    ]
+    return [answer_outcome(r, each) for r in results]
 
 
-def pooled(texts: list[str], retrieve_one: Callable[[str], list[Any]], concurrency: int) -> list[Outcome]:
-    """Outcomes from calling the framework once per text on `concurrency` threads; each query timed alone."""
-    from concurrent.futures import ThreadPoolExecutor
+def pooled(
+    texts: list[str], retrieve_one: Callable[[str], Any], concurrency: int, timeout_s: float | None = None
+) -> list[Outcome]:
+    """Outcomes from calling the framework once per text on `concurrency` threads, each query timed alone
+    and given `timeout_s` (None: no deadline); see the module docstring for what a late call becomes."""
+    n = len(texts)
+    results: list[Outcome | None] = [None] * n
+    started: list[float | None] = [None] * n
+    state = threading.Condition()
+    todo = iter(range(n))
+    abandoned = 0
 
-    def one(text: str) -> Outcome:
-        t0 = time.perf_counter()
-        try:
-            hits = list(retrieve_one(text))
-        except Exception as exc:  # recorded per query, never hidden
-            return Outcome(failure=exc, latency=time.perf_counter() - t0)
-        return Outcome(hits=hits, latency=time.perf_counter() - t0)
+    def worker() -> None:
+        while True:
+            with state:
+                i = next(todo, None)
+                if i is None:
+                    return
+                t0 = started[i] = time.perf_counter()
+            try:
+                out = answer_outcome(retrieve_one(texts[i]), 0.0)
+            except Exception as exc:  # recorded per query, never hidden
+                out = Outcome(failure=exc)
+            out.latency = time.perf_counter() - t0
+            with state:
+                late = results[i] is not None  # timed out meanwhile: its place was given to a new worker
+                if not late:
+                    results[i] = out
+                state.notify_all()
+            if late:
+                return
 
-    if concurrency == 1 or len(texts) <= 1:
-        return [one(t) for t in texts]
-    with ThreadPoolExecutor(min(concurrency, len(texts)), thread_name_prefix="retbench-framework") as pool:
-        return list(pool.map(one, texts))
+    def spawn() -> None:
+        threading.Thread(target=worker, daemon=True, name="retbench-framework").start()
+
+    for _ in range(min(concurrency, n)):
+        spawn()
+    with state:
+        while any(r is None for r in results):
+            now = time.perf_counter()
+            wait = None
+            if timeout_s is not None:
+                for i, t0 in enumerate(started):
+                    if t0 is None or results[i] is not None:
+                        continue
+                    if now - t0 < timeout_s:
+                        wait = min(wait if wait is not None else timeout_s, t0 + timeout_s - now)
+                        continue
+                    results[i] = Outcome(
+                        failure=TimeoutError(f"no answer within {timeout_s:g} s (timeout_s)"), latency=now - t0
+                    )
+                    abandoned += 1
+                    if abandoned < MAX_ABANDONED:
+                        spawn()
+                    else:  # no more threads: what has not started is not run
+                        for j in todo:
+                            results[j] = Outcome(
+                                failure=RuntimeError(
+                                    f"not run: {abandoned} calls hung past timeout_s (cap {MAX_ABANDONED})"
+                                )
+                            )
+            state.wait(wait)
+    return [r for r in results if r is not None]

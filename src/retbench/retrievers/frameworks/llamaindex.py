@@ -6,6 +6,7 @@
       params: {}                              # the factory's own parameters
       id_key: id                              # node metadata key holding the doc id (else the node's ref_doc_id)
       concurrency: 4                          # queries in flight (threads calling `retrieve`)
+      timeout_s: 60                           # seconds per query (a late one is status timeout); null: none
       score_key: null                         # a metadata key holding a score, for nodes without one
 
 The documents are `llama_index.core.Document(text=title + " " + text, id_=doc id, metadata={...,
@@ -59,7 +60,7 @@ class LlamaIndexRetriever(FrameworkRetriever):
             self.retriever.similarity_top_k = k
 
     def retrieve(self, texts: list[str]) -> list[Outcome]:
-        return pooled(texts, self.retriever.retrieve, self.concurrency)
+        return pooled(texts, self.retriever.retrieve, self.concurrency, self.timeout_s)
 
     def hit(self, item: Any) -> Hit:
         node = getattr(item, "node", item)

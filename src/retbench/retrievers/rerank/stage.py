@@ -15,11 +15,21 @@ first stage: the experiment config refuses that (see `check_depth`).
 Pair scores are cached on disk by (reranker fingerprint, sha1 of the query text, sha1 of the
 document text), in the same append-only shard format as the embedding cache: a second depth, a
 re-run or a second system with the same reranker scores no pair twice.
+
+Each reranker call (up to `queries_per_call` queries) gets `timeout_s` seconds (default 300; null: no
+deadline). A call still running then makes each of its queries status `timeout` ("no answer within
+300 s (rerank.timeout_s)"), never a score; the late call runs on in its thread and its answer is
+discarded (nothing it returns reaches the cache).
+
+The block is checked when the config is read, before any indexing or searching: the names and
+values of a built-in reranker's parameters (by building it: the builtins load no model until they
+score), and a `module:factory` reranker's parameter names against the factory's signature.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,6 +42,8 @@ from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError
 from retbench.retrievers.encoders.cache import EmbeddingCache, text_key
 from retbench.retrievers.rerank.scorers import Reranker
+
+DEFAULT_TIMEOUT_S = 300.0
 
 
 def default_pair_cache_dir() -> Path:
@@ -85,10 +97,34 @@ class RerankStage:
     queries_per_call: int = 16
     stats: RerankStats = field(default_factory=RerankStats)
     _cache: EmbeddingCache | None = None
+    timeout_s: float | None = DEFAULT_TIMEOUT_S
 
     def __post_init__(self) -> None:
         if self.depth < 1 or self.queries_per_call < 1:
             raise ValueError("depth and queries_per_call must be positive")
+        if self.timeout_s is not None and not self.timeout_s > 0:
+            raise ValueError("timeout_s must be positive (or None for no deadline)")
+
+    def _score_many(self, todo: list[tuple[str, list[str]]]) -> list[list[float]]:
+        """The reranker's scores for `todo`, or TimeoutError when they take longer than `timeout_s`."""
+        if self.timeout_s is None:
+            return self.reranker.score_many(todo)
+        box: dict[str, Any] = {}
+
+        def call() -> None:
+            try:
+                box["scores"] = self.reranker.score_many(todo)
+            except BaseException as exc:  # handed to the caller's thread below
+                box["error"] = exc
+
+        worker = threading.Thread(target=call, daemon=True, name="retbench-rerank")
+        worker.start()
+        worker.join(self.timeout_s)
+        if worker.is_alive():  # abandoned: it runs on, and what it returns is dropped
+            raise TimeoutError(f"no answer within {self.timeout_s:g} s (rerank.timeout_s)")
+        if "error" in box:
+            raise box["error"]
+        return box["scores"]
 
     def describe(self) -> dict[str, Any]:
         return {"depth": self.depth, **self.reranker.describe()}
@@ -117,7 +153,7 @@ class RerankStage:
         if todo:
             t0 = time.perf_counter()
             self.stats.calls += 1
-            scores = self.reranker.score_many(todo)
+            scores = self._score_many(todo)
             self.stats.seconds += time.perf_counter() - t0
             for (_, docs), s in zip(todo, scores, strict=True):
                 if len(s) != len(docs):
@@ -152,11 +188,13 @@ class RerankStage:
                     continue
                 ready.append((q, docs))
             t0 = time.perf_counter()
+            failed = QueryStatus.ERROR
             try:
                 scores = self.score([(queries[q], [corpus.joined(corpus.index[d]) for d in docs]) for q, docs in ready])
                 error = None
             except Exception as exc:  # the reranker failed: every query of the call is recorded with its message
                 scores, error = [], f"{type(exc).__name__}: {exc}"
+                failed = QueryStatus.TIMEOUT if isinstance(exc, TimeoutError) else QueryStatus.ERROR
             share = (time.perf_counter() - t0) / max(1, len(ready))
             by_q = {q: (docs, scores[i] if error is None else None) for i, (q, docs) in enumerate(ready)}
             for q in chunk:
@@ -171,7 +209,7 @@ class RerankStage:
                 elif q not in by_q:
                     continue  # recorded above (invalid first-stage ids)
                 elif error is not None:
-                    builder.add(q, status=QueryStatus.ERROR, latency=latency, error=error)
+                    builder.add(q, status=failed, latency=latency, error=error)
                 else:
                     docs, s = by_q[q]
                     assert s is not None  # scores are None only when the call failed (error set above)
@@ -224,18 +262,18 @@ class RerankSpec:
     params: dict[str, Any] = field(default_factory=dict)
     cache: bool = True
     queries_per_call: int = 16
+    timeout_s: float | None = DEFAULT_TIMEOUT_S
 
     def build(self, *, where: str = "", cache_dir: Path | None = None) -> RerankStage:
         from retbench.retrievers.rerank.scorers import create_reranker
 
         reranker = create_reranker(self.kind, self.params, where=where)
-        return RerankStage(reranker, self.depth, self.cache, cache_dir, self.queries_per_call)
+        return RerankStage(reranker, self.depth, self.cache, cache_dir, self.queries_per_call, timeout_s=self.timeout_s)
 
 
 def parse_rerank(raw: Any, cutoffs: Sequence[int], *, where: str = "", fld: str = "rerank") -> RerankSpec:
     """Validate a `rerank:` block; every error names the field. Unknown keys go to the reranker, checked there."""
-    from retbench.retrievers.base import check_params
-    from retbench.retrievers.rerank.scorers import BUILTIN, KINDS
+    from retbench.retrievers.rerank.scorers import KINDS
 
     if not isinstance(raw, dict):
         raise ConfigError("rerank must be a mapping with depth and kind", path=where or None, field=fld)
@@ -256,6 +294,29 @@ def parse_rerank(raw: Any, cutoffs: Sequence[int], *, where: str = "", fld: str 
         raise ConfigError(
             "queries_per_call must be a positive integer", path=where or None, field=f"{fld}.queries_per_call"
         )
+    timeout = params.pop("timeout_s", DEFAULT_TIMEOUT_S)
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise ConfigError(
+            "timeout_s must be positive seconds (or null for no deadline)", path=where or None, field=f"{fld}.timeout_s"
+        )
+    _check_reranker(kind, params, where, fld)
+    return RerankSpec(depth, kind, params, cache, per_call, None if timeout is None else float(timeout))
+
+
+def _check_reranker(kind: str, params: dict[str, Any], where: str, fld: str) -> None:
+    """Check a reranker's parameters before any work (see the module docstring): a mistake found after
+    the first stage ran would leave a journal the corrected config can no longer resume."""
+    from retbench.retrievers.base import check_params, import_object
+    from retbench.retrievers.rerank.scorers import BUILTIN, create_reranker
+
     if kind in BUILTIN:
         check_params(BUILTIN[kind], params, what=f"rerank kind {kind!r}", where=where, prefix=f"{fld}.")
-    return RerankSpec(depth, kind, params, cache, per_call)
+        try:
+            create_reranker(kind, params, where=where)  # the builtins check values here and load nothing
+        except ConfigError as exc:
+            raise ConfigError(
+                exc.reason, path=where or None, field=fld if exc.field == "rerank" else exc.field
+            ) from None
+        return
+    factory = import_object(kind, field=f"{fld}.kind")
+    check_params(factory, params, what=f"rerank kind {kind!r}", where=where, prefix=f"{fld}.")

@@ -2,6 +2,7 @@
 
 Python cannot kill a thread, so a hung call's thread is abandoned: it keeps running until the backend
 returns, and its late answer is discarded; at most `max_abandoned` such threads may be alive at once.
+A level starts min(level, requests still to issue, MAX_CONCURRENCY) workers: more would only wait.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from retbench.results.journal import Journal
 from retbench.retrievers.base import Retriever
 from retbench.retrievers.faults import REQUEST_KEY
 from retbench.studies.stress.level import TIMED_OUT, Level, Pending, flush, segments_elapsed
-from retbench.studies.stress.settings import LoadSettings
+from retbench.studies.stress.settings import MAX_CONCURRENCY, LoadSettings
 
 _ABANDON_LOCK = threading.Lock()
 _abandoned_alive = 0  # hung threads still running, process-wide (they outlive levels)
@@ -286,6 +287,7 @@ def drive(
     done = journal.done()
     deadline = None
     indices: Iterator[int] | None = None
+    pending: list[int] | None = None  # count mode: the request indices still to issue
     if phase == "measure" and settings.duration_s is not None and count is None:
         prior = [r for r in journal.records(lambda r: r.get("level") == concurrency and r.get("phase") == "measure")]
         spent = segments_elapsed(prior)
@@ -293,7 +295,8 @@ def drive(
         start = 1 + max((r["i"] for r in prior), default=-1)
     else:
         n = count if count is not None else (settings.requests or len(query_ids))
-        indices = iter([i for i in range(n) if f"{prefix}{i}" not in done])
+        pending = [i for i in range(n) if f"{prefix}{i}" not in done]
+        indices = iter(pending)
         start = 0
     level = Level(
         level=concurrency,
@@ -310,8 +313,15 @@ def drive(
         key_prefix=prefix,
         first_index=start,
     )
+    workers = workers_for(concurrency, None if pending is None else len(pending))
     if uses_async(retriever, settings):
-        _run_async(level, retriever, concurrency, journal)
+        _run_async(level, retriever, workers, journal)
     else:
-        _run_sync(level, retriever.search_one, concurrency, journal)
-    return {"issued": level.issued, "stopped": level.stopped, "seg": seg}
+        _run_sync(level, retriever.search_one, workers, journal)
+    return {"issued": level.issued, "stopped": level.stopped, "seg": seg, "workers": workers}
+
+
+def workers_for(concurrency: int, requests: int | None) -> int:
+    """How many workers a level starts: its concurrency, but never more than it has requests (None: a
+    duration, unbounded) nor more than MAX_CONCURRENCY (at least one, so an empty level still ends)."""
+    return max(1, min(concurrency, MAX_CONCURRENCY, concurrency if requests is None else requests))

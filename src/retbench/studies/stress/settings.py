@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from retbench.config.experiment import LoadSettings
+from retbench.config.experiment import MAX_CONCURRENCY, LoadSettings
 
-__all__ = ["LoadSettings"]
+__all__ = ["MAX_CONCURRENCY", "LoadSettings"]
