@@ -130,7 +130,7 @@ def _model_table(name: str, schema: dict[str, Any], level: int) -> list[str]:
 
 
 def config_reference() -> str:
-    from retbench.config import KINDS, json_schema
+    from retbench.config.schema import KINDS, json_schema
 
     out = [
         "# Config files",
