@@ -7,11 +7,11 @@ import pytest
 
 from retbench.chunkers import Chunk, ChunkSet, Span
 from retbench.data import Run
+from retbench.evaluation import evaluate
 from retbench.metrics import ranking
 from retbench.metrics.judges import (
     Anchor,
     budget_cutoffs,
-    evaluate_judgement,
     judge_anchors,
     judge_cosine,
     judge_documents,
@@ -67,7 +67,7 @@ def test_span_judge_gains_recall_over_excerpts_and_mrr(spans_case):
 def test_every_registry_metric_over_span_relevance(spans_case):
     chunks, gold, run = spans_case
     j = judge_spans(run, chunks, gold)
-    ev = evaluate_judgement(j, run, ["recall@4", "mrr", "P@2", "hit@1", "recall_all@4", "ndcg@4"], system="s")
+    ev = evaluate(run, j, ["recall@4", "mrr", "P@2", "hit@1", "recall_all@4", "ndcg@4"], system="s")
     assert ev.query_ids == ["q1", "q2"] and ev.status == ["ok", "ok"]
     np.testing.assert_allclose(ev.column("recall@4"), [1.0, 0.5])  # excerpts, not chunks
     np.testing.assert_allclose(ev.column("mrr"), [0.5, 1.0])
@@ -79,7 +79,7 @@ def test_every_registry_metric_over_span_relevance(spans_case):
     np.testing.assert_allclose(ev.column("ndcg@4"), [dcg / (1 + 1 / np.log2(3) + 1 / np.log2(4)), 1.0])
     # a query the system never answered counts as 0; a query without gold is skipped
     more = {**gold, "q3": [Span("d", 0, 3)], "q4": []}
-    ev2 = evaluate_judgement(judge_spans(run, chunks, more), run, ["recall@4"])
+    ev2 = evaluate(run, judge_spans(run, chunks, more), ["recall@4"])
     assert ev2.query_ids == ["q1", "q2", "q3"] and ev2.status[2] == "missing" and ev2.column("recall@4")[2] == 0.0
     assert ev2.skipped == ["q4"]
 

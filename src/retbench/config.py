@@ -17,11 +17,12 @@ import math
 import random
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
 from retbench.errors import ConfigError
+from retbench.evaluation import MODES, NO_RELEVANT, EvalSettings
 from retbench.io.files import read_yaml, require_file
 from retbench.retrievers.base import resolve_factory
 from retbench.retrievers.encoders.encoder import Encoder
@@ -306,65 +307,24 @@ def system_list(raw: Any, source: str, where: str = "systems", **kw: Any) -> lis
 
 
 # -- evaluation --------------------------------------------------------------------------------------
-MODES = ("trec_eval", "pytrec_eval")
-NO_RELEVANT = ("skip", "zero", "one")
-
-
-@dataclass(frozen=True)
-class EvalSettings:
-    """How runs are judged and summarized; the defaults here are the only defaults.
-
-    relevance_level: the lowest grade that counts as relevant for binary measures (trec_eval `-l`);
-    no_relevant: what to do with a query that has no relevant document (skip it, score it 0 or 1);
-    mode: trec_eval (retbench's engine) or pytrec_eval (the reference implementation);
-    default_k: the cutoff of metrics named without one; bootstrap: resamples of the mean's CI;
-    seed: of that bootstrap; ignore_identical_ids: drop a retrieved document whose id equals the
-    query's (trec_eval and BEIR do this for corpora that contain their queries).
-    """
-
-    relevance_level: int = 1
-    no_relevant: str = "skip"
-    mode: str = "trec_eval"
-    default_k: int = 5
-    bootstrap: int = 1000
-    seed: int = 0
-    ignore_identical_ids: bool = False
-
-    @classmethod
-    def from_config(cls, raw: Any, source: str, where: str = "evaluation") -> EvalSettings:
-        block = mapping(raw, source, where)
-        known_keys(block, {f.name for f in fields(cls)}, source, where)
-        check_types(cls, block, source, where)
-        s = cls(**block)
-        positive_int(s.relevance_level, source, f"{where}.relevance_level")
-        positive_int(s.default_k, source, f"{where}.default_k")
-        positive_int(s.bootstrap, source, f"{where}.bootstrap")
-        require(is_int(s.seed), f"must be an integer, got {s.seed!r}", source, f"{where}.seed")
-        require(s.mode in MODES, f"must be one of {', '.join(MODES)}, got {s.mode!r}", source, f"{where}.mode")
-        require(
-            s.no_relevant in NO_RELEVANT,
-            f"must be one of {', '.join(NO_RELEVANT)}, got {s.no_relevant!r}",
-            source,
-            f"{where}.no_relevant",
-        )
-        return s
-
-    def evaluate_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of `retbench.evaluation.evaluate` these settings fix."""
-        return {
-            "relevance_level": self.relevance_level,
-            "no_relevant": self.no_relevant,
-            "mode": self.mode,
-            "default_k": self.default_k,
-            "ignore_identical_ids": self.ignore_identical_ids,
-        }
-
-    def aggregate_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of `Evaluation.aggregate` these settings fix."""
-        return {"seed": self.seed, "n_boot": self.bootstrap}
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+def parse_eval_settings(raw: Any, source: str, where: str = "evaluation") -> EvalSettings:
+    """The `evaluation:` block as `EvalSettings` (which lives with `evaluate`); errors name the field."""
+    block = mapping(raw, source, where)
+    known_keys(block, {f.name for f in fields(EvalSettings)}, source, where)
+    check_types(EvalSettings, block, source, where)
+    s = EvalSettings(**block)
+    positive_int(s.relevance_level, source, f"{where}.relevance_level")
+    positive_int(s.default_k, source, f"{where}.default_k")
+    positive_int(s.bootstrap, source, f"{where}.bootstrap")
+    require(is_int(s.seed), f"must be an integer, got {s.seed!r}", source, f"{where}.seed")
+    require(s.mode in MODES, f"must be one of {', '.join(MODES)}, got {s.mode!r}", source, f"{where}.mode")
+    require(
+        s.no_relevant in NO_RELEVANT,
+        f"must be one of {', '.join(NO_RELEVANT)}, got {s.no_relevant!r}",
+        source,
+        f"{where}.no_relevant",
+    )
+    return s
 
 
 # -- encoders ----------------------------------------------------------------------------------------

@@ -1,7 +1,13 @@
 """Evaluation: judge a Run against relevance, compute the per-query table, aggregate it.
 
-`evaluate(run, qrels, metrics)` is the one entry point; it returns an `Evaluation`: a query x metric
-float64 table plus the status of every query, what was skipped and why, and the counting mode.
+`evaluate(run, relevance, metrics, settings)` is the one entry point; it returns an `Evaluation`: a
+query x metric float64 table plus the status of every query, what was skipped and why, and the
+counting mode. Relevance is human or LLM qrels (doc id -> grade per query) or a passage judge's
+`Judgement` (spans, anchors, text, cosine: a gain matrix plus the gold items each query has); every
+metric works with either, and the counting rules below are the same for both. With a judgement,
+recall, recall_any, recall_all and f1 count gold items rather than relevant chunks (see
+`metrics/judges/common.py`) and "no relevant document" means "no gold item".
+`EvalSettings` holds how runs are counted and summarized; the config loader only parses it.
 
 Counting rules (README "Metric conventions"; each is a test):
 - the denominator is every judged query (qrels order); a judged query the system did not answer
@@ -21,7 +27,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +39,7 @@ from retbench.errors import ConfigError, InputError
 from retbench.io.files import (
     json_safe,  # re-exported: callers import it from here
 )
-from retbench.metrics.judges import judge_qrels, run_rows
+from retbench.metrics.judges import Judgement, judge_qrels, run_rows
 from retbench.metrics.registry import MetricContext, MetricSpec, parse_metric, parse_metrics
 from retbench.stats import bootstrap_means, column_means
 
@@ -45,7 +51,40 @@ MODE_LABELS = {
     "pytrec_eval": "pytrec_eval (answered queries only)",
 }
 
-__all__ = ["MODES", "NO_RELEVANT", "Evaluation", "evaluate"]
+__all__ = ["MODES", "NO_RELEVANT", "EvalSettings", "Evaluation", "evaluate"]
+
+Relevance = Qrels | Mapping[str, Mapping[str, int]] | Judgement
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """How runs are judged and summarized; the defaults here are the only defaults.
+
+    relevance_level: the lowest grade that counts as relevant for binary measures (trec_eval `-l`);
+    no_relevant: what to do with a query that has no relevant document (skip it, score it 0 or 1);
+    mode: trec_eval (retbench's engine) or pytrec_eval (the reference implementation);
+    default_k: the cutoff of metrics named without one; bootstrap: resamples of the mean's CI;
+    seed: of that bootstrap; ignore_identical_ids: drop a retrieved document whose id equals the
+    query's (trec_eval and BEIR do this for corpora that contain their queries).
+    """
+
+    relevance_level: int = 1
+    no_relevant: str = "skip"
+    mode: str = "trec_eval"
+    default_k: int = 5
+    bootstrap: int = 1000
+    seed: int = 0
+    ignore_identical_ids: bool = False
+
+    def aggregate_kwargs(self) -> dict[str, int]:
+        """The keyword arguments of `Evaluation.aggregate` these settings fix."""
+        return {"seed": self.seed, "n_boot": self.bootstrap}
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+SETTING_NAMES = frozenset(f.name for f in fields(EvalSettings))
 
 
 @dataclass
@@ -326,17 +365,21 @@ class Evaluation:
         )
 
 
-def coverage(ev: Evaluation, run: Run) -> dict[str, Any]:
+def coverage(ev: Evaluation, run: Run, depth: int | None = None) -> dict[str, Any]:
     """What happened to the judged queries: computed once by the cell runner and stored in metrics.json.
 
     judged = counted + excluded (pytrec_eval mode leaves unanswered queries out of the table and
     lists them in `excluded`); answered = judged - failed - missing; scored (also `counted`) is the
     denominator of every mean; skipped_no_relevant are judged queries without a relevant document.
+    With the `depth` the run was asked for, `short` counts the answered, counted queries that returned
+    fewer documents than that (a chunked retriever collapsing chunks to fewer documents, a store that
+    returns fewer): their metrics at cutoffs past what they returned score the missing ranks as not
+    relevant, so a reader should know how many there were.
     """
     judged = list(ev.query_ids) + list(ev.excluded or [])
     failed = sum(1 for q in judged if q in run and run.status[q].failed)
     missing = sum(1 for q in judged if q not in run)
-    return {
+    out: dict[str, Any] = {
         "answered": len(judged) - failed - missing,
         "judged": len(judged),
         "failed": failed,
@@ -346,6 +389,12 @@ def coverage(ev: Evaluation, run: Run) -> dict[str, Any]:
         "skipped_no_relevant": len(ev.skipped or []),
         "mode": ev.mode,
     }
+    if depth is not None:
+        counted = [q for q in ev.query_ids if q in run and not run.status[q].failed]
+        lengths = np.diff(run.offsets)[run.rows(counted)] if counted else np.zeros(0, np.int64)
+        out["depth"] = int(depth)
+        out["short"] = int(np.count_nonzero(lengths < depth))
+    return out
 
 
 def _checked_settings(mode: str, no_relevant: str, relevance_level: int) -> int:
@@ -372,45 +421,66 @@ def _metric_specs(metrics: Sequence[str | MetricSpec], default_k: int) -> list[M
     return specs
 
 
+def _settings_of(settings: EvalSettings | None, overrides: Mapping[str, Any]) -> EvalSettings:
+    """The settings to evaluate with: `settings` (default: the defaults) with keyword overrides applied."""
+    unknown = sorted(set(overrides) - SETTING_NAMES)
+    if unknown:
+        raise TypeError(f"evaluate() got unexpected keyword argument(s): {', '.join(unknown)}")
+    base = settings if settings is not None else EvalSettings()
+    return replace(base, **overrides) if overrides else base
+
+
 def evaluate(
     run: Run,
-    qrels: Qrels | Mapping[str, Mapping[str, int]],
+    relevance: Relevance,
     metrics: Sequence[str | MetricSpec],
+    settings: EvalSettings | None = None,
     *,
-    relevance_level: int = 1,
-    no_relevant: str = "skip",
-    mode: str = "trec_eval",
-    default_k: int = 5,
     samples: Mapping[str, Sample] | Sequence[Sample] | None = None,
     texts: Any = None,
     system: str | None = None,
-    ignore_identical_ids: bool = False,
     answers: Mapping[str, Any] | None = None,
     judged: Mapping[str, Any] | None = None,
+    **overrides: Any,
 ) -> Evaluation:
-    """Judge `run` against `qrels` and compute `metrics` for every counted query (see the module docstring).
+    """Judge `run` against `relevance` (qrels or a `Judgement`) and compute `metrics` for every counted query.
 
-    `samples` (golden sets) give per-sample cutoffs, answers (containment) and support groups;
-    `texts` (doc id -> text, or a Corpus) feed answer containment. `ignore_identical_ids` drops a
-    retrieved doc whose id equals the query id before judging (as BEIR and MTEB do). `answers`
-    (query id -> `SystemAnswer`) feed the answer metrics, `judged` (query id -> stored judge verdicts)
-    the judged ones. Samples marked `answerable: false` are
-    counted even with no relevant document; retrieval metrics do not apply to them (NaN), answer
-    metrics (abstention, hallucination) do.
+    `settings` fix the counting (see the module docstring); a setting may also be given by name
+    (`relevance_level=2`), which overrides the one in `settings`. `samples` (golden sets) give
+    per-sample cutoffs, answers (containment) and support groups; `texts` (doc id -> text, or a
+    Corpus) feed answer containment. `ignore_identical_ids` drops a retrieved doc whose id equals
+    the query id before judging (as BEIR and MTEB do). `answers` (query id -> `SystemAnswer`) feed
+    the answer metrics, `judged` (query id -> stored judge verdicts) the judged ones. Samples marked
+    `answerable: false` are counted even with no relevant document; retrieval metrics do not apply
+    to them (NaN), answer metrics (abstention, hallucination) do.
     """
-    if ignore_identical_ids:
+    st = _settings_of(settings, overrides)
+    relevance_level = _checked_settings(st.mode, st.no_relevant, st.relevance_level)
+    mode, no_relevant, default_k = st.mode, st.no_relevant, st.default_k
+    if st.ignore_identical_ids:
         run = run.without_identical_ids()
-    relevance_level = _checked_settings(mode, no_relevant, relevance_level)
     specs = _metric_specs(metrics, default_k)
 
-    qids = list(qrels)
+    items = relevance if isinstance(relevance, Judgement) else None
+    qrels = None if isinstance(relevance, Judgement) else relevance
+    qids = list(items.query_ids) if items is not None else list(relevance)
     n = len(qids)
     rows_in_run = run_rows(run, qids)
-    gm = judge_qrels(run, qrels, qids, rows_in_run)
+    if items is not None:
+        if relevance_level != 1:
+            raise ConfigError(
+                f"a passage judge's gains are binary (1 = matches a gold item); relevance level must be 1, "
+                f"got {relevance_level}",
+                field="relevance_level",
+            )
+        gm = items.gains
+        no_rel = items.n_items == 0
+    else:
+        gm = judge_qrels(run, relevance, qids, rows_in_run)  # type: ignore[arg-type]
+        no_rel = gm.n_relevant(relevance_level) == 0
     status = run.status_values(qids, rows_in_run)
     unanswered = {"missing", *(s.value for s in QueryStatus if s.failed)}
     failed = np.fromiter(map(unanswered.__contains__, status), dtype=bool, count=n)
-    no_rel = gm.n_relevant(relevance_level) == 0
 
     keep = np.ones(n, dtype=bool)
     excluded: list[str] = []
@@ -424,15 +494,26 @@ def evaluate(
         skipped = [qids[i] for i in np.flatnonzero(keep & no_rel & ~unanswerable).tolist()]
         keep &= ~no_rel | unanswerable
     rows = np.flatnonzero(keep)
-    sub = gm if len(rows) == n else gm.take(rows)
     everyone = len(rows) == n
+    sub = gm if everyone else gm.take(rows)
     kept = qids if everyone else [qids[r] for r in rows.tolist()]
 
     row_samples = [smap.get(q) for q in kept] if smap else []
     ks = None
     if smap:
         ks = np.array([sample_k(s) or 0 for s in row_samples], dtype=np.int64)
-    ctx = MetricContext(sub, relevance_level, run, rows_in_run[rows], row_samples, texts, qrels, answers, judged)
+    ctx = MetricContext(
+        sub,
+        relevance_level,
+        run,
+        rows_in_run[rows],
+        row_samples,
+        texts,
+        qrels,  # type: ignore[arg-type]
+        answers,
+        judged,
+        items=None if items is None else (items if everyone else items.take(rows)),
+    )
     values = np.empty((len(rows), len(specs)), dtype=np.float64)
     answer_side = np.array([bool(getattr(s.metric, "answer_side", False)) for s in specs], dtype=bool)
     for j, spec in enumerate(specs):
@@ -460,5 +541,5 @@ def evaluate(
         no_relevant=no_relevant,
         default_k=default_k,
         trec_names=[s.trec_name for s in specs],
-        ignore_identical_ids=bool(ignore_identical_ids),
+        ignore_identical_ids=bool(st.ignore_identical_ids),
     )

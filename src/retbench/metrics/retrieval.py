@@ -29,8 +29,8 @@ def builtins() -> list[Builtin]:
         Builtin(
             "recall",
             "k",
-            lambda c, k, lv, p: r.recall(c.gm, k, lv),
-            "relevant docs in the top k / all relevant",
+            lambda c, k, lv, p: r.recall(c.gm, k, lv) if c.items is None else c.items.recall(k),
+            "relevant docs in the top k / all relevant (with a passage judge: gold items matched / all)",
             ("r", "retrieval-recall-at-k"),
             trec_cut="recall_{k}",
         ),
@@ -42,7 +42,12 @@ def builtins() -> list[Builtin]:
             ("precision",),
             trec_cut="P_{k}",
         ),
-        Builtin("f1", "k", lambda c, k, lv, p: r.f1(c.gm, k, lv), "harmonic mean of P@k and recall@k"),  # type: ignore[arg-type]
+        Builtin(
+            "f1",
+            "k",
+            lambda c, k, lv, p: r.f1(c.gm, k, lv) if c.items is None else c.items.f1(k),  # type: ignore[arg-type]
+            "harmonic mean of P@k and recall@k",
+        ),
         Builtin(
             "rprec",
             "none",
@@ -84,13 +89,17 @@ def builtins() -> list[Builtin]:
         Builtin(
             "recall_any",
             "k",
-            lambda c, k, lv, p: text.recall_groups(c, k, lv, require_all=False),
+            lambda c, k, lv, p: (
+                text.recall_groups(c, k, lv, require_all=False) if c.items is None else c.items.recall_any(k)
+            ),
             "1 if any support id is in the top k",
         ),
         Builtin(
             "recall_all",
             "k",
-            lambda c, k, lv, p: text.recall_groups(c, k, lv, require_all=True),
+            lambda c, k, lv, p: (
+                text.recall_groups(c, k, lv, require_all=True) if c.items is None else c.items.recall_all(k)
+            ),
             "1 if every support group has an id in the top k",
         ),
         Builtin(

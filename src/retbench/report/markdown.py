@@ -167,7 +167,9 @@ def report_markdown(data: Any) -> str:
         dagger = " †" if s.mode == "pytrec_eval" else ""
         cells = [
             s.name,
-            fmt.coverage(s.answered, s.judged)
+            f"failed: {s.error}"
+            if s.error
+            else fmt.coverage(s.answered, s.judged)
             + (f" ({s.coverage['failed']} failed)" if s.coverage.get("failed") else ""),
         ]
         for m in data.metrics:
@@ -202,9 +204,11 @@ def report_markdown(data: Any) -> str:
         RERANK_HEADER,
         RERANK_NOTE,
         RESOURCE_HEADER,
+        SHORT_NOTE,
         agreement_rows,
         rerank_rows,
         resource_rows,
+        short_runs,
     )
 
     reranks = rerank_rows(data)
@@ -219,20 +223,33 @@ def report_markdown(data: Any) -> str:
         lines += [AGREEMENT_NOTE, ""]
     lines += ["## Coverage", ""]
     lines += _table(
-        ["system", "judged", "answered", "failed", "missing", "skipped (no relevant doc)", "counting"],
         [
-            [
+            "system",
+            "judged",
+            "answered",
+            "failed",
+            "missing",
+            "skipped (no relevant doc)",
+            "returned < depth",
+            "counting",
+        ],
+        [
+            [s.name, f"failed as a whole: {s.error}", "—", "—", "—", "—", "—", s.mode]
+            if s.error
+            else [
                 s.name,
                 s.judged,
                 s.answered,
                 s.coverage.get("failed", 0),
                 s.coverage.get("missing", 0),
                 s.coverage.get("skipped_no_relevant", 0),
+                short_runs(s.coverage),
                 s.mode,
             ]
             for s in data.systems
         ],
     )
+    lines += ["", SHORT_NOTE, ""]
     lines += ["", f"Versions: {', '.join(f'{k} {v}' for k, v in data.versions.items())}", ""]
     return "\n".join(lines)
 

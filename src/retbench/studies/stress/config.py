@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retbench.config import load
+from retbench.config import DatasetSpec, SystemSpec, load
 from retbench.errors import ConfigError
 from retbench.retrievers.faults import FaultSpec
+from retbench.studies.benchmark import ExperimentConfig
 from retbench.studies.benchmark import parse_config as parse_experiment
 from retbench.studies.stress.settings import LoadSettings
 
@@ -27,22 +28,22 @@ class StressConfig:
     request (and of the short-result rule).
     """
 
-    experiment: Any  # retbench.studies.benchmark.ExperimentConfig
+    experiment: ExperimentConfig  # the `retbench run` part: its one dataset and one system
     load: LoadSettings
     faults: dict[str, Any]
     raw: dict[str, Any]
 
     @property
-    def dataset(self) -> Any:
+    def dataset(self) -> DatasetSpec:
         return self.experiment.datasets[0]
 
     @property
-    def system(self) -> Any:
+    def system(self) -> SystemSpec:
         return self.experiment.systems[0]
 
     @property
     def k(self) -> int:
-        return int(self.experiment.depth)
+        return self.experiment.depth
 
     @property
     def metrics(self) -> list[str]:
