@@ -171,3 +171,30 @@ def test_pytrec_eval_mode_coverage_counts(tmp_path: Path) -> None:
     # the failed query is left out of the mean (labelled mode) but still counted as judged and failed
     assert (cov["judged"], cov["failed"], cov["answered"], cov["scored"], cov["mode"]) == (12, 1, 11, 11, "pytrec_eval")
     assert "pytrec_eval mode" in result.output
+
+
+def test_a_python_run_experiment_writes_the_same_reports_and_history_entry_as_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retbench.results.history import entries
+    from retbench.studies.benchmark import load_config, run_experiment
+
+    history = tmp_path / "history.sqlite"
+    monkeypatch.setenv("RETBENCH_HISTORY", str(history))
+    systems = [BM25, {"name": "overlap", "adapter": "toy_retrievers:word_overlap"}]
+    cfg = write_config(tmp_path, systems)
+    result = runner.invoke(app, ["run", str(cfg), "--quiet", "--output", str(tmp_path / "cli")])
+    assert result.exit_code == 0, result.output
+    outcome = run_experiment(load_config(cfg, tmp_path / "py"), log=lambda _: None)
+    assert outcome.reports == ["report.md", "report.html"]
+
+    def shown(folder: Path) -> tuple[list[str], str, str]:
+        md = (folder / "report.md").read_text()
+        html = (folder / "report.html").read_text()
+        summary = md.split("## Summary", 1)[1].split("## Latency", 1)[0]  # means, CIs, coverage, comparison
+        drill = html.split('id="retbench-drill">', 1)[1].split("</script>", 1)[0]  # per-query documents, values
+        return [line for line in md.splitlines() if line.startswith("#")], summary, drill
+
+    assert shown(tmp_path / "py") == shown(tmp_path / "cli")
+    assert "## A/B comparison" in (tmp_path / "py" / "report.md").read_text()
+    assert sorted(Path(e.results_dir).name for e in entries(history)) == ["cli", "py"]

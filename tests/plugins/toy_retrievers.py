@@ -102,3 +102,26 @@ class DiesOnce(BM25SRetriever):
                 fh.write(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGKILL)
         return super().search_batch(texts, k)
+
+
+class ReturnsFewer(WordOverlap):
+    """A store that returns at most `returns` documents whatever k is asked (a capped store, collapsed chunks)."""
+
+    adapter = "toy_retrievers:ReturnsFewer"
+
+    def __init__(self, returns: int = 5, name: str | None = None) -> None:
+        super().__init__(name=name)
+        self.returns = returns
+
+    def search_one(self, text: str, k: int) -> Ranking:
+        return super().search_one(text, k)[: self.returns]
+
+
+def unreachable_store(**kwargs) -> Retriever:
+    """A factory whose client connects when it is built, to a store that is not there."""
+    raise ConnectionRefusedError(111, "Connection refused: the vector store at 127.0.0.1 is not listening")
+
+
+def not_a_retriever(**kwargs) -> object:
+    """A factory that returns the wrong type: a config error, not a backend failure."""
+    return {"retriever": "forgot to build it"}

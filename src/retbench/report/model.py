@@ -231,7 +231,7 @@ def build_report(
     systems, evs, runs = _summaries(res, names, metrics, given)
     cmp = None
     deltas: dict[str, list[float]] = {}
-    if len(names) > 1:
+    if pairs:  # a suite with one system per dataset has nothing to pair
         cmp, deltas = _compared(evs, pairs, metrics, primary, res.queries, n_resamples, seed)
     man = res.manifest
     drill = None
@@ -254,7 +254,7 @@ def build_report(
         metrics=metrics,
         systems=_in_order(res.systems, systems, [_failed_summary(n, e, res) for n, e in failed.items()]),
         curves=metric_curves(metrics),
-        baseline=baseline if len(names) > 1 else None,
+        baseline=baseline if pairs else None,
         primary=primary,
         comparison=cmp,
         deltas=deltas,
