@@ -461,23 +461,25 @@ def evaluate(
         run = run.without_identical_ids()
     specs = _metric_specs(metrics, default_k)
 
-    items = relevance if isinstance(relevance, Judgement) else None
-    qrels = None if isinstance(relevance, Judgement) else relevance
-    qids = list(items.query_ids) if items is not None else list(relevance)
-    n = len(qids)
-    rows_in_run = run_rows(run, qids)
-    if items is not None:
+    items: Judgement | None = None
+    qrels: Qrels | Mapping[str, Mapping[str, int]] | None = None
+    if isinstance(relevance, Judgement):
         if relevance_level != 1:
             raise ConfigError(
                 f"a passage judge's gains are binary (1 = matches a gold item); relevance level must be 1, "
                 f"got {relevance_level}",
                 field="relevance_level",
             )
-        gm = items.gains
-        no_rel = items.n_items == 0
+        items, qids = relevance, list(relevance.query_ids)
+        rows_in_run = run_rows(run, qids)
+        gm = relevance.gains
+        no_rel = relevance.n_items == 0
     else:
-        gm = judge_qrels(run, relevance, qids, rows_in_run)  # type: ignore[arg-type]
+        qrels, qids = relevance, list(relevance)
+        rows_in_run = run_rows(run, qids)
+        gm = judge_qrels(run, relevance, qids, rows_in_run)
         no_rel = gm.n_relevant(relevance_level) == 0
+    n = len(qids)
     status = run.status_values(qids, rows_in_run)
     unanswered = {"missing", *(s.value for s in QueryStatus if s.failed)}
     failed = np.fromiter(map(unanswered.__contains__, status), dtype=bool, count=n)
@@ -509,7 +511,7 @@ def evaluate(
         rows_in_run[rows],
         row_samples,
         texts,
-        qrels,  # type: ignore[arg-type]
+        qrels,
         answers,
         judged,
         items=None if items is None else (items if everyone else items.take(rows)),

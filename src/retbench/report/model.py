@@ -350,7 +350,9 @@ def _summaries(
                 dict(info.get("resources") or {}),
                 applies,
                 judged_counts(mj[s]),
-                *(dict(mj[s].get(block) or {}) for block in ("breakdown", "latency", "usage")),
+                breakdown=dict(mj[s].get("breakdown") or {}),
+                stages=dict(mj[s].get("latency") or {}),
+                usage=dict(mj[s].get("usage") or {}),
             )
         )
     return systems, evs, runs

@@ -272,23 +272,21 @@ def _agreement(
     }
 
 
-def _final_run(cfg: ExperimentConfig, outcome: Outcome) -> Run | None:
+def _final_run(output: Path, outcome: Outcome) -> Run | None:
     """The cell's final run: in memory when it was computed now, read back when it finished earlier."""
     if outcome.index_error:
         return None
     if outcome.result is not None:
         return outcome.result.run
-    return load_run(SystemDir.of(cfg.output, outcome.name), outcome.name)
+    return load_run(SystemDir.of(output, outcome.name), outcome.name)
 
 
-def _system(cfg: ExperimentConfig, spec: SystemSpec, key: str) -> Retriever:
+def _system(spec: SystemSpec, key: str, sysdir: SystemDir, where: str, generate: GenerateSpec | None) -> Retriever:
     """The retriever of one cell; with a `generate:` block it also answers each query (llm/generate.py)."""
-    retriever = create(spec.adapter, spec.params, name=key, where=cfg.source)
-    gen = cfg.generates.get(spec.name)
-    if gen is None:
+    retriever = create(spec.adapter, spec.params, name=key, where=where)
+    if generate is None:
         return retriever
-    log = SystemDir.of(cfg.output, key).root / "generate_calls.jsonl"
-    return GeneratingRetriever(retriever, Generator(gen, log_path=log))
+    return GeneratingRetriever(retriever, Generator(generate, log_path=sysdir.root / "generate_calls.jsonl"))
 
 
 @dataclass
@@ -408,7 +406,7 @@ def _run_locked(
             outcomes += done
             if cfg.reference is not None:
                 keys = {s.name: key for key, s in systems}
-                runs = {o.name: _final_run(cfg, o) for o in done}
+                runs = {o.name: _final_run(cfg.output, o) for o in done}
                 for key, block in _agreement(keys[cfg.reference], cfg.reference_k, runs, data.queries).items():
                     metrics_json[key]["reference"] = block
     finally:  # what finished is written even when a later dataset cannot be read
@@ -453,7 +451,8 @@ def _run_system(
         groups_from_samples(data.dataset.samples) if data.dataset.samples else None,
     )
     rerank = RerankStage(rr, cdata, sysdir, cfg.metrics, scorer.evaluate, key, cfg.source) if rr else None
-    lazy = LazyRetriever(partial(_filtered_system, cfg, sspec, key, data.queries))
+    make = partial(_system, sspec, key, sysdir, cfg.source, cfg.generates.get(sspec.name))
+    lazy = LazyRetriever(partial(_filtered_system, make, data.queries))
     try:
         return run_cell(
             cell,
@@ -469,9 +468,9 @@ def _run_system(
         lazy.close()
 
 
-def _filtered_system(cfg: ExperimentConfig, spec: SystemSpec, key: str, queries: Queries) -> Retriever:
+def _filtered_system(make: Callable[[], Retriever], queries: Queries) -> Retriever:
     """The cell's retriever, refused before paying for an index when the queries carry filters it cannot apply."""
-    retriever = _system(cfg, spec, key)
+    retriever = make()
     try:
         require_filters(retriever, query_filters(queries, list(queries)))
     except BaseException:

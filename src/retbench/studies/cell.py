@@ -28,7 +28,8 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
 
 from retbench.data import Corpus, Queries, Run
 from retbench.data.answers import SystemAnswer
@@ -55,8 +56,6 @@ def fingerprint(obj: Any) -> str:
 class Executor(Protocol):
     """Where encoding and searching run (`studies/executors.py`: in this process, or a Ray cluster)."""
 
-    kind: str
-
     def encode_corpus(self, retriever: Retriever, corpus: Corpus) -> dict[str, Any]: ...
 
     def search(
@@ -67,7 +66,10 @@ class Executor(Protocol):
         k: int,
         batch_size: int,
         on_batch: OnBatch,
-        **extra: Any,
+        *,
+        adapter: str = "",
+        params: dict[str, Any] | None = None,
+        index_dir: Path | None = None,
     ) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
@@ -186,11 +188,14 @@ class Outcome:
         return bool(self.failed_queries or self.index_error)
 
 
-@dataclass
-class StudyOutcome:
-    """Every cell of a study: the metrics.json content and the outcomes in run order."""
+ConfigT = TypeVar("ConfigT")
 
-    config: Any
+
+@dataclass
+class StudyOutcome(Generic[ConfigT]):
+    """Every cell of a study: its config, the metrics.json content and the outcomes in run order."""
+
+    config: ConfigT
     systems: list[Outcome]
     metrics: dict[str, Any]
     reports: list[str] = field(default_factory=list)  # report files written beside the results
@@ -200,7 +205,7 @@ class StudyOutcome:
         return any(s.failed for s in self.systems)
 
 
-def raise_if_backend_failed(outcome: StudyOutcome) -> None:
+def raise_if_backend_failed(outcome: StudyOutcome[Any]) -> None:
     """After everything is written: exit 2 when a system failed for its config, 3 when any backend failed."""
     bad = [s for s in outcome.systems if s.failed]
     if not bad:
