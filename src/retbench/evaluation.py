@@ -150,6 +150,16 @@ class Evaluation:
         """
         return {m: self.mean(m) for m in self.metrics}
 
+    def settings(self) -> EvalSettings:
+        """The settings this table was counted with (to score another run of the same queries the same way)."""
+        return EvalSettings(
+            relevance_level=self.relevance_level,
+            no_relevant=self.no_relevant,
+            mode=self.mode,
+            default_k=self.default_k,
+            ignore_identical_ids=self.ignore_identical_ids,
+        )
+
     @property
     def label(self) -> str:
         """How queries were counted, for every rendered output."""

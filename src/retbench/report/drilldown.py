@@ -70,16 +70,7 @@ def k_curves(evs: Mapping[str, Any], runs: Mapping[str, Any], qrels: Any) -> dic
         depth = min(max(run.depth, 1), MAX_CURVE_K)
         names = [f"{f}@{k}" for f in CURVE_FAMILIES for k in range(1, depth + 1)]
         judged = list(ev.query_ids) + list(ev.excluded) + list(ev.skipped)
-        curve = evaluate(
-            run,
-            qrels.subset([q for q in judged if q in qrels]),
-            names,
-            relevance_level=ev.relevance_level,
-            no_relevant=ev.no_relevant,
-            mode=ev.mode,
-            default_k=ev.default_k,
-            ignore_identical_ids=ev.ignore_identical_ids,
-        )
+        curve = evaluate(run, qrels.subset([q for q in judged if q in qrels]), names, ev.settings())
         means = curve.values.mean(axis=0) if len(curve.query_ids) else np.full(len(names), np.nan)
         for i, f in enumerate(CURVE_FAMILIES):
             out[f][system] = means[i * depth : (i + 1) * depth].tolist()

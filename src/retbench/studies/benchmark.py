@@ -334,20 +334,22 @@ class BenchmarkScorer:
 
 
 def run_experiment(
-    cfg: ExperimentConfig,
+    config: ExperimentConfig | str | Path,
     *,
     force: bool = False,
     progress: Progress | None = None,
     log: Callable[[str], None] = print,
     history: bool = True,
     tag: str | None = None,
-) -> StudyOutcome:
+) -> StudyOutcome[ExperimentConfig]:
     """Run every system on every dataset through the cell runner; write the results directory and its report.
 
     Writes metrics.json, manifest.json, report.md and report.html, and (unless `history` is False)
     registers the run in the history (`tag` marks it, e.g. as a gate baseline). Whatever fails,
     what was computed is written first; the caller decides the exit (`raise_if_backend_failed`).
+    `config` is a parsed config or the path of an experiment YAML file.
     """
+    cfg = config if isinstance(config, ExperimentConfig) else load_config(config)
     executor = make_executor(cfg.executor)
     server = JudgeServer(cfg.judging.llm) if cfg.judging else None  # started on the first verdict asked
     prepared: list[PreparedData] = []  # each dataset as loaded, for the report's drill-down
@@ -373,7 +375,7 @@ def _run_locked(
     force: bool,
     progress: Progress | None,
     log: Callable[[str], None],
-) -> StudyOutcome:
+) -> StudyOutcome[ExperimentConfig]:
     out = cfg.output
     outcomes: list[Outcome] = []
     metrics_json: dict[str, Any] = {}

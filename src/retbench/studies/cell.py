@@ -233,8 +233,9 @@ def run_cell(
     """Run one cell to done.json, or read it back when it finished earlier with the same hash.
 
     `system()` is called only when work is left (so a finished dense cell loads no model). A system
-    that cannot be built or indexed (a store at a wrong port, a factory that raises) is recorded as
-    the cell's `index_error`, never raised: the other cells and the report still come.
+    that cannot be built, indexed or searched as a whole (a store at a wrong port, a factory that
+    raises, a lost cluster node) is recorded as the cell's `index_error`, never raised: the other
+    cells and the report still come. Failures of single queries are recorded per query.
     """
     if cell.sysdir.is_done(cell.cell_hash) and not force:
         log(f"{cell.key}: finished earlier, skipped (use --force to redo)")
@@ -264,8 +265,11 @@ def run_cell(
         return _system_failed(cell, outcome, exc, "while indexing", log)
     if progress:
         progress(f"index {cell.key}", len(data.corpus), len(data.corpus))
-    with stage(figures, "search"):
-        run, figures["search_on"] = search_journaled(r, data.queries, cell, progress, ex)
+    try:
+        with stage(figures, "search"):
+            run, figures["search_on"] = search_journaled(r, data.queries, cell, progress, ex)
+    except Exception as exc:  # e.g. a lost cluster node: the journal keeps every answered query for a resume
+        return _system_failed(cell, outcome, exc, "while searching", log)
     figures["search_queries_per_s"] = rate(len(data.queries), figures["search_seconds"])
     outcome.timings.update({k: round(v, 3) for k, v in figures.items() if k.endswith("_seconds")})
     _finish(cell, outcome, r, run, data, stages)
