@@ -198,3 +198,19 @@ def test_a_python_run_experiment_writes_the_same_reports_and_history_entry_as_th
     assert shown(tmp_path / "py") == shown(tmp_path / "cli")
     assert "## A/B comparison" in (tmp_path / "py" / "report.md").read_text()
     assert sorted(Path(e.results_dir).name for e in entries(history)) == ["cli", "py"]
+
+
+def test_the_metric_at_k_curves_come_from_the_cells_own_evaluation_with_the_reports_values(tmp_path: Path) -> None:
+    from retbench.report import drilldown
+    from retbench.studies.benchmark import DatasetSpec, load_config, prepare_dataset, run_experiment
+
+    cfg = write_config(tmp_path, [BM25, {"name": "overlap", "adapter": "toy_retrievers:word_overlap"}])
+    outcome = run_experiment(load_config(cfg), log=lambda _: None, history=False)
+    in_memory = {o.name: o.result.curves for o in outcome.systems if o.result is not None}
+    assert set(in_memory) == {"bm25", "overlap"} and all(len(c["ndcg"]) == 20 for c in in_memory.values())
+    res = load_results(tmp_path / "out")
+    assert res.evaluation("bm25").metrics == ["ndcg@10", "recall@5", "mrr", "map"]  # the table keeps the config's
+    qrels = prepare_dataset(DatasetSpec("scifact", "test", 12, 200))[0].split("test")
+    from_disk = drilldown.k_curves({s: res.evaluation(s) for s in in_memory}, {s: res.run(s) for s in in_memory}, qrels)
+    assert from_disk == {f: {s: in_memory[s][f] for s in in_memory} for f in drilldown.CURVE_FAMILIES}
+    assert from_disk["ndcg"]["bm25"][9] == pytest.approx(res.evaluation("bm25").mean("ndcg@10"), rel=1e-12)

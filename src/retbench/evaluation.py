@@ -245,6 +245,16 @@ class Evaluation:
             self.ignore_identical_ids,
         )
 
+    def select(self, metrics: Sequence[str]) -> Evaluation:
+        """The same evaluation with only some metric columns (in the given order)."""
+        cols = [self._index(m) for m in metrics]
+        return replace(
+            self,
+            metrics=[self.metrics[j] for j in cols],
+            values=np.ascontiguousarray(self.values[:, cols]),  # row-major as `evaluate` builds it: same means
+            trec_names=[self.trec_names[j] for j in cols],
+        )
+
     # -- serialization ---------------------------------------------------------------------------------
     def per_query(self) -> list[dict[str, Any]]:
         """One row per counted query: {"query_id", "status", metric: value, ...}."""

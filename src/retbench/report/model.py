@@ -161,7 +161,8 @@ class InMemory:
     """What a study that just ran still holds, so the report reads neither the tables nor the dataset again.
 
     `evaluations` and `runs` by system (a system left out is read from the directory);
-    `qrels`, `corpus` and `queries` of the one dataset, for the drill-down (None: read from the manifest).
+    `qrels`, `corpus` and `queries` of the one dataset, for the drill-down (None: read from the manifest);
+    `curves` the metric@k curves the study computed with each system's own evaluation (others: computed here).
     """
 
     evaluations: dict[str, Evaluation] = field(default_factory=dict)
@@ -169,6 +170,7 @@ class InMemory:
     qrels: Qrels | None = None
     corpus: Corpus | None = None
     queries: Mapping[str, str] | None = None
+    curves: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # system -> family -> means at k
 
 
 SHORT_NOTE = (
@@ -243,7 +245,7 @@ def build_report(
             qrels, corpus = found
             queries = given.queries if given.queries is not None else res.queries
             drill = drilldown.gather(evs, runs, qrels, corpus, queries, primary=primary, baseline=baseline, k=drill_k)
-            drill.curves = drilldown.k_curves(evs, runs, qrels)
+            drill.curves = drilldown.k_curves(evs, runs, qrels, given.curves)
     return ReportData(
         title=str(man.get("experiment") or Path(path).name),
         root=str(path),

@@ -45,6 +45,7 @@ from retbench.evaluation import EvalSettings, Evaluation, evaluate
 from retbench.llm.generate import GenerateSpec, GeneratingRetriever, Generator
 from retbench.metrics.agreement import reference_agreement
 from retbench.metrics.registry import DEFAULT_METRICS, parse_metric
+from retbench.report.drilldown import curve_means, curve_metrics
 from retbench.report.html import render_html
 from retbench.report.markdown import report_markdown
 from retbench.report.model import InMemory, build_report
@@ -301,6 +302,7 @@ class BenchmarkScorer:
     metrics: list[str]
     settings: EvalSettings
     judge: JudgeStage | None = None
+    curves: bool = False  # also the report's metric@k curves, in the same evaluation
 
     def evaluate(self, run: Run, metrics: Sequence[str]) -> Evaluation:
         """Score a run on the dataset's qrels with the study's settings (the rerank stage's first-stage table)."""
@@ -308,6 +310,10 @@ class BenchmarkScorer:
 
     def __call__(self, run: Run, answers: Mapping[str, SystemAnswer]) -> Scored:
         samples = self.data.dataset.samples
+        if not samples and self.curves:  # one evaluation; the stored table keeps the config's metrics
+            names = curve_metrics(run)
+            ev = self.evaluate(run, [*self.metrics, *names])
+            return Scored(ev.select(self.metrics), curves=curve_means(ev, names))
         if not samples:
             return Scored(self.evaluate(run, self.metrics))
         given = dict(answers) or None
@@ -446,7 +452,8 @@ def _run_system(
     judge = None
     if cfg.judging is not None and server is not None and judged_metrics(cfg.metrics):
         judge = JudgeStage(cfg.judging, server, sysdir.root)
-    scorer = BenchmarkScorer(data, cfg.metrics, cfg.evaluation, judge)
+    # a golden set's per-sample k would cut the curves' own k: its curves are computed by the report
+    scorer = BenchmarkScorer(data, cfg.metrics, cfg.evaluation, judge, curves=len(cfg.datasets) == 1)
     cdata = CellData(
         data.dataset.corpus,
         data.queries,
@@ -492,6 +499,7 @@ def write_reports(
     given = InMemory(
         evaluations={o.name: o.result.evaluation for o in outcome.systems if o.result is not None},
         runs={o.name: o.result.run for o in outcome.systems if o.result is not None},
+        curves={o.name: o.result.curves for o in outcome.systems if o.result is not None and o.result.curves},
     )
     if len(prepared) == 1:  # the drill-down shows one dataset's documents
         given.qrels, given.corpus = prepared[0].qrels, prepared[0].dataset.corpus

@@ -111,6 +111,7 @@ class Scored:
     evaluation: Evaluation
     summary: dict[str, Any] = field(default_factory=dict)
     manifest: dict[str, Any] = field(default_factory=dict)
+    curves: dict[str, list[float]] | None = None  # metric family -> mean at k = 1 .. depth, for the report
 
 
 class Scorer(Protocol):
@@ -160,6 +161,7 @@ class CellResult:
     run: Run
     evaluation: Evaluation
     answers: dict[str, SystemAnswer] = field(default_factory=dict)
+    curves: dict[str, list[float]] | None = None
 
 
 @dataclass
@@ -356,7 +358,7 @@ def _finish(cell: Cell, outcome: Outcome, retriever: Retriever, first: Run, data
         "search_fingerprint": cell.search_fingerprint,
         "duplicates_dropped": run.n_duplicates,
     }
-    outcome.result = CellResult(run, evaluation, answers)
+    outcome.result = CellResult(run, evaluation, answers, scored.curves)
     write_json(
         cell.sysdir.done,
         {
