@@ -13,7 +13,14 @@
 Each system's per-query results are journaled as they arrive, so a killed run started again redoes
 no finished query; a finished system (done.json with the same config hash) is skipped unless forced.
 A backend failure is recorded per query with its message verbatim and makes the run exit 3 after
-everything else is written; nothing is retried into success or filled in.
+everything else is written; nothing is retried into success or filled in. A system that fails as a
+whole (cannot be built, indexed or searched) is recorded as such and shown beside the others.
+
+Each cell runs the stages of `studies/cell.py`: the rerank stage (`studies/rerank.py`), then the
+scoring stage (`BenchmarkScorer`: the judging stage of `studies/judging.py` when judged metrics are
+asked, then one `evaluate`). The finish step, the same for `retbench run` and a Python caller of
+`run_experiment`, writes metrics.json, manifest.json, report.md and report.html from what the cells
+hold in memory, and registers the run in the history.
 """
 
 from __future__ import annotations

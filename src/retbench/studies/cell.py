@@ -13,8 +13,14 @@ Two fingerprints, so fixing an unrelated setting does not throw work away:
 - the *cell* hash (what done.json must match) adds what changes the numbers: metrics, evaluation.
 Batch sizes and output paths are in neither.
 
-A backend failure while indexing is recorded as the cell's `index_error`; failures of single
-queries are recorded per query. Both make the study exit 3 after everything is written.
+The contract: `run_cell(cell, system, data, stages)` with typed stages (`CellStages`: an optional
+`RerankStage`, a `Scorer`, study-specific summary fields) that return typed results (`Reranked`,
+`Scored`); what the cell computed (run, table, answers) comes back in `Outcome.result`, in memory,
+for the study's later steps (reference agreement, the report).
+
+A system that fails as a whole (built, indexed or searched) is recorded as the cell's `index_error`;
+failures of single queries are recorded per query. Both make the study exit 3 after everything is
+written (2 when the whole-system failure is a config error, e.g. a factory returning the wrong type).
 
 A RAG system's answer side (`retriever.answers`: the http adapter's answer fields, a `generate:`
 block's answers) is journaled in the same record as the query's ranking, so a killed run resumed
