@@ -5,9 +5,10 @@ Every config error names the file, the line and the field (`configs/x.yaml:12: f
 node tree, and gives any `ConfigError` raised while a study parses the data the line of the field it
 names (the nearest enclosing field when the exact one has no line of its own, e.g. a missing key).
 
-The blocks (`DatasetSpec`, `SystemSpec`, `EvalSettings`, `EncoderSettings`) check their own fields
-and hold their defaults in exactly one place, so every study reads a dataset, a system or the
-evaluation settings the same way.
+The blocks (`DatasetSpec`, `SystemSpec`, `EncoderSettings`) check their own fields and hold their
+defaults in exactly one place, so every study reads a dataset or a system the same way; the
+`evaluation:` block is parsed here (`parse_eval_settings`) into `retbench.evaluation.EvalSettings`,
+which lives with `evaluate` (the layer below) and holds the evaluation defaults.
 """
 
 from __future__ import annotations
