@@ -176,8 +176,8 @@ def test_pytrec_eval_mode_coverage_counts(tmp_path: Path) -> None:
 def test_a_python_run_experiment_writes_the_same_reports_and_history_entry_as_the_cli(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import retbench
     from retbench.results.history import entries
-    from retbench.studies.benchmark import load_config, run_experiment
 
     history = tmp_path / "history.sqlite"
     monkeypatch.setenv("RETBENCH_HISTORY", str(history))
@@ -185,7 +185,7 @@ def test_a_python_run_experiment_writes_the_same_reports_and_history_entry_as_th
     cfg = write_config(tmp_path, systems)
     result = runner.invoke(app, ["run", str(cfg), "--quiet", "--output", str(tmp_path / "cli")])
     assert result.exit_code == 0, result.output
-    outcome = run_experiment(load_config(cfg, tmp_path / "py"), log=lambda _: None)
+    outcome = retbench.run_experiment(cfg, log=lambda _: None)  # the config's own output: tmp_path / "out"
     assert outcome.reports == ["report.md", "report.html"]
 
     def shown(folder: Path) -> tuple[list[str], str, str]:
@@ -195,9 +195,9 @@ def test_a_python_run_experiment_writes_the_same_reports_and_history_entry_as_th
         drill = html.split('id="retbench-drill">', 1)[1].split("</script>", 1)[0]  # per-query documents, values
         return [line for line in md.splitlines() if line.startswith("#")], summary, drill
 
-    assert shown(tmp_path / "py") == shown(tmp_path / "cli")
-    assert "## A/B comparison" in (tmp_path / "py" / "report.md").read_text()
-    assert sorted(Path(e.results_dir).name for e in entries(history)) == ["cli", "py"]
+    assert shown(tmp_path / "out") == shown(tmp_path / "cli")
+    assert "## A/B comparison" in (tmp_path / "out" / "report.md").read_text()
+    assert sorted(Path(e.results_dir).name for e in entries(history)) == ["cli", "out"]
 
 
 def test_the_metric_at_k_curves_come_from_the_cells_own_evaluation_with_the_reports_values(tmp_path: Path) -> None:
