@@ -129,3 +129,13 @@ def test_runs_shorter_than_depth_are_counted_in_coverage_and_shown(tmp_path: Pat
     md = (out / "report.md").read_text()
     assert "returned < depth" in md and "| 12 (depth 20) |" in md
     assert "returned &lt; depth" in (out / "report.html").read_text()
+
+
+def test_report_refuses_a_failed_system_as_baseline_naming_the_scored_ones(tmp_path: Path) -> None:
+    other = {**BM25, "name": "bm25-b"}
+    runner.invoke(app, ["run", str(write_config(tmp_path, [store_at_closed_port(), BM25, other])), "--quiet"])
+    result = runner.invoke(app, ["report", str(tmp_path / "out"), "--baseline", "store"])
+    assert result.exit_code == 2, result.output
+    assert "system 'store' failed as a whole" in result.output and "bm25, bm25-b" in result.output
+    fine = runner.invoke(app, ["report", str(tmp_path / "out"), "--baseline", "bm25-b"])
+    assert fine.exit_code == 0, fine.output

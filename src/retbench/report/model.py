@@ -225,6 +225,12 @@ def build_report(
 
     board = build_leaderboard(mj, primary)
     pairs = comparison_pairs(names, baseline, board is not None)
+    if baseline in failed:
+        raise InputError(
+            f"system {baseline!r} failed as a whole ({failed[baseline]}); compare against one of: {', '.join(names)}",
+            path=path,
+            field="baseline",
+        )
     if baseline is not None and not pairs and len(names) > 1:
         raise InputError(
             f"no system {baseline!r} in these results (have: {', '.join(names)})", path=path, field="baseline"
