@@ -7,7 +7,7 @@ counting mode. Relevance is human or LLM qrels (doc id -> grade per query) or a 
 metric works with either, and the counting rules below are the same for both. With a judgement,
 recall, recall_any, recall_all and f1 count gold items rather than relevant chunks (see
 `metrics/judges/common.py`) and "no relevant document" means "no gold item".
-`EvalSettings` holds how runs are counted and summarized; the config loader only parses it.
+`EvalSettings` (metrics/settings.py) holds how runs are counted and summarized; the config loader parses it.
 
 Counting rules (README "Metric conventions"; each is a test):
 - the denominator is every judged query (qrels order); a judged query the system did not answer
@@ -27,7 +27,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,52 +39,21 @@ from retbench.errors import ConfigError, InputError
 from retbench.io.files import (
     json_safe,  # re-exported: callers import it from here
 )
+from retbench.metrics.coverage import coverage  # re-exported: the cell runner and the report read it here
 from retbench.metrics.judges import Judgement, judge_qrels, run_rows
 from retbench.metrics.registry import MetricContext, MetricSpec, parse_metric, parse_metrics
+from retbench.metrics.settings import MODES, NO_RELEVANT, EvalSettings, checked_level, with_overrides
 from retbench.stats import bootstrap_means, column_means
 
-MODES = ("trec_eval", "pytrec_eval")
-NO_RELEVANT = ("skip", "zero", "one")
 STATUSES = ("ok", "empty", "error", "timeout", "invalid", "missing")
 MODE_LABELS = {
     "trec_eval": "trec_eval (all judged queries; unanswered count as 0)",
     "pytrec_eval": "pytrec_eval (answered queries only)",
 }
 
-__all__ = ["MODES", "NO_RELEVANT", "EvalSettings", "Evaluation", "evaluate"]
+__all__ = ["MODES", "NO_RELEVANT", "EvalSettings", "Evaluation", "coverage", "evaluate"]
 
 Relevance = Qrels | Mapping[str, Mapping[str, int]] | Judgement
-
-
-@dataclass(frozen=True)
-class EvalSettings:
-    """How runs are judged and summarized; the defaults here are the only defaults.
-
-    relevance_level: the lowest grade that counts as relevant for binary measures (trec_eval `-l`);
-    no_relevant: what to do with a query that has no relevant document (skip it, score it 0 or 1);
-    mode: trec_eval (retbench's engine) or pytrec_eval (the reference implementation);
-    default_k: the cutoff of metrics named without one; bootstrap: resamples of the mean's CI;
-    seed: of that bootstrap; ignore_identical_ids: drop a retrieved document whose id equals the
-    query's (trec_eval and BEIR do this for corpora that contain their queries).
-    """
-
-    relevance_level: int = 1
-    no_relevant: str = "skip"
-    mode: str = "trec_eval"
-    default_k: int = 5
-    bootstrap: int = 1000
-    seed: int = 0
-    ignore_identical_ids: bool = False
-
-    def aggregate_kwargs(self) -> dict[str, int]:
-        """The keyword arguments of `Evaluation.aggregate` these settings fix."""
-        return {"seed": self.seed, "n_boot": self.bootstrap}
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-SETTING_NAMES = frozenset(f.name for f in fields(EvalSettings))
 
 
 @dataclass
@@ -385,51 +354,6 @@ class Evaluation:
         )
 
 
-def coverage(ev: Evaluation, run: Run, depth: int | None = None) -> dict[str, Any]:
-    """What happened to the judged queries: computed once by the cell runner and stored in metrics.json.
-
-    judged = counted + excluded (pytrec_eval mode leaves unanswered queries out of the table and
-    lists them in `excluded`); answered = judged - failed - missing; scored (also `counted`) is the
-    denominator of every mean; skipped_no_relevant are judged queries without a relevant document.
-    With the `depth` the run was asked for, `short` counts the answered, counted queries that returned
-    fewer documents than that (a chunked retriever collapsing chunks to fewer documents, a store that
-    returns fewer): their metrics at cutoffs past what they returned score the missing ranks as not
-    relevant, so a reader should know how many there were.
-    """
-    judged = list(ev.query_ids) + list(ev.excluded or [])
-    failed = sum(1 for q in judged if q in run and run.status[q].failed)
-    missing = sum(1 for q in judged if q not in run)
-    out: dict[str, Any] = {
-        "answered": len(judged) - failed - missing,
-        "judged": len(judged),
-        "failed": failed,
-        "missing": missing,
-        "scored": len(ev.query_ids),
-        "counted": len(ev.query_ids),
-        "skipped_no_relevant": len(ev.skipped or []),
-        "mode": ev.mode,
-    }
-    if depth is not None:
-        counted = [q for q in ev.query_ids if q in run and not run.status[q].failed]
-        lengths = np.diff(run.offsets)[run.rows(counted)] if counted else np.zeros(0, np.int64)
-        out["depth"] = int(depth)
-        out["short"] = int(np.count_nonzero(lengths < depth))
-    return out
-
-
-def _checked_settings(mode: str, no_relevant: str, relevance_level: int) -> int:
-    """Refuse an unknown mode or no-relevant policy; the relevance level as an integer >= 1."""
-    if mode not in MODES:
-        raise ConfigError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}", field="mode")
-    if no_relevant not in NO_RELEVANT:
-        raise ConfigError(
-            f"unknown no_relevant policy {no_relevant!r}; expected one of {', '.join(NO_RELEVANT)}", field="no_relevant"
-        )
-    if isinstance(relevance_level, bool) or int(relevance_level) != relevance_level or relevance_level < 1:
-        raise ConfigError(f"relevance level must be an integer >= 1, got {relevance_level!r}", field="relevance_level")
-    return int(relevance_level)
-
-
 def _metric_specs(metrics: Sequence[str | MetricSpec], default_k: int) -> list[MetricSpec]:
     """The metrics asked for, parsed (specs first, then names), each name once."""
     specs = [m for m in metrics if isinstance(m, MetricSpec)]
@@ -439,15 +363,6 @@ def _metric_specs(metrics: Sequence[str | MetricSpec], default_k: int) -> list[M
     if len({s.name for s in specs}) != len(specs):
         specs = list({s.name: s for s in specs}.values())
     return specs
-
-
-def _settings_of(settings: EvalSettings | None, overrides: Mapping[str, Any]) -> EvalSettings:
-    """The settings to evaluate with: `settings` (default: the defaults) with keyword overrides applied."""
-    unknown = sorted(set(overrides) - SETTING_NAMES)
-    if unknown:
-        raise TypeError(f"evaluate() got unexpected keyword argument(s): {', '.join(unknown)}")
-    base = settings if settings is not None else EvalSettings()
-    return replace(base, **overrides) if overrides else base
 
 
 def evaluate(
@@ -474,8 +389,8 @@ def evaluate(
     `answerable: false` are counted even with no relevant document; retrieval metrics do not apply
     to them (NaN), answer metrics (abstention, hallucination) do.
     """
-    st = _settings_of(settings, overrides)
-    relevance_level = _checked_settings(st.mode, st.no_relevant, st.relevance_level)
+    st = with_overrides(settings, overrides)
+    relevance_level = checked_level(st)
     mode, no_relevant, default_k = st.mode, st.no_relevant, st.default_k
     if st.ignore_identical_ids:
         run = run.without_identical_ids()

@@ -16,7 +16,15 @@ from retbench.compare import PairComparison
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt, plots
 from retbench.report.html_drill import drill_section
-from retbench.report.model import SHORT_NOTE, ReportData, SystemSummary, agreement_rows, rerank_rows, short_runs
+from retbench.report.model import SHORT_NOTE, ReportData, SystemSummary, short_runs
+from retbench.report.stages import (
+    AGREEMENT_HEADER,
+    AGREEMENT_NOTE,
+    RERANK_HEADER,
+    RERANK_NOTE,
+    agreement_rows,
+    rerank_rows,
+)
 
 CSS = """
 :root { --ink:#1f2328; --muted:#59626d; --line:#d8dee4; --soft:#f6f8fa; --accent:#0072B2; --bad:#D55E00; --good:#009E73; }
@@ -305,15 +313,11 @@ def _resources(data: ReportData) -> str:
 
 
 def _agreement(data: ReportData) -> str:
-    from retbench.report.model import AGREEMENT_HEADER, AGREEMENT_NOTE
-
     rows = agreement_rows(data)
     return _table(list(AGREEMENT_HEADER), _rows(rows), {2, 3, 4, 5}) + f'<p class="muted">{escape(AGREEMENT_NOTE)}</p>'
 
 
 def _rerank(data: ReportData) -> str:
-    from retbench.report.model import RERANK_HEADER, RERANK_NOTE
-
     rows = rerank_rows(data)
     return _table(list(RERANK_HEADER), _rows(rows), {1, 4, 5, 6, 7}) + f'<p class="muted">{escape(RERANK_NOTE)}</p>'
 

@@ -198,17 +198,14 @@ def report_markdown(data: Any) -> str:
     if data.comparison is not None:
         lines.append(comparison_markdown(data.comparison, top_metric=data.primary, level=2))
     lines += _latency_sections(data)
-    from retbench.report.model import (
+    from retbench.report.model import RESOURCE_HEADER, SHORT_NOTE, resource_rows, short_runs
+    from retbench.report.stages import (
         AGREEMENT_HEADER,
         AGREEMENT_NOTE,
         RERANK_HEADER,
         RERANK_NOTE,
-        RESOURCE_HEADER,
-        SHORT_NOTE,
         agreement_rows,
         rerank_rows,
-        resource_rows,
-        short_runs,
     )
 
     reranks = rerank_rows(data)

@@ -20,12 +20,11 @@ Each cell runs the stages of `studies/cell.py`: the rerank stage (`studies/reran
 scoring stage (`BenchmarkScorer`: the judging stage of `studies/judging.py` when judged metrics are
 asked, then one `evaluate`). The finish step, the same for `retbench run` and a Python caller of
 `run_experiment`, writes metrics.json, manifest.json, report.md and report.html from what the cells
-hold in memory, and registers the run in the history.
+hold in memory, and registers the run in the history (`studies/finish.py`).
 """
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,18 +46,13 @@ from retbench.config import (
 from retbench.data import Queries, Run
 from retbench.data.answers import SystemAnswer
 from retbench.data.samples import groups_from_samples
-from retbench.errors import ConfigError, InputError, RetbenchError
+from retbench.errors import ConfigError, InputError
 from retbench.evaluation import EvalSettings, Evaluation, evaluate
 from retbench.llm.generate import GenerateSpec, GeneratingRetriever, Generator
 from retbench.metrics.agreement import reference_agreement
 from retbench.metrics.registry import DEFAULT_METRICS, parse_metric
 from retbench.report.drilldown import curve_means, curve_metrics
-from retbench.report.html import render_html
-from retbench.report.markdown import report_markdown
-from retbench.report.model import InMemory, build_report
 from retbench.results import SystemDir, load_run, write_json
-from retbench.results.files import write_text
-from retbench.results.history import default_path, register
 from retbench.results.layout import OutputLock, cell_keys
 from retbench.retrievers.base import Retriever, create
 from retbench.retrievers.filters import query_filters, require_filters
@@ -85,6 +79,7 @@ from retbench.studies.dataset import (
     require_relevant,
 )
 from retbench.studies.executors import ExecutorSettings, make_executor, parse_executor
+from retbench.studies.finish import register_history, write_reports
 from retbench.studies.judging import JudgeServer, JudgeStage, JudgingSpec, judged_metrics, judged_summary, needs_judge
 from retbench.studies.manifest import config_record, machine, package_versions
 from retbench.studies.rerank import RerankStage
@@ -493,40 +488,3 @@ def _filtered_system(make: Callable[[], Retriever], queries: Queries) -> Retriev
         retriever.close()
         raise
     return retriever
-
-
-# -- the finish step: the report and the history, the same for the CLI and a Python caller ---------------
-def write_reports(
-    out: Path, outcome: StudyOutcome, prepared: Sequence[PreparedData], log: Callable[[str], None]
-) -> list[str]:
-    """report.md and report.html beside the results, from what the run holds in memory.
-
-    A report that cannot be built costs a note, never the results (metrics.json is already written).
-    """
-    given = InMemory(
-        evaluations={o.name: o.result.evaluation for o in outcome.systems if o.result is not None},
-        runs={o.name: o.result.run for o in outcome.systems if o.result is not None},
-        curves={o.name: o.result.curves for o in outcome.systems if o.result is not None and o.result.curves},
-    )
-    if len(prepared) == 1:  # the drill-down shows one dataset's documents
-        given.qrels, given.corpus = prepared[0].qrels, prepared[0].dataset.corpus
-        given.queries = {q: prepared[0].queries[q] for q in prepared[0].queries}
-    try:
-        data = build_report(out, given=given)
-    except (RetbenchError, OSError) as exc:
-        log(f"note: no report written ({exc}); see metrics.json")
-        return []
-    write_text(out / "report.md", report_markdown(data))
-    write_text(out / "report.html", render_html(data))
-    return ["report.md", "report.html"]
-
-
-def register_history(out: Path, configured: str | None, tag: str | None, log: Callable[[str], None]) -> None:
-    """Add the results to the history; a history that cannot be written costs a note, never the results."""
-    where = default_path(configured)
-    try:
-        run_id = register(out, path=where, tag=tag)
-    except (sqlite3.Error, OSError) as exc:
-        log(f"note: not added to the history {where}: {exc}")
-        return
-    log(f"history: run {run_id} in {where}")
