@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from retbench.errors import ConfigError
-from retbench.evaluation import MODES, NO_RELEVANT, EvalSettings
 from retbench.io.files import read_yaml, require_file
+from retbench.metrics.settings import MODES, NO_RELEVANT, EvalSettings
 from retbench.retrievers.base import resolve_factory
 from retbench.retrievers.encoders.encoder import Encoder
 
