@@ -139,3 +139,12 @@ def test_report_refuses_a_failed_system_as_baseline_naming_the_scored_ones(tmp_p
     assert "system 'store' failed as a whole" in result.output and "bm25, bm25-b" in result.output
     fine = runner.invoke(app, ["report", str(tmp_path / "out"), "--baseline", "bm25-b"])
     assert fine.exit_code == 0, fine.output
+
+
+def test_a_system_that_fails_while_searching_is_recorded_and_the_next_one_runs(tmp_path: Path) -> None:
+    lost = {"name": "lost", "adapter": "toy_retrievers:LosesItsNode"}
+    result = runner.invoke(app, ["run", str(write_config(tmp_path, [lost, BM25])), "--quiet"])
+    assert result.exit_code == 3, result.output
+    assert "lost: backend failed while searching: ConnectionResetError" in result.output
+    rows = summary_rows((tmp_path / "out" / "report.md").read_text())
+    assert "failed: ConnectionResetError" in rows["lost"] and "scored 12 of 12" in rows["bm25"]

@@ -11,7 +11,7 @@ import signal
 import time
 from collections.abc import Sequence
 
-from retbench.data import Corpus
+from retbench.data import Corpus, Queries, Run
 from retbench.retrievers.base import Ranking, Retriever
 from retbench.retrievers.bm25 import BM25SRetriever
 
@@ -115,6 +115,15 @@ class ReturnsFewer(WordOverlap):
 
     def search_one(self, text: str, k: int) -> Ranking:
         return super().search_one(text, k)[: self.returns]
+
+
+class LosesItsNode(WordOverlap):
+    """Indexes, then loses the node that serves it: every search call fails as a whole, no query answered."""
+
+    adapter = "toy_retrievers:LosesItsNode"
+
+    def search(self, queries: Queries, k: int, *, batch_size: int = 0) -> Run:
+        raise ConnectionResetError(104, "Connection reset by peer: the search node left the cluster")
 
 
 def unreachable_store(**kwargs) -> Retriever:
