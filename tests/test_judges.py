@@ -221,3 +221,20 @@ def test_query_absent_from_run_scores_zero(spans_case):
     j = judge_spans(run, chunks, {**gold, "q3": [Span("d", 0, 1)]})
     assert j.gains.lengths.tolist() == [4, 2, 0]
     assert j.recall(10)[2] == 0.0 and j.mrr()[2] == 0.0
+
+
+def test_span_relevance_follows_the_same_counting_settings_as_qrels(spans_case):
+    from retbench.errors import ConfigError
+    from retbench.evaluation import EvalSettings
+
+    chunks, gold, run = spans_case
+    judgement = judge_spans(run, chunks, {**gold, "q3": [Span("d", 0, 3)], "q4": []})
+    answered_only = evaluate(run, judgement, ["recall@4"], EvalSettings(mode="pytrec_eval"))
+    assert answered_only.query_ids == ["q1", "q2"] and answered_only.excluded == ["q3", "q4"]  # unanswered
+    zero = evaluate(run, judgement, ["recall@4", "mrr"], no_relevant="zero")
+    assert zero.query_ids == ["q1", "q2", "q3", "q4"] and zero.skipped == []
+    np.testing.assert_allclose(zero.values[3], [0.0, 0.0])  # no gold item: nothing to find, scored 0
+    one = evaluate(run, judgement, ["recall@4"], no_relevant="one")
+    assert one.column("recall@4")[3] == 1.0
+    with pytest.raises(ConfigError, match="relevance level must be 1"):
+        evaluate(run, judgement, ["recall@4"], relevance_level=2)

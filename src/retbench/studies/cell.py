@@ -46,7 +46,7 @@ from retbench.results.files import save_answers, save_table
 from retbench.results.journal import Journal, journaled_answers
 from retbench.results.usage import llm_usage, stage_latency
 from retbench.retrievers.base import Retriever
-from retbench.studies.executors import InProcess, OnBatch, devices_of
+from retbench.studies.executors import Answer, InProcess, OnBatch, devices_of
 from retbench.studies.resources import rate, size_on_disk, stage
 
 Progress = Callable[[str, int, int], None]
@@ -428,7 +428,7 @@ def search_journaled(
         said = getattr(retriever, "answers", None)  # a RAG system's answer side, filled by its search
         said = said if isinstance(said, Mapping) else {}
 
-        def on_batch(part: list) -> None:
+        def on_batch(part: list[Answer]) -> None:
             for q, ranking, status, latency, error in part:
                 if q not in journal:  # a batch retried after a worker died is journaled once
                     answer = {"answer": said[q].to_dict()} if q in said else {}
