@@ -7,8 +7,8 @@ names (the nearest enclosing field when the exact one has no line of its own, e.
 
 The blocks (`DatasetSpec`, `SystemSpec`, `EncoderSettings`) check their own fields and hold their
 defaults in exactly one place, so every study reads a dataset or a system the same way; the
-`evaluation:` block is parsed here (`parse_eval_settings`) into `retbench.evaluation.EvalSettings`,
-which lives with `evaluate` (the layer below) and holds the evaluation defaults.
+`evaluation:` block is parsed here (`parse_eval_settings`) into `EvalSettings`, which lives below
+(`retbench.metrics.settings`, re-exported by `retbench.evaluation`) and holds the evaluation defaults.
 """
 
 from __future__ import annotations
