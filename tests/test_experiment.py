@@ -171,3 +171,46 @@ def test_pytrec_eval_mode_coverage_counts(tmp_path: Path) -> None:
     # the failed query is left out of the mean (labelled mode) but still counted as judged and failed
     assert (cov["judged"], cov["failed"], cov["answered"], cov["scored"], cov["mode"]) == (12, 1, 11, 11, "pytrec_eval")
     assert "pytrec_eval mode" in result.output
+
+
+def test_a_python_run_experiment_writes_the_same_reports_and_history_entry_as_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import retbench
+    from retbench.results.history import entries
+
+    history = tmp_path / "history.sqlite"
+    monkeypatch.setenv("RETBENCH_HISTORY", str(history))
+    systems = [BM25, {"name": "overlap", "adapter": "toy_retrievers:word_overlap"}]
+    cfg = write_config(tmp_path, systems)
+    result = runner.invoke(app, ["run", str(cfg), "--quiet", "--output", str(tmp_path / "cli")])
+    assert result.exit_code == 0, result.output
+    outcome = retbench.run_experiment(cfg, log=lambda _: None)  # the config's own output: tmp_path / "out"
+    assert outcome.reports == ["report.md", "report.html"]
+
+    def shown(folder: Path) -> tuple[list[str], str, str]:
+        md = (folder / "report.md").read_text()
+        html = (folder / "report.html").read_text()
+        summary = md.split("## Summary", 1)[1].split("## Latency", 1)[0]  # means, CIs, coverage, comparison
+        drill = html.split('id="retbench-drill">', 1)[1].split("</script>", 1)[0]  # per-query documents, values
+        return [line for line in md.splitlines() if line.startswith("#")], summary, drill
+
+    assert shown(tmp_path / "out") == shown(tmp_path / "cli")
+    assert "## A/B comparison" in (tmp_path / "out" / "report.md").read_text()
+    assert sorted(Path(e.results_dir).name for e in entries(history)) == ["cli", "out"]
+
+
+def test_the_metric_at_k_curves_come_from_the_cells_own_evaluation_with_the_reports_values(tmp_path: Path) -> None:
+    from retbench.report import drilldown
+    from retbench.studies.benchmark import DatasetSpec, load_config, prepare_dataset, run_experiment
+
+    cfg = write_config(tmp_path, [BM25, {"name": "overlap", "adapter": "toy_retrievers:word_overlap"}])
+    outcome = run_experiment(load_config(cfg), log=lambda _: None, history=False)
+    in_memory = {o.name: o.result.curves for o in outcome.systems if o.result is not None}
+    assert set(in_memory) == {"bm25", "overlap"} and all(len(c["ndcg"]) == 20 for c in in_memory.values())
+    res = load_results(tmp_path / "out")
+    assert res.evaluation("bm25").metrics == ["ndcg@10", "recall@5", "mrr", "map"]  # the table keeps the config's
+    qrels = prepare_dataset(DatasetSpec("scifact", "test", 12, 200))[0].split("test")
+    from_disk = drilldown.k_curves({s: res.evaluation(s) for s in in_memory}, {s: res.run(s) for s in in_memory}, qrels)
+    assert from_disk == {f: {s: in_memory[s][f] for s in in_memory} for f in drilldown.CURVE_FAMILIES}
+    assert from_disk["ndcg"]["bm25"][9] == pytest.approx(res.evaluation("bm25").mean("ndcg@10"), rel=1e-12)

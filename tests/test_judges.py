@@ -7,11 +7,11 @@ import pytest
 
 from retbench.chunkers import Chunk, ChunkSet, Span
 from retbench.data import Run
+from retbench.evaluation import evaluate
 from retbench.metrics import ranking
 from retbench.metrics.judges import (
     Anchor,
     budget_cutoffs,
-    evaluate_judgement,
     judge_anchors,
     judge_cosine,
     judge_documents,
@@ -67,7 +67,7 @@ def test_span_judge_gains_recall_over_excerpts_and_mrr(spans_case):
 def test_every_registry_metric_over_span_relevance(spans_case):
     chunks, gold, run = spans_case
     j = judge_spans(run, chunks, gold)
-    ev = evaluate_judgement(j, run, ["recall@4", "mrr", "P@2", "hit@1", "recall_all@4", "ndcg@4"], system="s")
+    ev = evaluate(run, j, ["recall@4", "mrr", "P@2", "hit@1", "recall_all@4", "ndcg@4"], system="s")
     assert ev.query_ids == ["q1", "q2"] and ev.status == ["ok", "ok"]
     np.testing.assert_allclose(ev.column("recall@4"), [1.0, 0.5])  # excerpts, not chunks
     np.testing.assert_allclose(ev.column("mrr"), [0.5, 1.0])
@@ -79,7 +79,7 @@ def test_every_registry_metric_over_span_relevance(spans_case):
     np.testing.assert_allclose(ev.column("ndcg@4"), [dcg / (1 + 1 / np.log2(3) + 1 / np.log2(4)), 1.0])
     # a query the system never answered counts as 0; a query without gold is skipped
     more = {**gold, "q3": [Span("d", 0, 3)], "q4": []}
-    ev2 = evaluate_judgement(judge_spans(run, chunks, more), run, ["recall@4"])
+    ev2 = evaluate(run, judge_spans(run, chunks, more), ["recall@4"])
     assert ev2.query_ids == ["q1", "q2", "q3"] and ev2.status[2] == "missing" and ev2.column("recall@4")[2] == 0.0
     assert ev2.skipped == ["q4"]
 
@@ -221,3 +221,20 @@ def test_query_absent_from_run_scores_zero(spans_case):
     j = judge_spans(run, chunks, {**gold, "q3": [Span("d", 0, 1)]})
     assert j.gains.lengths.tolist() == [4, 2, 0]
     assert j.recall(10)[2] == 0.0 and j.mrr()[2] == 0.0
+
+
+def test_span_relevance_follows_the_same_counting_settings_as_qrels(spans_case):
+    from retbench.errors import ConfigError
+    from retbench.evaluation import EvalSettings
+
+    chunks, gold, run = spans_case
+    judgement = judge_spans(run, chunks, {**gold, "q3": [Span("d", 0, 3)], "q4": []})
+    answered_only = evaluate(run, judgement, ["recall@4"], EvalSettings(mode="pytrec_eval"))
+    assert answered_only.query_ids == ["q1", "q2"] and answered_only.excluded == ["q3", "q4"]  # unanswered
+    zero = evaluate(run, judgement, ["recall@4", "mrr"], no_relevant="zero")
+    assert zero.query_ids == ["q1", "q2", "q3", "q4"] and zero.skipped == []
+    np.testing.assert_allclose(zero.values[3], [0.0, 0.0])  # no gold item: nothing to find, scored 0
+    one = evaluate(run, judgement, ["recall@4"], no_relevant="one")
+    assert one.column("recall@4").tolist()[2:] == [0.0, 0.0]  # unanswered: 0 even without gold (missing is not good)
+    with pytest.raises(ConfigError, match="relevance level must be 1"):
+        evaluate(run, judgement, ["recall@4"], relevance_level=2)

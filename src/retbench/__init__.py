@@ -36,6 +36,7 @@ _EXPORTS = {
     "Sample": "retbench.data",
     "load_dataset": "retbench.io.datasets",
     "load_results": "retbench.results",
+    "run_experiment": "retbench.studies.benchmark",  # a config (or its path) -> results, reports, history entry
     "read_run": "retbench.io.trec",
     "read_qrels": "retbench.io.trec",
     "write_run": "retbench.io.trec",

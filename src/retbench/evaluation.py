@@ -1,7 +1,13 @@
 """Evaluation: judge a Run against relevance, compute the per-query table, aggregate it.
 
-`evaluate(run, qrels, metrics)` is the one entry point; it returns an `Evaluation`: a query x metric
-float64 table plus the status of every query, what was skipped and why, and the counting mode.
+`evaluate(run, relevance, metrics, settings)` is the one entry point; it returns an `Evaluation`: a
+query x metric float64 table plus the status of every query, what was skipped and why, and the
+counting mode. Relevance is human or LLM qrels (doc id -> grade per query) or a passage judge's
+`Judgement` (spans, anchors, text, cosine: a gain matrix plus the gold items each query has); every
+metric works with either, and the counting rules below are the same for both. With a judgement,
+recall, recall_any, recall_all and f1 count gold items rather than relevant chunks (see
+`metrics/judges/common.py`) and "no relevant document" means "no gold item".
+`EvalSettings` (metrics/settings.py) holds how runs are counted and summarized; the config loader parses it.
 
 Counting rules (README "Metric conventions"; each is a test):
 - the denominator is every judged query (qrels order); a judged query the system did not answer
@@ -21,7 +27,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,23 +35,25 @@ import numpy as np
 
 from retbench.data import Qrels, Run, Sample
 from retbench.data.samples import sample_k, sample_map
-from retbench.data.status import MISSING, STATUSES, UNANSWERED
+from retbench.data.status import STATUSES, UNANSWERED
 from retbench.errors import ConfigError, InputError
 from retbench.io.files import (
     json_safe,  # re-exported: callers import it from here
 )
-from retbench.metrics.judges import judge_qrels, run_rows
+from retbench.metrics.coverage import coverage  # re-exported: the cell runner and the report read it here
+from retbench.metrics.judges import Judgement, judge_qrels, run_rows
 from retbench.metrics.registry import MetricContext, MetricSpec, parse_metric, parse_metrics
+from retbench.metrics.settings import MODES, NO_RELEVANT, EvalSettings, checked_level, with_overrides
 from retbench.stats import bootstrap_means, column_means
 
-MODES = ("trec_eval", "pytrec_eval")
-NO_RELEVANT = ("skip", "zero", "one")
 MODE_LABELS = {
     "trec_eval": "trec_eval (all judged queries; unanswered count as 0)",
     "pytrec_eval": "pytrec_eval (answered queries only)",
 }
 
-__all__ = ["MODES", "NO_RELEVANT", "Evaluation", "evaluate"]
+__all__ = ["MODES", "NO_RELEVANT", "EvalSettings", "Evaluation", "coverage", "evaluate"]
+
+Relevance = Qrels | Mapping[str, Mapping[str, int]] | Judgement
 
 
 @dataclass
@@ -110,6 +118,16 @@ class Evaluation:
         {'mrr': 0.5}
         """
         return {m: self.mean(m) for m in self.metrics}
+
+    def settings(self) -> EvalSettings:
+        """The settings this table was counted with (to score another run of the same queries the same way)."""
+        return EvalSettings(
+            relevance_level=self.relevance_level,
+            no_relevant=self.no_relevant,
+            mode=self.mode,
+            default_k=self.default_k,
+            ignore_identical_ids=self.ignore_identical_ids,
+        )
 
     @property
     def label(self) -> str:
@@ -194,6 +212,16 @@ class Evaluation:
             self.default_k,
             list(self.trec_names),
             self.ignore_identical_ids,
+        )
+
+    def select(self, metrics: Sequence[str]) -> Evaluation:
+        """The same evaluation with only some metric columns (in the given order)."""
+        cols = [self._index(m) for m in metrics]
+        return replace(
+            self,
+            metrics=[self.metrics[j] for j in cols],
+            values=np.ascontiguousarray(self.values[:, cols]),  # row-major as `evaluate` builds it: same means
+            trec_names=[self.trec_names[j] for j in cols],
         )
 
     # -- serialization ---------------------------------------------------------------------------------
@@ -326,41 +354,6 @@ class Evaluation:
         )
 
 
-def coverage(ev: Evaluation, run: Run) -> dict[str, Any]:
-    """What happened to the judged queries: computed once by the cell runner and stored in metrics.json.
-
-    judged = counted + excluded (pytrec_eval mode leaves unanswered queries out of the table and
-    lists them in `excluded`); answered = judged - failed - missing; scored (also `counted`) is the
-    denominator of every mean; skipped_no_relevant are judged queries without a relevant document.
-    """
-    judged = list(ev.query_ids) + list(ev.excluded or [])
-    failed = sum(1 for q in judged if q in run and run.status[q].failed)
-    missing = sum(1 for q in judged if q not in run)
-    return {
-        "answered": len(judged) - failed - missing,
-        "judged": len(judged),
-        "failed": failed,
-        MISSING: missing,
-        "scored": len(ev.query_ids),
-        "counted": len(ev.query_ids),
-        "skipped_no_relevant": len(ev.skipped or []),
-        "mode": ev.mode,
-    }
-
-
-def _checked_settings(mode: str, no_relevant: str, relevance_level: int) -> int:
-    """Refuse an unknown mode or no-relevant policy; the relevance level as an integer >= 1."""
-    if mode not in MODES:
-        raise ConfigError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}", field="mode")
-    if no_relevant not in NO_RELEVANT:
-        raise ConfigError(
-            f"unknown no_relevant policy {no_relevant!r}; expected one of {', '.join(NO_RELEVANT)}", field="no_relevant"
-        )
-    if isinstance(relevance_level, bool) or int(relevance_level) != relevance_level or relevance_level < 1:
-        raise ConfigError(f"relevance level must be an integer >= 1, got {relevance_level!r}", field="relevance_level")
-    return int(relevance_level)
-
-
 def _metric_specs(metrics: Sequence[str | MetricSpec], default_k: int) -> list[MetricSpec]:
     """The metrics asked for, parsed (specs first, then names), each name once."""
     specs = [m for m in metrics if isinstance(m, MetricSpec)]
@@ -374,42 +367,56 @@ def _metric_specs(metrics: Sequence[str | MetricSpec], default_k: int) -> list[M
 
 def evaluate(
     run: Run,
-    qrels: Qrels | Mapping[str, Mapping[str, int]],
+    relevance: Relevance,
     metrics: Sequence[str | MetricSpec],
+    settings: EvalSettings | None = None,
     *,
-    relevance_level: int = 1,
-    no_relevant: str = "skip",
-    mode: str = "trec_eval",
-    default_k: int = 5,
     samples: Mapping[str, Sample] | Sequence[Sample] | None = None,
     texts: Any = None,
     system: str | None = None,
-    ignore_identical_ids: bool = False,
     answers: Mapping[str, Any] | None = None,
     judged: Mapping[str, Any] | None = None,
+    **overrides: Any,
 ) -> Evaluation:
-    """Judge `run` against `qrels` and compute `metrics` for every counted query (see the module docstring).
+    """Judge `run` against `relevance` (qrels or a `Judgement`) and compute `metrics` for every counted query.
 
-    `samples` (golden sets) give per-sample cutoffs, answers (containment) and support groups;
-    `texts` (doc id -> text, or a Corpus) feed answer containment. `ignore_identical_ids` drops a
-    retrieved doc whose id equals the query id before judging (as BEIR and MTEB do). `answers`
-    (query id -> `SystemAnswer`) feed the answer metrics, `judged` (query id -> stored judge verdicts)
-    the judged ones. Samples marked `answerable: false` are
-    counted even with no relevant document; retrieval metrics do not apply to them (NaN), answer
-    metrics (abstention, hallucination) do.
+    `settings` fix the counting (see the module docstring); a setting may also be given by name
+    (`relevance_level=2`), which overrides the one in `settings`. `samples` (golden sets) give
+    per-sample cutoffs, answers (containment) and support groups; `texts` (doc id -> text, or a
+    Corpus) feed answer containment. `ignore_identical_ids` drops a retrieved doc whose id equals
+    the query id before judging (as BEIR and MTEB do). `answers` (query id -> `SystemAnswer`) feed
+    the answer metrics, `judged` (query id -> stored judge verdicts) the judged ones. Samples marked
+    `answerable: false` are counted even with no relevant document; retrieval metrics do not apply
+    to them (NaN), answer metrics (abstention, hallucination) do.
     """
-    if ignore_identical_ids:
+    st = with_overrides(settings, overrides)
+    relevance_level = checked_level(st)
+    mode, no_relevant, default_k = st.mode, st.no_relevant, st.default_k
+    if st.ignore_identical_ids:
         run = run.without_identical_ids()
-    relevance_level = _checked_settings(mode, no_relevant, relevance_level)
     specs = _metric_specs(metrics, default_k)
 
-    qids = list(qrels)
+    items: Judgement | None = None
+    qrels: Qrels | Mapping[str, Mapping[str, int]] | None = None
+    if isinstance(relevance, Judgement):
+        if relevance_level != 1:
+            raise ConfigError(
+                f"a passage judge's gains are binary (1 = matches a gold item); relevance level must be 1, "
+                f"got {relevance_level}",
+                field="relevance_level",
+            )
+        items, qids = relevance, list(relevance.query_ids)
+        rows_in_run = run_rows(run, qids)
+        gm = relevance.gains
+        no_rel = relevance.n_items == 0
+    else:
+        qrels, qids = relevance, list(relevance)
+        rows_in_run = run_rows(run, qids)
+        gm = judge_qrels(run, relevance, qids, rows_in_run)
+        no_rel = gm.n_relevant(relevance_level) == 0
     n = len(qids)
-    rows_in_run = run_rows(run, qids)
-    gm = judge_qrels(run, qrels, qids, rows_in_run)
     status = run.status_values(qids, rows_in_run)
     failed = np.fromiter(map(UNANSWERED.__contains__, status), dtype=bool, count=n)
-    no_rel = gm.n_relevant(relevance_level) == 0
 
     keep = np.ones(n, dtype=bool)
     excluded: list[str] = []
@@ -423,15 +430,26 @@ def evaluate(
         skipped = [qids[i] for i in np.flatnonzero(keep & no_rel & ~unanswerable).tolist()]
         keep &= ~no_rel | unanswerable
     rows = np.flatnonzero(keep)
-    sub = gm if len(rows) == n else gm.take(rows)
     everyone = len(rows) == n
+    sub = gm if everyone else gm.take(rows)
     kept = qids if everyone else [qids[r] for r in rows.tolist()]
 
     row_samples = [smap.get(q) for q in kept] if smap else []
     ks = None
     if smap:
         ks = np.array([sample_k(s) or 0 for s in row_samples], dtype=np.int64)
-    ctx = MetricContext(sub, relevance_level, run, rows_in_run[rows], row_samples, texts, qrels, answers, judged)
+    ctx = MetricContext(
+        sub,
+        relevance_level,
+        run,
+        rows_in_run[rows],
+        row_samples,
+        texts,
+        qrels,
+        answers,
+        judged,
+        items=None if items is None else (items if everyone else items.take(rows)),
+    )
     values = np.empty((len(rows), len(specs)), dtype=np.float64)
     answer_side = np.array([bool(getattr(s.metric, "answer_side", False)) for s in specs], dtype=bool)
     for j, spec in enumerate(specs):
@@ -459,5 +477,5 @@ def evaluate(
         no_relevant=no_relevant,
         default_k=default_k,
         trec_names=[s.trec_name for s in specs],
-        ignore_identical_ids=bool(ignore_identical_ids),
+        ignore_identical_ids=bool(st.ignore_identical_ids),
     )

@@ -11,7 +11,7 @@ import signal
 import time
 from collections.abc import Sequence
 
-from retbench.data import Corpus
+from retbench.data import Corpus, Queries, Run
 from retbench.retrievers.base import Ranking, Retriever
 from retbench.retrievers.bm25 import BM25SRetriever
 
@@ -102,3 +102,35 @@ class DiesOnce(BM25SRetriever):
                 fh.write(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGKILL)
         return super().search_batch(texts, k)
+
+
+class ReturnsFewer(WordOverlap):
+    """A store that returns at most `returns` documents whatever k is asked (a capped store, collapsed chunks)."""
+
+    adapter = "toy_retrievers:ReturnsFewer"
+
+    def __init__(self, returns: int = 5, name: str | None = None) -> None:
+        super().__init__(name=name)
+        self.returns = returns
+
+    def search_one(self, text: str, k: int) -> Ranking:
+        return super().search_one(text, k)[: self.returns]
+
+
+class LosesItsNode(WordOverlap):
+    """Indexes, then loses the node that serves it: every search call fails as a whole, no query answered."""
+
+    adapter = "toy_retrievers:LosesItsNode"
+
+    def search(self, queries: Queries, k: int, *, batch_size: int = 0) -> Run:
+        raise ConnectionResetError(104, "Connection reset by peer: the search node left the cluster")
+
+
+def unreachable_store(**kwargs) -> Retriever:
+    """A factory whose client connects when it is built, to a store that is not there."""
+    raise ConnectionRefusedError(111, "Connection refused: the vector store at 127.0.0.1 is not listening")
+
+
+def not_a_retriever(**kwargs) -> object:
+    """A factory that returns the wrong type: a config error, not a backend failure."""
+    return {"retriever": "forgot to build it"}

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from retbench.cli.app import console, handles_errors, repair_journals, write
-from retbench.errors import RetbenchError
 from retbench.secrets import redact
 
 if TYPE_CHECKING:
@@ -36,30 +35,25 @@ def run_command(
     ] = False,
 ) -> None:
     """Run every system on every dataset of an experiment; resumable (finished work is kept)."""
-    from retbench.report.terminal import render_costs, render_summary
+    from retbench.report.leaderboard import build_leaderboard
+    from retbench.report.terminal import render_costs, render_leaderboard, render_summary
     from retbench.studies.benchmark import load_config, raise_if_backend_failed
 
     cfg = load_config(config, output)
     if repair:
         repair_journals(cfg.output)
     con = console()
-    outcome = _run_experiment(cfg, force, quiet, con)
+    outcome = _run_experiment(cfg, force, quiet, con, history=history, tag=tag)
     con.print(render_summary(outcome.metrics, cfg.metrics, title=f"{cfg.name}: {cfg.output}"))
     _print_judge_costs(outcome.metrics, con)
     costs = render_costs(outcome.metrics)
     if costs is not None:
         con.print(costs)
-    from retbench.report.leaderboard import build_leaderboard
-
     board = build_leaderboard(outcome.metrics, cfg.metrics[0])
     if board is not None:
-        from retbench.report.terminal import render_leaderboard
-
         con.print(render_leaderboard(board))
-    written = _write_reports(cfg.output)
+    written = "".join(f"{name}, " for name in outcome.reports)
     con.print(f"results: {cfg.output}  (metrics.json, manifest.json, {written}systems/<name>/run.trec)")
-    if history:
-        _register(cfg.output, cfg.raw.get("history"), tag, con)
     raise_if_backend_failed(outcome)
 
 
@@ -76,13 +70,19 @@ def _print_judge_costs(metrics: dict[str, Any], con: Any) -> None:
             con.print(f"  {m}: {judged_line(c['statuses'])}", soft_wrap=True, markup=False, highlight=False)
 
 
-def _run_experiment(cfg: ExperimentConfig, force: bool, quiet: bool, con: Any) -> StudyOutcome:
+def _run_experiment(
+    cfg: ExperimentConfig, force: bool, quiet: bool, con: Any, *, history: bool, tag: str | None
+) -> StudyOutcome:
     """Run the experiment, logging to the console and (unless quiet) showing one progress bar per stage."""
     from retbench.studies.benchmark import run_experiment
 
     if quiet:
         return run_experiment(
-            cfg, force=force, log=lambda m: con.print(redact(m), soft_wrap=True, markup=False, highlight=False)
+            cfg,
+            force=force,
+            log=lambda m: con.print(redact(m), soft_wrap=True, markup=False, highlight=False),
+            history=history,
+            tag=tag,
         )
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -101,38 +101,9 @@ def _run_experiment(cfg: ExperimentConfig, force: bool, quiet: bool, con: Any) -
             force=force,
             progress=progress,
             log=lambda m: bar.console.print(redact(m), soft_wrap=True, markup=False, highlight=False),
+            history=history,
+            tag=tag,
         )
-
-
-def _register(out: Path, configured: str | None, tag: str | None, con: Any) -> None:
-    """Add the results to the history; a history that cannot be written costs a note, never the results."""
-    import sqlite3
-
-    from retbench.results.history import default_path, register
-
-    where = default_path(configured)
-    try:
-        run_id = register(out, path=where, tag=tag)
-    except (sqlite3.Error, OSError) as exc:
-        typer.echo(f"note: not added to the history {where}: {exc}", err=True)
-        return
-    con.print(f"history: run {run_id} in {where}", soft_wrap=True, markup=False, highlight=False)
-
-
-def _write_reports(out: Path) -> str:
-    """report.md and report.html beside the results (skipped, with a note, when a system left no scores)."""
-    from retbench.report.html import render_html
-    from retbench.report.markdown import report_markdown
-    from retbench.report.model import build_report
-
-    try:
-        data = build_report(out)
-    except (RetbenchError, OSError) as exc:  # e.g. a system whose backend failed while indexing has no table
-        typer.echo(f"note: no report written ({exc}); see metrics.json", err=True)
-        return ""
-    write(out / "report.md", report_markdown(data))
-    write(out / "report.html", render_html(data))
-    return "report.md, report.html, "
 
 
 @handles_errors

@@ -37,6 +37,9 @@ class MetricContext:
     qrels: Mapping[str, Mapping[str, int]] | None = None
     answers: Mapping[str, Any] | None = None
     judged: Mapping[str, Any] | None = None  # query id -> stored judge verdicts (metrics/judged.py)
+    # a passage judge's gold items (metrics/judges/common.Judgement): recall, recall_any, recall_all and f1
+    # count the gold items matched rather than relevant chunks when it is there
+    items: Any = None
 
     def level(self, params: Mapping[str, float]) -> int:
         """The relevance level a binary measure uses: its own `rel=` parameter, else the evaluation's."""

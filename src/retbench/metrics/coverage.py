@@ -1,4 +1,5 @@
-"""How much of a ranking the labels cover: `judged@k` and `holes@k`.
+"""Coverage: how much of a ranking the labels cover (`judged@k`, `holes@k`), and what happened to the
+judged queries (`coverage`: answered, failed, missing, skipped, shorter than the depth asked for).
 
 judged@k = |top-min(k, returned) documents with any label (any grade, 0 included)| / min(k, returned);
 holes@k = 1 - judged@k over the same documents. A query that returned nothing scores 0 on both
@@ -10,7 +11,14 @@ these two metrics show how large that bias can be, per system, under whichever l
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+
+from retbench.data import Run
+
+if TYPE_CHECKING:
+    from retbench.evaluation import Evaluation
 
 
 def _labelled_share(ctx, k: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -36,3 +44,35 @@ def judged_at_k(ctx, k: np.ndarray | None) -> np.ndarray:
 def holes_at_k(ctx, k: np.ndarray | None) -> np.ndarray:
     judged, seen = _labelled_share(ctx, k)
     return np.divide(seen - judged, seen, out=np.zeros_like(judged), where=seen > 0)
+
+
+def coverage(ev: Evaluation, run: Run, depth: int | None = None) -> dict[str, Any]:
+    """What happened to the judged queries: computed once by the cell runner and stored in metrics.json.
+
+    judged = counted + excluded (pytrec_eval mode leaves unanswered queries out of the table and
+    lists them in `excluded`); answered = judged - failed - missing; scored (also `counted`) is the
+    denominator of every mean; skipped_no_relevant are judged queries without a relevant document.
+    With the `depth` the run was asked for, `short` counts the answered, counted queries that returned
+    fewer documents than that (a chunked retriever collapsing chunks to fewer documents, a store that
+    returns fewer): their metrics at cutoffs past what they returned score the missing ranks as not
+    relevant, so a reader should know how many there were.
+    """
+    judged = list(ev.query_ids) + list(ev.excluded or [])
+    failed = sum(1 for q in judged if q in run and run.status[q].failed)
+    missing = sum(1 for q in judged if q not in run)
+    out: dict[str, Any] = {
+        "answered": len(judged) - failed - missing,
+        "judged": len(judged),
+        "failed": failed,
+        "missing": missing,
+        "scored": len(ev.query_ids),
+        "counted": len(ev.query_ids),
+        "skipped_no_relevant": len(ev.skipped or []),
+        "mode": ev.mode,
+    }
+    if depth is not None:
+        counted = [q for q in ev.query_ids if q in run and not run.status[q].failed]
+        lengths = np.diff(run.offsets)[run.rows(counted)] if counted else np.zeros(0, np.int64)
+        out["depth"] = int(depth)
+        out["short"] = int(np.count_nonzero(lengths < depth))
+    return out

@@ -26,8 +26,8 @@ def builtins() -> list[Builtin]:
         Builtin(
             "recall",
             "k",
-            lambda c, k, lv, p: r.recall(c.gm, k, lv),
-            "relevant docs in the top k / all relevant",
+            lambda c, k, lv, p: r.recall(c.gm, k, lv) if c.items is None else c.items.recall(k),
+            "relevant docs in the top k / all relevant (with a passage judge: gold items matched / all)",
             ("r", "retrieval-recall-at-k"),
             trec_cut="recall_{k}",
             label="recall",
@@ -46,7 +46,7 @@ def builtins() -> list[Builtin]:
         Builtin(
             "f1",
             "k",
-            lambda c, k, lv, p: r.f1(c.gm, k, lv),  # type: ignore[arg-type]
+            lambda c, k, lv, p: r.f1(c.gm, k, lv) if c.items is None else c.items.f1(k),  # type: ignore[arg-type]
             "harmonic mean of P@k and recall@k",
             meaning="balance of precision and recall in the top {k} (their harmonic mean)",
         ),
@@ -105,7 +105,9 @@ def builtins() -> list[Builtin]:
         Builtin(
             "recall_any",
             "k",
-            lambda c, k, lv, p: text.recall_groups(c, k, lv, require_all=False),
+            lambda c, k, lv, p: (
+                text.recall_groups(c, k, lv, require_all=False) if c.items is None else c.items.recall_any(k)
+            ),
             "1 if any support id is in the top k",
             label="recall (any support)",
             meaning="share of questions with at least one of their supporting documents in the top {k}",
@@ -113,7 +115,9 @@ def builtins() -> list[Builtin]:
         Builtin(
             "recall_all",
             "k",
-            lambda c, k, lv, p: text.recall_groups(c, k, lv, require_all=True),
+            lambda c, k, lv, p: (
+                text.recall_groups(c, k, lv, require_all=True) if c.items is None else c.items.recall_all(k)
+            ),
             "1 if every support group has an id in the top k",
             label="recall (all supports)",
             meaning="share of questions where every required supporting document is in the top {k}",

@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from retbench.data import Qrels, Run
 from retbench.errors import InputError
+from retbench.evaluation import Evaluation, evaluate
 
 MAX_CURVE_K = 1000
 CURVE_FAMILIES = ("recall", "ndcg", "hit")
@@ -60,29 +62,43 @@ def load_judgements(manifest: Mapping[str, Any]) -> tuple[Any, Any] | None:
     return dataset.split(split), dataset.corpus
 
 
-def k_curves(evs: Mapping[str, Any], runs: Mapping[str, Any], qrels: Any) -> dict[str, dict[str, list[float]]]:
-    """family -> system -> [mean at k = 1 .. depth], each system evaluated as its stored table was."""
-    from retbench.evaluation import evaluate
+def curve_metrics(run: Run) -> list[str]:
+    """The metric names of a run's k curves: each family at every k from 1 to the run's depth (at most MAX_CURVE_K)."""
+    depth = min(max(run.depth, 1), MAX_CURVE_K)
+    return [f"{f}@{k}" for f in CURVE_FAMILIES for k in range(1, depth + 1)]
 
+
+def curve_means(ev: Evaluation, names: list[str]) -> dict[str, list[float]]:
+    """family -> [mean at k = 1 .. depth] of the `names` (`curve_metrics`) columns of a table (NaN: no query counted)."""
+    values = np.ascontiguousarray(ev.values[:, [ev.metrics.index(n) for n in names]])  # row-major: same sums
+    means = values.mean(axis=0) if len(ev.query_ids) else np.full(len(names), np.nan)
+    depth = len(names) // len(CURVE_FAMILIES)
+    return {f: means[i * depth : (i + 1) * depth].tolist() for i, f in enumerate(CURVE_FAMILIES)}
+
+
+def k_curves(
+    evs: Mapping[str, Evaluation],
+    runs: Mapping[str, Run],
+    qrels: Qrels,
+    given: Mapping[str, Mapping[str, list[float]]] | None = None,
+) -> dict[str, dict[str, list[float]]]:
+    """family -> system -> [mean at k = 1 .. depth], each system evaluated as its stored table was.
+
+    `given` (system -> family -> means) are curves the study computed with the system's own table;
+    only the other systems are evaluated here.
+    """
     out: dict[str, dict[str, list[float]]] = {f: {} for f in CURVE_FAMILIES}
     for system, ev in evs.items():
-        run = runs[system]
-        depth = min(max(run.depth, 1), MAX_CURVE_K)
-        names = [f"{f}@{k}" for f in CURVE_FAMILIES for k in range(1, depth + 1)]
-        judged = list(ev.query_ids) + list(ev.excluded) + list(ev.skipped)
-        curve = evaluate(
-            run,
-            qrels.subset([q for q in judged if q in qrels]),
-            names,
-            relevance_level=ev.relevance_level,
-            no_relevant=ev.no_relevant,
-            mode=ev.mode,
-            default_k=ev.default_k,
-            ignore_identical_ids=ev.ignore_identical_ids,
-        )
-        means = curve.values.mean(axis=0) if len(curve.query_ids) else np.full(len(names), np.nan)
-        for i, f in enumerate(CURVE_FAMILIES):
-            out[f][system] = means[i * depth : (i + 1) * depth].tolist()
+        if given is not None and system in given:
+            means = given[system]
+        else:
+            run = runs[system]
+            judged = list(ev.query_ids) + list(ev.excluded) + list(ev.skipped)
+            names = curve_metrics(run)
+            curve = evaluate(run, qrels.subset([q for q in judged if q in qrels]), names, ev.settings())
+            means = curve_means(curve, names)
+        for f in CURVE_FAMILIES:
+            out[f][system] = list(means[f])
     return out
 
 

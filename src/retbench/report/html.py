@@ -19,17 +19,14 @@ from retbench.io.files import json_safe
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt, plots
 from retbench.report.html_drill import drill_section, k_curve_figures
-from retbench.report.model import (
+from retbench.report.model import RESOURCE_HEADER, SHORT_NOTE, ReportData, SystemSummary, resource_rows, short_runs
+from retbench.report.stages import (
     AGREEMENT_HEADER,
     AGREEMENT_NOTE,
     RERANK_HEADER,
     RERANK_NOTE,
-    RESOURCE_HEADER,
-    ReportData,
-    SystemSummary,
     agreement_rows,
     rerank_rows,
-    resource_rows,
 )
 
 CSS = """
@@ -105,7 +102,9 @@ def _table(header: list[str], rows: list[str], numeric: set[int] | None = None, 
 
 
 def _coverage_html(s: SystemSummary) -> str:
-    """'scored 90 of 100' and, under it, what happened to the rest."""
+    """'scored 90 of 100' and, under it, what happened to the rest (or why the system has no scores)."""
+    if s.error:
+        return f'<span class="badge bad">failed</span><span class="ci">{escape(s.error)}</span>'
     extra = [f"{s.coverage[k]} {k}" for k in NOT_ANSWERED_COUNTS if s.coverage.get(k)]
     fate = "left out of the means" if s.mode == "pytrec_eval" else "scored 0"
     note = f'<span class="ci">{escape(", ".join(extra))}: {fate}</span>' if extra else ""
@@ -441,11 +440,18 @@ def _coverage(data: ReportData) -> str:
     chart_rows = []
     for s in data.systems:
         c = s.coverage
+        if s.error:
+            rows.append(
+                f"<tr><td>{escape(s.name)}</td><td>failed as a whole: {escape(s.error)}</td>"
+                + '<td class="num">—</td>' * 5
+                + f"<td>{escape(s.mode)}</td></tr>"
+            )
+            continue
         failed, missing = int(c.get(FAILED_COUNT, 0)), int(c.get(MISSING, 0))
         rows.append(
             f'<tr><td>{escape(s.name)}</td><td class="num">{s.judged}</td><td class="num">{s.answered}</td>'
             f'<td class="num">{failed}</td><td class="num">{missing}</td><td class="num">{int(c.get("skipped_no_relevant", 0))}</td>'
-            f"<td>{escape(s.mode)}</td></tr>"
+            f'<td class="num">{escape(short_runs(c))}</td><td>{escape(s.mode)}</td></tr>'
         )
         chart_rows.append(
             (
@@ -460,11 +466,23 @@ def _coverage(data: ReportData) -> str:
         x_label="judged queries",
     )
     table = _table(
-        ["system", "judged", "answered", "failed", "missing", "skipped (no relevant doc)", "counting"],
+        [
+            "system",
+            "judged",
+            "answered",
+            "failed",
+            "missing",
+            "skipped (no relevant doc)",
+            "returned < depth",
+            "counting",
+        ],
         rows,
-        set(range(1, 6)),
+        set(range(1, 7)),
     )
-    return f"<figure>{svg}<figcaption>Failed and missing queries are scored 0 in trec_eval counting, never dropped.</figcaption></figure>{table}"
+    return (
+        f"<figure>{svg}<figcaption>Failed and missing queries are scored 0 in trec_eval counting, never dropped."
+        f'</figcaption></figure>{table}<p class="small muted">{escape(SHORT_NOTE)}</p>'
+    )
 
 
 def _about(data: ReportData) -> str:

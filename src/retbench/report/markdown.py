@@ -168,7 +168,9 @@ def report_markdown(data: Any) -> str:
         dagger = " †" if s.mode == "pytrec_eval" else ""
         cells = [
             s.name,
-            fmt.coverage(s.answered, s.judged)
+            f"failed: {s.error}"
+            if s.error
+            else fmt.coverage(s.answered, s.judged)
             + (f" ({s.coverage['failed']} failed)" if s.coverage.get("failed") else ""),
         ]
         for m in data.metrics:
@@ -197,15 +199,14 @@ def report_markdown(data: Any) -> str:
     if data.comparison is not None:
         lines.append(comparison_markdown(data.comparison, top_metric=data.primary, level=2))
     lines += _latency_sections(data)
-    from retbench.report.model import (
+    from retbench.report.model import RESOURCE_HEADER, SHORT_NOTE, resource_rows, short_runs
+    from retbench.report.stages import (
         AGREEMENT_HEADER,
         AGREEMENT_NOTE,
         RERANK_HEADER,
         RERANK_NOTE,
-        RESOURCE_HEADER,
         agreement_rows,
         rerank_rows,
-        resource_rows,
     )
 
     reranks = rerank_rows(data)
@@ -220,20 +221,33 @@ def report_markdown(data: Any) -> str:
         lines += [AGREEMENT_NOTE, ""]
     lines += ["## Coverage", ""]
     lines += _table(
-        ["system", "judged", "answered", "failed", "missing", "skipped (no relevant doc)", "counting"],
         [
-            [
+            "system",
+            "judged",
+            "answered",
+            "failed",
+            "missing",
+            "skipped (no relevant doc)",
+            "returned < depth",
+            "counting",
+        ],
+        [
+            [s.name, f"failed as a whole: {s.error}", "—", "—", "—", "—", "—", s.mode]
+            if s.error
+            else [
                 s.name,
                 s.judged,
                 s.answered,
                 s.coverage.get("failed", 0),
                 s.coverage.get(MISSING, 0),
                 s.coverage.get("skipped_no_relevant", 0),
+                short_runs(s.coverage),
                 s.mode,
             ]
             for s in data.systems
         ],
     )
+    lines += ["", SHORT_NOTE, ""]
     lines += ["", f"Versions: {', '.join(f'{k} {v}' for k, v in data.versions.items())}", ""]
     return "\n".join(lines)
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from retbench.compare import Comparison, align, compare
-from retbench.data import Run
+from retbench.data import Corpus, Qrels, Run
 from retbench.errors import InputError
 from retbench.evaluation import Evaluation, coverage
 from retbench.inputs import canonical_metrics
@@ -45,6 +45,13 @@ class SystemSummary:
     breakdown: dict[str, Any] = field(default_factory=dict)  # group -> {"n", "means"}
     stages: dict[str, Any] = field(default_factory=dict)  # {"stages": {stage: {p50_s, ...}}, "suite_seconds"}
     usage: dict[str, Any] = field(default_factory=dict)  # LLM stage -> {calls, tokens, cost}
+    error: str | None = None  # the system failed as a whole (not built, not indexed): no scores, shown as failed
+
+    @property
+    def short(self) -> int | None:
+        """Counted queries that returned fewer documents than the depth asked for (None: not recorded)."""
+        v = self.coverage.get("short")
+        return None if v is None else int(v)
 
     def applies_note(self, metric: str) -> str:
         """ " (judged N of M)" for an LLM-judged metric, " (n of M)" for one that applies to some queries, else ""."""
@@ -149,6 +156,44 @@ def comparison_pairs(names: list[str], baseline: str | None, per_dataset: bool) 
     return pairs
 
 
+@dataclass
+class InMemory:
+    """What a study that just ran still holds, so the report reads neither the tables nor the dataset again.
+
+    `evaluations` and `runs` by system (a system left out is read from the directory);
+    `qrels`, `corpus` and `queries` of the one dataset, for the drill-down (None: read from the manifest);
+    `curves` the metric@k curves the study computed with each system's own evaluation (others: computed here).
+    """
+
+    evaluations: dict[str, Evaluation] = field(default_factory=dict)
+    runs: dict[str, Run] = field(default_factory=dict)
+    qrels: Qrels | None = None
+    corpus: Corpus | None = None
+    queries: Mapping[str, str] | None = None
+    curves: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # system -> family -> means at k
+
+
+SHORT_NOTE = (
+    "returned < depth: answered queries whose ranking is shorter than the depth asked for (a chunked retriever "
+    "collapsing chunks to fewer documents, a store returning fewer); their missing ranks count as not relevant, "
+    "and a metric whose cutoff passes the ranking's length is scored as if the ranking were full."
+)
+
+
+def short_runs(coverage: Mapping[str, Any]) -> str:
+    """'N (depth D)': the counted queries that returned fewer documents than asked ('—' when not recorded)."""
+    if coverage.get("short") is None:
+        return "—"
+    return f"{int(coverage['short'])} (depth {coverage.get('depth')})"
+
+
+def failed_as_a_whole(summary: Any) -> str | None:
+    """The error of a system that failed as a whole (its metrics.json entry is `{"error": ...}`), else None."""
+    if isinstance(summary, Mapping) and isinstance(summary.get("error"), str):
+        return str(summary["error"])
+    return None
+
+
 def build_report(
     path: str | Path,
     *,
@@ -157,44 +202,56 @@ def build_report(
     n_resamples: int = 10_000,
     seed: int = 0,
     drill_k: int = 10,
+    given: InMemory | None = None,
 ) -> ReportData:
     """Read a results directory and compute what the report shows (comparisons included).
 
     `drill_k` is how many documents per system the drill-down shows (0: no drill-down or k curves).
+    `given` is what the study that just wrote the directory holds in memory (see `InMemory`).
+    Systems that failed as a whole are listed as failures beside the others, never compared.
     """
 
     res = load_results(path)
     mj = res.metrics_json
     if not mj:
         raise InputError("metrics.json holds no system", path=Path(path) / "metrics.json")
-    names = res.systems
+    given = given or InMemory()
+    failed = {n: e for n in res.systems if (e := failed_as_a_whole(mj[n])) is not None}
+    names = [n for n in res.systems if n not in failed]
+    if not names:
+        return _all_failed(res, path, failed)
     metrics, primary = _metrics_and_primary(mj[names[0]], primary, path)
     from retbench.report.leaderboard import build_leaderboard
 
     board = build_leaderboard(mj, primary)
     pairs = comparison_pairs(names, baseline, board is not None)
+    if baseline in failed:
+        raise InputError(
+            f"system {baseline!r} failed as a whole ({failed[baseline]}); compare against one of: {', '.join(names)}",
+            path=path,
+            field="baseline",
+        )
     if baseline is not None and not pairs and len(names) > 1:
         raise InputError(
             f"no system {baseline!r} in these results (have: {', '.join(names)})", path=path, field="baseline"
         )
     baseline = pairs[0][0] if pairs else names[0]
-    systems, evs, runs = _summaries(res, names, metrics)
+    systems, evs, runs = _summaries(res, names, metrics, given)
     cmp = None
     deltas: dict[str, list[float]] = {}
-    if len(names) > 1:
+    if pairs:  # a suite with one system per dataset has nothing to pair
         cmp, deltas = _compared(evs, pairs, metrics, primary, res.queries, n_resamples, seed)
     man = res.manifest
     drill = None
     if board is None and drill_k > 0:
         from retbench.report import drilldown
 
-        found = drilldown.load_judgements(man)
+        found = (given.qrels, given.corpus) if given.qrels is not None else drilldown.load_judgements(man)
         if found is not None:
             qrels, corpus = found
-            drill = drilldown.gather(
-                evs, runs, qrels, corpus, res.queries, primary=primary, baseline=baseline, k=drill_k
-            )
-            drill.curves = drilldown.k_curves(evs, runs, qrels)
+            queries = given.queries if given.queries is not None else res.queries
+            drill = drilldown.gather(evs, runs, qrels, corpus, queries, primary=primary, baseline=baseline, k=drill_k)
+            drill.curves = drilldown.k_curves(evs, runs, qrels, given.curves)
     return ReportData(
         title=str(man.get("experiment") or Path(path).name),
         root=str(path),
@@ -203,9 +260,9 @@ def build_report(
         versions=dict(man.get("versions") or {}),
         machine=dict(man.get("machine") or {}),
         metrics=metrics,
-        systems=systems,
+        systems=_in_order(res.systems, systems, [_failed_summary(n, e, res) for n, e in failed.items()]),
         curves=metric_curves(metrics),
-        baseline=baseline if len(names) > 1 else None,
+        baseline=baseline if pairs else None,
         primary=primary,
         comparison=cmp,
         deltas=deltas,
@@ -240,8 +297,41 @@ def _stored_mean(value: Any, root: Path, system: str, metric: str) -> float:
     return float(value)
 
 
+def _in_order(names: list[str], *groups: list[SystemSummary]) -> list[SystemSummary]:
+    """The summaries in the results' (the config's) system order, failed systems in their place."""
+    by_name = {s.name: s for g in groups for s in g}
+    return [by_name[n] for n in names if n in by_name]
+
+
+def _failed_summary(name: str, error: str, res: Results) -> SystemSummary:
+    """A system that failed as a whole: no means, its error, the counting mode of the study."""
+    mode = str((res.manifest.get("evaluation") or {}).get("mode") or "trec_eval")
+    return SystemSummary(name, {}, {}, {}, mode, error=error)
+
+
+def _all_failed(res: Results, path: str | Path, failed: Mapping[str, str]) -> ReportData:
+    """The report of a study whose every system failed as a whole: the failures, and what was asked."""
+    man = res.manifest
+    asked = man.get("metrics")
+    metrics = [str(m) for m in asked] if isinstance(asked, list) else []
+    return ReportData(
+        title=str(man.get("experiment") or Path(path).name),
+        root=str(path),
+        created=str(man.get("created", "")),
+        datasets=list(man.get("datasets") or []),
+        versions=dict(man.get("versions") or {}),
+        machine=dict(man.get("machine") or {}),
+        metrics=metrics,
+        systems=[_failed_summary(n, e, res) for n, e in failed.items()],
+        curves={},
+        baseline=None,
+        primary=metrics[0] if metrics else "",
+        metrics_json=res.metrics_json,
+    )
+
+
 def _summaries(
-    res: Results, names: list[str], metrics: list[str]
+    res: Results, names: list[str], metrics: list[str], given: InMemory
 ) -> tuple[list[SystemSummary], dict[str, Evaluation], dict[str, Run]]:
     """Each system's means, CIs, stored coverage and latencies, with its evaluation and run read back."""
     mj, msys = res.metrics_json, res.manifest.get("systems") or {}
@@ -261,9 +351,10 @@ def _summaries(
         applies = {
             m: (int(a["n"]), int(a["of"])) for m, a in agg.items() if isinstance(a, dict) and a.get("of") is not None
         }
-        ev = evs[s] = res.evaluation(s)
+        ev = evs[s] = given.evaluations[s] if s in given.evaluations else res.evaluation(s)
         ev.system = s
-        run = runs[s] = res.run(s)
+        ev.coverage = ev.coverage or res.coverage(s)
+        run = runs[s] = given.runs[s] if s in given.runs else res.run(s)
         ms, lat = latency_summary([v for v in run.latency.values() if v is not None and math.isfinite(v)])
         info = msys.get(s, {}) if isinstance(msys, dict) else {}
         systems.append(
@@ -280,7 +371,9 @@ def _summaries(
                 dict(info.get("resources") or {}),
                 applies,
                 judged_counts(mj[s]),
-                *(dict(mj[s].get(block) or {}) for block in ("breakdown", "latency", "usage")),
+                breakdown=dict(mj[s].get("breakdown") or {}),
+                stages=dict(mj[s].get("latency") or {}),
+                usage=dict(mj[s].get("usage") or {}),
             )
         )
     return systems, evs, runs
@@ -375,88 +468,3 @@ def resource_line(r: Mapping[str, Any]) -> str:
         parts.append(f"search queries/s {fmt.num(r['search_queries_per_s'], 1)}")
     parts.append(f"devices {', '.join(r.get('devices') or []) or 'not recorded'}")
     return "Resources: " + "; ".join(parts) + "."
-
-
-AGREEMENT_NOTE = (
-    "overlap@k = |top k ∩ reference top k| / |reference top k|, averaged over queries whose reference ranking is "
-    "not empty; with exact search as the reference it is the index's recall against exact search (filtered: on the "
-    "queries that carry a metadata filter)."
-)
-AGREEMENT_HEADER = ("system", "reference", "overlap@k", "queries", "filtered overlap@k", "filtered queries")
-
-
-def agreement_rows(data: ReportData) -> list[list[str]]:
-    """Overlap@k of each system's top k with the reference system's (config `reference:`), overall and on
-    the queries with a metadata filter: an ANN store's recall against exact (filtered) search."""
-    from retbench.report import fmt
-
-    rows = []
-    for s in data.systems:
-        block = (data.metrics_json.get(s.name) or {}).get("reference")
-        if not isinstance(block, dict):
-            continue
-        k = block.get("k")
-        filtered = block.get("filtered_queries")
-        rows.append(
-            [
-                s.name,
-                f"{block.get('system')} (k={k})",
-                fmt.num(block.get("overlap"), 3),
-                str(block.get("queries", 0)),
-                fmt.num(block.get("filtered_overlap"), 3) if filtered is not None else "no filtered queries",
-                str(filtered or 0),
-            ]
-        )
-    return rows
-
-
-RERANK_HEADER = (
-    "system",
-    "depth",
-    "first-stage recall@depth",
-    "metric",
-    "first stage",
-    "reranked",
-    "delta [95% CI]",
-    "p",
-    "W/T/L",
-)
-RERANK_NOTE = (
-    "A reranker only re-orders the first stage's top `depth`, so the first stage's recall@depth is the ceiling of the "
-    "reranked run's recall@depth. Reranked vs first stage is paired on the same queries (bootstrap CI of the mean "
-    "delta, randomization-test p); the first-stage run is kept in systems/<name>/first_stage/."
-)
-
-
-def rerank_rows(data: ReportData) -> list[list[str]]:
-    """One row per reranked system, on the primary metric (else the first one compared): the first-stage ceiling
-    and the paired reranked-vs-first-stage test from the `rerank` block of metrics.json (studies/rerank.py)."""
-    from retbench.report import fmt
-
-    rows = []
-    for s in data.systems:
-        summary = data.metrics_json.get(s.name) or {}
-        block = summary.get("rerank")
-        if not isinstance(block, dict):
-            continue
-        ceiling = block.get("ceiling") or {}
-        first = summary.get("first_stage") or {}
-        pairs = block.get("vs_first_stage") or {}
-        shown = [data.primary] if data.primary in pairs else list(pairs)[:1]
-        for m in shown:
-            p = pairs[m]
-            ci = p.get("ci") or [None, None]
-            rows.append(
-                [
-                    s.name,
-                    str(block.get("depth")),
-                    f"{ceiling.get('metric')} = {fmt.num(ceiling.get('value'))}",
-                    m,
-                    fmt.num(first.get(m)),
-                    fmt.num(s.means.get(m)),
-                    f"{fmt.signed(p.get('delta'))} [{fmt.signed(ci[0])}, {fmt.signed(ci[1])}]",
-                    fmt.pvalue(p.get("p")),
-                    f"{p.get('wins', 0)}/{p.get('ties', 0)}/{p.get('losses', 0)}",
-                ]
-            )
-    return rows

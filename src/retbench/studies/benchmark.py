@@ -13,14 +13,19 @@
 Each system's per-query results are journaled as they arrive, so a killed run started again redoes
 no finished query; a finished system (done.json with the same config hash) is skipped unless forced.
 A backend failure is recorded per query with its message verbatim and makes the run exit 3 after
-everything else is written; nothing is retried into success or filled in.
+everything else is written; nothing is retried into success or filled in. A system that fails as a
+whole (cannot be built, indexed or searched) is recorded as such and shown beside the others.
+
+Each cell runs the stages of `studies/cell.py`: the rerank stage (`studies/rerank.py`), then the
+scoring stage (`BenchmarkScorer`: the judging stage of `studies/judging.py` when judged metrics are
+asked, then one `evaluate`). The finish step, the same for `retbench run` and a Python caller of
+`run_experiment`, writes metrics.json, manifest.json, report.md and report.html from what the cells
+hold in memory, and registers the run in the history (`studies/finish.py`).
 """
 
 from __future__ import annotations
 
-import random
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -28,47 +33,51 @@ from typing import Any
 
 from retbench.config import (
     DatasetSpec,
-    EvalSettings,
     ExperimentModel,
     SystemSpec,
     load,
-    sample_ids,
     validate,
 )
-from retbench.data import Dataset, Queries, Run
+from retbench.data import Queries, Run
+from retbench.data.answers import SystemAnswer
 from retbench.data.samples import groups_from_samples
 from retbench.errors import ConfigError, InputError
-from retbench.evaluation import evaluate
-from retbench.io.datasets import load_dataset
+from retbench.evaluation import EvalSettings, Evaluation, evaluate
 from retbench.llm.generate import GenerateSpec, GeneratingRetriever, Generator
 from retbench.metrics.agreement import reference_agreement
 from retbench.metrics.registry import parse_metric
+from retbench.report.drilldown import curve_means, curve_metrics
 from retbench.results import SystemDir, load_run, write_json
-from retbench.results.files import load_answers
 from retbench.results.layout import OutputLock, cell_keys
-from retbench.retrievers.base import check_system, create
+from retbench.retrievers.base import Retriever, check_system, create
 from retbench.retrievers.filters import query_filters, require_filters
 from retbench.retrievers.rerank import RerankSpec, parse_rerank
 from retbench.studies.cell import (
     Cell,
+    CellData,
+    CellStages,
+    Executor,
     LazyRetriever,
     Outcome,
     Progress,
+    Scored,
     StudyOutcome,
     fingerprint,
     raise_if_backend_failed,
     run_cell,
 )
-from retbench.studies.executors import ExecutorSettings, make_executor, parse_executor
-from retbench.studies.judging import (
-    JudgeServer,
-    Judging,
-    JudgingSpec,
-    judged_metrics,
-    judged_summary,
+from retbench.studies.dataset import (
+    PreparedData,
+    dataset_manifest,
+    load_prepared,
+    prepare_dataset,
+    require_relevant,
 )
+from retbench.studies.executors import ExecutorSettings, make_executor, parse_executor
+from retbench.studies.finish import register_history, write_reports
+from retbench.studies.judging import JudgeServer, JudgeStage, JudgingSpec, judged_metrics, judged_summary
 from retbench.studies.manifest import manifest_header
-from retbench.studies.rerank import rerank_system
+from retbench.studies.rerank import RerankStage
 
 __all__ = [
     "DatasetSpec",
@@ -197,249 +206,235 @@ def load_config(path: str | Path, output: str | Path | None = None) -> Experimen
     return load(path, parse_config, output)
 
 
-# -- preparing data ----------------------------------------------------------------------------
-def prepare_dataset(spec: DatasetSpec) -> tuple[Dataset, Queries]:
-    """Load a dataset and select its judged queries (optionally a seeded slice and a smaller corpus).
-
-    `corpus_sample: N` keeps every document judged for the selected queries plus random others up to
-    N documents: scores on such a slice are for a quick look, not for comparison with published ones.
-    """
-
-    ds = load_dataset(spec.spec, [spec.split], join_rule=spec.join_rule)
-    qrels = ds.split(spec.split)
-    qids = [q for q in qrels if q in ds.queries]
-    if not qids:
-        raise InputError(
-            f"split {spec.split!r} has no judged query (its qrels are empty or name no known query)",
-            path=ds.path,
-            field="split",
-        )
-    rng = random.Random(spec.seed)
-    qids = sample_ids(qids, spec.max_queries, rng)
-    if spec.corpus_sample and spec.corpus_sample < len(ds.corpus):
-        keep = {d for q in qids for d in qrels[q] if d in ds.corpus}
-        others = [d for d in ds.corpus.ids if d not in keep]
-        keep.update(rng.sample(others, max(0, spec.corpus_sample - len(keep))))
-        corpus = ds.corpus.subset([d for d in ds.corpus.ids if d in keep])
-        ds = Dataset(ds.name, corpus, ds.queries, {spec.split: qrels.subset(qids)}, ds.path, ds.problems, ds.samples)
-    else:
-        ds = Dataset(ds.name, ds.corpus, ds.queries, {spec.split: qrels.subset(qids)}, ds.path, ds.problems, ds.samples)
-    return ds, ds.queries.subset(qids)
-
-
 # -- running -----------------------------------------------------------------------------------
-def _add_agreement(
-    cfg: ExperimentConfig, systems: list[tuple[str, SystemSpec]], queries: Queries, metrics_json: dict[str, Any]
-) -> None:
-    """Each system's overlap@k with the reference system's saved run (overall and on filtered queries)."""
-    keys = {s.name: key for key, s in systems}
-    ref_key = keys[str(cfg.reference)]
-    if "error" in metrics_json.get(ref_key, {}):
-        return  # the reference failed to index: nothing to measure against (its error is in metrics.json)
-    reference = load_run(SystemDir.of(cfg.output, ref_key), ref_key)
+def _agreement(
+    reference: str,
+    k: int,
+    runs: dict[str, Run | None],
+    queries: Queries,
+) -> dict[str, dict[str, Any]]:
+    """Each system's overlap@k with the reference system's run (overall and on filtered queries), by key.
+
+    `runs` holds each system's final run by key (None: the system failed as a whole). Nothing is
+    measured when the reference failed: its error is in metrics.json.
+    """
+    ref_run = runs.get(reference)
+    if ref_run is None:
+        return {}
     qids = list(queries)
     filtered = {q for q, f in zip(qids, query_filters(queries, qids), strict=True) if f is not None}
-    for key in keys.values():
-        summary = metrics_json.get(key)
-        if key == ref_key or not isinstance(summary, dict) or "error" in summary:
-            continue
-        run = load_run(SystemDir.of(cfg.output, key), key)
-        summary["reference"] = reference_agreement(
-            run, reference, qids, cfg.reference_k, reference_name=ref_key, filtered=filtered
-        )
-
-
-def dataset_manifest(ds: Dataset, dspec: DatasetSpec, queries: Queries, load_seconds: float) -> dict[str, Any]:
-    """A dataset's entry in a study's manifest.json (the fingerprints let compare refuse other data)."""
-    qrels = ds.split(dspec.split)
     return {
-        "name": ds.name,
-        "path": ds.path,
-        "split": dspec.split,
-        "documents": len(ds.corpus),
-        "queries": len(queries),
-        "corpus_fingerprint": ds.corpus.fingerprint(),
-        "qrels_fingerprint": qrels.fingerprint(),
-        "join_rule": ds.corpus.join_rule,
-        "max_queries": dspec.max_queries,
-        "corpus_sample": dspec.corpus_sample,
-        "load_seconds": round(load_seconds, 3),
-        "problems": ds.problems,
+        key: reference_agreement(run, ref_run, qids, k, reference_name=reference, filtered=filtered)
+        for key, run in runs.items()
+        if key != reference and run is not None
     }
 
 
-def _require_relevant(qrels: Any, settings: EvalSettings, path: str, split: str) -> None:
-    """Refuse a split whose every query would be skipped: its means would be over no query at all."""
-    if settings.no_relevant != "skip":
-        return
-    level = settings.relevance_level
-    if not any(g >= level for q in qrels for g in qrels[q].values()):
-        raise InputError(
-            f"split {split!r} judges no document relevant (grade >= {level}), so every query would be skipped; "
-            "use another split or set evaluation.no_relevant",
-            path=path,
-            field="split",
-        )
+def _final_run(output: Path, outcome: Outcome) -> Run | None:
+    """The cell's final run: in memory when it was computed now, read back when it finished earlier."""
+    if outcome.index_error:
+        return None
+    if outcome.result is not None:
+        return outcome.result.run
+    return load_run(SystemDir.of(output, outcome.name), outcome.name)
 
 
-def _system(cfg: ExperimentConfig, spec: SystemSpec, key: str) -> Any:
+def _system(spec: SystemSpec, key: str, sysdir: SystemDir, where: str, generate: GenerateSpec | None) -> Retriever:
     """The retriever of one cell; with a `generate:` block it also answers each query (llm/generate.py)."""
-    retriever = create(spec.adapter, spec.params, name=key, where=cfg.source)
-    gen = cfg.generates.get(spec.name)
-    if gen is None:
+    retriever = create(spec.adapter, spec.params, name=key, where=where)
+    if generate is None:
         return retriever
-    log = SystemDir.of(cfg.output, key).root / "generate_calls.jsonl"
-    return GeneratingRetriever(retriever, Generator(gen, log_path=log))
+    return GeneratingRetriever(retriever, Generator(generate, log_path=sysdir.root / "generate_calls.jsonl"))
 
 
-def _rerank_hook(rr: RerankSpec, queries: Queries, corpus: Any, cell: Cell, cfg: ExperimentConfig, qrels: Any) -> Any:
-    """The cell runner's rerank stage: (first-stage run) -> (reranked run, summary block, manifest block)."""
+@dataclass
+class BenchmarkScorer:
+    """A benchmark cell's scoring stage (`studies.cell.Scorer`): judged when asked, then evaluated.
 
-    def score(run: Run, metrics: Sequence[str]) -> Any:
-        return evaluate(run, qrels, metrics, **cfg.evaluation.evaluate_kwargs())
+    A golden set (samples) brings per-sample k, reference answers and answerable flags; the
+    system's answers come from the cell in memory.
+    """
 
-    def hook(run: Any) -> Any:
-        return rerank_system(rr, run, queries, corpus, cell.sysdir, cfg.metrics, score, name=cell.key, where=cfg.source)
+    data: PreparedData
+    metrics: list[str]
+    settings: EvalSettings
+    judge: JudgeStage | None = None
+    curves: bool = False  # also the report's metric@k curves, in the same evaluation
 
-    return hook
+    def evaluate(self, run: Run, metrics: Sequence[str]) -> Evaluation:
+        """Score a run on the dataset's qrels with the study's settings (the rerank stage's first-stage table)."""
+        return evaluate(run, self.data.qrels, metrics, self.settings)
+
+    def __call__(self, run: Run, answers: Mapping[str, SystemAnswer]) -> Scored:
+        samples = self.data.dataset.samples
+        if not samples and self.curves:  # one evaluation; the stored table keeps the config's metrics
+            names = curve_metrics(run)
+            ev = self.evaluate(run, [*self.metrics, *names])
+            return Scored(ev.select(self.metrics), curves=curve_means(ev, names))
+        if not samples:
+            return Scored(self.evaluate(run, self.metrics))
+        given = dict(answers) or None
+        judged = None
+        if self.judge is not None:
+            queries = self.data.queries
+            judged = self.judge(
+                self.metrics, run, {q: queries[q] for q in queries}, samples, answers, self.data.dataset.corpus
+            )
+        ev = evaluate(
+            run,
+            self.data.qrels,
+            self.metrics,
+            self.settings,
+            samples=samples,
+            texts=self.data.dataset.corpus,
+            answers=given,
+            judged=judged.records if judged else None,
+        )
+        if judged is None:
+            return Scored(ev)
+        block = judged_summary(ev, judged.manifest, samples, given, judged.records)
+        return Scored(ev, {"judge": block} if block else {})
 
 
 def run_experiment(
-    cfg: ExperimentConfig, *, force: bool = False, progress: Progress | None = None, log: Callable[[str], None] = print
-) -> StudyOutcome:
-    """Run every system on every dataset through the cell runner; write the results directory."""
+    config: ExperimentConfig | str | Path,
+    *,
+    force: bool = False,
+    progress: Progress | None = None,
+    log: Callable[[str], None] = print,
+    history: bool = True,
+    tag: str | None = None,
+) -> StudyOutcome[ExperimentConfig]:
+    """Run every system on every dataset through the cell runner; write the results directory and its report.
+
+    Writes metrics.json, manifest.json, report.md and report.html, and (unless `history` is False)
+    registers the run in the history (`tag` marks it, e.g. as a gate baseline). Whatever fails,
+    what was computed is written first; the caller decides the exit (`raise_if_backend_failed`).
+    `config` is a parsed config or the path of an experiment YAML file.
+    """
+    cfg = config if isinstance(config, ExperimentConfig) else load_config(config)
     executor = make_executor(cfg.executor)
     server = JudgeServer(cfg.judging.llm) if cfg.judging else None  # started on the first verdict asked
+    prepared: list[PreparedData] = []  # each dataset as loaded, for the report's drill-down
     try:
         with OutputLock(cfg.output):
-            return _run_locked(cfg, executor, server, force=force, progress=progress, log=log)
+            outcome = _run_locked(cfg, executor, server, prepared, force=force, progress=progress, log=log)
     finally:
         executor.close()
         if server is not None:
             server.close()
-
-
-def _scorer(
-    cfg: ExperimentConfig,
-    server: JudgeServer | None,
-    key: str,
-    qrels: Any,
-    ds: Dataset,
-    queries: Queries,
-    js: dict[str, Any],
-) -> Callable[[Run], Any]:
-    """A cell's score(run): answers read back, judged when asked (figures into `js`), then evaluated."""
-
-    def score(run: Run) -> Any:
-        extra: dict[str, Any] = {}
-        judged = None
-        if ds.samples:  # a golden set: per-sample k, reference answers, answerable flags
-            answers = load_answers(SystemDir.of(cfg.output, key))
-            judged, js["manifest"] = _judge_system(cfg, server, key, run, ds, queries, answers)
-            extra = {"samples": ds.samples, "texts": ds.corpus, "answers": answers or None, "judged": judged}
-        ev = evaluate(run, qrels, cfg.metrics, **cfg.evaluation.evaluate_kwargs(), **extra)
-        if judged is not None:
-            js["summary"] = judged_summary(ev, js["manifest"], ds.samples, extra["answers"], judged)
-        return ev
-
-    return score
-
-
-def _judge_block(js: dict[str, Any], retriever: Any, timings: dict[str, float]) -> dict[str, Any]:
-    """The cell summary's `judge` block (calls, tokens, cost, judged N of M), when the stage ran."""
-    return {"judge": js["summary"]} if js.get("summary") else {}
-
-
-def _judge_system(
-    cfg: ExperimentConfig, server: JudgeServer | None, key: str, run: Run, ds: Dataset, queries: Queries, answers: Any
-) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """The judging stage for one system (stored verdicts by query, its manifest); (None, {}) when not asked."""
-    if cfg.judging is None or server is None or not judged_metrics(cfg.metrics):
-        return None, {}
-    k = cfg.judging.context_k
-    contexts = {
-        q: [str(d) for d in run.docs(q)[:k] if str(d) in ds.corpus] if q in run and not run.status[q].failed else []
-        for q in queries
-    }
-    stage = Judging(cfg.judging, server, SystemDir.of(cfg.output, key).root)
-    records = stage.run(
-        cfg.metrics,
-        {q: queries[q] for q in queries},
-        ds.samples,
-        answers,
-        contexts,
-        lambda d: ds.corpus.joined(ds.corpus.index[d]),
-    )
-    return records, stage.manifest()
+    outcome.reports = write_reports(cfg.output, outcome, prepared, log)
+    if history:
+        register_history(cfg.output, cfg.raw.get("history"), tag, log)
+    return outcome
 
 
 def _run_locked(
     cfg: ExperimentConfig,
-    executor: Any,
+    executor: Executor,
     server: JudgeServer | None,
+    prepared: list[PreparedData],
     *,
     force: bool,
     progress: Progress | None,
     log: Callable[[str], None],
-) -> StudyOutcome:
-
+) -> StudyOutcome[ExperimentConfig]:
     out = cfg.output
     outcomes: list[Outcome] = []
     metrics_json: dict[str, Any] = {}
     manifest: dict[str, Any] = {
         **manifest_header(cfg.source, cfg.raw, name=cfg.name),
         "evaluation": cfg.evaluation.to_dict(),
+        "metrics": list(cfg.metrics),
         "executor": dict(cfg.executor.__dict__),
         "datasets": [],
         "systems": {},
     }
-    for dspec, systems in cfg.cells():
-        t0 = time.perf_counter()
-        ds, queries = prepare_dataset(dspec)
-        qrels = ds.split(dspec.split)
-        _require_relevant(qrels, cfg.evaluation, ds.path, dspec.split)
-        manifest["datasets"].append(dataset_manifest(ds, dspec, queries, time.perf_counter() - t0))
-
-        for key, sspec in systems:
-            judge_summary: dict[str, Any] = {}  # the judging stage's figures, kept in the cell's summary
-            score = _scorer(cfg, server, key, qrels, ds, queries, judge_summary)
-            cell = Cell(
-                key,
-                SystemDir.of(out, key),
-                cfg.search_fingerprint(sspec, dspec),
-                cfg.system_hash(sspec, dspec),
-                max(cfg.depth, rr.depth) if (rr := cfg.reranks.get(sspec.name)) else cfg.depth,
-                cfg.batch_size,
-            )
-            lazy = LazyRetriever(partial(_system, cfg, sspec, key))
-            if not cell.sysdir.is_done(cell.cell_hash) or force:
-                require_filters(lazy(), query_filters(queries, list(queries)))  # before paying for an index
-            try:
-                outcome = run_cell(
-                    cell,
-                    lazy,
-                    ds.corpus,
-                    queries,
-                    score,
-                    aggregate=cfg.evaluation.aggregate_kwargs(),
-                    force=force,
-                    progress=progress,
-                    log=log,
-                    manifest={"adapter": sspec.adapter},
-                    executor=executor,
-                    search_extra={"adapter": sspec.adapter, "params": sspec.params},
-                    rerank=_rerank_hook(rr, queries, ds.corpus, cell, cfg, qrels) if rr else None,
-                    extra=partial(_judge_block, judge_summary),
-                    groups=groups_from_samples(ds.samples) if ds.samples else None,
-                )
-            finally:
-                lazy.close()
-            outcomes.append(outcome)
-            metrics_json[key] = outcome.summary
-            if outcome.manifest:
-                manifest["systems"][key] = outcome.manifest
-        if cfg.reference is not None:
-            _add_agreement(cfg, systems, queries, metrics_json)
-    write_json(out / "metrics.json", metrics_json)
-    write_json(out / "manifest.json", manifest)
+    try:
+        for dspec, systems in cfg.cells():
+            data = load_prepared(dspec)
+            require_relevant(data.qrels, cfg.evaluation, data.dataset.path, dspec.split)
+            prepared.append(data)
+            manifest["datasets"].append(data.manifest())
+            done: list[Outcome] = []
+            for key, sspec in systems:
+                outcome = _run_system(cfg, executor, server, data, key, sspec, force=force, progress=progress, log=log)
+                done.append(outcome)
+                metrics_json[key] = outcome.summary
+                if outcome.manifest:
+                    manifest["systems"][key] = outcome.manifest
+            outcomes += done
+            if cfg.reference is not None:
+                keys = {s.name: key for key, s in systems}
+                runs = {o.name: _final_run(cfg.output, o) for o in done}
+                for key, block in _agreement(keys[cfg.reference], cfg.reference_k, runs, data.queries).items():
+                    metrics_json[key]["reference"] = block
+    finally:  # what finished is written even when a later dataset cannot be read
+        if metrics_json:
+            write_json(out / "metrics.json", metrics_json)
+            write_json(out / "manifest.json", manifest)
     return StudyOutcome(cfg, outcomes, metrics_json)
+
+
+def _run_system(
+    cfg: ExperimentConfig,
+    executor: Executor,
+    server: JudgeServer | None,
+    data: PreparedData,
+    key: str,
+    sspec: SystemSpec,
+    *,
+    force: bool,
+    progress: Progress | None,
+    log: Callable[[str], None],
+) -> Outcome:
+    """One system on one dataset through the cell runner, with its rerank and judging stages."""
+    rr = cfg.reranks.get(sspec.name)
+    sysdir = SystemDir.of(cfg.output, key)
+    cell = Cell(
+        key,
+        sysdir,
+        cfg.search_fingerprint(sspec, data.spec),
+        cfg.system_hash(sspec, data.spec),
+        max(cfg.depth, rr.depth) if rr else cfg.depth,
+        cfg.batch_size,
+        manifest={"adapter": sspec.adapter},
+        search_extra={"adapter": sspec.adapter, "params": sspec.params},
+    )
+    judge = None
+    if cfg.judging is not None and server is not None and judged_metrics(cfg.metrics):
+        judge = JudgeStage(cfg.judging, server, sysdir.root)
+    # a golden set's per-sample k would cut the curves' own k: its curves are computed by the report
+    scorer = BenchmarkScorer(data, cfg.metrics, cfg.evaluation, judge, curves=len(cfg.datasets) == 1)
+    cdata = CellData(
+        data.dataset.corpus,
+        data.queries,
+        groups_from_samples(data.dataset.samples) if data.dataset.samples else None,
+    )
+    rerank = RerankStage(rr, cdata, sysdir, cfg.metrics, scorer.evaluate, key, cfg.source) if rr else None
+    make = partial(_system, sspec, key, sysdir, cfg.source, cfg.generates.get(sspec.name))
+    lazy = LazyRetriever(partial(_filtered_system, make, data.queries))
+    try:
+        return run_cell(
+            cell,
+            lazy,
+            cdata,
+            CellStages(scorer, rerank, aggregate=cfg.evaluation.aggregate_kwargs()),
+            executor=executor,
+            force=force,
+            progress=progress,
+            log=log,
+        )
+    finally:
+        lazy.close()
+
+
+def _filtered_system(make: Callable[[], Retriever], queries: Queries) -> Retriever:
+    """The cell's retriever, refused before paying for an index when the queries carry filters it cannot apply."""
+    retriever = make()
+    try:
+        require_filters(retriever, query_filters(queries, list(queries)))
+    except BaseException:
+        retriever.close()
+        raise
+    return retriever

@@ -13,8 +13,14 @@ Two fingerprints, so fixing an unrelated setting does not throw work away:
 - the *cell* hash (what done.json must match) adds what changes the numbers: metrics, evaluation.
 Batch sizes and output paths are in neither.
 
-A backend failure while indexing is recorded as the cell's `index_error`; failures of single
-queries are recorded per query. Both make the study exit 3 after everything is written.
+The contract: `run_cell(cell, system, data, stages)` with typed stages (`CellStages`: an optional
+`RerankStage`, a `Scorer`, study-specific summary fields) that return typed results (`Reranked`,
+`Scored`); what the cell computed (run, table, answers) comes back in `Outcome.result`, in memory,
+for the study's later steps (reference agreement, the report).
+
+A system that fails as a whole (built, indexed or searched) is recorded as the cell's `index_error`;
+failures of single queries are recorded per query. Both make the study exit 3 after everything is
+written (2 when the whole-system failure is a config error, e.g. a factory returning the wrong type).
 
 A RAG system's answer side (`retriever.answers`: the http adapter's answer fields, a `generate:`
 block's answers) is journaled in the same record as the query's ranking, so a killed run resumed
@@ -28,16 +34,19 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
 
 from retbench.data import Corpus, Queries, Run
-from retbench.errors import BackendError
+from retbench.data.answers import SystemAnswer
+from retbench.errors import BackendError, ConfigError
 from retbench.evaluation import Evaluation, coverage
 from retbench.results import SystemDir, read_json, save_run, write_json
 from retbench.results.files import save_answers, save_table
 from retbench.results.journal import Journal, journaled_answers
 from retbench.results.usage import llm_usage, stage_latency
-from retbench.studies.executors import InProcess, devices_of
+from retbench.retrievers.base import Retriever
+from retbench.studies.executors import Answer, InProcess, OnBatch, devices_of
 from retbench.studies.resources import rate, size_on_disk, stage
 
 Progress = Callable[[str, int, int], None]
@@ -49,9 +58,36 @@ def fingerprint(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+# -- the contract: what a cell is given, its stages, and what it gives back ------------------------------
+class Executor(Protocol):
+    """Where encoding and searching run (`studies/executors.py`: in this process, or a Ray cluster)."""
+
+    def encode_corpus(self, retriever: Retriever, corpus: Corpus) -> dict[str, Any]: ...
+
+    def search(
+        self,
+        retriever: Retriever,
+        queries: Queries,
+        todo: Sequence[str],
+        k: int,
+        batch_size: int,
+        on_batch: OnBatch,
+        *,
+        adapter: str = "",
+        params: dict[str, Any] | None = None,
+        index_dir: Path | None = None,
+    ) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
 @dataclass
 class Cell:
-    """One unit of work and where its results go."""
+    """One unit of work and where its results go.
+
+    `manifest` holds study-specific manifest fields (stored in done.json); `search_extra` what a
+    remote executor needs to build the system again in its workers (adapter and params).
+    """
 
     key: str
     sysdir: SystemDir
@@ -59,11 +95,89 @@ class Cell:
     cell_hash: str
     depth: int
     batch_size: int = 64
+    manifest: Mapping[str, Any] = field(default_factory=dict)
+    search_extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CellData:
+    """What a cell searches and scores on; `groups` (name -> query ids: tags, categories, answerable)
+    give the summary's `breakdown`."""
+
+    corpus: Corpus
+    queries: Queries
+    groups: Mapping[str, Sequence[str]] | None = None
+
+
+@dataclass
+class Scored:
+    """The scoring stage's result: the per-query table, plus summary and manifest blocks of its own
+    (the judging stage's calls, tokens and verdict counts)."""
+
+    evaluation: Evaluation
+    summary: dict[str, Any] = field(default_factory=dict)
+    manifest: dict[str, Any] = field(default_factory=dict)
+    curves: dict[str, list[float]] | None = None  # metric family -> mean at k = 1 .. depth, for the report
+
+
+class Scorer(Protocol):
+    """Scores a cell's final run; `answers` is the answer side a RAG system gave (empty otherwise)."""
+
+    def __call__(self, run: Run, answers: Mapping[str, SystemAnswer], /) -> Scored: ...
+
+
+@dataclass
+class Reranked:
+    """The rerank stage's result: the final run (each query's first-stage top `depth`, re-ordered),
+    the summary block for metrics.json and the manifest block."""
+
+    run: Run
+    depth: int
+    summary: dict[str, Any]
+    manifest: dict[str, Any]
+
+
+class RerankStage(Protocol):
+    """Turns the first-stage run into the final one (studies/rerank.py)."""
+
+    def __call__(self, run: Run, /) -> Reranked: ...
+
+
+class Describe(Protocol):
+    """Study-specific summary fields from the retriever and the cell's timings (e.g. chunk statistics)."""
+
+    def __call__(self, retriever: Retriever, timings: dict[str, float], /) -> dict[str, Any]: ...
+
+
+@dataclass
+class CellStages:
+    """What runs after the search: an optional rerank, the scoring, study-specific summary fields,
+    and the bootstrap settings of the aggregates (`Evaluation.aggregate` keywords)."""
+
+    score: Scorer
+    rerank: RerankStage | None = None
+    describe: Describe | None = None
+    aggregate: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CellResult:
+    """What a cell computed, handed on in memory (a later stage never reads back what was just written)."""
+
+    run: Run
+    evaluation: Evaluation
+    answers: dict[str, SystemAnswer] = field(default_factory=dict)
+    curves: dict[str, list[float]] | None = None
 
 
 @dataclass
 class Outcome:
-    """What happened to one cell: the shape every study returns and the exit-3 decision reads."""
+    """What happened to one cell: the shape every study returns and the exit-3 decision reads.
+
+    `result` is set when the cell computed (not when it was skipped as finished, nor when the
+    system failed as a whole); `config_error` marks a whole-system failure that is the config's
+    (a factory that returns the wrong type), which makes the study exit 2 rather than 3.
+    """
 
     name: str
     skipped: bool = False
@@ -74,59 +188,62 @@ class Outcome:
     summary: dict[str, Any] = field(default_factory=dict)
     manifest: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)  # study-specific labels (e.g. chunker, system)
+    result: CellResult | None = None
+    config_error: bool = False
 
     @property
     def failed(self) -> bool:
         return bool(self.failed_queries or self.index_error)
 
 
-@dataclass
-class StudyOutcome:
-    """Every cell of a study: the metrics.json content and the outcomes in run order."""
+ConfigT = TypeVar("ConfigT")
 
-    config: Any
+
+@dataclass
+class StudyOutcome(Generic[ConfigT]):
+    """Every cell of a study: its config, the metrics.json content and the outcomes in run order."""
+
+    config: ConfigT
     systems: list[Outcome]
     metrics: dict[str, Any]
+    reports: list[str] = field(default_factory=list)  # report files written beside the results
 
     @property
     def backend_failed(self) -> bool:
         return any(s.failed for s in self.systems)
 
 
-def raise_if_backend_failed(outcome: StudyOutcome) -> None:
-    """Exit 3 (after everything is written) when any backend failed."""
+def raise_if_backend_failed(outcome: StudyOutcome[Any]) -> None:
+    """After everything is written: exit 2 when a system failed for its config, 3 when any backend failed."""
     bad = [s for s in outcome.systems if s.failed]
-    if bad:
-        s = bad[0]
-        detail = s.index_error or f"{s.failed_queries} queries failed (see status.jsonl); first error, {s.first_error}"
-        raise BackendError(f"backend failed for {s.name}: {detail}")
+    if not bad:
+        return
+    config = [s for s in bad if s.config_error]
+    if config:
+        raise ConfigError(f"system {config[0].name}: {config[0].index_error}")
+    s = bad[0]
+    detail = s.index_error or f"{s.failed_queries} queries failed (see status.jsonl); first error, {s.first_error}"
+    raise BackendError(f"backend failed for {s.name}: {detail}")
 
 
 # -- the runner --------------------------------------------------------------------------------------
 def run_cell(
     cell: Cell,
-    retriever: Callable[[], Any],
-    corpus: Corpus,
-    queries: Queries,
-    score: Callable[[Run], Evaluation],
+    system: Callable[[], Retriever],
+    data: CellData,
+    stages: CellStages,
     *,
-    aggregate: Mapping[str, Any] | None = None,
+    executor: Executor | None = None,
     force: bool = False,
     progress: Progress | None = None,
     log: Log = print,
-    extra: Callable[[Any, dict[str, float]], dict[str, Any]] | None = None,
-    manifest: Mapping[str, Any] | None = None,
-    executor: Any = None,
-    search_extra: Mapping[str, Any] | None = None,
-    rerank: Callable[[Run], tuple[Run, dict[str, Any], dict[str, Any] | None]] | None = None,
-    groups: Mapping[str, Sequence[str]] | None = None,
 ) -> Outcome:
     """Run one cell to done.json, or read it back when it finished earlier with the same hash.
 
-    `retriever()` is called only when work is left (so a finished dense cell loads no model);
-    `score(run)` judges the run; `extra(retriever, timings)` adds study-specific summary fields and
-    `manifest` study-specific manifest fields (both stored in done.json); `groups` (name -> query
-    ids: tags, categories, answerable/unanswerable) give the summary's `breakdown`.
+    `system()` is called only when work is left (so a finished dense cell loads no model). A system
+    that cannot be built, indexed or searched as a whole (a store at a wrong port, a factory that
+    raises, a lost cluster node) is recorded as the cell's `index_error`, never raised: the other
+    cells and the report still come. Failures of single queries are recorded per query.
     """
     if cell.sysdir.is_done(cell.cell_hash) and not force:
         log(f"{cell.key}: finished earlier, skipped (use --force to redo)")
@@ -136,49 +253,59 @@ def run_cell(
             f.unlink(missing_ok=True)
     cell.sysdir.done.unlink(missing_ok=True)
     cell.sysdir.root.mkdir(parents=True, exist_ok=True)
-    outcome = Outcome(cell.key, manifest=dict(manifest or {}))
-    r = retriever()
-    run = _journaled_run(r, queries, cell)
+    outcome = Outcome(cell.key, manifest=dict(cell.manifest))
+    try:
+        r = system()
+    except Exception as exc:  # a system that cannot be built is recorded; the others still run
+        return _system_failed(cell, outcome, exc, "while starting", log)
+    run = _journaled_run(r, data.queries, cell)
     if run is not None:  # every query answered before: re-score without indexing or searching again
-        _finish(cell, outcome, r, _reranked(run, rerank, outcome), score, aggregate or {}, extra, groups)
+        _finish(cell, outcome, r, run, data, stages)
         return outcome
-    ex = executor if executor is not None else InProcess()
+    ex: Executor = executor if executor is not None else InProcess()
     figures: dict[str, Any] = {}
     outcome.manifest["resources"] = figures
     if progress:
-        progress(f"index {cell.key}", 0, len(corpus))
+        progress(f"index {cell.key}", 0, len(data.corpus))
     try:
-        index_with(ex, r, corpus, cell.sysdir, figures)
+        index_with(ex, r, data.corpus, cell.sysdir, figures)
     except Exception as exc:  # a backend failure is recorded; the other cells still run
-        outcome.index_error = f"{type(exc).__name__}: {exc}"
-        outcome.summary = {"error": outcome.index_error}
-        log(f"{cell.key}: backend failed while indexing: {outcome.index_error}")
-        return outcome
+        return _system_failed(cell, outcome, exc, "while indexing", log)
     if progress:
-        progress(f"index {cell.key}", len(corpus), len(corpus))
-    with stage(figures, "search"):
-        run, figures["search_on"] = search_journaled(r, queries, cell, progress, ex, search_extra)
-    figures["search_queries_per_s"] = rate(len(queries), figures["search_seconds"])
+        progress(f"index {cell.key}", len(data.corpus), len(data.corpus))
+    try:
+        with stage(figures, "search"):
+            run, figures["search_on"] = search_journaled(r, data.queries, cell, progress, ex)
+    except Exception as exc:  # e.g. a lost cluster node: the journal keeps every answered query for a resume
+        return _system_failed(cell, outcome, exc, "while searching", log)
+    figures["search_queries_per_s"] = rate(len(data.queries), figures["search_seconds"])
     outcome.timings.update({k: round(v, 3) for k, v in figures.items() if k.endswith("_seconds")})
-    _finish(cell, outcome, r, _reranked(run, rerank, outcome), score, aggregate or {}, extra, groups)
+    _finish(cell, outcome, r, run, data, stages)
     if outcome.failed_queries:
         log(f"{cell.key}: {outcome.failed_queries} queries failed; first error, {outcome.first_error}")
     return outcome
 
 
-def _reranked(
-    run: Run, rerank: Callable[[Run], tuple[Run, dict[str, Any], dict[str, Any] | None]] | None, outcome: Outcome
-) -> Run:
-    """The final run: the first stage's, or its rerank (whose summary and manifest blocks the outcome keeps)."""
+def _system_failed(cell: Cell, outcome: Outcome, exc: Exception, when: str, log: Log) -> Outcome:
+    """Record a whole-system failure in the outcome (its summary is `{"error": ...}` in metrics.json)."""
+    outcome.index_error = f"{type(exc).__name__}: {exc}"
+    outcome.config_error = isinstance(exc, ConfigError)
+    outcome.summary = {"error": outcome.index_error}
+    what = "config error" if outcome.config_error else "backend failed"
+    log(f"{cell.key}: {what} {when}: {outcome.index_error}")
+    return outcome
+
+
+def _reranked(run: Run, rerank: RerankStage | None, outcome: Outcome) -> Reranked | None:
+    """The rerank stage's result (its summary and manifest blocks kept in the outcome), None without one."""
     if rerank is None:
-        return run
+        return None
     t0 = time.perf_counter()
-    final, summary, manifest = rerank(run)
+    done = rerank(run)
     outcome.timings["rerank_seconds"] = round(time.perf_counter() - t0, 3)
-    outcome.info["rerank_summary"] = summary
-    if manifest is not None:
-        outcome.manifest["rerank"] = manifest
-    return final
+    if done.manifest:
+        outcome.manifest["rerank"] = done.manifest
+    return done
 
 
 def _finished(cell: Cell) -> Outcome:
@@ -194,17 +321,10 @@ def _finished(cell: Cell) -> Outcome:
     )
 
 
-def _finish(
-    cell: Cell,
-    outcome: Outcome,
-    retriever: Any,
-    run: Run,
-    score: Callable[[Run], Evaluation],
-    aggregate: Mapping[str, Any],
-    extra: Callable[[Any, dict[str, float]], dict[str, Any]] | None,
-    groups: Mapping[str, Sequence[str]] | None = None,
-) -> None:
-    """Save the run, score it, store the coverage, breakdown, latency and LLM usage once, write done.json last."""
+def _finish(cell: Cell, outcome: Outcome, retriever: Retriever, first: Run, data: CellData, stages: CellStages) -> None:
+    """Rerank, save the run, score it, store the coverage, breakdown, latency and LLM usage once, write done.json last."""
+    reranked = _reranked(first, stages.rerank, outcome)
+    run = reranked.run if reranked is not None else first
     failed = run.failed()
     outcome.failed_queries = len(failed)
     if failed:
@@ -214,25 +334,29 @@ def _finish(
     answers = _answers_of(cell, run) if isinstance(getattr(retriever, "answers", None), Mapping) else {}
     if answers:
         save_answers(answers, cell.sysdir)
-    evaluation = score(run)
+    scored = stages.score(run, answers)
+    evaluation = scored.evaluation
     save_table(evaluation, cell.sysdir)
-    aggregates = evaluation.aggregate(**aggregate)
+    aggregates = evaluation.aggregate(**stages.aggregate)
     write_json(cell.sysdir.aggregates, aggregates)
     outcome.timings["evaluate_seconds"] = round(time.perf_counter() - t0, 3)
     # canonical metric names (ndcg_cut_10 -> ndcg@10), the same as in per_query.tsv and aggregates.json
     summary: dict[str, Any] = {m: aggregates[m]["mean"] for m in evaluation.metrics}
-    if extra is not None:
-        summary.update(extra(retriever, outcome.timings))
-    summary.update(outcome.info.get("rerank_summary") or {})
-    summary["coverage"] = coverage(evaluation, run)
-    if groups:
-        summary["breakdown"] = breakdown(evaluation, groups)
+    if stages.describe is not None:
+        summary.update(stages.describe(retriever, outcome.timings))
+    summary.update(scored.summary)
+    if reranked is not None:
+        summary.update(reranked.summary)
+    summary["coverage"] = coverage(evaluation, run, reranked.depth if reranked is not None else cell.depth)
+    if data.groups:
+        summary["breakdown"] = breakdown(evaluation, data.groups)
     summary["latency"] = stage_latency(run, answers, outcome.timings)
     if usage := llm_usage(cell.sysdir.root):
         summary["usage"] = usage
     outcome.summary = summary
     outcome.manifest = {
         **outcome.manifest,
+        **scored.manifest,
         "describe": retriever.describe(),
         "fingerprint": retriever.fingerprint(),
         "timings": outcome.timings,
@@ -240,6 +364,7 @@ def _finish(
         "search_fingerprint": cell.search_fingerprint,
         "duplicates_dropped": run.n_duplicates,
     }
+    outcome.result = CellResult(run, evaluation, answers, scored.curves)
     write_json(
         cell.sysdir.done,
         {
@@ -259,7 +384,7 @@ def breakdown(evaluation: Evaluation, groups: Mapping[str, Sequence[str]]) -> di
     return {g: {"n": sizes[g], "means": means[g]} for g in groups if sizes[g]}
 
 
-def _answers_of(cell: Cell, run: Run) -> dict[str, Any]:
+def _answers_of(cell: Cell, run: Run) -> dict[str, SystemAnswer]:
     """The answer side of the run's queries as journaled (this process's and any earlier one's), run order."""
     if not cell.sysdir.journal.is_file():
         return {}
@@ -268,7 +393,7 @@ def _answers_of(cell: Cell, run: Run) -> dict[str, Any]:
     return {q: found[q] for q in run.query_ids if q in found}
 
 
-def _journaled_run(retriever: Any, queries: Queries, cell: Cell) -> Run | None:
+def _journaled_run(retriever: Retriever, queries: Queries, cell: Cell) -> Run | None:
     """The complete run from the journal when every query is in it (None otherwise)."""
     if not cell.sysdir.journal.is_file():
         return None
@@ -280,19 +405,18 @@ def _journaled_run(retriever: Any, queries: Queries, cell: Cell) -> Run | None:
 
 
 def search_journaled(
-    retriever: Any,
+    retriever: Retriever,
     queries: Queries,
     cell: Cell,
     progress: Progress | None = None,
-    executor: Any = None,
-    search_extra: Mapping[str, Any] | None = None,
+    executor: Executor | None = None,
 ) -> tuple[Run, dict[str, Any]]:
     """Search in batches wherever the executor runs them; only this process journals, each query once.
 
     Resumes from the journal: queries already in it are not searched again. Returns the run and where
     the search ran (executor kind and workers).
     """
-    ex = executor if executor is not None else InProcess()
+    ex: Executor = executor if executor is not None else InProcess()
     label = f"search {cell.key}"
     with Journal(cell.sysdir.journal, cell.search_fingerprint, batch_size=cell.batch_size) as journal:
         done = journal.done()
@@ -304,7 +428,7 @@ def search_journaled(
         said = getattr(retriever, "answers", None)  # a RAG system's answer side, filled by its search
         said = said if isinstance(said, Mapping) else {}
 
-        def on_batch(part: list) -> None:
+        def on_batch(part: list[Answer]) -> None:
             for q, ranking, status, latency, error in part:
                 if q not in journal:  # a batch retried after a worker died is journaled once
                     answer = {"answer": said[q].to_dict()} if q in said else {}
@@ -322,13 +446,15 @@ def search_journaled(
             cell.batch_size,
             on_batch,
             index_dir=cell.sysdir.root / "index",
-            **dict(search_extra or {}),
+            **dict(cell.search_extra),
         )
         run = journal.replay(name=retriever.name)
     return run.subset(list(queries)), where
 
 
-def index_with(executor: Any, retriever: Any, corpus: Corpus, sysdir: SystemDir, figures: dict[str, Any]) -> None:
+def index_with(
+    executor: Executor, retriever: Retriever, corpus: Corpus, sysdir: SystemDir, figures: dict[str, Any]
+) -> None:
     """Encode (through the executor, into the embedding cache), index, and save the index where it can be.
 
     The saved index is what Ray search workers load; its size is a resource figure either way.
@@ -348,11 +474,11 @@ def index_with(executor: Any, retriever: Any, corpus: Corpus, sysdir: SystemDir,
 class LazyRetriever:
     """Creates a retriever on first use (a finished cell never loads its model) and closes it once."""
 
-    def __init__(self, make: Callable[[], Any]) -> None:
+    def __init__(self, make: Callable[[], Retriever]) -> None:
         self._make = make
-        self.value: Any = None
+        self.value: Retriever | None = None
 
-    def __call__(self) -> Any:
+    def __call__(self) -> Retriever:
         if self.value is None:
             self.value = self._make()
         return self.value

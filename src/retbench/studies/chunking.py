@@ -41,17 +41,27 @@ from retbench.chunkers import Chunker, ChunkSet, HFTokenizer, make_chunker, make
 from retbench.config import SystemSpec, load, sample_ids, validate
 from retbench.config.chunking import DEFAULT_METRICS, SEPARATOR, ChunkingModel
 from retbench.errors import ConfigError
-from retbench.evaluation import Evaluation
+from retbench.evaluation import Evaluation, evaluate
 from retbench.io.chunking_eval import read_chunking_eval
 from retbench.io.datasets import resolve
-from retbench.metrics.judges import budget_cutoffs, evaluate_judgement, judge_spans, overlap_scores
+from retbench.metrics.judges import budget_cutoffs, judge_spans, overlap_scores
 from retbench.metrics.judges.spans import budget_label
 from retbench.report.chunking import render_html, render_markdown
 from retbench.results import SystemDir, write_json
 from retbench.results.files import write_text
 from retbench.results.layout import OutputLock
 from retbench.retrievers.base import check_system, create
-from retbench.studies.cell import Cell, LazyRetriever, Outcome, StudyOutcome, fingerprint, run_cell
+from retbench.studies.cell import (
+    Cell,
+    CellData,
+    CellStages,
+    LazyRetriever,
+    Outcome,
+    Scored,
+    StudyOutcome,
+    fingerprint,
+    run_cell,
+)
 from retbench.studies.manifest import manifest_header
 
 
@@ -160,7 +170,7 @@ def score_pair(run: Any, chunks: ChunkSet, spans: dict, cfg: ChunkingConfig, sys
     """Judge a chunk run by spans: the config's metrics, character-level P/R/IoU and the budget view."""
 
     judgement = judge_spans(run, chunks, spans, min_chars=cfg.min_chars, min_fraction=cfg.min_fraction)
-    ev = evaluate_judgement(judgement, run, cfg.metrics, system=system)
+    ev = evaluate(run, judgement, cfg.metrics, system=system)
     rows = (
         np.asarray([judgement.query_ids.index(q) for q in ev.query_ids], dtype=np.int64)
         if ev.query_ids
@@ -345,6 +355,7 @@ def _run_pair(
         cfg.pair_hash(cblock, sspec),
         cfg.depth,
         cfg.batch_size,
+        manifest={"chunker": cblock, "adapter": sspec.adapter},
     )
     before: list[int] = [0, 0]
 
@@ -372,13 +383,10 @@ def _run_pair(
     outcome = run_cell(
         cell,
         retriever,
-        corpus,
-        queries,
-        lambda run: score_pair(run, chunks, spans, cfg, key),
+        CellData(corpus, queries),
+        CellStages(lambda run, _answers: Scored(score_pair(run, chunks, spans, cfg, key)), describe=extra),
         force=force,
         log=log,
-        extra=extra,
-        manifest={"chunker": cblock, "adapter": sspec.adapter},
     )
     outcome.info = {"chunker": chunker_name, "system": sspec.name}
     if outcome.index_error:

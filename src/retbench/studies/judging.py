@@ -41,6 +41,7 @@ import numpy as np
 
 from retbench.config import validate
 from retbench.config.experiment import JudgingBlock
+from retbench.data import Corpus, Run
 from retbench.data.answers import SystemAnswer
 from retbench.errors import ConfigError
 from retbench.llm import verdicts as vp
@@ -305,6 +306,43 @@ def raise_if_llm_calls_failed(output: Path, systems: Iterable[str]) -> None:
     if failed:
         more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
         raise BackendError(failed[0] + more)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The judging stage's result for one system: stored verdicts by query, and the stage's manifest
+    (each prompt kind's judge identity, what the calls cost)."""
+
+    records: dict[str, dict[str, Any]]
+    manifest: dict[str, Any]
+
+
+@dataclass
+class JudgeStage:
+    """The judging stage of one cell: the verdicts its judged answer metrics need, for its run and answers."""
+
+    spec: JudgingSpec
+    server: JudgeServer
+    sysdir: Path
+
+    def __call__(
+        self,
+        metrics: Sequence[str],
+        run: Run,
+        queries: Mapping[str, str],
+        samples: Mapping[str, Any],
+        answers: Mapping[str, SystemAnswer],
+        corpus: Corpus,
+    ) -> Judged:
+        """Judge the top `context_k` retrieved chunks of every query (none for a failed query) and its answer."""
+        k = self.spec.context_k
+        contexts = {
+            q: [str(d) for d in run.docs(q)[:k] if str(d) in corpus] if q in run and not run.status[q].failed else []
+            for q in queries
+        }
+        stage = Judging(self.spec, self.server, self.sysdir)
+        records = stage.run(metrics, queries, samples, answers, contexts, lambda d: corpus.joined(corpus.index[d]))
+        return Judged(records, stage.manifest())
 
 
 def judged_summary(

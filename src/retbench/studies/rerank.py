@@ -13,63 +13,69 @@ recall@depth cannot pass it) and the paired comparison reranked vs first stage o
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
 
-from retbench.data import Corpus, Queries, Run
+from retbench.compare import compare_pair
+from retbench.data import Run
+from retbench.evaluation import Evaluation
 from retbench.results import SystemDir, save_run, write_json
 from retbench.retrievers.rerank import RerankSpec
+from retbench.studies.cell import CellData, Reranked
 
-Evaluate = Callable[[Run, Sequence[str]], Any]
+Evaluate = Callable[[Run, Sequence[str]], Evaluation]
 
 
-def rerank_system(
-    spec: RerankSpec,
-    first: Run,
-    queries: Queries,
-    corpus: Corpus,
-    sysdir: SystemDir,
-    metrics: Sequence[str],
-    evaluate: Evaluate,
-    *,
-    name: str,
-    where: str = "",
-) -> tuple[Run, dict[str, Any], dict[str, Any]]:
-    """(reranked run, summary block for metrics.json, manifest block); writes the first stage's files."""
-    from retbench.compare import compare_pair
+@dataclass
+class RerankStage:
+    """A cell's rerank stage (`studies.cell.RerankStage`): first-stage run -> `Reranked`.
 
-    stage = spec.build(where=where)
-    try:
-        first_dir = SystemDir(sysdir.root / "first_stage")
-        save_run(first, first_dir)
-        ceiling = f"recall@{spec.depth}"
-        first_eval = evaluate(first, [*metrics, ceiling] if ceiling not in metrics else list(metrics))
-        first_eval.to_tsv(first_dir.per_query)
-        first_agg = first_eval.aggregate()
-        write_json(first_dir.aggregates, first_agg)
-        reranked = stage.rerank(first, queries, corpus, name=name)
-        final_eval = evaluate(reranked, list(metrics))
-        first_eval.system, final_eval.system = "first_stage", name
-        pair = compare_pair(first_eval, final_eval, [m for m in final_eval.metrics if m in first_eval.metrics])
-    finally:
-        stage.reranker.close()
-    summary = {
-        "first_stage": {m: first_agg[m]["mean"] for m in first_eval.metrics},
-        "rerank": {
-            "depth": spec.depth,
-            "ceiling": {"metric": ceiling, "value": first_agg[ceiling]["mean"]},
-            "vs_first_stage": {
-                m.metric: {
-                    "delta": m.delta,
-                    "ci": [m.ci_low, m.ci_high],
-                    "p": m.pvalues["randomization"],
-                    "wins": m.wins,
-                    "ties": m.ties,
-                    "losses": m.losses,
-                    "n": m.n,
-                }
-                for m in pair.metrics
+    `evaluate(run, metrics)` scores a run as the study does (its qrels and evaluation settings).
+    """
+
+    spec: RerankSpec
+    data: CellData
+    sysdir: SystemDir
+    metrics: Sequence[str]
+    evaluate: Evaluate
+    name: str
+    where: str = ""
+
+    def __call__(self, first: Run) -> Reranked:
+        """The reranked run, the summary block for metrics.json and the manifest block; writes the first stage's files."""
+        spec, metrics = self.spec, self.metrics
+        stage = spec.build(where=self.where)
+        try:
+            first_dir = SystemDir(self.sysdir.root / "first_stage")
+            save_run(first, first_dir)
+            ceiling = f"recall@{spec.depth}"
+            first_eval = self.evaluate(first, [*metrics, ceiling] if ceiling not in metrics else list(metrics))
+            first_eval.to_tsv(first_dir.per_query)
+            first_agg = first_eval.aggregate()
+            write_json(first_dir.aggregates, first_agg)
+            reranked = stage.rerank(first, self.data.queries, self.data.corpus, name=self.name)
+            final_eval = self.evaluate(reranked, list(metrics))
+            first_eval.system, final_eval.system = "first_stage", self.name
+            pair = compare_pair(first_eval, final_eval, [m for m in final_eval.metrics if m in first_eval.metrics])
+        finally:
+            stage.reranker.close()
+        summary = {
+            "first_stage": {m: first_agg[m]["mean"] for m in first_eval.metrics},
+            "rerank": {
+                "depth": spec.depth,
+                "ceiling": {"metric": ceiling, "value": first_agg[ceiling]["mean"]},
+                "vs_first_stage": {
+                    m.metric: {
+                        "delta": m.delta,
+                        "ci": [m.ci_low, m.ci_high],
+                        "p": m.pvalues["randomization"],
+                        "wins": m.wins,
+                        "ties": m.ties,
+                        "losses": m.losses,
+                        "n": m.n,
+                    }
+                    for m in pair.metrics
+                },
             },
-        },
-    }
-    manifest = {**stage.describe(), "fingerprint": stage.reranker.fingerprint(), "pairs": stage.stats.as_dict()}
-    return reranked, summary, manifest
+        }
+        manifest = {**stage.describe(), "fingerprint": stage.reranker.fingerprint(), "pairs": stage.stats.as_dict()}
+        return Reranked(reranked, spec.depth, summary, manifest)

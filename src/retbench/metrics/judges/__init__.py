@@ -24,7 +24,7 @@ Two different things get counted, on purpose:
   qrels of this chunking and stays within [0, 1];
 - `Judgement.recall` (and `recall_any` / `recall_all` / `f1`) count *gold items*: recall@k is the
   share of a query's gold excerpts (anchors, texts, embeddings) matched by some top-k chunk. That
-  is the recall@k reported for span relevance (`evaluate_judgement` uses it for `recall@k`).
+  is the recall@k reported for span relevance (`evaluate(run, judgement, ...)` uses it for `recall@k`).
 
 Why not one count: several chunks can overlap one excerpt and one chunk several excerpts, so
 "relevant chunks retrieved / gold excerpts" can exceed 1 (and nDCG with an ideal of one grade per
@@ -44,7 +44,7 @@ and everything after are left out.
 
 from retbench.metrics.gain import GainMatrix, check_level
 from retbench.metrics.judges.anchors import Anchor, judge_anchors, normalize_heading_path
-from retbench.metrics.judges.common import ITEM_METRICS, Judgement, evaluate_judgement
+from retbench.metrics.judges.common import ITEM_METRICS, Judgement
 from retbench.metrics.judges.cosine import judge_cosine
 from retbench.metrics.judges.documents import judge_documents, pool_documents
 from retbench.metrics.judges.qrels import judge_qrels, run_rows
@@ -58,7 +58,6 @@ __all__ = [
     "Judgement",
     "budget_cutoffs",
     "check_level",
-    "evaluate_judgement",
     "judge_anchors",
     "judge_cosine",
     "judge_documents",

@@ -1,23 +1,20 @@
-"""What every passage judge shares: the Judgement (a GainMatrix plus matched gold items) and item metrics."""
+"""What every passage judge shares: the Judgement (a GainMatrix plus matched gold items) and item metrics.
+
+A Judgement is relevance for `retbench.evaluation.evaluate`, as qrels are: the same counting rules,
+the same registry metrics, with recall, recall_any, recall_all and f1 counting gold items.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from retbench.chunkers import ChunkSet
 from retbench.data import Run
-from retbench.data.status import MISSING, UNANSWERED
 from retbench.metrics import ranking
 from retbench.metrics.gain import GainMatrix
-from retbench.metrics.registry import MetricContext, parse_metrics
-
-if TYPE_CHECKING:
-    from retbench.evaluation import Evaluation
-
 
 NEVER = np.iinfo(np.int64).max
 Groups = Mapping[str, Sequence[Sequence[int]]]
@@ -130,6 +127,17 @@ class Judgement:
     def query_ids(self) -> list[str]:
         return self.gains.query_ids
 
+    def take(self, rows: np.ndarray) -> Judgement:
+        """The judgement of the given rows (queries), in the given order."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = object.__new__(Judgement)
+        out.gains = self.gains.take(rows)
+        out.n_relevant_chunks = self.n_relevant_chunks[rows]
+        out.n_items = self.n_items[rows]
+        out.first_rank = self.first_rank[rows]
+        out.groups = [self.groups[r] for r in rows.tolist()]
+        return out
+
     def __len__(self) -> int:
         return len(self.gains)
 
@@ -181,53 +189,9 @@ class Judgement:
         return ranking.reciprocal_rank(self.gains, self.cutoffs(k))
 
 
-# metrics that count gold items rather than relevant chunks (see the module docstring)
+# metrics that count gold items rather than relevant chunks when `evaluate` is given a Judgement
+# (their registry rows in metrics/retrieval.py read `MetricContext.items`)
 ITEM_METRICS = ("recall", "recall_any", "recall_all", "f1")
-
-
-def evaluate_judgement(
-    judgement: Judgement,
-    run: Run,
-    metrics: Sequence[str],
-    *,
-    default_k: int = 5,
-    system: str | None = None,
-) -> Evaluation:
-    """Any registry metric over a judge's verdict, as the same `Evaluation` that `evaluate` returns.
-
-    recall, recall_any, recall_all and f1 count gold items (`Judgement`); every other metric is the
-    registry's own function of the gain matrix. Queries without gold items are skipped (listed);
-    a query the system failed or did not answer scores 0 and is counted, as in `evaluate`.
-    """
-    from retbench.evaluation import Evaluation  # here, not on top: evaluation imports the judges
-
-    specs = parse_metrics(list(metrics), default_k)
-    qids = judgement.query_ids
-    keep = np.flatnonzero(judgement.n_items > 0)
-    run_rows = run.rows(qids)
-    ctx = MetricContext(judgement.gains, 1, run, run_rows)
-    values = np.empty((len(qids), len(specs)))
-    for j, spec in enumerate(specs):
-        if spec.metric.name in ITEM_METRICS:
-            values[:, j] = getattr(judgement, spec.metric.name)(spec.ks(None, len(qids)))
-        else:
-            values[:, j] = spec.compute(ctx)
-    status = [run.status[q].value if q in run else MISSING for q in qids]
-    failed = np.array([s in UNANSWERED for s in status], dtype=bool)
-    values[failed] = 0.0
-    judged = set(qids)
-    return Evaluation(
-        system=system if system is not None else run.name,
-        metrics=[s.name for s in specs],
-        query_ids=[qids[i] for i in keep],
-        values=values[keep],
-        status=[status[i] for i in keep],
-        skipped=[q for q, n in zip(qids, judgement.n_items, strict=True) if n == 0],
-        n_duplicates=run.n_duplicates,
-        unjudged=[q for q in run.query_ids if q not in judged],
-        default_k=default_k,
-        trec_names=[None] * len(specs),
-    )
 
 
 def _check_groups(

@@ -18,7 +18,7 @@ from retbench.report.impact import render_report
 from retbench.results import write_json, write_text
 from retbench.retrievers.base import Retriever, create
 from retbench.retrievers.encoders import Encoder
-from retbench.studies.benchmark import dataset_manifest, prepare_dataset
+from retbench.studies.dataset import dataset_manifest, prepare_dataset
 from retbench.studies.executors import devices_of
 from retbench.studies.impact.candidates import CandidateSet, build_candidates, candidate_status, reference_answers
 from retbench.studies.impact.config import IngestConfig

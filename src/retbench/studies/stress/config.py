@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retbench.config import StressModel, load, validate
+from retbench.config import DatasetSpec, StressModel, SystemSpec, load, validate
 from retbench.retrievers.faults import FaultSpec
-from retbench.studies.benchmark import build_config
+from retbench.studies.benchmark import ExperimentConfig, build_config
 from retbench.studies.stress.settings import LoadSettings
 
 
@@ -23,22 +23,22 @@ class StressConfig:
     request (and of the short-result rule).
     """
 
-    experiment: Any  # retbench.studies.benchmark.ExperimentConfig
+    experiment: ExperimentConfig  # the `retbench run` part: its one dataset and one system
     load: LoadSettings
     faults: dict[str, Any]
     raw: dict[str, Any]
 
     @property
-    def dataset(self) -> Any:
+    def dataset(self) -> DatasetSpec:
         return self.experiment.datasets[0]
 
     @property
-    def system(self) -> Any:
+    def system(self) -> SystemSpec:
         return self.experiment.systems[0]
 
     @property
     def k(self) -> int:
-        return int(self.experiment.depth)
+        return self.experiment.depth
 
     @property
     def metrics(self) -> list[str]:

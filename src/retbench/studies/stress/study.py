@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from retbench.config import EvalSettings
 from retbench.data import Qrels, Run
 from retbench.errors import EXIT_BACKEND, EXIT_OK, ConfigError
-from retbench.evaluation import evaluate
+from retbench.evaluation import EvalSettings, Evaluation, evaluate
 from retbench.report.stress import level_line, render_html, render_markdown
 from retbench.results import SystemDir, save_run, write_json, write_jsonl, write_text
 from retbench.results.journal import Journal
 from retbench.retrievers.base import Retriever, create
 from retbench.retrievers.faults import with_faults
-from retbench.studies.benchmark import prepare_dataset
+from retbench.studies.dataset import prepare_dataset
 from retbench.studies.executors import devices_of
 from retbench.studies.resources import stage
 from retbench.studies.stress.config import StressConfig
@@ -34,18 +33,17 @@ def quality(
     qrels: Qrels,
     query_ids: Sequence[str],
     metrics: Sequence[str],
-    evaluation: Any = None,
-) -> tuple[dict[str, Any], Any]:
+    evaluation: EvalSettings | None = None,
+) -> tuple[dict[str, Any], Evaluation]:
     """Metric means over the stressed query set: failed or unasked queries count 0, nothing imputed.
 
     "scored N of M": N queries answered (ok or empty) of the M judged ones. The success-only mean
     is over those N and is only ever shown labelled as such. Returns (figures, the Evaluation).
     """
-    settings = evaluation if isinstance(evaluation, EvalSettings) else EvalSettings.from_config(evaluation, "<config>")
     judged = [q for q in query_ids if q in qrels]
     # always counted the trec_eval way: a failed query under stress scores 0, it is never left out
-    kwargs = settings.evaluate_kwargs() | {"mode": "trec_eval"}
-    ev = evaluate(run, qrels.subset(judged), list(metrics), **kwargs, system=run.name)
+    settings = replace(evaluation or EvalSettings(), mode="trec_eval")
+    ev = evaluate(run, qrels.subset(judged), list(metrics), settings, system=run.name)
     ok = np.array([s in ("ok", "empty") for s in ev.status], dtype=bool)
     out: dict[str, Any] = {
         "scored": int(ok.sum()),

@@ -1,0 +1,74 @@
+"""How judged runs are counted and summarized: `EvalSettings`, the one place their defaults live.
+
+`retbench.evaluation.evaluate` counts with these settings (its module docstring gives the rules);
+the config loader parses the `evaluation:` block into them; an `Evaluation` gives back the settings
+it was counted with. They sit below `evaluation` so that every layer above can name them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from retbench.errors import ConfigError
+
+MODES = ("trec_eval", "pytrec_eval")
+NO_RELEVANT = ("skip", "zero", "one")
+
+__all__ = ["MODES", "NO_RELEVANT", "EvalSettings", "checked_level", "with_overrides"]
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """How runs are judged and summarized; the defaults here are the only defaults.
+
+    relevance_level: the lowest grade that counts as relevant for binary measures (trec_eval `-l`);
+    no_relevant: what to do with a query that has no relevant document (skip it, score it 0 or 1);
+    mode: trec_eval (retbench's engine) or pytrec_eval (the reference implementation);
+    default_k: the cutoff of metrics named without one; bootstrap: resamples of the mean's CI;
+    seed: of that bootstrap; ignore_identical_ids: drop a retrieved document whose id equals the
+    query's (trec_eval and BEIR do this for corpora that contain their queries).
+    """
+
+    relevance_level: int = 1
+    no_relevant: str = "skip"
+    mode: str = "trec_eval"
+    default_k: int = 5
+    bootstrap: int = 1000
+    seed: int = 0
+    ignore_identical_ids: bool = False
+
+    def aggregate_kwargs(self) -> dict[str, int]:
+        """The keyword arguments of `Evaluation.aggregate` these settings fix."""
+        return {"seed": self.seed, "n_boot": self.bootstrap}
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+SETTING_NAMES = frozenset(f.name for f in fields(EvalSettings))
+
+
+def with_overrides(settings: EvalSettings | None, overrides: Mapping[str, Any]) -> EvalSettings:
+    """`settings` (default: the defaults) with settings given by name applied (`relevance_level=2`)."""
+    unknown = sorted(set(overrides) - SETTING_NAMES)
+    if unknown:
+        raise TypeError(f"evaluate() got unexpected keyword argument(s): {', '.join(unknown)}")
+    base = settings if settings is not None else EvalSettings()
+    return replace(base, **overrides) if overrides else base
+
+
+def checked_level(settings: EvalSettings) -> int:
+    """Refuse an unknown mode or no-relevant policy; the relevance level as an integer >= 1."""
+    if settings.mode not in MODES:
+        raise ConfigError(f"unknown mode {settings.mode!r}; expected one of {', '.join(MODES)}", field="mode")
+    if settings.no_relevant not in NO_RELEVANT:
+        raise ConfigError(
+            f"unknown no_relevant policy {settings.no_relevant!r}; expected one of {', '.join(NO_RELEVANT)}",
+            field="no_relevant",
+        )
+    level = settings.relevance_level
+    if isinstance(level, bool) or int(level) != level or level < 1:
+        raise ConfigError(f"relevance level must be an integer >= 1, got {level!r}", field="relevance_level")
+    return int(level)
