@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from retbench.config.base import Block, ConfigPath, NonNegativeInt, PositiveInt, field_error, validate
+from retbench.metrics.settings import EvalSettings
 
 JoinRule = Literal["title_space_text", "title_newline_text", "text_only"]  # data.corpus.JOIN_RULES
 
@@ -167,8 +168,11 @@ MODES = ("trec_eval", "pytrec_eval")
 NO_RELEVANT = ("skip", "zero", "one")
 
 
-class EvalSettings(Block, frozen=True):
-    """How runs are judged and summarized; the defaults here are the only defaults.
+_EVAL_DEFAULTS = EvalSettings()
+
+
+class EvalBlock(Block, frozen=True):
+    """The `evaluation:` block: how runs are judged and summarized (parsed into `EvalSettings`).
 
     relevance_level: the lowest grade that counts as relevant for binary measures (trec_eval `-l`);
     no_relevant: what to do with a query that has no relevant document (skip it, score it 0 or 1);
@@ -176,36 +180,24 @@ class EvalSettings(Block, frozen=True):
     default_k: the cutoff of metrics named without one; bootstrap: resamples of the mean's CI;
     seed: of that bootstrap; ignore_identical_ids: drop a retrieved document whose id equals the
     query's (trec_eval and BEIR do this for corpora that contain their queries).
+    The defaults are `EvalSettings`' (metrics/settings.py), so they live in one place.
     """
 
-    relevance_level: PositiveInt = 1
-    no_relevant: Literal["skip", "zero", "one"] = "skip"
-    mode: Literal["trec_eval", "pytrec_eval"] = "trec_eval"
-    default_k: PositiveInt = 5
-    bootstrap: PositiveInt = 1000
-    seed: int = 0
-    ignore_identical_ids: bool = False
+    relevance_level: PositiveInt = _EVAL_DEFAULTS.relevance_level
+    no_relevant: Literal["skip", "zero", "one"] = _EVAL_DEFAULTS.no_relevant  # type: ignore[assignment]
+    mode: Literal["trec_eval", "pytrec_eval"] = _EVAL_DEFAULTS.mode  # type: ignore[assignment]
+    default_k: PositiveInt = _EVAL_DEFAULTS.default_k
+    bootstrap: PositiveInt = _EVAL_DEFAULTS.bootstrap
+    seed: int = _EVAL_DEFAULTS.seed
+    ignore_identical_ids: bool = _EVAL_DEFAULTS.ignore_identical_ids
 
     @classmethod
     def from_config(cls, raw: Any, source: str | None = None, where: str = "evaluation") -> EvalSettings:
-        return validate(cls, raw or {}, source, prefix=where)
+        """The block as the `EvalSettings` that `evaluate` takes; errors name `<where>.<field>`."""
+        return validate(cls, raw or {}, source, prefix=where).to_settings()
 
-    def evaluate_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of `retbench.evaluation.evaluate` these settings fix."""
-        return {
-            "relevance_level": self.relevance_level,
-            "no_relevant": self.no_relevant,
-            "mode": self.mode,
-            "default_k": self.default_k,
-            "ignore_identical_ids": self.ignore_identical_ids,
-        }
-
-    def aggregate_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of `Evaluation.aggregate` these settings fix."""
-        return {"seed": self.seed, "n_boot": self.bootstrap}
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.model_dump()
+    def to_settings(self) -> EvalSettings:
+        return EvalSettings(**self.model_dump())
 
 
 # -- encoders ----------------------------------------------------------------------------------------
@@ -243,6 +235,7 @@ __all__ = [
     "DatasetBlock",
     "DatasetSpec",
     "EncoderSettings",
+    "EvalBlock",
     "EvalSettings",
     "FolderName",
     "JoinRule",

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_validator
 
 from retbench.config.base import Block, NonNegativeInt, PositiveInt, field_error
-from retbench.config.common import Dataset, EncoderSettings, EvalSettings, SystemBlock, unique_names
+from retbench.config.common import Dataset, EncoderSettings, EvalBlock, SystemBlock, unique_names
 from retbench.config.judge import JudgeSettings
 from retbench.errors import InputError
 from retbench.metrics.judged import JUDGED_METRICS
@@ -134,7 +134,7 @@ class ExperimentModel(Block):
     output: str | None = Field(None, description="the results directory (default: results/<name>)")
     depth: PositiveInt = Field(100, description="documents retrieved per query")
     metrics: list[MetricName] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
-    evaluation: EvalSettings = Field(default_factory=EvalSettings)
+    evaluation: EvalBlock = Field(default_factory=EvalBlock)
     datasets: list[Dataset] = Field(min_length=1)
     systems: Annotated[list[ExperimentSystem], AfterValidator(unique_names)] = Field(min_length=1)
     batch_size: PositiveInt = Field(64, description="queries per search call")

@@ -163,7 +163,7 @@ def build_config(
         list(model.metrics),
         model.depth,
         model.batch_size,
-        model.evaluation,
+        model.evaluation.to_settings(),
         source,
         raw,
         keys,
