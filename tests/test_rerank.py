@@ -394,7 +394,7 @@ def test_rerank_parameters_are_checked_when_the_config_is_read_before_any_work(t
         "url": "http://127.0.0.1:9/rerank",
         "api_key_env": "RR_KEY_UNSET",
     }
-    with pytest.raises(ConfigError, match="environment variable RR_KEY_UNSET"):
+    with pytest.raises(ConfigError, match="environment variable 'RR_KEY_UNSET' is not set"):
         parse_config(http, "rr.yaml")
     plugin = _config(tmp_path, tmp_path)
     plugin["systems"][1]["rerank"] = {"kind": "toy_rerankers:Overlap", "depth": 10, "fail_onn": ["x"]}

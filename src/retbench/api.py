@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retbench.compare import Comparison
+from retbench.compare import Comparison, all_pairs
 from retbench.compare import compare as compare_evaluations
 from retbench.errors import InputError
 from retbench.evaluation import Evaluation
@@ -126,8 +126,6 @@ def compare(
     evaluations = [evaluate(judged, run, names, name=str(n), **settings) for n, run in runs.items()]
     pairs = None
     if baseline is not None:
-        from retbench.compare import all_pairs
-
         pairs = all_pairs([str(n) for n in runs], baseline)
     return compare_evaluations(evaluations, pairs, evaluations[0].metrics, n_resamples=n_resamples, seed=seed)
 

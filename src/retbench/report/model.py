@@ -421,7 +421,6 @@ RESOURCE_HEADER = (
 def resource_rows(systems: Sequence[SystemSummary]) -> list[list[str]]:
     """One row per system with resource figures (peak RSS: the largest stage of this process, then
     the workers' where a cluster did the work); both report renderers show these rows."""
-    from retbench.report import fmt
 
     rows = []
     for s in systems:
@@ -450,7 +449,6 @@ def resource_rows(systems: Sequence[SystemSummary]) -> list[list[str]]:
 
 def resource_line(r: Mapping[str, Any]) -> str:
     """A study's resource figures as one Markdown line: peak RSS per stage, index size, throughput, devices."""
-    from retbench.report import fmt
 
     peaks = [
         f"{k.removesuffix('_peak_rss_mib').replace('_', ' ')} {fmt.num(v, 0)}"

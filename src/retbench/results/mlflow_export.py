@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from retbench.errors import InputError, RetbenchError
+from retbench.results.read import config_from_manifest
 
 MAX_PARAM = 6000  # MLflow's limit on a param value
 PARENT_FILES = ("metrics.json", "manifest.json", "report.md", "report.html")
@@ -198,8 +199,6 @@ def _export(
     name = experiment or run_name
     found = client.get_experiment_by_name(name)
     exp_id = found.experiment_id if found is not None else client.create_experiment(name, artifact_location)
-    from retbench.studies.manifest import config_from_manifest
-
     common: dict[str, str] = dict(flatten(config_from_manifest(man), "config"))
     for i, d in enumerate(man.get("datasets") or []):
         for key in ("name", "split", "queries", "documents", "corpus_fingerprint", "qrels_fingerprint"):

@@ -13,7 +13,7 @@ from retbench.errors import InputError
 from retbench.evaluation import Evaluation
 from retbench.io.beir import read_queries
 from retbench.io.datasets import resolve
-from retbench.io.files import find_variant
+from retbench.io.files import find_variant, load_yaml_text
 from retbench.results.files import load_run, read_json
 from retbench.results.layout import SystemDir
 
@@ -107,16 +107,19 @@ def recorded_depth(cov: Mapping[str, Any] | None) -> int | None:
     return depth if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0 else None
 
 
-def config_depth(manifest: Mapping[str, Any]) -> int | None:
-    """The `depth` of the config a manifest records (its stored text parsed again), or None when it has none."""
-    from retbench.io.files import load_yaml_text
-
+def config_from_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The parsed config a manifest records (its stored text parsed again, with the same alias bound)."""
     rec = manifest.get("config") if isinstance(manifest, Mapping) else None
-    if not isinstance(rec, Mapping) or not isinstance(rec.get("text"), str):
-        return None
-    try:
+    if isinstance(rec, Mapping) and isinstance(rec.get("text"), str) and "sha256" in rec:
         parsed = load_yaml_text(rec["text"], str(rec.get("file") or "manifest.json:config"))
+        return dict(parsed) if isinstance(parsed, Mapping) else {}
+    return dict(rec) if isinstance(rec, Mapping) else {}
+
+
+def config_depth(manifest: Mapping[str, Any]) -> int | None:
+    """The `depth` of the config a manifest records, or None when it has none (or cannot be read)."""
+    try:
+        depth = config_from_manifest(manifest).get("depth")
     except InputError:
         return None
-    depth = parsed.get("depth") if isinstance(parsed, Mapping) else None
     return depth if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0 else None

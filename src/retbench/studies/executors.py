@@ -40,7 +40,7 @@ from retbench.config import validate
 from retbench.config.experiment import ExecutorBlock
 from retbench.data import Corpus, Queries, Run
 from retbench.errors import BackendError, ConfigError
-from retbench.retrievers.base import Ranking, Retriever
+from retbench.retrievers.base import Ranking, Retriever, create
 from retbench.retrievers.encoders import Encoder
 from retbench.studies.resources import rate, worker_figures
 
@@ -235,7 +235,6 @@ class SearchWorker:
     """A Ray actor that loads a saved index once and answers batches of queries."""
 
     def __init__(self, adapter: str, params: dict[str, Any], name: str, index_dir: str, cwd: str) -> None:
-        from retbench.retrievers.base import create
 
         if os.path.isdir(cwd):  # relative paths in params (a cache_dir) mean what they meant to the driver
             os.chdir(cwd)

@@ -43,12 +43,12 @@ from retbench.config import validate
 from retbench.config.experiment import JudgingBlock
 from retbench.data import Corpus, Run
 from retbench.data.answers import SystemAnswer
-from retbench.errors import ConfigError
+from retbench.errors import BackendError, ConfigError
 from retbench.llm import verdicts as vp
 from retbench.llm.generate import numbered
 from retbench.llm.prompts import load_prompt
 from retbench.llm.settings import JudgeSettings
-from retbench.metrics.judged import JUDGED_METRICS, given_text, references
+from retbench.metrics.judged import JUDGED_METRICS, counts, given_text, outcomes, references
 
 #: judge prompt kind -> the shipped template
 PROMPTS = {
@@ -300,7 +300,6 @@ def raise_if_llm_calls_failed(output: Path, systems: Iterable[str]) -> None:
     Its answer or judged metrics would otherwise be read as a system that answers nothing right; the
     failures stay recorded as statuses in the results, as `judge-relevance` records them.
     """
-    from retbench.errors import BackendError
 
     failed = failed_llm_stages(output, systems)
     if failed:
@@ -349,7 +348,6 @@ def judged_summary(
     ev: Any, manifest: Mapping[str, Any], samples: Mapping[str, Any], answers: Any, records: Mapping[str, Any]
 ) -> dict[str, Any]:
     """A cell summary's `judge` block: calls, tokens and cost spent, and "judged N of M" per judged metric."""
-    from retbench.metrics.judged import counts, outcomes
 
     rows = [samples.get(q) for q in ev.query_ids]
     per_metric = {

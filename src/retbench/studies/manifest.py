@@ -12,7 +12,6 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -65,17 +64,6 @@ def manifest_header(source: str, raw: Any, *, name: str | None = None, kind: str
         machine=machine(),
     )
     return head
-
-
-def config_from_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """The parsed config a manifest records (its stored text parsed again, with the same alias bound)."""
-    rec = manifest.get("config") if isinstance(manifest, Mapping) else None
-    if isinstance(rec, Mapping) and isinstance(rec.get("text"), str) and "sha256" in rec:
-        from retbench.io.files import load_yaml_text
-
-        parsed = load_yaml_text(rec["text"], str(rec.get("file") or "manifest.json:config"))
-        return dict(parsed) if isinstance(parsed, Mapping) else {}
-    return dict(rec) if isinstance(rec, Mapping) else {}
 
 
 def package_versions() -> dict[str, str]:

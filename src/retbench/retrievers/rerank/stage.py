@@ -40,15 +40,14 @@ import numpy as np
 
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError
-from retbench.retrievers.encoders.cache import EmbeddingCache, text_key
-from retbench.retrievers.rerank.scorers import Reranker
+from retbench.retrievers.encoders.cache import EmbeddingCache, default_cache_dir, text_key
+from retbench.retrievers.rerank.scorers import BUILTIN, KINDS, Reranker, create_reranker
 
 DEFAULT_TIMEOUT_S = 300.0
 
 
 def default_pair_cache_dir() -> Path:
     """`$RETBENCH_CACHE/rerank` when set, else `.retbench-cache/rerank` under the current dir."""
-    from retbench.retrievers.encoders.cache import default_cache_dir
 
     return default_cache_dir().parent / "rerank"
 
@@ -265,7 +264,6 @@ class RerankSpec:
     timeout_s: float | None = DEFAULT_TIMEOUT_S
 
     def build(self, *, where: str = "", cache_dir: Path | None = None) -> RerankStage:
-        from retbench.retrievers.rerank.scorers import create_reranker
 
         reranker = create_reranker(self.kind, self.params, where=where)
         return RerankStage(reranker, self.depth, self.cache, cache_dir, self.queries_per_call, timeout_s=self.timeout_s)
@@ -273,7 +271,6 @@ class RerankSpec:
 
 def parse_rerank(raw: Any, cutoffs: Sequence[int], *, where: str = "", fld: str = "rerank") -> RerankSpec:
     """Validate a `rerank:` block; every error names the field. Unknown keys go to the reranker, checked there."""
-    from retbench.retrievers.rerank.scorers import KINDS
 
     if not isinstance(raw, dict):
         raise ConfigError("rerank must be a mapping with depth and kind", path=where or None, field=fld)
@@ -307,7 +304,6 @@ def _check_reranker(kind: str, params: dict[str, Any], where: str, fld: str) -> 
     """Check a reranker's parameters before any work (see the module docstring): a mistake found after
     the first stage ran would leave a journal the corrected config can no longer resume."""
     from retbench.retrievers.base import check_params, import_object
-    from retbench.retrievers.rerank.scorers import BUILTIN, create_reranker
 
     if kind in BUILTIN:
         check_params(BUILTIN[kind], params, what=f"rerank kind {kind!r}", where=where, prefix=f"{fld}.")

@@ -32,7 +32,7 @@ from typing import Any
 from retbench.config import load, validate
 from retbench.config.calibration import CalibrationModel
 from retbench.llm.settings import JudgeSettings
-from retbench.retrievers.base import check_system
+from retbench.retrievers.base import check_system, create
 
 
 @dataclass
@@ -86,7 +86,6 @@ def load_calibration(path: str | Path, output: Path | None = None) -> Calibratio
 def _bm25_run(
     corpus: Any, queries: Any, depth: int, adapter: str = "bm25s", params: dict | None = None, name: str = "bm25"
 ) -> Any:
-    from retbench.retrievers.base import create
 
     retriever = create(adapter, params or {}, name=name)
     retriever.index(corpus)
