@@ -97,3 +97,32 @@ def test_local_services_points_systems_at_fresh_servers_and_stops_them_when_the_
         raise RuntimeError("the run failed")
     assert server.proc.poll() is not None and not _alive(server.proc.pid)
     assert not server.folder.exists() and not state_path().exists()
+
+
+def test_run_with_local_services_starts_points_and_stops_the_servers_its_systems_need(tmp_path):
+    """`retbench run --services local`: a config naming a Typesense at a port where nothing listens runs
+    against a fresh loopback Typesense with a generated key, which is gone when the run ends."""
+    import json
+
+    scifact = Path(__file__).resolve().parents[1] / "corpora" / "scifact"
+    config = tmp_path / "ts.yaml"
+    config.write_text(
+        f"name: ts\noutput: {tmp_path / 'out'}\ndepth: 10\nmetrics: [ndcg@10]\n"
+        f"datasets: [{{path: {scifact}, split: test, max_queries: 20, corpus_sample: 200}}]\n"
+        "systems:\n"
+        "  - {name: ts-keyword, adapter: typesense, params: {url: 'http://127.0.0.1:9', "
+        "api_key_env: RETBENCH_TEST_TS_KEY, mode: keyword}}\n"
+    )
+    env = {**os.environ, "RETBENCH_CACHE": str(tmp_path / "cache")}
+    env.pop("RETBENCH_TEST_TS_KEY", None)
+    out = _cli(["run", str(config), "--services", "local", "--quiet", "--no-history"], env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["ts-keyword"]["ndcg@10"] > 0.3
+    started = [line for line in out.stdout.splitlines() if line.startswith("Typesense: http://127.0.0.1:")]
+    assert len(started) == 1
+    port = int(started[0].rsplit(":", 1)[1])
+    assert not listening_addresses(port)
+    # without --services the same config fails on the missing key before any work, naming the field
+    bare = _cli(["run", str(config), "--quiet", "--no-history"], env)
+    assert bare.returncode == 2 and "RETBENCH_TEST_TS_KEY" in bare.stderr and "Traceback" not in bare.stderr

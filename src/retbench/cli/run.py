@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from retbench.cli.app import console, handles_errors, repair_journals, write
+from retbench.errors import ConfigError
 from retbench.secrets import redact
 
 if TYPE_CHECKING:
@@ -33,13 +34,54 @@ def run_command(
         bool,
         typer.Option(help="Set aside a journal's unreadable tail (to journal.jsonl.dropped) and redo those queries."),
     ] = False,
+    services: Annotated[
+        str | None,
+        typer.Option(
+            help="'local': start on 127.0.0.1 the servers the systems need (PostgreSQL + pgvector, Milvus Lite, "
+            "Typesense) with generated secrets, point the systems at them, and stop them after the run."
+        ),
+    ] = None,
 ) -> None:
     """Run every system on every dataset of an experiment; resumable (finished work is kept)."""
+    if services is None:
+        _run_command(config, output, force, quiet, tag, history, repair)
+        return
+    if services != "local":
+        raise ConfigError(f"unknown --services {services!r}; the one choice is 'local'", field="--services")
+    from retbench.cli.services import config_systems
+    from retbench.services import local_services
+
+    con = console()
+    log = _logger(con)
+    with local_services(config_systems(config), log=log) as running:
+        _run_command(config, output, force, quiet, tag, history, repair, point=running.point)
+
+
+def _logger(con: Any) -> Any:
+    return lambda m: con.print(redact(m), soft_wrap=True, markup=False, highlight=False)
+
+
+def _run_command(
+    config: Path,
+    output: Path | None,
+    force: bool,
+    quiet: bool,
+    tag: str | None,
+    history: bool,
+    repair: bool,
+    point: Any = None,
+) -> None:
+    """Load, (re)point the systems at local servers when given, run, print, and exit by what failed."""
+    from dataclasses import replace
+
     from retbench.report.leaderboard import build_leaderboard
     from retbench.report.terminal import render_costs, render_leaderboard, render_summary
     from retbench.studies.benchmark import load_config, raise_if_backend_failed
+    from retbench.studies.judging import raise_if_llm_calls_failed
 
     cfg = load_config(config, output)
+    if point is not None:
+        cfg.systems = [replace(s, params=point(s.adapter, s.params)) for s in cfg.systems]
     if repair:
         repair_journals(cfg.output)
     con = console()
@@ -55,6 +97,7 @@ def run_command(
     written = "".join(f"{name}, " for name in outcome.reports)
     con.print(f"results: {cfg.output}  (metrics.json, manifest.json, {written}systems/<name>/run.trec)")
     raise_if_backend_failed(outcome)
+    raise_if_llm_calls_failed(cfg.output, [s.name for s in outcome.systems])
 
 
 def _print_judge_costs(metrics: dict[str, Any], con: Any) -> None:
