@@ -29,15 +29,6 @@ import numpy as np
 
 from retbench.data.status import COVERAGE_COUNTS, FAILED, FAILED_COUNT, MISSING, UNANSWERED
 from retbench.errors import InputError
-from retbench.inputs import (
-    Loaded,
-    canonical_metrics,
-    data_identity,
-    different_data,
-    groups_from_queries,
-    load_history,
-    load_systems,
-)
 from retbench.io.files import json_safe
 from retbench.results.layout import all_pairs
 from retbench.stats import (
@@ -48,18 +39,6 @@ from retbench.stats import (
     randomization_test,
     wilcoxon_signed_rank,
 )
-
-# Loaded ... load_systems live in retbench.inputs and stay importable from here; so does all_pairs.
-__all__ = [
-    "Loaded",
-    "all_pairs",
-    "canonical_metrics",
-    "data_identity",
-    "different_data",
-    "groups_from_queries",
-    "load_history",
-    "load_systems",
-]
 
 # Queries a system did not answer score 0 and are counted, never dropped (`data.status`).
 FAILED_STATUSES = FAILED

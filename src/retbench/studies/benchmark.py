@@ -91,10 +91,6 @@ __all__ = [
     "run_experiment",
 ]
 
-# kept for callers of the earlier names: one outcome shape serves every study
-SystemOutcome = Outcome
-ExperimentOutcome = StudyOutcome
-
 
 @dataclass
 class ExperimentConfig:

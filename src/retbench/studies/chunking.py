@@ -216,10 +216,6 @@ def _encoder_of(retriever: Any) -> Any:
     return None
 
 
-# kept for callers of the earlier names: one outcome shape serves every study
-PairOutcome = Outcome
-ChunkingOutcome = StudyOutcome
-
 Progress = Callable[[str], None]
 
 
