@@ -13,16 +13,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import click
-
 
 def _escape(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
 # -- CLI -------------------------------------------------------------------------------------------
-def _command_section(cmd: click.Command, path: list[str], level: int) -> list[str]:
-    ctx = click.Context(cmd, info_name=path[-1])
+def _command_section(cmd: Any, path: list[str], level: int) -> list[str]:
+    """One command's section (typer ships its own click, so commands are read by duck typing)."""
+    ctx = cmd.context_class(cmd, info_name=path[-1])
     out = [f"{'#' * level} `{' '.join(path)}`", ""]
     if cmd.help:
         out += [cmd.help.strip(), ""]
@@ -30,17 +29,20 @@ def _command_section(cmd: click.Command, path: list[str], level: int) -> list[st
     out += ["```text", f"Usage: {' '.join([*path, *pieces])}", "```", ""]
     rows = []
     for p in cmd.params:
-        if isinstance(p, click.Argument):
-            rows.append((f"`{p.human_readable_name}`", "argument", "required" if p.required else "optional", ""))
-        elif isinstance(p, click.Option) and not p.hidden:
+        kind = getattr(p, "param_type_name", "")
+        if kind == "argument":
+            rows.append((f"`{(p.name or '').upper()}`", "argument", "required" if p.required else "optional", ""))
+        elif kind == "option" and not getattr(p, "hidden", False):
             names = ", ".join(f"`{o}`" for o in [*p.opts, *p.secondary_opts])
             default = "" if p.default in (None, False, ()) or callable(p.default) else f"`{p.default}`"
-            rows.append((names, p.type.name, default, _escape(p.help or "")))
+            shown = getattr(p, "display_type", None) or getattr(getattr(p, "type", None), "name", "")
+            shown = shown(ctx) if callable(shown) else shown
+            rows.append((names, _escape(str(shown)), default, _escape(p.help or "")))
     if rows:
         out += ["| name | type | default | meaning |", "|---|---|---|---|"]
         out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
         out.append("")
-    if isinstance(cmd, click.Group):
+    if hasattr(cmd, "commands"):
         for name, sub in cmd.commands.items():
             out += _command_section(sub, [*path, name], min(level + 1, 4))
     return out
@@ -59,7 +61,6 @@ def cli_reference() -> str:
         "3 a backend failed during the run.",
         "",
     ]
-    assert isinstance(group, click.Group)
     for name, cmd in group.commands.items():
         out += _command_section(cmd, ["retbench", name], 2)
     return "\n".join(out) + "\n"
