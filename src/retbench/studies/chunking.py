@@ -159,8 +159,9 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
         chunkers=chunkers,
         systems=systems,
         metrics=list(model.metrics),
-        token_k=list(model.token_k),
-        budgets=list(model.budgets),
+        # no character-level scores nor budgets where relevance is a document's grade (the model refuses them)
+        token_k=list(model.token_k) if documents is None else [],
+        budgets=list(model.budgets) if documents is None else [],
         depth=model.depth,
         max_queries=model.max_queries,
         seed=model.seed,
@@ -306,10 +307,7 @@ def _short_of(chunks: Run, docs: Run, asked: int, k: int) -> list[str]:
     return [
         q
         for q in docs.query_ids
-        if not docs.status[q].failed
-        and _length(docs, q) < k
-        and q in chunks
-        and _length(chunks, q) >= asked
+        if not docs.status[q].failed and _length(docs, q) < k and q in chunks and _length(chunks, q) >= asked
     ]
 
 
