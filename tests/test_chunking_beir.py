@@ -148,3 +148,34 @@ def test_span_only_options_on_a_beir_dataset_are_a_config_error_naming_the_field
     result = CliRunner().invoke(app, ["chunking", str(path), "--output", str(tmp_path / "out")])
     assert result.exit_code == 2 and "token_k" in result.output
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_a_chunking_framework_retriever_returning_fewer_documents_than_the_depth_is_counted_in_the_run_report(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("llama_index.core", reason="the frameworks extra is not installed")
+    pytest.importorskip("sentence_transformers", reason="the dense extra is not installed")
+    li = "retbench.retrievers.frameworks.llamaindex_examples:vector_index"
+    params = {"encoder": {"max_seq_length": 128, "batch_size": 32}, "chunk_size": 64}
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(
+        yaml.safe_dump(
+            {
+                "name": "li",
+                "output": str(tmp_path / "run"),
+                "depth": 100,
+                "metrics": ["ndcg@10", "recall@100"],
+                "datasets": [{**SLICE, "max_queries": 8, "corpus_sample": 150}],
+                "systems": [{"name": "li", "adapter": "llamaindex", "params": {"factory": li, "params": params}}],
+            }
+        )
+    )
+    out = run_experiment(load_experiment(exp), log=lambda _: None, history=False)
+    run = outcome_of(out, "li").result.run
+    short = sum(len(run.docs(q)) < 100 for q in run.query_ids)
+    # 100 chunks of 64 tokens hold fewer than 100 of the 150 documents: the rankings are short, and said so
+    assert short > 0 and out.metrics["li"]["coverage"]["short"] == short
+    report = (tmp_path / "run" / "report.md").read_text()
+    row = next(line for line in report.split("## Coverage", 1)[1].splitlines() if line.startswith("| li |"))
+    assert f"| {short} (depth 100) |" in row and "returned < depth" in report
