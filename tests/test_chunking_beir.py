@@ -150,6 +150,16 @@ def test_span_only_options_on_a_beir_dataset_are_a_config_error_naming_the_field
     assert not (tmp_path / "out").exists()
 
 
+def test_a_beir_dataset_named_where_a_chunking_set_is_expected_says_how_to_write_the_dataset_block(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "named.yaml"
+    path.write_text(yaml.safe_dump({"dataset": "scifact", "chunkers": [{"kind": "document"}], "systems": [BM25]}))
+    result = CliRunner().invoke(app, ["chunking", str(path), "--output", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "field 'dataset'" in result.output
+    assert "dataset: {name: scifact, split: test}" in result.output
+
+
 @pytest.mark.slow
 def test_a_chunking_framework_retriever_returning_fewer_documents_than_the_depth_is_counted_in_the_run_report(
     tmp_path: Path,

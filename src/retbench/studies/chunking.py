@@ -355,7 +355,15 @@ def _study_data(cfg: ChunkingConfig) -> StudyData:
             data.manifest(),
             {"judge": "documents", "rank": "best chunk", "evaluation": cfg.evaluation.to_dict()},
         )
-    ev = read_chunking_eval(resolve(cfg.dataset))
+    folder = Path(resolve(cfg.dataset))
+    if not (folder / "questions.jsonl").is_file() and any(folder.glob("corpus.jsonl*")):
+        raise ConfigError(
+            f"{cfg.dataset!r} is a BEIR dataset, not a chunking set (no questions.jsonl); to judge its chunks by "
+            f"its qrels write the dataset block, e.g. dataset: {{name: {cfg.dataset}, split: test}}",
+            path=cfg.source,
+            field="dataset",
+        )
+    ev = read_chunking_eval(folder)
     qids = sample_ids(ev.queries.ids, cfg.max_queries, cfg.seed)
     queries = ev.queries.subset(qids)
     spans = {q: ev.spans[q] for q in qids}
