@@ -189,3 +189,15 @@ def test_a_chunking_framework_retriever_returning_fewer_documents_than_the_depth
     report = (tmp_path / "run" / "report.md").read_text()
     row = next(line for line in report.split("## Coverage", 1)[1].splitlines() if line.startswith("| li |"))
     assert f"| {short} (depth 100) |" in row and "returned < depth" in report
+
+
+def test_a_bad_dataset_block_is_one_error_naming_its_key(tmp_path: Path) -> None:
+    for dataset, field, words in [
+        ({**SLICE, "max_querie": 3}, "dataset.max_querie", "did you mean 'max_queries'"),
+        ({"split": "test"}, "dataset", "give a dataset name, path or hf"),
+        ({**SLICE, "corpus_sample": 0}, "dataset.corpus_sample", "must be >= 1"),
+        ("", "dataset", "must be a chunking set's name or folder, or a dataset block mapping"),
+    ]:
+        with pytest.raises(ConfigError) as info:
+            chunking_config(tmp_path, [{"kind": "document"}], dataset=dataset)
+        assert info.value.field == field and words in info.value.reason

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 from retbench.chunkers import CHUNKERS
-from retbench.config.base import Block, PositiveInt, UnitFloat, field_error
+from retbench.config.base import Block, PositiveInt, UnitFloat, error_message, field_error, field_name
 from retbench.config.common import DatasetBlock, EvalBlock, SystemBlock, unique_names
 from retbench.config.experiment import MetricName, metric_cutoffs
 
@@ -69,7 +69,7 @@ class ChunkingModel(Block):
     name: str | None = None
     description: str | None = None
     output: str | None = None
-    dataset: Annotated[str, Field(min_length=1)] | DatasetBlock = Field(
+    dataset: str | DatasetBlock = Field(
         "chunking_eval",
         description="a chunking set name or folder (judged by spans), or a BEIR dataset block "
         "{name|path, split, max_queries, corpus_sample} (judged by its qrels, a chunk's rank given to its document)",
@@ -91,6 +91,29 @@ class ChunkingModel(Block):
     evaluation: EvalBlock = Field(default_factory=EvalBlock)
     batch_size: PositiveInt = 64
     seed: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_dataset_error(cls, data: Any, info: ValidationInfo) -> Any:
+        """A bad dataset is named once, as `dataset` or `dataset.<key>` (not as each member of the union)."""
+        value = data.get("dataset") if isinstance(data, dict) else None
+        if value is None:
+            return data
+        if isinstance(value, dict):
+            try:
+                DatasetBlock.model_validate(value, context=info.context)
+            except ValidationError as exc:
+                err = exc.errors(include_url=False)[0]
+                loc = tuple(err["loc"])
+                if err["type"] == "unknown_key":
+                    loc = (*loc, (err.get("ctx") or {}).get("key", ""))
+                sub = field_name(loc, value)
+                raise field_error(f"dataset.{sub}" if sub else "dataset", error_message(err)) from None
+        elif not isinstance(value, str) or not value.strip():
+            raise field_error(
+                "dataset", f"must be a chunking set's name or folder, or a dataset block mapping; got {value!r}"
+            )
+        return data
 
     @model_validator(mode="after")
     def _span_options_need_spans(self) -> ChunkingModel:
