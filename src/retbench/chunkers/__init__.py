@@ -39,11 +39,11 @@ from retbench.chunkers.tokens import (
     make_tokenizer,
     resolve_tokenizer_file,
 )
-from retbench.chunkers.windows import FixedChars, FixedTokens, Recursive, SentenceWindow
+from retbench.chunkers.windows import FixedChars, FixedTokens, Recursive, SentenceWindow, WholeDocument
 from retbench.errors import ConfigError
 
 CHUNKERS: dict[str, type[Chunker]] = {
-    c.kind: c for c in (FixedChars, FixedTokens, SentenceWindow, Recursive, MarkdownHeadings)
+    c.kind: c for c in (FixedChars, FixedTokens, SentenceWindow, Recursive, MarkdownHeadings, WholeDocument)
 }
 
 
@@ -82,6 +82,7 @@ __all__ = [
     "Span",
     "TokenIndex",
     "Tokenizer",
+    "WholeDocument",
     "boundaries",
     "headings",
     "make_chunker",

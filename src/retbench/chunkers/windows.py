@@ -10,6 +10,15 @@ from retbench.chunkers.splitting import hard_cut, recursive_spans, sentence_span
 from retbench.chunkers.tokens import DEFAULT_TOKENIZER, TokenIndex, Tokenizer
 
 
+class WholeDocument(Chunker):
+    """Each document as one chunk: the baseline a chunker is compared against on a document-judged corpus."""
+
+    kind = "document"
+
+    def cuts(self, text: str, tokens: TokenIndex) -> list[Cut]:
+        return [(0, len(text), "")]
+
+
 class FixedChars(Chunker):
     """Windows of `size` characters stepping by `size - overlap`."""
 

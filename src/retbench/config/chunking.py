@@ -1,14 +1,23 @@
-"""The chunking study's config model (`retbench chunking`): chunkers x retrievers on a chunking set."""
+"""The chunking study's config model (`retbench chunking`): chunkers x retrievers on a chunking set or a BEIR corpus.
+
+`dataset` is either a string (a chunking set: long documents with gold excerpts, judged by character
+spans) or a mapping, the experiment's dataset block (`{name: scifact, split: test, max_queries: 50,
+corpus_sample: 1000}`: a BEIR corpus judged at document level by its qrels). The span-only options
+(`token_k`, `budgets`, `relevance`, top-level `max_queries`) are refused on a BEIR dataset with an
+error naming the field, never silently ignored: character overlap, token budgets and excerpt
+thresholds have no meaning where relevance is a grade per document (the slice goes in the dataset
+block, as in `retbench run`).
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 from retbench.chunkers import CHUNKERS
-from retbench.config.base import Block, PositiveInt, UnitFloat, field_error
-from retbench.config.common import SystemBlock, unique_names
+from retbench.config.base import Block, PositiveInt, UnitFloat, error_message, field_error, field_name
+from retbench.config.common import DatasetBlock, EvalBlock, SystemBlock, unique_names
 from retbench.config.experiment import MetricName, metric_cutoffs
 
 DEFAULT_METRICS = ["recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10", "P@5"]
@@ -50,15 +59,25 @@ class RelevanceBlock(Block):
     min_fraction: UnitFloat = 0.0
 
 
+#: options that only mean something when relevance is character spans (refused on a BEIR dataset)
+SPAN_ONLY = ("token_k", "budgets", "relevance", "max_queries")
+
+
 class ChunkingModel(Block):
-    """A chunking experiment: every chunker x every system, judged by character spans."""
+    """A chunking experiment: every chunker x every system, judged by character spans or a BEIR corpus's qrels."""
 
     name: str | None = None
     description: str | None = None
     output: str | None = None
-    dataset: str = Field("chunking_eval", min_length=1, description="a chunking set name or folder")
+    dataset: str | DatasetBlock = Field(
+        "chunking_eval",
+        description="a chunking set name or folder (judged by spans), or a BEIR dataset block "
+        "{name|path, split, max_queries, corpus_sample} (judged by its qrels, a chunk's rank given to its document)",
+    )
     max_queries: PositiveInt | None = None
-    depth: PositiveInt = Field(50, description="chunks retrieved per question")
+    depth: PositiveInt = Field(
+        50, description="chunks retrieved per question (on a BEIR dataset: distinct documents, searching deeper)"
+    )
     metrics: list[MetricName] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
     token_k: list[PositiveInt] = Field(default_factory=lambda: [5, 10], min_length=1)
     budgets: list[PositiveInt] = Field(default_factory=lambda: [512], min_length=1)
@@ -69,12 +88,49 @@ class ChunkingModel(Block):
     systems: Annotated[list[SystemBlock], AfterValidator(unique_names), AfterValidator(_pair_names)] = Field(
         min_length=1
     )
+    evaluation: EvalBlock = Field(default_factory=EvalBlock)
     batch_size: PositiveInt = 64
     seed: int = 0
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_dataset_error(cls, data: Any, info: ValidationInfo) -> Any:
+        """A bad dataset is named once, as `dataset` or `dataset.<key>` (not as each member of the union)."""
+        value = data.get("dataset") if isinstance(data, dict) else None
+        if value is None:
+            return data
+        if isinstance(value, dict):
+            try:
+                DatasetBlock.model_validate(value, context=info.context)
+            except ValidationError as exc:
+                err = exc.errors(include_url=False)[0]
+                loc = tuple(err["loc"])
+                if err["type"] == "unknown_key":
+                    loc = (*loc, (err.get("ctx") or {}).get("key", ""))
+                sub = field_name(loc, value)
+                raise field_error(f"dataset.{sub}" if sub else "dataset", error_message(err)) from None
+        elif not isinstance(value, str) or not value.strip():
+            raise field_error(
+                "dataset", f"must be a chunking set's name or folder, or a dataset block mapping; got {value!r}"
+            )
+        return data
+
+    @model_validator(mode="after")
+    def _span_options_need_spans(self) -> ChunkingModel:
+        if isinstance(self.dataset, DatasetBlock):
+            for name in SPAN_ONLY:
+                if name in self.model_fields_set:
+                    where = " (set dataset.max_queries instead)" if name == "max_queries" else ""
+                    raise field_error(
+                        name,
+                        f"{name} applies to a chunking set judged by character spans; this dataset is judged by "
+                        f"its qrels (document-level), so remove it{where}",
+                    )
+        return self
+
     @model_validator(mode="after")
     def _depth_reaches_every_cutoff(self) -> ChunkingModel:
-        cut = metric_cutoffs(self.metrics, 5, self.depth)
+        cut = metric_cutoffs(self.metrics, self.evaluation.default_k, self.depth)
         if max(cut, default=0) > self.depth:
             m = self.metrics[cut.index(max(cut))]
             raise field_error("depth", f"depth {self.depth} is below the cutoff of {m}; raise depth to {max(cut)}")

@@ -1,5 +1,9 @@
 """The chunking report: the all-chunks table and the fixed-context-budget table, from metrics.json.
 
+On a BEIR dataset (judged by qrels at document level) the main table holds the document metrics and
+there are no character-level columns nor budget table; in both modes the main table counts the
+queries whose ranking is shorter than the depth ("returned < depth", the cell's coverage `short`).
+
 Gathered once into a `ChunkingReport` (tables, the recall-at-budget curves, resource lines and the
 notes) and rendered from it as Markdown (report.md), HTML (report.html: the same tables, scrolling with
 a sticky header, plus recall per budget as a chart) and terminal tables (report/terminal.py), so the
@@ -15,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from retbench.metrics.judges.spans import budget_label
 from retbench.report import fmt
 from retbench.report.markdown import md_table
-from retbench.report.model import resource_line
+from retbench.report.model import SHORT_NOTE, resource_line, short_runs
 
 if TYPE_CHECKING:
     from retbench.studies.chunking import ChunkingConfig
@@ -30,7 +34,8 @@ def summary_rows(
     cfg: ChunkingConfig, metrics_json: dict[str, Any]
 ) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
     """(header, rows) of the main table and of the fixed-budget table, formatted for any renderer."""
-    k0 = cfg.token_k[0]
+    k0 = cfg.token_k[0] if cfg.token_k else None
+    token = [f"token P@{k0}", f"token R@{k0}", f"token IoU@{k0}"] if k0 is not None else []
     head = [
         "chunker",
         "system",
@@ -40,9 +45,8 @@ def summary_rows(
         "over max len",
         "encode s",
         *cfg.metrics,
-        f"token P@{k0}",
-        f"token R@{k0}",
-        f"token IoU@{k0}",
+        *token,
+        "returned < depth",
     ]
     rows, brows = [], []
     bhead = ["budget", "chunker", "system", "chunks used", "recall", "MRR", "token P", "token R", "token IoU"]
@@ -65,9 +69,8 @@ def summary_rows(
                 str(c.get("chunks_over_max", "—")),
                 enc if "encode_seconds" in t else "—",
                 *(_f(m.get(x)) for x in cfg.metrics),
-                _f(m.get(f"token_precision@{k0}")),
-                _f(m.get(f"token_recall@{k0}")),
-                _f(m.get(f"token_iou@{k0}")),
+                *(_f(m.get(f"token_{x}@{k0}")) for x in ("precision", "recall", "iou") if k0 is not None),
+                short_runs(m.get("coverage") or {}),
             ]
         )
         for b in cfg.budgets:
@@ -88,6 +91,9 @@ def summary_rows(
     brows.sort(key=lambda r: (int(r[0].split()[0]), r[2], r[1]))
     return head, rows, bhead, brows
 
+
+#: the coverage note on short rankings, as a definition (the term in bold)
+SHORT_DEFINITION = "**{}**:{}".format(*SHORT_NOTE.split(":", 1))
 
 BUDGET_NOTE = (
     "Larger chunks win recall@k trivially (k chunks hold more text), so each retriever is also read at a fixed "
@@ -116,6 +122,8 @@ def gather(cfg: ChunkingConfig, metrics_json: dict[str, Any], manifest: dict[str
     """Everything the chunking report shows, formatted once."""
     head, rows, bhead, brows = summary_rows(cfg, metrics_json)
     ds = manifest.get("datasets", [{}])[0]
+    if getattr(cfg, "documents", None) is not None:
+        return _gather_documents(cfg, metrics_json, manifest, head, rows, ds)
     k0 = cfg.token_k[0]
     intro = (
         f"{ds.get('queries')} questions, {ds.get('gold_spans')} gold excerpts over {ds.get('documents')} documents "
@@ -139,6 +147,7 @@ def gather(cfg: ChunkingConfig, metrics_json: dict[str, Any], manifest: dict[str
         "**over max len**: chunks with more tokens than the model reads (truncated when embedded); "
         "**docs w/o chunk**: documents that produced no chunk; **encode s**: time to embed the chunks "
         "(dense only; '(N new)' = chunks not already in the embedding cache).",
+        SHORT_DEFINITION,
     ]
     return ChunkingReport(
         title=f"Chunking experiment: {cfg.name}",
@@ -149,6 +158,49 @@ def gather(cfg: ChunkingConfig, metrics_json: dict[str, Any], manifest: dict[str
         budget_rows=brows,
         budgets=list(cfg.budgets),
         budget_recall=curves,
+        resources=[(name, resource_line(r)) for name, r in cells.items()],
+        definitions=definitions,
+    )
+
+
+def _gather_documents(
+    cfg: ChunkingConfig,
+    metrics_json: dict[str, Any],
+    manifest: dict[str, Any],
+    head: list[str],
+    rows: list[list[str]],
+    ds: dict[str, Any],
+) -> ChunkingReport:
+    """The report of a BEIR dataset: document metrics against its qrels, no character-level view."""
+    sliced = ", ".join(
+        f"{k.replace('_', ' ')} {ds[k]}" for k in ("max_queries", "corpus_sample") if ds.get(k) is not None
+    )
+    intro = (
+        f"{ds.get('queries')} queries over {ds.get('documents')} documents ({ds.get('name')}, split {ds.get('split')}"
+        f"{'; ' + sliced if sliced else ''}); relevance is the qrels' grade of a chunk's document, and each system "
+        f"searches deeper until it has {cfg.depth} distinct documents per query. Tokens counted with "
+        f"{manifest.get('tokenizer')} (max length {cfg.max_seq_length} incl. {manifest.get('special_tokens')} special tokens)."
+    )
+    cells = {name: m["resources"] for name, m in (manifest.get("systems") or {}).items() if m.get("resources")}
+    definitions = [
+        "**document ranking**: each document at the rank of its best (first) chunk, repeated documents dropped; "
+        "the metrics are those of `retbench run` on that document ranking against the qrels (trec_eval's), so a "
+        "chunker that keeps each document whole scores exactly as the system does on the documents.",
+        f"**searching deeper**: {cfg.depth} chunks are asked for first; a query with fewer distinct documents is "
+        "searched again with twice as many chunks until it has them or the system has no more to return.",
+        "**over max len**: chunks with more tokens than the model reads (truncated when embedded); "
+        "**docs w/o chunk**: documents that produced no chunk; **encode s**: time to embed the chunks "
+        "(dense only; '(N new)' = chunks not already in the embedding cache).",
+        SHORT_DEFINITION,
+    ]
+    return ChunkingReport(
+        title=f"Chunking experiment: {cfg.name}",
+        intro=intro,
+        head=head,
+        rows=rows,
+        budget_head=[],
+        budget_rows=[],
+        budgets=[],
         resources=[(name, resource_line(r)) for name, r in cells.items()],
         definitions=definitions,
     )
@@ -176,12 +228,11 @@ def report_markdown(rep: ChunkingReport) -> str:
         "",
         md_table(rep.head, rep.rows),
         "",
-        "## Fixed context budget",
-        "",
-        BUDGET_NOTE,
-        "",
-        md_table(rep.budget_head, rep.budget_rows),
-        "",
+        *(
+            ["## Fixed context budget", "", BUDGET_NOTE, "", md_table(rep.budget_head, rep.budget_rows), ""]
+            if rep.budgets
+            else []
+        ),
         *resources,
         "## Definitions",
         "",
@@ -225,12 +276,15 @@ def report_html(rep: ChunkingReport) -> str:
     left = {0, 1}
     sections = [
         ("chunks", "All retrieved chunks", html.text_table(rep.head, rep.rows, left)),
-        (
-            "budget",
-            "Fixed context budget",
-            html.note(BUDGET_NOTE) + chart + html.text_table(rep.budget_head, rep.budget_rows, {0, 1, 2}),
-        ),
     ]
+    if rep.budgets:
+        sections.append(
+            (
+                "budget",
+                "Fixed context budget",
+                html.note(BUDGET_NOTE) + chart + html.text_table(rep.budget_head, rep.budget_rows, {0, 1, 2}),
+            )
+        )
     if rep.resources:
         items = "".join(f"<li><b>{escape(name)}</b>: {escape(line)}</li>" for name, line in rep.resources)
         sections.append(("resources", "Resources", f"<ul>{items}</ul>"))

@@ -235,9 +235,19 @@ def render_chunking(cfg: Any, metrics_json: dict[str, Any], manifest: dict[str, 
         Text(rep.title, style="bold"),
         Text(rep.intro),
         FittedTable(rep.head, [list(r) for r in rep.rows], title="All retrieved chunks", keys=2, corner="column"),
-        Text(BUDGET_NOTE),
-        FittedTable(
-            rep.budget_head, [list(r) for r in rep.budget_rows], title="Fixed context budget", keys=3, corner="column"
+        *(
+            [
+                Text(BUDGET_NOTE),
+                FittedTable(
+                    rep.budget_head,
+                    [list(r) for r in rep.budget_rows],
+                    title="Fixed context budget",
+                    keys=3,
+                    corner="column",
+                ),
+            ]
+            if rep.budgets
+            else []
         ),
         Text("Resources, definitions and the budget chart: report.md and report.html.", style="dim"),
     )

@@ -1,4 +1,4 @@
-"""`retbench chunking CONFIG`: chunkers x retrievers on a chunking set, judged by character spans.
+"""`retbench chunking CONFIG`: chunkers x retrievers on a chunking set (judged by character spans) or a BEIR corpus.
 
     name: chunking
     output: results/chunking
@@ -22,6 +22,18 @@ timings, `manifest.json` the config, versions and fingerprints, and `report.md` 
 (all chunks, and every retriever at a fixed context budget). A finished pair with the same
 config hash is skipped on a re-run unless forced.
 
+On a BEIR corpus (`dataset:` a mapping, the experiment's dataset block: `{name: scifact, split: test,
+max_queries: 50, corpus_sample: 1000}`) relevance is the qrels' grade of a chunk's document. Each
+document's title and text are joined by the dataset's join rule (as `retbench run` indexes them)
+and then chunked; a document's rank is its best chunk's (the chunk ranking collapsed to distinct
+documents, first occurrence kept), and the metrics are the normal trec_eval-exact `evaluate` of
+that document run against the qrels, so nDCG, recall and MAP mean what they mean on BEIR. The
+system searches deeper until it has `depth` distinct documents: it asks for `depth` chunks, and
+for the queries whose collapsed ranking is still short it asks again with twice as many (up to
+every chunk). A query that stays short (the retriever has nothing more to return) is kept short,
+and counted in the coverage's `returned < depth` column of every report. The span-only options
+(`token_k`, `budgets`, `relevance`, top-level `max_queries`) are refused there with a config error.
+
 One retriever object per system is re-indexed for every chunker (`index` builds from scratch), so
 a dense model loads once and the questions are encoded once: the embedding cache answers them for
 every later chunker, and re-runs encode nothing at all.
@@ -40,17 +52,19 @@ import numpy as np
 from retbench.chunkers import Chunker, ChunkSet, HFTokenizer, make_chunker, make_tokenizer
 from retbench.config import SystemSpec, load, sample_ids, validate
 from retbench.config.chunking import DEFAULT_METRICS, SEPARATOR, ChunkingModel
+from retbench.config.common import DatasetBlock, DatasetSpec
+from retbench.data import Corpus, Qrels, Queries, Run
 from retbench.errors import ConfigError
-from retbench.evaluation import Evaluation, evaluate
+from retbench.evaluation import EvalSettings, Evaluation, evaluate
 from retbench.io.chunking_eval import read_chunking_eval
 from retbench.io.datasets import resolve
-from retbench.metrics.judges import budget_cutoffs, judge_spans, overlap_scores
+from retbench.metrics.judges import budget_cutoffs, judge_spans, overlap_scores, top_documents
 from retbench.metrics.judges.spans import budget_label
 from retbench.report.chunking import render_html, render_markdown
 from retbench.results import SystemDir, write_json
 from retbench.results.files import write_text
 from retbench.results.layout import OutputLock
-from retbench.retrievers.base import check_system, create
+from retbench.retrievers.base import Retriever, check_system, create
 from retbench.studies.cell import (
     Cell,
     CellData,
@@ -62,6 +76,7 @@ from retbench.studies.cell import (
     fingerprint,
     run_cell,
 )
+from retbench.studies.dataset import load_prepared, require_relevant
 from retbench.studies.manifest import manifest_header
 
 
@@ -85,20 +100,24 @@ class ChunkingConfig:
     seed: int = 0
     source: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
+    #: a BEIR dataset judged by its qrels at document level (None: the chunking set `dataset`, judged by spans)
+    documents: DatasetSpec | None = None
+    evaluation: EvalSettings = field(default_factory=EvalSettings)
 
     def search_fingerprint(self, chunker: dict[str, Any], system: SystemSpec) -> str:
         """What one pair's ranked lists depend on (its journal must match): chunks, system, questions, depth."""
-        return fingerprint(
-            {
-                "chunker": chunker,
-                "tokenizer": self.tokenizer,
-                "system": system.to_dict(),
-                "dataset": self.dataset,
-                "max_queries": self.max_queries,
-                "seed": self.seed,
-                "depth": self.depth,
-            }
-        )
+        what: dict[str, Any] = {
+            "chunker": chunker,
+            "tokenizer": self.tokenizer,
+            "system": system.to_dict(),
+            "dataset": self.dataset,
+            "max_queries": self.max_queries,
+            "seed": self.seed,
+            "depth": self.depth,
+        }
+        if self.documents is not None:
+            what["documents"] = dict(vars(self.documents))
+        return fingerprint(what)
 
     def pair_hash(self, chunker: dict[str, Any], system: SystemSpec) -> str:
         """What one pair's numbers depend on: resume reuses only results with the same hash."""
@@ -110,6 +129,8 @@ class ChunkingConfig:
                 "budgets": self.budgets,
                 "max_seq_length": self.max_seq_length,
                 "relevance": [self.min_chars, self.min_fraction],
+                # left out at the defaults, so results written before the block existed stay finished
+                **({"evaluation": self.evaluation.to_dict()} if self.evaluation != EvalSettings() else {}),
             }
         )
 
@@ -128,15 +149,19 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
         except ConfigError as exc:
             raise ConfigError(exc.reason, path=source, field=f"chunkers[{i}].{exc.field or 'kind'}") from None
     name = model.name or Path(source).stem
+    documents = model.dataset.to_spec(model.seed) if isinstance(model.dataset, DatasetBlock) else None
     return ChunkingConfig(
         name=name,
         output=Path(output) if output is not None else Path(model.output or f"results/{name}"),
-        dataset=model.dataset,
+        dataset=documents.label if documents is not None else str(model.dataset),
+        documents=documents,
+        evaluation=model.evaluation.to_settings(),
         chunkers=chunkers,
         systems=systems,
         metrics=list(model.metrics),
-        token_k=list(model.token_k),
-        budgets=list(model.budgets),
+        # no character-level scores nor budgets where relevance is a document's grade (the model refuses them)
+        token_k=list(model.token_k) if documents is None else [],
+        budgets=list(model.budgets) if documents is None else [],
         depth=model.depth,
         max_queries=model.max_queries,
         seed=model.seed,
@@ -170,7 +195,7 @@ def score_pair(run: Any, chunks: ChunkSet, spans: dict, cfg: ChunkingConfig, sys
     """Judge a chunk run by spans: the config's metrics, character-level P/R/IoU and the budget view."""
 
     judgement = judge_spans(run, chunks, spans, min_chars=cfg.min_chars, min_fraction=cfg.min_fraction)
-    ev = evaluate(run, judgement, cfg.metrics, system=system)
+    ev = evaluate(run, judgement, cfg.metrics, cfg.evaluation, system=system)
     rows = (
         np.asarray([judgement.query_ids.index(q) for q in ev.query_ids], dtype=np.int64)
         if ev.query_ids
@@ -205,7 +230,10 @@ def score_pair(run: Any, chunks: ChunkSet, spans: dict, cfg: ChunkingConfig, sys
 
 
 def _encoder_of(retriever: Any) -> Any:
-    """The Encoder of a dense retriever (or of a hybrid's dense component), if it has one."""
+    """The Encoder of a dense retriever (or of a hybrid's dense component, or the one a wrapper searches), if any."""
+    inner = getattr(retriever, "inner", None)
+    if inner is not None:
+        return _encoder_of(inner)
     enc = getattr(retriever, "encoder", None)
     if enc is not None:
         return enc
@@ -216,26 +244,145 @@ def _encoder_of(retriever: Any) -> Any:
     return None
 
 
+class BestChunkDocuments(Retriever):
+    """A chunk retriever answering with documents: each at its best chunk's rank, `depth` of them if it can.
+
+    It asks the wrapped retriever for `k` chunks, collapses them to distinct documents (first
+    occurrence kept, `top_documents`), and asks again with twice as many chunks, for the queries
+    still short of `k` documents only, until they have `k` or the retriever has nothing more to
+    give (it returned fewer chunks than asked, or it was asked for every chunk). Latencies add up
+    over the rounds; a round that fails for a query records that failure (never the earlier,
+    shallower answer in its place). `deeper` counts the queries searched again and the most chunks asked.
+    """
+
+    def __init__(self, inner: Retriever, chunks: ChunkSet) -> None:
+        super().__init__(inner.name)
+        self.inner = inner
+        self.chunks = chunks
+        self.adapter = inner.adapter
+        self.capabilities = inner.capabilities & {"save", "load"}
+        self.deeper = {"queries": 0, "max_chunks": 0}
+
+    def describe(self) -> dict[str, Any]:
+        return {**self.inner.describe(), "documents": "ranked by their best chunk"}
+
+    def fingerprint(self) -> str:
+        return self.inner.fingerprint()
+
+    def index(self, corpus: Corpus) -> None:
+        self.inner.index(corpus)
+
+    def save(self, path: str | Path) -> None:
+        self.inner.save(path)
+
+    def load(self, path: str | Path) -> None:
+        self.inner.load(path)
+
+    def search(self, queries: Queries, k: int, *, batch_size: int = 0) -> Run:
+        ask = min(k, len(self.chunks))
+        found = self.inner.search(queries, ask, batch_size=batch_size)
+        docs = top_documents(found, self.chunks, k)
+        latency = dict(found.latency)
+        todo = _short_of(found, docs, ask, k)
+        while todo and ask < len(self.chunks):
+            ask = min(2 * ask, len(self.chunks))
+            self.deeper["queries"] += len(todo)
+            self.deeper["max_chunks"] = max(self.deeper["max_chunks"], ask)
+            found = self.inner.search(queries.subset(todo), ask, batch_size=batch_size)
+            more = top_documents(found, self.chunks, k)
+            for q in todo:
+                latency[q] = latency.get(q, 0.0) + found.latency.get(q, 0.0)
+            again = set(todo)
+            docs = Run.concat([docs.subset([q for q in docs.query_ids if q not in again]), more]).subset(list(queries))
+            todo = _short_of(found, more, ask, k)
+        docs.latency = latency
+        return docs
+
+    def close(self) -> None:
+        """The wrapped retriever is closed by whoever made it (it serves every chunker)."""
+
+
+def _short_of(chunks: Run, docs: Run, asked: int, k: int) -> list[str]:
+    """Answered queries with fewer than `k` documents whose retriever gave every chunk asked (more may exist)."""
+    return [
+        q
+        for q in docs.query_ids
+        if not docs.status[q].failed and _length(docs, q) < k and q in chunks and _length(chunks, q) >= asked
+    ]
+
+
+def _length(run: Run, q: str) -> int:
+    s = run.span(q)
+    return int(s.stop - s.start)
+
+
+def _joined_corpus(corpus: Corpus) -> Corpus:
+    """A BEIR corpus as the text that gets indexed (title and text joined by its rule), so chunk offsets cover both."""
+    return Corpus(list(corpus.ids), corpus.joined_texts(), None, join_rule="text_only", name=corpus.name)
+
+
 Progress = Callable[[str], None]
 
 
-def _chunking_manifest(cfg: ChunkingConfig, ev: Any, queries: Any, spans: dict, tokenizer: Any) -> dict[str, Any]:
+@dataclass
+class StudyData:
+    """What the pairs run on: the documents to chunk, the questions, and their relevance (spans or qrels)."""
+
+    name: str
+    corpus: Corpus
+    queries: Queries
+    spans: dict[str, Any]
+    qrels: Qrels | None
+    dataset: dict[str, Any]  # the manifest's dataset entry
+    relevance: dict[str, Any]  # the manifest's relevance entry
+
+
+def _study_data(cfg: ChunkingConfig) -> StudyData:
+    """The chunking set (spans) or the BEIR dataset (qrels, through the dataset step every study shares)."""
+    if cfg.documents is not None:
+        data = load_prepared(cfg.documents)
+        require_relevant(data.qrels, cfg.evaluation, data.dataset.path, cfg.documents.split)
+        return StudyData(
+            data.dataset.name,
+            _joined_corpus(data.dataset.corpus),
+            data.queries,
+            {},
+            data.qrels,
+            data.manifest(),
+            {"judge": "documents", "rank": "best chunk", "evaluation": cfg.evaluation.to_dict()},
+        )
+    folder = Path(resolve(cfg.dataset))
+    if not (folder / "questions.jsonl").is_file() and any(folder.glob("corpus.jsonl*")):
+        raise ConfigError(
+            f"{cfg.dataset!r} is a BEIR dataset, not a chunking set (no questions.jsonl); to judge its chunks by "
+            f"its qrels write the dataset block, e.g. dataset: {{name: {cfg.dataset}, split: test}}",
+            path=cfg.source,
+            field="dataset",
+        )
+    ev = read_chunking_eval(folder)
+    qids = sample_ids(ev.queries.ids, cfg.max_queries, cfg.seed)
+    queries = ev.queries.subset(qids)
+    spans = {q: ev.spans[q] for q in qids}
+    entry = {
+        "name": ev.name,
+        "path": ev.path,
+        "documents": len(ev.corpus),
+        "queries": len(queries),
+        "max_queries": cfg.max_queries,
+        "seed": cfg.seed,
+        "gold_spans": sum(len(s) for s in spans.values()),
+        "corpus_fingerprint": ev.corpus.fingerprint(),
+    }
+    relevance = {"judge": "spans", "min_chars": cfg.min_chars, "min_fraction": cfg.min_fraction}
+    return StudyData(ev.name, ev.corpus, queries, spans, None, entry, relevance)
+
+
+def _chunking_manifest(cfg: ChunkingConfig, data: StudyData, tokenizer: Any) -> dict[str, Any]:
     special = tokenizer.n_special if isinstance(tokenizer, HFTokenizer) else 0
     return {
         **manifest_header(cfg.source, cfg.raw, name=cfg.name, kind="chunking"),
-        "datasets": [
-            {
-                "name": ev.name,
-                "path": ev.path,
-                "documents": len(ev.corpus),
-                "queries": len(queries),
-                "max_queries": cfg.max_queries,
-                "seed": cfg.seed,
-                "gold_spans": sum(len(s) for s in spans.values()),
-                "corpus_fingerprint": ev.corpus.fingerprint(),
-            }
-        ],
-        "relevance": {"judge": "spans", "min_chars": cfg.min_chars, "min_fraction": cfg.min_fraction},
+        "datasets": [data.dataset],
+        "relevance": data.relevance,
         "tokenizer": tokenizer.name,
         "max_seq_length": cfg.max_seq_length,
         "special_tokens": special,
@@ -253,12 +400,9 @@ def run_chunking(cfg: ChunkingConfig, *, force: bool = False, log: Progress = pr
 def _run_locked(cfg: ChunkingConfig, force: bool, log: Progress) -> StudyOutcome:
 
     out = cfg.output
-    ev = read_chunking_eval(resolve(cfg.dataset))
-    qids = sample_ids(ev.queries.ids, cfg.max_queries, cfg.seed)
-    queries = ev.queries.subset(qids)
-    spans = {q: ev.spans[q] for q in qids}
+    data = _study_data(cfg)
     tokenizer = make_tokenizer(cfg.tokenizer)
-    manifest = _chunking_manifest(cfg, ev, queries, spans, tokenizer)
+    manifest = _chunking_manifest(cfg, data, tokenizer)
     max_content = cfg.max_seq_length - manifest["special_tokens"]
     metrics_json: dict[str, Any] = {}
     pairs: list[Outcome] = []
@@ -268,8 +412,8 @@ def _run_locked(cfg: ChunkingConfig, force: bool, log: Progress) -> StudyOutcome
             chunker: Chunker = make_chunker(
                 {k: v for k, v in cblock.items()} | {"tokenizer": cblock.get("tokenizer", tokenizer)}
             )
-            chunks, stats = _chunk(chunker, ev, out, max_content, manifest, log)
-            corpus = chunks.to_corpus(name=f"{ev.name}/{chunker.name}")
+            chunks, stats = _chunk(chunker, data.corpus, out, max_content, manifest, log)
+            corpus = chunks.to_corpus(name=f"{data.name}/{chunker.name}")
             for sspec in cfg.systems:
                 if sspec.name not in retrievers:
                     retrievers[sspec.name] = _lazy(sspec, cfg.source)
@@ -281,8 +425,7 @@ def _run_locked(cfg: ChunkingConfig, force: bool, log: Progress) -> StudyOutcome
                     retrievers[sspec.name],
                     chunks,
                     corpus,
-                    queries,
-                    spans,
+                    data,
                     stats,
                     force,
                     log,
@@ -308,11 +451,11 @@ def _lazy(sspec: SystemSpec, source: str) -> LazyRetriever:
 
 
 def _chunk(
-    chunker: Chunker, ev: Any, out: Path, max_content: int, manifest: dict[str, Any], log: Progress
+    chunker: Chunker, documents: Corpus, out: Path, max_content: int, manifest: dict[str, Any], log: Progress
 ) -> tuple[ChunkSet, dict[str, Any]]:
     """Chunk the corpus; record the chunker's statistics in the manifest and chunkers/<name>.json."""
     t0 = time.perf_counter()
-    chunks = chunker.chunk_corpus(ev.corpus)
+    chunks = chunker.chunk_corpus(documents)
     chunk_seconds = round(time.perf_counter() - t0, 3)
     stats = chunks.stats(max_tokens=max_content)
     stats["chunk_seconds"] = chunk_seconds
@@ -336,8 +479,7 @@ def _run_pair(
     lazy: LazyRetriever,
     chunks: ChunkSet,
     corpus: Any,
-    queries: Any,
-    spans: dict,
+    data: StudyData,
     stats: dict[str, Any],
     force: bool,
     log: Progress,
@@ -360,11 +502,13 @@ def _run_pair(
         enc = _encoder_of(r)
         if enc is not None:
             before[:] = [enc.stats.by_role["document"]["encoded"], enc.stats.by_role["query"]["encoded"]]
-        return r
+        return BestChunkDocuments(r, chunks) if data.qrels is not None else r
 
     def extra(r: Any, timings: dict[str, float]) -> dict[str, Any]:
         out: dict[str, Any] = {"chunker": chunker_name, "system": sspec.name}
         out["chunks"] = {k: v for k, v in stats.items() if k != "chunk_seconds"}
+        if isinstance(r, BestChunkDocuments):
+            out["deeper"] = dict(r.deeper)
         out["timings"] = {"chunk_seconds": stats["chunk_seconds"], **timings}
         enc = _encoder_of(r)
         if enc is not None and "index_seconds" in timings:
@@ -376,11 +520,16 @@ def _run_pair(
             }
         return out
 
+    def score(run: Run, _answers: Any) -> Scored:
+        if data.qrels is not None:  # a document run (BestChunkDocuments) against the dataset's qrels
+            return Scored(evaluate(run, data.qrels, cfg.metrics, cfg.evaluation, system=key))
+        return Scored(score_pair(run, chunks, data.spans, cfg, key))
+
     outcome = run_cell(
         cell,
         retriever,
-        CellData(corpus, queries),
-        CellStages(lambda run, _answers: Scored(score_pair(run, chunks, spans, cfg, key)), describe=extra),
+        CellData(corpus, data.queries),
+        CellStages(score, describe=extra, aggregate=cfg.evaluation.aggregate_kwargs()),
         force=force,
         log=log,
     )

@@ -46,7 +46,7 @@ from retbench.metrics.gain import GainMatrix, check_level
 from retbench.metrics.judges.anchors import Anchor, judge_anchors, normalize_heading_path
 from retbench.metrics.judges.common import ITEM_METRICS, Judgement
 from retbench.metrics.judges.cosine import judge_cosine
-from retbench.metrics.judges.documents import judge_documents, pool_documents
+from retbench.metrics.judges.documents import judge_documents, pool_documents, top_documents
 from retbench.metrics.judges.qrels import judge_qrels, run_rows
 from retbench.metrics.judges.spans import budget_cutoffs, judge_spans, overlap_scores
 from retbench.metrics.judges.text import judge_text
@@ -68,4 +68,5 @@ __all__ = [
     "overlap_scores",
     "pool_documents",
     "run_rows",
+    "top_documents",
 ]

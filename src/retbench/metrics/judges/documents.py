@@ -37,6 +37,17 @@ def pool_documents(run: Run, chunks: ChunkSet | Mapping[str, str]) -> Run:
     )
 
 
+def top_documents(run: Run, chunks: ChunkSet | Mapping[str, str], depth: int) -> Run:
+    """The first `depth` distinct documents of each query of a chunk run, each at its best chunk's rank.
+
+    Collapsing chunks to their documents is not a duplicate in the run's sense, so the result
+    counts none (`n_duplicates` 0); statuses, latencies and errors are the chunk run's.
+    """
+    docs = pool_documents(run, chunks).truncate(depth)
+    docs.n_duplicates = 0
+    return docs
+
+
 def judge_documents(
     run: Run, chunks: ChunkSet | Mapping[str, str], qrels: Qrels | Mapping[str, Mapping[str, int]]
 ) -> GainMatrix:
