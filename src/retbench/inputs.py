@@ -15,7 +15,7 @@ from typing import Any
 
 from retbench.data import Qrels
 from retbench.errors import InputError
-from retbench.evaluation import coverage, evaluate
+from retbench.evaluation import Evaluation, coverage, evaluate
 from retbench.io.beir import read_queries
 from retbench.io.judgements import read_judgements, read_system
 from retbench.metrics.registry import DEFAULT_METRICS, parse_metrics
@@ -69,7 +69,7 @@ class Loaded:
         return all_pairs(names)
 
 
-def groups_from_queries(queries: Any) -> dict[str, list[str]]:
+def groups_from_queries(queries: Mapping[str, str] | None) -> dict[str, list[str]]:
     """Tag -> query ids from query metadata (`tags` list or string, and `category` as `category:<c>`)."""
     groups: dict[str, list[str]] = {}
     for qid, meta in (getattr(queries, "metadata", None) or {}).items():
@@ -225,7 +225,7 @@ SETTING_LABELS = {
 }
 
 
-def settings_of(ev: Any, depth: int | None) -> dict[str, Any]:
+def settings_of(ev: Evaluation, depth: int | None) -> dict[str, Any]:
     """How a system's numbers were made: the search depth (None: not recorded) and the evaluation settings."""
     return {
         "depth": depth,

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from retbench.data import Qrels, Run
+from retbench.data import Corpus, Qrels, Run
 from retbench.errors import InputError
 from retbench.evaluation import Evaluation, evaluate
 
@@ -102,7 +102,7 @@ def k_curves(
     return out
 
 
-def _snippet(corpus: Any, doc: str) -> str | None:
+def _snippet(corpus: Corpus, doc: str) -> str | None:
     i = corpus.index.get(doc)
     if i is None:
         return None
@@ -113,8 +113,8 @@ def _snippet(corpus: Any, doc: str) -> str | None:
 def gather(
     evs: Mapping[str, Any],
     runs: Mapping[str, Any],
-    qrels: Any,
-    corpus: Any,
+    qrels: Mapping[str, Mapping[str, int]],
+    corpus: Corpus | None,
     queries: Mapping[str, str],
     *,
     primary: str,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retbench.data import QueryStatus, Run
 from retbench.data.answers import SystemAnswer
@@ -29,6 +29,9 @@ from retbench.io.files import (
 )
 from retbench.io.trec import read_run, write_run
 from retbench.results.layout import SystemDir
+
+if TYPE_CHECKING:
+    from retbench.evaluation import Evaluation
 
 __all__ = [
     "AppendLog",
@@ -91,7 +94,7 @@ def load_answers(sysdir: SystemDir) -> dict[str, SystemAnswer]:
     return read_outputs(sysdir.answers).answers
 
 
-def save_table(evaluation: Any, sysdir: SystemDir) -> None:
+def save_table(evaluation: Evaluation, sysdir: SystemDir) -> None:
     """The per-query table (`Evaluation.to_tsv`), atomically."""
     replace_atomically(sysdir.per_query, evaluation.to_tsv)
 

@@ -21,9 +21,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from retbench.data import Queries
 from retbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from retbench.retrievers.base import Retriever
 
 OPS = ("eq", "gt", "gte", "lt", "lte")
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -112,7 +116,7 @@ def parse_filter(spec: Any, where: str = "filter") -> Filter | None:
     return Filter(tuple(terms))
 
 
-def query_filters(queries: Any, qids: Sequence[str]) -> list[Filter | None]:
+def query_filters(queries: Queries, qids: Sequence[str]) -> list[Filter | None]:
     """Each query's filter from `queries.metadata[qid]["filter"]` (None where it has none)."""
     meta = getattr(queries, "metadata", None) or {}
     return [parse_filter((meta.get(q) or {}).get("filter"), where=f"query {q}: metadata.filter") for q in qids]
@@ -138,7 +142,7 @@ def metadata_fields(metadata: Sequence[Mapping[str, Any]] | None) -> dict[str, t
     return out
 
 
-def require_filters(retriever: Any, filters: Sequence[Filter | None]) -> None:
+def require_filters(retriever: Retriever, filters: Sequence[Filter | None]) -> None:
     """Refuse (ConfigError naming metadata.filter) filtered queries for a system without the ability."""
     n = sum(f is not None for f in filters)
     if n and "filters" not in retriever.capabilities:

@@ -191,7 +191,7 @@ def pair_columns(cfg: ChunkingConfig) -> list[str]:
     return cols
 
 
-def score_pair(run: Any, chunks: ChunkSet, spans: dict, cfg: ChunkingConfig, system: str) -> Any:
+def score_pair(run: Run, chunks: ChunkSet, spans: dict, cfg: ChunkingConfig, system: str) -> Any:
     """Judge a chunk run by spans: the config's metrics, character-level P/R/IoU and the budget view."""
 
     judgement = judge_spans(run, chunks, spans, min_chars=cfg.min_chars, min_fraction=cfg.min_fraction)
@@ -229,7 +229,7 @@ def score_pair(run: Any, chunks: ChunkSet, spans: dict, cfg: ChunkingConfig, sys
     )
 
 
-def _encoder_of(retriever: Any) -> Any:
+def _encoder_of(retriever: Retriever) -> Any:
     """The Encoder of a dense retriever (or of a hybrid's dense component, or the one a wrapper searches), if any."""
     inner = getattr(retriever, "inner", None)
     if inner is not None:
@@ -478,7 +478,7 @@ def _run_pair(
     sspec: SystemSpec,
     lazy: LazyRetriever,
     chunks: ChunkSet,
-    corpus: Any,
+    corpus: Corpus,
     data: StudyData,
     stats: dict[str, Any],
     force: bool,

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from retbench.data import Corpus
 from retbench.errors import BackendError
 from retbench.retrievers.base import Ranking, register
 from retbench.retrievers.encoders import Encoder
@@ -131,12 +132,12 @@ class TypesenseRetriever(VectorStoreRetriever):
         return s
 
     # -- primitives ----------------------------------------------------------------------------
-    def index(self, corpus: Any) -> None:
+    def index(self, corpus: Corpus) -> None:
         self._fields = metadata_fields(corpus.metadata)
         self._pending_texts = corpus.joined_texts()
         super().index(corpus)
 
-    def add(self, corpus: Any) -> None:
+    def add(self, corpus: Corpus) -> None:
         self._pending_texts = corpus.joined_texts()
         super().add(corpus)
 

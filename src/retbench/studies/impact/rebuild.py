@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
 from retbench.data import Corpus, Qrels, Queries, Run
 from retbench.errors import BackendError, ConfigError, InputError
 from retbench.metrics.judges import judge_qrels
+from retbench.retrievers.base import Retriever
 from retbench.studies.impact.candidates import concat_corpora
 from retbench.studies.impact.engine import TIE_MARGIN, _Base
 from retbench.studies.impact.model import Impact
@@ -31,7 +31,7 @@ class RebuildImpact(_Base):
 
     def __init__(
         self,
-        retriever: Any,
+        retriever: Retriever,
         kb: Corpus,
         queries: Queries,
         qrels: Qrels | Mapping[str, Mapping[str, int]],

@@ -31,6 +31,7 @@ from typing import Any
 
 from retbench.config import load, validate
 from retbench.config.calibration import CalibrationModel
+from retbench.data import Corpus, Queries
 from retbench.llm.settings import JudgeSettings
 from retbench.retrievers.base import check_system, create
 
@@ -84,7 +85,7 @@ def load_calibration(path: str | Path, output: Path | None = None) -> Calibratio
 
 
 def _bm25_run(
-    corpus: Any, queries: Any, depth: int, adapter: str = "bm25s", params: dict | None = None, name: str = "bm25"
+    corpus: Corpus, queries: Queries, depth: int, adapter: str = "bm25s", params: dict | None = None, name: str = "bm25"
 ) -> Any:
 
     retriever = create(adapter, params or {}, name=name)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from retbench.data import Corpus
 from retbench.llm.judge import Judge
 from retbench.llm.verdicts import parse_fields
 from retbench.results import write_jsonl
@@ -47,18 +48,18 @@ def reviewed_documents(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def sample_documents(corpus: Any, n: int, seed: int, keep: dict[str, dict[str, Any]] | None = None) -> list[str]:
+def sample_documents(corpus: Corpus, n: int, seed: int, keep: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """A seeded sample of n document ids, excluding documents whose question was already reviewed."""
     keep = keep or {}
     ids = [d for d in corpus.ids if d not in keep]
     return random.Random(seed).sample(ids, min(n, len(ids)))
 
 
-def synth_items(corpus: Any, doc_ids: Sequence[str], max_chars: int) -> list[tuple[Any, dict[str, str]]]:
+def synth_items(corpus: Corpus, doc_ids: Sequence[str], max_chars: int) -> list[tuple[Any, dict[str, str]]]:
     return [(d, {"passage": _text(corpus, d)[:max_chars]}) for d in doc_ids]
 
 
-def _text(corpus: Any, doc_id: str) -> str:
+def _text(corpus: Corpus, doc_id: str) -> str:
     return corpus.joined(corpus.index[doc_id])
 
 
@@ -87,7 +88,7 @@ def lexical_overlap(question: str, document: str, tokenizer: Any = None) -> floa
 
 
 def synthesize(
-    judge: Judge, corpus: Any, doc_ids: Sequence[str], output: Path, *, max_chars: int = 1500
+    judge: Judge, corpus: Corpus, doc_ids: Sequence[str], output: Path, *, max_chars: int = 1500
 ) -> dict[str, Any]:
     """Ask for a question per document; write reviewed samples unchanged plus the new ones as JSONL."""
     from retbench.retrievers.tokenize import Tokenizer
