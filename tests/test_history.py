@@ -60,6 +60,8 @@ def test_runs_register_with_commit_fingerprints_cis_and_show_as_a_trend(project:
     cfg = write_config(project, [BM25, WEAK])  # an uncommitted change to the config
     second = runner.invoke(app, ["run", str(cfg), "--quiet"])
     assert second.exit_code == 0, second.output
+    # bm25's cell was skipped (finished earlier): the history already holds it, so it is no new point
+    assert "history: unchanged, nothing searched: bm25 (run 1)" in second.output
 
     rows = history.entries()
     assert [e.id for e in rows] == [1, 2]
@@ -85,29 +87,32 @@ def test_runs_register_with_commit_fingerprints_cis_and_show_as_a_trend(project:
     assert page.count('class="series"') == 2 and "<script" not in page
     only = runner.invoke(app, ["history", "--system", "weak", "--json"])
     data = json.loads(only.output)
-    assert [sorted(e["scores"]) for e in data] == [[], ["weak"]]
+    assert [sorted(e["scores"]) for e in data] == [["weak"]]  # runs without a point of `weak` are left out
 
 
-def test_gate_takes_its_baseline_from_the_history(project: Path, tmp_path: Path):
+def test_the_readme_last_pass_flow_starts_on_thresholds_then_gates_each_run_against_the_one_before(
+    project: Path, tmp_path: Path
+):
     criteria = tmp_path / "criteria.yaml"
     criteria.write_text(
         yaml.safe_dump({"gates": [{"name": "recall", "metric": "recall@5", "threshold": 0.0, "regression_max": 0.05}]})
     )
+    gate = ["gate", "--criteria", str(criteria), "--candidate", str(project / "out"), "--baseline", "history:last-pass"]
     cfg = write_config(project, [BM25])
     assert runner.invoke(app, ["run", str(cfg), "--quiet"]).exit_code == 0
-    no_pass = runner.invoke(app, ["gate", "--criteria", str(criteria), "--candidate", str(project / "out"),
-                                  "--baseline", "history:last-pass"])  # fmt: skip
-    assert no_pass.exit_code == 2 and "no run in the history passed a gate" in no_pass.output
-    # a gate without baseline passes and is recorded: that run becomes last-pass
-    floor = tmp_path / "floor.yaml"
-    floor.write_text(yaml.safe_dump({"gates": [{"name": "recall", "metric": "recall@5", "threshold": 0.0}]}))
-    first = runner.invoke(app, ["gate", "--criteria", str(floor), "--candidate", str(project / "out")])
+    # first use: nothing has passed yet, so the gate says so, checks the threshold only and records its verdict
+    first = runner.invoke(app, gate)
     assert first.exit_code == 0, first.output
-    assert history.resolve("history:last-pass").id == 1
-    stored = history.evaluations(history.resolve("history:last-pass"))[0].values.copy()
+    assert (
+        "note: no earlier run of experiment 'hist' on scifact/test (12 queries) with system 'bm25' passed a gate: "
+        "this gate checks thresholds only" in first.output
+    )
+    assert "history: bm25 pass recorded on run 1" in first.output
+    assert history.entries()[0].gates == {"bm25": "pass"}
+    stored = history.evaluations(history.resolve("history:1"))[0].values.copy()
 
     # the same output folder is overwritten by a much weaker system (BM25's ranks 11-20 replayed from a
-    # run file): the baseline is the stored snapshot, not the folder
+    # run file): the baseline is the stored snapshot of run 1, not the folder, and not run 2 itself
     lines = (project / "out" / "systems" / "bm25" / "run.trec").read_text().splitlines()
     worse = [line for line in lines if int(line.split()[3]) > 10]
     (tmp_path / "worse.trec").write_text("\n".join(worse) + "\n")
@@ -115,15 +120,32 @@ def test_gate_takes_its_baseline_from_the_history(project: Path, tmp_path: Path)
         project, [{"name": "bm25", "adapter": "runfile", "params": {"path": str(tmp_path / "worse.trec")}}]
     )
     assert runner.invoke(app, ["run", str(cfg), "--quiet", "--force"]).exit_code == 0
-    gated = runner.invoke(app, ["gate", "--criteria", str(criteria), "--candidate", str(project / "out"),
-                                "--baseline", "history:last-pass"])  # fmt: skip
-    assert "history run 1" in gated.output
-    assert gated.exit_code == 1, gated.output  # recall@5 fell by more than 5 points
-    assert history.entries()[-1].gate == "fail"
+    for _ in range(2):  # a failed gate never becomes the next baseline
+        gated = runner.invoke(app, gate)
+        assert "baseline: history run 1 " in gated.output, gated.output
+        assert gated.exit_code == 1, gated.output  # recall@5 fell by more than 5 points
+    assert [e.gates for e in history.entries()] == [{"bm25": "pass"}, {"bm25": "fail"}]
     assert (history.evaluations(history.resolve("history:1"))[0].values == stored).all()
-    by_id = runner.invoke(app, ["gate", "--criteria", str(criteria), "--candidate", str(project / "out"),
-                                "--baseline", "history:2"])  # fmt: skip
+    by_id = runner.invoke(app, [*gate[:-1], "history:2"])
     assert by_id.exit_code == 0, by_id.output  # against itself: no regression
+
+
+def test_verdicts_are_kept_per_system_so_one_systems_fail_leaves_anothers_pass(project: Path, tmp_path: Path):
+    assert runner.invoke(app, ["run", str(write_config(project, [BM25, WEAK])), "--quiet"]).exit_code == 0
+    means = {s: m["mrr@10"] for s, m in json.loads((project / "out" / "metrics.json").read_text()).items()}
+    assert means["bm25"] > means["weak"]  # the data this test stands on
+    floor = tmp_path / "floor.yaml"
+    threshold = (means["bm25"] + means["weak"]) / 2
+    floor.write_text(yaml.safe_dump({"gates": [{"name": "recall", "metric": "mrr@10", "threshold": threshold}]}))
+    gate = ["gate", "--criteria", str(floor), "--candidate", str(project / "out"), "--candidate-system"]
+    assert runner.invoke(app, [*gate, "bm25"]).exit_code == 0
+    assert runner.invoke(app, [*gate, "weak"]).exit_code == 1
+    assert runner.invoke(app, [*gate, "bm25"]).exit_code == 0  # gated again: still its own verdict only
+    assert history.entries()[0].gates == {"bm25": "pass", "weak": "fail"}
+    assert history.resolve("history:last-pass").id == 1  # no candidate: the latest run holding a pass
+    # a candidate's last-pass comes before it: run 1 holds these very results, so it is no baseline for them
+    with pytest.raises(history.NoBaseline, match="with system 'weak' passed a gate"):
+        history.resolve("history:last-pass", candidate=(project / "out", "weak"))
 
 
 def test_gate_refuses_a_history_baseline_computed_on_other_data(project: Path, tmp_path: Path):

@@ -288,9 +288,12 @@ def _deeper_than(metrics: Sequence[str], depth: int) -> list[str]:
     return out
 
 
-def load_history(spec: str, path: str | Path | None = None) -> tuple[Loaded, Any]:
-    """A `history:<which>` baseline as Loaded (its stored per-query tables and data identity) and its entry."""
-    entry = history.resolve(spec, path)
+def load_history(
+    spec: str, path: str | Path | None = None, *, candidate: tuple[str | Path, str] | None = None
+) -> tuple[Loaded, Any]:
+    """A `history:<which>` baseline as Loaded (its stored per-query tables and data identity) and its entry;
+    with a `candidate` (results directory, system), last-pass/last is a point of the candidate's own key."""
+    entry = history.resolve(spec, path, candidate=candidate)
     evs = history.evaluations(entry, path)
     where = f"history run {entry.id} ({entry.results_dir})"
     data = {where: [{k: d.get(k) for k in _DATA_KEYS} for d in entry.datasets]}

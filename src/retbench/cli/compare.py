@@ -156,10 +156,11 @@ def gate_command(
     crit = load_criteria(criteria)
     metrics = list(dict.fromkeys(g.metric for g in crit.gates))
     cand = load_systems([candidate], qrels=qrels, metrics=metrics, queries=queries, check_metrics=False)
-    base = _gate_baseline(baseline, qrels, metrics, history_file)
-    _check_same_data(allow_different_data, cand, *([base] if base is not None else []))
     cand_ev = cand.one(candidate_system, "candidate")
-    base_ev = base.one(baseline_system, "baseline") if base is not None else None
+    point = (candidate, cand_ev.system) if candidate.is_dir() else None
+    base, matched = _gate_baseline(baseline, qrels, metrics, history_file, point)
+    _check_same_data(allow_different_data, cand, *([base] if base is not None else []))
+    base_ev = base.one(baseline_system or matched, "baseline") if base is not None else None
     if base is not None and base_ev is not None:
         from retbench.inputs import canonical_metrics
 
@@ -176,6 +177,7 @@ def gate_command(
         failures=cand.failures.get(cand_ev.system),
         n_resamples=resamples,
         seed=seed,
+        first=base is None and baseline is not None,
     )
     text = render_comment(report)
     typer.echo(text)
@@ -185,9 +187,15 @@ def gate_command(
         import sqlite3
 
         try:
-            history.record_gate(candidate, report.exit_code == 0, path=history_file)
+            where = history.record_gate(candidate, report.exit_code == 0, system=cand_ev.system, path=history_file)
         except (sqlite3.Error, OSError) as exc:  # the verdict stands; only its record in the history is lost
             typer.echo(f"note: verdict not recorded in the history: {exc}", err=True)
+        else:
+            if where is not None:
+                typer.echo(
+                    f"history: {cand_ev.system} {'pass' if report.exit_code == 0 else 'fail'} recorded on run {where}",
+                    err=True,
+                )
     if report.exit_code:
         why = (
             f"the candidate recorded {len(report.failures)} backend failure(s)"
@@ -198,18 +206,39 @@ def gate_command(
 
 
 def _gate_baseline(
-    baseline: str | None, qrels: Path | None, metrics: list[str], history_file: Path | None
-) -> Loaded | None:
-    """The gate's baseline: a history entry (history:last-pass / <tag> / <id>), a results directory or a run file."""
+    baseline: str | None,
+    qrels: Path | None,
+    metrics: list[str],
+    history_file: Path | None,
+    candidate: tuple[Path, str] | None,
+) -> tuple[Loaded | None, str | None]:
+    """The gate's baseline and the system it matched: a history entry (history:last-pass / last / <tag> / <id>),
+    a results directory or a run file.
+
+    `history:last-pass` and `history:last` of a results directory mean the latest point of the candidate's
+    experiment, dataset and system before the candidate; when there is none yet (the first gate of a
+    project) the gate checks thresholds only, and says so: its verdict becomes the next gate's baseline.
+    """
     from retbench.inputs import load_history, load_systems
+    from retbench.results.history import NoBaseline
 
     if baseline is None:
-        return None
+        return None, None
     if not baseline.startswith("history:"):
-        return load_systems([Path(baseline)], qrels=qrels, metrics=metrics, check_metrics=False)
-    base, entry = load_history(baseline, history_file)
+        return load_systems([Path(baseline)], qrels=qrels, metrics=metrics, check_metrics=False), None
+    try:
+        base, entry = load_history(baseline, history_file, candidate=candidate)
+    except NoBaseline as exc:
+        if baseline not in ("history:last-pass", "history:last"):
+            raise
+        typer.echo(
+            f"note: {exc.reason}: this gate checks thresholds only (regression limits start with the next gate, "
+            "against this run once it passes)",
+            err=True,
+        )
+        return None, None
     typer.echo(f"baseline: history run {entry.id} of {entry.created} (commit {entry.git_commit or 'none'})", err=True)
-    return base
+    return base, entry.matched
 
 
 @handles_errors

@@ -112,11 +112,15 @@ def _register(out: Path, configured: str | None, tag: str | None, con: Any) -> N
 
     where = default_path(configured)
     try:
-        run_id = register(out, path=where, tag=tag)
+        done = register(out, path=where, tag=tag)
     except (sqlite3.Error, OSError) as exc:
         typer.echo(f"note: not added to the history {where}: {exc}", err=True)
         return
-    con.print(f"history: run {run_id} in {where}", soft_wrap=True, markup=False, highlight=False)
+    if done.repeats:  # cells this run skipped: the history already holds them
+        held = ", ".join(f"{s} (run {r})" for s, r in done.repeats.items())
+        con.print(f"history: unchanged, nothing searched: {held}", soft_wrap=True, markup=False, highlight=False)
+    if done.run_id is not None:
+        con.print(f"history: run {done.run_id} in {where}", soft_wrap=True, markup=False, highlight=False)
 
 
 def _write_reports(out: Path) -> str:
@@ -137,7 +141,11 @@ def _write_reports(out: Path) -> str:
 
 @handles_errors
 def history_command(
-    system: Annotated[str | None, typer.Option(help="Only this system.")] = None,
+    system: Annotated[str | None, typer.Option(help="Only this system (its bare name, or a results key).")] = None,
+    experiment: Annotated[str | None, typer.Option(help="Only this experiment (the config's name).")] = None,
+    dataset: Annotated[
+        str | None, typer.Option(help="Only this dataset: name, name/split, or a corpus/qrels fingerprint prefix.")
+    ] = None,
     metric: Annotated[str | None, typer.Option(help="Metric to follow (default: the latest run's first).")] = None,
     limit: Annotated[int, typer.Option(help="The most recent runs to show.")] = 20,
     html: Annotated[Path | None, typer.Option(help="Also write the trend as one HTML file with a chart.")] = None,
@@ -146,7 +154,7 @@ def history_command(
         Path | None, typer.Option(help="History database (default: $RETBENCH_HISTORY or the per-user one).")
     ] = None,
 ) -> None:
-    """The trend of a metric over registered runs: means with CIs, commit, tag and gate verdict per run."""
+    """The trend of a metric per (experiment, dataset, system): means with CIs, commit, tag and gate verdict."""
     import json
     from dataclasses import asdict
 
@@ -155,7 +163,7 @@ def history_command(
     from retbench.results.history import entries
 
     metric = (canonical_metrics([metric]) or [metric])[0] if metric else None
-    rows = entries(history_file, system=system, metric=metric, limit=limit)
+    rows = entries(history_file, system=system, metric=metric, limit=limit, experiment=experiment, dataset=dataset)
     if as_json:
         typer.echo(json.dumps([asdict(e) for e in rows], indent=2, default=str))
         return
