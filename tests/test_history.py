@@ -257,3 +257,102 @@ def test_a_history_baseline_searched_to_another_depth_is_said_and_refused_where_
     ran = runner.invoke(app, gate)
     assert ran.exit_code == 2, ran.output
     assert "depth 20 (baseline bm25) vs 10 (candidate bm25): map looks deeper than 10" in ran.output
+
+
+# -- trends join only points of one experiment, dataset and system ------------------------------------------
+def test_a_trend_never_joins_other_datasets_or_experiments_and_each_can_be_filtered(project: Path, tmp_path: Path):
+    def run(out: str, name: str = "hist", **dataset) -> None:
+        cfg = yaml.safe_load(write_config(project, [BM25], out=out).read_text())
+        cfg["name"] = name
+        cfg["datasets"][0].update(dataset)
+        path = project / f"{out}.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        assert runner.invoke(app, ["run", str(path), "--quiet"]).exit_code == 0
+
+    run("full")  # run 1: scifact, 12 queries
+    run("slice", max_queries=8)  # run 2: an 8-query slice of it under the same experiment name
+    run("other", name="tuning")  # run 3: the same data under another experiment
+    run("full2")  # run 4: the first series again
+    rows = history.entries()
+    assert [len({e.series(k) for k in e.points}) for e in rows] == [1, 1, 1, 1]
+    series = [e.series("bm25") for e in rows]
+    assert series[0] == series[3] and len(set(series)) == 3
+    assert json.loads(series[1][1])["queries"] == 8 and series[2][0] == "tuning"
+
+    shown = runner.invoke(app, ["history", "--metric", "mrr@10", "--html", str(tmp_path / "trend.html")])
+    assert shown.exit_code == 0, shown.output
+    page = (tmp_path / "trend.html").read_text()
+    assert page.count('class="series"') == 3  # three lines, never one through all four runs
+    from retbench.report.history import trend_rows
+
+    header, table = trend_rows(rows, "mrr@10")
+    assert len(header) == 5 + 3 and "12q" in " ".join(header) and "8q" in " ".join(header)
+    assert [sum(c != "—" for c in r[5:]) for r in table] == [1, 1, 1, 1]  # each run fills one column
+
+    def ids(*args: str) -> list[int]:
+        out = runner.invoke(app, ["history", "--json", *args])
+        assert out.exit_code == 0, out.output
+        return [e["id"] for e in json.loads(out.output)]
+
+    assert ids("--experiment", "tuning") == [3]
+    assert ids("--experiment", "hist", "--system", "bm25") == [1, 2, 4]
+    fingerprint = json.loads(series[1][1])["corpus_fingerprint"]
+    assert ids("--dataset", "scifact/test") == [1, 2, 3, 4]
+    assert ids("--dataset", fingerprint[:10]) == [2]  # the slice's corpus sample is its own
+    assert ids("--system", "nosuch") == []
+
+
+def test_a_rerun_that_searched_nothing_adds_no_point_and_a_forced_one_does(project: Path):
+    cfg = write_config(project, [BM25, WEAK])
+    assert runner.invoke(app, ["run", str(cfg), "--quiet"]).exit_code == 0
+    again = runner.invoke(app, ["run", str(cfg), "--quiet"])
+    assert again.exit_code == 0, again.output
+    assert "history: unchanged, nothing searched: bm25 (run 1), weak (run 1)" in again.output
+    assert "history: run 2" not in again.output
+    assert [e.id for e in history.entries()] == [1]
+    tagged = runner.invoke(app, ["run", str(cfg), "--quiet", "--tag", "release"])  # a tag asks for an entry
+    assert tagged.exit_code == 0 and "history: run 2" in tagged.output
+    forced = runner.invoke(app, ["run", str(cfg), "--quiet", "--force"])
+    assert forced.exit_code == 0 and "history: run 3" in forced.output
+    assert sorted(history.entries()[-1].points) == ["bm25", "weak"]
+
+
+def test_an_old_history_file_is_read_as_it_is_and_migrated_on_the_first_write(project: Path, tmp_path: Path):
+    import sqlite3
+
+    cfg = write_config(project, [BM25, WEAK])
+    assert runner.invoke(app, ["run", str(cfg), "--quiet", "--no-history"]).exit_code == 0
+    hist = tmp_path / "old.sqlite"
+    history.register(project / "out", path=hist, tag="a")
+    history.register(project / "out", path=hist, tag="b")
+    single = project / "single"
+    cfg1 = write_config(project, [BM25], out="single")
+    assert runner.invoke(app, ["run", str(cfg1), "--quiet", "--no-history"]).exit_code == 0
+    history.register(single, path=hist)
+    # the first schema: no point columns, one verdict per run
+    with sqlite3.connect(hist) as con:
+        con.execute("DROP INDEX IF EXISTS systems_point")
+        for col in history.POINT_COLUMNS:
+            con.execute(f"ALTER TABLE systems DROP COLUMN {col}")
+        con.execute("UPDATE runs SET gate = 'pass'")
+    con.close()
+    before = hist.read_bytes()
+    rows = history.entries(hist)  # read-only: works on the old schema and writes nothing
+    assert hist.read_bytes() == before
+    assert [sorted(e.points) for e in rows] == [["bm25", "weak"], ["bm25", "weak"], ["bm25"]]
+    # a run-level verdict says whose it was only for a run of one system
+    assert [e.gates for e in rows] == [{}, {}, {"bm25": "pass"}]
+    assert rows[0].series("bm25") == rows[2].series("bm25")
+    shown = runner.invoke(app, ["history", "--history-file", str(hist), "--metric", "mrr@10"])
+    assert shown.exit_code == 0, shown.output
+    assert hist.read_bytes() == before
+
+    history.record_gate(project / "out", False, system="weak", path=hist)  # the first write migrates
+    with sqlite3.connect(hist) as con:
+        cols = {r[1] for r in con.execute("PRAGMA table_info(systems)")}
+        assert set(history.POINT_COLUMNS) <= cols
+    con.close()
+    rows = history.entries(hist)
+    assert [e.gates for e in rows] == [{}, {"weak": "fail"}, {"bm25": "pass"}]
+    assert rows[0].points == history.entries(hist)[0].points
+    assert json.loads(rows[0].series("bm25")[1])["queries"] == 12
