@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -60,15 +60,31 @@ def compare_command(
         Path | None, typer.Option(help="BEIR queries.jsonl: query texts (and tags) for run files.")
     ] = None,
     metrics: Annotated[
-        str | None, typer.Option(help="Comma-separated metrics (default: all the inputs share).")
+        str | None,
+        typer.Option(
+            "--metrics",
+            "--metric",
+            help="Comma-separated metrics to test (default: the config's primary: list, else its first metric; "
+            "'all': every metric the inputs share).",
+        ),
     ] = None,
     systems: Annotated[
         str | None, typer.Option(help="Comma-separated systems to take from results directories.")
     ] = None,
     baseline: Annotated[
-        str | None, typer.Option(help="Compare every system against this one (default: all pairs).")
+        str | None,
+        typer.Option(help="Compare every system against this one (default: the config's baseline:, else the first)."),
     ] = None,
-    resamples: Annotated[int, typer.Option(help="Randomization and bootstrap resamples.")] = 10_000,
+    all_pairs: Annotated[
+        bool, typer.Option("--all-pairs", help="Test every pair of systems, not each against the baseline.")
+    ] = False,
+    resamples: Annotated[
+        int | None,
+        typer.Option(
+            help="Randomization and bootstrap resamples (default: enough for Holm over the tests made, "
+            "at least 10,000)."
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the resampling (results are reproducible under it).")] = 0,
     top: Annotated[int, typer.Option(help="Most changed queries to list per metric.")] = 5,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the full comparison as JSON.")] = None,
@@ -78,33 +94,51 @@ def compare_command(
     ] = False,
     allow_different_settings: Annotated[bool, typer.Option(help=_ALLOW_SETTINGS_HELP)] = False,
 ) -> None:
-    """Paired A/B comparison: deltas with bootstrap CIs, randomization/t/Wilcoxon p-values, Holm-corrected."""
+    """Paired A/B comparison: deltas with bootstrap CIs, randomization/t/Wilcoxon p-values, Holm-corrected.
+
+    By default each system against the baseline on the primary metrics; --all-pairs and --metrics all widen it.
+    """
     import json
 
-    from retbench.compare import compare
+    from retbench.compare import compare, default_pairs, primary_metrics
     from retbench.inputs import canonical_metrics, load_systems
     from retbench.report.markdown import comparison_markdown
 
-    if resamples < 1:
+    if resamples is not None and resamples < 1:
         raise fail("--resamples must be at least 1")
-    loaded = load_systems(inputs, qrels=qrels, metrics=names(metrics), queries=queries, systems=names(systems))
+    every_metric = names(metrics) == ["all"]
+    asked = None if every_metric else names(metrics)
+    loaded = load_systems(inputs, qrels=qrels, metrics=asked, queries=queries, systems=names(systems))
     _check_same_data(allow_different_data, loaded)
-    pairs = loaded.default_pairs(baseline)
+    config = _first_config(inputs)
+    pairs = default_pairs(loaded, baseline, every_pair=all_pairs, config=config)
+    in_pairs = {s for p in pairs for s in p}
+    shared = [
+        m
+        for m in loaded.evaluations[0].metrics
+        if all(m in e.metrics for e in loaded.evaluations if e.system in in_pairs)
+    ]
+    tested = shared if every_metric else canonical_metrics(asked) or primary_metrics(config, shared)
     sides = [((a, a, loaded), (b, b, loaded)) for a, b in pairs]
-    _check_same_settings(allow_different_settings, sides, canonical_metrics(names(metrics)))
-    cmp = compare(
-        loaded.evaluations,
-        pairs,
-        canonical_metrics(names(metrics)),
-        queries=loaded.queries,
-        n_resamples=resamples,
-        seed=seed,
-        top=top,
-    )
+    _check_same_settings(allow_different_settings, sides, tested)
+    cmp = compare(loaded.evaluations, pairs, tested, queries=loaded.queries, n_resamples=resamples, seed=seed, top=top)
+    if cmp.note:
+        typer.echo(f"note: {cmp.note}", err=True)
     text = comparison_markdown(cmp)
     typer.echo(text)
     write(markdown_out, text)
     write(json_out, json.dumps(cmp.to_dict(), indent=2, allow_nan=False) + "\n")
+
+
+def _first_config(inputs: list[Path]) -> dict[str, Any]:
+    """The experiment config of the first results directory given (its baseline: and primary: keys), if any."""
+    from retbench.results import load_results
+    from retbench.studies.manifest import config_from_manifest
+
+    for p in inputs:
+        if p.is_dir():
+            return config_from_manifest(load_results(p).manifest)
+    return {}
 
 
 @handles_errors
@@ -254,7 +288,10 @@ def report_command(
     primary: Annotated[
         str | None, typer.Option(help="Metric of the per-query delta plots (default: the first).")
     ] = None,
-    resamples: Annotated[int, typer.Option(help="Randomization and bootstrap resamples of the comparisons.")] = 10_000,
+    resamples: Annotated[
+        int | None,
+        typer.Option(help="Randomization and bootstrap resamples of the comparisons (default: sized to the tests)."),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the resampling.")] = 0,
 ) -> None:
     """Report a results directory: HTML (tables, metric@k curves, deltas, latency, coverage) and/or Markdown."""

@@ -3,7 +3,7 @@
 The HTML and Markdown renderers format this object and nothing else, so both always show the same
 numbers: means exactly as in metrics.json, with their confidence intervals (aggregates.json), the
 coverage behind each ("scored N of M"), the counting mode, latencies where recorded, and paired
-comparisons of every system against a baseline.
+comparisons of every system against a baseline on the primary metrics.
 """
 
 from __future__ import annotations
@@ -154,13 +154,16 @@ def build_report(
     *,
     baseline: str | None = None,
     primary: str | None = None,
-    n_resamples: int = 10_000,
+    n_resamples: int | None = None,
     seed: int = 0,
     drill_k: int = 10,
 ) -> ReportData:
     """Read a results directory and compute what the report shows (comparisons included).
 
-    `drill_k` is how many documents per system the drill-down shows (0: no drill-down or k curves).
+    The comparison tests each system against `baseline` (default: the config's `baseline:`, else the
+    first system) on `primary` (default: the config's `primary:` metrics, else its first), with
+    `n_resamples` sized to those tests unless given. `drill_k` is how many documents per system the
+    drill-down shows (0: no drill-down or k curves).
     """
 
     res = load_results(path)
@@ -168,7 +171,12 @@ def build_report(
     if not mj:
         raise InputError("metrics.json holds no system", path=Path(path) / "metrics.json")
     names = res.systems
-    metrics, primary = _metrics_and_primary(mj[names[0]], primary, path)
+    from retbench.studies.manifest import config_from_manifest
+
+    config = config_from_manifest(res.manifest)
+    tested = None if primary is not None else config.get("primary")
+    metrics, primary = _metrics_and_primary(mj[names[0]], primary or (tested or [None])[0], path)
+    baseline = baseline or config.get("baseline")
     from retbench.report.leaderboard import build_leaderboard
 
     board = build_leaderboard(mj, primary)
@@ -182,7 +190,8 @@ def build_report(
     cmp = None
     deltas: dict[str, list[float]] = {}
     if len(names) > 1:
-        cmp, deltas = _compared(evs, pairs, metrics, primary, res.queries, n_resamples, seed)
+        tested_metrics = canonical_metrics([str(m) for m in tested]) if tested else [primary]
+        cmp, deltas = _compared(evs, pairs, tested_metrics or [primary], primary, res.queries, n_resamples, seed)
     man = res.manifest
     drill = None
     if board is None and drill_k > 0:
@@ -299,10 +308,10 @@ def _compared(
     metrics: list[str],
     primary: str,
     queries: Mapping[str, str],
-    n_resamples: int,
+    n_resamples: int | None,
     seed: int,
 ) -> tuple[Comparison, dict[str, list[float]]]:
-    """The comparison of every pair on the metrics all systems share, and per-query deltas of the primary."""
+    """The comparison of every pair on the tested metrics all systems share, and per-query deltas of the primary."""
     shared = [m for m in metrics if all(m in ev.metrics for ev in evs.values())]
     cmp = compare(list(evs.values()), pairs, shared, queries=queries, n_resamples=n_resamples, seed=seed)
     deltas: dict[str, list[float]] = {}
