@@ -48,7 +48,7 @@ from retbench.inputs import (
     load_systems,
 )
 from retbench.io.files import json_safe
-from retbench.results.layout import all_pairs
+from retbench.results.layout import all_pairs, split_key
 from retbench.stats import (
     bootstrap_ci,
     effect_size,
@@ -444,8 +444,6 @@ def default_pairs(
     against it; two inputs holding the same systems pair by name; else each system against the config's
     `baseline:` (a system name; in a multi-dataset results directory, that system on each dataset), or
     the first system."""
-    from retbench.results.layout import split_key
-
     names = [e.system for e in loaded.evaluations]
     if every_pair:
         return all_pairs(names)

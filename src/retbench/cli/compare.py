@@ -133,11 +133,11 @@ def compare_command(
 def _first_config(inputs: list[Path]) -> dict[str, Any]:
     """The experiment config of the first results directory given (its baseline: and primary: keys), if any."""
     from retbench.results import load_results
-    from retbench.studies.manifest import config_from_manifest
+    from retbench.results.read import recorded_config
 
     for p in inputs:
         if p.is_dir():
-            return config_from_manifest(load_results(p).manifest)
+            return recorded_config(load_results(p).manifest)
     return {}
 
 
@@ -190,10 +190,13 @@ def gate_command(
     crit = load_criteria(criteria)
     metrics = list(dict.fromkeys(g.metric for g in crit.gates))
     cand = load_systems([candidate], qrels=qrels, metrics=metrics, queries=queries, check_metrics=False)
-    cand_ev = cand.one(candidate_system, "candidate")
-    point = (candidate, cand_ev.system) if candidate.is_dir() else None
+    # a history:last-pass baseline is the candidate system's own key: that system is known first
+    from_history = baseline is not None and baseline.startswith("history:")
+    cand_ev = cand.one(candidate_system, "candidate") if from_history else None
+    point = (candidate, cand_ev.system) if cand_ev is not None and candidate.is_dir() else None
     base, matched = _gate_baseline(baseline, qrels, metrics, history_file, point)
     _check_same_data(allow_different_data, cand, *([base] if base is not None else []))
+    cand_ev = cand_ev or cand.one(candidate_system, "candidate")
     base_ev = base.one(baseline_system or matched, "baseline") if base is not None else None
     if base is not None and base_ev is not None:
         from retbench.inputs import canonical_metrics

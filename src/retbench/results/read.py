@@ -13,7 +13,7 @@ from retbench.errors import InputError
 from retbench.evaluation import Evaluation
 from retbench.io.beir import read_queries
 from retbench.io.datasets import resolve
-from retbench.io.files import find_variant
+from retbench.io.files import find_variant, load_yaml_text
 from retbench.results.files import load_run, read_json
 from retbench.results.layout import SystemDir
 
@@ -107,16 +107,25 @@ def recorded_depth(cov: Mapping[str, Any] | None) -> int | None:
     return depth if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0 else None
 
 
-def config_depth(manifest: Mapping[str, Any]) -> int | None:
-    """The `depth` of the config a manifest records (its stored text parsed again), or None when it has none."""
-    from retbench.io.files import load_yaml_text
-
+def recorded_config(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The config a manifest records (its stored text parsed again; {} when it has none or it does not parse),
+    for readers below `studies/` (the report, compare) that need a key of it: depth, baseline, primary."""
     rec = manifest.get("config") if isinstance(manifest, Mapping) else None
-    if not isinstance(rec, Mapping) or not isinstance(rec.get("text"), str):
-        return None
+    if not isinstance(rec, Mapping):
+        return {}
+    if not isinstance(rec.get("text"), str):
+        return dict(rec)
     try:
         parsed = load_yaml_text(rec["text"], str(rec.get("file") or "manifest.json:config"))
     except InputError:
+        return {}
+    return dict(parsed) if isinstance(parsed, Mapping) else {}
+
+
+def config_depth(manifest: Mapping[str, Any]) -> int | None:
+    """The `depth` of the config a manifest records (its stored text parsed again), or None when it has none."""
+    rec = manifest.get("config") if isinstance(manifest, Mapping) else None
+    if not isinstance(rec, Mapping) or not isinstance(rec.get("text"), str):
         return None
-    depth = parsed.get("depth") if isinstance(parsed, Mapping) else None
+    depth = recorded_config(manifest).get("depth")
     return depth if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0 else None
