@@ -194,6 +194,12 @@ def export_mlflow_command(
     out = export_mlflow(
         results, tracking_uri=tracking_uri, experiment=experiment, artifact_location=artifact_location, timeout=timeout
     )
-    typer.echo(f"logged to MLflow experiment {out['experiment_id']}: parent run {out['parent_run_id']}")
+    if out.get("existing"):
+        typer.echo(
+            f"already in MLflow experiment {out['experiment_id']}: parent run {out['parent_run_id']} "
+            "(the same results; nothing logged again)"
+        )
+    else:
+        typer.echo(f"logged to MLflow experiment {out['experiment_id']}: parent run {out['parent_run_id']}")
     for system, run_id in out["runs"].items():
         typer.echo(f"  {system}: run {run_id}")
