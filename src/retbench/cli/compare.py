@@ -133,11 +133,11 @@ def compare_command(
 def _first_config(inputs: list[Path]) -> dict[str, Any]:
     """The experiment config of the first results directory given (its baseline: and primary: keys), if any."""
     from retbench.results import load_results
-    from retbench.results.read import recorded_config
+    from retbench.results.read import config_from_manifest
 
     for p in inputs:
         if p.is_dir():
-            return recorded_config(load_results(p).manifest)
+            return config_from_manifest(load_results(p).manifest)
     return {}
 
 

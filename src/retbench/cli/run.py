@@ -116,11 +116,8 @@ def _register(out: Path, configured: str | None, tag: str | None, con: Any) -> N
     except (sqlite3.Error, OSError) as exc:
         typer.echo(f"note: not added to the history {where}: {exc}", err=True)
         return
-    if done.repeats:  # cells this run skipped: the history already holds them
-        held = ", ".join(f"{s} (run {r})" for s, r in done.repeats.items())
-        con.print(f"history: unchanged, nothing searched: {held}", soft_wrap=True, markup=False, highlight=False)
-    if done.run_id is not None:
-        con.print(f"history: run {done.run_id} in {where}", soft_wrap=True, markup=False, highlight=False)
+    for line in done.lines(where):
+        con.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
 def _write_reports(out: Path) -> str:

@@ -24,7 +24,7 @@ from retbench.inputs import canonical_metrics
 from retbench.metrics.registry import parse_metric
 from retbench.report import fmt
 from retbench.results import load_results
-from retbench.results.read import Results, recorded_config
+from retbench.results.read import Results, config_from_manifest
 
 
 @dataclass
@@ -171,7 +171,7 @@ def build_report(
     if not mj:
         raise InputError("metrics.json holds no system", path=Path(path) / "metrics.json")
     names = res.systems
-    config = recorded_config(res.manifest)
+    config = config_from_manifest(res.manifest)
     tested = None if primary is not None else config.get("primary")
     metrics, primary = _metrics_and_primary(mj[names[0]], primary or (tested or [None])[0], path)
     baseline = baseline or config.get("baseline")

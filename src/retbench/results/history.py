@@ -274,6 +274,16 @@ class Registered:
     run_id: int | None
     repeats: dict[str, int] = field(default_factory=dict)
 
+    def lines(self, where: str | Path) -> list[str]:
+        """What a run prints about its history entry: the systems left unchanged, then the new run."""
+        out = []
+        if self.repeats:  # cells this run skipped: the history already holds them
+            held = ", ".join(f"{s} (run {r})" for s, r in self.repeats.items())
+            out.append(f"history: unchanged, nothing searched: {held}")
+        if self.run_id is not None:
+            out.append(f"history: run {self.run_id} in {where}")
+        return out
+
 
 def register(
     results_dir: str | Path, *, path: str | Path | None = None, tag: str | None = None, where: str | Path | None = None

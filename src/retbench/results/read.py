@@ -107,25 +107,19 @@ def recorded_depth(cov: Mapping[str, Any] | None) -> int | None:
     return depth if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0 else None
 
 
-def recorded_config(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """The config a manifest records (its stored text parsed again; {} when it has none or it does not parse),
-    for readers below `studies/` (the report, compare) that need a key of it: depth, baseline, primary."""
+def config_from_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The parsed config a manifest records (its stored text parsed again, with the same alias bound)."""
     rec = manifest.get("config") if isinstance(manifest, Mapping) else None
-    if not isinstance(rec, Mapping):
-        return {}
-    if not isinstance(rec.get("text"), str):
-        return dict(rec)
-    try:
+    if isinstance(rec, Mapping) and isinstance(rec.get("text"), str) and "sha256" in rec:
         parsed = load_yaml_text(rec["text"], str(rec.get("file") or "manifest.json:config"))
-    except InputError:
-        return {}
-    return dict(parsed) if isinstance(parsed, Mapping) else {}
+        return dict(parsed) if isinstance(parsed, Mapping) else {}
+    return dict(rec) if isinstance(rec, Mapping) else {}
 
 
 def config_depth(manifest: Mapping[str, Any]) -> int | None:
-    """The `depth` of the config a manifest records (its stored text parsed again), or None when it has none."""
-    rec = manifest.get("config") if isinstance(manifest, Mapping) else None
-    if not isinstance(rec, Mapping) or not isinstance(rec.get("text"), str):
+    """The `depth` of the config a manifest records, or None when it has none (or cannot be read)."""
+    try:
+        depth = config_from_manifest(manifest).get("depth")
+    except InputError:
         return None
-    depth = recorded_config(manifest).get("depth")
     return depth if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0 else None
