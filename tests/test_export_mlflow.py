@@ -198,3 +198,24 @@ def test_a_read_only_sqlite_store_is_one_line_naming_it(small_results, tmp_path)
     assert proc.returncode == 2, out
     assert "attempt to write a readonly database" in out
     assert len(out.splitlines()) == 1, out  # MLflow's own INFO lines (table creation) are quieted
+
+
+def test_an_export_cut_short_is_replaced_not_taken_for_a_finished_one(small_results, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from retbench.results import load_results
+    from retbench.results.mlflow_export import FINGERPRINT_TAG, results_fingerprint
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp_id = client.create_experiment("tracked", str(tmp_path / "artifacts"))
+    # what an export killed after its first request leaves: a parent run with the fingerprint, never finished
+    cut = client.create_run(
+        exp_id, run_name="tracked", tags={FINGERPRINT_TAG: results_fingerprint(load_results(small_results))}
+    )
+    done = _export(small_results, uri)
+    assert done.exit_code == 0 and "logged to MLflow experiment" in done.output, done.output
+    assert client.get_run(cut.info.run_id).info.lifecycle_stage == "deleted"
+    live = client.search_runs([exp_id])
+    assert sorted(r.info.run_name for r in live) == ["bm25", "tracked"]
+    assert all(r.info.status == "FINISHED" for r in live)
