@@ -289,6 +289,17 @@ def test_resamples_are_sized_so_holms_strictest_step_can_be_passed_or_it_is_said
     best = min(m["adjusted"]["randomization"] for p in data["pairs"] for m in p["metrics"])
     assert best < ALPHA  # bm25 vs bm25_weak over 300 queries: a real difference can be found among 18 tests
 
+    # the run report says it too, in both renderers
+    from retbench.report.html import render_html
+    from retbench.report.markdown import report_markdown
+    from retbench.report.model import build_report
+
+    report = build_report(results_dir, n_resamples=5, drill_k=0)
+    assert report.comparison.family == 2
+    said = "with 2 tests, p cannot go below 0.33 (Holm-adjusted) at 5 resamples"
+    assert f"Note: {said}" in report_markdown(report) and f"Note: {said}" in render_html(report)
+    assert build_report(results_dir, drill_k=0).comparison.note is None
+
 
 def test_the_configs_baseline_and_primary_metrics_choose_what_compare_and_the_run_report_test(tmp_path):
     import yaml
