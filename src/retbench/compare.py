@@ -48,7 +48,7 @@ from retbench.inputs import (
     load_systems,
 )
 from retbench.io.files import json_safe
-from retbench.results.layout import all_pairs, split_key
+from retbench.results.layout import all_pairs
 from retbench.stats import (
     bootstrap_ci,
     effect_size,
@@ -426,34 +426,3 @@ def compare(
     ]
     adjust(result)
     return Comparison(result, n_resamples, seed, confidence)
-
-
-def primary_metrics(config: Mapping[str, Any] | None, shared: Sequence[str]) -> list[str]:
-    """The metrics a comparison tests by default: the config's `primary:` list, else its first metric,
-    else the first metric the inputs share -- kept to those every input has."""
-    cfg = config or {}
-    wanted = cfg.get("primary") or (cfg.get("metrics") or [])[:1]
-    named = [m for m in canonical_metrics([str(m) for m in wanted]) or [] if m in shared]
-    return named or list(shared[:1])
-
-
-def default_pairs(
-    loaded: Loaded, baseline: str | None = None, *, every_pair: bool = False, config: Mapping[str, Any] | None = None
-) -> list[tuple[str, str]]:
-    """The pairs a comparison tests: `every_pair` all pairs (within each dataset); a `baseline` each system
-    against it; two inputs holding the same systems pair by name; else each system against the config's
-    `baseline:` (a system name; in a multi-dataset results directory, that system on each dataset), or
-    the first system."""
-    names = [e.system for e in loaded.evaluations]
-    if every_pair:
-        return all_pairs(names)
-    if baseline is not None:
-        return loaded.default_pairs(baseline)
-    if len(loaded.input_systems) == 2 and (by_name := loaded.default_pairs(None)) != all_pairs(names):
-        return by_name
-    wanted = (config or {}).get("baseline")
-    base = next((n for n in names if wanted in (n, split_key(n)[1])), names[0]) if names else None
-    if base is None:
-        return []
-    # keys from two inputs (`<input>/<system>`) read like dataset keys: when that pairs nothing, pair them all
-    return all_pairs(names, base) or [(base, n) for n in names if n != base]

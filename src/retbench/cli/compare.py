@@ -100,8 +100,8 @@ def compare_command(
     """
     import json
 
-    from retbench.compare import compare, default_pairs, primary_metrics
-    from retbench.inputs import canonical_metrics, load_systems
+    from retbench.compare import compare
+    from retbench.inputs import canonical_metrics, load_systems, primary_metrics
     from retbench.report.markdown import comparison_markdown
 
     if resamples is not None and resamples < 1:
@@ -111,7 +111,7 @@ def compare_command(
     loaded = load_systems(inputs, qrels=qrels, metrics=asked, queries=queries, systems=names(systems))
     _check_same_data(allow_different_data, loaded)
     config = _first_config(inputs)
-    pairs = default_pairs(loaded, baseline, every_pair=all_pairs, config=config)
+    pairs = loaded.default_pairs(baseline, every_pair=all_pairs, config=config)
     in_pairs = {s for p in pairs for s in p}
     shared = [
         m
