@@ -230,17 +230,117 @@ def test_compare_pair_is_antisymmetric(evals):
 
 
 # -- CLI ---------------------------------------------------------------------------------------------
-def test_cli_compare_one_results_dir_prints_all_pairs_with_corrected_p(results_dir, tmp_path):
+def test_cli_compare_tests_each_system_against_the_first_on_the_first_metric_by_default(results_dir, tmp_path):
+    out = tmp_path / "cmp.json"
+    res = CliRunner().invoke(app, ["compare", str(results_dir), "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    assert [(p["system_a"], p["system_b"]) for p in data["pairs"]] == [("bm25", "bm25_nostem"), ("bm25", "bm25_weak")]
+    assert [[m["metric"] for m in p["metrics"]] for p in data["pairs"]] == [["recall@5"], ["recall@5"]]
+    assert data["family"] == 2 and data["n_resamples"] == 10_000 and data["note"] is None
+    assert "Tested: each system (B) against `bm25` (A) on recall@5: 2 tests" in res.output
+    # the heading names B then A, as the columns are: A = bm25, B = bm25_weak, delta = B - A
+    assert "## `bm25_weak` (B) vs `bm25` (A)" in res.output
+    assert "| metric | A: bm25 | B: bm25_weak | Δ (B − A) |" in res.output
+    cell = data["pairs"][1]["metrics"][0]
+    assert cell["delta"] == pytest.approx(cell["mean_b"] - cell["mean_a"])
+
+
+def test_cli_compare_all_pairs_on_request_with_holm_across_every_test(results_dir, tmp_path):
     out = tmp_path / "cmp.json"
     res = CliRunner().invoke(
-        app, ["compare", str(results_dir), "--metrics", "recall@5,mrr@10", "--resamples", "2000", "--json", str(out)]
-    )
+        app,
+        ["compare", str(results_dir), "--all-pairs", "--metrics", "recall@5,mrr@10", "--resamples", "2000",
+         "--json", str(out)],
+    )  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert "bm25_weak" in res.output and "Holm" in res.output
+    assert "bm25_weak" in res.output and "Holm" in res.output and "Tested: 3 pairs on recall@5, MRR@10" in res.output
     data = json.loads(out.read_text())
-    assert len(data["pairs"]) == 3
+    assert len(data["pairs"]) == 3 and data["family"] == 6
     cell = data["pairs"][1]["metrics"][0]
     assert cell["metric"] == "recall@5" and cell["adjusted"]["randomization"] >= cell["pvalues"]["randomization"]
+
+
+def test_resamples_are_sized_so_holms_strictest_step_can_be_passed_or_it_is_said(results_dir, tmp_path):
+    from retbench.compare import ALPHA, resamples_for, resolution_note
+
+    # 300 tests at 10,000 resamples: the smallest Holm-adjusted p is 300 / 10,001 = 0.03
+    assert resolution_note(300, 10_000) is None
+    assert resolution_note(300, 5_000) == (
+        "with 300 tests, p cannot go below 0.06 (Holm-adjusted) at 5,000 resamples, so no randomization p can be "
+        "below 0.05: use --resamples 6,001 or more, or test fewer pairs or metrics"
+    )
+    for family in (1, 2, 18, 300, 1000):
+        r = resamples_for(family)
+        assert r >= 10_000 and 1 / (r + 1) < ALPHA / family and resolution_note(family, r) is None
+    assert 1 / (resamples_for(300) + 1) <= ALPHA / (10 * 300)
+
+    out = tmp_path / "cmp.json"
+    every = ["compare", str(results_dir), "--all-pairs", "--metrics", "all", "--json", str(out)]
+    few = CliRunner().invoke(app, [*every, "--resamples", "100"])
+    assert few.exit_code == 0, few.output
+    family = 3 * len(abdata.METRICS)
+    assert f"note: with {family} tests, p cannot go below" in few.output and "at 100 resamples" in few.output
+    assert json.loads(out.read_text())["note"].startswith(f"with {family} tests")
+    sized = CliRunner().invoke(app, every)
+    assert sized.exit_code == 0 and "note: with" not in sized.output
+    data = json.loads(out.read_text())
+    assert data["family"] == family and data["n_resamples"] == resamples_for(family) and data["note"] is None
+    best = min(m["adjusted"]["randomization"] for p in data["pairs"] for m in p["metrics"])
+    assert best < ALPHA  # bm25 vs bm25_weak over 300 queries: a real difference can be found among 18 tests
+
+    # the run report says it too, in both renderers
+    from retbench.report.html import render_html
+    from retbench.report.markdown import report_markdown
+    from retbench.report.model import build_report
+
+    report = build_report(results_dir, n_resamples=5, drill_k=0)
+    assert report.comparison.family == 2
+    said = "with 2 tests, p cannot go below 0.33 (Holm-adjusted) at 5 resamples"
+    assert f"Note: {said}" in report_markdown(report) and f"Note: {said}" in render_html(report)
+    assert build_report(results_dir, drill_k=0).comparison.note is None
+
+
+def test_the_configs_baseline_and_primary_metrics_choose_what_compare_and_the_run_report_test(tmp_path):
+    import yaml
+
+    cfg = {
+        "name": "ab",
+        "output": str(tmp_path / "out"),
+        "depth": 20,
+        "metrics": ["recall@5", "mrr@10", "ndcg@10"],
+        "primary": ["mrr@10", "ndcg@10"],
+        "baseline": "weak",
+        "datasets": [{"name": str(abdata.SCIFACT), "max_queries": 20, "corpus_sample": 200}],
+        "systems": [{"name": n, **abdata.SYSTEMS[k]} for n, k in (("bm25", "bm25"), ("weak", "bm25_weak"))],
+    }
+    path = tmp_path / "ab.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    ran = CliRunner().invoke(app, ["run", str(path), "--quiet", "--no-history"])
+    assert ran.exit_code == 0, ran.output
+    out = tmp_path / "c.json"
+    res = CliRunner().invoke(app, ["compare", str(tmp_path / "out"), "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    assert [(p["system_a"], p["system_b"]) for p in data["pairs"]] == [("weak", "bm25")]
+    assert [m["metric"] for m in data["pairs"][0]["metrics"]] == ["mrr@10", "ndcg@10"]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "### `bm25` (B) vs `weak` (A)" in report
+    assert "Tested: `bm25` (B) against `weak` (A) on MRR@10, nDCG@10: 2 tests" in report
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "bm25 (B) vs weak (A)" in html and "A: weak" in html
+    # --baseline and --metric still win over the config
+    res = CliRunner().invoke(app, ["compare", str(tmp_path / "out"), "--baseline", "bm25", "--metric", "recall@5",
+                                   "--json", str(out)])  # fmt: skip
+    data = json.loads(out.read_text())
+    assert [(p["system_a"], p["system_b"]) for p in data["pairs"]] == [("bm25", "weak")]
+    assert [m["metric"] for m in data["pairs"][0]["metrics"]] == ["recall@5"]
+
+    for key, value, field in (("baseline", "nosuch", "baseline"), ("primary", ["map"], "primary[0]")):
+        bad = tmp_path / f"bad_{key}.yaml"
+        bad.write_text(yaml.safe_dump({**cfg, key: value}))
+        refused = CliRunner().invoke(app, ["run", str(bad), "--quiet", "--no-history"])
+        assert refused.exit_code == 2 and f"field '{field}'" in refused.output, refused.output
 
 
 def test_cli_compare_run_files_with_qrels(results_dir, tmp_path, evals):

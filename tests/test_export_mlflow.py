@@ -73,6 +73,46 @@ def test_export_logs_params_metrics_and_artifacts_that_mlflow_reads_back(tmp_pat
     assert Path(local).read_bytes() == (tmp_path / "out" / "systems" / "bm25" / "per_query.tsv").read_bytes()
 
 
+def test_exporting_the_same_results_twice_logs_them_once_and_new_work_logs_anew(tmp_path: Path):
+    from mlflow.tracking import MlflowClient
+
+    cfg = {
+        "name": "twice",
+        "output": str(tmp_path / "out"),
+        "depth": 20,
+        "metrics": ["ndcg@10"],
+        "datasets": [{"name": "scifact", "max_queries": 8, "corpus_sample": 100}],
+        "systems": [{"name": "bm25", "adapter": "bm25s"}, {"name": "weak", "adapter": "bm25s", "params": {"k1": 0.1}}],
+    }
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(cfg))
+    run = ["run", str(tmp_path / "exp.yaml"), "--quiet", "--no-history"]
+    assert runner.invoke(app, run).exit_code == 0
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    export = ["export", "mlflow", str(tmp_path / "out"), "--tracking-uri", uri,
+              "--artifact-location", str(tmp_path / "artifacts")]  # fmt: skip
+    first = runner.invoke(app, export)
+    assert first.exit_code == 0 and "logged to MLflow experiment" in first.output, first.output
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("twice")
+    runs = client.search_runs([exp.experiment_id])
+    assert len(runs) == 3
+    parent = next(r for r in runs if r.info.run_name == "twice")
+    assert len(parent.data.tags["retbench.fingerprint"]) == 64
+
+    second = runner.invoke(app, export)
+    assert second.exit_code == 0, second.output
+    assert f"already in MLflow experiment {exp.experiment_id}: parent run {parent.info.run_id}" in second.output
+    assert "bm25: run" in second.output and "weak: run" in second.output
+    assert len(client.search_runs([exp.experiment_id])) == 3  # nothing logged twice
+
+    assert runner.invoke(app, run).exit_code == 0  # a re-run that searched nothing: the same results
+    assert "already in MLflow" in runner.invoke(app, export).output
+    assert runner.invoke(app, [*run, "--force"]).exit_code == 0  # searched again: new results, a new export
+    third = runner.invoke(app, export)
+    assert third.exit_code == 0 and "logged to MLflow experiment" in third.output, third.output
+    assert len(client.search_runs([exp.experiment_id])) == 6
+
+
 # -- a store MLflow cannot use is one line and exit 2, and a silent server cannot hold the export ---------
 @pytest.fixture(scope="module")
 def small_results(tmp_path_factory) -> Path:
@@ -158,3 +198,24 @@ def test_a_read_only_sqlite_store_is_one_line_naming_it(small_results, tmp_path)
     assert proc.returncode == 2, out
     assert "attempt to write a readonly database" in out
     assert len(out.splitlines()) == 1, out  # MLflow's own INFO lines (table creation) are quieted
+
+
+def test_an_export_cut_short_is_replaced_not_taken_for_a_finished_one(small_results, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from retbench.results import load_results
+    from retbench.results.mlflow_export import FINGERPRINT_TAG, results_fingerprint
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp_id = client.create_experiment("tracked", str(tmp_path / "artifacts"))
+    # what an export killed after its first request leaves: a parent run with the fingerprint, never finished
+    cut = client.create_run(
+        exp_id, run_name="tracked", tags={FINGERPRINT_TAG: results_fingerprint(load_results(small_results))}
+    )
+    done = _export(small_results, uri)
+    assert done.exit_code == 0 and "logged to MLflow experiment" in done.output, done.output
+    assert client.get_run(cut.info.run_id).info.lifecycle_stage == "deleted"
+    live = client.search_runs([exp_id])
+    assert sorted(r.info.run_name for r in live) == ["bm25", "tracked"]
+    assert all(r.info.status == "FINISHED" for r in live)

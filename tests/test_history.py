@@ -60,6 +60,8 @@ def test_runs_register_with_commit_fingerprints_cis_and_show_as_a_trend(project:
     cfg = write_config(project, [BM25, WEAK])  # an uncommitted change to the config
     second = runner.invoke(app, ["run", str(cfg), "--quiet"])
     assert second.exit_code == 0, second.output
+    # bm25's cell was skipped (finished earlier): the history already holds it, so it is no new point
+    assert "history: unchanged, nothing searched: bm25 (run 1)" in second.output
 
     rows = history.entries()
     assert [e.id for e in rows] == [1, 2]
@@ -85,29 +87,32 @@ def test_runs_register_with_commit_fingerprints_cis_and_show_as_a_trend(project:
     assert page.count('class="series"') == 2 and "<script" not in page
     only = runner.invoke(app, ["history", "--system", "weak", "--json"])
     data = json.loads(only.output)
-    assert [sorted(e["scores"]) for e in data] == [[], ["weak"]]
+    assert [sorted(e["scores"]) for e in data] == [["weak"]]  # runs without a point of `weak` are left out
 
 
-def test_gate_takes_its_baseline_from_the_history(project: Path, tmp_path: Path):
+def test_the_readme_last_pass_flow_starts_on_thresholds_then_gates_each_run_against_the_one_before(
+    project: Path, tmp_path: Path
+):
     criteria = tmp_path / "criteria.yaml"
     criteria.write_text(
         yaml.safe_dump({"gates": [{"name": "recall", "metric": "recall@5", "threshold": 0.0, "regression_max": 0.05}]})
     )
+    gate = ["gate", "--criteria", str(criteria), "--candidate", str(project / "out"), "--baseline", "history:last-pass"]
     cfg = write_config(project, [BM25])
     assert runner.invoke(app, ["run", str(cfg), "--quiet"]).exit_code == 0
-    no_pass = runner.invoke(app, ["gate", "--criteria", str(criteria), "--candidate", str(project / "out"),
-                                  "--baseline", "history:last-pass"])  # fmt: skip
-    assert no_pass.exit_code == 2 and "no run in the history passed a gate" in no_pass.output
-    # a gate without baseline passes and is recorded: that run becomes last-pass
-    floor = tmp_path / "floor.yaml"
-    floor.write_text(yaml.safe_dump({"gates": [{"name": "recall", "metric": "recall@5", "threshold": 0.0}]}))
-    first = runner.invoke(app, ["gate", "--criteria", str(floor), "--candidate", str(project / "out")])
+    # first use: nothing has passed yet, so the gate says so, checks the threshold only and records its verdict
+    first = runner.invoke(app, gate)
     assert first.exit_code == 0, first.output
-    assert history.resolve("history:last-pass").id == 1
-    stored = history.evaluations(history.resolve("history:last-pass"))[0].values.copy()
+    assert (
+        "note: no earlier run of experiment 'hist' on scifact/test (12 queries) with system 'bm25' passed a gate: "
+        "this gate checks thresholds only" in first.output
+    )
+    assert "history: bm25 pass recorded on run 1" in first.output
+    assert history.entries()[0].gates == {"bm25": "pass"}
+    stored = history.evaluations(history.resolve("history:1"))[0].values.copy()
 
     # the same output folder is overwritten by a much weaker system (BM25's ranks 11-20 replayed from a
-    # run file): the baseline is the stored snapshot, not the folder
+    # run file): the baseline is the stored snapshot of run 1, not the folder, and not run 2 itself
     lines = (project / "out" / "systems" / "bm25" / "run.trec").read_text().splitlines()
     worse = [line for line in lines if int(line.split()[3]) > 10]
     (tmp_path / "worse.trec").write_text("\n".join(worse) + "\n")
@@ -115,15 +120,32 @@ def test_gate_takes_its_baseline_from_the_history(project: Path, tmp_path: Path)
         project, [{"name": "bm25", "adapter": "runfile", "params": {"path": str(tmp_path / "worse.trec")}}]
     )
     assert runner.invoke(app, ["run", str(cfg), "--quiet", "--force"]).exit_code == 0
-    gated = runner.invoke(app, ["gate", "--criteria", str(criteria), "--candidate", str(project / "out"),
-                                "--baseline", "history:last-pass"])  # fmt: skip
-    assert "history run 1" in gated.output
-    assert gated.exit_code == 1, gated.output  # recall@5 fell by more than 5 points
-    assert history.entries()[-1].gate == "fail"
+    for _ in range(2):  # a failed gate never becomes the next baseline
+        gated = runner.invoke(app, gate)
+        assert "baseline: history run 1 " in gated.output, gated.output
+        assert gated.exit_code == 1, gated.output  # recall@5 fell by more than 5 points
+    assert [e.gates for e in history.entries()] == [{"bm25": "pass"}, {"bm25": "fail"}]
     assert (history.evaluations(history.resolve("history:1"))[0].values == stored).all()
-    by_id = runner.invoke(app, ["gate", "--criteria", str(criteria), "--candidate", str(project / "out"),
-                                "--baseline", "history:2"])  # fmt: skip
+    by_id = runner.invoke(app, [*gate[:-1], "history:2"])
     assert by_id.exit_code == 0, by_id.output  # against itself: no regression
+
+
+def test_verdicts_are_kept_per_system_so_one_systems_fail_leaves_anothers_pass(project: Path, tmp_path: Path):
+    assert runner.invoke(app, ["run", str(write_config(project, [BM25, WEAK])), "--quiet"]).exit_code == 0
+    means = {s: m["mrr@10"] for s, m in json.loads((project / "out" / "metrics.json").read_text()).items()}
+    assert means["bm25"] > means["weak"]  # the data this test stands on
+    floor = tmp_path / "floor.yaml"
+    threshold = (means["bm25"] + means["weak"]) / 2
+    floor.write_text(yaml.safe_dump({"gates": [{"name": "recall", "metric": "mrr@10", "threshold": threshold}]}))
+    gate = ["gate", "--criteria", str(floor), "--candidate", str(project / "out"), "--candidate-system"]
+    assert runner.invoke(app, [*gate, "bm25"]).exit_code == 0
+    assert runner.invoke(app, [*gate, "weak"]).exit_code == 1
+    assert runner.invoke(app, [*gate, "bm25"]).exit_code == 0  # gated again: still its own verdict only
+    assert history.entries()[0].gates == {"bm25": "pass", "weak": "fail"}
+    assert history.resolve("history:last-pass").id == 1  # no candidate: the latest run holding a pass
+    # a candidate's last-pass comes before it: run 1 holds these very results, so it is no baseline for them
+    with pytest.raises(history.NoBaseline, match="with system 'weak' passed a gate"):
+        history.resolve("history:last-pass", candidate=(project / "out", "weak"))
 
 
 def test_gate_refuses_a_history_baseline_computed_on_other_data(project: Path, tmp_path: Path):
@@ -235,3 +257,102 @@ def test_a_history_baseline_searched_to_another_depth_is_said_and_refused_where_
     ran = runner.invoke(app, gate)
     assert ran.exit_code == 2, ran.output
     assert "depth 20 (baseline bm25) vs 10 (candidate bm25): map looks deeper than 10" in ran.output
+
+
+# -- trends join only points of one experiment, dataset and system ------------------------------------------
+def test_a_trend_never_joins_other_datasets_or_experiments_and_each_can_be_filtered(project: Path, tmp_path: Path):
+    def run(out: str, name: str = "hist", **dataset) -> None:
+        cfg = yaml.safe_load(write_config(project, [BM25], out=out).read_text())
+        cfg["name"] = name
+        cfg["datasets"][0].update(dataset)
+        path = project / f"{out}.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        assert runner.invoke(app, ["run", str(path), "--quiet"]).exit_code == 0
+
+    run("full")  # run 1: scifact, 12 queries
+    run("slice", max_queries=8)  # run 2: an 8-query slice of it under the same experiment name
+    run("other", name="tuning")  # run 3: the same data under another experiment
+    run("full2")  # run 4: the first series again
+    rows = history.entries()
+    assert [len({e.series(k) for k in e.points}) for e in rows] == [1, 1, 1, 1]
+    series = [e.series("bm25") for e in rows]
+    assert series[0] == series[3] and len(set(series)) == 3
+    assert json.loads(series[1][1])["queries"] == 8 and series[2][0] == "tuning"
+
+    shown = runner.invoke(app, ["history", "--metric", "mrr@10", "--html", str(tmp_path / "trend.html")])
+    assert shown.exit_code == 0, shown.output
+    page = (tmp_path / "trend.html").read_text()
+    assert page.count('class="series"') == 3  # three lines, never one through all four runs
+    from retbench.report.history import trend_rows
+
+    header, table = trend_rows(rows, "mrr@10")
+    assert len(header) == 5 + 3 and "12q" in " ".join(header) and "8q" in " ".join(header)
+    assert [sum(c != "—" for c in r[5:]) for r in table] == [1, 1, 1, 1]  # each run fills one column
+
+    def ids(*args: str) -> list[int]:
+        out = runner.invoke(app, ["history", "--json", *args])
+        assert out.exit_code == 0, out.output
+        return [e["id"] for e in json.loads(out.output)]
+
+    assert ids("--experiment", "tuning") == [3]
+    assert ids("--experiment", "hist", "--system", "bm25") == [1, 2, 4]
+    fingerprint = json.loads(series[1][1])["corpus_fingerprint"]
+    assert ids("--dataset", "scifact/test") == [1, 2, 3, 4]
+    assert ids("--dataset", fingerprint[:10]) == [2]  # the slice's corpus sample is its own
+    assert ids("--system", "nosuch") == []
+
+
+def test_a_rerun_that_searched_nothing_adds_no_point_and_a_forced_one_does(project: Path):
+    cfg = write_config(project, [BM25, WEAK])
+    assert runner.invoke(app, ["run", str(cfg), "--quiet"]).exit_code == 0
+    again = runner.invoke(app, ["run", str(cfg), "--quiet"])
+    assert again.exit_code == 0, again.output
+    assert "history: unchanged, nothing searched: bm25 (run 1), weak (run 1)" in again.output
+    assert "history: run 2" not in again.output
+    assert [e.id for e in history.entries()] == [1]
+    tagged = runner.invoke(app, ["run", str(cfg), "--quiet", "--tag", "release"])  # a tag asks for an entry
+    assert tagged.exit_code == 0 and "history: run 2" in tagged.output
+    forced = runner.invoke(app, ["run", str(cfg), "--quiet", "--force"])
+    assert forced.exit_code == 0 and "history: run 3" in forced.output
+    assert sorted(history.entries()[-1].points) == ["bm25", "weak"]
+
+
+def test_an_old_history_file_is_read_as_it_is_and_migrated_on_the_first_write(project: Path, tmp_path: Path):
+    import sqlite3
+
+    cfg = write_config(project, [BM25, WEAK])
+    assert runner.invoke(app, ["run", str(cfg), "--quiet", "--no-history"]).exit_code == 0
+    hist = tmp_path / "old.sqlite"
+    history.register(project / "out", path=hist, tag="a")
+    history.register(project / "out", path=hist, tag="b")
+    single = project / "single"
+    cfg1 = write_config(project, [BM25], out="single")
+    assert runner.invoke(app, ["run", str(cfg1), "--quiet", "--no-history"]).exit_code == 0
+    history.register(single, path=hist)
+    # the first schema: no point columns, one verdict per run
+    with sqlite3.connect(hist) as con:
+        con.execute("DROP INDEX IF EXISTS systems_point")
+        for col in history.POINT_COLUMNS:
+            con.execute(f"ALTER TABLE systems DROP COLUMN {col}")
+        con.execute("UPDATE runs SET gate = 'pass'")
+    con.close()
+    before = hist.read_bytes()
+    rows = history.entries(hist)  # read-only: works on the old schema and writes nothing
+    assert hist.read_bytes() == before
+    assert [sorted(e.points) for e in rows] == [["bm25", "weak"], ["bm25", "weak"], ["bm25"]]
+    # a run-level verdict says whose it was only for a run of one system
+    assert [e.gates for e in rows] == [{}, {}, {"bm25": "pass"}]
+    assert rows[0].series("bm25") == rows[2].series("bm25")
+    shown = runner.invoke(app, ["history", "--history-file", str(hist), "--metric", "mrr@10"])
+    assert shown.exit_code == 0, shown.output
+    assert hist.read_bytes() == before
+
+    history.record_gate(project / "out", False, system="weak", path=hist)  # the first write migrates
+    with sqlite3.connect(hist) as con:
+        cols = {r[1] for r in con.execute("PRAGMA table_info(systems)")}
+        assert set(history.POINT_COLUMNS) <= cols
+    con.close()
+    rows = history.entries(hist)
+    assert [e.gates for e in rows] == [{}, {"weak": "fail"}, {"bm25": "pass"}]
+    assert rows[0].points == history.entries(hist)[0].points
+    assert json.loads(rows[0].series("bm25")[1])["queries"] == 12

@@ -102,7 +102,7 @@ def test_an_experiment_over_two_datasets_prints_and_writes_a_leaderboard(tmp_pat
     cell = f'data-dataset="twins" data-value="{metrics["twins/bm25"]["ndcg@10"]!r}"'
     assert cell in html
     # the report compares systems within each dataset, never across datasets
-    pairs = re.findall(r"^### `(.+)` vs `(.+)`$", md, flags=re.M)
+    pairs = re.findall(r"^### `(.+)` \(B\) vs `(.+)` \(A\)$", md, flags=re.M)
     assert pairs == [("scifact/overlap", "scifact/bm25"), ("twins/overlap", "twins/bm25")]
 
 

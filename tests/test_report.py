@@ -78,7 +78,7 @@ def test_markdown_report_lists_every_mean_with_coverage(data):
         row = next(line for line in md.splitlines() if line.startswith(f"| {s.name} | scored"))
         for m in data.metrics:
             assert f"{s.means[m]:.4f}" in row
-    assert "## A/B comparison" in md and "### `bm25_weak` vs `bm25`" in md
+    assert "## A/B comparison" in md and "### `bm25_weak` (B) vs `bm25` (A)" in md
     assert "## Latency" in md and "## Coverage" in md
 
 
@@ -167,7 +167,7 @@ def test_cli_report_writes_html_and_markdown(results_dir, tmp_path):
     )
     assert res.exit_code == 0, res.output
     md = (tmp_path / "r.md").read_text()
-    assert "### `bm25` vs `bm25_weak`" in md
+    assert "### `bm25` (B) vs `bm25_weak` (A)" in md
     assert "Per-query change in nDCG@10" in (tmp_path / "r.html").read_text()
     bad = CliRunner().invoke(app, ["report", str(results_dir), "--baseline", "nobody"])
     assert bad.exit_code == 2 and "nobody" in bad.output

@@ -12,6 +12,14 @@ per-query delta `d = B - A` of one metric. Everything here is a function of such
 - **Holm** step-down correction across every (metric, pair) compared, separately for each test;
 - effect size d_z = mean delta / sd of deltas, and win/tie/loss counts.
 
+What is compared is kept small on purpose: by default each system against a baseline (the first system,
+or the config's `baseline:`) on the primary metrics (the config's `primary:` list, else its first
+metric), not every pair on every metric. Holm's strictest step needs the smallest p below
+alpha / (number of tests), and a randomization p cannot go below 1 / (resamples + 1); so with 300 tests
+at 10,000 resamples the smallest Holm-adjusted p is 300 / 10,001 = 0.03 and most rows read 1.00. The
+number of resamples, unless given, is sized from the family (`resamples_for`), and a comparison whose
+resamples are too few for its family says so (`Comparison.note`).
+
 Alignment never drops a query silently: systems are aligned on the union of their query ids, a
 query a system failed on (or never answered) scores 0 there, and the counts are reported per side.
 So comparisons always count like trec_eval, even between evaluations made in pytrec_eval mode
@@ -21,6 +29,7 @@ its run stored it in metrics.json (answered / judged / failed / missing), not re
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
@@ -44,6 +53,32 @@ from retbench.stats import (
 FAILED_STATUSES = FAILED
 TIE_TOLERANCE = 1e-12
 TESTS = ("randomization", "ttest", "wilcoxon")
+ALPHA = 0.05
+DEFAULT_RESAMPLES = 10_000
+MAX_AUTO_RESAMPLES = 200_000  # about 2 s per test over 1,000 queries; beyond it the family is too large to test
+RESOLUTION_MARGIN = 10
+
+
+def resamples_for(family: int, alpha: float = ALPHA) -> int:
+    """Resamples for a family of `family` tests: enough that the smallest reachable randomization p,
+    1 / (R + 1), is at most alpha / (10 x family) -- so a test can pass Holm's strictest step even with a
+    few resamples as extreme as the observed delta -- at least 10,000, at most 200,000."""
+    need = math.ceil(RESOLUTION_MARGIN * max(family, 1) / alpha) - 1
+    return min(max(DEFAULT_RESAMPLES, need), MAX_AUTO_RESAMPLES)
+
+
+def resolution_note(family: int, n_resamples: int, alpha: float = ALPHA) -> str | None:
+    """A sentence when no randomization p of a `family`-test comparison can pass Holm at `alpha` (its
+    smallest p, 1 / (R + 1), is not below alpha / family), else None."""
+    floor = 1.0 / (n_resamples + 1)
+    if family < 1 or floor < alpha / family:
+        return None
+    need = math.floor(family / alpha) + 1  # the fewest R with 1 / (R + 1) < alpha / family
+    return (
+        f"with {family} tests, p cannot go below {min(1.0, family * floor):.2g} (Holm-adjusted) at "
+        f"{n_resamples:,} resamples, so no randomization p can be below {alpha:g}: use --resamples {need:,} "
+        "or more, or test fewer pairs or metrics"
+    )
 
 
 class PerQueryScores(Protocol):
@@ -202,9 +237,25 @@ class Comparison:
     confidence: float = 0.95
     correction: str = "holm"
     wilcoxon_zero_method: str = "wilcox"
+    alpha: float = ALPHA
+
+    @property
+    def family(self) -> int:
+        """How many tests Holm corrects across (every metric of every pair)."""
+        return sum(len(p.metrics) for p in self.pairs)
+
+    @property
+    def metrics(self) -> list[str]:
+        """The metrics tested, in order."""
+        return list(dict.fromkeys(m.metric for p in self.pairs for m in p.metrics))
+
+    @property
+    def note(self) -> str | None:
+        """Said beside the tables when the resamples are too few for the family to reach significance."""
+        return resolution_note(self.family, self.n_resamples, self.alpha)
 
     def to_dict(self) -> dict[str, Any]:
-        return json_safe(asdict(self))
+        return json_safe({**asdict(self), "family": self.family, "note": self.note})
 
     def rows(self) -> list[dict[str, Any]]:
         """One flat row per (pair, metric): means, delta, CI, W/T/L and raw and adjusted p-values."""
@@ -313,12 +364,14 @@ def compare(
     metrics: Sequence[str] | None = None,
     *,
     queries: Mapping[str, str] | None = None,
-    n_resamples: int = 10_000,
+    n_resamples: int | None = None,
     seed: int = 0,
     confidence: float = 0.95,
     top: int = 5,
 ) -> Comparison:
-    """Compare the given pairs of systems (default: all pairs) and Holm-correct across them all."""
+    """Compare the given pairs of systems (default: all pairs) and Holm-correct across them all.
+
+    `n_resamples` None: sized from the number of tests (`resamples_for`)."""
     by_name: dict[str, PerQueryScores] = {}
     for ev in evaluations:
         if ev.system in by_name:
@@ -335,6 +388,8 @@ def compare(
     if metrics is None:
         names = {s for p in pairs for s in p}
         metrics = [m for m in by_name[pairs[0][0]].metrics if all(m in by_name[s].metrics for s in names)]
+    if n_resamples is None:
+        n_resamples = resamples_for(len(pairs) * len(metrics))
     result = [
         compare_pair(
             by_name[x],

@@ -198,14 +198,19 @@ def run_gates(
     failures: Mapping[str, str] | None = None,
     n_resamples: int = 10_000,
     seed: int = 0,
+    first: bool = False,
 ) -> GateReport:
     """Apply every gate to the candidate (against the baseline where one is given).
+
+    `first`: a `history:last-pass` baseline was asked for but the history holds no earlier passing run of
+    the candidate's experiment, dataset and system yet, so regression limits have nothing to compare
+    with and only thresholds are checked (the caller says so).
 
     `groups` maps tag -> query ids (tag breakdowns and per-tag limits); `failures` maps the
     candidate's failed query ids to their status (the CLI reads them from the run; by default they
     come from the evaluation: failed statuses, plus the queries pytrec_eval mode left out).
     """
-    if baseline is None and criteria.needs_baseline:
+    if baseline is None and criteria.needs_baseline and not first:
         raise ConfigError(
             "the criteria set regression_max limits, which need a baseline (--baseline)",
             path=criteria.path,

@@ -20,7 +20,7 @@ from retbench.io.beir import read_queries
 from retbench.io.judgements import read_judgements, read_system
 from retbench.metrics.registry import DEFAULT_METRICS, parse_metrics
 from retbench.results import history, load_results
-from retbench.results.layout import all_pairs
+from retbench.results.layout import all_pairs, split_key
 from retbench.results.read import recorded_depth
 
 
@@ -56,9 +56,16 @@ class Loaded:
             )
         return self.evaluations[0]
 
-    def default_pairs(self, baseline: str | None = None) -> list[tuple[str, str]]:
-        """Against `baseline` if given; two inputs holding the same systems pair by name; else all pairs."""
+    def default_pairs(
+        self, baseline: str | None = None, *, every_pair: bool = False, config: Mapping[str, Any] | None = None
+    ) -> list[tuple[str, str]]:
+        """The pairs a comparison tests: `every_pair` all pairs (within each dataset); a `baseline` each system
+        against it; two inputs holding the same systems pair by name; else each system against the config's
+        `baseline:` (a system name; in a multi-dataset results directory, that system on each dataset), or
+        the first system."""
         names = [e.system for e in self.evaluations]
+        if every_pair:
+            return all_pairs(names)
         if baseline is not None:
             return all_pairs(names, baseline)
         if len(self.input_systems) == 2:
@@ -66,7 +73,12 @@ class Loaded:
             bare = [[s.rsplit("/", 1)[-1] for s in side] for side in (first, second)]
             if len(first) > 1 and sorted(bare[0]) == sorted(bare[1]):
                 return [(first[bare[0].index(s)], second[bare[1].index(s)]) for s in bare[0]]
-        return all_pairs(names)
+        if not names:
+            return []
+        wanted = (config or {}).get("baseline")
+        base = next((n for n in names if wanted in (n, split_key(n)[1])), names[0])
+        # keys from two inputs (`<input>/<system>`) read like dataset keys: when that pairs nothing, pair them all
+        return all_pairs(names, base) or [(base, n) for n in names if n != base]
 
 
 def groups_from_queries(queries: Mapping[str, str] | None) -> dict[str, list[str]]:
@@ -81,6 +93,15 @@ def groups_from_queries(queries: Mapping[str, str] | None) -> dict[str, list[str
         if meta.get("category"):
             groups.setdefault(f"category:{meta['category']}", []).append(qid)
     return groups
+
+
+def primary_metrics(config: Mapping[str, Any] | None, shared: Sequence[str]) -> list[str]:
+    """The metrics a comparison tests by default: the config's `primary:` list, else its first metric,
+    else the first metric the inputs share -- kept to those every input has."""
+    cfg = config or {}
+    wanted = cfg.get("primary") or (cfg.get("metrics") or [])[:1]
+    named = [m for m in canonical_metrics([str(m) for m in wanted]) or [] if m in shared]
+    return named or list(shared[:1])
 
 
 def canonical_metrics(names: Sequence[str] | None) -> list[str] | None:
@@ -288,9 +309,12 @@ def _deeper_than(metrics: Sequence[str], depth: int) -> list[str]:
     return out
 
 
-def load_history(spec: str, path: str | Path | None = None) -> tuple[Loaded, Any]:
-    """A `history:<which>` baseline as Loaded (its stored per-query tables and data identity) and its entry."""
-    entry = history.resolve(spec, path)
+def load_history(
+    spec: str, path: str | Path | None = None, *, candidate: tuple[str | Path, str] | None = None
+) -> tuple[Loaded, Any]:
+    """A `history:<which>` baseline as Loaded (its stored per-query tables and data identity) and its entry;
+    with a `candidate` (results directory, system), last-pass/last is a point of the candidate's own key."""
+    entry = history.resolve(spec, path, candidate=candidate)
     evs = history.evaluations(entry, path)
     where = f"history run {entry.id} ({entry.results_dir})"
     data = {where: [{k: d.get(k) for k in _DATA_KEYS} for d in entry.datasets]}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -60,15 +60,31 @@ def compare_command(
         Path | None, typer.Option(help="BEIR queries.jsonl: query texts (and tags) for run files.")
     ] = None,
     metrics: Annotated[
-        str | None, typer.Option(help="Comma-separated metrics (default: all the inputs share).")
+        str | None,
+        typer.Option(
+            "--metrics",
+            "--metric",
+            help="Comma-separated metrics to test (default: the config's primary: list, else its first metric; "
+            "'all': every metric the inputs share).",
+        ),
     ] = None,
     systems: Annotated[
         str | None, typer.Option(help="Comma-separated systems to take from results directories.")
     ] = None,
     baseline: Annotated[
-        str | None, typer.Option(help="Compare every system against this one (default: all pairs).")
+        str | None,
+        typer.Option(help="Compare every system against this one (default: the config's baseline:, else the first)."),
     ] = None,
-    resamples: Annotated[int, typer.Option(help="Randomization and bootstrap resamples.")] = 10_000,
+    all_pairs: Annotated[
+        bool, typer.Option("--all-pairs", help="Test every pair of systems, not each against the baseline.")
+    ] = False,
+    resamples: Annotated[
+        int | None,
+        typer.Option(
+            help="Randomization and bootstrap resamples (default: enough for Holm over the tests made, "
+            "at least 10,000)."
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the resampling (results are reproducible under it).")] = 0,
     top: Annotated[int, typer.Option(help="Most changed queries to list per metric.")] = 5,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the full comparison as JSON.")] = None,
@@ -78,33 +94,51 @@ def compare_command(
     ] = False,
     allow_different_settings: Annotated[bool, typer.Option(help=_ALLOW_SETTINGS_HELP)] = False,
 ) -> None:
-    """Paired A/B comparison: deltas with bootstrap CIs, randomization/t/Wilcoxon p-values, Holm-corrected."""
+    """Paired A/B comparison: deltas with bootstrap CIs, randomization/t/Wilcoxon p-values, Holm-corrected.
+
+    By default each system against the baseline on the primary metrics; --all-pairs and --metrics all widen it.
+    """
     import json
 
     from retbench.compare import compare
-    from retbench.inputs import canonical_metrics, load_systems
+    from retbench.inputs import canonical_metrics, load_systems, primary_metrics
     from retbench.report.markdown import comparison_markdown
 
-    if resamples < 1:
+    if resamples is not None and resamples < 1:
         raise fail("--resamples must be at least 1")
-    loaded = load_systems(inputs, qrels=qrels, metrics=names(metrics), queries=queries, systems=names(systems))
+    every_metric = names(metrics) == ["all"]
+    asked = None if every_metric else names(metrics)
+    loaded = load_systems(inputs, qrels=qrels, metrics=asked, queries=queries, systems=names(systems))
     _check_same_data(allow_different_data, loaded)
-    pairs = loaded.default_pairs(baseline)
+    config = _first_config(inputs)
+    pairs = loaded.default_pairs(baseline, every_pair=all_pairs, config=config)
+    in_pairs = {s for p in pairs for s in p}
+    shared = [
+        m
+        for m in loaded.evaluations[0].metrics
+        if all(m in e.metrics for e in loaded.evaluations if e.system in in_pairs)
+    ]
+    tested = shared if every_metric else canonical_metrics(asked) or primary_metrics(config, shared)
     sides = [((a, a, loaded), (b, b, loaded)) for a, b in pairs]
-    _check_same_settings(allow_different_settings, sides, canonical_metrics(names(metrics)))
-    cmp = compare(
-        loaded.evaluations,
-        pairs,
-        canonical_metrics(names(metrics)),
-        queries=loaded.queries,
-        n_resamples=resamples,
-        seed=seed,
-        top=top,
-    )
+    _check_same_settings(allow_different_settings, sides, tested)
+    cmp = compare(loaded.evaluations, pairs, tested, queries=loaded.queries, n_resamples=resamples, seed=seed, top=top)
+    if cmp.note:
+        typer.echo(f"note: {cmp.note}", err=True)
     text = comparison_markdown(cmp)
     typer.echo(text)
     write(markdown_out, text)
     write(json_out, json.dumps(cmp.to_dict(), indent=2, allow_nan=False) + "\n")
+
+
+def _first_config(inputs: list[Path]) -> dict[str, Any]:
+    """The experiment config of the first results directory given (its baseline: and primary: keys), if any."""
+    from retbench.results import load_results
+    from retbench.results.read import config_from_manifest
+
+    for p in inputs:
+        if p.is_dir():
+            return config_from_manifest(load_results(p).manifest)
+    return {}
 
 
 @handles_errors
@@ -156,10 +190,14 @@ def gate_command(
     crit = load_criteria(criteria)
     metrics = list(dict.fromkeys(g.metric for g in crit.gates))
     cand = load_systems([candidate], qrels=qrels, metrics=metrics, queries=queries, check_metrics=False)
-    base = _gate_baseline(baseline, qrels, metrics, history_file)
+    # a history:last-pass baseline is the candidate system's own key: that system is known first
+    from_history = baseline is not None and baseline.startswith("history:")
+    cand_ev = cand.one(candidate_system, "candidate") if from_history else None
+    point = (candidate, cand_ev.system) if cand_ev is not None and candidate.is_dir() else None
+    base, matched = _gate_baseline(baseline, qrels, metrics, history_file, point)
     _check_same_data(allow_different_data, cand, *([base] if base is not None else []))
-    cand_ev = cand.one(candidate_system, "candidate")
-    base_ev = base.one(baseline_system, "baseline") if base is not None else None
+    cand_ev = cand_ev or cand.one(candidate_system, "candidate")
+    base_ev = base.one(baseline_system or matched, "baseline") if base is not None else None
     if base is not None and base_ev is not None:
         from retbench.inputs import canonical_metrics
 
@@ -176,6 +214,7 @@ def gate_command(
         failures=cand.failures.get(cand_ev.system),
         n_resamples=resamples,
         seed=seed,
+        first=base is None and baseline is not None,
     )
     text = render_comment(report)
     typer.echo(text)
@@ -185,9 +224,15 @@ def gate_command(
         import sqlite3
 
         try:
-            history.record_gate(candidate, report.exit_code == 0, path=history_file)
+            where = history.record_gate(candidate, report.exit_code == 0, system=cand_ev.system, path=history_file)
         except (sqlite3.Error, OSError) as exc:  # the verdict stands; only its record in the history is lost
             typer.echo(f"note: verdict not recorded in the history: {exc}", err=True)
+        else:
+            if where is not None:
+                typer.echo(
+                    f"history: {cand_ev.system} {'pass' if report.exit_code == 0 else 'fail'} recorded on run {where}",
+                    err=True,
+                )
     if report.exit_code:
         why = (
             f"the candidate recorded {len(report.failures)} backend failure(s)"
@@ -198,18 +243,39 @@ def gate_command(
 
 
 def _gate_baseline(
-    baseline: str | None, qrels: Path | None, metrics: list[str], history_file: Path | None
-) -> Loaded | None:
-    """The gate's baseline: a history entry (history:last-pass / <tag> / <id>), a results directory or a run file."""
+    baseline: str | None,
+    qrels: Path | None,
+    metrics: list[str],
+    history_file: Path | None,
+    candidate: tuple[Path, str] | None,
+) -> tuple[Loaded | None, str | None]:
+    """The gate's baseline and the system it matched: a history entry (history:last-pass / last / <tag> / <id>),
+    a results directory or a run file.
+
+    `history:last-pass` and `history:last` of a results directory mean the latest point of the candidate's
+    experiment, dataset and system before the candidate; when there is none yet (the first gate of a
+    project) the gate checks thresholds only, and says so: its verdict becomes the next gate's baseline.
+    """
     from retbench.inputs import load_history, load_systems
+    from retbench.results.history import NoBaseline
 
     if baseline is None:
-        return None
+        return None, None
     if not baseline.startswith("history:"):
-        return load_systems([Path(baseline)], qrels=qrels, metrics=metrics, check_metrics=False)
-    base, entry = load_history(baseline, history_file)
+        return load_systems([Path(baseline)], qrels=qrels, metrics=metrics, check_metrics=False), None
+    try:
+        base, entry = load_history(baseline, history_file, candidate=candidate)
+    except NoBaseline as exc:
+        if baseline not in ("history:last-pass", "history:last"):
+            raise
+        typer.echo(
+            f"note: {exc.reason}: this gate checks thresholds only (regression limits start with the next gate, "
+            "against this run once it passes)",
+            err=True,
+        )
+        return None, None
     typer.echo(f"baseline: history run {entry.id} of {entry.created} (commit {entry.git_commit or 'none'})", err=True)
-    return base
+    return base, entry.matched
 
 
 @handles_errors
@@ -225,7 +291,10 @@ def report_command(
     primary: Annotated[
         str | None, typer.Option(help="Metric of the per-query delta plots (default: the first).")
     ] = None,
-    resamples: Annotated[int, typer.Option(help="Randomization and bootstrap resamples of the comparisons.")] = 10_000,
+    resamples: Annotated[
+        int | None,
+        typer.Option(help="Randomization and bootstrap resamples of the comparisons (default: sized to the tests)."),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the resampling.")] = 0,
 ) -> None:
     """Report a results directory: HTML (tables, metric@k curves, deltas, latency, coverage) and/or Markdown."""

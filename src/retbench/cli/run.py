@@ -151,7 +151,11 @@ def _run_experiment(
 
 @handles_errors
 def history_command(
-    system: Annotated[str | None, typer.Option(help="Only this system.")] = None,
+    system: Annotated[str | None, typer.Option(help="Only this system (its bare name, or a results key).")] = None,
+    experiment: Annotated[str | None, typer.Option(help="Only this experiment (the config's name).")] = None,
+    dataset: Annotated[
+        str | None, typer.Option(help="Only this dataset: name, name/split, or a corpus/qrels fingerprint prefix.")
+    ] = None,
     metric: Annotated[str | None, typer.Option(help="Metric to follow (default: the latest run's first).")] = None,
     limit: Annotated[int, typer.Option(help="The most recent runs to show.")] = 20,
     html: Annotated[Path | None, typer.Option(help="Also write the trend as one HTML file with a chart.")] = None,
@@ -160,7 +164,7 @@ def history_command(
         Path | None, typer.Option(help="History database (default: $RETBENCH_HISTORY or the per-user one).")
     ] = None,
 ) -> None:
-    """The trend of a metric over registered runs: means with CIs, commit, tag and gate verdict per run."""
+    """The trend of a metric per (experiment, dataset, system): means with CIs, commit, tag and gate verdict."""
     import json
     from dataclasses import asdict
 
@@ -169,7 +173,7 @@ def history_command(
     from retbench.results.history import entries
 
     metric = (canonical_metrics([metric]) or [metric])[0] if metric else None
-    rows = entries(history_file, system=system, metric=metric, limit=limit)
+    rows = entries(history_file, system=system, metric=metric, limit=limit, experiment=experiment, dataset=dataset)
     if as_json:
         typer.echo(json.dumps([asdict(e) for e in rows], indent=2, default=str))
         return
@@ -200,6 +204,12 @@ def export_mlflow_command(
     out = export_mlflow(
         results, tracking_uri=tracking_uri, experiment=experiment, artifact_location=artifact_location, timeout=timeout
     )
-    typer.echo(f"logged to MLflow experiment {out['experiment_id']}: parent run {out['parent_run_id']}")
+    if out.get("existing"):
+        typer.echo(
+            f"already in MLflow experiment {out['experiment_id']}: parent run {out['parent_run_id']} "
+            "(the same results; nothing logged again)"
+        )
+    else:
+        typer.echo(f"logged to MLflow experiment {out['experiment_id']}: parent run {out['parent_run_id']}")
     for system, run_id in out["runs"].items():
         typer.echo(f"  {system}: run {run_id}")

@@ -144,6 +144,14 @@ class ExperimentModel(Block):
     reference: Reference | None = None
     judge: JudgeSettings | None = Field(None, description="the LLM of the judged answer metrics")
     judging: JudgingBlock | None = None
+    baseline: str | None = Field(
+        None, description="the system every other is compared with in the report and `compare` (default: the first)"
+    )
+    primary: list[MetricName] | None = Field(
+        None,
+        min_length=1,
+        description="the metrics the report and `compare` test for significance (default: the first of `metrics`)",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> ExperimentModel:
@@ -166,6 +174,13 @@ class ExperimentModel(Block):
                 )
             if self.reference.k > self.depth:
                 raise field_error("reference.k", f"must not exceed depth ({self.depth})")
+        names = [s.name or s.adapter for s in self.systems]
+        if self.baseline is not None and self.baseline not in names:
+            raise field_error("baseline", f"must name one of the systems ({', '.join(names)}), got {self.baseline!r}")
+        listed = {parse_metric(m, self.evaluation.default_k).name for m in self.metrics}
+        for i, m in enumerate(self.primary or []):
+            if parse_metric(m, self.evaluation.default_k).name not in listed:
+                raise field_error(f"primary[{i}]", f"{m} is not one of the experiment's metrics")
         if self.judge is None:
             if self.judging is not None:
                 raise field_error("judging", "judging: needs a judge: block")

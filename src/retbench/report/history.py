@@ -1,31 +1,79 @@
-"""The history trend (results.history entries) as a terminal table and a one-file HTML page with a chart."""
+"""The history trend (results.history entries) as a terminal table and a one-file HTML page with a chart.
+
+A column (and a chart line) is one series: the points of one (experiment, dataset, system), so runs on
+other data or of another experiment never join a line; its label adds the dataset and the experiment
+only where the entries shown hold more than one.
+"""
 
 from __future__ import annotations
 
+import json
 from html import escape
 from typing import Any
 
 from retbench.report import fmt, plots
 
+Series = tuple[str, str, str]  # (experiment, dataset identity JSON, system)
+
+
+def _dataset_label(identity: str) -> str:
+    d = json.loads(identity)
+    name = f"{d.get('name')}/{d.get('split')}" if d.get("name") else "no dataset recorded"
+    return (
+        name
+        + (f" {d['queries']}q" if d.get("queries") else "")
+        + (f" {str(d['corpus_fingerprint'])[:6]}" if d.get("corpus_fingerprint") else "")
+    )
+
+
+def series_of(entries: list[Any], metric: str) -> tuple[list[Series], dict[Series, str]]:
+    """The series holding `metric`, in order of first appearance, and each one's label."""
+    found: list[Series] = []
+    for e in entries:
+        found += [e.series(k) for k in e.scores if metric in e.scores[k] and e.series(k) not in found]
+    experiments = {s[0] for s in found}
+    several = len({s[1] for s in found}) > 1
+    labels = {}
+    for s in found:
+        label = s[2]
+        if several:
+            label += f" · {_dataset_label(s[1])}"
+        if len(experiments) > 1:
+            label += f" · {s[0]}"
+        labels[s] = label
+    return found, labels
+
+
+def _point(e: Any, s: Series, metric: str) -> tuple[str | None, Any]:
+    """(results key, (mean, lo, hi)) of the entry's point of series `s` (None: it holds none)."""
+    for k, scores in e.scores.items():
+        if e.series(k) == s and metric in scores:
+            return k, scores[metric]
+    return None, None
+
 
 def trend_rows(entries: list[Any], metric: str) -> tuple[list[str], list[list[str]]]:
-    """(header, rows): one row per run, oldest first; one column per system (mean [CI])."""
-    systems: list[str] = []
-    for e in entries:
-        systems += [s for s in e.scores if s not in systems and metric in e.scores[s]]
-    header = ["run", "date", "commit", "tag", "gate", *systems]
+    """(header, rows): one row per run, oldest first; one column per series (mean [CI])."""
+    series, labels = series_of(entries, metric)
+    header = ["run", "date", "commit", "tag", "gate", *(labels[s] for s in series)]
     rows = []
     for e in entries:
         commit = (e.git_commit or "—")[:10] + ("*" if e.git_dirty else "")
-        cells = [str(e.id), e.created[:19].replace("T", " "), commit, e.tag or "", e.gate or ""]
-        for s in systems:
-            v = e.scores.get(s, {}).get(metric)
+        verdicts = e.gates
+        gate = (
+            next(iter(verdicts.values()))
+            if len(verdicts) == 1 and len(e.points) == 1
+            else ", ".join(f"{e.points.get(k, (k,))[0]} {v}" for k, v in verdicts.items())
+        )
+        cells = [str(e.id), e.created[:19].replace("T", " "), commit, e.tag or "", gate]
+        for s in series:
+            key, v = _point(e, s, metric)
             if v is None:
                 cells.append("—")
                 continue
             mean, lo, hi = v
             ci = f" [{fmt.num(lo, 3)}, {fmt.num(hi, 3)}]" if lo is not None and hi is not None else ""
-            cov = e.coverage.get(s, {})
+            cov = e.coverage.get(key, {})
             scored = (
                 f" ({cov['answered']}/{cov['judged']})"
                 if cov.get("judged") and cov.get("answered") != cov.get("judged")
@@ -40,7 +88,10 @@ def render_trend(entries: list[Any], metric: str) -> Any:
     from rich.table import Table
 
     header, rows = trend_rows(entries, metric)
-    table = Table(title=f"history: {fmt.metric_label(metric)} (mean [95% CI]; * = uncommitted changes)")
+    table = Table(
+        title=f"history: {fmt.metric_label(metric)} (mean [95% CI]; * = uncommitted changes; "
+        "one column per experiment, dataset and system)"
+    )
     for i, h in enumerate(header):
         table.add_column(h, justify="right" if i >= 5 or i == 0 else "left")
     for r in rows:
@@ -49,15 +100,16 @@ def render_trend(entries: list[Any], metric: str) -> Any:
 
 
 def trend_html(entries: list[Any], metric: str) -> str:
-    """A self-contained page: the metric per system across runs (SVG) and the same numbers as a table."""
+    """A self-contained page: the metric per series across runs (SVG) and the same numbers as a table."""
     header, rows = trend_rows(entries, metric)
-    series = []
-    for s in header[5:]:
-        pts = [(e.id, e.scores[s][metric][0]) for e in entries if metric in e.scores.get(s, {})]
+    series, labels = series_of(entries, metric)
+    lines = []
+    for s in series:
+        pts = [(e.id, _point(e, s, metric)[1][0]) for e in entries if _point(e, s, metric)[1] is not None]
         if pts:
-            series.append(plots.Series(s, [float(x) for x, _ in pts], [y for _, y in pts]))
+            lines.append(plots.Series(labels[s], [float(x) for x, _ in pts], [y for _, y in pts]))
     svg = plots.line_chart(
-        series, title=f"{fmt.metric_label(metric)} per run", x_label="history run", y_label=fmt.metric_label(metric)
+        lines, title=f"{fmt.metric_label(metric)} per run", x_label="history run", y_label=fmt.metric_label(metric)
     )
     th = "".join(f"<th>{escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows)
@@ -65,6 +117,9 @@ def trend_html(entries: list[Any], metric: str) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>retbench history</title>'
         "<style>body{font:14px system-ui,sans-serif;margin:24px}table{border-collapse:collapse}"
         "td,th{padding:4px 8px;border-bottom:1px solid #ddd;text-align:left}</style></head><body>"
-        f"<h1>History: {escape(fmt.metric_label(metric))}</h1><figure>{svg}</figure>"
+        f"<h1>History: {escape(fmt.metric_label(metric))}</h1>"
+        "<p>Each line joins the runs of one experiment, dataset (name, split, queries, corpus and qrels "
+        "fingerprints) and system.</p>"
+        f"<figure>{svg}</figure>"
         f'<table id="history"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></body></html>\n'
     )

@@ -284,14 +284,14 @@ def _pair_section(pair: PairComparison, data: ReportData) -> list[str]:
         f"{escape(pair.system_a)} {fmt.coverage(ca['queries'] - ca[FAILED_COUNT] - ca[MISSING], ca['queries'])}, "
         f"{escape(pair.system_b)} {fmt.coverage(cb['queries'] - cb[FAILED_COUNT] - cb[MISSING], cb['queries'])}"
     )
-    out.append(f'<h3>{escape(pair.system_b)} vs {escape(pair.system_a)}</h3><p class="small muted">{cov}</p>')
+    out.append(f'<h3>{escape(pair.system_b)} (B) vs {escape(pair.system_a)} (A)</h3><p class="small muted">{cov}</p>')
     out.append(
         _table(
             [
                 "metric",
-                escape(pair.system_a),
-                escape(pair.system_b),
-                "Δ",
+                f"A: {escape(pair.system_a)}",
+                f"B: {escape(pair.system_b)}",
+                "Δ (B − A)",
                 "95% CI",
                 "p",
                 "p Holm",
@@ -327,7 +327,11 @@ def _pair_section(pair: PairComparison, data: ReportData) -> list[str]:
         out.append(
             f"<details><summary>Most changed queries on {escape(fmt.metric_label(data.primary))} "
             "(biggest gains, then biggest losses)</summary>"
-            + _table(["query", "text", escape(pair.system_a), escape(pair.system_b), "Δ", "status"], rows, {2, 3, 4})
+            + _table(
+                ["query", "text", f"A: {escape(pair.system_a)}", f"B: {escape(pair.system_b)}", "Δ", "status"],
+                rows,
+                {2, 3, 4},
+            )
             + "</details>"
         )
     return out
@@ -337,15 +341,20 @@ def _comparison(data: ReportData) -> str:
     cmp = data.comparison
     if cmp is None:
         return '<p class="muted">One system: nothing to compare.</p>'
+    from retbench.report.markdown import comparison_scope
+
+    scope = escape(comparison_scope(cmp)).replace("`", "")
     out = [
-        f"<p>Each system against <b>{escape(data.baseline or '')}</b>, paired over the same queries. Δ is system − baseline; "
-        f"bold p-values are below 0.05 after Holm correction across all {sum(len(p.metrics) for p in cmp.pairs)} "
-        f"comparisons.</p>"
+        f"<p>{scope}. Paired over the same queries; Δ is B − A (system − baseline); bold p-values are below "
+        f"0.05 after Holm correction across all {cmp.family} comparisons.</p>"
     ]
+    if cmp.note:
+        out.append(f'<p class="note">Note: {escape(cmp.note)}.</p>')
     for pair in cmp.pairs:
         out += _pair_section(pair, data)
     out.append(
-        f'<p class="small muted">p: paired randomization test (sign flip, {cmp.n_resamples:,} resamples, seed {cmp.seed}); '
+        f'<p class="small muted">p: paired randomization test (sign flip, {cmp.n_resamples:,} resamples, seed {cmp.seed}; '
+        f"its smallest p is 1/{cmp.n_resamples + 1:,}); "
         "p Holm: the same after Holm correction; t-test and Wilcoxon signed-rank (zero deltas dropped) p-values, "
         "Holm-corrected. CI: paired percentile bootstrap of the mean delta. d_z: mean delta / sd of deltas. "
         "W / T / L: queries better / unchanged / worse. Failed and unanswered queries count 0.</p>"

@@ -36,14 +36,20 @@ def _side(name: str, counts: Mapping[str, int]) -> str:
     )
 
 
-def comparison_markdown(cmp: Any, *, alpha: float = 0.05, top_metric: str | None = None, level: int = 1) -> str:
-    """A comparison (compare.Comparison) as Markdown: one table per pair, then the most changed queries."""
-    n_cells = sum(len(p.metrics) for p in cmp.pairs)
-    lines = [f"{'#' * level} A/B comparison", ""]
+def comparison_markdown(
+    cmp: Any, *, alpha: float = 0.05, top_metric: str | None = None, level: int = 1, options: bool = True
+) -> str:
+    """A comparison (compare.Comparison) as Markdown: what was tested, one table per pair (headed "B vs A",
+    as its columns are), then the most changed queries."""
+    n_cells = cmp.family
+    hint = " (other pairs: `--all-pairs`; other metrics: `--metrics`, or `--metrics all`)" if options else ""
+    lines = [f"{'#' * level} A/B comparison", "", comparison_scope(cmp) + hint + ".", ""]
+    if cmp.note:
+        lines += [f"Note: {cmp.note}.", ""]
     for pair in cmp.pairs:
         a, b = pair.system_a, pair.system_b
         lines += [
-            f"{'#' * (level + 1)} `{b}` vs `{a}`",
+            f"{'#' * (level + 1)} `{b}` (B) vs `{a}` (A)",
             "",
             f"{_side(a, pair.counts_a)}; {_side(b, pair.counts_b)}.",
             "",
@@ -69,8 +75,8 @@ def comparison_markdown(cmp: Any, *, alpha: float = 0.05, top_metric: str | None
         lines += _table(
             [
                 "metric",
-                a,
-                b,
+                f"A: {a}",
+                f"B: {b}",
                 "Δ (B − A)",
                 f"{cmp.confidence:.0%} CI",
                 "p rand.",
@@ -90,7 +96,7 @@ def comparison_markdown(cmp: Any, *, alpha: float = 0.05, top_metric: str | None
                 "",
             ]
             lines += _table(
-                ["query", "text", a, b, "Δ", "status"],
+                ["query", "text", f"A: {a}", f"B: {b}", "Δ", "status"],
                 [
                     [
                         c.query_id,
@@ -106,13 +112,29 @@ def comparison_markdown(cmp: Any, *, alpha: float = 0.05, top_metric: str | None
             lines.append("")
     lines += [
         f"Δ is B − A; `*` marks a Holm-corrected randomization p below {alpha:g}. Tests are paired over the same queries: "
-        f"randomization (sign flip, {cmp.n_resamples:,} resamples, seed {cmp.seed}), t-test, and Wilcoxon signed-rank "
+        f"randomization (sign flip, {cmp.n_resamples:,} resamples, seed {cmp.seed}; its smallest p is "
+        f"1/{cmp.n_resamples + 1:,}), t-test, and Wilcoxon signed-rank "
         f"(zero_method `{cmp.wilcoxon_zero_method}`: zero deltas dropped). Holm correction runs across all {n_cells} "
         f"(metric, pair) comparisons, separately for each test. CI: paired percentile bootstrap of the mean delta. "
         "d_z = mean delta / sd of deltas. Failed and unanswered queries count 0, never dropped.",
         "",
     ]
     return "\n".join(lines)
+
+
+def comparison_scope(cmp: Any) -> str:
+    """What a comparison tested (which pairs, on which metrics, how many tests), without a full stop."""
+    bases = list(dict.fromkeys(p.system_a for p in cmp.pairs))
+    metrics = ", ".join(fmt.metric_label(m) for m in cmp.metrics)
+    pairs = len(cmp.pairs)
+    who = (
+        f"each system (B) against `{bases[0]}` (A)"
+        if len(bases) == 1 and pairs > 1
+        else f"`{cmp.pairs[0].system_b}` (B) against `{cmp.pairs[0].system_a}` (A)"
+        if pairs == 1
+        else f"{pairs} pairs"
+    )
+    return f"Tested: {who} on {metrics}: {cmp.family} test{'s' if cmp.family != 1 else ''}, Holm-corrected together"
 
 
 def _short(text: str, n: int = 80) -> str:
@@ -197,7 +219,7 @@ def report_markdown(data: Any) -> str:
             "",
         ]
     if data.comparison is not None:
-        lines.append(comparison_markdown(data.comparison, top_metric=data.primary, level=2))
+        lines.append(comparison_markdown(data.comparison, top_metric=data.primary, level=2, options=False))
     lines += _latency_sections(data)
     from retbench.report.model import RESOURCE_HEADER, SHORT_NOTE, resource_rows, short_runs
     from retbench.report.stages import (

@@ -3,7 +3,7 @@
 The HTML and Markdown renderers format this object and nothing else, so both always show the same
 numbers: means exactly as in metrics.json, with their confidence intervals (aggregates.json), the
 coverage behind each ("scored N of M"), the counting mode, latencies where recorded, and paired
-comparisons of every system against a baseline.
+comparisons of every system against a baseline on the primary metrics.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from retbench.inputs import canonical_metrics
 from retbench.metrics.registry import parse_metric
 from retbench.report import fmt
 from retbench.results import load_results
-from retbench.results.read import Results
+from retbench.results.read import Results, config_from_manifest
 
 
 @dataclass
@@ -199,7 +199,7 @@ def build_report(
     *,
     baseline: str | None = None,
     primary: str | None = None,
-    n_resamples: int = 10_000,
+    n_resamples: int | None = None,
     seed: int = 0,
     drill_k: int = 10,
     given: InMemory | None = None,
@@ -209,6 +209,9 @@ def build_report(
     `drill_k` is how many documents per system the drill-down shows (0: no drill-down or k curves).
     `given` is what the study that just wrote the directory holds in memory (see `InMemory`).
     Systems that failed as a whole are listed as failures beside the others, never compared.
+    The comparison tests each system against `baseline` (default: the config's `baseline:`, else the
+    first system) on `primary` (default: the config's `primary:` metrics, else its first), with
+    `n_resamples` sized to those tests unless given.
     """
 
     res = load_results(path)
@@ -220,7 +223,11 @@ def build_report(
     names = [n for n in res.systems if n not in failed]
     if not names:
         return _all_failed(res, path, failed)
-    metrics, primary = _metrics_and_primary(mj[names[0]], primary, path)
+    config = config_from_manifest(res.manifest)
+    tested = None if primary is not None else config.get("primary")
+    metrics, primary = _metrics_and_primary(mj[names[0]], primary or (tested or [None])[0], path)
+    if baseline is None and config.get("baseline") not in failed:
+        baseline = config.get("baseline")
     from retbench.report.leaderboard import build_leaderboard
 
     board = build_leaderboard(mj, primary)
@@ -240,7 +247,8 @@ def build_report(
     cmp = None
     deltas: dict[str, list[float]] = {}
     if pairs:  # a suite with one system per dataset has nothing to pair
-        cmp, deltas = _compared(evs, pairs, metrics, primary, res.queries, n_resamples, seed)
+        tested_metrics = canonical_metrics([str(m) for m in tested]) if tested else [primary]
+        cmp, deltas = _compared(evs, pairs, tested_metrics or [primary], primary, res.queries, n_resamples, seed)
     man = res.manifest
     drill = None
     if board is None and drill_k > 0:
@@ -392,10 +400,10 @@ def _compared(
     metrics: list[str],
     primary: str,
     queries: Mapping[str, str],
-    n_resamples: int,
+    n_resamples: int | None,
     seed: int,
 ) -> tuple[Comparison, dict[str, list[float]]]:
-    """The comparison of every pair on the metrics all systems share, and per-query deltas of the primary."""
+    """The comparison of every pair on the tested metrics all systems share, and per-query deltas of the primary."""
     shared = [m for m in metrics if all(m in ev.metrics for ev in evs.values())]
     cmp = compare(list(evs.values()), pairs, shared, queries=queries, n_resamples=n_resamples, seed=seed)
     deltas: dict[str, list[float]] = {}

@@ -8,6 +8,12 @@ manifest.json and the reports. MLflow names allow no `@`, so `ndcg@10` is logged
 (the original name is kept in the run's `retbench.metric_names` tag). mlflow is the optional extra
 `retbench[mlflow]`, imported only here.
 
+Exported once: the parent run is tagged `retbench.fingerprint`, a sha256 of metrics.json and every
+system's done.json (what a re-run that searched nothing leaves unchanged, and any new work changes). An
+export finds a finished parent with the same fingerprint in the experiment and returns it, logging
+nothing; a parent an earlier export left unfinished (it failed midway) is deleted with its children and
+logged again.
+
 Bounded and one-line: the tracking URI's scheme is checked before MLflow is asked; a tracking server
 gets `timeout` seconds per request and at most `HTTP_RETRIES` retries (MLflow's own defaults, 120 s and
 7 retries with exponential backoff, wait for many minutes on a server that never answers; the
@@ -19,6 +25,7 @@ server) becomes one error naming the URI, never a traceback.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -160,7 +167,8 @@ def export_mlflow(
     artifact_location: str | None = None,
     timeout: int = DEFAULT_TIMEOUT_S,
 ) -> dict[str, Any]:
-    """Log `results_dir` to MLflow; returns {"experiment_id", "parent_run_id", "runs": {system: run id}}.
+    """Log `results_dir` to MLflow; returns {"experiment_id", "parent_run_id", "runs": {system: run id},
+    "existing"} ("existing": these same results were logged before, and nothing was logged again).
 
     `timeout`: seconds a tracking server gets per request. Anything the store fails with is an InputError
     naming the URI (and the runs already logged, which stay in MLflow).
@@ -208,7 +216,11 @@ def _export(
     common.update(flatten(man.get("evaluation") or {}, "evaluation"))
     names = {mlflow_name(m): m for s in res.metrics_json.values() if isinstance(s, dict) for m in s}
     tags = {"retbench.results_dir": str(Path(results_dir).resolve()), "retbench.metric_names": json.dumps(names)}
-    parent = client.create_run(exp_id, run_name=run_name, tags=tags)
+    fp = results_fingerprint(res)
+    earlier = _earlier_export(client, exp_id, fp)
+    if earlier is not None:
+        return earlier
+    parent = client.create_run(exp_id, run_name=run_name, tags={**tags, FINGERPRINT_TAG: fp})
     pid = done["parent_run_id"] = parent.info.run_id
     _log(client, pid, common, {})
     for f in PARENT_FILES:
@@ -237,4 +249,30 @@ def _export(
                 client.log_artifact(cid, str(folder / f), "system")
         client.set_terminated(cid, "FAILED" if isinstance(summary, dict) and "error" in summary else "FINISHED")
     client.set_terminated(pid)
-    return {"experiment_id": exp_id, "parent_run_id": pid, "runs": runs}
+    return {"experiment_id": exp_id, "parent_run_id": pid, "runs": runs, "existing": False}
+
+
+FINGERPRINT_TAG = "retbench.fingerprint"
+
+
+def results_fingerprint(res: Any) -> str:
+    """sha256 of metrics.json and each system's done.json: the same until a run searches or scores anew."""
+    h = hashlib.sha256((res.root / "metrics.json").read_bytes())
+    for system in res.metrics_json:
+        done = res.system_dir(system).done
+        h.update(system.encode() + b"\0" + (done.read_bytes() if done.is_file() else b""))
+    return h.hexdigest()
+
+
+def _earlier_export(client: Any, exp_id: str, fp: str) -> dict[str, Any] | None:
+    """The finished export of these same results, if the experiment holds one; an unfinished one is deleted."""
+    found = client.search_runs([exp_id], filter_string=f"tags.`{FINGERPRINT_TAG}` = '{fp}'")
+    for parent in sorted(found, key=lambda r: r.info.start_time or 0, reverse=True):
+        pid = parent.info.run_id
+        children = client.search_runs([exp_id], filter_string=f"tags.`mlflow.parentRunId` = '{pid}'")
+        if parent.info.status == "FINISHED":
+            runs = {c.data.tags.get("retbench.system", c.info.run_name): c.info.run_id for c in children}
+            return {"experiment_id": exp_id, "parent_run_id": pid, "runs": runs, "existing": True}
+        for run in [*children, parent]:
+            client.delete_run(run.info.run_id)
+    return None

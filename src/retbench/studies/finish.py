@@ -51,8 +51,9 @@ def register_history(out: Path, configured: str | None, tag: str | None, log: Ca
     """Add the results to the history; a history that cannot be written costs a note, never the results."""
     where = default_path(configured)
     try:
-        run_id = register(out, path=where, tag=tag)
+        done = register(out, path=where, tag=tag)
     except (sqlite3.Error, OSError) as exc:
         log(f"note: not added to the history {where}: {exc}")
         return
-    log(f"history: run {run_id} in {where}")
+    for line in done.lines(where):
+        log(line)
