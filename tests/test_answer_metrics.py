@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from retbench.compare import compare_pair
+from retbench.comparison import compare_pair
 from retbench.criteria import load_criteria
 from retbench.data import QueryStatus, RunBuilder
 from retbench.data.answers import SystemAnswer

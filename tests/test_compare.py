@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 import abdata
 from retbench.cli import app
-from retbench.compare import (
+from retbench.comparison import (
     align,
     bootstrap_ci,
     compare,
@@ -262,7 +262,7 @@ def test_cli_compare_all_pairs_on_request_with_holm_across_every_test(results_di
 
 
 def test_resamples_are_sized_so_holms_strictest_step_can_be_passed_or_it_is_said(results_dir, tmp_path):
-    from retbench.compare import ALPHA, resamples_for, resolution_note
+    from retbench.comparison import ALPHA, resamples_for, resolution_note
 
     # 300 tests at 10,000 resamples: the smallest Holm-adjusted p is 300 / 10,001 = 0.03
     assert resolution_note(300, 10_000) is None

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import abdata
 from retbench.cli import app
-from retbench.compare import randomization_test
+from retbench.comparison import randomization_test
 from retbench.criteria import load_criteria, parse_criteria
 from retbench.errors import ConfigError
 from retbench.gates import run_gates

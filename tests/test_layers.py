@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("config",),
     ("retrievers", "llm"),
     ("results",),
-    ("inputs", "compare", "criteria", "gates", "planning"),
+    ("inputs", "comparison", "criteria", "gates", "planning"),
     ("report",),  # renders what studies computed; studies ask it to render, it never imports a study
     ("studies",),
     ("api", "testing", "services"),

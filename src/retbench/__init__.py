@@ -12,9 +12,7 @@ Names are imported on first use (module `__getattr__`), so `import retbench` and
 
 from __future__ import annotations
 
-import sys
 from importlib import import_module
-from types import ModuleType
 from typing import Any
 
 __version__ = "0.1.0"
@@ -24,7 +22,7 @@ _EXPORTS = {
     "evaluate": "retbench.api",
     "compare": "retbench.api",
     "Evaluation": "retbench.evaluation",
-    "Comparison": "retbench.compare",
+    "Comparison": "retbench.comparison",
     "Run": "retbench.data",
     "RunBuilder": "retbench.data",
     "Qrels": "retbench.data",
@@ -56,20 +54,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *_EXPORTS])
-
-
-class _Package(ModuleType):
-    """Keeps the verb `retbench.compare` a function once the submodule `retbench.compare` is imported.
-
-    Importing a submodule sets it as an attribute of its package; for the one verb that shares its
-    name with a module that would replace the function. `from retbench.compare import ...` still
-    reads the module from `sys.modules`.
-    """
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, ModuleType) and name in _EXPORTS and value.__name__ == f"retbench.{name}":
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retbench.compare import Comparison, all_pairs
-from retbench.compare import compare as compare_evaluations
+from retbench.comparison import Comparison, all_pairs
+from retbench.comparison import compare as compare_evaluations
 from retbench.errors import InputError
 from retbench.evaluation import Evaluation
 from retbench.evaluation import evaluate as evaluate_run

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from retbench.compare import (
+from retbench.comparison import (
     FAILED_STATUSES,
     PerQueryScores,
     align,

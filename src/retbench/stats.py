@@ -1,7 +1,7 @@
 """Paired significance tests on per-query delta vectors: randomization, bootstrap CI, t-test, Wilcoxon, Holm.
 
 Each works on the vector of per-query differences (b - a) of two systems aligned by query id; see
-`compare.py` for how vectors are aligned and how failed or missing queries count.
+`comparison.py` for how vectors are aligned and how failed or missing queries count.
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ def compare_command(
     """
     import json
 
-    from retbench.compare import compare
+    from retbench.comparison import compare
     from retbench.inputs import canonical_metrics, load_systems, primary_metrics
     from retbench.report.markdown import comparison_markdown
 

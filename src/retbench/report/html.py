@@ -13,7 +13,7 @@ import re
 from html import escape
 from typing import Any
 
-from retbench.compare import PairComparison
+from retbench.comparison import PairComparison
 from retbench.data.status import FAILED_COUNT, MISSING, NOT_ANSWERED_COUNTS
 from retbench.io.files import json_safe
 from retbench.metrics.registry import lower_is_better

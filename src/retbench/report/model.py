@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from retbench.compare import Comparison, align, compare
+from retbench.comparison import Comparison, align, compare
 from retbench.data import Corpus, Qrels, Run
 from retbench.errors import InputError
 from retbench.evaluation import Evaluation, coverage

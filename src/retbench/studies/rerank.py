@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from retbench.compare import compare_pair
+from retbench.comparison import compare_pair
 from retbench.data import Run
 from retbench.evaluation import Evaluation
 from retbench.results import SystemDir, save_run, write_json
