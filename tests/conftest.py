@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from repo_paths import SCIFACT, TESTS
 
@@ -36,6 +37,12 @@ if "RETBENCH_HISTORY" not in os.environ:
 # folder would write into the working directory. Export RETBENCH_CACHE to keep a cache across sessions.
 if "RETBENCH_CACHE" not in os.environ:
     os.environ["RETBENCH_CACHE"] = _session_dir("retbench-test-cache-")
+
+
+# Hypothesis keeps failing examples in ./.hypothesis by default, a write into the working directory; a
+# failure still prints the example and its @reproduce_failure line.
+settings.register_profile("retbench", database=None)
+settings.load_profile("retbench")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
