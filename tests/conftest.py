@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from repo_paths import SCIFACT, TESTS
 
@@ -39,10 +39,9 @@ if "RETBENCH_CACHE" not in os.environ:
     os.environ["RETBENCH_CACHE"] = _session_dir("retbench-test-cache-")
 
 
-# Hypothesis keeps failing examples in ./.hypothesis by default, a write into the working directory; a
-# failure still prints the example and its @reproduce_failure line.
-settings.register_profile("retbench", database=None)
-settings.load_profile("retbench")
+# Hypothesis keeps its example database and caches in ./.hypothesis by default, a write into the working
+# directory; a failure still prints the example and its @reproduce_failure line.
+set_hypothesis_home_dir(_session_dir("retbench-test-hypothesis-"))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
