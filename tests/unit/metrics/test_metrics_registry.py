@@ -1,0 +1,147 @@
+"""Metric names (retbench, trec_eval, seed aliases), parameters, and metrics added by users."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from repo_paths import METRIC_PLUGIN as PLUGIN_DIR
+from retbench.data import Qrels, Run
+from retbench.errors import ConfigError
+from retbench.evaluation import evaluate
+from retbench.metrics import registry
+from retbench.metrics.registry import parse_metric, parse_metrics, register
+
+
+@pytest.mark.parametrize(
+    ("spec", "canonical", "trec"),
+    [
+        ("ndcg@10", "ndcg@10", "ndcg_cut_10"),
+        ("NDCG@10", "ndcg@10", "ndcg_cut_10"),
+        ("ndcg_cut_10", "ndcg@10", "ndcg_cut_10"),
+        ("ndcg_cut.10", "ndcg@10", "ndcg_cut_10"),
+        ("ndcg", "ndcg", "ndcg"),
+        ("P@5", "P@5", "P_5"),
+        ("p@5", "P@5", "P_5"),
+        ("P_5", "P@5", "P_5"),
+        ("precision@5", "P@5", "P_5"),
+        ("recall@100", "recall@100", "recall_100"),
+        ("R@100", "recall@100", "recall_100"),
+        ("recall_100", "recall@100", "recall_100"),
+        ("success_5", "hit@5", "success_5"),
+        ("hit@5", "hit@5", "success_5"),
+        ("mrr", "mrr", "recip_rank"),
+        ("recip_rank", "mrr", "recip_rank"),
+        ("mrr@10", "mrr@10", None),
+        ("map", "map", "map"),
+        ("map_cut_100", "map@100", "map_cut_100"),
+        ("Rprec", "rprec", "Rprec"),
+        ("rprec", "rprec", "Rprec"),
+        ("f1@5", "f1@5", None),
+        ("recall@5(rel=2)", "recall@5(rel=2)", None),
+        ("P(rel=2)@5", "P@5(rel=2)", None),
+        ("hybrid@10", "hybrid@10", None),
+        ("hybrid@10(gamma=2, alpha=0.5)", "hybrid@10(gamma=2)", None),
+        ("retrieval-hit-at-k", "hit@5", "success_5"),
+        ("retrieval-recall-at-k", "recall@5", "recall_5"),
+        ("retrieval-mrr", "mrr", "recip_rank"),
+        ("retrieval-ndcg-at-k", "ndcg@5", "ndcg_cut_5"),
+        ("answer-containment-at-k", "containment@5", None),
+        ("recall(k=20)", "recall@20", "recall_20"),
+    ],
+)
+def test_names(spec, canonical, trec):
+    parsed = parse_metric(spec, default_k=5)
+    assert parsed.name == canonical
+    assert parsed.trec_name == trec
+
+
+def test_trec_eval_comma_lists_expand():
+    assert [m.name for m in parse_metrics(["P.5,10", "ndcg_cut.10,20", "P_5"])] == ["P@5", "P@10", "ndcg@10", "ndcg@20"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("ndgc@10", r"unknown metric 'ndgc@10'; valid names: hit@k, recall@k, P@k"),
+        ("rprec@5", "takes no cutoff"),
+        ("recall@5(alpha=1)", "unknown parameter"),
+        ("recall@5(rel=0)", "relevance level"),
+        ("recall@5(rel)", "name=number"),
+        ("ndcg@10(rel=2)", "unknown parameter"),  # linear nDCG ignores relevance levels
+        ("recall@0", "cutoff must be >= 1"),
+    ],
+)
+def test_bad_names_are_config_errors(spec, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_metric(spec)
+
+
+class TopGrade:
+    """A user metric: the highest grade found in the top k (graded 'best hit')."""
+
+    name = "top_grade"
+    cutoff = "k"
+    binary = False
+
+    def compute(self, ctx, k, params):
+        gm = ctx.gm
+        mask = gm.hit_ranks < k[gm.hit_rows]
+        out = np.zeros(len(gm))
+        np.maximum.at(out, gm.hit_rows[mask], gm.hit_grades[mask])
+        return out
+
+
+def test_register_adds_a_metric_like_a_builtin():
+    register(TopGrade())
+    try:
+        run = Run.from_dict({"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"x": 1.0}})
+        ev = evaluate(run, Qrels({"q1": {"b": 1, "c": 3}, "q2": {"y": 2}}), ["top_grade@2", "top_grade@3"])
+        assert ev.column("top_grade@2").tolist() == [1.0, 0.0]
+        assert ev.column("top_grade@3").tolist() == [3.0, 0.0]
+        assert "top_grade@k" in registry.valid_names()
+        with pytest.raises(ConfigError, match="already registered"):
+            register(TopGrade())
+    finally:
+        registry.unregister("top_grade")
+    with pytest.raises(ConfigError, match="unknown metric"):
+        parse_metric("top_grade@2")
+
+
+def test_register_rejects_objects_that_are_not_metrics():
+    class NoCompute:
+        name = "broken"
+        cutoff = "k"
+
+    with pytest.raises(ConfigError, match="compute"):
+        register(NoCompute())
+    with pytest.raises(ConfigError, match="name"):
+        register(type("Bad", (), {"name": "has space", "cutoff": "k", "compute": lambda *a: None})())
+    with pytest.raises(ConfigError, match="already taken"):
+        register(type("Dup", (), {"name": "other", "aliases": ("ndcg",), "cutoff": "k", "compute": lambda *a: None})())
+
+
+def test_entry_point_plugin_is_found(monkeypatch):
+    monkeypatch.syspath_prepend(str(PLUGIN_DIR))
+    registry.reload_plugins()
+    try:
+        assert "judged" in registry.available()
+        run = Run.from_dict({"q": {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.5}})
+        ev = evaluate(run, Qrels({"q": {"a": 1, "c": 0}}), ["judged@4", "judged@1"])
+        assert ev.column("judged@4").tolist() == [0.5] and ev.column("judged@1").tolist() == [1.0]
+    finally:
+        registry.unregister("judged")
+        sys.modules.pop("example_metric", None)
+
+
+def test_adr_gate_spellings_parse_everywhere() -> None:
+    """Seed 000 names gates `retrieval_recall_at_5` / `retrieval_mrr`: the registry reads them for eval, run and gate alike."""
+    from retbench.metrics.registry import parse_metric
+
+    assert parse_metric("retrieval_recall_at_5").name == "recall@5"
+    assert parse_metric("retrieval_mrr").name == "mrr"
+    assert parse_metric("retrieval_ndcg_at_10").name == "ndcg@10"
+    assert parse_metric("retrieval_hit_at_k", default_k=3).name == "hit@3"
+    assert parse_metric("answer_containment_at_3").name == "containment@3"

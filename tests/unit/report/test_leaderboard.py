@@ -1,0 +1,152 @@
+"""Experiments over several datasets end in a leaderboard (terminal, report.md, report.html);
+`ignore_identical_ids` is an evaluation setting recorded in the manifest."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import repo_paths
+from retbench.cli import app
+from retbench.report.leaderboard import build_leaderboard
+
+PLUGINS = str(repo_paths.PLUGINS)
+runner = CliRunner()
+BM25 = {"name": "bm25", "adapter": "bm25s", "params": {"k1": 1.5, "b": 0.75}}
+OVERLAP = {"name": "overlap", "adapter": "toy_retrievers:word_overlap"}
+
+
+@pytest.fixture(autouse=True)
+def _plugins_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(PLUGINS)
+
+
+def write_twins(root: Path) -> Path:
+    """A BEIR folder shaped like ArguAna: every query is also a corpus document, under the same id."""
+    root.mkdir(parents=True)
+    docs, queries, qrels = [], [], ["query-id\tcorpus-id\tscore"]
+    for i in range(8):
+        topic = f"topic{i} subject{i} matter{i}"
+        docs.append({"_id": f"arg{i}", "title": "", "text": f"{topic} the argument itself"})
+        docs.append({"_id": f"counter{i}", "title": "", "text": f"{topic} a counter argument"})
+        queries.append({"_id": f"arg{i}", "text": f"{topic} the argument itself"})
+        qrels.append(f"arg{i}\tcounter{i}\t1")
+    for i in range(20):
+        docs.append({"_id": f"noise{i}", "title": "", "text": f"unrelated filler words number {i}"})
+    with gzip.open(root / "corpus.jsonl.gz", "wt") as fh:
+        fh.writelines(json.dumps(d) + "\n" for d in docs)
+    with gzip.open(root / "queries.jsonl.gz", "wt") as fh:
+        fh.writelines(json.dumps(q) + "\n" for q in queries)
+    (root / "qrels").mkdir()
+    (root / "qrels" / "test.tsv").write_text("\n".join(qrels) + "\n")
+    return root
+
+
+def write_config(tmp_path: Path, datasets: list, out: str = "out", **extra) -> Path:
+    cfg = {
+        "name": "suite",
+        "output": str(tmp_path / out),
+        "depth": 10,
+        "metrics": ["ndcg@10", "mrr"],
+        "datasets": datasets,
+        "systems": [BM25, OVERLAP],
+        **extra,
+    }
+    path = tmp_path / f"{out}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_ranks_tie_at_their_average_and_a_missing_score_ranks_last():
+    mj = {
+        "a/x": {"ndcg@10": 0.5},
+        "a/y": {"ndcg@10": 0.5},
+        "a/z": {"ndcg@10": 0.1},
+        "b/x": {"ndcg@10": 0.2},
+        "b/y": {"ndcg@10": 0.9},
+        "b/z": {"error": "backend failed"},
+    }
+    board = build_leaderboard(mj, "ndcg@10")
+    assert board.datasets == ["a", "b"]
+    assert board.avg_rank == {"x": (1.5 + 2) / 2, "y": (1.5 + 1) / 2, "z": (3 + 3) / 2}
+    assert board.systems == ["y", "x", "z"]
+    assert board.mean["y"] == pytest.approx(0.7) and board.mean["z"] is None
+    assert build_leaderboard({"x": {"ndcg@10": 0.3}}, "ndcg@10") is None  # one dataset: no leaderboard
+
+
+def test_an_experiment_over_two_datasets_prints_and_writes_a_leaderboard(tmp_path: Path):
+    twins = write_twins(tmp_path / "twins")
+    cfg = write_config(tmp_path, [{"name": "scifact", "max_queries": 10, "corpus_sample": 150}, {"path": str(twins)}])
+    result = runner.invoke(app, ["run", str(cfg), "--quiet"])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "out"
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert sorted(metrics) == ["scifact/bm25", "scifact/overlap", "twins/bm25", "twins/overlap"]
+    board = build_leaderboard(metrics, "ndcg@10")
+    assert "leaderboard: nDCG@10" in result.output
+    for system in ("bm25", "overlap"):
+        mean = (metrics[f"scifact/{system}"]["ndcg@10"] + metrics[f"twins/{system}"]["ndcg@10"]) / 2
+        assert board.mean[system] == pytest.approx(mean, abs=1e-12)
+        assert re.search(rf"{system}\s.*{mean:.4f}\s.*{board.avg_rank[system]:.2f}", result.output)
+    md = (out / "report.md").read_text()
+    section = md.split("## Leaderboard: nDCG@10", 1)[1].split("\n## ", 1)[0]
+    assert "| system | scifact | twins | mean | avg rank |" in section
+    assert f"| {board.systems[0]} |" in section.splitlines()[4]  # best first
+    html = (out / "report.html").read_text()
+    assert 'id="leaderboard"' in html
+    cell = f'data-dataset="twins" data-value="{metrics["twins/bm25"]["ndcg@10"]!r}"'
+    assert cell in html
+    # the report compares systems within each dataset, never across datasets
+    pairs = re.findall(r"^### `(.+)` \(B\) vs `(.+)` \(A\)$", md, flags=re.M)
+    assert pairs == [("scifact/overlap", "scifact/bm25"), ("twins/overlap", "twins/bm25")]
+
+
+def test_ignore_identical_ids_is_off_by_default_and_recorded_in_the_manifest(tmp_path: Path):
+    twins = str(write_twins(tmp_path / "twins"))
+    plain = write_config(tmp_path, [{"path": twins}], out="plain")
+    beir = write_config(tmp_path, [{"path": twins}], out="beir", evaluation={"ignore_identical_ids": True})
+    for cfg in (plain, beir):
+        result = runner.invoke(app, ["run", str(cfg), "--quiet"])
+        assert result.exit_code == 0, result.output
+    m_plain = json.loads((tmp_path / "plain" / "metrics.json").read_text())
+    m_beir = json.loads((tmp_path / "beir" / "metrics.json").read_text())
+    # each query finds itself at rank 1 and its counter-argument at rank 2; BEIR/MTEB drop the first
+    assert m_plain["bm25"]["mrr"] == pytest.approx(0.5)
+    assert m_beir["bm25"]["mrr"] == pytest.approx(1.0)
+    assert json.loads((tmp_path / "plain" / "manifest.json").read_text())["evaluation"]["ignore_identical_ids"] is False
+    assert json.loads((tmp_path / "beir" / "manifest.json").read_text())["evaluation"]["ignore_identical_ids"] is True
+    # the stored run is what the system returned; only the evaluation leaves the query's own id out
+    run = (tmp_path / "beir" / "systems" / "bm25" / "run.trec").read_text().splitlines()
+    assert run[0].split()[:3] == ["arg0", "Q0", "arg0"]
+
+
+def test_ignore_identical_ids_must_be_a_boolean(tmp_path: Path):
+    cfg = write_config(tmp_path, ["scifact"], evaluation={"ignore_identical_ids": "yes"})
+    result = runner.invoke(app, ["run", str(cfg), "--quiet"])
+    assert result.exit_code == 2
+    assert "evaluation.ignore_identical_ids" in result.output
+
+
+def test_a_system_that_fails_while_indexing_still_exits_3_after_the_others_are_written(tmp_path: Path):
+    (tmp_path / "alien.trec").write_text("1 Q0 not-a-scifact-doc 1 1.0 x\n")
+    alien = {"name": "alien", "adapter": "runfile", "params": {"path": str(tmp_path / "alien.trec")}}
+    cfg = {
+        "name": "broken",
+        "output": str(tmp_path / "out"),
+        "depth": 10,
+        "metrics": ["mrr"],
+        "datasets": [{"name": "scifact", "max_queries": 5, "corpus_sample": 100}],
+        "systems": [BM25, alien],
+    }
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(cfg))
+    result = runner.invoke(app, ["run", str(tmp_path / "exp.yaml"), "--quiet"])
+    assert result.exit_code == 3, result.output
+    assert "backend failed for alien" in result.output
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert "error" in metrics["alien"] and metrics["bm25"]["mrr"] > 0

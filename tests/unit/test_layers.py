@@ -1,0 +1,180 @@
+"""The package's import graph is layered and acyclic, lazy imports included.
+
+The graph is read from the source (AST), not by importing: every `import retbench...` at module level
+*and inside functions* is an edge (a function-level import is only a deferred one: if promoting it to the
+top of its file would close a cycle or reach up a layer, it exists to dodge that and is refused here).
+Imports under `if TYPE_CHECKING:` are skipped (they never run).
+
+The layers, lowest first. A module may import from its own layer or lower ones, never higher; peers in one
+layer may import each other as long as no cycle forms.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from repo_paths import SRC
+
+LAYERS: list[tuple[str, ...]] = [
+    ("errors", "secrets"),
+    ("data", "stats", "power"),
+    ("chunkers",),
+    ("metrics",),
+    ("io",),
+    ("evaluation",),
+    ("config",),
+    ("retrievers", "llm"),
+    ("results",),
+    ("inputs", "comparison", "criteria", "gates", "planning"),
+    ("report",),  # renders what studies computed; studies ask it to render, it never imports a study
+    ("studies",),
+    ("api", "testing", "services"),
+    ("cli", "serve"),
+]
+RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+
+
+def _modules() -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for path in (SRC / "retbench").rglob("*.py"):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _owner(name: str) -> str | None:
+    """The module a dotted name lives in (a module, or the package whose attribute it is)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    return "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _imports(module: str) -> Iterator[tuple[str, int, bool]]:
+    """(imported retbench module, line, at module level?) for every import that can run."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+    def walk(node: ast.AST, top: bool) -> Iterator[tuple[str, int, bool]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for other in child.orelse:
+                    yield from walk(other, top)
+                continue
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    if (owner := _owner(alias.name)) is not None:
+                        yield owner, child.lineno, top
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[: len(parts) - child.level + 1] + ([base] if base else []))
+                for alias in child.names:
+                    full = f"{base}.{alias.name}"
+                    owner = full if full in MODULES else _owner(base)
+                    if owner is not None:
+                        yield owner, child.lineno, top
+            else:
+                inner = top and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                yield from walk(child, inner)
+
+    yield from walk(ast.parse(path.read_text(encoding="utf-8")), True)
+
+
+GRAPH: dict[str, set[str]] = {m: {d for d, _, _ in _imports(m) if d != m} for m in MODULES}
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    return RANK.get(parts[1]) if len(parts) > 1 else None
+
+
+def test_every_top_level_module_and_package_has_a_layer():
+    tops = {m.split(".")[1] for m in MODULES if m.count(".") >= 1}
+    assert sorted(tops - set(RANK)) == []
+
+
+def test_no_module_imports_from_a_higher_layer():
+    upward = [
+        f"{MODULES[m].relative_to(SRC)}:{line}: {m} imports {dep}"
+        for m in sorted(MODULES)
+        for dep, line, _ in _imports(m)
+        if dep != m and (lm := _layer(m)) is not None and (ld := _layer(dep)) is not None and ld > lm
+    ]
+    assert upward == []
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+
+    def visit(v: str) -> None:
+        nonlocal counter
+        index[v] = low[v] = counter
+        counter += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 10 * len(graph) + 100))
+    try:
+        for v in sorted(graph):
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(old)
+    return found
+
+
+def test_the_import_graph_has_no_cycle_even_counting_function_level_imports():
+    assert _cycles(GRAPH) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_function_level_import_repeats_a_module_level_one():
+    again = []
+    for module in sorted(MODULES):
+        found = list(_imports(module))
+        top = {dep for dep, _, at_top in found if at_top}
+        again += [
+            f"{MODULES[module].relative_to(SRC)}:{line}: {dep}"
+            for dep, line, at_top in found
+            if not at_top and dep in top
+        ]
+    assert again == []
