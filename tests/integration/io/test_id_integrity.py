@@ -112,7 +112,8 @@ def test_retbench_run_records_bad_backend_answers_as_invalid_and_its_files_read_
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(SUPPORT), str(PLUGINS)])}
     run = [sys.executable, "-m", "retbench.cli", "run", str(tmp_path / "cfg.yaml"), "--quiet"]
     proc = subprocess.run(run, capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 2 and "system name cannot" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 2 and "a name cannot" in proc.stderr and "systems[0].name" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
     cfg["systems"][0]["name"] = "careless backend v2"  # a space is fine in a name; the run tag gets '_'
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
