@@ -165,3 +165,51 @@ def test_doubly_labelled_queries_need_both_labels_on_every_judged_top_document(l
     assert doubly_labelled(run, read_qrels(root / "human.qrels"), llm, DEPTH) == [
         q for q in qids if all(d in read_qrels(root / "human.qrels")[q] for d in run.docs(q)[:DEPTH])
     ]
+
+
+def test_the_gate_gives_the_prediction_powered_paired_difference_and_the_comment_names_each_source(
+    labelled, scifact
+):
+    """Baseline: a weak BM25 (its own top 10 judged by the same synthetic judge); candidate: the tuned one."""
+    from retbench.criteria import parse_criteria
+    from retbench.evaluation import evaluate
+    from retbench.gates import run_gates
+    from retbench.io.trec import read_qrels, read_run
+    from retbench.report.gate_comment import gate_json, render_comment
+    from retbench.stats import ppi_mean_diff
+
+    root, qids, tier, *_ = labelled
+    cand = read_run(root / "run.trec", name="tuned")
+    weak = create("bm25s", {"k1": 0.3, "b": 1.0, "stopwords": None, "stemmer": None})
+    weak.index(scifact.corpus)
+    base = weak.search(scifact.queries.subset(qids), DEPTH)
+    human, tier_qrels = scifact.split("test"), read_qrels(root / "tier.qrels")
+    rng = np.random.default_rng(11)  # the judge labels the weak run's extra documents too
+    llm = {q: dict(d) for q, d in read_qrels(root / "judged" / QRELS_FILE).items()}
+    for q in qids:
+        for d in base.docs(q)[:DEPTH]:
+            llm[q].setdefault(d, 3 * (int(human[q].get(d, 0) > 0) ^ int(rng.random() < FLIP)))
+    # the tier's people judged the weak run's pool too
+    tier_full = {q: {d: human[q].get(d, 0) for d in base.docs(q)[:DEPTH]} | dict(tier_qrels[q]) for q in tier[:-1]}
+    metric = "mrr@10"
+    by_llm = [evaluate(r, llm, [metric], no_relevant="zero") for r in (base, cand)]
+    by_human = [evaluate(r, tier_full, [metric], no_relevant="zero") for r in (base, cand)]
+    crit = parse_criteria({"gates": [{"name": "mrr", "metric": metric, "regression_max": 0.05}]})
+    report = run_gates(crit, by_llm[1], by_llm[0], human=(by_human[0], by_human[1]))
+    est = report.results[0].estimate
+    # expected: the tier's human values, the LLM values on the tier and on the other queries
+    lab = [qids.index(q) for q in tier[:-1]]
+    unl = [i for i in range(len(qids)) if i not in set(lab)]
+    ha, hb = (h.column(metric) for h in by_human)
+    la, lb = (e.column(metric) for e in by_llm)
+    delta, low, high = ppi_mean_diff(ha, hb, la[lab], lb[lab], la[unl], lb[unl])
+    assert (est["source"], est["n_human"], est["n_llm"]) == ("ppi", TIER - 1, len(qids))
+    assert (est["delta"], est["ci_low"], est["ci_high"]) == pytest.approx((delta, low, high), abs=1e-12)
+    assert delta > 0 and report.results[0].delta > 0  # the tuned BM25 beats the weak one under both
+    comment = render_comment(report)
+    assert f"{TIER - 1} human / {len(qids)} LLM-labelled queries" in comment and "PPI change" in comment
+    assert gate_json(report)["gates"][0]["estimate"]["source"] == "ppi"
+    # tables scored with human labels and no tier given: the gate's numbers are human, and the comment says so
+    plain = run_gates(crit, by_human[1], by_human[0])
+    assert plain.results[0].estimate == {"source": "human", "n_human": TIER - 1, "n_llm": 0}
+    assert f"from human labels, {TIER - 1} queries" in render_comment(plain)
