@@ -167,9 +167,7 @@ def test_doubly_labelled_queries_need_both_labels_on_every_judged_top_document(l
     ]
 
 
-def test_the_gate_gives_the_prediction_powered_paired_difference_and_the_comment_names_each_source(
-    labelled, scifact
-):
+def test_the_gate_gives_the_prediction_powered_paired_difference_and_the_comment_names_each_source(labelled, scifact):
     """Baseline: a weak BM25 (its own top 10 judged by the same synthetic judge); candidate: the tuned one."""
     from retbench.criteria import parse_criteria
     from retbench.evaluation import evaluate
@@ -213,3 +211,16 @@ def test_the_gate_gives_the_prediction_powered_paired_difference_and_the_comment
     plain = run_gates(crit, by_human[1], by_human[0])
     assert plain.results[0].estimate == {"source": "human", "n_human": TIER - 1, "n_llm": 0}
     assert f"from human labels, {TIER - 1} queries" in render_comment(plain)
+
+
+def test_the_terminal_summary_heads_an_llm_judged_column_with_its_source():
+    from rich.console import Console
+
+    from retbench.report.terminal import render_summary
+
+    row = {"ndcg@10": 0.5, "faithfulness": 0.66, "coverage": {"answered": 3, "judged": 3}}
+    console = Console(record=True, width=200)
+    console.print(render_summary({"bm25": row}, ["ndcg@10", "faithfulness"]))
+    text = console.export_text()
+    assert "faithfulness (LLM labels, judge bias uncorrected)" in text
+    assert "ndcg@10 (" not in text

@@ -67,7 +67,9 @@ def eval_command(
     if fmt not in ("table", "json", "trec"):
         raise fail(f"--format must be table, json or trec, got {fmt!r}")
     judged, samples = read_judgements(qrels, split)
-    human, llm, provenance = judged, None, {}
+    human = judged
+    llm: Qrels | None = None
+    provenance: dict[str, Any] = {}
     if llm_qrels is not None or labels != "human":
         from retbench.data.qrels import Qrels
         from retbench.studies.labels.relevance import combine_labels, read_llm_qrels
@@ -76,7 +78,7 @@ def eval_command(
             llm, provenance = read_llm_qrels(llm_qrels)
         judged = combine_labels(labels, Qrels(judged), llm)
     system, texts, answers = read_system(run)
-    scoring = {
+    scoring: dict[str, Any] = {
         "relevance_level": relevance_level,
         "no_relevant": no_relevant,
         "mode": mode,
