@@ -205,9 +205,9 @@ def run_gates(
     *,
     groups: Mapping[str, Sequence[str]] | None = None,
     failures: Mapping[str, str] | None = None,
+    human: tuple[PerQueryScores, PerQueryScores] | None = None,
     n_resamples: int = 10_000,
     seed: int = 0,
-    human: tuple[PerQueryScores, PerQueryScores] | None = None,
 ) -> GateReport:
     """Apply every gate to the candidate (against the baseline where one is given).
 
