@@ -45,7 +45,7 @@ from retbench.metrics.judged import JUDGED_METRICS
 from retbench.metrics.judges import Judgement, judge_qrels, run_rows
 from retbench.metrics.registry import MetricContext, MetricSpec, parse_metric, parse_metrics
 from retbench.metrics.settings import MODES, NO_RELEVANT, EvalSettings, checked_level, with_overrides
-from retbench.stats import bootstrap_means, column_means
+from retbench.stats import bootstrap_means, classical_mean_ci, column_means, ppi_mean
 
 MODE_LABELS = {
     "trec_eval": "trec_eval (all judged queries; unanswered count as 0)",
@@ -518,8 +518,6 @@ def estimate_block(source: str, n_human: int, n_llm: int, mean: float, low: floa
 
 def llm_estimate(values: np.ndarray, alpha: float = 0.05) -> dict[str, Any]:
     """The `llm` entry: the mean of LLM-made per-query values with the classical (CLT) interval, NaN left out."""
-    from retbench.stats import classical_mean_ci
-
     vals = values[~np.isnan(values)]
     nan = float("nan")
     mean, low, high = classical_mean_ci(vals, alpha) if vals.size >= 2 else (column_means(vals[:, None])[0], nan, nan)
@@ -565,8 +563,6 @@ def label_estimates(
     LLM-labelled one. Otherwise `llm`: the reported values with the classical interval, judge bias uncorrected.
     Answer metrics (references, judge verdicts) do not read relevance labels and get no entry here.
     """
-    from retbench.stats import ppi_mean
-
     both = set(doubly)
     hpos = {q: i for i, q in enumerate(human.query_ids)} if human is not None else {}
     lab = [(hpos[q], i) for i, q in enumerate(llm.query_ids) if q in both and q in hpos]
