@@ -207,6 +207,11 @@ def test_the_gate_gives_the_prediction_powered_paired_difference_and_the_comment
     comment = render_comment(report)
     assert f"{TIER - 1} human / {len(qids)} LLM-labelled queries" in comment and "PPI change" in comment
     assert gate_json(report)["gates"][0]["estimate"]["source"] == "ppi"
+    # a tier of one query cannot carry an interval: the LLM-label numbers say they are uncorrected
+    one = tuple(h.subset(tier[:1]) for h in by_human)
+    thin = run_gates(crit, by_llm[1], by_llm[0], human=(one[0], one[1]))
+    assert thin.results[0].estimate == {"source": "llm", "n_human": 0, "n_llm": len(qids)}
+    assert "LLM labels (judge bias not corrected)" in render_comment(thin)
     # tables scored with human labels and no tier given: the gate's numbers are human, and the comment says so
     plain = run_gates(crit, by_human[1], by_human[0])
     assert plain.results[0].estimate == {"source": "human", "n_human": TIER - 1, "n_llm": 0}
@@ -224,3 +229,13 @@ def test_the_terminal_summary_heads_an_llm_judged_column_with_its_source():
     text = console.export_text()
     assert "faithfulness (LLM labels, judge bias uncorrected)" in text
     assert "ndcg@10 (" not in text
+
+
+def test_a_broken_provenance_file_is_an_input_error_naming_it(labelled, tmp_path):
+    root, *_ = labelled
+    (tmp_path / QRELS_FILE).write_text((root / "judged" / QRELS_FILE).read_text())
+    (tmp_path / PROVENANCE_FILE).write_text('{"labels": "llm", "depth": ')
+    args = [str(root / "tier.qrels"), str(root / "run.trec"), "--llm-qrels", str(tmp_path / QRELS_FILE)]
+    result = runner.invoke(app, ["eval", *args, "--labels", "llm"])
+    assert result.exit_code == 2
+    assert PROVENANCE_FILE in result.output and "not valid JSON" in result.output
