@@ -41,17 +41,28 @@ from retbench.io.files import (
     json_safe,  # re-exported: callers import it from here
 )
 from retbench.metrics.coverage import coverage  # re-exported: the cell runner and the report read it here
+from retbench.metrics.judged import JUDGED_METRICS
 from retbench.metrics.judges import Judgement, judge_qrels, run_rows
 from retbench.metrics.registry import MetricContext, MetricSpec, parse_metric, parse_metrics
 from retbench.metrics.settings import MODES, NO_RELEVANT, EvalSettings, checked_level, with_overrides
-from retbench.stats import bootstrap_means, column_means
+from retbench.stats import bootstrap_means, classical_mean_ci, column_means, ppi_mean
 
 MODE_LABELS = {
     "trec_eval": "trec_eval (all judged queries; unanswered count as 0)",
     "pytrec_eval": "pytrec_eval (answered queries only)",
 }
 
-__all__ = ["MODES", "NO_RELEVANT", "EvalSettings", "Evaluation", "coverage", "evaluate"]
+__all__ = [
+    "MODES",
+    "NO_RELEVANT",
+    "EvalSettings",
+    "Evaluation",
+    "coverage",
+    "doubly_labelled",
+    "evaluate",
+    "label_estimates",
+    "source_label",
+]
 
 Relevance = Qrels | Mapping[str, Mapping[str, int]] | Judgement
 
@@ -143,14 +154,15 @@ class Evaluation:
     # -- aggregation -----------------------------------------------------------------------------------
     def aggregate(
         self, *, ci: bool = True, seed: int = 0, n_boot: int = 1000, confidence: float = 0.95
-    ) -> dict[str, dict[str, float]]:
+    ) -> dict[str, dict[str, Any]]:
         """{metric: {"mean", "ci_low", "ci_high", "n"}}: percentile bootstrap over queries (CIs only when ci=True).
 
         A metric that applies to only some queries (NaN elsewhere) is averaged over those: its `n`
-        is that count and `of` the number of counted queries.
+        is that count and `of` the number of counted queries. An LLM-judged answer metric also carries
+        its `estimate` entry (source `llm`, see `label_estimates`): no human labels exist for it to correct.
         """
         n = len(self.query_ids)
-        out: dict[str, dict[str, float]] = {}
+        out: dict[str, dict[str, Any]] = {}
         means = column_means(self.values)
         applies = self.applicable()
         lows = highs = None
@@ -168,12 +180,14 @@ class Evaluation:
                     boot = bootstrap_means(col[:, None], n_boot=n_boot, seed=seed)
                     lows[j], highs[j] = np.quantile(boot[:, 0], [tail, 1.0 - tail])
         for j, m in enumerate(self.metrics):
-            row: dict[str, float] = {"mean": float(means[j]), "n": applies[m]}
+            row: dict[str, Any] = {"mean": float(means[j]), "n": applies[m]}
             if applies[m] != n:
                 row["of"] = n
             if ci:
                 row["ci_low"] = float(lows[j]) if lows is not None else float("nan")
                 row["ci_high"] = float(highs[j]) if highs is not None else float("nan")
+            if m in JUDGED_METRICS:
+                row["estimate"] = llm_estimate(self.values[:, j])
             out[m] = row
         return out
 
@@ -479,3 +493,108 @@ def evaluate(
         trec_names=[s.trec_name for s in specs],
         ignore_identical_ids=bool(st.ignore_identical_ids),
     )
+
+
+# -- which labels a number comes from ------------------------------------------------------------------
+LABEL_SOURCE_NOTES = {
+    "human": "human labels",
+    "llm": "LLM labels: judge bias not corrected",
+    "ppi": "prediction-powered: LLM labels corrected by the queries that carry human labels too",
+}
+
+
+def estimate_block(source: str, n_human: int, n_llm: int, mean: float, low: float, high: float) -> dict[str, Any]:
+    """One metric's `estimate` entry: which labels the number comes from, how many queries of each, its CI."""
+    return {
+        "source": source,
+        "n_human": int(n_human),
+        "n_llm": int(n_llm),
+        "mean": mean,
+        "ci_low": low,
+        "ci_high": high,
+        "note": LABEL_SOURCE_NOTES[source],
+    }
+
+
+def llm_estimate(values: np.ndarray, alpha: float = 0.05) -> dict[str, Any]:
+    """The `llm` entry: the mean of LLM-made per-query values with the classical (CLT) interval, NaN left out."""
+    vals = values[~np.isnan(values)]
+    nan = float("nan")
+    mean, low, high = classical_mean_ci(vals, alpha) if vals.size >= 2 else (column_means(vals[:, None])[0], nan, nan)
+    return estimate_block("llm", 0, int(vals.size), float(mean), low, high)
+
+
+def doubly_labelled(
+    run: Run, human: Mapping[str, Mapping[str, int]], llm: Mapping[str, Mapping[str, int]], depth: int
+) -> list[str]:
+    """The queries that carry both label sources, for prediction-powered estimates (human qrels order).
+
+    Labels come per (query, document), so a query counts as doubly labelled when it is in both qrels and
+    every document in the run's top `depth` for it that either source judges has a human label AND an LLM
+    label: its metric is then computed once wholly from human labels and once wholly from LLM labels over
+    the same ranking. (`judge-relevance` labels only pairs the human qrels leave open, so the doubly
+    labelled queries are those a person and the judge both graded: a gold-set tier, a calibration sample.)
+    """
+    out = []
+    for q in human:
+        if q not in llm:
+            continue
+        h, m = human[q], llm[q]
+        top = run.docs(q)[:depth] if q in run else []
+        if all((d in h) == (d in m) for d in map(str, top)):
+            out.append(q)
+    return out
+
+
+def label_estimates(
+    reported: Evaluation,
+    llm: Evaluation,
+    human: Evaluation | None,
+    doubly: Sequence[str],
+    alpha: float = 0.05,
+) -> dict[str, dict[str, Any]]:
+    """{metric: estimate entry} for a table scored with LLM labels (`reported`: LLM or human+LLM qrels).
+
+    `ppi` (`stats.ppi_mean`, classical PPI) where at least 2 doubly labelled queries and 1 other LLM-labelled
+    query have a value: the human-label values of the doubly labelled queries (`human`), the LLM-label values
+    of the same queries and of the LLM-labelled queries without human labels (`llm`, scored with the LLM
+    qrels alone). A query enters where both tables count it (a query either source skips for having no
+    relevant document is left out of that side). n_human counts the doubly labelled queries, n_llm every
+    LLM-labelled one. Otherwise `llm`: the reported values with the classical interval, judge bias uncorrected.
+    Answer metrics (references, judge verdicts) do not read relevance labels and get no entry here.
+    """
+    both = set(doubly)
+    hpos = {q: i for i, q in enumerate(human.query_ids)} if human is not None else {}
+    lab = [(hpos[q], i) for i, q in enumerate(llm.query_ids) if q in both and q in hpos]
+    unl = [i for i, q in enumerate(llm.query_ids) if q not in both]
+    out: dict[str, dict[str, Any]] = {}
+    for m in reported.metrics:
+        if getattr(parse_metric(m, reported.default_k).metric, "answer_side", False):
+            continue  # answer metrics read references or verdicts, not relevance labels
+        if human is not None and m in human.metrics and m in llm.metrics:
+            hcol, lcol = human.column(m), llm.column(m)
+            pairs = [(hcol[h], lcol[i]) for h, i in lab if not (np.isnan(hcol[h]) or np.isnan(lcol[i]))]
+            fu = lcol[unl][~np.isnan(lcol[unl])]
+            if len(pairs) >= 2 and fu.size >= 1:
+                y, f = np.array(pairs).T
+                est, low, high = ppi_mean(y, f, fu, alpha=alpha)
+                out[m] = estimate_block("ppi", len(pairs), len(pairs) + fu.size, est, low, high)
+                continue
+        out[m] = llm_estimate(reported.column(m), alpha)
+    return out
+
+
+def source_label(estimate: Mapping[str, Any] | None, *, value: bool = False) -> str:
+    """How a report names an estimate's source ("" for human labels, the ordinary case):
+    "PPI, 120 human / 300 LLM" or "LLM labels, judge bias uncorrected"; with `value`, a PPI label leads
+    with its own mean and interval (it differs from the mean of the labels scored)."""
+    if not estimate or estimate.get("source") in (None, "human"):
+        return ""
+    if estimate["source"] == "ppi":
+        head = "PPI"
+        if value and estimate.get("mean") is not None:
+            head += f" {estimate['mean']:.4f}"
+            if estimate.get("ci_low") is not None and estimate.get("ci_high") is not None:
+                head += f" [{estimate['ci_low']:.4f}, {estimate['ci_high']:.4f}]"
+        return f"{head}, {estimate['n_human']} human / {estimate['n_llm']} LLM"
+    return "LLM labels, judge bias uncorrected"

@@ -9,6 +9,11 @@ per-query deltas of the gate's metric (compare.randomization_test), not correcte
 Beside each comparison the gate reports the drop its queries can detect ("detectable"): the minimum
 detectable effect of that test at the criteria's alpha and 80% power, from the spread of the per-query
 deltas (retbench.power; `retbench plan` gives the same figure and the labelled queries a target needs).
+
+Each gate also says which labels its numbers come from (`estimate`): `human` (qrels, references), `llm`
+(an LLM-judged answer metric: judge bias not corrected), or `ppi` when the caller also gives both systems
+scored with human labels on some queries (`human=`): the paired difference is then estimated by
+prediction-powered inference over those doubly labelled queries (stats.ppi_mean_diff), beside the plain one.
 """
 
 from __future__ import annotations
@@ -79,6 +84,9 @@ class GateResult:
     #: where its spread came from: "paired" (the per-query deltas) or "lost" (no query changed: the
     #: lost-queries model of retbench.power stands in)
     detectable_model: str | None = None
+    #: which labels the numbers come from: {"source": human|llm|ppi, "n_human", "n_llm"}; with ppi also the
+    #: prediction-powered "delta" and its "ci_low", "ci_high"
+    estimate: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -167,6 +175,7 @@ class GateReport:
                         "detectable": r.detectable,
                         "detectable_model": r.detectable_model,
                         "detectable_power": DETECT_POWER,
+                        "estimate": r.estimate,
                         "passed": r.passed,
                         "blocks": r.blocks,
                         "checks": [c.__dict__ for c in r.checks],
@@ -196,6 +205,7 @@ def run_gates(
     *,
     groups: Mapping[str, Sequence[str]] | None = None,
     failures: Mapping[str, str] | None = None,
+    human: tuple[PerQueryScores, PerQueryScores] | None = None,
     n_resamples: int = 10_000,
     seed: int = 0,
     first: bool = False,
@@ -208,7 +218,9 @@ def run_gates(
 
     `groups` maps tag -> query ids (tag breakdowns and per-tag limits); `failures` maps the
     candidate's failed query ids to their status (the CLI reads them from the run; by default they
-    come from the evaluation: failed statuses, plus the queries pytrec_eval mode left out).
+    come from the evaluation: failed statuses, plus the queries pytrec_eval mode left out). `human`:
+    (baseline, candidate) scored with human labels on the queries that carry them, when the gated tables
+    come from LLM labels: each gate then also carries the prediction-powered paired difference.
     """
     if baseline is None and criteria.needs_baseline and not first:
         raise ConfigError(
@@ -243,7 +255,9 @@ def run_gates(
         rows = np.flatnonzero(~np.isnan(al.b[:, j]))  # the queries the metric applies to (NaN: it does not)
         a, b = al.a[rows, j], al.b[rows, j]
         gpos = {al.query_ids[r]: i for i, r in enumerate(rows.tolist())}
-        results.append(_apply(gate, a, b, baseline is not None, groups, gpos, criteria.alpha, n_resamples, seed))
+        result = _apply(gate, a, b, baseline is not None, groups, gpos, criteria.alpha, n_resamples, seed)
+        result.estimate = _label_source(gate.metric, a, b, gpos, human, baseline is not None, criteria.alpha)
+        results.append(result)
     return GateReport(
         results,
         criteria,
@@ -256,6 +270,43 @@ def run_gates(
         seed,
         getattr(candidate, "mode", "trec_eval"),
     )
+
+
+def _label_source(
+    metric: str,
+    a: np.ndarray,
+    b: np.ndarray,
+    qpos: Mapping[str, int],
+    human: tuple[PerQueryScores, PerQueryScores] | None,
+    paired: bool,
+    alpha: float,
+) -> dict[str, Any]:
+    """The gate's `estimate`: PPI on the paired differences when human-labelled tables are given and at least
+    2 queries carry both label sources and 1 carries LLM labels only; else llm for an LLM-judged metric, human."""
+    from retbench.metrics.judged import JUDGED_METRICS
+    from retbench.stats import ppi_mean_diff
+
+    if paired and human is not None and all(metric in h.metrics for h in human):
+        hal = align(human[0], human[1], [metric])
+        both = [(i, qpos[q]) for i, q in enumerate(hal.query_ids) if q in qpos and not np.isnan(hal.a[i, 0])]
+        lab = np.array([r for _, r in both], dtype=np.int64)
+        unl = np.setdiff1d(np.arange(a.size), lab)
+        if lab.size >= 2 and unl.size >= 1:
+            hrows = [i for i, _ in both]
+            est, low, high = ppi_mean_diff(
+                hal.a[hrows, 0], hal.b[hrows, 0], a[lab], b[lab], a[unl], b[unl], alpha=alpha
+            )
+            return {
+                "source": "ppi",
+                "n_human": int(lab.size),
+                "n_llm": int(a.size),
+                "delta": est,
+                "ci_low": low,
+                "ci_high": high,
+            }
+    if metric in JUDGED_METRICS or human is not None:
+        return {"source": "llm", "n_human": 0, "n_llm": int(a.size)}
+    return {"source": "human", "n_human": int(a.size), "n_llm": 0}
 
 
 def _scope_checks(

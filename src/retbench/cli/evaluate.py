@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from retbench.cli.app import console, fail, handles_errors
 
 if TYPE_CHECKING:
+    from retbench.data import Qrels, Run
     from retbench.data.corpus import Sample
     from retbench.evaluation import Evaluation
 
@@ -66,34 +67,70 @@ def eval_command(
     if fmt not in ("table", "json", "trec"):
         raise fail(f"--format must be table, json or trec, got {fmt!r}")
     judged, samples = read_judgements(qrels, split)
+    human = judged
+    llm: Qrels | None = None
+    provenance: dict[str, Any] = {}
     if llm_qrels is not None or labels != "human":
         from retbench.data.qrels import Qrels
-        from retbench.io.trec import read_qrels
-        from retbench.studies.labels.relevance import combine_labels
+        from retbench.studies.labels.relevance import combine_labels, read_llm_qrels
 
-        judged = combine_labels(labels, Qrels(judged), read_qrels(llm_qrels) if llm_qrels else None)
+        if llm_qrels is not None:
+            llm, provenance = read_llm_qrels(llm_qrels)
+        judged = combine_labels(labels, Qrels(judged), llm)
     system, texts, answers = read_system(run)
+    scoring: dict[str, Any] = {
+        "relevance_level": relevance_level,
+        "no_relevant": no_relevant,
+        "mode": mode,
+        "default_k": default_k,
+        "samples": samples,
+        "texts": texts or None,
+        "answers": answers or None,
+    }
     ev = evaluate(
-        system,
-        judged,
-        list(metric) if metric else _default_metrics(samples, texts, bool(answers)),
-        relevance_level=relevance_level,
-        no_relevant=no_relevant,
-        mode=mode,
-        default_k=default_k,
-        samples=samples,
-        texts=texts or None,
-        answers=answers or None,
+        system, judged, list(metric) if metric else _default_metrics(samples, texts, bool(answers)), **scoring
     )
+    estimates: dict[str, dict[str, Any]] = {}
+    if labels != "human" and llm is not None:
+        estimates = _label_estimates(ev, system, human, llm, int(provenance.get("depth") or LABEL_DEPTH), scoring)
     if tsv is not None:
         ev.to_tsv(tsv)
-    notes = _notes(ev, labels, llm_qrels)
+    notes = _notes(ev, labels, llm_qrels) + _source_notes(estimates)
     if fmt == "trec":
         _print_trec(ev, per_query, notes)
     elif fmt == "json":
-        _print_json(ev, per_query, ci, labels, samples)
+        _print_json(ev, per_query, ci, labels, samples, estimates)
     else:
-        _print_table(ev, per_query, ci, samples, notes)
+        _print_table(ev, per_query, ci, samples, notes, estimates)
+
+
+LABEL_DEPTH = 10  # judge-relevance's default pool depth, for LLM qrels without a provenance file
+
+
+def _label_estimates(
+    ev: Evaluation, run: Run, human: Qrels, llm: Qrels, depth: int, scoring: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Each metric's estimate when LLM labels scored it: the same run scored with the LLM qrels alone and
+    with the human qrels alone, PPI over the doubly labelled queries (`evaluation.label_estimates`)."""
+    from retbench.evaluation import doubly_labelled, evaluate, label_estimates
+
+    by_llm = evaluate(run, llm, ev.metrics, **scoring) if len(llm) else None
+    if by_llm is None:
+        return label_estimates(ev, ev, None, [])
+    by_human = evaluate(run, human, ev.metrics, **scoring) if len(human) else None
+    return label_estimates(ev, by_llm, by_human, doubly_labelled(run, human, llm, depth))
+
+
+def _estimate_of(agg: dict[str, Any], estimates: dict[str, dict[str, Any]], metric: str) -> dict[str, Any]:
+    """A metric's `estimate` entry: computed from the label sources, an LLM-judged metric's own, else human."""
+    from retbench.evaluation import estimate_block
+
+    if metric in estimates:
+        return estimates[metric]
+    if "estimate" in agg:
+        return dict(agg["estimate"])
+    nan = float("nan")
+    return estimate_block("human", int(agg["n"]), 0, agg["mean"], agg.get("ci_low", nan), agg.get("ci_high", nan))
 
 
 def _default_metrics(samples: list[Sample] | None, texts: dict[str, str], answered: bool = False) -> list[str]:
@@ -131,6 +168,23 @@ def _notes(ev: Evaluation, labels: str, llm_qrels: Path | None) -> list[str]:
     return notes
 
 
+def _source_notes(estimates: dict[str, dict[str, Any]]) -> list[str]:
+    """What the label sources mean for the numbers shown (nothing when every number is from human labels)."""
+    sources = {e["source"] for e in estimates.values()}
+    notes = []
+    if "ppi" in sources:
+        notes.append(
+            "PPI: prediction-powered estimate of the mean under human labels (LLM labels on every query, corrected "
+            "by the human-minus-LLM difference on the queries both label), with its 95% interval"
+        )
+    if "llm" in sources:
+        notes.append(
+            "LLM labels: judge bias is not corrected (no query carries both human and LLM labels for all its judged "
+            "top documents)"
+        )
+    return notes
+
+
 def _print_trec(ev: Evaluation, per_query: bool, notes: list[str]) -> None:
     """trec_eval's three columns on stdout; the mode and notes as comments on stderr."""
     from retbench.report.trec import trec_lines
@@ -141,14 +195,24 @@ def _print_trec(ev: Evaluation, per_query: bool, notes: list[str]) -> None:
         typer.echo(f"# {note}", err=True)
 
 
-def _print_json(ev: Evaluation, per_query: bool, ci: bool, labels: str, samples: list[Sample] | None) -> None:
-    """The evaluation as JSON (strict: no NaN), with tag breakdowns for golden sets."""
+def _print_json(
+    ev: Evaluation,
+    per_query: bool,
+    ci: bool,
+    labels: str,
+    samples: list[Sample] | None,
+    estimates: dict[str, dict[str, Any]],
+) -> None:
+    """The evaluation as JSON (strict: no NaN), with tag breakdowns for golden sets; each metric carries its
+    `estimate`: which labels it comes from (human, llm, ppi), n human- and LLM-labelled queries, mean and CI."""
     import json
 
     from retbench.data.samples import groups_from_samples
     from retbench.evaluation import json_safe
 
     out = ev.to_dict(per_query=per_query, ci=ci)
+    for m, agg in out["metrics"].items():
+        agg["estimate"] = _estimate_of(agg, estimates, m)
     out["labels"] = labels
     if samples is not None:
         groups = groups_from_samples(samples)
@@ -158,24 +222,41 @@ def _print_json(ev: Evaluation, per_query: bool, ci: bool, labels: str, samples:
     typer.echo(json.dumps(json_safe(out), indent=2, allow_nan=False))
 
 
-def _print_table(ev: Evaluation, per_query: bool, ci: bool, samples: list[Sample] | None, notes: list[str]) -> None:
-    """Means (with CIs), tag breakdowns and per-query rows as terminal tables, then the notes."""
+def _print_table(
+    ev: Evaluation,
+    per_query: bool,
+    ci: bool,
+    samples: list[Sample] | None,
+    notes: list[str],
+    estimates: dict[str, dict[str, Any]],
+) -> None:
+    """Means (with CIs) and their label source where not human, tag breakdowns and per-query rows as
+    terminal tables, then the notes."""
     from rich.table import Table
 
     from retbench.data.samples import groups_from_samples
+    from retbench.evaluation import source_label
     from retbench.report.terminal import FittedTable
 
     con = console()
     agg = ev.aggregate(ci=ci)
+    sources = {m: source_label(_estimate_of(a, estimates, m), value=True) for m, a in agg.items()}
     table = Table(
         "metric",
         "mean",
         *(["95% CI"] if ci else []),
         "n",
+        *(["labels"] if any(sources.values()) else []),
         title=f"{ev.system}: {len(ev.query_ids)} queries, mode {ev.label}",
     )
     for m, a in agg.items():
-        table.add_row(m, f"{a['mean']:.4f}", *([f"[{a['ci_low']:.4f}, {a['ci_high']:.4f}]"] if ci else []), _n_of(a))
+        table.add_row(
+            m,
+            f"{a['mean']:.4f}",
+            *([f"[{a['ci_low']:.4f}, {a['ci_high']:.4f}]"] if ci else []),
+            _n_of(a),
+            *([sources[m] or "human"] if any(sources.values()) else []),
+        )
     con.print(table)
     if samples is not None:
         groups = groups_from_samples(samples)
@@ -195,7 +276,7 @@ def _print_table(ev: Evaluation, per_query: bool, ci: bool, samples: list[Sample
         con.print(f"note: {note}", markup=False, highlight=False)
 
 
-def _n_of(agg: dict[str, float]) -> str:
+def _n_of(agg: dict[str, Any]) -> str:
     """The queries a metric was averaged over: "n", or "n of M" when it applies to only some."""
     return f"{int(agg['n'])} of {int(agg['of'])}" if "of" in agg else str(int(agg["n"]))
 

@@ -77,12 +77,29 @@ def detectable_note(r: GateResult) -> str:
     return detects_sentence(r.detectable, r.gate.limits.regression_max, change)
 
 
+def source_note(r: GateResult) -> str:
+    """Which labels a gate's numbers come from, in words: 'human labels, 300 queries', 'LLM labels (judge bias
+    not corrected), 300 queries', or 'PPI change -1.2 pp [-2.5 pp, +0.1 pp], 113 human / 286 LLM-labelled queries'."""
+    e = r.estimate
+    if not e:
+        return ""
+    if e["source"] == "ppi":
+        return (
+            f"PPI change {fmt.pp(e['delta'])} [{fmt.pp(e['ci_low'])}, {fmt.pp(e['ci_high'])}], "
+            f"{e['n_human']} human / {e['n_llm']} LLM-labelled queries"
+        )
+    if e["source"] == "llm":
+        return f"LLM labels (judge bias not corrected), {e['n_llm']} queries"
+    return f"human labels, {e['n_human']} queries"
+
+
 def gate_json(report: GateReport) -> dict[str, Any]:
     """The JSON output: the report's numbers, each gate with its sentence and reasons, each check its note."""
     data = report.to_dict()
     for r, g in zip(report.results, data["gates"], strict=True):
         g["message"], g["reasons"] = sentence(r), reasons(r)
         g["detectable_note"] = detectable_note(r)
+        g["source_note"] = source_note(r)
         for c, cj in zip(r.checks, g["checks"], strict=True):
             cj["note"] = check_note(c)
     return data
@@ -154,11 +171,16 @@ def render_comment(report: GateReport, max_tags: int = 20) -> str:
         change = f"{fmt.pp(r.delta)} ({fmt.pvalue(r.p)})" if r.delta is not None else "—"
         result = r.outcome + (f": {'; '.join(reasons(r))}" if reasons(r) else "")
         limits = _limits_text(r.gate.limits, lower_is_better(r.gate.metric), r.detectable)
+        labels = "" if not r.estimate or r.estimate["source"] == "human" else f" — {source_note(r)}"
         lines.append(
-            f"| {_icon(r)} | {label(r.gate)} ({r.gate.severity}) | {fmt.pct(r.baseline) if r.baseline is not None else '—'} | "
+            f"| {_icon(r)} | {label(r.gate)} ({r.gate.severity}){labels} | {fmt.pct(r.baseline) if r.baseline is not None else '—'} | "
             f"{fmt.pct(r.candidate)} | {change} | {limits} | {result} |"
         )
     lines.append("")
+    sources = [r for r in report.results if r.estimate]
+    if sources:
+        lines.append("Labels: " + "; ".join(f"{label(r.gate)} from {source_note(r)}" for r in sources) + ".")
+        lines.append("")
     limited = [r for r in report.results if r.detectable is not None and r.gate.limits.regression_max is not None]
     if limited:
         lines.append(
@@ -208,6 +230,8 @@ def render_comment(report: GateReport, max_tags: int = 20) -> str:
         f"Below {report.criteria.alpha:g} the change is unlikely to be noise.",
         "- **detectable**: the smallest drop the paired test finds 8 times in 10 with these queries; a limit "
         "smaller than it is checked against noise as much as against the change.",
+        "- **labels**: human (qrels, reference answers); LLM (an LLM judge's labels: its bias is not corrected); "
+        "PPI (prediction-powered: LLM labels on every query, corrected by the queries people labelled too).",
         "- **error** gates block the merge when they fail; **warning** gates are reported only.",
         "",
         "</details>",

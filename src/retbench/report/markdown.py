@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from retbench.data.status import FAILED_COUNT, MISSING, NOT_ANSWERED_COUNTS
+from retbench.evaluation import source_label
 from retbench.report import fmt
 
 
@@ -216,6 +217,13 @@ def report_markdown(data: Any) -> str:
         lines += [
             "LLM-judged metrics are averaged over the queries whose verdicts came back valid, shown as (judged N of M); "
             "a failed or unparseable verdict is counted there, never scored (verdicts in systems/<name>/judged.json).",
+            "",
+        ]
+    if any(source_label(e) for s in data.systems for e in s.estimates.values()):
+        lines += [
+            "A mean from LLM labels says so: (LLM labels, judge bias uncorrected), or (PPI m [low, high], "
+            "n human / N LLM), the prediction-powered estimate of the mean under human labels from the queries "
+            "labelled both ways (README: How sure is each number).",
             "",
         ]
     if data.comparison is not None:

@@ -19,7 +19,7 @@ import numpy as np
 from retbench.comparison import Comparison, align, compare
 from retbench.data import Corpus, Qrels, Run
 from retbench.errors import InputError
-from retbench.evaluation import Evaluation, coverage
+from retbench.evaluation import Evaluation, coverage, source_label
 from retbench.inputs import canonical_metrics
 from retbench.metrics.registry import parse_metric
 from retbench.report import fmt
@@ -46,6 +46,7 @@ class SystemSummary:
     stages: dict[str, Any] = field(default_factory=dict)  # {"stages": {stage: {p50_s, ...}}, "suite_seconds"}
     usage: dict[str, Any] = field(default_factory=dict)  # LLM stage -> {calls, tokens, cost}
     error: str | None = None  # the system failed as a whole (not built, not indexed): no scores, shown as failed
+    estimates: dict[str, dict[str, Any]] = field(default_factory=dict)  # metric -> aggregates.json `estimate`
 
     @property
     def short(self) -> int | None:
@@ -54,13 +55,16 @@ class SystemSummary:
         return None if v is None else int(v)
 
     def applies_note(self, metric: str) -> str:
-        """ " (judged N of M)" for an LLM-judged metric, " (n of M)" for one that applies to some queries, else ""."""
+        """ " (judged N of M)" for an LLM-judged metric, " (n of M)" for one that applies to some queries, else "";
+        then the label source where it is not human (" (LLM labels, judge bias uncorrected)")."""
+        source = source_label(self.estimates.get(metric), value=True)
+        tail = f" ({source})" if source else ""
         if metric in self.judged_counts:
-            return f" ({fmt.judged(*self.judged_counts[metric])})"
+            return f" ({fmt.judged(*self.judged_counts[metric])})" + tail
         if metric not in self.applies:
-            return ""
+            return tail
         n, of = self.applies[metric]
-        return f" ({fmt.applicable(n, of)})"
+        return f" ({fmt.applicable(n, of)})" + tail
 
     @property
     def answered(self) -> int:
@@ -359,6 +363,7 @@ def _summaries(
         applies = {
             m: (int(a["n"]), int(a["of"])) for m, a in agg.items() if isinstance(a, dict) and a.get("of") is not None
         }
+        estimates = {m: a["estimate"] for m, a in agg.items() if isinstance(a, dict) and "estimate" in a}
         ev = evs[s] = given.evaluations[s] if s in given.evaluations else res.evaluation(s)
         ev.system = s
         ev.coverage = ev.coverage or res.coverage(s)
@@ -382,6 +387,7 @@ def _summaries(
                 breakdown=dict(mj[s].get("breakdown") or {}),
                 stages=dict(mj[s].get("latency") or {}),
                 usage=dict(mj[s].get("usage") or {}),
+                estimates=estimates,
             )
         )
     return systems, evs, runs

@@ -181,7 +181,14 @@ def render_summary(metrics_json: dict[str, Any], metrics: list[str], title: str 
         if cov.get("mode") == "pytrec_eval":
             scored.append(" (pytrec_eval mode: answered only)", style="yellow")
         rows.append([system, *[f"{row[m]:.4f}" if isinstance(row.get(m), float) else "—" for m in metrics], scored])
-    return FittedTable(["system", *metrics, "scored"], rows, title=title, corner="metric")
+    return FittedTable(["system", *map(_with_source, metrics), "scored"], rows, title=title, corner="metric")
+
+
+def _with_source(metric: str) -> str:
+    """A metric's column head, with its label source where that is not human (LLM-judged answer metrics)."""
+    from retbench.metrics.judged import JUDGED_METRICS
+
+    return f"{metric} (LLM labels, judge bias uncorrected)" if metric in JUDGED_METRICS else metric
 
 
 def render_costs(metrics_json: dict[str, Any]) -> Any:

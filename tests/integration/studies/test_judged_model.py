@@ -93,7 +93,12 @@ def test_a_benchmark_with_a_judge_stores_each_verdict_and_a_rerun_makes_no_call(
     from retbench.report.markdown import report_markdown
     from retbench.report.model import build_report
 
-    assert f"(judged {counts['judged']} of 1)" in report_markdown(build_report(tmp_path / "out"))
+    md = report_markdown(build_report(tmp_path / "out"))
+    assert f"(judged {counts['judged']} of 1)" in md
+    # a judged metric says which labels it comes from: the judge's, bias uncorrected (no human tier)
+    estimate = json.loads((sysdir / "aggregates.json").read_text())["context_precision"]["estimate"]
+    assert (estimate["source"], estimate["n_human"], estimate["n_llm"]) == ("llm", 0, counts["judged"])
+    assert f"(judged {counts['judged']} of 1) (LLM labels, judge bias uncorrected)" in md
 
     again = _run(path, force=True)  # answers and verdicts come from the caches: no new call
     assert again["judge"]["calls"] == 0 and again["judge"]["cached"] == len(asked)

@@ -195,7 +195,9 @@ def test_judged_metrics_read_stored_verdicts_through_evaluate_with_nan_where_the
         "statuses": {"ok": 1, "unparseable": 1},
     }
     agg = ev.aggregate(ci=False)
+    estimate = agg["groundedness"].pop("estimate")  # LLM-made, no human labels to correct it
     assert agg["groundedness"] == {"mean": 5.0, "n": 1, "of": 3}
+    assert (estimate["source"], estimate["n_human"], estimate["n_llm"], estimate["mean"]) == ("llm", 0, 1, 5.0)
     without = evaluate(
         out.run, qrels_from_samples(samples), ["abstention_accuracy"], samples=samples, answers=out.answers
     )

@@ -135,6 +135,27 @@ def label_pairs(
     return RelevanceLabels(Qrels(grades), list(pairs), statuses, provenance, out)
 
 
+def read_llm_qrels(path: str | Path) -> tuple[Qrels, dict[str, Any]]:
+    """LLM qrels as `label_pairs` writes them, with the provenance file beside them ({} when there is none).
+
+    The provenance's `depth` (the pool depth) is the depth `evaluation.doubly_labelled` checks.
+    """
+    from retbench.io.trec import read_qrels
+
+    p = Path(path)
+    qrels = read_qrels(p)
+    side = p.with_name(PROVENANCE_FILE)
+    if not side.is_file():
+        return qrels, {}
+    try:
+        provenance = json.loads(side.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise InputError(f"not valid JSON: {err.msg}", path=side, line=err.lineno) from None
+    if not isinstance(provenance, dict):
+        raise InputError("expected a JSON object", path=side)
+    return qrels, provenance
+
+
 def find_runs(paths: Sequence[str | Path]) -> tuple[list[Run], Path | None]:
     """Runs from results directories (`systems/<name>/run.trec`) and run files; the first results dir found."""
     from retbench.io.trec import read_run
