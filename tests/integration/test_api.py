@@ -179,12 +179,12 @@ def test_importing_retbench_loads_nothing_until_a_name_is_used():
     assert np.isclose(retbench.evaluate({"q": {"d": 1}}, {"q": {"d": 1.0}}, ["ndcg@10"]).mean("ndcg@10"), 1.0)
 
 
-def test_the_readme_python_example_runs(capsys):
+def test_the_docs_python_api_example_runs(capsys):
     from repo_paths import ROOT
 
-    text = (ROOT / "README.md").read_text().split("## Python API", 1)[1].split("\n## ", 1)[0]
+    text = (ROOT / "docs" / "howto" / "python-api.md").read_text()
     code = text.split("```python\n", 1)[1].split("```", 1)[0]
-    exec(compile(code, "README.md", "exec"), {})
+    exec(compile(code, "docs/howto/python-api.md", "exec"), {})
     out = capsys.readouterr().out
     assert "'recall@2': 0.75" in out and "'mrr': 1.0" in out
     assert "p_randomization_holm" in out
