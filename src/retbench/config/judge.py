@@ -37,8 +37,8 @@ def _base_url(url: str) -> str:
         raise ValueError(f"must be an http:// or https:// URL with a host (scheme {parts.scheme!r})")
     if not host:
         raise ValueError("must be an http:// or https:// URL with a host (no host)")
-    if parts.username is not None or parts.password is not None:
-        raise ValueError("must not carry credentials (user:pass@); name an environment variable in api_key_env")
+    # `user:pass@` is sent as HTTP Basic auth; registered here, it is masked in every file and stream retbench writes
+    register_url(url)
     return url
 
 

@@ -12,6 +12,7 @@ Skipped, with the reason, when no Chromium is installed (`apt-get install -y chr
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import os
 import re
@@ -222,7 +223,7 @@ def test_chunking_report_html_shows_report_md_tables_and_a_legend_entry_per_pair
     md = [line for line in (out / "report.md").read_text().splitlines() if line.startswith("| ") and "---" not in line]
     md_rows = [[c.strip() for c in line.strip("| ").split(" | ")] for line in md]
     html_rows = [
-        [re.sub(r"<[^>]+>", "", c).replace("&amp;", "&").strip() for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row)]
+        [html_lib.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row)]
         for row in re.findall(
             r"<tr>(.*?)</tr>", dom.split('id="chunks"', 1)[1].split('id="resources"', 1)[0], flags=re.S
         )
