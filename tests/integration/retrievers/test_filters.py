@@ -168,6 +168,8 @@ def test_a_reference_that_names_no_system_is_a_config_error_naming_the_field(tmp
     path.write_text(yaml.safe_dump({**cfg, "reference": "faiss"}))
     result = runner.invoke(app, ["run", str(path), "--quiet"])
     assert result.exit_code == 2 and "reference" in result.output and "bm25" in result.output, result.output
-    path.write_text(yaml.safe_dump({**cfg, "depth": 5, "metrics": ["ndcg@5"], "reference": {"system": "bm25", "k": 10}}))
+    path.write_text(
+        yaml.safe_dump({**cfg, "depth": 5, "metrics": ["ndcg@5"], "reference": {"system": "bm25", "k": 10}})
+    )
     result = runner.invoke(app, ["run", str(path), "--quiet"])
     assert result.exit_code == 2 and "reference.k" in result.output and "depth" in result.output, result.output
