@@ -363,5 +363,7 @@ def pooled(
                                     f"not run: {abandoned} calls hung past timeout_s (cap {MAX_ABANDONED})"
                                 )
                             )
+            if all(r is not None for r in results):
+                break  # the last pending query just timed out: nothing is left to wait for
             state.wait(wait)
     return [r for r in results if r is not None]
