@@ -234,8 +234,37 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _Server(ThreadingHTTPServer):
+    """Threads per connection; closing the server also closes the keep-alive connections still open, so
+    a stopped server answers nobody (HTTP/1.1 clients keep their connection between requests)."""
+
     daemon_threads = True
     owner: RetrievalServer
+
+    def server_activate(self) -> None:
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        super().server_activate()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def server_close(self) -> None:
+        super().server_close()
+        with self._open_lock:
+            still = list(self._open)
+            self._open.clear()
+        for conn in still:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                conn.close()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up or timed out is routine under load: one line when verbose, no traceback.

