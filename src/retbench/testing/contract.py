@@ -17,6 +17,9 @@ What a retriever promises (`retbench.retrievers.base`), checked on the corpus yo
   ignored), `save`/`load` (a loaded index answers as the saved one did), `filters` (every returned document
   passes its query's `metadata.filter`).
 
+The `runfile` adapter is outside this contract: it answers query ids from a file it did not build, never a
+query text (its own tests check it against the file). Every other built-in adapter passes it in retbench's suite.
+
 Every check raises `ContractError` (an AssertionError, so pytest shows it as a failure) naming the check.
 """
 
