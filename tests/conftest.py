@@ -68,7 +68,16 @@ def _tier(nodeid: str, rootpath: Path) -> str | None:
 _ROOTPATH: list[Path] = []
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    """Each session gets a base temp folder of its own (removed at the end), unless --basetemp names one.
+
+    pytest's default, /tmp/pytest-of-<user>/pytest-<N>, keeps only the last three sessions: on a machine
+    where several pytest sessions run at once, a session that starts deletes an older one's folders while
+    its tests still use them (tmp_path gone, the working directory gone under a test that changed into it).
+    """
+    if config.option.basetemp is None:
+        config.option.basetemp = _session_dir("retbench-pytest-")
     _ROOTPATH.append(config.rootpath)
 
 
