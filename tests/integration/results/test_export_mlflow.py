@@ -193,6 +193,7 @@ def test_a_read_only_sqlite_store_is_one_line_naming_it(small_results, tmp_path)
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": src},
+        cwd=tmp_path,  # MLflow makes a folder named after the URI's path under the working directory
         timeout=300,
     )
     out = (proc.stdout + proc.stderr).strip()
