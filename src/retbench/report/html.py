@@ -19,7 +19,15 @@ from retbench.io.files import json_safe
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt, plots
 from retbench.report.html_drill import drill_section, k_curve_figures
-from retbench.report.model import RESOURCE_HEADER, SHORT_NOTE, ReportData, SystemSummary, resource_rows, short_runs
+from retbench.report.model import (
+    COVERAGE_HEADER,
+    RESOURCE_HEADER,
+    SHORT_NOTE,
+    ReportData,
+    SystemSummary,
+    resource_rows,
+    short_runs,
+)
 from retbench.report.stages import (
     AGREEMENT_HEADER,
     AGREEMENT_NOTE,
@@ -475,16 +483,7 @@ def _coverage(data: ReportData) -> str:
         x_label="judged queries",
     )
     table = _table(
-        [
-            "system",
-            "judged",
-            "answered",
-            "failed",
-            "missing",
-            "skipped (no relevant doc)",
-            "returned < depth",
-            "counting",
-        ],
+        list(COVERAGE_HEADER),
         rows,
         set(range(1, 7)),
     )

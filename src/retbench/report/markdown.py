@@ -229,7 +229,7 @@ def report_markdown(data: Any) -> str:
     if data.comparison is not None:
         lines.append(comparison_markdown(data.comparison, top_metric=data.primary, level=2, options=False))
     lines += _latency_sections(data)
-    from retbench.report.model import RESOURCE_HEADER, SHORT_NOTE, resource_rows, short_runs
+    from retbench.report.model import COVERAGE_HEADER, RESOURCE_HEADER, SHORT_NOTE, resource_rows, short_runs
     from retbench.report.stages import (
         AGREEMENT_HEADER,
         AGREEMENT_NOTE,
@@ -251,16 +251,7 @@ def report_markdown(data: Any) -> str:
         lines += [AGREEMENT_NOTE, ""]
     lines += ["## Coverage", ""]
     lines += _table(
-        [
-            "system",
-            "judged",
-            "answered",
-            "failed",
-            "missing",
-            "skipped (no relevant doc)",
-            "returned < depth",
-            "counting",
-        ],
+        list(COVERAGE_HEADER),
         [
             [s.name, f"failed as a whole: {s.error}", "—", "—", "—", "—", "—", s.mode]
             if s.error

@@ -421,6 +421,18 @@ def _compared(
     return cmp, deltas
 
 
+#: the coverage table's columns, the same in report.md and report.html
+COVERAGE_HEADER = (
+    "system",
+    "judged",
+    "answered",
+    "failed",
+    "missing",
+    "skipped (no relevant doc)",
+    "returned < depth",
+    "counting",
+)
+
 RESOURCE_HEADER = (
     "system",
     "devices",
