@@ -172,16 +172,8 @@ _EVAL_DEFAULTS = EvalSettings()
 
 
 class EvalBlock(Block, frozen=True):
-    """The `evaluation:` block: how runs are judged and summarized (parsed into `EvalSettings`).
-
-    relevance_level: the lowest grade that counts as relevant for binary measures (trec_eval `-l`);
-    no_relevant: what to do with a query that has no relevant document (skip it, score it 0 or 1);
-    mode: trec_eval (retbench's engine) or pytrec_eval (the reference implementation);
-    default_k: the cutoff of metrics named without one; bootstrap: resamples of the mean's CI;
-    seed: of that bootstrap; ignore_identical_ids: drop a retrieved document whose id equals the
-    query's (trec_eval and BEIR do this for corpora that contain their queries).
-    The defaults are `EvalSettings`' (metrics/settings.py), so they live in one place.
-    """
+    """The `evaluation:` block, parsed into `EvalSettings` (metrics/settings.py: what each field means, and the
+    defaults, which live there only)."""
 
     relevance_level: PositiveInt = _EVAL_DEFAULTS.relevance_level
     no_relevant: Literal["skip", "zero", "one"] = _EVAL_DEFAULTS.no_relevant  # type: ignore[assignment]

@@ -265,12 +265,7 @@ def build_report(
             drill = drilldown.gather(evs, runs, qrels, corpus, queries, primary=primary, baseline=baseline, k=drill_k)
             drill.curves = drilldown.k_curves(evs, runs, qrels, given.curves)
     return ReportData(
-        title=str(man.get("experiment") or Path(path).name),
-        root=str(path),
-        created=str(man.get("created", "")),
-        datasets=list(man.get("datasets") or []),
-        versions=dict(man.get("versions") or {}),
-        machine=dict(man.get("machine") or {}),
+        **_about(man, path),
         metrics=metrics,
         systems=_in_order(res.systems, systems, [_failed_summary(n, e, res) for n, e in failed.items()]),
         curves=metric_curves(metrics),
@@ -321,18 +316,25 @@ def _failed_summary(name: str, error: str, res: Results) -> SystemSummary:
     return SystemSummary(name, {}, {}, {}, mode, error=error)
 
 
+def _about(man: Mapping[str, Any], path: str | Path) -> dict[str, Any]:
+    """What a report says about the run itself, read from its manifest."""
+    return {
+        "title": str(man.get("experiment") or Path(path).name),
+        "root": str(path),
+        "created": str(man.get("created", "")),
+        "datasets": list(man.get("datasets") or []),
+        "versions": dict(man.get("versions") or {}),
+        "machine": dict(man.get("machine") or {}),
+    }
+
+
 def _all_failed(res: Results, path: str | Path, failed: Mapping[str, str]) -> ReportData:
     """The report of a study whose every system failed as a whole: the failures, and what was asked."""
     man = res.manifest
     asked = man.get("metrics")
     metrics = [str(m) for m in asked] if isinstance(asked, list) else []
     return ReportData(
-        title=str(man.get("experiment") or Path(path).name),
-        root=str(path),
-        created=str(man.get("created", "")),
-        datasets=list(man.get("datasets") or []),
-        versions=dict(man.get("versions") or {}),
-        machine=dict(man.get("machine") or {}),
+        **_about(man, path),
         metrics=metrics,
         systems=[_failed_summary(n, e, res) for n, e in failed.items()],
         curves={},
