@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from retbench.data.ids import may_repeat, rankings_problem
+from retbench.data.ids import first_bad_id, may_repeat, plain_rankings_fine, rankings_problem
 from retbench.data.lazy_ids import LazyIds, MappingIds, intern_ids, str_keyed_mappings
 from retbench.data.locate import locate
 from retbench.data.status import MISSING, QueryStatus
@@ -165,12 +165,9 @@ class Run:
         Held to a run file's rules first (`ids.rankings_problem`): an id that is not text or a null, NaN
         or infinite score is an InputError naming `run[query][doc]`, never a silent number.
         """
-        problem = rankings_problem(results)
-        if problem is not None:
-            from retbench.errors import InputError
-
-            raise InputError(problem[1], field=problem[0])
         qids = list(results)
+        if first_bad_id(qids) is not None:
+            _refuse_problems(results)  # names the query
         if not set(map(type, qids)) <= {str}:
             qids = [str(q) for q in qids]
         rankings = list(results.values())
@@ -179,14 +176,27 @@ class Run:
             # the common case, {qid: {doc: score}}: columns straight from the mappings, no per-doc Python work
             lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
             n = int(lengths.sum())
-            values: Iterable[Any] = map(dict.values, rankings) if plain else (r.values() for r in rankings)  # type: ignore[arg-type, union-attr]
-            scores = np.fromiter(chain.from_iterable(values), dtype=np.float64, count=n)
+
+            def values() -> Iterable[Any]:
+                return map(dict.values, rankings) if plain else (r.values() for r in rankings)  # type: ignore[arg-type, union-attr]
+
+            try:
+                scores: np.ndarray | None = np.fromiter(chain.from_iterable(values()), dtype=np.float64, count=n)
+            except (TypeError, ValueError, OverflowError):
+                scores = None
+            # one C-speed check of every id and score (the scores just read are reused); the slow walk that
+            # names the bad entry runs only when it fails, or for mapping types it cannot vouch for
+            if scores is None or not plain or not plain_rankings_fine(rankings, scores):  # type: ignore[arg-type]
+                _refuse_problems(results)
+                if scores is None:
+                    scores = np.fromiter(chain.from_iterable(values()), dtype=np.float64, count=n)
             offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
             np.cumsum(lengths, out=offsets[1:])
             if kwargs.get("_sorted"):
                 doc_arr = np.fromiter(chain.from_iterable(rankings), dtype=object, count=n)
                 return cls(qids, offsets, doc_arr, scores, _unique=True, _owned=True, **kwargs)
             return cls(qids, offsets, None, scores, _unique=True, _maps=rankings, **kwargs)  # type: ignore[arg-type]
+        _refuse_problems(results)
         docs: list[str] = []
         score_list: list[float] = []
         offsets_list = [0]
@@ -478,3 +488,13 @@ class Run:
 
     def __repr__(self) -> str:
         return f"Run(name={self.name!r}, queries={len(self)}, docs={len(self.scores)}, failed={len(self.failed())})"
+
+
+def _refuse_problems(results: Mapping[Any, Any]) -> None:
+    """Hold `{qid: {doc: score}}` to a run file's rules: the first id that is not text or score that is null,
+    NaN or infinite is an InputError naming `run[query][doc]` (the slow walk, run when a check failed)."""
+    problem = rankings_problem(results)
+    if problem is not None:
+        from retbench.errors import InputError
+
+        raise InputError(problem[1], field=problem[0])
