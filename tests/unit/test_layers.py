@@ -61,8 +61,12 @@ def _is_type_checking(node: ast.If) -> bool:
     return "TYPE_CHECKING" in ast.unparse(node.test)
 
 
-def _imports(module: str) -> Iterator[tuple[str, int, bool]]:
-    """(imported retbench module, line, at module level?) for every import that can run."""
+def _imports(module: str, packages: bool = True) -> Iterator[tuple[str, int, bool]]:
+    """(imported retbench module, line, at module level?) for every import that can run.
+
+    `packages`: `from a.b import c` also counts a.b, which Python runs first (a package's `__init__`); off,
+    only c is counted when it is a module (what the import is for).
+    """
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
 
@@ -81,11 +85,12 @@ def _imports(module: str) -> Iterator[tuple[str, int, bool]]:
                 if child.level:
                     parts = package.split(".")
                     base = ".".join(parts[: len(parts) - child.level + 1] + ([base] if base else []))
-                for alias in child.names:
-                    full = f"{base}.{alias.name}"
-                    owner = full if full in MODULES else _owner(base)
-                    if owner is not None:
-                        yield owner, child.lineno, top
+                # `from a.b import c` runs a.b (a package's __init__ too) and, when c is a module, a.b.c
+                named = [f"{base}.{a.name}" for a in child.names if f"{base}.{a.name}" in MODULES]
+                if (packages or len(named) < len(child.names)) and (owner := _owner(base)) is not None:
+                    yield owner, child.lineno, top
+                for full in named:
+                    yield full, child.lineno, top
             else:
                 inner = top and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
                 yield from walk(child, inner)
@@ -170,7 +175,7 @@ def test_the_cycle_finder_finds_a_cycle():
 def test_no_function_level_import_repeats_a_module_level_one():
     again = []
     for module in sorted(MODULES):
-        found = list(_imports(module))
+        found = list(_imports(module, packages=False))
         top = {dep for dep, _, at_top in found if at_top}
         again += [
             f"{MODULES[module].relative_to(SRC)}:{line}: {dep}"

@@ -36,8 +36,10 @@ from typing import Any
 
 import numpy as np
 
+import retbench.metrics.answers as answers
+import retbench.metrics.judged as judged
+import retbench.metrics.retrieval as retrieval
 from retbench.errors import ConfigError, InputError
-from retbench.metrics import answers, judged, retrieval
 from retbench.metrics.base import CUTOFFS, Metric, MetricContext
 from retbench.metrics.gain import check_level
 

@@ -4,7 +4,9 @@ trec_eval names."""
 
 from __future__ import annotations
 
-from retbench.metrics import coverage, ranking, text
+import retbench.metrics.coverage as coverage
+import retbench.metrics.ranking as ranking
+import retbench.metrics.text as text
 from retbench.metrics.base import Builtin
 
 

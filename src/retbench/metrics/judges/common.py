@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import retbench.metrics.ranking as ranking
 from retbench.chunkers import ChunkSet
 from retbench.data import Run
-from retbench.metrics import ranking
 from retbench.metrics.gain import GainMatrix
 
 NEVER = np.iinfo(np.int64).max
