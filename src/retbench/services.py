@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from retbench.errors import InputError
+from retbench.llm.local import cache_root
 from retbench.secrets import register
 from retbench.testing.servers import LocalServer, listening_addresses, start_milvus, start_postgres, start_typesense
 
@@ -193,7 +194,7 @@ def _main_thread() -> bool:
 # -- servers that outlive one command: `retbench services up|down|status` ------------------------------
 def state_path() -> Path:
     """Where `services up` records what it started: $RETBENCH_CACHE/services.json, else .retbench-cache/."""
-    return Path(os.environ.get("RETBENCH_CACHE") or ".retbench-cache") / "services.json"
+    return cache_root() / "services.json"
 
 
 def save_state(services: Services, path: Path) -> None:
