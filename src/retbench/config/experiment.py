@@ -45,6 +45,17 @@ def metric_cutoffs(metrics: list[str], default_k: int, depth: int) -> list[int]:
 
 
 # -- the optional blocks of a system -------------------------------------------------------------------
+class RerankFuseBlock(Block):
+    """Mix the first stage's ranking into the reranked order (retrievers/rerank/stage.py, RerankFusion)."""
+
+    fusion: Literal["rrf", "weighted"] = "rrf"
+    weights: list[Annotated[float, Field(ge=0)]] = Field(
+        [1.0, 1.0], min_length=2, max_length=2, description="[first stage, reranker]"
+    )
+    rrf_k: Annotated[float, Field(ge=0)] = 60.0
+    normalization: Literal["minmax", "zscore", "rank"] = "minmax"
+
+
 class RerankBlock(Block):
     """A second stage that re-orders a system's top `depth` documents; other keys go to the reranker."""
 
@@ -54,6 +65,9 @@ class RerankBlock(Block):
     depth: PositiveInt = Field(description="first-stage documents reranked (at least every metric's cutoff)")
     cache: bool = True
     queries_per_call: PositiveInt = 16
+    fuse: RerankFuseBlock | None = Field(
+        None, description="fuse with the first stage's ranking instead of replacing it"
+    )
 
 
 class GenerateBlock(Block):

@@ -11,6 +11,7 @@ from retbench.retrievers.rerank.scorers import (
     parse_rerank_response,
 )
 from retbench.retrievers.rerank.stage import (
+    RerankFusion,
     RerankSpec,
     RerankStage,
     RerankStats,
@@ -25,6 +26,7 @@ __all__ = [
     "BiEncoderReranker",
     "CrossEncoderReranker",
     "HttpReranker",
+    "RerankFusion",
     "RerankSpec",
     "RerankStage",
     "RerankStats",

@@ -21,6 +21,17 @@ deadline). A call still running then makes each of its queries status `timeout` 
 300 s (rerank.timeout_s)"), never a score; the late call runs on in its thread and its answer is
 discarded (nothing it returns reaches the cache).
 
+With `fuse` the reranked order is a fusion of the first stage's ranking and the reranker's, over
+the same `depth` candidates (reranker scores alone are still what the pair cache keeps):
+
+    rerank: {kind: bi_encoder, depth: 100, fuse: {fusion: rrf}}                  # 1/(60 + rank) each
+    rerank: {kind: bi_encoder, depth: 100, fuse: {fusion: weighted, weights: [0.3, 0.7]}}
+
+`weights` are [first stage, reranker]; the fusions and normalizations are the hybrid retriever's
+(`retrievers/hybrid.py`). This is score interpolation as in Pyserini's and Anserini's rerank
+recipes: a reranker weaker than its first stage on its own can still add what the first stage
+misses, and the fused list is still a permutation of the first stage's top `depth`.
+
 The block is checked when the config is read, before any indexing or searching: the names and
 values of a built-in reranker's parameters (by building it: the builtins load no model until they
 score), and a `module:factory` reranker's parameter names against the factory's signature.
@@ -41,6 +52,7 @@ import numpy as np
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError
 from retbench.retrievers.encoders.cache import EmbeddingCache, default_cache_dir, text_key
+from retbench.retrievers.hybrid import FUSIONS, NORMALIZATIONS, fuse
 from retbench.retrievers.rerank.scorers import BUILTIN, KINDS, Reranker, create_reranker
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -85,6 +97,63 @@ def check_depth(depth: Any, cutoffs: Sequence[int], *, where: str = "", fld: str
     return depth
 
 
+@dataclass(frozen=True)
+class RerankFusion:
+    """How a reranked list mixes the first stage's ranking (weights[0]) with the reranker's (weights[1])."""
+
+    fusion: str = "rrf"
+    weights: tuple[float, float] = (1.0, 1.0)
+    rrf_k: float = 60.0
+    normalization: str = "minmax"
+
+    def apply(
+        self, first: Sequence[tuple[str, float]], reranked: Sequence[tuple[str, float]]
+    ) -> list[tuple[str, float]]:
+        """One query's fused ranking of the same candidates (both lists in their own rank order)."""
+        by_score = sorted(reranked, key=lambda kv: (kv[1], kv[0]), reverse=True)
+        return fuse(
+            [first, by_score], self.fusion, rrf_k=self.rrf_k, normalization=self.normalization, weights=self.weights
+        )
+
+    def describe(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"fusion": self.fusion, "weights": list(self.weights)}
+        d.update({"rrf_k": self.rrf_k} if self.fusion == "rrf" else {"normalization": self.normalization})
+        return d
+
+
+def parse_fusion(raw: Any, *, where: str = "", fld: str = "rerank.fuse") -> RerankFusion:
+    """A `fuse:` block as a RerankFusion; every error names its field."""
+
+    def bad(reason: str, sub: str = "") -> ConfigError:
+        return ConfigError(reason, path=where or None, field=f"{fld}.{sub}" if sub else fld)
+
+    if not isinstance(raw, dict):
+        raise bad("fuse must be a mapping such as {fusion: rrf} or {fusion: weighted, weights: [0.3, 0.7]}")
+    unknown = sorted(set(raw) - {"fusion", "weights", "rrf_k", "normalization"})
+    if unknown:
+        raise bad(f"unknown key {unknown[0]!r}; expected fusion, weights, rrf_k, normalization")
+    fusion = raw.get("fusion", "rrf")
+    if fusion not in FUSIONS:
+        raise bad(f"fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}", "fusion")
+    weights = raw.get("weights", [1.0, 1.0])
+    if (
+        not isinstance(weights, list)
+        or len(weights) != 2
+        or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and 0 <= w < float("inf") for w in weights)
+        or not sum(weights) > 0
+    ):
+        raise bad(
+            f"weights must be two non-negative numbers [first stage, reranker], not both 0; got {weights!r}", "weights"
+        )
+    rrf_k = raw.get("rrf_k", 60)
+    if isinstance(rrf_k, bool) or not isinstance(rrf_k, (int, float)) or not 0 <= rrf_k < float("inf"):
+        raise bad(f"rrf_k must be a number >= 0, got {rrf_k!r}", "rrf_k")
+    norm = raw.get("normalization", "minmax")
+    if norm not in NORMALIZATIONS:
+        raise bad(f"normalization must be one of {', '.join(NORMALIZATIONS)}, got {norm!r}", "normalization")
+    return RerankFusion(fusion, (float(weights[0]), float(weights[1])), float(rrf_k), norm)
+
+
 @dataclass
 class RerankStage:
     """Rerank a first-stage Run's top `depth` documents; see the module docstring."""
@@ -97,6 +166,7 @@ class RerankStage:
     stats: RerankStats = field(default_factory=RerankStats)
     _cache: EmbeddingCache | None = None
     timeout_s: float | None = DEFAULT_TIMEOUT_S
+    fusion: RerankFusion | None = None
 
     def __post_init__(self) -> None:
         if self.depth < 1 or self.queries_per_call < 1:
@@ -126,7 +196,8 @@ class RerankStage:
         return box["scores"]
 
     def describe(self) -> dict[str, Any]:
-        return {"depth": self.depth, **self.reranker.describe()}
+        d = {"depth": self.depth, **self.reranker.describe()}
+        return d | ({"fuse": self.fusion.describe()} if self.fusion is not None else {})
 
     @property
     def pair_cache(self) -> EmbeddingCache | None:
@@ -212,7 +283,10 @@ class RerankStage:
                 else:
                     docs, s = by_q[q]
                     assert s is not None  # scores are None only when the call failed (error set above)
-                    builder.add(q, list(zip(docs, s, strict=True)), latency=latency)
+                    ranking = list(zip(docs, s, strict=True))
+                    if self.fusion is not None:
+                        ranking = self.fusion.apply(first.ranking(q)[: self.depth], ranking)
+                    builder.add(q, ranking, latency=latency)
         run = builder.build()
         return mark_violations(first, run, self.depth)
 
@@ -262,11 +336,19 @@ class RerankSpec:
     cache: bool = True
     queries_per_call: int = 16
     timeout_s: float | None = DEFAULT_TIMEOUT_S
+    fusion: RerankFusion | None = None
 
     def build(self, *, where: str = "", cache_dir: Path | None = None) -> RerankStage:
-
         reranker = create_reranker(self.kind, self.params, where=where)
-        return RerankStage(reranker, self.depth, self.cache, cache_dir, self.queries_per_call, timeout_s=self.timeout_s)
+        return RerankStage(
+            reranker,
+            self.depth,
+            self.cache,
+            cache_dir,
+            self.queries_per_call,
+            timeout_s=self.timeout_s,
+            fusion=self.fusion,
+        )
 
 
 def parse_rerank(raw: Any, cutoffs: Sequence[int], *, where: str = "", fld: str = "rerank") -> RerankSpec:
@@ -296,8 +378,9 @@ def parse_rerank(raw: Any, cutoffs: Sequence[int], *, where: str = "", fld: str 
         raise ConfigError(
             "timeout_s must be positive seconds (or null for no deadline)", path=where or None, field=f"{fld}.timeout_s"
         )
+    fusion = parse_fusion(params.pop("fuse"), where=where, fld=f"{fld}.fuse") if "fuse" in params else None
     _check_reranker(kind, params, where, fld)
-    return RerankSpec(depth, kind, params, cache, per_call, None if timeout is None else float(timeout))
+    return RerankSpec(depth, kind, params, cache, per_call, None if timeout is None else float(timeout), fusion)
 
 
 def _check_reranker(kind: str, params: dict[str, Any], where: str, fld: str) -> None:

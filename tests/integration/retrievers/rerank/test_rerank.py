@@ -184,6 +184,58 @@ def test_a_pair_cache_folder_given_as_a_string_caches_like_a_path(slice_, tmp_pa
     assert again.rerank(first, queries, corpus).to_dict() == reranked.to_dict() and again.stats.scored == 0
 
 
+def _expected_rrf(first: list[str], reranked: list[str], k: float = 60.0) -> list[str]:
+    """Reciprocal rank fusion written out: 1/(k + rank) from each list, ties by doc id descending."""
+    score = {d: 1 / (k + first.index(d) + 1) + 1 / (k + reranked.index(d) + 1) for d in first}
+    return sorted(score, key=lambda d: (score[d], d), reverse=True)
+
+
+def test_a_fused_rerank_mixes_the_first_stage_ranking_with_the_rerankers_over_the_same_candidates(slice_, tmp_path):
+    from retbench.retrievers.rerank import RerankFusion, RerankStage, create_reranker
+
+    corpus, queries, first = slice_
+    overlap = create_reranker("toy_rerankers:Overlap", {})
+    alone = RerankStage(overlap, 15, cache_dir=tmp_path).rerank(first, queries, corpus)
+    fused_stage = RerankStage(overlap, 15, cache_dir=tmp_path, fusion=RerankFusion("rrf"))
+    fused = fused_stage.rerank(first, queries, corpus)
+    assert fused_stage.stats.scored == 0  # the reranker's own scores came from the cache
+    assert fused_stage.describe()["fuse"] == {"fusion": "rrf", "weights": [1.0, 1.0], "rrf_k": 60.0}
+    moved = 0
+    for q in first.query_ids:
+        top = first.docs(q)[:15]
+        assert fused.docs(q) == _expected_rrf(top, alone.docs(q))
+        moved += fused.docs(q) not in (top, alone.docs(q))
+    assert moved > 0  # the fusion is neither input on this slice
+    only_first = RerankStage(overlap, 15, cache_dir=tmp_path, fusion=RerankFusion("weighted", (1.0, 0.0)))
+    only_rerank = RerankStage(overlap, 15, cache_dir=tmp_path, fusion=RerankFusion("weighted", (0.0, 1.0)))
+    by_first, by_rerank = only_first.rerank(first, queries, corpus), only_rerank.rerank(first, queries, corpus)
+    for q in first.query_ids:
+        assert by_first.docs(q) == first.docs(q)[:15]
+        assert by_rerank.docs(q) == alone.docs(q)
+
+
+@pytest.mark.parametrize(
+    ("fuse", "field", "reason"),
+    [
+        ({"fusion": "rff"}, "fuse.fusion", "rrf"),
+        ({"weights": [1]}, "fuse.weights", "2"),
+        ({"weights": [-1, 1]}, "fuse.weights[0]", "0"),
+        ({"rrf_k": -5}, "fuse.rrf_k", "0"),
+        ({"normalisation": "zscore"}, "fuse.normalisation", "normalization"),
+        ("rrf", "fuse", "must be a mapping"),
+    ],
+)
+def test_a_bad_fuse_block_is_a_config_error_naming_its_field(tmp_path, fuse, field, reason):
+    from retbench.studies.benchmark import parse_config
+
+    cfg = _config(tmp_path, tmp_path)
+    cfg["systems"][1]["rerank"]["fuse"] = fuse
+    with pytest.raises(ConfigError) as err:
+        parse_config(cfg, "rr.yaml")
+    assert err.value.field == f"systems[1].rerank.{field}"
+    assert reason in str(err.value)
+
+
 def test_a_reranked_list_that_is_not_the_first_stage_top_depth_breaks_an_invariant():
     from retbench.retrievers.rerank import invariant_problem
 
