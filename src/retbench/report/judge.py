@@ -60,11 +60,16 @@ def calibration_lines(report: Mapping[str, Any]) -> list[str]:
         lines.append(f"agreement: missing ({a['missing']})")
     graded = report.get("graded")
     if graded:
-        auc = graded.get("auc")
+        a_uc = graded["auc"]
+        auc_text = (
+            f"{num(a_uc['value'], 3)} [95% CI {num(a_uc['ci_low'], 3)}, {num(a_uc['ci_high'], 3)}]"
+            if a_uc["value"] is not None
+            else "n/a (one class only)"
+        )
         lines.append(
-            f"from token probabilities ({graded['score']}): AUC {num(auc, 3) if auc is not None else 'n/a'} "
-            f"on {graded['n']} pairs; best threshold {num(graded['threshold'], 3)} "
-            f"(accuracy {num(graded['accuracy_at_threshold'], 3)} on the same pairs)"
+            f"from token probabilities ({graded['score']}): AUC {auc_text} on {graded['n']} pairs; best threshold "
+            f"{num(graded['threshold'], 3)} (accuracy {num(graded['accuracy_at_threshold'], 3)} on the same pairs, "
+            f"{num(graded['accuracy_cross_validated'], 3)} cross-validated)"
         )
     ranking = report.get("ranking")
     if ranking:

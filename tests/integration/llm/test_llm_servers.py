@@ -475,7 +475,13 @@ def test_calibration_reports_auc_and_a_threshold_from_token_probabilities(tmp_pa
     assert ag.auc([1, 1, 0, 0], [2.0, 1.5, 1.5, 0.2]) == pytest.approx((1 + 1 + 0.5 + 1) / 4)
     assert ag.auc([1, 1], [0.3, 0.2]) is None
     out = ag.graded_agreement([1, 1, 0, 0], [2.5, 1.9, 1.2, 0.4])
-    assert out["auc"] == 1.0 and out["threshold"] == 1.9 and out["accuracy_at_threshold"] == 1.0
+    assert out["auc"] == {"value": 1.0, "ci_low": 1.0, "ci_high": 1.0}
+    assert out["threshold"] == 1.9 and out["accuracy_at_threshold"] == 1.0
+    # four folds of one pair: left out, 1.9 meets the others' threshold 2.5 wrongly; the other three are right
+    assert out["accuracy_cross_validated"] == 0.75
+    noisy = ag.graded_agreement([1, 0] * 20, [float(i % 7) for i in range(40)], resamples=200)
+    assert noisy["auc"]["ci_low"] < noisy["auc"]["value"] < noisy["auc"]["ci_high"]
+    assert noisy["accuracy_cross_validated"] <= noisy["accuracy_at_threshold"]
 
     ds = load_dataset("scifact", ["test"])
     relevant = {
@@ -506,12 +512,12 @@ def test_calibration_reports_auc_and_a_threshold_from_token_probabilities(tmp_pa
         res = CliRunner().invoke(app, ["judge-calibrate", str(config), "--output", str(tmp_path / "out")])
     assert res.exit_code == 0, res.output
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
-    assert metrics["graded"]["n"] == 6 and metrics["graded"]["auc"] == 1.0
+    assert metrics["graded"]["n"] == 6 and metrics["graded"]["auc"]["value"] == 1.0
     assert metrics["graded"]["threshold"] == pytest.approx(2.5) and metrics["graded"]["accuracy_at_threshold"] == 1.0
     pairs = [json.loads(line) for line in (tmp_path / "out" / "pairs.jsonl").read_text().splitlines()]
     assert sorted(round(p["expected"], 6) for p in pairs) == [0.5, 0.5, 0.5, 2.5, 2.5, 2.5]
     assert all(p["expected"] == pytest.approx(2.5 if p["human"] else 0.5) for p in pairs)
-    assert "AUC 1.000 on 6 pairs" in res.output
+    assert "AUC 1.000 [95% CI 1.000, 1.000] on 6 pairs" in res.output
 
 
 # -- https ----------------------------------------------------------------------------------------------------

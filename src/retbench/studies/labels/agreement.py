@@ -106,17 +106,40 @@ def auc(human: Sequence[int], scores: Sequence[float]) -> float | None:
     return float((np.sum(diff > 0) + 0.5 * np.sum(diff == 0)) / diff.size)
 
 
-def graded_agreement(human: Sequence[int], scores: Sequence[float]) -> dict[str, Any]:
-    """AUC of a continuous judge score, and the accuracy-maximizing threshold (score >= t is relevant)."""
+def _best_threshold(h: np.ndarray, x: np.ndarray) -> tuple[float, float]:
+    """The cut t on `x` (score >= t is relevant) with the highest accuracy on (h, x), and that accuracy."""
+    cuts = np.unique(x)
+    accs = ((x[None, :] >= cuts[:, None]) == h[None, :].astype(bool)).mean(axis=1)
+    best = int(np.argmax(accs))
+    return float(cuts[best]), float(accs[best])
+
+
+def graded_agreement(
+    human: Sequence[int], scores: Sequence[float], resamples: int = 1000, seed: int = 0, folds: int = 5
+) -> dict[str, Any]:
+    """AUC of a continuous judge score with a bootstrap CI, and the accuracy-maximizing threshold
+    (score >= t is relevant). The threshold's accuracy on the pairs it was chosen on is optimistic, so
+    `accuracy_cross_validated` is also given: each of `folds` seeded folds scored at the threshold the
+    other folds choose (the honest figure for a threshold used on new pairs)."""
     h = np.asarray(human, dtype=np.int64).clip(0, 1)
     x = np.asarray(scores, dtype=float)
-    cuts = np.unique(x)
-    accs = [float(np.mean((x >= t) == h)) for t in cuts]
-    best = int(np.argmax(accs)) if accs else None
-    return {
-        "n": len(h),
-        "auc": auc(h.tolist(), x.tolist()),
-        "threshold": float(cuts[best]) if best is not None else None,
-        "accuracy_at_threshold": accs[best] if best is not None else None,
-        "score": "expected grade (sum of grade x probability at the grade token)",
+    out: dict[str, Any] = {"n": len(h), "score": "expected grade (sum of grade x probability at the grade token)"}
+    rng = np.random.default_rng(seed)
+    boots = [
+        auc(h[idx].tolist(), x[idx].tolist()) for idx in (rng.integers(0, len(h), len(h)) for _ in range(resamples))
+    ]
+    value = auc(h.tolist(), x.tolist())
+    out["auc"] = {
+        "value": value,
+        **dict(zip(("ci_low", "ci_high"), _ci(boots) if value is not None else (None, None), strict=True)),
     }
+    if len(h) == 0:
+        return {**out, "threshold": None, "accuracy_at_threshold": None, "accuracy_cross_validated": None}
+    out["threshold"], out["accuracy_at_threshold"] = _best_threshold(h, x)
+    fold = rng.permutation(len(h)) % max(2, min(folds, len(h)))
+    right = 0
+    for f in np.unique(fold):
+        t, _ = _best_threshold(h[fold != f], x[fold != f])
+        right += int(np.sum((x[fold == f] >= t) == h[fold == f].astype(bool)))
+    out["accuracy_cross_validated"] = right / len(h) if len(h) >= 2 else None
+    return out

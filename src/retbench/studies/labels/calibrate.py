@@ -143,7 +143,9 @@ def run_calibration(
             report["agreement"]["missing"] = _no_verdict(report["statuses"], len(pairs))
         scored = [(h, v.expected) for h, v in ok if v.expected is not None]
         if scored:
-            report["graded"] = ag.graded_agreement([h for h, _ in scored], [e for _, e in scored])
+            report["graded"] = ag.graded_agreement(
+                [h for h, _ in scored], [e for _, e in scored], cfg.bootstrap, cfg.seed
+            )
         if cfg.ranking:
             report["ranking"] = _ranking(cfg, ds, judge)
         report["judge_reliability"] = _spot_check(cfg, url, items, verdicts, log)
