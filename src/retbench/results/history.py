@@ -267,10 +267,7 @@ def register(
     res = load_results(results_dir)
     man = res.manifest
     commit, dirty = git_state(where or Path(man.get("config_file") or ".").resolve().parent)
-    datasets = [
-        {k: d.get(k) for k in ("name", "split", "queries", "corpus_fingerprint", "qrels_fingerprint")}
-        for d in man.get("datasets") or []
-    ]
+    datasets = [{k: d.get(k) for k in DATASET_KEYS} for d in man.get("datasets") or []]
     ident = point_keys(list(res.metrics_json), datasets)
     rows: list[tuple[str, str, float, Any, Any]] = []
     systems: list[tuple[str, str, bytes | None, str, str, str | None]] = []
