@@ -19,7 +19,7 @@ from retbench.evaluation import Evaluation, coverage, evaluate
 from retbench.io.beir import read_queries
 from retbench.io.judgements import read_judgements, read_system
 from retbench.metrics.registry import DEFAULT_METRICS, parse_metrics
-from retbench.results import history, load_results
+from retbench.results import history_read, load_results
 from retbench.results.layout import all_pairs, split_key
 from retbench.results.read import recorded_depth
 
@@ -314,8 +314,8 @@ def load_history(
 ) -> tuple[Loaded, Any]:
     """A `history:<which>` baseline as Loaded (its stored per-query tables and data identity) and its entry;
     with a `candidate` (results directory, system), last-pass/last is a point of the candidate's own key."""
-    entry = history.resolve(spec, path, candidate=candidate)
-    evs = history.evaluations(entry, path)
+    entry = history_read.resolve(spec, path, candidate=candidate)
+    evs = history_read.evaluations(entry, path)
     where = f"history run {entry.id} ({entry.results_dir})"
     data = {where: [{k: d.get(k) for k in _DATA_KEYS} for d in entry.datasets]}
     settings = {e.system: settings_of(e, recorded_depth(e.coverage)) for e in evs}

@@ -257,7 +257,7 @@ def _gate_baseline(
     project) the gate checks thresholds only, and says so: its verdict becomes the next gate's baseline.
     """
     from retbench.inputs import load_history, load_systems
-    from retbench.results.history import NoBaseline
+    from retbench.results.history_read import NoBaseline
 
     if baseline is None:
         return None, None

@@ -170,7 +170,7 @@ def history_command(
 
     from retbench.inputs import canonical_metrics
     from retbench.report.history import render_trend, trend_html
-    from retbench.results.history import entries
+    from retbench.results.history_read import entries
 
     metric = (canonical_metrics([metric]) or [metric])[0] if metric else None
     rows = entries(history_file, system=system, metric=metric, limit=limit, experiment=experiment, dataset=dataset)

@@ -1,4 +1,4 @@
-"""The history trend (results.history entries) as a terminal table and a one-file HTML page with a chart.
+"""The history trend (results.history_read entries) as a terminal table and a one-file HTML page with a chart.
 
 A column (and a chart line) is one series: the points of one (experiment, dataset, system), so runs on
 other data or of another experiment never join a line; its label adds the dataset and the experiment

@@ -10,19 +10,23 @@ A *point* is one system's numbers in one run, keyed by (experiment, dataset, sys
 the config's name, the dataset its name, split, query count and corpus/qrels fingerprints as the
 manifest records them, the system its bare name (`bm25`, not `scifact/bm25`). Trends join only points
 of the same key, so SciFact and a 50-query slice of it are two lines, never one. Gate verdicts are kept
-per point (one system's fail never overwrites another's pass), and `history:last-pass` is the latest
-passing point of the candidate's own key registered before it. A system whose cell was skipped by a
+per point (one system's fail never overwrites another's pass). A system whose cell was skipped by a
 re-run (its `done.json` unchanged: nothing was searched or scored again) is not a new point: `register`
 returns the run that already holds it.
 
-Old files (one verdict per run, no point keys) are read as they are, without writing; the first write
-adds the new columns and fills them from each run's manifest record (a run-level verdict is kept for a
-run that held one system, the only case where it says whose verdict it was).
+This module owns the file and every write to it (schema, migration, `register`, `record_gate`) and the
+point keys both sides share; reading it back (trend entries, `history:` baselines) is
+`results.history_read`, which never writes.
+
+Old files (one verdict per run, no point keys) get the new columns on the first write, filled from each
+run's manifest record (a run-level verdict is kept for a run that held one system, the only case where it
+says whose verdict it was).
 
 Where: the config's `history:` key, else `RETBENCH_HISTORY`, else `$XDG_DATA_HOME/retbench/history.sqlite`
 (`~/.local/share/...`). Concurrency: the database runs in WAL mode with a 30 s busy timeout, every write is
 one short `BEGIN IMMEDIATE` transaction, and a write that still meets a lock is retried with backoff, so
-several runs finishing at once all land (tests/test_history.py starts real processes to check it).
+several runs finishing at once all land (tests/integration/results/test_history.py starts real processes
+to check it).
 """
 
 from __future__ import annotations
@@ -35,9 +39,7 @@ import os
 import random
 import sqlite3
 import subprocess
-import tempfile
 import time
-import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -126,40 +128,6 @@ def connect(path: str | Path) -> Iterator[sqlite3.Connection]:
         _retry(lambda: con.executescript(SCHEMA))
         _retry(lambda: _migrate(con))
         yield con
-    finally:
-        con.close()
-
-
-@contextmanager
-def reading(path: str | Path) -> Iterator[sqlite3.Connection]:
-    """A read-only connection: a read never writes (no schema, no journal-mode switch, no new file), so
-    `history` and `gate --baseline history:` work on a file this user may only read. A file that is
-    not a readable retbench history (damaged, truncated, another program's database) is an InputError.
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("no history yet (every `retbench run` adds to it)", path=p)
-    uri = p.resolve().as_uri()
-    try:
-        con = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
-    except sqlite3.Error as exc:
-        raise InputError(f"cannot open the history: {exc}", path=p) from None
-    try:
-        try:
-            con.execute("SELECT count(*) FROM runs").fetchone()
-        except sqlite3.OperationalError as exc:
-            if "unable to open" not in str(exc) and "readonly" not in str(exc):
-                raise
-            # a WAL database in a folder this user cannot write: read it as a fixed file instead
-            con.close()
-            con = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
-        yield con
-    except (sqlite3.DatabaseError, json.JSONDecodeError, OSError, EOFError, zlib.error) as exc:
-        raise InputError(
-            f"cannot read the history ({exc}); it is damaged or not a retbench history: move it aside "
-            "and the next `retbench run` starts a new one",
-            path=p,
-        ) from None
     finally:
         con.close()
 
@@ -299,10 +267,7 @@ def register(
     res = load_results(results_dir)
     man = res.manifest
     commit, dirty = git_state(where or Path(man.get("config_file") or ".").resolve().parent)
-    datasets = [
-        {k: d.get(k) for k in ("name", "split", "queries", "corpus_fingerprint", "qrels_fingerprint")}
-        for d in man.get("datasets") or []
-    ]
+    datasets = [{k: d.get(k) for k in DATASET_KEYS} for d in man.get("datasets") or []]
     ident = point_keys(list(res.metrics_json), datasets)
     rows: list[tuple[str, str, float, Any, Any]] = []
     systems: list[tuple[str, str, bytes | None, str, str, str | None]] = []
@@ -373,7 +338,7 @@ def register(
     return _write(path or default_path(), insert)
 
 
-def _candidate_point(con: sqlite3.Connection, results_dir: str | Path, system: str) -> tuple[int, str] | None:
+def candidate_point(con: sqlite3.Connection, results_dir: str | Path, system: str) -> tuple[int, str] | None:
     """(run id, key) of the point holding what `results_dir` holds now for `system` (its done.json), if any."""
     from retbench.results import load_results
 
@@ -395,7 +360,7 @@ def record_gate(results_dir: str | Path, passed: bool, *, system: str, path: str
     run id (None: not registered, or the folder changed since it was)."""
 
     def update(con: sqlite3.Connection) -> int | None:
-        found = _candidate_point(con, results_dir, system)
+        found = candidate_point(con, results_dir, system)
         if found is None:
             return None
         con.execute(
@@ -405,182 +370,3 @@ def record_gate(results_dir: str | Path, passed: bool, *, system: str, path: str
 
     p = path or default_path()
     return _write(p, update) if Path(p).is_file() else None
-
-
-@dataclass
-class Entry:
-    id: int
-    created: str
-    experiment: str
-    results_dir: str
-    config_hash: str
-    git_commit: str | None
-    git_dirty: bool | None
-    tag: str | None
-    gate: str | None  # the verdict of a run registered before verdicts were kept per system
-    datasets: list[dict[str, Any]]
-    scores: dict[str, dict[str, tuple[float, float | None, float | None]]] = field(default_factory=dict)
-    coverage: dict[str, dict[str, Any]] = field(default_factory=dict)
-    gates: dict[str, str] = field(default_factory=dict)  # results key -> "pass" / "fail"
-    points: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # key -> (system, dataset)
-    matched: str | None = None  # the key `resolve` picked, when it picked a point
-
-    def series(self, key: str) -> tuple[str, str, str]:
-        """(experiment, dataset identity, system) of one of this run's points: what a trend line joins."""
-        name, ds = self.points.get(key, (key, dataset_identity({})))
-        return self.experiment, json.dumps(ds, sort_keys=True), name
-
-
-def _point_rows(con: sqlite3.Connection) -> Iterator[tuple[int, str, str, str | None, str | None, str | None]]:
-    """(run id, key, coverage, name, dataset, gate) of every point, on either schema (read-only: an old file's
-    missing columns read as NULL and are derived from the run by `entries`)."""
-    have = {r[1] for r in con.execute("PRAGMA table_info(systems)")}
-    cols = ", ".join(c if c in have else f"NULL AS {c}" for c in ("name", "dataset", "gate"))
-    yield from con.execute(f"SELECT run_id, system, coverage, {cols} FROM systems ORDER BY rowid")
-
-
-def _matches(dataset: dict[str, Any], wanted: str) -> bool:
-    """`--dataset` names a dataset by name, name/split, or a fingerprint's prefix."""
-    name, split = str(dataset.get("name")), str(dataset.get("split"))
-    prints = [str(dataset.get(k) or "") for k in ("corpus_fingerprint", "qrels_fingerprint")]
-    return wanted in (name, f"{name}/{split}", f"{name}-{split}") or any(p and p.startswith(wanted) for p in prints)
-
-
-def entries(
-    path: str | Path | None = None,
-    *,
-    system: str | None = None,
-    metric: str | None = None,
-    limit: int | None = None,
-    experiment: str | None = None,
-    dataset: str | None = None,
-) -> list[Entry]:
-    """History entries, oldest first (the last `limit` that hold a matching point), with the points of the
-    given experiment, dataset (name, name/split or fingerprint prefix) and system (bare name or results key)."""
-    p = Path(path or default_path())
-    with reading(p) as con:
-        runs = con.execute(
-            "SELECT id, created, experiment, results_dir, config_hash, git_commit, git_dirty, tag, gate, datasets"
-            " FROM runs ORDER BY id"
-        ).fetchall()
-        out = {
-            r[0]: Entry(*r[:6], None if r[6] is None else bool(r[6]), r[7], r[8], json.loads(r[9]))  # type: ignore[call-arg]
-            for r in runs
-            if experiment is None or r[2] == experiment
-        }
-        has_gate = "gate" in _columns(con)
-        cov: dict[int, dict[str, Any]] = {}
-        for run_id, key, coverage, name, ds, gate in _point_rows(con):
-            e = out.get(run_id)
-            if e is None:
-                continue
-            cov.setdefault(run_id, {})[key] = (json.loads(coverage), name, ds, gate)
-        for run_id, e in out.items():
-            rows = cov.get(run_id, {})
-            derived = point_keys(list(rows), e.datasets)
-            for key, (c, name, ds, gate) in rows.items():
-                point = (name, json.loads(ds)) if name is not None and ds is not None else derived[key]
-                if system and system not in (key, point[0]):
-                    continue
-                if dataset and not _matches(point[1], dataset):
-                    continue
-                e.points[key] = point
-                e.coverage[key] = c
-                # an old file's run-level verdict says whose it was only when the run held one system
-                verdict = gate if has_gate else (e.gate if len(rows) == 1 else None)
-                if verdict:
-                    e.gates[key] = verdict
-        query = "SELECT run_id, system, metric, mean, ci_low, ci_high FROM scores"
-        args: list[Any] = []
-        if metric:
-            query, args = query + " WHERE metric = ?", [metric]
-        for run_id, s, m, mean, lo, hi in con.execute(query, args):
-            if run_id in out and s in out[run_id].points:
-                out[run_id].scores.setdefault(s, {})[m] = (mean, lo, hi)
-    kept = [out[k] for k in sorted(out) if out[k].points or not (system or dataset)]
-    return kept[-limit:] if limit else kept
-
-
-def _columns(con: sqlite3.Connection) -> set[str]:
-    return {r[1] for r in con.execute("PRAGMA table_info(systems)")}
-
-
-def resolve(spec: str, path: str | Path | None = None, *, candidate: tuple[str | Path, str] | None = None) -> Entry:
-    """`history:last-pass`, `history:last`, `history:<id>` or `history:<tag>`.
-
-    With a `candidate` (results directory, system), `last-pass` and `last` pick a point: the latest one of
-    the candidate's experiment, dataset and system registered before the candidate's own point (never
-    the candidate itself) -- for last-pass, one whose gate passed. Without one, `last-pass` is the
-    latest run holding a passing point.
-    """
-    key = spec.removeprefix("history:")
-    p = path or default_path()
-    rows = entries(p)
-    if key in ("last-pass", "last") and candidate is not None:
-        return _resolve_point(key, rows, p, candidate)
-    if key == "last-pass":
-        found = [e for e in rows if "pass" in e.gates.values()]
-    elif key == "last":
-        found = rows
-    elif key.isdigit():
-        found = [e for e in rows if e.id == int(key)]
-    else:
-        found = [e for e in rows if e.tag == key]
-    if not found:
-        what = "passed a gate" if key == "last-pass" else f"matches {key!r}"
-        raise InputError(f"no run in the history {what}", path=p, field="baseline")
-    return found[-1]
-
-
-class NoBaseline(InputError):
-    """No earlier point of the candidate's (experiment, dataset, system) fits `history:last-pass` / `last`."""
-
-
-def _resolve_point(key: str, rows: list[Entry], path: str | Path, candidate: tuple[str | Path, str]) -> Entry:
-    from retbench.results import load_results
-
-    folder, system = candidate
-    res = load_results(folder)
-    man = res.manifest
-    name, ds = point_keys(list(res.metrics_json), [dataset_identity(d) for d in man.get("datasets") or []])[system]
-    want = (str(man.get("experiment") or Path(folder).name), json.dumps(ds, sort_keys=True), name)
-    with reading(path) as con:
-        own = _candidate_point(con, folder, system)
-    before = own[0] if own is not None else None
-    for e in reversed(rows):
-        if before is not None and e.id >= before:
-            continue
-        for k in e.points:
-            if e.series(k) == want and (key == "last" or e.gates.get(k) == "pass"):
-                e.matched = k
-                return e
-    what = "passed a gate" if key == "last-pass" else "was registered"
-    where = f"{ds.get('name')}/{ds.get('split')} ({ds.get('queries')} queries)"
-    raise NoBaseline(
-        f"no earlier run of experiment {want[0]!r} on {where} with system {name!r} {what}",
-        path=path,
-        field="baseline",
-    )
-
-
-def evaluations(entry: Entry, path: str | Path | None = None) -> list[Any]:
-    """The per-query tables (evaluation.Evaluation) an entry stored, one per system (only the point
-    `resolve` matched, when it matched one)."""
-    from retbench.evaluation import Evaluation
-
-    out = []
-    with reading(path or default_path()) as con:
-        for system, blob, cov in con.execute(
-            "SELECT system, per_query, coverage FROM systems WHERE run_id = ? AND per_query IS NOT NULL ORDER BY rowid",
-            (entry.id,),
-        ):
-            if entry.matched is not None and system != entry.matched:
-                continue
-            with tempfile.TemporaryDirectory() as tmp:
-                f = Path(tmp) / "per_query.tsv"
-                f.write_bytes(gzip.decompress(blob))
-                ev = Evaluation.from_tsv(f)
-            ev.system = system
-            ev.coverage = json.loads(cov or "{}")  # as metrics.json stored it when the run was registered
-            out.append(ev)
-    return out

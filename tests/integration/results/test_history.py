@@ -13,7 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from retbench.cli import app
-from retbench.results import history
+from retbench.results import history, history_read
 
 runner = CliRunner()
 BM25 = {"name": "bm25", "adapter": "bm25s", "params": {"k1": 1.5, "b": 0.75}}
@@ -63,7 +63,7 @@ def test_runs_register_with_commit_fingerprints_cis_and_show_as_a_trend(project:
     # bm25's cell was skipped (finished earlier): the history already holds it, so it is no new point
     assert "history: unchanged, nothing searched: bm25 (run 1)" in second.output
 
-    rows = history.entries()
+    rows = history_read.entries()
     assert [e.id for e in rows] == [1, 2]
     one, two = rows
     assert one.git_commit == head and one.git_dirty is False and one.tag == "v1"
@@ -108,8 +108,8 @@ def test_the_readme_last_pass_flow_starts_on_thresholds_then_gates_each_run_agai
         "this gate checks thresholds only" in first.output
     )
     assert "history: bm25 pass recorded on run 1" in first.output
-    assert history.entries()[0].gates == {"bm25": "pass"}
-    stored = history.evaluations(history.resolve("history:1"))[0].values.copy()
+    assert history_read.entries()[0].gates == {"bm25": "pass"}
+    stored = history_read.evaluations(history_read.resolve("history:1"))[0].values.copy()
 
     # the same output folder is overwritten by a much weaker system (BM25's ranks 11-20 replayed from a
     # run file): the baseline is the stored snapshot of run 1, not the folder, and not run 2 itself
@@ -124,8 +124,8 @@ def test_the_readme_last_pass_flow_starts_on_thresholds_then_gates_each_run_agai
         gated = runner.invoke(app, gate)
         assert "baseline: history run 1 " in gated.output, gated.output
         assert gated.exit_code == 1, gated.output  # recall@5 fell by more than 5 points
-    assert [e.gates for e in history.entries()] == [{"bm25": "pass"}, {"bm25": "fail"}]
-    assert (history.evaluations(history.resolve("history:1"))[0].values == stored).all()
+    assert [e.gates for e in history_read.entries()] == [{"bm25": "pass"}, {"bm25": "fail"}]
+    assert (history_read.evaluations(history_read.resolve("history:1"))[0].values == stored).all()
     by_id = runner.invoke(app, [*gate[:-1], "history:2"])
     assert by_id.exit_code == 0, by_id.output  # against itself: no regression
 
@@ -141,11 +141,11 @@ def test_verdicts_are_kept_per_system_so_one_systems_fail_leaves_anothers_pass(p
     assert runner.invoke(app, [*gate, "bm25"]).exit_code == 0
     assert runner.invoke(app, [*gate, "weak"]).exit_code == 1
     assert runner.invoke(app, [*gate, "bm25"]).exit_code == 0  # gated again: still its own verdict only
-    assert history.entries()[0].gates == {"bm25": "pass", "weak": "fail"}
-    assert history.resolve("history:last-pass").id == 1  # no candidate: the latest run holding a pass
+    assert history_read.entries()[0].gates == {"bm25": "pass", "weak": "fail"}
+    assert history_read.resolve("history:last-pass").id == 1  # no candidate: the latest run holding a pass
     # a candidate's last-pass comes before it: run 1 holds these very results, so it is no baseline for them
-    with pytest.raises(history.NoBaseline, match="with system 'weak' passed a gate"):
-        history.resolve("history:last-pass", candidate=(project / "out", "weak"))
+    with pytest.raises(history_read.NoBaseline, match="with system 'weak' passed a gate"):
+        history_read.resolve("history:last-pass", candidate=(project / "out", "weak"))
 
 
 def test_gate_refuses_a_history_baseline_computed_on_other_data(project: Path, tmp_path: Path):
@@ -184,12 +184,12 @@ def test_concurrent_runs_writing_the_history_lose_nothing(project: Path, tmp_pat
         for i in range(writers)
     ]
     assert [p.wait(timeout=300) for p in procs] == [0] * writers
-    rows = history.entries(db)
+    rows = history_read.entries(db)
     assert len(rows) == writers * each
     assert sorted({e.id for e in rows}) == list(range(1, writers * each + 1))
     assert {e.tag for e in rows} == {f"w{i}" for i in range(writers)}
     assert all(sorted(e.scores) == ["bm25", "weak"] and len(e.scores["weak"]) == 2 for e in rows)
-    assert all(len(history.evaluations(e, db)) == 2 for e in rows[:3])
+    assert all(len(history_read.evaluations(e, db)) == 2 for e in rows[:3])
 
 
 # -- a damaged history is one line, and reading one writes nothing ---------------------------------------
@@ -273,7 +273,7 @@ def test_a_trend_never_joins_other_datasets_or_experiments_and_each_can_be_filte
     run("slice", max_queries=8)  # run 2: an 8-query slice of it under the same experiment name
     run("other", name="tuning")  # run 3: the same data under another experiment
     run("full2")  # run 4: the first series again
-    rows = history.entries()
+    rows = history_read.entries()
     assert [len({e.series(k) for k in e.points}) for e in rows] == [1, 1, 1, 1]
     series = [e.series("bm25") for e in rows]
     assert series[0] == series[3] and len(set(series)) == 3
@@ -309,12 +309,12 @@ def test_a_rerun_that_searched_nothing_adds_no_point_and_a_forced_one_does(proje
     assert again.exit_code == 0, again.output
     assert "history: unchanged, nothing searched: bm25 (run 1), weak (run 1)" in again.output
     assert "history: run 2" not in again.output
-    assert [e.id for e in history.entries()] == [1]
+    assert [e.id for e in history_read.entries()] == [1]
     tagged = runner.invoke(app, ["run", str(cfg), "--quiet", "--tag", "release"])  # a tag asks for an entry
     assert tagged.exit_code == 0 and "history: run 2" in tagged.output
     forced = runner.invoke(app, ["run", str(cfg), "--quiet", "--force"])
     assert forced.exit_code == 0 and "history: run 3" in forced.output
-    assert sorted(history.entries()[-1].points) == ["bm25", "weak"]
+    assert sorted(history_read.entries()[-1].points) == ["bm25", "weak"]
 
 
 def test_an_old_history_file_is_read_as_it_is_and_migrated_on_the_first_write(project: Path, tmp_path: Path):
@@ -337,7 +337,7 @@ def test_an_old_history_file_is_read_as_it_is_and_migrated_on_the_first_write(pr
         con.execute("UPDATE runs SET gate = 'pass'")
     con.close()
     before = hist.read_bytes()
-    rows = history.entries(hist)  # read-only: works on the old schema and writes nothing
+    rows = history_read.entries(hist)  # read-only: works on the old schema and writes nothing
     assert hist.read_bytes() == before
     assert [sorted(e.points) for e in rows] == [["bm25", "weak"], ["bm25", "weak"], ["bm25"]]
     # a run-level verdict says whose it was only for a run of one system
@@ -352,7 +352,7 @@ def test_an_old_history_file_is_read_as_it_is_and_migrated_on_the_first_write(pr
         cols = {r[1] for r in con.execute("PRAGMA table_info(systems)")}
         assert set(history.POINT_COLUMNS) <= cols
     con.close()
-    rows = history.entries(hist)
+    rows = history_read.entries(hist)
     assert [e.gates for e in rows] == [{}, {"weak": "fail"}, {"bm25": "pass"}]
-    assert rows[0].points == history.entries(hist)[0].points
+    assert rows[0].points == history_read.entries(hist)[0].points
     assert json.loads(rows[0].series("bm25")[1])["queries"] == 12

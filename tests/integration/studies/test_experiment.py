@@ -178,7 +178,7 @@ def test_a_python_run_experiment_writes_the_same_reports_and_history_entry_as_th
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import retbench
-    from retbench.results.history import entries
+    from retbench.results.history_read import entries
 
     history = tmp_path / "history.sqlite"
     monkeypatch.setenv("RETBENCH_HISTORY", str(history))
