@@ -116,9 +116,8 @@ class RerankFusion:
         )
 
     def describe(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"fusion": self.fusion, "weights": list(self.weights)}
-        d.update({"rrf_k": self.rrf_k} if self.fusion == "rrf" else {"normalization": self.normalization})
-        return d
+        extra: dict[str, Any] = {"rrf_k": self.rrf_k} if self.fusion == "rrf" else {"normalization": self.normalization}
+        return {"fusion": self.fusion, "weights": list(self.weights), **extra}
 
 
 def parse_fusion(raw: Any, *, where: str = "", fld: str = "rerank.fuse") -> RerankFusion:
