@@ -31,8 +31,9 @@ from typing import Any
 
 from retbench.errors import InputError
 from retbench.llm.local import cache_root
+from retbench.loopback import listening_addresses
 from retbench.secrets import register
-from retbench.testing.servers import LocalServer, listening_addresses, start_milvus, start_postgres, start_typesense
+from retbench.testing.servers import LocalServer, start_milvus, start_postgres, start_typesense
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any
 import repo_paths
 from retbench.data import Corpus, Dataset
 from retbench.retrievers.base import Ranking, Retriever, create
+from retbench.testing import stop_process
 
 # this folder: on PYTHONPATH, subprocesses find the adapters below by module name
 SUPPORT = repo_paths.SUPPORT
@@ -116,12 +117,7 @@ def serving(args: list[str]) -> Iterator[str]:
     try:
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop_process(proc, timeout=10)
 
 
 def start_serve(args: list[str]) -> tuple[subprocess.Popen, str]:

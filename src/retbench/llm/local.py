@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,8 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from retbench.errors import BackendError, ConfigError
-
-LOOPBACK = {"0100007F", "00000000000000000000000001000000"}  # 127.0.0.1 and ::1 as /proc/net/tcp writes them
+from retbench.loopback import LOOPBACK, free_port, listening_addresses, stop_process
 
 
 def cache_root() -> Path:
@@ -42,29 +40,6 @@ def preload_library() -> Path | None:
 def server_binary() -> Path | None:
     found = shutil.which("tinyq4") or shutil.which("tinyq4", path=str(Path(sys.executable).parent))
     return Path(found) if found else None
-
-
-def listening_addresses(port: int) -> list[str]:
-    """Hex local addresses of sockets listening on `port` (state 0A in /proc/net/tcp and tcp6)."""
-    out = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as fh:
-                next(fh)
-                for line in fh:
-                    cols = line.split()
-                    addr, hexport = cols[1].split(":")
-                    if cols[3] == "0A" and int(hexport, 16) == port:
-                        out.append(addr)
-        except OSError:
-            continue
-    return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager
@@ -89,18 +64,13 @@ def local_server(
     try:
         _wait_ready(proc, port, start_timeout)
         addresses = listening_addresses(port)
-        if not addresses or set(addresses) - LOOPBACK:
+        if not addresses or addresses - LOOPBACK:
             raise BackendError(
-                f"tinyq4 listens on {addresses or 'nothing'} for port {port}, not loopback only: refused"
+                f"tinyq4 listens on {sorted(addresses) or 'nothing'} for port {port}, not loopback only: refused"
             )
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, timeout=10)
         if log:
             sink.close()  # type: ignore[union-attr]
 

@@ -25,6 +25,14 @@ if TYPE_CHECKING:
     from retbench.studies.chunking import ChunkingConfig
 
 
+#: the columns both chunking reports share (character-level and BEIR documents)
+CHUNK_COLUMNS_DEFINITION = (
+    "**over max len**: chunks with more tokens than the model reads (truncated when embedded); "
+    "**docs w/o chunk**: documents that produced no chunk; **encode s**: time to embed the chunks "
+    "(dense only; '(N new)' = chunks not already in the embedding cache)."
+)
+
+
 def _f(v: Any, digits: int = 3) -> str:
     """A figure from metrics.json ('—' for anything that is not a number: a failed pair, a missing column)."""
     return fmt.num(v, digits, missing="—") if isinstance(v, (int, float)) and not isinstance(v, bool) else "—"
@@ -144,9 +152,7 @@ def gather(cfg: ChunkingConfig, metrics_json: dict[str, Any], manifest: dict[str
         "overlaps an excerpt, with the relevant chunks of this chunking as the ideal.",
         f"**token P / R / IoU@{k0}**: character-level (exact, tokenizer-free) precision, recall and IoU of the union of "
         "the top chunks' text (overlapping chunks counted once) against the union of the gold excerpts, as in Chroma's study.",
-        "**over max len**: chunks with more tokens than the model reads (truncated when embedded); "
-        "**docs w/o chunk**: documents that produced no chunk; **encode s**: time to embed the chunks "
-        "(dense only; '(N new)' = chunks not already in the embedding cache).",
+        CHUNK_COLUMNS_DEFINITION,
         SHORT_DEFINITION,
     ]
     return ChunkingReport(
@@ -188,9 +194,7 @@ def _gather_documents(
         "chunker that keeps each document whole scores exactly as the system does on the documents.",
         f"**searching deeper**: {cfg.depth} chunks are asked for first; a query with fewer distinct documents is "
         "searched again with twice as many chunks until it has them or the system has no more to return.",
-        "**over max len**: chunks with more tokens than the model reads (truncated when embedded); "
-        "**docs w/o chunk**: documents that produced no chunk; **encode s**: time to embed the chunks "
-        "(dense only; '(N new)' = chunks not already in the embedding cache).",
+        CHUNK_COLUMNS_DEFINITION,
         SHORT_DEFINITION,
     ]
     return ChunkingReport(

@@ -14,17 +14,9 @@ tests and the benchmarks use the same servers:
         dsn = server.address  # a DSN without the password; server.env holds it
 """
 
+from retbench.loopback import LOOPBACK, free_port, listening_addresses, stop_process
 from retbench.testing.contract import ContractError, check_retriever
-from retbench.testing.servers import (
-    LOOPBACK,
-    LocalServer,
-    free_port,
-    listening_addresses,
-    start_chroma,
-    start_milvus,
-    start_postgres,
-    start_typesense,
-)
+from retbench.testing.servers import LocalServer, start_chroma, start_milvus, start_postgres, start_typesense
 
 __all__ = [
     "LOOPBACK",
@@ -37,4 +29,5 @@ __all__ = [
     "start_milvus",
     "start_postgres",
     "start_typesense",
+    "stop_process",
 ]

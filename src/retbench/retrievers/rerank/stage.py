@@ -49,10 +49,12 @@ from typing import Any
 
 import numpy as np
 
+from retbench.config.base import validate
+from retbench.config.experiment import RerankFuseBlock
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError
 from retbench.retrievers.encoders.cache import EmbeddingCache, default_cache_dir, text_key
-from retbench.retrievers.hybrid import FUSIONS, NORMALIZATIONS, fuse
+from retbench.retrievers.hybrid import fuse
 from retbench.retrievers.rerank.scorers import BUILTIN, KINDS, Reranker, create_reranker
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -121,36 +123,9 @@ class RerankFusion:
 
 
 def parse_fusion(raw: Any, *, where: str = "", fld: str = "rerank.fuse") -> RerankFusion:
-    """A `fuse:` block as a RerankFusion; every error names its field."""
-
-    def bad(reason: str, sub: str = "") -> ConfigError:
-        return ConfigError(reason, path=where or None, field=f"{fld}.{sub}" if sub else fld)
-
-    if not isinstance(raw, dict):
-        raise bad("fuse must be a mapping such as {fusion: rrf} or {fusion: weighted, weights: [0.3, 0.7]}")
-    unknown = sorted(set(raw) - {"fusion", "weights", "rrf_k", "normalization"})
-    if unknown:
-        raise bad(f"unknown key {unknown[0]!r}; expected fusion, weights, rrf_k, normalization")
-    fusion = raw.get("fusion", "rrf")
-    if fusion not in FUSIONS:
-        raise bad(f"fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}", "fusion")
-    weights = raw.get("weights", [1.0, 1.0])
-    if (
-        not isinstance(weights, list)
-        or len(weights) != 2
-        or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and 0 <= w < float("inf") for w in weights)
-        or not sum(weights) > 0
-    ):
-        raise bad(
-            f"weights must be two non-negative numbers [first stage, reranker], not both 0; got {weights!r}", "weights"
-        )
-    rrf_k = raw.get("rrf_k", 60)
-    if isinstance(rrf_k, bool) or not isinstance(rrf_k, (int, float)) or not 0 <= rrf_k < float("inf"):
-        raise bad(f"rrf_k must be a number >= 0, got {rrf_k!r}", "rrf_k")
-    norm = raw.get("normalization", "minmax")
-    if norm not in NORMALIZATIONS:
-        raise bad(f"normalization must be one of {', '.join(NORMALIZATIONS)}, got {norm!r}", "normalization")
-    return RerankFusion(fusion, (float(weights[0]), float(weights[1])), float(rrf_k), norm)
+    """A `fuse:` block as a RerankFusion, checked by the config's own model (errors name the field)."""
+    block = validate(RerankFuseBlock, raw, where or None, prefix=fld)
+    return RerankFusion(block.fusion, (block.weights[0], block.weights[1]), block.rrf_k, block.normalization)
 
 
 @dataclass

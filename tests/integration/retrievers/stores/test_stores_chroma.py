@@ -6,15 +6,6 @@ HNSW must return the same rankings up to float noise, with scores converted to s
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("chromadb")
@@ -23,20 +14,15 @@ from retbench.data import Corpus
 from retbench.errors import ConfigError
 from retbench.evaluation import evaluate
 from retbench.retrievers.base import create
+from retbench.testing import free_port, start_chroma
 from stores_support import (
     ENC,
     assert_filtered_like_exact,
     assert_same_ranking,
     exact_filtered_reference,
     filtered,
-    scifact_slice,
     with_metadata,
 )
-
-
-@pytest.fixture(scope="module")
-def data():
-    return scifact_slice()
 
 
 @pytest.fixture(scope="module")
@@ -140,45 +126,10 @@ def test_store_settings_reach_the_collection_and_bad_ones_are_config_errors(data
 
 
 # -- a real Chroma server ------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def chroma_server(tmp_path_factory):
-    exe = shutil.which("chroma") or str(Path(sys.executable).with_name("chroma"))
-    if not Path(exe).exists():
-        pytest.skip("the `chroma` CLI (shipped with chromadb) is not installed")
-    port = _free_port()
-    log = tmp_path_factory.mktemp("chroma-server") / "server.log"
-    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
-    with open(log, "w") as fh:
-        proc = subprocess.Popen(
-            [exe, "run", "--path", str(log.parent / "db"), "--host", "127.0.0.1", "--port", str(port)],
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.skip(f"`chroma run` did not start on this machine: {log.read_text()[-500:]}")
-                time.sleep(0.3)
-        yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+def chroma_server():
+    with start_chroma(timeout=60) as server:
+        yield server.port
 
 
 def test_chroma_server_matches_embedded(data, flat, chroma_server):
@@ -195,7 +146,7 @@ def test_chroma_server_matches_embedded(data, flat, chroma_server):
 def test_unreachable_chroma_server_is_a_backend_error_naming_it(data):
     from retbench.errors import BackendError
 
-    port = _free_port()
+    port = free_port()
     r = create("chroma", {"host": "127.0.0.1", "port": port, **ENC})
     with pytest.raises(BackendError, match=f"Chroma at http://127.0.0.1:{port}"):
         r.index(data[0].subset(data[0].ids[:5]))

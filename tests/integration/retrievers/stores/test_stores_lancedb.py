@@ -20,25 +20,8 @@ from stores_support import (
     check_add_replace_delete,
     exact_filtered_reference,
     filtered,
-    scifact_slice,
     with_metadata,
 )
-
-
-@pytest.fixture(scope="module")
-def data():
-    return scifact_slice()
-
-
-@pytest.fixture(scope="module")
-def ref(data):
-    corpus, queries, _ = data
-    runs = {}
-    for metric in ("ip", "l2"):
-        r = create("dense", {"index": f"flat_{metric}", **ENC})
-        r.index(corpus)
-        runs[metric] = r.search(queries, 10)
-    return runs
 
 
 def _run(data, **params):

@@ -21,23 +21,14 @@ from stores_support import (
     check_add_replace_delete,
     exact_filtered_reference,
     filtered,
-    scifact_slice,
     with_metadata,
 )
 
 
 @pytest.fixture(scope="module")
 def milvus():
-    server = start_milvus()
-    try:
+    with start_milvus() as server:
         yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
-def data():
-    return scifact_slice()
 
 
 def _store(milvus, name: str, **params):

@@ -22,7 +22,6 @@ from stores_support import (
     check_add_replace_delete,
     exact_filtered_reference,
     filtered,
-    scifact_slice,
     with_metadata,
 )
 
@@ -31,16 +30,8 @@ PW = "RB_TEST_PG_PASSWORD"
 
 @pytest.fixture(scope="module")
 def pg():
-    server = start_postgres(password_env=PW)
-    try:
+    with start_postgres(password_env=PW) as server:
         yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
-def data():
-    return scifact_slice()
 
 
 def _store(pg, name: str, **params):

@@ -23,7 +23,6 @@ from stores_support import (
     assert_filtered_like_exact,
     exact_filtered_reference,
     filtered,
-    scifact_slice,
     with_metadata,
 )
 
@@ -32,16 +31,8 @@ KEY = "RB_TEST_TYPESENSE_KEY"
 
 @pytest.fixture(scope="module")
 def ts():
-    server = start_typesense(api_key_env=KEY)
-    try:
+    with start_typesense(api_key_env=KEY) as server:
         yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
-def data():
-    return scifact_slice()
 
 
 def _store(ts, name: str, **params):
