@@ -44,16 +44,43 @@ def metric_cutoffs(metrics: list[str], default_k: int, depth: int) -> list[int]:
     return [parse_metric(m, default_k).k or depth for m in metrics]
 
 
+FusionName = Literal[
+    "rrf",
+    "weighted",
+    "wsum",
+    "combsum",
+    "combmnz",
+    "combanz",
+    "combgmnz",
+    "combmax",
+    "combmin",
+    "combmed",
+    "wmnz",
+    "mixed",
+    "isr",
+    "log_isr",
+    "logn_isr",
+    "rbc",
+    "borda",
+    "weighted_borda",
+    "condorcet",
+    "weighted_condorcet",
+]
+NormalizationName = Literal["none", "minmax", "max", "sum", "zscore", "rank", "borda"]
+
+
 # -- the optional blocks of a system -------------------------------------------------------------------
 class RerankFuseBlock(Block):
     """Mix the first stage's ranking into the reranked order (retrievers/rerank/stage.py, RerankFusion)."""
 
-    fusion: Literal["rrf", "weighted"] = "rrf"
+    # the names of retrievers/fusion.py's FUSIONS and NORMALIZATIONS (a unit test keeps them equal)
+    fusion: FusionName = "rrf"
     weights: list[Annotated[float, Field(ge=0)]] = Field(
         [1.0, 1.0], min_length=2, max_length=2, description="[first stage, reranker]"
     )
     rrf_k: Annotated[float, Field(ge=0)] = 60.0
-    normalization: Literal["minmax", "zscore", "rank"] = "minmax"
+    normalization: NormalizationName = "minmax"
+    param: float | None = Field(None, description="the method's gamma (combgmnz), sigma (logn_isr) or phi (rbc)")
 
 
 class RerankBlock(Block):

@@ -1,18 +1,13 @@
 """Hybrid retrieval: fuse the rankings of any retrievers.
 
-Two fusions, both usable on their own (`fuse_rrf`, `fuse_weighted` on rankings of one query;
-`fuse_runs` on whole Runs, e.g. run files from elsewhere):
+The fusion methods (`retrievers/fusion.py`: reciprocal rank fusion, retbench's weighted fusion and every
+unsupervised method of `ranx.fuse` with its normalisations, formulas in that module's docstring) work on
+one query's rankings; `fuse_runs` applies one to whole Runs (e.g. run files from elsewhere), and
+`HybridRetriever` searches its component retrievers and fuses their rankings per query.
 
-- reciprocal rank fusion: score(d) = sum_i w_i / (rrf_k + rank_i(d)), rank 1-based, rrf_k = 60
-  (Cormack et al. 2009); a document a component did not return adds nothing;
-- weighted fusion: each component's scores are normalized per query, then summed with weights.
-  Normalizations: `minmax` ((s - min) / (max - min); all-equal scores give 1), `zscore`
-  ((s - mean) / std; zero spread gives 0) and `rank` ((n - rank + 1) / n over the component's n
-  returned documents). A document missing from a component gets that component's minimum
-  normalized contribution for the query: 0 for minmax and rank, the lowest z-score for zscore.
-
-Raw scores are never mixed: BM25 and cosine live on different scales. Fused rankings are ordered
-by fused score, ties by doc id descending (trec_eval's rule), so the cut at k matches evaluation.
+Raw scores are never mixed unless asked for (`normalization: none`): BM25 and cosine live on different scales.
+Fused rankings are ordered by fused score, ties by doc id descending (trec_eval's rule), so the cut at k matches
+evaluation.
 """
 
 from __future__ import annotations
@@ -23,124 +18,22 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from retbench.data import Corpus, Run, RunBuilder
 from retbench.errors import ConfigError
-from retbench.retrievers.base import CapabilityError, Ranking, Retriever, create, register
+from retbench.retrievers.base import CapabilityError, Retriever, create, register
+from retbench.retrievers.fusion import (
+    METHOD_PARAMS,
+    RANK_BASED,
+    Ranking,
+    canonical_fusion,
+    canonical_normalization,
+    fuse,
+    method_param,
+    per_system,
+)
 
-FUSIONS = ("rrf", "weighted")
-NORMALIZATIONS = ("minmax", "zscore", "rank")
 _COMPONENT_KEYS = {"adapter", "params", "name", "depth", "weight"}
 _META = "hybrid.json"
-
-
-def _dedup(ranking: Sequence[tuple[str, float]], depth: int | None) -> list[tuple[str, float]]:
-    """First occurrence of each doc, cut to depth (rank order as given)."""
-    seen: set[str] = set()
-    out: list[tuple[str, float]] = []
-    for d, s in ranking:
-        d = str(d)
-        if d not in seen:
-            seen.add(d)
-            out.append((d, float(s)))
-            if depth is not None and len(out) >= depth:
-                break
-    return out
-
-
-def _per_component(value: int | float | Sequence[Any] | None, n: int, what: str) -> list[Any]:
-    if value is None or isinstance(value, (int, float)):
-        return [value] * n
-    values = list(value)
-    if len(values) != n:
-        raise ValueError(f"{what} has {len(values)} entries for {n} rankings")
-    return values
-
-
-def _finish(scores: Mapping[str, float], k: int | None) -> Ranking:
-    ranked = sorted(scores.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
-    return ranked[:k] if k is not None else ranked
-
-
-def normalize_scores(scores: Sequence[float] | np.ndarray, method: str) -> np.ndarray:
-    """Per-query normalization of one ranking's scores (given in rank order)."""
-    s = np.asarray(scores, dtype=np.float64)
-    if len(s) == 0:
-        return s
-    if method == "minmax":
-        lo, hi = s.min(), s.max()
-        return np.ones_like(s) if hi == lo else (s - lo) / (hi - lo)
-    if method == "zscore":
-        sd = s.std()
-        return np.zeros_like(s) if sd == 0 else (s - s.mean()) / sd
-    if method == "rank":
-        n = len(s)
-        return (n - np.arange(n, dtype=np.float64)) / n
-    raise ValueError(f"unknown normalization {method!r}; expected one of {', '.join(NORMALIZATIONS)}")
-
-
-def fuse_rrf(
-    rankings: Sequence[Sequence[tuple[str, float]]],
-    *,
-    rrf_k: float = 60,
-    weights: Sequence[float] | None = None,
-    depth: int | Sequence[int | None] | None = None,
-    k: int | None = None,
-) -> Ranking:
-    """Reciprocal rank fusion of one query's rankings (each in rank order)."""
-    if rrf_k < 0:
-        raise ValueError("rrf_k must be >= 0")
-    ws = _per_component(weights if weights is not None else 1.0, len(rankings), "weights")
-    depths = _per_component(depth, len(rankings), "depth")
-    fused: dict[str, float] = {}
-    for ranking, w, dep in zip(rankings, ws, depths, strict=True):
-        for rank, (d, _) in enumerate(_dedup(ranking, dep), start=1):
-            fused[d] = fused.get(d, 0.0) + float(w) / (rrf_k + rank)
-    return _finish(fused, k)
-
-
-def fuse_weighted(
-    rankings: Sequence[Sequence[tuple[str, float]]],
-    *,
-    weights: Sequence[float] | None = None,
-    normalization: str = "minmax",
-    depth: int | Sequence[int | None] | None = None,
-    k: int | None = None,
-) -> Ranking:
-    """Weighted sum of per-query normalized scores; see the module docstring for missing documents."""
-    if normalization not in NORMALIZATIONS:
-        raise ValueError(f"unknown normalization {normalization!r}; expected one of {', '.join(NORMALIZATIONS)}")
-    ws = [float(w) for w in _per_component(weights if weights is not None else 1.0, len(rankings), "weights")]
-    depths = _per_component(depth, len(rankings), "depth")
-    parts: list[dict[str, float]] = []
-    floors: list[float] = []
-    for ranking, dep in zip(rankings, depths, strict=True):
-        r = _dedup(ranking, dep)
-        norm = normalize_scores([s for _, s in r], normalization)
-        parts.append(dict(zip([d for d, _ in r], norm.tolist(), strict=True)))
-        floors.append(float(norm.min()) if normalization == "zscore" and len(norm) else 0.0)
-    docs = dict.fromkeys(d for p in parts for d in p)
-    fused = {d: sum(w * p.get(d, floor) for p, w, floor in zip(parts, ws, floors, strict=True)) for d in docs}
-    return _finish(fused, k)
-
-
-def fuse(
-    rankings: Sequence[Sequence[tuple[str, float]]],
-    fusion: str = "rrf",
-    *,
-    rrf_k: float = 60,
-    normalization: str = "minmax",
-    weights: Sequence[float] | None = None,
-    depth: int | Sequence[int | None] | None = None,
-    k: int | None = None,
-) -> Ranking:
-    """One query's fusion by name ('rrf' or 'weighted')."""
-    if fusion == "rrf":
-        return fuse_rrf(rankings, rrf_k=rrf_k, weights=weights, depth=depth, k=k)
-    if fusion == "weighted":
-        return fuse_weighted(rankings, weights=weights, normalization=normalization, depth=depth, k=k)
-    raise ValueError(f"unknown fusion {fusion!r}; expected one of {', '.join(FUSIONS)}")
 
 
 def fuse_runs(runs: Sequence[Run], fusion: str = "rrf", *, name: str = "hybrid", **options: Any) -> Run:
@@ -178,17 +71,18 @@ class HybridRetriever(Retriever):
         weights: Sequence[float] | None = None,
         depth: int | Sequence[int] = 100,
         name: str | None = None,
+        param: float | None = None,
     ) -> None:
+        """`fusion` is any method of `retrievers/fusion.py` (ranx's names too); `param` its gamma, sigma or phi."""
         super().__init__(name)
-        if fusion not in FUSIONS:
-            raise ValueError(f"unknown fusion {fusion!r}; expected one of {', '.join(FUSIONS)}")
-        if normalization not in NORMALIZATIONS:
-            raise ValueError(f"unknown normalization {normalization!r}; expected one of {', '.join(NORMALIZATIONS)}")
+        fusion = canonical_fusion(fusion)
+        normalization = canonical_normalization(normalization)
+        self.param = method_param(fusion, param) if fusion in METHOD_PARAMS else None
         if not components:
             raise ValueError("hybrid needs at least one component")
         n = len(components)
-        default_w = _per_component(weights if weights is not None else 1.0, n, "weights")
-        default_d = _per_component(depth, n, "depth")
+        default_w = per_system(weights if weights is not None else 1.0, n, "weights")
+        default_d = per_system(depth, n, "depth")
         self.components: list[Retriever] = []
         self.depths: list[int] = []
         self.weights: list[float] = []
@@ -226,8 +120,10 @@ class HybridRetriever(Retriever):
         d: dict[str, Any] = {"adapter": self.adapter, "fusion": self.fusion}
         if self.fusion == "rrf":
             d["rrf_k"] = self.rrf_k
-        else:
+        elif self.fusion not in RANK_BASED:
             d["normalization"] = self.normalization
+        if self.param is not None:
+            d[METHOD_PARAMS[self.fusion][0]] = self.param
         d["components"] = [
             {"name": c.name, "depth": dep, "weight": w, **c.describe()}
             for c, dep, w in zip(self.components, self.depths, self.weights, strict=True)
@@ -260,6 +156,7 @@ class HybridRetriever(Retriever):
                 normalization=self.normalization,
                 weights=self.weights,
                 k=k,
+                param=self.param,
             )
             for q in range(len(texts))
         ]
@@ -299,13 +196,4 @@ class HybridRetriever(Retriever):
             c.close()
 
 
-__all__ = [
-    "FUSIONS",
-    "NORMALIZATIONS",
-    "HybridRetriever",
-    "fuse",
-    "fuse_rrf",
-    "fuse_runs",
-    "fuse_weighted",
-    "normalize_scores",
-]
+__all__ = ["HybridRetriever", "fuse_runs"]

@@ -8,13 +8,8 @@ import pytest
 from retbench.data import Corpus, QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError
 from retbench.retrievers import CapabilityError, create
-from retbench.retrievers.hybrid import (
-    HybridRetriever,
-    fuse_rrf,
-    fuse_runs,
-    fuse_weighted,
-    normalize_scores,
-)
+from retbench.retrievers.fusion import fuse_rrf, fuse_weighted, normalize_scores
+from retbench.retrievers.hybrid import HybridRetriever, fuse_runs
 
 A = [("a", 10.0), ("b", 5.0), ("c", 0.0)]  # BM25-like scale
 B = [("c", 0.9), ("a", 0.5), ("d", 0.1)]  # cosine-like scale
@@ -64,7 +59,8 @@ def test_weighted_rank_normalization():
 
 
 def test_normalization_edge_cases():
-    assert normalize_scores([4.0, 4.0], "minmax").tolist() == [1.0, 1.0]
+    # ranx's rule: the spread is floored at 1e-9, so all-equal scores give 0 (the system adds nothing)
+    assert normalize_scores([4.0, 4.0], "minmax").tolist() == [0.0, 0.0]
     assert normalize_scores([4.0, 4.0], "zscore").tolist() == [0.0, 0.0]
     assert normalize_scores([], "minmax").tolist() == []
     with pytest.raises(ValueError, match="normalization"):

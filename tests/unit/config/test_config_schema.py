@@ -83,3 +83,13 @@ def test_every_criteria_and_judge_kind_rejects_a_misspelt_key() -> None:
     judge = jsonschema.Draft202012Validator(schema_of("judge"))
     assert judge.is_valid({"judge": {"base_url": "http://127.0.0.1:8080"}})
     assert not judge.is_valid({"judge": {"base_url": "http://127.0.0.1:8080", "temprature": 0}})
+
+
+def test_the_rerank_fuse_block_offers_exactly_the_fusion_methods_and_normalisations_of_the_fusion_module():
+    import typing
+
+    from retbench.config.experiment import FusionName, NormalizationName
+    from retbench.retrievers.fusion import FUSIONS, NORMALIZATIONS
+
+    assert set(typing.get_args(FusionName)) == set(FUSIONS)
+    assert set(typing.get_args(NormalizationName)) == set(NORMALIZATIONS)

@@ -54,7 +54,7 @@ from retbench.config.experiment import RerankFuseBlock
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError
 from retbench.retrievers.encoders.cache import EmbeddingCache, default_cache_dir, text_key
-from retbench.retrievers.hybrid import fuse
+from retbench.retrievers.fusion import fuse
 from retbench.retrievers.rerank.scorers import BUILTIN, KINDS, Reranker, create_reranker
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -107,6 +107,7 @@ class RerankFusion:
     weights: tuple[float, float] = (1.0, 1.0)
     rrf_k: float = 60.0
     normalization: str = "minmax"
+    param: float | None = None  # the method's gamma, sigma or phi (retrievers/fusion.py)
 
     def apply(
         self, first: Sequence[tuple[str, float]], reranked: Sequence[tuple[str, float]]
@@ -114,18 +115,32 @@ class RerankFusion:
         """One query's fused ranking of the same candidates (both lists in their own rank order)."""
         by_score = sorted(reranked, key=lambda kv: (kv[1], kv[0]), reverse=True)
         return fuse(
-            [first, by_score], self.fusion, rrf_k=self.rrf_k, normalization=self.normalization, weights=self.weights
+            [first, by_score],
+            self.fusion,
+            rrf_k=self.rrf_k,
+            normalization=self.normalization,
+            weights=self.weights,
+            param=self.param,
         )
 
     def describe(self) -> dict[str, Any]:
         extra: dict[str, Any] = {"rrf_k": self.rrf_k} if self.fusion == "rrf" else {"normalization": self.normalization}
+        if self.param is not None:
+            extra["param"] = self.param
         return {"fusion": self.fusion, "weights": list(self.weights), **extra}
 
 
 def parse_fusion(raw: Any, *, where: str = "", fld: str = "rerank.fuse") -> RerankFusion:
     """A `fuse:` block as a RerankFusion, checked by the config's own model (errors name the field)."""
     block = validate(RerankFuseBlock, raw, where or None, prefix=fld)
-    return RerankFusion(block.fusion, (block.weights[0], block.weights[1]), block.rrf_k, block.normalization)
+    fusion = RerankFusion(
+        block.fusion, (block.weights[0], block.weights[1]), block.rrf_k, block.normalization, block.param
+    )
+    try:  # the method's own rules: weights only where it reads them, its parameter where it needs one
+        fusion.apply([("a", 1.0)], [("a", 1.0)])
+    except ValueError as exc:
+        raise ConfigError(str(exc), path=where or None, field=fld) from None
+    return fusion
 
 
 @dataclass

@@ -198,7 +198,7 @@ class TypesenseRetriever(VectorStoreRetriever):
         return [self._one("*", v, k, f) for v, f in zip(vectors, filters, strict=True)]
 
     def _one(self, text: str, vector: np.ndarray | None, k: int, flt: Filter | None) -> Ranking:
-        from retbench.retrievers.hybrid import fuse_rrf
+        from retbench.retrievers.fusion import fuse_rrf
 
         if k <= 0:
             return []
