@@ -18,7 +18,8 @@ so a client reads back the very numbers the retriever produced. Searches are ser
 (retrievers are not promised to be thread-safe); connections are HTTP/1.1 keep-alive, one thread each.
 Bad requests get 400, a failing retriever 500 with its message, both as `{"error": "..."}`: a body
 that is not a JSON object, nested too deeply to parse, `k` that is not an integer in 1..max_k (`1e999`,
-`2.5`, `true`), a `query` that is not a string.
+`2.5`, `true`, `"3"`) or a `top_n` that is not one from 1 (`int_field`: one rule, a JSON integer and never
+its text; a query string's digits are read, since a query string is all text), a `query` that is not a string.
 
 Under load: the listen backlog (`backlog`, default 1024; the kernel caps it at net.core.somaxconn) holds
 the connections that arrive while every thread is busy, so 64 or more concurrent clients are queued,
