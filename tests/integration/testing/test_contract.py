@@ -6,8 +6,9 @@ from collections.abc import Sequence
 
 import pytest
 
+from contract_doubles import Lexical
 from retbench.data import Corpus
-from retbench.retrievers.base import Ranking, Retriever, create
+from retbench.retrievers.base import Ranking, create
 from retbench.testing import ContractError, check_retriever
 from retbench.testing.contract import CORE_CHECKS, backend_down
 from stores_support import ENC, scifact_slice
@@ -68,23 +69,6 @@ def _break_framework(r) -> None:
 
 
 # -- retrievers that break the contract, each in one way ----------------------------------------------
-class Lexical(Retriever):
-    """A small correct retriever: word overlap, best first, ids from the corpus."""
-
-    adapter = "toy-overlap"
-
-    def index(self, corpus: Corpus) -> None:
-        self.docs = {d: set(corpus.joined(i).lower().split()) for i, d in enumerate(corpus.ids)}
-
-    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
-        out = []
-        for text in texts:
-            words = set(text.lower().split())
-            scored = sorted(((float(len(words & w)), d) for d, w in self.docs.items()), reverse=True)
-            out.append([(d, s) for s, d in scored[:k] if s > 0])
-        return out
-
-
 class Duplicates(Lexical):
     def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
         return [r[:1] * 2 for r in super().search_batch(texts, k)]

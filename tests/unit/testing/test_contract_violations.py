@@ -7,14 +7,14 @@ rankings, nothing at all, raises, or hides its backend's failure behind empty an
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 
 import pytest
 
 import repo_paths
+from contract_doubles import Lexical
 from retbench.data import Corpus, Queries
 from retbench.errors import InputError
-from retbench.retrievers.base import Ranking, Retriever
+from retbench.retrievers.base import Retriever
 from retbench.studies.benchmark import DatasetSpec, prepare_dataset
 from retbench.testing import ContractError, check_retriever
 from retbench.testing.contract import CORE_CHECKS
@@ -28,33 +28,6 @@ def scifact() -> tuple[Corpus, Queries]:
     )
     c = ds.corpus
     return Corpus(list(c.ids), list(c.texts), list(c.titles or []) or None), queries
-
-
-class Lexical(Retriever):
-    """A small correct retriever: word overlap with an in-memory index, best first; close() releases the index."""
-
-    adapter = "toy-overlap"
-
-    def index(self, corpus: Corpus) -> None:
-        self.docs: dict[str, set[str]] | None = {
-            d: set(corpus.joined(i).lower().split()) for i, d in enumerate(corpus.ids)
-        }
-
-    def backend(self, texts: Sequence[str], k: int) -> list[Ranking]:
-        if self.docs is None:
-            raise RuntimeError("index released")
-        out = []
-        for text in texts:
-            words = set(text.lower().split())
-            scored = sorted(((float(len(words & w)), d) for d, w in self.docs.items()), reverse=True)
-            out.append([(d, s) for s, d in scored[:k] if s > 0])
-        return out
-
-    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
-        return self.backend(texts, k)
-
-    def close(self) -> None:
-        self.docs = None
 
 
 class ReturnsNone(Lexical):
