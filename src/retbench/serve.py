@@ -41,6 +41,7 @@ import socket
 import sys
 import threading
 import urllib.parse
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
@@ -210,7 +211,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         path = urllib.parse.urlsplit(self.path).path
-        routes = {"/search": self._search, "/rerank": self._rerank}
+        routes: dict[str, Callable[[dict[str, Any]], None]] = {"/search": self._search, "/rerank": self._rerank}
         if path not in routes:
             return self._send(404, {"error": "POST to /search or /rerank"})
         try:
