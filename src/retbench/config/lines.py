@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -62,6 +63,7 @@ def locate(exc: ConfigError, source: str, lines: Mapping[str, int], prefix: str 
     return ConfigError(exc.reason, path=source, line=line_of(lines, fld), field=fld)
 
 
+@functools.cache
 def strict_loader() -> type:
     """A PyYAML safe loader that refuses what it would otherwise take silently or crash on.
 
