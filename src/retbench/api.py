@@ -17,6 +17,7 @@ from retbench.evaluation import Evaluation
 from retbench.evaluation import evaluate as evaluate_run
 from retbench.io.frames import as_qrels, as_run
 from retbench.metrics.registry import EVAL_METRICS
+from retbench.stats import check_resamples
 
 __all__ = ["compare", "evaluate", "metric_names"]
 
@@ -117,6 +118,7 @@ def compare(
     >>> cmp.pair("a", "b").metric("mrr").delta
     0.5
     """
+    check_resamples(n_resamples)  # before any run is scored
     if not isinstance(runs, Mapping) and isinstance(runs, Sequence) and not isinstance(runs, (str, bytes)):
         runs = _named(runs)
     if not isinstance(runs, Mapping) or len(runs) < 2:

@@ -42,6 +42,8 @@ from retbench.io.files import json_safe
 from retbench.results.layout import all_pairs
 from retbench.stats import (
     bootstrap_ci,
+    check_alpha,
+    check_resamples,
     effect_size,
     holm,
     paired_ttest,
@@ -298,6 +300,8 @@ def compare_pair(
 
     `top_changes` lists the `top` queries B improved most and the `top` it hurt most, with their text.
     """
+    n_resamples = check_resamples(n_resamples)
+    check_alpha(confidence, "confidence")
     al = align(a, b, metrics)
     out: list[MetricComparison] = []
     for j, metric in enumerate(al.metrics):
@@ -372,6 +376,9 @@ def compare(
     """Compare the given pairs of systems (default: all pairs) and Holm-correct across them all.
 
     `n_resamples` None: sized from the number of tests (`resamples_for`)."""
+    if n_resamples is not None:  # checked before any work, so a bad count fails fast
+        check_resamples(n_resamples)
+    check_alpha(confidence, "confidence")
     by_name: dict[str, PerQueryScores] = {}
     for ev in evaluations:
         if ev.system in by_name:

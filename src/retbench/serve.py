@@ -18,7 +18,8 @@ so a client reads back the very numbers the retriever produced. Searches are ser
 (retrievers are not promised to be thread-safe); connections are HTTP/1.1 keep-alive, one thread each.
 Bad requests get 400, a failing retriever 500 with its message, both as `{"error": "..."}`: a body
 that is not a JSON object, nested too deeply to parse, `k` that is not an integer in 1..max_k (`1e999`,
-`2.5`, `true`), a `query` that is not a string.
+`2.5`, `true`, `"3"`) or a `top_n` that is not one from 1 (`int_field`: one rule, a JSON integer and never
+its text; a query string's digits are read, since a query string is all text), a `query` that is not a string.
 
 Under load: the listen backlog (`backlog`, default 1024; the kernel caps it at net.core.somaxconn) holds
 the connections that arrive while every thread is busy, so 64 or more concurrent clients are queued,
@@ -40,6 +41,7 @@ import socket
 import sys
 import threading
 import urllib.parse
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
@@ -65,15 +67,22 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
-def _parse_k(value: Any) -> int | None:
-    """An integer k from JSON (int) or a query string (digits); None for anything else (floats, bools, 1e999)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 18:
-        return int(value)
-    return None
+def int_field(value: Any, name: str, low: int, high: int | None = None, *, text: bool = False) -> int | str:
+    """`value` as an integer in low..high, or the 400 message naming the field.
+
+    The one rule of every integer field (`/search` k, `/rerank` top_n): a JSON body's integer is a JSON
+    integer, never its text ("3"), a boolean or a float; a query string is all text, so there (`text=True`)
+    its digits are read.
+    """
+    bounds = f"{low}..{high}" if high is not None else f">= {low}"
+    if text and isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 18:
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        kind = "text" if isinstance(value, str) else type(value).__name__
+        return f"field {name!r} must be an integer {bounds}, got {kind} {json.dumps(value)[:40]}"
+    if value < low or (high is not None and value > high):
+        return f"field {name!r} must be {bounds}, got {value}"
+    return value
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -152,16 +161,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _search(self, params: dict[str, Any]) -> None:
+    def _search(self, params: dict[str, Any], *, query_string: bool = False) -> None:
         owner = self.server.owner
-        query, k = params.get("query"), params.get("k", owner.default_k)
+        query = params.get("query")
         if not isinstance(query, str):
             return self._send(400, {"error": "field 'query' must be a string"})
-        k = _parse_k(k)
-        if k is None:
-            return self._send(400, {"error": f"field 'k' must be an integer in 1..{owner.max_k}"})
-        if not 1 <= k <= owner.max_k:
-            return self._send(400, {"error": f"field 'k' must be in 1..{owner.max_k}"})
+        k = int_field(params.get("k", owner.default_k), "k", 1, owner.max_k, text=query_string)
+        if isinstance(k, str):
+            return self._send(400, {"error": k})
         try:
             ranking = owner.search(query, k)
         except Exception as exc:
@@ -174,7 +181,7 @@ class _Handler(BaseHTTPRequestHandler):
         if url.path == "/health":
             return self._send(200, self.server.owner.health())
         if url.path == "/search" and self.server.owner.retriever is not None:
-            return self._search(dict(urllib.parse.parse_qsl(url.query)))
+            return self._search(dict(urllib.parse.parse_qsl(url.query)), query_string=True)
         self._send(404, {"error": f"no route {url.path}; use /search or /health"})
 
     def _rerank(self, params: dict[str, Any]) -> None:
@@ -192,8 +199,10 @@ class _Handler(BaseHTTPRequestHandler):
                     f"{owner.max_documents} per request (retbench serve --max-documents)"
                 },
             )
-        if top_n is not None and (not isinstance(top_n, int) or top_n < 1):
-            return self._send(400, {"error": "field 'top_n' must be a positive integer"})
+        if top_n is not None:
+            top_n = int_field(top_n, "top_n", 1)
+            if isinstance(top_n, str):
+                return self._send(400, {"error": top_n})
         try:
             results = owner.rerank(query, docs, top_n)
         except Exception as exc:
@@ -202,7 +211,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         path = urllib.parse.urlsplit(self.path).path
-        routes = {"/search": self._search, "/rerank": self._rerank}
+        routes: dict[str, Callable[[dict[str, Any]], None]] = {"/search": self._search, "/rerank": self._rerank}
         if path not in routes:
             return self._send(404, {"error": "POST to /search or /rerank"})
         try:

@@ -25,6 +25,23 @@ class TestResult:
     pvalue: float
 
 
+def check_resamples(n_resamples: Any, name: str = "n_resamples") -> int:
+    """`n_resamples` as an int >= 1: zero or negative resamples give no distribution (numpy would fail
+    deep inside with an error that names nothing), and a bool or float is a caller's slip."""
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise InputError(f"must be a whole number of resamples, at least 1 (got {n_resamples!r})", field=name)
+    return int(n_resamples)
+
+
+def check_alpha(alpha: Any, name: str = "alpha") -> float:
+    """A miscoverage level strictly between 0 and 1 (0 or 1 has no normal quantile; NaN has no meaning)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+        raise InputError(f"must be a number between 0 and 1 (got {alpha!r})", field=name)
+    if not 0.0 < float(alpha) < 1.0:
+        raise InputError(f"must be strictly between 0 and 1 (got {alpha!r})", field=name)
+    return float(alpha)
+
+
 def _chunks(n_resamples: int, n: int) -> list[int]:
     size = max(1, _CHUNK_CELLS // max(n, 1))
     return [min(size, n_resamples - start) for start in range(0, n_resamples, size)]
@@ -37,6 +54,7 @@ def randomization_test(deltas: np.ndarray, n_resamples: int = 10_000, seed: int 
     under the null). p = (number of resamples with |mean| >= observed |mean| + 1) / (resamples + 1),
     which is never 0 and is a valid p-value for a Monte Carlo test.
     """
+    n_resamples = check_resamples(n_resamples)
     d = np.asarray(deltas, dtype=np.float64)
     if d.size == 0:
         return math.nan
@@ -56,6 +74,8 @@ def bootstrap_ci(
     deltas: np.ndarray, n_resamples: int = 10_000, seed: int = 0, confidence: float = 0.95
 ) -> tuple[float, float]:
     """Paired percentile bootstrap CI of the mean delta (queries resampled with replacement)."""
+    n_resamples = check_resamples(n_resamples)
+    check_alpha(confidence, "confidence")
     d = np.asarray(deltas, dtype=np.float64)
     if d.size == 0:
         return (math.nan, math.nan)
@@ -235,7 +255,7 @@ class PPIEstimate:
 
     def interval(self, alpha: float = 0.05) -> tuple[float, float]:
         """Two-sided normal (CLT) interval at level 1 - alpha."""
-        z = z_quantile(1.0 - alpha / 2.0)
+        z = z_quantile(1.0 - check_alpha(alpha) / 2.0)
         return (self.estimate - z * self.se, self.estimate + z * self.se)
 
 
@@ -247,10 +267,39 @@ def z_quantile(p: float) -> float:
 
 
 def _vector(values: Any, name: str) -> np.ndarray:
-    v = np.asarray(values, dtype=np.float64).ravel()
+    """`values` as a 1-D float array of finite numbers: one value per query, nothing else.
+
+    A 2-D array would be flattened into queries that do not exist, strings and booleans are not
+    metric values, and a NaN makes every estimate NaN without saying why.
+    """
+    try:
+        raw = np.asarray(values)
+    except ValueError:  # ragged nested lists
+        raise InputError("must be a flat sequence of numbers, one per query", field=name) from None
+    if raw.ndim != 1:
+        raise InputError(f"must be 1-D, one value per query (got shape {raw.shape})", field=name)
+    if raw.dtype.kind not in "iuf":
+        raise InputError(f"must hold numbers (got {raw.dtype.name} values; booleans: pass 0 and 1)", field=name)
+    v = raw.astype(np.float64)
     if not np.all(np.isfinite(v)):
         raise InputError(f"{name} has NaN or infinite values", field=name)
     return v
+
+
+def _check_lam(lam: Any) -> float | None:
+    """None (PPI++ picks lam, clipped to [0, 1] as ppi_py does) or a fixed lam in [0, 1].
+
+    Any fixed lam keeps the estimate unbiased, but [0, 1] is the range between the human labels alone
+    (0) and classical PPI (1) that the tuned value is clipped to; outside it the interval only widens
+    (lam = 1e9 gives an absurd width) and a NaN makes every number NaN.
+    """
+    if lam is None:
+        return None
+    if isinstance(lam, bool) or not isinstance(lam, (int, float, np.integer, np.floating)):
+        raise InputError(f"must be a number in [0, 1] or None (got {lam!r})", field="lam")
+    if not 0.0 <= float(lam) <= 1.0:
+        raise InputError(f"must be in [0, 1] (0: human labels alone, 1: classical PPI; got {lam!r})", field="lam")
+    return float(lam)
 
 
 def ppi_lambda(human: Any, llm_on_labelled: Any, llm_on_unlabelled: Any) -> float:
@@ -286,8 +335,9 @@ def _ppi_inputs(human: Any, llm_on_labelled: Any, llm_on_unlabelled: Any) -> tup
 
 def ppi_estimate(human: Any, llm_on_labelled: Any, llm_on_unlabelled: Any, lam: float | None = 1.0) -> PPIEstimate:
     """The prediction-powered mean with its standard error (see the formulas above)."""
+    lam = _check_lam(lam)
     y, f, fu = _ppi_inputs(human, llm_on_labelled, llm_on_unlabelled)
-    lam_used = ppi_lambda(y, f, fu) if lam is None else float(lam)
+    lam_used = ppi_lambda(y, f, fu) if lam is None else lam
     estimate = float(lam_used * fu.mean() + (y - lam_used * f).mean())
     se = math.sqrt(float((lam_used * fu).var()) / fu.size + float((y - lam_used * f).var()) / y.size)
     return PPIEstimate(estimate, se, lam_used, int(y.size), int(fu.size))
@@ -302,6 +352,7 @@ def ppi_mean(
     `human[i]` and `llm_on_labelled[i]` are one query's metric value under each label source;
     `llm_on_unlabelled` holds the queries without human labels. `lam=1` is classical PPI, `None` PPI++.
     """
+    check_alpha(alpha)
     est = ppi_estimate(human, llm_on_labelled, llm_on_unlabelled, lam)
     low, high = est.interval(alpha)
     return (est.estimate, low, high)
@@ -322,6 +373,8 @@ def ppi_mean_diff(
     Pairing is per query, so this is `ppi_mean` on the per-query deltas: human deltas on the doubly
     labelled queries, LLM deltas on both samples. Each pair of arrays holds the same queries in order.
     """
+    check_alpha(alpha)
+    _check_lam(lam)
     pairs = {
         "human": (human_a, human_b),
         "llm_on_labelled": (llm_a_labelled, llm_b_labelled),
@@ -339,6 +392,7 @@ def ppi_mean_diff(
 def classical_mean_ci(values: Any, alpha: float = 0.05) -> tuple[float, float, float]:
     """(mean, low, high): the CLT interval from human labels alone, with the same (ddof 0) variance as
     `ppi_mean`, so the two widths compare like for like (ppi_py's classical_mean_ci)."""
+    check_alpha(alpha)
     y = _vector(values, "values")
     if y.size < 2:
         raise InputError(f"a confidence interval needs at least 2 values (got {y.size})", field="values")

@@ -253,8 +253,10 @@ def test_a_grade_a_qrels_file_could_not_hold_is_refused_in_a_dict_with_the_files
         assert from_file.value.reason.split(", got")[0] == err.value.reason.split(", got")[0]
 
 
-def test_integer_and_integral_float_grades_are_still_taken():
-    assert retbench.evaluate({"q": {"d": 1.0, "e": "2"}}, {"q": {"e": 1.0}}, ["mrr"]).means() == {"mrr": 1.0}
+def test_integer_and_integral_float_grades_are_still_taken_and_text_grades_are_not():
+    assert retbench.evaluate({"q": {"d": 1.0, "e": np.int64(2)}}, {"q": {"e": 1.0}}, ["mrr"]).means() == {"mrr": 1.0}
+    with pytest.raises(InputError, match=r"grade must be an integer, got '2' \(text\)"):
+        retbench.evaluate({"q": {"d": 1.0, "e": "2"}}, {"q": {"e": 1.0}}, ["mrr"])
 
 
 def test_dataframe_rows_with_nan_or_none_are_refused_naming_column_and_row():

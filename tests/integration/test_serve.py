@@ -83,7 +83,9 @@ def test_stress_at_concurrency_64_against_serve_records_no_failures(server, fold
         (b'{"query": "cells", "k": 1e999}', "'k' must be an integer"),
         (b'{"query": "cells", "k": 2.5}', "'k' must be an integer"),
         (b'{"query": "cells", "k": true}', "'k' must be an integer"),
-        (b'{"query": "cells", "k": 100000}', "'k' must be in 1..1000"),
+        (b'{"query": "cells", "k": 100000}', "'k' must be 1..1000, got 100000"),
+        (b'{"query": "cells", "k": "3"}', "field 'k' must be an integer 1..1000, got text \"3\""),
+        (b'{"query": "cells", "k": null}', "field 'k' must be an integer 1..1000, got NoneType null"),
         (b'{"query": ["cells"], "k": 3}', "'query' must be a string"),
         (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
         (b'{"query": "cells", "k": 3', "not JSON"),
@@ -167,3 +169,35 @@ def test_rerank_takes_at_most_max_documents_and_says_the_bound(monkeypatch):
             server.rerank_url, json.dumps({"query": "red fox", "documents": ["red fox"] * 50}).encode()
         )
         assert code == 200 and len(answer["results"]) == 50
+
+
+def test_a_query_string_k_is_read_from_its_digits_and_nothing_else(server):
+    parts = urllib.parse.urlsplit(server)
+    base = f"{parts.scheme}://{parts.netloc}/search?query=cells&k="
+    with urllib.request.urlopen(base + "3", timeout=60) as resp:
+        assert len(json.loads(resp.read())["retrieved"]) == 3
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(base + "true", timeout=60)
+    assert err.value.code == 400 and "field 'k' must be an integer 1..1000" in json.loads(err.value.read())["error"]
+
+
+@pytest.mark.parametrize(
+    "top_n, words",
+    [
+        ('"1"', "field 'top_n' must be an integer >= 1, got text \"1\""),
+        ("true", "field 'top_n' must be an integer >= 1, got bool true"),
+        ("1.0", "field 'top_n' must be an integer >= 1, got float 1.0"),
+        ("0", "field 'top_n' must be >= 1, got 0"),
+    ],
+)
+def test_rerank_top_n_follows_the_same_integer_rule_as_search_k(monkeypatch, top_n, words):
+    monkeypatch.syspath_prepend(str(PLUGINS))
+    from retbench.retrievers.rerank import create_reranker
+    from retbench.serve import RetrievalServer
+
+    docs = json.dumps(["red fox", "blue whale", "red deer"])
+    with RetrievalServer(reranker=create_reranker("toy_rerankers:Overlap")) as server:
+        body = f'{{"query": "red fox", "documents": {docs}, "top_n": {top_n}}}'.encode()
+        assert _post(server.rerank_url, body) == (400, {"error": words})
+        code, answer = _post(server.rerank_url, f'{{"query": "red fox", "documents": {docs}, "top_n": 1}}'.encode())
+        assert code == 200 and len(answer["results"]) == 1

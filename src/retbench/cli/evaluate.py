@@ -67,6 +67,11 @@ def eval_command(
     if fmt not in ("table", "json", "trec"):
         raise fail(f"--format must be table, json or trec, got {fmt!r}")
     judged, samples = read_judgements(qrels, split)
+    if not samples and not len(judged):  # every mean would be NaN: there is nothing to score against
+        from retbench.errors import InputError
+
+        where = f" for split {split!r}" if qrels.is_dir() else ""
+        raise InputError(f"holds no judgements{where}: nothing to score the run against", path=qrels)
     human = judged
     llm: Qrels | None = None
     provenance: dict[str, Any] = {}
@@ -236,6 +241,7 @@ def _print_table(
 
     from retbench.data.samples import groups_from_samples
     from retbench.evaluation import source_label
+    from retbench.report import fmt
     from retbench.report.terminal import FittedTable
 
     con = console()
@@ -252,8 +258,8 @@ def _print_table(
     for m, a in agg.items():
         table.add_row(
             m,
-            f"{a['mean']:.4f}",
-            *([f"[{a['ci_low']:.4f}, {a['ci_high']:.4f}]"] if ci else []),
+            fmt.num(a["mean"], missing=fmt.NO_SCORE),
+            *([fmt.interval(a["ci_low"], a["ci_high"]) if fmt.finite(a["mean"]) else ""] if ci else []),
             _n_of(a),
             *([sources[m] or "human"] if any(sources.values()) else []),
         )

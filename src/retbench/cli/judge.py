@@ -23,7 +23,14 @@ if TYPE_CHECKING:
 
 
 def _exit_if_judge_failed(statuses: dict[str, int]) -> None:
-    """Calls that failed (not answers that failed to parse) make the command exit 3, after its files are written."""
+    """Calls that failed, or replies none of which could be read, make the command exit 3, after its files are
+    written (some unparseable replies beside readable ones are counted in "judged N of M", not an exit)."""
+    total, unreadable = sum(statuses.values()), statuses.get("unparseable", 0)
+    if unreadable and unreadable == total:
+        raise fail(
+            f"no judge reply gave a verdict: {unreadable} of {total} replies unparseable (see the call log)",
+            EXIT_BACKEND,
+        )
     failed = {s: c for s, c in statuses.items() if s in ("judge_error", "judge_timeout") and c}
     if failed:
         raise fail(

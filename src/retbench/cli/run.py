@@ -97,7 +97,8 @@ def _run_command(
     written = "".join(f"{name}, " for name in outcome.reports)
     con.print(f"results: {cfg.output}  (metrics.json, manifest.json, {written}systems/<name>/run.trec)")
     raise_if_backend_failed(outcome)
-    raise_if_llm_calls_failed(cfg.output, [s.name for s in outcome.systems])
+    note = lambda m: con.print(f"note: {m}", soft_wrap=True, markup=False, highlight=False)  # noqa: E731
+    raise_if_llm_calls_failed(cfg.output, [s.name for s in outcome.systems], note=note)
 
 
 def _print_judge_costs(metrics: dict[str, Any], con: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -60,3 +61,51 @@ def locate(exc: ConfigError, source: str, lines: Mapping[str, int], prefix: str 
     if prefix and fld and not fld.startswith(prefix):
         fld = f"{prefix}.{fld}"
     return ConfigError(exc.reason, path=source, line=line_of(lines, fld), field=fld)
+
+
+@functools.cache
+def strict_loader() -> type:
+    """A PyYAML safe loader that refuses what it would otherwise take silently or crash on.
+
+    - A key written twice in one mapping: PyYAML keeps the last value, so a setting the user wrote
+      is dropped without a word. Both lines are named. Keys a merge (`<<: *base`) brings in may still
+      be overridden; only keys written out twice are refused.
+    - An integer longer than Python's int-to-string limit (`sys.get_int_max_str_digits`, 4300 digits):
+      PyYAML's int constructor raises a bare ValueError; here it becomes a YAML error at its line.
+    Errors are `yaml.constructor.ConstructorError`s, which `io.files.load_yaml_text` turns into
+    `file:line: ...` config errors.
+    """
+    import yaml
+    from yaml.constructor import ConstructorError
+
+    class StrictLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[Any, int] = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                        continue
+                    key = self.construct_object(key_node)
+                    line = key_node.start_mark.line + 1
+                    if key in seen:
+                        raise ConstructorError(
+                            None,
+                            None,
+                            f"key {key_node.value!r} is written twice (lines {seen[key]} and {line}); "
+                            "YAML would keep only the last one: remove one",
+                            key_node.start_mark,
+                        )
+                    seen[key] = line
+            return super().construct_mapping(node, deep=deep)
+
+        def construct_yaml_int(self, node: Any) -> Any:
+            try:
+                return super().construct_yaml_int(node)
+            except ValueError:
+                digits = sum(c.isdigit() for c in str(node.value))
+                raise ConstructorError(
+                    None, None, f"an integer of {digits:,} digits is too long to be a setting", node.start_mark
+                ) from None
+
+    StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_yaml_int)
+    return StrictLoader

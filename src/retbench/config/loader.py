@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from retbench.config.env import check_env
-from retbench.config.lines import field_lines, locate
+from retbench.config.lines import field_lines, locate, strict_loader
 from retbench.errors import ConfigError
 from retbench.io.files import load_yaml_text, require_file
 
@@ -23,13 +23,14 @@ T = TypeVar("T")
 
 
 def read_config(path: str | Path, what: str = "config file") -> tuple[Any, str]:
-    """(data, text) of a YAML config file; a syntax error names the file and line."""
+    """(data, text) of a YAML config file; a syntax error, a key written twice or an integer too long to
+    read names the file and line."""
     p = require_file(path, what)
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text (byte {exc.start}: {exc.reason})", path=p) from None
-    return load_yaml_text(text, p), text
+    return load_yaml_text(text, p, strict_loader()), text
 
 
 def load(path: str | Path, parse: Callable[..., T], *args: Any, what: str = "config file", **kwargs: Any) -> T:

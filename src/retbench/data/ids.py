@@ -33,6 +33,8 @@ __all__ = [
     "keys_from_bytes",
     "lookup",
     "may_repeat",
+    "python_mapping_problem",
+    "python_value_problem",
     "rankings_problem",
     "score_problem",
     "shown",
@@ -179,6 +181,69 @@ def rankings_problem(results: Mapping[Any, Any]) -> tuple[str, str] | None:
             problem = score_problem(score)
             if problem:
                 return f"run[{shown(qid)}][{shown(doc)}]", problem
+    return None
+
+
+# What a Python caller may pass as a score or grade: numbers as Python or NumPy hold them. A file's text is
+# parsed ("0.5" in a run file is a number); a Python value is taken as given, so text and booleans are not.
+_NUMBER_TYPES = (int, float, np.integer, np.floating)
+
+
+def python_value_problem(value: Any, what: str) -> str | None:
+    """Why a Python value cannot be a `what` ("score" or "grade"): None when it is an int or a float (or
+    a NumPy one); a bool, a string or None is refused (its finiteness and integrality are checked later,
+    by the same rules as a file's)."""
+    must = f"{what} must be {'an integer' if what == 'grade' else 'a number'}, got"
+    if value is None:
+        return f"{must} None"
+    if isinstance(value, (bool, np.bool_)):
+        return f"{must} {value!r} (a boolean)"
+    if isinstance(value, (str, bytes)):
+        return f"{must} {shown(value)} (text)"
+    if not isinstance(value, _NUMBER_TYPES):
+        return f"{must} {type(value).__name__} {shown(value)}"
+    return None
+
+
+def python_mapping_problem(results: Mapping[Any, Any], what: str) -> tuple[str, str] | None:
+    """(field, reason) of the first id or value a Python `{qid: {doc: value}}` may not hold, or None.
+
+    `what` is "score" (a run; a ranking may also be a list of (doc, value) pairs) or "grade" (qrels).
+    Ids must be usable non-empty text (`id_problem`) and values numbers (`python_value_problem`): a doc id
+    "" would otherwise be judged and scored as a document. When all is well this is a few C-speed passes
+    (a type set, a join); the walk that names the entry runs only when something is wrong.
+    """
+    name = "run" if what == "score" else "qrels"
+    bad = first_bad_id(list(results))
+    if bad is not None:
+        return name, f"query {bad[1]}"
+    rankings = list(results.values())
+    if all(type(r) is dict for r in rankings):
+        types = set(map(type, chain.from_iterable(map(dict.values, rankings))))
+        numbers = all(issubclass(t, _NUMBER_TYPES) and not issubclass(t, (bool, np.bool_)) for t in types)
+        if numbers and first_bad_id(list(chain.from_iterable(rankings))) is None:
+            return None
+    for qid, ranking in results.items():
+        where = f"{name}[{shown(qid)}]"
+        if not isinstance(ranking, Mapping):
+            if what != "score" or isinstance(ranking, (str, bytes)) or not isinstance(ranking, Sequence):
+                return name, f"the entry of query {shown(qid)} must map doc id -> {what}, got {type(ranking).__name__}"
+            problem = answer_problem(list(ranking))  # ids and pair shapes, as a backend's answer
+            for rank, (_, value) in enumerate([] if problem else ranking, 1):
+                value_problem = python_value_problem(value, what)
+                if value_problem:
+                    problem = f"rank {rank}: {value_problem}"
+                    break
+            if problem:
+                return where, problem
+            continue
+        for doc, value in ranking.items():
+            problem = id_problem(doc)
+            if problem:
+                return where, f"document {problem}"
+            problem = python_value_problem(value, what)
+            if problem:
+                return f"{where}[{shown(doc)}]", problem
     return None
 
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from retbench.data import Qrels, Run
-from retbench.data.ids import first_bad_id, score_problem
+from retbench.data.ids import first_bad_id, python_mapping_problem, python_value_problem, score_problem
 from retbench.data.qrels import checked_grade
 from retbench.errors import InputError
 
@@ -92,7 +92,7 @@ def run_from_frame(frame: Any, name: str = "") -> Run:
         fine = False
     if not fine:
         for row, value in enumerate(column.astype(object).tolist()):
-            problem = score_problem(value)
+            problem = python_value_problem(value, "score") or score_problem(value)
             if problem:
                 raise InputError(problem, field=f"{s}[{_row_label(frame, row)}]")
         scores = column.astype(np.float64)
@@ -113,12 +113,21 @@ def qrels_from_frame(frame: Any) -> Qrels:
         grades = []
         for row, value in enumerate(column.astype(object).tolist()):
             try:
+                problem = python_value_problem(value, "grade")
+                if problem:
+                    raise ValueError(problem)
                 grades.append(checked_grade(value))
             except ValueError as exc:
                 raise InputError(str(exc), field=f"{g}[{_row_label(frame, row)}]") from None
     qids = _frame_ids(frame, q, "query")
     docs = _frame_ids(frame, d, "document")
     return Qrels(_grouped(qids, docs, grades))
+
+
+def _refuse(problem: tuple[str, str] | None) -> None:
+    """Raise the (field, reason) a check found as an InputError naming the field."""
+    if problem is not None:
+        raise InputError(problem[1], field=problem[0])
 
 
 def _ranx(obj: Any) -> dict[str, Any] | None:
@@ -146,6 +155,7 @@ def as_qrels(obj: Any, split: str = "test") -> Qrels:
     if judged is not None:
         obj = judged
     if isinstance(obj, Mapping):
+        _refuse(python_mapping_problem(obj, "grade"))
         return Qrels(obj)
     raise InputError(f"cannot read qrels from a {type(obj).__name__}", field="qrels")
 
@@ -172,6 +182,7 @@ def as_run(obj: Any, name: str = "") -> Run:
         name = name or str(getattr(obj, "name", None) or "")
         obj = ranked
     if isinstance(obj, Mapping):
+        _refuse(python_mapping_problem(obj, "score"))
         try:
             return Run.from_dict(obj, name=name)  # ids and scores checked there, as a run file's are
         except InputError:

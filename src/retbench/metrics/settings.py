@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
+from numbers import Real
 from typing import Any
 
 from retbench.errors import ConfigError
@@ -69,6 +70,7 @@ def checked_level(settings: EvalSettings) -> int:
             field="no_relevant",
         )
     level = settings.relevance_level
-    if isinstance(level, bool) or int(level) != level or level < 1:
+    # a number (NumPy's too), never a bool or text; NaN and infinity are not integers
+    if isinstance(level, bool) or not isinstance(level, Real) or not float(level).is_integer() or level < 1:
         raise ConfigError(f"relevance level must be an integer >= 1, got {level!r}", field="relevance_level")
     return int(level)

@@ -72,6 +72,31 @@ def num(value: float | None, digits: int = 4, missing: str = "n/a") -> str:
     return f"{value:.{digits}f}"
 
 
+#: what a mean over no query reads as: never "nan", and never beside an interval
+NO_SCORE = "n/a (no query scored)"
+
+
+def finite(value: float | None) -> bool:
+    """A number that can be shown (not None, NaN or an infinity)."""
+    return not _missing(value)
+
+
+def interval(low: float | None, high: float | None, digits: int = 4) -> str:
+    """'[0.6285, 1.0000]'; '' when either bound is missing."""
+    if _missing(low) or _missing(high):
+        return ""
+    return f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def mean_ci(mean: float | None, ci: tuple[float, float] | None = None, digits: int = 4) -> str:
+    """'0.8123 [0.7000, 0.9000]'. A missing mean reads `NO_SCORE` and never carries an interval: an
+    interval beside no number would read as a measured range."""
+    if _missing(mean):
+        return NO_SCORE
+    bounds = interval(*ci, digits=digits) if ci else ""
+    return f"{mean:.{digits}f}" + (f" {bounds}" if bounds else "")
+
+
 def signed(value: float | None, digits: int = 4, missing: str = "–") -> str:
     """A difference: 0.012 -> '+0.0120', an exact zero -> '0' (nothing changed), None/NaN/inf -> `missing`."""
     if _missing(value):

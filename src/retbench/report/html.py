@@ -154,12 +154,12 @@ def _summary(data: ReportData) -> str:
             if v is None:
                 cells.append('<td class="num muted">—</td>')
                 continue
-            lo_hi = s.ci.get(m)
-            ci = f'<span class="ci">[{lo_hi[0]:.3f}, {lo_hi[1]:.3f}]</span>' if lo_hi else ""
+            bounds = fmt.interval(*s.ci[m], digits=3) if m in s.ci and fmt.finite(v) else ""
+            ci = f'<span class="ci">{bounds}</span>' if bounds else ""
             klass = "num best" if len(ranked) > 1 and _comparable(s) and v == best[m] else "num"
             cells.append(
                 f'<td class="{klass}" data-system="{_attr(s.name)}" data-metric="{_attr(m)}" data-value="{v!r}">'
-                f"{v:.4f}{dagger}{ci}{escape(s.applies_note(m))}</td>"
+                f"{f'{v:.4f}{dagger}' if fmt.finite(v) else fmt.NO_SCORE}{ci}{escape(s.applies_note(m))}</td>"
             )
         rows.append(f"<tr>{''.join(cells)}</tr>")
     header = ["system", "coverage", *(escape(fmt.metric_label(m)) for m in data.metrics)]

@@ -6,6 +6,7 @@ terminal, a PR, or a wiki. Every mean is shown next to its coverage ("scored N o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,8 +15,23 @@ from retbench.evaluation import source_label
 from retbench.report import fmt
 
 
+def md_text(text: Any) -> str:
+    """User text (an experiment, system or dataset name, an error message) as inert Markdown: `<`, `>` and `&`
+    become entities, so a name holding HTML (`<img onerror=...>`) reads as text wherever report.md is rendered."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def md_code(text: Any) -> str:
+    """User text as a code span (literal: Markdown renders no HTML inside one), fenced with more backticks than
+    the text holds in a row, so a name with a backtick cannot close the span and let HTML out."""
+    text = str(text).replace("\n", " ")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return md_text(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
@@ -32,7 +48,7 @@ def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 def _side(name: str, counts: Mapping[str, int]) -> str:
     answered = counts["queries"] - counts[FAILED_COUNT] - counts[MISSING]
     extra = [f"{counts[k]} {k}" for k in NOT_ANSWERED_COUNTS if counts.get(k)]
-    return f"`{name}` {fmt.coverage(answered, counts['queries'])}" + (
+    return f"{md_code(name)} {fmt.coverage(answered, counts['queries'])}" + (
         f" ({', '.join(extra)}: counted as 0)" if extra else ""
     )
 
@@ -50,7 +66,7 @@ def comparison_markdown(
     for pair in cmp.pairs:
         a, b = pair.system_a, pair.system_b
         lines += [
-            f"{'#' * (level + 1)} `{b}` (B) vs `{a}` (A)",
+            f"{'#' * (level + 1)} {md_code(b)} (B) vs {md_code(a)} (A)",
             "",
             f"{_side(a, pair.counts_a)}; {_side(b, pair.counts_b)}.",
             "",
@@ -129,9 +145,9 @@ def comparison_scope(cmp: Any) -> str:
     metrics = ", ".join(fmt.metric_label(m) for m in cmp.metrics)
     pairs = len(cmp.pairs)
     who = (
-        f"each system (B) against `{bases[0]}` (A)"
+        f"each system (B) against {md_code(bases[0])} (A)"
         if len(bases) == 1 and pairs > 1
-        else f"`{cmp.pairs[0].system_b}` (B) against `{cmp.pairs[0].system_a}` (A)"
+        else f"{md_code(cmp.pairs[0].system_b)} (B) against {md_code(cmp.pairs[0].system_a)} (A)"
         if pairs == 1
         else f"{pairs} pairs"
     )
@@ -168,13 +184,13 @@ def leaderboard_markdown(board: Any) -> list[str]:
 
 def report_markdown(data: Any) -> str:
     """A results report (report.model.ReportData) as Markdown: the HTML report's tables without its plots."""
-    lines = [f"# {data.title}", ""]
+    lines = [f"# {md_text(data.title)}", ""]
     ds = ", ".join(
         f"{d.get('name', '')} ({d.get('split', '')}, {d.get('queries', '?')} queries, "
         f"{d.get('documents', '?')} documents)"
         for d in data.datasets
     )
-    lines += [f"{ds} · {len(data.systems)} systems · {data.created}", ""]
+    lines += [f"{md_text(ds)} · {len(data.systems)} systems · {md_text(data.created)}", ""]
     if data.modes != {"trec_eval"}:
         lines += [
             "> **pytrec_eval mode**: means marked † are over *answered* queries only; unanswered queries are left "
@@ -199,10 +215,12 @@ def report_markdown(data: Any) -> str:
         for m in data.metrics:
             v = s.means.get(m)
             ci = s.ci.get(m)
+            bounds = fmt.interval(*ci) if ci else ""
             cells.append(
                 "—"
                 if v is None
-                else f"{v:.4f}{dagger}" + (f" [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else "") + s.applies_note(m)
+                else (f"{v:.4f}{dagger}" + (f" {bounds}" if bounds else "") if fmt.finite(v) else fmt.NO_SCORE)
+                + s.applies_note(m)
             )
         rows.append(cells)
     lines += _table(["system", "coverage", *(fmt.metric_label(m) for m in data.metrics)], rows)
@@ -294,7 +312,7 @@ def _latency_sections(data: Any) -> list[str]:
         lines += ["## Breakdown by group", "", b.BREAKDOWN_NOTE, ""]
         for s in grouped:
             lines += [
-                f"### `{s.name}`",
+                f"### {md_code(s.name)}",
                 "",
                 *_table(b.breakdown_header(data.metrics), b.breakdown_rows(s, data.metrics)),
             ]

@@ -37,8 +37,14 @@ def reading(path: str | Path) -> Iterator[sqlite3.Connection]:
     if not p.is_file():
         raise InputError("no history yet (every `retbench run` adds to it)", path=p)
     uri = p.resolve().as_uri()
+    # The history runs in WAL mode. Opening it even read-only makes SQLite create `-wal` and `-shm` files
+    # beside it, which a read-only connection can never remove. With no `-wal` file there is no writer and no
+    # commit waiting in a log: the main file holds everything, and is read as a fixed file (`immutable=1`:
+    # no lock, no side file). With one, a writer is at work or left commits in its log: the read goes
+    # through the log (plain `mode=ro`), which reads those commits and never checkpoints them.
+    settled = not Path(f"{p}-wal").exists()
     try:
-        con = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+        con = sqlite3.connect(f"{uri}?mode=ro{'&immutable=1' if settled else ''}", uri=True, timeout=BUSY_TIMEOUT_S)
     except sqlite3.Error as exc:
         raise InputError(f"cannot open the history: {exc}", path=p) from None
     try:

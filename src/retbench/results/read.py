@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -59,8 +60,22 @@ class Results:
         return recorded_depth(self.coverage(system)) or config_depth(self.manifest) or (run or self.run(system)).depth
 
     def aggregates(self, system: str) -> dict[str, Any]:
+        """A system's aggregates.json, held to metrics.json: each mean there is the one its interval was computed
+        with, so no interval is ever shown beside another number (a NaN mean beside a finite interval came from
+        files edited, or mixed from two runs; it is refused naming the metric)."""
         self._check(system)
-        return read_json(self.system_dir(system).aggregates)
+        path = self.system_dir(system).aggregates
+        agg = read_json(path)
+        stored = self.metrics_json[system]
+        for m, a in agg.items() if isinstance(agg, dict) and isinstance(stored, dict) else ():
+            if isinstance(a, dict) and m in stored and not _same_number(a.get("mean"), stored[m]):
+                raise InputError(
+                    f"mean {a.get('mean')!r} here but {stored[m]!r} in metrics.json: the results were edited or "
+                    "mixed from two runs (run again with --force)",
+                    path=path,
+                    field=m,
+                )
+        return agg
 
     @cached_property
     def queries(self) -> Mapping[str, str]:
@@ -123,3 +138,14 @@ def config_depth(manifest: Mapping[str, Any]) -> int | None:
     except InputError:
         return None
     return depth if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0 else None
+
+
+def _same_number(a: Any, b: Any) -> bool:
+    """Two stored means agree: both missing (null, NaN) or both the same number."""
+
+    def number(v: Any) -> float | None:
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        return float(v) if ok else None
+
+    x, y = number(a), number(b)
+    return (x is None and y is None) or (x is not None and y is not None and math.isclose(x, y, rel_tol=1e-9))

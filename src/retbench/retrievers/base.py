@@ -238,13 +238,21 @@ def check_params(
 
 
 def check_system(adapter: str, params: Mapping[str, Any], source: str | None, where: str) -> None:
-    """The adapter exists and takes every named parameter: each study runs this on its systems right
-    after loading its config, before any work starts (errors name `<where>.adapter` / `<where>.params.<key>`)."""
+    """The adapter exists and takes every named parameter, with values its `check_config(params)` (when the
+    factory has one) accepts: each study runs this on its systems right after loading its config, before any
+    work starts, so a bad value is refused before the first system runs (errors name `<where>.adapter` /
+    `<where>.params.<key>`)."""
     try:
         factory = resolve_factory(adapter)
     except ConfigError as exc:
         raise ConfigError(exc.reason, path=source, field=f"{where}.adapter") from None
     check_params(factory, params, what=f"adapter {adapter!r}", where=source or "", prefix=f"{where}.params.")
+    values = getattr(factory, "check_config", None)  # an adapter's own value rules (e.g. a positive timeout)
+    if callable(values):
+        try:
+            values(params)
+        except ConfigError as exc:
+            raise ConfigError(exc.reason, path=source, field=f"{where}.{exc.field}" if exc.field else where) from None
 
 
 def resolve_factory(adapter: str) -> Factory:

@@ -373,7 +373,7 @@ def test_a_failed_generation_is_a_generation_error_and_a_run_where_every_call_fa
     assert err.value.exit_code == 3
 
 
-def test_a_stage_with_one_answer_back_is_not_reported_as_all_failed(tmp_path):
+def test_a_stage_is_reported_until_one_readable_verdict_comes_back(tmp_path):
     from retbench.studies.judging import failed_llm_stages
 
     sysdir = tmp_path / "out" / "systems" / "bm25"
@@ -383,9 +383,17 @@ def test_a_stage_with_one_answer_back_is_not_reported_as_all_failed(tmp_path):
     assert failed_llm_stages(tmp_path / "out", ["bm25"]) == [
         f"bm25: every judging call failed (1 judge_error; see {sysdir / 'judge_calls.jsonl'})"
     ]
-    with llm_server(_answer("not json")) as s:  # an unparseable answer came back: the call did not fail
+    with llm_server(_answer("not json")) as s:  # an answer came back, but no verdict: the stage still gave none
         Judge(_settings(s), base_url=None, log_path=sysdir / "judge_calls.jsonl", cache_dir=tmp_path / "c").judge(
             [("k2", {"query": "q2", "passage": "p"})]
+        )
+    assert failed_llm_stages(tmp_path / "out", ["bm25"]) == [
+        f"bm25: no judging call gave a verdict: 1 of 2 replies unparseable (1 judge_error, 1 unparseable; "
+        f"see {sysdir / 'judge_calls.jsonl'})"
+    ]
+    with llm_server(_answer('{"grade": 2}')) as s:  # one readable verdict: the stage is not reported
+        Judge(_settings(s), base_url=None, log_path=sysdir / "judge_calls.jsonl", cache_dir=tmp_path / "c").judge(
+            [("k3", {"query": "q3", "passage": "p"})]
         )
     assert failed_llm_stages(tmp_path / "out", ["bm25"]) == []
 

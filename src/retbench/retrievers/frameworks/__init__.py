@@ -105,6 +105,25 @@ class FrameworkRetriever(Retriever):
     base_class = ""
     hint = ""
 
+    @staticmethod
+    def check_config(params: Mapping[str, Any]) -> None:
+        """The values this adapter refuses, checked when a config loads (`retrievers.base.check_system`, before
+        any system runs) and again when one is built: a non-positive timeout, concurrency below 1, an empty id_key."""
+        timeout_s = params.get("timeout_s")
+        if timeout_s is not None and (
+            isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0
+        ):
+            raise ConfigError(
+                f"timeout_s must be positive seconds or null, got {timeout_s!r}", field="params.timeout_s"
+            )
+        concurrency = params.get("concurrency", 1)
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ConfigError(
+                f"concurrency must be a whole number >= 1, got {concurrency!r}", field="params.concurrency"
+            )
+        if not params.get("id_key", "id"):
+            raise ConfigError("id_key must be a non-empty metadata key", field="params.id_key")
+
     def __init__(
         self,
         factory: str,
@@ -117,15 +136,8 @@ class FrameworkRetriever(Retriever):
         timeout_s: float | None = 60.0,
     ) -> None:
         super().__init__(name)
-        if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
-        if timeout_s is not None and (isinstance(timeout_s, bool) or not timeout_s > 0):
-            raise ConfigError(
-                f"timeout_s must be positive seconds or null, got {timeout_s!r}", field="params.timeout_s"
-            )
+        self.check_config({"concurrency": concurrency, "timeout_s": timeout_s, "id_key": id_key})
         self.timeout_s = None if timeout_s is None else float(timeout_s)
-        if not id_key:
-            raise ValueError("id_key must be a non-empty metadata key")
         if importlib.util.find_spec(self.package) is None:
             raise ConfigError(
                 f"the {self.adapter} adapter needs {self.package!r}: pip install 'retbench[frameworks]'",

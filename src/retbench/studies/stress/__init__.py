@@ -28,7 +28,9 @@ counted as not issued) rather than piling up threads.
 
 Resuming. Each finished request is journaled (`journal.jsonl`, see `retbench.results.journal`); a stress
 run killed and started again with the same config skips finished levels and the finished requests
-of the interrupted one. QPS of a resumed level sums the wall time of each process's part.
+of the interrupted one, warm-up requests included: a warm-up is run and counted once per level, whatever
+the number of processes (the resumed process's first measured requests may therefore meet a colder
+backend than the first process's did). QPS of a resumed level sums the wall time of each process's part.
 
 Modules: `validate` (the failure taxonomy), `settings` (LoadSettings), `level` (one request's life),
 `drivers` (threads with a watchdog, asyncio), `figures` (per-level figures, ingestion), `config`, `study`

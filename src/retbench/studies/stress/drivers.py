@@ -280,10 +280,13 @@ def drive(
     """Run one phase of one level, journaling each finished request; returns what happened.
 
     In count mode the requests are indices 0..count-1 (query `i % len(query_ids)`), those already in
-    the journal skipped; in duration mode new indices follow the journaled ones until the deadline.
+    the journal skipped (warm-up ones too: a resumed level does not warm up again); in duration mode new
+    indices follow the journaled ones until the deadline.
     """
     seg = seg or uuid.uuid4().hex[:8]
-    prefix = f"{concurrency}:" if phase == "measure" else f"{concurrency}:w{seg}:"
+    # keys name the request, not the process: a resumed level skips the warm-up requests already journaled
+    # (never re-run, never counted twice) as it skips measured ones
+    prefix = f"{concurrency}:" if phase == "measure" else f"{concurrency}:w:"
     done = journal.done()
     deadline = None
     indices: Iterator[int] | None = None

@@ -159,6 +159,10 @@ def test_killed_and_resumed_seeded_stress_run_injects_the_same_faults_as_an_unin
     a = json.loads((tmp_path / "whole" / "summary.json").read_text())["levels"][0]
     b = json.loads((tmp_path / "resumed" / "summary.json").read_text())["levels"][0]
     assert b["segments"] == 2 and a["warmup"] == {"requests": 4, "failed": a["warmup"]["failed"]}
+    assert b["warmup"] == a["warmup"]  # the resumed process did not warm up again, nor count it twice
+    whole_summary = json.loads((tmp_path / "whole" / "summary.json").read_text())
+    resumed_summary = json.loads((tmp_path / "resumed" / "summary.json").read_text())
+    assert resumed_summary["requests"] == whole_summary["requests"] == 94
     for key in ("counts", "invalid_kinds", "error_types", "retries", "recovered_by_retry", "quality"):
         assert a[key] == b[key], key
 

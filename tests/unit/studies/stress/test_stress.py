@@ -273,3 +273,37 @@ def test_a_level_above_the_most_workers_retbench_starts_is_refused_saying_the_bo
         ConfigError, match=r"stress\.levels.*a level of 100000 is above the most concurrent workers .*\(4096\)"
     ):
         parse_config(raw, "s.yaml")
+
+
+class _Counting:
+    """The bm25 retriever, counting the searches it is asked for."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.calls = inner, 0
+        for attr in ("name", "adapter", "capabilities"):
+            setattr(self, attr, getattr(inner, attr))
+
+    def search_one(self, text: str, k: int):
+        self.calls += 1
+        return self.inner.search_one(text, k)
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+def test_a_resumed_level_neither_reruns_nor_recounts_its_warm_up(tmp_path: Path, ds, bm25) -> None:
+    cfg = _cfg(tmp_path, levels=[1], requests=12, warmup=3)
+    whole = run_stress(cfg, retriever=bm25, dataset=ds, echo=_quiet).summary
+    journal = tmp_path / "out" / "journal.jsonl"
+    lines = journal.read_text().splitlines()
+    # what a kill after the 5th measured request leaves: the header, the warm-up, 5 measured requests
+    kept = [ln for ln in lines if json.loads(ln).get("phase") == "warmup" or json.loads(ln).get("type") == "header"]
+    kept += [ln for ln in lines if json.loads(ln).get("phase") == "measure"][:5]
+    assert len(kept) == 1 + 3 + 5
+    journal.write_text("\n".join(kept) + "\n")
+    counting = _Counting(bm25)
+    resumed = run_stress(cfg, retriever=counting, dataset=ds, echo=_quiet).summary
+    assert counting.calls == 12 - 5  # the warm-up is not sent again
+    a, b = whole["levels"][0], resumed["levels"][0]
+    assert b["warmup"] == a["warmup"] == {"requests": 3, "failed": 0}
+    assert resumed["requests"] == whole["requests"] == 15 and b["completed"] == a["completed"] == 12
