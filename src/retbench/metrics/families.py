@@ -1,4 +1,5 @@
-"""The ir_measures families as registry rows: gdeval's ERR, RBP and its residual, the C/W/L measures.
+"""The ir_measures families as registry rows: gdeval's ERR, RBP and its residual, the C/W/L measures, and
+ndeval's diversity measures over subtopic qrels.
 
 Each row names the reference implementation its values are checked against (tests/parity/metrics/), and
 its formulas live beside the array code (`metrics/user_models.py`). Their aggregate is the plain mean over
@@ -11,11 +12,13 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+import retbench.metrics.diversity as div
 import retbench.metrics.user_models as um
 from retbench.data import Qrels
 from retbench.errors import ConfigError
 from retbench.metrics.base import Builtin, MetricContext
 from retbench.metrics.judges.qrels import _flatten
+from retbench.metrics.judges.subtopics import SubtopicHits, SubtopicQrels, judge_subtopics
 
 RowFn = Callable[[MetricContext, np.ndarray | None, int, Mapping[str, float]], np.ndarray]
 
@@ -68,6 +71,19 @@ def _cwl(measure: str) -> RowFn:
         return um.cwl(c.gm, measure, k, p.get("T", 1.0), p["min_rel"], p["max_rel"])
 
     return fn
+
+
+def _diversity(name: str, fn: Callable[[SubtopicHits, np.ndarray | None, Mapping[str, float]], np.ndarray]) -> RowFn:
+    def run(c: MetricContext, k: np.ndarray | None, lv: int, p: Mapping[str, float]) -> np.ndarray:
+        if not isinstance(c.qrels, SubtopicQrels):
+            raise ConfigError(
+                f"{name} needs subtopic qrels (query subtopic doc grade per line, ndeval's format): read them "
+                "with retbench.io.subtopics.read_subtopic_qrels and pass them to evaluate",
+                field="metric",
+            )
+        return fn(judge_subtopics(c.run, c.qrels, c.gm.query_ids, c.run_rows, lv), k, p)
+
+    return _checked(name, run)
 
 
 _CWL_PARAMS = {"min_rel": 0.0, "max_rel": 0.0}
@@ -155,5 +171,61 @@ def builtins() -> list[Builtin]:
             param_ranges=_CWL_RANGES,
             label="SDCG",
             meaning="DCG of the top {k} as a share of what {k} fully relevant results would give",
+        ),
+        *_diversity_rows(),
+    ]
+
+
+def _diversity_rows() -> list[Builtin]:
+    """ndeval's measures over subtopic qrels (metrics/diversity.py); reference: pyndeval, ir_measures' ndeval."""
+    return [
+        Builtin(
+            "alpha_nDCG",
+            "k",
+            _diversity("alpha_nDCG", lambda h, k, p: div.alpha_ndcg(h, k, p["alpha"])),  # type: ignore[arg-type]
+            "alpha-nDCG@k against ndeval's greedy ideal (reference: ndeval's alpha-nDCG@k)",
+            ("alpha_ndcg", "alpha-nDCG"),
+            params={"alpha": 0.5},
+            param_ranges={"alpha": (0.0, 1.0)},
+            label="alpha-nDCG",
+            meaning="ranking quality of the top {k} that rewards covering each of the query's subtopics, "
+            "and covering a subtopic again less (1.0 = greedy ideal)",
+        ),
+        Builtin(
+            "ERR_IA",
+            "k",
+            _diversity("ERR_IA", lambda h, k, p: div.err_ia(h, k)),  # type: ignore[arg-type]
+            "intent-aware ERR with ndeval's collection-independent normalization (reference: ndeval's ERR-IA@k)",
+            ("err-ia",),
+            label="ERR-IA",
+            meaning="expected reciprocal rank averaged over the query's subtopics, with repeats worth less",
+        ),
+        Builtin(
+            "NRBP",
+            "none",
+            _diversity("NRBP", lambda h, k, p: div.nrbp(h, p["alpha"], p["beta"])),
+            "novelty- and rank-biased precision (reference: ndeval's NRBP)",
+            params={"alpha": 0.5, "beta": 0.5},
+            param_ranges={"alpha": (0.0, 1.0), "beta": (1e-9, 1.0)},
+            label="NRBP",
+            meaning="rank-biased precision over the query's subtopics, with a subtopic seen again worth less",
+        ),
+        Builtin(
+            "P_IA",
+            "k",
+            _diversity("P_IA", lambda h, k, p: div.precision_ia(h, k)),  # type: ignore[arg-type]
+            "intent-aware precision: relevant (doc, subtopic) pairs in the top k / (k M) (reference: ndeval's P-IA@k)",
+            ("p-ia",),
+            label="P-IA",
+            meaning="precision of the top {k} averaged over the query's subtopics",
+        ),
+        Builtin(
+            "STREC",
+            "k",
+            _diversity("STREC", lambda h, k, p: div.subtopic_recall(h, k)),  # type: ignore[arg-type]
+            "subtopics with a relevant doc in the top k / subtopics (reference: ndeval's strec@k)",
+            ("strecall", "s-recall", "subtopic_recall"),
+            label="S-recall",
+            meaning="share of the query's subtopics covered by the top {k} results",
         ),
     ]
