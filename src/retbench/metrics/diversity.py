@@ -182,7 +182,7 @@ def _greedy_block(rel: np.ndarray, k: np.ndarray, alpha: float) -> np.ndarray:
     n, n_docs, n_subs = rel.shape
     steps = int(min(k.max(), n_docs))
     gain = np.ones((n, n_subs))
-    left = rel.any(axis=2)  # documents relevant to some subtopic, not yet placed
+    left = np.asarray(rel.any(axis=2))  # documents relevant to some subtopic, not yet placed
     scores = np.zeros((n, steps))
     at = np.arange(n)
     for step in range(steps):
