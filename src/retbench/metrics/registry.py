@@ -37,7 +37,9 @@ from typing import Any
 import numpy as np
 
 import retbench.metrics.answers as answers
+import retbench.metrics.families as families
 import retbench.metrics.judged as judged
+import retbench.metrics.names as metric_names
 import retbench.metrics.retrieval as retrieval
 from retbench.errors import ConfigError, InputError
 from retbench.metrics.base import CUTOFFS, Metric, MetricContext
@@ -266,7 +268,7 @@ def parse_metric(spec: str, default_k: int = 5) -> MetricSpec:
     _load_plugins()
     if default_k < 1:
         raise ConfigError(f"default_k must be >= 1, got {default_k}", field="default_k")
-    s = _underscore_spelling(spec.strip().replace(" ", ""))
+    s = _underscore_spelling(metric_names.rewrite(spec.strip().replace(" ", "")))
     force_k = False
     k: int | None = None
     params: dict[str, float] = {}
@@ -359,5 +361,5 @@ def expand_trec_list(spec: str) -> list[str]:
     return [f"{m[1]}.{k}" for k in m[2].split(",")]
 
 
-for _m in [*retrieval.builtins(), *answers.builtins(), *judged.builtins()]:
+for _m in [*retrieval.builtins(), *answers.builtins(), *judged.builtins(), *families.builtins()]:
     register(_m)  # type: ignore[arg-type]

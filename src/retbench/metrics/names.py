@@ -1,0 +1,94 @@
+"""Metric names the way users already write them: ir_measures' syntax and trec_eval 10.0's rbp names.
+
+The registry parses `name(params)@k` and `name@k(params)` itself, so most ir_measures names need nothing
+here: `nDCG@10`, `P(rel=2)@5`, `AP`, `RR`, `R@100`, `Success@10`, `Judged@10`, `ERR@20`, `RBP(p=0.8,rel=1)`,
+`alpha_nDCG(alpha=0.5)@20`, `ERR_IA@20`, `NRBP`, `P_IA@10`, `StRecall@10`, `INST(T=2,max_rel=3)`,
+`BPM(T=1,max_rel=3)@10`, `SDCG(max_rel=3)@10` are registry names or aliases. `rewrite` turns the rest into
+names the registry reads, before it parses them:
+
+- ir_measures' text-valued parameters: `nDCG(dcg='exp-log2')@k` is gdeval's nDCG, `ndcg_exp@k`;
+  `dcg='log2'` (SDCG's only choice) and `judged_only=False` (the default) are dropped;
+- ir_measures' `RBP` defaults to p = 0.8 where trec_eval's `rbp` defaults to p = 0.9: `RBP` spelled in
+  capitals without `p=` gets p = 0.8, the lower-case trec_eval name keeps 0.9;
+- trec_eval 10.0's parameter forms `rbp.p=0.8` and `rbp_resid.p=0.8` (and the names it prints for them,
+  `rbp_p=0.8`, `rbp_resid_p=0.8`) become `rbp(p=0.8)` and `rbp_resid(p=0.8)`;
+- ir_measures names of trec_eval measures become trec_eval's names (`Bpref` -> `bpref`, `IPrec@0.1` ->
+  `iprec_at_recall_0.10`, `NumRet(rel=1)` -> `num_rel_ret`, `SetP` -> `set_P`, ...);
+- the C/W/L measures need `max_rel`, the top of the qrels' grade scale (ir_measures requires it too): a name
+  without it is refused here, before any work is done.
+"""
+
+from __future__ import annotations
+
+import re
+
+from retbench.errors import ConfigError
+
+_TREC_RBP = re.compile(r"^(rbp|rbp_resid)[._]p=(\d*\.?\d+)$")
+_IPREC = re.compile(r"^IPrec@(\d*\.?\d+)$")
+_NAME = re.compile(r"^(?P<name>[A-Za-z][\w\-]*?)(?:\((?P<params>[^()]*)\))?(?P<rest>(?:@\d+)?(?:\([^()]*\))?)$")
+#: ir_measures names of trec_eval measures -> trec_eval's names (only where the two spell them differently)
+IR_MEASURES_TREC = {
+    "Bpref": "bpref",
+    "NumQ": "num_q",
+    "NumRet": "num_ret",
+    "NumRel": "num_rel",
+    "NumRelRet": "num_rel_ret",
+    "SetP": "set_P",
+    "SetR": "set_recall",
+    "SetF": "set_F",
+    "SetAP": "set_map",
+    "SetRelP": "set_relative_P",
+}
+_CWL = {"inst", "insq", "bpm", "sdcg"}
+_DROPPED = {("dcg", "log2"), ("judged_only", "false")}
+
+
+def _text_params(params: str) -> tuple[list[str], dict[str, str]]:
+    """Split `a=1,dcg='exp-log2'` into the numeric parts (kept as written) and the text-valued ones."""
+    numeric: list[str] = []
+    text: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in params.split(","))):
+        key, _, value = part.partition("=")
+        value = value.strip().strip("'\"")
+        try:
+            float(value)
+            numeric.append(part)
+        except ValueError:
+            text[key.strip()] = value
+    return numeric, text
+
+
+def rewrite(spec: str) -> str:
+    """`spec` in a spelling the registry reads (see the module docstring); other names are returned as they are."""
+    m = _TREC_RBP.match(spec)
+    if m:
+        return f"{m[1]}(p={m[2]})"
+    m = _IPREC.match(spec)
+    if m:
+        return f"iprec_at_recall_{float(m[1]):.2f}"
+    m = _NAME.match(spec)
+    if not m:
+        return spec
+    name, params, rest = m["name"], m["params"] or "", m["rest"]
+    numeric, text = _text_params(params)
+    for key, value in list(text.items()):
+        if (key, value.lower()) in _DROPPED:
+            del text[key]
+    if text.pop("dcg", None) == "exp-log2" and name.lower() == "ndcg":
+        name = "ndcg_exp"
+    if text:  # left for the registry, which names the parameter it cannot read
+        return spec
+    if name == "NumRet" and "rel=1" in numeric:
+        name, numeric = "num_rel_ret", [p for p in numeric if p != "rel=1"]
+    name = IR_MEASURES_TREC.get(name, name) if not numeric else name
+    if name == "RBP" and not any(p.split("=")[0].strip() == "p" for p in numeric):
+        numeric.append("p=0.8")
+    given = numeric + [p.strip() for p in re.sub(r"^@\d+", "", rest).strip("()").split(",")]
+    if name.lower() in _CWL and not any(p.split("=")[0].strip() == "max_rel" for p in given):
+        raise ConfigError(
+            f"metric {spec!r}: {name} needs max_rel, the top grade of the qrels' scale (as ir_measures asks), "
+            f"e.g. {name}(max_rel=3){'@10' if name.lower() in ('bpm', 'sdcg') else ''}",
+            field="metric",
+        )
+    return name + (f"({','.join(numeric)})" if numeric else "") + rest

@@ -1,0 +1,130 @@
+"""The diversity measures agree with ndeval (pyndeval 0.0.8, through ir_measures' pyndeval provider) to 1e-9.
+
+Inputs: random subtopic qrels (several subtopics per query, grades -1 to 2, documents judged for some
+subtopics and not others, queries without any relevant document) and runs with ties, unjudged documents,
+empty rankings and judged queries the system did not answer; and a real bm25s run on SciFact's test queries
+with subtopics assigned to its judged documents. pyndeval breaks score ties by doc id ascending, retbench
+(like trec_eval, gdeval and ndeval's own -traditional order) by doc id descending: pyndeval gets each run in
+retbench's order, written as distinct scores, so both score the same ranking.
+
+ir_measures' provider consumes the run once per distinct (rel, alpha, beta) and then scores the next
+invocation on an empty run, so each measure is asked for on its own.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bm25_scifact import scifact_bm25
+from retbench.data import Run
+from retbench.errors import ConfigError, InputError
+from retbench.evaluation import evaluate
+from retbench.io.subtopics import read_subtopic_qrels
+from retbench.metrics.judges.subtopics import SubtopicQrels
+
+ir_measures = pytest.importorskip("ir_measures")
+pytest.importorskip("pyndeval")
+
+DOCS = [f"d{i}" for i in range(20)]
+SUBTOPICS = ["1", "2", "3", "4"]
+
+
+@st.composite
+def subtopic_qrels_and_run(draw):
+    judgements: list[tuple[str, str, str, int]] = []
+    run: dict[str, dict[str, float]] = {}
+    for q in range(draw(st.integers(1, 5))):
+        qid = f"q{q}"
+        subs = draw(st.lists(st.sampled_from(SUBTOPICS), min_size=1, max_size=4, unique=True))
+        for s in subs:
+            for d in draw(st.lists(st.sampled_from(DOCS), min_size=1, max_size=8, unique=True)):
+                judgements.append((qid, s, d, draw(st.integers(-1, 2))))
+        answer = draw(st.sampled_from(["full", "full", "full", "missing", "empty"]))
+        if answer == "missing":
+            continue
+        ranked = [] if answer == "empty" else draw(st.lists(st.sampled_from(DOCS), max_size=20, unique=True))
+        run[qid] = {d: draw(st.integers(0, 12)) / 4.0 for d in ranked}
+    return judgements, run
+
+
+def _measures(level: int, alpha: float, beta: float) -> list[str]:
+    rel = f"rel={level}"
+    return [
+        *(f"alpha_nDCG(alpha={alpha},{rel})@{k}" for k in (1, 2, 5, 10, 20)),
+        *(f"ERR_IA({rel})@{k}" for k in (1, 2, 5, 20)),
+        f"NRBP(alpha={alpha},beta={beta},{rel})",
+        *(f"P_IA({rel})@{k}" for k in (1, 5, 20)),
+        *(f"StRecall({rel})@{k}" for k in (1, 5, 20)),
+    ]
+
+
+def _pyndeval(judgements, run, measure):
+    qrels = [ir_measures.GenericQrel(q, d, g, s) for q, s, d, g in judgements]
+    ranked = Run.from_dict(run)
+    ours_order = {q: {d: float(20 - i) for i, d in enumerate(ranked.docs(q))} for q in ranked.query_ids}
+    evaluator = ir_measures.providers.registry["pyndeval"].evaluator([ir_measures.parse_measure(measure)], qrels)
+    return {m.query_id: float(m.value) for m in evaluator.iter_calc(ours_order)}
+
+
+def _check(judgements, run, level, alpha, beta):
+    names = _measures(level, alpha, beta)
+    ev = evaluate(Run.from_dict(run), SubtopicQrels(judgements), names, no_relevant="zero")
+    assert len(ev.metrics) == len(names)
+    for j, name in enumerate(names):
+        ours = dict(zip(ev.query_ids, ev.values[:, j].tolist(), strict=True))
+        theirs = _pyndeval(judgements, run, name)
+        for qid, value in theirs.items():
+            assert ours[qid] == pytest.approx(value, abs=1e-9), (name, qid)
+        assert all(ours[q] == 0.0 for q in set(ours) - set(theirs))  # not answered: 0, as trec_eval -c
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=subtopic_qrels_and_run(),
+    level=st.sampled_from([1, 2]),
+    alpha=st.sampled_from([0.5, 0.3, 0.9]),
+    beta=st.sampled_from([0.5, 0.8]),
+)
+def test_diversity_measures_match_ndeval(data, level, alpha, beta):
+    _check(*data, level, alpha, beta)
+
+
+def test_diversity_measures_match_ndeval_on_a_scifact_bm25_run(scifact):
+    """SciFact has one intent per query; its judged documents get 1-3 of 4 subtopics by doc id, and the
+    BM25 run's top-3 unjudged documents are judged non-relevant to subtopic 1."""
+    qrels, run = scifact_bm25(scifact)
+    judgements = []
+    for q, docs in qrels.items():
+        for d, g in docs.items():
+            n = int(d)
+            for s in {n % 4, (n // 4) % 4, (n // 16) % 3}:
+                judgements.append((q, str(s + 1), d, g))
+        judgements += [(q, "1", d, 0) for d in list(run[q])[:3] if d not in docs]
+    _check(judgements, run, 1, 0.5, 0.5)
+
+
+def test_diversity_measures_ask_for_subtopic_qrels():
+    from retbench.data import Qrels
+
+    with pytest.raises(ConfigError, match="alpha_nDCG needs subtopic qrels"):
+        evaluate(Run.from_dict({"q": {"a": 1.0}}), Qrels({"q": {"a": 1}}), ["alpha_nDCG@5"])
+
+
+def test_subtopic_qrels_file_reads_as_ndeval_reads_it_and_other_metrics_see_the_best_grade(tmp_path):
+    path = tmp_path / "qrels.txt"
+    path.write_text("1 a d1 1\n1 b d1 2\n\n1 b d2 0\n2 a x 1\n")
+    sq = read_subtopic_qrels(path)
+    assert sq.judgements == [("1", "a", "d1", 1), ("1", "b", "d1", 2), ("1", "b", "d2", 0), ("2", "a", "x", 1)]
+    assert sq.to_dict() == {"1": {"d1": 2, "d2": 0}, "2": {"x": 1}}
+    ev = evaluate(Run.from_dict({"1": {"d2": 2.0, "d1": 1.0}}), sq, ["ndcg@2", "STREC@2"], no_relevant="zero")
+    np.testing.assert_allclose(ev.values, [[1 / np.log2(3), 1.0], [0.0, 0.0]])
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1 a d1 1\n1 a d1\n")
+    with pytest.raises(InputError, match=r"bad.txt:2: expected 4 fields"):
+        read_subtopic_qrels(bad)
+    bad.write_text("1 a d1 1\n1 a d1 2\n")
+    with pytest.raises(InputError, match=r"bad.txt:2: .*judged twice \(first on line 1\)"):
+        read_subtopic_qrels(bad)
