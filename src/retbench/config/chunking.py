@@ -19,6 +19,7 @@ from retbench.chunkers import CHUNKERS
 from retbench.config.base import Block, PositiveInt, UnitFloat, error_message, field_error, field_name
 from retbench.config.common import DatasetBlock, EvalBlock, SystemBlock, unique_names
 from retbench.config.experiment import MetricName, metric_cutoffs
+from retbench.config.study import Study
 
 DEFAULT_METRICS = ["recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10", "P@5"]
 SEPARATOR = "+"  # between the chunker's and the system's name in a pair's results key
@@ -63,7 +64,7 @@ class RelevanceBlock(Block):
 SPAN_ONLY = ("token_k", "budgets", "relevance", "max_queries")
 
 
-class ChunkingModel(Block):
+class ChunkingModel(Study):
     """A chunking experiment: every chunker x every system, judged by character spans or a BEIR corpus's qrels."""
 
     name: str | None = None
