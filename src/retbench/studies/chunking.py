@@ -104,10 +104,6 @@ class ChunkingConfig:
     documents: DatasetSpec | None = None
     evaluation: EvalSettings = field(default_factory=EvalSettings)
 
-    @property
-    def source(self) -> str:
-        return self.model.source
-
     def search_fingerprint(self, chunker: dict[str, Any], system: SystemBlock) -> str:
         """What one pair's ranked lists depend on (its journal must match): chunks, system, questions, depth."""
         what: dict[str, Any] = {
@@ -140,20 +136,9 @@ class ChunkingConfig:
 
 
 def check_chunking(model: ChunkingModel) -> None:
-    """What the model alone cannot check, before any work: adapters against their factories, and each chunker
-    built once with its parameters."""
+    """The adapters against their factories, before any work (the model builds each chunker itself)."""
     for i, s in enumerate(model.systems):
         check_system(s.adapter, s.params, model.source, f"systems[{i}]")
-    for i, block in enumerate(_chunkers(model)):
-        try:
-            make_chunker(dict(block) | {"tokenizer": block.get("tokenizer", model.tokenizer)})
-        except ConfigError as exc:
-            raise ConfigError(exc.reason, path=model.source, field=f"chunkers[{i}].{exc.field or 'kind'}") from None
-
-
-def _chunkers(model: ChunkingModel) -> list[dict[str, Any]]:
-    """Each chunker's parameters as set in the config, its name filled in (part of its pairs' fingerprints)."""
-    return [{**m.model_dump(exclude_unset=True), "name": m.name or m.kind} for m in model.chunkers]
 
 
 def study_config(model: ChunkingModel) -> ChunkingConfig:
@@ -165,7 +150,7 @@ def study_config(model: ChunkingModel) -> ChunkingConfig:
         dataset=documents.label if documents is not None else str(model.dataset),
         documents=documents,
         evaluation=model.evaluation.to_settings(),
-        chunkers=_chunkers(model),
+        chunkers=model.chunker_params,
         systems=list(model.systems),
         metrics=list(model.metrics),
         # no character-level scores nor budgets where relevance is a document's grade (the model refuses them)
@@ -369,7 +354,7 @@ def _study_data(cfg: ChunkingConfig) -> StudyData:
         raise ConfigError(
             f"{cfg.dataset!r} is a BEIR dataset, not a chunking set (no questions.jsonl); to judge its chunks by "
             f"its qrels write the dataset block, e.g. dataset: {{name: {cfg.dataset}, split: test}}",
-            path=cfg.source,
+            path=cfg.model.source,
             field="dataset",
         )
     ev = read_chunking_eval(folder)
@@ -429,7 +414,7 @@ def _run_locked(cfg: ChunkingConfig, force: bool, log: Progress) -> StudyOutcome
             corpus = chunks.to_corpus(name=f"{data.name}/{chunker.name}")
             for sspec in cfg.systems:
                 if sspec.label not in retrievers:
-                    retrievers[sspec.label] = _lazy(sspec, cfg.source)
+                    retrievers[sspec.label] = _lazy(sspec, cfg.model.source)
                 outcome = _run_pair(
                     cfg,
                     chunker.name,
