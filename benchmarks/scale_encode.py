@@ -51,10 +51,11 @@ def main() -> None:
     import ray
     import torch
 
+    from retbench.config.experiment import ExecutorBlock
     from retbench.io.beir import read_beir
     from retbench.retrievers.dense import DenseRetriever
     from retbench.retrievers.encoders.encoder import _load_model, default_model
-    from retbench.studies.executors import ExecutorSettings, InProcess, RayExecutor, init_ray
+    from retbench.studies.executors import InProcess, RayExecutor, init_ray
 
     texts = read_beir(ROOT / "corpora" / "scifact").corpus.joined_texts()[: args.docs]
     model, _ = _load_model(default_model(), "cpu", False)
@@ -76,7 +77,7 @@ def main() -> None:
 
     def on_ray(n: int):
         def go() -> None:
-            report = RayExecutor(ExecutorSettings(kind="ray", workers=n)).encode_corpus(fresh(), texts)
+            report = RayExecutor(ExecutorBlock(kind="ray", workers=n)).encode_corpus(fresh(), texts)
             assert report["encoded"] == len(texts)
             name = f"ray {n} worker{'s' if n > 1 else ''}"
             nice[name] = f", worker nice {report['worker_nice']}, worker CPU {report['worker_cpu_seconds']:.1f} s"

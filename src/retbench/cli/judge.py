@@ -162,7 +162,7 @@ def judge_calibrate(
     for line in calibration_lines(report):
         typer.echo(line)
     typer.echo(stats_line(report["judge"]["stats"]))
-    typer.echo(f"written: {cfg.output / 'metrics.json'}")
+    typer.echo(f"written: {cfg.output_dir / 'metrics.json'}")
     _exit_if_judge_failed(report["statuses"])
 
 

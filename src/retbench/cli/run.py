@@ -12,7 +12,7 @@ from retbench.errors import ConfigError
 from retbench.secrets import redact
 
 if TYPE_CHECKING:
-    from retbench.studies.benchmark import ExperimentConfig
+    from retbench.config import ExperimentModel
     from retbench.studies.cell import StudyOutcome
 
 
@@ -72,8 +72,6 @@ def _run_command(
     point: Any = None,
 ) -> None:
     """Load, (re)point the systems at local servers when given, run, print, and exit by what failed."""
-    from dataclasses import replace
-
     from retbench.report.leaderboard import build_leaderboard
     from retbench.report.terminal import render_costs, render_leaderboard, render_summary
     from retbench.studies.benchmark import load_config, raise_if_backend_failed
@@ -81,24 +79,25 @@ def _run_command(
 
     cfg = load_config(config, output)
     if point is not None:
-        cfg.systems = [replace(s, params=point(s.adapter, s.params)) for s in cfg.systems]
+        systems = [s.model_copy(update={"params": point(s.adapter, s.params)}) for s in cfg.systems]
+        cfg = cfg.model_copy(update={"systems": systems})
     if repair:
-        repair_journals(cfg.output)
+        repair_journals(cfg.output_dir)
     con = console()
     outcome = _run_experiment(cfg, force, quiet, con, history=history, tag=tag)
-    con.print(render_summary(outcome.metrics, cfg.metrics, title=f"{cfg.name}: {cfg.output}"))
+    con.print(render_summary(outcome.metrics, cfg.metric_names, title=f"{cfg.study_name}: {cfg.output_dir}"))
     _print_judge_costs(outcome.metrics, con)
     costs = render_costs(outcome.metrics)
     if costs is not None:
         con.print(costs)
-    board = build_leaderboard(outcome.metrics, cfg.metrics[0])
+    board = build_leaderboard(outcome.metrics, cfg.metric_names[0])
     if board is not None:
         con.print(render_leaderboard(board))
     written = "".join(f"{name}, " for name in outcome.reports)
-    con.print(f"results: {cfg.output}  (metrics.json, manifest.json, {written}systems/<name>/run.trec)")
+    con.print(f"results: {cfg.output_dir}  (metrics.json, manifest.json, {written}systems/<name>/run.trec)")
     raise_if_backend_failed(outcome)
     note = lambda m: con.print(f"note: {m}", soft_wrap=True, markup=False, highlight=False)  # noqa: E731
-    raise_if_llm_calls_failed(cfg.output, [s.name for s in outcome.systems], note=note)
+    raise_if_llm_calls_failed(cfg.output_dir, [s.name for s in outcome.systems], note=note)
 
 
 def _print_judge_costs(metrics: dict[str, Any], con: Any) -> None:
@@ -115,7 +114,7 @@ def _print_judge_costs(metrics: dict[str, Any], con: Any) -> None:
 
 
 def _run_experiment(
-    cfg: ExperimentConfig, force: bool, quiet: bool, con: Any, *, history: bool, tag: str | None
+    cfg: ExperimentModel, force: bool, quiet: bool, con: Any, *, history: bool, tag: str | None
 ) -> StudyOutcome:
     """Run the experiment, logging to the console and (unless quiet) showing one progress bar per stage."""
     from retbench.studies.benchmark import run_experiment

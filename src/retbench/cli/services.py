@@ -8,7 +8,6 @@ from typing import Annotated, Any
 import typer
 
 from retbench.cli.app import handles_errors
-from retbench.errors import ConfigError
 
 services_app = typer.Typer(
     help="Start on loopback the servers a config's systems need (PostgreSQL + pgvector, Milvus Lite, Typesense).",
@@ -17,22 +16,10 @@ services_app = typer.Typer(
 
 
 def config_systems(config: Path) -> list[tuple[str, dict[str, Any]]]:
-    """(adapter, params) of every system in a config file, read before the config is checked in full.
+    """(adapter, params) of every system in a config file (`config.study.declared_systems`)."""
+    from retbench.config.study import declared_systems  # deferred: CLI start-up loads no config code
 
-    The full check needs the servers' secrets in the environment, which only exist once they are started.
-    """
-    from retbench.io.files import read_yaml
-
-    raw = read_yaml(config)
-    systems = raw.get("systems") if isinstance(raw, dict) else None
-    if not isinstance(systems, list):
-        raise ConfigError("expected a list of systems", path=config, field="systems")
-    out = []
-    for entry in systems:
-        if isinstance(entry, dict) and isinstance(entry.get("adapter"), str):
-            params = entry.get("params")
-            out.append((entry["adapter"], dict(params) if isinstance(params, dict) else {}))
-    return out
+    return declared_systems(config)
 
 
 @services_app.command("up")

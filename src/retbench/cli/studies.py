@@ -31,7 +31,7 @@ def stress_command(
 
     cfg = load_config(config, output)
     if repair:
-        repair_journals(cfg.output)
+        repair_journals(cfg.output_dir)
     result = run_stress(cfg, fresh=fresh, echo=lambda m: typer.echo(redact(m)))
     typer.echo(f"{headline(result.summary)}; report: {result.out_dir / 'report.md'}")
     if result.exit_code:

@@ -24,7 +24,6 @@ from retbench.config.common import (
     EvalBlock,
     EvalSettings,
     SystemBlock,
-    SystemSpec,
     folder_name,
     sample_ids,
 )
@@ -51,7 +50,6 @@ __all__ = [
     "ModelFile",
     "StressModel",
     "SystemBlock",
-    "SystemSpec",
     "check_env",
     "check_types",
     "env_fields",

@@ -9,6 +9,7 @@ from pydantic import Field
 from retbench.config.base import Block, NonNegativeInt, PositiveInt
 from retbench.config.common import FolderName
 from retbench.config.judge import JudgeSettings
+from retbench.config.study import Study
 
 
 class Sample(Block):
@@ -34,7 +35,7 @@ class Ranking(Block):
     systems: list[RankingSystem] = Field(min_length=2)
 
 
-class CalibrationModel(Block):
+class CalibrationModel(Study):
     """A calibration of the judge against human labels."""
 
     name: str = "judge-calibration"

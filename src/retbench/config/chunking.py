@@ -15,10 +15,12 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
-from retbench.chunkers import CHUNKERS
+from retbench.chunkers import CHUNKERS, make_chunker
 from retbench.config.base import Block, PositiveInt, UnitFloat, error_message, field_error, field_name
 from retbench.config.common import DatasetBlock, EvalBlock, SystemBlock, unique_names
 from retbench.config.experiment import MetricName, metric_cutoffs
+from retbench.config.study import Study
+from retbench.errors import ConfigError
 
 DEFAULT_METRICS = ["recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10", "P@5"]
 SEPARATOR = "+"  # between the chunker's and the system's name in a pair's results key
@@ -63,7 +65,7 @@ class RelevanceBlock(Block):
 SPAN_ONLY = ("token_k", "budgets", "relevance", "max_queries")
 
 
-class ChunkingModel(Block):
+class ChunkingModel(Study):
     """A chunking experiment: every chunker x every system, judged by character spans or a BEIR corpus's qrels."""
 
     name: str | None = None
@@ -127,6 +129,21 @@ class ChunkingModel(Block):
                         f"its qrels (document-level), so remove it{where}",
                     )
         return self
+
+    @model_validator(mode="after")
+    def _chunkers_build(self) -> ChunkingModel:
+        """Each chunker is built once with its parameters, so a wrong value fails before any work."""
+        for i, block in enumerate(self.chunker_params):
+            try:
+                make_chunker(block | {"tokenizer": block.get("tokenizer", self.tokenizer)})
+            except ConfigError as exc:
+                raise field_error(f"chunkers[{i}].{exc.field or 'kind'}", exc.reason) from None
+        return self
+
+    @property
+    def chunker_params(self) -> list[dict[str, Any]]:
+        """Each chunker's parameters as set in the config, its name filled in (part of its pairs' fingerprints)."""
+        return [{**m.model_dump(exclude_unset=True), "name": m.name or m.kind} for m in self.chunkers]
 
     @model_validator(mode="after")
     def _depth_reaches_every_cutoff(self) -> ChunkingModel:

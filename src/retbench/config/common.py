@@ -2,8 +2,8 @@
 
 Each is a declared model (`DatasetBlock`, `SystemBlock`, `EvalSettings`, `EncoderSettings`) that
 holds its defaults in exactly one place, so every study reads a dataset, a system or the evaluation
-settings the same way. `DatasetSpec` and `SystemSpec` are what the studies run on (their fields are
-part of the results' fingerprints, so they stay plain and stable).
+settings the same way. `DatasetSpec` is a dataset block with its sample seed resolved (its fields are part
+of the results' fingerprints, so they stay plain and stable); a system's fingerprint is `SystemBlock.identity()`.
 
 A system is held generically (adapter + params): whether the adapter exists and takes those
 parameters is checked against its factory by `retrievers.base.check_system`, which each study runs
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -131,25 +131,14 @@ class SystemBlock(Block):
         default_factory=dict, description="the adapter's keyword arguments (checked against its factory)"
     )
 
-    def to_spec(self, **extra: Any) -> SystemSpec:
-        return SystemSpec(self.name or self.adapter, self.adapter, dict(self.params), extra)
+    @property
+    def label(self) -> str:
+        """The system's name in results: `name`, else its adapter."""
+        return self.name or self.adapter
 
-
-@dataclass(frozen=True)
-class SystemSpec:
-    """One retriever of a study: an adapter, its parameters (checked against the factory) and a name.
-
-    `extra` holds optional blocks a study or stage adds (for example a `rerank:` block), keyed by name.
-    """
-
-    name: str
-    adapter: str
-    params: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {"name": self.name, "adapter": self.adapter, "params": self.params}
-        return out | self.extra
+    def identity(self) -> dict[str, Any]:
+        """What the system's ranked lists depend on (part of its cells' fingerprints, so stable and plain)."""
+        return {"name": self.label, "adapter": self.adapter, "params": dict(self.params)}
 
 
 def unique_names(systems: list[SystemBlock]) -> list[SystemBlock]:
@@ -233,7 +222,6 @@ __all__ = [
     "JoinRule",
     "NonNegativeInt",
     "SystemBlock",
-    "SystemSpec",
     "folder_name",
     "sample_ids",
     "unique_names",

@@ -15,13 +15,16 @@ A suite (several datasets, one leaderboard) is an experiment with more than one 
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_validator
 
 from retbench.config.base import Block, NonNegativeInt, PositiveInt, field_error
-from retbench.config.common import Dataset, EncoderSettings, EvalBlock, SystemBlock, unique_names
+from retbench.config.common import Dataset, DatasetSpec, EncoderSettings, EvalBlock, SystemBlock, unique_names
 from retbench.config.judge import JudgeSettings
+from retbench.config.study import Study
 from retbench.errors import InputError
 from retbench.metrics.judged import JUDGED_METRICS
 from retbench.metrics.registry import DEFAULT_METRICS, parse_metric
@@ -92,9 +95,15 @@ class RerankBlock(Block):
     depth: PositiveInt = Field(description="first-stage documents reranked (at least every metric's cutoff)")
     cache: bool = True
     queries_per_call: PositiveInt = 16
+    timeout_s: float | None = Field(300.0, gt=0.0, description="seconds per reranker call (null: no deadline)")
     fuse: RerankFuseBlock | None = Field(
         None, description="fuse with the first stage's ranking instead of replacing it"
     )
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The reranker's own keyword arguments: every key the block does not declare."""
+        return dict(self.model_extra or {})
 
 
 class GenerateBlock(Block):
@@ -113,11 +122,62 @@ class ExperimentSystem(SystemBlock):
     rerank: RerankBlock | None = None
     generate: GenerateBlock | None = None
 
+    def identity(self) -> dict[str, Any]:
+        """What the system's ranked lists depend on: adapter, parameters and its rerank/generate blocks as set."""
+        out = super().identity()
+        for key in ("rerank", "generate"):
+            block = getattr(self, key)
+            if block is not None:
+                out[key] = block.model_dump(exclude_unset=True)
+        return out
+
+
+#: the ways a garbage result is wrong; stress's `validate_ranking` must label each one
+GARBAGE_KINDS = ("unknown_id", "duplicate_id", "non_finite_score", "wrong_type")
+LATENCY_DISTS = ("constant", "uniform", "exponential", "lognormal")
+FAULT_ERRORS = ("RuntimeError", "ConnectionError", "ConnectionResetError", "OSError", "TimeoutError", "ValueError")
+Rate = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class FaultSpec(Block, frozen=True):
+    """What to inject (`retrievers.faults.FaultyRetriever`). Rates are per call and exclusive (one draw picks
+    at most one fault)."""
+
+    seed: int = 0
+    latency: dict[str, Any] | None = Field(
+        None, description="{dist: constant|uniform|exponential|lognormal, ms, low_ms, high_ms, sigma}"
+    )
+    error_rate: Rate = 0.0
+    error_type: Literal[FAULT_ERRORS] = "RuntimeError"  # type: ignore[valid-type]
+    error_message: str = "injected fault"
+    hang_rate: Rate = 0.0
+    hang_s: float = Field(600.0, ge=0.0, description="how long a hang lasts at most")
+    empty_rate: Rate = 0.0
+    garbage_rate: Rate = 0.0
+    garbage_kinds: list[Literal[GARBAGE_KINDS]] = Field(  # type: ignore[valid-type]
+        default_factory=lambda: list(GARBAGE_KINDS)
+    )
+    crash_after: NonNegativeInt | None = Field(None, description="after this many search calls every call fails")
+    crash_message: str = "injected crash: backend stopped answering"
+    write_fail_at: PositiveInt | None = Field(None, description="the write of document N (1-based) fails")
+    write_fail_message: str = "injected write fault: WAL record checksum mismatch"
+
+    @model_validator(mode="after")
+    def _one_draw(self) -> FaultSpec:
+        if self.error_rate + self.hang_rate + self.empty_rate + self.garbage_rate > 1.0 + 1e-9:
+            raise ValueError("fault rates add up to more than 1")
+        dist = (self.latency or {}).get("dist", "constant")
+        if dist not in LATENCY_DISTS:
+            raise field_error(
+                "latency.dist", f"unknown latency distribution {dist!r}; valid: {', '.join(LATENCY_DISTS)}"
+            )
+        return self
+
 
 class StressSystem(ExperimentSystem):
-    """The system of a stress run, optionally with a seeded fault plan (retrievers.faults.FaultSpec)."""
+    """The system of a stress run, optionally with a seeded fault plan."""
 
-    faults: dict[str, Any] | None = Field(None, description="latency, error_rate, hang_rate, ... (FaultSpec)")
+    faults: FaultSpec | None = Field(None, description="latency, error_rate, hang_rate, ... (a seeded fault plan)")
 
 
 # -- the experiment's other blocks ---------------------------------------------------------------------
@@ -167,7 +227,7 @@ class JudgingBlock(Block):
     encoder: EncoderSettings = Field(default_factory=EncoderSettings)
 
 
-class ExperimentModel(Block):
+class ExperimentModel(Study):
     """A `retbench run` experiment: every system on every dataset (a suite when there are several)."""
 
     name: str | None = Field(None, description="default: the config file's name")
@@ -228,7 +288,40 @@ class ExperimentModel(Block):
             asked = [i for i, m in enumerate(self.metrics) if m in JUDGED_METRICS]
             if asked:
                 raise field_error(f"metrics[{asked[0]}]", "a judged metric needs a judge: block (an LLM endpoint)")
+        self._rerank_depths()
         return self
+
+    def _rerank_depths(self) -> None:
+        """A rerank depth below a metric's cutoff would cap that metric at the reranked list's length, silently."""
+        top = max(self.cutoffs, default=0)
+        for i, s in enumerate(self.systems):
+            if s.rerank is not None and s.rerank.depth < top:
+                raise field_error(
+                    f"systems[{i}].rerank.depth",
+                    f"rerank depth {s.rerank.depth} is below the largest metric cutoff {top}: a metric at {top} "
+                    f"would only see {s.rerank.depth} reranked documents; raise depth to at least {top}",
+                )
+
+    # -- what the study derives from the model ---------------------------------------------------------
+    @property
+    def metric_names(self) -> list[str]:
+        """The metrics by their registry names (ndcg_cut_10 -> ndcg@10), in the config's order."""
+        return [parse_metric(m, self.evaluation.default_k).name for m in self.metrics]
+
+    @property
+    def cutoffs(self) -> list[int]:
+        """Each metric's cutoff (`depth` for a metric that ranks the whole list)."""
+        return metric_cutoffs(self.metrics, self.evaluation.default_k, self.depth)
+
+    @property
+    def dataset_specs(self) -> list[DatasetSpec]:
+        """The datasets, each with its sample seed resolved (its own, else the config's `seed`)."""
+        return [d.to_spec(self.seed) for d in self.datasets]
+
+    @property
+    def judging_settings(self) -> JudgingBlock:
+        """The `judging:` block, its defaults when it is absent."""
+        return self.judging if self.judging is not None else JudgingBlock()
 
 
 FailureOutcome = Literal["error", "timeout", "invalid"]  # data.QueryStatus values that are failures
@@ -296,3 +389,21 @@ class StressModel(ExperimentModel):
     datasets: Annotated[list[Dataset], _exactly_one("dataset")] = Field(min_length=1)
     systems: Annotated[list[StressSystem], _exactly_one("system")] = Field(min_length=1)  # type: ignore[assignment]
     stress: LoadSettings = Field(default_factory=LoadSettings)
+
+    @property
+    def system(self) -> StressSystem:
+        return self.systems[0]
+
+    @property
+    def dataset(self) -> DatasetSpec:
+        return self.dataset_specs[0]
+
+    @property
+    def k(self) -> int:
+        """The k of every request (and of the short-result rule): the experiment's `depth`."""
+        return self.depth
+
+    def fingerprint(self) -> str:
+        """What must match for a journal to be resumed: the validated config but its `output` (the folder may move)."""
+        body = self.model_dump(mode="json", exclude={"output"})
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]

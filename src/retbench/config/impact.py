@@ -13,6 +13,7 @@ from retbench.config.base import Block, ConfigPath, PositiveInt, config_folder, 
 from retbench.config.common import Dataset, DatasetBlock, EncoderSettings, SystemBlock
 from retbench.config.experiment import MetricName
 from retbench.config.judge import JudgeSettings
+from retbench.config.study import Study
 
 DEFAULT_METRICS = ["recall@10", "ndcg@10", "mrr@10"]
 DEFAULT_RETRIEVER = {"adapter": "dense", "params": {"index": "flat_ip", "normalize": True, "max_seq_length": 256}}
@@ -121,7 +122,7 @@ def _alone() -> list[Mode]:
     return ["alone"]
 
 
-class IngestModel(Block):
+class IngestModel(Study):
     """An ingestion-impact experiment."""
 
     name: str | None = None

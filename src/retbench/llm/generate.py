@@ -27,63 +27,28 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from retbench.config.experiment import GenerateBlock
 from retbench.data import Corpus, Queries, Run
 from retbench.data.answers import SystemAnswer
 from retbench.errors import ConfigError
 from retbench.llm.prompts import load_prompt
-from retbench.llm.settings import JudgeSettings
 from retbench.retrievers.base import Ranking, Retriever
 
-KEYS = frozenset({"llm", "prompt", "context_k", "abstain", "max_chars"})
 _CITE = re.compile(r"\[(\d{1,3})\]")
 
 
-@dataclass(frozen=True)
-class GenerateSpec:
-    """A validated `generate:` block."""
-
-    llm: JudgeSettings
-    prompt: str = "answer_v1"
-    context_k: int = 3
-    abstain: str = "I cannot answer from the context."
-    max_chars: int = 1200  # of each chunk in the context (small models have small windows)
-
-    @classmethod
-    def from_config(cls, raw: Any, where: str = "generate") -> GenerateSpec:
-        if not isinstance(raw, Mapping):
-            raise ConfigError("generate must be a mapping with an llm block", field=where)
-        unknown = sorted(set(raw) - KEYS)
-        if unknown:
-            raise ConfigError(
-                f"unknown key {unknown[0]!r} (known: {', '.join(sorted(KEYS))})", field=f"{where}.{unknown[0]}"
-            )
-        llm = JudgeSettings.from_config(raw.get("llm"), where=f"{where}.llm")
-        prompt = str(raw.get("prompt", "answer_v1"))
-        load_prompt(prompt)  # an unknown prompt fails before any work
-        out: dict[str, Any] = {}
-        for name in ("context_k", "max_chars"):
-            if name in raw:
-                value = raw[name]
-                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                    raise ConfigError(f"must be a positive integer, got {value!r}", field=f"{where}.{name}")
-                out[name] = value
-        abstain = raw.get("abstain", cls.abstain)
-        if not isinstance(abstain, str) or not abstain.strip():
-            raise ConfigError("abstain must be a non-empty string", field=f"{where}.abstain")
-        return cls(llm.with_(prompt=prompt, max_tokens=llm.max_tokens), prompt, abstain=abstain, **out)
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "llm": self.llm.to_manifest(),
-            "prompt": load_prompt(self.prompt).describe(),
-            "context_k": self.context_k,
-            "abstain": self.abstain,
-            "max_chars": self.max_chars,
-        }
+def describe_generate(spec: GenerateBlock) -> dict[str, Any]:
+    """What a system's answers depend on besides its retriever (part of the system's manifest)."""
+    return {
+        "llm": spec.llm.with_(prompt=spec.prompt).to_manifest(),
+        "prompt": load_prompt(spec.prompt).describe(),
+        "context_k": spec.context_k,
+        "abstain": spec.abstain,
+        "max_chars": spec.max_chars,
+    }
 
 
 def _norm(text: str) -> str:
@@ -108,8 +73,9 @@ def numbered(texts: Callable[[str], str], ids: Sequence[str], max_chars: int) ->
 class Generator:
     """Answers each query from its top `context_k` chunks through one pinned chat model."""
 
-    def __init__(self, spec: GenerateSpec, *, log_path: Path | None = None, cache_dir: Path | None = None) -> None:
+    def __init__(self, spec: GenerateBlock, *, log_path: Path | None = None, cache_dir: Path | None = None) -> None:
         self.spec = spec
+        self.llm = spec.llm.with_(prompt=spec.prompt)  # the pinned model, asked with the answer prompt
         self.log_path, self.cache_dir = log_path, cache_dir
         self._stack = ExitStack()
         self._judge: Any = None
@@ -119,9 +85,9 @@ class Generator:
         if self._judge is None:
             from retbench.llm.judge import Judge, open_base_url
 
-            url = self._stack.enter_context(open_base_url(self.spec.llm))
+            url = self._stack.enter_context(open_base_url(self.llm))
             self._judge = Judge(
-                self.spec.llm,
+                self.llm,
                 self.spec.prompt,
                 base_url=url,
                 log_path=self.log_path,
@@ -177,7 +143,7 @@ class GeneratingRetriever(Retriever):
         self.corpus: Corpus | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {**self.inner.describe(), "generate": self.generator.spec.describe()}
+        return {**self.inner.describe(), "generate": describe_generate(self.generator.spec)}
 
     def fingerprint(self) -> str:
         return self.inner.fingerprint()

@@ -24,25 +24,20 @@ import math
 import random
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
-from retbench.config import check_types, known_keys
+from retbench.config.experiment import FaultSpec
 from retbench.data import Corpus
-from retbench.errors import ConfigError
 from retbench.retrievers.base import Ranking, Retriever
 
 #: what one call can be made to do, besides answering normally ("ok")
 FAULT_KINDS = ("error", "hang", "empty", "garbage", "crash")
-#: the ways a garbage result is wrong; stress's `validate_ranking` must label each one
-GARBAGE_KINDS = ("unknown_id", "duplicate_id", "non_finite_score", "wrong_type")
-LATENCY_DISTS = ("constant", "uniform", "exponential", "lognormal")
 #: the request being served, named by a driver that can replay it (see the module docstring); each thread
 #: and each asyncio task sees its own value
 REQUEST_KEY: ContextVar[str | None] = ContextVar("retbench_fault_request", default=None)
-_ALLOWED_ERRORS = ("RuntimeError", "ConnectionError", "ConnectionResetError", "OSError", "TimeoutError", "ValueError")
 
 
 class InjectedCrash(RuntimeError):
@@ -51,71 +46,6 @@ class InjectedCrash(RuntimeError):
 
 class InjectedWriteFault(RuntimeError):
     """A write (index/add) failed part-way, as a store with a corrupt write-ahead log does."""
-
-
-@dataclass
-class FaultSpec:
-    """What to inject. Rates are per call and exclusive (one draw picks at most one fault)."""
-
-    seed: int = 0
-    #: added latency: {"dist": constant|uniform|exponential|lognormal, "ms": .., "low_ms": .., "high_ms": .., "sigma": ..}
-    latency: Mapping[str, Any] | None = None
-    error_rate: float = 0.0
-    error_type: str = "RuntimeError"
-    error_message: str = "injected fault"
-    hang_rate: float = 0.0
-    #: how long a hang lasts at most (a test can end it sooner with `FaultyRetriever.release()`)
-    hang_s: float = 600.0
-    empty_rate: float = 0.0
-    garbage_rate: float = 0.0
-    garbage_kinds: Sequence[str] = GARBAGE_KINDS
-    #: after this many search calls every call raises InjectedCrash
-    crash_after: int | None = None
-    crash_message: str = "injected crash: backend stopped answering"
-    #: the write that would store document number `write_fail_at` (1-based) raises InjectedWriteFault
-    write_fail_at: int | None = None
-    write_fail_message: str = "injected write fault: WAL record checksum mismatch"
-
-    @classmethod
-    def from_config(cls, cfg: Mapping[str, Any], where: str = "") -> FaultSpec:
-        """Build from a config block, naming the field that is wrong."""
-        known_keys(cfg, {f.name for f in fields(cls)}, where or None, "faults")
-        check_types(cls, cfg, where or None, "faults")
-        spec = cls(**dict(cfg))
-        spec.check(where)
-        return spec
-
-    def check(self, where: str = "") -> None:
-        rates = {
-            "error_rate": self.error_rate,
-            "hang_rate": self.hang_rate,
-            "empty_rate": self.empty_rate,
-            "garbage_rate": self.garbage_rate,
-        }
-        for name, r in rates.items():
-            if not 0.0 <= float(r) <= 1.0:
-                raise ConfigError(f"must be between 0 and 1, got {r}", path=where or None, field=f"faults.{name}")
-        if sum(rates.values()) > 1.0 + 1e-9:
-            raise ConfigError("fault rates add up to more than 1", path=where or None, field="faults")
-        if self.error_type not in _ALLOWED_ERRORS:
-            raise ConfigError(
-                f"must be one of {', '.join(_ALLOWED_ERRORS)}", path=where or None, field="faults.error_type"
-            )
-        bad = [g for g in self.garbage_kinds if g not in GARBAGE_KINDS]
-        if bad:
-            raise ConfigError(
-                f"unknown garbage kind {bad[0]!r}; valid: {', '.join(GARBAGE_KINDS)}",
-                path=where or None,
-                field="faults.garbage_kinds",
-            )
-        if self.latency is not None:
-            dist = self.latency.get("dist", "constant")
-            if dist not in LATENCY_DISTS:
-                raise ConfigError(
-                    f"unknown latency distribution {dist!r}; valid: {', '.join(LATENCY_DISTS)}",
-                    path=where or None,
-                    field="faults.latency.dist",
-                )
 
 
 @dataclass
@@ -149,7 +79,6 @@ class FaultyRetriever(Retriever):
         super().__init__(name or inner.name)
         self.inner = inner
         self.spec = spec or FaultSpec()
-        self.spec.check()
         # the wrapper can do what the wrapped retriever can (async included), nothing more
         self.capabilities = frozenset(inner.capabilities)
         self.log = FaultLog()
@@ -161,7 +90,7 @@ class FaultyRetriever(Retriever):
         self._error_cls: type[Exception] = getattr(builtins, self.spec.error_type)
 
     def describe(self) -> dict[str, Any]:
-        return {**self.inner.describe(), "faults": {f.name: getattr(self.spec, f.name) for f in fields(self.spec)}}
+        return {**self.inner.describe(), "faults": self.spec.model_dump()}
 
     def release(self) -> None:
         """End every hang now and make later hangs return at once (tests call this when done)."""
@@ -301,9 +230,6 @@ class FaultyRetriever(Retriever):
         self.inner.close()
 
 
-def with_faults(retriever: Retriever, faults: Mapping[str, Any] | FaultSpec | None, where: str = "") -> Retriever:
+def with_faults(retriever: Retriever, faults: FaultSpec | None) -> Retriever:
     """The retriever itself when no faults are asked for, else wrapped in a FaultyRetriever."""
-    if not faults:
-        return retriever
-    spec = faults if isinstance(faults, FaultSpec) else FaultSpec.from_config(faults, where)
-    return FaultyRetriever(retriever, spec)
+    return retriever if faults is None else FaultyRetriever(retriever, faults)

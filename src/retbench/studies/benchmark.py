@@ -26,32 +26,28 @@ hold in memory, and registers the run in the history (`studies/finish.py`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from retbench.config import (
-    DatasetSpec,
-    ExperimentModel,
-    SystemSpec,
-    load,
-    validate,
-)
+from retbench.config import DatasetSpec, ExperimentModel
+from retbench.config.experiment import ExperimentSystem, GenerateBlock
+from retbench.config.study import load_study, parse_study
 from retbench.data import Queries, Run
 from retbench.data.answers import SystemAnswer
 from retbench.data.samples import groups_from_samples
-from retbench.errors import ConfigError, InputError
+from retbench.errors import ConfigError
 from retbench.evaluation import EvalSettings, Evaluation, evaluate
-from retbench.llm.generate import GenerateSpec, GeneratingRetriever, Generator
+from retbench.llm.generate import GeneratingRetriever, Generator
+from retbench.llm.prompts import load_prompt
 from retbench.metrics.agreement import reference_agreement
-from retbench.metrics.registry import parse_metric
 from retbench.report.drilldown import curve_means, curve_metrics
 from retbench.results import SystemDir, load_run, write_json
 from retbench.results.layout import OutputLock, cell_keys
 from retbench.retrievers.base import Retriever, check_system, create
 from retbench.retrievers.filters import query_filters, require_filters
-from retbench.retrievers.rerank import RerankSpec, parse_rerank
+from retbench.retrievers.rerank import check_rerank
 from retbench.studies.cell import (
     Cell,
     CellData,
@@ -73,16 +69,23 @@ from retbench.studies.dataset import (
     prepare_dataset,
     require_relevant,
 )
-from retbench.studies.executors import ExecutorSettings, make_executor, parse_executor
+from retbench.studies.executors import make_executor
 from retbench.studies.finish import register_history, write_reports
-from retbench.studies.judging import JudgeServer, JudgeStage, JudgingSpec, judged_metrics, judged_summary
+from retbench.studies.judging import (
+    JudgeServer,
+    JudgeStage,
+    check_judging,
+    judged_metrics,
+    judged_summary,
+    judging_identity,
+)
 from retbench.studies.manifest import manifest_header
 from retbench.studies.rerank import RerankStage
 
 __all__ = [
     "DatasetSpec",
-    "ExperimentConfig",
-    "SystemSpec",
+    "ExperimentModel",
+    "check_experiment",
     "dataset_manifest",
     "load_config",
     "parse_config",
@@ -92,114 +95,67 @@ __all__ = [
 ]
 
 
-@dataclass
-class ExperimentConfig:
-    name: str
-    output: Path
-    datasets: list[DatasetSpec]
-    systems: list[SystemSpec]
-    metrics: list[str]
-    depth: int = 100
-    batch_size: int = 64
-    evaluation: EvalSettings = field(default_factory=EvalSettings)
-    source: str = ""
-    raw: dict[str, Any] = field(default_factory=dict)
-    keys: list[list[str]] = field(default_factory=list)  # keys[i][j]: system j on dataset i
-    executor: ExecutorSettings = field(default_factory=ExecutorSettings)
-    reranks: dict[str, RerankSpec] = field(default_factory=dict)  # by system name
-    reference: str | None = None  # a system (exact search) whose top-k the others are measured against
-    reference_k: int = 10
-    generates: dict[str, GenerateSpec] = field(default_factory=dict)  # by system name: answers from a chat model
-    judging: JudgingSpec | None = None  # the judge of the judged answer metrics (studies/judging.py)
-
-    def search_fingerprint(self, system: SystemSpec, dataset: DatasetSpec) -> str:
-        """What the ranked lists depend on (the journal must match it): system, data, depth."""
-        return fingerprint({"system": system.to_dict(), "dataset": dataset.__dict__, "depth": self.depth})
-
-    def system_hash(self, system: SystemSpec, dataset: DatasetSpec) -> str:
-        """What a finished cell's numbers depend on: resume only reuses results with the same hash."""
-        judged = {"judging": self.judging.describe()} if self.judging and judged_metrics(self.metrics) else {}
-        return fingerprint(
-            {
-                "search": self.search_fingerprint(system, dataset),
-                "metrics": self.metrics,
-                "evaluation": self.evaluation.to_dict(),
-                **judged,
-            }
-        )
-
-    def cells(self) -> list[tuple[DatasetSpec, list[tuple[str, SystemSpec]]]]:
-        """(dataset, [(key, system), ...]) in run order."""
-        return [(d, list(zip(self.keys[i], self.systems, strict=True))) for i, d in enumerate(self.datasets)]
-
-
-def parse_config(raw: Any, source: str = "<config>", output: str | Path | None = None) -> ExperimentConfig:
-    """Validate an experiment mapping (`config.ExperimentModel`); every error names the field."""
-    return build_config(validate(ExperimentModel, raw, source), raw, source, output)
-
-
-def build_config(
-    model: ExperimentModel, raw: dict[str, Any], source: str, output: str | Path | None = None
-) -> ExperimentConfig:
-    """The experiment a validated model describes; adapters and stages are checked here, before any work."""
-    datasets = [d.to_spec(model.seed) for d in model.datasets]
-    raw_systems = raw["systems"]
-    systems = []
-    for i, s in enumerate(model.systems):
+# -- the config: `config.ExperimentModel`, checked against what it names ---------------------------------
+def check_experiment(cfg: ExperimentModel) -> None:
+    """Check what the model alone cannot, before any work: adapters against their factories, rerankers,
+    prompt templates, and that every (dataset, system) cell has a results key of its own."""
+    source = cfg.source
+    for i, s in enumerate(cfg.systems):
         check_system(s.adapter, s.params, source, f"systems[{i}]")
-        systems.append(s.to_spec(**{k: raw_systems[i][k] for k in ("rerank", "generate") if k in raw_systems[i]}))
-    name = model.name or Path(source).stem
-    out = Path(output) if output is not None else Path(model.output or f"results/{name}")
-    keys = cell_keys([(d.label, d.split) for d in datasets], [s.name for s in systems], source)
-    cfg = ExperimentConfig(
-        name,
-        out,
-        datasets,
-        systems,
-        list(model.metrics),
-        model.depth,
-        model.batch_size,
-        model.evaluation.to_settings(),
-        source,
-        raw,
-        keys,
-    )
-    cfg.metrics = canonical_metrics(cfg.metrics, model.evaluation.default_k, source)
-    cfg.executor = parse_executor(raw.get("executor"), source)
-    if model.reference is not None:
-        cfg.reference, cfg.reference_k = model.reference.system, model.reference.k
-    cutoffs = [parse_metric(m, model.evaluation.default_k).k or model.depth for m in cfg.metrics]
-    for i, (sm, spec) in enumerate(zip(model.systems, systems, strict=True)):
-        if sm.rerank is not None:
-            cfg.reranks[spec.name] = parse_rerank(
-                spec.extra["rerank"], cutoffs, where=source, fld=f"systems[{i}].rerank"
-            )
-        if sm.generate is not None:  # the validated block: its model file is already resolved
-            block = sm.generate.model_dump(exclude_unset=True)
+        if s.rerank is not None:
+            check_rerank(s.rerank, where=source, fld=f"systems[{i}].rerank")
+        if s.generate is not None:
             try:
-                cfg.generates[spec.name] = GenerateSpec.from_config(block, where=f"systems[{i}].generate")
+                load_prompt(s.generate.prompt)
             except ConfigError as exc:
-                raise ConfigError(exc.reason, path=source, field=exc.field) from None
-    if model.judge is not None:
-        cfg.judging = JudgingSpec.from_config(raw["judge"], raw.get("judging"), source)
-    return cfg
+                raise ConfigError(exc.reason, path=source, field=f"systems[{i}].generate.prompt") from None
+    if cfg.judge is not None:
+        check_judging(cfg.judging_settings, source)
+    cell_keys_of(cfg)
 
 
-def canonical_metrics(metrics: list[str], default_k: int, source: str, where: str = "metrics") -> list[str]:
-    """Registry names of the metrics (ndcg_cut_10 -> ndcg@10); an unknown one names its field."""
-
-    out = []
-    for i, m in enumerate(metrics):
-        try:
-            out.append(parse_metric(m, default_k).name)
-        except InputError as exc:
-            raise ConfigError(exc.reason, path=source, field=f"{where}[{i}]") from None
-    return out
+def parse_config(data: Any, source: str = "<config>", output: str | Path | None = None) -> ExperimentModel:
+    """Validate an experiment mapping (`config.ExperimentModel`) and check it; every error names the field."""
+    return parse_study(data, source, ExperimentModel, output, check_experiment)
 
 
-def load_config(path: str | Path, output: str | Path | None = None) -> ExperimentConfig:
+def load_config(path: str | Path, output: str | Path | None = None) -> ExperimentModel:
     """Read and validate an experiment YAML file (errors name file:line and field)."""
-    return load(path, parse_config, output)
+    return load_study(path, ExperimentModel, output, check_experiment)
+
+
+def cell_keys_of(cfg: ExperimentModel) -> list[list[str]]:
+    """keys[i][j]: the results key of system j on dataset i (`results.layout`)."""
+    return cell_keys([(d.label, d.split) for d in cfg.dataset_specs], [s.label for s in cfg.systems], cfg.source)
+
+
+def cells(cfg: ExperimentModel) -> list[tuple[DatasetSpec, list[tuple[str, ExperimentSystem]]]]:
+    """(dataset, [(key, system), ...]) in run order."""
+    keys = cell_keys_of(cfg)
+    return [(d, list(zip(keys[i], cfg.systems, strict=True))) for i, d in enumerate(cfg.dataset_specs)]
+
+
+def search_fingerprint(cfg: ExperimentModel, system: ExperimentSystem, dataset: DatasetSpec) -> str:
+    """What the ranked lists depend on (the journal must match it): system, data, depth."""
+    return fingerprint({"system": system.identity(), "dataset": dataset.__dict__, "depth": cfg.depth})
+
+
+def system_hash(cfg: ExperimentModel, system: ExperimentSystem, dataset: DatasetSpec) -> str:
+    """What a finished cell's numbers depend on: resume only reuses results with the same hash."""
+    metrics = cfg.metric_names
+    judged = (
+        {"judging": judging_identity(cfg.judge, cfg.judging_settings)}
+        if cfg.judge is not None and judged_metrics(metrics)
+        else {}
+    )
+    return fingerprint(
+        {
+            "search": search_fingerprint(cfg, system, dataset),
+            "metrics": metrics,
+            "evaluation": cfg.evaluation.to_settings().to_dict(),
+            **judged,
+        }
+    )
 
 
 # -- running -----------------------------------------------------------------------------------
@@ -235,9 +191,10 @@ def _final_run(output: Path, outcome: Outcome) -> Run | None:
     return load_run(SystemDir.of(output, outcome.name), outcome.name)
 
 
-def _system(spec: SystemSpec, key: str, sysdir: SystemDir, where: str, generate: GenerateSpec | None) -> Retriever:
+def _system(system: ExperimentSystem, key: str, sysdir: SystemDir, where: str) -> Retriever:
     """The retriever of one cell; with a `generate:` block it also answers each query (llm/generate.py)."""
-    retriever = create(spec.adapter, spec.params, name=key, where=where)
+    retriever = create(system.adapter, system.params, name=key, where=where)
+    generate: GenerateBlock | None = system.generate
     if generate is None:
         return retriever
     return GeneratingRetriever(retriever, Generator(generate, log_path=sysdir.root / "generate_calls.jsonl"))
@@ -293,40 +250,40 @@ class BenchmarkScorer:
 
 
 def run_experiment(
-    config: ExperimentConfig | str | Path,
+    config: ExperimentModel | str | Path,
     *,
     force: bool = False,
     progress: Progress | None = None,
     log: Callable[[str], None] = print,
     history: bool = True,
     tag: str | None = None,
-) -> StudyOutcome[ExperimentConfig]:
+) -> StudyOutcome[ExperimentModel]:
     """Run every system on every dataset through the cell runner; write the results directory and its report.
 
     Writes metrics.json, manifest.json, report.md and report.html, and (unless `history` is False)
     registers the run in the history (`tag` marks it, e.g. as a gate baseline). Whatever fails,
     what was computed is written first; the caller decides the exit (`raise_if_backend_failed`).
-    `config` is a parsed config or the path of an experiment YAML file.
+    `config` is a validated config (`load_config`, `parse_config`) or the path of an experiment YAML file.
     """
-    cfg = config if isinstance(config, ExperimentConfig) else load_config(config)
+    cfg = config if isinstance(config, ExperimentModel) else load_config(config)
     executor = make_executor(cfg.executor)
-    server = JudgeServer(cfg.judging.llm) if cfg.judging else None  # started on the first verdict asked
+    server = JudgeServer(cfg.judge) if cfg.judge is not None else None  # started on the first verdict asked
     prepared: list[PreparedData] = []  # each dataset as loaded, for the report's drill-down
     try:
-        with OutputLock(cfg.output):
+        with OutputLock(cfg.output_dir):
             outcome = _run_locked(cfg, executor, server, prepared, force=force, progress=progress, log=log)
     finally:
         executor.close()
         if server is not None:
             server.close()
-    outcome.reports = write_reports(cfg.output, outcome, prepared, log)
+    outcome.reports = write_reports(cfg.output_dir, outcome, prepared, log)
     if history:
-        register_history(cfg.output, cfg.raw.get("history"), tag, log)
+        register_history(cfg.output_dir, cfg.history, tag, log)
     return outcome
 
 
 def _run_locked(
-    cfg: ExperimentConfig,
+    cfg: ExperimentModel,
     executor: Executor,
     server: JudgeServer | None,
     prepared: list[PreparedData],
@@ -334,22 +291,22 @@ def _run_locked(
     force: bool,
     progress: Progress | None,
     log: Callable[[str], None],
-) -> StudyOutcome[ExperimentConfig]:
-    out = cfg.output
+) -> StudyOutcome[ExperimentModel]:
+    out = cfg.output_dir
     outcomes: list[Outcome] = []
     metrics_json: dict[str, Any] = {}
     manifest: dict[str, Any] = {
-        **manifest_header(cfg.source, cfg.raw, name=cfg.name),
-        "evaluation": cfg.evaluation.to_dict(),
-        "metrics": list(cfg.metrics),
-        "executor": dict(cfg.executor.__dict__),
+        **manifest_header(cfg, name=cfg.study_name),
+        "evaluation": cfg.evaluation.to_settings().to_dict(),
+        "metrics": cfg.metric_names,
+        "executor": cfg.executor.model_dump(),
         "datasets": [],
         "systems": {},
     }
     try:
-        for dspec, systems in cfg.cells():
+        for dspec, systems in cells(cfg):
             data = load_prepared(dspec)
-            require_relevant(data.qrels, cfg.evaluation, data.dataset.path, dspec.split)
+            require_relevant(data.qrels, cfg.evaluation.to_settings(), data.dataset.path, dspec.split)
             prepared.append(data)
             manifest["datasets"].append(data.manifest())
             done: list[Outcome] = []
@@ -361,9 +318,10 @@ def _run_locked(
                     manifest["systems"][key] = outcome.manifest
             outcomes += done
             if cfg.reference is not None:
-                keys = {s.name: key for key, s in systems}
-                runs = {o.name: _final_run(cfg.output, o) for o in done}
-                for key, block in _agreement(keys[cfg.reference], cfg.reference_k, runs, data.queries).items():
+                keys = {s.label: key for key, s in systems}
+                runs = {o.name: _final_run(out, o) for o in done}
+                ref = cfg.reference
+                for key, block in _agreement(keys[ref.system], ref.k, runs, data.queries).items():
                     metrics_json[key]["reference"] = block
     finally:  # what finished is written even when a later dataset cannot be read
         if metrics_json:
@@ -373,49 +331,50 @@ def _run_locked(
 
 
 def _run_system(
-    cfg: ExperimentConfig,
+    cfg: ExperimentModel,
     executor: Executor,
     server: JudgeServer | None,
     data: PreparedData,
     key: str,
-    sspec: SystemSpec,
+    system: ExperimentSystem,
     *,
     force: bool,
     progress: Progress | None,
     log: Callable[[str], None],
 ) -> Outcome:
     """One system on one dataset through the cell runner, with its rerank and judging stages."""
-    rr = cfg.reranks.get(sspec.name)
-    sysdir = SystemDir.of(cfg.output, key)
+    rr = system.rerank
+    metrics, settings = cfg.metric_names, cfg.evaluation.to_settings()
+    sysdir = SystemDir.of(cfg.output_dir, key)
     cell = Cell(
         key,
         sysdir,
-        cfg.search_fingerprint(sspec, data.spec),
-        cfg.system_hash(sspec, data.spec),
+        search_fingerprint(cfg, system, data.spec),
+        system_hash(cfg, system, data.spec),
         max(cfg.depth, rr.depth) if rr else cfg.depth,
         cfg.batch_size,
-        manifest={"adapter": sspec.adapter},
-        search_extra={"adapter": sspec.adapter, "params": sspec.params},
+        manifest={"adapter": system.adapter},
+        search_extra={"adapter": system.adapter, "params": system.params},
     )
     judge = None
-    if cfg.judging is not None and server is not None and judged_metrics(cfg.metrics):
-        judge = JudgeStage(cfg.judging, server, sysdir.root)
+    if cfg.judge is not None and server is not None and judged_metrics(metrics):
+        judge = JudgeStage(cfg.judge, cfg.judging_settings, server, sysdir.root)
     # a golden set's per-sample k would cut the curves' own k: its curves are computed by the report
-    scorer = BenchmarkScorer(data, cfg.metrics, cfg.evaluation, judge, curves=len(cfg.datasets) == 1)
+    scorer = BenchmarkScorer(data, metrics, settings, judge, curves=len(cfg.datasets) == 1)
     cdata = CellData(
         data.dataset.corpus,
         data.queries,
         groups_from_samples(data.dataset.samples) if data.dataset.samples else None,
     )
-    rerank = RerankStage(rr, cdata, sysdir, cfg.metrics, scorer.evaluate, key, cfg.source) if rr else None
-    make = partial(_system, sspec, key, sysdir, cfg.source, cfg.generates.get(sspec.name))
+    rerank = RerankStage(rr, cdata, sysdir, metrics, scorer.evaluate, key, cfg.source) if rr else None
+    make = partial(_system, system, key, sysdir, cfg.source)
     lazy = LazyRetriever(partial(_filtered_system, make, data.queries))
     try:
         return run_cell(
             cell,
             lazy,
             cdata,
-            CellStages(scorer, rerank, aggregate=cfg.evaluation.aggregate_kwargs()),
+            CellStages(scorer, rerank, aggregate=settings.aggregate_kwargs()),
             executor=executor,
             force=force,
             progress=progress,

@@ -50,9 +50,10 @@ from typing import Any
 import numpy as np
 
 from retbench.chunkers import Chunker, ChunkSet, HFTokenizer, make_chunker, make_tokenizer
-from retbench.config import SystemSpec, load, sample_ids, validate
+from retbench.config import SystemBlock, sample_ids
 from retbench.config.chunking import DEFAULT_METRICS, SEPARATOR, ChunkingModel
 from retbench.config.common import DatasetBlock, DatasetSpec
+from retbench.config.study import load_study, parse_study
 from retbench.data import Corpus, Qrels, Queries, Run
 from retbench.errors import ConfigError
 from retbench.evaluation import EvalSettings, Evaluation, evaluate
@@ -86,7 +87,8 @@ class ChunkingConfig:
     output: Path
     dataset: str
     chunkers: list[dict[str, Any]]
-    systems: list[SystemSpec]
+    systems: list[SystemBlock]
+    model: ChunkingModel  # the validated config it is derived from (the manifest records it)
     metrics: list[str] = field(default_factory=lambda: list(DEFAULT_METRICS))
     token_k: list[int] = field(default_factory=lambda: [5, 10])
     budgets: list[int] = field(default_factory=lambda: [512])
@@ -98,18 +100,16 @@ class ChunkingConfig:
     min_fraction: float = 0.0
     batch_size: int = 64
     seed: int = 0
-    source: str = ""
-    raw: dict[str, Any] = field(default_factory=dict)
     #: a BEIR dataset judged by its qrels at document level (None: the chunking set `dataset`, judged by spans)
     documents: DatasetSpec | None = None
     evaluation: EvalSettings = field(default_factory=EvalSettings)
 
-    def search_fingerprint(self, chunker: dict[str, Any], system: SystemSpec) -> str:
+    def search_fingerprint(self, chunker: dict[str, Any], system: SystemBlock) -> str:
         """What one pair's ranked lists depend on (its journal must match): chunks, system, questions, depth."""
         what: dict[str, Any] = {
             "chunker": chunker,
             "tokenizer": self.tokenizer,
-            "system": system.to_dict(),
+            "system": system.identity(),
             "dataset": self.dataset,
             "max_queries": self.max_queries,
             "seed": self.seed,
@@ -119,7 +119,7 @@ class ChunkingConfig:
             what["documents"] = dict(vars(self.documents))
         return fingerprint(what)
 
-    def pair_hash(self, chunker: dict[str, Any], system: SystemSpec) -> str:
+    def pair_hash(self, chunker: dict[str, Any], system: SystemBlock) -> str:
         """What one pair's numbers depend on: resume reuses only results with the same hash."""
         return fingerprint(
             {
@@ -135,29 +135,23 @@ class ChunkingConfig:
         )
 
 
-def parse_config(raw: Any, source: str = "<config>", output: str | Path | None = None) -> ChunkingConfig:
-    """Validate a chunking experiment (`config.ChunkingModel`); chunkers and adapters are checked here too."""
-    model = validate(ChunkingModel, raw, source)
-    systems = []
+def check_chunking(model: ChunkingModel) -> None:
+    """The adapters against their factories, before any work (the model builds each chunker itself)."""
     for i, s in enumerate(model.systems):
-        check_system(s.adapter, s.params, source, f"systems[{i}]")
-        systems.append(s.to_spec())
-    chunkers = [{**block, "name": m.name or m.kind} for block, m in zip(raw["chunkers"], model.chunkers, strict=True)]
-    for i, block in enumerate(chunkers):
-        try:
-            make_chunker(dict(block) | {"tokenizer": block.get("tokenizer", model.tokenizer)})
-        except ConfigError as exc:
-            raise ConfigError(exc.reason, path=source, field=f"chunkers[{i}].{exc.field or 'kind'}") from None
-    name = model.name or Path(source).stem
+        check_system(s.adapter, s.params, model.source, f"systems[{i}]")
+
+
+def study_config(model: ChunkingModel) -> ChunkingConfig:
+    """What the study derives from its validated model, once."""
     documents = model.dataset.to_spec(model.seed) if isinstance(model.dataset, DatasetBlock) else None
     return ChunkingConfig(
-        name=name,
-        output=Path(output) if output is not None else Path(model.output or f"results/{name}"),
+        name=model.study_name,
+        output=model.output_dir,
         dataset=documents.label if documents is not None else str(model.dataset),
         documents=documents,
         evaluation=model.evaluation.to_settings(),
-        chunkers=chunkers,
-        systems=systems,
+        chunkers=model.chunker_params,
+        systems=list(model.systems),
         metrics=list(model.metrics),
         # no character-level scores nor budgets where relevance is a document's grade (the model refuses them)
         token_k=list(model.token_k) if documents is None else [],
@@ -170,14 +164,18 @@ def parse_config(raw: Any, source: str = "<config>", output: str | Path | None =
         min_chars=model.relevance.min_chars,
         min_fraction=float(model.relevance.min_fraction),
         batch_size=model.batch_size,
-        source=source,
-        raw=raw,
+        model=model,
     )
+
+
+def parse_config(data: Any, source: str = "<config>", output: str | Path | None = None) -> ChunkingConfig:
+    """Validate a chunking experiment (`config.ChunkingModel`); chunkers and adapters are checked here too."""
+    return study_config(parse_study(data, source, ChunkingModel, output, check_chunking))
 
 
 def load_config(path: str | Path, output: str | Path | None = None) -> ChunkingConfig:
     """Read and validate a chunking YAML file (errors name file:line and field)."""
-    return load(path, parse_config, output)
+    return study_config(load_study(path, ChunkingModel, output, check_chunking))
 
 
 # -- one (chunker, system) pair ------------------------------------------------------------------------
@@ -356,7 +354,7 @@ def _study_data(cfg: ChunkingConfig) -> StudyData:
         raise ConfigError(
             f"{cfg.dataset!r} is a BEIR dataset, not a chunking set (no questions.jsonl); to judge its chunks by "
             f"its qrels write the dataset block, e.g. dataset: {{name: {cfg.dataset}, split: test}}",
-            path=cfg.source,
+            path=cfg.model.source,
             field="dataset",
         )
     ev = read_chunking_eval(folder)
@@ -380,7 +378,7 @@ def _study_data(cfg: ChunkingConfig) -> StudyData:
 def _chunking_manifest(cfg: ChunkingConfig, data: StudyData, tokenizer: Any) -> dict[str, Any]:
     special = tokenizer.n_special if isinstance(tokenizer, HFTokenizer) else 0
     return {
-        **manifest_header(cfg.source, cfg.raw, name=cfg.name, kind="chunking"),
+        **manifest_header(cfg.model, name=cfg.name, kind="chunking"),
         "datasets": [data.dataset],
         "relevance": data.relevance,
         "tokenizer": tokenizer.name,
@@ -415,14 +413,14 @@ def _run_locked(cfg: ChunkingConfig, force: bool, log: Progress) -> StudyOutcome
             chunks, stats = _chunk(chunker, data.corpus, out, max_content, manifest, log)
             corpus = chunks.to_corpus(name=f"{data.name}/{chunker.name}")
             for sspec in cfg.systems:
-                if sspec.name not in retrievers:
-                    retrievers[sspec.name] = _lazy(sspec, cfg.source)
+                if sspec.label not in retrievers:
+                    retrievers[sspec.label] = _lazy(sspec, cfg.model.source)
                 outcome = _run_pair(
                     cfg,
                     chunker.name,
                     cblock,
                     sspec,
-                    retrievers[sspec.name],
+                    retrievers[sspec.label],
                     chunks,
                     corpus,
                     data,
@@ -445,9 +443,9 @@ def _run_locked(cfg: ChunkingConfig, force: bool, log: Progress) -> StudyOutcome
     return StudyOutcome(cfg, pairs, metrics_json)
 
 
-def _lazy(sspec: SystemSpec, source: str) -> LazyRetriever:
+def _lazy(sspec: SystemBlock, source: str) -> LazyRetriever:
 
-    return LazyRetriever(lambda: create(sspec.adapter, sspec.params, name=sspec.name, where=source))
+    return LazyRetriever(lambda: create(sspec.adapter, sspec.params, name=sspec.label, where=source))
 
 
 def _chunk(
@@ -475,7 +473,7 @@ def _run_pair(
     cfg: ChunkingConfig,
     chunker_name: str,
     cblock: dict[str, Any],
-    sspec: SystemSpec,
+    sspec: SystemBlock,
     lazy: LazyRetriever,
     chunks: ChunkSet,
     corpus: Corpus,
@@ -485,7 +483,7 @@ def _run_pair(
     log: Progress,
 ) -> Outcome:
     """One (chunker, system) pair through the cell runner, with the chunk statistics and encode counts."""
-    key = f"{chunker_name}{SEPARATOR}{sspec.name}"
+    key = f"{chunker_name}{SEPARATOR}{sspec.label}"
     cell = Cell(
         key,
         SystemDir.of(cfg.output, key),
@@ -505,7 +503,7 @@ def _run_pair(
         return BestChunkDocuments(r, chunks) if data.qrels is not None else r
 
     def extra(r: Any, timings: dict[str, float]) -> dict[str, Any]:
-        out: dict[str, Any] = {"chunker": chunker_name, "system": sspec.name}
+        out: dict[str, Any] = {"chunker": chunker_name, "system": sspec.label}
         out["chunks"] = {k: v for k, v in stats.items() if k != "chunk_seconds"}
         if isinstance(r, BestChunkDocuments):
             out["deeper"] = dict(r.deeper)
@@ -533,7 +531,7 @@ def _run_pair(
         force=force,
         log=log,
     )
-    outcome.info = {"chunker": chunker_name, "system": sspec.name}
+    outcome.info = {"chunker": chunker_name, "system": sspec.label}
     if outcome.index_error:
         outcome.summary |= outcome.info
     elif not outcome.skipped:

@@ -32,11 +32,9 @@ import itertools
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retbench.config import validate
 from retbench.config.experiment import ExecutorBlock
 from retbench.data import Corpus, Queries, Run
 from retbench.errors import BackendError, ConfigError
@@ -52,25 +50,9 @@ Answer = tuple[str, Ranking, str, float | None, str | None]
 OnBatch = Callable[[list[Answer]], None]
 
 
-@dataclass(frozen=True)
-class ExecutorSettings:
-    """`executor:` in an experiment config."""
-
-    kind: str = "in_process"
-    address: str | None = None  # a Ray cluster; None: $RAY_ADDRESS, else a local one
-    workers: int | None = None  # None: one per GPU, else one per CPU of the cluster
-    num_cpus: int | None = None  # CPUs of a local cluster started for the run (None: all)
-    max_retries: int = 3  # restarts of a dead worker, and retries of its task
-
-
-def parse_executor(raw: Any, source: str = "<config>") -> ExecutorSettings:
-    """`executor: ray`, `executor: {kind: ray, ...}` or absent (in process): `config.experiment.ExecutorBlock`."""
-    block = validate(ExecutorBlock, {"kind": raw} if isinstance(raw, str) else raw or {}, source, prefix="executor")
-    return ExecutorSettings(block.kind, block.address, block.workers, block.num_cpus, block.max_retries)
-
-
-def make_executor(settings: ExecutorSettings | None = None) -> InProcess | RayExecutor:
-    settings = settings or ExecutorSettings()
+def make_executor(settings: ExecutorBlock | None = None) -> InProcess | RayExecutor:
+    """The executor an experiment's validated `executor:` block names (in process when there is none)."""
+    settings = settings or ExecutorBlock()
     return RayExecutor(settings) if settings.kind == "ray" else InProcess()
 
 
@@ -250,7 +232,7 @@ class RayExecutor:
 
     kind = "ray"
 
-    def __init__(self, settings: ExecutorSettings) -> None:
+    def __init__(self, settings: ExecutorBlock) -> None:
         self.settings = settings
         self.ray = _import_ray()
         self._started = False

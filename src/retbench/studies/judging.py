@@ -32,14 +32,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeGuard
 
 import numpy as np
 
-from retbench.config import validate
 from retbench.config.experiment import JudgingBlock
 from retbench.data import Corpus, Run
 from retbench.data.answers import SystemAnswer
@@ -84,46 +83,30 @@ JUDGED_FILE = "judged.json"
 CALLS_FILE = "judge_calls.jsonl"
 
 
-@dataclass(frozen=True)
-class JudgingSpec:
-    """The experiment's `judge:` block (who judges) and `judging:` block (what goes into the prompts)."""
+def prompt_of(judging: JudgingBlock, kind: str) -> str:
+    """The template a prompt kind uses: the `judging.prompts` entry, else the shipped one."""
+    return str(judging.prompts.get(kind, PROMPTS[kind]))  # type: ignore[call-overload]
 
-    llm: JudgeSettings
-    context_k: int = 3
-    questions: int = 3
-    max_chars: int = 600
-    prompts: Mapping[str, str] = field(default_factory=lambda: dict(PROMPTS))
-    encoder: Mapping[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def from_config(cls, judge: Any, judging: Any, source: str) -> JudgingSpec:
-        """The blocks as `config.ExperimentModel` declares them; a prompt that does not exist names its field."""
-        llm = JudgeSettings.from_config(judge, "judge", source)
-        block = validate(JudgingBlock, judging or {}, source, prefix="judging")
-        for kind, pid in block.prompts.items():
-            try:
-                load_prompt(str(pid))
-            except ConfigError as exc:
-                raise ConfigError(exc.reason, path=source, field=f"judging.prompts.{kind}") from None
-        return cls(
-            llm,
-            block.context_k,
-            block.questions,
-            block.max_chars,
-            {**PROMPTS, **{k: str(v) for k, v in block.prompts.items()}},
-            block.encoder.options,
-        )
+def check_judging(judging: JudgingBlock, source: str) -> None:
+    """Every template `judging.prompts` names exists (checked when the config is read); the error names its field."""
+    for kind, pid in judging.prompts.items():
+        try:
+            load_prompt(str(pid))
+        except ConfigError as exc:
+            raise ConfigError(exc.reason, path=source, field=f"judging.prompts.{kind}") from None
 
-    def describe(self) -> dict[str, Any]:
-        """What the verdicts depend on (part of a cell's config hash and of its manifest)."""
-        return {
-            "judge": self.llm.to_manifest(),
-            "context_k": self.context_k,
-            "questions": self.questions,
-            "max_chars": self.max_chars,
-            "prompts": {k: load_prompt(p).describe() for k, p in sorted(self.prompts.items())},
-            "encoder": dict(self.encoder),
-        }
+
+def judging_identity(judge: JudgeSettings, judging: JudgingBlock) -> dict[str, Any]:
+    """What the verdicts depend on (part of a cell's config hash and of its manifest)."""
+    return {
+        "judge": judge.to_manifest(),
+        "context_k": judging.context_k,
+        "questions": judging.questions,
+        "max_chars": judging.max_chars,
+        "prompts": {k: load_prompt(prompt_of(judging, k)).describe() for k in sorted(PROMPTS)},
+        "encoder": dict(judging.encoder.options),
+    }
 
 
 def judged_metrics(metrics: Sequence[str]) -> list[str]:
@@ -163,8 +146,16 @@ Item = tuple[Any, dict[str, str]]
 class Judging:
     """Judges one system's answers and contexts; `run()` returns {query id: records} and writes them."""
 
-    def __init__(self, spec: JudgingSpec, server: JudgeServer, sysdir: Path, cache_dir: Path | None = None) -> None:
-        self.spec, self.server, self.sysdir, self.cache_dir = spec, server, sysdir, cache_dir
+    def __init__(
+        self,
+        judge: JudgeSettings,
+        judging: JudgingBlock,
+        server: JudgeServer,
+        sysdir: Path,
+        cache_dir: Path | None = None,
+    ) -> None:
+        self.judge, self.judging = judge, judging
+        self.server, self.sysdir, self.cache_dir = server, sysdir, cache_dir
         self.judges: dict[str, Any] = {}
 
     def _judge(self, kind: str) -> Any:
@@ -172,8 +163,8 @@ class Judging:
             from retbench.llm.judge import Judge
 
             self.judges[kind] = Judge(
-                self.spec.llm,
-                self.spec.prompts[kind],
+                self.judge,
+                prompt_of(self.judging, kind),
                 base_url=self.server.url(),
                 log_path=self.sysdir / CALLS_FILE,
                 cache_dir=self.cache_dir,
@@ -206,10 +197,10 @@ class Judging:
     ) -> dict[str, dict[str, Any]]:
         """Verdicts for every query in `questions`: `contexts` are its top chunks' ids, `texts` their text."""
         want = set(judged_metrics(metrics))
-        cut = self.spec.max_chars
+        cut = self.judging.max_chars
         records: dict[str, dict[str, Any]] = {q: {"context": list(contexts.get(q, ()))} for q in questions}
         context = {q: numbered(texts, records[q]["context"], cut) for q in questions}
-        plan = first_round(want, questions, samples, answers, records, texts, cut, self.spec.questions)
+        plan = first_round(want, questions, samples, answers, records, texts, cut, self.judging.questions)
         for kind, items in plan.items():
             post = partial(self._cosines, questions) if kind == "questions" else None
             self._ask(kind, items, records, post)
@@ -227,7 +218,10 @@ class Judging:
                 rec.update(status="unparseable", value=None)
         from retbench.results import write_json
 
-        write_json(self.sysdir / JUDGED_FILE, {"judging": self.spec.describe(), **self.manifest(), "verdicts": records})
+        write_json(
+            self.sysdir / JUDGED_FILE,
+            {"judging": judging_identity(self.judge, self.judging), **self.manifest(), "verdicts": records},
+        )
         return records
 
     def _cosines(self, questions: Mapping[str, str], key: Any, generated: list[str]) -> tuple[Any, str]:
@@ -241,7 +235,7 @@ class Judging:
         if "_encoder" not in self.judges:
             from retbench.retrievers.encoders.encoder import Encoder
 
-            self.judges["_encoder"] = Encoder(**dict(self.spec.encoder))
+            self.judges["_encoder"] = Encoder(**self.judging.encoder.options)
         return self.judges["_encoder"]
 
     def manifest(self) -> dict[str, Any]:
@@ -354,7 +348,8 @@ class Judged:
 class JudgeStage:
     """The judging stage of one cell: the verdicts its judged answer metrics need, for its run and answers."""
 
-    spec: JudgingSpec
+    judge: JudgeSettings
+    judging: JudgingBlock
     server: JudgeServer
     sysdir: Path
 
@@ -368,12 +363,12 @@ class JudgeStage:
         corpus: Corpus,
     ) -> Judged:
         """Judge the top `context_k` retrieved chunks of every query (none for a failed query) and its answer."""
-        k = self.spec.context_k
+        k = self.judging.context_k
         contexts = {
             q: [str(d) for d in run.docs(q)[:k] if str(d) in corpus] if q in run and not run.status[q].failed else []
             for q in queries
         }
-        stage = Judging(self.spec, self.server, self.sysdir)
+        stage = Judging(self.judge, self.judging, self.server, self.sysdir)
         records = stage.run(metrics, queries, samples, answers, contexts, lambda d: corpus.joined(corpus.index[d]))
         return Judged(records, stage.manifest())
 

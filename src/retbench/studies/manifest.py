@@ -1,4 +1,5 @@
-"""What every manifest records first: what ran (the config as written), when, with which package versions, where.
+"""What every manifest records first: what ran (the config as written and as validated), when, with which
+package versions, where.
 
 `manifest_header` is the one place that header is built; each study adds its own blocks after it
 (datasets, systems, the judge, ...).
@@ -16,6 +17,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from retbench.config.study import Study
+
 TRACKED_PACKAGES = (
     "retbench",
     "numpy",
@@ -31,34 +34,42 @@ TRACKED_PACKAGES = (
 )
 
 
-def config_record(source: str, raw: Any) -> dict[str, Any]:
-    """The config as its author wrote it: the file's own text and sha256, never the parsed object.
+def config_record(cfg: Study) -> dict[str, Any]:
+    """What ran: the config file as its author wrote it (text and sha256), and the validated model (`resolved`:
+    every default filled in, every path resolved, URLs without their credentials).
 
-    A parsed object would repeat every YAML alias expansion (a few hundred bytes can expand to
-    megabytes); the text is what a person reads and diffs. A config given as a mapping (no file) is
-    recorded as canonical JSON.
+    The text is what a person reads and diffs (a parsed object would repeat every YAML alias expansion);
+    `resolved` is what the study ran on. A config given in Python has no file: its text is the canonical
+    JSON of the resolved model.
     """
+    source = cfg.source
+    resolved = cfg.resolved()
     p = Path(source)
     try:
         text = p.read_text(encoding="utf-8") if source and p.is_file() else None
     except (OSError, UnicodeDecodeError):
         text = None
     if text is None:
-        text = json.dumps(raw, sort_keys=True, default=str)
-    return {"file": source, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "text": text}
+        text = json.dumps(resolved, sort_keys=True)
+    return {
+        "file": source,
+        "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "text": text,
+        "resolved": resolved,
+    }
 
 
-def manifest_header(source: str, raw: Any, *, name: str | None = None, kind: str | None = None) -> dict[str, Any]:
+def manifest_header(cfg: Study, *, name: str | None = None, kind: str | None = None) -> dict[str, Any]:
     """The header every manifest.json starts with: experiment name and kind (when the study has them), the
-    config as written (`config_record`), its file, the creation time, package versions and the machine."""
+    config (`config_record`), its file, the creation time, package versions and the machine."""
     head: dict[str, Any] = {}
     if name is not None:
         head["experiment"] = name
     if kind is not None:
         head["kind"] = kind
     head.update(
-        config=config_record(source, raw),
-        config_file=source,
+        config=config_record(cfg),
+        config_file=cfg.source,
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         versions=package_versions(),
         machine=machine(),

@@ -16,10 +16,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from retbench.comparison import compare_pair
+from retbench.config.experiment import RerankBlock
 from retbench.data import Run
 from retbench.evaluation import Evaluation
 from retbench.results import SystemDir, save_run, write_json
-from retbench.retrievers.rerank import RerankSpec
+from retbench.retrievers.rerank import build_rerank
 from retbench.studies.cell import CellData, Reranked
 
 Evaluate = Callable[[Run, Sequence[str]], Evaluation]
@@ -32,7 +33,7 @@ class RerankStage:
     `evaluate(run, metrics)` scores a run as the study does (its qrels and evaluation settings).
     """
 
-    spec: RerankSpec
+    spec: RerankBlock
     data: CellData
     sysdir: SystemDir
     metrics: Sequence[str]
@@ -43,7 +44,7 @@ class RerankStage:
     def __call__(self, first: Run) -> Reranked:
         """The reranked run, the summary block for metrics.json and the manifest block; writes the first stage's files."""
         spec, metrics = self.spec, self.metrics
-        stage = spec.build(where=self.where)
+        stage = build_rerank(spec, where=self.where)
         try:
             first_dir = SystemDir(self.sysdir.root / "first_stage")
             save_run(first, first_dir)

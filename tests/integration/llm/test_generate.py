@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from retbench.config import validate
+from retbench.config.experiment import GenerateBlock
 from retbench.errors import ConfigError
-from retbench.llm.generate import GenerateSpec, GeneratingRetriever, Generator, read_answer
+from retbench.llm.generate import GeneratingRetriever, Generator, read_answer
 from retbench.retrievers.base import create
 
 DOCS = [
@@ -49,7 +51,7 @@ def test_a_reply_gives_citations_as_chunk_ids_and_abstention_from_the_abstain_te
     [
         ({"llm": {"base_url": "http://127.0.0.1:9"}, "context": 3}, "systems[0].generate.context"),
         ({"llm": {"base_url": "http://127.0.0.1:9"}, "context_k": 0}, "systems[0].generate.context_k"),
-        ({"llm": {"base_url": "http://127.0.0.1:9"}, "prompt": "answer_v9"}, "prompt"),
+        ({"llm": {"base_url": "http://127.0.0.1:9"}, "prompt": "answer_v9"}, "systems[0].generate.prompt"),
         ({"llm": {"model": "x"}}, "systems[0].generate.llm.base_url"),
         ({"llm": {"base_url": "http://127.0.0.1:9"}, "abstain": ""}, "systems[0].generate.abstain"),
     ],
@@ -87,7 +89,7 @@ def test_generate_answers_from_the_top_chunks_caches_and_logs_every_call(served,
     from retbench.data import Corpus, Document, Queries
 
     corpus = Corpus.from_documents(Document(d["_id"], d["text"]) for d in DOCS)
-    spec = GenerateSpec.from_config({"llm": _llm(url, model), "context_k": 1})
+    spec = validate(GenerateBlock, {"llm": _llm(url, model), "context_k": 1})
     queries = Queries({"a1": "How many new jobs in three years?", "u1": "Which city hosts the next Olympic Games?"})
     log = tmp_path / "generate_calls.jsonl"
     r = GeneratingRetriever(create("bm25s", {}, name="bm25"), Generator(spec, log_path=log))

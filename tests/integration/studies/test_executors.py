@@ -16,11 +16,12 @@ import yaml
 
 import repo_paths
 from repo_paths import CONFIGS, SCIFACT, SRC
+from retbench.config.experiment import ExecutorBlock
 from retbench.errors import ConfigError
 from retbench.io.trec import read_run
 from retbench.results.usage import scores_only
-from retbench.studies.benchmark import load_config, run_experiment
-from retbench.studies.executors import NICENESS_ENV, ExecutorSettings, init_ray, make_executor, parse_executor
+from retbench.studies.benchmark import load_config, parse_config, run_experiment
+from retbench.studies.executors import NICENESS_ENV, init_ray, make_executor
 
 PLUGINS = str(repo_paths.PLUGINS)
 DATASET = {"name": "scifact", "split": "test", "max_queries": 16, "corpus_sample": 150}
@@ -141,7 +142,7 @@ def test_an_interrupted_encode_resumes_from_the_shards_already_written(ray_clust
 
     texts = read_beir(SCIFACT).corpus.joined_texts()[:90]
     retriever = DenseRetriever(cache_dir=str(tmp_path / "cache"), shard_size=30)
-    executor = make_executor(ExecutorSettings(kind="ray"))
+    executor = make_executor(ExecutorBlock(kind="ray"))
     try:
         first = executor.encode_corpus(retriever, texts[:60])  # the part done before the interruption
         rest = executor.encode_corpus(retriever, texts)
@@ -166,24 +167,29 @@ def test_a_search_worker_killed_mid_batch_is_retried_and_every_query_is_journale
 
 
 def test_executor_settings_errors_name_the_field(tmp_path):
+    def executor(block: object | None) -> ExecutorBlock:
+        data = {"datasets": ["scifact"], "systems": [{"adapter": "bm25s"}]}
+        return parse_config(data if block is None else {**data, "executor": block}, "exp.yaml").executor
+
     with pytest.raises(ConfigError) as err:
-        parse_executor({"kind": "spark"}, "exp.yaml")
+        executor({"kind": "spark"})
     assert err.value.field == "executor.kind"
     with pytest.raises(ConfigError) as err:
-        parse_executor({"kind": "ray", "workerz": 2}, "exp.yaml")
+        executor({"kind": "ray", "workerz": 2})
     assert err.value.field == "executor.workerz"
     with pytest.raises(ConfigError) as err:
-        parse_executor({"kind": "ray", "workers": 0}, "exp.yaml")
+        executor({"kind": "ray", "workers": 0})
     assert err.value.field == "executor.workers"
-    assert parse_executor(None).kind == "in_process" and parse_executor("ray").kind == "ray"
+    assert executor(None).kind == "in_process" and executor("ray").kind == "ray"
 
 
 def test_without_ray_installed_the_error_says_which_extra_to_install():
     code = (
         "import sys; sys.modules['ray'] = None\n"
         "from retbench.errors import ConfigError\n"
-        "from retbench.studies.executors import ExecutorSettings, make_executor\n"
-        "try:\n    make_executor(ExecutorSettings(kind='ray'))\n"
+        "from retbench.config.experiment import ExecutorBlock\n"
+        "from retbench.studies.executors import make_executor\n"
+        "try:\n    make_executor(ExecutorBlock(kind='ray'))\n"
         "except ConfigError as exc:\n    print(exc)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(SRC)}

@@ -69,13 +69,13 @@ def test_gate_criteria_and_golden_files_are_bounded_too(tmp_path):
         read_outputs(outputs)
 
 
-def test_the_manifest_keeps_the_config_text_and_its_sha256_not_the_expanded_object(tmp_path):
+def test_the_manifest_keeps_the_config_text_its_sha256_and_the_validated_config_that_ran(tmp_path):
     from retbench.studies.benchmark import load_config, run_experiment
 
     text = (
         "name: small\n"
         f"output: {tmp_path / 'out'}\n"
-        "metrics: [ndcg@10]\n"
+        "metrics: [ndcg_cut_10]\n"
         "datasets: [{name: scifact, split: test, max_queries: 5, corpus_sample: 200}]\n"
         "systems:\n"
         "  - {name: bm25, adapter: bm25s, params: &p {k1: 1.2, b: 0.75}}\n"
@@ -85,8 +85,13 @@ def test_the_manifest_keeps_the_config_text_and_its_sha256_not_the_expanded_obje
     cfg_path.write_text(text)
     run_experiment(load_config(cfg_path), log=lambda m: None)
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    resolved = manifest["config"].pop("resolved")
     assert manifest["config"] == {
         "file": str(cfg_path),
         "sha256": hashlib.sha256(text.encode()).hexdigest(),
         "text": text,
     }
+    # what ran: every default filled in (depth, evaluation, executor), the metrics as written
+    assert resolved["depth"] == 100 and resolved["evaluation"]["mode"] == "trec_eval"
+    assert resolved["executor"]["kind"] == "in_process" and resolved["metrics"] == ["ndcg_cut_10"]
+    assert [s["params"] for s in resolved["systems"]] == [{"k1": 1.2, "b": 0.75}] * 2

@@ -242,14 +242,14 @@ def test_a_judged_metric_needs_a_valid_judge_block_and_the_error_names_the_field
 
 
 def test_the_judge_block_is_part_of_a_cells_hash_only_when_a_judged_metric_is_asked(tmp_path):
-    from retbench.studies.benchmark import load_config
+    from retbench.studies.benchmark import load_config, system_hash
 
     judge = {"base_url": "http://127.0.0.1:9"}
     plain = load_config(_config(tmp_path, metrics=["recall@5"]))
     with_judge = load_config(_config(tmp_path, metrics=["recall@5"], judge=judge))
     judged = load_config(_config(tmp_path, metrics=["recall@5", "groundedness"], judge=judge))
     other = load_config(_config(tmp_path, metrics=["recall@5", "groundedness"], judge={**judge, "max_tokens": 9}))
-    h = [c.system_hash(c.systems[0], c.datasets[0]) for c in (plain, with_judge, judged, other)]
+    h = [system_hash(c, c.systems[0], c.dataset_specs[0]) for c in (plain, with_judge, judged, other)]
     assert h[0] == h[1] and len({h[1], h[2], h[3]}) == 3
 
 

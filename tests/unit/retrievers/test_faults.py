@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from retbench.config import validate
 from retbench.errors import ConfigError
 from retbench.evaluation import evaluate
 from retbench.io.beir import write_beir
@@ -203,12 +204,17 @@ def test_latency_draws_follow_their_distribution(bm25) -> None:
 
 
 def test_fault_config_errors_name_the_field(bm25) -> None:
+    def check(block: dict) -> FaultSpec:
+        return validate(FaultSpec, block, prefix="faults")
+
     with pytest.raises(ConfigError, match=r"faults\.bogus"):
-        FaultSpec.from_config({"bogus": 1})
+        check({"bogus": 1})
     with pytest.raises(ConfigError, match="more than 1"):
-        FaultSpec.from_config({"error_rate": 0.6, "empty_rate": 0.6})
+        check({"error_rate": 0.6, "empty_rate": 0.6})
     with pytest.raises(ConfigError, match=r"faults\.error_type"):
-        FaultSpec.from_config({"error_type": "SystemExit"})
+        check({"error_type": "SystemExit"})
     with pytest.raises(ConfigError, match=r"faults\.garbage_kinds"):
-        FaultSpec.from_config({"garbage_kinds": ["nonsense"]})
-    assert with_faults(bm25, None) is bm25 and with_faults(bm25, {}) is bm25
+        check({"garbage_kinds": ["nonsense"]})
+    with pytest.raises(ConfigError, match=r"faults\.latency\.dist"):
+        check({"latency": {"dist": "gamma"}})
+    assert with_faults(bm25, None) is bm25 and isinstance(with_faults(bm25, check({})), FaultyRetriever)

@@ -12,13 +12,12 @@ from retbench.retrievers.rerank.scorers import (
 )
 from retbench.retrievers.rerank.stage import (
     RerankFusion,
-    RerankSpec,
     RerankStage,
     RerankStats,
-    check_depth,
+    build_rerank,
+    check_rerank,
     invariant_problem,
     pair_key,
-    parse_rerank,
 )
 
 __all__ = [
@@ -27,14 +26,13 @@ __all__ = [
     "CrossEncoderReranker",
     "HttpReranker",
     "RerankFusion",
-    "RerankSpec",
     "RerankStage",
     "RerankStats",
     "Reranker",
-    "check_depth",
+    "build_rerank",
+    "check_rerank",
     "create_reranker",
     "invariant_problem",
     "pair_key",
-    "parse_rerank",
     "parse_rerank_response",
 ]

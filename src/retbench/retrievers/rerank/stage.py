@@ -10,7 +10,7 @@ never silently repaired):
 
 The reranked run holds only the `depth` candidates (ranked by reranker score, ties by doc id
 descending as trec_eval orders them), so metrics with a cutoff above `depth` would be capped by the
-first stage: the experiment config refuses that (see `check_depth`).
+first stage: the experiment config refuses that (`config.ExperimentModel`).
 
 Pair scores are cached on disk by (reranker fingerprint, sha1 of the query text, sha1 of the
 document text), in the same append-only shard format as the embedding cache: a second depth, a
@@ -49,15 +49,14 @@ from typing import Any
 
 import numpy as np
 
-from retbench.config.base import validate
-from retbench.config.experiment import RerankFuseBlock
+from retbench.config.experiment import RerankBlock, RerankFuseBlock
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError
 from retbench.retrievers.encoders.cache import EmbeddingCache, default_cache_dir, text_key
 from retbench.retrievers.fusion import fuse
 from retbench.retrievers.rerank.scorers import BUILTIN, KINDS, Reranker, create_reranker
 
-DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_TIMEOUT_S: float = RerankBlock.model_fields["timeout_s"].default  # the config declares it
 
 
 def default_pair_cache_dir() -> Path:
@@ -84,21 +83,6 @@ class RerankStats:
         return {"pairs_scored": self.scored, "pairs_cached": self.cached, "calls": self.calls, "seconds": self.seconds}
 
 
-def check_depth(depth: Any, cutoffs: Sequence[int], *, where: str = "", fld: str = "rerank.depth") -> int:
-    """`depth` as a positive int no smaller than the largest metric cutoff (else the metric is capped)."""
-    if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
-        raise ConfigError("depth must be a positive integer", path=where or None, field=fld)
-    top = max(cutoffs, default=0)
-    if depth < top:
-        raise ConfigError(
-            f"rerank depth {depth} is below the largest metric cutoff {top}: a metric at {top} would only "
-            f"see {depth} reranked documents; raise depth to at least {top}",
-            path=where or None,
-            field=fld,
-        )
-    return depth
-
-
 @dataclass(frozen=True)
 class RerankFusion:
     """How a reranked list mixes the first stage's ranking (weights[0]) with the reranker's (weights[1])."""
@@ -123,24 +107,21 @@ class RerankFusion:
             param=self.param,
         )
 
+    @classmethod
+    def of(cls, block: RerankFuseBlock) -> RerankFusion:
+        """The fusion a validated `fuse:` block describes."""
+        return cls(block.fusion, (block.weights[0], block.weights[1]), block.rrf_k, block.normalization, block.param)
+
+    def check(self) -> None:
+        """The method's own rules (weights only where it reads them, its parameter where it needs one), or a
+        ValueError saying which was broken: run once when the config is read."""
+        self.apply([("a", 1.0)], [("a", 1.0)])
+
     def describe(self) -> dict[str, Any]:
         extra: dict[str, Any] = {"rrf_k": self.rrf_k} if self.fusion == "rrf" else {"normalization": self.normalization}
         if self.param is not None:
             extra["param"] = self.param
         return {"fusion": self.fusion, "weights": list(self.weights), **extra}
-
-
-def parse_fusion(raw: Any, *, where: str = "", fld: str = "rerank.fuse") -> RerankFusion:
-    """A `fuse:` block as a RerankFusion, checked by the config's own model (errors name the field)."""
-    block = validate(RerankFuseBlock, raw, where or None, prefix=fld)
-    fusion = RerankFusion(
-        block.fusion, (block.weights[0], block.weights[1]), block.rrf_k, block.normalization, block.param
-    )
-    try:  # the method's own rules: weights only where it reads them, its parameter where it needs one
-        fusion.apply([("a", 1.0)], [("a", 1.0)])
-    except ValueError as exc:
-        raise ConfigError(str(exc), path=where or None, field=fld) from None
-    return fusion
 
 
 @dataclass
@@ -315,61 +296,33 @@ def mark_violations(first: Run, reranked: Run, depth: int) -> Run:
     return builder.build()
 
 
-@dataclass
-class RerankSpec:
-    """A system's `rerank:` block: `depth`, `kind`, `cache` and the reranker's own parameters."""
-
-    depth: int
-    kind: str
-    params: dict[str, Any] = field(default_factory=dict)
-    cache: bool = True
-    queries_per_call: int = 16
-    timeout_s: float | None = DEFAULT_TIMEOUT_S
-    fusion: RerankFusion | None = None
-
-    def build(self, *, where: str = "", cache_dir: Path | None = None) -> RerankStage:
-        reranker = create_reranker(self.kind, self.params, where=where)
-        return RerankStage(
-            reranker,
-            self.depth,
-            self.cache,
-            cache_dir,
-            self.queries_per_call,
-            timeout_s=self.timeout_s,
-            fusion=self.fusion,
-        )
+def build_rerank(block: RerankBlock, *, where: str = "", cache_dir: Path | None = None) -> RerankStage:
+    """The stage a validated `rerank:` block describes (its reranker built now)."""
+    return RerankStage(
+        create_reranker(block.kind, block.params, where=where),
+        block.depth,
+        block.cache,
+        cache_dir,
+        block.queries_per_call,
+        timeout_s=block.timeout_s,
+        fusion=RerankFusion.of(block.fuse) if block.fuse is not None else None,
+    )
 
 
-def parse_rerank(raw: Any, cutoffs: Sequence[int], *, where: str = "", fld: str = "rerank") -> RerankSpec:
-    """Validate a `rerank:` block; every error names the field. Unknown keys go to the reranker, checked there."""
-
-    if not isinstance(raw, dict):
-        raise ConfigError("rerank must be a mapping with depth and kind", path=where or None, field=fld)
-    params = dict(raw)
-    kind = params.pop("kind", None)
-    if not isinstance(kind, str) or not (kind in KINDS or ":" in kind):
+def check_rerank(block: RerankBlock, *, where: str = "", fld: str = "rerank") -> None:
+    """Check a validated `rerank:` block against its reranker before any work; every error names the field."""
+    if not (block.kind in KINDS or ":" in block.kind):
         raise ConfigError(
-            f"rerank kind must be one of {', '.join(KINDS)} or module:factory, got {kind!r}",
+            f"rerank kind must be one of {', '.join(KINDS)} or module:factory, got {block.kind!r}",
             path=where or None,
             field=f"{fld}.kind",
         )
-    depth = check_depth(params.pop("depth", None), cutoffs, where=where, fld=f"{fld}.depth")
-    cache = params.pop("cache", True)
-    if not isinstance(cache, bool):
-        raise ConfigError("cache must be true or false", path=where or None, field=f"{fld}.cache")
-    per_call = params.pop("queries_per_call", 16)
-    if not isinstance(per_call, int) or per_call < 1:
-        raise ConfigError(
-            "queries_per_call must be a positive integer", path=where or None, field=f"{fld}.queries_per_call"
-        )
-    timeout = params.pop("timeout_s", DEFAULT_TIMEOUT_S)
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
-        raise ConfigError(
-            "timeout_s must be positive seconds (or null for no deadline)", path=where or None, field=f"{fld}.timeout_s"
-        )
-    fusion = parse_fusion(params.pop("fuse"), where=where, fld=f"{fld}.fuse") if "fuse" in params else None
-    _check_reranker(kind, params, where, fld)
-    return RerankSpec(depth, kind, params, cache, per_call, None if timeout is None else float(timeout), fusion)
+    _check_reranker(block.kind, block.params, where, fld)
+    if block.fuse is not None:
+        try:
+            RerankFusion.of(block.fuse).check()
+        except ValueError as exc:
+            raise ConfigError(str(exc), path=where or None, field=f"{fld}.fuse") from None
 
 
 def _check_reranker(kind: str, params: dict[str, Any], where: str, fld: str) -> None:

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retbench.config import DatasetSpec, load, validate
+from retbench.config import DatasetSpec
 from retbench.config.impact import IngestModel
+from retbench.config.study import load_study, parse_study
 from retbench.errors import ConfigError
-from retbench.llm.settings import JudgeSettings
 from retbench.metrics.registry import parse_metrics
 from retbench.retrievers.base import check_system
 from retbench.studies.impact.engine import rank_specs
@@ -29,6 +29,7 @@ class IngestConfig:
     metrics: list[str]
     candidates: list[dict[str, Any]]
     modes: list[str]
+    model: IngestModel  # the validated config it is derived from (the manifest records it)
     relevance_level: int = 1
     leave_one_out: dict[str, Any] = field(default_factory=dict)
     sequential: dict[str, Any] = field(default_factory=dict)
@@ -40,8 +41,10 @@ class IngestConfig:
     engine: str = "auto"
     encoder: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
-    source: str = ""
-    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def source(self) -> str:
+        return self.model.source
 
 
 def _metric_names(metrics: list[str], src: str) -> list[str]:
@@ -66,53 +69,53 @@ def _gain(model: IngestModel, names: list[str], src: str) -> GainWeights:
     return GainWeights(float(g.alpha), float(g.beta), float(g.gamma), recall, g.novelty)
 
 
-def _source(raw: dict[str, Any], model: Any) -> dict[str, Any]:
-    """A candidate source as written, its file (if any) read from the config's folder."""
-    return {**raw, "path": model.path} if raw.get("kind") == "file" else dict(raw)
-
-
-def parse_ingest_config(raw: Any, source: str = "<config>", output: str | Path | None = None) -> IngestConfig:
-    """Validate an ingestion config mapping (`config.IngestModel`); every error names the field."""
-    src = source
-    model = validate(IngestModel, raw, src)
-    # the same dataset block as every study's: its seed defaults to the top-level one
-    ds = model.dataset.to_spec(model.seed)
+def check_ingest(model: IngestModel) -> None:
+    """What the model alone cannot check, before any work: the retriever against its factory, the metrics'
+    cutoffs, `affected_by` and the gain's recall metric among the metrics."""
+    src = model.source
     check_system(model.retriever.adapter, model.retriever.params, src, "retriever")
-    ret = {"params": {}, **(raw.get("retriever") or model.retriever.model_dump(exclude_none=True))}
     names = _metric_names(list(model.metrics), src)
     if model.affected_by is not None and parse_metrics([model.affected_by])[0].name not in names:
         raise ConfigError("affected_by must be one of the metrics", path=src, field="affected_by")
+    _gain(model, names, src)
+
+
+def study_config(model: IngestModel) -> IngestConfig:
+    """What the study derives from its validated model, once (blocks as set in the config, paths resolved)."""
     cr: dict[str, Any] | None = None
     if model.context_recall is not None:
-        cr = {**raw["context_recall"], "references": model.context_recall.references}  # a path, resolved
+        cr = model.context_recall.model_dump(exclude_unset=True) | {"references": model.context_recall.references}
         if model.context_recall.judge is not None:  # an LLM judges sentence support instead of the cosine
-            cr["judge"] = JudgeSettings.from_config(cr["judge"], "context_recall.judge", src)
-    loo = raw.get("leave_one_out") or {}
-    name = model.name or Path(source).stem
+            cr["judge"] = model.context_recall.judge
+    loo = model.leave_one_out
     return IngestConfig(
-        name=name,
-        output=Path(output) if output is not None else Path(model.output or f"results/{name}"),
-        dataset=ds,
-        retriever=ret,
+        name=model.study_name,
+        output=model.output_dir,
+        dataset=model.dataset.to_spec(model.seed),  # the same dataset block as every study's
+        retriever={"params": {}, **model.retriever.model_dump(exclude_none=True)},
         metrics=list(model.metrics),
-        candidates=[_source(s, m) for s, m in zip(raw["candidates"], model.candidates, strict=True)],
+        candidates=[c.model_dump(exclude_unset=True) for c in model.candidates],
         modes=list(dict.fromkeys(model.modes)),
         relevance_level=model.relevance_level,
-        leave_one_out={"group": loo} if isinstance(loo, str) else dict(loo),
-        sequential=dict(raw.get("sequential") or {}),
-        novelty=dict(raw.get("novelty") or {}),
+        leave_one_out=loo.model_dump(exclude_unset=True) if loo is not None else {},
+        sequential=model.sequential.model_dump(exclude_unset=True),
+        novelty=model.novelty.model_dump(exclude_unset=True),
         context_recall=cr,
-        gain=_gain(model, names, src),
+        gain=_gain(model, _metric_names(list(model.metrics), model.source), model.source),
         dedupe=model.dedupe,
         affected_by=model.affected_by,
         engine=model.engine,
         encoder=model.encoder.options,
         seed=model.seed,
-        source=source,
-        raw=raw,
+        model=model,
     )
+
+
+def parse_ingest_config(data: Any, source: str = "<config>", output: str | Path | None = None) -> IngestConfig:
+    """Validate an ingestion config mapping (`config.IngestModel`); every error names the field."""
+    return study_config(parse_study(data, source, IngestModel, output, check_ingest))
 
 
 def load_ingest_config(path: str | Path, output: str | Path | None = None) -> IngestConfig:
     """Read and validate an ingestion YAML file (errors name file:line and field)."""
-    return load(path, parse_ingest_config, output)
+    return study_config(load_study(path, IngestModel, output, check_ingest))

@@ -305,7 +305,7 @@ def _manifest(
 ) -> dict[str, Any]:
     """What ran, on what, with which versions: `parts` holds the retriever, encoder and novelty index."""
     return {
-        **manifest_header(cfg.source, cfg.raw, name=cfg.name, kind="ingest-impact"),
+        **manifest_header(cfg.model, name=cfg.name, kind="ingest-impact"),
         "dataset": dataset_manifest(s.ds, cfg.dataset, s.queries, s.load_seconds),
         "knowledge_base": {"documents": len(s.kb), "fingerprint": s.kb.fingerprint()},
         "candidates": {"documents": len(s.cands), "fingerprint": s.cands.fingerprint(), **s.cs.info},

@@ -25,63 +25,29 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retbench.config import load, validate
 from retbench.config.calibration import CalibrationModel
+from retbench.config.study import load_study, parse_study
 from retbench.data import Corpus, Queries
-from retbench.llm.settings import JudgeSettings
 from retbench.retrievers.base import check_system, create
 
 
-@dataclass
-class CalibrationConfig:
-    judge: JudgeSettings
-    output: Path
-    dataset: str = "scifact"
-    split: str = "test"
-    relevant: int = 10
-    nonrelevant: int = 10
-    nonrelevant_depth: int = 10
-    seed: int = 0
-    relevant_from: int = 2
-    bootstrap: int = 1000
-    spot_check: int = 5
-    max_chars: int = 1200
-    ranking: dict[str, Any] | None = None
-    raw: dict[str, Any] = field(default_factory=dict)
-    source: str = ""
+def check_calibration(cfg: CalibrationModel) -> None:
+    """The ranking systems' adapters against their factories, before any work (errors name the field)."""
+    for i, s in enumerate(cfg.ranking.systems if cfg.ranking else []):
+        check_system(s.adapter, s.params, cfg.source, f"ranking.systems[{i}]")
 
 
-def parse_calibration(raw: Any, source: str = "<config>", output: Path | None = None) -> CalibrationConfig:
+def parse_calibration(data: Any, source: str = "<config>", output: Path | None = None) -> CalibrationModel:
     """A validated calibration config (`config.calibration.CalibrationModel`); errors name the field."""
-    m = validate(CalibrationModel, raw, source)
-    for i, s in enumerate(m.ranking.systems if m.ranking else []):
-        check_system(s.adapter, s.params, source, f"ranking.systems[{i}]")
-    return CalibrationConfig(
-        m.judge,
-        Path(output or m.output or f"results/{m.name}"),
-        m.dataset,
-        m.split,
-        m.sample.relevant,
-        m.sample.nonrelevant,
-        m.sample.nonrelevant_depth,
-        m.sample.seed,
-        m.relevant_from,
-        m.bootstrap,
-        m.spot_check,
-        m.max_chars,
-        raw.get("ranking"),
-        raw,
-        source,
-    )
+    return parse_study(data, source, CalibrationModel, output, check_calibration)
 
 
-def load_calibration(path: str | Path, output: Path | None = None) -> CalibrationConfig:
+def load_calibration(path: str | Path, output: Path | None = None) -> CalibrationModel:
     """Read and check a calibration config; errors name the file, line and field."""
-    return load(path, parse_calibration, output)
+    return load_study(path, CalibrationModel, output, check_calibration)
 
 
 def _bm25_run(
@@ -93,23 +59,23 @@ def _bm25_run(
     return retriever.search(queries, depth)
 
 
-def sample_pairs(cfg: CalibrationConfig, ds: Any) -> list[tuple[str, str, int]]:
+def sample_pairs(cfg: CalibrationModel, ds: Any) -> list[tuple[str, str, int]]:
     """(query, doc, human label 0/1): `relevant` judged-relevant pairs and `nonrelevant` negatives, seeded."""
     human = ds.split(cfg.split)
-    rng = random.Random(cfg.seed)
+    rng = random.Random(cfg.sample.seed)
     positives = [(q, d, 1) for q in human if q in ds.queries for d, g in human[q].items() if g >= 1 and d in ds.corpus]
     negatives = [(q, d, 0) for q in human if q in ds.queries for d, g in human[q].items() if g <= 0 and d in ds.corpus]
-    chosen = rng.sample(positives, min(cfg.relevant, len(positives)))
-    if len(negatives) < cfg.nonrelevant:  # qrels without judged non-relevant documents: BM25 hard negatives
-        qids = sorted({q for q, _, _ in chosen}) or [q for q in human if q in ds.queries][: cfg.nonrelevant]
-        run = _bm25_run(ds.corpus, ds.queries.subset(qids), cfg.nonrelevant_depth)
+    chosen = rng.sample(positives, min(cfg.sample.relevant, len(positives)))
+    if len(negatives) < cfg.sample.nonrelevant:  # qrels without judged non-relevant documents: BM25 hard negatives
+        qids = sorted({q for q, _, _ in chosen}) or [q for q in human if q in ds.queries][: cfg.sample.nonrelevant]
+        run = _bm25_run(ds.corpus, ds.queries.subset(qids), cfg.sample.nonrelevant_depth)
         negatives += [(q, d, 0) for q in qids if q in run for d in run.docs(q) if d not in human[q]]
-    chosen += rng.sample(negatives, min(cfg.nonrelevant, len(negatives)))
+    chosen += rng.sample(negatives, min(cfg.sample.nonrelevant, len(negatives)))
     return chosen
 
 
 def run_calibration(
-    cfg: CalibrationConfig, *, dry_run: bool = False, echo: Callable[[str], Any] = print
+    cfg: CalibrationModel, *, dry_run: bool = False, echo: Callable[[str], Any] = print
 ) -> dict[str, Any]:
     """Sample, judge, score agreement, spot-check, and (optionally) compare system rankings; writes metrics.json."""
     from retbench.io.datasets import load_dataset
@@ -122,7 +88,7 @@ def run_calibration(
 
     ds = load_dataset(cfg.dataset, [cfg.split])
     pairs = sample_pairs(cfg, ds)
-    out = cfg.output
+    out = cfg.output_dir
     log = out / "judge_calls.jsonl"
     report: dict[str, Any] = {}
     with open_base_url(cfg.judge) as url:
@@ -137,14 +103,14 @@ def run_calibration(
         ok = [(h, v) for (_, _, h), v in zip(pairs, verdicts, strict=True) if v.ok]
         report["statuses"] = dict(judge.stats.statuses)
         report["agreement"] = ag.agreement(
-            [h for h, _ in ok], [v.value for _, v in ok], cfg.relevant_from, cfg.bootstrap, cfg.seed
+            [h for h, _ in ok], [v.value for _, v in ok], cfg.relevant_from, cfg.bootstrap, cfg.sample.seed
         )
         if not ok:
             report["agreement"]["missing"] = _no_verdict(report["statuses"], len(pairs))
         scored = [(h, v.expected) for h, v in ok if v.expected is not None]
         if scored:
             report["graded"] = ag.graded_agreement(
-                [h for h, _ in scored], [e for _, e in scored], cfg.bootstrap, cfg.seed
+                [h for h, _ in scored], [e for _, e in scored], cfg.bootstrap, cfg.sample.seed
             )
         if cfg.ranking:
             report["ranking"] = _ranking(cfg, ds, judge)
@@ -166,13 +132,11 @@ def run_calibration(
     metrics = {k: report[k] for k in ("agreement", "graded", "judge_reliability", "statuses", "ranking") if k in report}
     metrics["judged"] = {"judged": report["statuses"].get("ok", 0), "of": len(pairs)}
     write_json(out / "metrics.json", metrics)
-    write_json(
-        out / "manifest.json", {**manifest_header(cfg.source, cfg.raw, kind="calibration"), "judge": report["judge"]}
-    )
+    write_json(out / "manifest.json", {**manifest_header(cfg, kind="calibration"), "judge": report["judge"]})
     return report
 
 
-def _spot_check(cfg: CalibrationConfig, url: str, items: list, verdicts: list, log: Path) -> dict[str, Any]:
+def _spot_check(cfg: CalibrationModel, url: str, items: list, verdicts: list, log: Path) -> dict[str, Any]:
     """Re-judge a seeded random subset with the check prompt; disagreement over pairs both judged."""
     from retbench.llm.judge import Judge
     from retbench.studies.labels.agreement import disagreement
@@ -180,7 +144,7 @@ def _spot_check(cfg: CalibrationConfig, url: str, items: list, verdicts: list, l
     judged = [i for i, v in enumerate(verdicts) if v.ok]
     if not cfg.spot_check or not cfg.judge.check_prompt or not judged:
         return {"disagreement_rate": None, "spot_check_n": 0, "against": None}
-    picked = sorted(random.Random(cfg.seed + 1).sample(judged, min(cfg.spot_check, len(judged))))
+    picked = sorted(random.Random(cfg.sample.seed + 1).sample(judged, min(cfg.spot_check, len(judged))))
     check = Judge(cfg.judge, cfg.judge.check_prompt, base_url=url, log_path=log)
     again = check.judge([items[i] for i in picked])
     both = [(verdicts[i].value, v.value) for i, v in zip(picked, again, strict=True) if v.ok]
@@ -193,23 +157,20 @@ def _spot_check(cfg: CalibrationConfig, url: str, items: list, verdicts: list, l
     }
 
 
-def _ranking(cfg: CalibrationConfig, ds: Any, judge: Any) -> dict[str, Any]:
+def _ranking(cfg: CalibrationModel, ds: Any, judge: Any) -> dict[str, Any]:
     """nDCG@depth of each system under human labels and under LLM labels alone, and Kendall's tau of the orders."""
     from retbench.data.qrels import Qrels
     from retbench.evaluation import evaluate
     from retbench.studies.labels.agreement import kendall_tau
     from retbench.studies.labels.relevance import judge_items, pool
 
-    spec = cfg.ranking or {}
-    depth = int(spec.get("depth", 5))
+    spec = cfg.ranking
+    if spec is None:
+        return {}
+    depth = spec.depth
     human = ds.split(cfg.split)
-    qids = sorted(
-        random.Random(cfg.seed + 2).sample([q for q in human if q in ds.queries], int(spec.get("queries", 5)))
-    )
-    runs = [
-        _bm25_run(ds.corpus, ds.queries.subset(qids), depth, s.get("adapter", "bm25s"), s.get("params"), s["name"])
-        for s in spec["systems"]
-    ]
+    qids = sorted(random.Random(cfg.sample.seed + 2).sample([q for q in human if q in ds.queries], spec.queries))
+    runs = [_bm25_run(ds.corpus, ds.queries.subset(qids), depth, s.adapter, s.params, s.name) for s in spec.systems]
     pairs = [(q, d) for q, docs in pool(runs, depth, qids).items() for d in docs]
     verdicts = judge.judge(judge_items(pairs, ds.queries, ds.corpus, cfg.max_chars))
     llm: dict[str, dict[str, int]] = {}

@@ -39,7 +39,7 @@ Modules: `validate` (the failure taxonomy), `settings` (LoadSettings), `level` (
 
 from __future__ import annotations
 
-from retbench.studies.stress.config import StressConfig, load_config, parse_config
+from retbench.studies.stress.config import check_stress, load_config, parse_config
 from retbench.studies.stress.drivers import abandoned_threads, drive, uses_async
 from retbench.studies.stress.figures import ingest, latency_summary, level_run, summarize_level
 from retbench.studies.stress.settings import LoadSettings
@@ -59,11 +59,11 @@ __all__ = [
     "OUTCOMES",
     "OUTPUT_FILES",
     "LoadSettings",
-    "StressConfig",
     "StressResult",
     "abandoned_threads",
     "build_retriever",
     "check_ranking",
+    "check_stress",
     "drive",
     "ingest",
     "is_failure",

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from retbench.config import StressModel
 from retbench.data import Qrels, Run
 from retbench.errors import EXIT_BACKEND, EXIT_OK, ConfigError
 from retbench.evaluation import EvalSettings, Evaluation, evaluate
@@ -21,7 +22,6 @@ from retbench.retrievers.faults import with_faults
 from retbench.studies.dataset import prepare_dataset
 from retbench.studies.executors import devices_of
 from retbench.studies.resources import stage
-from retbench.studies.stress.config import StressConfig
 from retbench.studies.stress.drivers import drive, uses_async
 from retbench.studies.stress.figures import ingest, level_run, summarize_level
 from retbench.studies.stress.validate import FAILURE_OUTCOMES
@@ -82,20 +82,20 @@ class StressResult:
     first_failure: dict[str, Any] | None = None
 
 
-def build_retriever(config: StressConfig) -> Retriever:
+def build_retriever(config: StressModel) -> Retriever:
     """The configured system, wrapped in a FaultyRetriever when the config asks for faults."""
 
-    sys_spec = config.system
-    r = create(sys_spec.adapter, sys_spec.params, name=sys_spec.name, where=config.source)
-    return with_faults(r, config.faults, config.source)
+    system = config.system
+    r = create(system.adapter, system.params, name=system.label, where=config.source)
+    return with_faults(r, system.faults)
 
 
 class _Stress:
     """State of one `run_stress` call: the journal, the summary being built, and the files written."""
 
-    def __init__(self, config: StressConfig, out: Path, retriever: Retriever, dataset: Any, qids: list[str]) -> None:
+    def __init__(self, config: StressModel, out: Path, retriever: Retriever, dataset: Any, qids: list[str]) -> None:
         self.config, self.out, self.retriever, self.ds, self.qids = config, out, retriever, dataset, qids
-        self.s = config.load
+        self.s = config.stress
         self.qrels = dataset.split(config.dataset.split)
         self.journal = Journal(
             out / "journal.jsonl",
@@ -107,13 +107,13 @@ class _Stress:
         self.summary: dict[str, Any] = {
             "system": retriever.name,
             "adapter": config.system.adapter,
-            "faults": config.faults or None,
+            "faults": faults.model_dump(exclude_unset=True) if (faults := config.system.faults) else None,
             "dataset": dataset.name,
             "split": config.dataset.split,
             "queries": len(qids),
             "corpus": len(dataset.corpus),
             "k": config.k,
-            "metrics": config.metrics,
+            "metrics": config.metric_names,
             "settings": self.s.model_dump(),
             "mode": "async" if uses_async(retriever, self.s) else "threads",
             "resumed": len(self.journal) > 0,
@@ -183,7 +183,9 @@ class _Stress:
         fig["warmup"] = {"requests": len(warm), "failed": sum(r["outcome"] in FAILURE_OUTCOMES for r in warm)}
         fig["stopped"] = done.get("stopped")
         run = level_run(recs, name=self.retriever.name)
-        fig["quality"], ev = quality(run, self.qrels, self.qids, self.config.metrics, self.config.experiment.evaluation)
+        fig["quality"], ev = quality(
+            run, self.qrels, self.qids, self.config.metric_names, self.config.evaluation.to_settings()
+        )
         return fig, run, ev
 
 
@@ -198,7 +200,7 @@ def _warnings(retriever: Retriever) -> list[str]:
 
 
 def run_stress(
-    config: StressConfig,
+    config: StressModel,
     *,
     out_dir: str | Path | None = None,
     fresh: bool = False,
@@ -213,7 +215,7 @@ def run_stress(
     output folder unless `fresh`. Never raises for a backend failure: the exit code says it.
     """
 
-    out = Path(out_dir or config.output)
+    out = Path(out_dir or config.output_dir)
     if fresh:
         for name in OUTPUT_FILES:
             (out / name).unlink(missing_ok=True)
@@ -231,7 +233,7 @@ def run_stress(
     own = retriever is None
     retriever = retriever or build_retriever(config)
     st = _Stress(config, out, retriever, dataset, qids)
-    s = config.load
+    s = config.stress
     st.summary["warnings"] = _warnings(retriever)
     for w in st.summary["warnings"]:
         echo(f"warning: {w}")

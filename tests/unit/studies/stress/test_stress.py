@@ -216,7 +216,7 @@ def test_stress_config_errors_name_the_field(tmp_path: Path) -> None:
     cfg = parse_config(
         stress_raw(tmp_path, tmp_path / "out", system={"adapter": "bm25s", "faults": {"error_rate": 0.1}}), "s.yaml"
     )
-    assert cfg.faults == {"error_rate": 0.1} and cfg.k == 10
+    assert cfg.system.faults == FaultSpec(error_rate=0.1) and cfg.k == 10
 
 
 def test_resume_fingerprint_ignores_the_output_folder_but_not_the_load(tmp_path: Path) -> None:
