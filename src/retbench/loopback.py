@@ -227,15 +227,15 @@ def stop_verified(identity: ProcessIdentity, timeout: float = 30) -> tuple[Outco
                 signal.pidfd_send_signal(pidfd, sig)
                 if leads_group:
                     os.killpg(identity.pid, sig)
-            if _exited(pidfd, identity.pid, timeout):
+            if wait_exited(pidfd, identity.pid, timeout):
                 return "stopped", f"stopped ({what}; {why})"
         return "still running", f"{what} still runs after SIGKILL"
     finally:
         os.close(pidfd)
 
 
-def _exited(pidfd: int, pid: int, timeout: float) -> bool:
-    """Wait up to `timeout` s for the process to exit (a pidfd turns readable then); reap it if it is our child."""
+def wait_exited(pidfd: int, pid: int, timeout: float) -> bool:
+    """Wait up to `timeout` s for a pinned process to exit (its pidfd turns readable); reap it if it is our child."""
     poller = select.poll()
     poller.register(pidfd, select.POLLIN)
     if not poller.poll(int(timeout * 1000)):

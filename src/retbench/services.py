@@ -27,9 +27,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import secrets
 import shutil
 import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +41,7 @@ from typing import Any
 
 from retbench.errors import InputError
 from retbench.llm.local import cache_root
-from retbench.loopback import ProcessIdentity, listening_addresses, port_taken, stop_verified
+from retbench.loopback import ProcessIdentity, listening_addresses, port_taken, stop_verified, wait_exited
 from retbench.secrets import register
 from retbench.testing.servers import LocalServer, start_milvus, start_postgres, start_typesense
 
@@ -148,11 +152,13 @@ def start(
     detached: bool = False,
     ports: Mapping[str, int | None] | None = None,
     log: Callable[[str], None] = print,
+    watchdog: Watchdog | None = None,
 ) -> Services:
     """Start every server these systems need; on any failure, stop the ones already started and raise.
 
     `ports`: the port for an adapter's server (a free one when absent or None). `detached`: the servers
     outlive this process (`services up`); otherwise they are tied to it (the kernel kills them when it dies).
+    `watchdog`: told each server as it starts, so it removes their folders if this process is killed.
     """
     plan = needed(systems)
     services = Services({}, {})
@@ -174,6 +180,8 @@ def start(
             services.secret_envs[kind.adapter] = env
             services.tokens[kind.adapter] = token
             mark_folder(server.folder, kind.adapter, token)
+            if watchdog is not None:
+                watchdog.watch(server.proc.pid, token, server.folder)
             log(f"{kind.label}: {server.address}")
     except BaseException:
         services.stop()
@@ -190,7 +198,11 @@ def mark_folder(folder: Path, adapter: str, token: str) -> None:
 def local_services(
     systems: Iterable[tuple[str, Mapping[str, Any]]], log: Callable[[str], None] = print
 ) -> Iterator[Services]:
-    """Servers for the length of a `with` block, stopped on the way out: on success, failure, Ctrl-C or SIGTERM."""
+    """Servers for the length of a `with` block, stopped on the way out: on success, failure, Ctrl-C or SIGTERM.
+
+    If this process is killed outright (SIGKILL, the OOM killer) no `finally` runs: the kernel kills the
+    servers (they are tethered) and a watchdog process then removes their data folders.
+    """
     previous = signal.getsignal(signal.SIGTERM)
 
     def terminated(signum: int, frame: Any) -> None:
@@ -199,13 +211,67 @@ def local_services(
     in_main = _main_thread()
     if in_main:
         signal.signal(signal.SIGTERM, terminated)
-    services = start(systems, log=log)
+    watchdog = Watchdog()
     try:
-        yield services
+        services = start(systems, log=log, watchdog=watchdog)
+        try:
+            yield services
+        finally:
+            services.stop()
     finally:
-        services.stop()
+        watchdog.close()
         if in_main:
             signal.signal(signal.SIGTERM, previous)
+
+
+class Watchdog:
+    """A process that outlives this one to remove the data folders of servers that died with it.
+
+    It reads `[pid, token, folder]` lines on a pipe; the pipe's end (this process closed it or died) is its
+    cue: it waits up to `timeout` s for each pid to exit and removes the folder if its marker holds the token
+    (a server still running keeps its folder). It never signals anything.
+    """
+
+    def __init__(self, timeout: float = 60) -> None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # this very retbench
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "retbench.services", str(timeout)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,  # never holds this process' output open
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
+        self.timeout = timeout
+
+    def watch(self, pid: int, token: str, folder: Path) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps([pid, token, str(folder)]) + "\n")
+        self.proc.stdin.flush()
+
+    def close(self) -> None:
+        """End of watch: the servers were stopped, so it finds nothing left to do and exits."""
+        with contextlib.suppress(OSError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=self.timeout)
+
+
+def _watch(lines: Iterable[str], timeout: float) -> None:
+    """The watchdog's side (`python -m retbench.services TIMEOUT`): pin each pid as it is told, then clean up."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the whole group; the run handles it
+    watched: list[tuple[int | None, int, str, Path]] = []
+    for line in lines:
+        pid, token, folder = json.loads(line)
+        try:
+            watched.append((os.pidfd_open(pid), pid, token, Path(folder)))
+        except ProcessLookupError:
+            watched.append((None, pid, token, Path(folder)))
+    deadline = time.monotonic() + timeout
+    for pidfd, pid, token, folder in watched:
+        if pidfd is None or wait_exited(pidfd, pid, max(0.0, deadline - time.monotonic())):
+            _remove_folder(folder, token)
 
 
 def _main_thread() -> bool:
@@ -385,3 +451,7 @@ def require_free_ports(ports: Mapping[str, int | None], source: str) -> None:
             problems.append(f"{KINDS[adapter].label} cannot start: {taken}")
     if problems:
         raise InputError("; ".join(problems) + " (free the port or name another in the config)", path=source)
+
+
+if __name__ == "__main__":
+    _watch(sys.stdin, float(sys.argv[1]))
