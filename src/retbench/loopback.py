@@ -100,6 +100,14 @@ def stop_process(proc: subprocess.Popen, timeout: float = 30) -> None:
             proc.wait(timeout=timeout)
 
 
+@dataclass(frozen=True)
+class Ownership:
+    """What a server is started with so its owner can tell it apart later, and whether it dies with its owner."""
+
+    token: str  # put in the server's environment as RETBENCH_SERVICE_TOKEN
+    tethered: bool = False  # the kernel kills it when the starting process dies (see `die_with_parent`)
+
+
 def die_with_parent() -> Callable[[], None]:
     """A `preexec_fn` that has the kernel SIGKILL the child when this process dies, even by SIGKILL.
 

@@ -41,7 +41,7 @@ from typing import Any
 
 from retbench.errors import InputError
 from retbench.llm.local import cache_root
-from retbench.loopback import ProcessIdentity, listening_addresses, port_taken, stop_verified, wait_exited
+from retbench.loopback import Ownership, ProcessIdentity, listening_addresses, port_taken, stop_verified, wait_exited
 from retbench.secrets import register
 from retbench.testing.servers import LocalServer, start_milvus, start_postgres, start_typesense
 
@@ -170,7 +170,7 @@ def start(
             log(f"starting {kind.label} on 127.0.0.1 ...")
             token = secrets.token_hex(16)
             kwargs: dict[str, Any] = {"detached": detached, "port": (ports or {}).get(kind.adapter)}
-            kwargs |= {"token": token, "tethered": tethered}
+            kwargs["owner"] = Ownership(token, tethered)
             if kind.secret_param and env:
                 kwargs["password_env" if kind.adapter == "pgvector" else "api_key_env"] = env
             server = kind.start(**kwargs)
