@@ -117,10 +117,11 @@ def die_with_parent() -> Callable[[], None]:
     itself (its parent is then no longer this pid).
     """
     prctl = ctypes.CDLL(None, use_errno=True).prctl
+    args = [ctypes.c_ulong(signal.SIGKILL), *(ctypes.c_ulong(0) for _ in range(3))]  # prctl reads unsigned longs
     parent = os.getpid()
 
     def preexec() -> None:
-        if prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != parent:
+        if prctl(_PR_SET_PDEATHSIG, *args) != 0 or os.getppid() != parent:
             os.kill(os.getpid(), signal.SIGKILL)
 
     return preexec

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retbench.errors import InputError
+from retbench.errors import BackendError, InputError
 from retbench.llm.local import cache_root
 from retbench.loopback import Ownership, ProcessIdentity, listening_addresses, port_taken, stop_verified, wait_exited
 from retbench.secrets import register
@@ -263,7 +263,10 @@ def _watch(lines: Iterable[str], timeout: float) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the whole group; the run handles it
     watched: list[tuple[int | None, int, str, Path]] = []
     for line in lines:
-        pid, token, folder = json.loads(line)
+        try:
+            pid, token, folder = json.loads(line)
+        except ValueError:  # a line cut short by its writer's death: that server's folder stays
+            continue
         try:
             watched.append((os.pidfd_open(pid), pid, token, Path(folder)))
         except ProcessLookupError:
@@ -290,7 +293,10 @@ def save_state(services: Services, path: Path) -> None:
     """Pids, ports, addresses and folders of detached servers, with what identifies each process (never secrets)."""
     state = {}
     for adapter, s in services.servers.items():
-        identity = ProcessIdentity.read(s.proc.pid, services.tokens[adapter])
+        try:
+            identity = ProcessIdentity.read(s.proc.pid, services.tokens[adapter])
+        except ProcessLookupError:
+            raise BackendError(f"{s.name} exited right after it started on 127.0.0.1:{s.port}") from None
         state[adapter] = {
             "label": KINDS[adapter].label,
             "pid": s.proc.pid,
