@@ -15,6 +15,12 @@ secret is put in the environment variable the config's systems already name (`pa
 rewrites only the address parameter. Secrets never appear on a command line, in a results file or in the
 state file `retbench services up` leaves behind (it holds pids, ports and folders; the secrets are printed
 once as `export` lines for the shell that started them).
+
+Only what was started is ever stopped or deleted. Each server gets a token (in its environment, and in a
+marker file in its data folder); the state records it with the process' start time and command line.
+`services down` signals a pid only while all of them still match (`loopback.ProcessIdentity`) and removes
+a folder only if its marker holds the token; anything else is reported and left alone. Servers started for
+one run (`run --services local`) are killed by the kernel if the run dies, even by SIGKILL.
 """
 
 from __future__ import annotations
@@ -22,16 +28,20 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
+import shutil
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retbench.errors import InputError
+from retbench.errors import BackendError, InputError
 from retbench.llm.local import cache_root
-from retbench.loopback import listening_addresses
+from retbench.loopback import Ownership, ProcessIdentity, listening_addresses, port_taken, stop_verified, wait_exited
 from retbench.secrets import register
 from retbench.testing.servers import LocalServer, start_milvus, start_postgres, start_typesense
 
@@ -68,6 +78,8 @@ def _secret_env(kind: ServiceKind, systems: Iterable[tuple[str, Mapping[str, Any
 
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+#: the file `start` writes in each server's data folder; `services down` removes only folders holding it
+MARKER = ".retbench-service.json"
 
 
 def configured_port(kind: ServiceKind, systems: Iterable[tuple[str, Mapping[str, Any]]], source: str) -> int | None:
@@ -107,6 +119,7 @@ class Services:
 
     servers: dict[str, LocalServer]
     secret_envs: dict[str, str | None]
+    tokens: dict[str, str] = field(default_factory=dict)  # what each server holds (environment, folder marker)
 
     def point(self, adapter: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """A system's params with its address (and secret variable) set to the local server's."""
@@ -139,17 +152,25 @@ def start(
     detached: bool = False,
     ports: Mapping[str, int | None] | None = None,
     log: Callable[[str], None] = print,
+    watchdog: Watchdog | None = None,
 ) -> Services:
     """Start every server these systems need; on any failure, stop the ones already started and raise.
 
-    `ports`: the port for an adapter's server (a free one when absent or None).
+    `ports`: the port for an adapter's server (a free one when absent or None). `detached`: the servers
+    outlive this process (`services up`); otherwise they are tied to it (the kernel kills them when it dies).
+    `watchdog`: told each server as it starts, so it removes their folders if this process is killed.
     """
     plan = needed(systems)
     services = Services({}, {})
+    tethered = not detached and _main_thread()
+    if not detached and not tethered:
+        log("not the main thread: the servers are stopped when this block ends, but not if the process is killed")
     try:
         for kind, env in plan:
             log(f"starting {kind.label} on 127.0.0.1 ...")
+            token = secrets.token_hex(16)
             kwargs: dict[str, Any] = {"detached": detached, "port": (ports or {}).get(kind.adapter)}
+            kwargs["owner"] = Ownership(token, tethered)
             if kind.secret_param and env:
                 kwargs["password_env" if kind.adapter == "pgvector" else "api_key_env"] = env
             server = kind.start(**kwargs)
@@ -157,6 +178,10 @@ def start(
                 register(value)
             services.servers[kind.adapter] = server
             services.secret_envs[kind.adapter] = env
+            services.tokens[kind.adapter] = token
+            mark_folder(server.folder, kind.adapter, token)
+            if watchdog is not None:
+                watchdog.watch(server.proc.pid, token, server.folder)
             log(f"{kind.label}: {server.address}")
     except BaseException:
         services.stop()
@@ -164,11 +189,20 @@ def start(
     return services
 
 
+def mark_folder(folder: Path, adapter: str, token: str) -> None:
+    """Write the marker that lets `services down` remove this folder (and nothing without it)."""
+    (folder / MARKER).write_text(json.dumps({"adapter": adapter, "token": token}) + "\n", encoding="utf-8")
+
+
 @contextlib.contextmanager
 def local_services(
     systems: Iterable[tuple[str, Mapping[str, Any]]], log: Callable[[str], None] = print
 ) -> Iterator[Services]:
-    """Servers for the length of a `with` block, stopped on the way out: on success, failure, Ctrl-C or SIGTERM."""
+    """Servers for the length of a `with` block, stopped on the way out: on success, failure, Ctrl-C or SIGTERM.
+
+    If this process is killed outright (SIGKILL, the OOM killer) no `finally` runs: the kernel kills the
+    servers (they are tethered) and a watchdog process then removes their data folders.
+    """
     previous = signal.getsignal(signal.SIGTERM)
 
     def terminated(signum: int, frame: Any) -> None:
@@ -177,13 +211,70 @@ def local_services(
     in_main = _main_thread()
     if in_main:
         signal.signal(signal.SIGTERM, terminated)
-    services = start(systems, log=log)
+    watchdog = Watchdog()
     try:
-        yield services
+        services = start(systems, log=log, watchdog=watchdog)
+        try:
+            yield services
+        finally:
+            services.stop()
     finally:
-        services.stop()
+        watchdog.close()
         if in_main:
             signal.signal(signal.SIGTERM, previous)
+
+
+class Watchdog:
+    """A process that outlives this one to remove the data folders of servers that died with it.
+
+    It reads `[pid, token, folder]` lines on a pipe; the pipe's end (this process closed it or died) is its
+    cue: it waits up to `timeout` s for each pid to exit and removes the folder if its marker holds the token
+    (a server still running keeps its folder). It never signals anything.
+    """
+
+    def __init__(self, timeout: float = 60) -> None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # this very retbench
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "retbench.services", str(timeout)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,  # never holds this process' output open
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
+        self.timeout = timeout
+
+    def watch(self, pid: int, token: str, folder: Path) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps([pid, token, str(folder)]) + "\n")
+        self.proc.stdin.flush()
+
+    def close(self) -> None:
+        """End of watch: the servers were stopped, so it finds nothing left to do and exits."""
+        with contextlib.suppress(OSError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=self.timeout)
+
+
+def _watch(lines: Iterable[str], timeout: float) -> None:
+    """The watchdog's side (`python -m retbench.services TIMEOUT`): pin each pid as it is told, then clean up."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the whole group; the run handles it
+    watched: list[tuple[int | None, int, str, Path]] = []
+    for line in lines:
+        try:
+            pid, token, folder = json.loads(line)
+        except ValueError:  # a line cut short by its writer's death: that server's folder stays
+            continue
+        try:
+            watched.append((os.pidfd_open(pid), pid, token, Path(folder)))
+        except ProcessLookupError:
+            watched.append((None, pid, token, Path(folder)))
+    deadline = time.monotonic() + timeout
+    for pidfd, pid, token, folder in watched:
+        if pidfd is None or wait_exited(pidfd, pid, max(0.0, deadline - time.monotonic())):
+            _remove_folder(folder, token)
 
 
 def _main_thread() -> bool:
@@ -199,18 +290,29 @@ def state_path() -> Path:
 
 
 def save_state(services: Services, path: Path) -> None:
-    """Pids, ports, addresses and folders of detached servers (never their secrets)."""
-    state = {
-        adapter: {
+    """Pids, ports, addresses and folders of detached servers, with what identifies each process (never secrets)."""
+    state = {}
+    for adapter, s in services.servers.items():
+        try:
+            identity = ProcessIdentity.read(s.proc.pid, services.tokens[adapter])
+        except ProcessLookupError:
+            raise BackendError(f"{s.name} exited right after it started on 127.0.0.1:{s.port}") from None
+        state[adapter] = {
             "label": KINDS[adapter].label,
             "pid": s.proc.pid,
             "port": s.port,
             "address": s.address,
             "folder": str(s.folder),
             "secret_env": services.secret_envs.get(adapter),
+            "boot_id": identity.boot_id,
+            "start_time": identity.start_time,
+            "cmdline": list(identity.cmdline),
+            "token": identity.token,
         }
-        for adapter, s in services.servers.items()
-    }
+    _write_state(state, path)
+
+
+def _write_state(state: Mapping[str, Mapping[str, Any]], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -230,57 +332,106 @@ def load_state(path: Path) -> dict[str, dict[str, Any]]:
     return state
 
 
-def _alive(pid: int) -> bool:
+def _identity(entry: Mapping[str, Any]) -> ProcessIdentity | None:
+    """The recorded identity of a server process; None when the entry lacks one (an older retbench wrote it)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        pid, start_time = entry["pid"], entry["start_time"]
+        boot, cmdline, token = entry["boot_id"], entry["cmdline"], entry["token"]
+    except KeyError:
+        return None
+    ok = isinstance(pid, int) and isinstance(start_time, int) and pid > 0
+    ok = ok and isinstance(boot, str) and isinstance(token, str) and bool(token) and isinstance(cmdline, list)
+    if not ok or not all(isinstance(part, str) for part in cmdline):
+        return None
+    return ProcessIdentity(pid, boot, start_time, tuple(cmdline), token)
+
+
+_UNIDENTIFIED = "recorded without its start time and token (not by this version's `services up`)"
 
 
 def status(path: Path) -> list[dict[str, Any]]:
-    """Each recorded server with whether its process lives and whether its port listens on loopback only."""
+    """Each recorded server, checked: `running` only while its pid is provably the process `up` started.
+
+    `check` says why (which check failed, or what matched); `bound` lists the addresses its port listens on.
+    """
     rows = []
     for adapter, entry in load_state(path).items():
-        alive = _alive(int(entry["pid"]))
-        bound = listening_addresses(int(entry["port"])) if alive else set()
-        rows.append({"adapter": adapter, **entry, "running": alive, "bound": sorted(bound)})
+        identity = _identity(entry)
+        verdict, why = identity.check() if identity else ("other", _UNIDENTIFIED)
+        running = verdict == "ours"
+        bound = listening_addresses(int(entry["port"])) if running else set()
+        rows.append({"adapter": adapter, **entry, "running": running, "check": why, "verdict": verdict})
+        rows[-1]["bound"] = sorted(bound)
     return rows
 
 
-def stop_recorded(path: Path, timeout: float = 30) -> list[str]:
-    """Stop every server `services up` started (SIGTERM, then SIGKILL after `timeout`), remove its folder."""
-    import shutil
+@dataclass
+class DownReport:
+    """What `stop_recorded` did (`done`) and what it refused to touch, with the check that failed (`refused`)."""
 
-    stopped = []
+    done: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+
+def stop_recorded(path: Path, timeout: float = 30) -> DownReport:
+    """Stop every server `services up` started and remove its folder, each only after checking it is ours.
+
+    A process is signalled (SIGTERM, SIGKILL after `timeout` s) only while its pid, boot, start time, command
+    line and token match the state; a folder is removed only when its marker holds the token, and only once
+    its server has stopped or provably exited. Entries that fail a check stay in the state file.
+    """
+    report = DownReport()
+    kept = {}
     for adapter, entry in load_state(path).items():
-        pid = int(entry["pid"])
-        if _alive(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGTERM)  # detached servers lead their own session
-            deadline = time.monotonic() + timeout
-            while _alive(pid) and time.monotonic() < deadline:
-                _reap(pid)
-                time.sleep(0.1)
-            if _alive(pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)
-                _reap(pid)
-        folder = Path(entry["folder"])
-        shutil.rmtree(folder, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            folder.with_name(folder.name + ".log").unlink()
-        stopped.append(f"{entry.get('label', adapter)}: stopped (pid {pid})")
-    path.unlink(missing_ok=True)
-    return stopped
+        label, folder = entry.get("label", adapter), Path(str(entry.get("folder", "")))
+        identity = _identity(entry)
+        if identity is None:
+            report.refused.append(f"{label}: pid {entry['pid']} and folder {folder} left alone: {_UNIDENTIFIED}")
+            kept[adapter] = entry
+            continue
+        outcome, why = stop_verified(identity, timeout)
+        if outcome == "stopped":
+            report.done.append(f"{label}: {why}")
+        elif outcome == "exited":
+            report.done.append(f"{label}: was not running ({why})")
+        else:
+            report.refused.append(f"{label}: pid {identity.pid} left alone, not signalled: {why}")
+        if outcome in ("stopped", "exited", "replaced"):  # "replaced": a later process has the pid, ours exited
+            refusal = _remove_folder(folder, identity.token)
+        else:
+            refusal = "its server could not be shown to have stopped"
+        if refusal:
+            report.refused.append(f"{label}: folder {folder} left alone: {refusal}")
+        if outcome not in ("stopped", "exited") or refusal:
+            kept[adapter] = entry
+    if kept:
+        _write_state(kept, path)
+    else:
+        path.unlink(missing_ok=True)
+    return report
 
 
-def _reap(pid: int) -> None:
-    """Collect a child that has exited (a server started by this very process is a zombie until waited)."""
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
+def _remove_folder(folder: Path, token: str) -> str | None:
+    """Remove a server's data folder (and its log beside it) if the marker in it holds `token`; else why not."""
+    if not folder.name or not folder.is_absolute():
+        return "not an absolute path"
+    if not folder.exists() and not folder.is_symlink():
+        return None
+    if folder.is_symlink() or not folder.is_dir():
+        return "not a folder (a link or a file)"
+    marker = folder / MARKER
+    try:
+        recorded = json.loads(marker.read_text(encoding="utf-8")) if marker.is_file() else None
+    except (OSError, ValueError):
+        recorded = None
+    if not isinstance(recorded, dict):
+        return f"it holds no marker ({MARKER}) written by `services up`"
+    if recorded.get("token") != token:
+        return f"its marker ({MARKER}) holds another token"
+    shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        folder.with_name(folder.name + ".log").unlink()
+    return None
 
 
 def require_none_running(path: Path) -> None:
@@ -288,3 +439,25 @@ def require_none_running(path: Path) -> None:
     if running:
         names = ", ".join(f"{r['label']} (pid {r['pid']})" for r in running)
         raise InputError(f"servers are already up: {names}; run `retbench services down` first", path=path)
+
+
+def require_free_ports(ports: Mapping[str, int | None], source: str) -> None:
+    """Refuse, before anything starts, ports the config names that are taken (by whom, when that can be told)."""
+    problems = []
+    seen: dict[int, str] = {}
+    for adapter, port in ports.items():
+        if port is None:
+            continue
+        if port in seen:
+            problems.append(f"port {port} is named for both {KINDS[seen[port]].label} and {KINDS[adapter].label}")
+            continue
+        seen[port] = adapter
+        taken = port_taken(port)
+        if taken:
+            problems.append(f"{KINDS[adapter].label} cannot start: {taken}")
+    if problems:
+        raise InputError("; ".join(problems) + " (free the port or name another in the config)", path=source)
+
+
+if __name__ == "__main__":
+    _watch(sys.stdin, float(sys.argv[1]))

