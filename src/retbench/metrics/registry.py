@@ -80,6 +80,8 @@ def describe(metric: Metric) -> dict[str, Any]:
         "aliases": list(getattr(metric, "aliases", ()) or ()),
         "parameters": params,
         "trec_eval": [n for n in (trec, trec_cut.replace("{k}", "k") if trec_cut else None) if n],
+        "trec_defaults": list(getattr(metric, "trec_defaults", ()) or ()),
+        "aggregate": str(getattr(metric, "aggregate", "mean") or "mean"),
         "range": list(getattr(metric, "value_range", None) or ()),
         "lower_is_better": bool(getattr(metric, "lower_is_better", False)),
         "answer_side": bool(getattr(metric, "answer_side", False)),
