@@ -48,7 +48,9 @@ def eval_command(
     judged_only: Annotated[
         bool,
         typer.Option(
-            "--judged-only", "-J", help="Score the judged documents only, in their order (trec_eval -J, condensed lists)."
+            "--judged-only",
+            "-J",
+            help="Score the judged documents only, in their order (trec_eval -J, condensed lists).",
         ),
     ] = False,
     max_docs: Annotated[

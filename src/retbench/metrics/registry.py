@@ -79,7 +79,7 @@ def describe(metric: Metric) -> dict[str, Any]:
         "cutoff": metric.cutoff,
         "aliases": list(getattr(metric, "aliases", ()) or ()),
         "parameters": params,
-        "trec_eval": [n for n in (trec, trec_cut.replace("{k}", "k") if trec_cut else None) if n],
+        "trec_eval": [re.sub(r"\{(\w+)[^}]*\}", r"\1", n) for n in (trec, trec_cut) if n],
         "trec_defaults": list(getattr(metric, "trec_defaults", ()) or ()),
         "aggregate": str(getattr(metric, "aggregate", "mean") or "mean"),
         "range": list(getattr(metric, "value_range", None) or ()),
@@ -120,6 +120,15 @@ def trec_families() -> dict[str, tuple[Metric, bool]]:
         if plain:
             out[plain] = (m, True)
     return out
+
+
+def trec_cut_families() -> dict[str, tuple[float, ...]]:
+    """{trec_eval family of several measures: the values trec_eval computes when it is named bare}."""
+    return {
+        fam: tuple(getattr(m, "trec_defaults", ()))
+        for fam, (m, plain) in trec_families().items()
+        if not plain and getattr(m, "trec_defaults", ())
+    }
 
 
 def trec_order(name: str) -> tuple[int, float]:
