@@ -34,9 +34,7 @@ def trec_lines(ev: Evaluation, *, per_query: bool = False) -> list[str]:
     lines: list[str] = []
     if per_query:
         for q, i in sorted((q, i) for i, q in enumerate(ev.query_ids)):
-            lines.extend(
-                f"{names[j]:<22}\t{q}\t{_value(ev.values[i, j], rows[j][1])}" for j in order if rows[j][0]
-            )
+            lines.extend(f"{names[j]:<22}\t{q}\t{_value(ev.values[i, j], rows[j][1])}" for j in order if rows[j][0])
     means = ev.means()
     lines.extend(f"{names[j]:<22}\tall\t{_value(means[ev.metrics[j]], rows[j][1])}" for j in order)
     return lines
