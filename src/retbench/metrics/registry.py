@@ -124,11 +124,12 @@ def trec_families() -> dict[str, tuple[Metric, bool]]:
 
 def trec_cut_families() -> dict[str, tuple[float, ...]]:
     """{trec_eval family of several measures: the values trec_eval computes when it is named bare}."""
-    return {
-        fam: tuple(getattr(m, "trec_defaults", ()))
-        for fam, (m, plain) in trec_families().items()
-        if not plain and getattr(m, "trec_defaults", ())
-    }
+    out: dict[str, tuple[float, ...]] = {}
+    for fam, (m, plain) in trec_families().items():
+        defaults: tuple[float, ...] = tuple(getattr(m, "trec_defaults", None) or ())
+        if not plain and defaults:
+            out[fam] = defaults
+    return out
 
 
 def trec_order(name: str) -> tuple[int, float]:

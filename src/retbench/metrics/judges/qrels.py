@@ -74,7 +74,8 @@ def judge_qrels(
     jrr, jr, jd, jg = jrr[sel], jrow[sel], jdocs[sel], jgrade[sel]
 
     which, ranks = run.locate(jrr, jd)
-    rows, grades = jr[which], jg[which]
+    rows, grades = np.asarray(jr[which], dtype=np.int64), np.asarray(jg[which], dtype=np.float64)
+    ranks = np.asarray(ranks, dtype=np.int64)
     pos, zero, neg = grades > 0, grades == 0, grades < 0
     gm = GainMatrix.from_hits(qids, rows[pos], ranks[pos], grades[pos], lengths, ideal_offsets, ideal_grades)
     return gm.with_judged((rows[zero], ranks[zero]), (rows[neg], ranks[neg]), n_zero)
