@@ -279,9 +279,59 @@ def main() -> None:
             report(n_q, depth, results)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and sys.argv[1:2] not in (["--all-trec"], ["--all-trec-worker"]):
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         tool, way, n_q, depth, folder, repeats = sys.argv[2:8]
         print(json.dumps(worker(tool, way, int(n_q), int(depth), Path(folder), int(repeats))))
     else:
         main()
+
+
+# -- every trec_eval measure: `retbench eval -m all_trec` against pytrec_eval's all_trec, from the same files ----
+def all_trec_case(n_q: int = 10_000, depth: int = 1_000, repeats: int = 1) -> None:
+    """`.venv/bin/python benchmarks/metrics_speed.py --all-trec [10000x1000]`: trec_eval's whole measure suite
+    (`all_trec`) from the same TREC run and qrels files, read + evaluate, each tool in a fresh process;
+    best-of-`repeats` seconds and the growth of peak RSS during the timed step."""
+    with tempfile.TemporaryDirectory(prefix="retbench-bench-") as tmp:
+        folder = Path(tmp)
+        run, qrels = make_inputs(n_q, depth)
+        write_files(run, qrels, folder)
+        del run, qrels
+        print(f"all_trec, {n_q} queries x {depth} docs, load average {os.getloadavg()[0]:.2f}", flush=True)
+        rows = []
+        for tool in ("retbench", "pytrec_eval"):
+            cmd = [sys.executable, __file__, "--all-trec-worker", tool, str(folder), str(repeats)]
+            done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        for r in rows:
+            print(f"  {r['tool']:<12} {r['seconds']:8.2f} s  peak +{r['peak_mb']:7.0f} MB  {r['measures']} measures")
+        print(f"  speed-up {rows[1]['seconds'] / rows[0]['seconds']:.1f}x; load average {os.getloadavg()[0]:.2f}")
+
+
+def _all_trec_worker(tool: str, folder: Path, repeats: int) -> dict:
+    run_path, qrels_path = folder / "run.trec", folder / "qrels.trec"
+    if tool == "retbench":
+        from retbench.evaluation import evaluate
+        from retbench.io.trec import read_qrels, read_run
+
+        def go():
+            ev = evaluate(read_run(run_path), read_qrels(qrels_path), ["all_trec"], no_relevant="zero")
+            return len(ev.metrics), ev.means()
+    else:
+        import pytrec_eval
+
+        def go():
+            with open(run_path) as fr, open(qrels_path) as fq:
+                run, qrels = pytrec_eval.parse_run(fr), pytrec_eval.parse_qrel(fq)
+            res = pytrec_eval.RelevanceEvaluator(qrels, {"all_trec"}).evaluate(run)
+            return len(next(iter(res.values()))) - 2, None  # runid and relstring are not measures
+
+    seconds, peak, (measures, _) = timed(go, repeats)
+    return {"tool": tool, "seconds": seconds, "peak_mb": peak, "measures": measures}
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--all-trec"]:
+    size = sys.argv[2] if len(sys.argv) > 2 else "10000x1000"
+    all_trec_case(*(int(x) for x in size.lower().split("x")))
+elif __name__ == "__main__" and sys.argv[1:2] == ["--all-trec-worker"]:
+    print(json.dumps(_all_trec_worker(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]))))

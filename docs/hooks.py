@@ -68,28 +68,31 @@ def cli_reference() -> str:
 
 # -- metrics ---------------------------------------------------------------------------------------
 def metrics_reference() -> str:
-    from retbench.metrics.registry import available
+    """The registry's own declaration of every metric (`registry.catalog()`, what `retbench metrics --json` prints)."""
+    from retbench.metrics.registry import catalog
 
     out = [
         "# Metrics",
         "",
-        "Generated from the metric registry at build time. A name takes a cutoff where the table says so",
-        "(`ndcg@10`); `trec_eval` gives the name `trec_eval -m` uses for the same number, which retbench matches",
-        "to 1e-9 (tests compare every one against pytrec_eval).",
+        "Generated from the metric registry at build time (`retbench metrics --json` prints the same rows). A name",
+        "takes a cutoff where the table says so (`ndcg@10`); `trec_eval` gives the names `trec_eval -m` prints for",
+        "the same number, which retbench matches to 1e-9 (tests compare every one against pytrec_eval), and the",
+        "values trec_eval computes when the family is named bare; `summed up` is how the per-query values become",
+        "one number, as trec_eval's `all` line does (mean; gmean: geometric mean with a 1e-5 floor; sum).",
         "",
-        "| metric | meaning | cutoff | parameters | aliases | trec_eval | side |",
-        "|---|---|---|---|---|---|---|",
+        "| metric | meaning | cutoff | parameters | aliases | trec_eval | summed up | side |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for name, metric in sorted(available().items()):
-        desc = _escape(getattr(metric, "description", "") or getattr(metric, "meaning", ""))
-        cutoff = _escape(getattr(metric, "cutoff", "") or "")
-        params = ", ".join(f"`{k}`={v}" for k, v in (getattr(metric, "params", None) or {}).items())
-        aliases = ", ".join(f"`{a}`" for a in getattr(metric, "aliases", ()) or ())
-        trec = getattr(metric, "trec", None)
-        trec_cut = getattr(metric, "trec_cut", None)
-        trec_names = ", ".join(f"`{t}`" for t in (trec, trec_cut) if t)
-        side = "answer" if getattr(metric, "answer_side", False) else "ranking"
-        out.append(f"| `{name}` | {desc} | {cutoff} | {params} | {aliases} | {trec_names} | {side} |")
+    for r in sorted(catalog(), key=lambda r: r["name"].lower()):
+        params = ", ".join(f"`{k}`={v:g}" for k, v in r["parameters"].items())
+        aliases = ", ".join(f"`{a}`" for a in r["aliases"])
+        trec = ", ".join(f"`{t}`" for t in r["trec_eval"])
+        if r["trec_defaults"]:
+            trec += " (bare: " + ", ".join(f"{v:g}" for v in r["trec_defaults"]) + ")"
+        side = "answer" if r["answer_side"] else "ranking"
+        meaning = _escape(r["meaning"] or r["definition"])
+        row = [f"`{r['name']}`", meaning, r["cutoff"], params, aliases, trec, r["aggregate"], side]
+        out.append("| " + " | ".join(row) + " |")
     return "\n".join(out) + "\n"
 
 

@@ -16,32 +16,26 @@ from retbench.errors import InputError
 from retbench.evaluation import Evaluation
 from retbench.evaluation import evaluate as evaluate_run
 from retbench.io.frames import as_qrels, as_run
-from retbench.metrics.registry import EVAL_METRICS
+from retbench.metrics.registry import EVAL_METRICS, trec_cut_families
 from retbench.stats import check_resamples
 
 __all__ = ["compare", "evaluate", "metric_names"]
 
 DEFAULT_METRICS = EVAL_METRICS
 
-# trec_eval's cut measures asked for by family name, as pytrec_eval users write them
-# (`RelevanceEvaluator(qrels, {"ndcg_cut", "P"})`), mean the family at trec_eval's default cutoffs
-# (trec_eval 9.0.8, `m_ndcg_cut.c` and friends: 5 10 15 20 30 100 200 500 1000; success: 1 5 10).
-TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-TREC_FAMILIES = {
-    "P": TREC_CUTOFFS,
-    "recall": TREC_CUTOFFS,
-    "ndcg_cut": TREC_CUTOFFS,
-    "map_cut": TREC_CUTOFFS,
-    "success": (1, 5, 10),
-}
+# trec_eval's measure families of several measures, asked for by family name as pytrec_eval users write them
+# (`RelevanceEvaluator(qrels, {"ndcg_cut", "P"})`): each expands to trec_eval's defaults, read from the metric
+# rows (`P`: 5 10 15 20 30 100 200 500 1000; `success`: 1 5 10; `iprec_at_recall`: 0, 0.1, ..., 1)
+TREC_FAMILIES = trec_cut_families()
 
 
 def metric_names(metrics: Sequence[str] | str | set[str]) -> list[str]:
     """The metric names to compute: a name, a list, or a pytrec_eval-style set of measures.
 
-    A trec_eval family spelled exactly as trec_eval does (`P`, `recall`, `ndcg_cut`, `map_cut`,
-    `success`) expands to its default cutoffs, as pytrec_eval computes it: `ndcg_cut` is
-    `ndcg_cut_5` ... `ndcg_cut_1000`. Any other spelling (`P@10`, `ndcg_cut_10`, `ndcg`) is one metric.
+    A trec_eval family of several measures spelled exactly as trec_eval does (`P`, `recall`, `ndcg_cut`,
+    `map_cut`, `success`, `iprec_at_recall`, ...; `TREC_FAMILIES`) expands to its defaults, as pytrec_eval
+    computes it: `ndcg_cut` is `ndcg_cut_5` ... `ndcg_cut_1000`; so do trec_eval's nicknames (`official`,
+    `all_trec`). Any other spelling (`P@10`, `ndcg_cut_10`, `ndcg`) is one metric.
     A set is taken in sorted order, so the same set always gives the same columns.
     """
     given = (
@@ -56,7 +50,7 @@ def metric_names(metrics: Sequence[str] | str | set[str]) -> list[str]:
         if not isinstance(name, str):
             raise InputError(f"a metric name must be a string, got {type(name).__name__} {name!r:.40}", field="metrics")
         cuts = TREC_FAMILIES.get(name)
-        out.extend([f"{name}_{k}" for k in cuts] if cuts else [name])
+        out.extend([f"{name}_{k:g}" for k in cuts] if cuts else [name])
     return out
 
 

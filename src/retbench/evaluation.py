@@ -40,6 +40,7 @@ from retbench.errors import ConfigError, InputError
 from retbench.io.files import (
     json_safe,  # re-exported: callers import it from here
 )
+from retbench.metrics.aggregate import aggregate_kind, aggregate_kinds, from_means, summarize, to_means
 from retbench.metrics.coverage import coverage  # re-exported: the cell runner and the report read it here
 from retbench.metrics.judged import JUDGED_METRICS
 from retbench.metrics.judges import Judgement, judge_qrels, run_rows
@@ -86,6 +87,9 @@ class Evaluation:
     default_k: int = 5
     trec_names: list[str | None] = field(default_factory=list)
     ignore_identical_ids: bool = False
+    judged_only: bool = False  # trec_eval -J: scored over the judged documents only
+    max_docs: int | None = None  # trec_eval -M
+    collection_size: int | None = None  # trec_eval -N
     # `coverage(ev, run)` as the cell runner stored it in metrics.json, attached when the table is read
     # back (results directory, history) or scored from a run file; empty for a table built in Python
     coverage: dict[str, Any] = field(default_factory=dict)
@@ -113,9 +117,15 @@ class Evaluation:
         """Per-query values of one metric, in `query_ids` order (accepts any spelling of the name)."""
         return self.values[:, self._index(metric)]
 
+    def aggregates(self) -> list[str]:
+        """Each metric's aggregate kind (metrics/aggregate.py): mean, gmean (gm_map, gm_bpref) or sum (num_*)."""
+        return aggregate_kinds(self.metrics, self.default_k)
+
     def mean(self, metric: str) -> float:
-        """Mean over the counted queries the metric applies to (NaN when there are none)."""
-        return float(column_means(self.column(metric)[:, None])[0])
+        """The metric's one number over the counted queries it applies to, as trec_eval's `all` line gives it:
+        the mean for almost every metric, the geometric mean for gm_*, the sum for num_* (NaN when none apply)."""
+        j = self._index(metric)
+        return float(summarize(self.values[:, j : j + 1], [aggregate_kind(self.metrics[j], self.default_k)])[0])
 
     def applicable(self) -> dict[str, int]:
         """{metric: how many counted queries it applies to} (answer metrics skip some; see metrics/answers.py)."""
@@ -128,7 +138,7 @@ class Evaluation:
         >>> evaluate(Run.from_dict({"q1": {"d1": 1.0, "d2": 0.5}}), {"q1": {"d2": 1}}, ["mrr"]).means()
         {'mrr': 0.5}
         """
-        return {m: self.mean(m) for m in self.metrics}
+        return dict(zip(self.metrics, summarize(self.values, self.aggregates()).tolist(), strict=True))
 
     def settings(self) -> EvalSettings:
         """The settings this table was counted with (to score another run of the same queries the same way)."""
@@ -138,6 +148,9 @@ class Evaluation:
             mode=self.mode,
             default_k=self.default_k,
             ignore_identical_ids=self.ignore_identical_ids,
+            judged_only=self.judged_only,
+            max_docs=self.max_docs,
+            collection_size=self.collection_size,
         )
 
     @property
@@ -157,30 +170,43 @@ class Evaluation:
     ) -> dict[str, dict[str, Any]]:
         """{metric: {"mean", "ci_low", "ci_high", "n"}}: percentile bootstrap over queries (CIs only when ci=True).
 
+        "mean" is the metric's aggregate (`Evaluation.mean`); a metric summed up otherwise than by its mean
+        (gm_map: geometric mean; num_rel: sum) says so in its "aggregate" entry, and its interval is that
+        aggregate's (metrics/aggregate.py).
+
         A metric that applies to only some queries (NaN elsewhere) is averaged over those: its `n`
         is that count and `of` the number of counted queries. An LLM-judged answer metric also carries
         its `estimate` entry (source `llm`, see `label_estimates`): no human labels exist for it to correct.
         """
         n = len(self.query_ids)
         out: dict[str, dict[str, Any]] = {}
-        means = column_means(self.values)
+        kinds = self.aggregates()
+        means = summarize(self.values, kinds)
         applies = self.applicable()
+        counts = np.array([applies[m] for m in self.metrics])
         lows = highs = None
         if ci and n:
             tail = (1.0 - confidence) / 2.0
             lows, highs = np.full(len(self.metrics), np.nan), np.full(len(self.metrics), np.nan)
+            base = to_means(self.values, kinds)  # the bootstrap resamples means; each aggregate maps from one
             partial = [j for j, m in enumerate(self.metrics) if applies[m] != n]
             full = [j for j in range(len(self.metrics)) if j not in partial]
             if full:  # resampled together, as before answer metrics existed
-                boot = bootstrap_means(self.values[:, full], n_boot=n_boot, seed=seed)
-                lows[full], highs[full] = np.quantile(boot, [tail, 1.0 - tail], axis=0)
+                boot = bootstrap_means(base[:, full], n_boot=n_boot, seed=seed)
+                q = np.quantile(boot, [tail, 1.0 - tail], axis=0)
+                k_full = [kinds[j] for j in full]
+                lows[full] = from_means(q[0], k_full, counts[full])
+                highs[full] = from_means(q[1], k_full, counts[full])
             for j in partial:  # resampled over the queries the metric applies to
-                col = self.values[:, j][~np.isnan(self.values[:, j])]
+                col = base[:, j][~np.isnan(base[:, j])]
                 if col.size:
                     boot = bootstrap_means(col[:, None], n_boot=n_boot, seed=seed)
-                    lows[j], highs[j] = np.quantile(boot[:, 0], [tail, 1.0 - tail])
+                    q = np.quantile(boot[:, 0], [tail, 1.0 - tail])
+                    lows[j], highs[j] = from_means(q[:, None], [kinds[j]], counts[j : j + 1])[:, 0]
         for j, m in enumerate(self.metrics):
             row: dict[str, Any] = {"mean": float(means[j]), "n": applies[m]}
+            if kinds[j] != "mean":
+                row["aggregate"] = kinds[j]
             if applies[m] != n:
                 row["of"] = n
             if ci:
@@ -197,7 +223,7 @@ class Evaluation:
         out: dict[str, dict[str, float]] = {}
         for tag, qids in groups.items():
             rows = [pos[q] for q in qids if q in pos]
-            means = column_means(self.values[rows])
+            means = summarize(self.values[rows], self.aggregates())
             out[tag] = {m: float(means[j]) for j, m in enumerate(self.metrics)}
         return out
 
@@ -226,6 +252,9 @@ class Evaluation:
             self.default_k,
             list(self.trec_names),
             self.ignore_identical_ids,
+            self.judged_only,
+            self.max_docs,
+            self.collection_size,
         )
 
     def select(self, metrics: Sequence[str]) -> Evaluation:
@@ -255,6 +284,9 @@ class Evaluation:
             "relevance_level": self.relevance_level,
             "no_relevant": self.no_relevant,
             "ignore_identical_ids": self.ignore_identical_ids,
+            **({"judged_only": True} if self.judged_only else {}),
+            **({"max_docs": self.max_docs} if self.max_docs is not None else {}),
+            **({"collection_size": self.collection_size} if self.collection_size is not None else {}),
             "n_queries": len(self.query_ids),
             "status": self.status_counts(),
             "skipped": list(self.skipped),
@@ -408,6 +440,8 @@ def evaluate(
     mode, no_relevant, default_k = st.mode, st.no_relevant, st.default_k
     if st.ignore_identical_ids:
         run = run.without_identical_ids()
+    if st.max_docs is not None:
+        run = run.truncate(int(st.max_docs))
     specs = _metric_specs(metrics, default_k)
 
     items: Judgement | None = None
@@ -419,6 +453,10 @@ def evaluate(
                 f"got {relevance_level}",
                 field="relevance_level",
             )
+        if st.judged_only:
+            raise ConfigError(
+                "judged_only (-J) needs qrels: a passage judge labels every ranked chunk", field="judged_only"
+            )
         items, qids = relevance, list(relevance.query_ids)
         rows_in_run = run_rows(run, qids)
         gm = relevance.gains
@@ -427,6 +465,8 @@ def evaluate(
         qrels, qids = relevance, list(relevance)
         rows_in_run = run_rows(run, qids)
         gm = judge_qrels(run, relevance, qids, rows_in_run)
+        if st.judged_only:
+            gm = gm.condensed()
         no_rel = gm.n_relevant(relevance_level) == 0
     n = len(qids)
     status = run.status_values(qids, rows_in_run)
@@ -463,6 +503,7 @@ def evaluate(
         answers,
         judged,
         items=None if items is None else (items if everyone else items.take(rows)),
+        collection_size=st.collection_size,
     )
     values = np.empty((len(rows), len(specs)), dtype=np.float64)
     answer_side = np.array([bool(getattr(s.metric, "answer_side", False)) for s in specs], dtype=bool)
@@ -471,7 +512,10 @@ def evaluate(
     values[np.ix_(unanswerable[rows], ~answer_side)] = np.nan  # retrieval metrics do not apply
     if no_relevant == "one":
         values[np.ix_(no_rel[rows] & ~unanswerable[rows], ~answer_side)] = 1.0
-    values[failed[rows]] = np.where(np.isnan(values[failed[rows]]), np.nan, 0.0)
+    # unanswered score 0, except measures of the judgements alone (num_rel, num_q), as trec_eval -c keeps them
+    zeroed = np.array([not getattr(s.metric, "keeps_unanswered", False) for s in specs], dtype=bool)
+    block = values[np.ix_(failed[rows], zeroed)]
+    values[np.ix_(failed[rows], zeroed)] = np.where(np.isnan(block), np.nan, 0.0)
 
     not_judged = np.ones(len(run), dtype=bool)
     not_judged[rows_in_run[rows_in_run >= 0]] = False
@@ -492,6 +536,9 @@ def evaluate(
         default_k=default_k,
         trec_names=[s.trec_name for s in specs],
         ignore_identical_ids=bool(st.ignore_identical_ids),
+        judged_only=bool(st.judged_only),
+        max_docs=st.max_docs,
+        collection_size=st.collection_size,
     )
 
 

@@ -28,7 +28,7 @@ def eval_command(
         typer.Option(
             "--metric",
             "-m",
-            help="A metric (repeatable): ndcg@10, P@5, recall@100, mrr, map, rprec, hit@5, recall@5(rel=2), or trec_eval names (ndcg_cut_10, P.5,10, recip_rank).",
+            help="A metric (repeatable): ndcg@10, P@5, recall@100, mrr, map, rprec, hit@5, bpref, recall@5(rel=2), trec_eval names (ndcg_cut_10, P.5,10, recip_rank, iprec_at_recall.0.1, set_F.0.5) or its nicknames (official, all_trec, set).",
         ),
     ] = None,
     per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also print one line per query.")] = False,
@@ -39,8 +39,35 @@ def eval_command(
         int, typer.Option("--relevance-level", "-l", help="Lowest grade that counts as relevant (binary measures).")
     ] = 1,
     no_relevant: Annotated[
-        str, typer.Option(help="Judged queries with no relevant doc: skip (reported), zero, or one.")
-    ] = "skip",
+        str | None,
+        typer.Option(
+            help="Judged queries with no relevant doc: skip (reported), zero, or one. Default: skip; zero with "
+            "--format trec, as trec_eval counts them."
+        ),
+    ] = None,
+    judged_only: Annotated[
+        bool,
+        typer.Option(
+            "--judged-only",
+            "-J",
+            help="Score the judged documents only, in their order (trec_eval -J, condensed lists).",
+        ),
+    ] = False,
+    max_docs: Annotated[
+        int | None, typer.Option("--max-docs", "-M", help="Documents per query scored (trec_eval -M).")
+    ] = None,
+    collection_size: Annotated[
+        int | None,
+        typer.Option("--collection-size", "-N", help="Documents in the collection (trec_eval -N; read by utility)."),
+    ] = None,
+    complete: Annotated[
+        bool,
+        typer.Option(
+            "--complete",
+            "-c",
+            help="trec_eval -c: every judged query counts, unanswered ones as 0 (already the trec_eval mode's rule).",
+        ),
+    ] = False,
     mode: Annotated[
         str,
         typer.Option(help="trec_eval (all judged queries, unanswered = 0) or pytrec_eval (answered only, as BEIR)."),
@@ -83,9 +110,14 @@ def eval_command(
             llm, provenance = read_llm_qrels(llm_qrels)
         judged = combine_labels(labels, Qrels(judged), llm)
     system, texts, answers = read_system(run)
+    if complete and mode != "trec_eval":
+        raise fail(f"-c counts every judged query, as --mode trec_eval does; it cannot go with --mode {mode}")
     scoring: dict[str, Any] = {
         "relevance_level": relevance_level,
-        "no_relevant": no_relevant,
+        "no_relevant": no_relevant or ("zero" if fmt == "trec" else "skip"),
+        "judged_only": judged_only,
+        "max_docs": max_docs,
+        "collection_size": collection_size,
         "mode": mode,
         "default_k": default_k,
         "samples": samples,

@@ -171,6 +171,9 @@ class EvalBlock(Block, frozen=True):
     bootstrap: PositiveInt = _EVAL_DEFAULTS.bootstrap
     seed: int = _EVAL_DEFAULTS.seed
     ignore_identical_ids: bool = _EVAL_DEFAULTS.ignore_identical_ids
+    judged_only: bool = _EVAL_DEFAULTS.judged_only
+    max_docs: PositiveInt | None = _EVAL_DEFAULTS.max_docs
+    collection_size: PositiveInt | None = _EVAL_DEFAULTS.collection_size
 
     @classmethod
     def from_config(cls, raw: Any, source: str | None = None, where: str = "evaluation") -> EvalSettings:

@@ -17,6 +17,11 @@ from retbench.errors import ConfigError
 from retbench.metrics.gain import GainMatrix
 
 CUTOFFS = ("k", "optional", "none")
+#: how a metric's per-query values become its one number, as trec_eval's `all` line does:
+#: mean; gmean: the geometric mean of max(value, MIN_GEO_MEAN) (trec_eval's gm_map, gm_bpref);
+#: sum: the total over queries (trec_eval's num_ret, num_rel, ...; num_q sums a 1 per query: the count)
+AGGREGATES = ("mean", "gmean", "sum")
+MIN_GEO_MEAN = 1e-5  # trec_eval's floor under a geometric mean (trec_eval.h MIN_GEO_MEAN)
 
 
 @dataclass
@@ -40,6 +45,7 @@ class MetricContext:
     # a passage judge's gold items (metrics/judges/common.Judgement): recall, recall_any, recall_all and f1
     # count the gold items matched rather than relevant chunks when it is there
     items: Any = None
+    collection_size: int | None = None  # documents in the collection (trec_eval -N; utility's d term)
 
     def level(self, params: Mapping[str, float]) -> int:
         """The relevance level a binary measure uses: its own `rel=` parameter, else the evaluation's."""
@@ -67,7 +73,8 @@ class Metric(Protocol):
     (uncut unless the name has @k) or "none". `compute` returns one float per gain-matrix row;
     `k` is None (uncut) or an int64 array of per-row cutoffs. Optional attributes: `aliases`
     (other names), `params` (name -> default), `binary` (accepts `rel=`), `description`,
-    `trec_name(k)` (trec_eval's name for it, if any), `value_range` ((low, high): thresholds are checked
+    `trec_name(k, params)` (trec_eval's name for it, if any), `aggregate` (one of `AGGREGATES`; default
+    mean), `value_range` ((low, high): thresholds are checked
     against it), `answer_side` (True: it scores the answer, so it applies to unanswerable questions,
     where retrieval metrics do not).
     """
@@ -97,11 +104,25 @@ class Builtin:
     lower_is_better: bool = False  # a rate of errors (hallucination_rate): gates cap it and a rise is a regression
     label: str = ""  # how reports name it ("nDCG", "MRR", "hit rate"); the name itself when empty
     meaning: str = ""  # one plain sentence for readers who are not IR people; "{k}" stands for the cutoff
+    aggregate: str = "mean"  # one of AGGREGATES: how trec_eval's `all` line sums it up
+    # trec_eval's identity: its measure family (`-m FAMILY.params`), the parameters its `.params` list sets
+    # (none: the list is cutoffs), and the values it computes when the family is named bare
+    trec_family: str | None = None
+    trec_params: tuple[str, ...] = ()
+    trec_defaults: tuple[float, ...] = ()
+    show_params: bool = False  # the canonical name always shows the parameters (a point of a family: recall=0.1)
+    per_query_line: bool = True  # trec_eval -q prints a line per query (not for gm_* and num_q)
+    keeps_unanswered: bool = False  # true of measures of the judgements alone (num_rel, num_q): unanswered keep them
 
     def compute(self, ctx: MetricContext, k: np.ndarray | None, params: Mapping[str, float]) -> np.ndarray:
         return self.fn(ctx, k, ctx.level(params) if self.binary else 1, params)
 
-    def trec_name(self, k: int | None) -> str | None:
-        if k is None:
+    def trec_name(self, k: int | None, params: Mapping[str, float] | None = None) -> str | None:
+        """trec_eval's printed name: `trec` when uncut and at its defaults, else `trec_cut` filled in."""
+        given = {p: v for p, v in (params or {}).items() if p != "rel"}
+        at_defaults = all(given.get(p, d) == d for p, d in self.params.items())
+        if k is None and at_defaults and self.trec:
             return self.trec
-        return self.trec_cut.format(k=k) if self.trec_cut else None
+        if self.trec_cut and (k is not None or self.params):
+            return self.trec_cut.format(k=k, **{**self.params, **given})
+        return None

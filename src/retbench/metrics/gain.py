@@ -4,6 +4,13 @@ For each query (row) it holds the grade of the document at each rank (0 when unj
 relevant), how many documents the system returned, and the query's ideal grades (all positive judged
 grades, sorted descending) from which relevant counts at any level and ideal DCG follow.
 
+The measures made for incomplete judgements (bpref, infAP, trec_eval's `-J`) must tell a document judged
+not relevant from one nobody judged, so the matrix also keeps, sparse like the hits, where the ranked
+documents judged 0 sit (`zero_rows`/`zero_ranks`), where those with a negative judgement sit (trec_eval
+reads a negative grade as "in the pool but not judged": `pool_rows`/`pool_ranks`), and how many
+documents each query has judged 0 (`n_zero`). A matrix built without them (a passage judge) has none:
+every ranked document that is not a hit then reads as unjudged.
+
 Internally the matrix is kept sparse (one entry per relevant ranked document) because rankings are
 deep (1,000 docs) and relevant documents few: metrics then cost time in proportion to the number of
 hits, not to the number of ranked documents. The dense `gains` array is built on first use.
@@ -126,6 +133,41 @@ class GainMatrix:
         self.ideal_grades = ideal_grades
         self.depth = int(depth)
         self._dense: np.ndarray | None = None
+        empty = np.zeros(0, dtype=np.int64)
+        self.zero_rows, self.zero_ranks, self.pool_rows, self.pool_ranks = empty, empty, empty, empty
+        self.n_zero = np.zeros(n, dtype=np.int64)
+
+    def with_judged(
+        self,
+        zero: tuple[np.ndarray, np.ndarray],
+        pool: tuple[np.ndarray, np.ndarray],
+        n_zero: np.ndarray,
+    ) -> GainMatrix:
+        """Attach (in place; returns self) the ranked documents judged 0 and those judged negative (each as
+        (rows, 0-based ranks), any order), and each query's count of grade-0 judgements."""
+        self.zero_rows, self.zero_ranks = _sorted_pairs(*zero)
+        self.pool_rows, self.pool_ranks = _sorted_pairs(*pool)
+        self.n_zero = np.asarray(n_zero, dtype=np.int64)
+        return self
+
+    def condensed(self) -> GainMatrix:
+        """The judged documents only, ranked in their order (trec_eval `-J`; the condensed lists of Sakai and
+        Kando 2008): unjudged and negatively judged documents are removed before any measure is computed."""
+        rows = np.concatenate([self.hit_rows, self.zero_rows])
+        ranks = np.concatenate([self.hit_ranks, self.zero_ranks])
+        is_hit = np.arange(len(rows)) < len(self.hit_rows)
+        order = np.lexsort((ranks, rows))
+        rows, is_hit = rows[order], is_hit[order]
+        counts = np.bincount(rows, minlength=len(self)).astype(np.int64)
+        starts = np.zeros(len(self), dtype=np.int64)
+        np.cumsum(counts[:-1], out=starts[1:])
+        new_rank = np.arange(len(rows), dtype=np.int64) - starts[rows]
+        grades = self.hit_grades[order[is_hit]]
+        empty = np.zeros(0, dtype=np.int64)
+        out = GainMatrix.from_hits(
+            self.query_ids, rows[is_hit], new_rank[is_hit], grades, counts, self.ideal_offsets, self.ideal_grades
+        )
+        return out.with_judged((rows[~is_hit], new_rank[~is_hit]), (empty, empty), self.n_zero)
 
     # -- shape and views --------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -161,6 +203,12 @@ class GainMatrix:
         check_level(level)
         return np.bincount(self.ideal_rows[self.ideal_grades >= level], minlength=len(self)).astype(np.int64)
 
+    def n_nonrelevant(self, level: int = 1) -> np.ndarray:
+        """Per query, the judged documents below `level` (grade 0 included, negative grades not): bpref's N."""
+        check_level(level)
+        below = np.bincount(self.ideal_rows[self.ideal_grades < level], minlength=len(self)).astype(np.int64)
+        return self.n_zero + below
+
     def take(self, rows: np.ndarray | Sequence[int]) -> GainMatrix:
         """A gain matrix of the given rows, in the given order."""
         rows = np.asarray(rows, dtype=np.int64)
@@ -173,6 +221,10 @@ class GainMatrix:
         irow = self.ideal_rows
         isel = new_of_old[irow] >= 0
         off, gr = _ideal_csr(new_of_old[irow[isel]], self.ideal_grades[isel], len(rows))
+        z = new_of_old[self.zero_rows] >= 0
+        pl = new_of_old[self.pool_rows] >= 0
+        zero = (new_of_old[self.zero_rows[z]], self.zero_ranks[z])
+        pool = (new_of_old[self.pool_rows[pl]], self.pool_ranks[pl])
         return GainMatrix.from_hits(
             [self.query_ids[r] for r in rows],
             new_of_old[self.hit_rows[sel]],
@@ -181,10 +233,16 @@ class GainMatrix:
             self.lengths[rows],
             off,
             gr,
-        )
+        ).with_judged(zero, pool, self.n_zero[rows])
 
     def __repr__(self) -> str:
         return f"GainMatrix(queries={len(self)}, depth={self.depth}, hits={len(self.hit_rows)}, judged_relevant={len(self.ideal_grades)})"
+
+
+def _sorted_pairs(rows: np.ndarray, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    rows, ranks = np.asarray(rows, dtype=np.int64), np.asarray(ranks, dtype=np.int64)
+    order = np.lexsort((ranks, rows))
+    return rows[order], ranks[order]
 
 
 def check_level(level: float) -> None:

@@ -41,9 +41,11 @@ import retbench.metrics.families as families
 import retbench.metrics.judged as judged
 import retbench.metrics.names as metric_names
 import retbench.metrics.retrieval as retrieval
+import retbench.metrics.trec_rows as trec_rows
 from retbench.errors import ConfigError, InputError
 from retbench.metrics.base import CUTOFFS, Metric, MetricContext
 from retbench.metrics.gain import check_level
+from retbench.metrics.trec_rows import TREC_NICKNAMES, TREC_ORDER
 
 #: the metric suite of a benchmark run (and of `retbench compare` on run files) when a config names none
 DEFAULT_METRICS = ["ndcg@10", "recall@100", "mrr@10", "map", "recall@5", "P@5", "hit@5"]
@@ -79,7 +81,9 @@ def describe(metric: Metric) -> dict[str, Any]:
         "cutoff": metric.cutoff,
         "aliases": list(getattr(metric, "aliases", ()) or ()),
         "parameters": params,
-        "trec_eval": [n for n in (trec, trec_cut.replace("{k}", "k") if trec_cut else None) if n],
+        "trec_eval": [re.sub(r"\{(\w+)[^}]*\}", r"\1", n) for n in (trec, trec_cut) if n],
+        "trec_defaults": list(getattr(metric, "trec_defaults", ()) or ()),
+        "aggregate": str(getattr(metric, "aggregate", "mean") or "mean"),
         "range": list(getattr(metric, "value_range", None) or ()),
         "lower_is_better": bool(getattr(metric, "lower_is_better", False)),
         "answer_side": bool(getattr(metric, "answer_side", False)),
@@ -94,21 +98,64 @@ def catalog() -> list[dict[str, Any]]:
 def lookup(name: str) -> Metric | None:
     """The metric a bare name stands for (a name, an alias or a trec_eval measure family), without a cutoff."""
     _load_plugins()
-    key = name.lower()
-    trec = {**{b.lower(): m for b, m in _TREC_CUT.items()}, **{b.lower(): m for b, m in _TREC_PLAIN.items()}}
-    target = _LOOKUP.get(key) or trec.get(key)
-    return _REGISTRY.get(target) if target else None
+    fam = {f.lower(): m for f, (m, _) in trec_families().items()}
+    target = _LOOKUP.get(name.lower())
+    return _REGISTRY.get(target) if target else fam.get(name.lower())
 
 
-# trec_eval's cut measures whose suffix is the cutoff, and the retbench metric each is
-_TREC_CUT = {"P": "P", "recall": "recall", "success": "hit", "ndcg_cut": "ndcg", "map_cut": "map"}
-_TREC_PLAIN = {"recip_rank": "mrr", "Rprec": "rprec", "map": "map", "ndcg": "ndcg"}
+def _family(template: str) -> str:
+    """The trec_eval family a printed-name template belongs to: `P_{k}` -> `P`, `set_F_{beta:g}` -> `set_F`."""
+    return template.split("_{", 1)[0]
+
+
+def trec_families() -> dict[str, tuple[Metric, bool]]:
+    """{trec_eval measure family: (its metric, whether the bare family is one measure)}, read from the rows'
+    `trec` (the name uncut, at default parameters) and `trec_cut` (the name template with parameters)."""
+    _load_plugins()
+    if _FAMILIES:
+        return _FAMILIES
+    out = _FAMILIES
+    for m in _REGISTRY.values():
+        plain, cut = getattr(m, "trec", None), getattr(m, "trec_cut", None)
+        if cut:
+            out.setdefault(_family(cut), (m, False))
+        if plain:
+            out[plain] = (m, True)
+    return out
+
+
+def trec_cut_families() -> dict[str, tuple[float, ...]]:
+    """{trec_eval family of several measures: the values trec_eval computes when it is named bare}."""
+    out: dict[str, tuple[float, ...]] = {}
+    for fam, (m, plain) in trec_families().items():
+        defaults: tuple[float, ...] = tuple(getattr(m, "trec_defaults", None) or ())
+        if not plain and defaults:
+            out[fam] = defaults
+    return out
+
+
+def trec_order(name: str) -> tuple[int, float]:
+    """Where trec_eval prints a measure given its printed name (`P_10`, `iprec_at_recall_0.10`): its
+    family's place in trec_eval's measure table, then its parameter; unknown names sort last."""
+    fams = trec_families()
+    for fam in sorted(fams, key=len, reverse=True):
+        if name == fam or name.startswith(fam + "_"):
+            rest = name[len(fam) + 1 :]
+            pos = TREC_ORDER.index(fam) if fam in TREC_ORDER else len(TREC_ORDER)
+            try:
+                return pos, float(rest.split(",")[0]) if rest else -1.0
+            except ValueError:
+                continue
+    return len(TREC_ORDER) + 1, 0.0
+
+
 # golden-set aliases that mean "this metric at the resolved k" even when the metric is uncut by nature
 _FORCE_K = {"retrieval-ndcg-at-k": "ndcg"}
 
 _REGISTRY: dict[str, Metric] = {}
 _LOOKUP: dict[str, str] = {}  # lower-cased name or alias -> registered name
 _PLUGIN_ERRORS: dict[str, str] = {}
+_FAMILIES: dict[str, tuple[Metric, bool]] = {}  # trec_families(), emptied whenever the registry changes
 _PLUGINS_LOADED = False
 
 
@@ -128,6 +175,7 @@ def register(metric: Metric, *, replace: bool = False) -> Metric:
     if name in _REGISTRY and not replace:
         raise ConfigError(f"metric {name!r} is already registered (pass replace=True to override)")
     _REGISTRY[name] = metric
+    _FAMILIES.clear()
     for key in keys:
         _LOOKUP[key] = name
     return metric
@@ -136,6 +184,7 @@ def register(metric: Metric, *, replace: bool = False) -> Metric:
 def unregister(name: str) -> None:
     """Remove a registered metric and its aliases (tests, notebooks)."""
     _REGISTRY.pop(name, None)
+    _FAMILIES.clear()
     for key in [k for k, v in _LOOKUP.items() if v == name]:
         del _LOOKUP[key]
 
@@ -205,15 +254,24 @@ class MetricSpec:
 
     @property
     def trec_name(self) -> str | None:
-        """trec_eval's name for this measure (None when trec_eval has no such measure)."""
-        if set(self.params) - {"rel"} or "rel" in self.params:
+        """trec_eval's name for this measure (None when trec_eval has no such measure, or it has its own
+        relevance level: trec_eval has one level for every measure)."""
+        if "rel" in self.params:
             return None
         fn = getattr(self.metric, "trec_name", None)
-        return fn(self.k) if callable(fn) else None
+        if not callable(fn):
+            return None
+        if not hasattr(self.metric, "trec_params"):  # a plugin's trec_name(k)
+            return None if self.params else fn(self.k)
+        return fn(self.k, self.params)
+
+    @property
+    def aggregate(self) -> str:
+        """How the per-query values become one number (base.AGGREGATES); plugins default to the mean."""
+        return str(getattr(self.metric, "aggregate", "mean") or "mean")
 
 
 _SPEC = re.compile(r"^(?P<name>[A-Za-z][\w\-]*?)(?:\((?P<p1>[^()]*)\))?(?:@(?P<k>\d+))?(?:\((?P<p2>[^()]*)\))?$")
-_TREC_CUT_RE = re.compile(r"^(?P<base>P|recall|success|ndcg_cut|map_cut)[._](?P<k>\d+)$")
 
 
 def _fmt(v: float) -> str:
@@ -269,26 +327,64 @@ def parse_metric(spec: str, default_k: int = 5) -> MetricSpec:
     if default_k < 1:
         raise ConfigError(f"default_k must be >= 1, got {default_k}", field="default_k")
     s = _underscore_spelling(metric_names.rewrite(spec.strip().replace(" ", "")))
-    force_k = False
-    k: int | None = None
-    params: dict[str, float] = {}
-    m = _TREC_CUT_RE.match(s)
-    if m:
-        base, k = _TREC_CUT[m["base"]], int(m["k"])
-    elif s in _TREC_PLAIN:
-        base = _TREC_PLAIN[s]
-    else:
-        m = _SPEC.match(s)
-        if not m:
-            raise _unknown(spec)
-        key = m["name"].lower()
-        force_k = key in _FORCE_K
-        if key not in _LOOKUP:
-            raise _unknown(spec)
-        base = _LOOKUP[key]
-        k = int(m["k"]) if m["k"] is not None else None
-        params = {**_parse_params(m["p1"], spec), **_parse_params(m["p2"], spec)}
-    metric = _REGISTRY.get(base) or _REGISTRY[_LOOKUP[base.lower()]]
+    trec = _parse_trec(s, spec, default_k, expand=False)
+    if trec is not None:
+        if len(trec) != 1:
+            raise ConfigError(f"metric {spec!r} names {len(trec)} measures; give them as a list", field="metric")
+        return trec[0]
+    m = _SPEC.match(s)
+    if not m or m["name"].lower() not in _LOOKUP:
+        raise _unknown(spec)
+    key = m["name"].lower()
+    metric = _REGISTRY[_LOOKUP[key]]
+    k = int(m["k"]) if m["k"] is not None else None
+    params = {**_parse_params(m["p1"], spec), **_parse_params(m["p2"], spec)}
+    return _make_spec(metric, k, params, spec, default_k, force_k=key in _FORCE_K)
+
+
+def _parse_trec(s: str, spec: str, default_k: int, *, expand: bool) -> list[MetricSpec] | None:
+    """trec_eval's spelling, `FAMILY`, `FAMILY.v1,v2` or `FAMILY_v` (`P.5,10`, `ndcg_cut_10`,
+    `iprec_at_recall.0.1`, `set_F.0.5`, `utility.2,-1,0,0`): the specs it names, None when it is not one.
+    A bare family that is several measures (`ndcg_cut`) expands to trec_eval's defaults only with `expand`."""
+    fams = trec_families()
+    for fam in sorted(fams, key=len, reverse=True):
+        metric, plain = fams[fam]
+        if s == fam:
+            if plain:
+                return [_make_spec(metric, None, {}, spec, default_k)]
+            if expand and (fam.lower() not in _LOOKUP or metric.cutoff == "none"):
+                return [_trec_point(metric, v, spec, default_k) for v in getattr(metric, "trec_defaults", ())]
+            return None
+        if not (s.startswith(fam + ".") or s.startswith(fam + "_")):
+            continue
+        values = s[len(fam) + 1 :].split(",")
+        names = tuple(getattr(metric, "trec_params", ()) or ())
+        try:
+            nums = [float(v) for v in values]
+        except ValueError:
+            continue
+        if len(names) > 1:
+            if len(nums) != len(names):
+                raise ConfigError(f"metric {spec!r}: {fam} takes {len(names)} values ({', '.join(names)})")
+            return [_make_spec(metric, None, dict(zip(names, nums, strict=True)), spec, default_k)]
+        return [_trec_point(metric, v, spec, default_k) for v in nums]
+    return None
+
+
+def _trec_point(metric: Metric, value: float, spec: str, default_k: int) -> MetricSpec:
+    """One measure of a trec_eval family: `value` is its cutoff, or its one parameter."""
+    names = tuple(getattr(metric, "trec_params", ()) or ())
+    if names:
+        return _make_spec(metric, None, {names[0]: float(value)}, spec, default_k)
+    if float(value) != int(value):
+        raise ConfigError(f"metric {spec!r}: a cutoff must be a whole number, got {value:g}", field="metric")
+    return _make_spec(metric, int(value), {}, spec, default_k)
+
+
+def _make_spec(
+    metric: Metric, k: int | None, params: dict[str, float], spec: str, default_k: int, *, force_k: bool = False
+) -> MetricSpec:
+    """Check a metric's cutoff and parameters and name the result canonically (`recall@5(rel=2)`)."""
     if "k" in params:
         if k is not None:
             raise ConfigError(f"metric {spec!r} gives its cutoff twice", field="metric")
@@ -316,11 +412,13 @@ def parse_metric(spec: str, default_k: int = 5) -> MetricSpec:
     for p, (lo, hi) in (getattr(metric, "param_ranges", None) or {}).items():
         if p in params and not lo <= params[p] <= hi:
             raise ConfigError(f"metric {spec!r}: {p} must be in [{lo:g}, {hi:g}], got {params[p]:g}", field="metric")
-    shown = {p: v for p, v in params.items() if p == "rel" or v != defaults.get(p)}
+    always = set(getattr(metric, "trec_params", ())) if getattr(metric, "show_params", False) else set()
+    full = {**defaults, **params}
+    shown = {p: v for p, v in full.items() if p == "rel" or p in always or v != defaults.get(p)}
     name = metric.name + (f"@{k}" if k is not None else "")
     if shown:
         name += "(" + ",".join(f"{p}={_fmt(v)}" for p, v in sorted(shown.items())) + ")"
-    return MetricSpec(metric, k, {**defaults, **params}, name)
+    return MetricSpec(metric, k, full, name)
 
 
 MAX_CUTOFF = 2**31 - 1  # a cutoff past any ranking's length; larger ones overflow the int64 arrays judging uses
@@ -341,25 +439,42 @@ def lower_is_better(name: str) -> bool:
 
 
 def parse_metrics(specs: Sequence[str], default_k: int = 5) -> list[MetricSpec]:
-    """Parse several names (a comma list in one trec_eval-style name, `P.5,10`, expands); duplicates are dropped."""
+    """Parse several names; duplicates are dropped. trec_eval's forms name several measures at once: a
+    comma list (`P.5,10`), a bare family of several measures (`ndcg_cut`, `iprec_at_recall`: trec_eval's
+    defaults) and trec_eval's nicknames (`official`, `all_trec`, `set`: their families with defaults)."""
+    _load_plugins()
     out: list[MetricSpec] = []
     seen: set[str] = set()
     for spec in specs:
-        for one in expand_trec_list(spec):
-            parsed = parse_metric(one, default_k)
+        for parsed in _expand(spec, default_k):
             if parsed.name not in seen:
                 seen.add(parsed.name)
                 out.append(parsed)
     return out
 
 
-def expand_trec_list(spec: str) -> list[str]:
-    """trec_eval's `-m P.5,10` form -> ["P.5", "P.10"]; anything else is returned as is."""
-    m = re.match(r"^(P|recall|success|ndcg_cut|map_cut)\.(\d+(?:,\d+)+)$", spec.strip())
-    if not m:
-        return [spec]
-    return [f"{m[1]}.{k}" for k in m[2].split(",")]
+def _expand(spec: str, default_k: int) -> list[MetricSpec]:
+    s = spec.strip().replace(" ", "")
+    if s in TREC_NICKNAMES:
+        fams = trec_families()
+        out: list[MetricSpec] = []
+        for fam in TREC_NICKNAMES[s]:
+            if fam not in fams:  # runid, relstring (strings, not measures), or a family no row declares
+                continue
+            metric, plain = fams[fam]
+            if plain:
+                out.append(_make_spec(metric, None, {}, spec, default_k))
+            else:
+                out += [_trec_point(metric, v, spec, default_k) for v in getattr(metric, "trec_defaults", ())]
+        return out
+    return _parse_trec(s, spec, default_k, expand=True) or [parse_metric(spec, default_k)]
 
 
-for _m in [*retrieval.builtins(), *answers.builtins(), *judged.builtins(), *families.builtins()]:
+def trec_nickname_families() -> dict[str, tuple[str, ...]]:
+    """trec_eval's nicknames and the measure families each stands for (those retbench computes)."""
+    fams = trec_families()
+    return {nick: tuple(f for f in members if f in fams) for nick, members in TREC_NICKNAMES.items()}
+
+
+for _m in [*retrieval.builtins(), *trec_rows.builtins(), *answers.builtins(), *judged.builtins(), *families.builtins()]:
     register(_m)  # type: ignore[arg-type]

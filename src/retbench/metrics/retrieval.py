@@ -8,6 +8,7 @@ import retbench.metrics.coverage as coverage
 import retbench.metrics.ranking as ranking
 import retbench.metrics.text as text
 from retbench.metrics.base import Builtin
+from retbench.metrics.trec_rows import SUCCESS_CUTOFFS, TREC_CUTOFFS
 
 
 def builtins() -> list[Builtin]:
@@ -22,6 +23,7 @@ def builtins() -> list[Builtin]:
             "1 if any relevant doc is in the top k",
             ("success", "retrieval-hit-at-k"),
             trec_cut="success_{k}",
+            trec_defaults=SUCCESS_CUTOFFS,
             label="hit rate",
             meaning="share of questions with at least one relevant document in the top {k} results",
         ),
@@ -32,6 +34,7 @@ def builtins() -> list[Builtin]:
             "relevant docs in the top k / all relevant (with a passage judge: gold items matched / all)",
             ("r", "retrieval-recall-at-k"),
             trec_cut="recall_{k}",
+            trec_defaults=TREC_CUTOFFS,
             label="recall",
             meaning="share of the relevant documents that appear in the top {k} results",
         ),
@@ -42,6 +45,7 @@ def builtins() -> list[Builtin]:
             "relevant docs in the top k / k",
             ("precision",),
             trec_cut="P_{k}",
+            trec_defaults=TREC_CUTOFFS,
             label="precision",
             meaning="share of the top {k} results that are relevant",
         ),
@@ -80,6 +84,7 @@ def builtins() -> list[Builtin]:
             ("ap",),
             trec="map",
             trec_cut="map_cut_{k}",
+            trec_defaults=TREC_CUTOFFS,
             label="MAP",
             meaning="mean average precision: precision averaged over the ranks of every relevant document",
         ),
@@ -92,6 +97,7 @@ def builtins() -> list[Builtin]:
             binary=False,
             trec="ndcg",
             trec_cut="ndcg_cut_{k}",
+            trec_defaults=TREC_CUTOFFS,
             label="nDCG",
             meaning="ranking quality of the top {k} that rewards relevant documents placed higher (1.0 = ideal order)",
         ),

@@ -29,7 +29,10 @@ class EvalSettings:
     mode: trec_eval (retbench's engine) or pytrec_eval (the reference implementation);
     default_k: the cutoff of metrics named without one; bootstrap: resamples of the mean's CI;
     seed: of that bootstrap; ignore_identical_ids: drop a retrieved document whose id equals the
-    query's (trec_eval and BEIR do this for corpora that contain their queries).
+    query's (trec_eval and BEIR do this for corpora that contain their queries); judged_only: score
+    the judged documents only, in their order (trec_eval `-J`, condensed lists); max_docs: the documents
+    per query scored (trec_eval `-M`); collection_size: documents in the collection (trec_eval `-N`, read
+    by utility).
     """
 
     relevance_level: int = 1
@@ -39,6 +42,9 @@ class EvalSettings:
     bootstrap: int = 1000
     seed: int = 0
     ignore_identical_ids: bool = False
+    judged_only: bool = False
+    max_docs: int | None = None
+    collection_size: int | None = None
 
     def aggregate_kwargs(self) -> dict[str, int]:
         """The keyword arguments of `Evaluation.aggregate` these settings fix."""
@@ -69,6 +75,10 @@ def checked_level(settings: EvalSettings) -> int:
             f"unknown no_relevant policy {settings.no_relevant!r}; expected one of {', '.join(NO_RELEVANT)}",
             field="no_relevant",
         )
+    for name in ("max_docs", "collection_size"):
+        value = getattr(settings, name)
+        if value is not None and (isinstance(value, bool) or int(value) != value or value < 1):
+            raise ConfigError(f"{name} must be a whole number >= 1, got {value!r}", field=name)
     level = settings.relevance_level
     # a number (NumPy's too), never a bool or text; NaN and infinity are not integers
     if isinstance(level, bool) or not isinstance(level, Real) or not float(level).is_integer() or level < 1:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from retbench.data import Qrels, Run
 from retbench.evaluation import evaluate
-from trec_oracle import ORACLE, PAIRS, qrels_and_run
+from trec_oracle import ORACLE, PAIRS, qrels_and_run, scifact_overlap_run
 
 
 def _ours(qrels, run, level, mode):
@@ -69,22 +69,7 @@ def test_trec_eval_names_parse_to_the_same_measures():
 def test_scifact_run_matches_pytrec_eval(scifact):
     """A real run: SciFact test qrels, every test query ranked over all 5,183 docs by a simple word-overlap score."""
     qrels = scifact.split("test")
-    corpus = scifact.corpus
-    postings: dict[str, list[int]] = {}
-    for i, text in enumerate(corpus.joined_texts()):
-        for w in set(text.lower().split()):
-            postings.setdefault(w, []).append(i)
-    n = len(corpus)
-    run: dict[str, dict[str, float]] = {}
-    for q in qrels:
-        scores = np.zeros(n)
-        for w in set(scifact.queries[q].lower().split()):
-            docs = postings.get(w)
-            if docs:
-                scores[docs] += np.log((n + 1) / (len(docs) + 1))
-        top = np.argsort(-scores, kind="stable")[:100]
-        # rounded to float32-exact steps: real ties, as BM25 runs on short queries have
-        run[q] = {corpus.ids[i]: float(np.float32(round(float(scores[i]), 1))) for i in top}
+    run = scifact_overlap_run(scifact, qrels)
     theirs = ORACLE(qrels.to_dict(), run)
     ev = evaluate(Run.from_dict(run), qrels, [name for _, name in PAIRS])
     assert len(ev.query_ids) == 300 and not ev.skipped

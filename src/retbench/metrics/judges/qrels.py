@@ -31,10 +31,10 @@ def _flatten(
 def _flatten_qrels(
     qrels: Mapping[str, Mapping[str, int]], query_ids: Sequence[str]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row, doc id, grade) of every positive judgement of the given queries."""
+    """(row, doc id, grade) of every judgement of the given queries (a plain mapping's grades stay as
+    given, floats too; a Qrels' are integers)."""
     rows, docs, grades = qrels.columns(query_ids) if isinstance(qrels, Qrels) else _flatten(qrels, query_ids)
-    keep = grades > 0  # a plain mapping's grades stay as given (floats too); a Qrels' are integers
-    return rows[keep], docs[keep], grades[keep].astype(np.float64)
+    return rows, docs, np.asarray(grades, dtype=np.float64)
 
 
 def run_rows(run: Run, query_ids: Sequence[str]) -> np.ndarray:
@@ -57,11 +57,13 @@ def judge_qrels(
     codes are already interned needs one gather over those codes; any other run is scanned once,
     looking each ranked doc up among the judged ids only. A query absent from the run gets an empty
     row (length 0). `rows`: the run's row of each query id, when the caller has them already.
+    Documents judged 0 and judged negative are located too (bpref, infAP and `-J` need them).
     """
     qids = list(qrels) if query_ids is None else list(query_ids)
     n = len(qids)
     jrow, jdocs, jgrade = _flatten_qrels(qrels, qids)
     ideal_offsets, ideal_grades = _ideal_csr(jrow, jgrade, n)
+    n_zero = np.bincount(jrow[jgrade == 0], minlength=n).astype(np.int64)
 
     run_row = run_rows(run, qids) if rows is None else rows
     run_len = np.diff(run.offsets)
@@ -72,4 +74,8 @@ def judge_qrels(
     jrr, jr, jd, jg = jrr[sel], jrow[sel], jdocs[sel], jgrade[sel]
 
     which, ranks = run.locate(jrr, jd)
-    return GainMatrix.from_hits(qids, jr[which], ranks, jg[which], lengths, ideal_offsets, ideal_grades)
+    rows, grades = np.asarray(jr[which], dtype=np.int64), np.asarray(jg[which], dtype=np.float64)
+    ranks = np.asarray(ranks, dtype=np.int64)
+    pos, zero, neg = grades > 0, grades == 0, grades < 0
+    gm = GainMatrix.from_hits(qids, rows[pos], ranks[pos], grades[pos], lengths, ideal_offsets, ideal_grades)
+    return gm.with_judged((rows[zero], ranks[zero]), (rows[neg], ranks[neg]), n_zero)
