@@ -196,14 +196,14 @@ def test_the_http_store_reranker_and_encoder_keep_no_piece_of_the_key(form, host
 # ---- each path end to end, as a subprocess ------------------------------------------------------
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+def _cli(tmp_path: Path, *args: str, columns: int = 70) -> subprocess.CompletedProcess:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(SRC), str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
         "RB_PATH_KEY": KEY,
         "RETBENCH_CACHE": str(tmp_path / "cache"),
         "HF_HUB_OFFLINE": "1",
-        "COLUMNS": "70",  # narrow: long error cells wrap across table lines
+        "COLUMNS": str(columns),  # narrow: long error cells wrap across lines; wide: a cell is shown whole
     }
     return subprocess.run(
         [sys.executable, "-m", "retbench.cli", *args],
@@ -280,19 +280,20 @@ def _pgvector(tmp_path: Path, data: Path, hostile: str) -> tuple[list[str], list
 
 
 PATHS = {
-    "judge-relevance (judge log, judge cache)": ("judge", _judge_relevance),
-    "synth (synth call log, golden set)": ("synth", _synth),
-    "run (generation log, answers, journal, status, done, summary, reports, console table)": ("gen", _run),
-    "stress (failures, summary, report)": ("stress", _stress),
-    "pgvector dsn with a password (console table, metrics)": ("", _pgvector),
+    "judge-relevance (judge log, judge cache)": ("judge", _judge_relevance, 70),
+    "synth (synth call log, golden set)": ("synth", _synth, 70),
+    "run (generation log, answers, journal, status, done, summary, reports, console table)": ("gen", _run, 70),
+    "stress (failures, summary, report)": ("stress", _stress, 70),
+    "pgvector dsn with a password (console table, metrics)": ("", _pgvector, 400),
+    "pgvector dsn, a narrow console": ("", _pgvector, 50),
 }
 
 
 @pytest.mark.parametrize("path", PATHS)
 def test_no_file_or_stream_of_a_path_holds_a_piece_of_the_key(path, server, hostile, data, tmp_path):
-    prefix, build = PATHS[path]
+    prefix, build, columns = PATHS[path]
     args, logs = build(tmp_path, data, hostile)
-    proc = _cli(tmp_path, *args)
+    proc = _cli(tmp_path, *args, columns=columns)
     assert proc.returncode in (0, 3), proc.stderr  # calls fail on purpose; nothing crashes
     texts = {"stdout": proc.stdout, "stderr": proc.stderr, **files_under(tmp_path)}
     assert leaks(texts, SECRETS) == []
@@ -301,6 +302,8 @@ def test_no_file_or_stream_of_a_path_holds_a_piece_of_the_key(path, server, host
     if prefix:  # every form was served on this path at least once
         assert server.calls[prefix] >= len(LLM_FORMS if prefix in ("judge", "synth", "gen") else ERROR_FORMS)
     else:
-        shown = proc.stdout + (tmp_path / "out" / "metrics.json").read_text()
-        assert "cannot use PostgreSQL at postgresql://127.0.0.1:" in shown  # the store and host, no password
         assert proc.returncode == 3
+        named = "cannot use PostgreSQL at postgresql://127.0.0.1:"  # the store and its host, no password
+        assert named in proc.stderr and named in (tmp_path / "out" / "metrics.json").read_text()
+        if columns > 200:  # the results table shows the whole error cell
+            assert named in proc.stdout
