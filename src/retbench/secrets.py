@@ -12,8 +12,13 @@ secret found in the decoded text is masked over the original characters it came 
 
 Up to three passes run, so an escape inside an escape (double URL-encoding `%252F`, `&amp;#x2F;`,
 percent-encoding inside a JSON string) is undone too. A few spellings are not escapes and are
-matched as literal forms: base64 (standard or URL-safe, padded or not: an echoed `Authorization: Basic`
-header) and form encoding (`+` for a space).
+matched as literal forms (`_forms`): base64 (standard or URL-safe) at each of the three offsets a
+secret can have in a longer encoded text (so base64 of `Bearer KEY` or of a whole `Authorization:`
+header line is caught), hex of its bytes, and form encoding (`+` for a space). Every form may be
+split between any two characters by whitespace or an escaped line break (`\\n`, `\\r\\n`): a key
+echoed across lines, inside a JSON reply, or in a wrapped base64 block. All forms of all secrets are
+one regex laid out as a trie, rebuilt only when a secret is registered, so redaction is one
+left-to-right scan per decoding pass however many secrets there are.
 
 Two kinds of credentials are masked even when nobody registered them, because they announce
 themselves: the userinfo of a URL (`scheme://user:PASSWORD@host`; a lone `token@` is masked whole), a
@@ -22,7 +27,7 @@ query parameter whose name says it is secret (`?api_key=`, `&access_token=`, `si
 
 Writers call `redact` on the full text *before* cutting it to length (`clip`), so a secret cut at a
 truncation boundary never leaks a prefix. One function, used by the one writer every file goes through
-(`io.files`), the journal, and the CLI's error line.
+(`io.files`), the journal, the console (log lines and every table cell) and the CLI's error line.
 """
 
 from __future__ import annotations
