@@ -24,9 +24,7 @@ import base64
 import collections
 import dataclasses
 import json
-import os
 import subprocess
-import sys
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -36,9 +34,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from http_support import send_json, serving_in_thread
-from leak_support import files_under, leaks, u_escaped
-from repo_paths import SRC, SUPPORT
+from http_support import send_body, send_json, serving_in_thread
+from leak_support import files_under, leaks, run_cli, u_escaped
 from retbench.io.beir import write_beir
 from retbench.io.files import AppendLog
 from retbench.loopback import free_port
@@ -94,14 +91,6 @@ class _Hostile(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:
         pass
 
-    def _send(self, code: int, body: str, kind: str) -> None:
-        data = body.encode()
-        self.send_response(code)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
     def do_GET(self) -> None:  # /v1/models
         send_json(self, {"object": "list", "data": [{"id": "echo", "object": "model"}]})
 
@@ -120,10 +109,10 @@ class _Hostile(BaseHTTPRequestHandler):
             self.server.calls[prefix] += 1  # type: ignore[attr-defined]
         form = prefix if prefix in LLM_FORMS else forms[n % len(forms)]
         if form in ERROR_FORMS:
-            return self._send(401, ERROR_FORMS[form](KEY), "application/json")
+            return send_body(self, ERROR_FORMS[form](KEY), 401)
         if form == "SSE error event":  # the error object's repr puts the message 13 characters in
             event = {"error": {"message": near_cut(KEY, shift=13), "type": "auth"}}
-            return self._send(200, f"data: {json.dumps(event)}\n\n", "text/event-stream")
+            return send_body(self, f"data: {json.dumps(event)}\n\n", kind="text/event-stream")
         if form == "error object in a 200 body":
             return send_json(self, {"error": near_cut(KEY)})
         reply = {"grade": 1, "question": f"is {KEY[:14]}\n{KEY[14:]} valid?", "reason": f"{KEY[:10]}\n{KEY[10:]}"}
@@ -197,22 +186,8 @@ def test_the_http_store_reranker_and_encoder_keep_no_piece_of_the_key(form, host
 
 
 def _cli(tmp_path: Path, *args: str, columns: int = 70) -> subprocess.CompletedProcess:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(SRC), str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
-        "RB_PATH_KEY": KEY,
-        "RETBENCH_CACHE": str(tmp_path / "cache"),
-        "HF_HUB_OFFLINE": "1",
-        "COLUMNS": str(columns),  # narrow: long error cells wrap across lines; wide: a cell is shown whole
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "retbench.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        cwd=tmp_path,
-    )
+    # narrow: long error cells wrap across lines; wide: a cell is shown whole
+    return run_cli(tmp_path, *args, env={"RB_PATH_KEY": KEY, "COLUMNS": str(columns)})
 
 
 def _llm(url: str) -> dict:

@@ -13,9 +13,14 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
+import sys
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+from repo_paths import SRC, SUPPORT
 
 PIECE = 6
 
@@ -74,3 +79,16 @@ def files_under(*roots: Path, skip: Iterable[str] = (".yaml", ".npy")) -> dict[s
         for p in sorted(root.rglob("*"))
         if p.is_file() and not p.name.endswith(skipped)
     }
+
+
+def run_cli(cwd: Path, *args: str, env: Mapping[str, str]) -> subprocess.CompletedProcess:
+    """`retbench ARGS` as a subprocess in `cwd` (its own model cache under it, offline), both streams kept."""
+    full = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(SRC), str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
+        "RETBENCH_CACHE": str(cwd / "cache"),
+        "HF_HUB_OFFLINE": "1",
+        **env,
+    }
+    cmd = [sys.executable, "-m", "retbench.cli", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=full, timeout=600, cwd=cwd)
