@@ -109,3 +109,17 @@ def test_a_console_table_masks_a_key_in_a_cell_however_it_wraps():
 
 def test_the_piece_threshold_is_what_the_leak_check_uses():
     assert PIECE == 6 and leaks({"x": f"..{KEY[3:9]}.."}, SECRETS) and not leaks({"x": KEY[3:8]}, SECRETS)
+
+
+def test_an_unexpected_exception_reaches_stderr_as_a_redacted_traceback(monkeypatch, capsys):
+    import retbench.cli as cli
+
+    def crash() -> None:
+        raise RuntimeError(f"backend said {KEY[:12]}\n{KEY[12:]}")
+
+    monkeypatch.setattr(cli, "app", crash)
+    with pytest.raises(SystemExit) as info:
+        cli.main()
+    err = capsys.readouterr().err
+    assert info.value.code == 1 and "Traceback" in err and "RuntimeError: backend said ***" in err
+    assert leaks({"stderr": err}, SECRETS) == []
