@@ -12,8 +12,13 @@ secret found in the decoded text is masked over the original characters it came 
 
 Up to three passes run, so an escape inside an escape (double URL-encoding `%252F`, `&amp;#x2F;`,
 percent-encoding inside a JSON string) is undone too. A few spellings are not escapes and are
-matched as literal forms: base64 (standard or URL-safe, padded or not: an echoed `Authorization: Basic`
-header) and form encoding (`+` for a space).
+matched as literal forms (`_forms`): base64 (standard or URL-safe) at each of the three offsets a
+secret can have in a longer encoded text (so base64 of `Bearer KEY` or of a whole `Authorization:`
+header line is caught), hex of its bytes, and form encoding (`+` for a space). Every form may be
+split between any two characters by whitespace or an escaped line break (`\\n`, `\\r\\n`): a key
+echoed across lines, inside a JSON reply, or in a wrapped base64 block. All forms of all secrets are
+one regex laid out as a trie, rebuilt only when a secret is registered, so redaction is one
+left-to-right scan per decoding pass however many secrets there are.
 
 Two kinds of credentials are masked even when nobody registered them, because they announce
 themselves: the userinfo of a URL (`scheme://user:PASSWORD@host`; a lone `token@` is masked whole), a
@@ -22,27 +27,28 @@ query parameter whose name says it is secret (`?api_key=`, `&access_token=`, `si
 
 Writers call `redact` on the full text *before* cutting it to length (`clip`), so a secret cut at a
 truncation boundary never leaks a prefix. One function, used by the one writer every file goes through
-(`io.files`), the journal, and the CLI's error line.
+(`io.files`), the journal, the console (log lines and every table cell) and the CLI's error line.
 """
 
 from __future__ import annotations
 
 import base64
 import bisect
+import contextlib
 import html
 import os
 import re
 import threading
 import urllib.parse
 from collections.abc import Iterator
+from typing import Any
 
 MASK = "***"
 _MIN_LEN = 4  # shorter "secrets" would mask ordinary words
 _DECODE_PASSES = 3  # escapes nested deeper than this are not undone
 _lock = threading.Lock()
 _secrets: set[str] = set()
-_pattern: re.Pattern[str] | None = None  # literal forms: raw, base64, form-encoded
-_raw: re.Pattern[str] | None = None  # the secrets themselves, searched in each decoded pass
+_pattern: re.Pattern[str] | None = None  # every form of every secret (`_forms`), split or not (`_SEP`)
 
 # header names and values that carry credentials; such values must come from the environment
 _SECRET_HEADER = re.compile(r"auth|token|key|secret|pass|cookie|session|credential|signature", re.I)
@@ -59,47 +65,114 @@ _USERINFO = re.compile(r"(?<![\w+.-])[A-Za-z][\w+.-]*://([^\s/?#@\"'<>\\]+)@")
 _QUERY_VALUE = re.compile(r"[?&;]([\w.\-\[\]]+)=([^&#\s\"'<>\\;]+)")
 _DSN_PASSWORD = re.compile(r"(?:^|(?<=\s))(?:password|passwd|pwd)\s*=\s*('[^']*'|[^\s'\"]+)", re.I)  # libpq key=value
 
-# one escape token: JSON \uXXXX, a JSON single-character escape, an HTML character reference, a percent run
+# one escape token (every alternative starts with a literal character, so the regex engine skips the
+# characters that cannot start one): JSON \uXXXX, a JSON single-character escape, an HTML character reference, a percent run
 _ESCAPE = re.compile(
     r"\\u([0-9a-fA-F]{4})"
     r"|\\([\"\\/'])"
     r"|&#[xX]([0-9a-fA-F]{1,6});?"
     r"|&#([0-9]{1,7});?"
     r"|&([A-Za-z][A-Za-z0-9]{1,31};)"
-    r"|((?:%[0-9a-fA-F]{2})+)"
+    r"|%[0-9a-fA-F]{2}(?:%[0-9a-fA-F]{2})*"  # a percent run (no group: the whole match)
 )
 
 
-def _literal_forms(secret: str) -> set[str]:
-    """The spellings decoding cannot reach: the secret itself, base64 of it, form encoding (`+` = space)."""
+# What may split a secret without changing it, between any two of its characters: whitespace (a line
+# break, a wrapped column) and escaped line breaks and tabs (`\\n`, `\\r\\n`, `\\\\n` escaped once more).
+# Possessive (nothing to give back, so no backtracking) except before a secret's own backslash.
+_SEP = r"\s*(?:\\+[rnt]\s*)*+"
+_SEP_BEFORE_BACKSLASH = r"\s*(?:\\+[rnt]\s*)*"
+_SCHEME = re.compile(r"^\s*(?:bearer|basic|token|digest)\s+(\S+)\s*$", re.I)
+
+
+def _base64_cores(raw: bytes) -> set[str]:
+    """Base64 of `raw` however it sits in a longer encoded text (`Bearer KEY`, `Authorization: Basic ...`).
+
+    Base64 turns each 3 bytes into 4 characters, so the characters that spell `raw` depend on its
+    offset mod 3 in the encoded text. For each offset (0, 1, 2) this keeps the characters whose 6 bits
+    all come from `raw`; the one or two characters at each end also carry bits of the text around it
+    and are not part of the form (at most 4 bits of the secret each, never a whole character of it).
+    """
+    out = set()
+    for shift in range(3):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            full = encode(b"\0" * shift + raw).decode()
+            out.add(full[-(-8 * shift // 6) : 8 * (shift + len(raw)) // 6])
+    return out
+
+
+def _forms(secret: str) -> set[str]:
+    """The spellings of `secret` that decoding cannot reach (module docstring): searched in every decoded pass."""
     raw = secret.encode("utf-8")
-    forms = {secret, urllib.parse.quote_plus(secret, safe="")}
+    forms = {secret, urllib.parse.quote_plus(secret, safe=""), raw.hex(), raw.hex().upper(), *_base64_cores(raw)}
     for b64 in (base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()):
         forms.update({b64, b64.rstrip("=")})
     return {f for f in forms if len(f) >= _MIN_LEN}
 
 
-def _alternation(strings: set[str]) -> re.Pattern[str] | None:
-    ordered = sorted(strings, key=len, reverse=True)  # the longest spelling wins at one position
-    return re.compile("|".join(re.escape(s) for s in ordered)) if ordered else None
+def _compile(forms: set[str]) -> re.Pattern[str] | None:
+    """One regex of every form, each allowed to be split by `_SEP` between any two characters.
+
+    The forms are laid out as a trie (`ab|ac` as `a(?:b|c)`), so each position of a text costs one
+    step per character matched, not one per form: redaction stays linear in the text whatever the
+    number of secrets. Longer continuations are tried first, so the longest form wins at a position.
+    """
+    trie: dict[str, Any] = {}
+    for form in forms:
+        node = trie
+        for ch in form:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+    return re.compile(_branches(trie, first=True)) if trie else None
+
+
+def _branches(node: dict[str, Any], first: bool = False) -> str:
+    """The regex of one trie node's continuations (empty when a form ends here and nothing follows).
+
+    One separator before the alternatives, not one in each: the regex engine then skips an
+    alternative on its first character alone.
+    """
+    chars = sorted((c for c in node if c), key=lambda c: -_depth(node[c]))
+    if not chars:
+        return ""
+    alts = [re.escape(ch) + _branches(node[ch]) for ch in chars]
+    body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+    if not first:
+        body = (_SEP_BEFORE_BACKSLASH if "\\" in chars else _SEP) + body
+    return f"(?:{body})?" if "" in node else body
+
+
+def _depth(node: dict[str, Any]) -> int:
+    return 1 + max((_depth(child) for child in node.values()), default=0)
+
+
+def _also(secret: str) -> set[str]:
+    """The parts of `secret` a server may echo alone: a `user:pass` pair's password, an auth header's
+    credentials (`Bearer KEY` -> KEY; `Basic B64` -> B64, `user:pass` and the password)."""
+    out = {secret}
+    scheme = _SCHEME.match(secret)
+    if scheme:
+        out.add(scheme.group(1))
+        if secret.lstrip()[:5].lower() == "basic":
+            with contextlib.suppress(ValueError):  # not base64 of UTF-8 text: the token alone is the secret
+                out.add(base64.b64decode(scheme.group(1), validate=True).decode("utf-8"))
+    for s in list(out):
+        if ":" in s and not _SCHEME.match(s):
+            out.add(s.split(":", 1)[1])
+    return {s for s in out if len(s) >= _MIN_LEN}
 
 
 def register(secret: str | None) -> None:
-    """Remember a secret so that every writer masks it (and a `user:pass` pair's password too)."""
-    global _pattern, _raw
+    """Remember a secret so that every writer masks it (and its parts a server may echo alone, `_also`)."""
+    global _pattern
     if not secret or len(secret) < _MIN_LEN:
         return
     with _lock:
-        new = {secret}
-        if ":" in secret:
-            password = secret.split(":", 1)[1]
-            if len(password) >= _MIN_LEN:
-                new.add(password)
+        new = _also(secret)
         if new <= _secrets:
             return
         _secrets.update(new)
-        _pattern = _alternation({f for s in _secrets for f in _literal_forms(s)})
-        _raw = _alternation(set(_secrets))
+        _pattern = _compile({f for s in _secrets for f in _forms(s)})
 
 
 def register_url(url: str | None) -> str:
@@ -124,6 +197,22 @@ def register_url(url: str | None) -> str:
         if _SECRET_PARAM.search(name) and value:
             register(value)
     return public_url(url)
+
+
+def register_dsn(dsn: str | None) -> str:
+    """Register a connection string's password; return the form that may be shown or written.
+
+    A URL (`postgresql://user:PASSWORD@host/db`, `?password=`) goes through `register_url`; a libpq
+    key=value string (`host=db password=PASSWORD`) has its `password=` value registered and masked.
+    """
+    if not dsn:
+        return dsn or ""
+    if "://" in dsn:
+        return register_url(dsn)
+    for m in _DSN_PASSWORD.finditer(dsn):
+        value = m.group(1)
+        register(value[1:-1] if value.startswith("'") else value)
+    return redact(dsn)
 
 
 def from_env(name: str | None) -> str | None:
@@ -177,9 +266,9 @@ def _percent_units(run: str, start: int) -> Iterator[tuple[int, int, str]]:
 
 def _units(m: re.Match[str]) -> Iterator[tuple[int, int, str]]:
     """(start, end, decoded text) for the characters one escape token stands for."""
-    uni, single, hexref, decref, named, pct = m.groups()
-    if pct is not None:
-        yield from _percent_units(pct, m.start())
+    uni, single, hexref, decref, named = m.groups()
+    if m.group(0)[0] == "%":
+        yield from _percent_units(m.group(0), m.start())
         return
     if uni is not None:
         ch = chr(int(uni, 16))
@@ -230,10 +319,10 @@ class _Layer:
 
 
 def _secret_spans(text: str) -> Iterator[tuple[int, int]]:
-    """Spans of `text` that are a registered secret, a URL's userinfo or a secret query value."""
-    raw = _raw
-    if raw is not None:
-        for m in raw.finditer(text):
+    """Spans of `text` that are a registered secret (any form), a URL's userinfo or a secret query value."""
+    pattern = _pattern
+    if pattern is not None:
+        for m in pattern.finditer(text):
             yield m.span()
     if "://" in text:
         for m in _USERINFO.finditer(text):
@@ -245,8 +334,10 @@ def _secret_spans(text: str) -> Iterator[tuple[int, int]]:
         for m in _QUERY_VALUE.finditer(text):
             if _SECRET_PARAM.search(m.group(1)):
                 yield m.span(2)
-        for m in _DSN_PASSWORD.finditer(text):
-            yield m.span(1)
+        low = text.lower()
+        if "pass" in low or "pwd" in low:  # a substring test first: the regex alone costs 30 times more
+            for m in _DSN_PASSWORD.finditer(text):
+                yield m.span(1)
 
 
 def _has_escape(text: str) -> bool:
@@ -258,9 +349,6 @@ def redact(text: str) -> str:
     """The text with every registered secret, in every encoding above, replaced by `***`."""
     if not text:
         return text
-    pattern = _pattern
-    if pattern is not None:
-        text = pattern.sub(MASK, text)
     spans = list(_secret_spans(text))
     layers: list[_Layer] = []
     current = text
@@ -290,10 +378,19 @@ def redact(text: str) -> str:
     return "".join(out)
 
 
-def clip(text: str, limit: int) -> str:
-    """Redact, then cut to `limit` characters (in that order, so a cut never exposes part of a secret)."""
-    text = redact(text)
-    return text if len(text) <= limit else text[:limit] + "..."
+_CLIP_MARGIN = 1 << 16  # characters past a cut that are redacted with the kept part, then dropped
+
+
+def clip(text: str | bytes, limit: int) -> str:
+    """Redact, then cut to `limit` characters (in that order, so a cut never exposes part of a secret).
+
+    Bytes are decoded as UTF-8 (undecodable bytes replaced). Only the first `limit + _CLIP_MARGIN`
+    characters are redacted, so a 32 MB body costs no more than a short one: a secret that starts
+    before the cut is masked whole unless a separator run longer than the margin splits it.
+    """
+    head = text[: limit + _CLIP_MARGIN]
+    shown = redact(head.decode("utf-8", "replace") if isinstance(head, bytes) else head)
+    return shown if len(shown) <= limit else shown[:limit] + "..."
 
 
 def public_url(url: str) -> str:

@@ -18,9 +18,7 @@ import base64
 import html
 import itertools
 import json
-import os
 import subprocess
-import sys
 import threading
 import urllib.parse
 from collections.abc import Iterator
@@ -30,7 +28,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from repo_paths import SRC, SUPPORT
+from http_support import send_body
+from leak_support import run_cli
 from retbench.io.beir import write_beir
 from retbench.secrets import public_url, redact, register, register_url
 from stress_support import scifact_slice
@@ -109,12 +108,7 @@ class _Backend(BaseHTTPRequestHandler):
         return got
 
     def _send(self, code: int, body: str, kind: str = "application/json") -> None:
-        data = body.encode()
-        self.send_response(code)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_body(self, body, code, kind)
 
     def do_GET(self) -> None:  # /v1/models
         self._send(200, json.dumps({"object": "list", "data": [{"id": "echo-model", "object": "model"}]}))
@@ -172,21 +166,7 @@ def data(scifact, tmp_path_factory) -> Path:
 
 
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(SRC), str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
-        "RB_ENC_KEY": KEY,
-        "RETBENCH_CACHE": str(tmp_path / "cache"),
-        "HF_HUB_OFFLINE": "1",
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "retbench.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        cwd=tmp_path,
-    )
+    return run_cli(tmp_path, *args, env={"RB_ENC_KEY": KEY})
 
 
 def _leaks(tmp_path: Path, proc: subprocess.CompletedProcess) -> list[str]:

@@ -12,9 +12,14 @@ from typing import Any
 
 def send_json(handler: BaseHTTPRequestHandler, obj: Any, code: int = 200) -> None:
     """One JSON response with its length (keep-alive clients need it)."""
-    data = json.dumps(obj).encode()
+    send_body(handler, json.dumps(obj), code)
+
+
+def send_body(handler: BaseHTTPRequestHandler, body: str, code: int = 200, kind: str = "application/json") -> None:
+    """One response of any type with its length."""
+    data = body.encode()
     handler.send_response(code)
-    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Type", kind)
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
     handler.wfile.write(data)

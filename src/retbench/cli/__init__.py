@@ -9,11 +9,13 @@ starts fast: keep the top of every module here light.
 from __future__ import annotations
 
 import sys
+import traceback
 
 import typer
 
 from retbench.cli import compare, datasets, evaluate, judge, plan, run, schema, serve, services, studies
 from retbench.cli.app import app, console, datasets_app, export_app, fail, handles_errors
+from retbench.secrets import redact
 
 app.command("run")(run.run_command)
 app.command("stress")(studies.stress_command)
@@ -44,6 +46,9 @@ def main() -> None:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)
+    except Exception:  # a bug: the traceback as Python prints it, exit 1, but redacted like every other output
+        sys.stderr.write(redact(traceback.format_exc()))
+        sys.exit(1)
 
 
 __all__ = ["app", "console", "fail", "handles_errors", "main"]

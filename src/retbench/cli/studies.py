@@ -57,7 +57,7 @@ def chunking_command(
 
     cfg = load_config(config, output)
     con = console()
-    outcome = run_chunking(cfg, force=force, log=lambda m: con.print(m))
+    outcome = run_chunking(cfg, force=force, log=lambda m: con.print(redact(m)))
     manifest = json.loads((cfg.output / "manifest.json").read_text(encoding="utf-8"))
     con.print(render_chunking(cfg, outcome.metrics, manifest))
     con.print(
@@ -84,7 +84,7 @@ def ingest_impact_command(
 
     cfg = load_ingest_config(config, output)
     con = console()
-    outcome = run_ingest(cfg, log=lambda m: con.print(m))
+    outcome = run_ingest(cfg, log=lambda m: con.print(redact(m)))
     if "alone" in outcome.results:
         header, rows = impact_rows(outcome.results["alone"][:top], outcome.metrics, cfg.gain.recall, compact=True)
         table = Table(

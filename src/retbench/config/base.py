@@ -31,6 +31,7 @@ from pydantic_core import PydanticCustomError
 
 from retbench.config.env import check_env
 from retbench.errors import ConfigError
+from retbench.secrets import clip
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -151,8 +152,8 @@ def field_name(loc: tuple[Any, ...], data: Any) -> str:
 
 
 def _describe(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    """The value as an error shows it: redacted, then cut (a URL's password cut short would not be recognised)."""
+    return clip(repr(value), 80)
 
 
 def error_message(err: Mapping[str, Any]) -> str:

@@ -48,12 +48,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from retbench.llm.settings import JudgeSettings
-from retbench.secrets import request_url
+from retbench.secrets import clip, request_url
 
 RETRYABLE_HTTP = {408, 409, 425, 429, 500, 502, 503, 504}
 MAX_BODY = 32 * 1024 * 1024  # bytes; a chat answer is bounded by max_tokens, far below this
 USAGE_SLACK = 4096  # tokens a chat template or a server's own system text may add to a count
 MODELS_TIMEOUT = 30.0  # seconds at most for `GET /v1/models`, whatever the call timeout
+ERROR_CHARS = 300  # characters of a server's error text kept in a call log (after redaction: `secrets.clip`)
+ERROR_READ = 1 << 16  # bytes of an error body read, far more than kept, so a secret near the cut is read whole
 _DONE = re.compile(rb"data:[ \t]*\[DONE\]")
 
 
@@ -182,7 +184,7 @@ class ChatClient:
             return _read_sse(body)
         obj = _json_body(body, kind, "POST /v1/chat/completions")
         if "error" in obj and "choices" not in obj:
-            raise CallFailed(f"server error: {str(obj['error'])[:300]}")
+            raise CallFailed(f"server error: {clip(str(obj['error']), ERROR_CHARS)}")
         choices = obj.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise CallFailed("the answer has no choices (expected choices[0].message.content)")
@@ -230,7 +232,7 @@ def fetch(req: urllib.request.Request, timeout: float, stop_at_done: bool = Fals
                             break
                 missing = resp.length if not sse else None
         except urllib.error.HTTPError as exc:
-            detail = (exc.read(300) if exc.fp else b"").decode("utf-8", "replace").strip()
+            detail = clip(exc.read(ERROR_READ) if exc.fp else b"", ERROR_CHARS).strip()  # redacted, then cut
             raise CallFailed(f"HTTP {exc.code}: {detail}".strip(), retry=exc.code in RETRYABLE_HTTP) from None
         if watch.expired:
             raise TimeoutError
@@ -318,7 +320,7 @@ def _json_body(body: bytes, kind: str, what: str) -> dict[str, Any]:
     try:
         obj = json.loads(body.decode("utf-8"))
     except ValueError:
-        shown = body[:80].decode("utf-8", "replace").replace("\n", " ").strip()
+        shown = clip(body, 80).replace("\n", " ").strip()
         raise CallFailed(
             f"{what} answered {kind or 'a body without a Content-Type'}, not JSON ({shown!r}); "
             "is base_url an OpenAI-compatible server?"
@@ -342,7 +344,7 @@ def content_text(content: Any, where: str) -> str:
             elif isinstance(part, dict) and isinstance(part.get("text"), str):
                 out.append(part["text"])
             elif not (isinstance(part, dict) and part.get("type") not in (None, "text")):
-                raise CallFailed(f"{where}[{i}] is not a text part: {str(part)[:80]}")
+                raise CallFailed(f"{where}[{i}] is not a text part: {clip(str(part), 80)}")
         return "".join(out)
     raise CallFailed(f"{where} is a {type(content).__name__}, not text or a list of text parts")
 
@@ -410,11 +412,11 @@ def _read_sse(body: bytes) -> Completion:
         try:
             event = json.loads(payload)
         except ValueError:
-            raise CallFailed(f"an event of the stream is not JSON: {payload[:80]!r}") from None
+            raise CallFailed(f"an event of the stream is not JSON: {clip(payload, 80)!r}") from None
         if not isinstance(event, dict):
-            raise CallFailed(f"an event of the stream is not a JSON object: {payload[:80]!r}")
+            raise CallFailed(f"an event of the stream is not a JSON object: {clip(payload, 80)!r}")
         if "error" in event:
-            raise CallFailed(f"server error: {str(event['error'])[:300]}")
+            raise CallFailed(f"server error: {clip(str(event['error']), ERROR_CHARS)}")
         model = _model(event.get("model")) or model
         usage = _mapping(event.get("usage")) or usage
         choices = event.get("choices") or []

@@ -13,13 +13,20 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from retbench.secrets import redact
+
 Cell = Any  # a str (printed as is, never read as markup) or a rich Text (styled)
 
 
 def _text(cell: Cell) -> Any:
+    """A cell as rich Text, redacted whole before any layout can wrap it (an error cell may quote a
+    backend that echoed a secret, and a wrapped secret is split by the table's border)."""
     from rich.text import Text
 
-    return cell if isinstance(cell, Text) else Text(str(cell))
+    if isinstance(cell, Text):
+        plain = redact(cell.plain)
+        return cell if plain == cell.plain else Text(plain, style=cell.style)
+    return Text(redact(str(cell)))
 
 
 def _table_width(widths: Sequence[int]) -> int:
@@ -112,7 +119,7 @@ class FittedTable:
     def _table(header: list[str], rows: list[list[Any]], keys: int, left: set[int], title: str) -> Any:
         from rich.table import Table
 
-        table = Table(title=title or None)
+        table = Table(title=redact(title) or None)
         for i, h in enumerate(header):
             is_key = i < keys
             table.add_column(

@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 
 from retbench.errors import InputError, RetbenchError
 from retbench.results.read import config_from_manifest
+from retbench.secrets import clip, redact
 
 MAX_PARAM = 6000  # MLflow's limit on a param value
 PARENT_FILES = ("metrics.json", "manifest.json", "report.md", "report.html")
@@ -107,7 +108,7 @@ def _bounded_http(timeout: int) -> Iterator[None]:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+    text = redact(str(exc)).strip().splitlines()  # redacted whole first: a secret may span the line break
     return (text[0] if text else type(exc).__name__)[:400]
 
 
@@ -123,7 +124,7 @@ def flatten(obj: Any, prefix: str) -> Iterator[tuple[str, str]]:
             yield from flatten(v, f"{prefix}.{k}")
     else:
         text = obj if isinstance(obj, str) else json.dumps(obj, default=str)
-        yield mlflow_name(prefix), text[:MAX_PARAM]
+        yield mlflow_name(prefix), clip(text, MAX_PARAM - 3)  # redacted, then cut; "..." included
 
 
 def _client(tracking_uri: str | None) -> Any:

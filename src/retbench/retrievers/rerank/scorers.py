@@ -242,7 +242,7 @@ def parse_rerank_response(payload: Any, n: int) -> list[float]:
     scores: list[float | None] = [None] * n
     for item in results:
         if not isinstance(item, dict) or "index" not in item:
-            raise ValueError(f"rerank result without an index: {str(item)[:100]}")
+            raise ValueError(f"rerank result without an index: {clip(str(item), 100)}")
         idx = item["index"]
         value = item.get("relevance_score", item.get("score"))
         if not isinstance(idx, int) or not 0 <= idx < n:

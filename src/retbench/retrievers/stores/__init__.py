@@ -19,7 +19,7 @@ import os
 import re
 import time
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,7 +27,7 @@ import numpy as np
 from retbench.data import Corpus
 from retbench.errors import ConfigError, InputError
 from retbench.retrievers.base import Ranking, Retriever
-from retbench.retrievers.encoders import Encoder
+from retbench.retrievers.encoders import Encoder, create_encoder
 from retbench.retrievers.filters import Filter
 from retbench.secrets import register
 
@@ -77,12 +77,16 @@ class VectorStoreRetriever(Retriever):
     capabilities = frozenset({"add", "delete"})
     extra_params = frozenset(ENCODER_PARAMS)
 
-    def __init__(self, *, encoder: Encoder | None = None, name: str | None = None, **encoder_params: Any) -> None:
+    def __init__(
+        self, *, encoder: Encoder | Mapping[str, Any] | None = None, name: str | None = None, **encoder_params: Any
+    ) -> None:
         unknown = sorted(set(encoder_params) - set(ENCODER_PARAMS))
         if unknown:
             raise TypeError(f"unexpected parameter {unknown[0]!r} (encoder parameters: {', '.join(ENCODER_PARAMS)})")
         super().__init__(name)
         opts = ENCODER_PARAMS | encoder_params
+        if isinstance(encoder, Mapping):  # a config block {kind: http | onnx | static, ...}, as the dense adapter takes
+            encoder = create_encoder(encoder)
         self.encoder = encoder or Encoder(opts.pop("model"), **opts)
         self._n = 0  # documents in the store
         self.build_seconds: float | None = None

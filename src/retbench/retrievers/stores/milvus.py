@@ -28,6 +28,7 @@ from retbench.retrievers.base import Ranking, register
 from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.filters import Filter
 from retbench.retrievers.stores import VectorStoreRetriever, identifier, secret_from_env
+from retbench.secrets import register_url
 
 DISTANCES = {"cosine": "COSINE", "ip": "IP", "l2": "L2"}
 _OPS = {"eq": "==", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
@@ -74,6 +75,7 @@ class MilvusRetriever(VectorStoreRetriever):
         if insert_batch < 1:
             raise ValueError("insert_batch must be positive")
         self.uri, self.token_env = uri, token_env
+        register_url(uri)  # a `user:pass@` in it is masked wherever an error or a manifest names the uri
         secret_from_env(token_env, "token_env")  # fail at config time, not mid-run
         self.collection = collection or identifier(self.name)
         self.distance, self.index_type = distance, str(index_type)

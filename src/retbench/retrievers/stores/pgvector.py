@@ -1,7 +1,9 @@
 """PostgreSQL + pgvector, fed with retbench's own embeddings (psycopg 3).
 
 Connection: `dsn` (e.g. `postgresql://user@host:5432/db`, no password in it) plus `password_env`, the
-name of the environment variable holding the password; only the variable's name is ever written.
+name of the environment variable holding the password; only the variable's name is ever written. A
+password put in the dsn anyway (`user:PASSWORD@`, `password=`) is registered as a secret, and errors
+and manifests show the dsn without it (`secrets.register_dsn`).
 
 Table `<table>(doc_id text primary key, embedding vector(dim), meta jsonb)`; `index()` replaces it.
 `index` picks the search:
@@ -36,6 +38,7 @@ from retbench.retrievers.base import Ranking, register
 from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.filters import Filter
 from retbench.retrievers.stores import VectorStoreRetriever, identifier, secret_from_env
+from retbench.secrets import register_dsn
 
 DISTANCES = {"cosine": ("<=>", "vector_cosine_ops"), "ip": ("<#>", "vector_ip_ops"), "l2": ("<->", "vector_l2_ops")}
 INDEXES = ("exact", "hnsw", "ivfflat")
@@ -99,6 +102,7 @@ class PgvectorRetriever(VectorStoreRetriever):
         if min(m, ef_construction, ef_search, probes, lists or 1) < 1:
             raise ValueError("m, ef_construction, ef_search, lists and probes must be positive")
         self.dsn, self.password_env = dsn, password_env
+        self.shown_dsn = register_dsn(dsn)  # what errors and manifests name: the host and database, no password
         secret_from_env(password_env, "password_env")  # fail at config time, not mid-run
         self.table = table or identifier(self.name)
         if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", self.table):
@@ -123,7 +127,7 @@ class PgvectorRetriever(VectorStoreRetriever):
                 )
                 self._session(conn)
             except psycopg.Error as exc:
-                raise BackendError(f"cannot use PostgreSQL at {self.dsn}: {type(exc).__name__}: {exc}") from None
+                raise BackendError(f"cannot use PostgreSQL at {self.shown_dsn}: {type(exc).__name__}: {exc}") from None
             self._local.conn = conn
             with self._lock:
                 self._conns.append(conn)
@@ -146,12 +150,12 @@ class PgvectorRetriever(VectorStoreRetriever):
         try:
             return self._conn().execute(query, args)
         except psycopg.Error as exc:
-            raise BackendError(f"PostgreSQL at {self.dsn}: {type(exc).__name__}: {exc}".strip()) from None
+            raise BackendError(f"PostgreSQL at {self.shown_dsn}: {type(exc).__name__}: {exc}".strip()) from None
 
     def store_settings(self) -> dict[str, Any]:
         s: dict[str, Any] = {
             "store": "pgvector",
-            "dsn": self.dsn,
+            "dsn": self.shown_dsn,
             "auth": f"password from ${self.password_env}" if self.password_env else None,
             "table": self.table,
             "distance": self.distance,
@@ -184,7 +188,9 @@ class PgvectorRetriever(VectorStoreRetriever):
                     for d, v, meta in zip(ids, vectors.tolist(), metadata, strict=True):
                         copy.write_row((d, "[" + ",".join(map(repr, v)) + "]", json.dumps(meta)))
         except psycopg.Error as exc:
-            raise BackendError(f"PostgreSQL at {self.dsn}: cannot write rows: {type(exc).__name__}: {exc}") from None
+            raise BackendError(
+                f"PostgreSQL at {self.shown_dsn}: cannot write rows: {type(exc).__name__}: {exc}"
+            ) from None
 
     def _build(self) -> None:
         ops = DISTANCES[self.distance][1]

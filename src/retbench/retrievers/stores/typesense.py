@@ -32,6 +32,7 @@ from retbench.retrievers.base import Ranking, register
 from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.filters import Filter, metadata_fields
 from retbench.retrievers.stores import VectorStoreRetriever, identifier, secret_from_env
+from retbench.secrets import clip, register_url
 
 MODES = ("vector", "keyword", "hybrid")
 _TYPES = {int: "int64", float: "float", str: "string", bool: "bool"}
@@ -86,6 +87,7 @@ class TypesenseRetriever(VectorStoreRetriever):
         if hybrid_depth < 1 or import_batch < 1:
             raise ValueError("hybrid_depth and import_batch must be positive")
         self.url, self.api_key_env = url.rstrip("/"), api_key_env
+        register_url(self.url)  # a `user:pass@` in it is masked wherever an error or a manifest names the url
         secret_from_env(api_key_env, "api_key_env")  # fail at config time, not mid-run
         self.collection = collection or identifier(self.name)
         self.mode, self.search_params = mode, dict(search_params or {})
@@ -110,7 +112,9 @@ class TypesenseRetriever(VectorStoreRetriever):
         except httpx.HTTPError as exc:
             raise BackendError(f"Typesense at {self.url}: cannot {what}: {type(exc).__name__}: {exc}") from None
         if resp.status_code >= 400 and not (method == "DELETE" and resp.status_code == 404):
-            raise BackendError(f"Typesense at {self.url}: cannot {what}: HTTP {resp.status_code} {resp.text[:500]}")
+            raise BackendError(
+                f"Typesense at {self.url}: cannot {what}: HTTP {resp.status_code} {clip(resp.text, 500)}"
+            )
         return resp
 
     def store_settings(self) -> dict[str, Any]:
