@@ -13,13 +13,14 @@ import traceback
 
 import typer
 
-from retbench.cli import compare, datasets, evaluate, judge, plan, run, schema, serve, services, studies
+from retbench.cli import compare, datasets, evaluate, judge, plan, run, schema, serve, services, studies, tune
 from retbench.cli.app import app, console, datasets_app, export_app, fail, handles_errors
 from retbench.secrets import redact
 
 app.command("run")(run.run_command)
 app.command("stress")(studies.stress_command)
 app.command("chunking")(studies.chunking_command)
+app.command("tune")(tune.tune_command)
 app.command("compare")(compare.compare_command)
 app.command("gate")(compare.gate_command)
 app.command("report")(compare.report_command)

@@ -18,6 +18,7 @@ from retbench.config.criteria import CriteriaModel
 from retbench.config.experiment import ExperimentModel, StressModel
 from retbench.config.impact import IngestModel
 from retbench.config.judge import JudgeFile
+from retbench.config.tune import TuneModel
 
 #: kind -> (model, what files of that kind are for)
 KINDS: dict[str, tuple[type[BaseModel], str]] = {
@@ -29,6 +30,7 @@ KINDS: dict[str, tuple[type[BaseModel], str]] = {
     "judge": (JudgeFile, "judge-relevance --judge: a file with a judge: block"),
     "calibration": (CalibrationModel, "retbench judge-calibrate"),
     "criteria": (CriteriaModel, "retbench gate --criteria: ship criteria"),
+    "tune": (TuneModel, "retbench tune: a grid over one system's settings, chosen by cross-validation"),
 }
 
 

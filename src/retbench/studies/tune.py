@@ -1,0 +1,245 @@
+"""`retbench tune`: every setting of a grid searched once, one chosen by cross-validation over queries.
+
+A tuning config names an experiment, one of its systems and a grid over that system's settings (dotted keys
+into the system block: `params.k1`, `params.weights`, `params.components.1.depth`, `rerank.depth`). Each
+distinct setting becomes a system of a derived experiment (the system as written is setting 0, the untuned
+default) run by the ordinary runner into `<output>/runs`, so the journal and the embedding cache make a
+repeated setting cost nothing and a killed tune resumes. The per-query values of the chosen metric then go
+to `tuning.cross_validate` (the selection protocol and its CI are described there). The study writes
+`tune.json` (everything below), and `chosen.yaml`, the chosen system as a ready block for an experiment.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from retbench.config.base import validate
+from retbench.config.loader import load, read_config
+from retbench.config.tune import TuneModel
+from retbench.errors import ConfigError, InputError
+from retbench.inputs import load_systems
+from retbench.io.files import write_json, write_text
+from retbench.metrics.registry import parse_metric
+from retbench.studies.benchmark import parse_config, raise_if_backend_failed, run_experiment
+from retbench.tuning import TuneResult, cross_validate
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One point of the grid: its changes to the system block and the system block they give."""
+
+    index: int
+    changes: dict[str, Any]
+    system: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        return ", ".join(f"{k}={json.dumps(v)}" for k, v in self.changes.items()) or "default (as written)"
+
+
+@dataclass(frozen=True)
+class TuneConfig:
+    """The validated tuning config plus what it points at: the experiment's data and the system's block."""
+
+    model: TuneModel
+    source: str
+    experiment_path: Path
+    experiment: dict[str, Any]
+    output: Path
+    max_queries: int | None = None
+
+    @property
+    def name(self) -> str:
+        return self.model.name or f"{self.experiment.get('name', 'experiment')}-tune"
+
+
+@dataclass(frozen=True)
+class TuneOutcome:
+    """What a tune found; `result` indexes into `settings`."""
+
+    config: TuneConfig
+    settings: list[Setting]
+    query_ids: list[str]
+    result: TuneResult
+    duplicates: list[str]
+
+
+def expand_grid(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The grid's settings: every combination of a mapping's values (keys in order), or a list as written."""
+    if isinstance(grid, Mapping):
+        keys = list(grid)
+        return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(grid[k] for k in keys))]
+    return [dict(s) for s in grid]
+
+
+def apply_changes(system: Mapping[str, Any], changes: Mapping[str, Any], where: str = "grid") -> dict[str, Any]:
+    """A copy of the system block with each dotted key set (numeric parts index lists; missing mappings are made)."""
+    out = copy.deepcopy(dict(system))
+    for key, value in changes.items():
+        parts = key.split(".")
+        if parts[0] == "name":
+            raise ConfigError("a setting cannot change the system's name", field=f"{where}.{key}")
+        node: Any = out
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            if isinstance(node, list):
+                if not part.isdigit() or int(part) >= len(node):
+                    raise ConfigError(f"{part!r} is not an index of a list of {len(node)}", field=f"{where}.{key}")
+                if last:
+                    node[int(part)] = copy.deepcopy(value)
+                else:
+                    node = node[int(part)]
+            elif isinstance(node, dict):
+                if last:
+                    node[part] = copy.deepcopy(value)
+                else:
+                    node = node.setdefault(part, {})
+            else:
+                raise ConfigError(f"{'.'.join(parts[:i])} is not a mapping or a list", field=f"{where}.{key}")
+    return out
+
+
+def _parse(data: Any, source: str, output: str | Path | None, max_queries: int | None) -> TuneConfig:
+    model = validate(TuneModel, data, source)
+    exp_path = Path(model.experiment)
+    experiment, _ = read_config(exp_path, "experiment config")
+    if not isinstance(experiment, dict):
+        raise ConfigError("the experiment file must hold a mapping", path=exp_path)
+    names = [s.get("name") for s in experiment.get("systems") or [] if isinstance(s, dict)]
+    if model.system not in names:
+        raise ConfigError(
+            f"no system {model.system!r} in {exp_path} (have: {', '.join(map(str, names))})", field="system"
+        )
+    if len(experiment.get("datasets") or []) != 1:
+        raise ConfigError("tune one dataset at a time: the experiment must name exactly one", field="experiment")
+    name = model.name or f"{experiment.get('name', 'experiment')}-tune"
+    out = Path(output or model.output or Path("results") / name)
+    return TuneConfig(model, source, exp_path, experiment, out, max_queries)
+
+
+def load_config(path: str | Path, output: str | Path | None = None, max_queries: int | None = None) -> TuneConfig:
+    """A tuning config from YAML; every error names file:line and field."""
+    if max_queries is not None and max_queries < 1:
+        raise InputError(f"--max-queries must be positive, got {max_queries}", field="max-queries")
+    return load(path, _parse, output, max_queries)
+
+
+def settings_of(cfg: TuneConfig) -> tuple[list[Setting], list[str]]:
+    """Setting 0 (the system as written) and each distinct grid setting; labels of the duplicates skipped."""
+    base = next(s for s in cfg.experiment["systems"] if isinstance(s, dict) and s.get("name") == cfg.model.system)
+    out = [Setting(0, {}, copy.deepcopy(base))]
+    skipped = []
+    for i, changes in enumerate(expand_grid(cfg.model.grid)):
+        system = apply_changes(base, changes, f"grid[{i}]" if isinstance(cfg.model.grid, list) else "grid")
+        if any(s.system == system for s in out):
+            skipped.append(Setting(-1, changes, system).label)
+            continue
+        out.append(Setting(len(out), changes, system))
+    return out, skipped
+
+
+def _derived_experiment(cfg: TuneConfig, settings: list[Setting]) -> dict[str, Any]:
+    exp = copy.deepcopy(cfg.experiment)
+    exp["name"] = cfg.name
+    exp["metrics"] = [cfg.model.metric]
+    exp["systems"] = [{**s.system, "name": f"{cfg.model.system}-{s.index:02d}"} for s in settings]
+    exp.pop("output", None)
+    exp.pop("baseline", None)
+    if cfg.max_queries is not None:
+        ds = exp["datasets"][0]
+        ds["max_queries"] = min(int(ds.get("max_queries") or cfg.max_queries), cfg.max_queries)
+    return exp
+
+
+def _groups(query_ids: Sequence[str], tags: Mapping[str, Sequence[str]]) -> list[str]:
+    """Each query's group for `group_by: tags`: its tags joined (a query with none is its own group)."""
+    of: dict[str, list[str]] = {}
+    for tag, qids in tags.items():
+        for q in qids:
+            of.setdefault(q, []).append(tag)
+    return ["|".join(sorted(of[q])) if q in of else f"query:{q}" for q in query_ids]
+
+
+def run_tune(cfg: TuneConfig, *, log: Callable[[str], None] = print, force: bool = False) -> TuneOutcome:
+    """Search every setting (resumable), cross-validate the choice, write tune.json and chosen.yaml."""
+    settings, duplicates = settings_of(cfg)
+    runs = cfg.output / "runs"
+    derived = _derived_experiment(cfg, settings)
+    experiment = parse_config(derived, str(cfg.experiment_path), runs)
+    write_text(cfg.output / "experiment.yaml", yaml.safe_dump(derived, sort_keys=False))
+    log(
+        f"tuning {cfg.model.system}: {len(settings)} settings ({len(duplicates)} duplicates skipped) on {cfg.model.metric}"
+    )
+    outcome = run_experiment(experiment, force=force, log=log, history=False)
+    raise_if_backend_failed(outcome)
+    loaded = load_systems([runs], metrics=[cfg.model.metric])
+    evs = [loaded.get(f"{cfg.model.system}-{s.index:02d}") for s in settings]
+    query_ids = [q for q in evs[0].query_ids if all(q in ev.query_ids for ev in evs[1:])]
+    scores = np.stack([ev.column(cfg.model.metric)[[ev.query_ids.index(q) for q in query_ids]] for ev in evs])
+    groups = _groups(query_ids, loaded.groups) if cfg.model.group_by == "tags" else None
+    result = cross_validate(
+        scores, folds=cfg.model.folds, seed=cfg.model.seed, groups=groups, default=0, n_resamples=cfg.model.n_resamples
+    )
+    done = TuneOutcome(cfg, settings, query_ids, result, duplicates)
+    write_json(cfg.output / "tune.json", tune_record(done))
+    chosen = {**settings[result.chosen].system, "name": cfg.model.system}
+    header = f"# chosen by {cfg.model.folds}-fold cross-validation on {cfg.model.metric} (retbench tune; tune.json)\n"
+    write_text(cfg.output / "chosen.yaml", header + yaml.safe_dump([chosen], sort_keys=False))
+    return done
+
+
+def tune_record(t: TuneOutcome) -> dict[str, Any]:
+    """tune.json: the grid, each setting's in-sample mean, the folds' choices and the out-of-sample estimate."""
+    r, m = t.result, t.config.model
+    return {
+        "name": t.config.name,
+        "experiment": str(t.config.experiment_path),
+        "system": m.system,
+        "metric": parse_metric(m.metric).name,
+        "folds": m.folds,
+        "seed": m.seed,
+        "group_by": m.group_by,
+        "n_queries": len(t.query_ids),
+        "settings": [
+            {"index": s.index, "changes": s.changes, "label": s.label, "in_sample_mean": r.setting_means[s.index]}
+            for s in t.settings
+        ],
+        "duplicates_skipped": t.duplicates,
+        "per_fold": [
+            {
+                "fold": f.index,
+                "queries": f.n_queries,
+                "chosen": f.chosen,
+                "train_mean": f.train_mean,
+                "test_mean": f.test_mean,
+            }
+            for f in r.folds
+        ],
+        "out_of_sample": {
+            "mean": r.out_of_sample,
+            "ci": list(r.out_of_sample_ci),
+            "ci_method": "bootstrap of the whole procedure",
+        },
+        "in_sample_best": {"index": r.in_sample_best, "mean": r.in_sample_mean},
+        "optimism": r.optimism,
+        "chosen": {"index": r.chosen, "chosen_by_folds": r.chosen_by_folds},
+        "vs_default": {
+            "default_mean": r.default_mean,
+            "delta": r.delta_vs_default,
+            "ci": list(r.delta_ci) if r.delta_ci else None,
+            "p": r.p_vs_default,
+            "within_noise": r.within_noise,
+        },
+    }
+
+
+__all__ = ["Setting", "TuneConfig", "TuneOutcome", "apply_changes", "expand_grid", "load_config", "run_tune"]

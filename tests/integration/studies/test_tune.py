@@ -1,0 +1,81 @@
+"""`retbench tune` on real SciFact queries: per-fold choices equal a selection recomputed from the per-query
+tables, every setting is searched once (a rerun searches nothing), and bad grids are refused by file:line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import yaml
+from typer.testing import CliRunner
+
+from retbench.cli import app
+from retbench.errors import ConfigError
+from retbench.inputs import load_systems
+from retbench.studies.tune import load_config, run_tune
+from retbench.tuning import assign_folds
+
+runner = CliRunner()
+
+
+def write(tmp_path: Path, grid: object, **extra: object) -> Path:
+    exp = {
+        "name": "t",
+        "depth": 20,
+        "metrics": ["ndcg@10"],
+        "datasets": [{"name": "scifact", "split": "test", "max_queries": 40, "corpus_sample": 300}],
+        "systems": [{"name": "bm25", "adapter": "bm25s", "params": {"k1": 1.5, "b": 0.75}}],
+    }
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
+    tune = {"experiment": "exp.yaml", "system": "bm25", "metric": "ndcg@10", "folds": 4, "grid": grid, **extra}
+    path = tmp_path / "tune.yaml"
+    path.write_text(yaml.safe_dump(tune, sort_keys=False))
+    return path
+
+
+def test_each_fold_chooses_the_best_setting_on_the_other_folds_and_the_chosen_block_runs(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, {"params.k1": [0.5, 1.5, 3.0], "params.b": [0.3, 0.75]}), tmp_path / "out")
+    out = run_tune(cfg, log=lambda _: None)
+    # the default (k1 1.5, b 0.75) is also a grid point: searched once, not twice
+    assert len(out.settings) == 6 and out.duplicates == ["params.k1=1.5, params.b=0.75"]
+    loaded = load_systems([tmp_path / "out" / "runs"], metrics=["ndcg@10"])
+    scores = np.stack([loaded.get(f"bm25-{s.index:02d}").column("ndcg@10") for s in out.settings])
+    folds = assign_folds(scores.shape[1], 4, seed=0)
+    for f, fold in enumerate(out.result.folds):
+        assert fold.chosen == int(np.argmax(scores[:, folds != f].mean(axis=1)))
+    record = json.loads((tmp_path / "out" / "tune.json").read_text())
+    assert record["out_of_sample"]["ci"][0] <= record["out_of_sample"]["mean"] <= record["out_of_sample"]["ci"][1]
+    assert record["optimism"] == record["in_sample_best"]["mean"] - record["out_of_sample"]["mean"]
+    chosen = yaml.safe_load((tmp_path / "out" / "chosen.yaml").read_text().split("\n", 1)[1])
+    assert chosen[0]["name"] == "bm25" and chosen[0]["params"] == out.settings[out.result.chosen].system["params"]
+
+
+def test_the_cli_prints_the_out_of_sample_estimate_and_a_rerun_searches_nothing(tmp_path: Path) -> None:
+    path = write(tmp_path, [{"params.k1": 0.9}, {"params.k1": 1.2, "params.b": 0.9}])
+    first = runner.invoke(app, ["tune", str(path), "--output", str(tmp_path / "o"), "--max-queries", "24"])
+    assert first.exit_code == 0, first.output
+    assert "out-of-sample ndcg@10:" in first.output and "optimism" in first.output and "fold 4:" in first.output
+    assert "24 queries" in first.output
+    journal = tmp_path / "o" / "runs" / "systems" / "bm25-01" / "journal.jsonl"
+    before = journal.read_bytes()
+    again = runner.invoke(app, ["tune", str(path), "--output", str(tmp_path / "o"), "--max-queries", "24"])
+    assert again.exit_code == 0, again.output
+    assert journal.read_bytes() == before
+    assert again.output.split("out-of-sample")[1] == first.output.split("out-of-sample")[1]
+
+
+def test_a_grid_key_that_is_not_in_the_system_and_an_unknown_system_are_refused_by_file_and_line(tmp_path: Path):
+    path = write(tmp_path, {"name": ["x"]})
+    result = runner.invoke(app, ["tune", str(path), "--output", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "cannot change the system's name" in result.output
+    path = write(tmp_path, {"params.k1": [1.0]}, system="dense")
+    result = runner.invoke(app, ["tune", str(path)])
+    assert result.exit_code == 2 and "tune.yaml:2" in result.output and "no system 'dense'" in result.output
+    path = write(tmp_path, {"params.k1": []})
+    try:
+        load_config(path)
+    except ConfigError as exc:
+        assert "grid" in str(exc)
+    else:
+        raise AssertionError("an empty value list was accepted")
