@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, PrivateAttr, field_validator
 
-from retbench.config.base import Block, ConfigPath
-from retbench.errors import InputError
+from retbench.config.base import ConfigPath
+from retbench.config.loader import read_config
+from retbench.config.study import Study, load_study
+from retbench.errors import ConfigError, InputError
 from retbench.metrics.registry import parse_metric
 
 
-class TuneModel(Block):
-    """Search every setting of `grid` once and choose among them by k-fold cross-validation over queries."""
+class TuneModel(Study):
+    """Search every setting of `grid` once and choose among them by k-fold cross-validation over queries.
+
+    The experiment it names is read by the loader (`load_tune`) into `experiment_data`: tuning derives a new
+    experiment from it, which the experiment's own loader then validates like any config file.
+    """
+
+    _experiment: dict[str, Any] = PrivateAttr(default_factory=dict)
 
     name: str | None = Field(None, min_length=1, description="the study's name (default: the experiment's + '-tune')")
     output: str | None = Field(None, description="the results directory (default: results/<name>)")
@@ -44,5 +53,29 @@ class TuneModel(Block):
             raise ValueError("needs at least one setting")
         return value
 
+    @property
+    def experiment_data(self) -> dict[str, Any]:
+        """The experiment file's mapping, as read when this config was loaded."""
+        return self._experiment
 
-__all__ = ["TuneModel"]
+
+def _read_experiment(model: TuneModel) -> None:
+    """Read the experiment the tune names; it must hold the system and exactly one dataset."""
+    path = Path(model.experiment)
+    data, _ = read_config(path, "experiment config")
+    if not isinstance(data, dict):
+        raise ConfigError("the experiment file must hold a mapping", path=path)
+    names = [s.get("name") for s in data.get("systems") or [] if isinstance(s, dict)]
+    if model.system not in names:
+        raise ConfigError(f"no system {model.system!r} in {path} (have: {', '.join(map(str, names))})", field="system")
+    if len(data.get("datasets") or []) != 1:
+        raise ConfigError("tune one dataset at a time: the experiment must name exactly one", field="experiment")
+    model._experiment = data
+
+
+def load_tune(path: str | Path, output: str | Path | None = None) -> TuneModel:
+    """A tuning config and the experiment it names; every error names file:line and field."""
+    return load_study(path, TuneModel, output, _read_experiment)
+
+
+__all__ = ["TuneModel", "load_tune"]

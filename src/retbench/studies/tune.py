@@ -22,9 +22,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from retbench.config.base import validate
-from retbench.config.loader import load, read_config
-from retbench.config.tune import TuneModel
+from retbench.config.tune import TuneModel, load_tune
 from retbench.errors import ConfigError, InputError
 from retbench.inputs import load_systems
 from retbench.io.files import write_json, write_text
@@ -51,7 +49,6 @@ class TuneConfig:
     """The validated tuning config plus what it points at: the experiment's data and the system's block."""
 
     model: TuneModel
-    source: str
     experiment_path: Path
     experiment: dict[str, Any]
     output: Path
@@ -108,29 +105,12 @@ def apply_changes(system: Mapping[str, Any], changes: Mapping[str, Any], where: 
     return out
 
 
-def _parse(data: Any, source: str, output: str | Path | None, max_queries: int | None) -> TuneConfig:
-    model = validate(TuneModel, data, source)
-    exp_path = Path(model.experiment)
-    experiment, _ = read_config(exp_path, "experiment config")
-    if not isinstance(experiment, dict):
-        raise ConfigError("the experiment file must hold a mapping", path=exp_path)
-    names = [s.get("name") for s in experiment.get("systems") or [] if isinstance(s, dict)]
-    if model.system not in names:
-        raise ConfigError(
-            f"no system {model.system!r} in {exp_path} (have: {', '.join(map(str, names))})", field="system"
-        )
-    if len(experiment.get("datasets") or []) != 1:
-        raise ConfigError("tune one dataset at a time: the experiment must name exactly one", field="experiment")
-    name = model.name or f"{experiment.get('name', 'experiment')}-tune"
-    out = Path(output or model.output or Path("results") / name)
-    return TuneConfig(model, source, exp_path, experiment, out, max_queries)
-
-
 def load_config(path: str | Path, output: str | Path | None = None, max_queries: int | None = None) -> TuneConfig:
     """A tuning config from YAML; every error names file:line and field."""
     if max_queries is not None and max_queries < 1:
         raise InputError(f"--max-queries must be positive, got {max_queries}", field="max-queries")
-    return load(path, _parse, output, max_queries)
+    model = load_tune(path, output)
+    return TuneConfig(model, Path(model.experiment), model.experiment_data, model.output_dir, max_queries)
 
 
 def settings_of(cfg: TuneConfig) -> tuple[list[Setting], list[str]]:

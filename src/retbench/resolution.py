@@ -1,0 +1,121 @@
+"""Rank resolution: how sure a ranking of systems is, from a paired bootstrap over queries (and datasets).
+
+A leaderboard that orders systems by mean alone suggests an order the data often cannot separate. Here each
+bootstrap resample draws the queries with replacement (the same draw for every system: the comparison is paired),
+recomputes every system's mean and ranks the systems (1 = best; tied means share the best rank). A system's
+**rank interval** is the 2.5th and 97.5th percentiles of its ranks over the resamples, and the systems whose
+interval reaches rank 1 are **tied for first**: the data cannot rule out that any of them is the best.
+
+With several datasets (a suite), a resample first draws the datasets with replacement and then the queries within
+each drawn dataset, and ranks the systems on the mean of their per-dataset means (a two-stage bootstrap, so the
+interval also says how much the ranking depends on which datasets were chosen). MTEB's rank-stability analysis and
+Sakai's work on the discriminative power of IR measures make the same point for benchmarks.
+
+`queries_to_separate` gives the labelled queries a paired test would need to separate the first two systems at 80%
+power: n = ((z_(1-alpha/2) + z_power) * sd(d) / mean(d))^2 over their per-query differences d (the normal
+approximation `retbench plan` uses for its budgets).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from retbench.errors import InputError
+from retbench.stats import bootstrap_means, column_means, z_quantile
+
+
+@dataclass(frozen=True)
+class RankResolution:
+    """Each system's mean, its rank by mean, its bootstrap rank interval and how often it ranked first."""
+
+    names: list[str]
+    means: list[float]
+    rank: list[int]
+    low: list[int]
+    high: list[int]
+    p_first: list[float]
+    n_resamples: int
+
+    @property
+    def tied_first(self) -> list[str]:
+        """The systems whose rank interval reaches 1, best mean first."""
+        order = sorted(range(len(self.names)), key=lambda i: -self.means[i])
+        return [self.names[i] for i in order if self.low[i] == 1]
+
+    def interval(self, name: str) -> str:
+        """`1`, or `1-3`: the rank interval as a label."""
+        i = self.names.index(name)
+        return str(self.low[i]) if self.low[i] == self.high[i] else f"{self.low[i]}-{self.high[i]}"
+
+
+def _ranks(means: np.ndarray, higher_is_better: bool) -> np.ndarray:
+    """Competition ranks along the last axis (1 = best; equal means share the best rank; NaN ranks last)."""
+    m = np.where(np.isnan(means), -np.inf if higher_is_better else np.inf, means)
+    key = -m if higher_is_better else m
+    return (key[..., None, :] < key[..., :, None]).sum(axis=-1) + 1
+
+
+def rank_intervals(
+    tables: Sequence[np.ndarray] | np.ndarray,
+    names: Sequence[str],
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    higher_is_better: bool = True,
+) -> RankResolution:
+    """Rank intervals of systems from per-query values: one [queries x systems] table, or one per dataset."""
+    parts = (
+        [np.asarray(tables, dtype=np.float64)]
+        if isinstance(tables, np.ndarray)
+        else [np.asarray(t, dtype=np.float64) for t in tables]
+    )
+    if not parts or any(t.ndim != 2 or t.shape[1] != len(names) or t.shape[0] == 0 for t in parts):
+        raise InputError(f"need one or more [queries x {len(names)} systems] tables, each with a query")
+    if n_resamples < 1:
+        raise InputError(f"n_resamples must be positive, got {n_resamples}", field="n_resamples")
+    if not 0 < confidence < 1:
+        raise InputError(f"confidence must be in (0, 1), got {confidence}", field="confidence")
+    observed = np.mean([column_means(t) for t in parts], axis=0)
+    if len(parts) == 1:
+        boot = bootstrap_means(parts[0], n_boot=n_resamples, seed=seed)
+    else:
+        rng = np.random.default_rng(seed)
+        boot = np.empty((n_resamples, len(names)))
+        for b in range(n_resamples):
+            chosen = rng.integers(0, len(parts), len(parts))
+            per = [column_means(parts[d][rng.integers(0, parts[d].shape[0], parts[d].shape[0])]) for d in chosen]
+            boot[b] = np.mean(per, axis=0)
+    ranks = _ranks(boot, higher_is_better)
+    tail = (1 - confidence) / 2
+    low = np.floor(np.quantile(ranks, tail, axis=0, method="lower")).astype(int)
+    high = np.ceil(np.quantile(ranks, 1 - tail, axis=0, method="higher")).astype(int)
+    return RankResolution(
+        names=list(names),
+        means=[float(x) for x in observed],
+        rank=[int(r) for r in _ranks(observed, higher_is_better)],
+        low=[int(x) for x in low],
+        high=[int(x) for x in high],
+        p_first=[float(x) for x in (ranks == 1).mean(axis=0)],
+        n_resamples=n_resamples,
+    )
+
+
+def queries_to_separate(a: np.ndarray, b: np.ndarray, *, alpha: float = 0.05, power: float = 0.8) -> int | None:
+    """Labelled queries a paired test needs to tell a from b at `power` (None when they do not differ at all)."""
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    d = d[~np.isnan(d)]
+    if d.size < 2 or float(d.mean()) == 0.0:
+        return None
+    sd = float(d.std(ddof=1))
+    if sd == 0.0:
+        return 2
+    n = ((z_quantile(1 - alpha / 2) + z_quantile(power)) * sd / abs(float(d.mean()))) ** 2
+    return max(2, math.ceil(n))
+
+
+__all__ = ["RankResolution", "queries_to_separate", "rank_intervals"]
