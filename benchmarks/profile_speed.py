@@ -67,7 +67,7 @@ BM25_STAGES: list[Stage] = [
     ("score + top-k", [("bm25s/__init__.py", "retrieve")], []),
     ("index", [("retrievers/bm25.py", "index")], ["tokenize"]),
     ("index", [("bm25s/__init__.py", "index")], []),
-    ("run", [("retrievers/base.py", "search"), ("profile_speed.py", "raw_search")], ["tokenize", "score + top-k"]),
+    ("run", [("retrievers/bm25.py", "search"), ("profile_speed.py", "raw_search")], ["tokenize", "score + top-k"]),
 ]
 
 
