@@ -122,25 +122,21 @@ def answer_problem(ranking: Sequence[tuple[Any, Any]]) -> str | None:
 def plain_rankings_fine(rankings: list[dict[Any, Any]], scores: np.ndarray | None = None) -> bool:
     """True when every doc id of these dicts is usable text and every score a finite number.
 
-    Ten million ranked documents are checked in about half a second, every pass in C: the ids are joined
-    with spaces (a non-text id stops the join), and since an id may hold neither a space nor a control
-    character, the joined text is printable with exactly one space between ids and none doubled or at an
-    end (an empty id shows as a doubled space). The scores are the array already read (None, text or a
-    container there stops `np.fromiter`), checked finite. Anything doubtful returns False and the caller's
-    slow walk names the entry. A bool score reads as 0 or 1 here, as NumPy reads it.
+    Every pass is in C. The ids are joined with spaces one ranking at a time (a non-text id stops the
+    join), so each id object is read once, while its ranking's ids are in cache, and the rankings' texts
+    are then joined and checked as one: since an id may hold neither a space nor a control character,
+    the text is printable with exactly one space between ids and none doubled or at an end (an empty id
+    shows as a doubled space). ASCII text is checked as bytes (every byte from 32 to 126), other text by
+    `str.isprintable`. The scores are the array already read (None, text or a container there stops
+    `np.fromiter`), checked finite. Anything doubtful returns False and the caller's slow walk names the
+    entry. A bool score reads as 0 or 1 here, as NumPy reads it.
     """
     try:
-        joined = " ".join(chain.from_iterable(rankings))
+        joined = " ".join(filter(None, map(" ".join, rankings)))  # (an empty ranking adds no separator)
     except TypeError:
         return False
     n = sum(map(len, rankings))
-    if n and not (
-        joined.isprintable()
-        and joined.count(" ") == n - 1
-        and "  " not in joined
-        and joined[:1] != " "
-        and joined[-1:] != " "
-    ):
+    if n and not _spaced_ids(joined, n):
         return False  # a space, a control character or an empty id, or Unicode isprintable refuses: the walk decides
     if scores is None:
         try:
@@ -148,6 +144,18 @@ def plain_rankings_fine(rankings: list[dict[Any, Any]], scores: np.ndarray | Non
         except (TypeError, ValueError, OverflowError):
             return False
     return bool(np.isfinite(scores).all())
+
+
+def _spaced_ids(joined: str, n: int) -> bool:
+    """Whether `joined` is n printable, non-empty ids separated by single spaces."""
+    if not joined:
+        return False  # one empty id
+    if joined.count(" ") != n - 1 or "  " in joined or joined[:1] == " " or joined[-1:] == " ":
+        return False
+    if joined.isascii():
+        data = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+        return bool(data.min() >= 32 and data.max() <= 126)
+    return joined.isprintable()
 
 
 def rankings_problem(results: Mapping[Any, Any]) -> tuple[str, str] | None:
