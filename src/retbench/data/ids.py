@@ -236,16 +236,29 @@ def keys_from_bytes(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, 
 
 
 def key_strings(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(key of each id given as a Python string, per-id exactness) — the keys of their UTF-8 bytes."""
-    encoded = [d.encode("utf-8") for d in ids]
-    lens = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum(lens, out=offsets[1:])
-    blob = b"".join(encoded)
-    key, _ = keys_from_bytes(np.frombuffer(blob, dtype=np.uint8), offsets)
+    """(key of each id given as a Python string, per-id exactness) — the keys of their UTF-8 bytes.
+
+    The strings are encoded by Arrow in one C pass (no Python call per id) when it can take them.
+    """
+    import pyarrow as pa  # deferred: only judging a run read from a file needs it
+
+    try:
+        column = pa.array(ids, type=pa.large_string())
+        _, off_buf, data_buf = column.buffers()
+        offsets = np.frombuffer(off_buf, dtype=np.int64)[: len(ids) + 1]
+        blob = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
+    except (TypeError, ValueError, pa.ArrowException):  # surrogates, non-str: one at a time, as before
+        encoded = [d.encode("utf-8") for d in ids]
+        lens = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        blob = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    key, _ = keys_from_bytes(blob, offsets)
+    lens = np.diff(offsets)
     exact = lens <= 8
-    if b"\0" in blob:
-        exact &= np.fromiter((b"\0" not in e for e in encoded), dtype=bool, count=len(encoded))
+    if len(blob) and int(blob.min()) == 0:  # an id holding a NUL byte has an inexact key
+        row = np.searchsorted(offsets, np.flatnonzero(blob == 0), side="right") - 1
+        exact[row] = False
     return key, exact
 
 
