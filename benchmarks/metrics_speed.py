@@ -244,6 +244,41 @@ def report(n_q: int, depth: int, results: list[dict]) -> None:
                 )
 
 
+PEERS = {"prebuilt": "ranx", "dicts": "pytrec_eval", "file": "pytrec_eval"}  # the peer each goal is set against
+
+
+def figures(n_q: int, depth: int, results: list[dict]) -> dict[str, dict]:
+    """{"metrics.<size>.<way>": ratio to the goal's peer, both times}, for `--figures` (see record_figures)."""
+    by = {(r["tool"], r["way"]): r for r in results if r and "seconds" in r}
+    out: dict[str, dict] = {}
+    for way, peer in PEERS.items():
+        ours, theirs = by.get(("retbench", way)), by.get((peer, way))
+        if ours and theirs:
+            out[f"metrics.{n_q}x{depth}.{way}"] = {
+                "figure": f"{theirs['seconds'] / ours['seconds']:.1f}x",
+                "retbench_s": round(ours["seconds"], 3),
+                "peer": peer,
+                "peer_s": round(theirs["seconds"], 3),
+            }
+    return out
+
+
+def record_figures(path: str, found: dict[str, dict]) -> None:
+    """Merge figures into a JSON file with the date and load average: the block RESULTS.md records and
+    the docs quote (tests/unit/test_docs_figures.py checks that they agree)."""
+    target = Path(path)
+    data = json.loads(target.read_text()) if target.is_file() else {}
+    data.update(found)
+    data.setdefault("runs", []).append(
+        {
+            "script": Path(sys.argv[0]).name,
+            "date": time.strftime("%Y-%m-%d"),
+            "loadavg": [round(x, 2) for x in os.getloadavg()],
+        }
+    )
+    target.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000x1000,100000x100", help="comma list of QUERIESxDEPTH")
@@ -257,7 +292,9 @@ def main() -> None:
         choices=["single", "trailing"],
         help="single spaces, or a trailing space on every run line",
     )
+    ap.add_argument("--figures", help="merge the ratios of this run into this JSON file (see record_figures)")
     args = ap.parse_args()
+    found: dict[str, dict] = {}
     print(
         f"metrics: {', '.join(LABELS)}; python {sys.version.split()[0]}; {os.cpu_count()} CPUs; best of {args.repeats}"
     )
@@ -277,6 +314,9 @@ def main() -> None:
                 for tool in args.tools.split(",")
             ]
             report(n_q, depth, results)
+            found.update(figures(n_q, depth, results))
+    if args.figures:
+        record_figures(args.figures, found)
 
 
 if __name__ == "__main__" and sys.argv[1:2] not in (["--all-trec"], ["--all-trec-worker"]):

@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from abc import abstractmethod
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from retbench.data import Corpus
+from retbench.data import Corpus, Queries, Run
+from retbench.data.ids import first_bad_id
 from retbench.errors import ConfigError, InputError
 from retbench.retrievers.base import Ranking, Retriever, register
+from retbench.retrievers.filters import query_filters
 from retbench.retrievers.postings import Postings, bm25s_matrix
 from retbench.retrievers.tokenize import Tokenizer
 
@@ -73,6 +77,7 @@ class LexicalRetriever(Retriever):
         self._postings = Postings.empty()  # term counts per document, kept for rebuilds
         self._content = ""  # digest of what is indexed, chained through add/delete
         self.n_rebuilds = 0
+        self._id_cache: tuple[str, np.ndarray, bool] | None = None  # (content, ids, plain): see _id_columns
 
     # -- subclasses ----------------------------------------------------------------------------
     @abstractmethod
@@ -133,17 +138,69 @@ class LexicalRetriever(Retriever):
             raise InputError(f"{self.adapter} retriever {self.name!r} has no index; call index() first")
 
     def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
+        offsets, positions, scores = self._search_columns(texts, k)
+        ids, pos, sc = self._ids, positions.tolist(), scores.tolist()
+        return [[(ids[p], s) for p, s in zip(pos[a:b], sc[a:b], strict=True)] for a, b in pairwise(offsets.tolist())]
+
+    def _search_columns(self, texts: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every query's ranking as columns: (offsets per query, doc positions, float64 scores), best first.
+
+        Documents scoring exactly 0 (no query term matched; both libraries pad top-k with them) are dropped.
+        """
         self._require_index()
         tokens = self.tokenizer.tokenize_ids(list(texts), self._vocab, grow=False)
-        out: list[Ranking] = [[] for _ in tokens]
+        offsets = np.zeros(len(tokens) + 1, dtype=np.int64)
         live = [i for i, t in enumerate(tokens) if t]  # a query with no known term matches nothing
         if not live or k <= 0:
-            return out
-        ids = self._ids
-        results = self._search_tokens([tokens[i] for i in live], min(k, len(ids)))
-        for i, (pos, scores) in zip(live, results, strict=True):
-            out[i] = [(ids[p], s) for p, s in zip(pos.tolist(), scores.tolist(), strict=True) if s != 0.0]
-        return out
+            return offsets, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        results = self._search_tokens([tokens[i] for i in live], min(k, len(self._ids)))
+        positions = np.concatenate([p for p, _ in results]).astype(np.int64, copy=False)
+        scores = np.concatenate([s for _, s in results]).astype(np.float64)
+        owner = np.repeat(np.asarray(live, dtype=np.int64), [len(p) for p, _ in results])
+        matched = scores != 0.0
+        np.cumsum(np.bincount(owner[matched], minlength=len(tokens)), out=offsets[1:])
+        return offsets, positions[matched], scores[matched]
+
+    def search(self, queries: Queries, k: int, *, batch_size: int = 0) -> Run:
+        """All queries in one batch, straight from the scores' arrays to the Run's columns.
+
+        The generic path (`Retriever.search`) builds a tuple per ranked document and checks each one;
+        here the ids are checked once per index (`_id_columns`) and the scores in one vectorized pass,
+        so a ranked document costs no Python work. Anything else (batches, filters, a failure, a bad id
+        or score) takes the generic path, which records failures and invalid answers per query.
+        """
+        qids = list(queries)
+        ids, plain = self._id_columns()
+        generic = batch_size or not plain or type(self).search_batch is not LexicalRetriever.search_batch
+        if generic or not qids or any(f is not None for f in query_filters(queries, qids)):
+            return super().search(queries, k, batch_size=batch_size)
+        start = time.perf_counter()
+        try:
+            offsets, positions, scores = self._search_columns([queries[q] for q in qids], k)
+        except Exception:  # recorded per query by the generic path, as for any other adapter
+            return super().search(queries, k)
+        latency = (time.perf_counter() - start) / len(qids)
+        if not np.isfinite(scores).all():
+            return super().search(queries, k)
+        return Run(
+            qids,
+            offsets,
+            ids[positions],
+            scores,
+            latency=dict.fromkeys(qids, latency),
+            name=self.name,
+            _unique=True,
+            _owned=True,
+        )
+
+    def _id_columns(self) -> tuple[np.ndarray, bool]:
+        """The indexed ids as an object array, and whether a Run may take them as they are (text without
+        whitespace or control characters, all distinct): checked once per index, not per ranked document."""
+        if self._id_cache is None or self._id_cache[0] != self._content or len(self._id_cache[1]) != len(self._ids):
+            ids = self._ids
+            plain = first_bad_id(ids) is None and len(set(ids)) == len(ids)
+            self._id_cache = (self._content, np.asarray(ids, dtype=object), plain)
+        return self._id_cache[1], self._id_cache[2]
 
     def add(self, corpus: Corpus) -> None:
         """Add (or replace, by id) documents; a full rebuild, since neither library updates in place."""

@@ -10,6 +10,7 @@ import pytest
 from retbench.data import Corpus, Queries, QueryStatus
 from retbench.errors import ConfigError, InputError
 from retbench.retrievers import create
+from retbench.retrievers.base import Retriever
 from retbench.retrievers.bm25 import BM25SRetriever, RankBM25Retriever
 from retbench.retrievers.tokenize import Tokenizer
 
@@ -252,3 +253,31 @@ def test_score_matrix_from_streamed_term_counts_is_bit_identical_to_bm25s_own_in
     for key in ("data", "indices", "indptr"):
         np.testing.assert_array_equal(ours._bm25.scores[key], raw.scores[key])
     assert ours._bm25.scores["data"].dtype == raw.scores["data"].dtype and ours._bm25.vocab_dict == raw.vocab_dict
+
+
+# -- the columnar search path ----------------------------------------------------------------------
+@pytest.mark.parametrize("adapter", ["bm25s", "rank_bm25"])
+def test_search_straight_to_columns_equals_the_generic_per_query_path(adapter, slice_):
+    corpus, queries = slice_
+    r = create(adapter)
+    r.index(corpus)
+    queries = Queries({**dict(queries.items()), "none": "zebra!!"})  # one query without a known term
+    fast, generic = r.search(queries, 20), Retriever.search(r, queries, 20)
+    assert fast.query_ids == generic.query_ids
+    assert fast.to_dict() == generic.to_dict()
+    assert list(fast.doc_ids) == list(generic.doc_ids) and fast.scores.tolist() == generic.scores.tolist()
+    assert fast.status == generic.status and fast.status["none"] is QueryStatus.EMPTY
+    assert set(fast.latency) == set(generic.latency) and not fast.errors
+
+
+def test_search_takes_the_generic_path_for_ids_a_run_cannot_hold():
+    r = create("bm25s", {"stopwords": None, "stemmer": None})
+    r.index(Corpus(["d1", "d 2", "d3"], ["cat cat dog", "dog bird", "fish"]))
+    run = r.search(Queries({"q1": "dog", "q2": "fish"}), 10)
+    assert run.status["q1"] is QueryStatus.INVALID and "contains ' '" in run.errors["q1"]
+    assert run.docs("q2") == ["d3"]
+
+
+def test_search_before_index_is_recorded_per_query_on_the_columnar_path():
+    run = BM25SRetriever().search(Queries({"q1": "x", "q2": "y"}), 3)
+    assert run.status["q1"] is QueryStatus.ERROR and "no index" in run.errors["q2"]

@@ -104,3 +104,30 @@ def test_lookup_over_many_blocks_with_crowded_slots():
     present = np.flatnonzero(keys[pos] == wanted)
     assert sorted(j.tolist()) == present.tolist()
     assert (p[np.argsort(j)] == pos[present]).all()
+
+
+def _every_entry_fine(rankings: list[dict[str, float]]) -> bool:
+    return all(K.id_problem(d) is None and K.score_problem(s) is None for r in rankings for d, s in r.items())
+
+
+ascii_ids = st.text(alphabet=st.sampled_from("ab-9 \t\x01\x7f~"), min_size=0, max_size=6)
+scores = st.floats(allow_nan=True, allow_infinity=True)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.dictionaries(ascii_ids, scores, max_size=6), max_size=6))
+def test_the_one_pass_check_of_ascii_rankings_agrees_with_the_entry_by_entry_walk(rankings):
+    assert K.plain_rankings_fine(rankings) == _every_entry_fine(rankings)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(st.text(max_size=4), st.floats(-1e9, 1e9), max_size=5), max_size=5))
+def test_the_one_pass_check_never_passes_a_unicode_ranking_the_walk_refuses(rankings):
+    if K.plain_rankings_fine(rankings):
+        assert _every_entry_fine(rankings)
+
+
+def test_a_ranking_whose_only_id_is_empty_is_not_passed():
+    assert not K.plain_rankings_fine([{"": 1.0}])
+    assert not K.plain_rankings_fine([{"a": 1.0}, {"": 2.0}])
+    assert K.plain_rankings_fine([{"a": 1.0}, {}, {"b": 2.0}])

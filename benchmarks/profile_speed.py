@@ -1,0 +1,191 @@
+"""Where the time goes on the metric and BM25 hot paths: one cProfile run per path, folded into stages.
+
+    .venv/bin/python benchmarks/profile_speed.py metrics --sizes 10000x1000,100000x100
+    .venv/bin/python benchmarks/profile_speed.py bm25
+
+Each path runs once untimed (warm-up: imports, caches), then once under cProfile. A stage is the
+cumulative time of the functions named for it, less the stages nested inside it, so the stages of a
+path add up to its total ("other" is the rest: the glue between stages). cProfile adds a little to
+every Python-level call; the hot paths here make few of those, so the split is what matters, not
+the exact seconds (benchmarks/metrics_speed.py and bm25_speed.py give those, with their peers).
+
+Metric stages (from a TREC file, from `{qid: {doc: score}}` dicts, or prebuilt objects):
+  parse      Arrow's CSV reader and the checks on its columns (control bytes, empty fields, finite scores)
+  factorise  query segments, 64-bit doc keys, the qrels' columns; for dicts, reading the scores out
+  validate   the id and score checks of a run built from dicts
+  order      sorting check, duplicate check and tie-breaking (`Run._normalize`)
+  judge      finding every judged (query, doc) pair in the run
+  aggregate  the metrics and their means (the rest of `evaluate`)
+BM25 stages: tokenize, index (term counts and the score matrix), score + top-k (bm25s's retrieve),
+run (retbench's Run or the raw path's dict of results).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+Func = tuple[str, str]  # (file name ending, function name)
+# (name, functions, stages nested inside those functions, subtracted); a name given twice adds up
+Stage = tuple[str, list[Func], list[str]]
+
+METRIC_NAMES = ["ndcg@10", "recall@100", "map", "mrr"]
+
+METRIC_STAGES: list[Stage] = [
+    ("parse", [("io/trec.py", "_read_columns")], []),
+    (
+        "validate",
+        [("data/ids.py", "plain_rankings_fine"), ("data/ids.py", "first_bad_id"), ("data/ids.py", "check_rankings")],
+        [],
+    ),
+    ("order", [("data/run.py", "_normalize")], []),
+    ("judge", [("judges/qrels.py", "judge_qrels")], []),
+    ("aggregate", [("retbench/evaluation.py", "evaluate")], ["judge"]),
+    (
+        "factorise",
+        [
+            ("io/trec.py", "read_run"),
+            ("io/trec.py", "read_qrels"),
+            ("data/run.py", "from_dict"),
+            ("data/qrels.py", "__init__"),
+        ],
+        ["parse", "validate", "order"],
+    ),
+]
+
+BM25_STAGES: list[Stage] = [
+    ("tokenize", [("retrievers/tokenize.py", "tokenize_ids"), ("bm25s/tokenization.py", "tokenize")], []),
+    ("score + top-k", [("bm25s/__init__.py", "retrieve")], []),
+    ("index", [("retrievers/bm25.py", "index")], ["tokenize"]),
+    ("index", [("bm25s/__init__.py", "index")], []),
+    ("run", [("retrievers/bm25.py", "search"), ("profile_speed.py", "raw_search")], ["tokenize", "score + top-k"]),
+]
+
+
+def _cumulative(stats: pstats.Stats, funcs: list[Func]) -> float:
+    """Cumulative seconds of the named functions (outermost calls only: recursion is counted once)."""
+    total = 0.0
+    for (filename, _, name), (_, _, _, cum, _) in stats.stats.items():  # type: ignore[attr-defined]
+        if any(filename.endswith(f) and name == n for f, n in funcs):
+            total += cum
+    return total
+
+
+def staged(fn: Callable[[], Any], stages: list[Stage]) -> dict[str, float]:
+    """{stage: seconds} of one profiled call of `fn`, plus "other" and "total"."""
+    fn()  # warm-up: imports, stemmer memo, first-touch page faults
+    prof = cProfile.Profile()
+    start = time.perf_counter()
+    prof.enable()
+    fn()
+    prof.disable()
+    total = time.perf_counter() - start
+    stats = pstats.Stats(prof)
+    raw: dict[str, float] = {}
+    for name, funcs, _ in stages:
+        raw[name] = raw.get(name, 0.0) + _cumulative(stats, funcs)
+    out: dict[str, float] = {}
+    for name, funcs, minus in stages:  # a stage named twice adds up its entries
+        nested = sum(raw[m] for m in minus)
+        out[name] = out.get(name, 0.0) + max(_cumulative(stats, funcs) - nested, 0.0)
+    out["other"] = max(total - sum(out.values()), 0.0)
+    out["total"] = total
+    return out
+
+
+def show(title: str, rows: dict[str, dict[str, float]]) -> None:
+    names = [n for n in next(iter(rows.values()))]
+    print(f"\n{title}")
+    print(f"| path | {' | '.join(names)} |")
+    print(f"|---|{'---:|' * len(names)}")
+    for path, row in rows.items():
+        print(f"| {path} | {' | '.join(f'{row[n]:.3f}' for n in names)} |")
+
+
+def metric_rows(n_q: int, depth: int) -> dict[str, dict[str, float]]:
+    """Stage times of the file, dicts and prebuilt ways at one size (the inputs of metrics_speed.py)."""
+    from metrics_speed import make_inputs, write_files
+    from retbench.data import Qrels, Run
+    from retbench.evaluation import evaluate
+    from retbench.io.trec import read_qrels, read_run
+
+    run_d, qrels_d = make_inputs(n_q, depth)
+    with tempfile.TemporaryDirectory(prefix="retbench-prof-") as tmp:
+        run_path, qrels_path = write_files(run_d, qrels_d, Path(tmp))
+        prebuilt = (Run.from_dict(run_d), Qrels(qrels_d))
+        ways: dict[str, Callable[[], Any]] = {
+            "file": lambda: evaluate(read_run(run_path), read_qrels(qrels_path), METRIC_NAMES),
+            "dicts": lambda: evaluate(Run.from_dict(run_d), Qrels(qrels_d), METRIC_NAMES),
+            "prebuilt": lambda: evaluate(*prebuilt, METRIC_NAMES),
+        }
+        return {way: staged(fn, METRIC_STAGES) for way, fn in ways.items()}
+
+
+def profile_metrics(sizes: list[str]) -> None:
+    for size in sizes:
+        n_q, depth = (int(x) for x in size.lower().split("x"))
+        show(f"metrics, {n_q:,} x {depth:,}: seconds per stage (cProfile)", metric_rows(n_q, depth))
+
+
+def profile_bm25(corpus: str) -> None:
+    import bm25s
+    import Stemmer
+
+    from retbench.io.beir import read_beir
+    from retbench.retrievers import create
+
+    ds = read_beir(corpus)
+    queries = ds.queries.subset(list(ds.split("test")))
+    texts, qtexts = ds.corpus.joined_texts(), list(queries.values())
+    retriever = create("bm25s")
+    retriever.index(ds.corpus)
+    stem = Stemmer.Stemmer("english")
+    raw = bm25s.BM25(k1=1.5, b=0.75)
+    raw.index(bm25s.tokenize(texts, stopwords="en", stemmer=stem, show_progress=False), show_progress=False)
+
+    def raw_index() -> None:
+        bm25s.BM25(k1=1.5, b=0.75).index(
+            bm25s.tokenize(texts, stopwords="en", stemmer=stem, show_progress=False), show_progress=False
+        )
+
+    def raw_search() -> dict[str, dict[str, float]]:
+        ids = ds.corpus.ids
+        qtok = bm25s.tokenize(qtexts, stopwords="en", stemmer=stem, return_ids=False, show_progress=False)
+        docs, scores = raw.retrieve(qtok, k=100, show_progress=False)
+        return {
+            q: {ids[d]: s for d, s in zip(docs[i].tolist(), scores[i].tolist(), strict=True)}
+            for i, q in enumerate(queries)
+        }
+
+    rows = {
+        "retbench index": staged(lambda: create("bm25s").index(ds.corpus), BM25_STAGES),
+        "raw bm25s index": staged(raw_index, BM25_STAGES),
+        "retbench search": staged(lambda: retriever.search(queries, 100), BM25_STAGES),
+        "raw bm25s search": staged(raw_search, BM25_STAGES),
+    }
+    show(f"BM25 on SciFact ({len(texts):,} docs, {len(qtexts)} queries, k 100): seconds per stage (cProfile)", rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("what", choices=["metrics", "bm25"])
+    ap.add_argument("--sizes", default="10000x1000,100000x100")
+    ap.add_argument("--corpus", default=str(Path(__file__).resolve().parents[1] / "corpora" / "scifact"))
+    args = ap.parse_args()
+    if args.what == "metrics":
+        profile_metrics(args.sizes.split(","))
+    else:
+        profile_bm25(args.corpus)
+
+
+if __name__ == "__main__":
+    main()
