@@ -63,7 +63,7 @@ def evaluate(
     no_relevant: str = "skip",
     mode: str = "trec_eval",
     default_k: int = 5,
-    ignore_identical_ids: bool = False,
+    ignore_identical_ids: bool | None = None,  # None: by the mode (dropped in pytrec_eval mode, as BEIR does)
     split: str = "test",
     name: str = "",
 ) -> Evaluation:

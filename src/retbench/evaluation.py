@@ -87,6 +87,7 @@ class Evaluation:
     default_k: int = 5
     trec_names: list[str | None] = field(default_factory=list)
     ignore_identical_ids: bool = False
+    n_identical: int = 0  # retrieved documents dropped because their id equals their query's (BEIR's rule)
     judged_only: bool = False  # trec_eval -J: scored over the judged documents only
     max_docs: int | None = None  # trec_eval -M
     collection_size: int | None = None  # trec_eval -N
@@ -252,6 +253,7 @@ class Evaluation:
             self.default_k,
             list(self.trec_names),
             self.ignore_identical_ids,
+            self.n_identical,
             self.judged_only,
             self.max_docs,
             self.collection_size,
@@ -284,6 +286,7 @@ class Evaluation:
             "relevance_level": self.relevance_level,
             "no_relevant": self.no_relevant,
             "ignore_identical_ids": self.ignore_identical_ids,
+            **({"n_identical": self.n_identical} if self.ignore_identical_ids else {}),
             **({"judged_only": True} if self.judged_only else {}),
             **({"max_docs": self.max_docs} if self.max_docs is not None else {}),
             **({"collection_size": self.collection_size} if self.collection_size is not None else {}),
@@ -325,6 +328,7 @@ class Evaluation:
         "unjudged",
         "trec_names",
         "ignore_identical_ids",
+        "n_identical",
     )
 
     def to_tsv(self, path: str | Path) -> None:
@@ -397,6 +401,7 @@ class Evaluation:
             default_k=int(meta.get("default_k", 5)),
             trec_names=list(meta.get("trec_names", [])) or [None] * len(metrics),
             ignore_identical_ids=bool(meta.get("ignore_identical_ids", False)),
+            n_identical=int(meta.get("n_identical", 0)),
         )
 
 
@@ -430,7 +435,7 @@ def evaluate(
     (`relevance_level=2`), which overrides the one in `settings`. `samples` (golden sets) give
     per-sample cutoffs, answers (containment) and support groups; `texts` (doc id -> text, or a
     Corpus) feed answer containment. `ignore_identical_ids` drops a retrieved doc whose id equals
-    the query id before judging (as BEIR and MTEB do). `answers` (query id -> `SystemAnswer`) feed
+    the query id before judging (as BEIR and MTEB do; by default in pytrec_eval mode only). `answers` (query id -> `SystemAnswer`) feed
     the answer metrics, `judged` (query id -> stored judge verdicts) the judged ones. Samples marked
     `answerable: false` are counted even with no relevant document; retrieval metrics do not apply
     to them (NaN), answer metrics (abstention, hallucination) do.
@@ -438,8 +443,11 @@ def evaluate(
     st = with_overrides(settings, overrides)
     relevance_level = checked_level(st)
     mode, no_relevant, default_k = st.mode, st.no_relevant, st.default_k
-    if st.ignore_identical_ids:
+    n_identical = 0
+    if st.identical_ids_ignored:
+        n_identical = int(run.offsets[-1])
         run = run.without_identical_ids()
+        n_identical -= int(run.offsets[-1])
     if st.max_docs is not None:
         run = run.truncate(int(st.max_docs))
     specs = _metric_specs(metrics, default_k)
@@ -535,7 +543,8 @@ def evaluate(
         no_relevant=no_relevant,
         default_k=default_k,
         trec_names=[s.trec_name for s in specs],
-        ignore_identical_ids=bool(st.ignore_identical_ids),
+        ignore_identical_ids=st.identical_ids_ignored,
+        n_identical=n_identical,
         judged_only=bool(st.judged_only),
         max_docs=st.max_docs,
         collection_size=st.collection_size,

@@ -20,7 +20,12 @@ def datasets_list() -> None:
 
 @handles_errors
 def datasets_info(
-    dataset: Annotated[str, typer.Argument(help="A shipped dataset name (e.g. scifact) or a BEIR folder.")],
+    dataset: Annotated[
+        str,
+        typer.Argument(
+            help="A shipped dataset name (e.g. scifact), a BEIR folder, hf:<name> or irds:<ir_datasets id>."
+        ),
+    ],
     strict: Annotated[bool, typer.Option(help="Unknown ids in qrels are errors, not warnings.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:

@@ -72,6 +72,14 @@ def eval_command(
         str,
         typer.Option(help="trec_eval (all judged queries, unanswered = 0) or pytrec_eval (answered only, as BEIR)."),
     ] = "trec_eval",
+    identical_ids: Annotated[
+        bool | None,
+        typer.Option(
+            "--ignore-identical-ids/--keep-identical-ids",
+            help="Drop a retrieved doc whose id is its query's, as BEIR does. Default: dropped in pytrec_eval mode, "
+            "kept in trec_eval mode.",
+        ),
+    ] = None,
     default_k: Annotated[
         int, typer.Option(help="Cutoff for metrics given without one (a sample's metadata.k wins).")
     ] = 5,
@@ -119,6 +127,7 @@ def eval_command(
         "max_docs": max_docs,
         "collection_size": collection_size,
         "mode": mode,
+        "ignore_identical_ids": identical_ids,
         "default_k": default_k,
         "samples": samples,
         "texts": texts or None,
@@ -197,6 +206,11 @@ def _notes(ev: Evaluation, labels: str, llm_qrels: Path | None) -> list[str]:
     if ev.skipped:
         notes.append(
             f"{len(ev.skipped)} judged queries with no relevant document skipped (--no-relevant zero counts them, as trec_eval does)"
+        )
+    if ev.ignore_identical_ids:
+        notes.append(
+            f"identical query/doc ids ignored, as BEIR does: {ev.n_identical} retrieved doc(s) dropped "
+            "(--keep-identical-ids keeps them)"
         )
     if ev.n_duplicates:
         notes.append(f"{ev.n_duplicates} duplicate doc ids dropped from rankings (first kept)")

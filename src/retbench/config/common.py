@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from retbench.config.base import Block, ConfigPath, NonNegativeInt, PositiveInt, field_error, validate
+from retbench.io.irds import PREFIX as IRDS_PREFIX
 from retbench.metrics.settings import EvalSettings
 
 JoinRule = Literal["title_space_text", "title_newline_text", "text_only"]  # data.corpus.JOIN_RULES
@@ -47,11 +48,16 @@ def _dataset_shorthand(raw: Any) -> Any:
 
 
 class DatasetBlock(Block):
-    """A dataset block: `scifact`, or a mapping naming a shipped name, a BEIR folder or `hf:` and a slice."""
+    """A dataset block: `scifact`, or a mapping naming a shipped name, a BEIR folder, `hf:` or `irds:` and a slice."""
 
-    name: str | None = Field(None, description="a shipped dataset name (scifact, chunking_eval, rag, ...)")
+    name: str | None = Field(
+        None, description="a shipped dataset name (scifact, chunking_eval, rag, ...), hf:<name> or irds:<id>"
+    )
     path: ConfigPath | None = Field(None, description="a BEIR folder (relative to the config's folder)")
     hf: str | None = Field(None, description="a Hugging Face dataset name")
+    irds: str | None = Field(
+        None, description="an ir_datasets id (beir/scifact/test), read through ir_datasets; its qrels are `split`"
+    )
     split: FolderName = "test"
     max_queries: PositiveInt | None = Field(None, description="a seeded random sample of the judged queries")
     corpus_sample: PositiveInt | None = Field(
@@ -62,12 +68,14 @@ class DatasetBlock(Block):
 
     @model_validator(mode="after")
     def _named(self) -> DatasetBlock:
-        if not (self.path or self.hf or self.name):
-            raise ValueError("give a dataset name, path or hf")
+        if not (self.path or self.hf or self.irds or self.name):
+            raise ValueError("give a dataset name, path, hf or irds")
         return self
 
     @property
     def spec(self) -> str:
+        if self.irds:
+            return IRDS_PREFIX + self.irds.removeprefix(IRDS_PREFIX)
         return self.path or (f"hf:{self.hf}" if self.hf else None) or str(self.name)
 
     def to_spec(self, seed: int = 0) -> DatasetSpec:
@@ -87,7 +95,7 @@ Dataset = Annotated[DatasetBlock, BeforeValidator(_dataset_shorthand, json_schem
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """One dataset of a study: a shipped name, a BEIR folder or `hf:<name>`, and how much of it to use.
+    """One dataset of a study: a shipped name, a BEIR folder, `hf:<name>` or `irds:<id>`, and how much of it to use.
 
     `max_queries` is a seeded random sample of the judged queries (the same in every study, see
     `sample_ids`); `corpus_sample` keeps every judged document of those queries plus random others.
@@ -103,7 +111,10 @@ class DatasetSpec:
     @property
     def label(self) -> str:
         """The dataset's column in a leaderboard and the first part of its results keys ("<label>/<system>")."""
-        name = Path(self.spec).name if "/" in self.spec else self.spec.removeprefix("hf:")
+        if self.spec.startswith(IRDS_PREFIX):  # beir/scifact/test -> beir-scifact-test: one folder, the id kept
+            name = self.spec.removeprefix(IRDS_PREFIX).replace("/", "-")
+        else:
+            name = Path(self.spec).name if "/" in self.spec else self.spec.removeprefix("hf:")
         return name if self.split == "test" else f"{name}-{self.split}"
 
 
@@ -170,7 +181,7 @@ class EvalBlock(Block, frozen=True):
     default_k: PositiveInt = _EVAL_DEFAULTS.default_k
     bootstrap: PositiveInt = _EVAL_DEFAULTS.bootstrap
     seed: int = _EVAL_DEFAULTS.seed
-    ignore_identical_ids: bool = _EVAL_DEFAULTS.ignore_identical_ids
+    ignore_identical_ids: bool | None = _EVAL_DEFAULTS.ignore_identical_ids
     judged_only: bool = _EVAL_DEFAULTS.judged_only
     max_docs: PositiveInt | None = _EVAL_DEFAULTS.max_docs
     collection_size: PositiveInt | None = _EVAL_DEFAULTS.collection_size

@@ -127,22 +127,23 @@ def read_qrels_tsv(path: str | Path) -> tuple[Qrels, int]:
     return Qrels(judgements), repeated
 
 
-def check_qrels(qrels: Qrels, corpus: Corpus, queries: Queries, path: Path, *, strict: bool) -> list[str]:
-    """Problems with ids in qrels: counted and reported, or raised under `strict`."""
+def check_qrels(qrels: Qrels, corpus: Corpus, queries: Queries, path: Path | str, *, strict: bool) -> list[str]:
+    """Problems with ids in qrels: counted and reported, or raised under `strict` (`path`: a file, or a label)."""
     problems = []
+    label = path.name if isinstance(path, Path) else path
     unknown_q = [q for q in qrels if q not in queries]
     unknown_d = {(q, d) for q, docs in qrels.items() for d in docs if d not in corpus}
     if unknown_q:
         msg = f"{len(unknown_q)} quer{'y' if len(unknown_q) == 1 else 'ies'} not in queries (e.g. {unknown_q[0]!r})"
         if strict:
             raise InputError(msg, path=path, field="query-id")
-        problems.append(f"{path.name}: {msg}")
+        problems.append(f"{label}: {msg}")
     if unknown_d:
         example = sorted(unknown_d)[0]
         msg = f"{len(unknown_d)} judgement(s) name documents not in the corpus (e.g. {example[1]!r} for query {example[0]!r})"
         if strict:
             raise InputError(msg, path=path, field="corpus-id")
-        problems.append(f"{path.name}: {msg}")
+        problems.append(f"{label}: {msg}")
     return problems
 
 

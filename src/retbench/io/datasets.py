@@ -1,7 +1,8 @@
 """Datasets by name or path, and what `retbench datasets info` reports about them.
 
 A dataset spec is one of: a shipped name (`scifact`), a BEIR folder path, `hf:<name>` for a BEIR
-dataset on the Hugging Face hub (BeIR/<name> and BeIR/<name>-qrels; needs network), or a golden-set
+dataset on the Hugging Face hub (BeIR/<name> and BeIR/<name>-qrels; needs network), `irds:<id>` for a
+dataset read through ir_datasets (`irds:beir/scifact/test`, never downloaded by retbench), or a golden-set
 folder (`corpus.jsonl` in BEIR's corpus format + `golden.yaml`, split `test`; e.g. the shipped `rag`).
 """
 
@@ -19,6 +20,8 @@ from retbench.io.beir import read_beir
 from retbench.io.chunking_eval import read_chunking_eval_dataset
 from retbench.io.golden import read_golden_dataset
 from retbench.io.hf import load_hf_beir
+from retbench.io.irds import PREFIX as IRDS_PREFIX
+from retbench.io.irds import load_irds
 
 
 def corpora_dirs() -> list[Path]:
@@ -58,9 +61,11 @@ def resolve(spec: str | Path) -> Path:
 def load_dataset(
     spec: str | Path, splits: list[str] | None = None, *, strict: bool = False, join_rule: str = "title_space_text"
 ) -> Dataset:
-    """Load a dataset from a shipped name, a BEIR folder, a chunking set folder or `hf:<name>`."""
+    """Load a dataset from a shipped name, a BEIR folder, a chunking set folder, `hf:<name>` or `irds:<id>`."""
     if isinstance(spec, str) and spec.startswith("hf:"):
         return load_hf_beir(spec[3:], splits=splits, join_rule=join_rule)
+    if isinstance(spec, str) and spec.startswith(IRDS_PREFIX):
+        return load_irds(spec[len(IRDS_PREFIX) :], splits, strict=strict, join_rule=join_rule)
     folder = resolve(spec)
     if (folder / "questions.jsonl").is_file() and (folder / "corpora").is_dir():
         return read_chunking_eval_dataset(folder)

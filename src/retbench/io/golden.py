@@ -19,6 +19,12 @@ newer one (the `recency_conflict` answer metric reads that order).
 System outputs: `{"id": "q-1", "retrieved": [{"id": "doc-7", "text": "..."}, ...]}` per JSONL line, or a
 bare array of ids (`{"id": "q-1", "retrieved": ["doc-7", "doc-3"]}` or a mapping `{"q-1": [...]}`).
 A record may also carry `answer`, `references`, `abstained` and `latency` (see `io/answers.py`).
+Eval harnesses write a sample's system output as `actualOutput` (or `actual_output`, `output`), often as
+JSON text: `{"id": "q-1", "actualOutput": "[\"doc-7\", \"doc-3\"]"}` or `"{\"retrieved\": [...]}"`. Those
+fields are read beside `retrieved` (the first present of `retrieved`, `actualOutput`, `actual_output`,
+`output` wins), as an object, a bare array, or JSON text holding either; text that is not JSON is refused
+naming the record (file:line) and the field. An output object decoded from such text may carry the answer
+side itself when the record does not.
 Outputs are ranked lists, rank 1 first; their scores become n, n-1, ... so the order survives the
 trec_eval sort unless the output gives scores of its own.
 """
@@ -276,14 +282,50 @@ class SystemOutputs:
     answers: dict[str, SystemAnswer] = field(default_factory=dict)
 
 
-def parse_ranking(value: Any, path: Path | str, line: int | None, texts: dict[str, str]) -> list[tuple[str, float]]:
+#: where a record keeps its system output, first present wins: the golden-set contract's own field, then the
+#: names eval harnesses write (`actualOutput` in JSON test cases, `actual_output` in Python ones)
+OUTPUT_FIELDS = ("retrieved", "actualOutput", "actual_output", "output")
+
+
+def _decoded(value: Any, path: Path | str, line: int | None, name: str) -> Any:
+    """An output given as JSON text (as harnesses store it), decoded; any other value as it is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"output text is not JSON ({exc.msg} at character {exc.pos}): {value!r:.60}",
+            path=path,
+            line=line,
+            field=name,
+        ) from None
+
+
+def record_output(rec: dict[str, Any], path: Path | str, line: int | None) -> tuple[Any, dict[str, Any], str]:
+    """(the output a record carries, where its answer side is, the field it came from).
+
+    The output is the first of `OUTPUT_FIELDS` present, JSON text decoded (the record itself when none is,
+    an answer-only output); the answer side is the record, or the decoded output object when only it has one.
+    """
+    name = next((f for f in OUTPUT_FIELDS if f in rec), None)
+    if name is None:
+        return rec, rec, "retrieved"
+    value = _decoded(rec[name], path, line, name)
+    inner = isinstance(value, dict) and not any(f in rec for f in ANSWER_FIELDS)
+    return value, (value if inner else rec), name
+
+
+def parse_ranking(
+    value: Any, path: Path | str, line: int | None, texts: dict[str, str], name: str = "retrieved"
+) -> list[tuple[str, float]]:
     """One output in the input contract -> ranking (rank order kept); texts it carries go into `texts`."""
     if isinstance(value, dict) and "retrieved" in value:
         value = value["retrieved"]
     elif isinstance(value, dict) and any(f in value for f in ANSWER_FIELDS):
         value = []  # an answer-only output (an end-to-end RAG system that returns no ranked list)
     if not isinstance(value, list):
-        raise InputError("output must be a list or {'retrieved': [...]}", path=path, line=line, field="retrieved")
+        raise InputError("output must be a list or {'retrieved': [...]}", path=path, line=line, field=name)
     n = len(value)
     ranking = []
     for rank, item in enumerate(value):
@@ -340,9 +382,9 @@ def read_outputs(path: str | Path, name: str | None = None) -> SystemOutputs:
                 raise InputError("missing required field", path=p, line=line, field="id")
             if id_problem(rec["id"]):
                 raise InputError(str(id_problem(rec["id"])), path=p, line=line, field="id")
-            value = rec.get("retrieved", rec.get("output", rec))
-            builder.add(str(rec["id"]), parse_ranking(value, p, line, texts))
-            if (answer := parse_answer(rec, p, line)) is not None:
+            value, side, where = record_output(rec, p, line)
+            builder.add(str(rec["id"]), parse_ranking(value, p, line, texts, where))
+            if (answer := parse_answer(side, p, line)) is not None:
                 answers[str(rec["id"])] = answer
     else:
         require_file(p)
@@ -356,7 +398,10 @@ def read_outputs(path: str | Path, name: str | None = None) -> SystemOutputs:
         for sid, value in doc.items():
             if id_problem(sid):
                 raise InputError(str(id_problem(sid)), path=p, field=f"{sid!r:.40}")
+            side = value = _decoded(value, p, None, str(sid))
+            if isinstance(value, dict):
+                value, side, _ = record_output(value, p, None)
             builder.add(str(sid), parse_ranking(value, p, None, texts))
-            if isinstance(value, dict) and (answer := parse_answer(value, p, None)) is not None:
+            if isinstance(side, dict) and (answer := parse_answer(side, p, None)) is not None:
                 answers[str(sid)] = answer
     return SystemOutputs(builder.build(), texts, answers)

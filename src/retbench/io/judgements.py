@@ -13,6 +13,8 @@ from retbench.errors import InputError
 from retbench.io.beir import qrels_splits, read_qrels_tsv
 from retbench.io.files import iter_lines, require_file
 from retbench.io.golden import read_golden, read_outputs
+from retbench.io.irds import PREFIX as IRDS_PREFIX
+from retbench.io.irds import read_irds_qrels
 from retbench.io.trec import read_qrels, read_run
 
 GOLDEN_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".jsonl.gz")
@@ -23,11 +25,13 @@ def _is_golden(path: Path) -> bool:
 
 
 def read_judgements(path: str | Path, split: str = "test") -> tuple[Qrels, list[Sample] | None]:
-    """Judgements from a TREC qrels file, a BEIR qrels .tsv, a BEIR folder (its `split`) or a golden set.
+    """Judgements from a TREC qrels file, a BEIR qrels .tsv, a BEIR folder (its `split`), a golden set or
+    `irds:<id>` (the qrels of an ir_datasets dataset).
 
     Returns (qrels, samples); samples are None unless the file is a golden set.
     """
-
+    if str(path).startswith(IRDS_PREFIX):
+        return read_irds_qrels(str(path)[len(IRDS_PREFIX) :]), None
     p = Path(path)
     if p.is_dir():
         splits = qrels_splits(p)

@@ -11,6 +11,7 @@ these two metrics show how large that bias can be, per system, under whichever l
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,6 +47,12 @@ def holes_at_k(ctx, k: np.ndarray | None) -> np.ndarray:
     return np.divide(seen - judged, seen, out=np.zeros_like(judged), where=seen > 0)
 
 
+def mode_with_identical(mode: str, coverage: Mapping[str, Any]) -> str:
+    """A coverage table's mode cell: the mode, and BEIR's identical-id rule with its count where it applied."""
+    dropped = coverage.get("identical_ids_dropped")
+    return mode if dropped is None else f"{mode}; identical query/doc ids ignored ({int(dropped)} dropped)"
+
+
 def coverage(ev: Evaluation, run: Run, depth: int | None = None) -> dict[str, Any]:
     """What happened to the judged queries: computed once by the cell runner and stored in metrics.json.
 
@@ -55,7 +62,8 @@ def coverage(ev: Evaluation, run: Run, depth: int | None = None) -> dict[str, An
     With the `depth` the run was asked for, `short` counts the answered, counted queries that returned
     fewer documents than that (a chunked retriever collapsing chunks to fewer documents, a store that
     returns fewer): their metrics at cutoffs past what they returned score the missing ranks as not
-    relevant, so a reader should know how many there were.
+    relevant, so a reader should know how many there were. With identical ids ignored (BEIR's rule, the
+    pytrec_eval mode's default), `identical_ids_dropped` counts the retrieved documents dropped for it.
     """
     judged = list(ev.query_ids) + list(ev.excluded or [])
     failed = sum(1 for q in judged if q in run and run.status[q].failed)
@@ -70,6 +78,8 @@ def coverage(ev: Evaluation, run: Run, depth: int | None = None) -> dict[str, An
         "skipped_no_relevant": len(ev.skipped or []),
         "mode": ev.mode,
     }
+    if ev.ignore_identical_ids:
+        out["identical_ids_dropped"] = int(ev.n_identical)
     if depth is not None:
         counted = [q for q in ev.query_ids if q in run and not run.status[q].failed]
         lengths = np.diff(run.offsets)[run.rows(counted)] if counted else np.zeros(0, np.int64)

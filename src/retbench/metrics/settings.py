@@ -29,7 +29,9 @@ class EvalSettings:
     mode: trec_eval (retbench's engine) or pytrec_eval (the reference implementation);
     default_k: the cutoff of metrics named without one; bootstrap: resamples of the mean's CI;
     seed: of that bootstrap; ignore_identical_ids: drop a retrieved document whose id equals the
-    query's (trec_eval and BEIR do this for corpora that contain their queries); judged_only: score
+    query's, as BEIR's `EvaluateRetrieval.evaluate(..., ignore_identical_ids=True)` does by default (it decides
+    ArguAna's and Quora's published numbers, where queries are documents too); None (the default) follows the
+    mode: on in the pytrec_eval ("as BEIR") mode, off in the trec_eval mode, which drops nothing; judged_only: score
     the judged documents only, in their order (trec_eval `-J`, condensed lists); max_docs: the documents
     per query scored (trec_eval `-M`); collection_size: documents in the collection (trec_eval `-N`, read
     by utility).
@@ -41,7 +43,7 @@ class EvalSettings:
     default_k: int = 5
     bootstrap: int = 1000
     seed: int = 0
-    ignore_identical_ids: bool = False
+    ignore_identical_ids: bool | None = None
     judged_only: bool = False
     max_docs: int | None = None
     collection_size: int | None = None
@@ -50,8 +52,16 @@ class EvalSettings:
         """The keyword arguments of `Evaluation.aggregate` these settings fix."""
         return {"seed": self.seed, "n_boot": self.bootstrap}
 
+    @property
+    def identical_ids_ignored(self) -> bool:
+        """`ignore_identical_ids` resolved: as set, else by the mode (BEIR's default in its mode only)."""
+        if self.ignore_identical_ids is None:
+            return self.mode == "pytrec_eval"
+        return bool(self.ignore_identical_ids)
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The settings as recorded in manifests and fingerprints (identical ids resolved by the mode)."""
+        return {**asdict(self), "ignore_identical_ids": self.identical_ids_ignored}
 
 
 SETTING_NAMES = frozenset(f.name for f in fields(EvalSettings))

@@ -16,6 +16,7 @@ from typing import Any
 from retbench.comparison import PairComparison
 from retbench.data.status import FAILED_COUNT, MISSING, NOT_ANSWERED_COUNTS
 from retbench.io.files import json_safe
+from retbench.metrics.coverage import mode_with_identical
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt, plots
 from retbench.report.html_drill import drill_section, k_curve_figures
@@ -468,7 +469,7 @@ def _coverage(data: ReportData) -> str:
         rows.append(
             f'<tr><td>{escape(s.name)}</td><td class="num">{s.judged}</td><td class="num">{s.answered}</td>'
             f'<td class="num">{failed}</td><td class="num">{missing}</td><td class="num">{int(c.get("skipped_no_relevant", 0))}</td>'
-            f'<td class="num">{escape(short_runs(c))}</td><td>{escape(s.mode)}</td></tr>'
+            f'<td class="num">{escape(short_runs(c))}</td><td>{escape(mode_with_identical(s.mode, c))}</td></tr>'
         )
         chart_rows.append(
             (

@@ -12,6 +12,7 @@ from typing import Any
 
 from retbench.data.status import FAILED_COUNT, MISSING, NOT_ANSWERED_COUNTS
 from retbench.evaluation import source_label
+from retbench.metrics.coverage import mode_with_identical
 from retbench.report import fmt
 
 
@@ -281,7 +282,7 @@ def report_markdown(data: Any) -> str:
                 s.coverage.get(MISSING, 0),
                 s.coverage.get("skipped_no_relevant", 0),
                 short_runs(s.coverage),
-                s.mode,
+                mode_with_identical(s.mode, s.coverage),
             ]
             for s in data.systems
         ],

@@ -18,6 +18,7 @@ from retbench.data import Dataset, Qrels, Queries
 from retbench.errors import InputError
 from retbench.evaluation import EvalSettings
 from retbench.io.datasets import load_dataset
+from retbench.io.irds import PREFIX as IRDS_PREFIX
 
 __all__ = ["PreparedData", "dataset_manifest", "load_prepared", "prepare_dataset", "require_relevant"]
 
@@ -76,8 +77,10 @@ def load_prepared(spec: DatasetSpec) -> PreparedData:
 def dataset_manifest(ds: Dataset, dspec: DatasetSpec, queries: Queries, load_seconds: float) -> dict[str, Any]:
     """A dataset's entry in a study's manifest.json (the fingerprints let compare refuse other data)."""
     qrels = ds.split(dspec.split)
+    irds = {"irds": dspec.spec.removeprefix(IRDS_PREFIX)} if dspec.spec.startswith(IRDS_PREFIX) else {}
     return {
         "name": ds.name,
+        **irds,
         "path": ds.path,
         "split": dspec.split,
         "documents": len(ds.corpus),
