@@ -155,7 +155,7 @@ def load_systems(
                 raw.append((label, ev, failed, res.depth(s, run)))
             out.queries.update({q: res.queries[q] for q in res.queries})
             _merge_groups(out.groups, groups_from_queries(res.queries))
-            out.data[str(p)] = data_identity(res.manifest)
+            out.data[str(p)] = data_identity(res.manifest.data)
         elif p.is_file():
             if judged is None:
                 judged = _judgements(p, qrels)

@@ -301,8 +301,9 @@ def report_command(
     from retbench.report.html import render_html
     from retbench.report.markdown import report_markdown
     from retbench.report.model import build_report
+    from retbench.results import read_results
 
-    data = build_report(results, baseline=baseline, primary=primary, n_resamples=resamples, seed=seed)
+    data = build_report(read_results(results), baseline=baseline, primary=primary, n_resamples=resamples, seed=seed)
     text = report_markdown(data)
     write(markdown, text)
     write(html, render_html(data))

@@ -47,8 +47,11 @@ from retbench.llm.generate import GenerateSpec, GeneratingRetriever, Generator
 from retbench.metrics.agreement import reference_agreement
 from retbench.metrics.registry import parse_metric
 from retbench.report.drilldown import curve_means, curve_metrics
-from retbench.results import SystemDir, load_run, write_json
+from retbench.results import SystemDir
 from retbench.results.layout import OutputLock, cell_keys
+from retbench.results.model import DatasetTexts, StudyManifest, StudyResult
+from retbench.results.read import FolderTables
+from retbench.results.write import write_results
 from retbench.retrievers.base import Retriever, check_system, create
 from retbench.retrievers.filters import query_filters, require_filters
 from retbench.retrievers.rerank import RerankSpec, parse_rerank
@@ -226,15 +229,6 @@ def _agreement(
     }
 
 
-def _final_run(output: Path, outcome: Outcome) -> Run | None:
-    """The cell's final run: in memory when it was computed now, read back when it finished earlier."""
-    if outcome.index_error:
-        return None
-    if outcome.result is not None:
-        return outcome.result.run
-    return load_run(SystemDir.of(output, outcome.name), outcome.name)
-
-
 def _system(spec: SystemSpec, key: str, sysdir: SystemDir, where: str, generate: GenerateSpec | None) -> Retriever:
     """The retriever of one cell; with a `generate:` block it also answers each query (llm/generate.py)."""
     retriever = create(spec.adapter, spec.params, name=key, where=where)
@@ -289,7 +283,7 @@ class BenchmarkScorer:
         if judged is None:
             return Scored(ev)
         block = judged_summary(ev, judged.manifest, samples, given, judged.records)
-        return Scored(ev, {"judge": block} if block else {})
+        return Scored(ev, judge=block or None)
 
 
 def run_experiment(
@@ -319,9 +313,9 @@ def run_experiment(
         executor.close()
         if server is not None:
             server.close()
-    outcome.reports = write_reports(cfg.output, outcome, prepared, log)
+    outcome.reports = write_reports(cfg.output, outcome, log)
     if history:
-        register_history(cfg.output, cfg.raw.get("history"), tag, log)
+        register_history(outcome.result, cfg.raw.get("history"), tag, log)
     return outcome
 
 
@@ -337,7 +331,6 @@ def _run_locked(
 ) -> StudyOutcome[ExperimentConfig]:
     out = cfg.output
     outcomes: list[Outcome] = []
-    metrics_json: dict[str, Any] = {}
     manifest: dict[str, Any] = {
         **manifest_header(cfg.source, cfg.raw, name=cfg.name),
         "evaluation": cfg.evaluation.to_dict(),
@@ -346,6 +339,9 @@ def _run_locked(
         "datasets": [],
         "systems": {},
     }
+    # a cell finished earlier is skipped: its table and run are read from the folder when asked for
+    result = StudyResult(StudyManifest(manifest), {}, out)
+    result.source = FolderTables(out, result.manifest)
     try:
         for dspec, systems in cfg.cells():
             data = load_prepared(dspec)
@@ -356,20 +352,29 @@ def _run_locked(
             for key, sspec in systems:
                 outcome = _run_system(cfg, executor, server, data, key, sspec, force=force, progress=progress, log=log)
                 done.append(outcome)
-                metrics_json[key] = outcome.summary
-                if outcome.manifest:
-                    manifest["systems"][key] = outcome.manifest
+                _add(result, outcome)
             outcomes += done
             if cfg.reference is not None:
                 keys = {s.name: key for key, s in systems}
-                runs = {o.name: _final_run(cfg.output, o) for o in done}
+                runs = {o.name: None if o.index_error else result.run(o.name) for o in done}
                 for key, block in _agreement(keys[cfg.reference], cfg.reference_k, runs, data.queries).items():
-                    metrics_json[key]["reference"] = block
+                    result.systems[key].reference = block
     finally:  # what finished is written even when a later dataset cannot be read
-        if metrics_json:
-            write_json(out / "metrics.json", metrics_json)
-            write_json(out / "manifest.json", manifest)
-    return StudyOutcome(cfg, outcomes, metrics_json)
+        if result.systems:
+            write_results(out, result)
+    if len(prepared) == 1:  # the drill-down shows one dataset's documents
+        one = prepared[0]
+        result.texts = DatasetTexts(one.qrels, one.dataset.corpus, {q: one.queries[q] for q in one.queries})
+    return StudyOutcome(cfg, outcomes, result)
+
+
+def _add(result: StudyResult, outcome: Outcome) -> None:
+    """A cell's result (and its tables, when computed now) into the study's."""
+    result.systems[outcome.name] = outcome.system
+    if outcome.result is not None:
+        result.tables[outcome.name] = outcome.result
+    if outcome.manifest:
+        result.manifest.data["systems"][outcome.name] = outcome.manifest
 
 
 def _run_system(
