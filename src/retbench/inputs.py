@@ -8,7 +8,7 @@ compared without a word.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -291,6 +291,40 @@ def different_settings(
             else:
                 (notes if key == "mode" else refusals).append(line)
     return list(dict.fromkeys(notes)), list(dict.fromkeys(refusals))
+
+
+Note = Callable[[str], None]
+
+
+def check_same_data(allowed: bool, *loaded: Loaded, note: Note) -> None:
+    """Refuse results computed on different data unless `allowed` (then say it through `note`)."""
+    why = different_data(*loaded)
+    if why is None:
+        return
+    if not allowed:
+        raise InputError(
+            f"results were computed on different data ({why}); pass --allow-different-data to go on anyway"
+        )
+    note(f"--allow-different-data: results were computed on different data ({why})")
+
+
+def check_same_settings(
+    allowed: bool, pairs: Sequence[tuple[Side, Side]], metrics: Sequence[str] | None, *, note: Note
+) -> None:
+    """Say how the compared sides differ in depth, relevance level or counting; refuse what cannot be
+    compared (`different_settings`) unless `allowed` (then say it through `note`)."""
+    notes, refusals = different_settings(pairs, metrics)
+    for line in notes:
+        note(f"results differ in {line}")
+    if not refusals:
+        return
+    why = "; ".join(refusals)
+    if not allowed:
+        raise InputError(
+            f"results were computed with different settings ({why}), so their numbers are not comparable; "
+            "rerun one side with the other's settings, or pass --allow-different-settings to go on anyway"
+        )
+    note(f"--allow-different-settings: results were computed with different settings ({why})")
 
 
 def _deeper_than(metrics: Sequence[str], depth: int) -> list[str]:

@@ -442,3 +442,64 @@ def test_a_threshold_outside_the_metrics_range_is_a_config_error(limits, words):
         criteria(gate("recall@5", **limits))
     with pytest.raises(ConfigError, match=r"tags\.short"):
         criteria(gate("ndcg@10", 0.5, tags={"short": limits}))
+
+
+# -- the Python API: the same flow as the CLI ------------------------------------------------------------
+def test_retbench_gate_gives_the_cli_verdict_json_on_the_same_inputs(results_dir, tmp_path):
+    import retbench
+
+    args = {"baseline_system": "bm25", "candidate_system": "bm25_weak"}
+    res = _gate(
+        "--criteria",
+        str(CONFIGS / "ship-criteria-scifact.yaml"),
+        "--baseline",
+        str(results_dir),
+        "--baseline-system",
+        args["baseline_system"],
+        "--candidate",
+        str(results_dir),
+        "--candidate-system",
+        args["candidate_system"],
+        "--json",
+        str(tmp_path / "cli.json"),
+    )
+    assert res.exit_code == 1, res.output
+    done = retbench.gate(
+        CONFIGS / "ship-criteria-scifact.yaml", results_dir, results_dir, n_resamples=1000, record=False, **args
+    )
+    assert done.exit_code == 1 and done.verdict == "fail"
+    assert gate_json(done.report) == json.loads((tmp_path / "cli.json").read_text())
+
+
+def test_retbench_gate_resolves_a_history_baseline_and_records_the_verdict(results_dir, tmp_path):
+    import shutil
+
+    import retbench
+    from retbench.results import read_results
+    from retbench.results.history import register
+
+    history = tmp_path / "history.sqlite"
+    first, second = tmp_path / "first", tmp_path / "second"
+    for where in (first, second):
+        shutil.copytree(results_dir, where)
+    crit = CONFIGS / "ship-criteria-scifact.yaml"
+    register(read_results(first), path=history)
+    said: list[str] = []
+    one = retbench.gate(
+        crit,
+        first,
+        "history:last-pass",
+        candidate_system="bm25",
+        history_file=history,
+        n_resamples=500,
+        note=said.append,
+    )
+    assert one.verdict == "pass" and one.report.baseline is None  # the project's first gate: thresholds only
+    assert said == one.notes and "this gate checks thresholds only" in one.notes[0]
+    assert one.recorded_on is not None and one.notes[-1] == f"history: bm25 pass recorded on run {one.recorded_on}"
+    later = register(read_results(second), path=history).run_id
+    two = retbench.gate(
+        crit, second, "history:last-pass", candidate_system="bm25", history_file=history, n_resamples=500
+    )
+    assert two.report.baseline == "bm25" and two.notes[0].startswith(f"baseline: history run {one.recorded_on} of ")
+    assert two.recorded_on == later
