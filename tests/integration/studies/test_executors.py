@@ -16,6 +16,7 @@ import yaml
 import repo_paths
 from repo_paths import CONFIGS, SCIFACT, SRC
 from retbench.errors import ConfigError
+from retbench.results import read_results
 from retbench.results.usage import scores_only
 from retbench.studies.benchmark import load_config, run_experiment
 from retbench.studies.executors import NICENESS_ENV, ExecutorSettings, init_ray, make_executor, parse_executor
@@ -116,7 +117,7 @@ def test_ray_gives_the_same_run_files_and_metrics_as_one_process_and_a_rerun_enc
     from retbench.report.markdown import report_markdown
     from retbench.report.model import build_report
 
-    data = build_report(tmp_path / "spread", n_resamples=200)
+    data = build_report(read_results(tmp_path / "spread"), n_resamples=200)
     md = report_markdown(data)
     assert "## Resources" in md and "encode docs/s" in md and "(workers " in md
     assert 'id="resources"' in render_html(data)

@@ -16,6 +16,7 @@ import yaml
 
 from repo_paths import PROMPTS
 from retbench.llm.verdicts import STATUSES
+from retbench.results import read_results
 
 DOCS = [
     {"_id": "fees", "title": "", "text": "We are cutting credit card late fees from $32 to $8."},
@@ -93,7 +94,7 @@ def test_a_benchmark_with_a_judge_stores_each_verdict_and_a_rerun_makes_no_call(
     from retbench.report.markdown import report_markdown
     from retbench.report.model import build_report
 
-    md = report_markdown(build_report(tmp_path / "out"))
+    md = report_markdown(build_report(read_results(tmp_path / "out")))
     assert f"(judged {counts['judged']} of 1)" in md
     # a judged metric says which labels it comes from: the judge's, bias uncorrected (no human tier)
     estimate = json.loads((sysdir / "aggregates.json").read_text())["context_precision"]["estimate"]

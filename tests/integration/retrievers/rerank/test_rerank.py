@@ -14,6 +14,7 @@ import pytest
 import repo_paths
 from retbench.data import QueryStatus, RunBuilder
 from retbench.errors import ConfigError
+from retbench.results import read_results
 
 pytest.importorskip("sentence_transformers")
 pytestmark = pytest.mark.slow
@@ -320,7 +321,7 @@ def test_an_experiment_keeps_both_runs_and_reports_the_ceiling_and_the_paired_co
     from retbench.report.markdown import report_markdown
     from retbench.report.model import build_report
 
-    data = build_report(tmp_path / "out", n_resamples=200)
+    data = build_report(read_results(tmp_path / "out"), n_resamples=200)
     md = report_markdown(data)
     section = md.split("## Rerank stages", 1)[1].split("\n## ", 1)[0]
     row = next(line for line in section.splitlines() if line.startswith("| bm25-ce "))
