@@ -534,8 +534,9 @@ def render_html(data: ReportData) -> str:
         ("about", "About this run", _about(data)),
     ]
     # a NaN mean (written by hand or by another tool: retbench writes null) is embedded as null, as JSON has no NaN
-    stored = data.result.to_dict() if data.result is not None else {}
-    embedded = json_safe({"metrics": stored, "primary": data.primary, "baseline": data.baseline})
+    embedded = json_safe(
+        {"metrics": data.result and data.result.to_dict(), "primary": data.primary, "baseline": data.baseline}
+    )
     blob = json.dumps(embedded, allow_nan=False, default=str).replace("</", "<\\/")
     header = (
         f'<div class="muted">{escape(ds)} · {len(data.systems)} system{"s" if len(data.systems) != 1 else ""} · '

@@ -187,11 +187,12 @@ def system_from_v1(
     return res
 
 
-def system_from_done(key: str, done: Mapping[str, Any]) -> SystemResult:
-    """The result a cell's done.json records (version 2: `result`; version 1: the flat `metrics` entry)."""
+def system_from_done(key: str, done: Mapping[str, Any], aggregates: Mapping[str, Any] | None = None) -> SystemResult:
+    """The result a cell's done.json records (version 2: `result`; version 1: the flat `metrics` entry, with
+    the CIs of its aggregates.json)."""
     if isinstance(done.get("result"), Mapping):
         return SystemResult.from_dict(key, done["result"])
-    return system_from_v1(key, done.get("metrics") or {}, done.get("aggregates"))
+    return system_from_v1(key, done.get("metrics") or {}, aggregates)
 
 
 @dataclass
@@ -211,9 +212,10 @@ def read_done(sysdir: SystemDir, key: str) -> Done:
     done = read_json(sysdir.done)
     if not isinstance(done, dict):
         raise InputError("expected a JSON object", path=sysdir.done)
+    agg = read_json(sysdir.aggregates) if "result" not in done and sysdir.aggregates.is_file() else None
     return Done(
         done.get("config_hash"),
-        system_from_done(key, done),
+        system_from_done(key, done, agg if isinstance(agg, dict) else None),
         dict(done.get("manifest") or {}),
         int(done.get("failed_queries") or 0),
         done.get("first_error"),

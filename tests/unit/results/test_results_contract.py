@@ -179,3 +179,21 @@ def test_the_report_of_a_run_reads_nothing_back_from_the_results_folder(tmp_path
     assert written == ["report.md", "report.html"]
     assert all(Path(p).parent == out for p in seen), seen  # only the two reports (and their temp files)
     assert (out / "report.md").read_text() == first
+
+
+def test_cells_finished_by_the_earlier_layout_are_skipped_and_keep_their_intervals(tmp_path: Path) -> None:
+    out = tmp_path / "old"
+    shutil.copytree(V1_RESULTS, out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    config = yaml.safe_load(manifest["config"]["text"])
+    config["output"] = str(out)
+    (tmp_path / "old.yaml").write_text(yaml.safe_dump(config))
+    ran = CliRunner().invoke(app, ["run", str(tmp_path / "old.yaml"), "--quiet", "--no-history"])
+    assert ran.exit_code == 3, ran.output  # the broken system still fails; the others were not run again
+    assert "bm25: finished earlier, skipped" in ran.output and "plain: finished earlier, skipped" in ran.output
+    res = read_results(out)
+    for key in ("bm25", "plain"):
+        agg = json.loads((V1_RESULTS / "systems" / key / "aggregates.json").read_text())
+        assert {m: (v.value, v.ci) for m, v in res[key].metrics.items()} == {
+            m: (a["mean"], (a["ci_low"], a["ci_high"])) for m, a in agg.items()
+        }
