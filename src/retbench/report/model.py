@@ -97,6 +97,11 @@ class ReportData:
         return next(s for s in self.systems if s.name == name)
 
     @property
+    def stored(self) -> dict[str, Any]:
+        """The results as metrics.json holds them (version 2), for the report's embedded data."""
+        return self.result.to_dict() if self.result is not None else {}
+
+    @property
     def modes(self) -> set[str]:
         return {s.mode for s in self.systems}
 

@@ -17,6 +17,7 @@ import yaml
 from repo_paths import PROMPTS
 from retbench.llm.verdicts import STATUSES
 from retbench.results import read_results
+from stored import flat_system
 
 DOCS = [
     {"_id": "fees", "title": "", "text": "We are cutting credit card late fees from $32 to $8."},
@@ -35,7 +36,7 @@ def _run(path: Path, force: bool) -> dict:
 
     outcome = run_experiment(load_config(path), force=force, log=lambda m: None)
     assert not outcome.backend_failed
-    return outcome.metrics["bm25"]
+    return flat_system(outcome.result["bm25"])
 
 
 @pytest.mark.slow
