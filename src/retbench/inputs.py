@@ -36,11 +36,14 @@ class Loaded:
     input_systems: list[list[str]] = field(default_factory=list)  # systems of each input, in order
     data: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # results dir -> datasets it was run on
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # system -> how it was searched and counted
+    broken: dict[str, str] = field(default_factory=dict)  # system that failed as a whole -> its error
 
     def get(self, system: str) -> Any:
         for ev in self.evaluations:
             if ev.system == system:
                 return ev
+        if system in self.broken:
+            raise InputError(f"system {system!r} failed as a whole: {self.broken[system]}", field="system")
         raise InputError(
             f"unknown system {system!r} (have: {', '.join(e.system for e in self.evaluations)})", field="system"
         )
@@ -140,6 +143,12 @@ def load_systems(
         if p.is_dir():
             res = load_results(p)
             names = [s for s in res.systems if systems is None or s in systems]
+            broken = {s: str(res[s].error) for s in names if res[s].failed}  # no per-query table to read
+            if systems is not None and broken:
+                first = next(iter(broken))
+                raise InputError(f"system {first!r} failed as a whole: {broken[first]}", path=p, field="system")
+            out.broken.update(broken)
+            names = [s for s in names if s not in broken]
             if not names:
                 have = ", ".join(res.systems)
                 raise InputError(

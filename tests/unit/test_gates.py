@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import abdata
-from repo_paths import CONFIGS, ROOT
+from repo_paths import CONFIGS, ROOT, V1_RESULTS
 from retbench.cli import app
 from retbench.comparison import randomization_test
 from retbench.criteria import load_criteria, parse_criteria
@@ -503,3 +503,13 @@ def test_retbench_gate_resolves_a_history_baseline_and_records_the_verdict(resul
     )
     assert two.report.baseline == "bm25" and two.notes[0].startswith(f"baseline: history run {one.recorded_on} of ")
     assert two.recorded_on == later
+
+
+def test_a_system_that_failed_as_a_whole_is_left_out_of_a_gate_on_its_folder_and_refused_by_name(tmp_path):
+    crit = tmp_path / "c.yaml"
+    crit.write_text("gates:\n  - {name: r, metric: recall@5, threshold: 0.5, regression_max: 0.1}\n")
+    common = ["--criteria", str(crit), "--candidate", str(V1_RESULTS), "--baseline", str(V1_RESULTS)]
+    ok = _gate(*common, "--candidate-system", "plain", "--baseline-system", "bm25")
+    assert ok.exit_code == 0, ok.output
+    named = _gate(*common, "--candidate-system", "broken", "--baseline-system", "bm25")
+    assert named.exit_code == 2 and "system 'broken' failed as a whole: BackendError" in named.output

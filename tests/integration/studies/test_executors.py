@@ -97,7 +97,7 @@ def test_ray_gives_the_same_run_files_and_metrics_as_one_process_and_a_rerun_enc
     local = _run(_config(tmp_path, "local", [BM25, _dense(tmp_path / "cache-local")]))
     spread_cfg = _config(tmp_path, "spread", [BM25, _dense(tmp_path / "cache-ray")], executor="ray")
     spread = _run(spread_cfg)
-    assert scores_only(spread.metrics) == scores_only(local.metrics)
+    assert scores_only(spread.result.to_dict()) == scores_only(local.result.to_dict())
     for system in ("bm25", "dense"):
         mine = (tmp_path / "spread" / "systems" / system / "run.trec").read_bytes()
         assert mine == (tmp_path / "local" / "systems" / system / "run.trec").read_bytes()
@@ -124,7 +124,9 @@ def test_ray_gives_the_same_run_files_and_metrics_as_one_process_and_a_rerun_enc
 
     again = _run(spread_cfg, force=True)
     redo = json.loads((tmp_path / "spread" / "manifest.json").read_text())["systems"]["dense"]["resources"]
-    assert redo["encode_on"]["encoded"] == 0 and scores_only(again.metrics) == scores_only(local.metrics)
+    assert redo["encode_on"]["encoded"] == 0 and scores_only(again.result.to_dict()) == scores_only(
+        local.result.to_dict()
+    )
 
 
 def test_an_interrupted_encode_resumes_from_the_shards_already_written(ray_cluster, tmp_path):
@@ -154,7 +156,7 @@ def test_a_search_worker_killed_mid_batch_is_retried_and_every_query_is_journale
     assert len(keys) == len(set(keys)) == DATASET["max_queries"]
     assert outcome.systems[0].failed_queries == 0
     local = _run(_config(tmp_path, "local", [BM25]))
-    assert scores_only(outcome.metrics)["dies"] == scores_only(local.metrics)["bm25"]
+    assert scores_only(outcome.result.to_dict())["dies"] == scores_only(local.result.to_dict())["bm25"]
 
 
 def test_executor_settings_errors_name_the_field(tmp_path):
