@@ -448,25 +448,12 @@ def test_a_threshold_outside_the_metrics_range_is_a_config_error(limits, words):
 def test_retbench_gate_gives_the_cli_verdict_json_on_the_same_inputs(results_dir, tmp_path):
     import retbench
 
-    args = {"baseline_system": "bm25", "candidate_system": "bm25_weak"}
-    res = _gate(
-        "--criteria",
-        str(CONFIGS / "ship-criteria-scifact.yaml"),
-        "--baseline",
-        str(results_dir),
-        "--baseline-system",
-        args["baseline_system"],
-        "--candidate",
-        str(results_dir),
-        "--candidate-system",
-        args["candidate_system"],
-        "--json",
-        str(tmp_path / "cli.json"),
-    )
+    crit, args = CONFIGS / "ship-criteria-scifact.yaml", {"baseline_system": "bm25", "candidate_system": "bm25_weak"}
+    options = [f"--{k.replace('_', '-')}={v}" for k, v in args.items()]
+    res = _gate(f"--criteria={crit}", f"--baseline={results_dir}", f"--candidate={results_dir}", *options,
+                f"--json={tmp_path / 'cli.json'}")  # fmt: skip
     assert res.exit_code == 1, res.output
-    done = retbench.gate(
-        CONFIGS / "ship-criteria-scifact.yaml", results_dir, results_dir, n_resamples=1000, record=False, **args
-    )
+    done = retbench.gate(crit, results_dir, results_dir, n_resamples=1000, record=False, **args)
     assert done.exit_code == 1 and done.verdict == "fail"
     assert gate_json(done.report) == json.loads((tmp_path / "cli.json").read_text())
 
