@@ -21,6 +21,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "evaluate": "retbench.api",
     "compare": "retbench.api",
+    "gate": "retbench.api",  # ship criteria applied: the flow of `retbench gate` (history baselines, checks, record)
     "Evaluation": "retbench.evaluation",
     "Comparison": "retbench.comparison",
     "Run": "retbench.data",
@@ -34,6 +35,10 @@ _EXPORTS = {
     "Sample": "retbench.data",
     "load_dataset": "retbench.io.datasets",
     "load_results": "retbench.results",
+    "read_results": "retbench.results",  # a results folder -> StudyResult (any layout version)
+    "StudyResult": "retbench.results",
+    "SystemResult": "retbench.results",
+    "MetricValue": "retbench.results",
     "run_experiment": "retbench.studies.benchmark",  # a config (or its path) -> results, reports, history entry
     "read_run": "retbench.io.trec",
     "read_qrels": "retbench.io.trec",

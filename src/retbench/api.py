@@ -1,4 +1,5 @@
-"""The Python one-liners: score and compare runs given as dicts, DataFrames, paths or Run/Qrels.
+"""The Python one-liners: score and compare runs given as dicts, DataFrames, paths or Run/Qrels; gate a
+candidate against ship criteria (`gate`, the same flow as `retbench gate`).
 
 Argument order follows pytrec_eval and ranx (`qrels` first). Inputs are read by `io/frames.py`;
 the numbers come from the same `evaluation.evaluate` and `compare.compare` the CLI uses, so a dict
@@ -15,11 +16,13 @@ from retbench.comparison import compare as compare_evaluations
 from retbench.errors import InputError
 from retbench.evaluation import Evaluation
 from retbench.evaluation import evaluate as evaluate_run
+from retbench.gates import GateRun, gate
 from retbench.io.frames import as_qrels, as_run
 from retbench.metrics.registry import EVAL_METRICS, trec_cut_families
 from retbench.stats import check_resamples
 
-__all__ = ["compare", "evaluate", "metric_names"]
+# `gate` is the gate's whole flow (`gates.flow.gate`): what `retbench gate` runs, so both give one verdict
+__all__ = ["GateRun", "compare", "evaluate", "gate", "metric_names"]
 
 DEFAULT_METRICS = EVAL_METRICS
 

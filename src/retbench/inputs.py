@@ -8,7 +8,7 @@ compared without a word.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,11 +36,14 @@ class Loaded:
     input_systems: list[list[str]] = field(default_factory=list)  # systems of each input, in order
     data: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # results dir -> datasets it was run on
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # system -> how it was searched and counted
+    broken: dict[str, str] = field(default_factory=dict)  # system that failed as a whole -> its error
 
     def get(self, system: str) -> Any:
         for ev in self.evaluations:
             if ev.system == system:
                 return ev
+        if system in self.broken:
+            raise InputError(f"system {system!r} failed as a whole: {self.broken[system]}", field="system")
         raise InputError(
             f"unknown system {system!r} (have: {', '.join(e.system for e in self.evaluations)})", field="system"
         )
@@ -140,6 +143,12 @@ def load_systems(
         if p.is_dir():
             res = load_results(p)
             names = [s for s in res.systems if systems is None or s in systems]
+            broken = {s: str(res[s].error) for s in names if res[s].failed}  # no per-query table to read
+            if systems is not None and broken:
+                first = next(iter(broken))
+                raise InputError(f"system {first!r} failed as a whole: {broken[first]}", path=p, field="system")
+            out.broken.update(broken)
+            names = [s for s in names if s not in broken]
             if not names:
                 have = ", ".join(res.systems)
                 raise InputError(
@@ -155,7 +164,7 @@ def load_systems(
                 raw.append((label, ev, failed, res.depth(s, run)))
             out.queries.update({q: res.queries[q] for q in res.queries})
             _merge_groups(out.groups, groups_from_queries(res.queries))
-            out.data[str(p)] = data_identity(res.manifest)
+            out.data[str(p)] = data_identity(res.manifest.data)
         elif p.is_file():
             if judged is None:
                 judged = _judgements(p, qrels)
@@ -291,6 +300,40 @@ def different_settings(
             else:
                 (notes if key == "mode" else refusals).append(line)
     return list(dict.fromkeys(notes)), list(dict.fromkeys(refusals))
+
+
+Note = Callable[[str], None]
+
+
+def check_same_data(allowed: bool, *loaded: Loaded, note: Note) -> None:
+    """Refuse results computed on different data unless `allowed` (then say it through `note`)."""
+    why = different_data(*loaded)
+    if why is None:
+        return
+    if not allowed:
+        raise InputError(
+            f"results were computed on different data ({why}); pass --allow-different-data to go on anyway"
+        )
+    note(f"--allow-different-data: results were computed on different data ({why})")
+
+
+def check_same_settings(
+    allowed: bool, pairs: Sequence[tuple[Side, Side]], metrics: Sequence[str] | None, *, note: Note
+) -> None:
+    """Say how the compared sides differ in depth, relevance level or counting; refuse what cannot be
+    compared (`different_settings`) unless `allowed` (then say it through `note`)."""
+    notes, refusals = different_settings(pairs, metrics)
+    for line in notes:
+        note(f"results differ in {line}")
+    if not refusals:
+        return
+    why = "; ".join(refusals)
+    if not allowed:
+        raise InputError(
+            f"results were computed with different settings ({why}), so their numbers are not comparable; "
+            "rerun one side with the other's settings, or pass --allow-different-settings to go on anyway"
+        )
+    note(f"--allow-different-settings: results were computed with different settings ({why})")
 
 
 def _deeper_than(metrics: Sequence[str], depth: int) -> list[str]:

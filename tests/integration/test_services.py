@@ -20,6 +20,7 @@ from repo_paths import SCIFACT
 from retbench.loopback import port_holders
 from retbench.services import MARKER, local_services, needed, state_path
 from retbench.testing import LOOPBACK, free_port, listening_addresses
+from stored import flat
 
 RETBENCH = [sys.executable, "-m", "retbench.cli"]
 
@@ -116,7 +117,6 @@ def test_local_services_points_systems_at_fresh_servers_and_stops_them_when_the_
 def test_run_with_local_services_starts_points_and_stops_the_servers_its_systems_need(tmp_path):
     """`retbench run --services local`: a config naming a Typesense at a port where nothing listens runs
     against a fresh loopback Typesense with a generated key, which is gone when the run ends."""
-    import json
 
     scifact = SCIFACT
     config = tmp_path / "ts.yaml"
@@ -131,7 +131,7 @@ def test_run_with_local_services_starts_points_and_stops_the_servers_its_systems
     env.pop("RETBENCH_TEST_TS_KEY", None)
     out = _cli(["run", str(config), "--services", "local", "--quiet", "--no-history"], env)
     assert out.returncode == 0, out.stdout + out.stderr
-    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    metrics = flat(tmp_path / "out")
     assert metrics["ts-keyword"]["ndcg@10"] > 0.3
     started = [line for line in out.stdout.splitlines() if line.startswith("Typesense: http://127.0.0.1:")]
     assert len(started) == 1

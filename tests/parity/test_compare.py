@@ -28,6 +28,7 @@ from retbench.comparison import (
     wilcoxon_signed_rank,
 )
 from retbench.evaluation import Evaluation
+from retbench.results import read_results
 
 
 @pytest.fixture(scope="module")
@@ -294,11 +295,11 @@ def test_resamples_are_sized_so_holms_strictest_step_can_be_passed_or_it_is_said
     from retbench.report.markdown import report_markdown
     from retbench.report.model import build_report
 
-    report = build_report(results_dir, n_resamples=5, drill_k=0)
+    report = build_report(read_results(results_dir), n_resamples=5, drill_k=0)
     assert report.comparison.family == 2
     said = "with 2 tests, p cannot go below 0.33 (Holm-adjusted) at 5 resamples"
     assert f"Note: {said}" in report_markdown(report) and f"Note: {said}" in render_html(report)
-    assert build_report(results_dir, drill_k=0).comparison.note is None
+    assert build_report(read_results(results_dir), drill_k=0).comparison.note is None
 
 
 def test_the_configs_baseline_and_primary_metrics_choose_what_compare_and_the_run_report_test(tmp_path):
@@ -401,8 +402,8 @@ def test_compare_and_gate_show_the_coverage_stored_in_metrics_json_not_a_recount
     shutil.copytree(abdata.pytrec_results(tmp_path_factory.getbasetemp()), out)
     mj = json.loads((out / "metrics.json").read_text())
     stored = {"judged": 100, "answered": 61, "failed": 30, "missing": 9}  # not what flaky's tables say
-    assert {k: mj["flaky"]["coverage"][k] for k in stored} != stored
-    mj["flaky"]["coverage"].update(stored)
+    assert {k: mj["systems"]["flaky"]["coverage"][k] for k in stored} != stored
+    mj["systems"]["flaky"]["coverage"].update(stored)
     (out / "metrics.json").write_text(json.dumps(mj))
     expected = {"queries": 100, "answered": 61, "failed": 30, "missing": 9}
 

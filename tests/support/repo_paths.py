@@ -16,6 +16,8 @@ SUPPORT = TESTS / "support"
 PLUGINS = TESTS / "plugins"
 METRIC_PLUGIN = PLUGINS / "metric_plugin"
 PROMPTS = TESTS / "llm_prompts"
+# a results folder written by the layout before schema_version 2 (means and blocks in one object)
+V1_RESULTS = TESTS / "fixtures" / "results_v1"
 CORPORA = ROOT / "corpora"
 SCIFACT = CORPORA / "scifact"
 CONFIGS = ROOT / "configs"

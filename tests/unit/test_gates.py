@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import abdata
-from repo_paths import CONFIGS, ROOT
+from repo_paths import CONFIGS, ROOT, V1_RESULTS
 from retbench.cli import app
 from retbench.comparison import randomization_test
 from retbench.criteria import load_criteria, parse_criteria
@@ -442,3 +442,61 @@ def test_a_threshold_outside_the_metrics_range_is_a_config_error(limits, words):
         criteria(gate("recall@5", **limits))
     with pytest.raises(ConfigError, match=r"tags\.short"):
         criteria(gate("ndcg@10", 0.5, tags={"short": limits}))
+
+
+# -- the Python API: the same flow as the CLI ------------------------------------------------------------
+def test_retbench_gate_gives_the_cli_verdict_json_on_the_same_inputs(results_dir, tmp_path):
+    import retbench
+
+    crit, args = CONFIGS / "ship-criteria-scifact.yaml", {"baseline_system": "bm25", "candidate_system": "bm25_weak"}
+    options = [f"--{k.replace('_', '-')}={v}" for k, v in args.items()]
+    res = _gate(f"--criteria={crit}", f"--baseline={results_dir}", f"--candidate={results_dir}", *options,
+                f"--json={tmp_path / 'cli.json'}")  # fmt: skip
+    assert res.exit_code == 1, res.output
+    done = retbench.gate(crit, results_dir, results_dir, n_resamples=1000, record=False, **args)
+    assert done.exit_code == 1 and done.verdict == "fail"
+    assert gate_json(done.report) == json.loads((tmp_path / "cli.json").read_text())
+
+
+def test_retbench_gate_resolves_a_history_baseline_and_records_the_verdict(results_dir, tmp_path):
+    import shutil
+
+    import retbench
+    from retbench.results import read_results
+    from retbench.results.history import register
+
+    history = tmp_path / "history.sqlite"
+    first, second = tmp_path / "first", tmp_path / "second"
+    for where in (first, second):
+        shutil.copytree(results_dir, where)
+    crit = CONFIGS / "ship-criteria-scifact.yaml"
+    register(read_results(first), path=history)
+    said: list[str] = []
+    one = retbench.gate(
+        crit,
+        first,
+        "history:last-pass",
+        candidate_system="bm25",
+        history_file=history,
+        n_resamples=500,
+        note=said.append,
+    )
+    assert one.verdict == "pass" and one.report.baseline is None  # the project's first gate: thresholds only
+    assert said == one.notes and "this gate checks thresholds only" in one.notes[0]
+    assert one.recorded_on is not None and one.notes[-1] == f"history: bm25 pass recorded on run {one.recorded_on}"
+    later = register(read_results(second), path=history).run_id
+    two = retbench.gate(
+        crit, second, "history:last-pass", candidate_system="bm25", history_file=history, n_resamples=500
+    )
+    assert two.report.baseline == "bm25" and two.notes[0].startswith(f"baseline: history run {one.recorded_on} of ")
+    assert two.recorded_on == later
+
+
+def test_a_system_that_failed_as_a_whole_is_left_out_of_a_gate_on_its_folder_and_refused_by_name(tmp_path):
+    crit = tmp_path / "c.yaml"
+    crit.write_text("gates:\n  - {name: r, metric: recall@5, threshold: 0.5, regression_max: 0.1}\n")
+    common = ["--criteria", str(crit), "--candidate", str(V1_RESULTS), "--baseline", str(V1_RESULTS)]
+    ok = _gate(*common, "--candidate-system", "plain", "--baseline-system", "bm25")
+    assert ok.exit_code == 0, ok.output
+    named = _gate(*common, "--candidate-system", "broken", "--baseline-system", "bm25")
+    assert named.exit_code == 2 and "system 'broken' failed as a whole: BackendError" in named.output

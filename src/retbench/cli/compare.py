@@ -3,45 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from retbench.cli.app import fail, handles_errors, names, write
 
-if TYPE_CHECKING:
-    from retbench.inputs import Loaded, Side
 
-
-def _check_same_data(allowed: bool, *loaded: Loaded) -> None:
-    """Refuse results computed on different data unless --allow-different-data says so (then say it)."""
-    from retbench.inputs import different_data
-
-    why = different_data(*loaded)
-    if why is None:
-        return
-    if not allowed:
-        raise fail(f"results were computed on different data ({why}); pass --allow-different-data to go on anyway")
-    typer.echo(f"note: --allow-different-data: results were computed on different data ({why})", err=True)
-
-
-def _check_same_settings(allowed: bool, pairs: list[tuple[Side, Side]], metrics: list[str] | None) -> None:
-    """Say how the compared sides differ in depth, relevance level or counting; refuse what cannot be
-    compared (see `inputs.different_settings`) unless --allow-different-settings says so."""
-    from retbench.inputs import different_settings
-
-    notes, refusals = different_settings(pairs, metrics)
-    for line in notes:
-        typer.echo(f"note: results differ in {line}", err=True)
-    if not refusals:
-        return
-    why = "; ".join(refusals)
-    if not allowed:
-        raise fail(
-            f"results were computed with different settings ({why}), so their numbers are not comparable; "
-            "rerun one side with the other's settings, or pass --allow-different-settings to go on anyway"
-        )
-    typer.echo(f"note: --allow-different-settings: results were computed with different settings ({why})", err=True)
+def _note(line: str) -> None:
+    """A line said on the way (a note, the baseline found, where a verdict was recorded), to stderr."""
+    typer.echo(line, err=True)
 
 
 _ALLOW_SETTINGS_HELP = (
@@ -101,7 +72,7 @@ def compare_command(
     import json
 
     from retbench.comparison import compare
-    from retbench.inputs import canonical_metrics, load_systems, primary_metrics
+    from retbench.inputs import canonical_metrics, check_same_data, check_same_settings, load_systems, primary_metrics
     from retbench.report.markdown import comparison_markdown
 
     if resamples is not None and resamples < 1:
@@ -109,7 +80,7 @@ def compare_command(
     every_metric = names(metrics) == ["all"]
     asked = None if every_metric else names(metrics)
     loaded = load_systems(inputs, qrels=qrels, metrics=asked, queries=queries, systems=names(systems))
-    _check_same_data(allow_different_data, loaded)
+    check_same_data(allow_different_data, loaded, note=lambda m: _note(f"note: {m}"))
     config = _first_config(inputs)
     pairs = loaded.default_pairs(baseline, every_pair=all_pairs, config=config)
     in_pairs = {s for p in pairs for s in p}
@@ -120,7 +91,7 @@ def compare_command(
     ]
     tested = shared if every_metric else canonical_metrics(asked) or primary_metrics(config, shared)
     sides = [((a, a, loaded), (b, b, loaded)) for a, b in pairs]
-    _check_same_settings(allow_different_settings, sides, tested)
+    check_same_settings(allow_different_settings, sides, tested, note=lambda m: _note(f"note: {m}"))
     cmp = compare(loaded.evaluations, pairs, tested, queries=loaded.queries, n_resamples=resamples, seed=seed, top=top)
     if cmp.note:
         typer.echo(f"note: {cmp.note}", err=True)
@@ -181,58 +152,29 @@ def gate_command(
     """
     import json
 
-    from retbench.criteria import load_criteria
-    from retbench.gates import run_gates
-    from retbench.inputs import load_systems
+    from retbench.gates import gate
     from retbench.report.gate_comment import gate_json, render_comment, sentence
-    from retbench.results import history
 
-    crit = load_criteria(criteria)
-    metrics = list(dict.fromkeys(g.metric for g in crit.gates))
-    cand = load_systems([candidate], qrels=qrels, metrics=metrics, queries=queries, check_metrics=False)
-    # a history:last-pass baseline is the candidate system's own key: that system is known first
-    from_history = baseline is not None and baseline.startswith("history:")
-    cand_ev = cand.one(candidate_system, "candidate") if from_history else None
-    point = (candidate, cand_ev.system) if cand_ev is not None and candidate.is_dir() else None
-    base, matched = _gate_baseline(baseline, qrels, metrics, history_file, point)
-    _check_same_data(allow_different_data, cand, *([base] if base is not None else []))
-    cand_ev = cand_ev or cand.one(candidate_system, "candidate")
-    base_ev = base.one(baseline_system or matched, "baseline") if base is not None else None
-    if base is not None and base_ev is not None:
-        from retbench.inputs import canonical_metrics
-
-        pair = (
-            (f"baseline {base_ev.system}", base_ev.system, base),
-            (f"candidate {cand_ev.system}", cand_ev.system, cand),
-        )
-        _check_same_settings(allow_different_settings, [pair], canonical_metrics(metrics))
-    report = run_gates(
-        crit,
-        cand_ev,
-        base_ev,
-        groups=cand.groups,
-        failures=cand.failures.get(cand_ev.system),
+    done = gate(
+        criteria,
+        candidate,
+        baseline,
+        candidate_system=candidate_system,
+        baseline_system=baseline_system,
+        qrels=qrels,
+        queries=queries,
+        history_file=history_file,
+        allow_different_data=allow_different_data,
+        allow_different_settings=allow_different_settings,
         n_resamples=resamples,
         seed=seed,
-        first=base is None and baseline is not None,
+        note=_note,
     )
+    report = done.report
     text = render_comment(report)
     typer.echo(text)
     write(comment, text)
     write(json_out, json.dumps(gate_json(report), indent=2, allow_nan=False) + "\n")
-    if candidate.is_dir():
-        import sqlite3
-
-        try:
-            where = history.record_gate(candidate, report.exit_code == 0, system=cand_ev.system, path=history_file)
-        except (sqlite3.Error, OSError) as exc:  # the verdict stands; only its record in the history is lost
-            typer.echo(f"note: verdict not recorded in the history: {exc}", err=True)
-        else:
-            if where is not None:
-                typer.echo(
-                    f"history: {cand_ev.system} {'pass' if report.exit_code == 0 else 'fail'} recorded on run {where}",
-                    err=True,
-                )
     if report.exit_code:
         why = (
             f"the candidate recorded {len(report.failures)} backend failure(s)"
@@ -240,42 +182,6 @@ def gate_command(
             else "; ".join(sentence(r) for r in report.results if r.blocks)
         )
         raise fail(f"gate failed: {why}", report.exit_code)
-
-
-def _gate_baseline(
-    baseline: str | None,
-    qrels: Path | None,
-    metrics: list[str],
-    history_file: Path | None,
-    candidate: tuple[Path, str] | None,
-) -> tuple[Loaded | None, str | None]:
-    """The gate's baseline and the system it matched: a history entry (history:last-pass / last / <tag> / <id>),
-    a results directory or a run file.
-
-    `history:last-pass` and `history:last` of a results directory mean the latest point of the candidate's
-    experiment, dataset and system before the candidate; when there is none yet (the first gate of a
-    project) the gate checks thresholds only, and says so: its verdict becomes the next gate's baseline.
-    """
-    from retbench.inputs import load_history, load_systems
-    from retbench.results.history_read import NoBaseline
-
-    if baseline is None:
-        return None, None
-    if not baseline.startswith("history:"):
-        return load_systems([Path(baseline)], qrels=qrels, metrics=metrics, check_metrics=False), None
-    try:
-        base, entry = load_history(baseline, history_file, candidate=candidate)
-    except NoBaseline as exc:
-        if baseline not in ("history:last-pass", "history:last"):
-            raise
-        typer.echo(
-            f"note: {exc.reason}: this gate checks thresholds only (regression limits start with the next gate, "
-            "against this run once it passes)",
-            err=True,
-        )
-        return None, None
-    typer.echo(f"baseline: history run {entry.id} of {entry.created} (commit {entry.git_commit or 'none'})", err=True)
-    return base, entry.matched
 
 
 @handles_errors
@@ -301,8 +207,9 @@ def report_command(
     from retbench.report.html import render_html
     from retbench.report.markdown import report_markdown
     from retbench.report.model import build_report
+    from retbench.results import read_results
 
-    data = build_report(results, baseline=baseline, primary=primary, n_resamples=resamples, seed=seed)
+    data = build_report(read_results(results), baseline=baseline, primary=primary, n_resamples=resamples, seed=seed)
     text = report_markdown(data)
     write(markdown, text)
     write(html, render_html(data))

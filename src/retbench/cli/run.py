@@ -13,6 +13,7 @@ from retbench.secrets import redact
 
 if TYPE_CHECKING:
     from retbench.config import ExperimentModel
+    from retbench.results.model import StudyResult
     from retbench.studies.cell import StudyOutcome
 
 
@@ -85,12 +86,12 @@ def _run_command(
         repair_journals(cfg.output_dir)
     con = console()
     outcome = _run_experiment(cfg, force, quiet, con, history=history, tag=tag)
-    con.print(render_summary(outcome.metrics, cfg.metric_names, title=f"{cfg.study_name}: {cfg.output_dir}"))
-    _print_judge_costs(outcome.metrics, con)
-    costs = render_costs(outcome.metrics)
+    con.print(render_summary(outcome.result, cfg.metric_names, title=f"{cfg.study_name}: {cfg.output_dir}"))
+    _print_judge_costs(outcome.result, con)
+    costs = render_costs(outcome.result)
     if costs is not None:
         con.print(costs)
-    board = build_leaderboard(outcome.metrics, cfg.metric_names[0])
+    board = build_leaderboard(outcome.result, cfg.metric_names[0])
     if board is not None:
         con.print(render_leaderboard(board))
     written = "".join(f"{name}, " for name in outcome.reports)
@@ -100,15 +101,15 @@ def _run_command(
     raise_if_llm_calls_failed(cfg.output_dir, [s.name for s in outcome.systems], note=note)
 
 
-def _print_judge_costs(metrics: dict[str, Any], con: Any) -> None:
+def _print_judge_costs(result: StudyResult, con: Any) -> None:
     """What the judging stage spent per system (calls made, cache hits, tokens, cost) and "judged N of M"."""
     from retbench.report.judge import judged_line, stats_line
 
-    for system, summary in metrics.items():
-        block = summary.get("judge") if isinstance(summary, dict) else None
+    for system in result:
+        block = system.judge
         if not block:
             continue
-        con.print(f"{system}: {stats_line(block)}", soft_wrap=True, markup=False, highlight=False)
+        con.print(f"{system.name}: {stats_line(block)}", soft_wrap=True, markup=False, highlight=False)
         for m, c in block.get("metrics", {}).items():
             con.print(f"  {m}: {judged_line(c['statuses'])}", soft_wrap=True, markup=False, highlight=False)
 

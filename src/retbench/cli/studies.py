@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -58,8 +57,7 @@ def chunking_command(
     cfg = load_config(config, output)
     con = console()
     outcome = run_chunking(cfg, force=force, log=lambda m: con.print(redact(m)))
-    manifest = json.loads((cfg.output / "manifest.json").read_text(encoding="utf-8"))
-    con.print(render_chunking(cfg, outcome.metrics, manifest))
+    con.print(render_chunking(cfg, outcome.result))
     con.print(
         f"results: {cfg.output}  (report.md, report.html, metrics.json, manifest.json, systems/<chunker>+<system>/)"
     )

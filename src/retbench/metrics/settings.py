@@ -60,11 +60,20 @@ class EvalSettings:
         return bool(self.ignore_identical_ids)
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings as recorded in manifests and fingerprints (identical ids resolved by the mode)."""
-        return {**asdict(self), "ignore_identical_ids": self.identical_ids_ignored}
+        """The settings as recorded in manifests and fingerprints (identical ids resolved by the mode).
+
+        trec_eval's -J/-M/-N options are left out while at their defaults, so results scored before they existed
+        keep their fingerprints (a finished cell is not scored again after an upgrade that changed nothing)."""
+        out = {**asdict(self), "ignore_identical_ids": self.identical_ids_ignored}
+        for name, default in _OPTION_DEFAULTS.items():
+            if out[name] == default:
+                del out[name]
+        return out
 
 
 SETTING_NAMES = frozenset(f.name for f in fields(EvalSettings))
+#: settings added with trec_eval's -J/-M/-N, recorded only when set
+_OPTION_DEFAULTS: dict[str, Any] = {"judged_only": False, "max_docs": None, "collection_size": None}
 
 
 def with_overrides(settings: EvalSettings | None, overrides: Mapping[str, Any]) -> EvalSettings:

@@ -1,4 +1,4 @@
-"""The chunking report: the all-chunks table and the fixed-context-budget table, from metrics.json.
+"""The chunking report: the all-chunks table and the fixed-context-budget table, from the study's `StudyResult`.
 
 On a BEIR dataset (judged by qrels at document level) the main table holds the document metrics and
 there are no character-level columns nor budget table; in both modes the main table counts the
@@ -20,6 +20,7 @@ from retbench.metrics.judges.spans import budget_label
 from retbench.report import fmt
 from retbench.report.markdown import md_table
 from retbench.report.model import SHORT_NOTE, resource_line, short_runs
+from retbench.results.model import StudyResult
 
 if TYPE_CHECKING:
     from retbench.studies.chunking import ChunkingConfig
@@ -34,12 +35,12 @@ CHUNK_COLUMNS_DEFINITION = (
 
 
 def _f(v: Any, digits: int = 3) -> str:
-    """A figure from metrics.json ('—' for anything that is not a number: a failed pair, a missing column)."""
+    """A figure of a result ('—' for anything that is not a number: a failed pair, a missing column)."""
     return fmt.num(v, digits, missing="—") if isinstance(v, (int, float)) and not isinstance(v, bool) else "—"
 
 
 def summary_rows(
-    cfg: ChunkingConfig, metrics_json: dict[str, Any]
+    cfg: ChunkingConfig, result: StudyResult
 ) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
     """(header, rows) of the main table and of the fixed-budget table, formatted for any renderer."""
     k0 = cfg.token_k[0] if cfg.token_k else None
@@ -58,19 +59,20 @@ def summary_rows(
     ]
     rows, brows = [], []
     bhead = ["budget", "chunker", "system", "chunks used", "recall", "MRR", "token P", "token R", "token IoU"]
-    for key, m in metrics_json.items():
-        if "error" in m:
+    for pair in result:
+        x, m = pair.extra or {}, pair.means()
+        if pair.error is not None:
             rows.append(
-                [m.get("chunker", key), m.get("system", ""), *(["—"] * (len(head) - 3)), f"failed: {m['error']}"]
+                [x.get("chunker", pair.name), x.get("system", ""), *(["—"] * (len(head) - 3)), f"failed: {pair.error}"]
             )
             continue
-        c, t = m["chunks"], m["timings"]
+        c, t = x["chunks"], x["timings"]
         dist = f"{c.get('tokens_min', '—')} / {_f(c.get('tokens_mean'), 0)} / {_f(c.get('tokens_p95'), 0)} / {c.get('tokens_max', '—')}"
         enc = _f(t.get("encode_seconds"), 1) + (f" ({t['chunks_encoded']} new)" if "chunks_encoded" in t else "")
         rows.append(
             [
-                m["chunker"],
-                m["system"],
+                x["chunker"],
+                x["system"],
                 str(c["n_chunks"]),
                 dist,
                 str(c["docs_without_chunks"]),
@@ -78,7 +80,7 @@ def summary_rows(
                 enc if "encode_seconds" in t else "—",
                 *(_f(m.get(x)) for x in cfg.metrics),
                 *(_f(m.get(f"token_{x}@{k0}")) for x in ("precision", "recall", "iou") if k0 is not None),
-                short_runs(m.get("coverage") or {}),
+                short_runs(pair.coverage),
             ]
         )
         for b in cfg.budgets:
@@ -86,8 +88,8 @@ def summary_rows(
             brows.append(
                 [
                     f"{b} tokens",
-                    m["chunker"],
-                    m["system"],
+                    x["chunker"],
+                    x["system"],
                     _f(m.get(f"chunks{s}"), 1),
                     _f(m.get(f"recall{s}")),
                     _f(m.get(f"mrr{s}")),
@@ -126,12 +128,13 @@ class ChunkingReport:
     definitions: list[str] = field(default_factory=list)  # Markdown-inline text (**term**: meaning)
 
 
-def gather(cfg: ChunkingConfig, metrics_json: dict[str, Any], manifest: dict[str, Any]) -> ChunkingReport:
+def gather(cfg: ChunkingConfig, result: StudyResult) -> ChunkingReport:
     """Everything the chunking report shows, formatted once."""
-    head, rows, bhead, brows = summary_rows(cfg, metrics_json)
-    ds = manifest.get("datasets", [{}])[0]
+    head, rows, bhead, brows = summary_rows(cfg, result)
+    manifest = result.manifest.data
+    ds = (result.manifest.datasets or [{}])[0]
     if getattr(cfg, "documents", None) is not None:
-        return _gather_documents(cfg, metrics_json, manifest, head, rows, ds)
+        return _gather_documents(cfg, manifest, head, rows, ds)
     k0 = cfg.token_k[0]
     intro = (
         f"{ds.get('queries')} questions, {ds.get('gold_spans')} gold excerpts over {ds.get('documents')} documents "
@@ -140,9 +143,9 @@ def gather(cfg: ChunkingConfig, metrics_json: dict[str, Any], manifest: dict[str
         f"Relevance by span overlap (min {cfg.min_chars} char(s), min fraction {cfg.min_fraction})."
     )
     curves = {
-        key: [_value(m.get(f"recall{budget_label(b)}")) for b in cfg.budgets]
-        for key, m in metrics_json.items()
-        if "error" not in m
+        pair.name: [_value(pair.value(f"recall{budget_label(b)}")) for b in cfg.budgets]
+        for pair in result
+        if pair.error is None
     }
     cells = {name: m["resources"] for name, m in (manifest.get("systems") or {}).items() if m.get("resources")}
     definitions = [
@@ -171,7 +174,6 @@ def gather(cfg: ChunkingConfig, metrics_json: dict[str, Any], manifest: dict[str
 
 def _gather_documents(
     cfg: ChunkingConfig,
-    metrics_json: dict[str, Any],
     manifest: dict[str, Any],
     head: list[str],
     rows: list[list[str]],
@@ -214,9 +216,9 @@ def _value(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
 
 
-def render_markdown(cfg: ChunkingConfig, metrics_json: dict[str, Any], manifest: dict[str, Any]) -> str:
+def render_markdown(cfg: ChunkingConfig, result: StudyResult) -> str:
     """The chunking report: all chunks, then every retriever at a fixed context budget, then definitions."""
-    return report_markdown(gather(cfg, metrics_json, manifest))
+    return report_markdown(gather(cfg, result))
 
 
 def report_markdown(rep: ChunkingReport) -> str:
@@ -245,9 +247,9 @@ def report_markdown(rep: ChunkingReport) -> str:
     return "\n".join(parts) + "\n"
 
 
-def render_html(cfg: ChunkingConfig, metrics_json: dict[str, Any], manifest: dict[str, Any]) -> str:
+def render_html(cfg: ChunkingConfig, result: StudyResult) -> str:
     """report.html of a chunking study: one self-contained page (inline CSS, SVG and script, no network)."""
-    return report_html(gather(cfg, metrics_json, manifest))
+    return report_html(gather(cfg, result))
 
 
 def report_html(rep: ChunkingReport) -> str:

@@ -535,7 +535,7 @@ def render_html(data: ReportData) -> str:
         ("about", "About this run", _about(data)),
     ]
     # a NaN mean (written by hand or by another tool: retbench writes null) is embedded as null, as JSON has no NaN
-    embedded = json_safe({"metrics": data.metrics_json, "primary": data.primary, "baseline": data.baseline})
+    embedded = json_safe({"metrics": data.stored, "primary": data.primary, "baseline": data.baseline})
     blob = json.dumps(embedded, allow_nan=False, default=str).replace("</", "<\\/")
     header = (
         f'<div class="muted">{escape(ds)} · {len(data.systems)} system{"s" if len(data.systems) != 1 else ""} · '

@@ -9,9 +9,11 @@ Rows are ordered by average rank, then by mean. Terminal, Markdown and HTML rend
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
 from dataclasses import dataclass
 from typing import Any
+
+from retbench.results.model import StudyResult
 
 SEPARATOR = "/"  # results keys of multi-dataset experiments are "<dataset>/<system>"
 
@@ -63,19 +65,19 @@ def split_key(key: str) -> tuple[str, str]:
     return dataset, system
 
 
-def build_leaderboard(metrics_json: Mapping[str, Any], metric: str) -> Leaderboard | None:
+def build_leaderboard(result: StudyResult, metric: str) -> Leaderboard | None:
     """The leaderboard of `metric`, or None when the results hold a single dataset."""
-    if not metrics_json or not all(SEPARATOR in k for k in metrics_json):
+    if not result.systems or not all(SEPARATOR in k for k in result.systems):
         return None
     datasets: list[str] = []
     systems: list[str] = []
     scores: dict[str, dict[str, float | None]] = {}
-    for key, row in metrics_json.items():
+    for key, row in result.systems.items():
         d, s = split_key(key)
         datasets += [d] if d not in datasets else []
         systems += [s] if s not in systems else []
-        value = row.get(metric) if isinstance(row, Mapping) else None
-        scores.setdefault(s, {})[d] = float(value) if isinstance(value, (int, float)) else None
+        value = row.value(metric)
+        scores.setdefault(s, {})[d] = None if value is None or math.isnan(value) else value
     if len(datasets) < 2:
         return None
     rank_sum = dict.fromkeys(systems, 0.0)

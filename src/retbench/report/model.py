@@ -1,7 +1,7 @@
-"""What a results report shows, gathered once from a results directory for every renderer.
+"""What a results report shows, gathered once from a study's typed results (`StudyResult`) for every renderer.
 
 The HTML and Markdown renderers format this object and nothing else, so both always show the same
-numbers: means exactly as in metrics.json, with their confidence intervals (aggregates.json), the
+numbers: the values exactly as in metrics.json, with their confidence intervals, the
 coverage behind each ("scored N of M"), the counting mode, latencies where recorded, and paired
 comparisons of every system against a baseline on the primary metrics.
 """
@@ -17,14 +17,13 @@ from typing import Any
 import numpy as np
 
 from retbench.comparison import Comparison, align, compare
-from retbench.data import Corpus, Qrels, Run
+from retbench.data import Run
 from retbench.errors import InputError
 from retbench.evaluation import Evaluation, coverage, source_label
 from retbench.inputs import canonical_metrics
 from retbench.metrics.registry import parse_metric
 from retbench.report import fmt
-from retbench.results import load_results
-from retbench.results.read import Results, config_from_manifest
+from retbench.results.model import StudyResult, SystemResult, config_from_manifest
 
 
 @dataclass
@@ -41,12 +40,12 @@ class SystemSummary:
     resources: dict[str, Any] = field(default_factory=dict)  # the manifest's resource figures
     applies: dict[str, tuple[int, int]] = field(default_factory=dict)  # metric -> (n, of) when it applies to some
     judged_counts: dict[str, tuple[int, int]] = field(default_factory=dict)  # judged metric -> (verdicts ok, of)
-    # metrics.json blocks the cell runner stores (results/usage.py, studies/cell.breakdown)
+    # blocks of the system's result (results/usage.py, studies/cell.breakdown)
     breakdown: dict[str, Any] = field(default_factory=dict)  # group -> {"n", "means"}
     stages: dict[str, Any] = field(default_factory=dict)  # {"stages": {stage: {p50_s, ...}}, "suite_seconds"}
     usage: dict[str, Any] = field(default_factory=dict)  # LLM stage -> {calls, tokens, cost}
     error: str | None = None  # the system failed as a whole (not built, not indexed): no scores, shown as failed
-    estimates: dict[str, dict[str, Any]] = field(default_factory=dict)  # metric -> aggregates.json `estimate`
+    estimates: dict[str, dict[str, Any]] = field(default_factory=dict)  # metric -> its value's `estimate`
 
     @property
     def short(self) -> int | None:
@@ -90,12 +89,17 @@ class ReportData:
     primary: str
     comparison: Any = None  # compare.Comparison of each system against the baseline
     deltas: dict[str, list[float]] = field(default_factory=dict)  # system -> per-query delta on `primary`
-    metrics_json: dict[str, Any] = field(default_factory=dict)
+    result: StudyResult | None = None  # the typed results the report was built from
     leaderboard: Any = None  # report.leaderboard.Leaderboard when the results span several datasets
     drill: Any = None  # report.drilldown.Drill: per-query documents and metric@k curves from the runs
 
     def system(self, name: str) -> SystemSummary:
         return next(s for s in self.systems if s.name == name)
+
+    @property
+    def stored(self) -> dict[str, Any]:
+        """The results as metrics.json holds them (version 2), for the report's embedded data."""
+        return self.result.to_dict() if self.result is not None else {}
 
     @property
     def modes(self) -> set[str]:
@@ -160,23 +164,6 @@ def comparison_pairs(names: list[str], baseline: str | None, per_dataset: bool) 
     return pairs
 
 
-@dataclass
-class InMemory:
-    """What a study that just ran still holds, so the report reads neither the tables nor the dataset again.
-
-    `evaluations` and `runs` by system (a system left out is read from the directory);
-    `qrels`, `corpus` and `queries` of the one dataset, for the drill-down (None: read from the manifest);
-    `curves` the metric@k curves the study computed with each system's own evaluation (others: computed here).
-    """
-
-    evaluations: dict[str, Evaluation] = field(default_factory=dict)
-    runs: dict[str, Run] = field(default_factory=dict)
-    qrels: Qrels | None = None
-    corpus: Corpus | None = None
-    queries: Mapping[str, str] | None = None
-    curves: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # system -> family -> means at k
-
-
 SHORT_NOTE = (
     "returned < depth: answered queries whose ranking is shorter than the depth asked for (a chunked retriever "
     "collapsing chunks to fewer documents, a store returning fewer); their missing ranks count as not relevant, "
@@ -191,50 +178,40 @@ def short_runs(coverage: Mapping[str, Any]) -> str:
     return f"{int(coverage['short'])} (depth {coverage.get('depth')})"
 
 
-def failed_as_a_whole(summary: Any) -> str | None:
-    """The error of a system that failed as a whole (its metrics.json entry is `{"error": ...}`), else None."""
-    if isinstance(summary, Mapping) and isinstance(summary.get("error"), str):
-        return str(summary["error"])
-    return None
-
-
 def build_report(
-    path: str | Path,
+    result: StudyResult,
     *,
     baseline: str | None = None,
     primary: str | None = None,
     n_resamples: int | None = None,
     seed: int = 0,
     drill_k: int = 10,
-    given: InMemory | None = None,
 ) -> ReportData:
-    """Read a results directory and compute what the report shows (comparisons included).
+    """Compute what the report shows (comparisons included) from a study's typed results.
 
+    The result is what a study that just ran holds (its tables, runs and dataset in memory: nothing is read
+    back) or what `results.read_results` read from a folder (tables read when first asked for).
     `drill_k` is how many documents per system the drill-down shows (0: no drill-down or k curves).
-    `given` is what the study that just wrote the directory holds in memory (see `InMemory`).
     Systems that failed as a whole are listed as failures beside the others, never compared.
     The comparison tests each system against `baseline` (default: the config's `baseline:`, else the
     first system) on `primary` (default: the config's `primary:` metrics, else its first), with
     `n_resamples` sized to those tests unless given.
     """
-
-    res = load_results(path)
-    mj = res.metrics_json
-    if not mj:
-        raise InputError("metrics.json holds no system", path=Path(path) / "metrics.json")
-    given = given or InMemory()
-    failed = {n: e for n in res.systems if (e := failed_as_a_whole(mj[n])) is not None}
-    names = [n for n in res.systems if n not in failed]
+    path = result.root or Path(".")
+    if not result.systems:
+        raise InputError("metrics.json holds no system", path=path / "metrics.json")
+    failed = {s.name: s.error for s in result if s.error is not None}
+    names = [n for n in result.systems if n not in failed]
     if not names:
-        return _all_failed(res, path, failed)
-    config = config_from_manifest(res.manifest)
+        return _all_failed(result, failed)
+    config = config_from_manifest(result.manifest)
     tested = None if primary is not None else config.get("primary")
-    metrics, primary = _metrics_and_primary(mj[names[0]], primary or (tested or [None])[0], path)
+    metrics, primary = _metrics_and_primary(result.systems[names[0]], primary or (tested or [None])[0], path)
     if baseline is None and config.get("baseline") not in failed:
         baseline = config.get("baseline")
     from retbench.report.leaderboard import build_leaderboard
 
-    board = build_leaderboard(mj, primary)
+    board = build_leaderboard(result, primary)
     pairs = comparison_pairs(names, baseline, board is not None)
     if baseline in failed:
         raise InputError(
@@ -247,41 +224,50 @@ def build_report(
             f"no system {baseline!r} in these results (have: {', '.join(names)})", path=path, field="baseline"
         )
     baseline = pairs[0][0] if pairs else names[0]
-    systems, evs, runs = _summaries(res, names, metrics, given)
+    systems, evs, runs = _summaries(result, names)
     cmp = None
     deltas: dict[str, list[float]] = {}
     if pairs:  # a suite with one system per dataset has nothing to pair
         tested_metrics = canonical_metrics([str(m) for m in tested]) if tested else [primary]
-        cmp, deltas = _compared(evs, pairs, tested_metrics or [primary], primary, res.queries, n_resamples, seed)
-    man = res.manifest
+        cmp, deltas = _compared(evs, pairs, tested_metrics or [primary], primary, result.queries, n_resamples, seed)
     drill = None
     if board is None and drill_k > 0:
-        from retbench.report import drilldown
-
-        found = (given.qrels, given.corpus) if given.qrels is not None else drilldown.load_judgements(man)
-        if found is not None:
-            qrels, corpus = found
-            queries = given.queries if given.queries is not None else res.queries
-            drill = drilldown.gather(evs, runs, qrels, corpus, queries, primary=primary, baseline=baseline, k=drill_k)
-            drill.curves = drilldown.k_curves(evs, runs, qrels, given.curves)
+        drill = _drill(result, evs, runs, primary, baseline, drill_k)
     return ReportData(
-        **_about(man, path),
+        **_about(result),
         metrics=metrics,
-        systems=_in_order(res.systems, systems, [_failed_summary(n, e, res) for n, e in failed.items()]),
+        systems=_in_order(list(result.systems), systems, [_failed_summary(n, e, result) for n, e in failed.items()]),
         curves=metric_curves(metrics),
         baseline=baseline if pairs else None,
         primary=primary,
         comparison=cmp,
         deltas=deltas,
-        metrics_json=mj,
+        result=result,
         leaderboard=board,
         drill=drill,
     )
 
 
-def _metrics_and_primary(row: Mapping[str, Any], primary: str | None, path: str | Path) -> tuple[list[str], str]:
-    """The metrics of a metrics.json row (its numeric entries) and the primary one (default: the first)."""
-    metrics = [k for k, v in row.items() if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))]
+def _drill(
+    result: StudyResult, evs: dict[str, Evaluation], runs: dict[str, Run], primary: str, baseline: str, k: int
+) -> Any:
+    """The drill-down (per-query documents, metric@k curves) of a one-dataset study, None without its dataset."""
+    from retbench.report import drilldown
+
+    texts = result.texts
+    found = (texts.qrels, texts.corpus) if texts is not None else drilldown.load_judgements(result.manifest.data)
+    if found is None:
+        return None
+    qrels, corpus = found
+    drill = drilldown.gather(evs, runs, qrels, corpus, result.queries, primary=primary, baseline=baseline, k=k)
+    given = {s: t.curves for s, t in result.tables.items() if t.curves}
+    drill.curves = drilldown.k_curves(evs, runs, qrels, given)
+    return drill
+
+
+def _metrics_and_primary(system: SystemResult, primary: str | None, path: Path) -> tuple[list[str], str]:
+    """The metrics of a system's result and the primary one (default: the first)."""
+    metrics = list(system.metrics)
     if primary is not None:
         primary = (canonical_metrics([primary]) or [primary])[0]
         if primary not in metrics:
@@ -289,19 +275,8 @@ def _metrics_and_primary(row: Mapping[str, Any], primary: str | None, path: str 
                 f"metric {primary!r} is not in these results (have: {', '.join(metrics)})", path=path, field="primary"
             )
     if not metrics:
-        raise InputError("no metric has a mean (a number or null) in metrics.json", path=path, field="metrics")
+        raise InputError("no metric has a value in metrics.json", path=path, field="metrics")
     return metrics, primary or metrics[0]
-
-
-def _stored_mean(value: Any, root: Path, system: str, metric: str) -> float:
-    """A mean as metrics.json stores it: a number, or null (NaN: no counted query) -- anything else is refused."""
-    if value is None:
-        return float("nan")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isinf(value):
-        raise InputError(
-            f"mean must be a number or null, got {value!r:.40}", path=root / "metrics.json", field=f"{system}.{metric}"
-        )
-    return float(value)
 
 
 def _in_order(names: list[str], *groups: list[SystemSummary]) -> list[SystemSummary]:
@@ -310,94 +285,77 @@ def _in_order(names: list[str], *groups: list[SystemSummary]) -> list[SystemSumm
     return [by_name[n] for n in names if n in by_name]
 
 
-def _failed_summary(name: str, error: str, res: Results) -> SystemSummary:
+def _failed_summary(name: str, error: str, result: StudyResult) -> SystemSummary:
     """A system that failed as a whole: no means, its error, the counting mode of the study."""
-    mode = str((res.manifest.get("evaluation") or {}).get("mode") or "trec_eval")
-    return SystemSummary(name, {}, {}, {}, mode, error=error)
+    return SystemSummary(name, {}, {}, {}, result.manifest.mode, error=error)
 
 
-def _about(man: Mapping[str, Any], path: str | Path) -> dict[str, Any]:
-    """What a report says about the run itself, read from its manifest."""
+def _about(result: StudyResult) -> dict[str, Any]:
+    """What a report says about the run itself, from its manifest."""
+    man = result.manifest
     return {
-        "title": str(man.get("experiment") or Path(path).name),
-        "root": str(path),
-        "created": str(man.get("created", "")),
-        "datasets": list(man.get("datasets") or []),
-        "versions": dict(man.get("versions") or {}),
-        "machine": dict(man.get("machine") or {}),
+        "title": man.title or (result.root.name if result.root is not None else "results"),
+        "root": str(result.root or ""),
+        "created": man.created,
+        "datasets": man.datasets,
+        "versions": man.versions,
+        "machine": man.machine,
     }
 
 
-def _all_failed(res: Results, path: str | Path, failed: Mapping[str, str]) -> ReportData:
+def _all_failed(result: StudyResult, failed: Mapping[str, str]) -> ReportData:
     """The report of a study whose every system failed as a whole: the failures, and what was asked."""
-    man = res.manifest
-    asked = man.get("metrics")
-    metrics = [str(m) for m in asked] if isinstance(asked, list) else []
+    metrics = result.manifest.metrics
     return ReportData(
-        **_about(man, path),
+        **_about(result),
         metrics=metrics,
-        systems=[_failed_summary(n, e, res) for n, e in failed.items()],
+        systems=[_failed_summary(n, e, result) for n, e in failed.items()],
         curves={},
         baseline=None,
         primary=metrics[0] if metrics else "",
-        metrics_json=res.metrics_json,
+        result=result,
     )
 
 
 def _summaries(
-    res: Results, names: list[str], metrics: list[str], given: InMemory
+    result: StudyResult, names: list[str]
 ) -> tuple[list[SystemSummary], dict[str, Evaluation], dict[str, Run]]:
-    """Each system's means, CIs, stored coverage and latencies, with its evaluation and run read back."""
-    mj, msys = res.metrics_json, res.manifest.get("systems") or {}
+    """Each system's values, CIs, stored coverage and latencies, with its evaluation and run."""
     evs: dict[str, Evaluation] = {}
     runs: dict[str, Run] = {}
     systems = []
     for s in names:
-        try:
-            agg = res.aggregates(s)
-        except InputError:
-            agg = {}
-        ci = {
-            m: (float(a["ci_low"]), float(a["ci_high"]))
-            for m, a in agg.items()
-            if isinstance(a, dict) and a.get("ci_low") is not None and a.get("ci_high") is not None
-        }
-        applies = {
-            m: (int(a["n"]), int(a["of"])) for m, a in agg.items() if isinstance(a, dict) and a.get("of") is not None
-        }
-        estimates = {m: a["estimate"] for m, a in agg.items() if isinstance(a, dict) and "estimate" in a}
-        ev = evs[s] = given.evaluations[s] if s in given.evaluations else res.evaluation(s)
-        ev.system = s
-        ev.coverage = ev.coverage or res.coverage(s)
-        run = runs[s] = given.runs[s] if s in given.runs else res.run(s)
+        res = result.systems[s]
+        ev = evs[s] = result.evaluation(s)
+        run = runs[s] = result.run(s)
         ms, lat = latency_summary([v for v in run.latency.values() if v is not None and math.isfinite(v)])
-        info = msys.get(s, {}) if isinstance(msys, dict) else {}
+        info = result.manifest.system(s)
         systems.append(
             SystemSummary(
                 s,
-                {m: _stored_mean(mj[s][m], res.root, s, m) for m in metrics if m in mj[s]},
-                ci,
+                res.means(),
+                {m: v.ci for m, v in res.metrics.items() if v.ci is not None},
                 ev.coverage or coverage(ev, run),  # computed only for results older than the stored one
                 ev.mode,
                 ms,
                 lat,
                 dict(info.get("describe") or {}),
                 dict(info.get("timings") or {}),
-                dict(info.get("resources") or {}),
-                applies,
-                judged_counts(mj[s]),
-                breakdown=dict(mj[s].get("breakdown") or {}),
-                stages=dict(mj[s].get("latency") or {}),
-                usage=dict(mj[s].get("usage") or {}),
-                estimates=estimates,
+                dict(res.resources or info.get("resources") or {}),
+                {m: (v.n, v.of) for m, v in res.metrics.items() if v.of is not None and v.n is not None},
+                judged_counts(res),
+                breakdown=dict(res.breakdown or {}),
+                stages=dict(res.latency),
+                usage=dict(res.usage or {}),
+                estimates={m: v.estimate for m, v in res.metrics.items() if v.estimate is not None},
             )
         )
     return systems, evs, runs
 
 
-def judged_counts(summary: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
-    """{judged metric: (verdicts that scored, queries it applies to)} from a system's `judge` summary block."""
-    block = summary.get("judge") if isinstance(summary, Mapping) else None
+def judged_counts(system: SystemResult) -> dict[str, tuple[int, int]]:
+    """{judged metric: (verdicts that scored, queries it applies to)} from a system's `judge` block."""
+    block = system.judge
     metrics = block.get("metrics") if isinstance(block, Mapping) else None
     return {m: (int(c["judged"]), int(c["of"])) for m, c in (metrics or {}).items()}
 

@@ -1,6 +1,6 @@
 """The stage tables of the results report: rerank stages and agreement with the reference system.
 
-Rows come from the blocks the benchmark study stored in metrics.json (`rerank`, `first_stage`,
+Rows come from the blocks of each system's result (`rerank`, `first_stage`,
 `reference`); the HTML and Markdown renderers show the same rows.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from retbench.report import fmt
+from retbench.results.model import SystemResult
 
 if TYPE_CHECKING:
     from retbench.report.model import ReportData
@@ -29,7 +30,7 @@ def agreement_rows(data: ReportData) -> list[list[str]]:
     the queries with a metadata filter: an ANN store's recall against exact (filtered) search."""
     rows = []
     for s in data.systems:
-        block = (data.metrics_json.get(s.name) or {}).get("reference")
+        block = _result(data, s.name).reference
         if not isinstance(block, dict):
             continue
         k = block.get("k")
@@ -67,15 +68,15 @@ RERANK_NOTE = (
 
 def rerank_rows(data: ReportData) -> list[list[str]]:
     """One row per reranked system, on the primary metric (else the first one compared): the first-stage ceiling
-    and the paired reranked-vs-first-stage test from the `rerank` block of metrics.json (studies/rerank.py)."""
+    and the paired reranked-vs-first-stage test from the result's `rerank` block (studies/rerank.py)."""
     rows = []
     for s in data.systems:
-        summary = data.metrics_json.get(s.name) or {}
-        block = summary.get("rerank")
+        res = _result(data, s.name)
+        block = res.rerank
         if not isinstance(block, dict):
             continue
         ceiling = block.get("ceiling") or {}
-        first = summary.get("first_stage") or {}
+        first = {m: v.value for m, v in (res.first_stage or {}).items()}
         pairs = block.get("vs_first_stage") or {}
         shown = [data.primary] if data.primary in pairs else list(pairs)[:1]
         for m in shown:
@@ -95,3 +96,9 @@ def rerank_rows(data: ReportData) -> list[list[str]]:
                 ]
             )
     return rows
+
+
+def _result(data: ReportData, name: str) -> SystemResult:
+    """The system's typed result (an empty one when the report holds none)."""
+    found = data.result.systems.get(name) if data.result is not None else None
+    return found if found is not None else SystemResult(name)

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from retbench.results.model import StudyResult
 from retbench.secrets import redact
 
 Cell = Any  # a str (printed as is, never read as markup) or a rich Text (styled)
@@ -172,22 +173,23 @@ def render_dataset_info(info: dict[str, Any]) -> Any:
     return Group(*parts)
 
 
-def render_summary(metrics_json: dict[str, Any], metrics: list[str], title: str = "") -> Any:
+def render_summary(result: StudyResult, metrics: list[str], title: str = "") -> Any:
     """The end-of-run table: one row per system, its means and its coverage ("scored N of M")."""
     from rich.text import Text
 
     rows: list[list[Cell]] = []
-    for system, row in metrics_json.items():
-        if "error" in row:
-            rows.append([system, *["—" for _ in metrics], Text(f"failed: {row['error']}", style="red")])
+    for system in result:
+        if system.error is not None:
+            rows.append([system.name, *["—" for _ in metrics], Text(f"failed: {system.error}", style="red")])
             continue
-        cov = row.get("coverage", {})
+        cov = system.coverage
         scored = Text(f"{cov.get('answered', '?')} of {cov.get('judged', '?')}")
         if cov.get("failed"):
             scored.append(f" ({cov['failed']} failed → 0)", style="red")
         if cov.get("mode") == "pytrec_eval":
             scored.append(" (pytrec_eval mode: answered only)", style="yellow")
-        rows.append([system, *[f"{row[m]:.4f}" if isinstance(row.get(m), float) else "—" for m in metrics], scored])
+        means = [system.value(m) for m in metrics]
+        rows.append([system.name, *[f"{v:.4f}" if v is not None and v == v else "—" for v in means], scored])
     return FittedTable(["system", *map(_with_source, metrics), "scored"], rows, title=title, corner="metric")
 
 
@@ -198,7 +200,7 @@ def _with_source(metric: str) -> str:
     return f"{metric} (LLM labels, judge bias uncorrected)" if metric in JUDGED_METRICS else metric
 
 
-def render_costs(metrics_json: dict[str, Any]) -> Any:
+def render_costs(result: StudyResult) -> Any:
     """Latency by stage and LLM tokens/cost per system (None when no system recorded either)."""
     from types import SimpleNamespace
 
@@ -206,11 +208,7 @@ def render_costs(metrics_json: dict[str, Any]) -> Any:
 
     from retbench.report import breakdowns as b
 
-    systems = [
-        SimpleNamespace(name=name, stages=row.get("latency") or {}, usage=row.get("usage") or {})
-        for name, row in metrics_json.items()
-        if isinstance(row, dict)
-    ]
+    systems = [SimpleNamespace(name=s.name, stages=s.latency, usage=s.usage or {}) for s in result]
     parts = []
     for title, header, rows in (
         ("latency by stage", b.STAGE_HEADER, b.stage_rows(systems)),
@@ -237,14 +235,14 @@ def render_leaderboard(board: Any) -> Any:
     )
 
 
-def render_chunking(cfg: Any, metrics_json: dict[str, Any], manifest: dict[str, Any]) -> Any:
+def render_chunking(cfg: Any, result: StudyResult) -> Any:
     """The chunking report for the terminal: its intro, both tables fitted to the console, and where the rest is."""
     from rich.console import Group
     from rich.text import Text
 
     from retbench.report.chunking import BUDGET_NOTE, gather
 
-    rep = gather(cfg, metrics_json, manifest)
+    rep = gather(cfg, result)
     return Group(
         Text(rep.title, style="bold"),
         Text(rep.intro),

@@ -1,8 +1,9 @@
 """The results directory: one place that knows where every file lives and how to read it back.
 
 <out>/manifest.json                     config, versions, fingerprints, join rule, timings, machine
-<out>/metrics.json                      {system: {metric: mean, ..., "coverage": {...}, "latency": {...},
-                                        "breakdown"?: {...}, "usage"?: {...}}} (results/usage.py)
+<out>/metrics.json                      {"schema_version": 2, "systems": {system: {"metrics": {metric: {"value",
+                                        "ci_low", "ci_high", "n", ...}}, "coverage", "latency", blocks...}}}
+                                        (results/model.py; written by results/write.py, read by results/read.py)
 <out>/systems/<system>/run.trec         the system's TREC run (checkable with trec_eval)
 <out>/systems/<system>/status.jsonl     {"qid", "status", "latency", "error"?} per query
 <out>/systems/<system>/per_query.tsv    query × metric table (failed queries hold 0)
@@ -23,18 +24,25 @@ from retbench.results.files import (
     write_text,
 )
 from retbench.results.layout import SystemDir
-from retbench.results.read import Results, load_results
+from retbench.results.model import MetricValue, StudyManifest, StudyResult, SystemResult
+from retbench.results.read import load_results, read_results
+from retbench.results.write import write_results
 
 __all__ = [
     "AppendLog",
-    "Results",
+    "MetricValue",
+    "StudyManifest",
+    "StudyResult",
     "SystemDir",
+    "SystemResult",
     "load_results",
     "load_run",
     "read_json",
+    "read_results",
     "save_run",
     "write_json",
     "write_jsonl",
+    "write_results",
     "write_status",
     "write_text",
 ]

@@ -47,6 +47,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from retbench.errors import InputError
+from retbench.results.layout import SystemDir, split_key
+from retbench.results.model import StudyResult
+from retbench.results.read import read_results
 
 ENV = "RETBENCH_HISTORY"
 BUSY_TIMEOUT_S = 30.0
@@ -182,8 +185,6 @@ def point_keys(keys: list[str], datasets: list[dict[str, Any]]) -> dict[str, tup
     """results key -> (bare system name, dataset identity), from the keys of one results directory and the
     datasets its manifest lists. One dataset: the key is the system. Several: keys are `<dataset>/<system>`
     (`results.layout`), their dataset parts in the order the study ran them, which is the manifest's order."""
-    from retbench.results.layout import split_key
-
     if len(datasets) <= 1:
         ds = dataset_identity(datasets[0] if datasets else {})
         return {k: (k, ds) for k in keys}
@@ -228,9 +229,9 @@ def _migrate(con: sqlite3.Connection) -> None:
     con.execute("COMMIT")
 
 
-def _done_hash(res: Any, key: str) -> str | None:
+def _done_hash(root: Path | None, key: str) -> str | None:
     """sha256 of a cell's done.json: unchanged when a re-run skipped the cell (nothing searched or scored)."""
-    done = res.system_dir(key).done
+    done = SystemDir.of(root or ".", key).done
     return hashlib.sha256(done.read_bytes()).hexdigest() if done.is_file() else None
 
 
@@ -254,41 +255,40 @@ class Registered:
 
 
 def register(
-    results_dir: str | Path, *, path: str | Path | None = None, tag: str | None = None, where: str | Path | None = None
+    results: StudyResult | str | Path,
+    *,
+    path: str | Path | None = None,
+    tag: str | None = None,
+    where: str | Path | None = None,
 ) -> Registered:
-    """Add a finished results directory to the history as one run with a point per system.
+    """Add a study's written results (or the folder holding them) to the history as one run with a point
+    per system.
 
     `where` is the folder whose git commit is recorded (default: the config file's folder). A system whose
     done.json is the one an earlier run of the same folder registered is not a new point; when no system
     is new (a re-run that searched nothing) no run is added. A `tag` always adds the run (the tag asks for it).
     """
-    from retbench.results import load_results
-
-    res = load_results(results_dir)
+    res = results if isinstance(results, StudyResult) else read_results(results)
+    if res.root is None:
+        raise InputError("these results were never written to a folder; nothing to register", field="results")
+    results_dir = res.root
     man = res.manifest
     commit, dirty = git_state(where or Path(man.get("config_file") or ".").resolve().parent)
-    datasets = [{k: d.get(k) for k in DATASET_KEYS} for d in man.get("datasets") or []]
-    ident = point_keys(list(res.metrics_json), datasets)
+    datasets = [{k: d.get(k) for k in DATASET_KEYS} for d in man.datasets]
+    ident = point_keys(list(res.systems), datasets)
     rows: list[tuple[str, str, float, Any, Any]] = []
     systems: list[tuple[str, str, bytes | None, str, str, str | None]] = []
-    for system, summary in res.metrics_json.items():
+    for system, summary in res.systems.items():
         name, ds = ident[system]
-        point = (name, json.dumps(ds, sort_keys=True), _done_hash(res, system))
-        if not isinstance(summary, dict) or "error" in summary:
-            err = {"error": summary.get("error") if isinstance(summary, dict) else None}
-            systems.append((system, json.dumps(err), None, *point))
+        point = (name, json.dumps(ds, sort_keys=True), _done_hash(results_dir, system))
+        if summary.failed:
+            systems.append((system, json.dumps({"error": summary.error}), None, *point))
             continue
-        try:
-            agg = res.aggregates(system)
-        except InputError:
-            agg = {}
-        for metric, mean in summary.items():
-            if isinstance(mean, (int, float)) and not isinstance(mean, bool):
-                a = agg.get(metric) or {}
-                rows.append((system, metric, float(mean), a.get("ci_low"), a.get("ci_high")))
-        pq = res.system_dir(system).per_query
+        for metric, v in summary.metrics.items():
+            rows.append((system, metric, v.value, v.ci_low, v.ci_high))
+        pq = SystemDir.of(results_dir, system).per_query  # the table itself is kept, compressed
         blob = gzip.compress(pq.read_bytes()) if pq.is_file() else None
-        cov = dict(summary.get("coverage") or {})
+        cov = dict(summary.coverage)
         with contextlib.suppress(InputError):  # kept beside the coverage: a gate against this entry knows the depth
             cov.setdefault("depth", res.depth(system))
         systems.append((system, json.dumps(cov), blob, *point))
@@ -315,7 +315,7 @@ def register(
             " retbench_version, datasets) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
             (
                 time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                str(man.get("experiment") or Path(results_dir).name),
+                man.title or Path(results_dir).name,
                 folder,
                 config_hash(man.get("config") or {}),
                 commit,
@@ -340,11 +340,9 @@ def register(
 
 def candidate_point(con: sqlite3.Connection, results_dir: str | Path, system: str) -> tuple[int, str] | None:
     """(run id, key) of the point holding what `results_dir` holds now for `system` (its done.json), if any."""
-    from retbench.results import load_results
-
     folder = str(Path(results_dir).resolve())
     try:
-        done = _done_hash(load_results(results_dir), system)
+        done = _done_hash(Path(results_dir), system)
     except (InputError, OSError):
         done = None
     row = con.execute(

@@ -204,8 +204,8 @@ def _resolve_point(key: str, rows: list[Entry], path: str | Path, candidate: tup
     folder, system = candidate
     res = load_results(folder)
     man = res.manifest
-    name, ds = point_keys(list(res.metrics_json), [dataset_identity(d) for d in man.get("datasets") or []])[system]
-    want = (str(man.get("experiment") or Path(folder).name), json.dumps(ds, sort_keys=True), name)
+    name, ds = point_keys(list(res.systems), [dataset_identity(d) for d in man.datasets])[system]
+    want = (man.title or Path(folder).name, json.dumps(ds, sort_keys=True), name)
     with reading(path) as con:
         own = candidate_point(con, folder, system)
     before = own[0] if own is not None else None

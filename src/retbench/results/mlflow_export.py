@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 import time
@@ -38,7 +39,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from retbench.errors import InputError, RetbenchError
-from retbench.results.read import config_from_manifest
+from retbench.results.layout import SystemDir
+from retbench.results.model import StudyResult, SystemResult
+from retbench.results.read import config_from_manifest, read_results
 from retbench.secrets import clip, redact
 
 MAX_PARAM = 6000  # MLflow's limit on a param value
@@ -145,45 +148,43 @@ def _log(client: Any, run_id: str, params: dict[str, str], metrics: dict[str, fl
         client.log_batch(run_id, metrics=ms[i : i + 100], params=ps[i : i + 100])
 
 
-def system_metrics(summary: Mapping[str, Any], aggregates: Mapping[str, Any]) -> dict[str, float]:
+def system_metrics(system: SystemResult) -> dict[str, float]:
+    """A system's values with their CI bounds, and its coverage counts, as MLflow metrics (NaN: left out)."""
     out: dict[str, float] = {}
-    for m, v in summary.items():
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            out[mlflow_name(m)] = float(v)
-            for bound in ("ci_low", "ci_high"):
-                b = (aggregates.get(m) or {}).get(bound)
-                if isinstance(b, (int, float)):
-                    out[f"{mlflow_name(m)}.{bound}"] = float(b)
-    for k, v in (summary.get("coverage") or {}).items():
+    for m, v in system.metrics.items():
+        for suffix, x in (("", v.value), (".ci_low", v.ci_low), (".ci_high", v.ci_high)):
+            if x is not None and math.isfinite(x):
+                out[f"{mlflow_name(m)}{suffix}"] = float(x)
+    for k, v in system.coverage.items():
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             out[f"coverage.{k}"] = float(v)
     return out
 
 
 def export_mlflow(
-    results_dir: str | Path,
+    results: StudyResult | str | Path,
     *,
     tracking_uri: str | None = None,
     experiment: str | None = None,
     artifact_location: str | None = None,
     timeout: int = DEFAULT_TIMEOUT_S,
 ) -> dict[str, Any]:
-    """Log `results_dir` to MLflow; returns {"experiment_id", "parent_run_id", "runs": {system: run id},
+    """Log a study's results (or the folder holding them) to MLflow; returns {"experiment_id", "parent_run_id", "runs": {system: run id},
     "existing"} ("existing": these same results were logged before, and nothing was logged again).
 
     `timeout`: seconds a tracking server gets per request. Anything the store fails with is an InputError
     naming the URI (and the runs already logged, which stay in MLflow).
     """
-    from retbench.results import load_results
-
     if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1:
         raise InputError(f"timeout must be a whole number of seconds >= 1, got {timeout!r}", field="timeout")
-    res = load_results(results_dir)
+    res = results if isinstance(results, StudyResult) else read_results(results)
+    if res.root is None:
+        raise InputError("these results were never written to a folder; nothing to export", field="results")
     check_tracking_uri(tracking_uri)
     done: dict[str, Any] = {}
     with _bounded_http(timeout):
         try:
-            return _export(res, Path(results_dir), tracking_uri, experiment, artifact_location, done)
+            return _export(res, res.root, tracking_uri, experiment, artifact_location, done)
         except RetbenchError:
             raise
         except Exception as exc:  # MLflow, SQLAlchemy, requests and OS errors: the store's answer, in one line
@@ -195,7 +196,7 @@ def export_mlflow(
 
 
 def _export(
-    res: Any,
+    res: StudyResult,
     results_dir: Path,
     tracking_uri: str | None,
     experiment: str | None,
@@ -204,18 +205,18 @@ def _export(
 ) -> dict[str, Any]:
     man = res.manifest
     client = _client(tracking_uri)
-    run_name = str(man.get("experiment") or Path(results_dir).name)
+    run_name = man.title or Path(results_dir).name
     name = experiment or run_name
     found = client.get_experiment_by_name(name)
     exp_id = found.experiment_id if found is not None else client.create_experiment(name, artifact_location)
     common: dict[str, str] = dict(flatten(config_from_manifest(man), "config"))
-    for i, d in enumerate(man.get("datasets") or []):
+    for i, d in enumerate(man.datasets):
         for key in ("name", "split", "queries", "documents", "corpus_fingerprint", "qrels_fingerprint"):
             if d.get(key) is not None:
                 common[f"dataset{i}.{key}"] = str(d[key])
     common.update(flatten(man.get("versions") or {}, "versions"))
     common.update(flatten(man.get("evaluation") or {}, "evaluation"))
-    names = {mlflow_name(m): m for s in res.metrics_json.values() if isinstance(s, dict) for m in s}
+    names = {mlflow_name(m): m for s in res for m in s.metrics}
     tags = {"retbench.results_dir": str(Path(results_dir).resolve()), "retbench.metric_names": json.dumps(names)}
     fp = results_fingerprint(res)
     earlier = _earlier_export(client, exp_id, fp)
@@ -228,27 +229,22 @@ def _export(
         if (Path(results_dir) / f).is_file():
             client.log_artifact(pid, str(Path(results_dir) / f))
     runs = {}
-    systems = man.get("systems") or {}
-    for system, summary in res.metrics_json.items():
+    for system, summary in res.systems.items():
         child = client.create_run(
             exp_id, run_name=system, tags={"mlflow.parentRunId": pid, "retbench.system": system, **tags}
         )
         cid = runs[system] = child.info.run_id
-        info = systems.get(system) or {}
+        info = man.system(system)
         params = {**common, "system": system, "adapter": str(info.get("adapter", ""))}
         params.update(flatten(info.get("describe") or {}, "describe"))
         if info.get("config_hash"):
             params["config_hash"] = str(info["config_hash"])
-        try:
-            agg = res.aggregates(system)
-        except InputError:
-            agg = {}
-        _log(client, cid, params, system_metrics(summary if isinstance(summary, dict) else {}, agg))
-        folder = res.system_dir(system).root
+        _log(client, cid, params, system_metrics(summary))
+        folder = SystemDir.of(results_dir, system).root
         for f in SYSTEM_FILES:
             if (folder / f).is_file():
                 client.log_artifact(cid, str(folder / f), "system")
-        client.set_terminated(cid, "FAILED" if isinstance(summary, dict) and "error" in summary else "FINISHED")
+        client.set_terminated(cid, "FAILED" if summary.failed else "FINISHED")
     client.set_terminated(pid)
     return {"experiment_id": exp_id, "parent_run_id": pid, "runs": runs, "existing": False}
 
@@ -256,11 +252,13 @@ def _export(
 FINGERPRINT_TAG = "retbench.fingerprint"
 
 
-def results_fingerprint(res: Any) -> str:
-    """sha256 of metrics.json and each system's done.json: the same until a run searches or scores anew."""
-    h = hashlib.sha256((res.root / "metrics.json").read_bytes())
-    for system in res.metrics_json:
-        done = res.system_dir(system).done
+def results_fingerprint(res: StudyResult) -> str:
+    """sha256 of metrics.json and each system's done.json as written: the same until a run searches or scores
+    anew (the files' bytes, so an export made by an earlier version is recognised)."""
+    root = res.root or Path(".")
+    h = hashlib.sha256((root / "metrics.json").read_bytes())
+    for system in res.systems:
+        done = SystemDir.of(root, system).done
         h.update(system.encode() + b"\0" + (done.read_bytes() if done.is_file() else b""))
     return h.hexdigest()
 

@@ -1,11 +1,16 @@
-"""A results directory read back: systems, their evaluations, runs and the manifest."""
+"""The one reader: any results folder (this version's or an earlier one's) read back into a `StudyResult`.
+
+Version 2 folders (`schema_version` in metrics.json) hold the typed layout of `results.model`. Version 1
+folders (no `schema_version`) put each system's means and its blocks in one object and the CIs in
+aggregates.json; they are converted here (numbers and nulls are metrics, known names are blocks), so
+every consumer sees one shape whichever version wrote the folder.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -14,130 +19,113 @@ from retbench.errors import InputError
 from retbench.evaluation import Evaluation
 from retbench.io.beir import read_queries
 from retbench.io.datasets import resolve
-from retbench.io.files import find_variant, load_yaml_text
+from retbench.io.files import find_variant
 from retbench.results.files import load_run, read_json
 from retbench.results.layout import SystemDir
+from retbench.results.model import (
+    BLOCKS,
+    SCHEMA_VERSION,
+    MetricValue,
+    StudyManifest,
+    StudyResult,
+    SystemResult,
+    config_depth,
+    config_from_manifest,
+    recorded_depth,
+)
+
+__all__ = [
+    "FolderTables",
+    "config_depth",
+    "config_from_manifest",
+    "load_results",
+    "read_done",
+    "read_results",
+    "recorded_depth",
+    "system_from_done",
+    "system_from_v1",
+]
+
+#: version-1 blocks kept as they were; the chunking study's own figures go to `extra`
+_V1_BLOCKS = frozenset(BLOCKS) - {"extra", "first_stage"}
 
 
 @dataclass
-class Results:
-    """A results directory read back: systems, their evaluations, runs, and the manifest."""
+class FolderTables:
+    """A results folder's per-query tables, runs and query texts, read when first asked for."""
 
     root: Path
-    manifest: dict[str, Any] = field(default_factory=dict)
-    metrics_json: dict[str, Any] = field(default_factory=dict)
+    manifest: StudyManifest
+    _queries: Mapping[str, str] | None = field(default=None, repr=False)
 
-    @property
-    def systems(self) -> list[str]:
-        return list(self.metrics_json)
+    def evaluation(self, key: str) -> Evaluation:
+        return Evaluation.from_tsv(SystemDir.of(self.root, key).per_query)
 
-    def system_dir(self, system: str) -> SystemDir:
-        return SystemDir.of(self.root, system)
+    def run(self, key: str) -> Run:
+        return load_run(SystemDir.of(self.root, key), name=key)
 
-    def evaluation(self, system: str) -> Evaluation:
-        """The system's per-query table, carrying the coverage stored in metrics.json."""
-        self._check(system)
-        ev = Evaluation.from_tsv(self.system_dir(system).per_query)
-        ev.coverage = self.coverage(system)
-        return ev
-
-    def run(self, system: str) -> Run:
-        self._check(system)
-        return load_run(self.system_dir(system), name=system)
-
-    def latencies(self, system: str) -> dict[str, float]:
-        return self.run(system).latency
-
-    def coverage(self, system: str) -> dict[str, Any]:
-        """The cell's coverage as the runner stored it in metrics.json (answered/judged/failed/missing/scored)."""
-        self._check(system)
-        entry = self.metrics_json.get(system) or {}
-        return dict(entry.get("coverage") or {}) if isinstance(entry, Mapping) else {}
-
-    def depth(self, system: str, run: Run | None = None) -> int:
-        """How deep the system searched: the depth its cell recorded beside its coverage, else the
-        config's `depth`, else its longest ranking (a config without `depth` used the study's default)."""
-        return recorded_depth(self.coverage(system)) or config_depth(self.manifest) or (run or self.run(system)).depth
-
-    def aggregates(self, system: str) -> dict[str, Any]:
-        """A system's aggregates.json, held to metrics.json: each mean there is the one its interval was computed
-        with, so no interval is ever shown beside another number (a NaN mean beside a finite interval came from
-        files edited, or mixed from two runs; it is refused naming the metric)."""
-        self._check(system)
-        path = self.system_dir(system).aggregates
-        agg = read_json(path)
-        stored = self.metrics_json[system]
-        for m, a in agg.items() if isinstance(agg, dict) and isinstance(stored, dict) else ():
-            if isinstance(a, dict) and m in stored and not _same_number(a.get("mean"), stored[m]):
-                raise InputError(
-                    f"mean {a.get('mean')!r} here but {stored[m]!r} in metrics.json: the results were edited or "
-                    "mixed from two runs (run again with --force)",
-                    path=path,
-                    field=m,
-                )
-        return agg
-
-    @cached_property
     def queries(self) -> Mapping[str, str]:
-        """Query texts of the dataset the results were computed on (empty when it cannot be found)."""
-        ds = (self.manifest.get("datasets") or [{}])[0]
+        """Query texts of the first dataset the results were computed on (empty when it cannot be found)."""
+        if self._queries is None:
+            self._queries = self._find_queries()
+        return self._queries
+
+    def _find_queries(self) -> Mapping[str, str]:
+        ds = (self.manifest.datasets or [{}])[0]
         spec = ds.get("path") or ds.get("name")
         if not spec:
             return {}
         try:
             qpath = find_variant(resolve(spec), "queries.jsonl")
-            if qpath is None:
-                return {}
-
-            return read_queries(qpath)
+            return read_queries(qpath) if qpath is not None else {}
         except InputError:
             return {}
 
-    def _check(self, system: str) -> None:
-        if system not in self.metrics_json:
-            raise InputError(
-                f"no system {system!r} in results (have: {', '.join(self.systems)})", path=self.root, field="system"
-            )
 
-
-def load_results(path: str | Path) -> Results:
+def read_results(path: str | Path) -> StudyResult:
+    """Read a results folder (metrics.json, manifest.json) into a `StudyResult`; tables are read on demand."""
     root = Path(path)
     if not root.is_dir():
         raise InputError("results directory not found", path=root)
     metrics_path = root / "metrics.json"
     if not metrics_path.is_file():
         raise InputError("not a results directory (no metrics.json)", path=root)
-    manifest = read_json(root / "manifest.json") if (root / "manifest.json").is_file() else {}
-    if not isinstance(manifest, dict):
-        raise InputError(f"expected a JSON object, got {type(manifest).__name__}", path=root / "manifest.json")
-    metrics = read_json(metrics_path)
-    if not isinstance(metrics, dict) or not all(isinstance(v, dict) for v in metrics.values()):
-        raise InputError("expected a JSON object of system -> {metric: value}", path=metrics_path)
-    return Results(root, manifest, metrics)
+    man_path = root / "manifest.json"
+    stored = read_json(man_path) if man_path.is_file() else {}
+    if not isinstance(stored, dict):
+        raise InputError(f"expected a JSON object, got {type(stored).__name__}", path=man_path)
+    manifest = StudyManifest(stored)
+    doc = read_json(metrics_path)
+    if not isinstance(doc, dict):
+        raise InputError("expected a JSON object", path=metrics_path)
+    v2 = "schema_version" in doc
+    systems = _read_v2(doc, metrics_path) if v2 else _read_v1(doc, root, manifest, metrics_path)
+    return StudyResult(manifest, systems, root, source=FolderTables(root, manifest))
 
 
-def recorded_depth(cov: Mapping[str, Any] | None) -> int | None:
-    """The depth stored beside a system's coverage (metrics.json, a history entry), when it was."""
-    depth = (cov or {}).get("depth")
-    return depth if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0 else None
+#: the name every caller of the earlier reader used
+load_results = read_results
 
 
-def config_from_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """The parsed config a manifest records (its stored text parsed again, with the same alias bound)."""
-    rec = manifest.get("config") if isinstance(manifest, Mapping) else None
-    if isinstance(rec, Mapping) and isinstance(rec.get("text"), str) and "sha256" in rec:
-        parsed = load_yaml_text(rec["text"], str(rec.get("file") or "manifest.json:config"))
-        return dict(parsed) if isinstance(parsed, Mapping) else {}
-    return dict(rec) if isinstance(rec, Mapping) else {}
-
-
-def config_depth(manifest: Mapping[str, Any]) -> int | None:
-    """The `depth` of the config a manifest records, or None when it has none (or cannot be read)."""
-    try:
-        depth = config_from_manifest(manifest).get("depth")
-    except InputError:
-        return None
-    return depth if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0 else None
+def _read_v2(doc: Mapping[str, Any], where: Path) -> dict[str, SystemResult]:
+    version = doc.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise InputError(
+            f"schema_version {version!r} is newer than this retbench reads ({SCHEMA_VERSION}); upgrade retbench",
+            path=where,
+            field="schema_version",
+        )
+    systems = doc.get("systems")
+    if not isinstance(systems, dict) or not all(isinstance(v, dict) for v in systems.values()):
+        raise InputError("expected 'systems': an object of system -> result", path=where, field="systems")
+    out = {}
+    for key, entry in systems.items():
+        _check_values(entry, f"systems.{key}", where)
+        try:
+            out[key] = SystemResult.from_dict(key, entry)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise InputError(f"malformed result ({exc})", path=where, field=f"systems.{key}") from None
+    return out
 
 
 def _same_number(a: Any, b: Any) -> bool:
@@ -149,3 +137,108 @@ def _same_number(a: Any, b: Any) -> bool:
 
     x, y = number(a), number(b)
     return (x is None and y is None) or (x is not None and y is not None and math.isclose(x, y, rel_tol=1e-9))
+
+
+def _check_values(entry: Mapping[str, Any], field: str, where: Path) -> None:
+    """Every stored value an object whose `value` is a finite number or null (NaN: no counted query)."""
+    for block in ("metrics", "first_stage"):
+        values = entry.get(block) or {}
+        if not isinstance(values, Mapping):
+            raise InputError("expected an object of metric -> value", path=where, field=f"{field}.{block}")
+        for m, v in values.items():
+            x = v.get("value") if isinstance(v, Mapping) else v
+            if not isinstance(v, Mapping) or not _is_mean(x) or (isinstance(x, float) and math.isinf(x)):
+                raise InputError(
+                    f"value must be a number or null, got {x!r:.40}", path=where, field=f"{field}.{block}.{m}"
+                )
+
+
+def _read_v1(doc: Mapping[str, Any], root: Path, manifest: StudyManifest, where: Path) -> dict[str, SystemResult]:
+    if not all(isinstance(v, dict) for v in doc.values()):
+        raise InputError("expected a JSON object of system -> {metric: value}", path=where)
+    out = {}
+    for key, row in doc.items():
+        agg_path = SystemDir.of(root, key).aggregates
+        agg = read_json(agg_path) if agg_path.is_file() else {}
+        resources = manifest.system(key).get("resources")
+        out[key] = system_from_v1(key, row, agg if isinstance(agg, dict) else {}, where)
+        for m, a in agg.items() if isinstance(agg, dict) else ():
+            # each mean in aggregates.json is the one its interval was computed with: a disagreement (files edited,
+            # or mixed from two runs) would show an interval beside another number
+            if isinstance(a, dict) and m in row and not _same_number(a.get("mean"), row[m]):
+                raise InputError(
+                    f"mean {a.get('mean')!r} here but {row[m]!r} in metrics.json: the results were edited or "
+                    "mixed from two runs (run again with --force)",
+                    path=agg_path,
+                    field=m,
+                )
+        if out[key].resources is None and isinstance(resources, dict):
+            out[key].resources = resources
+    return out
+
+
+def _is_mean(v: object) -> bool:
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def system_from_v1(
+    key: str, row: Mapping[str, Any], aggregates: Mapping[str, Any] | None = None, where: Path | None = None
+) -> SystemResult:
+    """A version-1 metrics.json entry (means and blocks in one object) with its aggregates.json."""
+    aggregates = aggregates or {}
+    res = SystemResult(key)
+    extra: dict[str, Any] = {}
+    for name, v in row.items():
+        if _is_mean(v):  # numbers and nulls are means, whatever their name
+            if isinstance(v, float) and math.isinf(v):
+                raise InputError(f"mean must be a number or null, got {v!r}", path=where, field=f"{key}.{name}")
+            agg = aggregates.get(name)
+            given = dict(agg) if isinstance(agg, Mapping) else {}
+            res.metrics[name] = MetricValue.from_aggregate({**given, "mean": v})
+        elif name == "first_stage" and isinstance(v, Mapping):
+            res.first_stage = {m: MetricValue(math.nan if x is None else float(x)) for m, x in v.items()}
+        elif name == "error" and isinstance(v, str):
+            res.error = v
+        elif name in _V1_BLOCKS and isinstance(v, Mapping):
+            setattr(res, name, dict(v))
+        else:
+            extra[name] = v
+    if extra:
+        res.extra = extra
+    return res
+
+
+def system_from_done(key: str, done: Mapping[str, Any], aggregates: Mapping[str, Any] | None = None) -> SystemResult:
+    """The result a cell's done.json records (version 2: `result`; version 1: the flat `metrics` entry, with
+    the CIs of its aggregates.json)."""
+    if isinstance(done.get("result"), Mapping):
+        return SystemResult.from_dict(key, done["result"])
+    return system_from_v1(key, done.get("metrics") or {}, aggregates)
+
+
+@dataclass
+class Done:
+    """A finished cell's done.json: its hash, result, manifest, failed-query count and timings."""
+
+    config_hash: str | None
+    result: SystemResult
+    manifest: dict[str, Any]
+    failed_queries: int
+    first_error: str | None
+    timings: dict[str, float]
+
+
+def read_done(sysdir: SystemDir, key: str) -> Done:
+    """The done.json a cell wrote last (this version's or an earlier one's)."""
+    done = read_json(sysdir.done)
+    if not isinstance(done, dict):
+        raise InputError("expected a JSON object", path=sysdir.done)
+    agg = read_json(sysdir.aggregates) if "result" not in done and sysdir.aggregates.is_file() else None
+    return Done(
+        done.get("config_hash"),
+        system_from_done(key, done, agg if isinstance(agg, dict) else None),
+        dict(done.get("manifest") or {}),
+        int(done.get("failed_queries") or 0),
+        done.get("first_error"),
+        dict(done.get("timings") or {}),
+    )

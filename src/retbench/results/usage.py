@@ -1,4 +1,4 @@
-"""What a system's results cost: time per stage, LLM tokens and money; stored in metrics.json.
+"""What a system's results cost: time per stage, LLM tokens and money; blocks of its `SystemResult`.
 
 Latency by stage (`stage_latency`), per query, in seconds:
 - `search`: the wall time retbench measured around the system's search call for that query (the run's
@@ -96,13 +96,16 @@ def llm_usage(folder: Path) -> dict[str, dict[str, Any]]:
     }
 
 
-#: metrics.json blocks that measure what producing the results cost, not the results themselves
-COST_BLOCKS = ("latency", "usage")
+#: a result's blocks that measure what producing the results cost, not the results themselves
+COST_BLOCKS = ("latency", "usage", "resources")
 
 
 def scores_only(metrics_json: Mapping[str, Any]) -> dict[str, Any]:
-    """metrics.json without its cost blocks: what two runs of the same config must agree on (wall times
-    and cache hits differ between any two runs; the scores, coverage and breakdowns do not)."""
+    """metrics.json without its cost blocks: what two runs of the same config must agree on (wall times,
+    memory and cache hits differ between any two runs; the scores, coverage and breakdowns do not).
+    Either layout: version 2 (`systems` beside `schema_version`) or the earlier one (system -> row)."""
+    if "schema_version" in metrics_json:
+        return {**metrics_json, "systems": scores_only(metrics_json.get("systems") or {})}
     return {
         system: {k: v for k, v in row.items() if k not in COST_BLOCKS} if isinstance(row, Mapping) else row
         for system, row in metrics_json.items()

@@ -43,8 +43,11 @@ from retbench.llm.generate import GeneratingRetriever, Generator
 from retbench.llm.prompts import load_prompt
 from retbench.metrics.agreement import reference_agreement
 from retbench.report.drilldown import curve_means, curve_metrics
-from retbench.results import SystemDir, load_run, write_json
+from retbench.results import SystemDir
 from retbench.results.layout import OutputLock, cell_keys
+from retbench.results.model import DatasetTexts, StudyManifest, StudyResult
+from retbench.results.read import FolderTables
+from retbench.results.write import write_results
 from retbench.retrievers.base import Retriever, check_system, create
 from retbench.retrievers.filters import query_filters, require_filters
 from retbench.retrievers.rerank import check_rerank
@@ -182,15 +185,6 @@ def _agreement(
     }
 
 
-def _final_run(output: Path, outcome: Outcome) -> Run | None:
-    """The cell's final run: in memory when it was computed now, read back when it finished earlier."""
-    if outcome.index_error:
-        return None
-    if outcome.result is not None:
-        return outcome.result.run
-    return load_run(SystemDir.of(output, outcome.name), outcome.name)
-
-
 def _system(system: ExperimentSystem, key: str, sysdir: SystemDir, where: str) -> Retriever:
     """The retriever of one cell; with a `generate:` block it also answers each query (llm/generate.py)."""
     retriever = create(system.adapter, system.params, name=key, where=where)
@@ -246,7 +240,7 @@ class BenchmarkScorer:
         if judged is None:
             return Scored(ev)
         block = judged_summary(ev, judged.manifest, samples, given, judged.records)
-        return Scored(ev, {"judge": block} if block else {})
+        return Scored(ev, judge=block or None)
 
 
 def run_experiment(
@@ -276,9 +270,9 @@ def run_experiment(
         executor.close()
         if server is not None:
             server.close()
-    outcome.reports = write_reports(cfg.output_dir, outcome, prepared, log)
+    outcome.reports = write_reports(cfg.output_dir, outcome, log)
     if history:
-        register_history(cfg.output_dir, cfg.history, tag, log)
+        register_history(outcome.result, cfg.history, tag, log)
     return outcome
 
 
@@ -294,7 +288,6 @@ def _run_locked(
 ) -> StudyOutcome[ExperimentModel]:
     out = cfg.output_dir
     outcomes: list[Outcome] = []
-    metrics_json: dict[str, Any] = {}
     manifest: dict[str, Any] = {
         **manifest_header(cfg, name=cfg.study_name),
         "evaluation": cfg.evaluation.to_settings().to_dict(),
@@ -303,6 +296,9 @@ def _run_locked(
         "datasets": [],
         "systems": {},
     }
+    # a cell finished earlier is skipped: its table and run are read from the folder when asked for
+    result = StudyResult(StudyManifest(manifest), {}, out)
+    result.source = FolderTables(out, result.manifest)
     try:
         for dspec, systems in cells(cfg):
             data = load_prepared(dspec)
@@ -313,21 +309,30 @@ def _run_locked(
             for key, sspec in systems:
                 outcome = _run_system(cfg, executor, server, data, key, sspec, force=force, progress=progress, log=log)
                 done.append(outcome)
-                metrics_json[key] = outcome.summary
-                if outcome.manifest:
-                    manifest["systems"][key] = outcome.manifest
+                _add(result, outcome)
             outcomes += done
             if cfg.reference is not None:
                 keys = {s.label: key for key, s in systems}
-                runs = {o.name: _final_run(out, o) for o in done}
+                runs = {o.name: None if o.index_error else result.run(o.name) for o in done}
                 ref = cfg.reference
                 for key, block in _agreement(keys[ref.system], ref.k, runs, data.queries).items():
-                    metrics_json[key]["reference"] = block
+                    result.systems[key].reference = block
     finally:  # what finished is written even when a later dataset cannot be read
-        if metrics_json:
-            write_json(out / "metrics.json", metrics_json)
-            write_json(out / "manifest.json", manifest)
-    return StudyOutcome(cfg, outcomes, metrics_json)
+        if result.systems:
+            write_results(out, result)
+    if len(prepared) == 1:  # the drill-down shows one dataset's documents
+        one = prepared[0]
+        result.texts = DatasetTexts(one.qrels, one.dataset.corpus, {q: one.queries[q] for q in one.queries})
+    return StudyOutcome(cfg, outcomes, result)
+
+
+def _add(result: StudyResult, outcome: Outcome) -> None:
+    """A cell's result (and its tables, when computed now) into the study's."""
+    result.systems[outcome.name] = outcome.system
+    if outcome.result is not None:
+        result.tables[outcome.name] = outcome.result
+    if outcome.manifest:
+        result.manifest.data["systems"][outcome.name] = outcome.manifest
 
 
 def _run_system(

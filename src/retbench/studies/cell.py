@@ -15,8 +15,9 @@ Batch sizes and output paths are in neither.
 
 The contract: `run_cell(cell, system, data, stages)` with typed stages (`CellStages`: an optional
 `RerankStage`, a `Scorer`, study-specific summary fields) that return typed results (`Reranked`,
-`Scored`); what the cell computed (run, table, answers) comes back in `Outcome.result`, in memory,
-for the study's later steps (reference agreement, the report).
+`Scored`); the cell's summary comes back as a typed `SystemResult` (`Outcome.system`: metric values
+and blocks in separate namespaces) and what it computed (run, table, answers) in `Outcome.result`,
+in memory, for the study's later steps (reference agreement, the report).
 
 A system that fails as a whole (built, indexed or searched) is recorded as the cell's `index_error`;
 failures of single queries are recorded per query. Both make the study exit 3 after everything is
@@ -35,19 +36,50 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol
 
 from retbench.data import Corpus, Queries, Run
 from retbench.data.answers import SystemAnswer
-from retbench.errors import BackendError, ConfigError
+from retbench.errors import ConfigError
 from retbench.evaluation import Evaluation, coverage
-from retbench.results import SystemDir, read_json, save_run, write_json
+from retbench.results import SystemDir, save_run, write_json
 from retbench.results.files import save_answers, save_table
 from retbench.results.journal import Journal, journaled_answers
+from retbench.results.model import (
+    SCHEMA_VERSION,
+    Block,
+    MetricValue,
+    SystemResult,
+    SystemTables,
+    metric_values,
+)
+from retbench.results.read import read_done
 from retbench.results.usage import llm_usage, stage_latency
 from retbench.retrievers.base import Retriever
 from retbench.studies.executors import Answer, InProcess, OnBatch, devices_of
+from retbench.studies.outcome import Outcome, StudyOutcome, raise_if_backend_failed
 from retbench.studies.resources import rate, size_on_disk, stage
+
+__all__ = [
+    "Cell",
+    "CellData",
+    "CellStages",
+    "Describe",
+    "Executor",
+    "LazyRetriever",
+    "Outcome",
+    "RerankStage",
+    "Reranked",
+    "Scored",
+    "Scorer",
+    "StudyOutcome",
+    "breakdown",
+    "fingerprint",
+    "index_with",
+    "raise_if_backend_failed",
+    "run_cell",
+    "search_journaled",
+]
 
 Progress = Callable[[str, int, int], None]
 Log = Callable[[str], None]
@@ -111,11 +143,11 @@ class CellData:
 
 @dataclass
 class Scored:
-    """The scoring stage's result: the per-query table, plus summary and manifest blocks of its own
-    (the judging stage's calls, tokens and verdict counts)."""
+    """The scoring stage's result: the per-query table, plus the judging stage's `judge` block (calls,
+    tokens and verdict counts) and manifest block when it judged."""
 
     evaluation: Evaluation
-    summary: dict[str, Any] = field(default_factory=dict)
+    judge: Block | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
     curves: dict[str, list[float]] | None = None  # metric family -> mean at k = 1 .. depth, for the report
 
@@ -129,11 +161,12 @@ class Scorer(Protocol):
 @dataclass
 class Reranked:
     """The rerank stage's result: the final run (each query's first-stage top `depth`, re-ordered),
-    the summary block for metrics.json and the manifest block."""
+    the first stage's values, the `rerank` block (ceiling, reranked vs first stage) and the manifest block."""
 
     run: Run
     depth: int
-    summary: dict[str, Any]
+    first_stage: dict[str, MetricValue]
+    rerank: Block
     manifest: dict[str, Any]
 
 
@@ -144,7 +177,8 @@ class RerankStage(Protocol):
 
 
 class Describe(Protocol):
-    """Study-specific summary fields from the retriever and the cell's timings (e.g. chunk statistics)."""
+    """Study-specific figures (the result's `extra` block) from the retriever and the cell's timings
+    (e.g. chunk statistics)."""
 
     def __call__(self, retriever: Retriever, timings: dict[str, float], /) -> dict[str, Any]: ...
 
@@ -158,72 +192,6 @@ class CellStages:
     rerank: RerankStage | None = None
     describe: Describe | None = None
     aggregate: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class CellResult:
-    """What a cell computed, handed on in memory (a later stage never reads back what was just written)."""
-
-    run: Run
-    evaluation: Evaluation
-    answers: dict[str, SystemAnswer] = field(default_factory=dict)
-    curves: dict[str, list[float]] | None = None
-
-
-@dataclass
-class Outcome:
-    """What happened to one cell: the shape every study returns and the exit-3 decision reads.
-
-    `result` is set when the cell computed (not when it was skipped as finished, nor when the
-    system failed as a whole); `config_error` marks a whole-system failure that is the config's
-    (a factory that returns the wrong type), which makes the study exit 2 rather than 3.
-    """
-
-    name: str
-    skipped: bool = False
-    failed_queries: int = 0
-    index_error: str | None = None
-    first_error: str | None = None
-    timings: dict[str, float] = field(default_factory=dict)
-    summary: dict[str, Any] = field(default_factory=dict)
-    manifest: dict[str, Any] = field(default_factory=dict)
-    info: dict[str, Any] = field(default_factory=dict)  # study-specific labels (e.g. chunker, system)
-    result: CellResult | None = None
-    config_error: bool = False
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.failed_queries or self.index_error)
-
-
-ConfigT = TypeVar("ConfigT")
-
-
-@dataclass
-class StudyOutcome(Generic[ConfigT]):
-    """Every cell of a study: its config, the metrics.json content and the outcomes in run order."""
-
-    config: ConfigT
-    systems: list[Outcome]
-    metrics: dict[str, Any]
-    reports: list[str] = field(default_factory=list)  # report files written beside the results
-
-    @property
-    def backend_failed(self) -> bool:
-        return any(s.failed for s in self.systems)
-
-
-def raise_if_backend_failed(outcome: StudyOutcome[Any]) -> None:
-    """After everything is written: exit 2 when a system failed for its config, 3 when any backend failed."""
-    bad = [s for s in outcome.systems if s.failed]
-    if not bad:
-        return
-    config = [s for s in bad if s.config_error]
-    if config:
-        raise ConfigError(f"system {config[0].name}: {config[0].index_error}")
-    s = bad[0]
-    detail = s.index_error or f"{s.failed_queries} queries failed (see status.jsonl); first error, {s.first_error}"
-    raise BackendError(f"backend failed for {s.name}: {detail}")
 
 
 # -- the runner --------------------------------------------------------------------------------------
@@ -287,10 +255,10 @@ def run_cell(
 
 
 def _system_failed(cell: Cell, outcome: Outcome, exc: Exception, when: str, log: Log) -> Outcome:
-    """Record a whole-system failure in the outcome (its summary is `{"error": ...}` in metrics.json)."""
+    """Record a whole-system failure in the outcome (its result holds the error and no metrics)."""
     outcome.index_error = f"{type(exc).__name__}: {exc}"
     outcome.config_error = isinstance(exc, ConfigError)
-    outcome.summary = {"error": outcome.index_error}
+    outcome.system = SystemResult(cell.key, error=outcome.index_error)
     what = "config error" if outcome.config_error else "backend failed"
     log(f"{cell.key}: {what} {when}: {outcome.index_error}")
     return outcome
@@ -309,20 +277,20 @@ def _reranked(run: Run, rerank: RerankStage | None, outcome: Outcome) -> Reranke
 
 
 def _finished(cell: Cell) -> Outcome:
-    done = read_json(cell.sysdir.done)
+    done = read_done(cell.sysdir, cell.key)
     return Outcome(
         cell.key,
         skipped=True,
-        failed_queries=done.get("failed_queries", 0),
-        first_error=done.get("first_error"),
-        timings=done.get("timings", {}),
-        summary=done["metrics"],
-        manifest=done["manifest"],
+        failed_queries=done.failed_queries,
+        first_error=done.first_error,
+        timings=done.timings,
+        system=done.result,
+        manifest=done.manifest,
     )
 
 
 def _finish(cell: Cell, outcome: Outcome, retriever: Retriever, first: Run, data: CellData, stages: CellStages) -> None:
-    """Rerank, save the run, score it, store the coverage, breakdown, latency and LLM usage once, write done.json last."""
+    """Rerank, save the run, score it, build the cell's `SystemResult` once, write done.json last."""
     reranked = _reranked(first, stages.rerank, outcome)
     run = reranked.run if reranked is not None else first
     failed = run.failed()
@@ -340,20 +308,7 @@ def _finish(cell: Cell, outcome: Outcome, retriever: Retriever, first: Run, data
     aggregates = evaluation.aggregate(**stages.aggregate)
     write_json(cell.sysdir.aggregates, aggregates)
     outcome.timings["evaluate_seconds"] = round(time.perf_counter() - t0, 3)
-    # canonical metric names (ndcg_cut_10 -> ndcg@10), the same as in per_query.tsv and aggregates.json
-    summary: dict[str, Any] = {m: aggregates[m]["mean"] for m in evaluation.metrics}
-    if stages.describe is not None:
-        summary.update(stages.describe(retriever, outcome.timings))
-    summary.update(scored.summary)
-    if reranked is not None:
-        summary.update(reranked.summary)
-    summary["coverage"] = coverage(evaluation, run, reranked.depth if reranked is not None else cell.depth)
-    if data.groups:
-        summary["breakdown"] = breakdown(evaluation, data.groups)
-    summary["latency"] = stage_latency(run, answers, outcome.timings)
-    if usage := llm_usage(cell.sysdir.root):
-        summary["usage"] = usage
-    outcome.summary = summary
+    outcome.system = _system_result(cell, outcome, retriever, run, data, stages, scored, reranked, aggregates, answers)
     outcome.manifest = {
         **outcome.manifest,
         **scored.manifest,
@@ -364,17 +319,48 @@ def _finish(cell: Cell, outcome: Outcome, retriever: Retriever, first: Run, data
         "search_fingerprint": cell.search_fingerprint,
         "duplicates_dropped": run.n_duplicates,
     }
-    outcome.result = CellResult(run, evaluation, answers, scored.curves)
+    outcome.result = SystemTables(evaluation, run, answers, scored.curves)
     write_json(
         cell.sysdir.done,
         {
+            "schema_version": SCHEMA_VERSION,
             "config_hash": cell.cell_hash,
-            "metrics": summary,
+            "result": outcome.system.to_dict(),
             "manifest": outcome.manifest,
             "failed_queries": outcome.failed_queries,
             "first_error": outcome.first_error,
             "timings": outcome.timings,
         },
+    )
+
+
+def _system_result(
+    cell: Cell,
+    outcome: Outcome,
+    retriever: Retriever,
+    run: Run,
+    data: CellData,
+    stages: CellStages,
+    scored: Scored,
+    reranked: Reranked | None,
+    aggregates: Mapping[str, Mapping[str, Any]],
+    answers: Mapping[str, SystemAnswer],
+) -> SystemResult:
+    """The cell's typed result: metric values (canonical names, as in per_query.tsv) and its blocks, apart."""
+    evaluation = scored.evaluation
+    resources = outcome.manifest.get("resources")
+    return SystemResult(
+        cell.key,
+        metric_values(aggregates, evaluation.metrics),
+        coverage=coverage(evaluation, run, reranked.depth if reranked is not None else cell.depth),
+        latency=stage_latency(run, answers, outcome.timings),
+        judge=scored.judge,
+        first_stage=reranked.first_stage if reranked is not None else None,
+        rerank=reranked.rerank if reranked is not None else None,
+        breakdown=breakdown(evaluation, data.groups) if data.groups else None,
+        usage=llm_usage(cell.sysdir.root) or None,
+        resources=dict(resources) if isinstance(resources, Mapping) else None,
+        extra=stages.describe(retriever, outcome.timings) if stages.describe is not None else None,
     )
 
 

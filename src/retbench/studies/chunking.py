@@ -65,6 +65,8 @@ from retbench.report.chunking import render_html, render_markdown
 from retbench.results import SystemDir, write_json
 from retbench.results.files import write_text
 from retbench.results.layout import OutputLock
+from retbench.results.model import StudyManifest, StudyResult
+from retbench.results.write import write_results
 from retbench.retrievers.base import Retriever, check_system, create
 from retbench.studies.cell import (
     Cell,
@@ -402,7 +404,7 @@ def _run_locked(cfg: ChunkingConfig, force: bool, log: Progress) -> StudyOutcome
     tokenizer = make_tokenizer(cfg.tokenizer)
     manifest = _chunking_manifest(cfg, data, tokenizer)
     max_content = cfg.max_seq_length - manifest["special_tokens"]
-    metrics_json: dict[str, Any] = {}
+    result = StudyResult(StudyManifest(manifest), {}, out)
     pairs: list[Outcome] = []
     retrievers: dict[str, LazyRetriever] = {}
     try:
@@ -429,18 +431,16 @@ def _run_locked(cfg: ChunkingConfig, force: bool, log: Progress) -> StudyOutcome
                     log,
                 )
                 pairs.append(outcome)
-                metrics_json[outcome.name] = outcome.summary
+                result.systems[outcome.name] = outcome.system
                 if outcome.manifest:
                     manifest["systems"][outcome.name] = outcome.manifest
     finally:
         for r in retrievers.values():
             r.close()
-    write_json(out / "metrics.json", metrics_json)
-    write_json(out / "manifest.json", manifest)
-
-    write_text(out / "report.md", render_markdown(cfg, metrics_json, manifest))
-    write_text(out / "report.html", render_html(cfg, metrics_json, manifest))
-    return StudyOutcome(cfg, pairs, metrics_json)
+    write_results(out, result)
+    write_text(out / "report.md", render_markdown(cfg, result))
+    write_text(out / "report.html", render_html(cfg, result))
+    return StudyOutcome(cfg, pairs, result)
 
 
 def _lazy(sspec: SystemBlock, source: str) -> LazyRetriever:
@@ -533,8 +533,8 @@ def _run_pair(
     )
     outcome.info = {"chunker": chunker_name, "system": sspec.label}
     if outcome.index_error:
-        outcome.summary |= outcome.info
+        outcome.system.extra = {**(outcome.system.extra or {}), **outcome.info}
     elif not outcome.skipped:
-        s = outcome.summary
-        log(f"{key}: " + ", ".join(f"{m} {s[m]:.3f}" for m in cfg.metrics[:4] if isinstance(s.get(m), float)))
+        s = outcome.system.means()
+        log(f"{key}: " + ", ".join(f"{m} {s[m]:.3f}" for m in cfg.metrics[:4] if m in s))
     return outcome

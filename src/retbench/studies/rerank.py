@@ -4,7 +4,7 @@ Files, beside the system's final (reranked) `run.trec`:
 
     systems/<name>/first_stage/run.trec, status.jsonl, per_query.tsv, aggregates.json
 
-The summary block added to the system's metrics (`metrics.json`) holds the first stage's means,
+The system's result (`SystemResult.first_stage`, `.rerank`) holds the first stage's values,
 its recall@depth (the ceiling: a reranker only re-orders those candidates, so the reranked
 recall@depth cannot pass it) and the paired comparison reranked vs first stage on the same queries
 (mean delta with a bootstrap CI, randomization-test p-value, wins/ties/losses).
@@ -20,6 +20,7 @@ from retbench.config.experiment import RerankBlock
 from retbench.data import Run
 from retbench.evaluation import Evaluation
 from retbench.results import SystemDir, save_run, write_json
+from retbench.results.model import metric_values
 from retbench.retrievers.rerank import build_rerank
 from retbench.studies.cell import CellData, Reranked
 
@@ -42,7 +43,8 @@ class RerankStage:
     where: str = ""
 
     def __call__(self, first: Run) -> Reranked:
-        """The reranked run, the summary block for metrics.json and the manifest block; writes the first stage's files."""
+        """The reranked run, the first stage's values, the rerank block and the manifest block; writes the first
+        stage's files."""
         spec, metrics = self.spec, self.metrics
         stage = build_rerank(spec, where=self.where)
         try:
@@ -59,24 +61,21 @@ class RerankStage:
             pair = compare_pair(first_eval, final_eval, [m for m in final_eval.metrics if m in first_eval.metrics])
         finally:
             stage.reranker.close()
-        summary = {
-            "first_stage": {m: first_agg[m]["mean"] for m in first_eval.metrics},
-            "rerank": {
-                "depth": spec.depth,
-                "ceiling": {"metric": ceiling, "value": first_agg[ceiling]["mean"]},
-                "vs_first_stage": {
-                    m.metric: {
-                        "delta": m.delta,
-                        "ci": [m.ci_low, m.ci_high],
-                        "p": m.pvalues["randomization"],
-                        "wins": m.wins,
-                        "ties": m.ties,
-                        "losses": m.losses,
-                        "n": m.n,
-                    }
-                    for m in pair.metrics
-                },
+        block = {
+            "depth": spec.depth,
+            "ceiling": {"metric": ceiling, "value": first_agg[ceiling]["mean"]},
+            "vs_first_stage": {
+                m.metric: {
+                    "delta": m.delta,
+                    "ci": [m.ci_low, m.ci_high],
+                    "p": m.pvalues["randomization"],
+                    "wins": m.wins,
+                    "ties": m.ties,
+                    "losses": m.losses,
+                    "n": m.n,
+                }
+                for m in pair.metrics
             },
         }
         manifest = {**stage.describe(), "fingerprint": stage.reranker.fingerprint(), "pairs": stage.stats.as_dict()}
-        return Reranked(reranked, spec.depth, summary, manifest)
+        return Reranked(reranked, spec.depth, metric_values(first_agg, first_eval.metrics), block, manifest)

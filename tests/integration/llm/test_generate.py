@@ -18,7 +18,9 @@ from retbench.config import validate
 from retbench.config.experiment import GenerateBlock
 from retbench.errors import ConfigError
 from retbench.llm.generate import GeneratingRetriever, Generator, read_answer
+from retbench.results import read_results
 from retbench.retrievers.base import create
+from stored import flat
 
 DOCS = [
     {
@@ -159,9 +161,9 @@ def test_a_benchmark_with_generate_saves_answers_and_reports_applicable_counts(
     assert agg["abstention_accuracy"]["n"] == 1 and agg["abstention_accuracy"]["of"] == 2
     assert agg["recall@1"] == pytest.approx({"mean": 1.0, "n": 1, "of": 2, "ci_low": 1.0, "ci_high": 1.0})
     assert 0.0 <= agg["token_f1"]["mean"] <= 1.0
-    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    metrics = flat(tmp_path / "out")
     assert metrics["bm25"]["abstention_accuracy"] + metrics["bm25"]["hallucination_rate"] == 1.0
-    md = report_markdown(build_report(tmp_path / "out"))
+    md = report_markdown(build_report(read_results(tmp_path / "out")))
     assert "(1 of 2)" in md
     # generation tokens and their cost at the configured prices, counted over the calls really made: after
     # the first test both prompts are cache hits (no tokens, no cost); run alone, both are real calls

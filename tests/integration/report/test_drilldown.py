@@ -4,7 +4,6 @@ the drill-down checked in headless Chromium (the page renders a query's document
 from __future__ import annotations
 
 import itertools
-import json
 import re
 import shutil
 import subprocess
@@ -15,7 +14,8 @@ import pytest
 import abdata
 from retbench.report.html import render_html
 from retbench.report.model import build_report
-from retbench.results import load_results
+from retbench.results import load_results, read_results
+from stored import flat
 
 CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser")) if p), None)
 
@@ -27,11 +27,11 @@ def results(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def data(results):
-    return build_report(results, n_resamples=200)
+    return build_report(read_results(results), n_resamples=200)
 
 
 def test_curves_cover_every_k_up_to_the_depth_and_agree_with_the_reported_means(data, results):
-    metrics = json.loads((results / "metrics.json").read_text())
+    metrics = flat(results)
     assert set(data.drill.curves) == {"recall", "ndcg", "hit"}
     for system, row in metrics.items():
         recall = data.drill.curves["recall"][system]
@@ -49,7 +49,7 @@ def test_each_query_holds_every_systems_top_k_grades_misses_and_metric_values(da
     res = load_results(results)
     qrels = read_beir(abdata.SCIFACT).split("test")
     drill = data.drill
-    assert drill.k == 10 and drill.systems == res.systems
+    assert drill.k == 10 and drill.systems == list(res.systems)
     q = next(e for e in drill.queries if e["missed"]["bm25_weak"])
     run = res.run("bm25_weak")
     assert [d for d, _, _ in q["top"]["bm25_weak"]] == run.docs(q["id"])[:10]

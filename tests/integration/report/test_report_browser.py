@@ -28,6 +28,7 @@ import viewdata
 from retbench.report import fmt, plots
 from retbench.report.html import render_html
 from retbench.report.model import build_report
+from retbench.results import read_results
 
 CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser")) if p), None)
 needs_chromium = pytest.mark.skipif(
@@ -140,7 +141,7 @@ def _overlap(a: dict, b: dict) -> bool:
 @pytest.mark.slow
 @pytest.mark.parametrize(("n", "width"), [(3, 1024), (6, 1280), (17, 720), (24, 1280)])
 def test_every_system_has_a_visible_legend_entry_and_nothing_leaves_the_page(n, width, tmp_path_factory, tmp_path):
-    data = build_report(_results(tmp_path_factory.getbasetemp(), n), n_resamples=200)
+    data = build_report(read_results(_results(tmp_path_factory.getbasetemp(), n)), n_resamples=200)
     names = [s.name for s in data.systems]
     assert len(names) == n
     page = tmp_path / f"report_{n}.html"
@@ -186,7 +187,7 @@ def test_every_system_has_a_visible_legend_entry_and_nothing_leaves_the_page(n, 
 @needs_chromium
 @pytest.mark.slow
 def test_latency_by_stage_caption_renders_code_not_backticks(tmp_path_factory, tmp_path):
-    data = build_report(abdata.scifact_results(tmp_path_factory.getbasetemp()), n_resamples=200)
+    data = build_report(read_results(abdata.scifact_results(tmp_path_factory.getbasetemp())), n_resamples=200)
     page = tmp_path / "report.html"
     shot = tmp_path / "stages.png"
     page.write_text(render_html(data).replace("</body>", PROBE + "</body>"), encoding="utf-8")
@@ -215,7 +216,7 @@ def test_chunking_report_html_shows_report_md_tables_and_a_legend_entry_per_pair
     _keep(shot)
     lay, dom = got["layout"], got["dom"]
     assert lay["page"] <= lay["viewport"]
-    pairs = list(json.loads((out / "metrics.json").read_text()))
+    pairs = list(json.loads((out / "metrics.json").read_text())["systems"])
     (chart,) = [c for c in lay["charts"] if c["kind"] == "budget-recall"]
     assert [e["name"] for e in chart["legend"]] == pairs and not chart["outside"]
     assert all(t["sticky"] == ["sticky", "sticky"] for t in lay["tables"])
@@ -235,7 +236,7 @@ def test_chunking_report_html_shows_report_md_tables_and_a_legend_entry_per_pair
 def test_without_a_browser_24_systems_each_get_one_legend_entry_laid_out_inside_the_svg(tmp_path_factory):
     """The same promise checked on the SVG markup (for machines without Chromium): the laid-out legend and
     direct labels, at the generous width estimate, end inside the chart's width."""
-    data = build_report(viewdata.many_systems(tmp_path_factory.getbasetemp(), 24), n_resamples=200)
+    data = build_report(read_results(viewdata.many_systems(tmp_path_factory.getbasetemp(), 24)), n_resamples=200)
     names = [s.name for s in data.systems]
     page = render_html(data)
     charts = [ET.fromstring(svg) for svg in re.findall(r"<svg .*?</svg>", page, flags=re.S)]

@@ -16,6 +16,7 @@ import pytest
 import abdata
 from retbench.report.html import render_html
 from retbench.report.model import build_report
+from retbench.results import read_results
 
 CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser")) if p), None)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium not installed (Debian: apt-get install -y chromium)")
@@ -84,7 +85,7 @@ class DomIndex(HTMLParser):
 def page(tmp_path_factory) -> tuple[Path, Path]:
     results = abdata.scifact_results(tmp_path_factory.getbasetemp())
     out = tmp_path_factory.mktemp("html") / "report.html"
-    out.write_text(render_html(build_report(results, n_resamples=500)), encoding="utf-8")
+    out.write_text(render_html(build_report(read_results(results), n_resamples=500)), encoding="utf-8")
     return out, results
 
 
@@ -109,10 +110,9 @@ def test_chromium_renders_the_report_with_plots_and_the_json_numbers(page, tmp_p
     )
     metrics = json.loads((results / "metrics.json").read_text())
     assert json.loads(dom.blob)["metrics"] == metrics
-    for system, row in metrics.items():
-        for metric, mean in row.items():
-            if isinstance(mean, dict):  # coverage, latency: blocks, not means
-                continue
+    for system, row in metrics["systems"].items():
+        for metric, stored in row["metrics"].items():
+            mean = stored["value"]
             cell = dom.cells[(system, metric)]
             assert float(cell["value"]) == mean
             assert cell["text"].startswith(f"{mean:.4f}")

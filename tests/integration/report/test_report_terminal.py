@@ -8,7 +8,6 @@ them with metrics.json, so a value that was cut, dropped or put in the wrong col
 from __future__ import annotations
 
 import io
-import json
 import sys
 
 import pytest
@@ -18,6 +17,7 @@ import viewdata
 from retbench.cli import app
 from retbench.cli.app import console
 from retbench.report.terminal import FittedTable, render_summary
+from retbench.results import StudyResult, read_results
 
 
 def read_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
@@ -58,14 +58,14 @@ def cells_of(text: str) -> dict[tuple[str, str], str]:
     return out
 
 
-def expected_cells(metrics_json: dict, metrics: list[str]) -> dict[tuple[str, str], str]:
-    return {(s, m): f"{row[m]:.4f}" for s, row in metrics_json.items() for m in metrics}
+def expected_cells(result: StudyResult, metrics: list[str]) -> dict[tuple[str, str], str]:
+    return {(s.name, m): f"{s.metrics[m].value:.4f}" for s in result for m in metrics}
 
 
 @pytest.fixture(scope="module")
 def twenty(tmp_path_factory):
     out = viewdata.many_systems(tmp_path_factory.getbasetemp(), 20)
-    return out, json.loads((out / "metrics.json").read_text())
+    return out, read_results(out)
 
 
 def _printed(renderable, monkeypatch, columns: str | None) -> tuple[str, int]:
@@ -92,20 +92,20 @@ def test_twenty_systems_by_twenty_metrics_print_every_number_and_name_in_full(tw
     got = cells_of(text)
     want = expected_cells(mj, metrics)
     assert {k: got.get(k) for k in want} == want
-    for s, row in mj.items():
-        cov = row["coverage"]
-        assert got[(s, "scored")] == f"{cov['answered']} of {cov['judged']}"
+    for s in mj:
+        cov = s.coverage
+        assert got[(s.name, "scored")] == f"{cov['answered']} of {cov['judged']}"
     names = {k[0] for k in got} | {k[1] for k in got}
-    assert set(mj) <= names and set(metrics) <= names
+    assert set(mj.systems) <= names and set(metrics) <= names
 
 
 @pytest.mark.slow
 def test_three_systems_by_twenty_metrics_transpose_into_one_table_at_100_columns(tmp_path_factory, monkeypatch):
     out = viewdata.many_systems(tmp_path_factory.getbasetemp(), 3)
-    mj = json.loads((out / "metrics.json").read_text())
+    mj = read_results(out)
     text, _ = _printed(render_summary(mj, viewdata.METRICS20, title="three"), monkeypatch, "100")
     tables = read_tables(text)
-    assert len(tables) == 1 and tables[0][0] == ["metric", *mj]  # systems are the columns
+    assert len(tables) == 1 and tables[0][0] == ["metric", *mj.systems]  # systems are the columns
     assert "transposed to fit 100 columns" in text
     assert max(len(line) for line in text.splitlines()) <= 100
     got = cells_of(text)

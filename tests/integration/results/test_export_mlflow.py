@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from repo_paths import SRC
 from retbench.cli import app
+from stored import flat
 
 mlflow = pytest.importorskip("mlflow", reason="the mlflow extra is not installed (scripts/setup.sh installs it)")
 runner = CliRunner()
@@ -48,7 +49,7 @@ def test_export_logs_params_metrics_and_artifacts_that_mlflow_reads_back(tmp_pat
     parent, child = runs["tracked"], runs["bm25"]
     assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())["bm25"]
+    metrics = flat(tmp_path / "out")["bm25"]
     aggregates = json.loads((tmp_path / "out" / "systems" / "bm25" / "aggregates.json").read_text())
 
     params = child.data.params

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from retbench.cli import app
 from retbench.results import history, history_read
+from stored import flat
 
 runner = CliRunner()
 BM25 = {"name": "bm25", "adapter": "bm25s", "params": {"k1": 1.5, "b": 0.75}}
@@ -72,7 +73,7 @@ def test_runs_register_with_commit_fingerprints_cis_and_show_as_a_trend(project:
     manifest = json.loads((project / "out" / "manifest.json").read_text())
     assert two.datasets[0]["qrels_fingerprint"] == manifest["datasets"][0]["qrels_fingerprint"]
     assert two.datasets[0]["corpus_fingerprint"] == manifest["datasets"][0]["corpus_fingerprint"]
-    metrics = json.loads((project / "out" / "metrics.json").read_text())
+    metrics = flat(project / "out")
     aggregates = json.loads((project / "out" / "systems" / "weak" / "aggregates.json").read_text())
     mean, lo, hi = two.scores["weak"]["recall@5"]
     assert mean == metrics["weak"]["recall@5"]
@@ -132,7 +133,7 @@ def test_the_readme_last_pass_flow_starts_on_thresholds_then_gates_each_run_agai
 
 def test_verdicts_are_kept_per_system_so_one_systems_fail_leaves_anothers_pass(project: Path, tmp_path: Path):
     assert runner.invoke(app, ["run", str(write_config(project, [BM25, WEAK])), "--quiet"]).exit_code == 0
-    means = {s: m["mrr@10"] for s, m in json.loads((project / "out" / "metrics.json").read_text()).items()}
+    means = {s: m["mrr@10"] for s, m in flat(project / "out").items()}
     assert means["bm25"] > means["weak"]  # the data this test stands on
     floor = tmp_path / "floor.yaml"
     threshold = (means["bm25"] + means["weak"]) / 2

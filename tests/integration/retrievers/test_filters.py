@@ -12,7 +12,9 @@ from typer.testing import CliRunner
 from repo_paths import SCIFACT
 from retbench.cli import app
 from retbench.errors import ConfigError
+from retbench.results import read_results
 from retbench.retrievers.filters import metadata_fields, parse_filter
+from stored import flat
 
 runner = CliRunner()
 
@@ -140,7 +142,7 @@ def test_overlap_with_the_reference_system_is_stored_and_reported_overall_and_on
     assert result.exit_code == 0, result.output
 
     res = load_results(tmp_path / "out")
-    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    metrics = flat(tmp_path / "out")
     assert "reference" not in metrics["exact"]
     same = metrics["exact-again"]["reference"]
     assert same["system"] == "exact" and same["k"] == 10 and same["queries"] == 16 and same["overlap"] == 1.0
@@ -157,7 +159,7 @@ def test_overlap_with_the_reference_system_is_stored_and_reported_overall_and_on
     assert block["filtered_overlap"] == pytest.approx(overlap(filtered), abs=1e-12)
     groups = {d["_id"]: d["metadata"]["group"] for d in map(json.loads, (data / "corpus.jsonl").open())}
     assert all(groups[d] == 0 for q in filtered for run in (ref, ann) for d in run.docs(q))  # filters applied
-    text = report_markdown(build_report(tmp_path / "out"))
+    text = report_markdown(build_report(read_results(tmp_path / "out")))
     assert "## Agreement with the reference system" in text
     assert f"| hnsw | exact (k=10) | {block['overlap']:.3f} | 16 | {block['filtered_overlap']:.3f} | 8 |" in text
 

@@ -12,6 +12,7 @@ import yaml
 from repo_paths import EXAMPLES
 from retbench.errors import ConfigError
 from retbench.retrievers.base import available, create, resolve_factory
+from stored import flat
 from stores_support import ENC, SCIFACT, SLICE, assert_same_ranking, scifact_slice
 
 
@@ -63,7 +64,7 @@ def test_plugin_in_an_experiment_config(on_path, tmp_path):
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
     outcome = run_experiment(load_config(tmp_path / "cfg.yaml"), log=lambda m: None)
     assert not outcome.backend_failed
-    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    metrics = flat(tmp_path / "out")
     assert metrics["mine"]["ndcg@10"] == pytest.approx(metrics["faiss"]["ndcg@10"], abs=1e-9)
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["systems"]["mine"]["adapter"] == "plugin_adapter:NumpyCosine"

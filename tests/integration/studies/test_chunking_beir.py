@@ -20,6 +20,7 @@ from retbench.studies.benchmark import load_config as load_experiment
 from retbench.studies.benchmark import run_experiment
 from retbench.studies.chunking import _joined_corpus, parse_config, run_chunking
 from retbench.studies.dataset import prepare_dataset
+from stored import flat_system
 
 BM25 = {"name": "bm25", "adapter": "bm25s", "params": {"stopwords": "en", "stemmer": "english"}}
 METRICS = ["ndcg@10", "recall@10", "recall@30", "map", "mrr@10", "P@5"]
@@ -63,8 +64,13 @@ def test_whole_documents_as_chunks_score_exactly_what_retbench_run_scores_on_the
     assert got.evaluation.metrics == want.evaluation.metrics
     np.testing.assert_allclose(got.evaluation.values, want.evaluation.values, rtol=0, atol=1e-9)
     for m in METRICS:
-        assert chunked.metrics["document+bm25"][m] == pytest.approx(ran.metrics["bm25"][m], abs=1e-9)
-    assert chunked.metrics["document+bm25"]["coverage"]["short"] == ran.metrics["bm25"]["coverage"]["short"]
+        assert flat_system(chunked.result["document+bm25"])[m] == pytest.approx(
+            flat_system(ran.result["bm25"])[m], abs=1e-9
+        )
+    assert (
+        flat_system(chunked.result["document+bm25"])["coverage"]["short"]
+        == flat_system(ran.result["bm25"])["coverage"]["short"]
+    )
     assert (tmp_path / "chunking" / "report.md").is_file() and (tmp_path / "chunking" / "report.html").is_file()
 
 
@@ -75,7 +81,7 @@ def test_small_chunks_search_deeper_until_every_query_has_depth_documents_or_the
     cfg = chunking_config(tmp_path, [chunker])
     out = run_chunking(cfg, log=lambda _: None)
     run = outcome_of(out, "chars_150+bm25").result.run
-    summary = out.metrics["chars_150+bm25"]
+    summary = flat_system(out.result["chars_150+bm25"])
     assert summary["deeper"]["queries"] > 0  # the first 30 chunks held fewer than 30 documents somewhere
 
     # what the same system gives when asked for every chunk at once: the documents there are to find
@@ -99,7 +105,7 @@ def test_a_corpus_smaller_than_the_depth_leaves_short_rankings_counted_in_covera
     out = run_chunking(cfg, log=lambda _: None)
     run = outcome_of(out, "chars_200+bm25").result.run
     assert all(len(run.docs(q)) <= 20 for q in run.query_ids)  # the corpus ran out before 50 documents
-    coverage = out.metrics["chars_200+bm25"]["coverage"]
+    coverage = flat_system(out.result["chars_200+bm25"])["coverage"]
     assert coverage["short"] == coverage["answered"] == 5 and coverage["depth"] == 50
     report = (tmp_path / "chunking" / "report.md").read_text()
     row = next(line for line in report.splitlines() if line.startswith("| chars_200 | bm25 |"))
@@ -185,7 +191,7 @@ def test_a_chunking_framework_retriever_returning_fewer_documents_than_the_depth
     run = outcome_of(out, "li").result.run
     short = sum(len(run.docs(q)) < 100 for q in run.query_ids)
     # 100 chunks of 64 tokens hold fewer than 100 of the 150 documents: the rankings are short, and said so
-    assert short > 0 and out.metrics["li"]["coverage"]["short"] == short
+    assert short > 0 and flat_system(out.result["li"])["coverage"]["short"] == short
     report = (tmp_path / "run" / "report.md").read_text()
     row = next(line for line in report.split("## Coverage", 1)[1].splitlines() if line.startswith("| li |"))
     assert f"| {short} (depth 100) |" in row and "returned < depth" in report

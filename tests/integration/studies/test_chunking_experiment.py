@@ -14,6 +14,7 @@ from retbench.cli import app
 from retbench.errors import ConfigError
 from retbench.evaluation import Evaluation
 from retbench.studies.chunking import load_config, parse_config, run_chunking
+from stored import flat
 
 DOCS = {
     "garden": (
@@ -84,7 +85,7 @@ def test_bm25_pairs_write_a_results_directory_and_the_budget_view(tmp_path, smal
     outcome = run_chunking(cfg, log=lambda m: None)
     out = tmp_path / "out"
     assert [p.name for p in outcome.systems] == ["headings+bm25", "chars+bm25"]
-    metrics = json.loads((out / "metrics.json").read_text())
+    metrics = flat(out)
     h = metrics["headings+bm25"]
     # every question's excerpts sit inside one heading section, and BM25 puts that section first
     assert h["recall@1"] == 1.0 and h["mrr@3"] == 1.0
@@ -105,14 +106,14 @@ def test_bm25_pairs_write_a_results_directory_and_the_budget_view(tmp_path, smal
     # a re-run skips finished pairs
     logs: list[str] = []
     again = run_chunking(cfg, log=logs.append)
-    assert all(p.skipped for p in again.systems) and json.loads((out / "metrics.json").read_text()) == metrics
+    assert all(p.skipped for p in again.systems) and flat(out) == metrics
 
 
 def test_dense_pair_reports_encoding_and_encodes_questions_once(tmp_path, small_set):
     dense = {"name": "dense", "adapter": "dense", "params": {"cache_dir": str(tmp_path / "cache"), "batch_size": 16}}
     cfg = load_config(_config(tmp_path, small_set, [dense]))
     run_chunking(cfg, log=lambda m: None)
-    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    metrics = flat(tmp_path / "out")
     first, second = metrics["headings+dense"]["timings"], metrics["chars+dense"]["timings"]
     assert first["chunks_encoded"] == 5 and first["queries_encoded"] == 3
     assert second["queries_encoded"] == 0  # the cache answers the questions for the second chunker

@@ -19,6 +19,7 @@ from repo_paths import CONFIGS, SCIFACT, SRC
 from retbench.config.experiment import ExecutorBlock
 from retbench.errors import ConfigError
 from retbench.io.trec import read_run
+from retbench.results import read_results
 from retbench.results.usage import scores_only
 from retbench.studies.benchmark import load_config, parse_config, run_experiment
 from retbench.studies.executors import NICENESS_ENV, init_ray, make_executor
@@ -99,7 +100,7 @@ def test_ray_gives_the_same_run_files_and_metrics_as_one_process_and_a_rerun_enc
     local = _run(_config(tmp_path, "local", [BM25, _dense(tmp_path / "cache-local")]))
     spread_cfg = _config(tmp_path, "spread", [BM25, _dense(tmp_path / "cache-ray")], executor="ray")
     spread = _run(spread_cfg)
-    assert scores_only(spread.metrics) == scores_only(local.metrics)
+    assert scores_only(spread.result.to_dict()) == scores_only(local.result.to_dict())
     # BM25 runs are the same bytes; dense scores are the same up to float32 rounding (the guarantee the Ray
     # how-to states): Ray's workers run torch on one thread each and encode shard by shard, and float sums
     # taken in another order or batch shape differ in the last bits. The rankings are the same.
@@ -126,14 +127,16 @@ def test_ray_gives_the_same_run_files_and_metrics_as_one_process_and_a_rerun_enc
     from retbench.report.markdown import report_markdown
     from retbench.report.model import build_report
 
-    data = build_report(tmp_path / "spread", n_resamples=200)
+    data = build_report(read_results(tmp_path / "spread"), n_resamples=200)
     md = report_markdown(data)
     assert "## Resources" in md and "encode docs/s" in md and "(workers " in md
     assert 'id="resources"' in render_html(data)
 
     again = _run(spread_cfg, force=True)
     redo = json.loads((tmp_path / "spread" / "manifest.json").read_text())["systems"]["dense"]["resources"]
-    assert redo["encode_on"]["encoded"] == 0 and scores_only(again.metrics) == scores_only(local.metrics)
+    assert redo["encode_on"]["encoded"] == 0 and scores_only(again.result.to_dict()) == scores_only(
+        local.result.to_dict()
+    )
 
 
 def test_an_interrupted_encode_resumes_from_the_shards_already_written(ray_cluster, tmp_path):
@@ -163,7 +166,8 @@ def test_a_search_worker_killed_mid_batch_is_retried_and_every_query_is_journale
     assert len(keys) == len(set(keys)) == DATASET["max_queries"]
     assert outcome.systems[0].failed_queries == 0
     local = _run(_config(tmp_path, "local", [BM25]))
-    assert scores_only(outcome.metrics)["dies"] == scores_only(local.metrics)["bm25"]
+    died, alone = (scores_only(o.result.to_dict())["systems"] for o in (outcome, local))
+    assert died["dies"] == alone["bm25"]
 
 
 def test_executor_settings_errors_name_the_field(tmp_path):

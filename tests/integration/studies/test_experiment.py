@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 import repo_paths
 from retbench.cli import app
 from retbench.results import load_results
+from stored import flat
 
 PLUGINS = str(repo_paths.PLUGINS)
 runner = CliRunner()
@@ -53,7 +54,7 @@ def test_run_writes_results_and_matches_pytrec_eval(tmp_path: Path) -> None:
     result = runner.invoke(app, ["run", str(cfg), "--quiet"])
     assert result.exit_code == 0, result.output
     out = tmp_path / "out"
-    metrics = json.loads((out / "metrics.json").read_text())
+    metrics = flat(out)
     assert list(metrics) == ["bm25", "overlap"]
     assert metrics["bm25"]["coverage"]["judged"] == 12 and metrics["bm25"]["coverage"]["answered"] == 12
     manifest = json.loads((out / "manifest.json").read_text())
@@ -123,7 +124,7 @@ def test_backend_failures_are_recorded_and_exit_3(tmp_path: Path) -> None:
     failed = [s for s in status if s["status"] == "error"]
     assert [s["qid"] for s in failed] == [victim]
     assert "RuntimeError: WAL is corrupted" in failed[0]["error"]
-    cov = json.loads((out / "metrics.json").read_text())["toy"]["coverage"]
+    cov = flat(out)["toy"]["coverage"]
     assert cov == {**cov, "judged": 12, "failed": 1, "answered": 11}
     ev = load_results(out).evaluation("toy")
     row = ev.query_ids.index(victim)
@@ -156,7 +157,7 @@ def test_sigkill_resumes_without_redoing_or_duplicating(tmp_path: Path) -> None:
     out = tmp_path / "out"
     status = [json.loads(x)["qid"] for x in (out / "systems" / "slow" / "status.jsonl").read_text().splitlines()]
     assert len(status) == 12 and len(set(status)) == 12
-    assert json.loads((out / "metrics.json").read_text())["slow"]["coverage"]["answered"] == 12
+    assert flat(out)["slow"]["coverage"]["answered"] == 12
 
 
 def test_pytrec_eval_mode_coverage_counts(tmp_path: Path) -> None:
@@ -168,7 +169,7 @@ def test_pytrec_eval_mode_coverage_counts(tmp_path: Path) -> None:
     cfg = write_config(tmp_path, [toy], batch_size=1, evaluation={"mode": "pytrec_eval"})
     result = runner.invoke(app, ["run", str(cfg), "--quiet"])
     assert result.exit_code == 3, result.output
-    cov = json.loads((tmp_path / "out" / "metrics.json").read_text())["toy"]["coverage"]
+    cov = flat(tmp_path / "out")["toy"]["coverage"]
     # the failed query is left out of the mean (labelled mode) but still counted as judged and failed
     assert (cov["judged"], cov["failed"], cov["answered"], cov["scored"], cov["mode"]) == (12, 1, 11, 11, "pytrec_eval")
     assert "pytrec_eval mode" in result.output

@@ -16,6 +16,8 @@ import yaml
 
 from repo_paths import PROMPTS
 from retbench.llm.verdicts import STATUSES
+from retbench.results import read_results
+from stored import flat_system
 
 DOCS = [
     {"_id": "fees", "title": "", "text": "We are cutting credit card late fees from $32 to $8."},
@@ -34,7 +36,7 @@ def _run(path: Path, force: bool) -> dict:
 
     outcome = run_experiment(load_config(path), force=force, log=lambda m: None)
     assert not outcome.backend_failed
-    return outcome.metrics["bm25"]
+    return flat_system(outcome.result["bm25"])
 
 
 @pytest.mark.slow
@@ -93,7 +95,7 @@ def test_a_benchmark_with_a_judge_stores_each_verdict_and_a_rerun_makes_no_call(
     from retbench.report.markdown import report_markdown
     from retbench.report.model import build_report
 
-    md = report_markdown(build_report(tmp_path / "out"))
+    md = report_markdown(build_report(read_results(tmp_path / "out")))
     assert f"(judged {counts['judged']} of 1)" in md
     # a judged metric says which labels it comes from: the judge's, bias uncorrected (no human tier)
     estimate = json.loads((sysdir / "aggregates.json").read_text())["context_precision"]["estimate"]

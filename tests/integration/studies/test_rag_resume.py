@@ -26,8 +26,10 @@ import yaml
 
 from http_support import send_json, serving_in_thread
 from retbench.io.datasets import load_dataset
+from retbench.results import read_results
 from retbench.results.journal import Journal
 from retbench.retrievers.base import create
+from stored import flat
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 HOLD_AFTER = 9
@@ -154,7 +156,7 @@ def test_a_killed_and_resumed_rag_run_keeps_every_answer_exactly_once(tmp_path: 
     for rec in lines:  # answers of the killed process's queries are there, as the service gave them
         assert rec["latency"]["retrieval"] == 0.004 and rec["latency"]["generation"] > 0.1
         assert rec["references"] and rec["abstained"] is False and rec["answer"]
-    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())["svc"]
+    metrics = flat(tmp_path / "out")["svc"]
     assert metrics["attribution"] > 0 and metrics["token_f1"] > 0
     assert metrics["coverage"]["answered"] == n
 
@@ -170,7 +172,7 @@ def test_the_report_splits_answer_metrics_by_answerable_and_shows_latency_by_sta
     assert done.returncode == 0, done.stderr
     assert "latency by stage" in done.stdout  # the terminal summary shows it too
     ds = load_dataset("rag")
-    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())["svc"]
+    metrics = flat(tmp_path / "out")["svc"]
 
     split = metrics["breakdown"]
     assert (split["answerable"]["n"], split["unanswerable"]["n"]) == (22, 6)
@@ -187,7 +189,7 @@ def test_the_report_splits_answer_metrics_by_answerable_and_shows_latency_by_sta
     assert stages["generation"]["p95_s"] == pytest.approx(float(np.percentile(generation, 95)))
     assert stages["search"]["n"] == 28 and stages["search"]["p50_s"] > 0
 
-    data = build_report(tmp_path / "out")
+    data = build_report(read_results(tmp_path / "out"))
     md, page = report_markdown(data), render_html(data)
     assert "## Breakdown by group" in md and "| unanswerable | 6 |" in md
     assert "## Latency by stage" in md and "| svc | generation | 28 |" in md

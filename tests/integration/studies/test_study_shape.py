@@ -22,6 +22,7 @@ from retbench.errors import ConfigError, InputError
 from retbench.results import load_results
 from retbench.results.files import replace_atomically, write_json
 from retbench.results.layout import OutputLock
+from stored import flat
 
 PLUGINS = str(repo_paths.PLUGINS)
 runner = CliRunner()
@@ -105,9 +106,9 @@ def test_a_two_dataset_run_is_read_back_by_report_and_compare(tmp_path: Path) ->
     assert ran.exit_code == 0, ran.output
     out = tmp_path / "out"
     res = load_results(out)
-    assert res.systems == ["scifact/bm25", "scifact/overlap", "garden/bm25", "garden/overlap"]
+    assert list(res.systems) == ["scifact/bm25", "scifact/overlap", "garden/bm25", "garden/overlap"]
     assert (out / "systems" / "garden" / "bm25" / "per_query.tsv").is_file()
-    assert res.coverage("garden/bm25")["judged"] == 3
+    assert res["garden/bm25"].coverage["judged"] == 3
     report = runner.invoke(app, ["report", str(out), "--resamples", "200"])
     assert report.exit_code == 0, report.output
     assert "garden/overlap" in report.output
@@ -133,7 +134,7 @@ def test_the_same_dataset_with_two_splits_gets_two_folders(tmp_path: Path) -> No
     )
     ran = runner.invoke(app, ["run", str(cfg), "--quiet"])
     assert ran.exit_code == 0, ran.output
-    assert load_results(tmp_path / "out").systems == ["garden/bm25", "garden-dev/bm25"]
+    assert list(load_results(tmp_path / "out").systems) == ["garden/bm25", "garden-dev/bm25"]
 
 
 def test_the_same_dataset_and_split_twice_is_refused_when_the_config_is_read(tmp_path: Path) -> None:
@@ -372,7 +373,7 @@ def test_the_chunking_study_resumes_after_sigkill_without_redoing_or_duplicating
     assert len(calls.read_text().splitlines()) - calls_before == n - journaled  # only the unjournaled queries
     status = [json.loads(x)["qid"] for x in (journal.parent / "status.jsonl").read_text().splitlines()]
     assert len(status) == n and len(set(status)) == n
-    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    metrics = flat(tmp_path / "out")
     assert metrics["c+slow"]["coverage"]["answered"] == n
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "finished earlier, skipped" in again.stdout
@@ -396,7 +397,7 @@ def test_changing_only_the_metrics_rescores_the_journal_without_searching_again(
     ran = runner.invoke(app, ["run", str(cfg), "--quiet"])
     assert ran.exit_code == 0, ran.output
     assert len(calls.read_text().splitlines()) == asked
-    assert "mrr@10" in json.loads((tmp_path / "out" / "metrics.json").read_text())["toy"]
+    assert "mrr@10" in flat(tmp_path / "out")["toy"]
 
 
 def test_config_errors_raised_inside_a_study_keep_their_own_location() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from repo_paths import V1_RESULTS
 from retbench.cli import app
 
 SMALL = """\
@@ -77,7 +78,17 @@ def _nothing(d: Path) -> None:
 
 
 def _set_mean(d: Path, value: object) -> None:
-    """metrics.json with bm25's ndcg@10 mean replaced (NaN and Infinity written as Python's json writes them)."""
+    """metrics.json with bm25's ndcg@10 value replaced (NaN and Infinity written as Python's json writes them)."""
+    mj = json.loads((d / "metrics.json").read_text())
+    mj["systems"]["bm25"]["metrics"]["ndcg@10"]["value"] = value
+    (d / "metrics.json").write_text(json.dumps(mj))
+
+
+def _set_v1_mean(d: Path, value: object) -> None:
+    """A results folder of the earlier layout (no schema_version, means beside blocks) with one mean replaced."""
+    shutil.rmtree(d)
+    shutil.copytree(V1_RESULTS, d)
+    (d / "extra").mkdir()
     mj = json.loads((d / "metrics.json").read_text())
     mj["bm25"]["ndcg@10"] = value
     (d / "metrics.json").write_text(json.dumps(mj))
@@ -205,16 +216,28 @@ CASES = [
         "g.jsonl:1: field 'expected_output': gain for 'd1' must be an integer, got nan",
     ),
     (
-        "metrics.json infinite mean",
+        "metrics.json infinite value",
         lambda d: _set_mean(d, float("inf")),
+        ["report", "{D}", "--html", "{X}/r.html"],
+        "field 'systems.bm25.metrics.ndcg@10': value must be a number or null, got inf",
+    ),
+    (
+        "metrics.json text value",
+        lambda d: _set_mean(d, "high"),
+        ["report", "{D}", "--html", "{X}/r.html"],
+        "field 'systems.bm25.metrics.ndcg@10': value must be a number or null, got 'high'",
+    ),
+    (
+        "metrics.json of the earlier layout with an infinite mean",
+        lambda d: _set_v1_mean(d, float("inf")),
         ["report", "{D}", "--html", "{X}/r.html"],
         "field 'bm25.ndcg@10': mean must be a number or null, got inf",
     ),
     (
-        "metrics.json text mean",
-        lambda d: _set_mean(d, "high"),
-        ["report", "{D}", "--html", "{X}/r.html"],
-        "no metric has a mean (a number or null) in metrics.json",
+        "schema_version newer than this retbench",
+        _write("metrics.json", '{"schema_version": 99, "systems": {}}'),
+        ["report", "{D}"],
+        "newer than this retbench reads",
     ),
 ]
 
@@ -267,4 +290,5 @@ def test_report_html_shows_a_null_or_nan_mean_as_no_value(results, tmp_path, mea
     assert res.exit_code == 0, res.output
     page = (tmp_path / "r.html").read_text()
     blob = page.split('<script type="application/json" id="retbench-data">', 1)[1].split("</script>", 1)[0]
-    assert json.loads(blob)["metrics"]["bm25"]["ndcg@10"] is None  # strict JSON: no NaN in the page
+    stored = json.loads(blob)["metrics"]["systems"]["bm25"]["metrics"]["ndcg@10"]
+    assert stored["value"] is None  # strict JSON: no NaN in the page

@@ -21,6 +21,7 @@ from retbench.config.experiment import JudgingBlock
 from retbench.config.judge import load_judge
 from retbench.criteria import load_criteria
 from retbench.errors import ConfigError
+from retbench.results import read_results
 from retbench.secrets import redact
 from retbench.studies.benchmark import load_config, parse_config
 from retbench.studies.labels.calibrate import load_calibration
@@ -217,7 +218,7 @@ def test_a_dataset_path_is_read_from_the_config_folder(tmp_path: Path, monkeypat
     monkeypatch.chdir(tmp_path)
     res = runner.invoke(app, ["run", str(path), "--quiet"])
     assert res.exit_code == 0, res.output
-    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["bm25s"]["ndcg@3"] > 0
+    assert read_results(tmp_path / "out")["bm25s"].metrics["ndcg@3"].value > 0
 
 
 def test_ingest_impact_candidate_and_reference_files_are_read_from_the_config_folder(

@@ -293,8 +293,8 @@ def test_a_benchmark_asks_the_judge_nothing_where_no_judged_metric_applies(tmp_p
         datasets=[{"name": str(data), "split": "test"}],
         judge={"base_url": "http://127.0.0.1:9"},  # never called: the system gives no answer to judge
     )
-    summary = run_experiment(load_config(path), log=lambda m: None).metrics["bm25"]
-    assert summary["recall@1"] == 1.0 and summary["judge"]["calls"] == 0
-    assert summary["judge"]["metrics"]["groundedness"] == {"judged": 0, "of": 0, "statuses": {}}
+    summary = run_experiment(load_config(path), log=lambda m: None).result["bm25"]
+    assert summary.value("recall@1") == 1.0 and summary.judge is not None and summary.judge["calls"] == 0
+    assert summary.judge["metrics"]["groundedness"] == {"judged": 0, "of": 0, "statuses": {}}
     stored = json.loads((tmp_path / "out" / "systems" / "bm25" / "judged.json").read_text())
     assert stored["verdicts"] == {"a1": {"context": ["fees"]}}  # BM25's only match: the judged context

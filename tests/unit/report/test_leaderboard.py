@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 import repo_paths
 from retbench.cli import app
 from retbench.report.leaderboard import build_leaderboard
+from retbench.results import MetricValue, StudyManifest, StudyResult, SystemResult, read_results
 
 PLUGINS = str(repo_paths.PLUGINS)
 runner = CliRunner()
@@ -63,6 +64,19 @@ def write_config(tmp_path: Path, datasets: list, out: str = "out", **extra) -> P
     return path
 
 
+def study(rows: dict[str, dict]) -> StudyResult:
+    """Typed results from {key: {metric: value} or {"error": ...}}."""
+    return StudyResult(
+        StudyManifest(),
+        {
+            k: SystemResult(k, error=r["error"])
+            if "error" in r
+            else SystemResult(k, {m: MetricValue(v) for m, v in r.items()})
+            for k, r in rows.items()
+        },
+    )
+
+
 def test_ranks_tie_at_their_average_and_a_missing_score_ranks_last():
     mj = {
         "a/x": {"ndcg@10": 0.5},
@@ -72,12 +86,12 @@ def test_ranks_tie_at_their_average_and_a_missing_score_ranks_last():
         "b/y": {"ndcg@10": 0.9},
         "b/z": {"error": "backend failed"},
     }
-    board = build_leaderboard(mj, "ndcg@10")
+    board = build_leaderboard(study(mj), "ndcg@10")
     assert board.datasets == ["a", "b"]
     assert board.avg_rank == {"x": (1.5 + 2) / 2, "y": (1.5 + 1) / 2, "z": (3 + 3) / 2}
     assert board.systems == ["y", "x", "z"]
     assert board.mean["y"] == pytest.approx(0.7) and board.mean["z"] is None
-    assert build_leaderboard({"x": {"ndcg@10": 0.3}}, "ndcg@10") is None  # one dataset: no leaderboard
+    assert build_leaderboard(study({"x": {"ndcg@10": 0.3}}), "ndcg@10") is None  # one dataset: no leaderboard
 
 
 def test_an_experiment_over_two_datasets_prints_and_writes_a_leaderboard(tmp_path: Path):
@@ -86,12 +100,12 @@ def test_an_experiment_over_two_datasets_prints_and_writes_a_leaderboard(tmp_pat
     result = runner.invoke(app, ["run", str(cfg), "--quiet"])
     assert result.exit_code == 0, result.output
     out = tmp_path / "out"
-    metrics = json.loads((out / "metrics.json").read_text())
-    assert sorted(metrics) == ["scifact/bm25", "scifact/overlap", "twins/bm25", "twins/overlap"]
-    board = build_leaderboard(metrics, "ndcg@10")
+    res = read_results(out)
+    assert sorted(res.systems) == ["scifact/bm25", "scifact/overlap", "twins/bm25", "twins/overlap"]
+    board = build_leaderboard(res, "ndcg@10")
     assert "leaderboard: nDCG@10" in result.output
     for system in ("bm25", "overlap"):
-        mean = (metrics[f"scifact/{system}"]["ndcg@10"] + metrics[f"twins/{system}"]["ndcg@10"]) / 2
+        mean = (res[f"scifact/{system}"].metrics["ndcg@10"].value + res[f"twins/{system}"].metrics["ndcg@10"].value) / 2
         assert board.mean[system] == pytest.approx(mean, abs=1e-12)
         assert re.search(rf"{system}\s.*{mean:.4f}\s.*{board.avg_rank[system]:.2f}", result.output)
     md = (out / "report.md").read_text()
@@ -100,7 +114,7 @@ def test_an_experiment_over_two_datasets_prints_and_writes_a_leaderboard(tmp_pat
     assert f"| {board.systems[0]} |" in section.splitlines()[4]  # best first
     html = (out / "report.html").read_text()
     assert 'id="leaderboard"' in html
-    cell = f'data-dataset="twins" data-value="{metrics["twins/bm25"]["ndcg@10"]!r}"'
+    cell = f'data-dataset="twins" data-value="{res["twins/bm25"].metrics["ndcg@10"].value!r}"'
     assert cell in html
     # the report compares systems within each dataset, never across datasets
     pairs = re.findall(r"^### `(.+)` \(B\) vs `(.+)` \(A\)$", md, flags=re.M)
@@ -114,11 +128,10 @@ def test_ignore_identical_ids_is_off_by_default_and_recorded_in_the_manifest(tmp
     for cfg in (plain, beir):
         result = runner.invoke(app, ["run", str(cfg), "--quiet"])
         assert result.exit_code == 0, result.output
-    m_plain = json.loads((tmp_path / "plain" / "metrics.json").read_text())
-    m_beir = json.loads((tmp_path / "beir" / "metrics.json").read_text())
+    m_plain, m_beir = read_results(tmp_path / "plain"), read_results(tmp_path / "beir")
     # each query finds itself at rank 1 and its counter-argument at rank 2; BEIR/MTEB drop the first
-    assert m_plain["bm25"]["mrr"] == pytest.approx(0.5)
-    assert m_beir["bm25"]["mrr"] == pytest.approx(1.0)
+    assert m_plain["bm25"].value("mrr") == pytest.approx(0.5)
+    assert m_beir["bm25"].value("mrr") == pytest.approx(1.0)
     assert json.loads((tmp_path / "plain" / "manifest.json").read_text())["evaluation"]["ignore_identical_ids"] is False
     assert json.loads((tmp_path / "beir" / "manifest.json").read_text())["evaluation"]["ignore_identical_ids"] is True
     # the stored run is what the system returned; only the evaluation leaves the query's own id out
@@ -148,5 +161,5 @@ def test_a_system_that_fails_while_indexing_still_exits_3_after_the_others_are_w
     result = runner.invoke(app, ["run", str(tmp_path / "exp.yaml"), "--quiet"])
     assert result.exit_code == 3, result.output
     assert "backend failed for alien" in result.output
-    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
-    assert "error" in metrics["alien"] and metrics["bm25"]["mrr"] > 0
+    res = read_results(tmp_path / "out")
+    assert res["alien"].error and not res["alien"].metrics and res["bm25"].metrics["mrr"].value > 0

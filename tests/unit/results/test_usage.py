@@ -7,7 +7,6 @@ prices, are known exactly); the retriever (bm25s) and the golden set (`corpora/r
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -18,6 +17,7 @@ import yaml
 from http_support import send_json, serving_in_thread
 from retbench.report.markdown import report_markdown
 from retbench.report.model import build_report
+from retbench.results import read_results
 from retbench.studies.benchmark import load_config, run_experiment
 
 PROMPT_TOKENS, COMPLETION_TOKENS = 120, 6
@@ -74,8 +74,8 @@ def test_generation_tokens_and_cost_are_summed_from_the_call_log_and_cache_hits_
     cost = n * (PROMPT_TOKENS / 1000 * 0.5 + COMPLETION_TOKENS / 1000 * 2.0)
 
     run_experiment(load_config(path), log=lambda m: None)
-    row = json.loads((tmp_path / "out" / "metrics.json").read_text())["bm25"]
-    assert row["usage"] == {
+    row = read_results(tmp_path / "out")["bm25"]
+    assert row.usage == {
         "generate": {
             "calls": n,
             "cached": 0,
@@ -85,19 +85,19 @@ def test_generation_tokens_and_cost_are_summed_from_the_call_log_and_cache_hits_
             "cost": pytest.approx(cost),
         }
     }
-    stages = row["latency"]["stages"]
+    stages = row.latency["stages"]
     assert set(stages) == {"search", "retrieval", "generation"} and stages["generation"]["n"] == n
-    assert row["latency"]["suite_seconds"] > 0
-    assert row["attribution"] == row["breakdown"]["answerable"]["means"]["attribution"]  # cites its top passage
+    assert row.latency["suite_seconds"] > 0
+    assert row.breakdown is not None
+    assert row.value("attribution") == row.breakdown["answerable"]["means"]["attribution"]  # cites its top passage
 
     run_experiment(load_config(path), force=True, log=lambda m: None)  # every answer now comes from the cache
-    usage = json.loads((tmp_path / "out" / "metrics.json").read_text())["bm25"]["usage"]["generate"]
+    again = read_results(tmp_path / "out")["bm25"]
+    assert again.usage is not None
+    usage = again.usage["generate"]
     assert (usage["calls"], usage["cached"], usage["cost"]) == (n, n, pytest.approx(cost))
-    assert (
-        json.loads((tmp_path / "out" / "metrics.json").read_text())["bm25"]["latency"]["stages"]["generation"]["p95_s"]
-        == 0.0
-    )  # a cached generation takes no time
+    assert again.latency["stages"]["generation"]["p95_s"] == 0.0  # a cached generation takes no time
 
-    md = report_markdown(build_report(tmp_path / "out"))
+    md = report_markdown(build_report(read_results(tmp_path / "out")))
     assert "## LLM tokens and cost" in md
     assert f"| bm25 | generate | {n} | {n} | 3,360 | 168 | {cost:.6f} |" in md

@@ -10,6 +10,7 @@ import yaml
 
 from retbench.errors import ConfigError, InputError
 from retbench.io.trec import write_run
+from retbench.results import read_results
 from retbench.retrievers.base import create
 from stores_support import SCIFACT, SLICE, scifact_slice
 
@@ -37,7 +38,7 @@ def _experiment(tmp_path, systems):
     }
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
     run_experiment(load_config(tmp_path / "cfg.yaml"), log=lambda m: None)
-    return json.loads((tmp_path / "out" / "metrics.json").read_text())
+    return {s.name: {**s.means(), "coverage": s.coverage} for s in read_results(tmp_path / "out")}
 
 
 def test_trec_run_file_evaluates_like_its_system(tmp_path, bm25_run):

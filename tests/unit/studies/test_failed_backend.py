@@ -7,7 +7,6 @@ raise or return the wrong type. Every run still writes metrics.json, report.md a
 
 from __future__ import annotations
 
-import json
 import socket
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from typer.testing import CliRunner
 
 import repo_paths
 from retbench.cli import app
+from retbench.results import read_results
 
 PLUGINS = str(repo_paths.PLUGINS)
 runner = CliRunner()
@@ -66,7 +66,7 @@ def test_the_only_system_failing_still_writes_a_report_that_report_can_read(tmp_
     assert result.exit_code == 3, result.output
     assert "Traceback" not in result.output and "IndexError" not in result.output
     out = tmp_path / "out"
-    assert "unreachable" in json.loads((out / "metrics.json").read_text())["store"]["error"]
+    assert "unreachable" in str(read_results(out)["store"].error)
     md = (out / "report.md").read_text()
     assert "failed: BackendError: retrieval endpoint" in summary_rows(md)["store"]
     assert "failed" in (out / "report.html").read_text()
@@ -78,11 +78,11 @@ def test_a_failed_first_system_is_shown_beside_the_scored_one_in_config_order(tm
     result = runner.invoke(app, ["run", str(write_config(tmp_path, [store_at_closed_port(), BM25])), "--quiet"])
     assert result.exit_code == 3, result.output
     out = tmp_path / "out"
-    metrics = json.loads((out / "metrics.json").read_text())
+    res = read_results(out)
     rows = summary_rows((out / "report.md").read_text())
     assert list(rows) == ["store", "bm25"]
     assert "failed:" in rows["store"] and "— | —" in rows["store"]
-    assert f"{metrics['bm25']['ndcg@10']:.4f}" in rows["bm25"] and "scored 12 of 12" in rows["bm25"]
+    assert f"{res['bm25'].value('ndcg@10'):.4f}" in rows["bm25"] and "scored 12 of 12" in rows["bm25"]
 
 
 def test_a_factory_that_raises_is_a_backend_failure_and_the_others_still_run(tmp_path: Path) -> None:
@@ -117,7 +117,7 @@ def test_runs_shorter_than_depth_are_counted_in_coverage_and_shown(tmp_path: Pat
     result = runner.invoke(app, ["run", str(write_config(tmp_path, [BM25, fewer])), "--quiet"])
     assert result.exit_code == 0, result.output
     out = tmp_path / "out"
-    metrics = json.loads((out / "metrics.json").read_text())
+    metrics = {s.name: {"coverage": s.coverage} for s in read_results(out)}
     runs = {s: (out / "systems" / s / "run.trec").read_text().splitlines() for s in ("bm25", "fewer")}
     for system, lines in runs.items():
         per_query: dict[str, int] = {}

@@ -16,6 +16,7 @@ import yaml
 import repo_paths
 from retbench.data import QueryStatus
 from retbench.errors import ConfigError
+from stored import flat
 
 pytest.importorskip("langchain_core", reason="the frameworks extra is not installed")
 pytest.importorskip("langchain_community", reason="the frameworks extra is not installed")
@@ -69,7 +70,7 @@ def experiment(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _metrics(results: Path) -> dict:
-    return json.loads((results / "metrics.json").read_text())
+    return flat(results)
 
 
 def test_framework_vector_stores_over_the_same_minilm_vectors_match_faiss_flat_ndcg(experiment: Path) -> None:

@@ -14,6 +14,8 @@ import pytest
 import repo_paths
 from retbench.data import QueryStatus, RunBuilder
 from retbench.errors import ConfigError
+from retbench.results import read_results
+from stored import flat_system
 
 pytest.importorskip("sentence_transformers")
 pytestmark = pytest.mark.slow
@@ -304,8 +306,8 @@ def test_an_experiment_keeps_both_runs_and_reports_the_ceiling_and_the_paired_co
     plain = read_run(tmp_path / "out" / "systems" / "bm25" / "run.trec")
     assert first.to_dict() == plain.to_dict()  # the same first stage as the plain system
     assert all(set(final.docs(q)) == set(first.docs(q)[:10]) for q in first.query_ids)
-    m = outcome.metrics["bm25-ce"]
-    assert m["first_stage"]["ndcg@10"] == pytest.approx(outcome.metrics["bm25"]["ndcg@10"])
+    m = flat_system(outcome.result["bm25-ce"])
+    assert m["first_stage"]["ndcg@10"] == pytest.approx(outcome.result["bm25"].metrics["ndcg@10"].value)
     ceiling = m["rerank"]["ceiling"]
     assert ceiling["metric"] == "recall@10"
     # reranking the top 10 cannot change recall@10: the ceiling is met exactly
@@ -320,7 +322,7 @@ def test_an_experiment_keeps_both_runs_and_reports_the_ceiling_and_the_paired_co
     from retbench.report.markdown import report_markdown
     from retbench.report.model import build_report
 
-    data = build_report(tmp_path / "out", n_resamples=200)
+    data = build_report(read_results(tmp_path / "out"), n_resamples=200)
     md = report_markdown(data)
     section = md.split("## Rerank stages", 1)[1].split("\n## ", 1)[0]
     row = next(line for line in section.splitlines() if line.startswith("| bm25-ce "))
@@ -333,7 +335,7 @@ def test_an_experiment_keeps_both_runs_and_reports_the_ceiling_and_the_paired_co
     again = run_experiment(cfg, force=True, log=lambda _: None)
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["systems"]["bm25-ce"]["rerank"]["pairs"]["pairs_scored"] == 0
-    assert again.metrics["bm25-ce"]["ndcg@10"] == m["ndcg@10"]
+    assert flat_system(again.result["bm25-ce"])["ndcg@10"] == m["ndcg@10"]
 
 
 def test_the_http_reranker_reads_retbench_serve_rerank_like_the_local_cross_encoder(

@@ -23,6 +23,7 @@ import yaml
 from retbench.data import QueryStatus
 from retbench.errors import BackendError, ConfigError
 from retbench.retrievers.base import create
+from stored import flat
 from stress_support import serving
 
 BM25 = {"k1": 1.5, "b": 0.75, "method": "lucene", "stopwords": "en", "stemmer": "english"}
@@ -90,7 +91,7 @@ def test_runner_gives_identical_numbers_for_http_and_inprocess(tmp_path, bm25_se
 
     outcome = run_experiment(load_config(path), log=lambda m: None)
     assert not outcome.backend_failed
-    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    metrics = flat(tmp_path / "out")
     for m in cfg["metrics"]:
         assert metrics["bm25-http"][m] == metrics["bm25"][m]
     assert 0.6 < metrics["bm25"]["ndcg@10"] < 0.8
@@ -231,7 +232,7 @@ def test_runner_marks_retried_answers_in_status_jsonl(faulty, tmp_path):
     ]
     assert len(records) == SLICE["max_queries"]
     assert all(r["status"] == "ok" and r["error"].startswith("ok after 3 attempts; earlier: HTTP 503") for r in records)
-    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["svc"]["ndcg@10"] > 0
+    assert flat(tmp_path / "out")["svc"]["ndcg@10"] > 0
 
 
 def test_retries_exhausted_is_an_error_with_the_last_message(faulty, scifact):
