@@ -141,30 +141,7 @@ def load_systems(
         p = Path(given)
         label = name if short.count(name) == 1 else str(p)
         if p.is_dir():
-            res = load_results(p)
-            names = [s for s in res.systems if systems is None or s in systems]
-            broken = {s: str(res[s].error) for s in names if res[s].failed}  # no per-query table to read
-            if systems is not None and broken:
-                first = next(iter(broken))
-                raise InputError(f"system {first!r} failed as a whole: {broken[first]}", path=p, field="system")
-            out.broken.update(broken)
-            names = [s for s in names if s not in broken]
-            if not names:
-                have = ", ".join(res.systems)
-                raise InputError(
-                    f"none of the systems {', '.join(systems or [])} is in these results (have: {have})",
-                    path=p,
-                    field="system",
-                )
-            for s in names:
-                ev = res.evaluation(s)
-                ev.system = s
-                run = res.run(s)
-                failed = {q: st.value for q, st in run.status.items() if st.failed}
-                raw.append((label, ev, failed, res.depth(s, run)))
-            out.queries.update({q: res.queries[q] for q in res.queries})
-            _merge_groups(out.groups, groups_from_queries(res.queries))
-            out.data[str(p)] = data_identity(res.manifest.data)
+            raw += _read_folder(p, label, systems, out)
         elif p.is_file():
             if judged is None:
                 judged = _judgements(p, qrels)
@@ -200,6 +177,40 @@ def load_systems(
                         field="metric",
                     )
     return out
+
+
+#: (input label, evaluation, failed qid -> status, search depth) of one system read from an input
+Read = tuple[str, Evaluation, dict[str, str], int | None]
+
+
+def _read_folder(p: Path, label: str, systems: Sequence[str] | None, out: Loaded) -> list[Read]:
+    """A results folder's systems (all, or those named) as (label, evaluation, failed qid -> status, depth); its
+    query texts, tag groups, data identity and the systems that failed as a whole go into `out`."""
+    res = load_results(p)
+    names = [s for s in res.systems if systems is None or s in systems]
+    broken = {s: str(res[s].error) for s in names if res[s].failed}  # no per-query table to read
+    if systems is not None and broken:
+        first = next(iter(broken))
+        raise InputError(f"system {first!r} failed as a whole: {broken[first]}", path=p, field="system")
+    out.broken.update(broken)
+    names = [s for s in names if s not in broken]
+    if not names:
+        have = ", ".join(res.systems)
+        raise InputError(
+            f"none of the systems {', '.join(systems or [])} is in these results (have: {have})",
+            path=p,
+            field="system",
+        )
+    rows: list[Read] = []
+    for s in names:
+        ev = res.evaluation(s)
+        run = res.run(s)
+        failed = {q: st.value for q, st in run.status.items() if st.failed}
+        rows.append((label, ev, failed, res.depth(s, run)))
+    out.queries.update({q: res.queries[q] for q in res.queries})
+    _merge_groups(out.groups, groups_from_queries(res.queries))
+    out.data[str(p)] = data_identity(res.manifest.data)
+    return rows
 
 
 _DATA_KEYS = ("name", "split", "corpus_fingerprint", "qrels_fingerprint")
