@@ -24,8 +24,6 @@ Counting rules (README "Metric conventions"; each is a test):
 
 from __future__ import annotations
 
-import csv
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,22 +34,19 @@ import numpy as np
 from retbench.data import Qrels, Run, Sample
 from retbench.data.samples import sample_k, sample_map
 from retbench.data.status import STATUSES, UNANSWERED
-from retbench.errors import ConfigError, InputError
+from retbench.errors import ConfigError
+from retbench.estimates import llm_estimate
 from retbench.io.files import (
     json_safe,  # re-exported: callers import it from here
 )
+from retbench.io.tables import read_table, write_table
 from retbench.metrics.aggregate import aggregate_kind, aggregate_kinds, from_means, summarize, to_means
 from retbench.metrics.coverage import coverage  # re-exported: the cell runner and the report read it here
 from retbench.metrics.judged import JUDGED_METRICS
 from retbench.metrics.judges import Judgement, judge_qrels, run_rows
 from retbench.metrics.registry import MetricContext, MetricSpec, parse_metric, parse_metrics
-from retbench.metrics.settings import MODES, NO_RELEVANT, EvalSettings, checked_level, with_overrides
-from retbench.stats import bootstrap_means, classical_mean_ci, column_means, ppi_mean
-
-MODE_LABELS = {
-    "trec_eval": "trec_eval (all judged queries; unanswered count as 0)",
-    "pytrec_eval": "pytrec_eval (answered queries only)",
-}
+from retbench.metrics.settings import MODE_LABELS, MODES, NO_RELEVANT, EvalSettings, checked_level, with_overrides
+from retbench.stats import bootstrap_means
 
 __all__ = [
     "MODES",
@@ -59,10 +54,7 @@ __all__ = [
     "EvalSettings",
     "Evaluation",
     "coverage",
-    "doubly_labelled",
     "evaluate",
-    "label_estimates",
-    "source_label",
 ]
 
 Relevance = Qrels | Mapping[str, Mapping[str, int]] | Judgement
@@ -332,65 +324,22 @@ class Evaluation:
     )
 
     def to_tsv(self, path: str | Path) -> None:
-        """Per-query table (query_id, status, one column per metric) with '#' header lines carrying the rest.
-
-        Values are written with Python's shortest exact repr, so `from_tsv` gives back identical floats.
-        """
-        p = Path(path)
-        with open(p, "w", encoding="utf-8", newline="") as fh:
-            fh.write("# retbench per-query evaluation\n")
-            for key in self._HEADER_KEYS:
-                fh.write(f"# {key}: {json.dumps(getattr(self, key))}\n")
-            w = csv.writer(fh, delimiter="\t", lineterminator="\n")
-            w.writerow(["query_id", "status", *self.metrics])
-            for q, s, row in zip(self.query_ids, self.status, self.values.tolist(), strict=True):
-                w.writerow([q, s, *(repr(v) for v in row)])
+        """Per-query table (query_id, status, one column per metric) with '#' header lines carrying the rest
+        (`io/tables.py`); `from_tsv` gives back identical floats."""
+        header = {key: getattr(self, key) for key in self._HEADER_KEYS}
+        write_table(path, header, self.metrics, self.query_ids, self.status, self.values)
 
     @classmethod
     def from_tsv(cls, path: str | Path) -> Evaluation:
         """Read a table written by `to_tsv`."""
         p = Path(path)
-        meta: dict[str, Any] = {}
-        rows: list[list[str]] = []
-        header: list[str] | None = None
-        with open(p, encoding="utf-8", newline="") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                line = line.rstrip("\n")
-                if line.startswith("#"):
-                    key, sep, value = line[1:].strip().partition(": ")
-                    if sep and key in cls._HEADER_KEYS:
-                        try:
-                            meta[key] = json.loads(value)
-                        except json.JSONDecodeError:
-                            raise InputError(f"bad header value for {key!r}", path=p, line=lineno) from None
-                    continue
-                if not line:
-                    continue
-                parts = line.split("\t")
-                if header is None:
-                    if parts[:2] != ["query_id", "status"]:
-                        raise InputError("expected a header row starting 'query_id<TAB>status'", path=p, line=lineno)
-                    header = parts
-                    continue
-                if len(parts) != len(header):
-                    raise InputError(f"expected {len(header)} columns, got {len(parts)}", path=p, line=lineno)
-                if parts[1] not in STATUSES:
-                    raise InputError(f"unknown status {parts[1]!r}", path=p, line=lineno, field="status")
-                try:
-                    [float(v) for v in parts[2:]]
-                except ValueError:
-                    raise InputError("metric values must be numbers", path=p, line=lineno) from None
-                rows.append(parts)
-        if header is None:
-            raise InputError("no header row", path=p)
-        metrics = header[2:]
-        values = np.array([[float(v) for v in r[2:]] for r in rows], dtype=np.float64).reshape(len(rows), len(metrics))
+        meta, metrics, query_ids, status, values = read_table(p, cls._HEADER_KEYS, STATUSES)
         return cls(
             system=meta.get("system", p.stem),
             metrics=metrics,
-            query_ids=[r[0] for r in rows],
+            query_ids=query_ids,
             values=values,
-            status=[r[1] for r in rows],
+            status=status,
             skipped=list(meta.get("skipped", [])),
             mode=meta.get("mode", "trec_eval"),
             n_duplicates=int(meta.get("n_duplicates", 0)),
@@ -549,108 +498,3 @@ def evaluate(
         max_docs=st.max_docs,
         collection_size=st.collection_size,
     )
-
-
-# -- which labels a number comes from ------------------------------------------------------------------
-LABEL_SOURCE_NOTES = {
-    "human": "human labels",
-    "llm": "LLM labels: judge bias not corrected",
-    "ppi": "prediction-powered: LLM labels corrected by the queries that carry human labels too",
-}
-
-
-def estimate_block(source: str, n_human: int, n_llm: int, mean: float, low: float, high: float) -> dict[str, Any]:
-    """One metric's `estimate` entry: which labels the number comes from, how many queries of each, its CI."""
-    return {
-        "source": source,
-        "n_human": int(n_human),
-        "n_llm": int(n_llm),
-        "mean": mean,
-        "ci_low": low,
-        "ci_high": high,
-        "note": LABEL_SOURCE_NOTES[source],
-    }
-
-
-def llm_estimate(values: np.ndarray, alpha: float = 0.05) -> dict[str, Any]:
-    """The `llm` entry: the mean of LLM-made per-query values with the classical (CLT) interval, NaN left out."""
-    vals = values[~np.isnan(values)]
-    nan = float("nan")
-    mean, low, high = classical_mean_ci(vals, alpha) if vals.size >= 2 else (column_means(vals[:, None])[0], nan, nan)
-    return estimate_block("llm", 0, int(vals.size), float(mean), low, high)
-
-
-def doubly_labelled(
-    run: Run, human: Mapping[str, Mapping[str, int]], llm: Mapping[str, Mapping[str, int]], depth: int
-) -> list[str]:
-    """The queries that carry both label sources, for prediction-powered estimates (human qrels order).
-
-    Labels come per (query, document), so a query counts as doubly labelled when it is in both qrels and
-    every document in the run's top `depth` for it that either source judges has a human label AND an LLM
-    label: its metric is then computed once wholly from human labels and once wholly from LLM labels over
-    the same ranking. (`judge-relevance` labels only pairs the human qrels leave open, so the doubly
-    labelled queries are those a person and the judge both graded: a gold-set tier, a calibration sample.)
-    """
-    out = []
-    for q in human:
-        if q not in llm:
-            continue
-        h, m = human[q], llm[q]
-        top = run.docs(q)[:depth] if q in run else []
-        if all((d in h) == (d in m) for d in map(str, top)):
-            out.append(q)
-    return out
-
-
-def label_estimates(
-    reported: Evaluation,
-    llm: Evaluation,
-    human: Evaluation | None,
-    doubly: Sequence[str],
-    alpha: float = 0.05,
-) -> dict[str, dict[str, Any]]:
-    """{metric: estimate entry} for a table scored with LLM labels (`reported`: LLM or human+LLM qrels).
-
-    `ppi` (`stats.ppi_mean`, classical PPI) where at least 2 doubly labelled queries and 1 other LLM-labelled
-    query have a value: the human-label values of the doubly labelled queries (`human`), the LLM-label values
-    of the same queries and of the LLM-labelled queries without human labels (`llm`, scored with the LLM
-    qrels alone). A query enters where both tables count it (a query either source skips for having no
-    relevant document is left out of that side). n_human counts the doubly labelled queries, n_llm every
-    LLM-labelled one. Otherwise `llm`: the reported values with the classical interval, judge bias uncorrected.
-    Answer metrics (references, judge verdicts) do not read relevance labels and get no entry here.
-    """
-    both = set(doubly)
-    hpos = {q: i for i, q in enumerate(human.query_ids)} if human is not None else {}
-    lab = [(hpos[q], i) for i, q in enumerate(llm.query_ids) if q in both and q in hpos]
-    unl = [i for i, q in enumerate(llm.query_ids) if q not in both]
-    out: dict[str, dict[str, Any]] = {}
-    for m in reported.metrics:
-        if getattr(parse_metric(m, reported.default_k).metric, "answer_side", False):
-            continue  # answer metrics read references or verdicts, not relevance labels
-        if human is not None and m in human.metrics and m in llm.metrics:
-            hcol, lcol = human.column(m), llm.column(m)
-            pairs = [(hcol[h], lcol[i]) for h, i in lab if not (np.isnan(hcol[h]) or np.isnan(lcol[i]))]
-            fu = lcol[unl][~np.isnan(lcol[unl])]
-            if len(pairs) >= 2 and fu.size >= 1:
-                y, f = np.array(pairs).T
-                est, low, high = ppi_mean(y, f, fu, alpha=alpha)
-                out[m] = estimate_block("ppi", len(pairs), len(pairs) + fu.size, est, low, high)
-                continue
-        out[m] = llm_estimate(reported.column(m), alpha)
-    return out
-
-
-def source_label(estimate: Mapping[str, Any] | None, *, value: bool = False) -> str:
-    """How a report names an estimate's source ("" for human labels, the ordinary case):
-    "PPI, 120 human / 300 LLM" or "LLM labels, judge bias uncorrected"; with `value`, a PPI label leads
-    with its own mean and interval (it differs from the mean of the labels scored)."""
-    if not estimate or estimate.get("source") in (None, "human"):
-        return ""
-    if estimate["source"] == "ppi":
-        head = "PPI"
-        if value and estimate.get("mean") is not None:
-            head += f" {estimate['mean']:.4f}"
-            if estimate.get("ci_low") is not None and estimate.get("ci_high") is not None:
-                head += f" [{estimate['ci_low']:.4f}, {estimate['ci_high']:.4f}]"
-        return f"{head}, {estimate['n_human']} human / {estimate['n_llm']} LLM"
-    return "LLM labels, judge bias uncorrected"

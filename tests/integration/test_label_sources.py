@@ -154,7 +154,7 @@ def test_human_labels_are_human_with_every_counted_query(labelled):
 
 
 def test_doubly_labelled_queries_need_both_labels_on_every_judged_top_document(labelled):
-    from retbench.evaluation import doubly_labelled
+    from retbench.estimates import doubly_labelled
     from retbench.io.trec import read_qrels, read_run
 
     root, qids, tier, *_ = labelled

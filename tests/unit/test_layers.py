@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("chunkers",),
     ("metrics",),
     ("io",),
+    ("estimates",),
     ("evaluation",),
     ("config",),
     ("retrievers", "llm"),

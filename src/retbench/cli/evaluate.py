@@ -157,8 +157,9 @@ def _label_estimates(
     ev: Evaluation, run: Run, human: Qrels, llm: Qrels, depth: int, scoring: dict[str, Any]
 ) -> dict[str, dict[str, Any]]:
     """Each metric's estimate when LLM labels scored it: the same run scored with the LLM qrels alone and
-    with the human qrels alone, PPI over the doubly labelled queries (`evaluation.label_estimates`)."""
-    from retbench.evaluation import doubly_labelled, evaluate, label_estimates
+    with the human qrels alone, PPI over the doubly labelled queries (`estimates.label_estimates`)."""
+    from retbench.estimates import doubly_labelled, label_estimates
+    from retbench.evaluation import evaluate
 
     by_llm = evaluate(run, llm, ev.metrics, **scoring) if len(llm) else None
     if by_llm is None:
@@ -169,7 +170,7 @@ def _label_estimates(
 
 def _estimate_of(agg: dict[str, Any], estimates: dict[str, dict[str, Any]], metric: str) -> dict[str, Any]:
     """A metric's `estimate` entry: computed from the label sources, an LLM-judged metric's own, else human."""
-    from retbench.evaluation import estimate_block
+    from retbench.estimates import estimate_block
 
     if metric in estimates:
         return estimates[metric]
@@ -286,7 +287,7 @@ def _print_table(
     from rich.table import Table
 
     from retbench.data.samples import groups_from_samples
-    from retbench.evaluation import source_label
+    from retbench.estimates import source_label
     from retbench.report import fmt
     from retbench.report.terminal import FittedTable
 

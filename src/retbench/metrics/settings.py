@@ -71,6 +71,11 @@ class EvalSettings:
         return out
 
 
+#: how each counting mode reads in a report
+MODE_LABELS = {
+    "trec_eval": "trec_eval (all judged queries; unanswered count as 0)",
+    "pytrec_eval": "pytrec_eval (answered queries only)",
+}
 SETTING_NAMES = frozenset(f.name for f in fields(EvalSettings))
 #: settings added with trec_eval's -J/-M/-N, recorded only when set
 _OPTION_DEFAULTS: dict[str, Any] = {"judged_only": False, "max_docs": None, "collection_size": None}

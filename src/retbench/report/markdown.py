@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from retbench.data.status import FAILED_COUNT, MISSING, NOT_ANSWERED_COUNTS
-from retbench.evaluation import source_label
+from retbench.estimates import source_label
 from retbench.metrics.coverage import mode_with_identical
 from retbench.report import fmt
 

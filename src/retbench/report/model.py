@@ -19,7 +19,8 @@ import numpy as np
 from retbench.comparison import Comparison, align, compare
 from retbench.data import Run
 from retbench.errors import InputError
-from retbench.evaluation import Evaluation, coverage, source_label
+from retbench.estimates import source_label
+from retbench.evaluation import Evaluation, coverage
 from retbench.inputs import canonical_metrics
 from retbench.metrics.registry import parse_metric
 from retbench.report import fmt

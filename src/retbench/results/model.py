@@ -56,7 +56,7 @@ class MetricValue:
 
     `aggregate` says how the per-query values were combined ("mean"; trec_eval's "gmean" for gm_* measures,
     "sum" for num_*). `n` counts the queries behind the value, `of` the counted queries when the metric applies
-    to only some. `estimate` is the label-source entry of `evaluation.estimate_block` (source human/llm/ppi,
+    to only some. `estimate` is the label-source entry of `estimates.estimate_block` (source human/llm/ppi,
     n_human, n_llm, its own mean and interval), None for plain human labels.
     """
 

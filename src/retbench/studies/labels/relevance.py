@@ -138,7 +138,7 @@ def label_pairs(
 def read_llm_qrels(path: str | Path) -> tuple[Qrels, dict[str, Any]]:
     """LLM qrels as `label_pairs` writes them, with the provenance file beside them ({} when there is none).
 
-    The provenance's `depth` (the pool depth) is the depth `evaluation.doubly_labelled` checks.
+    The provenance's `depth` (the pool depth) is the depth `estimates.doubly_labelled` checks.
     """
     from retbench.io.trec import read_qrels
 
