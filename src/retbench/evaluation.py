@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -422,6 +422,7 @@ def evaluate(
     system: str | None = None,
     answers: Mapping[str, Any] | None = None,
     judged: Mapping[str, Any] | None = None,
+    scopes: Mapping[str, Callable[[str], bool]] | None = None,
     **overrides: Any,
 ) -> Evaluation:
     """Judge `run` against `relevance` (qrels or a `Judgement`) and compute `metrics` for every counted query.
@@ -431,7 +432,8 @@ def evaluate(
     per-sample cutoffs, answers (containment) and support groups; `texts` (doc id -> text, or a
     Corpus) feed answer containment. `ignore_identical_ids` drops a retrieved doc whose id equals
     the query id before judging (as BEIR and MTEB do). `answers` (query id -> `SystemAnswer`) feed
-    the answer metrics, `judged` (query id -> stored judge verdicts) the judged ones. Samples marked
+    the answer metrics, `judged` (query id -> stored judge verdicts) the judged ones, `scopes` (query id ->
+    "is this doc inside the scope chosen?") `scope_miss_rate`. Samples marked
     `answerable: false` are counted even with no relevant document; retrieval metrics do not apply
     to them (NaN), answer metrics (abstention, hallucination) do.
     """
@@ -504,6 +506,7 @@ def evaluate(
         judged,
         items=None if items is None else (items if everyone else items.take(rows)),
         collection_size=st.collection_size,
+        scopes=scopes,
     )
     values = np.empty((len(rows), len(specs)), dtype=np.float64)
     answer_side = np.array([bool(getattr(s.metric, "answer_side", False)) for s in specs], dtype=bool)

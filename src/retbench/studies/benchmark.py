@@ -48,6 +48,7 @@ from retbench.results.layout import OutputLock, cell_keys
 from retbench.retrievers.base import Retriever, check_system, create
 from retbench.retrievers.filters import query_filters, require_filters
 from retbench.retrievers.rerank import check_rerank
+from retbench.retrievers.scope import ScopedRetriever
 from retbench.studies.cell import (
     Cell,
     CellData,
@@ -194,6 +195,8 @@ def _final_run(output: Path, outcome: Outcome) -> Run | None:
 def _system(system: ExperimentSystem, key: str, sysdir: SystemDir, where: str) -> Retriever:
     """The retriever of one cell; with a `generate:` block it also answers each query (llm/generate.py)."""
     retriever = create(system.adapter, system.params, name=key, where=where)
+    if system.scope is not None and system.scope.folder_mode != "off":
+        retriever = ScopedRetriever(retriever, system.scope.selector, system.scope.folder_mode)
     generate: GenerateBlock | None = system.generate
     if generate is None:
         return retriever
@@ -214,18 +217,22 @@ class BenchmarkScorer:
     judge: JudgeStage | None = None
     curves: bool = False  # also the report's metric@k curves, in the same evaluation
 
-    def evaluate(self, run: Run, metrics: Sequence[str]) -> Evaluation:
+    def evaluate(
+        self, run: Run, metrics: Sequence[str], scopes: Mapping[str, Callable[[str], bool]] | None = None
+    ) -> Evaluation:
         """Score a run on the dataset's qrels with the study's settings (the rerank stage's first-stage table)."""
-        return evaluate(run, self.data.qrels, metrics, self.settings)
+        return evaluate(run, self.data.qrels, metrics, self.settings, scopes=scopes)
 
-    def __call__(self, run: Run, answers: Mapping[str, SystemAnswer]) -> Scored:
+    def __call__(
+        self, run: Run, answers: Mapping[str, SystemAnswer], scopes: Mapping[str, Callable[[str], bool]] | None = None
+    ) -> Scored:
         samples = self.data.dataset.samples
         if not samples and self.curves:  # one evaluation; the stored table keeps the config's metrics
             names = curve_metrics(run)
-            ev = self.evaluate(run, [*self.metrics, *names])
+            ev = self.evaluate(run, [*self.metrics, *names], scopes)
             return Scored(ev.select(self.metrics), curves=curve_means(ev, names))
         if not samples:
-            return Scored(self.evaluate(run, self.metrics))
+            return Scored(self.evaluate(run, self.metrics, scopes))
         given = dict(answers) or None
         judged = None
         if self.judge is not None:
@@ -242,6 +249,7 @@ class BenchmarkScorer:
             texts=self.data.dataset.corpus,
             answers=given,
             judged=judged.records if judged else None,
+            scopes=scopes,
         )
         if judged is None:
             return Scored(ev)

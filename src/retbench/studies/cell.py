@@ -46,6 +46,7 @@ from retbench.results.files import save_answers, save_table
 from retbench.results.journal import Journal, journaled_answers
 from retbench.results.usage import llm_usage, stage_latency
 from retbench.retrievers.base import Retriever
+from retbench.retrievers.scope import ScopedRetriever, ScopeRecord, corpus_views, scope_in_scope
 from retbench.studies.executors import Answer, InProcess, OnBatch, devices_of
 from retbench.studies.resources import rate, size_on_disk, stage
 
@@ -121,9 +122,12 @@ class Scored:
 
 
 class Scorer(Protocol):
-    """Scores a cell's final run; `answers` is the answer side a RAG system gave (empty otherwise)."""
+    """Scores a cell's final run; `answers` is the answer side a RAG system gave (empty otherwise), `scopes`
+    (query id -> "is this doc inside the scope chosen?") is given for a scoped system (retrievers/scope.py)."""
 
-    def __call__(self, run: Run, answers: Mapping[str, SystemAnswer], /) -> Scored: ...
+    def __call__(
+        self, run: Run, answers: Mapping[str, SystemAnswer], /, scopes: Mapping[str, Callable[[str], bool]] | None
+    ) -> Scored: ...
 
 
 @dataclass
@@ -330,11 +334,13 @@ def _finish(cell: Cell, outcome: Outcome, retriever: Retriever, first: Run, data
     if failed:
         outcome.first_error = f"query {failed[0]}: {run.errors.get(failed[0], run.status[failed[0]].value)}"
     t0 = time.perf_counter()
-    save_run(run, cell.sysdir)
+    scopes = _scopes_of(cell, run) if scope_records(retriever) is not None else None
+    save_run(run, cell.sysdir, {q: {"scope": r.to_dict()} for q, r in (scopes or {}).items()})
     answers = _answers_of(cell, run) if isinstance(getattr(retriever, "answers", None), Mapping) else {}
     if answers:
         save_answers(answers, cell.sysdir)
-    scored = stages.score(run, answers)
+    inside = scope_in_scope(scopes, corpus_views(data.corpus)) if scopes is not None else None
+    scored = stages.score(run, answers, scopes=inside)
     evaluation = scored.evaluation
     save_table(evaluation, cell.sysdir)
     aggregates = evaluation.aggregate(**stages.aggregate)
@@ -351,6 +357,8 @@ def _finish(cell: Cell, outcome: Outcome, retriever: Retriever, first: Run, data
     if data.groups:
         summary["breakdown"] = breakdown(evaluation, data.groups)
     summary["latency"] = stage_latency(run, answers, outcome.timings)
+    if scopes:  # the scope stage's own seconds per query (ScopeRecord.latency), beside the search's
+        summary["latency"]["stages"]["scope"] = stage_latency(run, scopes, {})["stages"]["scope"]
     if usage := llm_usage(cell.sysdir.root):
         summary["usage"] = usage
     outcome.summary = summary
@@ -393,6 +401,25 @@ def _answers_of(cell: Cell, run: Run) -> dict[str, SystemAnswer]:
     return {q: found[q] for q in run.query_ids if q in found}
 
 
+def scope_records(retriever: Retriever) -> dict[str, ScopeRecord] | None:
+    """The scope records a scoped retriever fills as it searches (also under a generating wrapper), else None."""
+    for r in (retriever, getattr(retriever, "inner", None)):
+        if isinstance(r, ScopedRetriever):
+            return r.scopes
+    return None
+
+
+def _scopes_of(cell: Cell, run: Run) -> dict[str, ScopeRecord]:
+    """Each query's scope record as journaled (this process's and any earlier one's), run order."""
+    if not cell.sysdir.journal.is_file():
+        return {}
+    with Journal(cell.sysdir.journal, cell.search_fingerprint, batch_size=cell.batch_size) as journal:
+        found: dict[str, dict[str, Any]] = {}
+        for r in journal.records(lambda r: isinstance(r.get("scope"), dict)):
+            found.setdefault(r["qid"], r["scope"])  # the first record of a query wins, as in replay
+    return {q: ScopeRecord.from_dict(found[q]) for q in run.query_ids if q in found}
+
+
 def _journaled_run(retriever: Retriever, queries: Queries, cell: Cell) -> Run | None:
     """The complete run from the journal when every query is in it (None otherwise)."""
     if not cell.sysdir.journal.is_file():
@@ -427,11 +454,15 @@ def search_journaled(
 
         said = getattr(retriever, "answers", None)  # a RAG system's answer side, filled by its search
         said = said if isinstance(said, Mapping) else {}
+        records = scope_records(retriever)  # filled by the scoped search as it answers (the same dict)
+        scoped = records if records is not None else {}
 
         def on_batch(part: list[Answer]) -> None:
             for q, ranking, status, latency, error in part:
                 if q not in journal:  # a batch retried after a worker died is journaled once
                     answer = {"answer": said[q].to_dict()} if q in said else {}
+                    if q in scoped:
+                        answer["scope"] = scoped[q].to_dict()
                     journal.append_query(q, q, ranking, status=status, latency=latency, error=error, **answer)
             journal.flush()
             answered[0] += len(part)
