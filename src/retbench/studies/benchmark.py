@@ -66,6 +66,7 @@ from retbench.studies.cell import (
 from retbench.studies.dataset import (
     PreparedData,
     dataset_manifest,
+    doc_type_groups,
     load_prepared,
     prepare_dataset,
     require_relevant,
@@ -369,11 +370,11 @@ def _run_system(
         judge = JudgeStage(cfg.judge, cfg.judging_settings, server, sysdir.root)
     # a golden set's per-sample k would cut the curves' own k: its curves are computed by the report
     scorer = BenchmarkScorer(data, metrics, settings, judge, curves=len(cfg.datasets) == 1)
-    cdata = CellData(
-        data.dataset.corpus,
-        data.queries,
-        groups_from_samples(data.dataset.samples) if data.dataset.samples else None,
-    )
+    groups = {
+        **(groups_from_samples(data.dataset.samples) if data.dataset.samples else {}),
+        **doc_type_groups(data.qrels, data.dataset.corpus),
+    }
+    cdata = CellData(data.dataset.corpus, data.queries, groups or None)
     rerank = RerankStage(rr, cdata, sysdir, metrics, scorer.evaluate, key, cfg.source) if rr else None
     make = partial(_system, system, key, sysdir, cfg.source)
     lazy = LazyRetriever(partial(_filtered_system, make, data.queries))

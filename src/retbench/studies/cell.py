@@ -355,7 +355,7 @@ def _finish(cell: Cell, outcome: Outcome, retriever: Retriever, first: Run, data
         summary.update(reranked.summary)
     summary["coverage"] = coverage(evaluation, run, reranked.depth if reranked is not None else cell.depth)
     if data.groups:
-        summary["breakdown"] = breakdown(evaluation, data.groups)
+        summary["breakdown"] = breakdown(evaluation, data.groups, run)
     summary["latency"] = stage_latency(run, answers, outcome.timings)
     if scopes:  # the scope stage's own seconds per query (ScopeRecord.latency), beside the search's
         summary["latency"]["stages"]["scope"] = stage_latency(run, scopes, {})["stages"]["scope"]
@@ -386,10 +386,22 @@ def _finish(cell: Cell, outcome: Outcome, retriever: Retriever, first: Run, data
     )
 
 
-def breakdown(evaluation: Evaluation, groups: Mapping[str, Sequence[str]]) -> dict[str, dict[str, Any]]:
-    """{group: {"n": counted queries in it, "means": {metric: mean over those it applies to}}}, empty groups left out."""
+def breakdown(
+    evaluation: Evaluation, groups: Mapping[str, Sequence[str]], run: Run | None = None
+) -> dict[str, dict[str, Any]]:
+    """{group: {"n": counted queries in it, "means": {metric: mean over those it applies to}, "rates": {error,
+    timeout, empty: share of the group's queries with that status}}}, empty groups left out."""
     sizes, means = evaluation.group_sizes(groups), evaluation.breakdown(groups)
-    return {g: {"n": sizes[g], "means": means[g]} for g in groups if sizes[g]}
+    out = {g: {"n": sizes[g], "means": means[g]} for g in groups if sizes[g]}
+    if run is not None:
+        status = run.status
+        for g, block in out.items():
+            qids = [q for q in groups[g] if q in status]
+            block["rates"] = {
+                s: sum(status[q].value == s for q in qids) / len(qids) if qids else 0.0
+                for s in ("error", "timeout", "empty")
+            }
+    return out
 
 
 def _answers_of(cell: Cell, run: Run) -> dict[str, SystemAnswer]:

@@ -86,3 +86,13 @@ def test_a_scoped_search_returns_only_documents_inside_the_scope(tmp_path: Path)
     assert set(ranked["q1"]) <= {"n1", "n2"} and set(ranked["q3"]) <= {"p1", "p2"}
     assert "q4" not in ranked  # nothing in archive and no fallback: empty
     assert status_lines(systems / "scoped")["q4"]["status"] == "empty"
+
+
+def test_metrics_and_failure_rates_break_down_by_the_gold_documents_type(tmp_path: Path) -> None:
+    metrics, _ = run_scoped(tmp_path, "on")
+    groups = metrics["scoped"]["breakdown"]
+    assert {g: b["n"] for g, b in groups.items()} == {"doc_type:md": 2, "doc_type:pdf": 2}  # q1, q4 | q2, q3
+    assert groups["doc_type:md"]["means"]["scope_miss_rate"] == 0.5  # q4 missed, q1 inside
+    assert groups["doc_type:md"]["rates"]["empty"] == 0.5  # q4: nothing in archive, no fallback
+    # q2: its scope (notes) holds no word of "reciprocal rank fusion", so BM25 returns nothing there
+    assert groups["doc_type:pdf"]["rates"] == {"error": 0.0, "timeout": 0.0, "empty": 0.5}
