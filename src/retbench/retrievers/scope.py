@@ -32,6 +32,7 @@ import posixpath
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
@@ -232,4 +233,8 @@ def scope_in_scope(
     records: Mapping[str, ScopeRecord], views: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Callable[[str], bool]]:
     """Query id -> "is this doc id inside the scope chosen for it?" (what `scope_miss_rate` reads)."""
-    return {q: (lambda d, r=r: r.includes(views.get(d))) for q, r in records.items()}
+    return {q: partial(_includes, r, views) for q, r in records.items()}
+
+
+def _includes(record: ScopeRecord, views: Mapping[str, Mapping[str, Any]], doc_id: str) -> bool:
+    return record.includes(views.get(doc_id))
