@@ -24,7 +24,7 @@ Counting rules (README "Metric conventions"; each is a test):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -376,6 +376,7 @@ def evaluate(
     system: str | None = None,
     answers: Mapping[str, Any] | None = None,
     judged: Mapping[str, Any] | None = None,
+    scopes: Mapping[str, Callable[[str], bool]] | None = None,
     **overrides: Any,
 ) -> Evaluation:
     """Judge `run` against `relevance` (qrels or a `Judgement`) and compute `metrics` for every counted query.
@@ -384,8 +385,9 @@ def evaluate(
     (`relevance_level=2`), which overrides the one in `settings`. `samples` (golden sets) give
     per-sample cutoffs, answers (containment) and support groups; `texts` (doc id -> text, or a
     Corpus) feed answer containment. `ignore_identical_ids` drops a retrieved doc whose id equals
-    the query id before judging (as BEIR and MTEB do; by default in pytrec_eval mode only). `answers` (query id -> `SystemAnswer`) feed
-    the answer metrics, `judged` (query id -> stored judge verdicts) the judged ones. Samples marked
+    the query id before judging (as BEIR and MTEB do; by default in pytrec_eval mode only). `answers` (query id ->
+    `SystemAnswer`) feed the answer metrics, `judged` (query id -> stored judge verdicts) the judged ones, `scopes`
+    (query id -> "is this doc inside the scope chosen?") `scope_miss_rate`. Samples marked
     `answerable: false` are counted even with no relevant document; retrieval metrics do not apply
     to them (NaN), answer metrics (abstention, hallucination) do.
     """
@@ -461,6 +463,7 @@ def evaluate(
         judged,
         items=None if items is None else (items if everyone else items.take(rows)),
         collection_size=st.collection_size,
+        scopes=scopes,
     )
     values = np.empty((len(rows), len(specs)), dtype=np.float64)
     answer_side = np.array([bool(getattr(s.metric, "answer_side", False)) for s in specs], dtype=bool)

@@ -116,16 +116,28 @@ class GenerateBlock(Block):
     max_chars: PositiveInt = 1200
 
 
-class ExperimentSystem(SystemBlock):
-    """A system of `retbench run`, optionally reranked or answering."""
+class ScopeBlock(Block):
+    """A scope stage before the search: a folder or metadata scope chosen per query (retrievers/scope.py)."""
 
+    selector: str = Field(
+        min_length=1, description="folder_of_query (metadata.folder), metadata (metadata.scope) or module:function"
+    )
+    folder_mode: Literal["off", "on", "on_with_fallback"] = Field(
+        "on", description="off: no stage; on: search the scope only; on_with_fallback: search everything when empty"
+    )
+
+
+class ExperimentSystem(SystemBlock):
+    """A system of `retbench run`, optionally scoped, reranked or answering."""
+
+    scope: ScopeBlock | None = None
     rerank: RerankBlock | None = None
     generate: GenerateBlock | None = None
 
     def identity(self) -> dict[str, Any]:
         """What the system's ranked lists depend on: adapter, parameters and its rerank/generate blocks as set."""
         out = super().identity()
-        for key in ("rerank", "generate"):
+        for key in ("scope", "rerank", "generate"):
             block = getattr(self, key)
             if block is not None:
                 out[key] = block.model_dump(exclude_unset=True)

@@ -46,6 +46,8 @@ class MetricContext:
     # count the gold items matched rather than relevant chunks when it is there
     items: Any = None
     collection_size: int | None = None  # documents in the collection (trec_eval -N; utility's d term)
+    # query id -> "is this doc id inside the scope the system chose?" (retrievers/scope.py; None: scoping off)
+    scopes: Mapping[str, Callable[[str], bool]] | None = None
 
     def level(self, params: Mapping[str, float]) -> int:
         """The relevance level a binary measure uses: its own `rel=` parameter, else the evaluation's."""

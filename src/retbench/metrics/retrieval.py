@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import retbench.metrics.coverage as coverage
 import retbench.metrics.ranking as ranking
+import retbench.metrics.scope as scope
 import retbench.metrics.text as text
 from retbench.metrics.base import Builtin
 from retbench.metrics.trec_rows import SUCCESS_CUTOFFS, TREC_CUTOFFS
@@ -166,5 +167,17 @@ def builtins() -> list[Builtin]:
             ("hole_rate", "holes_at_k"),
             binary=False,
             meaning="share of the top {k} results nobody has labelled (their relevance is unknown)",
+        ),
+        Builtin(
+            "scope_miss_rate",
+            "none",
+            lambda c, k, lv, p: scope.scope_miss(c, lv),
+            "1 if the scope chosen (before any fallback) holds none of the gold supports",
+            ("scope_miss",),
+            lower_is_better=True,
+            keeps_unanswered=True,
+            label="scope miss rate",
+            meaning="share of answerable questions whose chosen folder or metadata scope excluded every gold "
+            "support (scoped systems only)",
         ),
     ]

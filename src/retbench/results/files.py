@@ -61,11 +61,12 @@ def read_json(path: Path) -> Any:
         raise InputError(f"malformed JSON ({exc.msg})", path=path, line=exc.lineno) from None
 
 
-def write_status(run: Run, path: Path) -> None:
-    """{"qid", "status", "latency"?, "error"?} per query, one strict JSON object a line, atomically."""
+def write_status(run: Run, path: Path, extra: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    """{"qid", "status", "latency"?, "error"?, **extra[qid]} per query (extra: e.g. the query's scope stage),
+    one strict JSON object a line, atomically."""
     with atomic_text(path) as fh:
         for q in run.query_ids:
-            rec: dict[str, Any] = {"qid": q, "status": run.status[q].value}
+            rec: dict[str, Any] = {"qid": q, "status": run.status[q].value, **(extra or {}).get(q, {})}
             if q in run.latency:
                 rec["latency"] = round(run.latency[q], 6)
             if q in run.errors:
@@ -73,11 +74,11 @@ def write_status(run: Run, path: Path) -> None:
             fh.write(json_line(rec, ensure_ascii=True))
 
 
-def save_run(run: Run, sysdir: SystemDir) -> None:
-    """The run as TREC (for trec_eval) plus its per-query status, latency and errors; both atomic."""
+def save_run(run: Run, sysdir: SystemDir, extra: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    """The run as TREC (for trec_eval) plus its per-query status, latency, errors and `extra` fields; both atomic."""
     sysdir.root.mkdir(parents=True, exist_ok=True)
     replace_atomically(sysdir.run, lambda tmp: write_run(run, tmp))
-    write_status(run, sysdir.status)
+    write_status(run, sysdir.status, extra)
 
 
 def save_answers(answers: Mapping[str, SystemAnswer], sysdir: SystemDir) -> None:

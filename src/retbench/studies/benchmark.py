@@ -51,6 +51,7 @@ from retbench.results.write import write_results
 from retbench.retrievers.base import Retriever, check_system, create
 from retbench.retrievers.filters import query_filters, require_filters
 from retbench.retrievers.rerank import check_rerank
+from retbench.retrievers.scope import ScopedRetriever
 from retbench.studies.cell import (
     Cell,
     CellData,
@@ -68,6 +69,7 @@ from retbench.studies.cell import (
 from retbench.studies.dataset import (
     PreparedData,
     dataset_manifest,
+    doc_type_groups,
     load_prepared,
     prepare_dataset,
     require_relevant,
@@ -188,6 +190,8 @@ def _agreement(
 def _system(system: ExperimentSystem, key: str, sysdir: SystemDir, where: str) -> Retriever:
     """The retriever of one cell; with a `generate:` block it also answers each query (llm/generate.py)."""
     retriever = create(system.adapter, system.params, name=key, where=where)
+    if system.scope is not None and system.scope.folder_mode != "off":
+        retriever = ScopedRetriever(retriever, system.scope.selector, system.scope.folder_mode)
     generate: GenerateBlock | None = system.generate
     if generate is None:
         return retriever
@@ -208,18 +212,22 @@ class BenchmarkScorer:
     judge: JudgeStage | None = None
     curves: bool = False  # also the report's metric@k curves, in the same evaluation
 
-    def evaluate(self, run: Run, metrics: Sequence[str]) -> Evaluation:
+    def evaluate(
+        self, run: Run, metrics: Sequence[str], scopes: Mapping[str, Callable[[str], bool]] | None = None
+    ) -> Evaluation:
         """Score a run on the dataset's qrels with the study's settings (the rerank stage's first-stage table)."""
-        return evaluate(run, self.data.qrels, metrics, self.settings)
+        return evaluate(run, self.data.qrels, metrics, self.settings, scopes=scopes)
 
-    def __call__(self, run: Run, answers: Mapping[str, SystemAnswer]) -> Scored:
+    def __call__(
+        self, run: Run, answers: Mapping[str, SystemAnswer], scopes: Mapping[str, Callable[[str], bool]] | None = None
+    ) -> Scored:
         samples = self.data.dataset.samples
         if not samples and self.curves:  # one evaluation; the stored table keeps the config's metrics
             names = curve_metrics(run)
-            ev = self.evaluate(run, [*self.metrics, *names])
+            ev = self.evaluate(run, [*self.metrics, *names], scopes)
             return Scored(ev.select(self.metrics), curves=curve_means(ev, names))
         if not samples:
-            return Scored(self.evaluate(run, self.metrics))
+            return Scored(self.evaluate(run, self.metrics, scopes))
         given = dict(answers) or None
         judged = None
         if self.judge is not None:
@@ -236,6 +244,7 @@ class BenchmarkScorer:
             texts=self.data.dataset.corpus,
             answers=given,
             judged=judged.records if judged else None,
+            scopes=scopes,
         )
         if judged is None:
             return Scored(ev)
@@ -366,11 +375,11 @@ def _run_system(
         judge = JudgeStage(cfg.judge, cfg.judging_settings, server, sysdir.root)
     # a golden set's per-sample k would cut the curves' own k: its curves are computed by the report
     scorer = BenchmarkScorer(data, metrics, settings, judge, curves=len(cfg.datasets) == 1)
-    cdata = CellData(
-        data.dataset.corpus,
-        data.queries,
-        groups_from_samples(data.dataset.samples) if data.dataset.samples else None,
-    )
+    groups = {
+        **(groups_from_samples(data.dataset.samples) if data.dataset.samples else {}),
+        **doc_type_groups(data.qrels, data.dataset.corpus),
+    }
+    cdata = CellData(data.dataset.corpus, data.queries, groups or None)
     rerank = RerankStage(rr, cdata, sysdir, metrics, scorer.evaluate, key, cfg.source) if rr else None
     make = partial(_system, system, key, sysdir, cfg.source)
     lazy = LazyRetriever(partial(_filtered_system, make, data.queries))

@@ -56,6 +56,7 @@ from retbench.results.model import (
 from retbench.results.read import read_done
 from retbench.results.usage import llm_usage, stage_latency
 from retbench.retrievers.base import Retriever
+from retbench.retrievers.scope import ScopedRetriever, ScopeRecord, corpus_views, scope_in_scope
 from retbench.studies.executors import Answer, InProcess, OnBatch, devices_of
 from retbench.studies.outcome import Outcome, StudyOutcome, raise_if_backend_failed
 from retbench.studies.resources import rate, size_on_disk, stage
@@ -153,9 +154,12 @@ class Scored:
 
 
 class Scorer(Protocol):
-    """Scores a cell's final run; `answers` is the answer side a RAG system gave (empty otherwise)."""
+    """Scores a cell's final run; `answers` is the answer side a RAG system gave (empty otherwise), `scopes`
+    (query id -> "is this doc inside the scope chosen?") is given for a scoped system (retrievers/scope.py)."""
 
-    def __call__(self, run: Run, answers: Mapping[str, SystemAnswer], /) -> Scored: ...
+    def __call__(
+        self, run: Run, answers: Mapping[str, SystemAnswer], /, scopes: Mapping[str, Callable[[str], bool]] | None
+    ) -> Scored: ...
 
 
 @dataclass
@@ -298,17 +302,21 @@ def _finish(cell: Cell, outcome: Outcome, retriever: Retriever, first: Run, data
     if failed:
         outcome.first_error = f"query {failed[0]}: {run.errors.get(failed[0], run.status[failed[0]].value)}"
     t0 = time.perf_counter()
-    save_run(run, cell.sysdir)
+    scopes = _scopes_of(cell, run) if scope_records(retriever) is not None else None
+    save_run(run, cell.sysdir, {q: {"scope": r.to_dict()} for q, r in (scopes or {}).items()})
     answers = _answers_of(cell, run) if isinstance(getattr(retriever, "answers", None), Mapping) else {}
     if answers:
         save_answers(answers, cell.sysdir)
-    scored = stages.score(run, answers)
+    inside = scope_in_scope(scopes, corpus_views(data.corpus)) if scopes is not None else None
+    scored = stages.score(run, answers, scopes=inside)
     evaluation = scored.evaluation
     save_table(evaluation, cell.sysdir)
     aggregates = evaluation.aggregate(**stages.aggregate)
     write_json(cell.sysdir.aggregates, aggregates)
     outcome.timings["evaluate_seconds"] = round(time.perf_counter() - t0, 3)
-    outcome.system = _system_result(cell, outcome, retriever, run, data, stages, scored, reranked, aggregates, answers)
+    outcome.system = _system_result(
+        cell, outcome, retriever, run, data, stages, scored, reranked, aggregates, answers, scopes
+    )
     outcome.manifest = {
         **outcome.manifest,
         **scored.manifest,
@@ -345,29 +353,45 @@ def _system_result(
     reranked: Reranked | None,
     aggregates: Mapping[str, Mapping[str, Any]],
     answers: Mapping[str, SystemAnswer],
+    scopes: Mapping[str, Any] | None = None,
 ) -> SystemResult:
     """The cell's typed result: metric values (canonical names, as in per_query.tsv) and its blocks, apart."""
     evaluation = scored.evaluation
     resources = outcome.manifest.get("resources")
+    latency = stage_latency(run, answers, outcome.timings)
+    if scopes:  # the scope stage's own seconds per query (ScopeRecord.latency), beside the search's
+        latency["stages"]["scope"] = stage_latency(run, scopes, {})["stages"]["scope"]
     return SystemResult(
         cell.key,
         metric_values(aggregates, evaluation.metrics),
         coverage=coverage(evaluation, run, reranked.depth if reranked is not None else cell.depth),
-        latency=stage_latency(run, answers, outcome.timings),
+        latency=latency,
         judge=scored.judge,
         first_stage=reranked.first_stage if reranked is not None else None,
         rerank=reranked.rerank if reranked is not None else None,
-        breakdown=breakdown(evaluation, data.groups) if data.groups else None,
+        breakdown=breakdown(evaluation, data.groups, run) if data.groups else None,
         usage=llm_usage(cell.sysdir.root) or None,
         resources=dict(resources) if isinstance(resources, Mapping) else None,
         extra=stages.describe(retriever, outcome.timings) if stages.describe is not None else None,
     )
 
 
-def breakdown(evaluation: Evaluation, groups: Mapping[str, Sequence[str]]) -> dict[str, dict[str, Any]]:
-    """{group: {"n": counted queries in it, "means": {metric: mean over those it applies to}}}, empty groups left out."""
+def breakdown(
+    evaluation: Evaluation, groups: Mapping[str, Sequence[str]], run: Run | None = None
+) -> dict[str, dict[str, Any]]:
+    """{group: {"n": counted queries in it, "means": {metric: mean over those it applies to}, "rates": {error,
+    timeout, empty: share of the group's queries with that status}}}, empty groups left out."""
     sizes, means = evaluation.group_sizes(groups), evaluation.breakdown(groups)
-    return {g: {"n": sizes[g], "means": means[g]} for g in groups if sizes[g]}
+    out = {g: {"n": sizes[g], "means": means[g]} for g in groups if sizes[g]}
+    if run is not None:
+        status = run.status
+        for g, block in out.items():
+            qids = [q for q in groups[g] if q in status]
+            block["rates"] = {
+                s: sum(status[q].value == s for q in qids) / len(qids) if qids else 0.0
+                for s in ("error", "timeout", "empty")
+            }
+    return out
 
 
 def _answers_of(cell: Cell, run: Run) -> dict[str, SystemAnswer]:
@@ -377,6 +401,25 @@ def _answers_of(cell: Cell, run: Run) -> dict[str, SystemAnswer]:
     with Journal(cell.sysdir.journal, cell.search_fingerprint, batch_size=cell.batch_size) as journal:
         found = journaled_answers(journal)
     return {q: found[q] for q in run.query_ids if q in found}
+
+
+def scope_records(retriever: Retriever) -> dict[str, ScopeRecord] | None:
+    """The scope records a scoped retriever fills as it searches (also under a generating wrapper), else None."""
+    for r in (retriever, getattr(retriever, "inner", None)):
+        if isinstance(r, ScopedRetriever):
+            return r.scopes
+    return None
+
+
+def _scopes_of(cell: Cell, run: Run) -> dict[str, ScopeRecord]:
+    """Each query's scope record as journaled (this process's and any earlier one's), run order."""
+    if not cell.sysdir.journal.is_file():
+        return {}
+    with Journal(cell.sysdir.journal, cell.search_fingerprint, batch_size=cell.batch_size) as journal:
+        found: dict[str, dict[str, Any]] = {}
+        for r in journal.records(lambda r: isinstance(r.get("scope"), dict)):
+            found.setdefault(r["qid"], r["scope"])  # the first record of a query wins, as in replay
+    return {q: ScopeRecord.from_dict(found[q]) for q in run.query_ids if q in found}
 
 
 def _journaled_run(retriever: Retriever, queries: Queries, cell: Cell) -> Run | None:
@@ -413,11 +456,15 @@ def search_journaled(
 
         said = getattr(retriever, "answers", None)  # a RAG system's answer side, filled by its search
         said = said if isinstance(said, Mapping) else {}
+        records = scope_records(retriever)  # filled by the scoped search as it answers (the same dict)
+        scoped = records if records is not None else {}
 
         def on_batch(part: list[Answer]) -> None:
             for q, ranking, status, latency, error in part:
                 if q not in journal:  # a batch retried after a worker died is journaled once
                     answer = {"answer": said[q].to_dict()} if q in said else {}
+                    if q in scoped:
+                        answer["scope"] = scoped[q].to_dict()
                     journal.append_query(q, q, ranking, status=status, latency=latency, error=error, **answer)
             journal.flush()
             answered[0] += len(part)

@@ -518,7 +518,7 @@ def _run_pair(
             }
         return out
 
-    def score(run: Run, _answers: Any) -> Scored:
+    def score(run: Run, _answers: Any, scopes: Any = None) -> Scored:
         if data.qrels is not None:  # a document run (BestChunkDocuments) against the dataset's qrels
             return Scored(evaluate(run, data.qrels, cfg.metrics, cfg.evaluation, system=key))
         return Scored(score_pair(run, chunks, data.spans, cfg, key))

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from retbench.config import DatasetSpec, sample_ids
-from retbench.data import Dataset, Qrels, Queries
+from retbench.data import Corpus, Dataset, Qrels, Queries
 from retbench.errors import InputError
 from retbench.evaluation import EvalSettings
 from retbench.io.datasets import load_dataset
 from retbench.io.irds import PREFIX as IRDS_PREFIX
+from retbench.retrievers.scope import document_type
 
 __all__ = ["PreparedData", "dataset_manifest", "load_prepared", "prepare_dataset", "require_relevant"]
 
@@ -107,3 +108,19 @@ def require_relevant(qrels: Qrels, settings: EvalSettings, path: str, split: str
             path=path,
             field="split",
         )
+
+
+def doc_type_groups(qrels: Qrels, corpus: Corpus) -> dict[str, list[str]]:
+    """Query ids by the type of their gold supports' documents (`doc_type:<type>`: corpus metadata `type`, else
+    the rel_path's extension; retrievers/scope.py `document_type`), so every metric and the failure rates break
+    down by document type (a query with gold in two types is in both)."""
+    meta = corpus.metadata
+    pos = {d: i for i, d in enumerate(corpus.ids)}
+    groups: dict[str, list[str]] = {}
+    for q, docs in qrels.items():
+        types = {
+            document_type(d, meta[pos[d]] if meta is not None else None) for d, g in docs.items() if g > 0 and d in pos
+        }
+        for t in sorted(types - {""}):
+            groups.setdefault(f"doc_type:{t}", []).append(q)
+    return groups

@@ -1,0 +1,98 @@
+"""The scope stage: a folder chosen per query, searched inside, recorded, and scored as scope_miss_rate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from retbench.cli import app
+
+runner = CliRunner()
+
+# doc id -> (rel_path, text); two folders, two document types
+DOCS = {
+    "n1": ("notes/cats.md", "cats purr and sleep in the sun"),
+    "n2": ("notes/dogs.md", "dogs bark and fetch the ball"),
+    "p1": ("papers/fusion.pdf", "reciprocal rank fusion merges rankings"),
+    "p2": ("papers/bm25.pdf", "bm25 saturates term frequency"),
+}
+# query id -> (text, folder the selector will choose, gold doc); hand count of misses: q2 and q4 (2 of 4)
+QUERIES = {
+    "q1": ("why do cats purr", "notes", "n1"),  # gold in notes, scope notes: inside
+    "q2": ("reciprocal rank fusion", "notes", "p1"),  # gold in papers, scope notes: miss
+    "q3": ("bm25 term frequency", "papers", "p2"),  # gold in papers, scope papers: inside
+    "q4": ("dogs fetch the ball", "archive", "n2"),  # no document in archive: miss, empty, falls back
+}
+
+
+def write_set(root: Path) -> Path:
+    data = root / "scoped"
+    (data / "qrels").mkdir(parents=True)
+    with open(data / "corpus.jsonl", "w") as fh:
+        for d, (rel, text) in DOCS.items():
+            fh.write(json.dumps({"_id": d, "text": text, "metadata": {"rel_path": rel}}) + "\n")
+    with open(data / "queries.jsonl", "w") as fh:
+        for q, (text, folder, _) in QUERIES.items():
+            fh.write(json.dumps({"_id": q, "text": text, "metadata": {"folder": folder}}) + "\n")
+    lines = ["query-id\tcorpus-id\tscore"] + [f"{q}\t{gold}\t1" for q, (_, _, gold) in QUERIES.items()]
+    (data / "qrels" / "test.tsv").write_text("\n".join(lines) + "\n")
+    return data
+
+
+def run_scoped(tmp_path: Path, mode: str) -> tuple[dict, Path]:
+    system = {"name": "scoped", "adapter": "bm25s", "scope": {"selector": "folder_of_query", "folder_mode": mode}}
+    cfg = {
+        "name": "t",
+        "output": str(tmp_path / "out"),
+        "depth": 3,
+        "metrics": ["scope_miss_rate", "recall@3"],
+        "datasets": [{"name": str(write_set(tmp_path)), "split": "test"}],
+        "systems": [system, {"name": "plain", "adapter": "bm25s"}],
+    }
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    result = runner.invoke(app, ["run", str(path), "--quiet"])
+    assert result.exit_code == 0, result.output
+    return json.loads((tmp_path / "out" / "metrics.json").read_text()), tmp_path / "out" / "systems"
+
+
+def status_lines(folder: Path) -> dict[str, dict]:
+    return {r["qid"]: r for r in map(json.loads, (folder / "status.jsonl").read_text().splitlines())}
+
+
+def test_scope_miss_rate_equals_the_hand_count_and_fallback_is_recorded(tmp_path: Path) -> None:
+    metrics, systems = run_scoped(tmp_path, "on_with_fallback")
+    assert metrics["scoped"]["scope_miss_rate"] == 0.5  # q2 and q4 of 4
+    assert metrics["plain"]["scope_miss_rate"] is None  # not applicable: NaN, written as null
+    status = status_lines(systems / "scoped")
+    assert status["q1"]["scope"]["scope"] == {"folder": "notes"} and not status["q1"]["scope"]["fallback"]
+    assert status["q4"]["scope"]["scoped_n"] == 0 and status["q4"]["scope"]["fallback"] is True
+    assert status["q4"]["status"] == "ok"  # answered by the unscoped search
+    journal = [json.loads(line) for line in (systems / "scoped" / "journal.jsonl").read_text().splitlines()]
+    assert {r["qid"]: r["scope"]["fallback"] for r in journal if "scope" in r}["q4"] is True
+    assert "scope" in metrics["scoped"]["latency"]["stages"]
+
+
+def test_a_scoped_search_returns_only_documents_inside_the_scope(tmp_path: Path) -> None:
+    _, systems = run_scoped(tmp_path, "on")
+    run = (systems / "scoped" / "run.trec").read_text().splitlines()
+    ranked = {}
+    for line in run:
+        q, _, d, *_ = line.split()
+        ranked.setdefault(q, []).append(d)
+    assert set(ranked["q1"]) <= {"n1", "n2"} and set(ranked["q3"]) <= {"p1", "p2"}
+    assert "q4" not in ranked  # nothing in archive and no fallback: empty
+    assert status_lines(systems / "scoped")["q4"]["status"] == "empty"
+
+
+def test_metrics_and_failure_rates_break_down_by_the_gold_documents_type(tmp_path: Path) -> None:
+    metrics, _ = run_scoped(tmp_path, "on")
+    groups = metrics["scoped"]["breakdown"]
+    assert {g: b["n"] for g, b in groups.items()} == {"doc_type:md": 2, "doc_type:pdf": 2}  # q1, q4 | q2, q3
+    assert groups["doc_type:md"]["means"]["scope_miss_rate"] == 0.5  # q4 missed, q1 inside
+    assert groups["doc_type:md"]["rates"]["empty"] == 0.5  # q4: nothing in archive, no fallback
+    # q2: its scope (notes) holds no word of "reciprocal rank fusion", so BM25 returns nothing there
+    assert groups["doc_type:pdf"]["rates"] == {"error": 0.0, "timeout": 0.0, "empty": 0.5}
