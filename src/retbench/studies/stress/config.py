@@ -11,12 +11,20 @@ from typing import Any
 
 from retbench.config import StressModel
 from retbench.config.study import load_study, parse_study
+from retbench.errors import ConfigError
 from retbench.studies.benchmark import check_experiment
 
 
 def check_stress(cfg: StressModel) -> None:
     """The experiment part's checks (the fault plan and the load are checked by the model itself)."""
     check_experiment(cfg)
+    for i, system in enumerate(cfg.systems):
+        if system.scope is not None:  # the stress driver searches unscoped: a scope would be silently ignored
+            raise ConfigError(
+                "a stress run searches without a scope stage; remove `scope` (it is for `retbench run`)",
+                path=cfg.source,
+                field=f"systems[{i}].scope",
+            )
 
 
 def parse_config(data: Any, source: str = "<config>", output: str | Path | None = None) -> StressModel:
