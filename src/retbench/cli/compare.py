@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -121,13 +123,53 @@ def compare_command(
     tested = shared if every_metric else canonical_metrics(asked) or primary_metrics(config, shared)
     sides = [((a, a, loaded), (b, b, loaded)) for a, b in pairs]
     _check_same_settings(allow_different_settings, sides, tested)
-    cmp = compare(loaded.evaluations, pairs, tested, queries=loaded.queries, n_resamples=resamples, seed=seed, top=top)
+    with _progress(len(pairs) * len(tested)) as progress:
+        cmp = compare(
+            loaded.evaluations,
+            pairs,
+            tested,
+            queries=loaded.queries,
+            n_resamples=resamples,
+            seed=seed,
+            top=top,
+            progress=progress,
+        )
     if cmp.note:
         typer.echo(f"note: {cmp.note}", err=True)
-    text = comparison_markdown(cmp)
+    # the heading suggests widening the comparison only while neither widening option was given
+    text = comparison_markdown(cmp, options=not (all_pairs or every_metric))
     typer.echo(text)
     write(markdown_out, text)
     write(json_out, json.dumps(cmp.to_dict(), indent=2, allow_nan=False) + "\n")
+
+
+# from this many tests on, the resampling's progress is shown on stderr
+_PROGRESS_FROM = 10
+
+
+@contextmanager
+def _progress(tests: int) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A progress bar on stderr, one line per resampling stage, for comparisons of many tests (on a
+    terminal it redraws; piped, rich prints it once when done)."""
+    if tests < _PROGRESS_FROM:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    err = Console(stderr=True)
+    err.print(f"comparing: {tests} tests", highlight=False)
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
+    ) as bar:
+        tasks: dict[str, Any] = {}
+
+        def step(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(f"{stage} (resample blocks)", total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        yield step
 
 
 def _first_config(inputs: list[Path]) -> dict[str, Any]:
