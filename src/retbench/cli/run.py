@@ -164,26 +164,44 @@ def history_command(
         Path | None, typer.Option(help="History database (default: $RETBENCH_HISTORY or the per-user one).")
     ] = None,
 ) -> None:
-    """The trend of a metric per (experiment, dataset, system): means with CIs, commit, tag and gate verdict."""
+    """The trend of a metric per (experiment, dataset, system): means with CIs, commit, tag and gate verdict.
+
+    Filters that match nothing (or a metric no matching run recorded) are an error (exit 2) that says what
+    the history holds."""
     import json
     from dataclasses import asdict
 
     from retbench.inputs import canonical_metrics
-    from retbench.report.history import render_trend, trend_html
+    from retbench.report.history import render_trend, series_of, trend_html
     from retbench.results.history_read import entries
 
     metric = (canonical_metrics([metric]) or [metric])[0] if metric else None
-    rows = entries(history_file, system=system, metric=metric, limit=limit, experiment=experiment, dataset=dataset)
+    where = {"experiment": experiment, "dataset": dataset, "system": system}
+    rows = entries(history_file, metric=metric, limit=limit, **where)
+    if metric is None and not as_json:
+        latest = next((e for e in reversed(rows) if e.scores), None)
+        metric = next(iter(next(iter(latest.scores.values())))) if latest else None
+    if not rows or (metric is None and not as_json) or (metric is not None and not series_of(rows, metric)[0]):
+        _nothing_to_show(history_file, where, metric)
     if as_json:
         typer.echo(json.dumps([asdict(e) for e in rows], indent=2, default=str))
         return
-    if metric is None:
-        latest = next((e for e in reversed(rows) if e.scores), None)
-        metric = next(iter(next(iter(latest.scores.values())))) if latest else "ndcg@10"
+    assert metric is not None  # checked above: a table follows one metric
     console().print(render_trend(rows, metric))
     if html is not None:
         write(html, trend_html(rows, metric))
         typer.echo(f"wrote {html}")
+
+
+def _nothing_to_show(history_file: Path | None, where: dict[str, str | None], metric: str | None) -> None:
+    """Raise the exit-2 error that says what the history holds, in place of an empty table."""
+    from retbench.errors import InputError
+    from retbench.report.history import nothing_matched
+    from retbench.results.history_read import entries
+
+    kept = entries(history_file, **where)
+    filters = {f"--{k}": v for k, v in where.items()}
+    raise InputError(nothing_matched(filters, entries(history_file), kept, metric), field="history")
 
 
 @handles_errors
