@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from retbench.cli.app import fail, handles_errors, names, write
+from retbench.cli.app import fail, handles_errors, names, stage_bars, write
 
 if TYPE_CHECKING:
     from retbench.inputs import Loaded, Side
@@ -155,20 +155,10 @@ def _progress(tests: int) -> Iterator[Callable[[str, int, int], None] | None]:
         yield None
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     err = Console(stderr=True)
     err.print(f"comparing: {tests} tests", highlight=False)
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
-    ) as bar:
-        tasks: dict[str, Any] = {}
-
-        def step(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(f"{stage} (resample blocks)", total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
+    with stage_bars(err, " (resample blocks)") as step:
         yield step
 
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from retbench.cli.app import console, handles_errors, repair_journals, write
-from retbench.errors import ConfigError
+from retbench.cli.app import console, handles_errors, repair_journals, stage_bars, write
+from retbench.errors import ConfigError, InputError
 from retbench.secrets import redact
 
 if TYPE_CHECKING:
@@ -127,23 +127,12 @@ def _run_experiment(
             history=history,
             tag=tag,
         )
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=con
-    ) as bar:
-        tasks: dict[str, Any] = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
+    with stage_bars(con) as progress:
         return run_experiment(
             cfg,
             force=force,
             progress=progress,
-            log=lambda m: bar.console.print(redact(m), soft_wrap=True, markup=False, highlight=False),
+            log=lambda m: con.print(redact(m), soft_wrap=True, markup=False, highlight=False),  # above the bars
             history=history,
             tag=tag,
         )
@@ -195,7 +184,6 @@ def history_command(
 
 def _nothing_to_show(history_file: Path | None, where: dict[str, str | None], metric: str | None) -> None:
     """Raise the exit-2 error that says what the history holds, in place of an empty table."""
-    from retbench.errors import InputError
     from retbench.report.history import nothing_matched
     from retbench.results.history_read import entries
 
@@ -212,7 +200,11 @@ def export_mlflow_command(
     ] = None,
     experiment: Annotated[str | None, typer.Option(help="MLflow experiment (default: the experiment's name).")] = None,
     artifact_location: Annotated[
-        str | None, typer.Option(help="Artifact location when the MLflow experiment is created here.")
+        str | None,
+        typer.Option(
+            help="Artifact location when the MLflow experiment is created here (default: for a sqlite:/// store, "
+            "mlartifacts/ beside the database file; a server keeps its own)."
+        ),
     ] = None,
     timeout: Annotated[int, typer.Option(help="Seconds a tracking server gets per request (2 retries).")] = 30,
 ) -> None:
@@ -231,3 +223,4 @@ def export_mlflow_command(
         typer.echo(f"logged to MLflow experiment {out['experiment_id']}: parent run {out['parent_run_id']}")
     for system, run_id in out["runs"].items():
         typer.echo(f"  {system}: run {run_id}")
+    typer.echo(f"artifacts: {out['artifact_location']}")
