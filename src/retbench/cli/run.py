@@ -166,7 +166,7 @@ def history_command(
 
     metric = (canonical_metrics([metric]) or [metric])[0] if metric else None
     where = {"experiment": experiment, "dataset": dataset, "system": system}
-    rows = entries(history_file, metric=metric, limit=limit, **where)
+    rows = entries(history_file, metric=metric, limit=limit, experiment=experiment, dataset=dataset, system=system)
     if metric is None and not as_json:
         latest = next((e for e in reversed(rows) if e.scores), None)
         metric = next(iter(next(iter(latest.scores.values())))) if latest else None
@@ -187,7 +187,7 @@ def _nothing_to_show(history_file: Path | None, where: dict[str, str | None], me
     from retbench.report.history import nothing_matched
     from retbench.results.history_read import entries
 
-    kept = entries(history_file, **where)
+    kept = entries(history_file, experiment=where["experiment"], dataset=where["dataset"], system=where["system"])
     filters = {f"--{k}": v for k, v in where.items()}
     raise InputError(nothing_matched(filters, entries(history_file), kept, metric), field="history")
 
