@@ -225,7 +225,8 @@ def _export(
     name = experiment or run_name
     found = client.get_experiment_by_name(name)
     if found is None:
-        exp_id = client.create_experiment(name, artifact_location or artifacts_beside(tracking_uri))
+        store = getattr(client, "tracking_uri", None) or tracking_uri  # MLflow's default store when none is named
+        exp_id = client.create_experiment(name, artifact_location or artifacts_beside(store))
     else:
         exp_id = found.experiment_id
     artifacts = str(client.get_experiment(exp_id).artifact_location)  # an existing experiment keeps its own
