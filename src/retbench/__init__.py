@@ -7,13 +7,14 @@ judgements into a gain matrix, and every metric is a vectorized function of that
     >>> retbench.evaluate({"q1": {"d1": 1}}, {"q1": {"d2": 0.9, "d1": 0.5}}, ["mrr", "hit@1"]).means()
     {'mrr': 0.5, 'hit@1': 0.0}
 
-Names are imported on first use (module `__getattr__`), so `import retbench` and the CLI start fast.
+Names are imported on first use (module `__getattr__`), so `import retbench` and the CLI start fast;
+`dir(retbench)` lists the public names (`__all__`) and nothing this module uses to provide them.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+import importlib as _importlib
+from typing import Any as _Any
 
 __version__ = "0.1.0"
 
@@ -48,14 +49,15 @@ _EXPORTS = {
 __all__ = [*sorted(_EXPORTS), "__version__"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'retbench' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+    """The public names only: what `from __future__` and the lazy imports bind here is not the API."""
+    return sorted(__all__)

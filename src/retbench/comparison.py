@@ -30,7 +30,7 @@ its run stored it in metrics.json (answered / judged / failed / missing), not re
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -40,14 +40,16 @@ from retbench.data.status import COVERAGE_COUNTS, FAILED, FAILED_COUNT, MISSING,
 from retbench.errors import InputError
 from retbench.io.files import json_safe
 from retbench.results.layout import all_pairs
-from retbench.stats import (
+from retbench.stats import (  # noqa: F401  (re-exported: one vector's tests)
     bootstrap_ci,
+    bootstrap_cis,
     check_alpha,
     check_resamples,
     effect_size,
     holm,
     paired_ttest,
     randomization_test,
+    randomization_tests,
     wilcoxon_signed_rank,
 )
 
@@ -285,6 +287,9 @@ class Comparison:
         raise KeyError((a, b))
 
 
+Progress = Callable[[str, int, int], None]  # (stage, done, total): long comparisons report as they go
+
+
 def compare_pair(
     a: PerQueryScores,
     b: PerQueryScores,
@@ -302,55 +307,105 @@ def compare_pair(
     """
     n_resamples = check_resamples(n_resamples)
     check_alpha(confidence, "confidence")
-    al = align(a, b, metrics)
-    out: list[MetricComparison] = []
+    return _compare_pairs([(a, b)], metrics, queries, n_resamples, seed, confidence, top)[0]
+
+
+@dataclass
+class _Cell:
+    """One metric of one aligned pair before its tests: the queries it applies to and their values."""
+
+    metric: str
+    rows: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+
+    @property
+    def deltas(self) -> np.ndarray:
+        return self.b - self.a
+
+
+def _cells(al: Aligned) -> list[_Cell]:
+    out = []
     for j, metric in enumerate(al.metrics):
         rows = np.flatnonzero(~np.isnan(al.a[:, j]))  # the queries this metric applies to
-        va, vb = al.a[rows, j], al.b[rows, j]
-        qids = [al.query_ids[i] for i in rows.tolist()]
-        d = vb - va
-        low, high = bootstrap_ci(d, n_resamples, seed, confidence)
-        tt = paired_ttest(va, vb)
-        wx = wilcoxon_signed_rank(va, vb)
-        # the `top` biggest gains and the `top` biggest losses, best first
-        desc = np.argsort(-d, kind="stable")
-        gains = [i for i in desc[:top].tolist() if d[i] > TIE_TOLERANCE]
-        losses = [i for i in desc[::-1][:top].tolist() if d[i] < -TIE_TOLERANCE][::-1]
-        changes = [
-            QueryChange(
-                qids[i],
-                (queries or {}).get(qids[i], ""),
-                float(va[i]),
-                float(vb[i]),
-                float(d[i]),
-                al.status_a[rows[i]],
-                al.status_b[rows[i]],
-            )
-            for i in gains + losses
-        ]
-        out.append(
-            MetricComparison(
-                metric=metric,
-                n=int(d.size),
-                mean_a=float(va.mean()),
-                mean_b=float(vb.mean()),
-                delta=float(d.mean()),
-                ci_low=low,
-                ci_high=high,
-                effect_size=effect_size(d),
-                wins=int(np.count_nonzero(d > TIE_TOLERANCE)),
-                ties=int(np.count_nonzero(np.abs(d) <= TIE_TOLERANCE)),
-                losses=int(np.count_nonzero(d < -TIE_TOLERANCE)),
-                pvalues={
-                    "randomization": randomization_test(d, n_resamples, seed),
-                    "ttest": tt.pvalue,
-                    "wilcoxon": wx.pvalue,
-                },
-                statistics={"ttest": tt.statistic, "wilcoxon": wx.statistic},
-                top_changes=changes,
-            )
+        out.append(_Cell(metric, rows, al.a[rows, j], al.b[rows, j]))
+    return out
+
+
+def _compare_pairs(
+    sides: Sequence[tuple[PerQueryScores, PerQueryScores]],
+    metrics: Sequence[str] | None,
+    queries: Mapping[str, str] | None,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+    top: int,
+    progress: Progress | None = None,
+) -> list[PairComparison]:
+    """Every pair's metrics, the resampled tests of all of them at once (`stats.randomization_tests` and
+    `stats.bootstrap_cis` share one seeded resample matrix among the delta vectors of one length, so each
+    number is the one a test of that vector alone gives)."""
+    aligned = [align(a, b, metrics) for a, b in sides]
+    cells = [_cells(al) for al in aligned]
+    flat = [c.deltas for pair in cells for c in pair]
+
+    def stage(name: str) -> Callable[[int, int], None] | None:
+        return None if progress is None else lambda done, total: progress(name, done, total)
+
+    pvalues = iter(randomization_tests(flat, n_resamples, seed, progress=stage("randomization test")))
+    cis = iter(bootstrap_cis(flat, n_resamples, seed, confidence, progress=stage("bootstrap CI")))
+    out = []
+    for (a, b), al, pair in zip(sides, aligned, cells, strict=True):
+        ms = [_metric_comparison(c, al, next(pvalues), next(cis), queries, top) for c in pair]
+        out.append(PairComparison(a.system, b.system, side_counts(a, al, "a"), side_counts(b, al, "b"), ms))
+    return out
+
+
+def _metric_comparison(
+    cell: _Cell,
+    al: Aligned,
+    p_randomization: float,
+    ci: tuple[float, float],
+    queries: Mapping[str, str] | None,
+    top: int,
+) -> MetricComparison:
+    """A cell's means, delta, CI, tests, W/T/L and most changed queries."""
+    va, vb, d, rows = cell.a, cell.b, cell.deltas, cell.rows
+    qids = [al.query_ids[i] for i in rows.tolist()]
+    tt = paired_ttest(va, vb)
+    wx = wilcoxon_signed_rank(va, vb)
+    # the `top` biggest gains and the `top` biggest losses, best first
+    desc = np.argsort(-d, kind="stable")
+    gains = [i for i in desc[:top].tolist() if d[i] > TIE_TOLERANCE]
+    losses = [i for i in desc[::-1][:top].tolist() if d[i] < -TIE_TOLERANCE][::-1]
+    changes = [
+        QueryChange(
+            qids[i],
+            (queries or {}).get(qids[i], ""),
+            float(va[i]),
+            float(vb[i]),
+            float(d[i]),
+            al.status_a[rows[i]],
+            al.status_b[rows[i]],
         )
-    return PairComparison(a.system, b.system, side_counts(a, al, "a"), side_counts(b, al, "b"), out)
+        for i in gains + losses
+    ]
+    return MetricComparison(
+        metric=cell.metric,
+        n=int(d.size),
+        mean_a=float(va.mean()),
+        mean_b=float(vb.mean()),
+        delta=float(d.mean()),
+        ci_low=ci[0],
+        ci_high=ci[1],
+        effect_size=effect_size(d),
+        wins=int(np.count_nonzero(d > TIE_TOLERANCE)),
+        ties=int(np.count_nonzero(np.abs(d) <= TIE_TOLERANCE)),
+        losses=int(np.count_nonzero(d < -TIE_TOLERANCE)),
+        pvalues={"randomization": p_randomization, "ttest": tt.pvalue, "wilcoxon": wx.pvalue},
+        statistics={"ttest": tt.statistic, "wilcoxon": wx.statistic},
+        top_changes=changes,
+    )
 
 
 def adjust(pairs: Sequence[PairComparison]) -> None:
@@ -372,10 +427,12 @@ def compare(
     seed: int = 0,
     confidence: float = 0.95,
     top: int = 5,
+    progress: Progress | None = None,
 ) -> Comparison:
     """Compare the given pairs of systems (default: all pairs) and Holm-correct across them all.
 
-    `n_resamples` None: sized from the number of tests (`resamples_for`)."""
+    `n_resamples` None: sized from the number of tests (`resamples_for`). `progress(stage, done, total)`
+    is called as the resampled tests advance (a comparison of hundreds of tests takes seconds)."""
     if n_resamples is not None:  # checked before any work, so a bad count fails fast
         check_resamples(n_resamples)
     check_alpha(confidence, "confidence")
@@ -397,18 +454,7 @@ def compare(
         metrics = [m for m in by_name[pairs[0][0]].metrics if all(m in by_name[s].metrics for s in names)]
     if n_resamples is None:
         n_resamples = resamples_for(len(pairs) * len(metrics))
-    result = [
-        compare_pair(
-            by_name[x],
-            by_name[y],
-            metrics,
-            queries=queries,
-            n_resamples=n_resamples,
-            seed=seed,
-            confidence=confidence,
-            top=top,
-        )
-        for x, y in pairs
-    ]
+    sides = [(by_name[x], by_name[y]) for x, y in pairs]
+    result = _compare_pairs(sides, metrics, queries, n_resamples, seed, confidence, top, progress)
     adjust(result)
     return Comparison(result, n_resamples, seed, confidence)

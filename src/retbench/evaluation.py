@@ -16,7 +16,9 @@ Counting rules (README "Metric conventions"; each is a test):
 - queries with no document at or above the relevance level follow `no_relevant`: `skip` (default:
   left out of the denominator and listed in `skipped`), `zero` (counted and scored as trec_eval
   scores them: measures that divide by the relevant count give 0) or `one` (counted, 1.0 on every
-  metric: the "vacuously perfect" reading, where nothing relevant was missed);
+  metric: the "vacuously perfect" reading, where nothing relevant was missed); a metric with its own
+  level (`recall@10(rel=2)`) follows the same policy at its level, for its column alone (`skip`: NaN,
+  left out of its mean), so it equals the metric evaluated with that relevance level (`eval -l 2`);
 - `mode="pytrec_eval"` averages over the judged queries the system answered (present in the run
   and not failed), which is what pytrec_eval and BEIR report; the mode is carried in every output;
 - queries in the run that are not judged are ignored (listed in `unjudged`).
@@ -42,6 +44,7 @@ from retbench.io.files import (
 from retbench.io.tables import read_table, write_table
 from retbench.metrics.aggregate import aggregate_kind, aggregate_kinds, from_means, summarize, to_means
 from retbench.metrics.coverage import coverage  # re-exported: the cell runner and the report read it here
+from retbench.metrics.gain import GainMatrix
 from retbench.metrics.judged import JUDGED_METRICS
 from retbench.metrics.judges import Judgement, judge_qrels, run_rows
 from retbench.metrics.registry import MetricContext, MetricSpec, parse_metric, parse_metrics
@@ -365,6 +368,26 @@ def _metric_specs(metrics: Sequence[str | MetricSpec], default_k: int) -> list[M
     return specs
 
 
+def _own_levels(
+    values: np.ndarray, specs: Sequence[MetricSpec], gm: GainMatrix, level: int, no_relevant: str, exempt: np.ndarray
+) -> None:
+    """The `no_relevant` policy at the level a metric sets itself (`recall@10(rel=2)`), in place.
+
+    A query with no relevant document at a metric's own level gets what it gets at that level everywhere
+    else: `skip` leaves it out of that metric (NaN: not in its mean), as `eval -l 2` leaves it out of every
+    metric; `one` scores it 1.0; `zero` keeps the 0 trec_eval gives. `exempt` [rows, metrics]: cells that
+    are not retrieval scores (unanswerable samples, answer metrics).
+    """
+    if no_relevant == "zero":
+        return
+    for j, spec in enumerate(specs):
+        own = int(spec.params.get("rel", level))
+        if own == level:
+            continue
+        none = (gm.n_relevant(own) == 0) & ~exempt[:, j]
+        values[none, j] = np.nan if no_relevant == "skip" else 1.0
+
+
 def evaluate(
     run: Run,
     relevance: Relevance,
@@ -472,6 +495,10 @@ def evaluate(
     values[np.ix_(unanswerable[rows], ~answer_side)] = np.nan  # retrieval metrics do not apply
     if no_relevant == "one":
         values[np.ix_(no_rel[rows] & ~unanswerable[rows], ~answer_side)] = 1.0
+    if items is None:
+        _own_levels(
+            values, specs, sub, relevance_level, no_relevant, unanswerable[rows][:, None] | answer_side[None, :]
+        )
     # unanswered score 0, except measures of the judgements alone (num_rel, num_q), as trec_eval -c keeps them
     zeroed = np.array([not getattr(s.metric, "keeps_unanswered", False) for s in specs], dtype=bool)
     block = values[np.ix_(failed[rows], zeroed)]

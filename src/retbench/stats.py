@@ -7,7 +7,7 @@ Each works on the vector of per-query differences (b - a) of two systems aligned
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,8 +15,10 @@ import numpy as np
 
 from retbench.errors import InputError
 
-# Resample matrices are built in chunks of about this many cells to bound memory.
+# Resample matrices are built in chunks of about this many cells to bound memory; the resampled
+# statistics of the tests resampled together are kept up to about _KEPT_CELLS values (64 MB).
 _CHUNK_CELLS = 2_000_000
+_KEPT_CELLS = 8_000_000
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,24 @@ def _chunks(n_resamples: int, n: int) -> list[int]:
     return [min(size, n_resamples - start) for start in range(0, n_resamples, size)]
 
 
+Progress = Callable[[int, int], None]  # (resample blocks done, blocks in all)
+
+
+def _batches(deltas: Sequence[np.ndarray], rows: Callable[[int], int]) -> list[tuple[int, list[int]]]:
+    """(length, positions) of the delta vectors to resample together: vectors of one length share one
+    resample matrix, at most `_KEPT_CELLS // rows(length)` of them at once so the resampled statistics
+    kept stay bounded (a batch redraws the same seeded matrix)."""
+    groups: dict[int, list[int]] = {}
+    for i, d in enumerate(deltas):
+        groups.setdefault(int(np.asarray(d).size), []).append(i)
+    out = []
+    for n, members in groups.items():
+        if n:
+            step = max(1, _KEPT_CELLS // max(rows(n), 1))
+            out += [(n, members[i : i + step]) for i in range(0, len(members), step)]
+    return out
+
+
 def randomization_test(deltas: np.ndarray, n_resamples: int = 10_000, seed: int = 0) -> float:
     """Two-sided paired sign-flip randomization test of mean(deltas) = 0.
 
@@ -54,41 +74,87 @@ def randomization_test(deltas: np.ndarray, n_resamples: int = 10_000, seed: int 
     under the null). p = (number of resamples with |mean| >= observed |mean| + 1) / (resamples + 1),
     which is never 0 and is a valid p-value for a Monte Carlo test.
     """
+    return randomization_tests([deltas], n_resamples, seed)[0]
+
+
+def randomization_tests(
+    deltas: Sequence[np.ndarray], n_resamples: int = 10_000, seed: int = 0, progress: Progress | None = None
+) -> list[float]:
+    """`randomization_test` of every delta vector, the resamples drawn once per vector length.
+
+    A test's sign flips depend only on the seed and the number of deltas, so every vector of one length
+    is tested against the same seeded matrix of flips, applied to all of them in one matrix product per
+    block: the p-values equal those of testing each vector alone (the flips are the same draws, and a sum
+    equal to the observed one up to float rounding counts as extreme either way).
+    """
     n_resamples = check_resamples(n_resamples)
-    d = np.asarray(deltas, dtype=np.float64)
-    if d.size == 0:
-        return math.nan
-    rng = np.random.default_rng(seed)
-    observed = abs(d.sum())
-    # relative tolerance so sums equal up to float rounding count as "as extreme"
-    tol = 1e-9 * max(1.0, float(np.abs(d).sum()))
-    count = 0
-    for size in _chunks(n_resamples, d.size):
-        flips = rng.integers(0, 2, size=(size, d.size), dtype=np.int8).astype(np.float64)
-        sums = d.sum() - 2.0 * (flips @ d)  # signs = 1 - 2 * flips
-        count += int(np.count_nonzero(np.abs(sums) >= observed - tol))
-    return (count + 1) / (n_resamples + 1)
+    out = [math.nan] * len(deltas)
+    batches = _batches(deltas, lambda n: _chunks(n_resamples, n)[0])
+    total, done = sum(len(_chunks(n_resamples, n)) for n, _ in batches), 0
+    for n, members in batches:
+        d = np.stack([np.asarray(deltas[i], dtype=np.float64) for i in members])  # [tests, n]
+        rng = np.random.default_rng(seed)
+        total_sum = d.sum(axis=1)
+        observed = np.abs(total_sum)
+        # relative tolerance so sums equal up to float rounding count as "as extreme"
+        tol = 1e-9 * np.maximum(1.0, np.abs(d).sum(axis=1))
+        count = np.zeros(len(members), dtype=np.int64)
+        for size in _chunks(n_resamples, n):
+            flips = rng.integers(0, 2, size=(size, n), dtype=np.int8).astype(np.float64)
+            sums = total_sum - 2.0 * (flips @ d.T)  # signs = 1 - 2 * flips; [size, tests]
+            count += np.count_nonzero(np.abs(sums) >= observed - tol, axis=0)
+            done += 1
+            if progress is not None:
+                progress(done, total)
+        for j, i in enumerate(members):
+            out[i] = (int(count[j]) + 1) / (n_resamples + 1)
+    return out
 
 
 def bootstrap_ci(
     deltas: np.ndarray, n_resamples: int = 10_000, seed: int = 0, confidence: float = 0.95
 ) -> tuple[float, float]:
     """Paired percentile bootstrap CI of the mean delta (queries resampled with replacement)."""
+    return bootstrap_cis([deltas], n_resamples, seed, confidence)[0]
+
+
+def bootstrap_cis(
+    deltas: Sequence[np.ndarray],
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    progress: Progress | None = None,
+) -> list[tuple[float, float]]:
+    """`bootstrap_ci` of every delta vector, the resampled query indices drawn once per vector length.
+
+    A resample's indices depend only on the seed and the number of deltas, so vectors of one length share
+    them: each block of resamples becomes a matrix of counts (how often each query was drawn) and every
+    vector's resampled means are one matrix product, counts @ deltas / n.
+    """
     n_resamples = check_resamples(n_resamples)
     check_alpha(confidence, "confidence")
-    d = np.asarray(deltas, dtype=np.float64)
-    if d.size == 0:
-        return (math.nan, math.nan)
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_resamples, dtype=np.float64)
-    start = 0
-    for size in _chunks(n_resamples, d.size):
-        idx = rng.integers(0, d.size, size=(size, d.size))
-        means[start : start + size] = d[idx].mean(axis=1)
-        start += size
     alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
-    return (float(low), float(high))
+    out = [(math.nan, math.nan)] * len(deltas)
+    batches = _batches(deltas, lambda n: n_resamples)
+    total, done = sum(len(_chunks(n_resamples, n)) for n, _ in batches), 0
+    for n, members in batches:
+        d = np.stack([np.asarray(deltas[i], dtype=np.float64) for i in members])  # [tests, n]
+        rng = np.random.default_rng(seed)
+        means = np.empty((n_resamples, len(members)), dtype=np.float64)
+        start = 0
+        for size in _chunks(n_resamples, n):
+            idx = rng.integers(0, n, size=(size, n))
+            flat = (idx + n * np.arange(size)[:, None]).ravel()
+            counts = np.bincount(flat, minlength=size * n).reshape(size, n).astype(np.float64)
+            means[start : start + size] = (counts @ d.T) / n
+            start += size
+            done += 1
+            if progress is not None:
+                progress(done, total)
+        bounds = np.quantile(means, [alpha, 1.0 - alpha], axis=0)  # [2, tests]
+        for j, i in enumerate(members):
+            out[i] = (float(bounds[0, j]), float(bounds[1, j]))
+    return out
 
 
 def _scipy_stats() -> Any:

@@ -50,11 +50,14 @@ def _command_lines(body: str) -> list[str]:
     return lines
 
 
-def test_the_site_builds_with_strict_checks(tmp_path):
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The site built by `mkdocs build --strict` (its hook writes the generated reference pages first)."""
     pytest.importorskip("mkdocs")
+    out = tmp_path_factory.mktemp("site")
     mkdocs = Path(sys.executable).with_name("mkdocs")
     done = subprocess.run(
-        [str(mkdocs), "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        [str(mkdocs), "build", "--strict", "--site-dir", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -62,9 +65,117 @@ def test_the_site_builds_with_strict_checks(tmp_path):
         check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
-    metrics_page = (tmp_path / "site" / "reference" / "metrics" / "index.html").read_text(encoding="utf-8")
+    return out
+
+
+def test_the_site_builds_with_strict_checks(site):
+    assert (site / "reference" / "cli" / "index.html").is_file()
+    metrics_page = (site / "reference" / "metrics" / "index.html").read_text(encoding="utf-8")
     assert "ndcg_cut_" in metrics_page and "recip_rank" in metrics_page
+
+
+def test_only_pages_are_published_never_the_build_scripts(site):
+    assert not [p for p in site.rglob("*.py")]
+    assert not (site / "hooks.py").exists() and not list(site.rglob("docs_reference*"))
+
+
+def test_the_reference_generator_runs_before_any_builder_and_writes_the_same_pages(tmp_path):
+    """`python scripts/docs_reference.py DIR` is the step a builder without MkDocs hooks (Zensical) runs first."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "docs_reference.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    for name in ("cli", "metrics", "config"):
+        page = tmp_path / "reference" / f"{name}.md"
+        assert page.is_file() and page.read_text(encoding="utf-8").count("\n") > 20
+
+
+def test_the_metric_reference_groups_every_registry_row_by_family_ranking_first(site):
+    from retbench.metrics.registry import catalog
+
+    html = (site / "reference" / "metrics" / "index.html").read_text(encoding="utf-8")
+    heads = re.findall(r"<h2 id=\"([^\"]+)\"", html)
+    assert heads[:6] == [
+        "ranking", "trec_evals-other-measures", "incomplete-judgements", "ir_measures-families", "llm-judged", "answers"
+    ]  # fmt: skip
+    sections = dict(zip(heads, re.split(r"<h2 id=\"[^\"]+\"", html)[1:], strict=True))
+    for row in catalog():
+        shown = [
+            h for h, body in sections.items() if re.search(rf"<td><code>{re.escape(row['name'])}(@k)?</code>", body)
+        ]
+        assert len(shown) == 1, (row["name"], shown)
+    first = re.findall(r"<td><code>([^<]+)</code>", sections["ranking"])
+    assert {"ndcg", "recall@k", "map", "mrr"} <= set(first)
+    assert "bpref" in sections["incomplete-judgements"] and "faithfulness" in sections["llm-judged"]
+    assert "P_&lt;k&gt;" in sections["ranking"] and "{k}" not in html
+
+
+# a resource a page loads (stylesheet, script, image, font, preconnect), not a link a reader may follow
+LOADS = re.compile(
+    r"<(?:link|script|img|source|iframe)\b[^>]*\b(?:href|src)=\"(https?:)?//[^\"]+\"|url\(['\"]?(?:https?:)?//", re.I
+)
+
+
+def test_no_page_asks_another_host_for_anything(site):
+    offenders = []
+    for f in [*site.rglob("*.html"), *site.rglob("*.css")]:
+        text = f.read_text(encoding="utf-8", errors="replace")
+        anchors_removed = re.sub(r"<a\b[^>]*>", "", text)
+        offenders += [f"{f.relative_to(site)}: {m.group(0)[:120]}" for m in LOADS.finditer(anchors_removed)]
+    assert offenders == []
+    assert "fonts.googleapis" not in (site / "index.html").read_text(encoding="utf-8")
+
+
+CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser")) if p), None)
+# Runs in the test's copy of the page only: the tables' widths, names broken across lines, every resource loaded.
+PROBE = """<script>
+window.addEventListener('load', function () {
+  var out = {page: document.documentElement.scrollWidth, tables: [], broken: [],
+             resources: performance.getEntriesByType('resource').map(function (e) { return e.name; })};
+  document.querySelectorAll('.md-typeset table').forEach(function (t) {
+    var r = t.getBoundingClientRect();
+    out.tables.push({width: t.scrollWidth, room: t.parentElement.clientWidth, right: r.right});
+  });
+  document.querySelectorAll('.md-typeset table td code').forEach(function (c) {
+    if (c.getClientRects().length > 1) { out.broken.push(c.textContent); }
+  });
+  var pre = document.createElement('pre'); pre.id = 'layout-probe'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium not installed (Debian: apt-get install -y chromium)")
+def test_the_metric_reference_reads_whole_at_1280_px_with_the_network_off(site, tmp_path):
+    import json
+
+    copy = tmp_path / "site"
+    shutil.copytree(site, copy)
+    page = copy / "reference" / "metrics" / "index.html"
+    page.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    shot = tmp_path / "metrics-1280.png"
+    cmd = [
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+        "--proxy-server=http://127.0.0.1:9",  # the network is off: a request to any other host fails
+        f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,2400", "--virtual-time-budget=5000",
+        "--dump-dom", f"--screenshot={shot}", page.as_uri(),
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    probe = re.search(r'<pre id="layout-probe">(.*?)</pre>', done.stdout, flags=re.S)
+    assert probe, "the layout probe did not run"
+    got = json.loads(probe.group(1).replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
+    assert got["page"] <= 1280  # nothing sticks out sideways
+    assert len(got["tables"]) >= 6
+    for t in got["tables"]:
+        assert t["width"] <= t["room"] and t["right"] <= 1280, t  # every column visible, none scrolled away
+    assert got["broken"] == []  # no metric name wrapped mid-word
+    assert [r for r in got["resources"] if not r.startswith("file:")] == []
 
 
 def _app() -> Any:

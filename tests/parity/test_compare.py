@@ -240,6 +240,8 @@ def test_cli_compare_tests_each_system_against_the_first_on_the_first_metric_by_
     assert [[m["metric"] for m in p["metrics"]] for p in data["pairs"]] == [["recall@5"], ["recall@5"]]
     assert data["family"] == 2 and data["n_resamples"] == 10_000 and data["note"] is None
     assert "Tested: each system (B) against `bm25` (A) on recall@5: 2 tests" in res.output
+    assert "(other pairs: `--all-pairs`; other metrics: `--metrics`" in res.output
+    assert "comparing:" not in res.output  # two tests: no progress lines
     # the heading names B then A, as the columns are: A = bm25, B = bm25_weak, delta = B - A
     assert "## `bm25_weak` (B) vs `bm25` (A)" in res.output
     assert "| metric | A: bm25 | B: bm25_weak | Δ (B − A) |" in res.output
@@ -285,6 +287,9 @@ def test_resamples_are_sized_so_holms_strictest_step_can_be_passed_or_it_is_said
     assert json.loads(out.read_text())["note"].startswith(f"with {family} tests")
     sized = CliRunner().invoke(app, every)
     assert sized.exit_code == 0 and "note: with" not in sized.output
+    # asked for every pair and every metric: the heading no longer suggests them; the resampling shows progress
+    assert "`--all-pairs`" not in sized.output and "`--metrics all`" not in sized.output
+    assert f"comparing: {family} tests" in sized.output and "randomization test (resample blocks)" in sized.output
     data = json.loads(out.read_text())
     assert data["family"] == family and data["n_resamples"] == resamples_for(family) and data["note"] is None
     best = min(m["adjusted"]["randomization"] for p in data["pairs"] for m in p["metrics"])

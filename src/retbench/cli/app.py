@@ -6,11 +6,12 @@ their exit code (`retbench.errors`); `handles_errors` prints them as one line, n
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -119,3 +120,22 @@ def repair_journals(output: Path) -> None:
         dropped = repair_journal(journal)
         if dropped:
             typer.echo(f"repaired {journal}: {dropped} line(s) set aside in {journal.name}.dropped", err=True)
+
+
+@contextlib.contextmanager
+def stage_bars(con: Any, suffix: str = "") -> Iterator[Callable[[str, int, int], None]]:
+    """Progress bars on `con`, one per stage, for a `progress(stage, done, total)` callback (a run's stages,
+    a comparison's resampled tests); `suffix` is added to each stage's label."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=con
+    ) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(f"{stage}{suffix}", total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        yield progress

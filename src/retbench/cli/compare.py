@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from retbench.cli.app import fail, handles_errors, names, write
+from retbench.cli.app import fail, handles_errors, names, stage_bars, write
 
 
 def _note(line: str) -> None:
@@ -92,13 +94,43 @@ def compare_command(
     tested = shared if every_metric else canonical_metrics(asked) or primary_metrics(config, shared)
     sides = [((a, a, loaded), (b, b, loaded)) for a, b in pairs]
     check_same_settings(allow_different_settings, sides, tested, note=lambda m: _note(f"note: {m}"))
-    cmp = compare(loaded.evaluations, pairs, tested, queries=loaded.queries, n_resamples=resamples, seed=seed, top=top)
+    with _progress(len(pairs) * len(tested)) as progress:
+        cmp = compare(
+            loaded.evaluations,
+            pairs,
+            tested,
+            queries=loaded.queries,
+            n_resamples=resamples,
+            seed=seed,
+            top=top,
+            progress=progress,
+        )
     if cmp.note:
         typer.echo(f"note: {cmp.note}", err=True)
-    text = comparison_markdown(cmp)
+    # the heading suggests widening the comparison only while neither widening option was given
+    text = comparison_markdown(cmp, options=not (all_pairs or every_metric))
     typer.echo(text)
     write(markdown_out, text)
     write(json_out, json.dumps(cmp.to_dict(), indent=2, allow_nan=False) + "\n")
+
+
+# from this many tests on, the resampling's progress is shown on stderr
+_PROGRESS_FROM = 10
+
+
+@contextmanager
+def _progress(tests: int) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A progress bar on stderr, one line per resampling stage, for comparisons of many tests (on a
+    terminal it redraws; piped, rich prints it once when done)."""
+    if tests < _PROGRESS_FROM:
+        yield None
+        return
+    from rich.console import Console
+
+    err = Console(stderr=True)
+    err.print(f"comparing: {tests} tests", highlight=False)
+    with stage_bars(err, " (resample blocks)") as step:
+        yield step
 
 
 def _first_config(inputs: list[Path]) -> dict[str, Any]:

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from retbench.cli.app import console, handles_errors, repair_journals, write
-from retbench.errors import ConfigError
+from retbench.cli.app import console, handles_errors, repair_journals, stage_bars, write
+from retbench.errors import ConfigError, InputError
 from retbench.secrets import redact
 
 if TYPE_CHECKING:
@@ -128,23 +128,12 @@ def _run_experiment(
             history=history,
             tag=tag,
         )
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=con
-    ) as bar:
-        tasks: dict[str, Any] = {}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
+    with stage_bars(con) as progress:
         return run_experiment(
             cfg,
             force=force,
             progress=progress,
-            log=lambda m: bar.console.print(redact(m), soft_wrap=True, markup=False, highlight=False),
+            log=lambda m: con.print(redact(m), soft_wrap=True, markup=False, highlight=False),  # above the bars
             history=history,
             tag=tag,
         )
@@ -165,26 +154,43 @@ def history_command(
         Path | None, typer.Option(help="History database (default: $RETBENCH_HISTORY or the per-user one).")
     ] = None,
 ) -> None:
-    """The trend of a metric per (experiment, dataset, system): means with CIs, commit, tag and gate verdict."""
+    """The trend of a metric per (experiment, dataset, system): means with CIs, commit, tag and gate verdict.
+
+    Filters that match nothing (or a metric no matching run recorded) are an error (exit 2) that says what
+    the history holds."""
     import json
     from dataclasses import asdict
 
     from retbench.inputs import canonical_metrics
-    from retbench.report.history import render_trend, trend_html
+    from retbench.report.history import render_trend, series_of, trend_html
     from retbench.results.history_read import entries
 
     metric = (canonical_metrics([metric]) or [metric])[0] if metric else None
-    rows = entries(history_file, system=system, metric=metric, limit=limit, experiment=experiment, dataset=dataset)
+    where = {"experiment": experiment, "dataset": dataset, "system": system}
+    rows = entries(history_file, metric=metric, limit=limit, experiment=experiment, dataset=dataset, system=system)
+    if metric is None and not as_json:
+        latest = next((e for e in reversed(rows) if e.scores), None)
+        metric = next(iter(next(iter(latest.scores.values())))) if latest else None
+    if not rows or (metric is None and not as_json) or (metric is not None and not series_of(rows, metric)[0]):
+        _nothing_to_show(history_file, where, metric)
     if as_json:
         typer.echo(json.dumps([asdict(e) for e in rows], indent=2, default=str))
         return
-    if metric is None:
-        latest = next((e for e in reversed(rows) if e.scores), None)
-        metric = next(iter(next(iter(latest.scores.values())))) if latest else "ndcg@10"
+    assert metric is not None  # checked above: a table follows one metric
     console().print(render_trend(rows, metric))
     if html is not None:
         write(html, trend_html(rows, metric))
         typer.echo(f"wrote {html}")
+
+
+def _nothing_to_show(history_file: Path | None, where: dict[str, str | None], metric: str | None) -> None:
+    """Raise the exit-2 error that says what the history holds, in place of an empty table."""
+    from retbench.report.history import nothing_matched
+    from retbench.results.history_read import entries
+
+    kept = entries(history_file, experiment=where["experiment"], dataset=where["dataset"], system=where["system"])
+    filters = {f"--{k}": v for k, v in where.items()}
+    raise InputError(nothing_matched(filters, entries(history_file), kept, metric), field="history")
 
 
 @handles_errors
@@ -195,7 +201,11 @@ def export_mlflow_command(
     ] = None,
     experiment: Annotated[str | None, typer.Option(help="MLflow experiment (default: the experiment's name).")] = None,
     artifact_location: Annotated[
-        str | None, typer.Option(help="Artifact location when the MLflow experiment is created here.")
+        str | None,
+        typer.Option(
+            help="Artifact location when the MLflow experiment is created here (default: for a sqlite:/// store, "
+            "mlartifacts/ beside the database file; a server keeps its own)."
+        ),
     ] = None,
     timeout: Annotated[int, typer.Option(help="Seconds a tracking server gets per request (2 retries).")] = 30,
 ) -> None:
@@ -214,3 +224,4 @@ def export_mlflow_command(
         typer.echo(f"logged to MLflow experiment {out['experiment_id']}: parent run {out['parent_run_id']}")
     for system, run_id in out["runs"].items():
         typer.echo(f"  {system}: run {run_id}")
+    typer.echo(f"artifacts: {out['artifact_location']}")

@@ -2,7 +2,8 @@
 
 Every block of every config kind is a `Block`: strict types (a string is not an integer, `true` is
 not a number, NaN and infinities are refused), unknown keys refused with the valid ones listed and
-the nearest one suggested. Validation is declared on the models; `validate` runs it and raises the
+the nearest one suggested, and a value outside a closed set of choices (a literal, an enum, a
+kind) gets the nearest choice suggested too. Validation is declared on the models; `validate` runs it and raises the
 first problem as a `ConfigError` naming the field, which `load` then gives its file and line.
 
 Paths inside a config are read relative to the config file's folder (then `$RETBENCH_CACHE`),
@@ -14,7 +15,8 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -64,13 +66,36 @@ def field_error(fld: str, message: str) -> PydanticCustomError:
     return PydanticCustomError("field_error", message.replace("{", "{{").replace("}", "}}"), {"field": fld})
 
 
+def nearest(value: Any, choices: Sequence[str]) -> str | None:
+    """The choice `value` most likely misspells (case, `-` for `_` and small typos forgiven), or None."""
+    if not isinstance(value, str) or not choices:
+        return None
+
+    def norm(text: str) -> str:
+        return text.lower().replace("-", "_").replace(" ", "_")
+
+    same = [c for c in choices if norm(c) == norm(value) and c != value]
+    if same:
+        return same[0]
+    by_norm = {norm(c): c for c in choices}
+    near = difflib.get_close_matches(norm(value), list(by_norm), n=1, cutoff=0.6)
+    return by_norm[near[0]] if near and by_norm[near[0]] != value else None
+
+
+def did_you_mean(value: Any, choices: Sequence[str]) -> str:
+    """`; did you mean 'x'?` when `value` looks like a misspelt choice, else empty."""
+    near = nearest(value, choices)
+    return f"; did you mean {near!r}?" if near is not None else ""
+
+
 def unknown_key_message(key: Any, allowed: list[str]) -> str:
     """`unknown key 'x'; allowed: a, b; did you mean 'a'?`."""
-    msg = f"unknown key {key!r}; allowed: {', '.join(allowed)}"
-    near = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
-    if near:
-        msg += f"; did you mean {near[0]!r}?"
-    return msg
+    return f"unknown key {key!r}; allowed: {', '.join(allowed)}" + did_you_mean(str(key), allowed)
+
+
+def _choices(expected: Any) -> list[str]:
+    """The values of pydantic's `expected` text (`'a', 'b' or 'c'`; an enum's `'x' or 'y'`)."""
+    return re.findall(r"'((?:[^'\\]|\\.)*)'", str(expected or ""))
 
 
 # -- paths ---------------------------------------------------------------------------------------------
@@ -167,8 +192,9 @@ def error_message(err: Mapping[str, Any]) -> str:
         return str(ctx.get("error", err["msg"]))
     if kind == "assertion_error":
         return str(ctx.get("error", err["msg"]))
-    if kind == "literal_error":
-        return f"must be one of {ctx.get('expected')}, got {_describe(got)}"
+    if kind in ("literal_error", "enum"):
+        expected = ctx.get("expected")
+        return f"must be one of {expected}, got {_describe(got)}" + did_you_mean(got, _choices(expected))
     simple = {
         "int_type": "must be an integer",
         "int_from_float": "must be an integer",
@@ -201,7 +227,8 @@ def error_message(err: Mapping[str, Any]) -> str:
         n = ctx.get("min_length")
         return "must be a non-empty list" if n == 1 else f"needs at least {n} items, got {ctx.get('actual_length')}"
     if kind in ("union_tag_invalid", "union_tag_not_found"):
-        return f"must be one of {ctx.get('expected_tags')}, got {_describe(ctx.get('tag'))}"
+        tags, tag = ctx.get("expected_tags"), ctx.get("tag")
+        return f"must be one of {tags}, got {_describe(tag)}" + did_you_mean(tag, _choices(tags))
     return f"{err['msg']}, got {_describe(got)}"
 
 

@@ -85,18 +85,52 @@ def trend_rows(entries: list[Any], metric: str) -> tuple[list[str], list[list[st
 
 
 def render_trend(entries: list[Any], metric: str) -> Any:
-    from rich.table import Table
+    """The trend as a terminal table that fits the console: many series transpose (one row per series,
+    one column per run) or split into parts, never cutting a label (`report.terminal.FittedTable`)."""
+    from retbench.report.terminal import FittedTable
 
     header, rows = trend_rows(entries, metric)
-    table = Table(
-        title=f"history: {fmt.metric_label(metric)} (mean [95% CI]; * = uncommitted changes; "
+    title = (
+        f"history: {fmt.metric_label(metric)} (mean [95% CI]; * = uncommitted changes; "
         "one column per experiment, dataset and system)"
     )
-    for i, h in enumerate(header):
-        table.add_column(h, justify="right" if i >= 5 or i == 0 else "left")
-    for r in rows:
-        table.add_row(*r)
-    return table
+    return FittedTable(header, [list(r) for r in rows], title=title, keys=1, left={1, 2, 3, 4}, corner="run")
+
+
+def _dataset_name(identity: dict[str, Any]) -> str:
+    return f"{identity.get('name')}/{identity.get('split')}" if identity.get("name") else "no dataset recorded"
+
+
+def _listing(label: str, values: set[str]) -> str:
+    return f"{label} {', '.join(sorted(values))}" if values else f"no {label}"
+
+
+def what_is_recorded(entries: list[Any]) -> str:
+    """The experiments, systems, datasets and metrics `entries` hold: said when a filter matched nothing."""
+    points = [p for e in entries for p in e.points.values()]
+    return "; ".join(
+        [
+            _listing("experiments", {e.experiment for e in entries}),
+            _listing("systems", {name for name, _ in points}),
+            _listing("datasets", {_dataset_name(ds) for _, ds in points}),
+            _listing("metrics", {m for e in entries for scores in e.scores.values() for m in scores}),
+        ]
+    )
+
+
+def nothing_matched(filters: dict[str, str | None], everything: list[Any], kept: list[Any], metric: str | None) -> str:
+    """Why a `history` query has nothing to show, and what it could ask for instead.
+
+    `everything`: the history unfiltered; `kept`: the runs the filters kept (all their metrics), so a metric
+    none of them recorded is told apart from filters that matched no run."""
+    asked = " ".join(f"{k} {v}" for k, v in filters.items() if v is not None)
+    if not everything:
+        return "the history holds no run yet (every `retbench run` adds one)"
+    if not kept:
+        return f"no run in the history matches {asked}; it holds {what_is_recorded(everything)}"
+    where = f"runs matching {asked}" if asked else "runs"
+    have = sorted({m for e in kept for scores in e.scores.values() for m in scores})
+    return f"no {where} recorded {metric or 'a metric'}; they recorded: {', '.join(have) or 'no metric'}"
 
 
 def trend_html(entries: list[Any], metric: str) -> str:

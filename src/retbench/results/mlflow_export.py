@@ -58,6 +58,21 @@ def _shown_uri(uri: str) -> str:
     return re.sub(r"//[^/@]*@", "//", uri)
 
 
+def artifacts_beside(uri: str | None) -> str | None:
+    """Where a new experiment's artifacts go when no --artifact-location is given: for a SQLite store, the
+    folder `mlartifacts` beside the database file (MLflow's own default is `./mlruns` of whatever folder the
+    command runs from, so a repository would gain a folder nobody asked for). None (the store decides) for a
+    tracking server, which serves its own artifact root, and for other databases, whose location MLflow keeps.
+    """
+    uri = uri or os.environ.get("MLFLOW_TRACKING_URI")
+    if not uri or not uri.lower().startswith("sqlite:///"):
+        return None
+    db = uri[len("sqlite:///") :].split("?", 1)[0]  # sqlite:///rel/path.db or sqlite:////abs/path.db
+    if not db or db == ":memory:":
+        return None
+    return (Path(db).expanduser().resolve().parent / "mlartifacts").as_uri()
+
+
 def check_tracking_uri(uri: str | None) -> None:
     """Refuse, before MLflow is imported, a URI MLflow cannot use: an unknown scheme, or its file store
     (MLflow 3 refuses a plain folder or `file:` URI unless `MLFLOW_ALLOW_FILE_STORE=true`)."""
@@ -169,8 +184,10 @@ def export_mlflow(
     artifact_location: str | None = None,
     timeout: int = DEFAULT_TIMEOUT_S,
 ) -> dict[str, Any]:
-    """Log a study's results (or the folder holding them) to MLflow; returns {"experiment_id", "parent_run_id", "runs": {system: run id},
-    "existing"} ("existing": these same results were logged before, and nothing was logged again).
+    """Log a study's results (or the folder holding them) to MLflow; returns {"experiment_id", "parent_run_id",
+    "runs": {system: run id}, "existing", "artifact_location"} ("existing": these same results were logged before,
+    and nothing was logged again; "artifact_location": where the experiment keeps its artifacts, `artifacts_beside`
+    the store unless `artifact_location` said otherwise when the experiment was created).
 
     `timeout`: seconds a tracking server gets per request. Anything the store fails with is an InputError
     naming the URI (and the runs already logged, which stay in MLflow).
@@ -208,7 +225,12 @@ def _export(
     run_name = man.title or Path(results_dir).name
     name = experiment or run_name
     found = client.get_experiment_by_name(name)
-    exp_id = found.experiment_id if found is not None else client.create_experiment(name, artifact_location)
+    if found is None:
+        store = getattr(client, "tracking_uri", None) or tracking_uri  # MLflow's default store when none is named
+        exp_id = client.create_experiment(name, artifact_location or artifacts_beside(store))
+    else:
+        exp_id = found.experiment_id
+    artifacts = str(client.get_experiment(exp_id).artifact_location)  # an existing experiment keeps its own
     common: dict[str, str] = dict(flatten(config_from_manifest(man), "config"))
     for i, d in enumerate(man.datasets):
         for key in ("name", "split", "queries", "documents", "corpus_fingerprint", "qrels_fingerprint"):
@@ -221,7 +243,7 @@ def _export(
     fp = results_fingerprint(res)
     earlier = _earlier_export(client, exp_id, fp)
     if earlier is not None:
-        return earlier
+        return {**earlier, "artifact_location": artifacts}
     parent = client.create_run(exp_id, run_name=run_name, tags={**tags, FINGERPRINT_TAG: fp})
     pid = done["parent_run_id"] = parent.info.run_id
     _log(client, pid, common, {})
@@ -246,7 +268,13 @@ def _export(
                 client.log_artifact(cid, str(folder / f), "system")
         client.set_terminated(cid, "FAILED" if summary.failed else "FINISHED")
     client.set_terminated(pid)
-    return {"experiment_id": exp_id, "parent_run_id": pid, "runs": runs, "existing": False}
+    return {
+        "experiment_id": exp_id,
+        "parent_run_id": pid,
+        "runs": runs,
+        "existing": False,
+        "artifact_location": artifacts,
+    }
 
 
 FINGERPRINT_TAG = "retbench.fingerprint"

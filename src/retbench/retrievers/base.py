@@ -21,6 +21,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from retbench.config.base import did_you_mean
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError
 from retbench.retrievers.filters import Filter, query_filters, require_filters
@@ -265,7 +266,10 @@ def resolve_factory(adapter: str) -> Factory:
             return ep.load()
     if ":" in adapter:
         return import_object(adapter, field="adapter")
-    raise ConfigError(f"unknown adapter {adapter!r}; available: {', '.join(available())}", field="adapter")
+    names = available()
+    raise ConfigError(
+        f"unknown adapter {adapter!r}; available: {', '.join(names)}{did_you_mean(adapter, names)}", field="adapter"
+    )
 
 
 def create(

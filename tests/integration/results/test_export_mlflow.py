@@ -222,3 +222,30 @@ def test_an_export_cut_short_is_replaced_not_taken_for_a_finished_one(small_resu
     live = client.search_runs([exp_id])
     assert sorted(r.info.run_name for r in live) == ["bm25", "tracked"]
     assert all(r.info.status == "FINISHED" for r in live)
+
+
+def test_artifacts_land_beside_the_sqlite_store_not_in_the_working_folder_and_the_console_says_where(
+    small_results, tmp_path, monkeypatch
+):
+    from mlflow.tracking import MlflowClient
+
+    work, store = tmp_path / "repo", tmp_path / "store"
+    work.mkdir()
+    store.mkdir()
+    monkeypatch.chdir(work)  # a user's repository: the export must not leave ./mlruns in it
+    uri = f"sqlite:///{store / 'mlflow.db'}"
+    out = _export(small_results, uri, "--experiment", "beside")
+    assert out.exit_code == 0, out.output
+    where = (store / "mlartifacts").as_uri()
+    assert f"artifacts: {where}" in out.output
+    assert list(work.iterdir()) == []
+    exp = MlflowClient(tracking_uri=uri).get_experiment_by_name("beside")
+    assert exp.artifact_location == where
+    assert any((store / "mlartifacts").rglob("metrics.json"))
+
+    chosen = tmp_path / "chosen"
+    given = _export(small_results, uri, "--experiment", "chosen", "--artifact-location", chosen.as_uri())
+    assert given.exit_code == 0 and f"artifacts: {chosen.as_uri()}" in given.output
+    assert any(chosen.rglob("metrics.json")) and list(work.iterdir()) == []
+    again = _export(small_results, uri, "--experiment", "beside")  # the same results: nothing logged again
+    assert again.exit_code == 0 and "nothing logged again" in again.output and f"artifacts: {where}" in again.output

@@ -300,7 +300,15 @@ def test_a_trend_never_joins_other_datasets_or_experiments_and_each_can_be_filte
     fingerprint = json.loads(series[1][1])["corpus_fingerprint"]
     assert ids("--dataset", "scifact/test") == [1, 2, 3, 4]
     assert ids("--dataset", fingerprint[:10]) == [2]  # the slice's corpus sample is its own
-    assert ids("--system", "nosuch") == []
+    # a filter that matches nothing, or a metric the matching runs never recorded, is no empty table with exit 0
+    for args in (["--system", "nosuch"], ["--system", "nosuch", "--json"], ["--experiment", "nope"]):
+        none = runner.invoke(app, ["history", *args])
+        assert none.exit_code == 2, none.output
+        assert f"no run in the history matches {' '.join(args[:2])}; it holds experiments hist, tuning;" in none.output
+        assert "systems bm25; datasets scifact/test; metrics mrr@10, recall@5" in none.output
+    unscored = runner.invoke(app, ["history", "--metric", "judged@10", "--experiment", "tuning"])
+    assert unscored.exit_code == 2
+    assert "no runs matching --experiment tuning recorded judged@10; they recorded: mrr@10, recall@5" in unscored.output
 
 
 def test_a_rerun_that_searched_nothing_adds_no_point_and_a_forced_one_does(project: Path):
