@@ -87,6 +87,20 @@ class Rubric:
             "k": self.k,
         }
 
+    @classmethod
+    def from_definition(cls, d: Mapping[str, Any]) -> Rubric:
+        """The rubric `definition()` wrote (a results folder's judged.json keeps it)."""
+        scale = str(d["scale"])
+        return cls(
+            str(d["name"]),
+            str(d["criterion"]),
+            tuple(d["inputs"]),
+            None if scale == "bool" else int(scale.split("..")[1]),
+            {int(g): str(t) for g, t in (d.get("levels") or {}).items()},
+            tuple(d.get("steps") or ()),
+            d.get("k"),
+        )
+
     @property
     def sha256(self) -> str:
         return hashlib.sha256(json.dumps(self.definition(), sort_keys=True).encode("utf-8")).hexdigest()

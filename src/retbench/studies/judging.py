@@ -232,7 +232,11 @@ class Judging:
 
         write_json(
             self.sysdir / JUDGED_FILE,
-            {"judging": judging_identity(self.judge, self.judging), **self.manifest(), "verdicts": records},
+            {
+                "judging": judging_identity(self.judge, self.judging, self.rubrics),
+                **self.manifest(),
+                "verdicts": records,
+            },
         )
         return records
 

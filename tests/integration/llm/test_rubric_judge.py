@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
 from http_support import send_json, serving_in_thread
+from retbench.cli import app
 
 DOCS = [
     {"_id": "fees", "title": "", "text": "We are cutting credit card late fees from $32 to $8."},
@@ -25,9 +27,9 @@ DOCS = [
 ]
 GOLDEN = [
     {"id": "a1", "input": "What were credit card late fees cut to?", "expected_output": ["fees"],
-     "metadata": {"answer": "$8", "human": {"answer_match": 1, "tone": 1}}},
+     "metadata": {"answer": "$8", "human": {"answer_match": 1, "tone": 1, "completeness": 3}}},
     {"id": "a2", "input": "How many new jobs were created in three years?", "expected_output": ["jobs"],
-     "metadata": {"answer": "Fifteen million", "human": {"answer_match": 0, "tone": 1}}},
+     "metadata": {"answer": "Fifteen million", "human": {"answer_match": 0, "tone": 1, "completeness": 2}}},
     {"id": "a3", "input": "What does insulin cost seniors?", "expected_output": ["insulin"],
      "metadata": {"answer": "$35 a month", "human": {"answer_match": 0}}},
     {"id": "a4", "input": "What is the capital of Mars?", "answerable": False},
@@ -187,3 +189,55 @@ def test_two_rubrics_and_answer_match_run_end_to_end_and_an_edited_rubric_rejudg
         assert again["judge"]["calls"] == 3 and again["judge"]["cached"] == 6
         keys = {c["judge"] for c in _calls(sysdir) if c["prompt"] == "rubric_tone_v1"}
         assert len(keys) == 2
+
+
+def test_calibration_against_human_verdicts_prints_agreement_kappa_and_the_ppi_mean(tmp_path, monkeypatch):
+    monkeypatch.setenv("RETBENCH_CACHE", str(tmp_path / "cache"))
+    with judge_server() as server:
+        _run(_config(tmp_path, f"http://127.0.0.1:{server.server_port}", "Is the answer polite and professional?"))
+    calls = len(server.requests)
+    cal = tmp_path / "cal.yaml"
+    spec = {"results": str(tmp_path / "out"), "system": "bm25", "metrics": ["answer_match", "tone", "completeness"]}
+    cal.write_text(yaml.safe_dump({"dataset": str(tmp_path / "golden_rag"), "output": str(tmp_path / "cal"),
+                                   "bootstrap": 200, "rubrics": spec}))  # fmt: skip
+    res = CliRunner().invoke(app, ["judge-calibrate", str(cal)])
+    assert res.exit_code == 0, res.output
+    assert len(server.requests) == calls  # the stored verdicts are calibrated: no call
+    report = json.loads((tmp_path / "cal" / "metrics.json").read_text())["rubrics"]
+
+    # answer_match: human 1, 0, 0 against the judge's 1, 0, 1
+    am = report["answer_match"]["agreement"]
+    po, pe = 2 / 3, (1 / 3) * (2 / 3) + (2 / 3) * (1 / 3)
+    assert am["accuracy"]["value"] == pytest.approx(2 / 3) and am["kappa"]["value"] == pytest.approx(
+        (po - pe) / (1 - pe)
+    )
+    # tone: the unparseable verdict is counted, not scored
+    assert report["tone"]["judged"] == {"judged": 1, "of": 2} and report["tone"]["statuses"] == {
+        "ok": 1,
+        "unparseable": 1,
+    }
+    # completeness (0..3): quadratic weighted kappa, and PPI with a3 judged but not verdicted by a person
+    from sklearn.metrics import cohen_kappa_score
+
+    comp = report["completeness"]
+    expected = cohen_kappa_score([3, 2], [3, 1], weights="quadratic", labels=[0, 1, 2, 3])
+    assert comp["agreement"]["weighted_kappa"]["value"] == pytest.approx(expected)
+    assert comp["ppi"]["mean"] == pytest.approx(1 + ((3 - 3) + (2 - 1)) / 2)  # judge mean on a3 + mean(human - judge)
+    assert "answer_match (bool): judged 3 of 3 human-verdicted samples" in res.output
+    assert "tone (bool): judged 1 of 2 human-verdicted samples (1 unparseable)" in res.output
+    assert "agreement: accuracy 0.667" in res.output and "mean under human verdicts (PPI): 1.500" in res.output
+
+
+def test_a_human_verdict_off_the_scale_names_the_sample_and_field(tmp_path, monkeypatch):
+    monkeypatch.setenv("RETBENCH_CACHE", str(tmp_path / "cache"))
+    with judge_server() as server:
+        _run(_config(tmp_path, f"http://127.0.0.1:{server.server_port}", "Is the answer polite and professional?"))
+    golden = yaml.safe_load((tmp_path / "golden_rag" / "golden.yaml").read_text())
+    golden[0]["metadata"]["human"]["answer_match"] = 2
+    (tmp_path / "golden_rag" / "golden.yaml").write_text(yaml.safe_dump(golden))
+    cal = tmp_path / "cal.yaml"
+    spec = {"results": str(tmp_path / "out"), "system": "bm25", "metrics": ["answer_match"]}
+    cal.write_text(yaml.safe_dump({"dataset": str(tmp_path / "golden_rag"), "rubrics": spec}))
+    res = CliRunner().invoke(app, ["judge-calibrate", str(cal), "--output", str(tmp_path / "cal")])
+    assert res.exit_code == 2, res.output
+    assert "a1.metadata.human.answer_match" in res.output and "not on the scale bool" in res.output
