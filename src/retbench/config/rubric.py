@@ -37,16 +37,18 @@ InputName = Literal["query", "answer", "references", "passages", "negatives"]
 
 
 def _scale(raw: Any) -> Any:
-    """`0..N` -> N; `bool` and N as they are."""
+    """`bool`; `0..N` or N -> N, with N from 1 to MAX_HIGH; anything else one clear error."""
+    if raw == "bool":
+        return raw
+    high = raw
     if isinstance(raw, str) and (m := re.fullmatch(r"\s*0\s*\.\.\s*(\d+)\s*", raw)):
-        return int(m[1])
-    return raw
+        high = int(m[1])
+    if isinstance(high, bool) or not isinstance(high, int) or not 1 <= high <= MAX_HIGH:
+        raise ValueError(f"must be bool, or 0..N with N from 1 to {MAX_HIGH} (got {raw!r})")
+    return high
 
 
-Scale = Annotated[
-    Literal["bool"] | Annotated[int, Field(ge=1, le=MAX_HIGH)],
-    BeforeValidator(_scale, json_schema_input_type=str | int),
-]
+Scale = Annotated[Literal["bool"] | int, BeforeValidator(_scale, json_schema_input_type=str | int)]
 
 
 class RubricBlock(Block):

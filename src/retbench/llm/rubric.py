@@ -15,6 +15,7 @@ before the object (as prose) or inside it. Anything else is `unparseable`, never
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -99,7 +100,7 @@ def parser(rubric: Rubric) -> Callable[[str], tuple[dict[str, Any] | None, str]]
             return None, "unparseable"
         reasoning = obj.get("reasoning")
         if not isinstance(reasoning, str):  # prose before the object is the reasoning the model gave
-            reasoning = text[:start].strip().strip("`").strip()[-500:]
+            reasoning = re.sub(r"```[a-z]*\s*$", "", text[:start].strip()).strip()[-500:]
         return {"value": value, "reasoning": reasoning.strip()}, "ok"
 
     return parse
