@@ -51,6 +51,10 @@ def _scale(raw: Any) -> Any:
 Scale = Annotated[Literal["bool"] | int, BeforeValidator(_scale, json_schema_input_type=str | int)]
 
 
+def _default_inputs() -> list[InputName]:
+    return ["query", "answer"]
+
+
 class RubricBlock(Block):
     """One judged metric defined by its rubric."""
 
@@ -62,7 +66,7 @@ class RubricBlock(Block):
     scale: Scale = Field("bool", description=f"bool (1 yes / 0 no), or 0..N (N from 1 to {MAX_HIGH})")
     levels: dict[int, str] = Field(default_factory=dict, description="grade -> what it means")
     inputs: list[InputName] = Field(
-        default_factory=lambda: ["query", "answer"], min_length=1, description=f"what the judge sees: {INPUTS}"
+        default_factory=_default_inputs, min_length=1, description=f"what the judge sees: {INPUTS}"
     )
     k: PositiveInt | None = Field(None, description="passages shown (default: judging.context_k)")
     judge: JudgeSettings | None = Field(
@@ -95,7 +99,7 @@ def _declared(blocks: list[RubricBlock]) -> list[RubricBlock]:
         if names.index(b.name) != i:
             raise field_error(f"[{i}].name", f"rubric {b.name!r} is declared twice")
         try:
-            register(declare(b.to_rubric(), lookup(b.name) is not None), replace=True)
+            register(declare(b.to_rubric(), lookup(b.name) is not None), replace=True)  # type: ignore[arg-type]
         except ConfigError as exc:
             raise field_error(f"[{i}].{exc.field or 'name'}", exc.reason) from None
     return blocks
