@@ -119,6 +119,13 @@ class Rubric:
             raise ConfigError(f"rubric {self.name!r}: the rubric text is empty", field="rubric")
         return self
 
+    def human(self, value: Any) -> int | None:
+        """A person's verdict (`metadata.human`) as a grade on this scale: 1/0 or true/false on yes/no, an
+        integer 0..high on a graded one; None when it is not on the scale."""
+        if isinstance(value, bool):
+            value = int(value)
+        return int(value) if isinstance(value, int) and value in self.grades else None
+
     def outcome(self, sample: Any, answer: Any, records: Records | None) -> Outcome:
         """One query's value, None (does not apply) or a status (module docstring)."""
         if "references" in self.inputs and not references(sample):

@@ -81,7 +81,7 @@ from retbench.studies.judging import (
 )
 from retbench.studies.manifest import manifest_header
 from retbench.studies.rerank import RerankStage
-from retbench.studies.rubrics import asked_rubrics
+from retbench.studies.rubrics import asked_rubrics, rubric_estimates
 
 __all__ = [
     "DatasetSpec",
@@ -246,6 +246,7 @@ class BenchmarkScorer:
         )
         if judged is None:
             return Scored(ev)
+        ev.estimates = rubric_estimates(ev, samples)  # PPI where people gave verdicts on some samples
         block = judged_summary(ev, judged.manifest, samples, given, judged.records)
         return Scored(ev, {"judge": block} if block else {})
 

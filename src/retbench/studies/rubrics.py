@@ -14,12 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from retbench.config.judge import JudgeSettings
 from retbench.config.rubric import RubricBlock
+from retbench.evaluation import estimate_block
 from retbench.llm.generate import numbered
 from retbench.llm.rubric import material, rubric_prompt
 from retbench.metrics.judged import given_text, references
 from retbench.metrics.rubric import Rubric, rubric_of
+from retbench.stats import ppi_mean
+from retbench.studies.labels.rubric_calibrate import human_verdict
 
 Item = tuple[Any, dict[str, str]]
 
@@ -79,3 +84,33 @@ def rubric_identity(rubrics: Sequence[tuple[Rubric, JudgeSettings | None]]) -> d
         }
         for r, own in rubrics
     }
+
+
+def rubric_estimates(ev: Any, samples: Mapping[str, Any], alpha: float = 0.05) -> dict[str, dict[str, Any]]:
+    """{rubric metric: prediction-powered `estimate` entry} where people gave verdicts on some samples.
+
+    `stats.ppi_mean` (classical PPI): the human verdicts (`metadata.human: {metric: value}`, on the rubric's
+    scale) of the samples that have both, the metric's per-query values on those samples and on the samples
+    people did not verdict; only where at least 2 samples have both and 1 more has a value. A human verdict
+    off the scale is an input error, as calibration makes it.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for m in ev.metrics:
+        rubric = rubric_of(m)
+        if rubric is None:
+            continue
+        col = ev.column(m)
+        pairs, unlabelled = [], []
+        for i, q in enumerate(ev.query_ids):
+            given = ((getattr(samples.get(q), "metadata", None) or {}).get("human") or {}).get(m)
+            if np.isnan(col[i]):
+                continue
+            if given is None:
+                unlabelled.append(col[i])
+            else:
+                pairs.append((human_verdict(rubric, given, "golden set", f"{q}.metadata.human.{m}"), col[i]))
+        if len(pairs) >= 2 and unlabelled:
+            y, f = np.array(pairs, dtype=float).T
+            est, low, high = ppi_mean(y, f, np.array(unlabelled), alpha=alpha)
+            out[m] = estimate_block("ppi", len(pairs), len(pairs) + len(unlabelled), est, low, high)
+    return out

@@ -167,6 +167,11 @@ def test_two_rubrics_and_answer_match_run_end_to_end_and_an_edited_rubric_rejudg
         assert aggregates["completeness"]["mean"] == pytest.approx((3 + 1 + 1) / 3)
         for m in ("answer_match", "tone", "completeness"):
             assert aggregates[m]["ci_low"] <= aggregates[m]["mean"] <= aggregates[m]["ci_high"]
+        # people verdicted completeness on a1 and a2, not a3: prediction-powered (judge mean on a3 + mean human - judge)
+        ppi = aggregates["completeness"]["estimate"]
+        assert (ppi["source"], ppi["n_human"], ppi["n_llm"]) == ("ppi", 2, 3)
+        assert ppi["mean"] == pytest.approx(1 + ((3 - 3) + (2 - 1)) / 2)
+        assert aggregates["answer_match"]["estimate"]["source"] == "llm"  # every sample verdicted: nothing to correct
         log = [c for c in _calls(sysdir) if c["prompt"] == "rubric_answer_match_v1"]
         assert {c["verdict"]["reasoning"] for c in log} >= {"too vague: no number"}
 
@@ -179,6 +184,10 @@ def test_two_rubrics_and_answer_match_run_end_to_end_and_an_edited_rubric_rejudg
             a = aggregates[m]
             shown = f"{a['mean']:.4f} [{a['ci_low']:.4f}, {a['ci_high']:.4f}] (judged {judged})"
             assert shown in row, (shown, row)
+        assert (
+            f"(judged 3 of 3) (PPI {ppi['mean']:.4f} [{ppi['ci_low']:.4f}, {ppi['ci_high']:.4f}], 2 human / 3 LLM)"
+            in row
+        )
 
         # an edited rubric is a new judge identity: tone is judged again, the others come from the cache
         before = len(server.requests)

@@ -32,14 +32,12 @@ from retbench.studies.labels import agreement as ag
 
 def human_verdict(rubric: Rubric, value: Any, where: str, fld: str) -> int:
     """A person's verdict as a grade on the rubric's scale; anything else is an input error naming it."""
-    if isinstance(value, bool):
-        value = int(value)
-    ok = isinstance(value, int) and value in rubric.grades
-    if not ok:
+    grade = rubric.human(value)
+    if grade is None:
         raise InputError(
             f"human verdict {value!r} is not on the scale {rubric.scale} of {rubric.name}", path=where, field=fld
         )
-    return int(value)
+    return grade
 
 
 def _one(
