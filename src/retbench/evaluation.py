@@ -89,6 +89,9 @@ class Evaluation:
     # `coverage(ev, run)` as the cell runner stored it in metrics.json, attached when the table is read
     # back (results directory, history) or scored from a run file; empty for a table built in Python
     coverage: dict[str, Any] = field(default_factory=dict)
+    # a judged metric's `estimate` entry from a stage that holds human verdicts too (prediction-powered:
+    # studies/rubrics.py), in place of the LLM-only entry `aggregate` gives it otherwise
+    estimates: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.values = np.asarray(self.values, dtype=np.float64).reshape(len(self.query_ids), len(self.metrics))
@@ -209,7 +212,7 @@ class Evaluation:
                 row["ci_low"] = float(lows[j]) if lows is not None else float("nan")
                 row["ci_high"] = float(highs[j]) if highs is not None else float("nan")
             if m in JUDGED_METRICS:
-                row["estimate"] = llm_estimate(self.values[:, j])
+                row["estimate"] = self.estimates.get(m) or llm_estimate(self.values[:, j])
             out[m] = row
         return out
 

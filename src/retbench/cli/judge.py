@@ -155,6 +155,13 @@ def judge_calibrate(
 
     cfg = load_calibration(config, output)
     report = run_calibration(cfg, dry_run=dry_run, echo=typer.echo)
+    if cfg.rubrics is not None:  # rubric metrics: stored verdicts against people's, no call made
+        from retbench.report.judge import rubric_calibration_lines
+
+        for line in rubric_calibration_lines(report):
+            typer.echo(line)
+        typer.echo(f"written: {cfg.output_dir / 'metrics.json'}")
+        return
     typer.echo(identity_line(report["judge"]["identity"]))
     if dry_run:
         typer.echo(estimate_line(report["estimate"]))

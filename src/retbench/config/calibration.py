@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from retbench.config.base import Block, NonNegativeInt, PositiveInt
+from retbench.config.base import Block, NonNegativeInt, PositiveInt, field_error
 from retbench.config.common import FolderName
 from retbench.config.judge import JudgeSettings
 from retbench.config.study import Study
@@ -35,6 +35,15 @@ class Ranking(Block):
     systems: list[RankingSystem] = Field(min_length=2)
 
 
+class RubricCalibration(Block):
+    """Rubric metrics' stored verdicts (an experiment's results) against the human verdicts of the golden set
+    (`metadata.human: {metric: value}` on its samples); `dataset` is that golden set."""
+
+    results: str = Field(description="the experiment's results folder")
+    system: str = Field(description="the system whose answers were judged (its results key)")
+    metrics: list[str] = Field(min_length=1, description="rubric metrics to calibrate")
+
+
 class CalibrationModel(Study):
     """A calibration of the judge against human labels."""
 
@@ -42,10 +51,24 @@ class CalibrationModel(Study):
     dataset: str = Field("scifact", description="a shipped name or a BEIR folder")
     split: str = "test"
     output: str | None = Field(None, description="default: results/<name>")
-    judge: JudgeSettings
+    judge: JudgeSettings | None = Field(None, description="required unless `rubrics` is given")
+    rubrics: RubricCalibration | None = Field(None, description="calibrate rubric metrics instead of relevance")
     sample: Sample = Field(default_factory=Sample)
     relevant_from: NonNegativeInt = Field(2, description="the lowest LLM grade that counts as relevant")
     bootstrap: NonNegativeInt = 1000
     spot_check: NonNegativeInt = Field(5, description="pairs re-judged with judge.check_prompt")
     max_chars: NonNegativeInt = Field(1200, description="passages are cut here")
     ranking: Ranking | None = None
+
+    @model_validator(mode="after")
+    def _judge_or_rubrics(self) -> CalibrationModel:
+        if self.judge is None and self.rubrics is None:
+            raise field_error("judge", "a relevance calibration needs a judge: block (or give rubrics:)")
+        return self
+
+    @property
+    def relevance_judge(self) -> JudgeSettings:
+        """The judge of a relevance calibration (validated present when `rubrics` is absent)."""
+        if self.judge is None:
+            raise field_error("judge", "a relevance calibration needs a judge: block")
+        return self.judge

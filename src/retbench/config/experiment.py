@@ -24,6 +24,7 @@ from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_v
 from retbench.config.base import Block, NonNegativeInt, PositiveInt, field_error
 from retbench.config.common import Dataset, DatasetSpec, EncoderSettings, EvalBlock, SystemBlock, unique_names
 from retbench.config.judge import JudgeSettings
+from retbench.config.rubric import Rubrics
 from retbench.config.study import Study
 from retbench.errors import InputError
 from retbench.metrics.judged import JUDGED_METRICS
@@ -246,6 +247,8 @@ class ExperimentModel(Study):
     description: str | None = None
     output: str | None = Field(None, description="the results directory (default: results/<name>)")
     depth: PositiveInt = Field(100, description="documents retrieved per query")
+    # declared before `metrics`: validating the rubrics declares them as metrics that `metrics` may then name
+    rubrics: Rubrics = Field(default_factory=list, description="judged metrics defined by a rubric (config/rubric.py)")
     metrics: list[MetricName] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
     evaluation: EvalBlock = Field(default_factory=EvalBlock)
     datasets: list[Dataset] = Field(min_length=1)

@@ -26,6 +26,12 @@ STATUSES = ("ok", "judge_error", "judge_timeout", "unparseable")
 
 def json_objects(text: str) -> Iterator[dict[str, Any]]:
     """Every top-level JSON object embedded in `text`, in order (models wrap JSON in prose or code fences)."""
+    for _, obj in located_objects(text):
+        yield obj
+
+
+def located_objects(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(start offset, object) of every top-level JSON object embedded in `text`, in order."""
     decoder = json.JSONDecoder()
     pos = 0
     while (start := text.find("{", pos)) >= 0:
@@ -35,7 +41,7 @@ def json_objects(text: str) -> Iterator[dict[str, Any]]:
             pos = start + 1
             continue
         if isinstance(obj, dict):
-            yield obj
+            yield start, obj
         pos = max(end, start + 1)
 
 

@@ -229,7 +229,8 @@ def column(ctx: MetricContext, metric: str) -> np.ndarray:
     return np.array([v if isinstance(v, float) else np.nan for v in vals], dtype=np.float64)
 
 
-JUDGED_METRICS = tuple(OUTCOMES)
+#: every judged metric's name: a live view, so the rubric metrics a config declares (metrics/rubric.py) are in it
+JUDGED_METRICS = OUTCOMES.keys()
 
 
 def builtins() -> list[Builtin]:

@@ -15,7 +15,9 @@ Accepted spellings (case-insensitive except trec_eval's own names):
   `rouge2`, `rougeL`, `reference_containment`, `attribution`, `abstention_accuracy`,
   `hallucination_rate`, `negative_match`;
 - LLM-judged answer metrics (metrics/judged.py, read from stored verdicts): `faithfulness`,
-  `context_precision`, `context_recall`, `answer_relevance`, `groundedness`, `correctness`.
+  `context_precision`, `context_recall`, `answer_relevance`, `groundedness`, `correctness`;
+- rubric metrics (metrics/rubric.py): the shipped `coherence`, `relevance`, `helpfulness`, `harmlessness`,
+  `factual_accuracy`, `answer_match`, and those a config declares under `rubrics:`.
 
 A metric may give NaN for a query it does not apply to (an answer metric on an unanswerable
 question); aggregates count only the queries it applies to.
@@ -41,6 +43,7 @@ import retbench.metrics.families as families
 import retbench.metrics.judged as judged
 import retbench.metrics.names as metric_names
 import retbench.metrics.retrieval as retrieval
+import retbench.metrics.rubric as rubric
 import retbench.metrics.trec_rows as trec_rows
 from retbench.errors import ConfigError, InputError
 from retbench.metrics.base import CUTOFFS, Metric, MetricContext
@@ -476,5 +479,12 @@ def trec_nickname_families() -> dict[str, tuple[str, ...]]:
     return {nick: tuple(f for f in members if f in fams) for nick, members in TREC_NICKNAMES.items()}
 
 
-for _m in [*retrieval.builtins(), *trec_rows.builtins(), *answers.builtins(), *judged.builtins(), *families.builtins()]:
+for _m in [
+    *retrieval.builtins(),
+    *trec_rows.builtins(),
+    *answers.builtins(),
+    *judged.builtins(),
+    *rubric.builtins(),
+    *families.builtins(),
+]:
     register(_m)  # type: ignore[arg-type]

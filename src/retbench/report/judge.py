@@ -85,3 +85,32 @@ def calibration_lines(report: Mapping[str, Any]) -> list[str]:
             f"judge_reliability: disagreement {pct(rel['disagreement_rate'])} on spot_check_n {rel['spot_check_n']} ({rel['against']})"
         )
     return lines
+
+
+def _figure(name: str, m: Mapping[str, Any]) -> str:
+    return f"{name} {num(m['value'], 3)} [95% CI {num(m['ci_low'], 3)}, {num(m['ci_high'], 3)}]"
+
+
+def rubric_calibration_lines(report: Mapping[str, Any]) -> list[str]:
+    """Per rubric metric: judged N of M, agreement with the human verdicts (CIs), AUC and the PPI mean."""
+    lines = []
+    for metric, r in report["rubrics"].items():
+        a, j = r["agreement"], r["judged"]
+        head = f"{metric} ({r['scale']}): judged {j['judged']} of {j['of']} human-verdicted samples"
+        failed = ", ".join(f"{c} {s}" for s, c in sorted(r["statuses"].items()) if s != "ok")
+        lines.append(head + (f" ({failed})" if failed else ""))
+        if a.get("n"):
+            kappa = "kappa" if "kappa" in a else "weighted_kappa"
+            lines.append(f"  agreement: {_figure('accuracy', a['accuracy'])}, {_figure(kappa, a[kappa])} on {a['n']}")
+        else:
+            lines.append("  agreement: missing (no sample carries both a human verdict and a judge verdict)")
+        graded = r.get("graded")
+        if graded and graded["auc"]["value"] is not None:
+            lines.append(f"  from token probabilities: {_figure('AUC', graded['auc'])} on {graded['n']}")
+        ppi = r.get("ppi")
+        if ppi:
+            lines.append(
+                f"  mean under human verdicts (PPI): {num(ppi['mean'], 3)} [95% CI {num(ppi['ci_low'], 3)}, "
+                f"{num(ppi['ci_high'], 3)}], {ppi['n_human']} human / {ppi['n_llm']} LLM"
+            )
+    return lines

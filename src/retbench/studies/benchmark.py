@@ -86,6 +86,7 @@ from retbench.studies.judging import (
 )
 from retbench.studies.manifest import manifest_header
 from retbench.studies.rerank import RerankStage
+from retbench.studies.rubrics import asked_rubrics, rubric_estimates
 
 __all__ = [
     "DatasetSpec",
@@ -149,7 +150,7 @@ def system_hash(cfg: ExperimentModel, system: ExperimentSystem, dataset: Dataset
     """What a finished cell's numbers depend on: resume only reuses results with the same hash."""
     metrics = cfg.metric_names
     judged = (
-        {"judging": judging_identity(cfg.judge, cfg.judging_settings)}
+        {"judging": judging_identity(cfg.judge, cfg.judging_settings, asked_rubrics(metrics, cfg.rubrics))}
         if cfg.judge is not None and judged_metrics(metrics)
         else {}
     )
@@ -248,6 +249,7 @@ class BenchmarkScorer:
         )
         if judged is None:
             return Scored(ev)
+        ev.estimates = rubric_estimates(ev, samples)  # PPI where people gave verdicts on some samples
         block = judged_summary(ev, judged.manifest, samples, given, judged.records)
         return Scored(ev, judge=block or None)
 
@@ -372,7 +374,7 @@ def _run_system(
     )
     judge = None
     if cfg.judge is not None and server is not None and judged_metrics(metrics):
-        judge = JudgeStage(cfg.judge, cfg.judging_settings, server, sysdir.root)
+        judge = JudgeStage(cfg.judge, cfg.judging_settings, server, sysdir.root, asked_rubrics(metrics, cfg.rubrics))
     # a golden set's per-sample k would cut the curves' own k: its curves are computed by the report
     scorer = BenchmarkScorer(data, metrics, settings, judge, curves=len(cfg.datasets) == 1)
     groups = {

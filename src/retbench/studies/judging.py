@@ -48,6 +48,8 @@ from retbench.llm.generate import numbered
 from retbench.llm.prompts import load_prompt
 from retbench.llm.settings import JudgeSettings
 from retbench.metrics.judged import JUDGED_METRICS, counts, given_text, outcomes, references
+from retbench.metrics.rubric import Rubric, rubric_of
+from retbench.studies.rubrics import deepest, rubric_identity, rubric_items
 
 #: judge prompt kind -> the shipped template
 PROMPTS = {
@@ -97,9 +99,13 @@ def check_judging(judging: JudgingBlock, source: str) -> None:
             raise ConfigError(exc.reason, path=source, field=f"judging.prompts.{kind}") from None
 
 
-def judging_identity(judge: JudgeSettings, judging: JudgingBlock) -> dict[str, Any]:
-    """What the verdicts depend on (part of a cell's config hash and of its manifest)."""
+def judging_identity(
+    judge: JudgeSettings, judging: JudgingBlock, rubrics: Sequence[tuple[Rubric, JudgeSettings | None]] = ()
+) -> dict[str, Any]:
+    """What the verdicts depend on (part of a cell's config hash and of its manifest); the asked rubrics'
+    definitions among them, so an edited rubric re-scores."""
     return {
+        **({"rubrics": rubric_identity(rubrics)} if rubrics else {}),
         "judge": judge.to_manifest(),
         "context_k": judging.context_k,
         "questions": judging.questions,
@@ -111,7 +117,7 @@ def judging_identity(judge: JudgeSettings, judging: JudgingBlock) -> dict[str, A
 
 def judged_metrics(metrics: Sequence[str]) -> list[str]:
     """The asked metrics that need the judge (abstention metrics only use it when an output does not say)."""
-    return [m for m in metrics if m in NEEDS]
+    return [m for m in metrics if m in NEEDS or rubric_of(m) is not None]
 
 
 def needs_judge(metrics: Sequence[str]) -> bool:
@@ -153,9 +159,11 @@ class Judging:
         server: JudgeServer,
         sysdir: Path,
         cache_dir: Path | None = None,
+        rubrics: Sequence[tuple[Rubric, JudgeSettings | None]] = (),
     ) -> None:
         self.judge, self.judging = judge, judging
         self.server, self.sysdir, self.cache_dir = server, sysdir, cache_dir
+        self.rubrics = list(rubrics)
         self.judges: dict[str, Any] = {}
 
     def _judge(self, kind: str) -> Any:
@@ -181,6 +189,8 @@ class Judging:
             qid, name = v.key[0], v.key[1]
             value, status = (v.value, v.status) if post is None or not v.ok else post(v.key, v.value)
             rec = {"status": status, "value": value if status == "ok" else None, "prompt": judge.prompt.id}
+            if v.expected is not None and status == "ok":  # from token probabilities: calibration's AUC reads it
+                rec["expected"] = v.expected
             if len(v.key) > 2:
                 records[qid].setdefault(name, []).append({"doc": v.key[2], **rec})
             else:
@@ -195,10 +205,11 @@ class Judging:
         contexts: Mapping[str, Sequence[str]],
         texts: Callable[[str], str],
     ) -> dict[str, dict[str, Any]]:
-        """Verdicts for every query in `questions`: `contexts` are its top chunks' ids, `texts` their text."""
+        """Verdicts for every query in `questions`: `contexts` are its top chunks' ids (at least `context_k`,
+        as many as a rubric shows), `texts` their text."""
         want = set(judged_metrics(metrics))
-        cut = self.judging.max_chars
-        records: dict[str, dict[str, Any]] = {q: {"context": list(contexts.get(q, ()))} for q in questions}
+        cut, top = self.judging.max_chars, self.judging.context_k
+        records: dict[str, dict[str, Any]] = {q: {"context": list(contexts.get(q, ()))[:top]} for q in questions}
         context = {q: numbered(texts, records[q]["context"], cut) for q in questions}
         plan = first_round(want, questions, samples, answers, records, texts, cut, self.judging.questions)
         for kind, items in plan.items():
@@ -216,13 +227,55 @@ class Judging:
             rec = records[q][target]
             if rec["status"] == "ok" and len(rec["value"]) != n:
                 rec.update(status="unparseable", value=None)
+        self._rubrics(want, questions, samples, answers, contexts, texts, records)
         from retbench.results import write_json
 
         write_json(
             self.sysdir / JUDGED_FILE,
-            {"judging": judging_identity(self.judge, self.judging), **self.manifest(), "verdicts": records},
+            {
+                "judging": judging_identity(self.judge, self.judging, self.rubrics),
+                **self.manifest(),
+                "verdicts": records,
+            },
         )
         return records
+
+    def _rubrics(
+        self,
+        want: set[str],
+        questions: Mapping[str, str],
+        samples: Mapping[str, Any],
+        answers: Mapping[str, Any],
+        ranked: Mapping[str, Sequence[str]],
+        texts: Callable[[str], str],
+        records: dict[str, dict[str, Any]],
+    ) -> None:
+        """Each asked rubric metric's verdicts (studies/rubrics.py), through its own judge (own server if any)."""
+        from retbench.llm.judge import Judge
+        from retbench.llm.rubric import parser, rubric_prompt
+
+        with ExitStack() as stack:
+            for rubric, own in self.rubrics:
+                if rubric.name not in want:
+                    continue
+                j = self.judging
+                items = rubric_items(rubric, j.context_k, j.max_chars, questions, samples, answers, ranked, texts)
+                if not items:
+                    continue
+                server = self.server
+                if own is not None:
+                    server = JudgeServer(own)
+                    stack.callback(server.close)
+                self.judges[rubric.record] = Judge(
+                    own or self.judge,
+                    rubric_prompt(rubric),
+                    base_url=server.url(),
+                    log_path=self.sysdir / CALLS_FILE,
+                    cache_dir=self.cache_dir,
+                    parse=parser(rubric),
+                    grades=rubric.grades,
+                )
+                self._ask(rubric.record, items, records)
 
     def _cosines(self, questions: Mapping[str, str], key: Any, generated: list[str]) -> tuple[Any, str]:
         """Answer relevance's verdict: the generated questions and their cosines with the original one."""
@@ -352,6 +405,7 @@ class JudgeStage:
     judging: JudgingBlock
     server: JudgeServer
     sysdir: Path
+    rubrics: Sequence[tuple[Rubric, JudgeSettings | None]] = ()
 
     def __call__(
         self,
@@ -363,12 +417,12 @@ class JudgeStage:
         corpus: Corpus,
     ) -> Judged:
         """Judge the top `context_k` retrieved chunks of every query (none for a failed query) and its answer."""
-        k = self.judging.context_k
+        k = deepest(self.rubrics, self.judging.context_k)
         contexts = {
             q: [str(d) for d in run.docs(q)[:k] if str(d) in corpus] if q in run and not run.status[q].failed else []
             for q in queries
         }
-        stage = Judging(self.judge, self.judging, self.server, self.sysdir)
+        stage = Judging(self.judge, self.judging, self.server, self.sysdir, rubrics=self.rubrics)
         records = stage.run(metrics, queries, samples, answers, contexts, lambda d: corpus.joined(corpus.index[d]))
         return Judged(records, stage.manifest())
 

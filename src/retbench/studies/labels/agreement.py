@@ -143,3 +143,45 @@ def graded_agreement(
         right += int(np.sum((x[fold == f] >= t) == h[fold == f].astype(bool)))
     out["accuracy_cross_validated"] = right / len(h) if len(h) >= 2 else None
     return out
+
+
+def weighted_kappa(human: Sequence[int], judge: Sequence[int], high: int) -> float | None:
+    """Cohen's weighted kappa with quadratic weights on the grades 0..high (Cohen 1968):
+    1 - sum(w * observed) / sum(w * expected), w_ij = (i - j)^2 / high^2, expected from the marginals;
+    None with no pair or when chance disagreement is 0 (both sides give one grade)."""
+    h, j = np.asarray(human, dtype=np.int64), np.asarray(judge, dtype=np.int64)
+    if len(h) == 0:
+        return None
+    size = high + 1
+    observed = np.zeros((size, size))
+    np.add.at(observed, (h, j), 1.0)
+    observed /= len(h)
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
+    grid = np.arange(size)
+    w = (grid[:, None] - grid[None, :]) ** 2 / float(high**2)
+    chance = float(np.sum(w * expected))
+    return None if chance <= 0 else 1.0 - float(np.sum(w * observed)) / chance
+
+
+def verdict_agreement(
+    human: Sequence[int], judge: Sequence[int], high: int | None, resamples: int = 1000, seed: int = 0
+) -> dict[str, Any]:
+    """A rubric's verdicts against people's: accuracy (exact agreement) and Cohen's kappa on a yes/no scale
+    (`high` None), or quadratic weighted kappa on the grades 0..high; each with a bootstrap 95% CI."""
+    h, j = np.asarray(human, dtype=np.int64), np.asarray(judge, dtype=np.int64)
+    n = len(h)
+    name = "kappa" if high is None else "weighted_kappa"
+
+    def k(a: np.ndarray, b: np.ndarray) -> float | None:
+        return kappa(a, b) if high is None else weighted_kappa(a.tolist(), b.tolist(), high)
+
+    out: dict[str, Any] = {"n": n}
+    if n == 0:
+        return out
+    rng = np.random.default_rng(seed)
+    idxs = [rng.integers(0, n, n) for _ in range(resamples)]
+    accs = [float(np.mean(h[i] == j[i])) for i in idxs]
+    kaps = [k(h[i], j[i]) for i in idxs]
+    out["accuracy"] = {"value": float(np.mean(h == j)), **dict(zip(("ci_low", "ci_high"), _ci(accs), strict=True))}
+    out[name] = {"value": k(h, j), **dict(zip(("ci_low", "ci_high"), _ci(kaps), strict=True))}
+    return out

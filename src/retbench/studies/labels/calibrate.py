@@ -86,13 +86,17 @@ def run_calibration(
     from retbench.studies.labels.relevance import judge_items
     from retbench.studies.manifest import manifest_header
 
+    if cfg.rubrics is not None:
+        from retbench.studies.labels.rubric_calibrate import calibrate_rubrics
+
+        return calibrate_rubrics(cfg, cfg.rubrics)
     ds = load_dataset(cfg.dataset, [cfg.split])
     pairs = sample_pairs(cfg, ds)
     out = cfg.output_dir
     log = out / "judge_calls.jsonl"
     report: dict[str, Any] = {}
-    with open_base_url(cfg.judge) as url:
-        judge = Judge(cfg.judge, base_url=url, log_path=None if dry_run else log)
+    with open_base_url(cfg.relevance_judge) as url:
+        judge = Judge(cfg.relevance_judge, base_url=url, log_path=None if dry_run else log)
         items = judge_items([(q, d) for q, d, _ in pairs], ds.queries, ds.corpus, cfg.max_chars)
         est = judge.estimate(items)
         report["judge"] = {"identity": judge.identity.to_dict()}
@@ -142,10 +146,10 @@ def _spot_check(cfg: CalibrationModel, url: str, items: list, verdicts: list, lo
     from retbench.studies.labels.agreement import disagreement
 
     judged = [i for i, v in enumerate(verdicts) if v.ok]
-    if not cfg.spot_check or not cfg.judge.check_prompt or not judged:
+    if not cfg.spot_check or not cfg.relevance_judge.check_prompt or not judged:
         return {"disagreement_rate": None, "spot_check_n": 0, "against": None}
     picked = sorted(random.Random(cfg.sample.seed + 1).sample(judged, min(cfg.spot_check, len(judged))))
-    check = Judge(cfg.judge, cfg.judge.check_prompt, base_url=url, log_path=log)
+    check = Judge(cfg.relevance_judge, cfg.relevance_judge.check_prompt, base_url=url, log_path=log)
     again = check.judge([items[i] for i in picked])
     both = [(verdicts[i].value, v.value) for i, v in zip(picked, again, strict=True) if v.ok]
     return {
