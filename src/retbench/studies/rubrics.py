@@ -18,7 +18,7 @@ import numpy as np
 
 from retbench.config.judge import JudgeSettings
 from retbench.config.rubric import RubricBlock
-from retbench.evaluation import estimate_block
+from retbench.estimates import estimate_block
 from retbench.llm.generate import numbered
 from retbench.llm.rubric import material, rubric_prompt
 from retbench.metrics.judged import given_text, references
