@@ -223,9 +223,12 @@ def test_the_terminal_summary_heads_an_llm_judged_column_with_its_source():
 
     from retbench.report.terminal import render_summary
 
-    row = {"ndcg@10": 0.5, "faithfulness": 0.66, "coverage": {"answered": 3, "judged": 3}}
+    from retbench.results.model import MetricValue, StudyManifest, StudyResult, SystemResult
+
+    values = {"ndcg@10": MetricValue(0.5), "faithfulness": MetricValue(0.66)}
+    system = SystemResult("bm25", values, coverage={"answered": 3, "judged": 3})
     console = Console(record=True, width=200)
-    console.print(render_summary({"bm25": row}, ["ndcg@10", "faithfulness"]))
+    console.print(render_summary(StudyResult(StudyManifest({}), {"bm25": system}), ["ndcg@10", "faithfulness"]))
     text = console.export_text()
     assert "faithfulness (LLM labels, judge bias uncorrected)" in text
     assert "ndcg@10 (" not in text

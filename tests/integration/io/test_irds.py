@@ -28,6 +28,7 @@ from retbench.cli import app  # noqa: E402
 from retbench.errors import InputError  # noqa: E402
 from retbench.io.beir import read_beir  # noqa: E402
 from retbench.io.datasets import load_dataset  # noqa: E402
+from stored import flat  # noqa: E402
 
 runner = CliRunner()
 
@@ -129,7 +130,7 @@ def test_a_config_naming_an_irds_id_runs_offline_and_its_manifest_names_the_id(l
         path.write_text(yaml.safe_dump(cfg))
         result = runner.invoke(app, ["run", str(path), "--quiet"])
         assert result.exit_code == 0, result.output
-        scores[label] = json.loads((tmp_path / label / "metrics.json").read_text())["bm25"]
+        scores[label] = flat(tmp_path / label)["bm25"]
         manifest = json.loads((tmp_path / label / "manifest.json").read_text())
         if label == "irds":
             entry = manifest["datasets"][0]

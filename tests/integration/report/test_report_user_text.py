@@ -47,20 +47,31 @@ def test_an_experiment_name_holding_html_is_inert_text_in_both_reports(results: 
     assert PAYLOAD not in written
 
 
-def test_a_nan_mean_never_prints_beside_the_interval_another_file_stored(results: Path, tmp_path: Path):
+def test_a_nan_mean_never_prints_beside_the_interval_stored_with_it(results: Path, tmp_path: Path):
     import shutil
 
+    copy = tmp_path / "edited"
+    shutil.copytree(results, copy)
+    doc = json.loads((copy / "metrics.json").read_text())
+    doc["systems"]["bm25"]["metrics"]["ndcg@10"]["value"] = None  # its stored interval stays finite
+    (copy / "metrics.json").write_text(json.dumps(doc))
+    res = runner.invoke(app, ["report", str(copy), "--markdown", str(tmp_path / "r.md")])
+    assert res.exit_code == 0, res.output
+    row = next(line for line in (tmp_path / "r.md").read_text().splitlines() if line.startswith("| bm25 |"))
+    assert "| n/a (no query scored) |" in row and "nan" not in row  # the cell holds no interval
+
+
+def test_an_earlier_layout_folder_whose_two_files_disagree_on_a_mean_is_refused_naming_it(tmp_path: Path):
+    import shutil
+
+    from repo_paths import V1_RESULTS
     from retbench.errors import InputError
     from retbench.results import load_results
 
     copy = tmp_path / "edited"
-    shutil.copytree(results, copy)
+    shutil.copytree(V1_RESULTS, copy)
     metrics = json.loads((copy / "metrics.json").read_text())
-    metrics["bm25"]["ndcg@10"] = None  # the interval in aggregates.json stays finite
+    metrics["bm25"]["ndcg@10"] = None  # the mean and interval in aggregates.json stay finite
     (copy / "metrics.json").write_text(json.dumps(metrics))
     with pytest.raises(InputError, match=r"aggregates.json: field 'ndcg@10': mean .* but None in metrics.json"):
-        load_results(copy).aggregates("bm25")
-    res = runner.invoke(app, ["report", str(copy), "--markdown", str(tmp_path / "r.md")])
-    assert res.exit_code == 0, res.output
-    row = next(line for line in (tmp_path / "r.md").read_text().splitlines() if line.startswith("| bm25 |"))
-    assert "n/a (no query scored)" in row and "nan" not in row and "[" not in row
+        load_results(copy)

@@ -200,7 +200,7 @@ def test_a_chunking_framework_retriever_returning_fewer_documents_than_the_depth
 def test_a_bad_dataset_block_is_one_error_naming_its_key(tmp_path: Path) -> None:
     for dataset, field, words in [
         ({**SLICE, "max_querie": 3}, "dataset.max_querie", "did you mean 'max_queries'"),
-        ({"split": "test"}, "dataset", "give a dataset name, path or hf"),
+        ({"split": "test"}, "dataset", "give a dataset name, path, hf or irds"),
         ({**SLICE, "corpus_sample": 0}, "dataset.corpus_sample", "must be >= 1"),
         ("", "dataset", "must be a chunking set's name or folder, or a dataset block mapping"),
     ]:

@@ -21,7 +21,7 @@ from trec_oracle import qrels_and_run, scifact_overlap_run
 
 # what pytrec_eval computes that retbench has no row for: the run's name and a string of grades
 NOT_MEASURES = {"runid", "relstring"}
-TREC_EVAL_10 = ("unj_",)  # trec_eval 10.0's measures, which pytrec_eval (trec_eval 9) lacks: tests/unit/metrics
+TREC_EVAL_10 = ("unj_", "rbp")  # trec_eval 10.0's measures, which pytrec_eval (trec_eval 9) lacks: tests/unit/metrics
 ALL = parse_metrics(["all_trec"])
 
 

@@ -16,7 +16,7 @@ from retbench.metrics.registry import trec_order
 from trec_oracle import scifact_overlap_run
 
 SUMMARY_ONLY = {"gm_map", "gm_bpref", "num_q"}
-TREC_EVAL_10 = ("unj_",)  # not in pytrec_eval (trec_eval 9)
+TREC_EVAL_10 = ("unj_", "rbp")  # not in pytrec_eval (trec_eval 9)
 
 
 def _lines(args: list[str]) -> list[tuple[str, str, str]]:
