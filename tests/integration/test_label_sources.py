@@ -222,7 +222,6 @@ def test_the_terminal_summary_heads_an_llm_judged_column_with_its_source():
     from rich.console import Console
 
     from retbench.report.terminal import render_summary
-
     from retbench.results.model import MetricValue, StudyManifest, StudyResult, SystemResult
 
     values = {"ndcg@10": MetricValue(0.5), "faithfulness": MetricValue(0.66)}
