@@ -29,6 +29,7 @@ from retbench.report.model import (
     resource_rows,
     short_runs,
 )
+from retbench.report.resolution import resolution_p, resolution_td
 from retbench.report.stages import (
     AGREEMENT_HEADER,
     AGREEMENT_NOTE,
@@ -186,13 +187,16 @@ def _leaderboard(data: ReportData) -> str:
             cells.append(f'<td class="{klass}" data-dataset="{_attr(d)}" data-value="{v!r}">{v:.4f}</td>')
         cells.append(f'<td class="num">{"—" if mean is None else f"{mean:.4f}"}</td>')
         cells.append(f'<td class="num" data-rank="{rank!r}">{rank:.2f}</td>')
+        cells += [resolution_td(board.resolution, system)] if board.resolution is not None else []
         rows.append(f"<tr>{''.join(cells)}</tr>")
-    header = ["system", *(escape(d) for d in board.datasets), "mean", "avg rank"]
+    extra = ["rank 95%"] if board.resolution is not None else []
+    header = ["system", *(escape(d) for d in board.datasets), "mean", "avg rank", *extra]
     return (
         f"<p>{escape(fmt.metric_label(board.metric))} per dataset, best first by average rank.</p>"
         + _table(header, rows, set(range(1, len(header))), "summary leaderboard")
         + '<p class="small muted">Rank 1 = best on a dataset (ties share the average rank; no score ranks last); '
         "the mean over datasets is shown only for systems scored on all of them.</p>"
+        + (resolution_p(board.resolution, over_datasets=True) if board.resolution is not None else "")
     )
 
 
