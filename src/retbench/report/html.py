@@ -29,7 +29,7 @@ from retbench.report.model import (
     resource_rows,
     short_runs,
 )
-from retbench.report.resolution import resolution_p, resolution_td
+from retbench.report.resolution import resolution_html, resolution_p, resolution_td
 from retbench.report.stages import (
     AGREEMENT_HEADER,
     AGREEMENT_NOTE,
@@ -519,6 +519,13 @@ def _about(data: ReportData) -> str:
     )
 
 
+def _resolution_section(data: ReportData) -> list[tuple[str, str, str]]:
+    """The rank-resolution section when three or more systems share one dataset."""
+    if data.resolution is None:
+        return []
+    return [("resolution", "Rank resolution", resolution_html(data.resolution, fmt.metric_label(data.primary)))]
+
+
 def render_html(data: ReportData) -> str:
     """The whole page."""
     failed = sum(int(s.coverage.get("failed", 0)) for s in data.systems)
@@ -527,6 +534,7 @@ def render_html(data: ReportData) -> str:
     sections = [
         *([("leaderboard", "Leaderboard", _leaderboard(data))] if data.leaderboard is not None else []),
         ("summary", "Summary", _summary(data) + _ci_chart(data)),
+        *_resolution_section(data),
         ("curves", "Metric@k curves", f'<p class="small muted chart-hint">{LEGEND_HINT}</p>' + _curves(data)),
         ("comparison", "Comparison", _comparison(data)),
         ("latency", "Latency", _latency(data)),

@@ -14,7 +14,7 @@ from retbench.data.status import FAILED_COUNT, MISSING, NOT_ANSWERED_COUNTS
 from retbench.evaluation import source_label
 from retbench.metrics.coverage import mode_with_identical
 from retbench.report import fmt
-from retbench.report.resolution import interval_cell, note
+from retbench.report.resolution import interval_cell, note, resolution_markdown
 
 
 def md_text(text: Any) -> str:
@@ -206,6 +206,7 @@ def report_markdown(data: Any) -> str:
         lines += ["Counting: trec_eval (every judged query counts; failed or unanswered queries score 0).", ""]
     if getattr(data, "leaderboard", None) is not None:
         lines += leaderboard_markdown(data.leaderboard)
+    lines += resolution_markdown(getattr(data, "resolution", None), fmt.metric_label(data.primary))
     lines += ["## Summary", ""]
     rows = []
     for s in data.systems:

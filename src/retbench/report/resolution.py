@@ -45,12 +45,66 @@ def has_tables(result: StudyResult) -> bool:
     return bool(result.tables) or result.source is not None
 
 
-def resolve(
-    result: StudyResult, keys: Sequence[str], metric: str, names: Sequence[str] | None = None
-) -> RankResolution:
-    """Rank intervals of the systems `keys` of one dataset, paired over its queries."""
-    table = paired_table([result.evaluation(k) for k in keys], metric)
-    return rank_intervals(table, list(names or keys), n_resamples=N_RESAMPLES, confidence=CONFIDENCE)
+def resolve(evaluations: Sequence[Evaluation], metric: str) -> RankResolution | None:
+    """Rank intervals of systems on one dataset, paired over its queries; None for fewer than three systems
+    (two are settled by their paired comparison) or a metric one of them lacks."""
+    if len(evaluations) < 3 or any(metric not in ev.metrics for ev in evaluations):
+        return None
+    table = paired_table(evaluations, metric)
+    return rank_intervals(table, [ev.system for ev in evaluations], n_resamples=N_RESAMPLES, confidence=CONFIDENCE)
+
+
+def resolution_rows(res: RankResolution) -> list[list[str]]:
+    """(system, mean, rank, rank interval, share of resamples ranked first), best mean first."""
+    order = sorted(range(len(res.names)), key=lambda i: (res.rank[i], -res.means[i]))
+    return [
+        [
+            res.names[i],
+            f"{res.means[i]:.4f}",
+            str(res.rank[i]),
+            interval_cell(res, res.names[i]),
+            f"{res.p_first[i]:.0%}",
+        ]
+        for i in order
+    ]
+
+
+RESOLUTION_HEADER = ["system", "mean", "rank", "rank 95%", "P(first)"]
+
+
+def resolution_markdown(res: RankResolution | None, metric_label: str) -> list[str]:
+    """A Markdown section ranking the systems with their rank intervals (nothing when `res` is None)."""
+    if res is None:
+        return []
+    head = ["| " + " | ".join(RESOLUTION_HEADER) + " |", "|" + "|".join("---" for _ in RESOLUTION_HEADER) + "|"]
+    return [
+        f"## Rank resolution: {metric_label}",
+        "",
+        *head,
+        *("| " + " | ".join(r) + " |" for r in resolution_rows(res)),
+        "",
+        note(res),
+        "",
+    ]
+
+
+def resolution_html(res: RankResolution, metric_label: str) -> str:
+    """The same as an HTML table; the tied-for-first systems carry class "tied-first"."""
+    body = "".join(
+        f"<tr><td><b>{escape(r[0])}</b></td>"
+        + "".join(f'<td class="num">{escape(c)}</td>' for c in r[1:3])
+        + resolution_td(res, r[0])
+        + f'<td class="num">{escape(r[4])}</td></tr>'
+        for r in resolution_rows(res)
+    )
+    th = "".join(
+        f"<th>{h}</th>" if i == 0 else f'<th class="num">{escape(h)}</th>' for i, h in enumerate(RESOLUTION_HEADER)
+    )
+    return (
+        f"<p>{escape(metric_label)}: each system's rank and how far the data lets it move.</p>"
+        f'<div class="table-wrap"><table class="resolution"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>'
+        + resolution_p(res)
+    )
 
 
 def resolve_suite(
@@ -103,4 +157,16 @@ def resolution_p(res: RankResolution, over_datasets: bool = False) -> str:
     return f'<p class="small muted resolution">{escape(note(res, over_datasets))}</p>'
 
 
-__all__ = ["interval_cell", "note", "paired_table", "resolution_p", "resolution_td", "resolve", "resolve_suite"]
+__all__ = [
+    "RESOLUTION_HEADER",
+    "interval_cell",
+    "note",
+    "paired_table",
+    "resolution_html",
+    "resolution_markdown",
+    "resolution_p",
+    "resolution_rows",
+    "resolution_td",
+    "resolve",
+    "resolve_suite",
+]

@@ -247,6 +247,19 @@ def render_leaderboard(board: Any) -> Any:
     return table if res is None else Group(table, Text(note(res, over_datasets=True), style="dim"))
 
 
+def render_resolution(res: Any, metric: str) -> Any:
+    """Rank, rank interval and share of resamples ranked first of three or more systems on one dataset."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from retbench.report import fmt
+    from retbench.report.resolution import RESOLUTION_HEADER, note, resolution_rows
+
+    rows: list[list[Cell]] = [list(r) for r in resolution_rows(res)]
+    title = f"rank resolution: {fmt.metric_label(metric)}"
+    return Group(FittedTable(RESOLUTION_HEADER, rows, title=title), Text(note(res), style="dim"))
+
+
 def render_chunking(cfg: Any, result: StudyResult) -> Any:
     """The chunking report for the terminal: its intro, both tables fitted to the console, and where the rest is."""
     from rich.console import Group
