@@ -16,7 +16,8 @@ import numpy as np
 
 from retbench.data.status import UNANSWERED
 from retbench.evaluation import Evaluation
-from retbench.resolution import RankResolution, rank_intervals
+from retbench.metrics.registry import lower_is_better
+from retbench.resolution import RankResolution, queries_to_separate, rank_intervals
 from retbench.results.model import StudyResult
 
 CONFIDENCE = 0.95
@@ -121,6 +122,26 @@ def resolve_suite(
     return rank_intervals(tables, ranked, n_resamples=N_RESAMPLES, confidence=CONFIDENCE)
 
 
+def separation_line(evaluations: Sequence[Evaluation], metric: str, power: float = 0.8) -> str | None:
+    """How many labelled queries a paired test needs to separate the two best systems on `metric` (None for
+    fewer than two systems carrying it)."""
+    evs = [ev for ev in evaluations if metric in ev.metrics]
+    if len(evs) < 2:
+        return None
+    table = paired_table(evs, metric)
+    means = np.nanmean(table, axis=0)
+    order = np.argsort(means if lower_is_better(metric) else -means, kind="stable")
+    a, b = int(order[0]), int(order[1])
+    n = queries_to_separate(table[:, a], table[:, b], power=power)
+    head = f"first two on {metric}: {evs[a].system} ({means[a]:.4f}) and {evs[b].system} ({means[b]:.4f}); "
+    if n is None:
+        return head + "they score the same on every query: no number of labelled queries separates them."
+    return head + (
+        f"a paired test at {power:.0%} power separates them with about {n:,} labelled queries "
+        f"(these results have {table.shape[0]:,})."
+    )
+
+
 def interval_cell(res: RankResolution | None, name: str) -> str:
     """`1-2 (tied 1st)`, `3`, or `—` for a system the resolution does not rank."""
     if res is None or name not in res.names:
@@ -169,4 +190,5 @@ __all__ = [
     "resolution_td",
     "resolve",
     "resolve_suite",
+    "separation_line",
 ]
