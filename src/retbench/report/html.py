@@ -38,6 +38,7 @@ from retbench.report.stages import (
     agreement_rows,
     rerank_rows,
 )
+from retbench.report.tradeoff import tradeoff_section
 
 CSS = """
 :root { --ink:#1f2328; --muted:#59626d; --line:#d8dee4; --soft:#f6f8fa; --accent:#0072B2; --bad:#D55E00; --good:#009E73; }
@@ -538,6 +539,7 @@ def render_html(data: ReportData) -> str:
         ("curves", "Metric@k curves", f'<p class="small muted chart-hint">{LEGEND_HINT}</p>' + _curves(data)),
         ("comparison", "Comparison", _comparison(data)),
         ("latency", "Latency", _latency(data)),
+        *tradeoff_section(data),
         *([("rerank", "Rerank stages", _rerank(data))] if rerank_rows(data) else []),
         *_answer_side(data),
         ("resources", "Resources", _resources(data)),
