@@ -520,13 +520,6 @@ def _about(data: ReportData) -> str:
     )
 
 
-def _resolution_section(data: ReportData) -> list[tuple[str, str, str]]:
-    """The rank-resolution section when three or more systems share one dataset."""
-    if data.resolution is None:
-        return []
-    return [("resolution", "Rank resolution", resolution_html(data.resolution, fmt.metric_label(data.primary)))]
-
-
 def render_html(data: ReportData) -> str:
     """The whole page."""
     failed = sum(int(s.coverage.get("failed", 0)) for s in data.systems)
@@ -535,7 +528,11 @@ def render_html(data: ReportData) -> str:
     sections = [
         *([("leaderboard", "Leaderboard", _leaderboard(data))] if data.leaderboard is not None else []),
         ("summary", "Summary", _summary(data) + _ci_chart(data)),
-        *_resolution_section(data),
+        *[
+            ("resolution", "Rank resolution", resolution_html(r, fmt.metric_label(data.primary)))
+            for r in [data.resolution]
+            if r
+        ],
         ("curves", "Metric@k curves", f'<p class="small muted chart-hint">{LEGEND_HINT}</p>' + _curves(data)),
         ("comparison", "Comparison", _comparison(data)),
         ("latency", "Latency", _latency(data)),
