@@ -29,6 +29,7 @@ from retbench.power import (
     power_normal,
     power_simulated,
 )
+from retbench.resolution import queries_to_separate
 from retbench.stats import randomization_test, z_quantile
 
 CRITERIA = CONFIGS / "ship-criteria-scifact.yaml"
@@ -326,3 +327,17 @@ def test_cli_plan_reads_run_files_and_refuses_missing_llm_qrels(results_dir, eva
     assert f"this gold set detects a drop of {100 * mde:.1f} pp; the limit is 1.0 pp" in res.output
     res = _plan(*args, "--baseline", str(runs / "bm25" / "run.trec"), "--llm-qrels", str(tmp_path / "none.txt"))
     assert res.exit_code == 2 and "none.txt" in res.output
+
+
+def test_cli_plan_says_how_many_labelled_queries_would_separate_the_first_two_systems(results_dir, evals):
+    res = _plan("--criteria", str(CRITERIA), "--baseline", str(results_dir), "--baseline-system", "bm25")
+    assert res.exit_code == 0, res.output
+    metric = "recall@5"  # the criteria's first gated metric
+    means = {s: ev.mean(metric) for s, ev in evals.items()}
+    first, second = sorted(means, key=lambda s: -means[s])[:2]
+    n = queries_to_separate(evals[first].column(metric), evals[second].column(metric))
+    assert n is not None and n > 0
+    assert (
+        f"first two on {metric}: {first} ({means[first]:.4f}) and {second} ({means[second]:.4f}); "
+        f"a paired test at 80% power separates them with about {n:,} labelled queries (these results have 300)."
+    ) in res.output

@@ -76,6 +76,7 @@ def compare_command(
     from retbench.comparison import compare
     from retbench.inputs import canonical_metrics, check_same_data, check_same_settings, load_systems, primary_metrics
     from retbench.report.markdown import comparison_markdown
+    from retbench.report.resolution import resolution_markdown, resolve
 
     if resamples is not None and resamples < 1:
         raise fail("--resamples must be at least 1")
@@ -109,6 +110,9 @@ def compare_command(
         typer.echo(f"note: {cmp.note}", err=True)
     # the heading suggests widening the comparison only while neither widening option was given
     text = comparison_markdown(cmp, options=not (all_pairs or every_metric))
+    ranked = resolve([e for e in loaded.evaluations if e.system in in_pairs], tested[0]) if tested else None
+    if ranked is not None:
+        text = text.rstrip("\n") + "\n\n" + "\n".join(resolution_markdown(ranked, tested[0]))
     typer.echo(text)
     write(markdown_out, text)
     write(json_out, json.dumps(cmp.to_dict(), indent=2, allow_nan=False) + "\n")

@@ -46,12 +46,14 @@ def plan_command(
     from retbench.inputs import load_systems
     from retbench.planning import plan_criteria
     from retbench.report.plan import render_plan
+    from retbench.report.resolution import separation_line
 
     if simulations < 1 or flips < 1:
         raise fail("--simulations and --flips must be at least 1")
     crit = load_criteria(criteria)
     metrics = list(dict.fromkeys(g.metric for g in crit.gates))
-    base = load_systems([baseline], qrels=qrels, metrics=metrics, check_metrics=False).one(baseline_system, "baseline")
+    loaded_base = load_systems([baseline], qrels=qrels, metrics=metrics, check_metrics=False)
+    base = loaded_base.one(baseline_system, "baseline")
     llm = _llm_scores(baseline, base, llm_qrels, metrics) if llm_qrels is not None else None
     cand = None
     if candidate is not None:
@@ -61,6 +63,8 @@ def plan_command(
         crit, base, cand, effect=effect, power=power, n_sims=simulations, n_flips=flips, seed=seed, llm=llm
     )
     text = render_plan(result)
+    first_two = separation_line(loaded_base.evaluations, metrics[0], power) if metrics else None
+    text += f"\n\n{first_two}\n" if first_two else ""
     typer.echo(text)
     write(json_out, json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
 

@@ -74,7 +74,8 @@ def _run_command(
 ) -> None:
     """Load, (re)point the systems at local servers when given, run, print, and exit by what failed."""
     from retbench.report.leaderboard import build_leaderboard
-    from retbench.report.terminal import render_costs, render_leaderboard, render_summary
+    from retbench.report.resolution import resolve
+    from retbench.report.terminal import render_costs, render_leaderboard, render_resolution, render_summary
     from retbench.studies.benchmark import load_config, raise_if_backend_failed
     from retbench.studies.judging import raise_if_llm_calls_failed
 
@@ -91,9 +92,12 @@ def _run_command(
     costs = render_costs(outcome.result)
     if costs is not None:
         con.print(costs)
-    board = build_leaderboard(outcome.result, cfg.metric_names[0])
+    metric = cfg.metric_names[0]
+    board = build_leaderboard(outcome.result, metric)
     if board is not None:
         con.print(render_leaderboard(board))
+    elif ranked := resolve([outcome.result.evaluation(s.name) for s in outcome.result if not s.failed], metric):
+        con.print(render_resolution(ranked, metric))
     written = "".join(f"{name}, " for name in outcome.reports)
     con.print(f"results: {cfg.output_dir}  (metrics.json, manifest.json, {written}systems/<name>/run.trec)")
     raise_if_backend_failed(outcome)

@@ -29,6 +29,7 @@ from retbench.report.model import (
     resource_rows,
     short_runs,
 )
+from retbench.report.resolution import resolution_html, resolution_p, resolution_td
 from retbench.report.stages import (
     AGREEMENT_HEADER,
     AGREEMENT_NOTE,
@@ -37,6 +38,7 @@ from retbench.report.stages import (
     agreement_rows,
     rerank_rows,
 )
+from retbench.report.tradeoff import tradeoff_section
 
 CSS = """
 :root { --ink:#1f2328; --muted:#59626d; --line:#d8dee4; --soft:#f6f8fa; --accent:#0072B2; --bad:#D55E00; --good:#009E73; }
@@ -186,13 +188,16 @@ def _leaderboard(data: ReportData) -> str:
             cells.append(f'<td class="{klass}" data-dataset="{_attr(d)}" data-value="{v!r}">{v:.4f}</td>')
         cells.append(f'<td class="num">{"—" if mean is None else f"{mean:.4f}"}</td>')
         cells.append(f'<td class="num" data-rank="{rank!r}">{rank:.2f}</td>')
+        cells += [resolution_td(board.resolution, system)] if board.resolution is not None else []
         rows.append(f"<tr>{''.join(cells)}</tr>")
-    header = ["system", *(escape(d) for d in board.datasets), "mean", "avg rank"]
+    extra = ["rank 95%"] if board.resolution is not None else []
+    header = ["system", *(escape(d) for d in board.datasets), "mean", "avg rank", *extra]
     return (
         f"<p>{escape(fmt.metric_label(board.metric))} per dataset, best first by average rank.</p>"
         + _table(header, rows, set(range(1, len(header))), "summary leaderboard")
         + '<p class="small muted">Rank 1 = best on a dataset (ties share the average rank; no score ranks last); '
         "the mean over datasets is shown only for systems scored on all of them.</p>"
+        + (resolution_p(board.resolution, over_datasets=True) if board.resolution is not None else "")
     )
 
 
@@ -523,9 +528,15 @@ def render_html(data: ReportData) -> str:
     sections = [
         *([("leaderboard", "Leaderboard", _leaderboard(data))] if data.leaderboard is not None else []),
         ("summary", "Summary", _summary(data) + _ci_chart(data)),
+        *[
+            ("resolution", "Rank resolution", resolution_html(r, fmt.metric_label(data.primary)))
+            for r in [data.resolution]
+            if r
+        ],
         ("curves", "Metric@k curves", f'<p class="small muted chart-hint">{LEGEND_HINT}</p>' + _curves(data)),
         ("comparison", "Comparison", _comparison(data)),
         ("latency", "Latency", _latency(data)),
+        *tradeoff_section(data),
         *([("rerank", "Rerank stages", _rerank(data))] if rerank_rows(data) else []),
         *_answer_side(data),
         ("resources", "Resources", _resources(data)),

@@ -5,6 +5,8 @@ per dataset, 1 = best, tied scores share their average rank (as in MTEB/BEIR tab
 with no score on a dataset (its backend failed) takes the last rank there. The mean over datasets is
 shown only for systems scored on every dataset: a mean over fewer datasets is not comparable.
 Rows are ordered by average rank, then by mean. Terminal, Markdown and HTML render this object only.
+`resolution` adds each system's rank interval over datasets and queries and the group tied for first
+(report.resolution), for the systems scored on every dataset.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from retbench.report.resolution import interval_cell, resolve_suite
+from retbench.resolution import RankResolution
 from retbench.results.model import StudyResult
 
 SEPARATOR = "/"  # results keys of multi-dataset experiments are "<dataset>/<system>"
@@ -26,6 +30,7 @@ class Leaderboard:
     scores: dict[str, dict[str, float | None]]  # system -> dataset -> mean (None: no score)
     mean: dict[str, float | None]  # system -> mean over datasets (None unless scored on all)
     avg_rank: dict[str, float]
+    resolution: RankResolution | None = None
 
     def rows(self) -> list[tuple[str, list[float | None], float | None, float]]:
         """(system, score per dataset, mean, average rank), best first."""
@@ -38,9 +43,16 @@ class Leaderboard:
             "metric": self.metric,
             "datasets": self.datasets,
             "rows": [
-                {"system": s, "scores": dict(zip(self.datasets, sc, strict=True)), "mean": m, "average_rank": r}
+                {
+                    "system": s,
+                    "scores": dict(zip(self.datasets, sc, strict=True)),
+                    "mean": m,
+                    "average_rank": r,
+                    "rank_interval": interval_cell(self.resolution, s),
+                }
                 for s, sc, m, r in self.rows()
             ],
+            "tied_first": self.resolution.tied_first if self.resolution is not None else None,
         }
 
 
@@ -90,4 +102,5 @@ def build_leaderboard(result: StudyResult, metric: str) -> Leaderboard | None:
         vals = [scores[s].get(d) for d in datasets]
         mean[s] = sum(v for v in vals if v is not None) / len(vals) if all(v is not None for v in vals) else None
     order = sorted(systems, key=lambda s: (avg_rank[s], -(mean.get(s) or 0.0) if mean.get(s) is not None else 1.0))
-    return Leaderboard(metric, datasets, order, scores, mean, avg_rank)
+    resolution = resolve_suite(result, datasets, order, metric, SEPARATOR)
+    return Leaderboard(metric, datasets, order, scores, mean, avg_rank, resolution)

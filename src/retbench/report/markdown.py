@@ -14,6 +14,7 @@ from retbench.data.status import FAILED_COUNT, MISSING, NOT_ANSWERED_COUNTS
 from retbench.estimates import source_label
 from retbench.metrics.coverage import mode_with_identical
 from retbench.report import fmt
+from retbench.report.resolution import interval_cell, note, resolution_markdown
 
 
 def md_text(text: Any) -> str:
@@ -172,12 +173,15 @@ def leaderboard_markdown(board: Any) -> list[str]:
             f"**{fmt.num(v)}**" if v is not None and v == best[d] else ("—" if v is None else fmt.num(v))
             for d, v in zip(board.datasets, scores, strict=True)
         ]
-        rows.append([system, *cells, "—" if mean is None else fmt.num(mean), f"{rank:.2f}"])
-    lines += _table(["system", *board.datasets, "mean", "avg rank"], rows)
+        interval = [interval_cell(board.resolution, system)] if board.resolution is not None else []
+        rows.append([system, *cells, "—" if mean is None else fmt.num(mean), f"{rank:.2f}", *interval])
+    extra = ["rank 95%"] if board.resolution is not None else []
+    lines += _table(["system", *board.datasets, "mean", "avg rank", *extra], rows)
     lines += [
         "",
         "Rank 1 = best on a dataset (ties share the average rank; no score ranks last); the mean is over datasets, "
         "shown only for systems scored on all of them. Best per dataset in bold.",
+        *(["", note(board.resolution, over_datasets=True)] if board.resolution is not None else []),
         "",
     ]
     return lines
@@ -202,6 +206,7 @@ def report_markdown(data: Any) -> str:
         lines += ["Counting: trec_eval (every judged query counts; failed or unanswered queries score 0).", ""]
     if getattr(data, "leaderboard", None) is not None:
         lines += leaderboard_markdown(data.leaderboard)
+    lines += resolution_markdown(getattr(data, "resolution", None), fmt.metric_label(data.primary))
     lines += ["## Summary", ""]
     rows = []
     for s in data.systems:

@@ -93,6 +93,7 @@ class ReportData:
     result: StudyResult | None = None  # the typed results the report was built from
     leaderboard: Any = None  # report.leaderboard.Leaderboard when the results span several datasets
     drill: Any = None  # report.drilldown.Drill: per-query documents and metric@k curves from the runs
+    resolution: Any = None  # resolution.RankResolution of three or more systems on one dataset (primary metric)
 
     def system(self, name: str) -> SystemSummary:
         return next(s for s in self.systems if s.name == name)
@@ -211,6 +212,7 @@ def build_report(
     if baseline is None and config.get("baseline") not in failed:
         baseline = config.get("baseline")
     from retbench.report.leaderboard import build_leaderboard
+    from retbench.report.resolution import resolve
 
     board = build_leaderboard(result, primary)
     pairs = comparison_pairs(names, baseline, board is not None)
@@ -246,6 +248,7 @@ def build_report(
         result=result,
         leaderboard=board,
         drill=drill,
+        resolution=resolve(list(evs.values()), primary) if board is None else None,
     )
 
 

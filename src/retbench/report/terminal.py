@@ -221,18 +221,43 @@ def render_costs(result: StudyResult) -> Any:
 
 def render_leaderboard(board: Any) -> Any:
     """Dataset x system on the primary metric, the mean over datasets and the average rank (best first)."""
-    from retbench.report import fmt
+    from rich.console import Group
+    from rich.text import Text
 
+    from retbench.report import fmt
+    from retbench.report.resolution import interval_cell, note
+
+    res = board.resolution
     rows: list[list[Cell]] = [
-        [system, *(fmt.num(v) if v is not None else "—" for v in scores), fmt.num(mean), f"{rank:.2f}"]
+        [
+            system,
+            *(fmt.num(v) if v is not None else "—" for v in scores),
+            fmt.num(mean),
+            f"{rank:.2f}",
+            *([interval_cell(res, system)] if res is not None else []),
+        ]
         for system, scores, mean, rank in board.rows()
     ]
-    return FittedTable(
-        ["system", *board.datasets, "mean", "avg rank"],
+    table = FittedTable(
+        ["system", *board.datasets, "mean", "avg rank", *(["rank 95%"] if res is not None else [])],
         rows,
         title=f"leaderboard: {fmt.metric_label(board.metric)} (rank 1 = best)",
         corner="dataset",
     )
+    return table if res is None else Group(table, Text(note(res, over_datasets=True), style="dim"))
+
+
+def render_resolution(res: Any, metric: str) -> Any:
+    """Rank, rank interval and share of resamples ranked first of three or more systems on one dataset."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from retbench.report import fmt
+    from retbench.report.resolution import RESOLUTION_HEADER, note, resolution_rows
+
+    rows: list[list[Cell]] = [list(r) for r in resolution_rows(res)]
+    title = f"rank resolution: {fmt.metric_label(metric)}"
+    return Group(FittedTable(RESOLUTION_HEADER, rows, title=title), Text(note(res), style="dim"))
 
 
 def render_chunking(cfg: Any, result: StudyResult) -> Any:

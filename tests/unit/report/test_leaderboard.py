@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 import repo_paths
 from retbench.cli import app
 from retbench.report.leaderboard import build_leaderboard
+from retbench.resolution import rank_intervals
 from retbench.results import MetricValue, StudyManifest, StudyResult, SystemResult, read_results
 
 PLUGINS = str(repo_paths.PLUGINS)
@@ -163,3 +165,46 @@ def test_a_system_that_fails_while_indexing_still_exits_3_after_the_others_are_w
     assert "backend failed for alien" in result.output
     res = read_results(tmp_path / "out")
     assert res["alien"].error and not res["alien"].metrics and res["bm25"].metrics["mrr"].value > 0
+
+
+def test_a_suite_leaderboard_shows_each_rank_interval_and_the_group_tied_for_first(tmp_path: Path):
+    twins = write_twins(tmp_path / "twins")
+    cfg = write_config(tmp_path, [{"name": "scifact", "max_queries": 30, "corpus_sample": 300}, {"path": str(twins)}])
+    result = runner.invoke(app, ["run", str(cfg), "--quiet"])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "out"
+    res = read_results(out)
+    board = build_leaderboard(res, "ndcg@10")
+    systems = ["bm25", "overlap"]
+    tables = []
+    for d in ("scifact", "twins"):
+        evs = [res.evaluation(f"{d}/{s}") for s in systems]
+        assert all(ev.query_ids == evs[0].query_ids for ev in evs)
+        tables.append(np.column_stack([ev.column("ndcg@10") for ev in evs]))
+    expected = rank_intervals(tables, systems, n_resamples=2000, seed=0)
+    got = board.resolution
+    assert got is not None
+    assert (got.names, got.low, got.high, got.tied_first) == (
+        expected.names,
+        expected.low,
+        expected.high,
+        expected.tied_first,
+    )
+    assert got.means == pytest.approx([board.mean[s] for s in systems], abs=1e-12)
+    labels = {s: expected.interval(s) + (" (tied 1st)" if s in expected.tied_first else "") for s in systems}
+    tied = ", ".join(expected.tied_first)
+    for system, label in labels.items():
+        assert re.search(rf"{system}\s.*{re.escape(label)}", result.output)
+    md = (out / "report.md").read_text().split("## Leaderboard: nDCG@10", 1)[1].split("\n## ", 1)[0]
+    assert "| system | scifact | twins | mean | avg rank | rank 95% |" in md
+    for system, label in labels.items():
+        assert re.search(rf"^\| {system} \|.*\| {re.escape(label)} \|$", md, flags=re.M)
+    html = (out / "report.html").read_text()
+    for s in systems:
+        klass = "num tied-first" if s in expected.tied_first else "num"
+        assert f'<td class="{klass}" data-interval="{expected.interval(s)}">' in html
+    if len(expected.tied_first) > 1:
+        assert f"Tied for first: {tied}" in md and f"Tied for first: {tied}" in html
+    else:
+        assert f"Only {tied} reaches rank 1" in md
+    assert board.to_dict()["tied_first"] == expected.tied_first

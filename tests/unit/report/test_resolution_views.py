@@ -1,0 +1,81 @@
+"""Three or more systems on one dataset: the report and `retbench compare` show each rank interval and the
+group tied for first, equal to `rank_intervals` on the same per-query tables."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import abdata
+from retbench.cli import app
+from retbench.report.html import render_html
+from retbench.report.markdown import report_markdown
+from retbench.report.model import build_report
+from retbench.resolution import RankResolution, rank_intervals
+from retbench.results import read_results
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def results_dir(tmp_path_factory):
+    return abdata.scifact_results(tmp_path_factory.getbasetemp())
+
+
+def expected(results_dir, metric: str) -> RankResolution:
+    """rank_intervals on the stored per-query tables (every system answered the same 300 queries)."""
+    res = read_results(results_dir)
+    evs = [res.evaluation(s) for s in res.systems]
+    assert all(ev.query_ids == evs[0].query_ids for ev in evs) and len(evs) == 3
+    table = np.column_stack([ev.column(metric) for ev in evs])
+    return rank_intervals(table, list(res.systems), n_resamples=2000, seed=0)
+
+
+def label(res: RankResolution, name: str) -> str:
+    return res.interval(name) + (" (tied 1st)" if name in res.tied_first else "")
+
+
+def test_the_report_ranks_three_systems_with_their_intervals_and_marks_those_tied_for_first(results_dir):
+    data = build_report(read_results(results_dir), n_resamples=500)
+    want = expected(results_dir, data.primary)
+    got = data.resolution
+    assert (got.names, got.rank, got.low, got.high, got.p_first) == (
+        want.names,
+        want.rank,
+        want.low,
+        want.high,
+        want.p_first,
+    )
+    md = report_markdown(data)
+    section = md.split("## Rank resolution:", 1)[1].split("\n## ", 1)[0]
+    for name in want.names:
+        assert re.search(rf"^\| {name} \| .* \| {re.escape(label(want, name))} \| ", section, flags=re.M)
+    html = render_html(data)
+    assert 'id="resolution"' in html
+    for name in want.names:
+        klass = "num tied-first" if name in want.tied_first else "num"
+        assert f'<td class="{klass}" data-interval="{want.interval(name)}">' in html
+
+
+def test_compare_with_three_systems_prints_the_rank_resolution(results_dir):
+    result = runner.invoke(app, ["compare", str(results_dir), "--resamples", "200"])
+    assert result.exit_code == 0, result.output
+    metric = re.search(r"^## Rank resolution: (\S+)$", result.output, flags=re.M).group(1)
+    want = expected(results_dir, metric)
+    for name in want.names:
+        assert re.search(rf"^\| {name} \| .* \| {re.escape(label(want, name))} \| ", result.output, flags=re.M)
+    tied = want.tied_first
+    assert (
+        f"Tied for first: {', '.join(tied)}" if len(tied) > 1 else f"Only {tied[0]} reaches rank 1"
+    ) in result.output
+
+
+def test_two_systems_get_no_rank_resolution_their_paired_comparison_settles_them(results_dir):
+    res = read_results(results_dir)
+    first_two = ",".join(list(res.systems)[:2])
+    result = runner.invoke(app, ["compare", str(results_dir), "--systems", first_two, "--resamples", "200"])
+    assert result.exit_code == 0, result.output
+    assert "Rank resolution" not in result.output
