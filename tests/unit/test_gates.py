@@ -130,7 +130,7 @@ def test_better_baseline_fails_the_error_gate_and_the_comment_names_the_drop(eva
     assert not r.passed and r.blocks
     assert rep.exit_code == 1 and rep.verdict == "fail"
     text = render_comment(rep)
-    expected = f"retrieval recall@5 dropped from {100 * r.baseline:.1f}% to {100 * r.candidate:.1f}% ({100 * r.delta:+.1f} pp, p = "
+    expected = f"g_recall@5 (recall@5) dropped from {100 * r.baseline:.1f}% to {100 * r.candidate:.1f}% ({100 * r.delta:+.1f} pp, p = "
     assert expected in text
     assert "blocks merge" in text.splitlines()[0]
     assert "exceeds the 1.0 pp allowed" in text
@@ -143,7 +143,7 @@ def test_same_system_passes_and_floor_alone_can_fail(evals):
     assert "unchanged at" in sentence(ok.results[0]) and "p = 1.00" in sentence(ok.results[0])
     floor = run_gates(criteria(gate("recall@5", 0.80)), ev, None)
     assert floor.exit_code == 1
-    assert sentence(floor.results[0]) == f"retrieval recall@5 is {100 * ev.mean('recall@5'):.1f}%: blocks merge"
+    assert sentence(floor.results[0]) == f"g_recall@5 (recall@5) is {100 * ev.mean('recall@5'):.1f}%: blocks merge"
     assert "below the 80.0% floor" in render_comment(floor)
 
 
@@ -202,8 +202,34 @@ def test_json_output_is_strict_json(evals):
     rep = run_gates(criteria(gate("recall@5", 0.7, 0.01)), evals["bm25_weak"], evals["bm25"], n_resamples=200)
     data = json.loads(json.dumps(gate_json(rep), allow_nan=False))
     assert data["verdict"] == "fail" and data["exit_code"] == 1
-    assert data["gates"][0]["message"].startswith("retrieval recall@5 dropped from")
+    assert data["gates"][0]["message"].startswith("g_recall@5 (recall@5) dropped from")
     assert data["candidate"] == {"system": "bm25_weak", "queries": 300, "answered": 300, "failed": 0, "missing": 0}
+
+
+def test_comment_and_json_keep_each_gates_own_name_and_print_scores_as_decimals(evals):
+    crit = criteria(
+        gate("recall@5", 0.99, name="recall_at_5"),
+        gate("recall@5", 0.1, name="recall_floor"),
+        gate("mrr@10", 0.99, name="mrr"),
+        gate("ndcg@10", 0.99, 0.001, name="ndcg10"),
+    )
+    rep = run_gates(crit, evals["bm25_weak"], evals["bm25"], n_resamples=200)
+    text = render_comment(rep)
+    mrr = evals["bm25_weak"].mean("mrr@10")
+    ndcg_delta = evals["bm25_weak"].mean("ndcg@10") - evals["bm25"].mean("ndcg@10")
+    assert "recall_at_5 (recall@5) dropped" in text and "| recall_floor (recall@5) (error) |" in text
+    assert f"| mrr (MRR@10) (error) | {evals['bm25'].mean('mrr@10'):.3f} | {mrr:.3f} |" in text
+    assert f"ndcg10 (nDCG@10) dropped from {evals['bm25'].mean('ndcg@10'):.3f}" in text
+    assert f"({ndcg_delta:+.3f}, p = " in text and "may drop at most 0.001" in text
+    assert f"{100 * mrr:.1f}%" not in text and "retrieval recall@5" not in text
+    data = gate_json(rep)
+    assert [g["label"] for g in data["gates"]] == [
+        "recall_at_5 (recall@5)",
+        "recall_floor (recall@5)",
+        "mrr (MRR@10)",
+        "ndcg10 (nDCG@10)",
+    ]
+    assert [g["message"].split(" ")[0] for g in data["gates"]] == ["recall_at_5", "recall_floor", "mrr", "ndcg10"]
 
 
 # -- CLI -------------------------------------------------------------------------------------------------
@@ -241,7 +267,7 @@ def test_cli_gate_fails_with_exit_1_and_writes_comment_and_json(results_dir, tmp
     )
     assert res.exit_code == 1, res.output
     comment = (tmp_path / "c.md").read_text()
-    assert "retrieval recall@5 dropped from 73.6% to 70.8%" in comment
+    assert "retrieval_recall_at_5 (recall@5) dropped from 73.6% to 70.8%" in comment
     assert "`short`" in comment and "`long`" in comment
     assert json.loads((tmp_path / "g.json").read_text())["verdict"] == "fail"
 
@@ -276,7 +302,7 @@ def test_cli_gate_run_files(results_dir):
         str(abdata.SCIFACT / "qrels" / "test.tsv"),
     )
     assert res.exit_code == 1, res.output
-    assert "retrieval recall@5 dropped from 73.6% to 70.8%" in res.output
+    assert "retrieval_recall_at_5 (recall@5) dropped from 73.6% to 70.8%" in res.output
 
 
 def test_cli_gate_bad_criteria_exit_2(results_dir, tmp_path):

@@ -29,6 +29,7 @@ from retbench.power import (
     power_normal,
     power_simulated,
 )
+from retbench.report import fmt
 from retbench.resolution import queries_to_separate
 from retbench.stats import randomization_test, z_quantile
 
@@ -250,8 +251,10 @@ def test_gate_comment_shows_the_same_detectable_drop_as_plan(results_dir, tmp_pa
         size = f"{100 * gated['detectable']:.1f} pp"
         limit = f"{100 * gated['regression_max']:.1f} pp"
         assert f"this gold set detects a drop of {size}; the limit is {limit}" in comment
-        assert f"may drop at most {limit} (detectable: {size})" in comment
         assert gated["detectable_note"] == f"this gold set detects a drop of {size}; the limit is {limit}"
+        if not fmt.is_share(gated["metric"]):  # a score (MRR, nDCG): its limit and detectable drop print as decimals
+            size, limit = f"{gated['detectable']:.3f}", f"{gated['regression_max']:.3f}"
+        assert f"may drop at most {limit} (detectable: {size})" in comment
 
 
 def synthetic_llm_qrels(results_dir: Path, path: Path, flip: float, seed: int = 0) -> Path:

@@ -115,6 +115,9 @@ class Builtin:
     show_params: bool = False  # the canonical name always shows the parameters (a point of a family: recall=0.1)
     per_query_line: bool = True  # trec_eval -q prints a line per query (not for gm_* and num_q)
     keeps_unanswered: bool = False  # true of measures of the judgements alone (num_rel, num_q): unanswered keep them
+    # how reports print it: "share" (a fraction of documents or queries: recall, precision, hit rate) reads as a
+    # percentage and its changes in percentage points; "score" (MRR, nDCG, MAP, ...) as a decimal
+    unit: str = "score"
 
     def compute(self, ctx: MetricContext, k: np.ndarray | None, params: Mapping[str, float]) -> np.ndarray:
         return self.fn(ctx, k, ctx.level(params) if self.binary else 1, params)

@@ -27,6 +27,7 @@ def builtins() -> list[Builtin]:
             trec_defaults=SUCCESS_CUTOFFS,
             label="hit rate",
             meaning="share of questions with at least one relevant document in the top {k} results",
+            unit="share",
         ),
         Builtin(
             "recall",
@@ -38,6 +39,7 @@ def builtins() -> list[Builtin]:
             trec_defaults=TREC_CUTOFFS,
             label="recall",
             meaning="share of the relevant documents that appear in the top {k} results",
+            unit="share",
         ),
         Builtin(
             "P",
@@ -49,6 +51,7 @@ def builtins() -> list[Builtin]:
             trec_defaults=TREC_CUTOFFS,
             label="precision",
             meaning="share of the top {k} results that are relevant",
+            unit="share",
         ),
         Builtin(
             "f1",
@@ -66,6 +69,7 @@ def builtins() -> list[Builtin]:
             trec="Rprec",
             label="R-precision",
             meaning="precision at rank R, where R is the number of relevant documents",
+            unit="share",
         ),
         Builtin(
             "mrr",
@@ -120,6 +124,7 @@ def builtins() -> list[Builtin]:
             "1 if any support id is in the top k",
             label="recall (any support)",
             meaning="share of questions with at least one of their supporting documents in the top {k}",
+            unit="share",
         ),
         Builtin(
             "recall_all",
@@ -130,6 +135,7 @@ def builtins() -> list[Builtin]:
             "1 if every support group has an id in the top k",
             label="recall (all supports)",
             meaning="share of questions where every required supporting document is in the top {k}",
+            unit="share",
         ),
         Builtin(
             "containment",
@@ -139,6 +145,7 @@ def builtins() -> list[Builtin]:
             ("answer-containment-at-k", "answer_containment"),
             binary=False,
             meaning="share of questions whose expected answer appears word for word in one of the top {k} texts",
+            unit="share",
         ),
         Builtin(
             "hybrid",
@@ -158,6 +165,7 @@ def builtins() -> list[Builtin]:
             ("judged_at_k",),
             binary=False,
             meaning="share of the top {k} results that have a relevance label (human or LLM)",
+            unit="share",
         ),
         Builtin(
             "holes",
@@ -167,6 +175,7 @@ def builtins() -> list[Builtin]:
             ("hole_rate", "holes_at_k"),
             binary=False,
             meaning="share of the top {k} results nobody has labelled (their relevance is unknown)",
+            unit="share",
         ),
         Builtin(
             "scope_miss_rate",

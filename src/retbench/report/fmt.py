@@ -1,7 +1,8 @@
 """Number and name formatting shared by the PR comment, Markdown, HTML and terminal output.
 
 One place decides how a metric reads to a person, so "81.0%" and "-6.0 pp" look the same in every
-renderer. Rank metrics live in [0, 1] and read as percentages; differences read as percentage points.
+renderer. Shares (the registry row's `unit`: recall, precision, hit rate) read as percentages and their
+differences as percentage points; scores (MRR, nDCG, MAP, ...) read as decimals.
 """
 
 from __future__ import annotations
@@ -21,14 +22,46 @@ def _split(metric: str) -> tuple[str, str, str]:
     `ndcg_cut_10` -> the nDCG row and `_10`; `recall_all@5` -> the recall_all row and `@5`; a name no row
     declares (a plugin's without a label, a column such as `latency`) keeps its spelling.
     """
+    row, cut = _row(metric)
+    if row is not None:
+        label = getattr(row, "label", "") or metric[:cut]
+        meaning = getattr(row, "meaning", "") or getattr(row, "description", "")
+        return label, meaning, metric[cut:]
+    return metric, "", ""
+
+
+def _row(metric: str) -> tuple[object | None, int]:
+    """The registry row the longest head of `metric` names, and where that head ends (None, 0: no row)."""
     cuts = [m.start() for m in _SUFFIX.finditer(metric)] + [len(metric)]
     for cut in sorted(set(cuts), reverse=True):
         row = lookup(metric[:cut]) if cut else None
         if row is not None:
-            label = getattr(row, "label", "") or metric[:cut]
-            meaning = getattr(row, "meaning", "") or getattr(row, "description", "")
-            return label, meaning, metric[cut:]
-    return metric, "", ""
+            return row, cut
+    return None, 0
+
+
+def is_share(metric: str) -> bool:
+    """Whether the registry row says the metric is a share (recall, precision, hit rate): printed as a percentage.
+
+    Scores (MRR, nDCG, MAP, and names no row declares) print as decimals: 0.531, not 53.1%.
+    """
+    row, _ = _row(metric)
+    return getattr(row, "unit", "score") == "share"
+
+
+def value(metric: str, v: float | None) -> str:
+    """A metric's value in its unit: recall 0.87 -> '87.0%', MRR 0.531 -> '0.531'."""
+    return pct(v) if is_share(metric) else num(v, 3)
+
+
+def change(metric: str, d: float | None) -> str:
+    """A change of a metric in its unit, signed: recall -0.06 -> '-6.0 pp', MRR -0.06 -> '-0.060'."""
+    return pp(d) if is_share(metric) else signed(d, 3, "n/a")
+
+
+def size(metric: str, d: float) -> str:
+    """A size of change without its sign: recall 0.03 -> '3.0 pp', nDCG 0.03 -> '0.030'."""
+    return change(metric, abs(d)).lstrip("+±")
 
 
 def metric_label(metric: str) -> str:

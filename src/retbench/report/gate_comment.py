@@ -1,7 +1,8 @@
 """The gate's words: the Markdown PR comment, one sentence per gate, and the JSON output's messages.
 
-`retbench.gates` decides (numbers, checks, verdict); this module says it. Percentages and percentage
-points go through `report.fmt`, so the comment reads like every other report.
+`retbench.gates` decides (numbers, checks, verdict); this module says it. Each gate goes by the name the user gave it. Values go through `report.fmt` in the
+metric's unit (shares as percentages and percentage points, scores as decimals), so the comment reads
+like every other report.
 """
 
 from __future__ import annotations
@@ -18,54 +19,59 @@ from retbench.report.plan import detects_sentence, size_pp
 
 
 def label(gate: Gate) -> str:
-    """How the comment names a gate: 'retrieval recall@5'."""
-    return f"retrieval {fmt.metric_label(gate.metric)}"
+    """How the comment names a gate: by the name the user gave it, with its metric when the name is not the
+    metric's own ('recall_at_5 (recall@5)'), so two gates on one metric are told apart."""
+    metric = fmt.metric_label(gate.metric)
+    if gate.name in (gate.metric, metric):
+        return gate.name
+    return f"{gate.name} ({metric})"
 
 
-def abs_pp(value: float) -> str:
-    """A size of change without its sign: 0.03 -> '3.0 pp'."""
-    return fmt.pp(abs(value)).lstrip("+±")
+def abs_pp(value: float, metric: str = "recall") -> str:
+    """A size of change without its sign, in the metric's unit: recall 0.03 -> '3.0 pp', nDCG 0.03 -> '0.030'."""
+    return fmt.size(metric, value)
 
 
 def sentence(r: GateResult) -> str:
-    """'retrieval recall@5 dropped from 87.0% to 81.0% (-6.0 pp, p = 0.003): blocks merge'."""
-    name = label(r.gate)
+    """'recall_at_5 (recall@5) dropped from 87.0% to 81.0% (-6.0 pp, p = 0.003): blocks merge'."""
+    name, m = label(r.gate), r.gate.metric
     if r.baseline is None or r.delta is None:
-        head = f"{name} is {fmt.pct(r.candidate)}"
+        head = f"{name} is {fmt.value(m, r.candidate)}"
     elif abs(r.delta) <= EPS:
-        head = f"{name} is unchanged at {fmt.pct(r.candidate)} ({fmt.pvalue(r.p)})"
+        head = f"{name} is unchanged at {fmt.value(m, r.candidate)} ({fmt.pvalue(r.p)})"
     else:
         verb = "dropped" if r.delta < 0 else "rose"
         head = (
-            f"{name} {verb} from {fmt.pct(r.baseline)} to {fmt.pct(r.candidate)} ({fmt.pp(r.delta)}, {fmt.pvalue(r.p)})"
+            f"{name} {verb} from {fmt.value(m, r.baseline)} to {fmt.value(m, r.candidate)} "
+            f"({fmt.change(m, r.delta)}, {fmt.pvalue(r.p)})"
         )
     return f"{head}: {r.outcome}"
 
 
-def check_note(c: Check) -> str:
+def check_note(c: Check, metric: str = "recall") -> str:
     """What a check that passed only because the drop was not significant has to say ('' otherwise)."""
     if not c.waived:
         return ""
     return (
-        f"dropped {abs_pp(c.value)}, more than the {abs_pp(c.limit)} allowed, "
+        f"dropped {abs_pp(c.value, metric)}, more than the {abs_pp(c.limit, metric)} allowed, "
         f"but the drop is not statistically significant ({fmt.pvalue(c.p)}, needs p < {c.alpha:g})"
     )
 
 
 def reasons(r: GateResult) -> list[str]:
     """Why it failed (or what nearly failed), in words."""
-    out = []
+    out, m = [], r.gate.metric
     for c in r.checks:
         where = "" if c.scope == "all" else f"on tag `{c.scope}`: "
         if c.kind == "floor" and not c.passed:
-            out.append(f"{where}{fmt.pct(c.value)} is below the {fmt.pct(c.limit)} floor")
+            out.append(f"{where}{fmt.value(m, c.value)} is below the {fmt.value(m, c.limit)} floor")
         elif c.kind == "ceiling" and not c.passed:
-            out.append(f"{where}{fmt.pct(c.value)} is above the {fmt.pct(c.limit)} ceiling (lower is better)")
+            out.append(f"{where}{fmt.value(m, c.value)} is above the {fmt.value(m, c.limit)} ceiling (lower is better)")
         elif c.kind == "regression" and not c.passed:
             change = "rise" if c.lower_is_better else "drop"
-            out.append(f"{where}the {change} of {abs_pp(c.value)} exceeds the {abs_pp(c.limit)} allowed")
+            out.append(f"{where}the {change} of {abs_pp(c.value, m)} exceeds the {abs_pp(c.limit, m)} allowed")
         elif c.waived:
-            out.append(f"{where}{check_note(c)}")
+            out.append(f"{where}{check_note(c, m)}")
     return out
 
 
@@ -101,7 +107,8 @@ def gate_json(report: GateReport) -> dict[str, Any]:
         g["detectable_note"] = detectable_note(r)
         g["source_note"] = source_note(r)
         for c, cj in zip(r.checks, g["checks"], strict=True):
-            cj["note"] = check_note(c)
+            cj["note"] = check_note(c, r.gate.metric)
+        g["label"] = label(r.gate)
     return data
 
 
@@ -112,14 +119,15 @@ def _icon(r: GateResult) -> str:
     return _ICON["pass"] if r.passed else _ICON["fail"] if r.blocks else _ICON["warn"]
 
 
-def _limits_text(lim: Limits, lower: bool = False, detectable: float | None = None) -> str:
+def _limits_text(lim: Limits, metric: str, detectable: float | None = None) -> str:
+    lower = lower_is_better(metric)
     parts = []
     if lim.threshold is not None:
-        parts.append(f"{'at most' if lower else 'at least'} {fmt.pct(lim.threshold)}")
+        parts.append(f"{'at most' if lower else 'at least'} {fmt.value(metric, lim.threshold)}")
     if lim.regression_max is not None:
-        text = f"may {'rise' if lower else 'drop'} at most {abs_pp(lim.regression_max)}"
+        text = f"may {'rise' if lower else 'drop'} at most {abs_pp(lim.regression_max, metric)}"
         if detectable is not None:
-            text += f" (detectable: {size_pp(detectable)})"
+            text += f" (detectable: {size_pp(detectable) if fmt.is_share(metric) else fmt.size(metric, detectable)})"
         parts.append(text)
     return ", ".join(parts)
 
@@ -168,13 +176,14 @@ def render_comment(report: GateReport, max_tags: int = 20) -> str:
         lines += [f"**{sentence(r)}**{why}" if r.blocks else f"⚠️ {sentence(r)}{why}", ""]
     lines += ["| | Gate | Baseline | Candidate | Change | Limit | Result |", "|---|---|---|---|---|---|---|"]
     for r in report.results:
-        change = f"{fmt.pp(r.delta)} ({fmt.pvalue(r.p)})" if r.delta is not None else "—"
+        m = r.gate.metric
+        change = f"{fmt.change(m, r.delta)} ({fmt.pvalue(r.p)})" if r.delta is not None else "—"
         result = r.outcome + (f": {'; '.join(reasons(r))}" if reasons(r) else "")
-        limits = _limits_text(r.gate.limits, lower_is_better(r.gate.metric), r.detectable)
+        limits = _limits_text(r.gate.limits, m, r.detectable)
         labels = "" if not r.estimate or r.estimate["source"] == "human" else f" — {source_note(r)}"
         lines.append(
-            f"| {_icon(r)} | {label(r.gate)} ({r.gate.severity}){labels} | {fmt.pct(r.baseline) if r.baseline is not None else '—'} | "
-            f"{fmt.pct(r.candidate)} | {change} | {limits} | {result} |"
+            f"| {_icon(r)} | {label(r.gate)} ({r.gate.severity}){labels} | {fmt.value(m, r.baseline) if r.baseline is not None else '—'} | "
+            f"{fmt.value(m, r.candidate)} | {change} | {limits} | {result} |"
         )
     lines.append("")
     sources = [r for r in report.results if r.estimate]
@@ -214,9 +223,10 @@ def render_comment(report: GateReport, max_tags: int = 20) -> str:
         ]
         for t in rows:
             flag = " ⚠️" if t.tag in r.gate.tags and any(not c.passed for c in r.checks if c.scope == t.tag) else ""
-            change = f"{fmt.pp(t.delta)} ({fmt.pvalue(t.p)})" if t.delta is not None else "—"
-            base = fmt.pct(t.baseline) if t.baseline is not None else "—"
-            lines.append(f"| `{t.tag}`{flag} | {t.n} | {base} | {fmt.pct(t.candidate)} | {change} |")
+            m = r.gate.metric
+            change = f"{fmt.change(m, t.delta)} ({fmt.pvalue(t.p)})" if t.delta is not None else "—"
+            base = fmt.value(m, t.baseline) if t.baseline is not None else "—"
+            lines.append(f"| `{t.tag}`{flag} | {t.n} | {base} | {fmt.value(m, t.candidate)} | {change} |")
         if more > 0:
             lines.append(f"| … {more} more tags in the JSON output | | | | |")
         lines += ["", "</details>", ""]

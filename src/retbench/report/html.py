@@ -18,7 +18,7 @@ from retbench.data.status import FAILED_COUNT, MISSING, NOT_ANSWERED_COUNTS
 from retbench.io.files import json_safe
 from retbench.metrics.coverage import mode_with_identical
 from retbench.metrics.registry import lower_is_better
-from retbench.report import fmt, plots
+from retbench.report import fmt, histogram, plots
 from retbench.report.html_drill import drill_section, k_curve_figures
 from retbench.report.model import (
     COVERAGE_HEADER,
@@ -321,15 +321,13 @@ def _pair_section(pair: PairComparison, data: ReportData) -> list[str]:
     )
     d = data.deltas.get(pair.system_b)
     if d:
-        svg = plots.delta_histogram(
+        svg = histogram.delta_histogram(
             d,
             title=f"Per-query change in {fmt.metric_label(data.primary)}: {pair.system_b} − {pair.system_a}",
             x_label=f"change in {fmt.metric_label(data.primary)} per query",
         )
-        out.append(
-            f"<figure>{svg}<figcaption>How many queries got better, stayed the same or got worse on "
-            f"{escape(fmt.metric_label(data.primary))}, in bins of 0.1.</figcaption></figure>"
-        )
+        cap = escape(histogram.caption(fmt.metric_label(data.primary)))
+        out.append(f"<figure>{svg}<figcaption>{cap}</figcaption></figure>")
     focus = next((m for m in pair.metrics if m.metric == data.primary), None)
     if focus is not None and focus.top_changes:
         rows = [

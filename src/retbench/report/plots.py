@@ -397,54 +397,6 @@ def _sparse_marks(n: int, i: int, count: int, per_line: int = 4) -> list[int]:
     return sorted({min(n - 1, int(offset + k * step)) for k in range(per_line)} | {n - 1})
 
 
-def delta_histogram(
-    deltas: Sequence[float],
-    *,
-    title: str,
-    x_label: str,
-    width: int = 640,
-    height: int = 300,
-    bin_width: float = 0.1,
-) -> str:
-    """Per-query deltas in bins centred on multiples of `bin_width`: losses, ties and wins coloured apart."""
-    if not len(deltas):
-        return ""
-    half = bin_width / 2
-    lo = min(-1.0, min(deltas))
-    hi = max(1.0, max(deltas))
-    n_side = math.ceil(max(-lo, hi) / bin_width - 1e-9)
-    centres = [i * bin_width for i in range(-n_side, n_side + 1)]
-    counts = [0] * len(centres)
-    ties = 0
-    for d in deltas:
-        if abs(d) <= 1e-12:
-            ties += 1
-        idx = min(max(round(d / bin_width) + n_side, 0), len(centres) - 1)
-        counts[idx] += 1
-    top = max(counts)
-    f = Frame(width, height, 62, 20, 44, 48, centres[0] - half, centres[-1] + half, 0, top * 1.08 or 1)
-    xt = nice_ticks(centres[0], centres[-1], 8)
-    out = _open("delta-histogram", title, width, height)
-    out += _axes(f, xt, nice_ticks(0, top * 1.08 or 1, 5), x_label, "queries")
-    for c, n in zip(centres, counts, strict=True):
-        if not n:
-            continue
-        col = TIE if abs(c) < half - 1e-12 else WIN if c > 0 else LOSS
-        x, w = f.px(c - half) + 1, f.px(c + half) - f.px(c - half) - 2
-        y = f.py(n)
-        out.append(
-            f'<rect class="bar" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{f.py(0) - y:.1f}" fill="{col}">'
-            f"<title>{n} quer{'y' if n == 1 else 'ies'} with change ≈ {c:+.2f}</title></rect>"
-        )
-    wins = sum(1 for d in deltas if d > 1e-12)
-    losses = sum(1 for d in deltas if d < -1e-12)
-    out += _legend(
-        [(f"worse: {losses}", LOSS), (f"unchanged: {ties}", TIE), (f"better: {wins}", WIN)], f.left, 22, shape="box"
-    )
-    out.append("</svg>")
-    return "\n".join(out)
-
-
 def stacked_bars(
     rows: Sequence[tuple[str, Sequence[tuple[str, float, str]]]],
     *,

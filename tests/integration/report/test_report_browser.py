@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html as html_lib
 import json
+import math
 import os
 import re
 import shutil
@@ -251,3 +252,51 @@ def test_without_a_browser_24_systems_each_get_one_legend_entry_laid_out_inside_
             assert float(text.get("x")) + plots.text_width(text.text) <= width
         drawn = {e.get("data-series") for e in c.iter() if e.get("class") in ("series", "series-mark")}
         assert drawn == set(names)
+
+
+def _per_query(results: Path, system: str, metric: str) -> dict[str, float]:
+    """One column of a system's per_query.tsv, read as plain TSV (not through retbench's reader)."""
+    lines = [ln for ln in (results / "systems" / system / "per_query.tsv").read_text().splitlines() if ln[:1] != "#"]
+    header = lines[0].split("\t")
+    col = header.index(metric)
+    return {r.split("\t")[0]: float(r.split("\t")[col]) for r in lines[1:]}
+
+
+def _in_bar(d: float, bar: ET.Element) -> bool:
+    lo, hi, kind = float(bar.get("data-lo")), float(bar.get("data-hi")), bar.get("data-kind")
+    if kind == "unchanged":
+        return d == 0.0
+    return lo <= d < hi if kind == "worse" else lo < d <= hi
+
+
+@needs_chromium
+@pytest.mark.slow
+def test_delta_histogram_bars_and_legend_equal_the_per_query_table(tmp_path_factory, tmp_path):
+    results = abdata.scifact_results(tmp_path_factory.getbasetemp())
+    data = build_report(read_results(results), n_resamples=200)
+    page = tmp_path / "report.html"
+    page.write_text(render_html(data).replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    dom = _load(page, tmp_path / "profile", tmp_path / "hist.png", 1024)["dom"]
+    svgs = re.findall(r'<svg[^>]*data-chart="delta-histogram".*?</svg>', dom, flags=re.S)
+    assert svgs, "no delta histogram in the page"
+    for svg in svgs:
+        root = ET.fromstring(svg)
+        title = html_lib.unescape(root.find(f"{SVG}title").text)
+        b_name, a_name = title.split(": ", 1)[1].split(" − ")
+        a, b = _per_query(results, a_name, data.primary), _per_query(results, b_name, data.primary)
+        deltas = [b[q] - a[q] for q in a if q in b and not math.isnan(b[q] - a[q])]
+        bars = [r for r in root.iter(f"{SVG}rect") if r.get("class") == "bar"]
+        # bars never mix signs; each query lies in exactly one bar, and each bar holds exactly its queries
+        for bar in bars:
+            lo, hi = float(bar.get("data-lo")), float(bar.get("data-hi"))
+            assert (hi <= 0 or lo >= 0) and bar.get("fill") in {plots.WIN, plots.TIE, plots.LOSS}
+            assert int(bar.get("data-count")) == sum(_in_bar(d, bar) for d in deltas), bar.attrib
+        assert all(sum(_in_bar(d, bar) for bar in bars) == 1 for d in deltas)
+        legend = " ".join(t.text for t in root.iter(f"{SVG}text") if t.text)
+        for kind, n in (
+            ("worse", sum(d < 0 for d in deltas)),
+            ("unchanged", sum(d == 0 for d in deltas)),
+            ("better", sum(d > 0 for d in deltas)),
+        ):
+            assert f"{kind}: {n}" in legend, (title, legend)
+            assert n == sum(int(r.get("data-count")) for r in bars if r.get("data-kind") == kind)

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import abdata
 from retbench.cli import app
-from retbench.report import plots
+from retbench.report import histogram, plots
 from retbench.report.html import render_html
 from retbench.report.markdown import report_markdown
 from retbench.report.model import build_report, metric_curves
@@ -116,14 +116,24 @@ def test_html_is_self_contained_and_well_formed(data, results_dir):
     assert json.loads(blob)["metrics"] == json.loads((results_dir / "metrics.json").read_text())
 
 
-def test_delta_histogram_bars_count_every_query():
-    deltas = [0.0] * 7 + [1.0, 1.0, -0.5, 0.333, -0.04]
-    root = ET.fromstring(plots.delta_histogram(deltas, title="t", x_label="x"))
-    bars = [r for r in root.iter(f"{SVG}rect") if r.get("class") == "bar"]
-    counts = [int(b.find(f"{SVG}title").text.split()[0]) for b in bars]
-    assert sum(counts) == len(deltas)
+def test_delta_histogram_keeps_small_gains_and_losses_out_of_the_unchanged_bar():
+    deltas = [0.0] * 7 + [1.0, 1.0, -0.5, 0.333, -0.04, 0.04, 0.01, -0.1, 0.1]
+    root = ET.fromstring(histogram.delta_histogram(deltas, title="t", x_label="x"))
+    bars = {
+        (r.get("data-kind"), r.get("data-lo"), r.get("data-hi")): int(r.get("data-count"))
+        for r in root.iter(f"{SVG}rect")
+        if r.get("class") == "bar"
+    }
+    assert bars == {
+        ("worse", "-0.5", "-0.4"): 1,
+        ("worse", "-0.1", "0"): 2,
+        ("unchanged", "0", "0"): 7,
+        ("better", "0", "0.1"): 3,
+        ("better", "0.3", "0.4"): 1,
+        ("better", "0.9", "1"): 2,
+    }
     legend = " ".join(t.text for t in root.iter(f"{SVG}text") if t.text)
-    assert "worse: 2" in legend and "unchanged: 7" in legend and "better: 3" in legend
+    assert "worse: 3" in legend and "unchanged: 7" in legend and "better: 6" in legend
 
 
 def test_line_chart_maps_points_inside_the_frame():
