@@ -29,6 +29,7 @@ from retbench.report.model import (
     resource_rows,
     short_runs,
 )
+from retbench.report.prcurve import pr_figure
 from retbench.report.stages import (
     AGREEMENT_HEADER,
     AGREEMENT_NOTE,
@@ -524,6 +525,7 @@ def render_html(data: ReportData) -> str:
         *([("leaderboard", "Leaderboard", _leaderboard(data))] if data.leaderboard is not None else []),
         ("summary", "Summary", _summary(data) + _ci_chart(data)),
         ("curves", "Metric@k curves", f'<p class="small muted chart-hint">{LEGEND_HINT}</p>' + _curves(data)),
+        *([("pr-curve", "Precision-recall curve", pr_figure(data.pr_curves))] if data.pr_curves else []),
         ("comparison", "Comparison", _comparison(data)),
         ("latency", "Latency", _latency(data)),
         *([("rerank", "Rerank stages", _rerank(data))] if rerank_rows(data) else []),

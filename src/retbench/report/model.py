@@ -92,6 +92,7 @@ class ReportData:
     result: StudyResult | None = None  # the typed results the report was built from
     leaderboard: Any = None  # report.leaderboard.Leaderboard when the results span several datasets
     drill: Any = None  # report.drilldown.Drill: per-query documents and metric@k curves from the runs
+    pr_curves: dict[str, list[float]] = field(default_factory=dict)  # system -> iprec at recall 0.0 .. 1.0
 
     def system(self, name: str) -> SystemSummary:
         return next(s for s in self.systems if s.name == name)
@@ -230,9 +231,14 @@ def build_report(
     if pairs:  # a suite with one system per dataset has nothing to pair
         tested_metrics = canonical_metrics([str(m) for m in tested]) if tested else [primary]
         cmp, deltas = _compared(evs, pairs, tested_metrics or [primary], primary, result.queries, n_resamples, seed)
-    drill = None
-    if board is None and drill_k > 0:
-        drill = _drill(result, evs, runs, primary, baseline, drill_k)
+    drill, pr = None, {}
+    if board is None:
+        from retbench.report.prcurve import pr_curves
+
+        found = _judgements(result)
+        pr = pr_curves(evs, runs, found[0] if found else None, {s.name: s.means for s in systems})
+        if drill_k > 0 and found is not None:
+            drill = _drill(result, found, evs, runs, primary, baseline, drill_k)
     return ReportData(
         **_about(result),
         metrics=metrics,
@@ -245,19 +251,30 @@ def build_report(
         result=result,
         leaderboard=board,
         drill=drill,
+        pr_curves=pr,
     )
 
 
-def _drill(
-    result: StudyResult, evs: dict[str, Evaluation], runs: dict[str, Run], primary: str, baseline: str, k: int
-) -> Any:
-    """The drill-down (per-query documents, metric@k curves) of a one-dataset study, None without its dataset."""
+def _judgements(result: StudyResult) -> tuple[Any, Any] | None:
+    """(qrels, corpus) of a one-dataset study: held in memory, else read from its dataset; None when gone."""
     from retbench.report import drilldown
 
     texts = result.texts
-    found = (texts.qrels, texts.corpus) if texts is not None else drilldown.load_judgements(result.manifest.data)
-    if found is None:
-        return None
+    return (texts.qrels, texts.corpus) if texts is not None else drilldown.load_judgements(result.manifest.data)
+
+
+def _drill(
+    result: StudyResult,
+    found: tuple[Any, Any],
+    evs: dict[str, Evaluation],
+    runs: dict[str, Run],
+    primary: str,
+    baseline: str,
+    k: int,
+) -> Any:
+    """The drill-down (per-query documents, metric@k curves) of a one-dataset study from its (qrels, corpus)."""
+    from retbench.report import drilldown
+
     qrels, corpus = found
     drill = drilldown.gather(evs, runs, qrels, corpus, result.queries, primary=primary, baseline=baseline, k=k)
     given = {s: t.curves for s, t in result.tables.items() if t.curves}

@@ -108,6 +108,7 @@ def test_html_is_self_contained_and_well_formed(data, results_dir):
             "delta-histogram",
             "latency-ecdf",
             "coverage",
+            "pr-curve",
         ]
     )
     blob = re.search(r'<script type="application/json" id="retbench-data">(.*?)</script>', page, flags=re.S).group(1)
