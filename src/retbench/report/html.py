@@ -19,6 +19,7 @@ from retbench.io.files import json_safe
 from retbench.metrics.coverage import mode_with_identical
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt, plots
+from retbench.report.holes import holes_html
 from retbench.report.html_drill import drill_section, k_curve_figures
 from retbench.report.model import (
     COVERAGE_HEADER,
@@ -523,7 +524,7 @@ def render_html(data: ReportData) -> str:
     ds = ", ".join(f"{d.get('name', '')} ({d.get('split', '')})" for d in data.datasets)
     sections = [
         *([("leaderboard", "Leaderboard", _leaderboard(data))] if data.leaderboard is not None else []),
-        ("summary", "Summary", _summary(data) + _ci_chart(data)),
+        ("summary", "Summary", _summary(data) + holes_html(data.holes) + _ci_chart(data)),
         ("curves", "Metric@k curves", f'<p class="small muted chart-hint">{LEGEND_HINT}</p>' + _curves(data)),
         *([("pr-curve", "Precision-recall curve", pr_figure(data.pr_curves))] if data.pr_curves else []),
         ("comparison", "Comparison", _comparison(data)),

@@ -23,6 +23,8 @@ from retbench.evaluation import Evaluation, coverage, source_label
 from retbench.inputs import canonical_metrics
 from retbench.metrics.registry import parse_metric
 from retbench.report import fmt
+from retbench.report.holes import find_holes
+from retbench.report.prcurve import pr_curves
 from retbench.results.model import StudyResult, SystemResult, config_from_manifest
 
 
@@ -93,6 +95,7 @@ class ReportData:
     leaderboard: Any = None  # report.leaderboard.Leaderboard when the results span several datasets
     drill: Any = None  # report.drilldown.Drill: per-query documents and metric@k curves from the runs
     pr_curves: dict[str, list[float]] = field(default_factory=dict)  # system -> iprec at recall 0.0 .. 1.0
+    holes: list[Any] = field(default_factory=list)  # report.holes.Holes: systems whose top 10 is too often unjudged
 
     def system(self, name: str) -> SystemSummary:
         return next(s for s in self.systems if s.name == name)
@@ -231,12 +234,12 @@ def build_report(
     if pairs:  # a suite with one system per dataset has nothing to pair
         tested_metrics = canonical_metrics([str(m) for m in tested]) if tested else [primary]
         cmp, deltas = _compared(evs, pairs, tested_metrics or [primary], primary, result.queries, n_resamples, seed)
-    drill, pr = None, {}
+    drill, pr, holes = None, {}, []
     if board is None:
-        from retbench.report.prcurve import pr_curves
-
         found = _judgements(result)
-        pr = pr_curves(evs, runs, found[0] if found else None, {s.name: s.means for s in systems})
+        means = {s.name: s.means for s in systems}
+        pr = pr_curves(evs, runs, found[0] if found else None, means)
+        holes = find_holes(evs, runs, found[0] if found else None, means)
         if drill_k > 0 and found is not None:
             drill = _drill(result, found, evs, runs, primary, baseline, drill_k)
     return ReportData(
@@ -252,6 +255,7 @@ def build_report(
         leaderboard=board,
         drill=drill,
         pr_curves=pr,
+        holes=holes,
     )
 
 
