@@ -28,6 +28,7 @@ from retbench.evaluation import Evaluation, evaluate
 JUDGED_K = 10
 JUDGED_THRESHOLD = 0.9
 JUDGED = f"judged@{JUDGED_K}"
+HOLES = f"holes@{JUDGED_K}"  # 1 - judged@k on the same documents: what is computed when neither is stored
 # (label shown, metric name, condensed list?)
 HOLE_MEASURES: tuple[tuple[str, str, bool], ...] = (
     ("bpref", "bpref", False),
@@ -60,6 +61,14 @@ def _means(table: Evaluation, names: list[str]) -> dict[str, float]:
     return {n: float(table.values[:, table.metrics.index(n)].mean()) for n in names}
 
 
+def _judged_share(stored: Mapping[str, float], got: Mapping[str, float]) -> float | None:
+    """judged@k as stored, else 1 - holes@k (stored or computed); None when neither is known."""
+    if JUDGED in stored:
+        return stored[JUDGED]
+    holes = stored.get(HOLES, got.get(HOLES))
+    return None if holes is None else 1.0 - holes
+
+
 def find_holes(
     evs: Mapping[str, Evaluation],
     runs: Mapping[str, Run],
@@ -70,16 +79,14 @@ def find_holes(
     out = []
     for system, ev in evs.items():
         stored = means.get(system, {})
-        wanted = [JUDGED] + [n for _, n, condensed in HOLE_MEASURES if not condensed and n not in stored]
+        wanted = [HOLES] + [n for _, n, condensed in HOLE_MEASURES if not condensed and n not in stored]
         if qrels is None:
-            if JUDGED not in stored:
-                continue
             got: dict[str, float] = {}
         else:
             judged = [q for q in [*ev.query_ids, *ev.excluded, *ev.skipped] if q in qrels]
             sub = qrels.subset(judged)
             got = _means(evaluate(runs[system], sub, wanted, ev.settings()), wanted)
-        share = stored.get(JUDGED, got.get(JUDGED))
+        share = _judged_share(stored, got)
         if share is None or not share < JUDGED_THRESHOLD:
             continue
         if qrels is not None:

@@ -9,12 +9,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-import abdata
 from retbench.report import drilldown
 from retbench.report.html import render_html
-from retbench.report.model import build_report
 from retbench.report.prcurve import LEVELS, pr_figure
-from retbench.results import read_results
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -34,33 +31,25 @@ def interpolated(ranked: list[str], relevant: set[str]) -> list[float]:
     return out
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    return read_results(abdata.scifact_results(tmp_path_factory.getbasetemp()))
-
-
-@pytest.fixture(scope="module")
-def data(results):
-    return build_report(results, n_resamples=200)
-
-
-def test_curve_is_the_mean_of_each_querys_interpolated_precision(results, data):
-    qrels, _ = drilldown.load_judgements(results.manifest.data)
-    assert list(data.pr_curves) == list(results.systems)  # the study did not ask for the points: computed
-    for system, curve in data.pr_curves.items():
-        run, ev = results.run(system), results.evaluation(system)
+def test_curve_is_the_mean_of_each_querys_interpolated_precision(scifact_study, scifact_report):
+    qrels, _ = drilldown.load_judgements(scifact_study.manifest.data)
+    assert list(scifact_report.pr_curves) == list(
+        scifact_study.systems
+    )  # the study did not ask for the points: computed
+    for system, curve in scifact_report.pr_curves.items():
+        run, ev = scifact_study.run(system), scifact_study.evaluation(system)
         per_query = [interpolated(run.docs(q), {d for d, g in qrels[q].items() if g >= 1}) for q in ev.query_ids]
         want = [sum(col) / len(per_query) for col in zip(*per_query, strict=True)]
         assert curve == pytest.approx(want, abs=1e-12)
         assert all(a >= b for a, b in itertools.pairwise(curve))  # interpolation never rises
 
 
-def test_html_draws_one_line_of_eleven_points_per_system(data):
-    page = render_html(data)
+def test_html_draws_one_line_of_eleven_points_per_system(scifact_report):
+    page = render_html(scifact_report)
     assert 'id="pr-curve"' in page or "Precision-recall curve" in page
     svg = next(s for s in re.findall(r"<svg .*?</svg>", page, flags=re.S) if 'data-chart="pr-curve"' in s)
     root = ET.fromstring(svg)
-    for system, _curve in data.pr_curves.items():
+    for system, _curve in scifact_report.pr_curves.items():
         marks = [g for g in root.iter(f"{SVG}g") if g.get("data-series") == system]
         assert marks, system
     title = root.find(f"{SVG}title").text
