@@ -106,6 +106,7 @@ def test_chromium_renders_the_report_with_plots_and_the_json_numbers(page, tmp_p
             "delta-histogram",
             "latency-ecdf",
             "coverage",
+            "pr-curve",
         ]
     )
     metrics = json.loads((results / "metrics.json").read_text())
