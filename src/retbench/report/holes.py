@@ -135,4 +135,5 @@ def holes_html(holes: list[Holes]) -> str:
         for h in holes
     )
     warn = "".join(f'<p class="note warn" data-holes="{escape(h.system)}">{escape(h.sentence())}</p>' for h in holes)
-    return f'<div class="holes">{warn}<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
+    table = f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
+    return f'<div class="holes">{warn}{table}</div>'
