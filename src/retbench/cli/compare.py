@@ -17,6 +17,17 @@ def _note(line: str) -> None:
     typer.echo(line, err=True)
 
 
+_FORMAT_HELP = "What to print: markdown, or latex (a booktabs table for papers: best bold, significance marks)."
+_LATEX_HELP = "Write a booktabs LaTeX table (systems x metrics, best bold, significance marks) here."
+
+
+def _format(value: str) -> str:
+    """The --format asked for, checked (a usage error, exit 2, names the choices)."""
+    if value not in ("markdown", "latex"):
+        raise fail(f"--format must be markdown or latex, not {value!r}")
+    return value
+
+
 _ALLOW_SETTINGS_HELP = (
     "Go on when the sides differ in depth (below a compared cutoff), relevance level or no-relevant policy "
     "(printed as a note)."
@@ -62,6 +73,8 @@ def compare_command(
     top: Annotated[int, typer.Option(help="Most changed queries to list per metric.")] = 5,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the full comparison as JSON.")] = None,
     markdown_out: Annotated[Path | None, typer.Option("--markdown", help="Write the comparison as Markdown.")] = None,
+    latex_out: Annotated[Path | None, typer.Option("--latex", help=_LATEX_HELP)] = None,
+    output_format: Annotated[str, typer.Option("--format", help=_FORMAT_HELP)] = "markdown",
     allow_different_data: Annotated[
         bool, typer.Option(help="Compare results computed on different corpora or qrels (printed as a note).")
     ] = False,
@@ -75,9 +88,11 @@ def compare_command(
 
     from retbench.comparison import compare
     from retbench.inputs import canonical_metrics, check_same_data, check_same_settings, load_systems, primary_metrics
+    from retbench.report.latex import comparison_latex
     from retbench.report.markdown import comparison_markdown
     from retbench.report.resolution import resolution_markdown, resolve
 
+    output_format = _format(output_format)
     if resamples is not None and resamples < 1:
         raise fail("--resamples must be at least 1")
     every_metric = names(metrics) == ["all"]
@@ -113,8 +128,10 @@ def compare_command(
     ranked = resolve([e for e in loaded.evaluations if e.system in in_pairs], tested[0]) if tested else None
     if ranked is not None:
         text = text.rstrip("\n") + "\n\n" + "\n".join(resolution_markdown(ranked, tested[0]))
-    typer.echo(text)
+    table = comparison_latex(cmp) if latex_out is not None or output_format == "latex" else ""
+    typer.echo(table if output_format == "latex" else text)
     write(markdown_out, text)
+    write(latex_out, table)
     write(json_out, json.dumps(cmp.to_dict(), indent=2, allow_nan=False) + "\n")
 
 
@@ -227,6 +244,8 @@ def report_command(
         Path | None, typer.Option(help="Write one self-contained HTML file (tables and SVG plots, opens offline).")
     ] = None,
     markdown: Annotated[Path | None, typer.Option(help="Write the report as Markdown.")] = None,
+    latex: Annotated[Path | None, typer.Option(help=_LATEX_HELP)] = None,
+    output_format: Annotated[str, typer.Option("--format", help=_FORMAT_HELP)] = "markdown",
     baseline: Annotated[
         str | None, typer.Option(help="System the others are compared with (default: the first).")
     ] = None,
@@ -241,16 +260,22 @@ def report_command(
 ) -> None:
     """Report a results directory: HTML (tables, metric@k curves, deltas, latency, coverage) and/or Markdown."""
     from retbench.report.html import render_html
+    from retbench.report.latex import report_latex
     from retbench.report.markdown import report_markdown
     from retbench.report.model import build_report
     from retbench.results import read_results
 
+    output_format = _format(output_format)
     data = build_report(read_results(results), baseline=baseline, primary=primary, n_resamples=resamples, seed=seed)
     text = report_markdown(data)
+    table = report_latex(data) if latex is not None or output_format == "latex" else ""
     write(markdown, text)
     write(html, render_html(data))
-    if html is None and markdown is None:
+    write(latex, table)
+    if output_format == "latex" and latex is None:
+        typer.echo(table)
+    elif html is None and markdown is None and latex is None:
         typer.echo(text)
-    for path in (html, markdown):
+    for path in (html, markdown, latex):
         if path is not None:
             typer.echo(f"wrote {path}")

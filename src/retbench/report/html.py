@@ -19,6 +19,7 @@ from retbench.io.files import json_safe
 from retbench.metrics.coverage import mode_with_identical
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt, histogram, plots
+from retbench.report.holes import holes_html
 from retbench.report.html_drill import drill_section, k_curve_figures
 from retbench.report.model import (
     COVERAGE_HEADER,
@@ -29,6 +30,7 @@ from retbench.report.model import (
     resource_rows,
     short_runs,
 )
+from retbench.report.prcurve import pr_figure
 from retbench.report.resolution import resolution_html, resolution_p, resolution_td
 from retbench.report.stages import (
     AGREEMENT_HEADER,
@@ -525,13 +527,14 @@ def render_html(data: ReportData) -> str:
     ds = ", ".join(f"{d.get('name', '')} ({d.get('split', '')})" for d in data.datasets)
     sections = [
         *([("leaderboard", "Leaderboard", _leaderboard(data))] if data.leaderboard is not None else []),
-        ("summary", "Summary", _summary(data) + _ci_chart(data)),
+        ("summary", "Summary", _summary(data) + holes_html(data.holes) + _ci_chart(data)),
         *[
             ("resolution", "Rank resolution", resolution_html(r, fmt.metric_label(data.primary)))
             for r in [data.resolution]
             if r
         ],
         ("curves", "Metric@k curves", f'<p class="small muted chart-hint">{LEGEND_HINT}</p>' + _curves(data)),
+        *([("pr-curve", "Precision-recall curve", pr_figure(data.pr_curves))] if data.pr_curves else []),
         ("comparison", "Comparison", _comparison(data)),
         ("latency", "Latency", _latency(data)),
         *tradeoff_section(data),

@@ -14,6 +14,7 @@ from retbench.data.status import FAILED_COUNT, MISSING, NOT_ANSWERED_COUNTS
 from retbench.estimates import source_label
 from retbench.metrics.coverage import mode_with_identical
 from retbench.report import fmt
+from retbench.report.holes import holes_markdown
 from retbench.report.resolution import interval_cell, note, resolution_markdown
 
 
@@ -231,6 +232,7 @@ def report_markdown(data: Any) -> str:
         rows.append(cells)
     lines += _table(["system", "coverage", *(fmt.metric_label(m) for m in data.metrics)], rows)
     lines += ["", "Means with 95% percentile-bootstrap intervals over queries.", ""]
+    lines += holes_markdown(getattr(data, "holes", []), md_text)
     if any(s.applies for s in data.systems):
         lines += [
             "A metric that concerns only some questions (answer metrics: reference answers, `answerable: false`) "

@@ -24,6 +24,8 @@ from retbench.evaluation import Evaluation, coverage
 from retbench.inputs import canonical_metrics
 from retbench.metrics.registry import parse_metric
 from retbench.report import fmt
+from retbench.report.holes import find_holes
+from retbench.report.prcurve import pr_curves
 from retbench.results.model import StudyResult, SystemResult, config_from_manifest
 
 
@@ -94,6 +96,8 @@ class ReportData:
     leaderboard: Any = None  # report.leaderboard.Leaderboard when the results span several datasets
     drill: Any = None  # report.drilldown.Drill: per-query documents and metric@k curves from the runs
     resolution: Any = None  # resolution.RankResolution of three or more systems on one dataset (primary metric)
+    pr_curves: dict[str, list[float]] = field(default_factory=dict)  # system -> iprec at recall 0.0 .. 1.0
+    holes: list[Any] = field(default_factory=list)  # report.holes.Holes: systems whose top 10 is too often unjudged
 
     def system(self, name: str) -> SystemSummary:
         return next(s for s in self.systems if s.name == name)
@@ -233,9 +237,14 @@ def build_report(
     if pairs:  # a suite with one system per dataset has nothing to pair
         tested_metrics = canonical_metrics([str(m) for m in tested]) if tested else [primary]
         cmp, deltas = _compared(evs, pairs, tested_metrics or [primary], primary, result.queries, n_resamples, seed)
-    drill = None
-    if board is None and drill_k > 0:
-        drill = _drill(result, evs, runs, primary, baseline, drill_k)
+    drill, pr, holes = None, {}, []
+    if board is None:
+        found = _judgements(result)
+        means = {s.name: s.means for s in systems}
+        pr = pr_curves(evs, runs, found[0] if found else None, means)
+        holes = find_holes(evs, runs, found[0] if found else None, means)
+        if drill_k > 0 and found is not None:
+            drill = _drill(result, found, evs, runs, primary, baseline, drill_k)
     return ReportData(
         **_about(result),
         metrics=metrics,
@@ -249,19 +258,31 @@ def build_report(
         leaderboard=board,
         drill=drill,
         resolution=resolve(list(evs.values()), primary) if board is None else None,
+        pr_curves=pr,
+        holes=holes,
     )
 
 
-def _drill(
-    result: StudyResult, evs: dict[str, Evaluation], runs: dict[str, Run], primary: str, baseline: str, k: int
-) -> Any:
-    """The drill-down (per-query documents, metric@k curves) of a one-dataset study, None without its dataset."""
+def _judgements(result: StudyResult) -> tuple[Any, Any] | None:
+    """(qrels, corpus) of a one-dataset study: held in memory, else read from its dataset; None when gone."""
     from retbench.report import drilldown
 
     texts = result.texts
-    found = (texts.qrels, texts.corpus) if texts is not None else drilldown.load_judgements(result.manifest.data)
-    if found is None:
-        return None
+    return (texts.qrels, texts.corpus) if texts is not None else drilldown.load_judgements(result.manifest.data)
+
+
+def _drill(
+    result: StudyResult,
+    found: tuple[Any, Any],
+    evs: dict[str, Evaluation],
+    runs: dict[str, Run],
+    primary: str,
+    baseline: str,
+    k: int,
+) -> Any:
+    """The drill-down (per-query documents, metric@k curves) of a one-dataset study from its (qrels, corpus)."""
+    from retbench.report import drilldown
+
     qrels, corpus = found
     drill = drilldown.gather(evs, runs, qrels, corpus, result.queries, primary=primary, baseline=baseline, k=k)
     given = {s: t.curves for s, t in result.tables.items() if t.curves}

@@ -108,6 +108,7 @@ def test_chromium_renders_the_report_with_plots_and_the_json_numbers(page, tmp_p
             "coverage",
             "tradeoff",
             "tradeoff",
+            "pr-curve",
         ]
     )
     metrics = json.loads((results / "metrics.json").read_text())

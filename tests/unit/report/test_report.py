@@ -110,6 +110,7 @@ def test_html_is_self_contained_and_well_formed(data, results_dir):
             "coverage",
             "tradeoff",  # quality vs p50 latency
             "tradeoff",  # quality vs p95 latency
+            "pr-curve",
         ]
     )
     blob = re.search(r'<script type="application/json" id="retbench-data">(.*?)</script>', page, flags=re.S).group(1)
