@@ -76,10 +76,17 @@ def _usage_cost(usage: dict) -> float | None:
 def tradeoff_section(data: ReportData) -> list[tuple[str, str, str]]:
     """The HTML report's trade-off section: one chart per latency percentile, one for cost when recorded."""
     label = fmt.metric_label(data.primary)
-    ok = [s for s in data.systems if s.error is None and data.primary in s.means]
+    # a system with no scored query (a NaN mean) has no place on a quality axis
+    ok = [
+        s for s in data.systems if s.error is None and data.primary in s.means and math.isfinite(s.means[data.primary])
+    ]
     charts = []
     for key in ("p50", "p95"):
-        pts = [Point(s.name, s.means[data.primary], s.latency[key]) for s in ok if s.latency.get(key)]
+        pts = [
+            Point(s.name, s.means[data.primary], s.latency[key])
+            for s in ok
+            if isinstance(s.latency.get(key), int | float) and math.isfinite(s.latency[key]) and s.latency[key] > 0
+        ]
         charts.append(
             tradeoff_svg(pts, x_label=f"{key} latency (ms)", y_label=label, title=f"{label} vs {key} latency")
         )
