@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from http_support import send_json, serving_in_thread
 from retbench.cli import app
+from stored import flat_system
 
 DOCS = [
     {"_id": "fees", "title": "", "text": "We are cutting credit card late fees from $32 to $8."},
@@ -126,7 +127,7 @@ def _run(path: Path) -> dict[str, Any]:
 
     outcome = run_experiment(load_config(path), log=lambda m: None, history=False)
     assert not outcome.backend_failed
-    return outcome.metrics["bm25"]
+    return flat_system(outcome.result["bm25"])
 
 
 def _calls(sysdir: Path) -> list[dict[str, Any]]:
@@ -177,8 +178,9 @@ def test_two_rubrics_and_answer_match_run_end_to_end_and_an_edited_rubric_rejudg
 
         from retbench.report.markdown import report_markdown
         from retbench.report.model import build_report
+        from retbench.results import read_results
 
-        md = report_markdown(build_report(tmp_path / "out"))
+        md = report_markdown(build_report(read_results(tmp_path / "out")))
         row = next(line for line in md.splitlines() if line.startswith("| bm25 | scored"))
         for m, judged in (("answer_match", "3 of 3"), ("tone", "2 of 3"), ("completeness", "3 of 3")):
             a = aggregates[m]
