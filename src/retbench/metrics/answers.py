@@ -299,6 +299,8 @@ def builtins() -> list[Builtin]:
             lower_is_better=lower,
             label=label,
             meaning=meaning,
+            # a rate over samples ("share of ...") prints as a percentage, like recall
+            unit="share" if meaning.startswith("share of") else "score",
         )
 
     def ref(name: str, fn: Any, description: str, aliases: tuple[str, ...] = (), *, meaning: str = "") -> Builtin:

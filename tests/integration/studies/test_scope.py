@@ -9,6 +9,7 @@ import yaml
 from typer.testing import CliRunner
 
 from retbench.cli import app
+from stored import flat
 
 runner = CliRunner()
 
@@ -56,7 +57,7 @@ def run_scoped(tmp_path: Path, mode: str) -> tuple[dict, Path]:
     path.write_text(yaml.safe_dump(cfg))
     result = runner.invoke(app, ["run", str(path), "--quiet"])
     assert result.exit_code == 0, result.output
-    return json.loads((tmp_path / "out" / "metrics.json").read_text()), tmp_path / "out" / "systems"
+    return flat(tmp_path / "out"), tmp_path / "out" / "systems"
 
 
 def status_lines(folder: Path) -> dict[str, dict]:
