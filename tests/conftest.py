@@ -108,3 +108,22 @@ def scifact(scifact_path: Path):
     from retbench.io.beir import read_beir
 
     return read_beir(scifact_path)
+
+
+@pytest.fixture(autouse=True)
+def _metric_registry_restored():
+    """Each test sees the metric registry as the session first built it and leaves it so.
+
+    Loading a config with `rubrics:` declares each rubric as a metric, and some tests register or remove
+    rows on purpose; without this, a later test (the generated metric reference, the catalog) sees rows
+    that belong to another test, and the outcome depends on test order.
+    """
+    from retbench.metrics import registry
+
+    registry._load_plugins()
+    saved = (dict(registry._REGISTRY), dict(registry._LOOKUP), dict(registry._PLUGIN_ERRORS))
+    yield
+    for live, kept in zip((registry._REGISTRY, registry._LOOKUP, registry._PLUGIN_ERRORS), saved, strict=True):
+        live.clear()
+        live.update(kept)
+    registry._FAMILIES.clear()

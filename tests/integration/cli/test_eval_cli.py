@@ -214,8 +214,8 @@ def test_plugin_metric_appears_in_eval_like_a_builtin(tmp_path):
         "--format",
         "trec",
     ]
-    ok = subprocess.run([*cmd, "-m", "judged@4", "-m", "P@4"], capture_output=True, text=True, env=env, cwd=ROOT)
+    ok = subprocess.run([*cmd, "-m", "labelled@4", "-m", "P@4"], capture_output=True, text=True, env=env, cwd=ROOT)
     assert ok.returncode == 0, ok.stderr
-    assert ok.stdout.splitlines() == [f"{'P_4':<22}\tall\t0.2500", f"{'judged@4':<22}\tall\t0.5000"]
+    assert ok.stdout.splitlines() == [f"{'P_4':<22}\tall\t0.2500", f"{'labelled@4':<22}\tall\t0.5000"]
     bad = subprocess.run([*cmd, "-m", "nope"], capture_output=True, text=True, env=env, cwd=ROOT)
-    assert bad.returncode == 2 and "judged@k" in bad.stderr  # listed among the valid names
+    assert bad.returncode == 2 and "labelled@k" in bad.stderr  # listed among the valid names

@@ -1,8 +1,8 @@
-"""An example metric plugin: `judged@k`, the share of the top k documents that carry any judgement.
+"""An example metric plugin: `labelled@k`, the share of the top k documents that carry any judgement.
 
 It is exposed to retbench through the `retbench.metrics` entry point declared in
 example_metric-0.1.dist-info/entry_points.txt (what `pip install` writes for a package that declares
-`[project.entry-points."retbench.metrics"] judged = "example_metric:Judged"`).
+`[project.entry-points."retbench.metrics"] labelled = "example_metric:Labelled"`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 
-class Judged:
-    name = "judged"
+class Labelled:
+    name = "labelled"
     cutoff = "k"
     binary = False
     description = "share of the top k documents that have a judgement (any grade)"

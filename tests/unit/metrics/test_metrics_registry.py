@@ -127,12 +127,12 @@ def test_entry_point_plugin_is_found(monkeypatch):
     monkeypatch.syspath_prepend(str(PLUGIN_DIR))
     registry.reload_plugins()
     try:
-        assert "judged" in registry.available()
+        assert type(registry.available()["labelled"]).__module__ == "example_metric"  # the plugin's row, not a built-in
         run = Run.from_dict({"q": {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.5}})
-        ev = evaluate(run, Qrels({"q": {"a": 1, "c": 0}}), ["judged@4", "judged@1"])
-        assert ev.column("judged@4").tolist() == [0.5] and ev.column("judged@1").tolist() == [1.0]
+        ev = evaluate(run, Qrels({"q": {"a": 1, "c": 0}}), ["labelled@4", "labelled@1"])
+        assert ev.column("labelled@4").tolist() == [0.5] and ev.column("labelled@1").tolist() == [1.0]
     finally:
-        registry.unregister("judged")
+        registry.unregister("labelled")
         sys.modules.pop("example_metric", None)
 
 
