@@ -253,7 +253,7 @@ def render_html(cfg: ChunkingConfig, result: StudyResult) -> str:
 
 
 def report_html(rep: ChunkingReport) -> str:
-    from retbench.report import html, plots
+    from retbench.report import html_page, plots
 
     chart = ""
     series = [
@@ -277,23 +277,23 @@ def report_html(rep: ChunkingReport) -> str:
         )
         chart = (
             f"<figure>{svg}<figcaption>Recall of the gold excerpts by the top chunks that fit each budget "
-            f"(the table's recall column). {html.LEGEND_HINT}</figcaption></figure>"
+            f"(the table's recall column). {html_page.LEGEND_HINT}</figcaption></figure>"
         )
     left = {0, 1}
     sections = [
-        ("chunks", "All retrieved chunks", html.text_table(rep.head, rep.rows, left)),
+        ("chunks", "All retrieved chunks", html_page.text_table(rep.head, rep.rows, left)),
     ]
     if rep.budgets:
         sections.append(
             (
                 "budget",
                 "Fixed context budget",
-                html.note(BUDGET_NOTE) + chart + html.text_table(rep.budget_head, rep.budget_rows, {0, 1, 2}),
+                html_page.note(BUDGET_NOTE) + chart + html_page.text_table(rep.budget_head, rep.budget_rows, {0, 1, 2}),
             )
         )
     if rep.resources:
         items = "".join(f"<li><b>{escape(name)}</b>: {escape(line)}</li>" for name, line in rep.resources)
         sections.append(("resources", "Resources", f"<ul>{items}</ul>"))
-    defs = "".join(f"<li>{html.inline_markdown(d)}</li>" for d in rep.definitions)
+    defs = "".join(f"<li>{html_page.inline_markdown(d)}</li>" for d in rep.definitions)
     sections.append(("definitions", "Definitions", f"<ul>{defs}</ul>"))
-    return html.page(rep.title, f"<p>{escape(rep.intro)}</p>", sections)
+    return html_page.page(rep.title, f"<p>{escape(rep.intro)}</p>", sections)

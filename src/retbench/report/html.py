@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from html import escape
 from typing import Any
 
@@ -21,6 +20,7 @@ from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt, histogram, plots
 from retbench.report.holes import holes_html
 from retbench.report.html_drill import drill_section, k_curve_figures
+from retbench.report.html_page import LEGEND_HINT, attr, note, page, table_html
 from retbench.report.model import (
     COVERAGE_HEADER,
     RESOURCE_HEADER,
@@ -41,77 +41,6 @@ from retbench.report.stages import (
     rerank_rows,
 )
 from retbench.report.tradeoff import tradeoff_section
-
-CSS = """
-:root { --ink:#1f2328; --muted:#59626d; --line:#d8dee4; --soft:#f6f8fa; --accent:#0072B2; --bad:#D55E00; --good:#009E73; }
-* { box-sizing: border-box; }
-body { margin:0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
-       color: var(--ink); background: #fff; }
-main { max-width: 1240px; margin: 0 auto; padding: 32px 28px 64px; }
-header { border-bottom: 1px solid var(--line); margin-bottom: 8px; padding-bottom: 12px; }
-h1 { font-size: 28px; margin: 0 0 4px; letter-spacing: -0.01em; }
-h2 { font-size: 20px; margin: 36px 0 10px; padding-top: 8px; border-top: 1px solid var(--line); }
-section:first-of-type h2 { border-top: none; margin-top: 20px; }
-h3 { font-size: 16px; margin: 22px 0 8px; }
-p, li { max-width: 80ch; }
-.muted { color: var(--muted); }
-.small { font-size: 13px; }
-nav { font-size: 14px; margin: 10px 0 0; }
-nav a { color: var(--accent); text-decoration: none; margin-right: 14px; }
-.badge { display:inline-block; padding: 1px 8px; border-radius: 999px; font-size: 12px; font-weight: 600;
-         background: var(--soft); border: 1px solid var(--line); margin-right: 6px; }
-.badge.warn { background:#fff4e5; border-color:#f0c36d; color:#7a4b00; }
-.badge.bad { background:#fdecea; border-color:#f1a89b; color:#8a1c0a; }
-.table-wrap { overflow: auto; max-height: 80vh; margin: 8px 0 16px; max-width: 100%; }
-.table-wrap > table { margin: 0; }
-.table-wrap thead th { position: sticky; top: 0; z-index: 2; box-shadow: inset 0 -1px 0 var(--line); }
-.table-wrap tbody td:first-child { position: sticky; left: 0; z-index: 1; background: #fff;
-       box-shadow: inset -1px 0 0 var(--line); }
-.table-wrap tbody tr:nth-child(even) td:first-child { background: #fbfcfd; }
-.table-wrap thead th:first-child { left: 0; z-index: 3; box-shadow: inset -1px -1px 0 var(--line); }
-table { border-collapse: collapse; margin: 8px 0 16px; font-size: 14px; }
-th, td { padding: 6px 10px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
-th { background: var(--soft); font-weight: 600; white-space: nowrap; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-tbody tr:nth-child(even) td { background: #fbfcfd; }
-td .ci { display:block; color: var(--muted); font-size: 12px; }
-td.best { font-weight: 700; }
-td.nowrap { white-space: nowrap; }
-table.compare th, table.compare td, table.summary th, table.summary td { padding: 5px 8px; font-size: 13px; }
-td.pos { color: var(--accent); } td.neg { color: var(--bad); }
-.sig { font-weight: 700; }
-figure { margin: 12px 0 24px; }
-figcaption { color: var(--muted); font-size: 13px; margin-top: 4px; max-width: 80ch; }
-.charts { display: flex; flex-wrap: wrap; gap: 8px 24px; }
-svg.chart { max-width: 100%; height: auto; background: #fff; }
-.chart-hint { margin: 0 0 6px; }
-code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13px; background: var(--soft);
-       padding: 1px 4px; border-radius: 4px; }
-details { margin: 8px 0; } summary { cursor: pointer; color: var(--accent); }
-footer { margin-top: 40px; font-size: 13px; color: var(--muted); border-top: 1px solid var(--line); padding-top: 12px; }
-@media print { h2 { break-before: auto; } nav { display: none; } }
-"""
-
-
-def _attr(v: Any) -> str:
-    return escape(str(v), quote=True)
-
-
-def inline_markdown(text: str) -> str:
-    """A note written for Markdown (`code`, **bold**) as HTML: escaped, with those two marks rendered."""
-    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text, quote=False))
-    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", out)
-
-
-def note(text: str) -> str:
-    """A muted paragraph from a Markdown-written note."""
-    return f'<p class="muted">{inline_markdown(text)}</p>'
-
-
-def _table(header: list[str], rows: list[str], numeric: set[int] | None = None, cls: str = "") -> str:
-    numeric = numeric or set()
-    th = "".join(f'<th class="num">{h}</th>' if i in numeric else f"<th>{h}</th>" for i, h in enumerate(header))
-    return f'<div class="table-wrap"><table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
 
 
 def _coverage_html(s: SystemSummary) -> str:
@@ -163,12 +92,12 @@ def _summary(data: ReportData) -> str:
             ci = f'<span class="ci">{bounds}</span>' if bounds else ""
             klass = "num best" if len(ranked) > 1 and _comparable(s) and v == best[m] else "num"
             cells.append(
-                f'<td class="{klass}" data-system="{_attr(s.name)}" data-metric="{_attr(m)}" data-value="{v!r}">'
+                f'<td class="{klass}" data-system="{attr(s.name)}" data-metric="{attr(m)}" data-value="{v!r}">'
                 f"{f'{v:.4f}{dagger}' if fmt.finite(v) else fmt.NO_SCORE}{ci}{escape(s.applies_note(m))}</td>"
             )
         rows.append(f"<tr>{''.join(cells)}</tr>")
     header = ["system", "coverage", *(escape(fmt.metric_label(m)) for m in data.metrics)]
-    return _table(header, rows, set(range(2, len(header))), "summary")
+    return table_html(header, rows, set(range(2, len(header))), "summary")
 
 
 def _leaderboard(data: ReportData) -> str:
@@ -187,7 +116,7 @@ def _leaderboard(data: ReportData) -> str:
                 cells.append('<td class="num muted">—</td>')
                 continue
             klass = "num best" if v == best[d] else "num"
-            cells.append(f'<td class="{klass}" data-dataset="{_attr(d)}" data-value="{v!r}">{v:.4f}</td>')
+            cells.append(f'<td class="{klass}" data-dataset="{attr(d)}" data-value="{v!r}">{v:.4f}</td>')
         cells.append(f'<td class="num">{"—" if mean is None else f"{mean:.4f}"}</td>')
         cells.append(f'<td class="num" data-rank="{rank!r}">{rank:.2f}</td>')
         cells += [resolution_td(board.resolution, system)] if board.resolution is not None else []
@@ -196,14 +125,13 @@ def _leaderboard(data: ReportData) -> str:
     header = ["system", *(escape(d) for d in board.datasets), "mean", "avg rank", *extra]
     return (
         f"<p>{escape(fmt.metric_label(board.metric))} per dataset, best first by average rank.</p>"
-        + _table(header, rows, set(range(1, len(header))), "summary leaderboard")
+        + table_html(header, rows, set(range(1, len(header))), "summary leaderboard")
         + '<p class="small muted">Rank 1 = best on a dataset (ties share the average rank; no score ranks last); '
         "the mean over datasets is shown only for systems scored on all of them.</p>"
         + (resolution_p(board.resolution, over_datasets=True) if board.resolution is not None else "")
     )
 
 
-LEGEND_HINT = "Click a name in a chart's legend to hide or show that system; double-click it to show only that system."
 CI_CHART_DOTS = 48  # markers the interval chart draws at most (systems x metrics), so it stays a screen or two tall
 
 
@@ -302,7 +230,7 @@ def _pair_section(pair: PairComparison, data: ReportData) -> list[str]:
     )
     out.append(f'<h3>{escape(pair.system_b)} (B) vs {escape(pair.system_a)} (A)</h3><p class="small muted">{cov}</p>')
     out.append(
-        _table(
+        table_html(
             [
                 "metric",
                 f"A: {escape(pair.system_a)}",
@@ -341,7 +269,7 @@ def _pair_section(pair: PairComparison, data: ReportData) -> list[str]:
         out.append(
             f"<details><summary>Most changed queries on {escape(fmt.metric_label(data.primary))} "
             "(biggest gains, then biggest losses)</summary>"
-            + _table(
+            + table_html(
                 ["query", "text", f"A: {escape(pair.system_a)}", f"B: {escape(pair.system_b)}", "Δ", "status"],
                 rows,
                 {2, 3, 4},
@@ -380,17 +308,17 @@ def _resources(data: ReportData) -> str:
     rows = resource_rows(data.systems)
     if not rows:
         return '<p class="muted">No resource figures were recorded.</p>'
-    return _table(list(RESOURCE_HEADER), _rows(rows), set(range(2, 7)))
+    return table_html(list(RESOURCE_HEADER), _rows(rows), set(range(2, 7)))
 
 
 def _agreement(data: ReportData) -> str:
     rows = agreement_rows(data)
-    return _table(list(AGREEMENT_HEADER), _rows(rows), {2, 3, 4, 5}) + note(AGREEMENT_NOTE)
+    return table_html(list(AGREEMENT_HEADER), _rows(rows), {2, 3, 4, 5}) + note(AGREEMENT_NOTE)
 
 
 def _rerank(data: ReportData) -> str:
     rows = rerank_rows(data)
-    return _table(list(RERANK_HEADER), _rows(rows), {1, 4, 5, 6, 7}) + note(RERANK_NOTE)
+    return table_html(list(RERANK_HEADER), _rows(rows), {1, 4, 5, 6, 7}) + note(RERANK_NOTE)
 
 
 def _latency(data: ReportData) -> str:
@@ -403,7 +331,7 @@ def _latency(data: ReportData) -> str:
         + "</tr>"
         for s in timed
     ]
-    table = _table(["system", "queries", "p50 ms", "p95 ms", "p99 ms", "mean ms", "max ms"], rows, set(range(1, 7)))
+    table = table_html(["system", "queries", "p50 ms", "p95 ms", "p99 ms", "mean ms", "max ms"], rows, set(range(1, 7)))
     series = []
     for s in timed:
         n = len(s.latencies_ms)
@@ -444,16 +372,16 @@ def _answer_side(data: ReportData) -> list[tuple[str, str, str]]:
         cols = set(range(1, len(data.metrics) + 2))
         tables = "".join(
             f"<h3>{escape(s.name)}</h3>"
-            + _table(b.breakdown_header(data.metrics), _rows(b.breakdown_rows(s, data.metrics)), cols)
+            + table_html(b.breakdown_header(data.metrics), _rows(b.breakdown_rows(s, data.metrics)), cols)
             for s in grouped
         )
         out.append(("breakdown", "Breakdown by group", note(b.BREAKDOWN_NOTE) + tables))
     stages, usage = b.stage_rows(data.systems), b.usage_rows(data.systems)
     if stages:
-        table = _table(list(b.STAGE_HEADER), _rows(stages), set(range(2, 8)))
+        table = table_html(list(b.STAGE_HEADER), _rows(stages), set(range(2, 8)))
         out.append(("stages", "Latency by stage", table + note(b.STAGE_NOTE)))
     if usage:
-        table = _table(list(b.USAGE_HEADER), _rows(usage), set(range(2, 7)))
+        table = table_html(list(b.USAGE_HEADER), _rows(usage), set(range(2, 7)))
         out.append(("usage", "LLM tokens and cost", table + note(b.USAGE_NOTE)))
     return out
 
@@ -488,7 +416,7 @@ def _coverage(data: ReportData) -> str:
         kind="coverage",
         x_label="judged queries",
     )
-    table = _table(
+    table = table_html(
         list(COVERAGE_HEADER),
         rows,
         set(range(1, 7)),
@@ -564,48 +492,3 @@ def render_html(data: ReportData) -> str:
         footer=footer,
         data=f'<script type="application/json" id="retbench-data">{blob}</script>',
     )
-
-
-def page(title: str, header: str, sections: list[tuple[str, str, str]], *, footer: str = "", data: str = "") -> str:
-    """One self-contained report page: title, `header` HTML, a nav over the (id, title, HTML) sections,
-    the sections, `footer` HTML and `data` (embedded JSON) with the legend script at the end."""
-    nav = "".join(f'<a href="#{sid}">{name}</a>' for sid, name, _ in sections)
-    body = "".join(f'<section id="{sid}"><h2>{name}</h2>{html}</section>' for sid, name, html in sections)
-    foot = f"<footer>{footer}</footer>" if footer else ""
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>retbench report: {escape(title)}</title>
-<style>{CSS}{plots.LEGEND_CSS}</style>
-</head>
-<body>
-<main>
-<header>
-<h1>{escape(title)}</h1>
-{header}
-<nav>{nav}</nav>
-</header>
-{body}
-{foot}
-</main>
-{data}
-<script>{plots.LEGEND_JS}</script>
-</body>
-</html>
-"""
-
-
-def text_table(header: list[str], rows: list[list[str]], left: set[int]) -> str:
-    """A table of already formatted text cells (escaped here); columns not in `left` are numeric."""
-    numeric = set(range(len(header))) - left
-    body = [
-        "<tr>"
-        + "".join(
-            f'<td class="num">{escape(c)}</td>' if i in numeric else f"<td>{escape(c)}</td>" for i, c in enumerate(row)
-        )
-        + "</tr>"
-        for row in rows
-    ]
-    return _table([escape(h) for h in header], body, numeric)
