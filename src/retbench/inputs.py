@@ -13,15 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retbench.data import Qrels
+from retbench.data import Qrels, Run
 from retbench.errors import InputError
 from retbench.evaluation import Evaluation, coverage, evaluate
 from retbench.io.beir import read_queries
 from retbench.io.judgements import read_judgements, read_system
 from retbench.metrics.registry import DEFAULT_METRICS, parse_metrics
 from retbench.results import history_read, load_results
+from retbench.results.caveats import HOLE_METRICS, Caveat, system_holes, table_means
 from retbench.results.layout import all_pairs, split_key
-from retbench.results.read import recorded_depth
+from retbench.results.read import load_qrels, recorded_depth
 
 
 @dataclass
@@ -37,6 +38,9 @@ class Loaded:
     data: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # results dir -> datasets it was run on
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # system -> how it was searched and counted
     broken: dict[str, str] = field(default_factory=dict)  # system that failed as a whole -> its error
+    # system -> its run and its judgements: the Qrels a run file was scored against, or the results manifest's
+    # data block its dataset's qrels are read from when asked (`caveat`)
+    judged_by: dict[str, tuple[Run, Qrels | Mapping[str, Any]]] = field(default_factory=dict)
 
     def get(self, system: str) -> Any:
         for ev in self.evaluations:
@@ -58,6 +62,15 @@ class Loaded:
                 f"the {role} holds several systems ({have}); name one with --{role}-system", field=f"{role}-system"
             )
         return self.evaluations[0]
+
+    def caveat(self, system: str) -> Caveat:
+        """What weakens the system's numbers (results/caveats.py): its coverage counts, and its holes from its run
+        and qrels (a results directory's are read from its dataset now; none when it cannot be found)."""
+        ev = self.get(system)
+        stored = table_means(ev, [m for m in ev.metrics if m in HOLE_METRICS])
+        run, judged = self.judged_by.get(system, (None, None))
+        qrels = judged if isinstance(judged, Qrels) or judged is None else load_qrels(judged)
+        return Caveat(system, dict(ev.coverage or {}), system_holes(system, stored, ev, run, qrels))
 
     def default_pairs(
         self, baseline: str | None = None, *, every_pair: bool = False, config: Mapping[str, Any] | None = None
@@ -133,7 +146,7 @@ def load_systems(
 
     wanted = canonical_metrics(metrics)
     # (input label, evaluation, failed qid -> status, search depth)
-    raw: list[tuple[str, Any, dict[str, str], int | None]] = []
+    raw: list[Read] = []
     out = Loaded([], {})
     judged: Any = None  # the --qrels every run file is scored against, read once
     short = [Path(g).name if Path(g).is_dir() else Path(g).stem for g in paths]
@@ -145,8 +158,8 @@ def load_systems(
         elif p.is_file():
             if judged is None:
                 judged = _judgements(p, qrels)
-            ev, depth = _evaluate_file(p, judged, wanted)
-            raw.append((label, ev, {}, depth))
+            ev, run = _evaluate_file(p, judged, wanted)
+            raw.append((label, ev, {}, run.depth, (run, judged)))
             out.data[str(p)] = [dict.fromkeys(_DATA_KEYS) | {"qrels_fingerprint": judged.fingerprint()}]
         else:
             raise InputError("not found: expected a results directory or a TREC run file", path=p)
@@ -155,16 +168,17 @@ def load_systems(
         out.queries.update(dict(q.items()))
         _merge_groups(out.groups, groups_from_queries(q))
     counts: dict[str, int] = {}
-    for _, ev, _, _ in raw:
+    for _, ev, _, _, _ in raw:
         counts[ev.system] = counts.get(ev.system, 0) + 1
     per_input: dict[str, list[str]] = {}
-    for label, ev, failed, searched in raw:
+    for label, ev, failed, searched, judged_by in raw:
         if counts[ev.system] > 1:
             ev.system = f"{label}/{ev.system}"
         out.evaluations.append(ev)
         out.sources[ev.system] = label
         out.failures[ev.system] = failed
         out.settings[ev.system] = settings_of(ev, searched)
+        out.judged_by[ev.system] = judged_by
         per_input.setdefault(label, []).append(ev.system)
     out.input_systems = list(per_input.values())
     if wanted is not None and check_metrics:
@@ -179,8 +193,8 @@ def load_systems(
     return out
 
 
-#: (input label, evaluation, failed qid -> status, search depth) of one system read from an input
-Read = tuple[str, Evaluation, dict[str, str], int | None]
+#: (input label, evaluation, failed qid -> status, search depth, (run, judgements)) of one system read from an input
+Read = tuple[str, Evaluation, dict[str, str], int | None, tuple[Run, Qrels | Mapping[str, Any]]]
 
 
 def _read_folder(p: Path, label: str, systems: Sequence[str] | None, out: Loaded) -> list[Read]:
@@ -206,7 +220,7 @@ def _read_folder(p: Path, label: str, systems: Sequence[str] | None, out: Loaded
         ev = res.evaluation(s)
         run = res.run(s)
         failed = {q: st.value for q, st in run.status.items() if st.failed}
-        rows.append((label, ev, failed, res.depth(s, run)))
+        rows.append((label, ev, failed, res.depth(s, run), (run, res.manifest.data)))
     out.queries.update({q: res.queries[q] for q in res.queries})
     _merge_groups(out.groups, groups_from_queries(res.queries))
     out.data[str(p)] = data_identity(res.manifest.data)
@@ -389,9 +403,9 @@ def _judgements(path: Path, qrels: Any) -> Qrels:
     return qrels if isinstance(qrels, Qrels) else read_judgements(qrels)[0]
 
 
-def _evaluate_file(path: Any, judged: Qrels, metrics: Sequence[str] | None) -> tuple[Any, int]:
+def _evaluate_file(path: Any, judged: Qrels, metrics: Sequence[str] | None) -> tuple[Any, Run]:
     """Score one run file (TREC run or system outputs, with their answer side) against the judgements;
-    with the file's depth (its longest ranking: a run file records no other)."""
+    with the run (its depth, its longest ranking, is the only one a run file records)."""
     run, texts, answers = read_system(path)
     ev = evaluate(
         run,
@@ -402,4 +416,4 @@ def _evaluate_file(path: Any, judged: Qrels, metrics: Sequence[str] | None) -> t
         answers=answers or None,
     )
     ev.coverage = coverage(ev, run)  # a bare run file has no metrics.json: computed here, once
-    return ev, run.depth
+    return ev, run

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,7 @@ from retbench.metrics.registry import lower_is_better
 from retbench.planning import DEFAULT_POWER as DETECT_POWER
 from retbench.planning import drop_model
 from retbench.power import detectable
+from retbench.results.caveats import Caveat
 
 
 # -- applying the criteria ----------------------------------------------------------------------
@@ -115,6 +116,7 @@ class GateReport:
     n_resamples: int
     seed: int
     mode: str = "trec_eval"
+    caveats: list[Caveat] = field(default_factory=list)  # what weakens either side's numbers (the flow fills it)
 
     @property
     def backend_failed(self) -> bool:

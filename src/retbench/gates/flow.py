@@ -109,6 +109,7 @@ def gate(
         seed=seed,
         first=base is None and asked is not None,
     )
+    report.caveats = [cand.caveat(cand_ev.system), *([base.caveat(base_ev.system)] if base and base_ev else [])]
     run = GateRun(report, said)
     if record and where.is_dir():
         run.recorded_on = _record_verdict(where, report, cand_ev.system, history_file, say)

@@ -62,7 +62,8 @@ def coverage(ev: Evaluation, run: Run, depth: int | None = None) -> dict[str, An
     With the `depth` the run was asked for, `short` counts the answered, counted queries that returned
     fewer documents than that (a chunked retriever collapsing chunks to fewer documents, a store that
     returns fewer): their metrics at cutoffs past what they returned score the missing ranks as not
-    relevant, so a reader should know how many there were. With identical ids ignored (BEIR's rule, the
+    relevant, so a reader should know how many there were (`short_min`..`short_max`: the lengths they
+    had, when there were any). With identical ids ignored (BEIR's rule, the
     pytrec_eval mode's default), `identical_ids_dropped` counts the retrieved documents dropped for it.
     """
     judged = list(ev.query_ids) + list(ev.excluded or [])
@@ -83,6 +84,9 @@ def coverage(ev: Evaluation, run: Run, depth: int | None = None) -> dict[str, An
     if depth is not None:
         counted = [q for q in ev.query_ids if q in run and not run.status[q].failed]
         lengths = np.diff(run.offsets)[run.rows(counted)] if counted else np.zeros(0, np.int64)
+        short = lengths[lengths < depth]
         out["depth"] = int(depth)
-        out["short"] = int(np.count_nonzero(lengths < depth))
+        out["short"] = int(short.size)
+        if short.size:  # the range the short rankings' lengths span, for the note beside the numbers
+            out["short_min"], out["short_max"] = int(short.min()), int(short.max())
     return out

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from retbench.data import Corpus, Qrels, Run
-from retbench.errors import InputError
 from retbench.evaluation import Evaluation, evaluate
 
 MAX_CURVE_K = 1000
@@ -44,22 +43,6 @@ class Drill:
     def to_json(self) -> dict[str, Any]:
         keys = ("k", "systems", "metrics", "baseline", "primary", "queries", "docs")
         return {key: getattr(self, key) for key in keys}
-
-
-def load_judgements(manifest: Mapping[str, Any]) -> tuple[Any, Any] | None:
-    """(qrels, corpus) of the first dataset the results were computed on, or None when it cannot be read."""
-    ds = (manifest.get("datasets") or [{}])[0]
-    spec = ds.get("path") or ds.get("name")
-    if not spec:
-        return None
-    from retbench.io.datasets import load_dataset
-
-    split = ds.get("split") or "test"
-    try:
-        dataset = load_dataset(spec, [split], join_rule=ds.get("join_rule") or "title_space_text")
-    except (InputError, OSError):
-        return None
-    return dataset.split(split), dataset.corpus
 
 
 def curve_metrics(run: Run) -> list[str]:

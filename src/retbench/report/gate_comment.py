@@ -15,7 +15,9 @@ from retbench.data.status import NOT_ANSWERED_COUNTS
 from retbench.gates import Check, GateReport, GateResult
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt
+from retbench.report.markdown import md_text
 from retbench.report.plan import detects_sentence, size_pp
+from retbench.report.weakening import gate_caveats
 
 
 def label(gate: Gate) -> str:
@@ -109,6 +111,7 @@ def gate_json(report: GateReport) -> dict[str, Any]:
         for c, cj in zip(r.checks, g["checks"], strict=True):
             cj["note"] = check_note(c, r.gate.metric)
         g["label"] = label(r.gate)
+    data["caveats"] = gate_caveats(report)
     return data
 
 
@@ -186,6 +189,7 @@ def render_comment(report: GateReport, max_tags: int = 20) -> str:
             f"{fmt.value(m, r.candidate)} | {change} | {limits} | {result} |"
         )
     lines.append("")
+    lines += [text for line in gate_caveats(report) for text in (f"⚠️ {md_text(line)}", "")]
     sources = [r for r in report.results if r.estimate]
     if sources:
         lines.append("Labels: " + "; ".join(f"{label(r.gate)} from {source_note(r)}" for r in sources) + ".")

@@ -18,7 +18,6 @@ from retbench.io.files import json_safe
 from retbench.metrics.coverage import mode_with_identical
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt, histogram, plots
-from retbench.report.holes import holes_html
 from retbench.report.html_drill import drill_section, k_curve_figures
 from retbench.report.html_page import LEGEND_HINT, attr, note, page, table_html
 from retbench.report.model import (
@@ -41,6 +40,7 @@ from retbench.report.stages import (
     rerank_rows,
 )
 from retbench.report.tradeoff import tradeoff_section
+from retbench.report.weakening import summary_notes_html
 
 
 def _coverage_html(s: SystemSummary) -> str:
@@ -455,7 +455,7 @@ def render_html(data: ReportData) -> str:
     ds = ", ".join(f"{d.get('name', '')} ({d.get('split', '')})" for d in data.datasets)
     sections = [
         *([("leaderboard", "Leaderboard", _leaderboard(data))] if data.leaderboard is not None else []),
-        ("summary", "Summary", _summary(data) + holes_html(data.holes) + _ci_chart(data)),
+        ("summary", "Summary", _summary(data) + summary_notes_html(data) + _ci_chart(data)),
         *[
             ("resolution", "Rank resolution", resolution_html(r, fmt.metric_label(data.primary)))
             for r in [data.resolution]

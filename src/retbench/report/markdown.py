@@ -16,6 +16,7 @@ from retbench.metrics.coverage import mode_with_identical
 from retbench.report import fmt
 from retbench.report.holes import holes_markdown
 from retbench.report.resolution import interval_cell, note, resolution_markdown
+from retbench.report.weakening import summary_caveats
 
 
 def md_text(text: Any) -> str:
@@ -232,6 +233,7 @@ def report_markdown(data: Any) -> str:
         rows.append(cells)
     lines += _table(["system", "coverage", *(fmt.metric_label(m) for m in data.metrics)], rows)
     lines += ["", "Means with 95% percentile-bootstrap intervals over queries.", ""]
+    lines += [line for c in summary_caveats(data) for line in (f"> **Note** {md_text(c)}", "")]
     lines += holes_markdown(getattr(data, "holes", []), md_text)
     if any(s.applies for s in data.systems):
         lines += [

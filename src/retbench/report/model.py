@@ -24,9 +24,10 @@ from retbench.evaluation import Evaluation, coverage
 from retbench.inputs import canonical_metrics
 from retbench.metrics.registry import parse_metric
 from retbench.report import fmt
-from retbench.report.holes import find_holes
 from retbench.report.prcurve import pr_curves
+from retbench.results.caveats import find_holes
 from retbench.results.model import StudyResult, SystemResult, config_from_manifest
+from retbench.results.read import load_judgements
 
 
 @dataclass
@@ -265,10 +266,8 @@ def build_report(
 
 def _judgements(result: StudyResult) -> tuple[Any, Any] | None:
     """(qrels, corpus) of a one-dataset study: held in memory, else read from its dataset; None when gone."""
-    from retbench.report import drilldown
-
     texts = result.texts
-    return (texts.qrels, texts.corpus) if texts is not None else drilldown.load_judgements(result.manifest.data)
+    return (texts.qrels, texts.corpus) if texts is not None else load_judgements(result.manifest.data)
 
 
 def _drill(

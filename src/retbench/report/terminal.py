@@ -13,6 +13,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from retbench.report.weakening import caveat_lines
+from retbench.results.caveats import study_caveats
 from retbench.results.model import StudyResult
 from retbench.secrets import redact
 
@@ -59,17 +61,17 @@ class FittedTable:
         cols = [[_text(h), *(r[i] for r in texts)] for i, h in enumerate(self.header)]
         widths = [max(t.cell_len for t in col) for col in cols]
         if _table_width(widths) <= width or not self.rows:
-            return [self._table(self.header, texts, self.keys, self.left, self.title)]
+            return self._table(self.header, texts, self.keys, self.left, self.title, _table_width(widths))
         t_header, t_rows = self._transposed(texts)
         t_widths = [max(_text(c).cell_len for c in [h, *(r[i] for r in t_rows)]) for i, h in enumerate(t_header)]
         if _table_width(t_widths) <= width:
             title = f"{self.title} (transposed to fit {width} columns)" if self.title else ""
-            return [self._table(t_header, t_rows, 1, {0}, title)]
+            return self._table(t_header, t_rows, 1, {0}, title, _table_width(t_widths))
         plain = self._groups(widths, self.keys, width)
         flipped = self._groups(t_widths, 1, width)
         if len(flipped) < len(plain):
-            return self._parts(t_header, t_rows, 1, {0}, flipped, "transposed, ")
-        return self._parts(self.header, texts, self.keys, self.left, plain, "")
+            return self._parts(t_header, t_rows, 1, {0}, flipped, "transposed, ", t_widths)
+        return self._parts(self.header, texts, self.keys, self.left, plain, "", widths)
 
     def _transposed(self, texts: list[list[Any]]) -> tuple[list[str], list[list[Any]]]:
         """One row per value column, one column per row (its key cells joined by " / ")."""
@@ -95,7 +97,14 @@ class FittedTable:
         return [*groups, current] if current else groups
 
     def _parts(
-        self, header: list[str], rows: list[list[Any]], keys: int, left: set[int], groups: list[list[int]], how: str
+        self,
+        header: list[str],
+        rows: list[list[Any]],
+        keys: int,
+        left: set[int],
+        groups: list[list[int]],
+        how: str,
+        widths: list[int],
     ) -> list[Any]:
         out = []
         n = len(header) - keys
@@ -105,22 +114,28 @@ class FittedTable:
                 f"{self.title + ' ' if self.title else ''}({how}part {p} of {len(groups)}: "
                 f"columns {group[0] - keys + 1}-{group[-1] - keys + 1} of {n})"
             )
-            out.append(
-                self._table(
-                    [header[i] for i in cols],
-                    [[r[i] for i in cols] for r in rows],
-                    keys,
-                    {j for j, i in enumerate(cols) if i in left},
-                    title,
-                )
+            out += self._table(
+                [header[i] for i in cols],
+                [[r[i] for i in cols] for r in rows],
+                keys,
+                {j for j, i in enumerate(cols) if i in left},
+                title,
+                _table_width([widths[i] for i in cols]),
             )
         return out
 
     @staticmethod
-    def _table(header: list[str], rows: list[list[Any]], keys: int, left: set[int], title: str) -> Any:
+    def _table(
+        header: list[str], rows: list[list[Any]], keys: int, left: set[int], title: str, width: int
+    ) -> list[Any]:
+        """The table, titled; a title wider than the table (`width` columns) goes on a line of its own above it,
+        where it has the console's width, so it is not folded into the table's narrower one."""
         from rich.table import Table
+        from rich.text import Text
 
-        table = Table(title=redact(title) or None)
+        title = redact(title)
+        above = Text(title).cell_len > width
+        table = Table(title=None if above else title or None)
         for i, h in enumerate(header):
             is_key = i < keys
             table.add_column(
@@ -131,7 +146,7 @@ class FittedTable:
             )
         for r in rows:
             table.add_row(*r)
-        return table
+        return [Text(title, style="italic"), table] if above else [table]
 
 
 def render_dataset_info(info: dict[str, Any]) -> Any:
@@ -190,7 +205,17 @@ def render_summary(result: StudyResult, metrics: list[str], title: str = "") -> 
             scored.append(" (pytrec_eval mode: answered only)", style="yellow")
         means = [system.value(m) for m in metrics]
         rows.append([system.name, *[f"{v:.4f}" if v is not None and v == v else "—" for v in means], scored])
-    return FittedTable(["system", *map(_with_source, metrics), "scored"], rows, title=title, corner="metric")
+    table = FittedTable(["system", *map(_with_source, metrics), "scored"], rows, title=title, corner="metric")
+    return _with_caveats(table, result, metrics)
+
+
+def _with_caveats(table: Any, result: StudyResult, metrics: list[str]) -> Any:
+    """The table with one line under it per fact that weakens its numbers (report/weakening.py), if any."""
+    from rich.console import Group
+    from rich.text import Text
+
+    lines = caveat_lines(study_caveats(result), metrics)
+    return Group(table, *(Text(redact(line), style="yellow") for line in lines)) if lines else table
 
 
 def _with_source(metric: str) -> str:

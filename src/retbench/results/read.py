@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retbench.data import Run
+from retbench.data import Qrels, Run
 from retbench.errors import InputError
 from retbench.evaluation import Evaluation
-from retbench.io.beir import read_queries
-from retbench.io.datasets import resolve
+from retbench.io.beir import qrels_splits, read_qrels_tsv, read_queries
+from retbench.io.datasets import load_dataset, resolve
 from retbench.io.files import find_variant
 from retbench.results.files import load_run, read_json
 from retbench.results.layout import SystemDir
@@ -242,3 +242,35 @@ def read_done(sysdir: SystemDir, key: str) -> Done:
         done.get("first_error"),
         dict(done.get("timings") or {}),
     )
+
+
+def load_judgements(manifest: Mapping[str, Any]) -> tuple[Any, Any] | None:
+    """(qrels, corpus) of the first dataset the results were computed on, or None when it cannot be read."""
+    ds = (manifest.get("datasets") or [{}])[0]
+    spec = ds.get("path") or ds.get("name")
+    if not spec:
+        return None
+    split = ds.get("split") or "test"
+    try:
+        dataset = load_dataset(spec, [split], join_rule=ds.get("join_rule") or "title_space_text")
+    except (InputError, OSError):
+        return None
+    return dataset.split(split), dataset.corpus
+
+
+def load_qrels(manifest: Mapping[str, Any]) -> Qrels | None:
+    """The qrels of a one-dataset study (None: several datasets, or the dataset cannot be read): from a BEIR
+    folder's qrels file alone when it is one (the corpus is not read), else from the whole dataset."""
+    datasets = manifest.get("datasets") or []
+    if len(datasets) != 1:
+        return None
+    ds = datasets[0]
+    try:
+        folder = resolve(ds.get("path") or ds.get("name") or "")
+        found = qrels_splits(folder).get(ds.get("split") or "test")
+        if found is not None and find_variant(folder, "corpus.jsonl") is not None:
+            return read_qrels_tsv(found)[0]
+    except (InputError, OSError):
+        pass
+    whole = load_judgements(manifest)
+    return whole[0] if whole is not None else None

@@ -6,14 +6,14 @@ import pytest
 
 from retbench.data import Run
 from retbench.evaluation import evaluate
-from retbench.report import drilldown
-from retbench.report.holes import JUDGED_THRESHOLD, find_holes
 from retbench.report.html import render_html
 from retbench.report.markdown import report_markdown
+from retbench.results.caveats import JUDGED_THRESHOLD, find_holes
+from retbench.results.read import load_judgements
 
 
 def test_scifact_top_ten_is_mostly_unjudged_and_the_report_says_so(scifact_study, scifact_report):
-    qrels, _ = drilldown.load_judgements(scifact_study.manifest.data)
+    qrels, _ = load_judgements(scifact_study.manifest.data)
     assert [h.system for h in scifact_report.holes] == list(
         scifact_study.systems
     )  # SciFact judges ~1 document per query
@@ -35,7 +35,7 @@ def test_scifact_top_ten_is_mostly_unjudged_and_the_report_says_so(scifact_study
 
 
 def test_condensed_ndcg_equals_ndcg_of_the_run_with_unjudged_documents_removed(scifact_study, scifact_report):
-    qrels, _ = drilldown.load_judgements(scifact_study.manifest.data)
+    qrels, _ = load_judgements(scifact_study.manifest.data)
     h = scifact_report.holes[0]
     run, ev = scifact_study.run(h.system), scifact_study.evaluation(h.system)
     condensed = {q: {d: s for d, s in run.ranking(q) if d in qrels[q]} for q in ev.query_ids}

@@ -9,9 +9,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from retbench.report import drilldown
 from retbench.report.html import render_html
 from retbench.report.prcurve import LEVELS, pr_figure
+from retbench.results.read import load_judgements
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -32,7 +32,7 @@ def interpolated(ranked: list[str], relevant: set[str]) -> list[float]:
 
 
 def test_curve_is_the_mean_of_each_querys_interpolated_precision(scifact_study, scifact_report):
-    qrels, _ = drilldown.load_judgements(scifact_study.manifest.data)
+    qrels, _ = load_judgements(scifact_study.manifest.data)
     assert list(scifact_report.pr_curves) == list(
         scifact_study.systems
     )  # the study did not ask for the points: computed

@@ -1,0 +1,130 @@
+"""What weakens a number, said where the number is: one sentence per fact, the same in the terminal, report.md,
+report.html and the PR comment.
+
+Facts (from `results/caveats.py`): failed or missing queries (scored 0 in trec_eval counting, left out in
+pytrec_eval mode), judged queries with no relevant document (left out of every mean by default, as trec_eval
+does), rankings shorter than the depth asked for (a metric whose cutoff passes a ranking's length counts the
+missing ranks as not relevant), and holes in the judgements (judged@10 below 90%). A clean system gets no line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+from retbench.data.status import FAILED_COUNT, MISSING
+from retbench.errors import InputError
+from retbench.metrics.registry import parse_metric
+from retbench.report import fmt
+from retbench.report.holes import holes_html
+from retbench.results.caveats import Caveat
+
+#: how many affected metrics a short-ranking sentence names before "and N more"
+NAMED = 3
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _unanswered(c: Caveat) -> str:
+    cov = c.coverage
+    failed, missing = int(cov.get(FAILED_COUNT) or 0), int(cov.get(MISSING) or 0)
+    if not failed and not missing:
+        return ""
+    parts = [f"{failed} failed" if failed else "", f"{missing} {'is' if missing == 1 else 'are'} missing from the run"]
+    what = " and ".join(p for p in parts if p and not p.startswith("0 "))
+    if cov.get("mode") == "pytrec_eval":
+        effect = f"pytrec_eval mode leaves them out, so the means stand on the {cov.get('answered', '?')} answered"
+    else:
+        effect = f"{'it scores' if failed + missing == 1 else 'each scores'} 0 in every mean (trec_eval -c)"
+    return f"{c.system}: of {cov.get('judged', '?')} judged queries, {what}; {effect}."
+
+
+def _skipped(c: Caveat) -> str:
+    n = int(c.coverage.get("skipped_no_relevant") or 0)
+    if not n:
+        return ""
+    scored = c.coverage.get("scored", c.coverage.get("counted", "?"))
+    return (
+        f"{c.system}: {_plural(n, 'query has', 'queries have')} no relevant document and "
+        f"{'is' if n == 1 else 'are'} left out of every mean (trec_eval's rule); the means stand on {scored} queries."
+    )
+
+
+def _reaching(metrics: Sequence[str], shortest: int) -> list[str]:
+    """The metrics that look past rank `shortest`: a cutoff above it, or none at all (a ranking metric uncut)."""
+    out = []
+    for m in metrics:
+        try:
+            spec = parse_metric(m)
+        except InputError:
+            continue
+        if (spec.k is not None and spec.k > shortest) or (spec.k is None and spec.metric.cutoff == "optional"):
+            out.append(fmt.metric_label(m))
+    return out
+
+
+def _listed(names: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c', 'a, b, c and 2 more'."""
+    shown, rest = names[:NAMED], len(names) - NAMED
+    if rest > 0:
+        return ", ".join(shown) + f" and {rest} more"
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+def _short(c: Caveat, metrics: Sequence[str]) -> str:
+    cov = c.coverage
+    n = int(cov.get("short") or 0)
+    lo, hi = cov.get("short_min"), cov.get("short_max")
+    reached = _reaching(metrics, int(lo) if lo is not None else 0)
+    if not n or not reached:
+        return ""
+    span = "" if lo is None else f" ({lo})" if lo == hi else f" ({lo}-{hi})"
+    named = _listed(reached)
+    past = f"rank {lo}" if lo is not None else "what they returned"
+    scored = cov.get("scored", cov.get("counted", "?"))
+    one = len(reached) == 1
+    return (
+        f"{c.system}: {n} of {scored} queries returned fewer than {cov.get('depth', '?')} documents{span}; "
+        f"{named} {'looks' if one else 'look'} past {past} and {'counts' if one else 'count'} the missing ranks as "
+        f"not relevant, so {'it' if one else 'they'} can read lower than a full ranking would score."
+    )
+
+
+def caveat_lines(
+    caveats: Sequence[Caveat], metrics: Sequence[str], *, holes: bool = True, unanswered: bool = True
+) -> list[str]:
+    """The sentences for these systems and metrics, in system order (empty for clean runs).
+
+    `holes`: include the incomplete-judgement warning (report.md and report.html show it with its own table);
+    `unanswered`: include failed and missing queries (the PR comment says them beside each side's coverage)."""
+    out = []
+    for c in caveats:
+        found = [_unanswered(c) if unanswered else "", _skipped(c), _short(c, metrics)]
+        if holes and c.holes is not None:
+            found.append(c.holes.sentence())
+        out += [line for line in found if line]
+    return out
+
+
+def summary_caveats(data: Any) -> list[str]:
+    """The sentences under a results report's (report.model.ReportData) summary table; its holes have their own
+    section right after it (report/holes.py), so they are left out here."""
+    caveats = [Caveat(s.name, dict(s.coverage)) for s in data.systems if s.error is None]
+    return caveat_lines(caveats, data.metrics, holes=False)
+
+
+def summary_notes_html(data: Any) -> str:
+    """What the HTML report shows under its summary table: the sentences as warning notes, then the holes
+    (warning and table; nothing for clean runs)."""
+    lines = "".join(f'<p class="note warn" data-caveat>{escape(line)}</p>' for line in summary_caveats(data))
+    return lines + holes_html(data.holes)
+
+
+def gate_caveats(report: Any) -> list[str]:
+    """The sentences beside a gate's rows (gates.GateReport): skipped queries, short rankings and holes of either
+    side on the gated metrics (failed and missing queries are said with each side's coverage)."""
+    metrics = list(dict.fromkeys(r.gate.metric for r in report.results))
+    return caveat_lines(report.caveats, metrics, unanswered=False)
