@@ -36,7 +36,9 @@ def _unanswered(c: Caveat) -> str:
     parts = [f"{failed} failed" if failed else "", f"{missing} {'is' if missing == 1 else 'are'} missing from the run"]
     what = " and ".join(p for p in parts if p and not p.startswith("0 "))
     if cov.get("mode") == "pytrec_eval":
-        effect = f"pytrec_eval mode leaves them out, so the means stand on the {cov.get('answered', '?')} answered"
+        effect = (
+            f"pytrec_eval mode leaves them out, so the means stand on the {cov.get('answered', '?')} answered queries"
+        )
     else:
         effect = f"{'it scores' if failed + missing == 1 else 'each scores'} 0 in every mean (trec_eval -c)"
     return f"{c.system}: of {cov.get('judged', '?')} judged queries, {what}; {effect}."

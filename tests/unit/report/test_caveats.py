@@ -68,9 +68,12 @@ def gate_comment(tmp_path: Path, out: Path, system: str) -> str:
     criteria.write_text(yaml.safe_dump({"gates": [{"name": "recall", "metric": "recall@10", "threshold": 0.0}]}))
     comment = tmp_path / f"comment-{system}.md"
     args = ["gate", "--criteria", str(criteria), "--candidate", str(out), "--candidate-system", system]
-    args += ["--comment", str(comment), "--history-file", str(tmp_path / "history.db")]
+    verdict = comment.with_suffix(".json")
+    args += ["--comment", str(comment), "--json", str(verdict), "--history-file", str(tmp_path / "history.db")]
     result = runner.invoke(app(), args)
     assert result.exit_code in (0, 3), result.output
+    said = [line.removeprefix("⚠️ ") for line in comment.read_text().splitlines() if line.startswith("⚠️ ")]
+    assert json.loads(verdict.read_text())["caveats"] == said  # the JSON output holds the same lines
     return comment.read_text()
 
 
