@@ -13,8 +13,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from retbench.report.weakening import caveat_lines
-from retbench.results.caveats import study_caveats
 from retbench.results.model import StudyResult
 from retbench.secrets import redact
 
@@ -213,6 +211,10 @@ def _with_caveats(table: Any, result: StudyResult, metrics: list[str]) -> Any:
     """The table with one line under it per fact that weakens its numbers (report/weakening.py), if any."""
     from rich.console import Group
     from rich.text import Text
+
+    # deferred: `retbench eval` imports this module for its tables, and these pull in the report model
+    from retbench.report.weakening import caveat_lines
+    from retbench.results.caveats import study_caveats
 
     lines = caveat_lines(study_caveats(result), metrics)
     return Group(table, *(Text(redact(line), style="yellow") for line in lines)) if lines else table

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
-from typing import Any
 
 from retbench.data.status import FAILED_COUNT, MISSING
 from retbench.errors import InputError
+from retbench.gates import GateReport
 from retbench.metrics.registry import parse_metric
 from retbench.report import fmt
 from retbench.report.holes import holes_html
+from retbench.report.model import ReportData
 from retbench.results.caveats import Caveat
 
 #: how many affected metrics a short-ranking sentence names before "and N more"
@@ -33,8 +34,9 @@ def _unanswered(c: Caveat) -> str:
     failed, missing = int(cov.get(FAILED_COUNT) or 0), int(cov.get(MISSING) or 0)
     if not failed and not missing:
         return ""
-    parts = [f"{failed} failed" if failed else "", f"{missing} {'is' if missing == 1 else 'are'} missing from the run"]
-    what = " and ".join(p for p in parts if p and not p.startswith("0 "))
+    parts = [f"{failed} failed"] if failed else []
+    parts += [f"{missing} {'is' if missing == 1 else 'are'} missing from the run"] if missing else []
+    what = " and ".join(parts)
     if cov.get("mode") == "pytrec_eval":
         effect = (
             f"pytrec_eval mode leaves them out, so the means stand on the {cov.get('answered', '?')} answered queries"
@@ -111,22 +113,22 @@ def caveat_lines(
     return out
 
 
-def summary_caveats(data: Any) -> list[str]:
-    """The sentences under a results report's (report.model.ReportData) summary table; its holes have their own
+def summary_caveats(data: ReportData) -> list[str]:
+    """The sentences under a results report's summary table; its holes have their own
     section right after it (report/holes.py), so they are left out here."""
     caveats = [Caveat(s.name, dict(s.coverage)) for s in data.systems if s.error is None]
     return caveat_lines(caveats, data.metrics, holes=False)
 
 
-def summary_notes_html(data: Any) -> str:
+def summary_notes_html(data: ReportData) -> str:
     """What the HTML report shows under its summary table: the sentences as warning notes, then the holes
     (warning and table; nothing for clean runs)."""
     lines = "".join(f'<p class="note warn" data-caveat>{escape(line)}</p>' for line in summary_caveats(data))
     return lines + holes_html(data.holes)
 
 
-def gate_caveats(report: Any) -> list[str]:
-    """The sentences beside a gate's rows (gates.GateReport): skipped queries, short rankings and holes of either
+def gate_caveats(report: GateReport) -> list[str]:
+    """The sentences beside a gate's rows: skipped queries, short rankings and holes of either
     side on the gated metrics (failed and missing queries are said with each side's coverage)."""
     metrics = list(dict.fromkeys(r.gate.metric for r in report.results))
     return caveat_lines(report.caveats, metrics, unanswered=False)
