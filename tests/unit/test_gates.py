@@ -526,3 +526,13 @@ def test_a_system_that_failed_as_a_whole_is_left_out_of_a_gate_on_its_folder_and
     assert ok.exit_code == 0, ok.output
     named = _gate(*common, "--candidate-system", "broken", "--baseline-system", "bm25")
     assert named.exit_code == 2 and "system 'broken' failed as a whole: BackendError" in named.output
+
+
+def test_a_failure_on_a_query_without_relevant_documents_is_not_counted_of_the_judged_total(evals):
+    """The comment's header once read "failed on 5 of 4 queries": failures count every query asked, the total
+    only the judged ones. A failure outside the judged queries is said apart."""
+    cand = evals["bm25"]
+    rep = run_gates(criteria(gate("recall@5", 0.1)), cand, failures={"asked-but-not-judged": "error"}, n_resamples=200)
+    assert rep.backend_failed and rep.candidate_counts["failed"] == 0
+    head = render_comment(rep).splitlines()[0]
+    assert head.endswith(f"failed on 1 query (0 of the {len(cand.query_ids)} judged ones)"), head

@@ -176,3 +176,8 @@ def count(value: int | None, missing: str = "n/a") -> str:
 def ms(seconds: float | None, digits: int = 1) -> str:
     """Seconds as milliseconds: 0.0123 -> '12.3'."""
     return num(None if seconds is None else 1000.0 * seconds, digits)
+
+
+def counted(n: int, one: str, many: str) -> str:
+    """3, 'query', 'queries' -> '3 queries'; 1 -> '1 query'."""
+    return f"{n} {one if n == 1 else many}"

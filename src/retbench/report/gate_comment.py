@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from retbench.criteria import EPS, Gate, Limits
-from retbench.data.status import NOT_ANSWERED_COUNTS
+from retbench.data.status import FAILED_COUNT, NOT_ANSWERED_COUNTS
 from retbench.gates import Check, GateReport, GateResult
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt
@@ -148,9 +148,15 @@ def _verdict(report: GateReport, blocking: list[GateResult], warned: list[GateRe
     if report.backend_failed:
         n = len(report.failures)
         total = report.candidate_counts["queries"]
-        lines.append(
-            f"### ❌ Retrieval quality gate: blocks merge — the candidate's retriever failed on {n} of {total} queries"
+        judged = report.candidate_counts.get(FAILED_COUNT, n)
+        # failures are counted over every query asked, the coverage over the judged ones only: a failure on a
+        # query without relevant documents is not one "of" the judged total
+        where = (
+            f"{n} of {total} queries"
+            if judged == n
+            else f"{fmt.counted(n, 'query', 'queries')} ({judged} of the {total} judged ones)"
         )
+        lines.append(f"### ❌ Retrieval quality gate: blocks merge — the candidate's retriever failed on {where}")
         kinds: dict[str, int] = {}
         for s in report.failures.values():
             kinds[s] = kinds.get(s, 0) + 1

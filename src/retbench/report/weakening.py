@@ -25,10 +25,6 @@ from retbench.results.caveats import Caveat
 NAMED = 3
 
 
-def _plural(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
 def _unanswered(c: Caveat) -> str:
     cov = c.coverage
     failed, missing = int(cov.get(FAILED_COUNT) or 0), int(cov.get(MISSING) or 0)
@@ -52,7 +48,7 @@ def _skipped(c: Caveat) -> str:
         return ""
     scored = c.coverage.get("scored", c.coverage.get("counted", "?"))
     return (
-        f"{c.system}: {_plural(n, 'query has', 'queries have')} no relevant document and "
+        f"{c.system}: {fmt.counted(n, 'query has', 'queries have')} no relevant document and "
         f"{'is' if n == 1 else 'are'} left out of every mean (trec_eval's rule); the means stand on {scored} queries."
     )
 
