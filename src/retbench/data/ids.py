@@ -436,19 +436,19 @@ def lookup(
         table[jslot] = mine
         shared = np.unique(jslot[table[jslot] != mine])
         table[shared] = -2  # two or more wanted pairs in one slot: resolved one by one below
-        row = np.repeat(np.arange(b - a, dtype=np.int64), lens[a:b])
         key = keys[lo:hi]
-        slot = _slots(key, _row_mix(lens[a:b]), 0, bits)
-        t = table[slot]
+        t = table[_slots(key, _row_mix(lens[a:b]), 0, bits)]
         pos = np.flatnonzero(t >= 0)
         j = t[pos]
-        same = (key[pos] == jk[j]) & (row[pos] == jr[j])
+        starts = offsets[a + 1 : b] - lo  # the row of a position, for the few that hit a slot
+        same = (key[pos] == jk[j]) & (np.searchsorted(starts, pos, side="right") == jr[j])
         found_j.append(order[ja + j[same]])
         found_p.append(lo + pos[same])
         crowded = np.flatnonzero(t == -2)
         if len(crowded):
             ids = np.flatnonzero(np.isin(jslot, shared))
-            jj, pp = _pairs_in_shared_slots(jr[ids], jk[ids], row[crowded], key[crowded])
+            crowded_row = np.searchsorted(starts, crowded, side="right")
+            jj, pp = _pairs_in_shared_slots(jr[ids], jk[ids], crowded_row, key[crowded])
             found_j.append(order[ja + ids[jj]])
             found_p.append(lo + crowded[pp])
     if not found_j:
