@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/profile_speed.py metrics --sizes 10000x1000,100000x100
     .venv/bin/python benchmarks/profile_speed.py bm25
+    .venv/bin/python benchmarks/profile_speed.py floors --sizes 10000x1000,100000x100
 
 Each path runs once untimed (warm-up: imports, caches), then once under cProfile. A stage is the
 cumulative time of the functions named for it, less the stages nested inside it, so the stages of a
@@ -18,6 +19,11 @@ Metric stages (from a TREC file, from `{qid: {doc: score}}` dicts, or prebuilt o
   aggregate  the metrics and their means (the rest of `evaluate`)
 BM25 stages: tokenize, index (term counts and the score matrix), score + top-k (bm25s's retrieve),
 run (retbench's Run or the raw path's dict of results).
+
+`floors` times (CPU seconds, best of 5, no profiler) what any checked evaluation of the same input
+must do at least, so a goal can be held against arithmetic rather than hope: from dicts, touching
+every ranked id object once and reading every score into an array; prebuilt from dicts, one dict
+lookup per judged (query, doc) pair in the run's own mappings (where judged docs are ranked).
 """
 
 from __future__ import annotations
@@ -136,6 +142,44 @@ def profile_metrics(sizes: list[str]) -> None:
         show(f"metrics, {n_q:,} x {depth:,}: seconds per stage (cProfile)", metric_rows(n_q, depth))
 
 
+def _cpu_best(fn: Callable[[], Any], repeats: int = 5) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.process_time()
+        fn()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def floors(sizes: list[str]) -> None:
+    """CPU seconds of the least work any checked evaluation of these inputs does (see the docstring)."""
+    from collections import deque
+    from itertools import chain, repeat
+
+    import numpy as np
+
+    from metrics_speed import make_inputs
+
+    print("| size | touch every id | read every score | both (dicts floor) | judged lookups (prebuilt floor) |")
+    print("|---|---:|---:|---:|---:|")
+    for size in sizes:
+        n_q, depth = (int(x) for x in size.lower().split("x"))
+        run_d, qrels_d = make_inputs(n_q, depth)
+        rankings = list(run_d.values())
+        n = sum(map(len, rankings))
+        maps = [run_d[q] for q in qrels_d]
+        owners = [m for m, judged in zip(maps, qrels_d.values(), strict=True) for _ in judged]
+        judged = [d for j in qrels_d.values() for d in j]
+        touch = _cpu_best(lambda: deque(chain.from_iterable(rankings), maxlen=0))  # noqa: B023
+        read = _cpu_best(
+            lambda: np.fromiter(chain.from_iterable(map(dict.values, rankings)), dtype=np.float64, count=n)  # noqa: B023
+        )
+        look = _cpu_best(
+            lambda: np.fromiter(map(dict.get, owners, judged, repeat(np.nan)), dtype=np.float64, count=len(judged))  # noqa: B023
+        )
+        print(f"| {n_q:,} x {depth:,} | {touch:.3f} | {read:.3f} | {touch + read:.3f} | {look:.3f} |")
+
+
 def profile_bm25(corpus: str) -> None:
     import bm25s
     import Stemmer
@@ -177,12 +221,14 @@ def profile_bm25(corpus: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["metrics", "bm25"])
+    ap.add_argument("what", choices=["metrics", "bm25", "floors"])
     ap.add_argument("--sizes", default="10000x1000,100000x100")
     ap.add_argument("--corpus", default=str(Path(__file__).resolve().parents[1] / "corpora" / "scifact"))
     args = ap.parse_args()
     if args.what == "metrics":
         profile_metrics(args.sizes.split(","))
+    elif args.what == "floors":
+        floors(args.sizes.split(","))
     else:
         profile_bm25(args.corpus)
 

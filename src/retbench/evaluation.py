@@ -463,7 +463,9 @@ def evaluate(
         excluded = [qids[i] for i in np.flatnonzero(failed).tolist()]
         keep &= ~failed
     smap = sample_map(samples)
-    unanswerable = np.fromiter(((q in smap and smap[q].answerable is False) for q in qids), dtype=bool, count=n)
+    unanswerable = np.zeros(n, dtype=bool)
+    if smap:  # only golden samples cost a Python step per query
+        unanswerable = np.fromiter(((q in smap and smap[q].answerable is False) for q in qids), dtype=bool, count=n)
     skipped: list[str] = []
     if no_relevant == "skip":
         skipped = [qids[i] for i in np.flatnonzero(keep & no_rel & ~unanswerable).tolist()]

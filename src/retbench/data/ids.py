@@ -150,14 +150,26 @@ def plain_rankings_fine(rankings: list[dict[Any, Any]], scores: np.ndarray | Non
 
 def _spaced_ids(joined: str, n: int) -> bool:
     """Whether `joined` is n printable, non-empty ids separated by single spaces."""
-    if not joined:
-        return False  # one empty id
-    if joined.count(" ") != n - 1 or "  " in joined or joined[:1] == " " or joined[-1:] == " ":
-        return False
-    if joined.isascii():
+    if not joined or joined[:1] == " " or joined[-1:] == " ":
+        return False  # one empty id, or an empty id at an end
+    if joined.isascii():  # as bytes: every byte from 32 to 126, n - 1 spaces, none doubled
         data = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
-        return bool(data.min() >= 32 and data.max() <= 126)
+        if data.min() < 32 or data.max() > 126 or np.count_nonzero(data == 32) != n - 1:
+            return False
+        return not _double_space(data)
+    if joined.count(" ") != n - 1 or "  " in joined:
+        return False
     return joined.isprintable()
+
+
+def _double_space(data: np.ndarray) -> bool:
+    """Whether two space bytes follow each other: the bytes read as 16-bit pairs from an even and from an
+    odd start, each compared with two spaces (two array passes; `str.__contains__` is 3x slower here)."""
+    for start in (0, 1):
+        pairs = data[start : start + (len(data) - start) // 2 * 2].view(np.uint16)
+        if bool((pairs == 0x2020).any()):
+            return True
+    return False
 
 
 def rankings_problem(results: Mapping[Any, Any]) -> tuple[str, str] | None:
@@ -338,11 +350,22 @@ def _blocks(offsets: np.ndarray, size: int = _BLOCK) -> Iterator[tuple[int, int]
             yield a, b
 
 
-def _slots(key: np.ndarray, row: np.ndarray, seed: int, bits: int) -> np.ndarray:
-    """Multiply-shift hashing of (row, key) into 2^bits slots; each seed gives another function."""
+def _row_mix(lens: np.ndarray) -> np.ndarray:
+    """Each ranked position's row (0 for the first query given) times a mixing constant: the row's share
+    of the (row, key) hash, computed once per row and repeated, not once per position."""
     with np.errstate(over="ignore"):
-        h = (key ^ (row.astype(np.uint64) * _MIX)) * (_GOLDEN + np.uint64(2 * seed))
-    return (h >> np.uint64(64 - bits)).astype(np.intp)
+        return np.repeat(np.arange(len(lens), dtype=np.uint64) * _MIX, lens)
+
+
+def _slots(key: np.ndarray, row_mix: np.ndarray, seed: int, bits: int) -> np.ndarray:
+    """Multiply-shift hashing of (row, key) into 2^bits slots (`row_mix` from `_row_mix`); each seed gives
+    another function. The arithmetic runs in place on one new array, and the final cast is a free view
+    (a slot is below 2^bits, so its int64 reading equals its uint64 one)."""
+    h = np.bitwise_xor(key, row_mix)
+    with np.errstate(over="ignore"):
+        h *= _GOLDEN + np.uint64(2 * seed)
+    h >>= np.uint64(64 - bits)
+    return h.view(np.int64)
 
 
 def _bits(m: int) -> int:
@@ -353,20 +376,20 @@ def may_repeat(offsets: np.ndarray, keys: np.ndarray) -> bool:
     """Whether some query may hold one key twice. False is exact; True means "equal keys found"
     (a repeated id, or, for keys that are not exact, possibly two ids that hash alike)."""
     lens = np.diff(offsets)
+    numbers = np.arange(min(_BLOCK, len(keys)) if len(keys) else 0, dtype=np.int32)
     for a, b in _blocks(offsets):
         lo, hi = int(offsets[a]), int(offsets[b])
         if hi - lo < 2:
             continue
-        key = keys[lo:hi]
-        row = np.repeat(np.arange(b - a, dtype=np.int64), lens[a:b])
+        key, row_mix = keys[lo:hi], _row_mix(lens[a:b])
         bits = _bits(hi - lo)
         table = np.empty(1 << bits, dtype=np.int32)
-        cand = np.arange(hi - lo, dtype=np.int64)
+        k, r = key, row_mix  # the first round takes the whole block as it lies: no gathers
+        cand: np.ndarray | None = None
         seed = 0
-        while len(cand) > 1:
-            k, r = key[cand], row[cand]
+        while len(k) > 1:
             slot = _slots(k, r, seed, bits)
-            mine = np.arange(len(cand), dtype=np.int32)
+            mine = numbers[: len(k)] if len(k) <= len(numbers) else np.arange(len(k), dtype=np.int32)
             table[slot] = mine
             winner = table[slot]
             lost = np.flatnonzero(winner != mine)
@@ -376,7 +399,8 @@ def may_repeat(offsets: np.ndarray, keys: np.ndarray) -> bool:
             if np.any((k[lost] == k[w]) & (r[lost] == r[w])):
                 return True
             # the losers may still equal each other (three or more in one slot): retry them alone
-            cand = cand[lost]
+            cand = lost if cand is None else cand[lost]
+            k, r = key[cand], row_mix[cand]
             seed += 1
     return False
 
@@ -406,24 +430,25 @@ def lookup(
         jr, jk = srow[ja:jb] - a, skey[ja:jb]
         bits = _bits(max(hi - lo, jb - ja))
         table = np.full(1 << bits, -1, dtype=np.int32)
-        jslot = _slots(jk, jr, 0, bits)
+        with np.errstate(over="ignore"):
+            jslot = _slots(jk, jr.astype(np.uint64) * _MIX, 0, bits)
         mine = np.arange(jb - ja, dtype=np.int32)
         table[jslot] = mine
         shared = np.unique(jslot[table[jslot] != mine])
         table[shared] = -2  # two or more wanted pairs in one slot: resolved one by one below
-        row = np.repeat(np.arange(b - a, dtype=np.int64), lens[a:b])
         key = keys[lo:hi]
-        slot = _slots(key, row, 0, bits)
-        t = table[slot]
+        t = table[_slots(key, _row_mix(lens[a:b]), 0, bits)]
         pos = np.flatnonzero(t >= 0)
         j = t[pos]
-        same = (key[pos] == jk[j]) & (row[pos] == jr[j])
+        starts = offsets[a + 1 : b] - lo  # the row of a position, for the few that hit a slot
+        same = (key[pos] == jk[j]) & (np.searchsorted(starts, pos, side="right") == jr[j])
         found_j.append(order[ja + j[same]])
         found_p.append(lo + pos[same])
         crowded = np.flatnonzero(t == -2)
         if len(crowded):
             ids = np.flatnonzero(np.isin(jslot, shared))
-            jj, pp = _pairs_in_shared_slots(jr[ids], jk[ids], row[crowded], key[crowded])
+            crowded_row = np.searchsorted(starts, crowded, side="right")
+            jj, pp = _pairs_in_shared_slots(jr[ids], jk[ids], crowded_row, key[crowded])
             found_j.append(order[ja + ids[jj]])
             found_p.append(lo + crowded[pp])
     if not found_j:

@@ -33,6 +33,15 @@ class MappingIds:
     def __init__(self, maps: list[Mapping[str, float]], offsets: np.ndarray) -> None:
         self.maps = maps
         self.offsets = offsets
+        self._array: np.ndarray | None = None
+
+    def owners(self, rows: np.ndarray) -> list[Mapping[str, float]]:
+        """The mapping of each row: one NumPy gather from an object array of the mappings (built once),
+        where `map(maps.__getitem__, ...)` would pay a Python-level call per row."""
+        if self._array is None:
+            self._array = np.empty(len(self.maps), dtype=object)
+            self._array[:] = self.maps
+        return self._array[rows].tolist()  # type: ignore[no-any-return]
 
     def unchanged(self) -> bool:
         """Whether every mapping still has the size it had when the run was built."""

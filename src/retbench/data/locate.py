@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from retbench.data.ids import key_strings, lookup
+from retbench.data.lazy_ids import MappingIds
 
 if TYPE_CHECKING:
     from retbench.data.run import Run
@@ -46,12 +47,12 @@ def _locate_by_maps(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarr
     built); the caller then falls back to a scan, which reports the change.
     """
     maps, ids = run._maps, run._lazy
-    assert maps is not None and ids is not None and hasattr(ids, "unchanged")
+    assert maps is not None and isinstance(ids, MappingIds)
     if not ids.unchanged():
         return None
     # the score of every judged doc in its query's mapping, NaN when not ranked; for plain dicts the
     # lookups are driven from C (map over dict.get), other mappings go through their own .get
-    owners = map(maps.__getitem__, jrr.tolist())
+    owners = ids.owners(jrr)
     if set(map(type, maps)) <= {dict}:
         lookups: Iterable[float] = map(dict.get, owners, jd.tolist(), repeat(np.nan))  # type: ignore[arg-type]
     else:
@@ -68,29 +69,35 @@ def _locate_by_maps(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarr
     tied_pos, tied_docs = run._tied_pos, run._tied_docs
     last = max(len(tied_pos) - 1, 0)
 
-    def before(pos: np.ndarray, sel: np.ndarray) -> np.ndarray:
-        """Whether the ranked doc at `pos` comes before judged doc `sel` in trec_eval order
+    def before(pos: np.ndarray) -> np.ndarray:
+        """Whether the ranked doc at `pos[i]` comes before judged doc i in trec_eval order
         (score descending, then doc id descending)."""
-        sm, sv = scores[pos], target[sel]
-        out = sm > sv
-        tie = np.flatnonzero(sm == sv)
-        if len(tie) and len(tied_pos):
+        sm = scores[pos]
+        out = sm > target
+        if len(tied_pos):
+            tie = np.flatnonzero(sm == target)
             # an equal score outside every tie group can only be the judged doc itself (not before it)
             k = np.minimum(np.searchsorted(tied_pos, pos[tie]), last)
             grouped = tied_pos[k] == pos[tie]
             if grouped.any():
                 g = tie[grouped]
-                out[g] = np.greater(tied_docs[k[grouped]], d[sel[g]])
+                out[g] = np.greater(tied_docs[k[grouped]], d[g])
         return out
 
-    # branchless binary search, all judgements at once: rank = how many ranked docs come before
+    # branchless binary search, all judgements at once: rank = how many ranked docs come before. Each
+    # step probes every judgement (a probe past its ranking's end is read at the last doc and not taken),
+    # so no step gathers a subset.
     rank = np.zeros(len(which), dtype=np.int64)
+    last_doc = stops - 1
     longest = int((stops - starts).max())
     step = 1 << max(longest.bit_length() - 1, 0)
     while step:
-        probe = starts + rank + (step - 1)
-        sel = np.flatnonzero(probe < stops)
-        rank[sel[before(probe[sel], sel)]] += step
+        probe = starts + rank
+        probe += step - 1
+        inside = probe <= last_doc
+        np.minimum(probe, last_doc, out=probe)
+        inside &= before(probe)
+        np.add(rank, step, out=rank, where=inside)
         step >>= 1
     lo = starts + rank
     if not np.all(lo < stops) or not np.all(scores[np.minimum(lo, len(scores) - 1)] == target):

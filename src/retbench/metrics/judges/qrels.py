@@ -70,8 +70,10 @@ def judge_qrels(
     lengths = np.where(run_row >= 0, run_len[np.maximum(run_row, 0)] if len(run_len) else 0, 0).astype(np.int64)
 
     jrr = run_row[jrow] if len(jrow) else np.zeros(0, dtype=np.int64)
-    sel = np.flatnonzero(jrr >= 0)
-    jrr, jr, jd, jg = jrr[sel], jrow[sel], jdocs[sel], jgrade[sel]
+    jr, jd, jg = jrow, jdocs, jgrade
+    if len(jrr) and int(jrr.min()) < 0:  # judged queries the run lacks: their judgements find nothing
+        sel = np.flatnonzero(jrr >= 0)
+        jrr, jr, jd, jg = jrr[sel], jrow[sel], jdocs[sel], jgrade[sel]
 
     which, ranks = run.locate(jrr, jd)
     rows, grades = np.asarray(jr[which], dtype=np.int64), np.asarray(jg[which], dtype=np.float64)
