@@ -302,19 +302,15 @@ def report_markdown(data: Any) -> str:
 def _latency_sections(data: Any) -> list[str]:
     """Query latency; breakdown by group per system, latency by stage, LLM usage and cost (each only when recorded)."""
     from retbench.report import breakdowns as b
+    from retbench.report import latency as lat
 
     lines: list[str] = []
-    timed = [s for s in data.systems if s.latency]
+    timed = lat.latency_rows(data.systems)
     if timed:
-        lines += ["## Latency", ""]
-        lines += _table(
-            ["system", "queries", "p50 ms", "p95 ms", "p99 ms", "mean ms", "max ms"],
-            [
-                [s.name, s.latency["n"], *(f"{s.latency[k]:.2f}" for k in ("p50", "p95", "p99", "mean", "max"))]
-                for s in timed
-            ],
-        )
-        lines.append("")
+        lines += ["## Latency", "", *_table(lat.LATENCY_HEADER, timed), "", lat.LATENCY_NOTE, ""]
+        parts = lat.part_rows([(s.name, s.stages) for s in data.systems])
+        if parts:
+            lines += [*_table(lat.PARTS_HEADER, parts), "", lat.PARTS_NOTE, ""]
     grouped = [s for s in data.systems if s.breakdown]
     if grouped:
         lines += ["## Breakdown by group", "", b.BREAKDOWN_NOTE, ""]
