@@ -57,12 +57,13 @@ def _side(name: str, counts: Mapping[str, int]) -> str:
 
 
 def comparison_markdown(
-    cmp: Any, *, alpha: float = 0.05, top_metric: str | None = None, level: int = 1, options: bool = True
+    cmp: Any, *, alpha: float = 0.05, top_metric: str | None = None, level: int = 1, options: Sequence[str] = ()
 ) -> str:
-    """A comparison (compare.Comparison) as Markdown: what was tested, one table per pair (headed "B vs A",
-    as its columns are), then the most changed queries."""
+    """A comparison (compare.Comparison) as Markdown: what was tested (with `options`, the hints of widening
+    options not given yet), one table per pair (headed "B vs A", as its columns are), then the most changed
+    queries."""
     n_cells = cmp.family
-    hint = " (other pairs: `--all-pairs`; other metrics: `--metrics`, or `--metrics all`)" if options else ""
+    hint = f" ({'; '.join(options)})" if options else ""
     lines = [f"{'#' * level} A/B comparison", "", comparison_scope(cmp) + hint + ".", ""]
     if cmp.note:
         lines += [f"Note: {cmp.note}.", ""]
@@ -253,7 +254,7 @@ def report_markdown(data: Any) -> str:
             "",
         ]
     if data.comparison is not None:
-        lines.append(comparison_markdown(data.comparison, top_metric=data.primary, level=2, options=False))
+        lines.append(comparison_markdown(data.comparison, top_metric=data.primary, level=2))
     lines += _latency_sections(data)
     from retbench.report.model import COVERAGE_HEADER, RESOURCE_HEADER, SHORT_NOTE, resource_rows, short_runs
     from retbench.report.stages import (
