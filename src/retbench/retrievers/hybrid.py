@@ -7,7 +7,9 @@ one query's rankings; `fuse_runs` applies one to whole Runs (e.g. run files from
 
 Raw scores are never mixed unless asked for (`normalization: none`): BM25 and cosine live on different scales.
 Fused rankings are ordered by fused score, ties by doc id descending (trec_eval's rule), so the cut at k matches
-evaluation.
+evaluation. Each component's search and the fusion are timed inside the hybrid's own search (`parts`), so the
+hybrid's query latency holds its components' (reports show the breakdown); a dense component whose query
+vectors an earlier system encoded reads them from the embedding cache, which the report says beside it.
 """
 
 from __future__ import annotations

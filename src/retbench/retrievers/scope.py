@@ -24,6 +24,8 @@ so for an exact retriever (BM25, a flat dense index) the result equals a search 
 Each query's `ScopeRecord` (the scope chosen, the documents the scoped search returned, whether it fell
 back, the selector's own seconds) is journaled with its ranking and written to status.jsonl, and the
 `scope_miss_rate` metric (metrics/scope.py) is computed from the scope chosen *before* any fallback.
+A query's latency holds every part of it: the selector's seconds plus every search it took (each deeper
+ask, and the unscoped search of a fallback), so a scoped system's latency compares with an unscoped one's.
 """
 
 from __future__ import annotations
