@@ -206,6 +206,8 @@ def test_the_gate_gives_the_prediction_powered_paired_difference_and_the_comment
     assert delta > 0 and report.results[0].delta > 0  # the tuned BM25 beats the weak one under both
     comment = render_comment(report)
     assert f"{TIER - 1} human / {len(qids)} LLM-labelled queries" in comment and "PPI change" in comment
+    # MRR is a score: its change reads as a decimal, never in percentage points
+    assert f"PPI change {delta:+.3f} [{low:+.3f}, {high:+.3f}]" in comment
     assert gate_json(report)["gates"][0]["estimate"]["source"] == "ppi"
     # a tier of one query cannot carry an interval: the LLM-label numbers say they are uncorrected
     one = tuple(h.subset(tier[:1]) for h in by_human)

@@ -264,6 +264,22 @@ def test_cli_compare_all_pairs_on_request_with_holm_across_every_test(results_di
     assert cell["metric"] == "recall@5" and cell["adjusted"]["randomization"] >= cell["pvalues"]["randomization"]
 
 
+def test_the_compare_heading_suggests_only_widening_options_not_given_yet(results_dir):
+    def heading(*args: str) -> str:
+        res = CliRunner().invoke(app, ["compare", str(results_dir), "--resamples", "200", *args])
+        assert res.exit_code == 0, res.output
+        return next(line for line in res.output.splitlines() if line.startswith("Tested:"))
+
+    given_pairs = heading("--all-pairs")
+    assert "--all-pairs" not in given_pairs and "(other metrics: `--metrics`, or `--metrics all`)." in given_pairs
+    given_metrics = heading("--metrics", "recall@5,mrr@10")
+    assert given_metrics.endswith("(other pairs: `--all-pairs`; every metric: `--metrics all`).")
+    assert heading("--all-pairs", "--metrics", "mrr@10").endswith("(every metric: `--metrics all`).")
+    assert heading("--all-pairs", "--metrics", "all").endswith("Holm-corrected together.")  # nothing left: no hint
+    # two systems: every pair is the one pair already tested, so --all-pairs is not suggested
+    assert "--all-pairs" not in heading("--systems", "bm25,bm25_weak")
+
+
 def test_resamples_are_sized_so_holms_strictest_step_can_be_passed_or_it_is_said(results_dir, tmp_path):
     from retbench.comparison import ALPHA, resamples_for, resolution_note
 

@@ -184,6 +184,14 @@ def test_cli_plan_prints_detectable_drops_and_queries_needed_for_the_scifact_cri
     assert f"retrieval_recall_at_5 (recall@5): this gold set detects a drop of {mde}; the limit is 1.0 pp" in res.output
     assert f"{recall['needed_normal']:,} / {recall['needed_simulated']:,}" in res.output
     assert recall["needed_normal"] > 300 and recall["sees_limit"] is False
+    # MRR and nDCG are scores, not shares: their sizes read as absolute decimals, never percentage points
+    for m in data["metrics"][1:]:
+        size, limit = f"{m['detectable']:.3f}", f"{m['limit']:.3f}"
+        sentence = f"({fmt.metric_label(m['metric'])}): this gold set detects a drop of {size}; the limit is {limit}"
+        assert sentence in res.output
+        assert f"| {fmt.metric_label(m['metric'])} | {m['n']:,} | {size} | {limit} |" in res.output
+    pp_lines = [line for line in res.output.splitlines() if " pp" in line]
+    assert pp_lines and all("recall@5" in line for line in pp_lines)  # percentage points only for the share
 
 
 def test_cli_plan_without_a_candidate_and_with_a_target_effect(results_dir):
@@ -192,7 +200,8 @@ def test_cli_plan_without_a_candidate_and_with_a_target_effect(results_dir):
     )
     assert res.exit_code == 0, res.output
     assert "No candidate was given" in res.output
-    assert res.output.count("| 5.0 pp |") == 3  # every gate planned for the 5 pp drop asked for
+    # every gate planned for the drop of 0.05 asked for, in its unit: recall@5 in points, MRR and nDCG as decimals
+    assert res.output.count("| 5.0 pp |") == 1 and res.output.count("| 0.050 |") == 2
 
 
 @pytest.mark.parametrize(
@@ -250,11 +259,12 @@ def test_gate_comment_shows_the_same_detectable_drop_as_plan(results_dir, tmp_pa
         assert gated["detectable"] == pytest.approx(planned["detectable"], abs=1e-12)
         size = f"{100 * gated['detectable']:.1f} pp"
         limit = f"{100 * gated['regression_max']:.1f} pp"
-        assert f"this gold set detects a drop of {size}; the limit is {limit}" in comment
-        assert gated["detectable_note"] == f"this gold set detects a drop of {size}; the limit is {limit}"
         if not fmt.is_share(gated["metric"]):  # a score (MRR, nDCG): its limit and detectable drop print as decimals
             size, limit = f"{gated['detectable']:.3f}", f"{gated['regression_max']:.3f}"
+        assert f"this gold set detects a drop of {size}; the limit is {limit}" in comment
+        assert gated["detectable_note"] == f"this gold set detects a drop of {size}; the limit is {limit}"
         assert f"may drop at most {limit} (detectable: {size})" in comment
+    assert [g["metric"] for g in gates] == ["recall@5", "mrr@10", "ndcg@10"]  # a share and two scores were checked
 
 
 def synthetic_llm_qrels(results_dir: Path, path: Path, flip: float, seed: int = 0) -> Path:

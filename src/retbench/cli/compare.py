@@ -123,8 +123,7 @@ def compare_command(
         )
     if cmp.note:
         typer.echo(f"note: {cmp.note}", err=True)
-    # the heading suggests widening the comparison only while neither widening option was given
-    text = comparison_markdown(cmp, options=not (all_pairs or every_metric))
+    text = comparison_markdown(cmp, options=_widen_hints(all_pairs, metrics, len(loaded.evaluations)))
     ranked = resolve([e for e in loaded.evaluations if e.system in in_pairs], tested[0]) if tested else None
     if ranked is not None:
         text = text.rstrip("\n") + "\n\n" + "\n".join(resolution_markdown(ranked, tested[0]))
@@ -133,6 +132,19 @@ def compare_command(
     write(markdown_out, text)
     write(latex_out, table)
     write(json_out, json.dumps(cmp.to_dict(), indent=2, allow_nan=False) + "\n")
+
+
+def _widen_hints(all_pairs: bool, metrics: str | None, n_systems: int) -> list[str]:
+    """The heading's hints of options that widen the comparison, each only while it is not given and would widen
+    it (`--all-pairs` adds pairs only beside more than two systems)."""
+    hints = []
+    if not all_pairs and n_systems > 2:
+        hints.append("other pairs: `--all-pairs`")
+    if metrics is None:
+        hints.append("other metrics: `--metrics`, or `--metrics all`")
+    elif names(metrics) != ["all"]:
+        hints.append("every metric: `--metrics all`")
+    return hints
 
 
 # from this many tests on, the resampling's progress is shown on stderr

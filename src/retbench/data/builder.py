@@ -22,6 +22,7 @@ class RunBuilder:
         self._offsets = [0]
         self._status: dict[str, QueryStatus] = {}
         self._latency: dict[str, float] = {}
+        self._batch: dict[str, int] = {}
         self._errors: dict[str, str] = {}
 
     def add(
@@ -32,7 +33,9 @@ class RunBuilder:
         status: QueryStatus | None = None,
         latency: float | None = None,
         error: str | None = None,
+        batch: int | None = None,
     ) -> None:
+        """`batch`: queries timed together with this one, when `latency` is an even share of their wall time."""
         ranking = list(ranking)
         problem = answer_problem(ranking) if ranking else None
         if problem is not None:  # a bad id or score would corrupt run.trec: recorded as an invalid answer
@@ -47,6 +50,8 @@ class RunBuilder:
             self._status[qid] = status
         if latency is not None:
             self._latency[qid] = latency
+            if batch is not None and batch > 1:
+                self._batch[qid] = batch
         if error is not None:
             self._errors[qid] = error
 
@@ -58,6 +63,7 @@ class RunBuilder:
             np.asarray(self._scores, dtype=np.float64),
             status=self._status,
             latency=self._latency,
+            latency_batch=self._batch,
             errors=self._errors,
             name=self.name,
             _owned=True,

@@ -39,6 +39,7 @@ class Run:
         errors: Mapping[str, str] | None = None,
         name: str = "",
         n_duplicates: int = 0,
+        latency_batch: Mapping[str, int] | None = None,
         _sorted: bool = False,
         _unique: bool = False,
         _owned: bool = False,
@@ -79,6 +80,9 @@ class Run:
         given = {q: QueryStatus(g) for q, g in (status or {}).items() if g is not None}
         self._given_status = {q: g for q, g in given.items() if q in self._pos} if given else {}
         self.latency: dict[str, float] = {q: float(v) for q, v in (latency or {}).items()}
+        # queries timed together with this one when more than one: its latency is that batch's wall time
+        # divided evenly (an amortised share, not a time measured for the query alone)
+        self.latency_batch: dict[str, int] = {q: int(n) for q, n in (latency_batch or {}).items() if int(n) > 1}
         self.errors: dict[str, str] = dict(errors or {})
 
     @property
@@ -402,6 +406,7 @@ class Run:
             self.scores[idx],
             status=self.status,
             latency=self.latency,
+            latency_batch=self.latency_batch,
             errors=self.errors,
             name=self.name,
             n_duplicates=self.n_duplicates,
@@ -429,6 +434,7 @@ class Run:
             self.scores[keep],
             status=self.status,
             latency=self.latency,
+            latency_batch=self.latency_batch,
             errors=self.errors,
             name=self.name,
             n_duplicates=self.n_duplicates,
@@ -452,6 +458,7 @@ class Run:
             self.scores[idx],
             status={q: self.status[q] for q in keep},
             latency={q: self.latency[q] for q in keep if q in self.latency},
+            latency_batch={q: self.latency_batch[q] for q in keep if q in self.latency_batch},
             errors={q: self.errors[q] for q in keep if q in self.errors},
             name=self.name,
             _sorted=True,
@@ -468,10 +475,12 @@ class Run:
         lengths = np.concatenate([np.diff(r.offsets) for r in runs]) if runs else np.zeros(0, dtype=np.int64)
         status: dict[str, QueryStatus] = {}
         latency: dict[str, float] = {}
+        batch: dict[str, int] = {}
         errors: dict[str, str] = {}
         for r in runs:
             status.update(r.status)
             latency.update(r.latency)
+            batch.update(r.latency_batch)
             errors.update(r.errors)
         return Run(
             qids,
@@ -480,6 +489,7 @@ class Run:
             np.concatenate([r.scores for r in runs]) if runs else np.zeros(0),
             status=status,
             latency=latency,
+            latency_batch=batch,
             errors=errors,
             name=name or (runs[0].name if runs else ""),
             n_duplicates=sum(r.n_duplicates for r in runs),

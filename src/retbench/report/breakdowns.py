@@ -17,10 +17,12 @@ BREAKDOWN_NOTE = (
 )
 STAGE_HEADER = ("system", "stage", "queries", "p50 ms", "p95 ms", "mean ms", "total s", "suite s")
 STAGE_NOTE = (
-    "`search`: wall time retbench measured around each query's search call (for an http system the whole "
-    "request); other stages are those the system reports in its answers (`retrieval`, `generation`, ...). "
-    "p50/p95 are linear-interpolation percentiles over queries; suite s is the wall time of the cell's stages "
-    "(encode, index, search, rerank, evaluate) in the process that finished it."
+    "`search`: wall time retbench measured around each query's whole search (for an http system the whole "
+    "request; a scope's selector and a rerank stage included); `scope`: the scope selector's own time; other stages "
+    "are those the system reports in its answers (`retrieval`, `generation`, ...). p50/p95 are linear-interpolation "
+    "percentiles over queries, `not measured` where the search was timed as batches (each query's share of its "
+    "batch's wall time: only the mean is measured); suite s is the wall time of the cell's stages (encode, index, "
+    "search, rerank, evaluate) in the process that finished it."
 )
 USAGE_HEADER = ("system", "LLM stage", "calls", "cached", "input tokens", "output tokens", "estimated cost")
 USAGE_NOTE = (
@@ -50,13 +52,13 @@ def stage_rows(systems: Sequence[Any]) -> list[list[str]]:
         stages = (s.stages or {}).get("stages") or {}
         suite = fmt.num((s.stages or {}).get("suite_seconds"), 2)
         for stage, v in stages.items():
+            pct = ["not measured"] * 2 if v.get("amortised") else [fmt.ms(v.get("p50_s")), fmt.ms(v.get("p95_s"))]
             rows.append(
                 [
                     s.name,
                     stage,
                     fmt.count(v.get("n")),
-                    fmt.ms(v.get("p50_s")),
-                    fmt.ms(v.get("p95_s")),
+                    *pct,
                     fmt.ms(v.get("mean_s")),
                     fmt.num(v.get("total_s"), 2),
                     suite,

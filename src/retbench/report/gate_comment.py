@@ -16,7 +16,7 @@ from retbench.gates import Check, GateReport, GateResult
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt
 from retbench.report.markdown import md_text
-from retbench.report.plan import detects_sentence, size_pp
+from retbench.report.plan import detects_sentence, size
 from retbench.report.weakening import gate_caveats
 
 
@@ -82,18 +82,18 @@ def detectable_note(r: GateResult) -> str:
     if r.detectable is None:
         return ""
     change = "rise" if lower_is_better(r.gate.metric) else "drop"
-    return detects_sentence(r.detectable, r.gate.limits.regression_max, change)
+    return detects_sentence(r.gate.metric, r.detectable, r.gate.limits.regression_max, change)
 
 
 def source_note(r: GateResult) -> str:
     """Which labels a gate's numbers come from, in words: 'human labels, 300 queries', 'LLM labels (judge bias
     not corrected), 300 queries', or 'PPI change -1.2 pp [-2.5 pp, +0.1 pp], 113 human / 286 LLM-labelled queries'."""
-    e = r.estimate
+    e, m = r.estimate, r.gate.metric
     if not e:
         return ""
-    if e["source"] == "ppi":
+    if e["source"] == "ppi":  # in the metric's unit: percentage points for a share, decimals for a score
         return (
-            f"PPI change {fmt.pp(e['delta'])} [{fmt.pp(e['ci_low'])}, {fmt.pp(e['ci_high'])}], "
+            f"PPI change {fmt.change(m, e['delta'])} [{fmt.change(m, e['ci_low'])}, {fmt.change(m, e['ci_high'])}], "
             f"{e['n_human']} human / {e['n_llm']} LLM-labelled queries"
         )
     if e["source"] == "llm":
@@ -130,7 +130,7 @@ def _limits_text(lim: Limits, metric: str, detectable: float | None = None) -> s
     if lim.regression_max is not None:
         text = f"may {'rise' if lower else 'drop'} at most {abs_pp(lim.regression_max, metric)}"
         if detectable is not None:
-            text += f" (detectable: {size_pp(detectable) if fmt.is_share(metric) else fmt.size(metric, detectable)})"
+            text += f" (detectable: {size(metric, detectable)})"
         parts.append(text)
     return ", ".join(parts)
 

@@ -20,6 +20,7 @@ from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt, histogram, plots
 from retbench.report.html_drill import drill_section, k_curve_figures
 from retbench.report.html_page import LEGEND_HINT, attr, note, page, table_html
+from retbench.report.latency import latency_html
 from retbench.report.model import (
     COVERAGE_HEADER,
     RESOURCE_HEADER,
@@ -321,43 +322,6 @@ def _rerank(data: ReportData) -> str:
     return table_html(list(RERANK_HEADER), _rows(rows), {1, 4, 5, 6, 7}) + note(RERANK_NOTE)
 
 
-def _latency(data: ReportData) -> str:
-    timed = [s for s in data.systems if s.latencies_ms]
-    if not timed:
-        return '<p class="muted">No per-query latency was recorded.</p>'
-    rows = [
-        f'<tr><td>{escape(s.name)}</td><td class="num">{s.latency["n"]}</td>'
-        + "".join(f'<td class="num">{s.latency[k]:.2f}</td>' for k in ("p50", "p95", "p99", "mean", "max"))
-        + "</tr>"
-        for s in timed
-    ]
-    table = table_html(["system", "queries", "p50 ms", "p95 ms", "p99 ms", "mean ms", "max ms"], rows, set(range(1, 7)))
-    series = []
-    for s in timed:
-        n = len(s.latencies_ms)
-        xs = [max(v, 1e-3) for v in s.latencies_ms]
-        series.append(plots.Series(s.name, [xs[0], *xs], [0.0, *[(i + 1) / n for i in range(n)]]))
-    lo, hi = min(x for s in series for x in s.xs), max(x for s in series for x in s.xs)
-    log = hi / lo >= 20
-    svg = plots.line_chart(
-        series,
-        title="Latency distribution per query",
-        kind="latency-ecdf",
-        x_label="latency (ms)",
-        y_label="share of queries at or below",
-        x_log=log,
-        y_range=(0.0, 1.0),
-        y_unit="%",
-        x_range=None if log else (0.0, hi * 1.02),
-        step=True,
-        markers=False,
-    )
-    return (
-        f"{table}<figure>{svg}<figcaption>Cumulative distribution: the height at a latency is the share of queries "
-        "answered at least that fast, as recorded by the runner.</figcaption></figure>"
-    )
-
-
 def _rows(rows: list[list[str]]) -> list[str]:
     return ["<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows]
 
@@ -464,7 +428,7 @@ def render_html(data: ReportData) -> str:
         ("curves", "Metric@k curves", f'<p class="small muted chart-hint">{LEGEND_HINT}</p>' + _curves(data)),
         *([("pr-curve", "Precision-recall curve", pr_figure(data.pr_curves))] if data.pr_curves else []),
         ("comparison", "Comparison", _comparison(data)),
-        ("latency", "Latency", _latency(data)),
+        ("latency", "Latency", latency_html(data)),
         *tradeoff_section(data),
         *([("rerank", "Rerank stages", _rerank(data))] if rerank_rows(data) else []),
         *_answer_side(data),

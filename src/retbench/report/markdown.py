@@ -58,12 +58,13 @@ def _side(name: str, counts: Mapping[str, int]) -> str:
 
 
 def comparison_markdown(
-    cmp: Any, *, alpha: float = 0.05, top_metric: str | None = None, level: int = 1, options: bool = True
+    cmp: Any, *, alpha: float = 0.05, top_metric: str | None = None, level: int = 1, options: Sequence[str] = ()
 ) -> str:
-    """A comparison (compare.Comparison) as Markdown: what was tested, one table per pair (headed "B vs A",
-    as its columns are), then the most changed queries."""
+    """A comparison (compare.Comparison) as Markdown: what was tested (with `options`, the hints of widening
+    options not given yet), one table per pair (headed "B vs A", as its columns are), then the most changed
+    queries."""
     n_cells = cmp.family
-    hint = " (other pairs: `--all-pairs`; other metrics: `--metrics`, or `--metrics all`)" if options else ""
+    hint = f" ({'; '.join(options)})" if options else ""
     lines = [f"{'#' * level} A/B comparison", "", comparison_scope(cmp) + hint + ".", ""]
     if cmp.note:
         lines += [f"Note: {cmp.note}.", ""]
@@ -255,7 +256,7 @@ def report_markdown(data: Any) -> str:
             "",
         ]
     if data.comparison is not None:
-        lines.append(comparison_markdown(data.comparison, top_metric=data.primary, level=2, options=False))
+        lines.append(comparison_markdown(data.comparison, top_metric=data.primary, level=2))
     lines += _latency_sections(data)
     from retbench.report.model import COVERAGE_HEADER, RESOURCE_HEADER, SHORT_NOTE, resource_rows, short_runs
     from retbench.report.stages import (
@@ -304,19 +305,15 @@ def report_markdown(data: Any) -> str:
 def _latency_sections(data: Any) -> list[str]:
     """Query latency; breakdown by group per system, latency by stage, LLM usage and cost (each only when recorded)."""
     from retbench.report import breakdowns as b
+    from retbench.report import latency as lat
 
     lines: list[str] = []
-    timed = [s for s in data.systems if s.latency]
+    timed = lat.latency_rows(data.systems)
     if timed:
-        lines += ["## Latency", ""]
-        lines += _table(
-            ["system", "queries", "p50 ms", "p95 ms", "p99 ms", "mean ms", "max ms"],
-            [
-                [s.name, s.latency["n"], *(f"{s.latency[k]:.2f}" for k in ("p50", "p95", "p99", "mean", "max"))]
-                for s in timed
-            ],
-        )
-        lines.append("")
+        lines += ["## Latency", "", *_table(lat.LATENCY_HEADER, timed), "", lat.LATENCY_NOTE, ""]
+        parts = lat.part_rows([(s.name, s.stages) for s in data.systems])
+        if parts:
+            lines += [*_table(lat.PARTS_HEADER, parts), "", lat.PARTS_NOTE, ""]
     grouped = [s for s in data.systems if s.breakdown]
     if grouped:
         lines += ["## Breakdown by group", "", b.BREAKDOWN_NOTE, ""]

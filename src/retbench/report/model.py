@@ -47,6 +47,7 @@ class SystemSummary:
     # blocks of the system's result (results/usage.py, studies/cell.breakdown)
     breakdown: dict[str, Any] = field(default_factory=dict)  # group -> {"n", "means"}
     stages: dict[str, Any] = field(default_factory=dict)  # {"stages": {stage: {p50_s, ...}}, "suite_seconds"}
+    latency_query: dict[str, Any] = field(default_factory=dict)  # what the latency measured (results/usage.py)
     usage: dict[str, Any] = field(default_factory=dict)  # LLM stage -> {calls, tokens, cost}
     error: str | None = None  # the system failed as a whole (not built, not indexed): no scores, shown as failed
     estimates: dict[str, dict[str, Any]] = field(default_factory=dict)  # metric -> its value's `estimate`
@@ -132,18 +133,19 @@ def metric_curves(metrics: list[str]) -> dict[str, list[tuple[int, str]]]:
     return {f: sorted(v) for f, v in fams.items() if len({k for k, _ in v}) >= 2}
 
 
-def latency_summary(latencies_s: list[float]) -> tuple[list[float], dict[str, float]]:
-    """Sorted latencies in ms and their p50/p95/p99/mean/max."""
+def latency_summary(latencies_s: list[float], amortised: bool = False) -> tuple[list[float], dict[str, Any]]:
+    """Sorted latencies in ms and their p50/p95/p99/mean/max; for `amortised` latencies (even shares of batches,
+    `Run.latency_batch`) the mean only: percentiles and the max of equal shares describe no query (None)."""
     if not latencies_s:
         return [], {}
     ms = np.sort(np.asarray(latencies_s, dtype=np.float64) * 1000.0)
-    p50, p95, p99 = np.percentile(ms, [50, 95, 99])
+    p50, p95, p99 = (None, None, None) if amortised else (float(v) for v in np.percentile(ms, [50, 95, 99]))
     return ms.tolist(), {
-        "p50": float(p50),
-        "p95": float(p95),
-        "p99": float(p99),
+        "p50": p50,
+        "p95": p95,
+        "p99": p99,
         "mean": float(ms.mean()),
-        "max": float(ms[-1]),
+        "max": None if amortised else float(ms[-1]),
         "n": int(ms.size),
     }
 
@@ -352,7 +354,8 @@ def _summaries(
         res = result.systems[s]
         ev = evs[s] = result.evaluation(s)
         run = runs[s] = result.run(s)
-        ms, lat = latency_summary([v for v in run.latency.values() if v is not None and math.isfinite(v)])
+        timed = [q for q, v in run.latency.items() if v is not None and math.isfinite(v)]
+        ms, lat = latency_summary([run.latency[q] for q in timed], any(q in run.latency_batch for q in timed))
         info = result.manifest.system(s)
         systems.append(
             SystemSummary(
@@ -370,6 +373,7 @@ def _summaries(
                 judged_counts(res),
                 breakdown=dict(res.breakdown or {}),
                 stages=dict(res.latency),
+                latency_query=dict(res.latency.get("query") or {}),
                 usage=dict(res.usage or {}),
                 estimates={m: v.estimate for m, v in res.metrics.items() if v.estimate is not None},
             )

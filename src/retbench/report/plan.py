@@ -1,7 +1,8 @@
 """`retbench plan` in words: per gate, the drop the gold set can detect and the labelled queries a target needs.
 
 `retbench.planning` computes; this module says it, with the same "detectable" sentence the gate's PR
-comment uses (`detects_sentence`), so the two cannot disagree.
+comment uses (`detects_sentence`), so the two cannot disagree. Sizes read in the metric's unit (`fmt.size`):
+percentage points for shares (recall, precision, hit rate), absolute decimals for scores (MRR, nDCG, MAP).
 """
 
 from __future__ import annotations
@@ -13,20 +14,22 @@ from retbench.planning import MetricPlan, Plan
 from retbench.report import fmt
 
 
-def size_pp(value: float | None) -> str:
-    """A size of drop without its sign: 0.051 -> '5.1 pp' ('n/a' when unknown)."""
+def size(metric: str, value: float | None) -> str:
+    """A size of drop without its sign in the metric's unit: recall 0.051 -> '5.1 pp', MRR 0.051 -> '0.051'
+    ('n/a' when unknown)."""
     if value is None or not math.isfinite(value):
         return "n/a"
-    return fmt.pp(abs(value)).lstrip("+±")
+    return fmt.size(metric, value)
 
 
-def detects_sentence(detectable: float, limit: float | None, change: str = "drop") -> str:
-    """'this gold set detects a drop of 5.1 pp; the limit is 3.0 pp' (the limit part only when there is one)."""
+def detects_sentence(metric: str, detectable: float, limit: float | None, change: str = "drop") -> str:
+    """'this gold set detects a drop of 5.1 pp; the limit is 3.0 pp' for a share, '... of 0.051; the limit is
+    0.030' for a score (the limit part only when there is one)."""
     if not math.isfinite(detectable):
         head = f"this gold set cannot detect a {change} at 80% power"
     else:
-        head = f"this gold set detects a {change} of {size_pp(detectable)}"
-    return head + (f"; the limit is {size_pp(limit)}" if limit is not None else "")
+        head = f"this gold set detects a {change} of {size(metric, detectable)}"
+    return head + (f"; the limit is {size(metric, limit)}" if limit is not None else "")
 
 
 def _count(n: int | None) -> str:
@@ -80,8 +83,8 @@ def render_plan(plan: Plan) -> str:
     ]
     for m in plan.metrics:
         lines.append(
-            f"| {m.gate} ({m.severity}) | {fmt.metric_label(m.metric)} | {m.n:,} | {size_pp(m.detectable)} | "
-            f"{size_pp(m.limit) if m.limit is not None else '—'} | {size_pp(m.effect)} | "
+            f"| {m.gate} ({m.severity}) | {fmt.metric_label(m.metric)} | {m.n:,} | {size(m.metric, m.detectable)} | "
+            f"{size(m.metric, m.limit) if m.limit is not None else '—'} | {size(m.metric, m.effect)} | "
             f"{_power(m.power_normal)} / {_power(m.power_simulated)} | "
             f"{_count(m.needed_normal)} / {_count(m.needed_simulated)} |"
         )
@@ -110,7 +113,9 @@ def render_plan(plan: Plan) -> str:
 
 def _sentence(m: MetricPlan) -> str:
     change = "rise" if lower_is_better(m.metric) else "drop"
-    text = detects_sentence(m.detectable, m.limit, change)
+    text = detects_sentence(m.metric, m.detectable, m.limit, change)
     if m.sees_limit is False:
-        text += f" (about {_count(m.needed_normal)} labelled queries would detect a {change} of {size_pp(m.effect)})"
+        text += (
+            f" (about {_count(m.needed_normal)} labelled queries would detect a {change} of {size(m.metric, m.effect)})"
+        )
     return text

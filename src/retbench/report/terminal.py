@@ -228,16 +228,20 @@ def _with_source(metric: str) -> str:
 
 
 def render_costs(result: StudyResult) -> Any:
-    """Latency by stage and LLM tokens/cost per system (None when no system recorded either)."""
+    """Query latency (with what it measured), its parts, latency by stage and LLM tokens/cost per system (None
+    when no system recorded any)."""
     from types import SimpleNamespace
 
     from rich.console import Group
 
     from retbench.report import breakdowns as b
+    from retbench.report import latency as lat
 
     systems = [SimpleNamespace(name=s.name, stages=s.latency, usage=s.usage or {}) for s in result]
     parts = []
     for title, header, rows in (
+        ("query latency", *lat.stored_rows(list(result))),
+        ("parts of each query's latency", lat.PARTS_HEADER, lat.part_rows([(s.name, s.latency) for s in result])),
         ("latency by stage", b.STAGE_HEADER, b.stage_rows(systems)),
         ("LLM tokens and cost", b.USAGE_HEADER, b.usage_rows(systems)),
     ):

@@ -1,5 +1,6 @@
-"""The trade-off picture: each system's quality against its latency (p50 and p95) and, when its LLM usage records
-one, its cost, with the Pareto front marked.
+"""The trade-off picture: each system's quality against its latency (mean, p50 and p95) and, when its LLM usage
+records one, its cost, with the Pareto front marked. A system timed as batches (report/latency.py) has a mean but
+no per-query percentiles, so it is on the mean chart only (the section says so).
 
 A system is on the **Pareto front** of a chart when no other system is at least as good on both axes and strictly
 better on one (higher quality, lower latency or cost): the front is the set of choices worth considering, the rest
@@ -81,7 +82,7 @@ def tradeoff_section(data: ReportData) -> list[tuple[str, str, str]]:
         s for s in data.systems if s.error is None and data.primary in s.means and math.isfinite(s.means[data.primary])
     ]
     charts = []
-    for key in ("p50", "p95"):
+    for key in ("mean", "p50", "p95"):
         pts = [
             Point(s.name, s.means[data.primary], s.latency[key])
             for s in ok
@@ -101,6 +102,9 @@ def tradeoff_section(data: ReportData) -> list[tuple[str, str, str]]:
         "points joined by the dashed line are the <b>Pareto front</b>: no other system is at least as good on "
         "both axes and better on one; any other point is beaten outright.</p>"
     )
+    batched = [s.name for s in ok if s.latency and s.latency.get("p50") is None]
+    if batched:
+        text += f"<p>Timed as batches (a mean, no per-query percentiles), so on the mean chart only: {escape(', '.join(batched))}.</p>"
     return [("tradeoff", "Trade-offs", text + body)]
 
 

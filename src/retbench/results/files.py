@@ -62,13 +62,15 @@ def read_json(path: Path) -> Any:
 
 
 def write_status(run: Run, path: Path, extra: Mapping[str, Mapping[str, Any]] | None = None) -> None:
-    """{"qid", "status", "latency"?, "error"?, **extra[qid]} per query (extra: e.g. the query's scope stage),
+    """{"qid", "status", "latency"?, "latency_batch"?, "error"?, **extra[qid]} per query (extra: e.g. the query's scope stage),
     one strict JSON object a line, atomically."""
     with atomic_text(path) as fh:
         for q in run.query_ids:
             rec: dict[str, Any] = {"qid": q, "status": run.status[q].value, **(extra or {}).get(q, {})}
             if q in run.latency:
                 rec["latency"] = round(run.latency[q], 6)
+            if q in run.latency_batch:
+                rec["latency_batch"] = run.latency_batch[q]
             if q in run.errors:
                 rec["error"] = run.errors[q]
             fh.write(json_line(rec, ensure_ascii=True))
@@ -107,6 +109,7 @@ def load_run(sysdir: SystemDir, name: str = "") -> Run:
         return ranked
     status: dict[str, QueryStatus] = {}
     latency: dict[str, float] = {}
+    batch: dict[str, int] = {}
     errors: dict[str, str] = {}
     order: list[str] = []
     for line, rec in iter_jsonl(sysdir.status):
@@ -119,6 +122,8 @@ def load_run(sysdir: SystemDir, name: str = "") -> Run:
         status[q] = QueryStatus(st)
         if rec.get("latency") is not None:
             latency[q] = rec["latency"]
+        if isinstance(rec.get("latency_batch"), int):
+            batch[q] = rec["latency_batch"]
         if "error" in rec:
             errors[q] = rec["error"]
     missing = [q for q in order if q not in ranked]
@@ -128,4 +133,5 @@ def load_run(sysdir: SystemDir, name: str = "") -> Run:
     full = Run.concat(parts, name=name).subset(order)
     full.status.update({q: s for q, s in status.items() if q in full})
     full.latency, full.errors = latency, errors
+    full.latency_batch = {q: n for q, n in batch.items() if n > 1}
     return full

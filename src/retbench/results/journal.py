@@ -171,9 +171,13 @@ class Journal:
         status: QueryStatus | str = QueryStatus.OK,
         latency: float | None = None,
         error: str | None = None,
+        latency_batch: int | None = None,
         **extra: Any,
     ) -> None:
-        """Record one answered (or failed) query in the shape `replay` reads back."""
+        """Record one answered (or failed) query in the shape `replay` reads back (`latency_batch`: the queries its
+        latency is an even share of, written only when more than one)."""
+        if latency_batch is not None and latency_batch > 1:
+            extra["latency_batch"] = int(latency_batch)
         self.append(
             key,
             qid=qid,
@@ -234,6 +238,9 @@ def record_problem(obj: Mapping[str, Any]) -> str | None:
     for name in ("latency", "t"):
         if obj.get(name) is not None and (isinstance(obj[name], bool) or not isinstance(obj[name], (int, float))):
             return f"'{name}' must be a number"
+    batch = obj.get("latency_batch")
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
+        return "'latency_batch' must be a positive integer"
     if obj.get("error") is not None and not isinstance(obj["error"], str):
         return "'error' must be a string"
     if "answer" in obj and not isinstance(obj["answer"], dict):
@@ -301,6 +308,11 @@ def run_from_records(records: Iterable[Mapping[str, Any]], name: str = "") -> Ru
         seen.add(qid)
         ranking = list(zip(r.get("docs") or [], r.get("scores") or [], strict=True))
         builder.add(
-            qid, ranking, status=QueryStatus(r.get("status", "ok")), latency=r.get("latency"), error=r.get("error")
+            qid,
+            ranking,
+            status=QueryStatus(r.get("status", "ok")),
+            latency=r.get("latency"),
+            error=r.get("error"),
+            batch=r.get("latency_batch"),
         )
     return builder.build()

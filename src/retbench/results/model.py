@@ -146,7 +146,7 @@ class SystemResult:
     name: str
     metrics: dict[str, MetricValue] = field(default_factory=dict)
     coverage: Block = field(default_factory=dict)  # metrics.coverage.coverage: answered, judged, failed, ...
-    latency: Block = field(default_factory=dict)  # results.usage.stage_latency: stages, suite_seconds
+    latency: Block = field(default_factory=dict)  # results.usage.stage_latency: stages, suite_seconds, query
     judge: Block | None = None  # studies.judging.judged_summary: calls, tokens, judged N of M
     reference: Block | None = None  # metrics.agreement.reference_agreement: overlap@k with the reference
     first_stage: dict[str, MetricValue] | None = None  # a reranked system's first-stage values

@@ -7,9 +7,24 @@ Latency by stage (`stage_latency`), per query, in seconds:
   `judge`, ...: an http RAG endpoint's own figures, or the generate block's `retrieval` and
   `generation`; a cached generation counts 0 s).
 Each stage gives p50 and p95 (numpy's linear-interpolation percentiles), the mean, the total over
-queries and how many queries reported it. `suite_seconds` is the wall time of the cell's own stages
-(encode, index, search, rerank, evaluate) in the process that finished it: after a resume, the part
-done by that process.
+queries and how many queries reported it. A search timed as a batch (`Run.latency_batch`: the batch's
+wall time shared evenly by its queries) is no per-query measurement: its stage says `amortised` and
+gives the mean and total only (p50/p95 None), since percentiles of equal shares are no distribution.
+`suite_seconds` is the wall time of the cell's own stages (encode, index, search, rerank, evaluate)
+in the process that finished it: after a resume, the part done by that process.
+
+What a query's latency measured (`query`), so no number is read without its conditions:
+- `timing`: `per_query` (each query timed alone) or `batch` (shares of batches; `largest_batch` queries at
+  most, `amortised` of the queries);
+- `includes`: the parts inside the total, in order: `search` alone, or a composite's parts (`scope` +
+  `search`, `search` + `rerank`, a hybrid's `component <name>` searches + `fusion`);
+- `parts`: {part: {total_s, n}} for the parts measured (a hybrid's from its `PartTimes`, a scope's from its
+  records, a rerank's from its stage's wall seconds, the first stage's as the rest of the total), each
+  inside the total;
+- `caches`: [{what, from_cache, of}]: query vectors answered from the embedding cache and rerank pairs
+  answered from the pair cache, over the queries searched in this process (a warm cache makes a dense
+  search or a rerank look fast); absent when this process searched nothing (answers read back from the
+  journal) or searched on other machines (Ray workers).
 
 Tokens and cost (`llm_usage`): every `<stage>_calls.jsonl` call log beside the results
 (`generate_calls.jsonl` for a generate block, `judge_calls.jsonl` for judged metrics) is summed:
@@ -34,30 +49,86 @@ from retbench.io.files import appended_records
 CALL_LOG_SUFFIX = "_calls.jsonl"
 
 
-def _summary(seconds: list[float]) -> dict[str, float | int]:
+def _summary(seconds: list[float], amortised: bool = False) -> dict[str, Any]:
     arr = np.asarray(seconds, dtype=np.float64)
-    p50, p95 = np.percentile(arr, [50, 95])
-    return {
-        "p50_s": float(p50),
-        "p95_s": float(p95),
+    p50, p95 = (None, None) if amortised else (float(v) for v in np.percentile(arr, [50, 95]))
+    out: dict[str, Any] = {
+        "p50_s": p50,
+        "p95_s": p95,
         "mean_s": float(arr.mean()),
         "total_s": float(arr.sum()),
         "n": int(arr.size),
     }
+    return {**out, "amortised": True} if amortised else out
 
 
-def stage_latency(run: Run, answers: Mapping[str, Any], timings: Mapping[str, float]) -> dict[str, Any]:
-    """{"stages": {stage: {p50_s, p95_s, mean_s, total_s, n}}, "suite_seconds": s} (module docstring)."""
+def stage_latency(
+    run: Run,
+    answers: Mapping[str, Any],
+    timings: Mapping[str, float],
+    *,
+    scopes: Mapping[str, Any] | None = None,
+    searched: Mapping[str, Any] | None = None,
+    rerank: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """{"stages": {stage: {p50_s, p95_s, mean_s, total_s, n}}, "suite_seconds": s, "query": {...}} (module
+    docstring). `scopes`: the scope records (their seconds are the `scope` stage); `searched`: what the executor
+    said about this process's search (`studies/executors.search_conditions`); `rerank`: the rerank stage's
+    manifest block (its `pairs` figures)."""
     per_stage: dict[str, list[float]] = {}
-    searched = [run.latency[q] for q in run.query_ids if run.latency.get(q) is not None]
-    if searched:
-        per_stage["search"] = [float(s) for s in searched]
+    timed = [q for q in run.query_ids if run.latency.get(q) is not None]
+    if timed:
+        per_stage["search"] = [float(run.latency[q]) for q in timed]
     for q in run.query_ids:
-        answer = answers.get(q)
-        for stage, seconds in (getattr(answer, "latency", None) or {}).items():
-            per_stage.setdefault(stage, []).append(float(seconds))
+        for source in (answers, scopes or {}):
+            for stage, seconds in (getattr(source.get(q), "latency", None) or {}).items():
+                per_stage.setdefault(stage, []).append(float(seconds))
+    batched = [q for q in timed if q in run.latency_batch]
     suite = sum(float(v) for k, v in timings.items() if k.endswith("_seconds"))
-    return {"stages": {s: _summary(v) for s, v in per_stage.items()}, "suite_seconds": round(suite, 3)}
+    return {
+        "stages": {s: _summary(v, amortised=s == "search" and bool(batched)) for s, v in per_stage.items()},
+        "suite_seconds": round(suite, 3),
+        "query": _conditions(run, batched, per_stage.get("scope"), searched, rerank),
+    }
+
+
+def _conditions(
+    run: Run,
+    batched: list[str],
+    scope: list[float] | None,
+    searched: Mapping[str, Any] | None,
+    rerank: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """What the queries' latencies measured: timing, the parts inside the total, the caches' state."""
+    total = sum(run.latency.values())
+    parts: dict[str, dict[str, float | int]] = {}
+    if scope is not None:
+        parts["scope"] = {"total_s": sum(scope), "n": len(scope)}
+        parts["search"] = {"total_s": max(total - sum(scope), 0.0), "n": len(run.latency)}
+    for name, part in ((searched or {}).get("parts") or {}).items():
+        parts[name] = dict(part)
+    pairs = (rerank or {}).get("pairs") or {}
+    if "wall_seconds" in pairs:
+        reranked = float(pairs["wall_seconds"])
+        parts = {"first stage": {"total_s": max(total - reranked, 0.0), "n": len(run.latency)}, **parts}
+        parts["rerank"] = {"total_s": reranked, "n": len(run.latency)}
+    caches = []
+    vectors = (searched or {}).get("query_vectors")
+    if vectors:
+        caches.append({"what": "query vectors", "from_cache": vectors["from_cache"], "of": sum(vectors.values())})
+    if pairs:
+        cached = int(pairs.get("pairs_cached", 0))
+        caches.append({"what": "rerank pairs", "from_cache": cached, "of": cached + int(pairs.get("pairs_scored", 0))})
+    out: dict[str, Any] = {
+        "timing": "batch" if batched else "per_query",
+        "includes": list(parts) or ["search"],
+        "parts": parts,
+    }
+    if batched:
+        out |= {"largest_batch": max(run.latency_batch[q] for q in batched), "amortised": len(batched)}
+    if searched is not None or pairs:
+        out["caches"] = caches
+    return out
 
 
 def _log_usage(path: Path) -> dict[str, Any]:

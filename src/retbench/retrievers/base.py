@@ -33,6 +33,32 @@ class CapabilityError(NotImplementedError):
     """Raised when an optional ability (add, delete, save, load) is asked of an adapter without it."""
 
 
+class PartTimes:
+    """Seconds a composite retriever spent in each of its parts (a hybrid's components, its fusion), summed over
+    the queries it searched in this process. The parts run inside `search`'s timed batch, so each part's seconds
+    are inside the queries' latencies; reports show them as the breakdown of that total."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.queries: dict[str, int] = {}
+
+    def add(self, part: str, seconds: float, queries: int) -> None:
+        self.seconds[part] = self.seconds.get(part, 0.0) + seconds
+        self.queries[part] = self.queries.get(part, 0) + queries
+
+    def since(self, before: Mapping[str, tuple[float, int]]) -> dict[str, dict[str, float | int]]:
+        """{part: {"total_s", "n"}} added after `before` (a `snapshot`)."""
+        out: dict[str, dict[str, float | int]] = {}
+        for part, s in self.seconds.items():
+            s0, n0 = before.get(part, (0.0, 0))
+            if self.queries[part] > n0:
+                out[part] = {"total_s": s - s0, "n": self.queries[part] - n0}
+        return out
+
+    def snapshot(self) -> dict[str, tuple[float, int]]:
+        return {p: (s, self.queries[p]) for p, s in self.seconds.items()}
+
+
 class Retriever(ABC):
     """One retrieval system. Subclasses implement `index` and `search_batch` (or `search_one`)."""
 
@@ -41,6 +67,8 @@ class Retriever(ABC):
     #: optional abilities this adapter really has: subset of {"add", "delete", "save", "load", "async", "filters"}
     #: ("filters": queries' `metadata.filter` is applied, see `retrievers/filters.py`)
     capabilities: frozenset[str] = frozenset()
+    #: a composite retriever's time per part (None: the retriever is timed as one piece)
+    parts: PartTimes | None = None
 
     def __init__(self, name: str | None = None) -> None:
         self.name = name or self.adapter or type(self).__name__
@@ -70,6 +98,9 @@ class Retriever(ABC):
     def search(self, queries: Queries, k: int, *, batch_size: int = 0) -> Run:
         """Answer every query with a Run; per-query latency is the batch time shared evenly.
 
+        A batch of more than one query records its size with each query (`Run.latency_batch`), so
+        reports show such latencies as batch means and never as per-query percentiles.
+
         A query whose batch raises is recorded as an error with the exception's message verbatim;
         it is never dropped or filled in. Queries carrying `metadata.filter` go to `search_batch_filtered`;
         an adapter without the "filters" ability refuses them before searching anything.
@@ -93,12 +124,16 @@ class Retriever(ABC):
                 elapsed = time.perf_counter() - t0
                 for q in chunk:
                     builder.add(
-                        q, status=QueryStatus.ERROR, latency=elapsed / len(chunk), error=f"{type(exc).__name__}: {exc}"
+                        q,
+                        status=QueryStatus.ERROR,
+                        latency=elapsed / len(chunk),
+                        error=f"{type(exc).__name__}: {exc}",
+                        batch=len(chunk),
                     )
                 continue
             elapsed = time.perf_counter() - t0
             for q, ranking in zip(chunk, rankings, strict=True):
-                builder.add(q, clean_ranking(ranking), latency=elapsed / len(chunk))
+                builder.add(q, clean_ranking(ranking), latency=elapsed / len(chunk), batch=len(chunk))
         return builder.build()
 
     # -- optional abilities ---------------------------------------------------------------------

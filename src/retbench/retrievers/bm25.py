@@ -191,6 +191,7 @@ class LexicalRetriever(Retriever):
             ids[positions],
             scores,
             latency=dict.fromkeys(qids, latency),
+            latency_batch=dict.fromkeys(qids, len(qids)),
             name=self.name,
             _unique=True,
             _owned=True,

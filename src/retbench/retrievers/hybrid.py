@@ -7,20 +7,23 @@ one query's rankings; `fuse_runs` applies one to whole Runs (e.g. run files from
 
 Raw scores are never mixed unless asked for (`normalization: none`): BM25 and cosine live on different scales.
 Fused rankings are ordered by fused score, ties by doc id descending (trec_eval's rule), so the cut at k matches
-evaluation.
+evaluation. Each component's search and the fusion are timed inside the hybrid's own search (`parts`), so the
+hybrid's query latency holds its components' (reports show the breakdown); a dense component whose query
+vectors an earlier system encoded reads them from the embedding cache, which the report says beside it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from retbench.data import Corpus, Run, RunBuilder
 from retbench.errors import ConfigError
-from retbench.retrievers.base import CapabilityError, Retriever, create, register
+from retbench.retrievers.base import CapabilityError, PartTimes, Retriever, create, register
 from retbench.retrievers.fusion import (
     METHOD_PARAMS,
     RANK_BASED,
@@ -61,6 +64,7 @@ class HybridRetriever(Retriever):
     """Fuses component retrievers (each built with `create()` and searched to its own depth)."""
 
     adapter = "hybrid"
+    parts: PartTimes
 
     def __init__(
         self,
@@ -108,6 +112,7 @@ class HybridRetriever(Retriever):
             if names.count(c.name) > 1:
                 c.name = f"{c.name}-{i + 1}"  # unique names: they key save folders and descriptions
         self.fusion, self.rrf_k, self.normalization = fusion, float(rrf_k), normalization
+        self.parts = PartTimes()  # each component's search and the fusion, inside the queries' latencies
         # an ability the hybrid has only if every component has it
         self.capabilities = frozenset.intersection(*(frozenset(c.capabilities) for c in self.components)) & {
             "add",
@@ -143,12 +148,19 @@ class HybridRetriever(Retriever):
             c.index(corpus)
 
     def component_rankings(self, texts: Sequence[str]) -> list[list[Ranking]]:
-        """Each component's rankings (to its own depth), component-major: [component][query]."""
-        return [c.search_batch(texts, dep) for c, dep in zip(self.components, self.depths, strict=True)]
+        """Each component's rankings (to its own depth), component-major: [component][query]; each component's
+        seconds go to `parts` (the breakdown of the hybrid's latency)."""
+        out = []
+        for c, dep in zip(self.components, self.depths, strict=True):
+            t0 = time.perf_counter()
+            out.append(c.search_batch(texts, dep))
+            self.parts.add(f"component {c.name}", time.perf_counter() - t0, len(texts))
+        return out
 
     def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
         per = self.component_rankings(texts)
-        return [
+        t0 = time.perf_counter()
+        fused = [
             fuse(
                 [per[c][q] for c in range(len(per))],
                 self.fusion,
@@ -160,6 +172,8 @@ class HybridRetriever(Retriever):
             )
             for q in range(len(texts))
         ]
+        self.parts.add("fusion", time.perf_counter() - t0, len(texts))
+        return fused
 
     def _need(self, ability: str) -> None:
         if ability not in self.capabilities:

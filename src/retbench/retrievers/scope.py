@@ -24,6 +24,8 @@ so for an exact retriever (BM25, a flat dense index) the result equals a search 
 Each query's `ScopeRecord` (the scope chosen, the documents the scoped search returned, whether it fell
 back, the selector's own seconds) is journaled with its ranking and written to status.jsonl, and the
 `scope_miss_rate` metric (metrics/scope.py) is computed from the scope chosen *before* any fallback.
+A query's latency holds every part of it: the selector's seconds plus every search it took (each deeper
+ask, and the unscoped search of a fallback), so a scoped system's latency compares with an unscoped one's.
 """
 
 from __future__ import annotations
@@ -184,7 +186,16 @@ class ScopedRetriever(Retriever):
         for q in queries:
             f, seconds = chosen[q]
             src = plain if f is None else (again if again is not None and q in empty else inside)
-            builder.add(q, src.ranking(q), status=src.status[q], latency=src.latency.get(q), error=src.errors.get(q))
+            # a query's latency holds every part: choosing its scope and each search it took (a fallback's too)
+            passes = [r for r in (plain if f is None else inside, again if src is again else None) if r is not None]
+            builder.add(
+                q,
+                src.ranking(q),
+                status=src.status[q],
+                latency=seconds + sum(r.latency.get(q, 0.0) for r in passes),
+                error=src.errors.get(q),
+                batch=max((r.latency_batch.get(q, 1) for r in passes), default=1),
+            )
             n = len(inside.docs(q)) if f is not None else len(plain.docs(q))
             self.scopes[q] = ScopeRecord(None if f is None else f.as_dict(), n, src is again, {"scope": seconds})
         return builder.build()
@@ -198,9 +209,14 @@ class ScopedRetriever(Retriever):
             return self.inner.search(Queries({q: queries[q] for q in queries}, meta), k, batch_size=batch_size)
         total = max(len(self._views), 1)
         ask, todo, runs = min(k * DEEPEN, total), list(queries), {}
+        spent: dict[str, float] = {}  # every deepening pass's seconds count
+        batch: dict[str, int] = {}
         while todo:
             found = self.inner.search(queries.subset(todo), ask, batch_size=batch_size)
             runs.update({q: found for q in todo})
+            for q in todo:
+                spent[q] = spent.get(q, 0.0) + found.latency.get(q, 0.0)
+                batch[q] = max(batch.get(q, 1), found.latency_batch.get(q, 1))
             todo = [
                 q
                 for q in todo
@@ -214,8 +230,9 @@ class ScopedRetriever(Retriever):
                 q,
                 self._keep(run, q, filters[q], k),
                 status=_status(run, q),
-                latency=run.latency.get(q),
+                latency=spent[q],
                 error=run.errors.get(q),
+                batch=batch[q],
             )
         return builder.build()
 

@@ -358,9 +358,9 @@ def _system_result(
     """The cell's typed result: metric values (canonical names, as in per_query.tsv) and its blocks, apart."""
     evaluation = scored.evaluation
     resources = outcome.manifest.get("resources")
-    latency = stage_latency(run, answers, outcome.timings)
-    if scopes:  # the scope stage's own seconds per query (ScopeRecord.latency), beside the search's
-        latency["stages"]["scope"] = stage_latency(run, scopes, {})["stages"]["scope"]
+    searched = resources.get("search_on") if isinstance(resources, Mapping) else None
+    rerank = reranked.manifest if reranked is not None else None
+    latency = stage_latency(run, answers, outcome.timings, scopes=scopes, searched=searched, rerank=rerank)
     return SystemResult(
         cell.key,
         metric_values(aggregates, evaluation.metrics),
@@ -460,12 +460,14 @@ def search_journaled(
         scoped = records if records is not None else {}
 
         def on_batch(part: list[Answer]) -> None:
-            for q, ranking, status, latency, error in part:
+            for q, ranking, status, latency, error, batch in part:
                 if q not in journal:  # a batch retried after a worker died is journaled once
                     answer = {"answer": said[q].to_dict()} if q in said else {}
                     if q in scoped:
                         answer["scope"] = scoped[q].to_dict()
-                    journal.append_query(q, q, ranking, status=status, latency=latency, error=error, **answer)
+                    journal.append_query(
+                        q, q, ranking, status=status, latency=latency, error=error, latency_batch=batch, **answer
+                    )
             journal.flush()
             answered[0] += len(part)
             if progress:

@@ -282,7 +282,7 @@ class BestChunkDocuments(Retriever):
         ask = min(k, len(self.chunks))
         found = self.inner.search(queries, ask, batch_size=batch_size)
         docs = top_documents(found, self.chunks, k)
-        latency = dict(found.latency)
+        latency, batch = dict(found.latency), dict(found.latency_batch)  # every deeper ask adds to both
         todo = _short_of(found, docs, ask, k)
         while todo and ask < len(self.chunks):
             ask = min(2 * ask, len(self.chunks))
@@ -292,10 +292,11 @@ class BestChunkDocuments(Retriever):
             more = top_documents(found, self.chunks, k)
             for q in todo:
                 latency[q] = latency.get(q, 0.0) + found.latency.get(q, 0.0)
+                batch[q] = max(batch.get(q, 1), found.latency_batch.get(q, 1))
             again = set(todo)
             docs = Run.concat([docs.subset([q for q in docs.query_ids if q not in again]), more]).subset(list(queries))
             todo = _short_of(found, more, ask, k)
-        docs.latency = latency
+        docs.latency, docs.latency_batch = latency, {q: n for q, n in batch.items() if n > 1}
         return docs
 
     def close(self) -> None:

@@ -38,15 +38,15 @@ from typing import Any
 from retbench.config.experiment import ExecutorBlock
 from retbench.data import Corpus, Queries, Run
 from retbench.errors import BackendError, ConfigError
-from retbench.retrievers.base import Ranking, Retriever, create
+from retbench.retrievers.base import PartTimes, Ranking, Retriever, create
 from retbench.retrievers.encoders import Encoder
 from retbench.studies.resources import rate, worker_figures
 
 RAY_VERSION = "2.60.0"
 NICENESS_ENV = "RAY_worker_niceness"  # Ray's own name for its `worker_niceness` setting (case matters)
 
-#: one answered query: (qid, ranking, status, latency, error)
-Answer = tuple[str, Ranking, str, float | None, str | None]
+#: one answered query: (qid, ranking, status, latency, error, latency batch: queries its latency is a share of)
+Answer = tuple[str, Ranking, str, float | None, str | None, int | None]
 OnBatch = Callable[[list[Answer]], None]
 
 
@@ -66,7 +66,42 @@ def encoders_of(retriever: Retriever) -> list[Encoder]:
         if isinstance(enc, Encoder) and all(enc is not e for e in found):
             found.append(enc)
         stack.extend(getattr(r, "components", []) or [])
+        if isinstance(getattr(r, "inner", None), Retriever):  # a scope or generate wrapper's retriever
+            stack.append(r.inner)
     return found
+
+
+def _query_encodes(retriever: Retriever) -> tuple[int, int] | None:
+    """(query texts run through a model, answered from the embedding cache) so far; None without an encoder."""
+    encoders = encoders_of(retriever)
+    if not encoders:
+        return None
+    roles = [e.stats.by_role["query"] for e in encoders]
+    return sum(r["encoded"] for r in roles), sum(r["cached"] for r in roles)
+
+
+def _parts_of(retriever: Retriever) -> PartTimes | None:
+    """The part times of the retriever or of the retriever a scope or generate wrapper holds."""
+    for r in (retriever, getattr(retriever, "inner", None)):
+        if isinstance(r, Retriever) and r.parts is not None:
+            return r.parts
+    return None
+
+
+def search_conditions(retriever: Retriever, search: Callable[[], None]) -> dict[str, Any]:
+    """Run `search` in this process and say what its latencies were measured under: how many query vectors
+    came from the embedding cache (a warm cache makes a dense search look fast) and the seconds of each part
+    of a composite retriever (`PartTimes`), both counted over this search alone."""
+    encodes, parts = _query_encodes(retriever), _parts_of(retriever)
+    before = parts.snapshot() if parts is not None else {}
+    search()
+    out: dict[str, Any] = {}
+    after = _query_encodes(retriever)
+    if encodes is not None and after is not None:
+        out["query_vectors"] = {"encoded": after[0] - encodes[0], "from_cache": after[1] - encodes[1]}
+    if parts is not None:
+        out["parts"] = parts.since(before)
+    return out
 
 
 def devices_of(retriever: Retriever, *extra: str) -> list[str]:
@@ -76,7 +111,10 @@ def devices_of(retriever: Retriever, *extra: str) -> list[str]:
 
 def answers(run: Run) -> list[Answer]:
     """A Run's per-query results as plain tuples (what crosses process boundaries)."""
-    return [(q, run.ranking(q), run.status[q].value, run.latency.get(q), run.errors.get(q)) for q in run.query_ids]
+    return [
+        (q, run.ranking(q), run.status[q].value, run.latency.get(q), run.errors.get(q), run.latency_batch.get(q))
+        for q in run.query_ids
+    ]
 
 
 def shard_stream(enc: Encoder, corpus: Corpus | Sequence[str]) -> Iterator[list[str]]:
@@ -141,9 +179,11 @@ class InProcess:
         on_batch: OnBatch,
         **_: Any,
     ) -> dict[str, Any]:
-        for batch in batches(queries, todo, batch_size):
-            on_batch(answers(retriever.search(batch, k)))
-        return {"executor": self.kind, "workers": 1}
+        def search() -> None:
+            for batch in batches(queries, todo, batch_size):
+                on_batch(answers(retriever.search(batch, k)))
+
+        return {"executor": self.kind, "workers": 1, **search_conditions(retriever, search)}
 
     def close(self) -> None:
         """Nothing to release."""
@@ -341,11 +381,11 @@ class RayExecutor:
     ) -> dict[str, Any]:
         """Batches over actors that load `index_dir`; in process when the adapter cannot save/load."""
         if isinstance(getattr(retriever, "answers", None), Mapping):  # workers would not bring answers back
-            InProcess().search(retriever, queries, todo, k, batch_size, on_batch)
-            return {"executor": "in_process", "why": "a system that answers (RAG) searches where its answers are kept"}
+            here = InProcess().search(retriever, queries, todo, k, batch_size, on_batch)
+            return {**here, "why": "a system that answers (RAG) searches where its answers are kept"}
         if not adapter or index_dir is None or not {"save", "load"} <= retriever.capabilities:
-            InProcess().search(retriever, queries, todo, k, batch_size, on_batch)
-            return {"executor": "in_process", "why": f"adapter {retriever.adapter!r} cannot save and load its index"}
+            here = InProcess().search(retriever, queries, todo, k, batch_size, on_batch)
+            return {**here, "why": f"adapter {retriever.adapter!r} cannot save and load its index"}
         from ray.util import ActorPool
 
         count, _, _ = self._workers()

@@ -139,7 +139,10 @@ def test_a_plugin_metric_named_latency_keeps_its_value_beside_the_latency_block(
     out = tmp_path / "out"
     stored = json.loads((out / "metrics.json").read_text())["systems"]["bm25"]
     assert stored["metrics"]["latency"]["value"] == 0.25
-    assert set(stored["latency"]) == {"stages", "suite_seconds"} and stored["latency"]["stages"]["search"]["n"] == 10
+    assert (
+        set(stored["latency"]) == {"stages", "suite_seconds", "query"}
+        and stored["latency"]["stages"]["search"]["n"] == 10
+    )
     summary = (out / "report.md").read_text().split("## Summary", 1)[1].split("\n## ", 1)[0]
     header = next(ln for ln in summary.splitlines() if ln.startswith("| system"))
     row = next(ln for ln in summary.splitlines() if ln.startswith("| bm25 |"))

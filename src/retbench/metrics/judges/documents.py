@@ -32,6 +32,7 @@ def pool_documents(run: Run, chunks: ChunkSet | Mapping[str, str]) -> Run:
         run.scores,
         status=run.status,
         latency=run.latency,
+        latency_batch=run.latency_batch,
         errors=run.errors,
         name=run.name,
     )

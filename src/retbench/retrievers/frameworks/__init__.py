@@ -58,20 +58,23 @@ class Outcome:
     failure: BaseException | None = None
     latency: float = 0.0
     invalid: str | None = None
+    batch: int = 1  # queries whose shared wall time `latency` is an even share of (1: timed alone)
 
 
 MAX_ABANDONED = 32  # framework calls hung past timeout_s that may run on (as threads) at once
 
 
-def answer_outcome(result: Any, latency: float) -> Outcome:
+def answer_outcome(result: Any, latency: float, batch: int = 1) -> Outcome:
     """An Outcome from what one framework call returned: its hits, or why they are not a list of documents."""
     if isinstance(result, BaseException):
-        return Outcome(failure=result, latency=latency)
+        return Outcome(failure=result, latency=latency, batch=batch)
     if result is None or isinstance(result, (str, bytes, Mapping)) or not isinstance(result, Sequence):
         return Outcome(
-            latency=latency, invalid=f"the retriever returned {type(result).__name__}, not a list of documents"
+            latency=latency,
+            invalid=f"the retriever returned {type(result).__name__}, not a list of documents",
+            batch=batch,
         )
-    return Outcome(hits=list(result), latency=latency)
+    return Outcome(hits=list(result), latency=latency, batch=batch)
 
 
 class InvalidAnswer(Exception):
@@ -287,11 +290,14 @@ class FrameworkRetriever(Retriever):
                 if outcome.failure is not None:
                     exc = outcome.failure
                     status = QueryStatus.TIMEOUT if isinstance(exc, TimeoutError) else QueryStatus.ERROR
-                    builder.add(qid, status=status, latency=outcome.latency, error=f"{type(exc).__name__}: {exc}")
+                    error = f"{type(exc).__name__}: {exc}"
+                    builder.add(qid, status=status, latency=outcome.latency, error=error, batch=outcome.batch)
                 elif invalid is not None:
-                    builder.add(qid, status=QueryStatus.INVALID, latency=outcome.latency, error=invalid)
+                    builder.add(
+                        qid, status=QueryStatus.INVALID, latency=outcome.latency, error=invalid, batch=outcome.batch
+                    )
                 else:
-                    builder.add(qid, ranking or [], latency=outcome.latency)
+                    builder.add(qid, ranking or [], latency=outcome.latency, batch=outcome.batch)
         return builder.build()
 
     def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
@@ -311,7 +317,7 @@ def timed_batch(texts: list[str], run_all: Callable[[list[str]], list[Any]]) -> 
     t0 = time.perf_counter()
     results = run_all(texts)
     each = (time.perf_counter() - t0) / max(len(texts), 1)
-    return [answer_outcome(r, each) for r in results]
+    return [answer_outcome(r, each, len(texts)) for r in results]
 
 
 def pooled(

@@ -72,15 +72,26 @@ def pair_key(query: str, document: str) -> bytes:
 
 @dataclass
 class RerankStats:
-    """Pairs sent to the reranker vs answered from the cache; `calls` counts reranker calls."""
+    """Pairs sent to the reranker vs answered from the cache; `calls` counts reranker calls.
+
+    `seconds` is the reranker's own scoring time; `wall_seconds` the stage's whole time per call (cache
+    lookups and document reads included), which is what the reranked queries' latencies add.
+    """
 
     scored: int = 0
     cached: int = 0
     calls: int = 0
     seconds: float = 0.0
+    wall_seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"pairs_scored": self.scored, "pairs_cached": self.cached, "calls": self.calls, "seconds": self.seconds}
+        return {
+            "pairs_scored": self.scored,
+            "pairs_cached": self.cached,
+            "calls": self.calls,
+            "seconds": self.seconds,
+            "wall_seconds": self.wall_seconds,
+        }
 
 
 @dataclass(frozen=True)
@@ -235,28 +246,33 @@ class RerankStage:
             except Exception as exc:  # the reranker failed: every query of the call is recorded with its message
                 scores, error = [], f"{type(exc).__name__}: {exc}"
                 failed = QueryStatus.TIMEOUT if isinstance(exc, TimeoutError) else QueryStatus.ERROR
-            share = (time.perf_counter() - t0) / max(1, len(ready))
+            spent = time.perf_counter() - t0
+            self.stats.wall_seconds += spent
+            share = spent / max(1, len(ready))
             by_q = {q: (docs, scores[i] if error is None else None) for i, (q, docs) in enumerate(ready)}
             for q in chunk:
                 latency = first.latency.get(q, 0.0) + (share if q in by_q else 0.0)
+                # the total is amortised when either part is: the first stage's batch or this call's queries
+                batch = max(first.latency_batch.get(q, 1), len(ready))
                 if status[q].failed:
                     builder.add(
                         q,
                         status=status[q],
                         latency=first.latency.get(q),
                         error=first.errors.get(q, "failed in the first stage"),
+                        batch=first.latency_batch.get(q),
                     )
                 elif q not in by_q:
                     continue  # recorded above (invalid first-stage ids)
                 elif error is not None:
-                    builder.add(q, status=failed, latency=latency, error=error)
+                    builder.add(q, status=failed, latency=latency, error=error, batch=batch)
                 else:
                     docs, s = by_q[q]
                     assert s is not None  # scores are None only when the call failed (error set above)
                     ranking = list(zip(docs, s, strict=True))
                     if self.fusion is not None:
                         ranking = self.fusion.apply(first.ranking(q)[: self.depth], ranking)
-                    builder.add(q, ranking, latency=latency)
+                    builder.add(q, ranking, latency=latency, batch=batch)
         run = builder.build()
         return mark_violations(first, run, self.depth)
 
@@ -288,10 +304,21 @@ def mark_violations(first: Run, reranked: Run, depth: int) -> Run:
     builder = RunBuilder(reranked.name)
     for q in reranked.query_ids:
         if q in bad:
-            builder.add(q, status=QueryStatus.INVALID, latency=reranked.latency.get(q), error=bad[q])
+            builder.add(
+                q,
+                status=QueryStatus.INVALID,
+                latency=reranked.latency.get(q),
+                error=bad[q],
+                batch=reranked.latency_batch.get(q),
+            )
         else:
             builder.add(
-                q, reranked.ranking(q), status=status[q], latency=reranked.latency.get(q), error=reranked.errors.get(q)
+                q,
+                reranked.ranking(q),
+                status=status[q],
+                latency=reranked.latency.get(q),
+                error=reranked.errors.get(q),
+                batch=reranked.latency_batch.get(q),
             )
     return builder.build()
 
