@@ -40,6 +40,13 @@ class Leaderboard:
             (s, [self.scores[s].get(d) for d in self.datasets], self.mean[s], self.avg_rank[s]) for s in self.systems
         ]
 
+    def best(self, dataset: str) -> float | None:
+        """The best score on a dataset (the smallest for a lower-is-better metric); None when none was scored."""
+        values = [v for v in (self.scores[s].get(dataset) for s in self.systems) if v is not None]
+        if not values:
+            return None
+        return min(values) if lower_is_better(self.metric) else max(values)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "metric": self.metric,

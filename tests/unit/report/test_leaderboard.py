@@ -101,6 +101,7 @@ def test_a_lower_is_better_metric_ranks_its_smallest_value_first():
     board = build_leaderboard(study({k: {"hallucination_rate": v} for k, v in rates.items()}), "hallucination_rate")
     assert board.avg_rank == {"x": (1 + 2) / 2, "y": (2 + 1) / 2, "z": 3.0}
     assert board.systems == ["x", "y", "z"]  # x and y tie on average rank; x has the lower mean (0.08 < 0.155)
+    assert (board.best("a"), board.best("b")) == (0.06, 0.05)  # the bold cell of each dataset
 
 
 def test_an_experiment_over_two_datasets_prints_and_writes_a_leaderboard(tmp_path: Path):
