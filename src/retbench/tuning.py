@@ -6,15 +6,16 @@ setting's per-query scores and, for each of k folds of the queries (seeded; whol
 groups are given), picks the setting with the best mean on the other k - 1 folds and scores it on the held-out
 fold. Each query is thus scored once, by a setting chosen without it:
 
-- the **out-of-sample estimate** is the mean of those held-out scores. Its CI bootstraps the whole procedure
-  (queries resampled, or whole groups when groups are given: a cluster bootstrap, since queries of one tag are
-  correlated and resampling them one by one gave a 95% CI that covered the truth about half the time with ten tags
-  of eight queries; folds drawn again, every fold's choice made again on the resample): the held-out scores
-  are not independent (each fold's choice read the other folds' queries), so resampling them alone gives
-  intervals too narrow (in a simulation of 30 equal settings on 200 queries a plain bootstrap of the held-out
-  differences covered 0 in 87% of trials at a nominal 95%; this one in all of them, about 20% wider than the
-  true spread): conservative rather than optimistic (Bengio and Grandvalet, JMLR 2004, on why the variance of
-  a k-fold estimate has no unbiased estimator);
+- the **out-of-sample estimate** is the mean of those held-out scores. Its CI bootstraps the whole procedure:
+  queries resampled (whole groups when groups are given, a cluster bootstrap, as the folds keep them whole), folds
+  drawn again, every fold's choice made again on the resample. The held-out scores are not independent (each
+  fold's choice read the other folds' queries), so resampling them alone gives intervals too narrow (in a
+  simulation of 30 equal settings on 200 queries a plain bootstrap of the held-out differences covered 0 in 87% of
+  trials at a nominal 95%; this one in all of them, about 20% wider than the true spread): conservative rather
+  than optimistic (Bengio and Grandvalet, JMLR 2004, on why the variance of a k-fold estimate has no unbiased
+  estimator). Queries of one tag are correlated: with ten tags of eight queries, drawing queries one by one gave
+  a 95% CI that covered the truth in 51% of trials, drawing whole tags in 88% (ten clusters make any bootstrap
+  somewhat narrow); on independent queries without groups it covers in 94%;
 - the **in-sample best** is the best setting's mean over all queries (what hand tuning would report), and the
   **optimism** is how much better the in-sample best looks than the out-of-sample estimate (in-sample minus
   out-of-sample, or the reverse for a lower-is-better metric: positive means flattered by selection noise);
@@ -23,8 +24,8 @@ fold. Each query is thus scored once, by a setting chosen without it:
   the gain for a lower-is-better metric) gets a CI and a two-sided p from the same bootstrap: p = 2 min(share of
   resampled differences <= 0, share >= 0), at least 1 / n_resamples, so p < 0.05 exactly when the 95% CI leaves
   out 0 (up to ties at 0). A randomization test on the held-out differences would treat them as independent, which
-  they are not: with ten equal settings on 100 queries it gave p < 0.05 in 13% of trials at a nominal 5%.
-  When the CI holds 0 the edge is inside the noise and the report says so.
+  they are not: with ten equal settings on 100 queries it gave p < 0.05 in 13% of trials at a nominal 5%, this p
+  in none of 100. When the CI holds 0 the edge is inside the noise and the report says so.
 
 `higher_is_better=False` (a rate of errors: hallucination_rate, holes@k; the registry's `lower_is_better`) makes
 every choice pick the lowest mean: the folds', the in-sample best and the chosen setting.
