@@ -39,6 +39,7 @@ import numpy as np
 from retbench.data.status import COVERAGE_COUNTS, FAILED, FAILED_COUNT, MISSING, UNANSWERED
 from retbench.errors import InputError
 from retbench.io.files import json_safe
+from retbench.metrics.registry import lower_is_better
 from retbench.results.layout import all_pairs
 from retbench.stats import (  # noqa: F401  (re-exported: one vector's tests)
     bootstrap_ci,
@@ -202,7 +203,7 @@ class MetricComparison:
     ci_low: float
     ci_high: float
     effect_size: float
-    wins: int  # B better than A
+    wins: int  # B better than A (B's value lower, for a lower-is-better metric)
     ties: int
     losses: int
     pvalues: dict[str, float]
@@ -374,10 +375,12 @@ def _metric_comparison(
     qids = [al.query_ids[i] for i in rows.tolist()]
     tt = paired_ttest(va, vb)
     wx = wilcoxon_signed_rank(va, vb)
-    # the `top` biggest gains and the `top` biggest losses, best first
-    desc = np.argsort(-d, kind="stable")
-    gains = [i for i in desc[:top].tolist() if d[i] > TIE_TOLERANCE]
-    losses = [i for i in desc[::-1][:top].tolist() if d[i] < -TIE_TOLERANCE][::-1]
+    # the `top` biggest gains and the `top` biggest losses, best first; a gain of a lower-is-better metric
+    # (hallucination_rate, holes@10) is a fall
+    better = -d if lower_is_better(cell.metric) else d
+    desc = np.argsort(-better, kind="stable")
+    gains = [i for i in desc[:top].tolist() if better[i] > TIE_TOLERANCE]
+    losses = [i for i in desc[::-1][:top].tolist() if better[i] < -TIE_TOLERANCE][::-1]
     changes = [
         QueryChange(
             qids[i],
@@ -399,9 +402,9 @@ def _metric_comparison(
         ci_low=ci[0],
         ci_high=ci[1],
         effect_size=effect_size(d),
-        wins=int(np.count_nonzero(d > TIE_TOLERANCE)),
+        wins=int(np.count_nonzero(better > TIE_TOLERANCE)),
         ties=int(np.count_nonzero(np.abs(d) <= TIE_TOLERANCE)),
-        losses=int(np.count_nonzero(d < -TIE_TOLERANCE)),
+        losses=int(np.count_nonzero(better < -TIE_TOLERANCE)),
         pvalues={"randomization": p_randomization, "ttest": tt.pvalue, "wilcoxon": wx.pvalue},
         statistics={"ttest": tt.statistic, "wilcoxon": wx.statistic},
         top_changes=changes,

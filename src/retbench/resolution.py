@@ -39,11 +39,13 @@ class RankResolution:
     high: list[int]
     p_first: list[float]
     n_resamples: int
+    higher_is_better: bool = True  # the metric's direction (a rate of errors ranks its smallest mean first)
 
     @property
     def tied_first(self) -> list[str]:
         """The systems whose rank interval reaches 1, best mean first."""
-        order = sorted(range(len(self.names)), key=lambda i: -self.means[i])
+        sign = -1.0 if self.higher_is_better else 1.0
+        order = sorted(range(len(self.names)), key=lambda i: sign * self.means[i])
         return [self.names[i] for i in order if self.low[i] == 1]
 
     def interval(self, name: str) -> str:
@@ -102,6 +104,7 @@ def rank_intervals(
         high=[int(x) for x in high],
         p_first=[float(x) for x in (ranks == 1).mean(axis=0)],
         n_resamples=n_resamples,
+        higher_is_better=higher_is_better,
     )
 
 

@@ -536,3 +536,29 @@ def test_a_failure_on_a_query_without_relevant_documents_is_not_counted_of_the_j
     assert rep.backend_failed and rep.candidate_counts["failed"] == 0
     head = render_comment(rep).splitlines()[0]
     assert head.endswith(f"failed on 1 query (0 of the {len(cand.query_ids)} judged ones)"), head
+
+
+def test_a_gate_on_holes_caps_them_and_passes_when_they_fall(results_dir, tmp_path):
+    """holes@10 is lower-is-better: its threshold is a ceiling ('at most') and a fall is no regression."""
+    from retbench.data import Run
+    from retbench.evaluation import evaluate
+    from retbench.io.beir import read_qrels_tsv
+    from retbench.io.trec import read_run
+
+    qrels, _ = read_qrels_tsv(abdata.SCIFACT / "qrels" / "test.tsv")
+    run = read_run(results_dir / "systems" / "bm25" / "run.trec")
+    qids = [q for q in run.query_ids if q in qrels]
+    # the same documents with the judged ones moved to the top: fewer holes in every top 10
+    fewer = {q: {d: (1000.0 if d in qrels[q] else 0.0) + s for d, s in run.ranking(q)} for q in qids}
+    base = evaluate(run, qrels.subset(qids), ["holes@10"])
+    cand = evaluate(Run.from_dict(fewer), qrels.subset(qids), ["holes@10"])
+    assert cand.mean("holes@10") < base.mean("holes@10") - 0.005
+    ceiling = (base.mean("holes@10") + cand.mean("holes@10")) / 2
+    rep = run_gates(criteria(gate("holes@10", ceiling, 0.005)), cand, base, n_resamples=500)
+    assert rep.exit_code == 0 and rep.results[0].passed, render_comment(rep)
+    text = render_comment(rep)
+    assert f"at most {100 * ceiling:.1f}%, may rise at most 0.5 pp" in text and "at least 9" not in text
+    worse = run_gates(criteria(gate("holes@10", ceiling, 0.005)), base, cand, n_resamples=500)
+    assert worse.exit_code == 1
+    assert f"above the {100 * ceiling:.1f}% ceiling" in render_comment(worse)
+    assert "the rise of" in render_comment(worse)

@@ -119,14 +119,17 @@ def builtins() -> list[Builtin]:
             "rbp_resid",
             "none",
             _checked("rbp_resid", _rbp_resid),
-            "how much RBP could still grow if every unjudged ranked document and the ranking's tail were "
-            "relevant; 0 when every ranked document is judged (reference: trec_eval 10.0's rbp_resid)",
+            "1 - (1 - p) sum_{judged i} p^(i-1): how much RBP could still grow if every unjudged ranked document "
+            "(and, once one is unjudged, the ranking's tail) were relevant; 0 when every ranked document is "
+            "judged, however short the ranking (reference: trec_eval 10.0's rbp_resid)",
             binary=False,
+            lower_is_better=True,  # the room left by unjudged documents: an uncertainty, never a good
             params={"p": 0.9},
             param_ranges={"p": (1e-9, 1.0 - 1e-9)},
             trec="rbp_resid",
             label="RBP residual",
-            meaning="how far RBP could still rise if the unlabelled results (and those past the end) were relevant",
+            meaning="how far RBP could still rise if the unlabelled results were relevant (0 when every returned "
+            "result is labelled)",
         ),
         Builtin(
             "INST",
@@ -227,5 +230,6 @@ def _diversity_rows() -> list[Builtin]:
             ("strecall", "s-recall", "subtopic_recall"),
             label="S-recall",
             meaning="share of the query's subtopics covered by the top {k} results",
+            unit="share",
         ),
     ]

@@ -246,6 +246,7 @@ def builtins() -> list[Builtin]:
             value_range=value_range,
             answer_side=True,
             meaning=meaning,
+            unit="share" if meaning.startswith("share of") else "score",  # a share prints as a percentage
         )
 
     return [

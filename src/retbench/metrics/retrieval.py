@@ -174,6 +174,7 @@ def builtins() -> list[Builtin]:
             "share of the top k with no label (hole rate)",
             ("hole_rate", "holes_at_k"),
             binary=False,
+            lower_is_better=True,  # an unlabelled result is an unknown, never a good
             meaning="share of the top {k} results nobody has labelled (their relevance is unknown)",
             unit="share",
         ),
@@ -188,5 +189,6 @@ def builtins() -> list[Builtin]:
             label="scope miss rate",
             meaning="share of answerable questions whose chosen folder or metadata scope excluded every gold "
             "support (scoped systems only)",
+            unit="share",
         ),
     ]

@@ -243,6 +243,7 @@ def builtins() -> list[Builtin]:
             trec="set_P",
             label="set precision",
             meaning="share of all returned documents that are relevant",
+            unit="share",
         ),
         Builtin(
             "set_relative_P",
@@ -261,6 +262,7 @@ def builtins() -> list[Builtin]:
             trec="set_recall",
             label="set recall",
             meaning="share of the relevant documents returned at any depth",
+            unit="share",
         ),
         Builtin(
             "set_map",
@@ -304,6 +306,8 @@ def builtins() -> list[Builtin]:
             trec_cut="unj_{k}",
             trec_defaults=UNJ_CUTOFFS,
             label="unjudged",
+            lower_is_better=True,  # an unjudged slot is an unknown, never a good
             meaning="share of the top {k} slots holding a document nobody judged",
+            unit="share",
         ),
     ]

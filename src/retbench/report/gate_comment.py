@@ -54,9 +54,10 @@ def check_note(c: Check, metric: str = "recall") -> str:
     """What a check that passed only because the drop was not significant has to say ('' otherwise)."""
     if not c.waived:
         return ""
+    verb, change = ("rose", "rise") if c.lower_is_better else ("dropped", "drop")
     return (
-        f"dropped {abs_pp(c.value, metric)}, more than the {abs_pp(c.limit, metric)} allowed, "
-        f"but the drop is not statistically significant ({fmt.pvalue(c.p)}, needs p < {c.alpha:g})"
+        f"{verb} {abs_pp(c.value, metric)}, more than the {abs_pp(c.limit, metric)} allowed, "
+        f"but the {change} is not statistically significant ({fmt.pvalue(c.p)}, needs p < {c.alpha:g})"
     )
 
 

@@ -29,8 +29,10 @@ class Bin:
     count: int
 
 
-def delta_bins(deltas: Sequence[float], bin_width: float = 0.1) -> list[Bin]:
-    """Non-empty bins of `deltas`, losses first (most negative first), then the unchanged bar, then gains."""
+def delta_bins(deltas: Sequence[float], bin_width: float = 0.1, lower: bool = False) -> list[Bin]:
+    """Non-empty bins of `deltas`, negative first (most negative first), then the unchanged bar, then positive.
+
+    A negative change is "worse", a positive one "better"; the reverse for a `lower` is better metric."""
     losses: dict[int, int] = {}
     gains: dict[int, int] = {}
     ties = 0
@@ -41,10 +43,11 @@ def delta_bins(deltas: Sequence[float], bin_width: float = 0.1) -> list[Bin]:
         k = max(1, math.ceil(abs(d) / bin_width - 1e-9))  # 1e-9: 0.3 / 0.1 = 3.0000000000000004 is bin 3
         side = gains if d > 0 else losses
         side[k] = side.get(k, 0) + 1
-    out = [Bin("worse", -k * bin_width, -(k - 1) * bin_width, losses[k]) for k in sorted(losses, reverse=True)]
+    down, up = ("better", "worse") if lower else ("worse", "better")
+    out = [Bin(down, -k * bin_width, -(k - 1) * bin_width, losses[k]) for k in sorted(losses, reverse=True)]
     if ties:
         out.append(Bin("unchanged", 0.0, 0.0, ties))
-    out += [Bin("better", (k - 1) * bin_width, k * bin_width, gains[k]) for k in sorted(gains)]
+    out += [Bin(up, (k - 1) * bin_width, k * bin_width, gains[k]) for k in sorted(gains)]
     return out
 
 
@@ -52,7 +55,7 @@ def _tip(b: Bin) -> str:
     q = "query" if b.count == 1 else "queries"
     if b.kind == "unchanged":
         return f"{b.count} {q} unchanged (change 0)"
-    if b.kind == "worse":
+    if b.hi <= 0:  # a bin left of 0
         return f"{b.count} {q} with change in [{b.lo:+.2f}, {b.hi:+.2f})"
     return f"{b.count} {q} with change in ({b.lo:+.2f}, {b.hi:+.2f}]"
 
@@ -65,11 +68,12 @@ def delta_histogram(
     width: int = 640,
     height: int = 300,
     bin_width: float = 0.1,
+    lower: bool = False,
 ) -> str:
     """The SVG: sign-pure bins of `bin_width` with an edge at 0, and a narrow bar at 0 for the unchanged queries."""
     if not len(deltas):
         return ""
-    bins = delta_bins(deltas, bin_width)
+    bins = delta_bins(deltas, bin_width, lower)
     span = max(1.0, max(abs(d) for d in deltas))
     n_side = math.ceil(span / bin_width - 1e-9)
     lo, hi = -n_side * bin_width, n_side * bin_width
@@ -83,7 +87,7 @@ def delta_histogram(
         if b.kind == "unchanged":
             x0, x1 = -gap, gap
         else:
-            x0, x1 = (b.lo, min(b.hi, -gap)) if b.kind == "worse" else (max(b.lo, gap), b.hi)
+            x0, x1 = (b.lo, min(b.hi, -gap)) if b.hi <= 0 else (max(b.lo, gap), b.hi)
         x, w = f.px(x0) + 1, f.px(x1) - f.px(x0) - 2
         y = f.py(b.count)
         out.append(

@@ -105,10 +105,7 @@ def _leaderboard(data: ReportData) -> str:
     board = data.leaderboard
     if board is None:
         return ""
-    best = {
-        d: max((v for v in (board.scores[s].get(d) for s in board.systems) if v is not None), default=None)
-        for d in board.datasets
-    }
+    best = {d: board.best(d) for d in board.datasets}
     rows = []
     for system, scores, mean, rank in board.rows():
         cells = [f"<td><b>{escape(system)}</b></td>"]
@@ -256,14 +253,16 @@ def _pair_section(pair: PairComparison, data: ReportData) -> list[str]:
             d,
             title=f"Per-query change in {fmt.metric_label(data.primary)}: {pair.system_b} − {pair.system_a}",
             x_label=f"change in {fmt.metric_label(data.primary)} per query",
+            lower=lower_is_better(data.primary),
         )
         cap = escape(histogram.caption(fmt.metric_label(data.primary)))
         out.append(f"<figure>{svg}<figcaption>{cap}</figcaption></figure>")
     focus = next((m for m in pair.metrics if m.metric == data.primary), None)
     if focus is not None and focus.top_changes:
+        gain = -1.0 if lower_is_better(focus.metric) else 1.0  # a fall is the gain of a lower-is-better metric
         rows = [
             f'<tr><td>{escape(c.query_id)}</td><td>{escape(c.text)}</td><td class="num">{c.a:.4f}</td>'
-            f'<td class="num">{c.b:.4f}</td><td class="num {"pos" if c.delta > 0 else "neg"}">{c.delta:+.4f}</td>'
+            f'<td class="num">{c.b:.4f}</td><td class="num {"pos" if gain * c.delta > 0 else "neg"}">{c.delta:+.4f}</td>'
             f"<td>{escape(c.status_a if c.status_a == c.status_b else f'{c.status_a} → {c.status_b}')}</td></tr>"
             for c in focus.top_changes
         ]

@@ -1,8 +1,9 @@
 """The leaderboard of an experiment over several datasets: dataset x system on one metric.
 
 Rows are systems, columns datasets, plus the mean over datasets and the average rank. Ranks are
-per dataset, 1 = best, tied scores share their average rank (as in MTEB/BEIR tables), and a system
-with no score on a dataset (its backend failed) takes the last rank there. The mean over datasets is
+per dataset, 1 = best (the lowest value for a lower-is-better metric such as hallucination_rate), tied
+scores share their average rank (as in MTEB/BEIR tables), and a system with no score on a dataset (its
+backend failed) takes the last rank there. The mean over datasets is
 shown only for systems scored on every dataset: a mean over fewer datasets is not comparable.
 Rows are ordered by average rank, then by mean. Terminal, Markdown and HTML render this object only.
 `resolution` adds each system's rank interval over datasets and queries and the group tied for first
@@ -15,6 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from retbench.metrics.registry import lower_is_better
 from retbench.report.resolution import interval_cell, resolve_suite
 from retbench.resolution import RankResolution
 from retbench.results.model import StudyResult
@@ -38,6 +40,13 @@ class Leaderboard:
             (s, [self.scores[s].get(d) for d in self.datasets], self.mean[s], self.avg_rank[s]) for s in self.systems
         ]
 
+    def best(self, dataset: str) -> float | None:
+        """The best score on a dataset (the smallest for a lower-is-better metric); None when none was scored."""
+        values = [v for v in (self.scores[s].get(dataset) for s in self.systems) if v is not None]
+        if not values:
+            return None
+        return min(values) if lower_is_better(self.metric) else max(values)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "metric": self.metric,
@@ -56,10 +65,12 @@ class Leaderboard:
         }
 
 
-def _ranks(values: list[float | None]) -> list[float]:
-    """1-based ranks, highest value first; ties share their average rank; None ranks last."""
+def _ranks(values: list[float | None], lower: bool = False) -> list[float]:
+    """1-based ranks, best value first (highest, or lowest for a `lower` is better metric); ties share their
+    average rank; None ranks last."""
     n = len(values)
-    order = sorted(range(n), key=lambda i: (values[i] is None, -(values[i] or 0.0)))
+    sign = 1.0 if lower else -1.0
+    order = sorted(range(n), key=lambda i: (values[i] is None, sign * (values[i] or 0.0)))
     ranks = [0.0] * n
     i = 0
     while i < n:
@@ -93,14 +104,21 @@ def build_leaderboard(result: StudyResult, metric: str) -> Leaderboard | None:
     if len(datasets) < 2:
         return None
     rank_sum = dict.fromkeys(systems, 0.0)
+    lower = lower_is_better(metric)
     for d in datasets:
-        for s, r in zip(systems, _ranks([scores[s].get(d) for s in systems]), strict=True):
+        for s, r in zip(systems, _ranks([scores[s].get(d) for s in systems], lower), strict=True):
             rank_sum[s] += r
     avg_rank = {s: rank_sum[s] / len(datasets) for s in systems}
     mean: dict[str, float | None] = {}
     for s in systems:
         vals = [scores[s].get(d) for d in datasets]
         mean[s] = sum(v for v in vals if v is not None) / len(vals) if all(v is not None for v in vals) else None
-    order = sorted(systems, key=lambda s: (avg_rank[s], -(mean.get(s) or 0.0) if mean.get(s) is not None else 1.0))
+    sign = 1.0 if lower else -1.0
+
+    def by_mean(s: str) -> float:  # the best mean first among equal average ranks; no mean after any
+        m = mean.get(s)
+        return sign * m if m is not None else math.inf
+
+    order = sorted(systems, key=lambda s: (avg_rank[s], by_mean(s)))
     resolution = resolve_suite(result, datasets, order, metric, SEPARATOR)
     return Leaderboard(metric, datasets, order, scores, mean, avg_rank, resolution)

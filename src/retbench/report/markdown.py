@@ -166,10 +166,7 @@ def _short(text: str, n: int = 80) -> str:
 def leaderboard_markdown(board: Any) -> list[str]:
     """The leaderboard (report.leaderboard.Leaderboard) as a Markdown section."""
     lines = [f"## Leaderboard: {fmt.metric_label(board.metric)}", ""]
-    best = {
-        d: max((v for v in (board.scores[s].get(d) for s in board.systems) if v is not None), default=None)
-        for d in board.datasets
-    }
+    best = {d: board.best(d) for d in board.datasets}
     rows = []
     for system, scores, mean, rank in board.rows():
         cells = [

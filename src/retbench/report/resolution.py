@@ -52,7 +52,13 @@ def resolve(evaluations: Sequence[Evaluation], metric: str) -> RankResolution | 
     if len(evaluations) < 3 or any(metric not in ev.metrics for ev in evaluations):
         return None
     table = paired_table(evaluations, metric)
-    return rank_intervals(table, [ev.system for ev in evaluations], n_resamples=N_RESAMPLES, confidence=CONFIDENCE)
+    return rank_intervals(
+        table,
+        [ev.system for ev in evaluations],
+        n_resamples=N_RESAMPLES,
+        confidence=CONFIDENCE,
+        higher_is_better=not lower_is_better(metric),
+    )
 
 
 def resolution_rows(res: RankResolution) -> list[list[str]]:
@@ -119,7 +125,9 @@ def resolve_suite(
     if len(ranked) < 2 or not has_tables(result):
         return None
     tables = [paired_table([result.evaluation(f"{d}{separator}{s}") for s in ranked], metric) for d in datasets]
-    return rank_intervals(tables, ranked, n_resamples=N_RESAMPLES, confidence=CONFIDENCE)
+    return rank_intervals(
+        tables, ranked, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, higher_is_better=not lower_is_better(metric)
+    )
 
 
 def separation_line(evaluations: Sequence[Evaluation], metric: str, power: float = 0.8) -> str | None:

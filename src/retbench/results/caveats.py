@@ -39,8 +39,8 @@ HOLE_MEASURES: tuple[tuple[str, str, bool], ...] = (
     ("bpref", "bpref", False),
     ("infAP", "infAP", False),
     ("nDCG@10 (condensed, -J)", "ndcg@10", True),
-    ("RBP(p=0.8)", "rbp", False),
-    ("RBP residual", "rbp_resid", False),
+    ("RBP(p=0.8)", "rbp(p=0.8)", False),  # the canonical name: bare `rbp` is trec_eval's p = 0.9
+    ("RBP residual", "rbp_resid(p=0.8)", False),
 )
 #: the stored means the holes are read from before anything is computed
 HOLE_METRICS = frozenset({JUDGED, HOLES, *(name for _, name, condensed in HOLE_MEASURES if not condensed)})

@@ -26,7 +26,7 @@ from retbench.config.tune import TuneModel, load_tune
 from retbench.errors import ConfigError, InputError
 from retbench.inputs import load_systems
 from retbench.io.files import write_json, write_text
-from retbench.metrics.registry import parse_metric
+from retbench.metrics.registry import lower_is_better, parse_metric
 from retbench.studies.benchmark import parse_config, raise_if_backend_failed, run_experiment
 from retbench.tuning import TuneResult, cross_validate
 
@@ -167,7 +167,13 @@ def run_tune(cfg: TuneConfig, *, log: Callable[[str], None] = print, force: bool
     scores = np.stack([ev.column(cfg.model.metric)[[ev.query_ids.index(q) for q in query_ids]] for ev in evs])
     groups = _groups(query_ids, loaded.groups) if cfg.model.group_by == "tags" else None
     result = cross_validate(
-        scores, folds=cfg.model.folds, seed=cfg.model.seed, groups=groups, default=0, n_resamples=cfg.model.n_resamples
+        scores,
+        folds=cfg.model.folds,
+        seed=cfg.model.seed,
+        groups=groups,
+        default=0,
+        n_resamples=cfg.model.n_resamples,
+        higher_is_better=not lower_is_better(cfg.model.metric),  # a rate of errors is tuned down
     )
     done = TuneOutcome(cfg, settings, query_ids, result, duplicates)
     write_json(cfg.output / "tune.json", tune_record(done))
@@ -185,6 +191,7 @@ def tune_record(t: TuneOutcome) -> dict[str, Any]:
         "experiment": str(t.config.experiment_path),
         "system": m.system,
         "metric": parse_metric(m.metric).name,
+        "higher_is_better": r.higher_is_better,
         "folds": m.folds,
         "seed": m.seed,
         "group_by": m.group_by,
@@ -217,6 +224,7 @@ def tune_record(t: TuneOutcome) -> dict[str, Any]:
             "delta": r.delta_vs_default,
             "ci": list(r.delta_ci) if r.delta_ci else None,
             "p": r.p_vs_default,
+            "p_method": "two-sided, from the bootstrap of the whole procedure",
             "within_noise": r.within_noise,
         },
     }

@@ -51,6 +51,20 @@ def test_each_fold_chooses_the_best_setting_on_the_other_folds_and_the_chosen_bl
     assert chosen[0]["name"] == "bm25" and chosen[0]["params"] == out.settings[out.result.chosen].system["params"]
 
 
+def test_a_lower_is_better_metric_is_tuned_down_each_fold_choosing_the_fewest_holes(tmp_path: Path) -> None:
+    path = write(tmp_path, {"params.k1": [0.5, 1.5, 3.0], "params.b": [0.3, 0.75]}, metric="holes@10")
+    out = run_tune(load_config(path, tmp_path / "out"), log=lambda _: None)
+    loaded = load_systems([tmp_path / "out" / "runs"], metrics=["holes@10"])
+    scores = np.stack([loaded.get(f"bm25-{s.index:02d}").column("holes@10") for s in out.settings])
+    folds = assign_folds(scores.shape[1], 4, seed=0)
+    for f, fold in enumerate(out.result.folds):
+        assert fold.chosen == int(np.argmin(scores[:, folds != f].mean(axis=1)))
+    assert out.result.in_sample_best == int(np.argmin(scores.mean(axis=1)))
+    record = json.loads((tmp_path / "out" / "tune.json").read_text())
+    assert record["higher_is_better"] is False
+    assert record["optimism"] == record["out_of_sample"]["mean"] - record["in_sample_best"]["mean"]
+
+
 def test_the_cli_prints_the_out_of_sample_estimate_and_a_rerun_searches_nothing(tmp_path: Path) -> None:
     path = write(tmp_path, [{"params.k1": 0.9}, {"params.k1": 1.2, "params.b": 0.9}])
     first = runner.invoke(app, ["tune", str(path), "--output", str(tmp_path / "o"), "--max-queries", "24"])

@@ -145,3 +145,45 @@ def test_adr_gate_spellings_parse_everywhere() -> None:
     assert parse_metric("retrieval_ndcg_at_10").name == "ndcg@10"
     assert parse_metric("retrieval_hit_at_k", default_k=3).name == "hit@3"
     assert parse_metric("answer_containment_at_3").name == "containment@3"
+
+
+@pytest.mark.parametrize(
+    ("name", "lower"),
+    [
+        ("holes@10", True),
+        ("unj@10", True),
+        ("unj_10", True),
+        ("rbp_resid", True),
+        ("rbp_resid(p=0.8)", True),
+        ("scope_miss_rate", True),
+        ("hallucination_rate", True),
+        ("negative_match", True),
+        ("judged@10", False),
+        ("rbp", False),
+        ("ndcg@10", False),
+        ("recall@5", False),
+    ],
+)
+def test_measures_of_unknowns_and_errors_are_lower_is_better(name, lower):
+    """Gates cap them, tune minimises them and rankings put their smallest first."""
+    assert registry.lower_is_better(name) is lower
+
+
+def test_every_row_whose_meaning_is_a_share_prints_as_a_percentage():
+    from retbench.report import fmt  # the rule is the printed unit, so check it where reports read it
+
+    shares = [n for n, m in registry.available().items() if str(getattr(m, "meaning", "")).startswith("share of")]
+    assert {"scope_miss_rate", "unj", "set_P", "set_recall", "faithfulness", "holes", "judged"} <= set(shares)
+    assert [n for n in shares if not fmt.is_share(n)] == []
+    assert fmt.value("set_P", 0.25) == "25.0%" and fmt.value("mrr", 0.25) == "0.250"
+
+
+def test_rbp_residual_is_zero_for_a_fully_judged_short_ranking_as_its_meaning_says():
+    """trec_eval 10.0's rbp_resid: the tail past a fully judged ranking is left out; one hole brings it back."""
+    qrels = Qrels({"q": {"a": 1, "b": 0}})
+    judged = evaluate(Run.from_dict({"q": {"a": 2.0, "b": 1.0}}), qrels, ["rbp_resid"])
+    holed = evaluate(Run.from_dict({"q": {"a": 2.0, "x": 1.0}}), qrels, ["rbp_resid"])
+    assert judged.values[0, 0] == 0.0
+    assert holed.values[0, 0] == pytest.approx(1 - 0.1 * 0.9**0)  # 1 - (1 - p) sum_{judged i} p^(i-1)
+    meaning = str(getattr(registry.lookup("rbp_resid"), "meaning", ""))
+    assert "past the end" not in meaning and "0 when every returned result is labelled" in meaning

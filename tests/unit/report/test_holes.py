@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from retbench.data import Run
@@ -51,3 +53,21 @@ def test_threshold_reads_stored_judged_share_when_qrels_are_gone(scifact_study):
     a, b = list(ev)
     got = find_holes(ev, {}, None, {a: {"judged@10": 0.95}, b: {"judged@10": 0.5, "bpref": 0.4}})
     assert [(h.system, h.judged, h.values) for h in got] == [(b, 0.5, {"bpref": 0.4})]
+
+
+def test_rbp_beside_the_holes_is_computed_at_the_p_its_label_names(scifact_study, scifact_report):
+    """Plain arithmetic (Moffat and Zobel 2008; trec_eval 10.0's rbp_resid) at the p read from the label."""
+    qrels, _ = load_judgements(scifact_study.manifest.data)
+    h = scifact_report.holes[0]
+    run, ev = scifact_study.run(h.system), scifact_study.evaluation(h.system)
+    label = next(lab for lab in h.values if lab.startswith("RBP("))
+    p = float(re.fullmatch(r"RBP\(p=([0-9.]+)\)", label)[1])  # type: ignore[index]
+    rbp, resid = [], []
+    for q in ev.query_ids:
+        docs, judged = run.docs(q), qrels[q]
+        top = max([g for g in judged.values()] + [1])
+        rbp.append((1 - p) * sum(max(judged.get(d, 0), 0) / top * p**i for i, d in enumerate(docs)))
+        holes = any(judged.get(d, -1) < 0 for d in docs)
+        resid.append(1 - (1 - p) * sum(p**i for i, d in enumerate(docs) if judged.get(d, -1) >= 0) if holes else 0)
+    assert h.values[label] == pytest.approx(sum(rbp) / len(rbp), abs=1e-12)
+    assert h.values["RBP residual"] == pytest.approx(sum(resid) / len(resid), abs=1e-12)

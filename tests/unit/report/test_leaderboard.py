@@ -96,6 +96,14 @@ def test_ranks_tie_at_their_average_and_a_missing_score_ranks_last():
     assert build_leaderboard(study({"x": {"ndcg@10": 0.3}}), "ndcg@10") is None  # one dataset: no leaderboard
 
 
+def test_a_lower_is_better_metric_ranks_its_smallest_value_first():
+    rates = {"a/x": 0.06, "a/y": 0.26, "a/z": 0.925, "b/x": 0.1, "b/y": 0.05, "b/z": 0.8}
+    board = build_leaderboard(study({k: {"hallucination_rate": v} for k, v in rates.items()}), "hallucination_rate")
+    assert board.avg_rank == {"x": (1 + 2) / 2, "y": (2 + 1) / 2, "z": 3.0}
+    assert board.systems == ["x", "y", "z"]  # x and y tie on average rank; x has the lower mean (0.08 < 0.155)
+    assert (board.best("a"), board.best("b")) == (0.06, 0.05)  # the bold cell of each dataset
+
+
 def test_an_experiment_over_two_datasets_prints_and_writes_a_leaderboard(tmp_path: Path):
     twins = write_twins(tmp_path / "twins")
     cfg = write_config(tmp_path, [{"name": "scifact", "max_queries": 10, "corpus_sample": 150}, {"path": str(twins)}])

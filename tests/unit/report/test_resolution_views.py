@@ -79,3 +79,53 @@ def test_two_systems_get_no_rank_resolution_their_paired_comparison_settles_them
     result = runner.invoke(app, ["compare", str(results_dir), "--systems", first_two, "--resamples", "200"])
     assert result.exit_code == 0, result.output
     assert "Rank resolution" not in result.output
+
+
+@pytest.fixture(scope="module")
+def holes_evs(results_dir):
+    """holes@10 on three real SciFact rankings: the same documents with the judged ones first, as retrieved, and
+    with the unjudged ones first."""
+    from retbench.data import Run
+    from retbench.evaluation import evaluate
+    from retbench.io.beir import read_qrels_tsv
+
+    qrels, _ = read_qrels_tsv(abdata.SCIFACT / "qrels" / "test.tsv")
+    run = read_results(results_dir).run("bm25")
+    qids = [q for q in run.query_ids if q in qrels]
+
+    def moved(judged_bonus: float) -> Run:
+        return Run.from_dict(
+            {q: {d: s + (judged_bonus if d in qrels[q] else 0.0) for d, s in run.ranking(q)} for q in qids}
+        )
+
+    evs = []
+    for name, r in {"judged_first": moved(1e3), "as_retrieved": run, "unjudged_first": moved(-1e3)}.items():
+        ev = evaluate(r, qrels.subset(qids), ["holes@10"])
+        ev.system = name
+        evs.append(ev)
+    return evs
+
+
+def test_a_lower_is_better_metric_ranks_its_smallest_mean_first(holes_evs):
+    """The fewest holes is the best; the resolution must not crown the most."""
+    from retbench.report.resolution import resolution_markdown, resolve
+
+    means = {ev.system: float(np.mean(ev.column("holes@10"))) for ev in holes_evs}  # plain arithmetic
+    assert means["judged_first"] < means["as_retrieved"] < means["unjudged_first"]
+    res = resolve(holes_evs, "holes@10")
+    assert res is not None
+    assert res.rank == [1, 2, 3] and res.tied_first == ["judged_first"] and res.p_first[2] == 0.0
+    assert "Only judged_first reaches rank 1" in "\n".join(resolution_markdown(res, "holes@10"))
+
+
+def test_a_comparison_on_a_lower_is_better_metric_counts_a_fall_as_a_win(holes_evs):
+    from retbench.comparison import compare_pair
+    from retbench.report.histogram import delta_bins
+
+    judged_first, as_retrieved = holes_evs[0], holes_evs[1]
+    m = compare_pair(as_retrieved, judged_first, ["holes@10"], n_resamples=200).metrics[0]
+    d = judged_first.column("holes@10") - as_retrieved.column("holes@10")  # B - A, plain arithmetic
+    assert (m.wins, m.losses) == (int((d < -1e-9).sum()), int((d > 1e-9).sum())) and m.wins > 0
+    assert all(c.delta < 0 for c in m.top_changes)  # the biggest gains are the biggest falls; there are no losses
+    bins = delta_bins(d.tolist(), lower=True)
+    assert sum(b.count for b in bins if b.kind == "better") == m.wins
