@@ -142,17 +142,23 @@ def eval_command(
         "answers": answers or None,
         "subtopics": _subtopics(subtopic_qrels),
     }
-    ev = evaluate(
-        system, judged, list(metric) if metric else _default_metrics(samples, texts, bool(answers)), **scoring
-    )
+    names: list[Any] = list(metric) if metric else _default_metrics(samples, texts, bool(answers))
+    printed: dict[str, str] = {}
+    trec_notes: list[str] = []
+    if fmt == "trec":  # trec_eval's rule for a family asked for twice, and its printed names
+        from retbench.report.trec import trec_eval_measures
+
+        names, printed, trec_notes = trec_eval_measures(names, default_k)
+    ev = evaluate(system, judged, names, **scoring)
     estimates: dict[str, dict[str, Any]] = {}
     if labels != "human" and llm is not None:
         estimates = _label_estimates(ev, system, human, llm, int(provenance.get("depth") or LABEL_DEPTH), scoring)
     if tsv is not None:
         ev.to_tsv(tsv)
     notes = _notes(ev, labels, llm_qrels) + _source_notes(estimates) + _subtopic_notes(ev, scoring["subtopics"])
+    notes += trec_notes
     if fmt == "trec":
-        _print_trec(ev, per_query, notes)
+        _print_trec(ev, per_query, notes, printed)
     elif fmt == "json":
         _print_json(ev, per_query, ci, labels, samples, estimates)
     else:
@@ -268,11 +274,11 @@ def _source_notes(estimates: dict[str, dict[str, Any]]) -> list[str]:
     return notes
 
 
-def _print_trec(ev: Evaluation, per_query: bool, notes: list[str]) -> None:
+def _print_trec(ev: Evaluation, per_query: bool, notes: list[str], printed: dict[str, str]) -> None:
     """trec_eval's three columns on stdout; the mode and notes as comments on stderr."""
     from retbench.report.trec import trec_lines
 
-    for line in trec_lines(ev, per_query=per_query):
+    for line in trec_lines(ev, per_query=per_query, names=printed):
         typer.echo(line)
     for note in [f"mode: {ev.label}", *notes]:
         typer.echo(f"# {note}", err=True)
