@@ -252,3 +252,36 @@ def test_a_human_verdict_off_the_scale_names_the_sample_and_field(tmp_path, monk
     res = CliRunner().invoke(app, ["judge-calibrate", str(cal), "--output", str(tmp_path / "cal")])
     assert res.exit_code == 2, res.output
     assert "a1.metadata.human.answer_match" in res.output and "not on the scale bool" in res.output
+
+
+def test_a_rubric_with_its_own_judge_needs_no_experiment_judge(tmp_path, monkeypatch):
+    """A rubric's `judge:` block is enough: the experiment has no `judge:` of its own, tone is judged through the
+    rubric's server, and the generation server is never asked for a verdict."""
+    monkeypatch.setenv("RETBENCH_CACHE", str(tmp_path / "cache"))
+    with judge_server() as generator, judge_server() as judge:
+        path = _config(tmp_path, f"http://127.0.0.1:{generator.server_port}", "Is the answer polite and professional?")
+        cfg = yaml.safe_load(path.read_text())
+        del cfg["judge"]
+        cfg["metrics"] = ["recall@1", "tone"]
+        cfg["rubrics"][0]["judge"] = {"base_url": f"http://127.0.0.1:{judge.server_port}", "retries": 0}
+        path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        system = _run(path)
+    assert all("Criterion (tone)" in r["messages"][0]["content"] for r in judge.requests)
+    assert len(judge.requests) == 3
+    assert not any("Criterion" in r["messages"][0]["content"] for r in generator.requests)
+    assert system["judge"]["metrics"]["tone"] == {"judged": 2, "of": 3, "statuses": {"ok": 2, "unparseable": 1}}
+    stored = json.loads((tmp_path / "out" / "systems" / "bm25" / "judged.json").read_text())["verdicts"]
+    assert stored["a3"]["rubric:tone"]["value"]["value"] == 1
+    aggregates = json.loads((tmp_path / "out" / "systems" / "bm25" / "aggregates.json").read_text())
+    assert aggregates["tone"]["mean"] == 1.0 and aggregates["tone"]["n"] == 2
+
+
+def test_a_rubric_without_a_judge_in_an_experiment_without_one_is_an_error_naming_the_metric(tmp_path):
+    path = _config(tmp_path, "http://127.0.0.1:9", "Is the answer polite and professional?")
+    cfg = yaml.safe_load(path.read_text())
+    del cfg["judge"]
+    cfg["metrics"] = ["recall@1", "tone"]
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    res = CliRunner().invoke(app, ["run", str(path)])
+    assert res.exit_code == 2, res.output
+    assert "metrics[1]" in res.output and "judge" in res.output
