@@ -17,6 +17,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from browser import CHROMIUM, dump_dom
 from http_support import send_json, serving_in_thread
 from retbench.cli import app
 from stored import flat_system
@@ -49,7 +50,7 @@ VERDICTS = {  # (rubric, a word of the question) -> the judge's reply
     ("tone", "jobs"): '{"verdict": 1, "reasoning": "polite"',  # cut JSON: unparseable
     ("tone", "insulin"): '```json\n{"verdict": "yes"}\n```',
     ("completeness", "late fees"): '{"score": 3}',
-    ("completeness", "jobs"): '{"reasoning": "misses the number", "score": 1}',
+    ("completeness", "jobs"): '{"reasoning": "misses the <b>number</b> & the years", "score": 1}',
 }
 
 
@@ -285,3 +286,30 @@ def test_a_rubric_without_a_judge_in_an_experiment_without_one_is_an_error_namin
     res = CliRunner().invoke(app, ["run", str(path)])
     assert res.exit_code == 2, res.output
     assert "metrics[1]" in res.output and "judge" in res.output
+
+
+REASON = re.compile(
+    r'<dt data-rmetric="([^"]+)">[^<]*<span class="verdict">([^<]*)</span></dt><dd class="small">(.*?)</dd>', re.S
+)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium not installed (Debian: apt-get install -y chromium)")
+def test_the_html_drill_down_shows_each_rubric_verdict_with_the_judges_reasoning_escaped(tmp_path, monkeypatch):
+    monkeypatch.setenv("RETBENCH_CACHE", str(tmp_path / "cache"))
+    with judge_server() as server:
+        _run(_config(tmp_path, f"http://127.0.0.1:{server.server_port}", "Is the answer polite and professional?"))
+    page = tmp_path / "out" / "report.html"
+    shown = {}
+    for q in ("a1", "a2"):
+        dom = dump_dom(page, f"#q={q}", tmp_path / f"profile-{q}")
+        view = dom.split('id="drill-view"', 1)[1].split('class="drill-system" data-system="bm25"', 1)[1]
+        reasons = view.split('<dl class="drill-reasons">', 1)[1].split("</dl>", 1)[0]
+        shown[q] = {m: (v, d) for m, v, d in REASON.findall(reasons)}
+    # reasoning given before the verdict object, inside it, and none at all
+    assert shown["a1"]["answer_match"] == ("1", "The answer gives $8, as the reference does.")
+    assert shown["a1"]["tone"][0] == "1" and "no reasoning given" in shown["a1"]["tone"][1]
+    assert shown["a2"]["answer_match"] == ("0", "too vague: no number")
+    # a verdict that could not be read is shown as its status, never as a number
+    assert shown["a2"]["tone"][0] == "unparseable"
+    # the judge's text is data: its markup is escaped, not rendered
+    assert shown["a2"]["completeness"] == ("1", "misses the &lt;b&gt;number&lt;/b&gt; &amp; the years")
