@@ -118,6 +118,7 @@ def builtins() -> list[Builtin]:
             params={"p": 0.9},
             param_ranges={"p": (1e-9, 1.0 - 1e-9)},
             trec="rbp",
+            trec_cut="rbp_p={p:g}",  # trec_eval 10 prints its name=value parameters: `-m rbp.p=0.5` is rbp_p=0.5
             label="RBP",
             meaning="expected rate of relevance a user finds who reads on from each result with probability p",
         ),
@@ -131,6 +132,7 @@ def builtins() -> list[Builtin]:
             params={"p": 0.9},
             param_ranges={"p": (1e-9, 1.0 - 1e-9)},
             trec="rbp_resid",
+            trec_cut="rbp_resid_p={p:g}",
             label="RBP residual",
             meaning="how far RBP could still rise if the unlabelled results (and those past the end) were relevant",
         ),

@@ -53,8 +53,9 @@ def _row(metric: str, default_k: int) -> tuple[bool, bool]:
 
 
 def _one_with_params(spec: MetricSpec) -> bool:
-    """A trec_eval family that is one value with parameters (utility, set_F, ...), not a family of points."""
-    return bool(getattr(spec.metric, "trec_params", ())) and not getattr(spec.metric, "show_params", False)
+    """A trec_eval family that is one value with parameters (utility, set_F, rbp), not a family of points."""
+    params = getattr(spec.metric, "trec_params", ()) or (getattr(spec.metric, "params", {}) if spec.k is None else {})
+    return bool(params) and bool(getattr(spec.metric, "trec", None)) and not getattr(spec.metric, "show_params", False)
 
 
 def trec_eval_measures(specs: Sequence[str], default_k: int = 5) -> tuple[list[MetricSpec], dict[str, str], list[str]]:
