@@ -31,15 +31,15 @@ def trec_lines(ev: Evaluation, *, per_query: bool = False, names: Mapping[str, s
     their retbench names and come last.
     """
     given = names or {}
-    names = [given.get(m) or t or m for t, m in zip(ev.trec_names, ev.metrics, strict=True)]
-    order = sorted(range(len(names)), key=lambda j: (trec_order(names[j]) if ev.trec_names[j] else (1e9, 0.0), j))
+    printed = [given.get(m) or t or m for t, m in zip(ev.trec_names, ev.metrics, strict=True)]
+    order = sorted(range(len(printed)), key=lambda j: (trec_order(printed[j]) if ev.trec_names[j] else (1e9, 0.0), j))
     rows = [_row(m, ev.default_k) for m in ev.metrics]
     lines: list[str] = []
     if per_query:
         for q, i in sorted((q, i) for i, q in enumerate(ev.query_ids)):
-            lines.extend(f"{names[j]:<22}\t{q}\t{_value(ev.values[i, j], rows[j][1])}" for j in order if rows[j][0])
+            lines.extend(f"{printed[j]:<22}\t{q}\t{_value(ev.values[i, j], rows[j][1])}" for j in order if rows[j][0])
     means = ev.means()
-    lines.extend(f"{names[j]:<22}\tall\t{_value(means[ev.metrics[j]], rows[j][1])}" for j in order)
+    lines.extend(f"{printed[j]:<22}\tall\t{_value(means[ev.metrics[j]], rows[j][1])}" for j in order)
     return lines
 
 
