@@ -12,8 +12,9 @@ fed the same all-MiniLM-L6-v2 vectors through the embedding cache; set RETBENCH_
    filter pass): ingestion docs/s over the whole `index()` (vectors read from the cache, written,
    index built); the ANN build alone where the store builds after loading; size on disk (the
    store's own figure, or the growth of the server's data folder);
-2. search all queries to depth 100: nDCG@10 and recall@10 (trec_eval rules), and overlap@10 with the
-   exact reference (`faiss-flat`): |top10 ∩ exact top10| / 10;
+2. search all queries to depth 100: nDCG@10 and recall@10 (trec_eval rules), nDCG@10's rank interval among the
+   systems (three or more: a paired bootstrap over the queries, those tied for first marked), and overlap@10
+   with the exact reference (`faiss-flat`): |top10 ∩ exact top10| / 10;
 3. the same queries each carrying a filter (a 5-year range, a 2-year range, or one year: 25%, 10% and 5%
    of the corpus): filtered recall@10 = |top10 ∩ exact filtered top10| / |exact filtered top10|, the
    exact filtered top 10 coming from FAISS flat with the filter applied exactly;
@@ -46,6 +47,7 @@ from retbench.config import read_config
 from retbench.data import Corpus, Queries
 from retbench.evaluation import evaluate
 from retbench.metrics.agreement import overlap_at_k
+from retbench.report.resolution import interval_cell, note, resolve
 from retbench.retrievers.base import create
 from retbench.retrievers.stores import VectorStoreRetriever
 from retbench.studies.benchmark import parse_config, prepare_dataset
@@ -115,7 +117,8 @@ def measure(spec, corpus, queries, fqueries, qrels, server, n_latency: int) -> d
         index_s = time.perf_counter() - t0
         size = disk_size(r, server, before)
         run = r.search(queries, 100)
-        m = evaluate(run, qrels, ["ndcg@10", "recall@10"]).means()
+        ev = evaluate(run, qrels, ["ndcg@10", "recall@10"], system=spec.name)
+        m = ev.means()
         frun = r.search(fqueries, 10) if "filters" in r.capabilities else None
         texts = list(queries.values())
         vector = r.adapter == "dense" or (
@@ -140,6 +143,7 @@ def measure(spec, corpus, queries, fqueries, qrels, server, n_latency: int) -> d
         "name": spec.name,
         "vector": vector,
         "run": run,
+        "ev": ev,
         "frun": frun,
         "ndcg": m["ndcg@10"],
         "recall": m["recall@10"],
@@ -157,18 +161,23 @@ def fmt(x, spec: str) -> str:
 
 
 def table(rows: list[dict], exact: dict) -> str:
+    """The comparison table; with three systems or more, each one's nDCG@10 rank interval (paired bootstrap over
+    the queries, the systems tied for first marked) and the note saying what it means."""
+    res = resolve([r["ev"] for r in rows], "ndcg@10")
     head = (
-        "| system | nDCG@10 | Δ vs exact | recall@10 | overlap@10 with exact | filtered recall@10 | docs/s ingest "
+        "| system | nDCG@10 | rank 95% | Δ vs exact | recall@10 | overlap@10 with exact | filtered recall@10 | docs/s ingest "
         "| ANN build s | MB on disk | p50 ms (1) | p99 ms (1) | QPS (1) | p50 ms (8) | p99 ms (8) | QPS (8) |"
     )
-    lines = [head, "|" + "---|" * 15]
+    lines = [head, "|" + "---|" * 16]
     for r in rows:
         lines.append(
-            f"| {r['name']} | {r['ndcg']:.4f} | {r['ndcg'] - exact['ndcg']:+.4f} | {r['recall']:.4f} | "
+            f"| {r['name']} | {r['ndcg']:.4f} | {interval_cell(res, r['name'])} | {r['ndcg'] - exact['ndcg']:+.4f} | {r['recall']:.4f} | "
             f"{fmt(r['overlap'], '.3f')} | {fmt(r['filtered'], '.3f')} | {r['docs_s']:.0f} | {fmt(r['build_s'], '.2f')} | "
             f"{fmt(r['size_mb'], '.1f')} | {r['one']['p50']:.2f} | {r['one']['p99']:.2f} | {r['one']['qps']:.0f} | "
             f"{r['eight']['p50']:.2f} | {r['eight']['p99']:.2f} | {r['eight']['qps']:.0f} |"
         )
+    if res is not None:
+        lines += ["", note(res)]
     return "\n".join(lines)
 
 
@@ -208,10 +217,11 @@ def main() -> None:
                     base, name="chroma-http", params={**params, "host": "127.0.0.1", "port": chroma.port}
                 )
             )
+        first = cfg.dataset_specs[0]  # the validated dataset block as the runner reads it
         spec = dataclasses.replace(
-            cfg.datasets[0],
-            max_queries=args.queries or cfg.datasets[0].max_queries,
-            corpus_sample=args.docs or cfg.datasets[0].corpus_sample,
+            first,
+            max_queries=args.queries or first.max_queries,
+            corpus_sample=args.docs or first.corpus_sample,
         )
         ds, queries = prepare_dataset(spec)
         corpus, qrels = with_years(ds.corpus), ds.split(cfg.datasets[0].split)

@@ -47,6 +47,7 @@ from retbench.metrics.coverage import coverage  # re-exported: the cell runner a
 from retbench.metrics.gain import GainMatrix
 from retbench.metrics.judged import JUDGED_METRICS
 from retbench.metrics.judges import Judgement, judge_qrels, run_rows
+from retbench.metrics.judges.subtopics import SubtopicQrels
 from retbench.metrics.registry import MetricContext, MetricSpec, parse_metric, parse_metrics
 from retbench.metrics.settings import MODE_LABELS, MODES, NO_RELEVANT, EvalSettings, checked_level, with_overrides
 from retbench.stats import bootstrap_means
@@ -403,6 +404,7 @@ def evaluate(
     answers: Mapping[str, Any] | None = None,
     judged: Mapping[str, Any] | None = None,
     scopes: Mapping[str, Callable[[str], bool]] | None = None,
+    subtopics: SubtopicQrels | None = None,
     **overrides: Any,
 ) -> Evaluation:
     """Judge `run` against `relevance` (qrels or a `Judgement`) and compute `metrics` for every counted query.
@@ -413,7 +415,10 @@ def evaluate(
     Corpus) feed answer containment. `ignore_identical_ids` drops a retrieved doc whose id equals
     the query id before judging (as BEIR and MTEB do; by default in pytrec_eval mode only). `answers` (query id ->
     `SystemAnswer`) feed the answer metrics, `judged` (query id -> stored judge verdicts) the judged ones, `scopes`
-    (query id -> "is this doc inside the scope chosen?") `scope_miss_rate`. Samples marked
+    (query id -> "is this doc inside the scope chosen?") `scope_miss_rate`. `subtopics` (ndeval's subtopic
+    qrels, `io/subtopics.py`) feed the diversity measures when `relevance` is ordinary qrels, as the TREC Web track
+    ships ad-hoc and diversity qrels apart: a counted query they do not judge gets NaN for those measures (not
+    applicable: ndeval does not score it). Samples marked
     `answerable: false` are counted even with no relevant document; retrieval metrics do not apply
     to them (NaN), answer metrics (abstention, hallucination) do.
     """
@@ -492,6 +497,7 @@ def evaluate(
         items=None if items is None else (items if everyone else items.take(rows)),
         collection_size=st.collection_size,
         scopes=scopes,
+        subtopics=subtopics,
     )
     values = np.empty((len(rows), len(specs)), dtype=np.float64)
     answer_side = np.array([bool(getattr(s.metric, "answer_side", False)) for s in specs], dtype=bool)

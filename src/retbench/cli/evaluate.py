@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from retbench.data import Qrels, Run
     from retbench.data.corpus import Sample
     from retbench.evaluation import Evaluation
+    from retbench.metrics.judges.subtopics import SubtopicQrels
 
 
 @handles_errors
@@ -94,6 +95,13 @@ def eval_command(
     labels: Annotated[
         str, typer.Option(help="Which labels score: human, llm, or human+llm (a human label always wins).")
     ] = "human",
+    subtopic_qrels: Annotated[
+        Path | None,
+        typer.Option(
+            help="Subtopic qrels (ndeval's `query subtopic doc grade` lines) for the diversity measures "
+            "(alpha_nDCG@k, ERR_IA@k, NRBP, P_IA@k, STREC@k); every other metric reads QRELS."
+        ),
+    ] = None,
 ) -> None:
     """Score a run against judgements, like trec_eval (-c): every judged query counts, unanswered ones as 0."""
     from retbench.evaluation import evaluate
@@ -132,22 +140,51 @@ def eval_command(
         "samples": samples,
         "texts": texts or None,
         "answers": answers or None,
+        "subtopics": _subtopics(subtopic_qrels),
     }
-    ev = evaluate(
-        system, judged, list(metric) if metric else _default_metrics(samples, texts, bool(answers)), **scoring
-    )
+    names: list[Any] = list(metric) if metric else _default_metrics(samples, texts, bool(answers))
+    printed: dict[str, str] = {}
+    trec_notes: list[str] = []
+    if fmt == "trec":  # trec_eval's rule for a family asked for twice, and its printed names
+        from retbench.report.trec import trec_eval_measures
+
+        names, printed, trec_notes = trec_eval_measures(names, default_k)
+    ev = evaluate(system, judged, names, **scoring)
     estimates: dict[str, dict[str, Any]] = {}
     if labels != "human" and llm is not None:
         estimates = _label_estimates(ev, system, human, llm, int(provenance.get("depth") or LABEL_DEPTH), scoring)
     if tsv is not None:
         ev.to_tsv(tsv)
-    notes = _notes(ev, labels, llm_qrels) + _source_notes(estimates)
+    notes = _notes(ev, labels, llm_qrels) + _source_notes(estimates) + _subtopic_notes(ev, scoring["subtopics"])
+    notes += trec_notes
     if fmt == "trec":
-        _print_trec(ev, per_query, notes)
+        _print_trec(ev, per_query, notes, printed)
     elif fmt == "json":
         _print_json(ev, per_query, ci, labels, samples, estimates)
     else:
         _print_table(ev, per_query, ci, samples, notes, estimates)
+
+
+def _subtopics(path: Path | None) -> SubtopicQrels | None:
+    """The subtopic qrels file, read (errors name its line), or None when none is given."""
+    if path is None:
+        return None
+    from retbench.io.subtopics import read_subtopic_qrels
+
+    return read_subtopic_qrels(path)
+
+
+def _subtopic_notes(ev: Evaluation, subtopics: SubtopicQrels | None) -> list[str]:
+    """How many counted queries the subtopic qrels judge (the diversity measures' n), when given."""
+    if subtopics is None:
+        return []
+    judged = sum(q in subtopics for q in ev.query_ids)
+    if judged == len(ev.query_ids):
+        return []
+    return [
+        f"subtopic qrels judge {judged} of the {len(ev.query_ids)} counted queries: "
+        "the diversity measures are averaged over those"
+    ]
 
 
 LABEL_DEPTH = 10  # judge-relevance's default pool depth, for LLM qrels without a provenance file
@@ -237,11 +274,11 @@ def _source_notes(estimates: dict[str, dict[str, Any]]) -> list[str]:
     return notes
 
 
-def _print_trec(ev: Evaluation, per_query: bool, notes: list[str]) -> None:
+def _print_trec(ev: Evaluation, per_query: bool, notes: list[str], printed: dict[str, str]) -> None:
     """trec_eval's three columns on stdout; the mode and notes as comments on stderr."""
     from retbench.report.trec import trec_lines
 
-    for line in trec_lines(ev, per_query=per_query):
+    for line in trec_lines(ev, per_query=per_query, names=printed):
         typer.echo(line)
     for note in [f"mode: {ev.label}", *notes]:
         typer.echo(f"# {note}", err=True)

@@ -23,7 +23,7 @@ def tune_command(
 ) -> None:
     """Search every setting of a grid once and choose by k-fold cross-validation; print the out-of-sample estimate."""
     # deferred: the study imports the runner (and its heavy dependencies) only when the command runs
-    from retbench.report.tune import tune_lines
+    from retbench.report.tune import candidate_lines, tune_lines
     from retbench.studies.tune import load_config, run_tune
 
     cfg = load_config(config, output, max_queries)
@@ -32,4 +32,9 @@ def tune_command(
     labels = [s.label for s in outcome.settings]
     for line in tune_lines(outcome.result, labels, cfg.model.metric, len(outcome.query_ids)):
         typer.echo(line)
-    typer.echo(f"wrote {cfg.output / 'tune.json'} and {cfg.output / 'chosen.yaml'} (the chosen system, ready to paste)")
+    for line in candidate_lines(outcome.candidates, outcome.resolution, cfg.model.metric):
+        typer.echo(line)
+    typer.echo(
+        f"wrote {cfg.output / 'tune.json'}, {cfg.output / 'report.html'} and {cfg.output / 'chosen.yaml'} "
+        "(the chosen system, ready to paste)"
+    )

@@ -300,9 +300,13 @@ class ExperimentModel(Study):
         if self.judge is None:
             if self.judging is not None:
                 raise field_error("judging", "judging: needs a judge: block")
-            asked = [i for i, m in enumerate(self.metrics) if m in JUDGED_METRICS]
+            own = {r.name for r in self.rubrics if r.judge is not None}  # a rubric with its own judge needs none here
+            asked = [i for i, m in enumerate(self.metrics) if m in JUDGED_METRICS and m not in own]
             if asked:
-                raise field_error(f"metrics[{asked[0]}]", "a judged metric needs a judge: block (an LLM endpoint)")
+                raise field_error(
+                    f"metrics[{asked[0]}]",
+                    "a judged metric needs a judge: block (an LLM endpoint), the experiment's or its rubric's own",
+                )
         self._rerank_depths()
         return self
 

@@ -13,7 +13,8 @@
         levels: {0: misses every point, 3: covers every point}
         inputs: [query, answer, references, passages]
         k: 2                               # passages shown (default: judging.context_k)
-        judge: {base_url: "http://127.0.0.1:8080"}   # optional: its own judge (default: the experiment's)
+        judge: {base_url: "http://127.0.0.1:8080"}   # optional: its own judge (default: the experiment's;
+                                                     # with one, the experiment needs no judge: for it)
 
 Each rubric is declared as a metric when the config is validated, so `metrics:` (declared after it) can
 name it; a name that is another metric's, or a shipped rubric's with another definition, is an error
@@ -70,7 +71,8 @@ class RubricBlock(Block):
     )
     k: PositiveInt | None = Field(None, description="passages shown (default: judging.context_k)")
     judge: JudgeSettings | None = Field(
-        None, description="its own judge instead of the experiment's judge: (which stays required)"
+        None,
+        description="its own judge instead of the experiment's judge: (then the experiment needs none for this metric)",
     )
 
     @field_validator("inputs")

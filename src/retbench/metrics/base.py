@@ -48,6 +48,9 @@ class MetricContext:
     collection_size: int | None = None  # documents in the collection (trec_eval -N; utility's d term)
     # query id -> "is this doc id inside the scope the system chose?" (retrievers/scope.py; None: scoping off)
     scopes: Mapping[str, Callable[[str], bool]] | None = None
+    # subtopic qrels (metrics/judges/subtopics.SubtopicQrels) given beside ordinary qrels, as the TREC Web
+    # track ships ad-hoc and diversity qrels apart: the diversity measures read these, every other metric `qrels`
+    subtopics: Any = None
 
     def level(self, params: Mapping[str, float]) -> int:
         """The relevance level a binary measure uses: its own `rel=` parameter, else the evaluation's."""

@@ -75,13 +75,19 @@ def _cwl(measure: str) -> RowFn:
 
 def _diversity(name: str, fn: Callable[[SubtopicHits, np.ndarray | None, Mapping[str, float]], np.ndarray]) -> RowFn:
     def run(c: MetricContext, k: np.ndarray | None, lv: int, p: Mapping[str, float]) -> np.ndarray:
-        if not isinstance(c.qrels, SubtopicQrels):
+        sq = c.subtopics if c.subtopics is not None else c.qrels
+        if not isinstance(sq, SubtopicQrels):
             raise ConfigError(
-                f"{name} needs subtopic qrels (query subtopic doc grade per line, ndeval's format): read them "
-                "with retbench.io.subtopics.read_subtopic_qrels and pass them to evaluate",
+                f"{name} needs subtopic qrels (query subtopic doc grade per line, ndeval's format): give them "
+                "with --subtopic-qrels FILE, or read them with retbench.io.subtopics.read_subtopic_qrels and "
+                "pass them to evaluate",
                 field="metric",
             )
-        return fn(judge_subtopics(c.run, c.qrels, c.gm.query_ids, c.run_rows, lv), k, p)
+        values = fn(judge_subtopics(c.run, sq, c.gm.query_ids, c.run_rows, lv), k, p)
+        if c.subtopics is not None:  # a query the subtopic qrels do not judge: ndeval does not score it
+            judged = np.fromiter((q in sq for q in c.gm.query_ids), dtype=bool, count=len(c.gm))
+            values = np.where(judged, values, np.nan)
+        return values
 
     return _checked(name, run)
 
@@ -112,6 +118,7 @@ def builtins() -> list[Builtin]:
             params={"p": 0.9},
             param_ranges={"p": (1e-9, 1.0 - 1e-9)},
             trec="rbp",
+            trec_cut="rbp_p={p:g}",  # trec_eval 10 prints its name=value parameters: `-m rbp.p=0.5` is rbp_p=0.5
             label="RBP",
             meaning="expected rate of relevance a user finds who reads on from each result with probability p",
         ),
@@ -127,6 +134,7 @@ def builtins() -> list[Builtin]:
             params={"p": 0.9},
             param_ranges={"p": (1e-9, 1.0 - 1e-9)},
             trec="rbp_resid",
+            trec_cut="rbp_resid_p={p:g}",
             label="RBP residual",
             meaning="how far RBP could still rise if the unlabelled results were relevant (0 when every returned "
             "result is labelled)",

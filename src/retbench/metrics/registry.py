@@ -107,8 +107,9 @@ def lookup(name: str) -> Metric | None:
 
 
 def _family(template: str) -> str:
-    """The trec_eval family a printed-name template belongs to: `P_{k}` -> `P`, `set_F_{beta:g}` -> `set_F`."""
-    return template.split("_{", 1)[0]
+    """The trec_eval family a printed-name template belongs to: `P_{k}` -> `P`, `set_F_{beta:g}` -> `set_F`,
+    `rbp_p={p:g}` -> `rbp` (the part before the last `_` ahead of the first field)."""
+    return re.split(r"_(?=[^_{]*\{)", template, maxsplit=1)[0]
 
 
 def trec_families() -> dict[str, tuple[Metric, bool]]:

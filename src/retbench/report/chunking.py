@@ -20,6 +20,8 @@ from retbench.metrics.judges.spans import budget_label
 from retbench.report import fmt
 from retbench.report.markdown import md_table
 from retbench.report.model import SHORT_NOTE, resource_line, short_runs
+from retbench.report.resolution import interval_cell, note, resolve_result
+from retbench.resolution import RankResolution
 from retbench.results.model import StudyResult
 
 if TYPE_CHECKING:
@@ -39,11 +41,18 @@ def _f(v: Any, digits: int = 3) -> str:
     return fmt.num(v, digits, missing="—") if isinstance(v, (int, float)) and not isinstance(v, bool) else "—"
 
 
+def resolution_of(cfg: ChunkingConfig, result: StudyResult) -> RankResolution | None:
+    """The (chunker, system) pairs' rank intervals on the first metric (three pairs or more; failed pairs out)."""
+    return resolve_result(result, [pair.name for pair in result], cfg.metrics[0]) if cfg.metrics else None
+
+
 def summary_rows(
-    cfg: ChunkingConfig, result: StudyResult
+    cfg: ChunkingConfig, result: StudyResult, res: RankResolution | None = None
 ) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
-    """(header, rows) of the main table and of the fixed-budget table, formatted for any renderer."""
+    """(header, rows) of the main table and of the fixed-budget table, formatted for any renderer; with `res`,
+    a rank-interval column on the first metric follows the metrics."""
     k0 = cfg.token_k[0] if cfg.token_k else None
+    ranked = [f"{cfg.metrics[0]} rank 95%"] if res is not None else []
     token = [f"token P@{k0}", f"token R@{k0}", f"token IoU@{k0}"] if k0 is not None else []
     head = [
         "chunker",
@@ -54,6 +63,7 @@ def summary_rows(
         "over max len",
         "encode s",
         *cfg.metrics,
+        *ranked,
         *token,
         "returned < depth",
     ]
@@ -79,6 +89,7 @@ def summary_rows(
                 str(c.get("chunks_over_max", "—")),
                 enc if "encode_seconds" in t else "—",
                 *(_f(m.get(x)) for x in cfg.metrics),
+                *([interval_cell(res, pair.name)] if res is not None else []),
                 *(_f(m.get(f"token_{x}@{k0}")) for x in ("precision", "recall", "iou") if k0 is not None),
                 short_runs(pair.coverage),
             ]
@@ -130,11 +141,15 @@ class ChunkingReport:
 
 def gather(cfg: ChunkingConfig, result: StudyResult) -> ChunkingReport:
     """Everything the chunking report shows, formatted once."""
-    head, rows, bhead, brows = summary_rows(cfg, result)
+    res = resolution_of(cfg, result)
+    head, rows, bhead, brows = summary_rows(cfg, result, res)
     manifest = result.manifest.data
     ds = (result.manifest.datasets or [{}])[0]
+    ranked = [f"**{cfg.metrics[0]} rank 95%**: {note(res)}"] if res is not None else []
     if getattr(cfg, "documents", None) is not None:
-        return _gather_documents(cfg, manifest, head, rows, ds)
+        rep = _gather_documents(cfg, manifest, head, rows, ds)
+        rep.definitions[:0] = ranked
+        return rep
     k0 = cfg.token_k[0]
     intro = (
         f"{ds.get('queries')} questions, {ds.get('gold_spans')} gold excerpts over {ds.get('documents')} documents "
@@ -155,6 +170,7 @@ def gather(cfg: ChunkingConfig, result: StudyResult) -> ChunkingReport:
         "overlaps an excerpt, with the relevant chunks of this chunking as the ideal.",
         f"**token P / R / IoU@{k0}**: character-level (exact, tokenizer-free) precision, recall and IoU of the union of "
         "the top chunks' text (overlapping chunks counted once) against the union of the gold excerpts, as in Chroma's study.",
+        *ranked,
         CHUNK_COLUMNS_DEFINITION,
         SHORT_DEFINITION,
     ]

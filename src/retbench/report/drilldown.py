@@ -2,8 +2,9 @@
 
 Drill-down: for every counted query, each system's top k (rank, score, grade, a text snippet), the
 judged relevant documents it left out of its top k (with the rank it gave them, if any), the query's
-value on every metric, and how much the primary metric changed against the baseline (the filter for
-the most changed queries). Curves: recall@k, nDCG@k and hit@k for every k from 1 to the run depth
+value on every metric, how much the primary metric changed against the baseline (the filter for
+the most changed queries), and the LLM judge's verdict and reasoning per judged metric where it gave one
+(rubric metrics, correctness: `results.read.judge_reasons`). Curves: recall@k, nDCG@k and hit@k for every k from 1 to the run depth
 (at most MAX_CURVE_K), computed from the stored runs with the evaluation's own settings, so the values
 at the config's cutoffs equal the reported means.
 
@@ -103,8 +104,10 @@ def gather(
     primary: str,
     baseline: str | None,
     k: int = 10,
+    reasons: Mapping[str, Mapping[str, Mapping[str, tuple[str, str]]]] | None = None,
 ) -> Drill:
-    """The drill-down of every counted query (see the module docstring)."""
+    """The drill-down of every counted query (see the module docstring); `reasons` is system -> query id ->
+    judged metric -> (verdict, reasoning)."""
     systems = list(evs)
     first = evs[systems[0]]
     drill = Drill(k, systems, list(first.metrics), baseline if len(systems) > 1 else None, primary)
@@ -124,6 +127,9 @@ def gather(
             pos = {d: r for r, (d, _) in enumerate(ranking, start=1)}
             entry["missed"][s] = [[d, judged[d], pos.get(d)] for d in relevant if pos.get(d, k + 1) > k]
             wanted.update(d for d, _ in ranking[:k])
+            said = ((reasons or {}).get(s) or {}).get(qid)
+            if said:
+                entry.setdefault("reasons", {})[s] = [[m, verdict, why] for m, (verdict, why) in said.items()]
         wanted.update(relevant)
         if baseline in evs and primary in first.metrics:
             j = first.metrics.index(primary)

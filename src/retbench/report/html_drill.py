@@ -60,6 +60,11 @@ DRILL_JS = """
         missed.map(function (m) { return '<li data-doc="' + esc(m[0]) + '">' + esc(m[0]) + ' (grade ' + m[1] + ', ' +
           (m[2] ? 'rank ' + m[2] : 'not retrieved') + ') <span class="small muted">' + esc(D.docs[m[0]] || '') +
           '</span></li>'; }).join('') + '</ul>' : '<p class="small muted">Every relevant document is in the top ' + D.k + '.</p>';
+      var why = (q.reasons || {})[s] || [];
+      h += why.length ? '<p class="small"><b>Verdicts and reasoning of the LLM judge:</b></p><dl class="drill-reasons">' +
+        why.map(function (r) { return '<dt data-rmetric="' + esc(r[0]) + '">' + esc(r[0]) + ': <span class="verdict">' +
+          esc(r[1]) + '</span></dt><dd class="small">' + (r[2] ? esc(r[2]) : '<span class="muted">no reasoning given</span>') +
+          '</dd>'; }).join('') + '</dl>' : '';
       h += '</div>';
     });
     out.innerHTML = h + '</div>';
@@ -81,6 +86,7 @@ DRILL_CSS = """
 .drill-system { flex: 1 1 520px; min-width: 0; }
 table.drill-top td, table.drill-top th, table.drill-metrics td, table.drill-metrics th { padding: 4px 6px; font-size: 13px; }
 tr.rel td { background: #e8f5ee !important; }
+dl.drill-reasons dt { font-size: 13px; margin-top: 4px; } dl.drill-reasons dd { margin: 0 0 4px 16px; white-space: pre-wrap; }
 """
 
 

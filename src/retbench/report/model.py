@@ -283,9 +283,13 @@ def _drill(
 ) -> Any:
     """The drill-down (per-query documents, metric@k curves) of a one-dataset study from its (qrels, corpus)."""
     from retbench.report import drilldown
+    from retbench.results.read import judge_reasons
 
     qrels, corpus = found
-    drill = drilldown.gather(evs, runs, qrels, corpus, result.queries, primary=primary, baseline=baseline, k=k)
+    reasons = {s: judge_reasons(result.root, s) for s in evs} if result.root is not None else None
+    drill = drilldown.gather(
+        evs, runs, qrels, corpus, result.queries, primary=primary, baseline=baseline, k=k, reasons=reasons
+    )
     given = {s: t.curves for s, t in result.tables.items() if t.curves}
     drill.curves = drilldown.k_curves(evs, runs, qrels, given)
     return drill

@@ -15,10 +15,12 @@ from html import escape
 import numpy as np
 
 from retbench.data.status import UNANSWERED
+from retbench.errors import InputError
 from retbench.evaluation import Evaluation
-from retbench.metrics.registry import lower_is_better
+from retbench.metrics.registry import lower_is_better, parse_metric
 from retbench.resolution import RankResolution, queries_to_separate, rank_intervals
 from retbench.results.model import StudyResult
+from retbench.results.read import FolderTables
 
 CONFIDENCE = 0.95
 N_RESAMPLES = 2000
@@ -59,6 +61,29 @@ def resolve(evaluations: Sequence[Evaluation], metric: str) -> RankResolution | 
         confidence=CONFIDENCE,
         higher_is_better=not lower_is_better(metric),
     )
+
+
+def resolve_result(result: StudyResult, keys: Sequence[str], metric: str) -> RankResolution | None:
+    """Rank intervals of a study's systems (`keys`, failed ones left out) on one dataset, from their per-query
+    tables: held by the study, read through its source, else read from its results folder (a study that wrote
+    its folder before rendering). None when fewer than three can be ranked or a table cannot be read."""
+    ranked = [k for k in keys if k in result.systems and not result.systems[k].failed]
+    if len(ranked) < 3:
+        return None
+    try:
+        name = parse_metric(metric).name
+        if has_tables(result):
+            evs = [result.evaluation(k) for k in ranked]
+        elif result.root is not None:
+            folder = FolderTables(result.root, result.manifest)
+            evs = [folder.evaluation(k) for k in ranked]
+        else:
+            return None
+    except (InputError, OSError):  # ConfigError is an InputError: a metric the registry no longer knows
+        return None
+    for key, ev in zip(ranked, evs, strict=True):
+        ev.system = key
+    return resolve(evs, name)
 
 
 def resolution_rows(res: RankResolution) -> list[list[str]]:
@@ -197,6 +222,7 @@ __all__ = [
     "resolution_rows",
     "resolution_td",
     "resolve",
+    "resolve_result",
     "resolve_suite",
     "separation_line",
 ]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from retbench.errors import ConfigError
-from retbench.metrics.registry import parse_metric, trec_order
+from retbench.metrics.registry import TREC_NICKNAMES, MetricSpec, parse_metric, parse_metrics, trec_order
 
 if TYPE_CHECKING:
     from retbench.evaluation import Evaluation
@@ -18,25 +19,27 @@ def _value(v: float, integer: bool) -> str:
     return f"{v:6.4f}"
 
 
-def trec_lines(ev: Evaluation, *, per_query: bool = False) -> list[str]:
+def trec_lines(ev: Evaluation, *, per_query: bool = False, names: Mapping[str, str] | None = None) -> list[str]:
     """trec_eval's own output (`measure<TAB>query-or-all<TAB>value`, name padded to 22, `%6.4f`).
 
-    Measures use trec_eval's names and its order (its measure table, then each family's parameters in
+    Measures use trec_eval's names (`names` overrides them: what `trec_eval_measures` says trec_eval prints) and
+    its order (its measure table, then each family's parameters in
     ascending order), read from the metric rows; per-query lines (trec_eval -q) come first, query ids in
     trec_eval's (byte) order, every counted query included (trec_eval 10 -c -q prints the unanswered ones,
     scored 0), without the measures trec_eval prints only in the summary (gm_map, gm_bpref, num_q); then the
     `all` lines, each the metric's aggregate (mean, geometric mean or sum). Measures trec_eval lacks keep
     their retbench names and come last.
     """
-    names = [t or m for t, m in zip(ev.trec_names, ev.metrics, strict=True)]
-    order = sorted(range(len(names)), key=lambda j: (trec_order(names[j]) if ev.trec_names[j] else (1e9, 0.0), j))
+    given = names or {}
+    printed = [given.get(m) or t or m for t, m in zip(ev.trec_names, ev.metrics, strict=True)]
+    order = sorted(range(len(printed)), key=lambda j: (trec_order(printed[j]) if ev.trec_names[j] else (1e9, 0.0), j))
     rows = [_row(m, ev.default_k) for m in ev.metrics]
     lines: list[str] = []
     if per_query:
         for q, i in sorted((q, i) for i, q in enumerate(ev.query_ids)):
-            lines.extend(f"{names[j]:<22}\t{q}\t{_value(ev.values[i, j], rows[j][1])}" for j in order if rows[j][0])
+            lines.extend(f"{printed[j]:<22}\t{q}\t{_value(ev.values[i, j], rows[j][1])}" for j in order if rows[j][0])
     means = ev.means()
-    lines.extend(f"{names[j]:<22}\tall\t{_value(means[ev.metrics[j]], rows[j][1])}" for j in order)
+    lines.extend(f"{printed[j]:<22}\tall\t{_value(means[ev.metrics[j]], rows[j][1])}" for j in order)
     return lines
 
 
@@ -47,3 +50,55 @@ def _row(metric: str, default_k: int) -> tuple[bool, bool]:
     except ConfigError:  # a read-back table's metric no longer registered (a plugin): printed like any other
         return True, False
     return bool(getattr(m, "per_query_line", True)), getattr(m, "aggregate", "mean") == "sum"
+
+
+def _one_with_params(spec: MetricSpec) -> bool:
+    """A trec_eval family that is one value with parameters (utility, set_F, rbp), not a family of points."""
+    params = getattr(spec.metric, "trec_params", ()) or (getattr(spec.metric, "params", {}) if spec.k is None else {})
+    return bool(params) and bool(getattr(spec.metric, "trec", None)) and not getattr(spec.metric, "show_params", False)
+
+
+def trec_eval_measures(specs: Sequence[str], default_k: int = 5) -> tuple[list[MetricSpec], dict[str, str], list[str]]:
+    """The measures `trec_eval -m ...` computes for these names, the names it prints them under, and notes.
+
+    trec_eval computes a family that is one value with parameters (utility, set_F) once: with the parameters
+    of the first `-m FAMILY.params` given, else its defaults (trec_eval.c `mark_measure`, meas_init.c: the
+    first matching argument wins); a bare `-m FAMILY` or a nickname adds no parameters. When parameters were
+    given it prints them as typed (`utility_1,-1,0,0`, even at the defaults). So `-m utility -m
+    utility.2,-1,0,0` is one measure, `utility_2,-1,0,0`; a second set of parameters is not computed (a note
+    says so).
+    """
+    out: list[MetricSpec] = []
+    chosen: dict[str, int] = {}  # a one-value family's metric name -> its index in `out`
+    explicit: set[str] = set()
+    printed: dict[str, str] = {}
+    notes: list[str] = []
+    for text in specs:
+        raw = text.strip().replace(" ", "")
+        for spec in parse_metrics([text], default_k):
+            if not _one_with_params(spec):
+                out.append(spec)
+                continue
+            fam = spec.metric.name
+            bare = raw in TREC_NICKNAMES or raw.lower() in {fam.lower(), str(getattr(spec.metric, "trec", "")).lower()}
+            if fam in chosen and (bare or fam in explicit):
+                if not bare and spec.name != out[chosen[fam]].name:
+                    notes.append(
+                        f"{spec.name} not computed ({raw}): trec_eval computes {fam} once, with the first parameters"
+                    )
+                continue
+            if fam in chosen:
+                out[chosen[fam]] = spec
+            else:
+                chosen[fam] = len(out)
+                out.append(spec)
+            if not bare:
+                explicit.add(fam)
+                trec = str(getattr(spec.metric, "trec", "") or fam)
+                typed = raw[len(trec) + 1 :] if raw.startswith(trec + ".") else None
+                cut = getattr(spec.metric, "trec_cut", None)
+                name = f"{trec}_{typed}" if typed else cut.format(k=spec.k, **spec.params) if cut else None
+                if name:
+                    printed[spec.name] = name
+    unique = list({s.name: s for s in reversed(out)}.values())[::-1]  # duplicates: the first kept
+    return unique, printed, notes

@@ -1,9 +1,22 @@
-"""What `retbench tune` prints: the folds' choices, the out-of-sample estimate, the optimism, the noise."""
+"""What `retbench tune` prints and writes: the folds' choices, the out-of-sample estimate, the optimism, the noise;
+the candidate table (each setting's in-sample mean, rank interval among the settings, latency) and, in
+report.html, each setting's quality against its latency with the Pareto front (`report.tradeoff`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
 
+from retbench.errors import InputError
+from retbench.report import fmt, html_page
+from retbench.report.markdown import md_table
+from retbench.report.model import latency_summary
+from retbench.report.resolution import interval_cell, note
+from retbench.report.tradeoff import Point, tradeoff_svg
+from retbench.resolution import RankResolution
+from retbench.results.model import StudyResult
 from retbench.tuning import TuneResult
 
 
@@ -46,4 +59,137 @@ def tune_lines(result: TuneResult, labels: Sequence[str], metric: str, n_queries
     return lines
 
 
-__all__ = ["tune_lines"]
+@dataclass(frozen=True)
+class Candidate:
+    """One setting of a tune as its reports show it: in-sample mean, rank interval, latency per query."""
+
+    index: int  # the setting's number: `[3]` in every table, and its name in the rank resolution
+    key: str  # the derived experiment's system (`bm25-03`)
+    label: str  # its changes (`params.k1=0.9`)
+    mean: float
+    folds_chose: int
+    latency: dict[str, float]  # p50, p95 (ms) over its queries; empty when the run recorded none
+
+
+def candidates(result: TuneResult, keys: Sequence[str], labels: Sequence[str], runs: StudyResult) -> list[Candidate]:
+    """Each setting with its in-sample mean, how many folds chose it and its latency (read from its stored run)."""
+    chose = [sum(f.chosen == i for f in result.folds) for i in range(len(keys))]
+    out = []
+    for i, key in enumerate(keys):
+        try:
+            run = runs.run(key)
+            _, lat = latency_summary([v for v in run.latency.values() if v is not None and math.isfinite(v)])
+        except (InputError, OSError):
+            lat = {}
+        out.append(Candidate(i, key, labels[i], result.setting_means[i], chose[i], lat))
+    return out
+
+
+def setting_name(index: int) -> str:
+    """How the tables name setting `index` (`[3]`), the rank resolution included."""
+    return f"[{index}]"
+
+
+#: why the candidate table is not the estimate to report
+IN_SAMPLE = " These ranks are in-sample (every query chose and scored them); report the cross-validated estimate."
+CANDIDATE_HEAD = ["setting", "changes", "in-sample mean", "rank 95%", "folds chose", "p50 ms", "p95 ms"]
+
+
+def candidate_rows(cands: Sequence[Candidate], res: RankResolution | None) -> list[list[str]]:
+    """The candidate table, best in-sample mean first; `res` ranks the settings (tied-for-first marked)."""
+    order = sorted(range(len(cands)), key=lambda i: -cands[i].mean)
+    return [
+        [
+            setting_name(i),
+            cands[i].label,
+            f"{cands[i].mean:.4f}",
+            interval_cell(res, setting_name(i)),
+            str(cands[i].folds_chose),
+            fmt.num(cands[i].latency.get("p50"), 2, missing="—"),
+            fmt.num(cands[i].latency.get("p95"), 2, missing="—"),
+        ]
+        for i in order
+    ]
+
+
+def candidate_lines(cands: Sequence[Candidate], res: RankResolution | None, metric: str) -> list[str]:
+    """The candidate table as plain lines for the terminal, then what the rank interval means."""
+    rows = [CANDIDATE_HEAD, *candidate_rows(cands, res)]
+    widths = [max(len(r[j]) for r in rows) for j in range(len(CANDIDATE_HEAD))]
+    lines = [f"candidates on {metric} (in-sample: every query):"]
+    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    if res is not None:
+        lines.append("  " + note(res) + IN_SAMPLE)
+    return lines
+
+
+def tradeoff_charts(cands: Sequence[Candidate], metric: str) -> str:
+    """Quality (in-sample mean) against p50 and p95 latency per setting, Pareto front marked (`report.tradeoff`)."""
+    label = fmt.metric_label(metric)
+    charts = []
+    for key in ("p50", "p95"):
+        pts = [
+            Point(f"{setting_name(i)} {c.label}", c.mean, c.latency[key])
+            for i, c in enumerate(cands)
+            if math.isfinite(c.mean) and c.latency.get(key, 0) > 0
+        ]
+        charts.append(
+            tradeoff_svg(pts, x_label=f"{key} latency (ms)", y_label=label, title=f"{label} vs {key} latency")
+        )
+    return "".join(charts)
+
+
+def tune_markdown(title: str, lines: Sequence[str], cands: Sequence[Candidate], res: RankResolution | None) -> str:
+    """report.md of a tune: what the CLI prints (folds, estimates), then the candidate table."""
+    parts = [
+        f"# {title}",
+        "",
+        "```",
+        *lines,
+        "```",
+        "",
+        "## Candidates",
+        "",
+        md_table(CANDIDATE_HEAD, candidate_rows(cands, res)),
+    ]
+    if res is not None:
+        parts += ["", note(res) + IN_SAMPLE]
+    return "\n".join(parts) + "\n"
+
+
+def tune_html(
+    title: str, lines: Sequence[str], cands: Sequence[Candidate], res: RankResolution | None, metric: str
+) -> str:
+    """report.html of a tune: the selection, the candidate table and the quality x latency trade-off charts."""
+    sections = [
+        ("selection", "Cross-validated choice", f"<pre>{escape(chr(10).join(lines))}</pre>"),
+        (
+            "candidates",
+            "Candidates",
+            html_page.text_table(CANDIDATE_HEAD, candidate_rows(cands, res), {0, 1})
+            + (html_page.note(note(res) + IN_SAMPLE) if res else ""),
+        ),
+    ]
+    charts = tradeoff_charts(cands, metric)
+    if charts:
+        text = (
+            f"<p>Each setting's in-sample {escape(fmt.metric_label(metric))} against its latency per query. Larger "
+            "points joined by the dashed line are the <b>Pareto front</b>: no other setting is at least as good on "
+            "both axes and better on one.</p>"
+        )
+        sections.append(("tradeoff", "Trade-offs", text + charts))
+    return html_page.page(title, "", sections)
+
+
+__all__ = [
+    "CANDIDATE_HEAD",
+    "Candidate",
+    "candidate_lines",
+    "candidate_rows",
+    "candidates",
+    "setting_name",
+    "tradeoff_charts",
+    "tune_html",
+    "tune_lines",
+    "tune_markdown",
+]

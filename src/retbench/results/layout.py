@@ -66,6 +66,11 @@ class SystemDir:
         return self.root / "journal.jsonl"
 
     @property
+    def judged(self) -> Path:
+        """The judge's verdicts per query (studies/judging.py writes it; the report's drill-down reads it)."""
+        return self.root / "judged.json"
+
+    @property
     def answers(self) -> Path:
         """The answer side of each query (RAG systems), in the system-outputs format."""
         return self.root / "answers.jsonl"

@@ -38,6 +38,7 @@ __all__ = [
     "FolderTables",
     "config_depth",
     "config_from_manifest",
+    "judge_reasons",
     "load_results",
     "read_done",
     "read_results",
@@ -80,6 +81,45 @@ class FolderTables:
             return read_queries(qpath) if qpath is not None else {}
         except InputError:
             return {}
+
+
+def judge_reasons(root: str | Path, key: str) -> dict[str, dict[str, tuple[str, str]]]:
+    """{query id: {judged metric: (verdict, reasoning)}} of the verdicts a cell's judge gave with a reason.
+
+    Read from the cell's judged.json: a rubric's record (`rubric:<name>`, value `{"value", "reasoning"}`) and
+    any other verdict whose value carries a `reasoning` string (correctness). The verdict is the value as
+    text, or the status when there is none (`unparseable`, `judge_error`): a failed verdict is shown as one.
+    Empty when the cell was not judged or its file cannot be read (the report then shows no reasoning).
+    """
+    path = SystemDir.of(root, key).judged
+    try:
+        stored = read_json(path) if path.is_file() else {}
+    except InputError:
+        return {}
+    verdicts = stored.get("verdicts") if isinstance(stored, dict) else None
+    out: dict[str, dict[str, tuple[str, str]]] = {}
+    for qid, records in (verdicts or {}).items():
+        for name, rec in (records or {}).items() if isinstance(records, dict) else ():
+            if not isinstance(rec, dict):
+                continue
+            value = rec.get("value")
+            said = value.get("reasoning") if isinstance(value, dict) else None
+            if not (name.startswith("rubric:") or isinstance(said, str)):
+                continue
+            shown = {k: v for k, v in value.items() if k != "reasoning"} if isinstance(value, dict) else {}
+            verdict = _verdict_text(shown) if rec.get("status") == "ok" else str(rec.get("status"))
+            out.setdefault(str(qid), {})[name.removeprefix("rubric:")] = (
+                verdict,
+                said if isinstance(said, str) else "",
+            )
+    return out
+
+
+def _verdict_text(value: Mapping[str, Any]) -> str:
+    """A verdict's value as the drill-down prints it: the one number, else `key=value` pairs."""
+    if len(value) == 1:
+        return str(next(iter(value.values())))
+    return ", ".join(f"{k}={v}" for k, v in value.items())
 
 
 def read_results(path: str | Path) -> StudyResult:

@@ -80,9 +80,9 @@ from retbench.studies.judging import (
     JudgeServer,
     JudgeStage,
     check_judging,
-    judged_metrics,
     judged_summary,
     judging_identity,
+    stage_metrics,
 )
 from retbench.studies.manifest import manifest_header
 from retbench.studies.rerank import RerankStage
@@ -149,9 +149,10 @@ def search_fingerprint(cfg: ExperimentModel, system: ExperimentSystem, dataset: 
 def system_hash(cfg: ExperimentModel, system: ExperimentSystem, dataset: DatasetSpec) -> str:
     """What a finished cell's numbers depend on: resume only reuses results with the same hash."""
     metrics = cfg.metric_names
+    rubrics = asked_rubrics(metrics, cfg.rubrics)
     judged = (
-        {"judging": judging_identity(cfg.judge, cfg.judging_settings, asked_rubrics(metrics, cfg.rubrics))}
-        if cfg.judge is not None and judged_metrics(metrics)
+        {"judging": judging_identity(cfg.judge, cfg.judging_settings, rubrics)}
+        if stage_metrics(cfg.judge, metrics, rubrics)
         else {}
     )
     return fingerprint(
@@ -373,8 +374,9 @@ def _run_system(
         search_extra={"adapter": system.adapter, "params": system.params},
     )
     judge = None
-    if cfg.judge is not None and server is not None and judged_metrics(metrics):
-        judge = JudgeStage(cfg.judge, cfg.judging_settings, server, sysdir.root, asked_rubrics(metrics, cfg.rubrics))
+    rubrics = asked_rubrics(metrics, cfg.rubrics)
+    if stage_metrics(cfg.judge, metrics, rubrics):  # the experiment's judge, or only rubrics with their own
+        judge = JudgeStage(cfg.judge, cfg.judging_settings, server, sysdir.root, rubrics)
     # a golden set's per-sample k would cut the curves' own k: its curves are computed by the report
     scorer = BenchmarkScorer(data, metrics, settings, judge, curves=len(cfg.datasets) == 1)
     groups = {

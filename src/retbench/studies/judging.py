@@ -100,13 +100,14 @@ def check_judging(judging: JudgingBlock, source: str) -> None:
 
 
 def judging_identity(
-    judge: JudgeSettings, judging: JudgingBlock, rubrics: Sequence[tuple[Rubric, JudgeSettings | None]] = ()
+    judge: JudgeSettings | None, judging: JudgingBlock, rubrics: Sequence[tuple[Rubric, JudgeSettings | None]] = ()
 ) -> dict[str, Any]:
     """What the verdicts depend on (part of a cell's config hash and of its manifest); the asked rubrics'
-    definitions among them, so an edited rubric re-scores."""
+    definitions among them, so an edited rubric re-scores. `judge` is None when only rubrics with their own
+    judge are asked (the experiment has no judge of its own)."""
     return {
         **({"rubrics": rubric_identity(rubrics)} if rubrics else {}),
-        "judge": judge.to_manifest(),
+        "judge": judge.to_manifest() if judge is not None else None,
         "context_k": judging.context_k,
         "questions": judging.questions,
         "max_chars": judging.max_chars,
@@ -118,6 +119,15 @@ def judging_identity(
 def judged_metrics(metrics: Sequence[str]) -> list[str]:
     """The asked metrics that need the judge (abstention metrics only use it when an output does not say)."""
     return [m for m in metrics if m in NEEDS or rubric_of(m) is not None]
+
+
+def stage_metrics(
+    judge: JudgeSettings | None, metrics: Sequence[str], rubrics: Sequence[tuple[Rubric, JudgeSettings | None]]
+) -> list[str]:
+    """The asked metrics the judging stage can judge: every judged one with the experiment's judge, else only
+    the rubrics that bring their own (config validation refuses any other judged metric without a judge)."""
+    own = {r.name for r, settings in rubrics if settings is not None}
+    return [m for m in judged_metrics(metrics) if judge is not None or m in own]
 
 
 def needs_judge(metrics: Sequence[str]) -> bool:
@@ -154,9 +164,9 @@ class Judging:
 
     def __init__(
         self,
-        judge: JudgeSettings,
+        judge: JudgeSettings | None,
         judging: JudgingBlock,
-        server: JudgeServer,
+        server: JudgeServer | None,
         sysdir: Path,
         cache_dir: Path | None = None,
         rubrics: Sequence[tuple[Rubric, JudgeSettings | None]] = (),
@@ -170,6 +180,8 @@ class Judging:
         if kind not in self.judges:
             from retbench.llm.judge import Judge
 
+            if self.judge is None or self.server is None:  # `stage_metrics` leaves only own-judged rubrics
+                raise ConfigError(f"the {kind} verdicts need the experiment's judge: block", field="judge")
             self.judges[kind] = Judge(
                 self.judge,
                 prompt_of(self.judging, kind),
@@ -207,7 +219,7 @@ class Judging:
     ) -> dict[str, dict[str, Any]]:
         """Verdicts for every query in `questions`: `contexts` are its top chunks' ids (at least `context_k`,
         as many as a rubric shows), `texts` their text."""
-        want = set(judged_metrics(metrics))
+        want = set(stage_metrics(self.judge, metrics, self.rubrics))
         cut, top = self.judging.max_chars, self.judging.context_k
         records: dict[str, dict[str, Any]] = {q: {"context": list(contexts.get(q, ()))[:top]} for q in questions}
         context = {q: numbered(texts, records[q]["context"], cut) for q in questions}
@@ -262,12 +274,14 @@ class Judging:
                 items = rubric_items(rubric, j.context_k, j.max_chars, questions, samples, answers, ranked, texts)
                 if not items:
                     continue
-                server = self.server
+                server, settings = self.server, own or self.judge
                 if own is not None:
                     server = JudgeServer(own)
                     stack.callback(server.close)
+                if server is None or settings is None:  # `stage_metrics` asks only own-judged rubrics then
+                    continue
                 self.judges[rubric.record] = Judge(
-                    own or self.judge,
+                    settings,
                     rubric_prompt(rubric),
                     base_url=server.url(),
                     log_path=self.sysdir / CALLS_FILE,
@@ -401,9 +415,9 @@ class Judged:
 class JudgeStage:
     """The judging stage of one cell: the verdicts its judged answer metrics need, for its run and answers."""
 
-    judge: JudgeSettings
+    judge: JudgeSettings | None
     judging: JudgingBlock
-    server: JudgeServer
+    server: JudgeServer | None
     sysdir: Path
     rubrics: Sequence[tuple[Rubric, JudgeSettings | None]] = ()
 

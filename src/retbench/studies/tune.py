@@ -15,7 +15,7 @@ import copy
 import itertools
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,10 @@ from retbench.errors import ConfigError, InputError
 from retbench.inputs import load_systems
 from retbench.io.files import write_json, write_text
 from retbench.metrics.registry import lower_is_better, parse_metric
+from retbench.report.resolution import resolve
+from retbench.report.tune import Candidate, candidates, setting_name, tune_html, tune_lines, tune_markdown
+from retbench.resolution import RankResolution
+from retbench.results.read import read_results
 from retbench.studies.benchmark import parse_config, raise_if_backend_failed, run_experiment
 from retbench.tuning import TuneResult, cross_validate
 
@@ -68,6 +72,8 @@ class TuneOutcome:
     query_ids: list[str]
     result: TuneResult
     duplicates: list[str]
+    resolution: RankResolution | None = None  # the settings' in-sample rank intervals (three settings or more)
+    candidates: list[Candidate] = field(default_factory=list)  # each setting's mean, folds' votes, latency
 
 
 def expand_grid(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -175,12 +181,28 @@ def run_tune(cfg: TuneConfig, *, log: Callable[[str], None] = print, force: bool
         n_resamples=cfg.model.n_resamples,
         higher_is_better=not lower_is_better(cfg.model.metric),  # a rate of errors is tuned down
     )
-    done = TuneOutcome(cfg, settings, query_ids, result, duplicates)
+    keys = [f"{cfg.model.system}-{s.index:02d}" for s in settings]
+    for s, ev in zip(settings, evs, strict=True):
+        ev.system = setting_name(s.index)
+    res = resolve(evs, parse_metric(cfg.model.metric).name)
+    cands = candidates(result, keys, [s.label for s in settings], read_results(runs))
+    done = TuneOutcome(cfg, settings, query_ids, result, duplicates, res, cands)
     write_json(cfg.output / "tune.json", tune_record(done))
+    write_tune_reports(done)
     chosen = {**settings[result.chosen].system, "name": cfg.model.system}
     header = f"# chosen by {cfg.model.folds}-fold cross-validation on {cfg.model.metric} (retbench tune; tune.json)\n"
     write_text(cfg.output / "chosen.yaml", header + yaml.safe_dump([chosen], sort_keys=False))
     return done
+
+
+def write_tune_reports(t: TuneOutcome) -> None:
+    """report.md and report.html beside tune.json: the selection as the CLI prints it, the candidate table with
+    rank intervals, and (HTML) each setting's quality against its latency with the Pareto front."""
+    m = t.config.model
+    lines = tune_lines(t.result, [s.label for s in t.settings], m.metric, len(t.query_ids))
+    title = f"Tuning {m.system} on {m.metric}: {t.config.name}"
+    write_text(t.config.output / "report.md", tune_markdown(title, lines, t.candidates, t.resolution))
+    write_text(t.config.output / "report.html", tune_html(title, lines, t.candidates, t.resolution, m.metric))
 
 
 def tune_record(t: TuneOutcome) -> dict[str, Any]:
@@ -197,7 +219,13 @@ def tune_record(t: TuneOutcome) -> dict[str, Any]:
         "group_by": m.group_by,
         "n_queries": len(t.query_ids),
         "settings": [
-            {"index": s.index, "changes": s.changes, "label": s.label, "in_sample_mean": r.setting_means[s.index]}
+            {
+                "index": s.index,
+                "changes": s.changes,
+                "label": s.label,
+                "in_sample_mean": r.setting_means[s.index],
+                **_rank_of(t.resolution, setting_name(s.index)),
+            }
             for s in t.settings
         ],
         "duplicates_skipped": t.duplicates,
@@ -228,6 +256,14 @@ def tune_record(t: TuneOutcome) -> dict[str, Any]:
             "within_noise": r.within_noise,
         },
     }
+
+
+def _rank_of(res: RankResolution | None, name: str) -> dict[str, Any]:
+    """A setting's in-sample rank, its 95% rank interval and whether it is tied for first (none: < 3 settings)."""
+    if res is None:
+        return {}
+    i = res.names.index(name)
+    return {"rank": res.rank[i], "rank_interval": [res.low[i], res.high[i]], "tied_first": name in res.tied_first}
 
 
 __all__ = ["Setting", "TuneConfig", "TuneOutcome", "apply_changes", "expand_grid", "load_config", "run_tune"]

@@ -17,6 +17,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from browser import CHROMIUM, dump_dom
 from http_support import send_json, serving_in_thread
 from retbench.cli import app
 from stored import flat_system
@@ -49,7 +50,7 @@ VERDICTS = {  # (rubric, a word of the question) -> the judge's reply
     ("tone", "jobs"): '{"verdict": 1, "reasoning": "polite"',  # cut JSON: unparseable
     ("tone", "insulin"): '```json\n{"verdict": "yes"}\n```',
     ("completeness", "late fees"): '{"score": 3}',
-    ("completeness", "jobs"): '{"reasoning": "misses the number", "score": 1}',
+    ("completeness", "jobs"): '{"reasoning": "misses the <b>number</b> & the years", "score": 1}',
 }
 
 
@@ -252,3 +253,63 @@ def test_a_human_verdict_off_the_scale_names_the_sample_and_field(tmp_path, monk
     res = CliRunner().invoke(app, ["judge-calibrate", str(cal), "--output", str(tmp_path / "cal")])
     assert res.exit_code == 2, res.output
     assert "a1.metadata.human.answer_match" in res.output and "not on the scale bool" in res.output
+
+
+def test_a_rubric_with_its_own_judge_needs_no_experiment_judge(tmp_path, monkeypatch):
+    """A rubric's `judge:` block is enough: the experiment has no `judge:` of its own, tone is judged through the
+    rubric's server, and the generation server is never asked for a verdict."""
+    monkeypatch.setenv("RETBENCH_CACHE", str(tmp_path / "cache"))
+    with judge_server() as generator, judge_server() as judge:
+        path = _config(tmp_path, f"http://127.0.0.1:{generator.server_port}", "Is the answer polite and professional?")
+        cfg = yaml.safe_load(path.read_text())
+        del cfg["judge"]
+        cfg["metrics"] = ["recall@1", "tone"]
+        cfg["rubrics"][0]["judge"] = {"base_url": f"http://127.0.0.1:{judge.server_port}", "retries": 0}
+        path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        system = _run(path)
+    assert all("Criterion (tone)" in r["messages"][0]["content"] for r in judge.requests)
+    assert len(judge.requests) == 3
+    assert not any("Criterion" in r["messages"][0]["content"] for r in generator.requests)
+    assert system["judge"]["metrics"]["tone"] == {"judged": 2, "of": 3, "statuses": {"ok": 2, "unparseable": 1}}
+    stored = json.loads((tmp_path / "out" / "systems" / "bm25" / "judged.json").read_text())["verdicts"]
+    assert stored["a3"]["rubric:tone"]["value"]["value"] == 1
+    aggregates = json.loads((tmp_path / "out" / "systems" / "bm25" / "aggregates.json").read_text())
+    assert aggregates["tone"]["mean"] == 1.0 and aggregates["tone"]["n"] == 2
+
+
+def test_a_rubric_without_a_judge_in_an_experiment_without_one_is_an_error_naming_the_metric(tmp_path):
+    path = _config(tmp_path, "http://127.0.0.1:9", "Is the answer polite and professional?")
+    cfg = yaml.safe_load(path.read_text())
+    del cfg["judge"]
+    cfg["metrics"] = ["recall@1", "tone"]
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    res = CliRunner().invoke(app, ["run", str(path)])
+    assert res.exit_code == 2, res.output
+    assert "metrics[1]" in res.output and "judge" in res.output
+
+
+REASON = re.compile(
+    r'<dt data-rmetric="([^"]+)">[^<]*<span class="verdict">([^<]*)</span></dt><dd class="small">(.*?)</dd>', re.S
+)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium not installed (Debian: apt-get install -y chromium)")
+def test_the_html_drill_down_shows_each_rubric_verdict_with_the_judges_reasoning_escaped(tmp_path, monkeypatch):
+    monkeypatch.setenv("RETBENCH_CACHE", str(tmp_path / "cache"))
+    with judge_server() as server:
+        _run(_config(tmp_path, f"http://127.0.0.1:{server.server_port}", "Is the answer polite and professional?"))
+    page = tmp_path / "out" / "report.html"
+    shown = {}
+    for q in ("a1", "a2"):
+        dom = dump_dom(page, f"#q={q}", tmp_path / f"profile-{q}")
+        view = dom.split('id="drill-view"', 1)[1].split('class="drill-system" data-system="bm25"', 1)[1]
+        reasons = view.split('<dl class="drill-reasons">', 1)[1].split("</dl>", 1)[0]
+        shown[q] = {m: (v, d) for m, v, d in REASON.findall(reasons)}
+    # reasoning given before the verdict object, inside it, and none at all
+    assert shown["a1"]["answer_match"] == ("1", "The answer gives $8, as the reference does.")
+    assert shown["a1"]["tone"][0] == "1" and "no reasoning given" in shown["a1"]["tone"][1]
+    assert shown["a2"]["answer_match"] == ("0", "too vague: no number")
+    # a verdict that could not be read is shown as its status, never as a number
+    assert shown["a2"]["tone"][0] == "unparseable"
+    # the judge's text is data: its markup is escaped, not rendered
+    assert shown["a2"]["completeness"] == ("1", "misses the &lt;b&gt;number&lt;/b&gt; &amp; the years")

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import itertools
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 import abdata
+from browser import CHROMIUM, dump_dom
 from retbench.report.html import render_html
 from retbench.report.model import build_report
 from retbench.results import load_results, read_results
 from stored import flat
-
-CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser")) if p), None)
 
 
 @pytest.fixture(scope="module")
@@ -65,14 +62,6 @@ def test_each_query_holds_every_systems_top_k_grades_misses_and_metric_values(da
     assert q["change"] == max((q["values"][s][j] - base for s in drill.systems if s != data.baseline), key=abs)
 
 
-def _dom(page: Path, fragment: str, profile: Path) -> str:
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-           f"--user-data-dir={profile}", "--dump-dom", page.as_uri() + fragment]  # fmt: skip
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
-
-
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium not installed (Debian: apt-get install -y chromium)")
 def test_chromium_shows_a_querys_documents_and_the_most_changed_queries_offline(data, results, tmp_path):
     page = tmp_path / "report.html"
@@ -81,7 +70,7 @@ def test_chromium_shows_a_querys_documents_and_the_most_changed_queries_offline(
     page.write_text(html, encoding="utf-8")
     res = load_results(results)
     q = next(e for e in data.drill.queries if e["missed"]["bm25_weak"])
-    dom = _dom(page, f"#q={q['id']}", tmp_path / "p1")
+    dom = dump_dom(page, f"#q={q['id']}", tmp_path / "p1")
     shown = dom.split('id="drill-view"', 1)[1]
     assert f'data-query="{q["id"]}"' in shown
     for system in res.systems:
@@ -98,7 +87,7 @@ def test_chromium_shows_a_querys_documents_and_the_most_changed_queries_offline(
     ]
     assert data.drill.docs[q["top"]["bm25"][0][0]][:40] in shown.replace("&amp;", "&")
 
-    changed = _dom(page, "#changed", tmp_path / "p2")
+    changed = dump_dom(page, "#changed", tmp_path / "p2")
     select = changed.split('<select id="drill-query">', 1)[1].split("</select>", 1)[0]
     options = re.findall(r'<option value="([^"]+)"', select)
     expected = sorted((e for e in data.drill.queries if e["change"]), key=lambda e: -abs(e["change"]))[:25]

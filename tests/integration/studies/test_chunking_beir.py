@@ -207,3 +207,35 @@ def test_a_bad_dataset_block_is_one_error_naming_its_key(tmp_path: Path) -> None
         with pytest.raises(ConfigError) as info:
             chunking_config(tmp_path, [{"kind": "document"}], dataset=dataset)
         assert info.value.field == field and words in info.value.reason
+
+
+def test_the_chunking_grid_shows_each_pairs_rank_interval_from_its_per_query_table(tmp_path: Path) -> None:
+    """Three (chunker, system) pairs: the main table gains `ndcg@10 rank 95%`, each cell the pair's interval from
+    `rank_intervals` over the pairs' stored per-query nDCG@10 (paired over the same queries), tied ones marked."""
+    from retbench.resolution import rank_intervals
+    from retbench.results import read_results
+
+    chunkers = [
+        {"name": "document", "kind": "document"},
+        {"name": "chars_300", "kind": "fixed_chars", "size": 300},
+        {"name": "chars_1200", "kind": "fixed_chars", "size": 1200},
+    ]
+    out = run_chunking(chunking_config(tmp_path, chunkers), log=lambda _: None)
+    pairs = [o.name for o in out.systems]
+    stored = read_results(tmp_path / "chunking")
+    evs = [stored.evaluation(p) for p in pairs]
+    assert all(ev.query_ids == evs[0].query_ids for ev in evs)
+    want = rank_intervals(np.column_stack([ev.column("ndcg@10") for ev in evs]), pairs, n_resamples=2000)
+    report = (tmp_path / "chunking" / "report.md").read_text()
+    header = next(line for line in report.splitlines() if line.startswith("| chunker | system |"))
+    cells = [c.strip() for c in header.strip("|").split("|")]
+    col = cells.index("ndcg@10 rank 95%")
+    assert cells[col - len(METRICS)] == "ndcg@10"  # right after the metrics
+    for pair in pairs:
+        chunker = pair.split("+")[0]
+        row = next(line for line in report.splitlines() if line.startswith(f"| {chunker} | bm25 |"))
+        shown = [c.strip() for c in row.strip("|").split("|")][col]
+        tied = " (tied 1st)" if pair in want.tied_first else ""
+        assert shown == want.interval(pair) + tied, (pair, shown)
+    assert "paired bootstrap resamples of the queries" in report
+    assert "ndcg@10 rank 95%" in (tmp_path / "chunking" / "report.html").read_text()

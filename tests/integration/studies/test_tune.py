@@ -93,3 +93,43 @@ def test_a_grid_key_that_is_not_in_the_system_and_an_unknown_system_are_refused_
         assert "grid" in str(exc)
     else:
         raise AssertionError("an empty value list was accepted")
+
+
+def test_the_candidate_table_ranks_every_setting_with_its_interval_and_the_report_charts_the_trade_off(tmp_path):
+    """Four settings: each one's rank interval equals `rank_intervals` on the stored per-query tables (paired over
+    the queries), in tune.json, the printed candidate table and report.html, whose trade-off charts put each
+    setting's in-sample mean against its stored p50/p95 latency with the Pareto front marked."""
+    import re
+
+    from retbench.report.model import latency_summary
+    from retbench.report.tradeoff import Point, pareto_front
+    from retbench.resolution import rank_intervals
+    from retbench.results import read_results
+
+    path = write(tmp_path, [{"params.k1": 0.3}, {"params.k1": 1.2, "params.b": 0.9}, {"params.b": 0.1}])
+    res = runner.invoke(app, ["tune", str(path), "--output", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    keys = [f"bm25-{i:02d}" for i in range(4)]
+    stored = read_results(tmp_path / "o" / "runs")
+    evs = [stored.evaluation(k) for k in keys]
+    assert all(ev.query_ids == evs[0].query_ids for ev in evs)
+    want = rank_intervals(np.column_stack([ev.column("ndcg@10") for ev in evs]), keys, n_resamples=2000)
+    record = json.loads((tmp_path / "o" / "tune.json").read_text())
+    for s, key in zip(record["settings"], keys, strict=True):
+        i = want.names.index(key)
+        assert s["rank_interval"] == [want.low[i], want.high[i]] and s["tied_first"] == (key in want.tied_first)
+        label = want.interval(key) + (" (tied 1st)" if key in want.tied_first else "")
+        assert re.search(rf"^  \[{s['index']}\]\s+{re.escape(s['label'])}\s+{s['in_sample_mean']:.4f}\s+"
+                         rf"{re.escape(label)}\s", res.output, flags=re.M), (key, label)  # fmt: skip
+    html = (tmp_path / "o" / "report.html").read_text()
+    assert 'id="candidates"' in html and 'id="tradeoff"' in html
+    points = []
+    for i, (key, s) in enumerate(zip(keys, record["settings"], strict=True)):
+        run = stored.run(key)
+        _, lat = latency_summary([v for v in run.latency.values() if v is not None])
+        points.append(Point(f"[{i}] {s['label']}", s["in_sample_mean"], lat["p50"]))
+    front = set(pareto_front(points))
+    chart = html.split("vs p50 latency", 1)[1].split("</svg>", 1)[0]
+    marked = re.findall(r'<g data-pareto="(\d)">.*?<title>([^<:]+):', chart, flags=re.S)
+    assert {n.replace("&quot;", '"') for on, n in marked if on == "1"} == front
+    assert (tmp_path / "o" / "report.md").read_text().count("| [") == 4

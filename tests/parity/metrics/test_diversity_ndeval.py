@@ -128,3 +128,46 @@ def test_subtopic_qrels_file_reads_as_ndeval_reads_it_and_other_metrics_see_the_
     bad.write_text("1 a d1 1\n1 a d1 2\n")
     with pytest.raises(InputError, match=r"bad.txt:2: .*judged twice \(first on line 1\)"):
         read_subtopic_qrels(bad)
+
+
+def test_eval_cli_reads_subtopic_qrels_for_the_diversity_measures_and_qrels_for_the_rest(scifact, tmp_path):
+    """`retbench eval QRELS RUN --subtopic-qrels FILE`: the diversity measures equal ndeval's on the queries the
+    subtopic qrels judge (the first half of SciFact's test queries here) and do not apply to the others; nDCG
+    reads QRELS, so it equals pytrec_eval's on every query."""
+    import json
+
+    import pytrec_eval
+    from typer.testing import CliRunner
+
+    from retbench.cli import app
+
+    qrels, run = scifact_bm25(scifact)
+    qids = list(qrels)
+    judged = qids[: len(qids) // 2]
+    judgements = [(q, str(int(d) % 3 + 1), d, g) for q in judged for d, g in qrels[q].items()]
+    judgements += [(q, "2", d, 0) for q in judged for d in list(run[q])[:2] if d not in qrels[q]]
+    (tmp_path / "subtopics.txt").write_text("".join(f"{q} {s} {d} {g}\n" for q, s, d, g in judgements))
+    (tmp_path / "qrels.txt").write_text(
+        "".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items())
+    )
+    lines = [f"{q} Q0 {d} {r} {s!r} bm25\n" for q, docs in run.items() for r, (d, s) in enumerate(docs.items(), 1)]
+    (tmp_path / "run.txt").write_text("".join(lines))
+    names = ["alpha_nDCG@10", "ERR_IA@10", "NRBP", "P_IA@5", "STREC@10", "ndcg@10"]
+    args = ["eval", str(tmp_path / "qrels.txt"), str(tmp_path / "run.txt"), "--format", "json", "-q"]
+    res = CliRunner().invoke(
+        app, [*args, *(a for n in names for a in ("-m", n)), "--subtopic-qrels", str(tmp_path / "subtopics.txt")]
+    )
+    assert res.exit_code == 0, res.output
+    rows = {r["query_id"]: r for r in json.loads(res.stdout)["per_query"]}
+    assert set(rows) == set(qids)
+    for ours, theirs in zip(names[:5], ["alpha_nDCG@10", "ERR_IA@10", "NRBP", "P_IA@5", "StRecall@10"], strict=True):
+        reference = _pyndeval(judgements, run, theirs)
+        assert set(reference) == set(judged)
+        for q in judged:
+            assert rows[q][ours] == pytest.approx(reference[q], abs=1e-9), (ours, q)
+        assert all(rows[q][ours] is None for q in qids[len(judged) :])  # not judged for subtopics: no value
+    trec = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
+    for q in qids:
+        assert rows[q]["ndcg@10"] == pytest.approx(trec[q]["ndcg_cut_10"], abs=1e-9)
+    no_file = CliRunner().invoke(app, [*args, "-m", "STREC@5", "--subtopic-qrels", str(tmp_path / "missing.txt")])
+    assert no_file.exit_code == 2 and "missing.txt" in no_file.output

@@ -67,3 +67,58 @@ def test_trec_lines_equal_trec_eval_on_scifact(scifact, tmp_path, opts):
     assert summary["gm_map"] == f"{math.exp(gm):6.4f}"
     assert summary["num_q"] == str(n)
     assert summary["num_ret"] == str(int(sum(theirs[q]["num_ret"] for q in theirs)))
+
+
+def _trec(args: list[str]) -> tuple[list[tuple[str, str, str]], str]:
+    res = CliRunner().invoke(app, ["eval", *args, "-q", "--format", "trec"])
+    assert res.exit_code == 0, res.output
+    return [tuple(x.rstrip() for x in line.split("\t")) for line in res.stdout.splitlines()], res.stderr  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("measures", "printed", "abcd"),
+    [
+        (["utility"], "utility", (1, -1, 0, 0)),
+        (["utility", "utility.2,-1,0,0"], "utility_2,-1,0,0", (2, -1, 0, 0)),
+        (["all_trec", "utility.1,-1,0,0"], "utility_1,-1,0,0", (1, -1, 0, 0)),
+        (["utility.3,-2,-1,0", "utility", "utility.2,-1,0,0"], "utility_3,-2,-1,0", (3, -2, -1, 0)),
+    ],
+)
+def test_utility_is_one_measure_per_run_named_and_valued_as_trec_eval_prints_it(
+    scifact, tmp_path, measures, printed, abcd
+):
+    """trec_eval computes utility once: with the first `utility.a,b,c,d` given, else its defaults, and prints the
+    parameters as typed whenever they were given (trec_eval.c mark_measure, meas_init.c). Each value is trec_eval's
+    formula over pytrec_eval's own set counts: a nrr + b (n - nrr) + c (R - nrr)."""
+    import pytrec_eval
+
+    qrels = {q: j for q, j in scifact.split("test").to_dict().items()}
+    qids = sorted(qrels)[:40]
+    qrels = {q: qrels[q] for q in qids}
+    run = scifact_overlap_run(scifact, qrels, depth=30)
+    write_qrels(Qrels(qrels), tmp_path / "qrels.txt")
+    write_run(Run.from_dict(run, name="overlap"), tmp_path / "run.txt")
+    args = [str(tmp_path / "qrels.txt"), str(tmp_path / "run.txt"), *(x for m in measures for x in ("-m", m))]
+    lines, _ = _trec(args)
+    utility = [(q, v) for m, q, v in lines if m.startswith("utility")]
+    assert {m for m, _, _ in lines if m.startswith("utility")} == {printed}
+    assert [q for q, _ in utility] == [*sorted(qids), "all"]  # one line per query, one `all`
+    counts = pytrec_eval.RelevanceEvaluator(qrels, {"num_ret", "num_rel", "num_rel_ret"}).evaluate(run)
+    a, b, c, _ = abcd
+    want = {
+        q: a * x["num_rel_ret"] + b * (x["num_ret"] - x["num_rel_ret"]) + c * (x["num_rel"] - x["num_rel_ret"])
+        for q, x in counts.items()
+    }
+    for q, v in utility[:-1]:
+        assert v == f"{want[q]:6.4f}", q
+    assert utility[-1][1] == f"{sum(want.values()) / len(want):6.4f}"
+
+
+def test_a_second_set_of_utility_parameters_is_named_as_not_computed(scifact, tmp_path):
+    qrels = {q: j for q, j in list(scifact.split("test").to_dict().items())[:5]}
+    write_qrels(Qrels(qrels), tmp_path / "qrels.txt")
+    write_run(Run.from_dict(scifact_overlap_run(scifact, qrels, depth=10)), tmp_path / "run.txt")
+    args = [str(tmp_path / "qrels.txt"), str(tmp_path / "run.txt"), "-m", "utility.2,-1,0,0", "-m", "utility.3,-1,0,0"]
+    lines, err = _trec(args)
+    assert {m for m, _, _ in lines} == {"utility_2,-1,0,0"}
+    assert "utility(a=3) not computed (utility.3,-1,0,0)" in err

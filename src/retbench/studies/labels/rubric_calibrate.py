@@ -97,7 +97,7 @@ def calibrate_rubrics(cfg: CalibrationModel, spec: RubricCalibration) -> dict[st
     from retbench.results.layout import SystemDir
 
     ds = load_dataset(cfg.dataset, [cfg.split])
-    path = SystemDir.of(spec.results, spec.system).root / "judged.json"
+    path = SystemDir.of(spec.results, spec.system).judged
     if not path.is_file():
         raise InputError("no judged verdicts here: run the experiment with these rubric metrics first", path=path)
     saved = json.loads(path.read_text(encoding="utf-8"))
