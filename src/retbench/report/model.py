@@ -27,7 +27,7 @@ from retbench.report import fmt
 from retbench.report.prcurve import pr_curves
 from retbench.results.caveats import find_holes
 from retbench.results.model import StudyResult, SystemResult, config_from_manifest
-from retbench.results.read import load_judgements
+from retbench.results.read import judge_reasons, load_judgements
 
 
 @dataclass
@@ -283,7 +283,6 @@ def _drill(
 ) -> Any:
     """The drill-down (per-query documents, metric@k curves) of a one-dataset study from its (qrels, corpus)."""
     from retbench.report import drilldown
-    from retbench.results.read import judge_reasons
 
     qrels, corpus = found
     reasons = {s: judge_reasons(result.root, s) for s in evs} if result.root is not None else None
