@@ -22,14 +22,14 @@ from retbench.evaluation import Evaluation
 from retbench.results import SystemDir, save_run, write_json
 from retbench.results.model import metric_values
 from retbench.retrievers.rerank import build_rerank
-from retbench.studies.cell import CellData, Reranked
+from retbench.studies.cell_contract import CellData, Reranked
 
 Evaluate = Callable[[Run, Sequence[str]], Evaluation]
 
 
 @dataclass
 class RerankStage:
-    """A cell's rerank stage (`studies.cell.RerankStage`): first-stage run -> `Reranked`.
+    """A cell's rerank stage (`studies.cell_contract.RerankStage`): first-stage run -> `Reranked`.
 
     `evaluate(run, metrics)` scores a run as the study does (its qrels and evaluation settings).
     """
