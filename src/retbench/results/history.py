@@ -40,7 +40,7 @@ import random
 import sqlite3
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -275,23 +275,7 @@ def register(
     man = res.manifest
     commit, dirty = git_state(where or Path(man.get("config_file") or ".").resolve().parent)
     datasets = [{k: d.get(k) for k in DATASET_KEYS} for d in man.datasets]
-    ident = point_keys(list(res.systems), datasets)
-    rows: list[tuple[str, str, float, Any, Any]] = []
-    systems: list[tuple[str, str, bytes | None, str, str, str | None]] = []
-    for system, summary in res.systems.items():
-        name, ds = ident[system]
-        point = (name, json.dumps(ds, sort_keys=True), _done_hash(results_dir, system))
-        if summary.failed:
-            systems.append((system, json.dumps({"error": summary.error}), None, *point))
-            continue
-        for metric, v in summary.metrics.items():
-            rows.append((system, metric, v.value, v.ci_low, v.ci_high))
-        pq = SystemDir.of(results_dir, system).per_query  # the table itself is kept, compressed
-        blob = gzip.compress(pq.read_bytes()) if pq.is_file() else None
-        cov = dict(summary.coverage)
-        with contextlib.suppress(InputError):  # kept beside the coverage: a gate against this entry knows the depth
-            cov.setdefault("depth", res.depth(system))
-        systems.append((system, json.dumps(cov), blob, *point))
+    rows, systems = _points(res, results_dir, point_keys(list(res.systems), datasets))
     from retbench import __version__
 
     folder = str(Path(results_dir).resolve())
@@ -336,6 +320,34 @@ def register(
         return Registered(run_id, repeats)
 
     return _write(path or default_path(), insert)
+
+
+_Score = tuple[str, str, float, float | None, float | None]  # system, metric, value, ci_low, ci_high
+# system, coverage JSON, gzipped per-query table, point name, dataset JSON, done.json hash
+_Point = tuple[str, str, bytes | None, str, str, str | None]
+
+
+def _points(
+    res: StudyResult, root: Path, ident: Mapping[str, tuple[str, Mapping[str, object]]]
+) -> tuple[list[_Score], list[_Point]]:
+    """Each system's score rows and its systems row (coverage with the depth beside it, the compressed table)."""
+    rows: list[_Score] = []
+    systems: list[_Point] = []
+    for system, summary in res.systems.items():
+        name, ds = ident[system]
+        point = (name, json.dumps(ds, sort_keys=True), _done_hash(root, system))
+        if summary.failed:
+            systems.append((system, json.dumps({"error": summary.error}), None, *point))
+            continue
+        for metric, v in summary.metrics.items():
+            rows.append((system, metric, v.value, v.ci_low, v.ci_high))
+        pq = SystemDir.of(root, system).per_query  # the table itself is kept, compressed
+        blob = gzip.compress(pq.read_bytes()) if pq.is_file() else None
+        cov = dict(summary.coverage)
+        with contextlib.suppress(InputError):  # kept beside the coverage: a gate against this entry knows the depth
+            cov.setdefault("depth", res.depth(system))
+        systems.append((system, json.dumps(cov), blob, *point))
+    return rows, systems
 
 
 def candidate_point(con: sqlite3.Connection, results_dir: str | Path, system: str) -> tuple[int, str] | None:
