@@ -39,6 +39,7 @@ from retbench.data.answers import SystemAnswer
 from retbench.errors import ConfigError
 from retbench.evaluation import Evaluation, coverage
 from retbench.results import SystemDir, save_run, write_json
+from retbench.results.blocks import Breakdown
 from retbench.results.files import save_answers, save_table
 from retbench.results.journal import Journal, journaled_answers
 from retbench.results.model import (
@@ -269,13 +270,11 @@ def _system_result(
     )
 
 
-def breakdown(
-    evaluation: Evaluation, groups: Mapping[str, Sequence[str]], run: Run | None = None
-) -> dict[str, dict[str, Any]]:
+def breakdown(evaluation: Evaluation, groups: Mapping[str, Sequence[str]], run: Run | None = None) -> Breakdown:
     """{group: {"n": counted queries in it, "means": {metric: mean over those it applies to}, "rates": {error,
     timeout, empty: share of the group's queries with that status}}}, empty groups left out."""
     sizes, means = evaluation.group_sizes(groups), evaluation.breakdown(groups)
-    out = {g: {"n": sizes[g], "means": means[g]} for g in groups if sizes[g]}
+    out: Breakdown = {g: {"n": sizes[g], "means": means[g]} for g in groups if sizes[g]}
     if run is not None:
         status = run.status
         for g, block in out.items():

@@ -16,7 +16,8 @@ from retbench.data import Corpus, Queries, Run
 from retbench.data.answers import SystemAnswer
 from retbench.evaluation import Evaluation
 from retbench.results import SystemDir
-from retbench.results.model import Block, MetricValue
+from retbench.results.blocks import JudgeBlock, RerankSummary
+from retbench.results.model import MetricValue
 from retbench.retrievers.base import Retriever
 from retbench.studies.executors import OnBatch
 
@@ -24,7 +25,7 @@ Progress = Callable[[str, int, int], None]
 Log = Callable[[str], None]
 
 
-def fingerprint(obj: Any) -> str:
+def fingerprint(obj: object) -> str:
     """A short stable hash of JSON-able settings."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -33,7 +34,7 @@ def fingerprint(obj: Any) -> str:
 class Executor(Protocol):
     """Where encoding and searching run (`studies/executors.py`: in this process, or a Ray cluster)."""
 
-    def encode_corpus(self, retriever: Retriever, corpus: Corpus) -> dict[str, Any]: ...
+    def encode_corpus(self, retriever: Retriever, corpus: Corpus) -> dict[str, object]: ...
 
     def search(
         self,
@@ -45,9 +46,9 @@ class Executor(Protocol):
         on_batch: OnBatch,
         *,
         adapter: str = "",
-        params: dict[str, Any] | None = None,
+        params: dict[str, object] | None = None,
         index_dir: Path | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, object]: ...
 
     def close(self) -> None: ...
 
@@ -66,7 +67,7 @@ class Cell:
     cell_hash: str
     depth: int
     batch_size: int = 64
-    manifest: Mapping[str, Any] = field(default_factory=dict)
+    manifest: Mapping[str, object] = field(default_factory=dict)
     search_extra: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -86,8 +87,8 @@ class Scored:
     tokens and verdict counts) and manifest block when it judged."""
 
     evaluation: Evaluation
-    judge: Block | None = None
-    manifest: dict[str, Any] = field(default_factory=dict)
+    judge: JudgeBlock | None = None
+    manifest: dict[str, object] = field(default_factory=dict)
     curves: dict[str, list[float]] | None = None  # metric family -> mean at k = 1 .. depth, for the report
 
 
@@ -108,8 +109,8 @@ class Reranked:
     run: Run
     depth: int
     first_stage: dict[str, MetricValue]
-    rerank: Block
-    manifest: dict[str, Any]
+    rerank: RerankSummary
+    manifest: dict[str, object]
 
 
 class RerankStage(Protocol):
@@ -122,7 +123,7 @@ class Describe(Protocol):
     """Study-specific figures (the result's `extra` block) from the retriever and the cell's timings
     (e.g. chunk statistics)."""
 
-    def __call__(self, retriever: Retriever, timings: dict[str, float], /) -> dict[str, Any]: ...
+    def __call__(self, retriever: Retriever, timings: dict[str, float], /) -> dict[str, object]: ...
 
 
 @dataclass

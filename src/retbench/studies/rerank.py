@@ -20,6 +20,7 @@ from retbench.config.experiment import RerankBlock
 from retbench.data import Run
 from retbench.evaluation import Evaluation
 from retbench.results import SystemDir, save_run, write_json
+from retbench.results.blocks import RerankSummary
 from retbench.results.model import metric_values
 from retbench.retrievers.rerank import build_rerank
 from retbench.studies.cell_contract import CellData, Reranked
@@ -61,7 +62,7 @@ class RerankStage:
             pair = compare_pair(first_eval, final_eval, [m for m in final_eval.metrics if m in first_eval.metrics])
         finally:
             stage.reranker.close()
-        block = {
+        block: RerankSummary = {
             "depth": spec.depth,
             "ceiling": {"metric": ceiling, "value": first_agg[ceiling]["mean"]},
             "vs_first_stage": {
