@@ -40,11 +40,11 @@ import random
 import sqlite3
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from retbench.errors import InputError
 from retbench.results.layout import SystemDir, split_key
@@ -172,16 +172,16 @@ def git_state(where: str | Path) -> tuple[str | None, bool | None]:
         return None, None
 
 
-def config_hash(config: Any) -> str:
+def config_hash(config: object) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def dataset_identity(d: Any) -> dict[str, Any]:
+def dataset_identity(d: object) -> dict[str, object]:
     """What a point's dataset is: name, split, query count and corpus/qrels fingerprints (None: not recorded)."""
     return {k: d.get(k) for k in DATASET_KEYS} if isinstance(d, dict) else dict.fromkeys(DATASET_KEYS)
 
 
-def point_keys(keys: list[str], datasets: list[dict[str, Any]]) -> dict[str, tuple[str, dict[str, Any]]]:
+def point_keys(keys: list[str], datasets: Sequence[Mapping[str, object]]) -> dict[str, tuple[str, dict[str, object]]]:
     """results key -> (bare system name, dataset identity), from the keys of one results directory and the
     datasets its manifest lists. One dataset: the key is the system. Several: keys are `<dataset>/<system>`
     (`results.layout`), their dataset parts in the order the study ran them, which is the manifest's order."""

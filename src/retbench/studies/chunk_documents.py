@@ -7,7 +7,7 @@ A document's rank is its best chunk's: the chunk ranking collapsed to distinct d
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from retbench.chunkers import ChunkSet
 from retbench.data import Corpus, Queries, Run
@@ -52,7 +52,7 @@ class BestChunkDocuments(Retriever):
         self.capabilities = inner.capabilities & {"save", "load"}
         self.deeper = {"queries": 0, "max_chunks": 0}
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         return {**self.inner.describe(), "documents": "ranked by their best chunk"}
 
     def fingerprint(self) -> str:

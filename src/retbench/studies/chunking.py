@@ -171,7 +171,7 @@ def study_config(model: ChunkingModel) -> ChunkingConfig:
     )
 
 
-def parse_config(data: Any, source: str = "<config>", output: str | Path | None = None) -> ChunkingConfig:
+def parse_config(data: object, source: str = "<config>", output: str | Path | None = None) -> ChunkingConfig:
     """Validate a chunking experiment (`config.ChunkingModel`); chunkers and adapters are checked here too."""
     return study_config(parse_study(data, source, ChunkingModel, output, check_chunking))
 
