@@ -212,7 +212,6 @@ def export_mlflow(
             ) from None
 
 
-
 class Exported(TypedDict, total=False):
     """What an export logged (or found logged before): the experiment, the parent run, each system's run, whether
     these same results were logged already, and where the experiment keeps its artifacts."""
