@@ -77,7 +77,7 @@ def _run_command(
     from retbench.report.resolution import resolve
     from retbench.report.terminal import render_costs, render_leaderboard, render_resolution, render_summary
     from retbench.studies.benchmark import load_config, raise_if_backend_failed
-    from retbench.studies.judging import raise_if_llm_calls_failed
+    from retbench.studies.llm_calls import raise_if_llm_calls_failed
 
     cfg = load_config(config, output)
     if point is not None:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from retbench.comparison import TIE_TOLERANCE
-from retbench.report.plots import LOSS, TIE, WIN, Frame, _axes, _legend, _open, nice_ticks
+from retbench.report.svg import LOSS, TIE, WIN, Frame, axes, legend, nice_ticks, open_svg
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,8 @@ def delta_histogram(
     lo, hi = -n_side * bin_width, n_side * bin_width
     top = max(b.count for b in bins)
     f = Frame(width, height, 62, 20, 44, 48, lo, hi, 0, top * 1.08 or 1)
-    out = _open("delta-histogram", title, width, height)
-    out += _axes(f, nice_ticks(lo, hi, 8), nice_ticks(0, top * 1.08 or 1, 5), x_label, "queries")
+    out = open_svg("delta-histogram", title, width, height)
+    out += axes(f, nice_ticks(lo, hi, 8), nice_ticks(0, top * 1.08 or 1, 5), x_label, "queries")
     gap = bin_width * 0.2  # the unchanged bar takes [-gap, gap]; the bins beside it start past it
     colour = {"worse": LOSS, "unchanged": TIE, "better": WIN}
     for b in bins:
@@ -96,7 +96,7 @@ def delta_histogram(
             f"<title>{_tip(b)}</title></rect>"
         )
     total = {k: sum(b.count for b in bins if b.kind == k) for k in colour}
-    out += _legend(
+    out += legend(
         [
             (f"worse: {total['worse']}", LOSS),
             (f"unchanged: {total['unchanged']}", TIE),

@@ -6,9 +6,11 @@ Rows come from the blocks of each system's result (`rerank`, `first_stage`,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from retbench.report import fmt
+from retbench.results.blocks import Ceiling
 from retbench.results.model import SystemResult
 
 if TYPE_CHECKING:
@@ -75,7 +77,7 @@ def rerank_rows(data: ReportData) -> list[list[str]]:
         block = res.rerank
         if not isinstance(block, dict):
             continue
-        ceiling = block.get("ceiling") or {}
+        ceiling: Ceiling | Mapping[str, None] = block.get("ceiling") or {}
         first = {m: v.value for m, v in (res.first_stage or {}).items()}
         pairs = block.get("vs_first_stage") or {}
         shown = [data.primary] if data.primary in pairs else list(pairs)[:1]

@@ -17,7 +17,7 @@ from html import escape
 
 from retbench.report import fmt
 from retbench.report.model import ReportData
-from retbench.report.plots import AXIS, Frame, _axes, _open, log_ticks, marker, nice_ticks, series_legend, style
+from retbench.report.svg import AXIS, Frame, axes, log_ticks, marker, nice_ticks, open_svg, series_legend, style
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,8 @@ def tradeoff_svg(points: Sequence[Point], *, x_label: str, y_label: str, title: 
     y0, y1 = max(0.0, min(ys) - ypad), max(ys) + ypad
     f = Frame(width, height, 64, 16, 16, 44, x0, x1, y0, y1, log)
     xticks = [t for t in (log_ticks(x0, x1) if log else nice_ticks(x0, x1, 5)) if x0 <= t <= x1]
-    out = _open("tradeoff", title, width, height + 40)
-    out += _axes(f, xticks, [t for t in nice_ticks(y0, y1, 5) if y0 <= t <= y1], x_label, y_label)
+    out = open_svg("tradeoff", title, width, height + 40)
+    out += axes(f, xticks, [t for t in nice_ticks(y0, y1, 5) if y0 <= t <= y1], x_label, y_label)
     front = pareto_front(points)
     by_name = {p.name: p for p in points}
     path = " ".join(f"{f.px(by_name[n].cost):.1f},{f.py(by_name[n].quality):.1f}" for n in front)

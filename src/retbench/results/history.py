@@ -40,11 +40,11 @@ import random
 import sqlite3
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from retbench.errors import InputError
 from retbench.results.layout import SystemDir, split_key
@@ -172,16 +172,16 @@ def git_state(where: str | Path) -> tuple[str | None, bool | None]:
         return None, None
 
 
-def config_hash(config: Any) -> str:
+def config_hash(config: object) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def dataset_identity(d: Any) -> dict[str, Any]:
+def dataset_identity(d: object) -> dict[str, object]:
     """What a point's dataset is: name, split, query count and corpus/qrels fingerprints (None: not recorded)."""
     return {k: d.get(k) for k in DATASET_KEYS} if isinstance(d, dict) else dict.fromkeys(DATASET_KEYS)
 
 
-def point_keys(keys: list[str], datasets: list[dict[str, Any]]) -> dict[str, tuple[str, dict[str, Any]]]:
+def point_keys(keys: list[str], datasets: Sequence[Mapping[str, object]]) -> dict[str, tuple[str, dict[str, object]]]:
     """results key -> (bare system name, dataset identity), from the keys of one results directory and the
     datasets its manifest lists. One dataset: the key is the system. Several: keys are `<dataset>/<system>`
     (`results.layout`), their dataset parts in the order the study ran them, which is the manifest's order."""
@@ -275,23 +275,7 @@ def register(
     man = res.manifest
     commit, dirty = git_state(where or Path(man.get("config_file") or ".").resolve().parent)
     datasets = [{k: d.get(k) for k in DATASET_KEYS} for d in man.datasets]
-    ident = point_keys(list(res.systems), datasets)
-    rows: list[tuple[str, str, float, Any, Any]] = []
-    systems: list[tuple[str, str, bytes | None, str, str, str | None]] = []
-    for system, summary in res.systems.items():
-        name, ds = ident[system]
-        point = (name, json.dumps(ds, sort_keys=True), _done_hash(results_dir, system))
-        if summary.failed:
-            systems.append((system, json.dumps({"error": summary.error}), None, *point))
-            continue
-        for metric, v in summary.metrics.items():
-            rows.append((system, metric, v.value, v.ci_low, v.ci_high))
-        pq = SystemDir.of(results_dir, system).per_query  # the table itself is kept, compressed
-        blob = gzip.compress(pq.read_bytes()) if pq.is_file() else None
-        cov = dict(summary.coverage)
-        with contextlib.suppress(InputError):  # kept beside the coverage: a gate against this entry knows the depth
-            cov.setdefault("depth", res.depth(system))
-        systems.append((system, json.dumps(cov), blob, *point))
+    rows, systems = _points(res, results_dir, point_keys(list(res.systems), datasets))
     from retbench import __version__
 
     folder = str(Path(results_dir).resolve())
@@ -336,6 +320,34 @@ def register(
         return Registered(run_id, repeats)
 
     return _write(path or default_path(), insert)
+
+
+_Score = tuple[str, str, float, float | None, float | None]  # system, metric, value, ci_low, ci_high
+# system, coverage JSON, gzipped per-query table, point name, dataset JSON, done.json hash
+_Point = tuple[str, str, bytes | None, str, str, str | None]
+
+
+def _points(
+    res: StudyResult, root: Path, ident: Mapping[str, tuple[str, Mapping[str, object]]]
+) -> tuple[list[_Score], list[_Point]]:
+    """Each system's score rows and its systems row (coverage with the depth beside it, the compressed table)."""
+    rows: list[_Score] = []
+    systems: list[_Point] = []
+    for system, summary in res.systems.items():
+        name, ds = ident[system]
+        point = (name, json.dumps(ds, sort_keys=True), _done_hash(root, system))
+        if summary.failed:
+            systems.append((system, json.dumps({"error": summary.error}), None, *point))
+            continue
+        for metric, v in summary.metrics.items():
+            rows.append((system, metric, v.value, v.ci_low, v.ci_high))
+        pq = SystemDir.of(root, system).per_query  # the table itself is kept, compressed
+        blob = gzip.compress(pq.read_bytes()) if pq.is_file() else None
+        cov = dict(summary.coverage)
+        with contextlib.suppress(InputError):  # kept beside the coverage: a gate against this entry knows the depth
+            cov.setdefault("depth", res.depth(system))
+        systems.append((system, json.dumps(cov), blob, *point))
+    return rows, systems
 
 
 def candidate_point(con: sqlite3.Connection, results_dir: str | Path, system: str) -> tuple[int, str] | None:

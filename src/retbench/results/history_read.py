@@ -17,14 +17,17 @@ import json
 import sqlite3
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retbench.errors import InputError
 from retbench.results.history import BUSY_TIMEOUT_S, candidate_point, dataset_identity, default_path, point_keys
+
+if TYPE_CHECKING:
+    from retbench.evaluation import Evaluation
 
 
 @contextmanager
@@ -80,11 +83,11 @@ class Entry:
     git_dirty: bool | None
     tag: str | None
     gate: str | None  # the verdict of a run registered before verdicts were kept per system
-    datasets: list[dict[str, Any]]
+    datasets: list[dict[str, object]]
     scores: dict[str, dict[str, tuple[float, float | None, float | None]]] = field(default_factory=dict)
-    coverage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    coverage: dict[str, dict[str, object]] = field(default_factory=dict)
     gates: dict[str, str] = field(default_factory=dict)  # results key -> "pass" / "fail"
-    points: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # key -> (system, dataset)
+    points: dict[str, tuple[str, dict[str, object]]] = field(default_factory=dict)  # key -> (system, dataset)
     matched: str | None = None  # the key `resolve` picked, when it picked a point
 
     def series(self, key: str) -> tuple[str, str, str]:
@@ -101,7 +104,7 @@ def _point_rows(con: sqlite3.Connection) -> Iterator[tuple[int, str, str, str | 
     yield from con.execute(f"SELECT run_id, system, coverage, {cols} FROM systems ORDER BY rowid")
 
 
-def _matches(dataset: dict[str, Any], wanted: str) -> bool:
+def _matches(dataset: Mapping[str, object], wanted: str) -> bool:
     """`--dataset` names a dataset by name, name/split, or a fingerprint's prefix."""
     name, split = str(dataset.get("name")), str(dataset.get("split"))
     prints = [str(dataset.get(k) or "") for k in ("corpus_fingerprint", "qrels_fingerprint")]
@@ -153,7 +156,7 @@ def entries(
                 if verdict:
                     e.gates[key] = verdict
         query = "SELECT run_id, system, metric, mean, ci_low, ci_high FROM scores"
-        args: list[Any] = []
+        args: list[str] = []
         if metric:
             query, args = query + " WHERE metric = ?", [metric]
         for run_id, s, m, mean, lo, hi in con.execute(query, args):
@@ -225,7 +228,7 @@ def _resolve_point(key: str, rows: list[Entry], path: str | Path, candidate: tup
     )
 
 
-def evaluations(entry: Entry, path: str | Path | None = None) -> list[Any]:
+def evaluations(entry: Entry, path: str | Path | None = None) -> list[Evaluation]:
     """The per-query tables (evaluation.Evaluation) an entry stored, one per system (only the point
     `resolve` matched, when it matched one)."""
     from retbench.evaluation import Evaluation

@@ -35,7 +35,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
 from retbench.errors import InputError, RetbenchError
@@ -135,7 +135,7 @@ def mlflow_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_\-. /]", "_", name.replace("@", "_at_"))
 
 
-def flatten(obj: Any, prefix: str) -> Iterator[tuple[str, str]]:
+def flatten(obj: object, prefix: str) -> Iterator[tuple[str, str]]:
     """(dotted key, value) pairs of nested mappings; lists and scalars become JSON text."""
     if isinstance(obj, Mapping):
         for k, v in obj.items():
@@ -183,7 +183,7 @@ def export_mlflow(
     experiment: str | None = None,
     artifact_location: str | None = None,
     timeout: int = DEFAULT_TIMEOUT_S,
-) -> dict[str, Any]:
+) -> Exported:
     """Log a study's results (or the folder holding them) to MLflow; returns {"experiment_id", "parent_run_id",
     "runs": {system: run id}, "existing", "artifact_location"} ("existing": these same results were logged before,
     and nothing was logged again; "artifact_location": where the experiment keeps its artifacts, `artifacts_beside`
@@ -198,7 +198,7 @@ def export_mlflow(
     if res.root is None:
         raise InputError("these results were never written to a folder; nothing to export", field="results")
     check_tracking_uri(tracking_uri)
-    done: dict[str, Any] = {}
+    done: Exported = {}
     with _bounded_http(timeout):
         try:
             return _export(res, res.root, tracking_uri, experiment, artifact_location, done)
@@ -212,14 +212,25 @@ def export_mlflow(
             ) from None
 
 
+class Exported(TypedDict, total=False):
+    """What an export logged (or found logged before): the experiment, the parent run, each system's run, whether
+    these same results were logged already, and where the experiment keeps its artifacts."""
+
+    experiment_id: str
+    parent_run_id: str
+    runs: dict[str, str]
+    existing: bool
+    artifact_location: str
+
+
 def _export(
     res: StudyResult,
     results_dir: Path,
     tracking_uri: str | None,
     experiment: str | None,
     artifact_location: str | None,
-    done: dict[str, Any],
-) -> dict[str, Any]:
+    done: Exported,
+) -> Exported:
     man = res.manifest
     client = _client(tracking_uri)
     run_name = man.title or Path(results_dir).name
@@ -250,7 +261,7 @@ def _export(
     for f in PARENT_FILES:
         if (Path(results_dir) / f).is_file():
             client.log_artifact(pid, str(Path(results_dir) / f))
-    runs = {}
+    runs: dict[str, str] = {}
     for system, summary in res.systems.items():
         child = client.create_run(
             exp_id, run_name=system, tags={"mlflow.parentRunId": pid, "retbench.system": system, **tags}
@@ -291,7 +302,7 @@ def results_fingerprint(res: StudyResult) -> str:
     return h.hexdigest()
 
 
-def _earlier_export(client: Any, exp_id: str, fp: str) -> dict[str, Any] | None:
+def _earlier_export(client: Any, exp_id: str, fp: str) -> Exported | None:
     """The finished export of these same results, if the experiment holds one; an unfinished one is deleted."""
     found = client.search_runs([exp_id], filter_string=f"tags.`{FINGERPRINT_TAG}` = '{fp}'")
     for parent in sorted(found, key=lambda r: r.info.start_time or 0, reverse=True):

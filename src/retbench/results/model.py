@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from retbench.errors import InputError
 from retbench.io.files import load_yaml_text
+from retbench.results.blocks import Breakdown, JudgeBlock, RerankSummary
 
 if TYPE_CHECKING:
     from retbench.data import Corpus, Qrels, Run
@@ -88,15 +89,15 @@ class MetricValue:
         return (self.ci_low, self.ci_high)
 
     @classmethod
-    def from_aggregate(cls, row: Mapping[str, Any]) -> MetricValue:
+    def from_aggregate(cls, row: Mapping[str, object]) -> MetricValue:
         """From one entry of `Evaluation.aggregate` (or a version-1 aggregates.json)."""
-        est = row.get("estimate")
+        n, of, est = row.get("n"), row.get("of"), row.get("estimate")
         return cls(
             _float(row.get("mean", row.get("value"))),
             _opt_float(row.get("ci_low")),
             _opt_float(row.get("ci_high")),
-            int(row["n"]) if isinstance(row.get("n"), int) else None,
-            int(row["of"]) if isinstance(row.get("of"), int) else None,
+            n if isinstance(n, int) else None,
+            of if isinstance(of, int) else None,
             str(row.get("aggregate") or "mean"),
             dict(est) if isinstance(est, Mapping) else None,
         )
@@ -111,11 +112,11 @@ class MetricValue:
         return out
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> MetricValue:
+    def from_dict(cls, d: Mapping[str, object]) -> MetricValue:
         return cls.from_aggregate({**d, "mean": d.get("value")})
 
 
-def metric_values(aggregates: Mapping[str, Mapping[str, Any]], metrics: list[str]) -> dict[str, MetricValue]:
+def metric_values(aggregates: Mapping[str, Mapping[str, object]], metrics: list[str]) -> dict[str, MetricValue]:
     """The typed values of `Evaluation.aggregate`'s output, in the order of `metrics`."""
     return {m: MetricValue.from_aggregate(aggregates[m]) for m in metrics if m in aggregates}
 
@@ -147,11 +148,11 @@ class SystemResult:
     metrics: dict[str, MetricValue] = field(default_factory=dict)
     coverage: Block = field(default_factory=dict)  # metrics.coverage.coverage: answered, judged, failed, ...
     latency: Block = field(default_factory=dict)  # results.usage.stage_latency: stages, suite_seconds, query
-    judge: Block | None = None  # studies.judging.judged_summary: calls, tokens, judged N of M
+    judge: JudgeBlock | None = None  # studies.judging.judged_summary: calls, tokens, judged N of M
     reference: Block | None = None  # metrics.agreement.reference_agreement: overlap@k with the reference
     first_stage: dict[str, MetricValue] | None = None  # a reranked system's first-stage values
-    rerank: Block | None = None  # studies.rerank: depth, ceiling, reranked vs first stage
-    breakdown: Block | None = None  # studies.cell.breakdown: group -> {n, means}
+    rerank: RerankSummary | None = None  # studies.rerank: depth, ceiling, reranked vs first stage
+    breakdown: Breakdown | None = None  # studies.cell.breakdown: group -> {n, means, rates}
     usage: Block | None = None  # results.usage.llm_usage: LLM stage -> calls, tokens, cost
     resources: Block | None = None  # studies.resources: stage seconds, peak RSS, devices, index size
     extra: Block | None = None  # study-specific figures (a chunking pair's chunker, chunk statistics, timings)
@@ -344,13 +345,13 @@ class StudyResult:
         return self.source
 
 
-def recorded_depth(cov: Mapping[str, Any] | None) -> int | None:
+def recorded_depth(cov: Mapping[str, object] | None) -> int | None:
     """The depth stored beside a system's coverage (metrics.json, a history entry), when it was."""
     depth = (cov or {}).get("depth")
     return depth if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0 else None
 
 
-def config_from_manifest(manifest: Mapping[str, Any] | StudyManifest) -> dict[str, Any]:
+def config_from_manifest(manifest: Mapping[str, object] | StudyManifest) -> dict[str, Any]:
     """The parsed config a manifest records (its stored text parsed again, with the same alias bound)."""
     data = manifest.data if isinstance(manifest, StudyManifest) else manifest
     rec = data.get("config") if isinstance(data, Mapping) else None
@@ -360,7 +361,7 @@ def config_from_manifest(manifest: Mapping[str, Any] | StudyManifest) -> dict[st
     return dict(rec) if isinstance(rec, Mapping) else {}
 
 
-def config_depth(manifest: Mapping[str, Any] | StudyManifest) -> int | None:
+def config_depth(manifest: Mapping[str, object] | StudyManifest) -> int | None:
     """The `depth` of the config a manifest records, or None when it has none (or cannot be read)."""
     try:
         depth = config_from_manifest(manifest).get("depth")

@@ -168,12 +168,13 @@ def _read_v2(doc: Mapping[str, Any], where: Path) -> dict[str, SystemResult]:
     return out
 
 
-def _same_number(a: Any, b: Any) -> bool:
+def _same_number(a: object, b: object) -> bool:
     """Two stored means agree: both missing (null, NaN) or both the same number."""
 
-    def number(v: Any) -> float | None:
-        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-        return float(v) if ok else None
+    def number(v: object) -> float | None:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            return float(v)
+        return None
 
     x, y = number(a), number(b)
     return (x is None and y is None) or (x is not None and y is not None and math.isclose(x, y, rel_tol=1e-9))

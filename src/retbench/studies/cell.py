@@ -13,9 +13,9 @@ Two fingerprints, so fixing an unrelated setting does not throw work away:
 - the *cell* hash (what done.json must match) adds what changes the numbers: metrics, evaluation.
 Batch sizes and output paths are in neither.
 
-The contract: `run_cell(cell, system, data, stages)` with typed stages (`CellStages`: an optional
-`RerankStage`, a `Scorer`, study-specific summary fields) that return typed results (`Reranked`,
-`Scored`); the cell's summary comes back as a typed `SystemResult` (`Outcome.system`: metric values
+The contract (`studies.cell_contract`): `run_cell(cell, system, data, stages)` with typed stages
+(`CellStages`: an optional `RerankStage`, a `Scorer`, study-specific summary fields) that return typed results
+(`Reranked`, `Scored`); the cell's summary comes back as a typed `SystemResult` (`Outcome.system`: metric values
 and blocks in separate namespaces) and what it computed (run, table, answers) in `Outcome.result`,
 in memory, for the study's later steps (reference agreement, the report).
 
@@ -30,25 +30,20 @@ later still saves every query's answer exactly once (answers.jsonl is rebuilt fr
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from retbench.data import Corpus, Queries, Run
 from retbench.data.answers import SystemAnswer
 from retbench.errors import ConfigError
 from retbench.evaluation import Evaluation, coverage
 from retbench.results import SystemDir, save_run, write_json
+from retbench.results.blocks import Breakdown
 from retbench.results.files import save_answers, save_table
 from retbench.results.journal import Journal, journaled_answers
 from retbench.results.model import (
     SCHEMA_VERSION,
-    Block,
-    MetricValue,
     SystemResult,
     SystemTables,
     metric_values,
@@ -57,7 +52,21 @@ from retbench.results.read import read_done
 from retbench.results.usage import llm_usage, stage_latency
 from retbench.retrievers.base import Retriever
 from retbench.retrievers.scope import ScopedRetriever, ScopeRecord, corpus_views, scope_in_scope
-from retbench.studies.executors import Answer, InProcess, OnBatch, devices_of
+from retbench.studies.cell_contract import (
+    Cell,
+    CellData,
+    CellStages,
+    Describe,
+    Executor,
+    Log,
+    Progress,
+    Reranked,
+    RerankStage,
+    Scored,
+    Scorer,
+    fingerprint,
+)
+from retbench.studies.executors import Answer, InProcess, devices_of
 from retbench.studies.outcome import Outcome, StudyOutcome, raise_if_backend_failed
 from retbench.studies.resources import rate, size_on_disk, stage
 
@@ -81,121 +90,6 @@ __all__ = [
     "run_cell",
     "search_journaled",
 ]
-
-Progress = Callable[[str, int, int], None]
-Log = Callable[[str], None]
-
-
-def fingerprint(obj: Any) -> str:
-    """A short stable hash of JSON-able settings."""
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-# -- the contract: what a cell is given, its stages, and what it gives back ------------------------------
-class Executor(Protocol):
-    """Where encoding and searching run (`studies/executors.py`: in this process, or a Ray cluster)."""
-
-    def encode_corpus(self, retriever: Retriever, corpus: Corpus) -> dict[str, Any]: ...
-
-    def search(
-        self,
-        retriever: Retriever,
-        queries: Queries,
-        todo: Sequence[str],
-        k: int,
-        batch_size: int,
-        on_batch: OnBatch,
-        *,
-        adapter: str = "",
-        params: dict[str, Any] | None = None,
-        index_dir: Path | None = None,
-    ) -> dict[str, Any]: ...
-
-    def close(self) -> None: ...
-
-
-@dataclass
-class Cell:
-    """One unit of work and where its results go.
-
-    `manifest` holds study-specific manifest fields (stored in done.json); `search_extra` what a
-    remote executor needs to build the system again in its workers (adapter and params).
-    """
-
-    key: str
-    sysdir: SystemDir
-    search_fingerprint: str
-    cell_hash: str
-    depth: int
-    batch_size: int = 64
-    manifest: Mapping[str, Any] = field(default_factory=dict)
-    search_extra: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class CellData:
-    """What a cell searches and scores on; `groups` (name -> query ids: tags, categories, answerable)
-    give the summary's `breakdown`."""
-
-    corpus: Corpus
-    queries: Queries
-    groups: Mapping[str, Sequence[str]] | None = None
-
-
-@dataclass
-class Scored:
-    """The scoring stage's result: the per-query table, plus the judging stage's `judge` block (calls,
-    tokens and verdict counts) and manifest block when it judged."""
-
-    evaluation: Evaluation
-    judge: Block | None = None
-    manifest: dict[str, Any] = field(default_factory=dict)
-    curves: dict[str, list[float]] | None = None  # metric family -> mean at k = 1 .. depth, for the report
-
-
-class Scorer(Protocol):
-    """Scores a cell's final run; `answers` is the answer side a RAG system gave (empty otherwise), `scopes`
-    (query id -> "is this doc inside the scope chosen?") is given for a scoped system (retrievers/scope.py)."""
-
-    def __call__(
-        self, run: Run, answers: Mapping[str, SystemAnswer], /, scopes: Mapping[str, Callable[[str], bool]] | None
-    ) -> Scored: ...
-
-
-@dataclass
-class Reranked:
-    """The rerank stage's result: the final run (each query's first-stage top `depth`, re-ordered),
-    the first stage's values, the `rerank` block (ceiling, reranked vs first stage) and the manifest block."""
-
-    run: Run
-    depth: int
-    first_stage: dict[str, MetricValue]
-    rerank: Block
-    manifest: dict[str, Any]
-
-
-class RerankStage(Protocol):
-    """Turns the first-stage run into the final one (studies/rerank.py)."""
-
-    def __call__(self, run: Run, /) -> Reranked: ...
-
-
-class Describe(Protocol):
-    """Study-specific figures (the result's `extra` block) from the retriever and the cell's timings
-    (e.g. chunk statistics)."""
-
-    def __call__(self, retriever: Retriever, timings: dict[str, float], /) -> dict[str, Any]: ...
-
-
-@dataclass
-class CellStages:
-    """What runs after the search: an optional rerank, the scoring, study-specific summary fields,
-    and the bootstrap settings of the aggregates (`Evaluation.aggregate` keywords)."""
-
-    score: Scorer
-    rerank: RerankStage | None = None
-    describe: Describe | None = None
-    aggregate: Mapping[str, Any] = field(default_factory=dict)
 
 
 # -- the runner --------------------------------------------------------------------------------------
@@ -376,13 +270,11 @@ def _system_result(
     )
 
 
-def breakdown(
-    evaluation: Evaluation, groups: Mapping[str, Sequence[str]], run: Run | None = None
-) -> dict[str, dict[str, Any]]:
+def breakdown(evaluation: Evaluation, groups: Mapping[str, Sequence[str]], run: Run | None = None) -> Breakdown:
     """{group: {"n": counted queries in it, "means": {metric: mean over those it applies to}, "rates": {error,
     timeout, empty: share of the group's queries with that status}}}, empty groups left out."""
     sizes, means = evaluation.group_sizes(groups), evaluation.breakdown(groups)
-    out = {g: {"n": sizes[g], "means": means[g]} for g in groups if sizes[g]}
+    out: Breakdown = {g: {"n": sizes[g], "means": means[g]} for g in groups if sizes[g]}
     if run is not None:
         status = run.status
         for g, block in out.items():

@@ -59,7 +59,7 @@ from retbench.errors import ConfigError
 from retbench.evaluation import EvalSettings, Evaluation, evaluate
 from retbench.io.chunking_eval import read_chunking_eval
 from retbench.io.datasets import resolve
-from retbench.metrics.judges import budget_cutoffs, judge_spans, overlap_scores, top_documents
+from retbench.metrics.judges import budget_cutoffs, judge_spans, overlap_scores
 from retbench.metrics.judges.spans import budget_label
 from retbench.report.chunking import render_html, render_markdown
 from retbench.results import SystemDir, write_json
@@ -67,7 +67,7 @@ from retbench.results.files import write_text
 from retbench.results.layout import OutputLock
 from retbench.results.model import StudyManifest, StudyResult
 from retbench.results.write import write_results
-from retbench.retrievers.base import Retriever, check_system, create
+from retbench.retrievers.base import check_system, create
 from retbench.studies.cell import (
     Cell,
     CellData,
@@ -79,6 +79,7 @@ from retbench.studies.cell import (
     fingerprint,
     run_cell,
 )
+from retbench.studies.chunk_documents import BestChunkDocuments, encoder_of, joined_corpus
 from retbench.studies.dataset import load_prepared, require_relevant
 from retbench.studies.manifest import manifest_header
 
@@ -170,7 +171,7 @@ def study_config(model: ChunkingModel) -> ChunkingConfig:
     )
 
 
-def parse_config(data: Any, source: str = "<config>", output: str | Path | None = None) -> ChunkingConfig:
+def parse_config(data: object, source: str = "<config>", output: str | Path | None = None) -> ChunkingConfig:
     """Validate a chunking experiment (`config.ChunkingModel`); chunkers and adapters are checked here too."""
     return study_config(parse_study(data, source, ChunkingModel, output, check_chunking))
 
@@ -229,99 +230,6 @@ def score_pair(run: Run, chunks: ChunkSet, spans: dict, cfg: ChunkingConfig, sys
     )
 
 
-def _encoder_of(retriever: Retriever) -> Any:
-    """The Encoder of a dense retriever (or of a hybrid's dense component, or the one a wrapper searches), if any."""
-    inner = getattr(retriever, "inner", None)
-    if inner is not None:
-        return _encoder_of(inner)
-    enc = getattr(retriever, "encoder", None)
-    if enc is not None:
-        return enc
-    for c in getattr(retriever, "components", []) or []:
-        enc = _encoder_of(c)
-        if enc is not None:
-            return enc
-    return None
-
-
-class BestChunkDocuments(Retriever):
-    """A chunk retriever answering with documents: each at its best chunk's rank, `depth` of them if it can.
-
-    It asks the wrapped retriever for `k` chunks, collapses them to distinct documents (first
-    occurrence kept, `top_documents`), and asks again with twice as many chunks, for the queries
-    still short of `k` documents only, until they have `k` or the retriever has nothing more to
-    give (it returned fewer chunks than asked, or it was asked for every chunk). Latencies add up
-    over the rounds; a round that fails for a query records that failure (never the earlier,
-    shallower answer in its place). `deeper` counts the queries searched again and the most chunks asked.
-    """
-
-    def __init__(self, inner: Retriever, chunks: ChunkSet) -> None:
-        super().__init__(inner.name)
-        self.inner = inner
-        self.chunks = chunks
-        self.adapter = inner.adapter
-        self.capabilities = inner.capabilities & {"save", "load"}
-        self.deeper = {"queries": 0, "max_chunks": 0}
-
-    def describe(self) -> dict[str, Any]:
-        return {**self.inner.describe(), "documents": "ranked by their best chunk"}
-
-    def fingerprint(self) -> str:
-        return self.inner.fingerprint()
-
-    def index(self, corpus: Corpus) -> None:
-        self.inner.index(corpus)
-
-    def save(self, path: str | Path) -> None:
-        self.inner.save(path)
-
-    def load(self, path: str | Path) -> None:
-        self.inner.load(path)
-
-    def search(self, queries: Queries, k: int, *, batch_size: int = 0) -> Run:
-        ask = min(k, len(self.chunks))
-        found = self.inner.search(queries, ask, batch_size=batch_size)
-        docs = top_documents(found, self.chunks, k)
-        latency, batch = dict(found.latency), dict(found.latency_batch)  # every deeper ask adds to both
-        todo = _short_of(found, docs, ask, k)
-        while todo and ask < len(self.chunks):
-            ask = min(2 * ask, len(self.chunks))
-            self.deeper["queries"] += len(todo)
-            self.deeper["max_chunks"] = max(self.deeper["max_chunks"], ask)
-            found = self.inner.search(queries.subset(todo), ask, batch_size=batch_size)
-            more = top_documents(found, self.chunks, k)
-            for q in todo:
-                latency[q] = latency.get(q, 0.0) + found.latency.get(q, 0.0)
-                batch[q] = max(batch.get(q, 1), found.latency_batch.get(q, 1))
-            again = set(todo)
-            docs = Run.concat([docs.subset([q for q in docs.query_ids if q not in again]), more]).subset(list(queries))
-            todo = _short_of(found, more, ask, k)
-        docs.latency, docs.latency_batch = latency, {q: n for q, n in batch.items() if n > 1}
-        return docs
-
-    def close(self) -> None:
-        """The wrapped retriever is closed by whoever made it (it serves every chunker)."""
-
-
-def _short_of(chunks: Run, docs: Run, asked: int, k: int) -> list[str]:
-    """Answered queries with fewer than `k` documents whose retriever gave every chunk asked (more may exist)."""
-    return [
-        q
-        for q in docs.query_ids
-        if not docs.status[q].failed and _length(docs, q) < k and q in chunks and _length(chunks, q) >= asked
-    ]
-
-
-def _length(run: Run, q: str) -> int:
-    s = run.span(q)
-    return int(s.stop - s.start)
-
-
-def _joined_corpus(corpus: Corpus) -> Corpus:
-    """A BEIR corpus as the text that gets indexed (title and text joined by its rule), so chunk offsets cover both."""
-    return Corpus(list(corpus.ids), corpus.joined_texts(), None, join_rule="text_only", name=corpus.name)
-
-
 Progress = Callable[[str], None]
 
 
@@ -345,7 +253,7 @@ def _study_data(cfg: ChunkingConfig) -> StudyData:
         require_relevant(data.qrels, cfg.evaluation, data.dataset.path, cfg.documents.split)
         return StudyData(
             data.dataset.name,
-            _joined_corpus(data.dataset.corpus),
+            joined_corpus(data.dataset.corpus),
             data.queries,
             {},
             data.qrels,
@@ -498,7 +406,7 @@ def _run_pair(
 
     def retriever() -> Any:
         r = lazy()
-        enc = _encoder_of(r)
+        enc = encoder_of(r)
         if enc is not None:
             before[:] = [enc.stats.by_role["document"]["encoded"], enc.stats.by_role["query"]["encoded"]]
         return BestChunkDocuments(r, chunks) if data.qrels is not None else r
@@ -509,7 +417,7 @@ def _run_pair(
         if isinstance(r, BestChunkDocuments):
             out["deeper"] = dict(r.deeper)
         out["timings"] = {"chunk_seconds": stats["chunk_seconds"], **timings}
-        enc = _encoder_of(r)
+        enc = encoder_of(r)
         if enc is not None and "index_seconds" in timings:
             # the index time of a dense system is its encode time; the counts say how much came from the cache
             out["timings"] |= {

@@ -11,7 +11,6 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from retbench.config import DatasetSpec, sample_ids
 from retbench.data import Corpus, Dataset, Qrels, Queries
@@ -37,7 +36,7 @@ class PreparedData:
     def qrels(self) -> Qrels:
         return self.dataset.split(self.spec.split)
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> dict[str, object]:
         return dataset_manifest(self.dataset, self.spec, self.queries, self.load_seconds)
 
 
@@ -75,7 +74,7 @@ def load_prepared(spec: DatasetSpec) -> PreparedData:
     return PreparedData(spec, ds, queries, time.perf_counter() - t0)
 
 
-def dataset_manifest(ds: Dataset, dspec: DatasetSpec, queries: Queries, load_seconds: float) -> dict[str, Any]:
+def dataset_manifest(ds: Dataset, dspec: DatasetSpec, queries: Queries, load_seconds: float) -> dict[str, object]:
     """A dataset's entry in a study's manifest.json (the fingerprints let compare refuse other data)."""
     qrels = ds.split(dspec.split)
     irds = {"irds": dspec.spec.removeprefix(IRDS_PREFIX)} if dspec.spec.startswith(IRDS_PREFIX) else {}

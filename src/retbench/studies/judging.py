@@ -30,26 +30,33 @@ The metrics themselves (metrics/judged.py) are pure functions of these stored ve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
 from retbench.config.experiment import JudgingBlock
 from retbench.data import Corpus, Run
 from retbench.data.answers import SystemAnswer
-from retbench.errors import BackendError, ConfigError
+from retbench.data.corpus import Sample
+from retbench.errors import ConfigError
 from retbench.llm import verdicts as vp
 from retbench.llm.generate import numbered
 from retbench.llm.prompts import load_prompt
 from retbench.llm.settings import JudgeSettings
 from retbench.metrics.judged import JUDGED_METRICS, counts, given_text, outcomes, references
 from retbench.metrics.rubric import Rubric, rubric_of
-from retbench.studies.rubrics import deepest, rubric_identity, rubric_items
+from retbench.results.blocks import JudgeBlock, JudgedCount, JudgeStats
+from retbench.studies.rubrics import Item, deepest, rubric_identity, rubric_items
+
+if TYPE_CHECKING:  # both load on first use (a study without an LLM stage never imports them)
+    from retbench.evaluation import Evaluation
+    from retbench.llm.judge import Judge
+    from retbench.retrievers.encoders.encoder import Encoder
 
 #: judge prompt kind -> the shipped template
 PROMPTS = {
@@ -61,7 +68,7 @@ PROMPTS = {
     "correctness": "correctness_v1",
     "abstention": "abstention_v1",
 }
-PARSERS: dict[str, Callable[[str], tuple[Any, str]]] = {
+PARSERS: dict[str, Callable[[str], tuple[object, str]]] = {
     "claims": partial(vp.parse_strings, key="statements"),
     "support": partial(vp.parse_flags, key="verdicts"),
     "context_relevance": partial(vp.parse_flag, key="relevant"),
@@ -101,7 +108,7 @@ def check_judging(judging: JudgingBlock, source: str) -> None:
 
 def judging_identity(
     judge: JudgeSettings | None, judging: JudgingBlock, rubrics: Sequence[tuple[Rubric, JudgeSettings | None]] = ()
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """What the verdicts depend on (part of a cell's config hash and of its manifest); the asked rubrics'
     definitions among them, so an edited rubric re-scores. `judge` is None when only rubrics with their own
     judge are asked (the experiment has no judge of its own)."""
@@ -156,7 +163,8 @@ class JudgeServer:
 
 
 # -- the stage -----------------------------------------------------------------------------------------
-Item = tuple[Any, dict[str, str]]
+#: a verdict's post-processing (answer relevance: the generated questions' cosines): (key, value) -> (value, status)
+_Post = Callable[[tuple[str, ...], object], tuple[object, str]]
 
 
 class Judging:
@@ -174,9 +182,10 @@ class Judging:
         self.judge, self.judging = judge, judging
         self.server, self.sysdir, self.cache_dir = server, sysdir, cache_dir
         self.rubrics = list(rubrics)
-        self.judges: dict[str, Any] = {}
+        self.judges: dict[str, Judge] = {}
+        self._enc: Encoder | None = None
 
-    def _judge(self, kind: str) -> Any:
+    def _judge(self, kind: str) -> Judge:
         if kind not in self.judges:
             from retbench.llm.judge import Judge
 
@@ -192,7 +201,7 @@ class Judging:
             )
         return self.judges[kind]
 
-    def _ask(self, kind: str, items: list[Item], records: dict[str, dict[str, Any]], post: Any = None) -> None:
+    def _ask(self, kind: str, items: list[Item], records: dict[str, dict[str, Any]], post: _Post | None = None) -> None:
         """Judge `items` (keys (qid, record name[, rank])) with one prompt kind and store each verdict."""
         if not items:
             return
@@ -212,8 +221,8 @@ class Judging:
         self,
         metrics: Sequence[str],
         questions: Mapping[str, str],
-        samples: Mapping[str, Any],
-        answers: Mapping[str, Any],
+        samples: Mapping[str, Sample],
+        answers: Mapping[str, SystemAnswer],
         contexts: Mapping[str, Sequence[str]],
         texts: Callable[[str], str],
     ) -> dict[str, dict[str, Any]]:
@@ -256,8 +265,8 @@ class Judging:
         self,
         want: set[str],
         questions: Mapping[str, str],
-        samples: Mapping[str, Any],
-        answers: Mapping[str, Any],
+        samples: Mapping[str, Sample],
+        answers: Mapping[str, SystemAnswer],
         ranked: Mapping[str, Sequence[str]],
         texts: Callable[[str], str],
         records: dict[str, dict[str, Any]],
@@ -291,115 +300,39 @@ class Judging:
                 )
                 self._ask(rubric.record, items, records)
 
-    def _cosines(self, questions: Mapping[str, str], key: Any, generated: list[str]) -> tuple[Any, str]:
+    def _cosines(self, questions: Mapping[str, str], key: tuple[str, ...], generated: list[str]) -> tuple[object, str]:
         """Answer relevance's verdict: the generated questions and their cosines with the original one."""
         vecs = self._encoder().encode_queries([questions[key[0]], *generated])
         vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
         cos = (vecs[1:] @ vecs[0]).astype(float)
         return {"questions": generated, "cosines": [round(float(c), 6) for c in cos]}, "ok"
 
-    def _encoder(self) -> Any:
-        if "_encoder" not in self.judges:
+    def _encoder(self) -> Encoder:
+        if self._enc is None:
             from retbench.retrievers.encoders.encoder import Encoder
 
-            self.judges["_encoder"] = Encoder(**self.judging.encoder.options)
-        return self.judges["_encoder"]
+            self._enc = Encoder(**self.judging.encoder.options)
+        return self._enc
 
     def manifest(self) -> dict[str, Any]:
         """Each prompt kind's judge identity, and what the stage spent (calls, tokens, cost) in total."""
-        judges = {k: j for k, j in self.judges.items() if k != "_encoder"}
+        judges = self.judges
         stats = [j.stats.to_dict(j.settings) for j in judges.values()]
-        total: dict[str, Any] = {"calls": 0, "cached": 0, "input_tokens": 0, "output_tokens": 0, "retries": 0}
-        for s in stats:
-            for name in total:
-                total[name] += s[name]
-        total["cost"] = round(sum(s["cost"] for s in stats), 6)
-        total["tokens_estimated"] = any(s["tokens_estimated"] for s in stats)
         statuses: dict[str, int] = {}
         for s in stats:
             for st, c in s["statuses"].items():
                 statuses[st] = statuses.get(st, 0) + c
-        total["statuses"] = statuses
+        total: JudgeStats = {
+            "calls": sum(int(s["calls"]) for s in stats),
+            "cached": sum(int(s["cached"]) for s in stats),
+            "input_tokens": sum(int(s["input_tokens"]) for s in stats),
+            "output_tokens": sum(int(s["output_tokens"]) for s in stats),
+            "retries": sum(int(s["retries"]) for s in stats),
+            "cost": round(sum(s["cost"] for s in stats), 6),
+            "tokens_estimated": any(s["tokens_estimated"] for s in stats),
+            "statuses": statuses,
+        }
         return {"identity": {k: j.identity.to_dict() for k, j in judges.items()}, "stats": total}
-
-
-#: statuses of a call that brought nothing back (an `unparseable` answer did come back)
-FAILED_CALLS = ("judge_error", "judge_timeout", "generation_error", "generation_timeout")
-#: statuses of a verdict that carries no value: its call failed, or the answer that came back could not be read
-NO_VERDICT = (*FAILED_CALLS, "unparseable")
-#: the call logs of the stages that call a model, beside each system's results
-STAGE_LOGS = {"generation": "generate_calls.jsonl", "judging": CALLS_FILE}
-
-
-def _stage_statuses(output: Path, systems: Iterable[str]) -> Iterator[tuple[str, str, Path, dict[str, int]]]:
-    """(system, stage, call log, {status: count}) of every stage that made a call, from its call log
-    (every call made for these results, across resumed runs; a cache hit is logged as an answer)."""
-    from retbench.io.files import appended_records
-    from retbench.results.layout import SystemDir
-
-    for key in systems:
-        root = SystemDir.of(output, key).root
-        for stage, name in STAGE_LOGS.items():
-            path = root / name
-            if not path.is_file():
-                continue
-            statuses: dict[str, int] = {}
-            for rec in appended_records(path):
-                status = str(rec.get("status"))
-                statuses[status] = statuses.get(status, 0) + 1
-            if statuses:
-                yield key, stage, path, statuses
-
-
-def _counts(statuses: Mapping[str, int]) -> str:
-    return ", ".join(f"{c} {s}" for s, c in sorted(statuses.items()) if s != "ok")
-
-
-def failed_llm_stages(output: Path, systems: Iterable[str]) -> list[str]:
-    """One line per (system, stage) that got no usable answer back: every call failed ("bm25: every
-    generation call failed (3 generation_error; ...)") or every reply was unparseable or failed ("bm25: no
-    judging call gave a verdict: 4 of 4 replies unparseable (...)")."""
-    found = []
-    for key, stage, path, statuses in _stage_statuses(output, systems):
-        if all(s in FAILED_CALLS for s in statuses):
-            found.append(f"{key}: every {stage} call failed ({_counts(statuses)}; see {path})")
-        elif all(s in NO_VERDICT for s in statuses):
-            total = sum(statuses.values())
-            found.append(
-                f"{key}: no {stage} call gave a verdict: {statuses.get('unparseable', 0)} of {total} replies "
-                f"unparseable ({_counts(statuses)}; see {path})"
-            )
-    return found
-
-
-def partial_llm_stages(output: Path, systems: Iterable[str]) -> list[str]:
-    """One line per (system, stage) where some calls gave no verdict and others did: the run stands (those
-    verdicts are statuses, left out of the judged metrics and counted) but the line says how many."""
-    found = []
-    for key, stage, path, statuses in _stage_statuses(output, systems):
-        missing = sum(c for s, c in statuses.items() if s in NO_VERDICT)
-        if missing and not all(s in NO_VERDICT for s in statuses):
-            found.append(
-                f"{key}: {missing} of {sum(statuses.values())} {stage} calls gave no verdict ({_counts(statuses)}); "
-                f"they are counted, not scored (see {path})"
-            )
-    return found
-
-
-def raise_if_llm_calls_failed(output: Path, systems: Iterable[str], note: Callable[[str], None] | None = None) -> None:
-    """Exit 3 (after every file is written) when every generation or judge call of a system failed or
-    every reply it got was unparseable; `note` is told of the stages where only some were.
-
-    Its answer or judged metrics would otherwise be read as a system that answers nothing right; the
-    failures stay recorded as statuses in the results, as `judge-relevance` records them.
-    """
-    if note is not None:
-        for line in partial_llm_stages(output, systems):
-            note(line)
-    failed = failed_llm_stages(output, systems)
-    if failed:
-        more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
-        raise BackendError(failed[0] + more)
 
 
 @dataclass(frozen=True)
@@ -426,7 +359,7 @@ class JudgeStage:
         metrics: Sequence[str],
         run: Run,
         queries: Mapping[str, str],
-        samples: Mapping[str, Any],
+        samples: Mapping[str, Sample],
         answers: Mapping[str, SystemAnswer],
         corpus: Corpus,
     ) -> Judged:
@@ -442,22 +375,34 @@ class JudgeStage:
 
 
 def judged_summary(
-    ev: Any, manifest: Mapping[str, Any], samples: Mapping[str, Any], answers: Any, records: Mapping[str, Any]
-) -> dict[str, Any]:
+    ev: Evaluation,
+    manifest: Mapping[str, Any],
+    samples: Mapping[str, Sample],
+    answers: Mapping[str, SystemAnswer] | None,
+    records: Mapping[str, Any],
+) -> JudgeBlock:
     """A cell summary's `judge` block: calls, tokens and cost spent, and "judged N of M" per judged metric."""
 
     rows = [samples.get(q) for q in ev.query_ids]
     per_metric = {
-        m: counts(outcomes(m, rows, answers, records, ev.query_ids)) for m in ev.metrics if m in JUDGED_METRICS
+        m: _judged_count(counts(outcomes(m, rows, answers, records, ev.query_ids)))
+        for m in ev.metrics
+        if m in JUDGED_METRICS
     }
-    return {**manifest.get("stats", {}), "metrics": per_metric}
+    stats: JudgeStats = manifest.get("stats", {})
+    return {**stats, "metrics": per_metric}
+
+
+def _judged_count(c: Mapping[str, Any]) -> JudgedCount:
+    """`metrics.judged.counts`'s entry as its typed shape (metrics sits below results and cannot name it)."""
+    return {"judged": int(c["judged"]), "of": int(c["of"]), "statuses": dict(c["statuses"])}
 
 
 def first_round(
     want: set[str],
     questions: Mapping[str, str],
-    samples: Mapping[str, Any],
-    answers: Mapping[str, Any],
+    samples: Mapping[str, Sample],
+    answers: Mapping[str, SystemAnswer],
     records: Mapping[str, dict[str, Any]],
     texts: Callable[[str], str],
     max_chars: int,
@@ -491,7 +436,7 @@ def first_round(
     return plan
 
 
-def _classify_abstention(answer: SystemAnswer | None, sample: Any) -> TypeGuard[SystemAnswer]:
+def _classify_abstention(answer: SystemAnswer | None, sample: Sample | None) -> TypeGuard[SystemAnswer]:
     """An unanswerable question whose output gave text but did not say whether it abstained."""
     return (
         sample is not None

@@ -15,7 +15,6 @@ import sys
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 from retbench.config.study import Study
 
@@ -34,7 +33,7 @@ TRACKED_PACKAGES = (
 )
 
 
-def config_record(cfg: Study) -> dict[str, Any]:
+def config_record(cfg: Study) -> dict[str, object]:
     """What ran: the config file as its author wrote it (text and sha256), and the validated model (`resolved`:
     every default filled in, every path resolved, URLs without their credentials).
 
@@ -59,10 +58,10 @@ def config_record(cfg: Study) -> dict[str, Any]:
     }
 
 
-def manifest_header(cfg: Study, *, name: str | None = None, kind: str | None = None) -> dict[str, Any]:
+def manifest_header(cfg: Study, *, name: str | None = None, kind: str | None = None) -> dict[str, object]:
     """The header every manifest.json starts with: experiment name and kind (when the study has them), the
     config (`config_record`), its file, the creation time, package versions and the machine."""
-    head: dict[str, Any] = {}
+    head: dict[str, object] = {}
     if name is not None:
         head["experiment"] = name
     if kind is not None:
@@ -87,8 +86,8 @@ def package_versions() -> dict[str, str]:
     return out
 
 
-def machine() -> dict[str, Any]:
-    info: dict[str, Any] = {
+def machine() -> dict[str, object]:
+    info: dict[str, object] = {
         "platform": platform.platform(),
         "processor": platform.machine(),
         "cpus": os.cpu_count(),

@@ -26,8 +26,8 @@ class Outcome:
     first_error: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
     system: SystemResult = field(default_factory=lambda: SystemResult(""))
-    manifest: dict[str, Any] = field(default_factory=dict)
-    info: dict[str, Any] = field(default_factory=dict)  # study-specific labels (e.g. chunker, system)
+    manifest: dict[str, object] = field(default_factory=dict)
+    info: dict[str, str] = field(default_factory=dict)  # study-specific labels (e.g. chunker, system)
     result: SystemTables | None = None
     config_error: bool = False
 

@@ -20,16 +20,17 @@ from retbench.config.experiment import RerankBlock
 from retbench.data import Run
 from retbench.evaluation import Evaluation
 from retbench.results import SystemDir, save_run, write_json
+from retbench.results.blocks import RerankSummary
 from retbench.results.model import metric_values
 from retbench.retrievers.rerank import build_rerank
-from retbench.studies.cell import CellData, Reranked
+from retbench.studies.cell_contract import CellData, Reranked
 
 Evaluate = Callable[[Run, Sequence[str]], Evaluation]
 
 
 @dataclass
 class RerankStage:
-    """A cell's rerank stage (`studies.cell.RerankStage`): first-stage run -> `Reranked`.
+    """A cell's rerank stage (`studies.cell_contract.RerankStage`): first-stage run -> `Reranked`.
 
     `evaluate(run, metrics)` scores a run as the study does (its qrels and evaluation settings).
     """
@@ -61,7 +62,7 @@ class RerankStage:
             pair = compare_pair(first_eval, final_eval, [m for m in final_eval.metrics if m in first_eval.metrics])
         finally:
             stage.reranker.close()
-        block = {
+        block: RerankSummary = {
             "depth": spec.depth,
             "ceiling": {"metric": ceiling, "value": first_agg[ceiling]["mean"]},
             "vs_first_stage": {

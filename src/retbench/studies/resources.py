@@ -17,7 +17,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 
 def _clear_peak() -> bool:
@@ -51,7 +50,7 @@ def peak_rss_mib() -> float:
 
 
 @contextmanager
-def stage(figures: dict[str, Any], name: str) -> Iterator[None]:
+def stage(figures: dict[str, object], name: str) -> Iterator[None]:
     """Record `<name>_seconds`, `<name>_peak_rss_mib` (and the scope of that peak) into `figures`."""
     scoped = _clear_peak()
     t0 = time.perf_counter()
@@ -84,7 +83,7 @@ def cpu_seconds() -> float:
     return round(t.user + t.system, 3)
 
 
-def worker_figures() -> dict[str, Any]:
+def worker_figures() -> dict[str, object]:
     """What a worker process reports about itself: pid, host, peak RSS, CPU seconds so far, niceness."""
     return {
         "pid": os.getpid(),

@@ -12,13 +12,15 @@ stage's totals. A query is asked only where the metric applies and its value is 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
 from retbench.config.judge import JudgeSettings
 from retbench.config.rubric import RubricBlock
+from retbench.data.answers import SystemAnswer
+from retbench.data.corpus import Sample
 from retbench.estimates import estimate_block
+from retbench.evaluation import Evaluation
 from retbench.llm.generate import numbered
 from retbench.llm.rubric import material, rubric_prompt
 from retbench.metrics.judged import given_text, references
@@ -26,7 +28,8 @@ from retbench.metrics.rubric import Rubric, rubric_of
 from retbench.stats import ppi_mean
 from retbench.studies.labels.rubric_calibrate import human_verdict
 
-Item = tuple[Any, dict[str, str]]
+#: (key: query id and record name[, doc id], the prompt's fields): one question to a judge
+Item = tuple[tuple[str, ...], dict[str, str]]
 
 
 def asked_rubrics(metrics: Sequence[str], blocks: Sequence[RubricBlock]) -> list[tuple[Rubric, JudgeSettings | None]]:
@@ -41,7 +44,7 @@ def asked_rubrics(metrics: Sequence[str], blocks: Sequence[RubricBlock]) -> list
     return out
 
 
-def deepest(rubrics: Sequence[tuple[Rubric, Any]], context_k: int) -> int:
+def deepest(rubrics: Sequence[tuple[Rubric, JudgeSettings | None]], context_k: int) -> int:
     """How many retrieved passages the stage needs: the judging context and every rubric's own k."""
     return max([context_k, *(r.k or context_k for r, _ in rubrics)])
 
@@ -51,13 +54,13 @@ def rubric_items(
     context_k: int,
     max_chars: int,
     questions: Mapping[str, str],
-    samples: Mapping[str, Any],
-    answers: Mapping[str, Any],
+    samples: Mapping[str, Sample],
+    answers: Mapping[str, SystemAnswer],
     ranked: Mapping[str, Sequence[str]],
     texts: Callable[[str], str],
 ) -> list[Item]:
     """(key (qid, "rubric:<name>"), prompt fields) for every query whose value the judge decides."""
-    items = []
+    items: list[Item] = []
     for q, question in questions.items():
         sample, answer = samples.get(q), answers.get(q)
         if rubric.outcome(sample, answer, None) != "not_judged":
@@ -74,7 +77,7 @@ def rubric_items(
     return items
 
 
-def rubric_identity(rubrics: Sequence[tuple[Rubric, JudgeSettings | None]]) -> dict[str, Any]:
+def rubric_identity(rubrics: Sequence[tuple[Rubric, JudgeSettings | None]]) -> dict[str, object]:
     """What the rubric verdicts depend on (part of a cell's config hash): each definition, prompt and judge."""
     return {
         r.name: {
@@ -86,7 +89,9 @@ def rubric_identity(rubrics: Sequence[tuple[Rubric, JudgeSettings | None]]) -> d
     }
 
 
-def rubric_estimates(ev: Any, samples: Mapping[str, Any], alpha: float = 0.05) -> dict[str, dict[str, Any]]:
+def rubric_estimates(
+    ev: Evaluation, samples: Mapping[str, Sample], alpha: float = 0.05
+) -> dict[str, dict[str, object]]:
     """{rubric metric: prediction-powered `estimate` entry} where people gave verdicts on some samples.
 
     `stats.ppi_mean` (classical PPI): the human verdicts (`metadata.human: {metric: value}`, on the rubric's
@@ -94,7 +99,7 @@ def rubric_estimates(ev: Any, samples: Mapping[str, Any], alpha: float = 0.05) -
     people did not verdict; only where at least 2 samples have both and 1 more has a value. A human verdict
     off the scale is an input error, as calibration makes it.
     """
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, object]] = {}
     for m in ev.metrics:
         rubric = rubric_of(m)
         if rubric is None:

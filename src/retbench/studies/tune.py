@@ -26,6 +26,7 @@ from retbench.config.tune import TuneModel, load_tune
 from retbench.errors import ConfigError, InputError
 from retbench.inputs import load_systems
 from retbench.io.files import write_json, write_text
+from retbench.jsontypes import JSONObject, JSONValue
 from retbench.metrics.registry import lower_is_better, parse_metric
 from retbench.report.resolution import resolve
 from retbench.report.tune import Candidate, candidates, setting_name, tune_html, tune_lines, tune_markdown
@@ -40,8 +41,8 @@ class Setting:
     """One point of the grid: its changes to the system block and the system block they give."""
 
     index: int
-    changes: dict[str, Any]
-    system: dict[str, Any]
+    changes: JSONObject
+    system: JSONObject
 
     @property
     def label(self) -> str:
@@ -76,7 +77,7 @@ class TuneOutcome:
     candidates: list[Candidate] = field(default_factory=list)  # each setting's mean, folds' votes, latency
 
 
-def expand_grid(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def expand_grid(grid: Mapping[str, Sequence[JSONValue]] | Sequence[Mapping[str, JSONValue]]) -> list[JSONObject]:
     """The grid's settings: every combination of a mapping's values (keys in order), or a list as written."""
     if isinstance(grid, Mapping):
         keys = list(grid)
@@ -84,14 +85,14 @@ def expand_grid(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]])
     return [dict(s) for s in grid]
 
 
-def apply_changes(system: Mapping[str, Any], changes: Mapping[str, Any], where: str = "grid") -> dict[str, Any]:
+def apply_changes(system: Mapping[str, JSONValue], changes: Mapping[str, JSONValue], where: str = "grid") -> JSONObject:
     """A copy of the system block with each dotted key set (numeric parts index lists; missing mappings are made)."""
     out = copy.deepcopy(dict(system))
     for key, value in changes.items():
         parts = key.split(".")
         if parts[0] == "name":
             raise ConfigError("a setting cannot change the system's name", field=f"{where}.{key}")
-        node: Any = out
+        node: object = out
         for i, part in enumerate(parts):
             last = i == len(parts) - 1
             if isinstance(node, list):
@@ -133,7 +134,7 @@ def settings_of(cfg: TuneConfig) -> tuple[list[Setting], list[str]]:
     return out, skipped
 
 
-def _derived_experiment(cfg: TuneConfig, settings: list[Setting]) -> dict[str, Any]:
+def _derived_experiment(cfg: TuneConfig, settings: list[Setting]) -> dict[str, object]:
     exp = copy.deepcopy(cfg.experiment)
     exp["name"] = cfg.name
     exp["metrics"] = [cfg.model.metric]
@@ -205,7 +206,7 @@ def write_tune_reports(t: TuneOutcome) -> None:
     write_text(t.config.output / "report.html", tune_html(title, lines, t.candidates, t.resolution, m.metric))
 
 
-def tune_record(t: TuneOutcome) -> dict[str, Any]:
+def tune_record(t: TuneOutcome) -> dict[str, object]:
     """tune.json: the grid, each setting's in-sample mean, the folds' choices and the out-of-sample estimate."""
     r, m = t.result, t.config.model
     return {

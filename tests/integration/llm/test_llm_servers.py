@@ -340,7 +340,7 @@ def _fails(h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
 
 def test_a_failed_generation_is_a_generation_error_and_a_run_where_every_call_failed_exits_3(tmp_path, monkeypatch):
     from retbench.studies.benchmark import load_config, run_experiment
-    from retbench.studies.judging import failed_llm_stages, raise_if_llm_calls_failed
+    from retbench.studies.llm_calls import failed_llm_stages, raise_if_llm_calls_failed
 
     monkeypatch.setenv("RETBENCH_CACHE", str(tmp_path / "cache"))
     data = tmp_path / "tiny_rag"
@@ -374,7 +374,7 @@ def test_a_failed_generation_is_a_generation_error_and_a_run_where_every_call_fa
 
 
 def test_a_stage_is_reported_until_one_readable_verdict_comes_back(tmp_path):
-    from retbench.studies.judging import failed_llm_stages
+    from retbench.studies.llm_calls import failed_llm_stages
 
     sysdir = tmp_path / "out" / "systems" / "bm25"
     sysdir.mkdir(parents=True)

@@ -18,7 +18,8 @@ from retbench.errors import ConfigError
 from retbench.retrievers.base import create
 from retbench.studies.benchmark import load_config as load_experiment
 from retbench.studies.benchmark import run_experiment
-from retbench.studies.chunking import _joined_corpus, parse_config, run_chunking
+from retbench.studies.chunk_documents import joined_corpus
+from retbench.studies.chunking import parse_config, run_chunking
 from retbench.studies.dataset import prepare_dataset
 from stored import flat_system
 
@@ -86,7 +87,7 @@ def test_small_chunks_search_deeper_until_every_query_has_depth_documents_or_the
 
     # what the same system gives when asked for every chunk at once: the documents there are to find
     ds, queries = prepare_dataset(DatasetSpec("scifact", "test", 15, 300))
-    chunks = make_chunker(chunker).chunk_corpus(_joined_corpus(ds.corpus))
+    chunks = make_chunker(chunker).chunk_corpus(joined_corpus(ds.corpus))
     bm25 = create("bm25s", BM25["params"], name="bm25")
     bm25.index(chunks.to_corpus())
     everything = bm25.search(queries, len(chunks))
@@ -119,7 +120,7 @@ def test_a_document_ranks_at_its_best_chunk(tmp_path: Path) -> None:
     run = outcome_of(run_chunking(cfg, log=lambda _: None), "chars_120+bm25").result.run
 
     ds, queries = prepare_dataset(DatasetSpec("scifact", "test", 15, 300))
-    chunks = make_chunker(chunker).chunk_corpus(_joined_corpus(ds.corpus))
+    chunks = make_chunker(chunker).chunk_corpus(joined_corpus(ds.corpus))
     bm25 = create("bm25s", BM25["params"], name="bm25")
     bm25.index(chunks.to_corpus())
     passed_over = 0

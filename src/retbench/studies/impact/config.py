@@ -111,7 +111,7 @@ def study_config(model: IngestModel) -> IngestConfig:
     )
 
 
-def parse_ingest_config(data: Any, source: str = "<config>", output: str | Path | None = None) -> IngestConfig:
+def parse_ingest_config(data: object, source: str = "<config>", output: str | Path | None = None) -> IngestConfig:
     """Validate an ingestion config mapping (`config.IngestModel`); every error names the field."""
     return study_config(parse_study(data, source, IngestModel, output, check_ingest))
 

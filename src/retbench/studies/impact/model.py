@@ -6,7 +6,6 @@ Gain(d, K) = alpha * dRecall@k + beta * dContextRecall + gamma * Novelty(d, K)
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -38,7 +37,7 @@ class Impact:
     gain: float = 0.0
     after: dict[str, float] | None = None  # sequential: metric means once this document is in
 
-    def to_dict(self, *, chunks: bool = True) -> dict[str, Any]:
+    def to_dict(self, *, chunks: bool = True) -> dict[str, object]:
         out = asdict(self)
         if self.novelty is not None and not chunks:
             out["novelty"].pop("chunks", None)

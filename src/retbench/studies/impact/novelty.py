@@ -11,13 +11,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from retbench.chunkers import sentence_spans
+from retbench.chunkers import Chunker, sentence_spans
 from retbench.data import Corpus
 from retbench.errors import InputError
+
+if TYPE_CHECKING:  # the model loads only when a study encodes
+    from retbench.retrievers.encoders.encoder import Encoder
 
 
 # -- small helpers ---------------------------------------------------------------------------------
@@ -48,7 +51,7 @@ class Novelty:
     max_cos: float
     nearest_doc: str | None
     nearest_chunk: str | None
-    chunks: list[dict[str, Any]] = field(default_factory=list)
+    chunks: list[dict[str, object]] = field(default_factory=list)
 
 
 @dataclass
@@ -62,7 +65,7 @@ class ChunkTable:
     texts: list[str]
 
 
-def chunk_table(corpus: Corpus, chunker: Any = None) -> ChunkTable:
+def chunk_table(corpus: Corpus, chunker: Chunker | None = None) -> ChunkTable:
     """Chunk a corpus for novelty. No chunker: each document is one chunk, its indexed text (title + text), so
     the vectors are the retrieval vectors; with a chunker (chunking.make_chunker), chunks of the text with exact offsets."""
     ids: list[str] = []
@@ -98,7 +101,7 @@ class NoveltyIndex:
     """Exact cosine nearest neighbours among the knowledge base's chunks: a FAISS flat inner-product index
     over L2-normalized chunk vectors, grown by FAISS `add` (never rebuilt)."""
 
-    def __init__(self, encoder: Any, chunker: Any = None) -> None:
+    def __init__(self, encoder: Encoder, chunker: Chunker | None = None) -> None:
         self.encoder = encoder
         self.chunker = chunker
         self._index: Any = None
@@ -106,7 +109,7 @@ class NoveltyIndex:
         self._chunk_docs: list[str] = []
         self._doc_chunks: dict[str, int] = {}
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         return {
             "chunker": self.chunker.describe()
             if self.chunker is not None

@@ -24,7 +24,7 @@ from retbench.studies.impact.candidates import CandidateSet, build_candidates, c
 from retbench.studies.impact.config import IngestConfig
 from retbench.studies.impact.dense import DenseImpact
 from retbench.studies.impact.model import STATUSES, Impact
-from retbench.studies.impact.novelty import Novelty, NoveltyIndex, text_hash
+from retbench.studies.impact.novelty import ChunkTable, Novelty, NoveltyIndex, text_hash
 from retbench.studies.impact.rebuild import RebuildImpact
 from retbench.studies.impact.support import ContextRecall, CosineSupport, JudgeSupport, SentenceSupport
 from retbench.studies.manifest import manifest_header
@@ -37,13 +37,13 @@ class IngestOutcome:
     metrics: list[str]
     before: dict[str, float]
     results: dict[str, list[Impact]]
-    summary: dict[str, Any]
+    summary: dict[str, object]
 
 
-def study_checks(impacts: Sequence[Impact], recall: str) -> dict[str, Any]:
+def study_checks(impacts: Sequence[Impact], recall: str) -> dict[str, object]:
     """The SciFact study's 'done when' figures, computed (never asserted) from the alone impacts."""
     by = {g: [i for i in impacts if i.group == g] for g in dict.fromkeys(i.group for i in impacts)}
-    out: dict[str, Any] = {"groups": {g: len(v) for g, v in by.items()}}
+    out: dict[str, object] = {"groups": {g: len(v) for g, v in by.items()}}
     gold = by.get("gold", [])
     others = [i for i in impacts if i.group != "gold"]
     if gold:
@@ -134,7 +134,7 @@ def _text_lookup(*corpora: Corpus) -> Callable[[str], str]:
     return text_of
 
 
-def _context(cfg: IngestConfig, s: _Setup, encoder: Any, base: Path | None) -> ContextRecall | None:
+def _context(cfg: IngestConfig, s: _Setup, encoder: Encoder, base: Path | None) -> ContextRecall | None:
     if cfg.context_recall is None:
         return None
     refs = reference_answers(cfg.context_recall["references"], s.ds, s.qrels, s.qids, cfg.relevance_level, base)
@@ -150,7 +150,7 @@ def _context(cfg: IngestConfig, s: _Setup, encoder: Any, base: Path | None) -> C
 
 
 def _engine(
-    cfg: IngestConfig, s: _Setup, retriever: Retriever, encoder: Any, context: ContextRecall | None
+    cfg: IngestConfig, s: _Setup, retriever: Retriever, encoder: Encoder, context: ContextRecall | None
 ) -> DenseImpact | RebuildImpact:
     """The exact incremental engine for a dense flat inner-product retriever, else the rebuild engine."""
     dense_flat = getattr(retriever, "index_type", None) == "flat_ip"
@@ -211,7 +211,7 @@ class _Modes:
             self.cfg.gain.apply(imp)
         return impacts
 
-    def alone(self, cand_chunks: Any) -> list[Impact]:
+    def alone(self, cand_chunks: tuple[ChunkTable, np.ndarray] | None) -> list[Impact]:
         s, engine = self.s, self.engine
         skip = [x != "new" for x in s.status]
         if isinstance(engine, DenseImpact):
@@ -274,9 +274,13 @@ class _Modes:
 
 
 def _summary(
-    cfg: IngestConfig, s: _Setup, engine: DenseImpact | RebuildImpact, before: dict[str, float], results: Any
-) -> dict[str, Any]:
-    summary: dict[str, Any] = {
+    cfg: IngestConfig,
+    s: _Setup,
+    engine: DenseImpact | RebuildImpact,
+    before: dict[str, float],
+    results: Mapping[str, list[Impact]],
+) -> dict[str, object]:
+    summary: dict[str, object] = {
         "before": before,
         "evaluation_queries": engine.n,
         "skipped_no_relevant": engine.skipped,
@@ -302,7 +306,7 @@ def _manifest(
     engine: DenseImpact | RebuildImpact,
     context: ContextRecall | None,
     timings: dict[str, float],
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """What ran, on what, with which versions: `parts` holds the retriever, encoder and novelty index."""
     return {
         **manifest_header(cfg.model, name=cfg.name, kind="ingest-impact"),
@@ -327,7 +331,9 @@ def _manifest(
     }
 
 
-def _write(out: Path, manifest: dict[str, Any], summary: dict[str, Any], results: dict[str, list[Impact]]) -> None:
+def _write(
+    out: Path, manifest: dict[str, object], summary: dict[str, object], results: dict[str, list[Impact]]
+) -> None:
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "manifest.json", manifest)
     write_json(out / "summary.json", summary)
@@ -337,7 +343,11 @@ def _write(out: Path, manifest: dict[str, Any], summary: dict[str, Any], results
 
 
 def _run_modes(
-    cfg: IngestConfig, modes: _Modes, cand_chunks: Any, timings: dict[str, float], log: Callable[[str], None]
+    cfg: IngestConfig,
+    modes: _Modes,
+    cand_chunks: tuple[ChunkTable, np.ndarray] | None,
+    timings: dict[str, float],
+    log: Callable[[str], None],
 ) -> dict[str, list[Impact]]:
     results: dict[str, list[Impact]] = {}
     runs = (

@@ -10,12 +10,18 @@ The sentence-support judge is a seam (`SentenceSupport`): `CosineSupport` is the
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from retbench.errors import ConfigError
 from retbench.studies.impact.novelty import normalize_rows, split_sentences
+
+if TYPE_CHECKING:  # the model and the judge load only when a study uses them
+    from retbench.llm.judge import Judge
+    from retbench.llm.settings import JudgeSettings
+    from retbench.retrievers.encoders.encoder import Encoder
 
 
 # -- context recall without an LLM ------------------------------------------------------------------
@@ -26,7 +32,7 @@ class SentenceSupport(Protocol):
         """Boolean per reference sentence: does `text` support it?"""
         ...
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         """What the manifest records about this judge (kind, model, threshold), so a report names it."""
         ...
 
@@ -34,14 +40,14 @@ class SentenceSupport(Protocol):
 class CosineSupport:
     """A reference sentence is supported by a document when some sentence of it has cosine >= threshold."""
 
-    def __init__(self, encoder: Any, threshold: float = 0.8) -> None:
+    def __init__(self, encoder: Encoder, threshold: float = 0.8) -> None:
         if not -1.0 <= threshold <= 1.0:
             raise ConfigError(f"threshold must be a cosine in [-1, 1], got {threshold!r}", field="threshold")
         self.encoder = encoder
         self.threshold = float(threshold)
         self._vecs: dict[str, np.ndarray] = {}
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         return {"judge": "cosine", "threshold": self.threshold, "split": "sentences (chunking.sentence_spans)"}
 
     def prepare(self, texts: Sequence[str]) -> None:
@@ -140,15 +146,15 @@ class JudgeSupport:
     status in `describe()`, which the report prints as "judged N of M".
     """
 
-    def __init__(self, settings: Any, max_chars: int = 2000, log_path: Any = None) -> None:
+    def __init__(self, settings: JudgeSettings, max_chars: int = 2000, log_path: Path | None = None) -> None:
         from retbench.studies.judging import JudgeServer
 
         self.settings, self.max_chars, self.log_path = settings, int(max_chars), log_path
         self.server = JudgeServer(settings)
-        self._judge: Any = None
+        self._judge: Judge | None = None
         self.statuses: dict[str, int] = {}
 
-    def judge(self) -> Any:
+    def judge(self) -> Judge:
         if self._judge is None:
             from retbench.llm.judge import Judge
             from retbench.studies.judging import PARSERS
@@ -172,8 +178,8 @@ class JudgeSupport:
         self.statuses[status] = self.statuses.get(status, 0) + 1
         return np.asarray(v.value if fits else [False] * len(references), dtype=bool)
 
-    def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"judge": "llm", "prompt": "support_v1", "statuses": dict(self.statuses)}
+    def describe(self) -> dict[str, object]:
+        out: dict[str, object] = {"judge": "llm", "prompt": "support_v1", "statuses": dict(self.statuses)}
         if self._judge is not None:
             out.update(model=self._judge.identity.model, model_sha256=self._judge.identity.model_sha256)
             out["stats"] = self._judge.stats.to_dict(self.settings)

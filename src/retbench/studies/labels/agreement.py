@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -39,12 +38,12 @@ def _ci(values: Sequence[float | None]) -> tuple[float | None, float | None]:
 
 def agreement(
     human: Sequence[int], grades: Sequence[int], relevant_from: int = 2, resamples: int = 1000, seed: int = 0
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Accuracy, kappa and the confusion matrix of binary human labels vs 0-3 judge grades, with CIs."""
     h = np.asarray(human, dtype=np.int64).clip(0, 1)
     g = np.asarray(grades, dtype=np.int64)
     n = len(h)
-    out: dict[str, Any] = {"n": n, "relevant_from": relevant_from}
+    out: dict[str, object] = {"n": n, "relevant_from": relevant_from}
     if n == 0:
         return out
     b = (g >= relevant_from).astype(np.int64)
@@ -53,7 +52,7 @@ def agreement(
     rng = np.random.default_rng(seed)
     accs: list[float] = []
     kaps: list[float | None] = []
-    cells: list[Any] = []
+    cells: list[np.ndarray] = []
     for _ in range(resamples):
         idx = rng.integers(0, n, n)
         accs.append(float(np.mean(h[idx] == b[idx])))
@@ -116,14 +115,14 @@ def _best_threshold(h: np.ndarray, x: np.ndarray) -> tuple[float, float]:
 
 def graded_agreement(
     human: Sequence[int], scores: Sequence[float], resamples: int = 1000, seed: int = 0, folds: int = 5
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """AUC of a continuous judge score with a bootstrap CI, and the accuracy-maximizing threshold
     (score >= t is relevant). The threshold's accuracy on the pairs it was chosen on is optimistic, so
     `accuracy_cross_validated` is also given: each of `folds` seeded folds scored at the threshold the
     other folds choose (the honest figure for a threshold used on new pairs)."""
     h = np.asarray(human, dtype=np.int64).clip(0, 1)
     x = np.asarray(scores, dtype=float)
-    out: dict[str, Any] = {"n": len(h), "score": "expected grade (sum of grade x probability at the grade token)"}
+    out: dict[str, object] = {"n": len(h), "score": "expected grade (sum of grade x probability at the grade token)"}
     rng = np.random.default_rng(seed)
     boots = [
         auc(h[idx].tolist(), x[idx].tolist()) for idx in (rng.integers(0, len(h), len(h)) for _ in range(resamples))
@@ -165,7 +164,7 @@ def weighted_kappa(human: Sequence[int], judge: Sequence[int], high: int) -> flo
 
 def verdict_agreement(
     human: Sequence[int], judge: Sequence[int], high: int | None, resamples: int = 1000, seed: int = 0
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """A rubric's verdicts against people's: accuracy (exact agreement) and Cohen's kappa on a yes/no scale
     (`high` None), or quadratic weighted kappa on the grades 0..high; each with a bootstrap 95% CI."""
     h, j = np.asarray(human, dtype=np.int64), np.asarray(judge, dtype=np.int64)
@@ -175,7 +174,7 @@ def verdict_agreement(
     def k(a: np.ndarray, b: np.ndarray) -> float | None:
         return kappa(a, b) if high is None else weighted_kappa(a.tolist(), b.tolist(), high)
 
-    out: dict[str, Any] = {"n": n}
+    out: dict[str, object] = {"n": n}
     if n == 0:
         return out
     rng = np.random.default_rng(seed)

@@ -26,12 +26,15 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retbench.config.calibration import CalibrationModel
 from retbench.config.study import load_study, parse_study
-from retbench.data import Corpus, Queries
+from retbench.data import Corpus, Dataset, Queries, Run
 from retbench.retrievers.base import check_system, create
+
+if TYPE_CHECKING:  # loaded when a calibration runs (it may start a model server)
+    from retbench.llm.judge import Judge
 
 
 def check_calibration(cfg: CalibrationModel) -> None:
@@ -40,7 +43,7 @@ def check_calibration(cfg: CalibrationModel) -> None:
         check_system(s.adapter, s.params, cfg.source, f"ranking.systems[{i}]")
 
 
-def parse_calibration(data: Any, source: str = "<config>", output: Path | None = None) -> CalibrationModel:
+def parse_calibration(data: object, source: str = "<config>", output: Path | None = None) -> CalibrationModel:
     """A validated calibration config (`config.calibration.CalibrationModel`); errors name the field."""
     return parse_study(data, source, CalibrationModel, output, check_calibration)
 
@@ -52,14 +55,14 @@ def load_calibration(path: str | Path, output: Path | None = None) -> Calibratio
 
 def _bm25_run(
     corpus: Corpus, queries: Queries, depth: int, adapter: str = "bm25s", params: dict | None = None, name: str = "bm25"
-) -> Any:
+) -> Run:
 
     retriever = create(adapter, params or {}, name=name)
     retriever.index(corpus)
     return retriever.search(queries, depth)
 
 
-def sample_pairs(cfg: CalibrationModel, ds: Any) -> list[tuple[str, str, int]]:
+def sample_pairs(cfg: CalibrationModel, ds: Dataset) -> list[tuple[str, str, int]]:
     """(query, doc, human label 0/1): `relevant` judged-relevant pairs and `nonrelevant` negatives, seeded."""
     human = ds.split(cfg.split)
     rng = random.Random(cfg.sample.seed)
@@ -75,7 +78,7 @@ def sample_pairs(cfg: CalibrationModel, ds: Any) -> list[tuple[str, str, int]]:
 
 
 def run_calibration(
-    cfg: CalibrationModel, *, dry_run: bool = False, echo: Callable[[str], Any] = print
+    cfg: CalibrationModel, *, dry_run: bool = False, echo: Callable[[str], object] = print
 ) -> dict[str, Any]:
     """Sample, judge, score agreement, spot-check, and (optionally) compare system rankings; writes metrics.json."""
     from retbench.io.datasets import load_dataset
@@ -161,7 +164,7 @@ def _spot_check(cfg: CalibrationModel, url: str, items: list, verdicts: list, lo
     }
 
 
-def _ranking(cfg: CalibrationModel, ds: Any, judge: Any) -> dict[str, Any]:
+def _ranking(cfg: CalibrationModel, ds: Dataset, judge: Judge) -> dict[str, Any]:
     """nDCG@depth of each system under human labels and under LLM labels alone, and Kendall's tau of the orders."""
     from retbench.data.qrels import Qrels
     from retbench.evaluation import evaluate

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from retbench.data.corpus import Corpus
 from retbench.data.qrels import Qrels
 from retbench.data.run import Run
 from retbench.errors import InputError
@@ -80,14 +81,14 @@ class RelevanceLabels:
     out: Path
 
 
-def passage_text(corpus: Any, doc_id: str, max_chars: int) -> str:
+def passage_text(corpus: Corpus, doc_id: str, max_chars: int) -> str:
     text = corpus.joined(corpus.index[doc_id])
     return text if len(text) <= max_chars else text[:max_chars].rsplit(" ", 1)[0] + " ..."
 
 
 def judge_items(
-    pairs: Sequence[tuple[str, str]], queries: Mapping[str, str], corpus: Any, max_chars: int
-) -> list[tuple[Any, dict[str, str]]]:
+    pairs: Sequence[tuple[str, str]], queries: Mapping[str, str], corpus: Corpus, max_chars: int
+) -> list[tuple[list[str], dict[str, str]]]:
     """(key, prompt fields) for each pair; a doc id missing from the corpus is an input error."""
     items = []
     for q, d in pairs:
@@ -101,11 +102,11 @@ def label_pairs(
     judge: Judge,
     pairs: Sequence[tuple[str, str]],
     queries: Mapping[str, str],
-    corpus: Any,
+    corpus: Corpus,
     out: Path,
     *,
     max_chars: int = 2000,
-    context: Mapping[str, Any] | None = None,
+    context: Mapping[str, object] | None = None,
 ) -> RelevanceLabels:
     """Judge every pair, write `llm_qrels.txt` (only ok verdicts) and its provenance; failures are counted."""
     verdicts = judge.judge(judge_items(pairs, queries, corpus, max_chars))

@@ -18,19 +18,21 @@ A human verdict off the metric's scale is an input error naming the sample and f
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from retbench.config.calibration import CalibrationModel, RubricCalibration
+from retbench.data.corpus import Sample
 from retbench.errors import InputError
 from retbench.metrics.judged import verdict
 from retbench.metrics.rubric import Rubric, rubric_of
 from retbench.studies.labels import agreement as ag
 
 
-def human_verdict(rubric: Rubric, value: Any, where: str, fld: str) -> int:
+def human_verdict(rubric: Rubric, value: object, where: str, fld: str) -> int:
     """A person's verdict as a grade on the rubric's scale; anything else is an input error naming it."""
     grade = rubric.human(value)
     if grade is None:
@@ -41,8 +43,8 @@ def human_verdict(rubric: Rubric, value: Any, where: str, fld: str) -> int:
 
 
 def _one(
-    rubric: Rubric, samples: list[Any], stored: dict[str, Any], cfg: CalibrationModel, where: str
-) -> dict[str, Any]:
+    rubric: Rubric, samples: Sequence[Sample], stored: dict[str, Any], cfg: CalibrationModel, where: str
+) -> dict[str, object]:
     pairs: list[tuple[int, int, float | None]] = []
     statuses: dict[str, int] = {}
     unlabelled: list[float] = []

@@ -18,14 +18,18 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retbench.data import Corpus
+from retbench.jsontypes import JSONObject
 from retbench.llm.judge import Judge
 from retbench.llm.verdicts import parse_fields
 from retbench.results import write_jsonl
+
+if TYPE_CHECKING:  # loaded on first use: its stemmer is not needed to read reviewed documents
+    from retbench.retrievers.tokenize import Tokenizer
 
 REVIEW_STATES = ("pending", "accept", "reject")
 
@@ -34,9 +38,9 @@ def parse_question(text: str) -> tuple[dict[str, str] | None, str]:
     return parse_fields(text, ("question", "evidence"))
 
 
-def reviewed_documents(path: Path) -> dict[str, dict[str, Any]]:
+def reviewed_documents(path: Path) -> dict[str, JSONObject]:
     """Samples of an existing golden set that a person has accepted or rejected, by source document."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, JSONObject] = {}
     if not path.is_file():
         return out
     with open(path, encoding="utf-8") as fh:
@@ -48,14 +52,14 @@ def reviewed_documents(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def sample_documents(corpus: Corpus, n: int, seed: int, keep: dict[str, dict[str, Any]] | None = None) -> list[str]:
+def sample_documents(corpus: Corpus, n: int, seed: int, keep: Mapping[str, object] | None = None) -> list[str]:
     """A seeded sample of n document ids, excluding documents whose question was already reviewed."""
     keep = keep or {}
     ids = [d for d in corpus.ids if d not in keep]
     return random.Random(seed).sample(ids, min(n, len(ids)))
 
 
-def synth_items(corpus: Corpus, doc_ids: Sequence[str], max_chars: int) -> list[tuple[Any, dict[str, str]]]:
+def synth_items(corpus: Corpus, doc_ids: Sequence[str], max_chars: int) -> list[tuple[str, dict[str, str]]]:
     return [(d, {"passage": _text(corpus, d)[:max_chars]}) for d in doc_ids]
 
 
@@ -75,7 +79,7 @@ def find_span(document: str, evidence: str) -> tuple[int, int] | None:
     return (m.start(), m.end()) if m else None
 
 
-def lexical_overlap(question: str, document: str, tokenizer: Any = None) -> float:
+def lexical_overlap(question: str, document: str, tokenizer: Tokenizer | None = None) -> float:
     """Share of the question's stemmed content words that occur in the document (0 when it has none)."""
     if tokenizer is None:
         from retbench.retrievers.tokenize import Tokenizer

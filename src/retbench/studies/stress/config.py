@@ -7,7 +7,6 @@ this module adds the checks the model cannot make alone (the adapter, the fault 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from retbench.config import StressModel
 from retbench.config.study import load_study, parse_study
@@ -27,7 +26,7 @@ def check_stress(cfg: StressModel) -> None:
             )
 
 
-def parse_config(data: Any, source: str = "<config>", output: str | Path | None = None) -> StressModel:
+def parse_config(data: object, source: str = "<config>", output: str | Path | None = None) -> StressModel:
     """Validate a stress config (`config.StressModel`): the experiment part, the fault plan, the load."""
     return parse_study(data, source, StressModel, output, check_stress)
 

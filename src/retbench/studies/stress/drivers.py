@@ -13,7 +13,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Container, Iterator, Sequence
-from typing import Any
 
 from retbench.data import Queries
 from retbench.errors import ConfigError
@@ -48,14 +47,14 @@ class _Slot:
 class _SyncDriver:
     """Worker threads call the backend directly; the calling thread is the watchdog and journal flusher."""
 
-    def __init__(self, level: Level, search: Callable[[str, int], Any], journal: Journal) -> None:
+    def __init__(self, level: Level, search: Callable[[str, int], object], journal: Journal) -> None:
         self.level, self.search, self.journal, self.s = level, search, journal, level.s
         self.slots: list[_Slot] = []
         self.alive = 0
         self.lock = threading.Lock()
         self.wake = threading.Event()
 
-    def _call(self, slot: _Slot, p: Pending) -> tuple[Any, BaseException | None, float, float] | None:
+    def _call(self, slot: _Slot, p: Pending) -> tuple[object, BaseException | None, float, float] | None:
         """One attempt; None when the watchdog abandoned it meanwhile (it recorded the timeout)."""
         global _abandoned_alive
         if p.not_before:
@@ -66,7 +65,7 @@ class _SyncDriver:
             p.t_first = t0
         slot.busy = True
         exc: BaseException | None = None
-        raw: Any = None
+        raw: object = None  # whatever the backend returned: check_ranking says what it is
         REQUEST_KEY.set(self.level.request_key(p))
         try:
             raw = self.search(p.text, self.level.k)
@@ -173,7 +172,7 @@ class _SyncDriver:
             flush(self.level, self.journal)
 
 
-def _run_sync(level: Level, search: Callable[[str, int], Any], concurrency: int, journal: Journal) -> None:
+def _run_sync(level: Level, search: Callable[[str, int], object], concurrency: int, journal: Journal) -> None:
     """Worker threads call the backend directly; this thread is the watchdog and journal flusher."""
     _SyncDriver(level, search, journal).run(concurrency)
 
@@ -183,7 +182,7 @@ def _run_async(level: Level, retriever: Retriever, concurrency: int, journal: Jo
     s = level.s
     asearch = retriever.asearch_one  # type: ignore[attr-defined]
 
-    async def call(text: str) -> Any:
+    async def call(text: str) -> object:
         if s.timeout_s is None:
             return await asearch(text, level.k)
         if not hasattr(asyncio, "timeout"):  # Python 3.10
@@ -207,7 +206,7 @@ def _run_async(level: Level, retriever: Retriever, concurrency: int, journal: Jo
             if not p.t_first:
                 p.t_first = t0
             exc: BaseException | None = None
-            raw: Any = None
+            raw: object = None
             REQUEST_KEY.set(level.request_key(p))  # this task's own context: other workers keep theirs
             try:
                 raw = await call(p.text)
@@ -276,7 +275,7 @@ def drive(
     phase: str = "measure",
     count: int | None = None,
     seg: str | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Run one phase of one level, journaling each finished request; returns what happened.
 
     In count mode the requests are indices 0..count-1 (query `i % len(query_ids)`), those already in

@@ -8,7 +8,7 @@ from collections import deque
 from collections.abc import Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from retbench.data import Queries
 from retbench.results.journal import Journal
@@ -30,7 +30,7 @@ class Pending:
     text: str
     attempt: int = 1
     t_first: float = 0.0
-    failures: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[dict[str, object]] = field(default_factory=list)
     not_before: float = 0.0
 
 
@@ -65,7 +65,7 @@ class Level:
         self._next = first_index  # duration mode: indices continue after the journaled ones
         self._take_lock = threading.Lock()
         self.stopped: str | None = None
-        self.out: deque[dict[str, Any]] = deque()
+        self.out: deque[dict[str, object]] = deque()
         self.t0 = 0.0
         self.issued = 0
 
@@ -93,7 +93,7 @@ class Level:
 
     # judging one attempt ------------------------------------------------------------------------
     def judge(
-        self, p: Pending, raw: Any, exc: BaseException | None, t0: float, t1: float, *, may_retry: bool = True
+        self, p: Pending, raw: object, exc: BaseException | None, t0: float, t1: float, *, may_retry: bool = True
     ) -> float | None:
         """Record the attempt's outcome; returns the backoff delay when the request is to be retried."""
         if exc is not None:
@@ -110,12 +110,13 @@ class Level:
             if may_retry and kind in self.s.retry_on and p.attempt <= self.s.retries and not self.stopped:
                 p.attempt += 1
                 return self.s.backoff(p.attempt - 1)
-        self.finish(p, kind, detail, raw if kind in ("ok", "short") else None, t1)
+        ranking = cast(Sequence[tuple[str, float]], raw) if kind in ("ok", "short") else None  # check_ranking's word
+        self.finish(p, kind, detail, ranking, t1)
         return None
 
     def _failure(
         self, p: Pending, kind: str, detail: str | None, exc_type: str | None, message: str, latency: float
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         return {
             "qid": p.qid,
             "kind": kind,
@@ -130,8 +131,10 @@ class Level:
             "request": p.i,
         }
 
-    def finish(self, p: Pending, kind: str, detail: str | None, ranking: Any, t_end: float) -> None:
-        rec: dict[str, Any] = {
+    def finish(
+        self, p: Pending, kind: str, detail: str | None, ranking: Sequence[tuple[str, float]] | None, t_end: float
+    ) -> None:
+        rec: dict[str, object] = {
             "qid": p.qid,
             "status": STATUS_OF[kind].value,
             "outcome": kind,
@@ -162,7 +165,7 @@ class Level:
         levels is the load alone."""
         return f"{self.phase}\x1f{p.i}\x1f{p.qid}\x1f{p.attempt}"
 
-    def key(self, rec: Mapping[str, Any]) -> str:
+    def key(self, rec: Mapping[str, object]) -> str:
         return f"{self.key_prefix}{rec['i']}"
 
 

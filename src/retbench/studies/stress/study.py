@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from retbench.config import StressModel
-from retbench.data import Qrels, Run
+from retbench.data import Dataset, Qrels, Run
 from retbench.errors import EXIT_BACKEND, EXIT_OK, ConfigError
 from retbench.evaluation import EvalSettings, Evaluation, evaluate
 from retbench.report.stress import level_line, render_html, render_markdown
@@ -34,7 +34,7 @@ def quality(
     query_ids: Sequence[str],
     metrics: Sequence[str],
     evaluation: EvalSettings | None = None,
-) -> tuple[dict[str, Any], Evaluation]:
+) -> tuple[dict[str, object], Evaluation]:
     """Metric means over the stressed query set: failed or unasked queries count 0, nothing imputed.
 
     "scored N of M": N queries answered (ok or empty) of the M judged ones. The success-only mean
@@ -45,19 +45,20 @@ def quality(
     settings = replace(evaluation or EvalSettings(), mode="trec_eval")
     ev = evaluate(run, qrels.subset(judged), list(metrics), settings, system=run.name)
     ok = np.array([s in ("ok", "empty") for s in ev.status], dtype=bool)
-    out: dict[str, Any] = {
+    means: dict[str, dict[str, float | None]] = {}
+    for m in metrics:
+        col = ev.column(m)
+        means[m] = {
+            "mean": float(col.mean()) if len(col) else None,
+            "mean_success_only": float(col[ok].mean()) if ok.any() else None,
+        }
+    out: dict[str, object] = {
         "scored": int(ok.sum()),
         "of": len(ev.query_ids),
         "skipped_no_relevant": len(ev.skipped),
         "statuses": ev.status_counts(),
-        "metrics": {},
+        "metrics": means,
     }
-    for m in metrics:
-        col = ev.column(m)
-        out["metrics"][m] = {
-            "mean": float(col.mean()) if len(col) else None,
-            "mean_success_only": float(col[ok].mean()) if ok.any() else None,
-        }
     return out, ev
 
 
@@ -93,7 +94,7 @@ def build_retriever(config: StressModel) -> Retriever:
 class _Stress:
     """State of one `run_stress` call: the journal, the summary being built, and the files written."""
 
-    def __init__(self, config: StressModel, out: Path, retriever: Retriever, dataset: Any, qids: list[str]) -> None:
+    def __init__(self, config: StressModel, out: Path, retriever: Retriever, dataset: Dataset, qids: list[str]) -> None:
         self.config, self.out, self.retriever, self.ds, self.qids = config, out, retriever, dataset, qids
         self.s = config.stress
         self.qrels = dataset.split(config.dataset.split)
@@ -103,7 +104,7 @@ class _Stress:
             batch_size=1 << 30,
             meta={"system": retriever.name, "dataset": dataset.name},
         )
-        self.ingest_failures: list[dict[str, Any]] = []
+        self.ingest_failures: list[dict[str, object]] = []
         self.summary: dict[str, Any] = {
             "system": retriever.name,
             "adapter": config.system.adapter,
@@ -150,7 +151,7 @@ class _Stress:
     def _measure(self, c: int) -> list[dict[str, Any]]:
         return self.journal.records(lambda r: r.get("level") == c and r.get("phase") == "measure")
 
-    def level(self, c: int) -> tuple[dict[str, Any], Run, Any]:
+    def level(self, c: int) -> tuple[dict[str, Any], Run, Evaluation]:
         """Run (or, when journaled as done, replay) one concurrency level; returns its figures."""
         s, j = self.s, self.journal
         ids, n = self.ds.corpus, len(self.ds.corpus)
@@ -205,7 +206,7 @@ def run_stress(
     out_dir: str | Path | None = None,
     fresh: bool = False,
     retriever: Retriever | None = None,
-    dataset: Any = None,
+    dataset: Dataset | None = None,
     echo: Callable[[str], None] = print,
 ) -> StressResult:
     """Ingest, drive every level, and write summary.json, failures.jsonl, the last level's run, report.md.
@@ -248,7 +249,7 @@ def run_stress(
             st.save("ingestion failed: no query was sent to a backend whose writes fail")
             return _finish(st.summary, out, echo)
         stop: str | None = None
-        last: tuple[Run, Any] | None = None
+        last: tuple[Run, Evaluation] | None = None
         for c in s.levels:
             echo(
                 f"concurrency {c}: warm-up {s.warmup}, then "

@@ -27,7 +27,7 @@ STATUS_OF = {
 
 
 def check_ranking(
-    ranking: Any, corpus_ids: Container[str], k: int, corpus_size: int | None = None
+    ranking: object, corpus_ids: Container[str], k: int, corpus_size: int | None = None
 ) -> tuple[str | None, str]:
     """(kind, explanation) for a raw response; kind None means a full, well-formed ranking.
 
@@ -95,7 +95,7 @@ def _well_formed(ranking: Sequence[Any], corpus_ids: Container[str]) -> bool:
     return all(map(corpus_ids.__contains__, docs))
 
 
-def validate_ranking(ranking: Any, corpus_ids: Container[str], k: int) -> str | None:
+def validate_ranking(ranking: object, corpus_ids: Container[str], k: int) -> str | None:
     """The taxonomy label of a raw response, or None when it is a full, well-formed ranking.
 
     One of INVALID_KINDS (the response is a failure: status `invalid`), or "empty" / "short" (an

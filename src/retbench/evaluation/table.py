@@ -1,67 +1,25 @@
-"""Evaluation: judge a Run against relevance, compute the per-query table, aggregate it.
-
-`evaluate(run, relevance, metrics, settings)` is the one entry point; it returns an `Evaluation`: a
-query x metric float64 table plus the status of every query, what was skipped and why, and the
-counting mode. Relevance is human or LLM qrels (doc id -> grade per query) or a passage judge's
-`Judgement` (spans, anchors, text, cosine: a gain matrix plus the gold items each query has); every
-metric works with either, and the counting rules below are the same for both. With a judgement,
-recall, recall_any, recall_all and f1 count gold items rather than relevant chunks (see
-`metrics/judges/common.py`) and "no relevant document" means "no gold item".
-`EvalSettings` (metrics/settings.py) holds how runs are counted and summarized; the config loader parses it.
-
-Counting rules (README "Metric conventions"; each is a test):
-- the denominator is every judged query (qrels order); a judged query the system did not answer
-  (`missing`) or that failed (`error` / `timeout` / `invalid`) scores 0.0 on every metric and is
-  counted, as `trec_eval -c` counts it; nothing is imputed;
-- queries with no document at or above the relevance level follow `no_relevant`: `skip` (default:
-  left out of the denominator and listed in `skipped`), `zero` (counted and scored as trec_eval
-  scores them: measures that divide by the relevant count give 0) or `one` (counted, 1.0 on every
-  metric: the "vacuously perfect" reading, where nothing relevant was missed); a metric with its own
-  level (`recall@10(rel=2)`) follows the same policy at its level, for its column alone (`skip`: NaN,
-  left out of its mean), so it equals the metric evaluated with that relevance level (`eval -l 2`);
-- `mode="pytrec_eval"` averages over the judged queries the system answered (present in the run
-  and not failed), which is what pytrec_eval and BEIR report; the mode is carried in every output;
-- queries in the run that are not judged are ignored (listed in `unjudged`).
-"""
+"""The per-query table of one system (`Evaluation`): lookups, aggregates with bootstrap intervals, group
+breakdowns, and its TSV/JSON forms. The counting rules that fill it are in the package docstring."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from retbench.data import Qrels, Run, Sample
-from retbench.data.samples import sample_k, sample_map
-from retbench.data.status import STATUSES, UNANSWERED
+from retbench.data.status import STATUSES
 from retbench.errors import ConfigError
 from retbench.estimates import llm_estimate
-from retbench.io.files import (
-    json_safe,  # re-exported: callers import it from here
-)
+from retbench.io.files import json_safe
 from retbench.io.tables import read_table, write_table
 from retbench.metrics.aggregate import aggregate_kind, aggregate_kinds, from_means, summarize, to_means
-from retbench.metrics.coverage import coverage  # re-exported: the cell runner and the report read it here
-from retbench.metrics.gain import GainMatrix
 from retbench.metrics.judged import JUDGED_METRICS
-from retbench.metrics.judges import Judgement, judge_qrels, run_rows
-from retbench.metrics.judges.subtopics import SubtopicQrels
-from retbench.metrics.registry import MetricContext, MetricSpec, parse_metric, parse_metrics
-from retbench.metrics.settings import MODE_LABELS, MODES, NO_RELEVANT, EvalSettings, checked_level, with_overrides
+from retbench.metrics.registry import parse_metric
+from retbench.metrics.settings import MODE_LABELS, EvalSettings
 from retbench.stats import bootstrap_means
-
-__all__ = [
-    "MODES",
-    "NO_RELEVANT",
-    "EvalSettings",
-    "Evaluation",
-    "coverage",
-    "evaluate",
-]
-
-Relevance = Qrels | Mapping[str, Mapping[str, int]] | Judgement
 
 
 @dataclass
@@ -359,183 +317,3 @@ class Evaluation:
             ignore_identical_ids=bool(meta.get("ignore_identical_ids", False)),
             n_identical=int(meta.get("n_identical", 0)),
         )
-
-
-def _metric_specs(metrics: Sequence[str | MetricSpec], default_k: int) -> list[MetricSpec]:
-    """The metrics asked for, parsed (specs first, then names), each name once."""
-    specs = [m for m in metrics if isinstance(m, MetricSpec)]
-    specs += parse_metrics([m for m in metrics if not isinstance(m, MetricSpec)], default_k)
-    if not specs:
-        raise ConfigError("no metrics asked for", field="metrics")
-    if len({s.name for s in specs}) != len(specs):
-        specs = list({s.name: s for s in specs}.values())
-    return specs
-
-
-def _own_levels(
-    values: np.ndarray, specs: Sequence[MetricSpec], gm: GainMatrix, level: int, no_relevant: str, exempt: np.ndarray
-) -> None:
-    """The `no_relevant` policy at the level a metric sets itself (`recall@10(rel=2)`), in place.
-
-    A query with no relevant document at a metric's own level gets what it gets at that level everywhere
-    else: `skip` leaves it out of that metric (NaN: not in its mean), as `eval -l 2` leaves it out of every
-    metric; `one` scores it 1.0; `zero` keeps the 0 trec_eval gives. `exempt` [rows, metrics]: cells that
-    are not retrieval scores (unanswerable samples, answer metrics).
-    """
-    if no_relevant == "zero":
-        return
-    for j, spec in enumerate(specs):
-        own = int(spec.params.get("rel", level))
-        if own == level:
-            continue
-        none = (gm.n_relevant(own) == 0) & ~exempt[:, j]
-        values[none, j] = np.nan if no_relevant == "skip" else 1.0
-
-
-def evaluate(
-    run: Run,
-    relevance: Relevance,
-    metrics: Sequence[str | MetricSpec],
-    settings: EvalSettings | None = None,
-    *,
-    samples: Mapping[str, Sample] | Sequence[Sample] | None = None,
-    texts: Any = None,
-    system: str | None = None,
-    answers: Mapping[str, Any] | None = None,
-    judged: Mapping[str, Any] | None = None,
-    scopes: Mapping[str, Callable[[str], bool]] | None = None,
-    subtopics: SubtopicQrels | None = None,
-    **overrides: Any,
-) -> Evaluation:
-    """Judge `run` against `relevance` (qrels or a `Judgement`) and compute `metrics` for every counted query.
-
-    `settings` fix the counting (see the module docstring); a setting may also be given by name
-    (`relevance_level=2`), which overrides the one in `settings`. `samples` (golden sets) give
-    per-sample cutoffs, answers (containment) and support groups; `texts` (doc id -> text, or a
-    Corpus) feed answer containment. `ignore_identical_ids` drops a retrieved doc whose id equals
-    the query id before judging (as BEIR and MTEB do; by default in pytrec_eval mode only). `answers` (query id ->
-    `SystemAnswer`) feed the answer metrics, `judged` (query id -> stored judge verdicts) the judged ones, `scopes`
-    (query id -> "is this doc inside the scope chosen?") `scope_miss_rate`. `subtopics` (ndeval's subtopic
-    qrels, `io/subtopics.py`) feed the diversity measures when `relevance` is ordinary qrels, as the TREC Web track
-    ships ad-hoc and diversity qrels apart: a counted query they do not judge gets NaN for those measures (not
-    applicable: ndeval does not score it). Samples marked
-    `answerable: false` are counted even with no relevant document; retrieval metrics do not apply
-    to them (NaN), answer metrics (abstention, hallucination) do.
-    """
-    st = with_overrides(settings, overrides)
-    relevance_level = checked_level(st)
-    mode, no_relevant, default_k = st.mode, st.no_relevant, st.default_k
-    n_identical = 0
-    if st.identical_ids_ignored:
-        n_identical = int(run.offsets[-1])
-        run = run.without_identical_ids()
-        n_identical -= int(run.offsets[-1])
-    if st.max_docs is not None:
-        run = run.truncate(int(st.max_docs))
-    specs = _metric_specs(metrics, default_k)
-
-    items: Judgement | None = None
-    qrels: Qrels | Mapping[str, Mapping[str, int]] | None = None
-    if isinstance(relevance, Judgement):
-        if relevance_level != 1:
-            raise ConfigError(
-                f"a passage judge's gains are binary (1 = matches a gold item); relevance level must be 1, "
-                f"got {relevance_level}",
-                field="relevance_level",
-            )
-        if st.judged_only:
-            raise ConfigError(
-                "judged_only (-J) needs qrels: a passage judge labels every ranked chunk", field="judged_only"
-            )
-        items, qids = relevance, list(relevance.query_ids)
-        rows_in_run = run_rows(run, qids)
-        gm = relevance.gains
-        no_rel = relevance.n_items == 0
-    else:
-        qrels, qids = relevance, list(relevance)
-        rows_in_run = run_rows(run, qids)
-        gm = judge_qrels(run, relevance, qids, rows_in_run)
-        if st.judged_only:
-            gm = gm.condensed()
-        no_rel = gm.n_relevant(relevance_level) == 0
-    n = len(qids)
-    status = run.status_values(qids, rows_in_run)
-    failed = np.fromiter(map(UNANSWERED.__contains__, status), dtype=bool, count=n)
-
-    keep = np.ones(n, dtype=bool)
-    excluded: list[str] = []
-    if mode == "pytrec_eval":
-        excluded = [qids[i] for i in np.flatnonzero(failed).tolist()]
-        keep &= ~failed
-    smap = sample_map(samples)
-    unanswerable = np.zeros(n, dtype=bool)
-    if smap:  # only golden samples cost a Python step per query
-        unanswerable = np.fromiter(((q in smap and smap[q].answerable is False) for q in qids), dtype=bool, count=n)
-    skipped: list[str] = []
-    if no_relevant == "skip":
-        skipped = [qids[i] for i in np.flatnonzero(keep & no_rel & ~unanswerable).tolist()]
-        keep &= ~no_rel | unanswerable
-    rows = np.flatnonzero(keep)
-    everyone = len(rows) == n
-    sub = gm if everyone else gm.take(rows)
-    kept = qids if everyone else [qids[r] for r in rows.tolist()]
-
-    row_samples = [smap.get(q) for q in kept] if smap else []
-    ks = None
-    if smap:
-        ks = np.array([sample_k(s) or 0 for s in row_samples], dtype=np.int64)
-    ctx = MetricContext(
-        sub,
-        relevance_level,
-        run,
-        rows_in_run[rows],
-        row_samples,
-        texts,
-        qrels,
-        answers,
-        judged,
-        items=None if items is None else (items if everyone else items.take(rows)),
-        collection_size=st.collection_size,
-        scopes=scopes,
-        subtopics=subtopics,
-    )
-    values = np.empty((len(rows), len(specs)), dtype=np.float64)
-    answer_side = np.array([bool(getattr(s.metric, "answer_side", False)) for s in specs], dtype=bool)
-    for j, spec in enumerate(specs):
-        values[:, j] = spec.compute(ctx, ks)
-    values[np.ix_(unanswerable[rows], ~answer_side)] = np.nan  # retrieval metrics do not apply
-    if no_relevant == "one":
-        values[np.ix_(no_rel[rows] & ~unanswerable[rows], ~answer_side)] = 1.0
-    if items is None:
-        _own_levels(
-            values, specs, sub, relevance_level, no_relevant, unanswerable[rows][:, None] | answer_side[None, :]
-        )
-    # unanswered score 0, except measures of the judgements alone (num_rel, num_q), as trec_eval -c keeps them
-    zeroed = np.array([not getattr(s.metric, "keeps_unanswered", False) for s in specs], dtype=bool)
-    block = values[np.ix_(failed[rows], zeroed)]
-    values[np.ix_(failed[rows], zeroed)] = np.where(np.isnan(block), np.nan, 0.0)
-
-    not_judged = np.ones(len(run), dtype=bool)
-    not_judged[rows_in_run[rows_in_run >= 0]] = False
-    unjudged = [run.query_ids[i] for i in np.flatnonzero(not_judged).tolist()]
-    return Evaluation(
-        system=system if system is not None else run.name,
-        metrics=[s.name for s in specs],
-        query_ids=kept,
-        values=values,
-        status=status if everyone else [status[r] for r in rows.tolist()],
-        skipped=skipped,
-        mode=mode,
-        n_duplicates=run.n_duplicates,
-        excluded=excluded,
-        unjudged=unjudged,
-        relevance_level=relevance_level,
-        no_relevant=no_relevant,
-        default_k=default_k,
-        trec_names=[s.trec_name for s in specs],
-        ignore_identical_ids=st.identical_ids_ignored,
-        n_identical=n_identical,
-        judged_only=bool(st.judged_only),
-        max_docs=st.max_docs,
-        collection_size=st.collection_size,
-    )

@@ -1,0 +1,47 @@
+"""Evaluation: judge a Run against relevance, compute the per-query table, aggregate it.
+
+`evaluate(run, relevance, metrics, settings)` is the one entry point; it returns an `Evaluation`: a
+query x metric float64 table plus the status of every query, what was skipped and why, and the
+counting mode. Relevance is human or LLM qrels (doc id -> grade per query) or a passage judge's
+`Judgement` (spans, anchors, text, cosine: a gain matrix plus the gold items each query has); every
+metric works with either, and the counting rules below are the same for both. With a judgement,
+recall, recall_any, recall_all and f1 count gold items rather than relevant chunks (see
+`metrics/judges/common.py`) and "no relevant document" means "no gold item".
+`EvalSettings` (metrics/settings.py) holds how runs are counted and summarized; the config loader parses it.
+
+Counting rules (README "Metric conventions"; each is a test):
+- the denominator is every judged query (qrels order); a judged query the system did not answer
+  (`missing`) or that failed (`error` / `timeout` / `invalid`) scores 0.0 on every metric and is
+  counted, as `trec_eval -c` counts it; nothing is imputed;
+- queries with no document at or above the relevance level follow `no_relevant`: `skip` (default:
+  left out of the denominator and listed in `skipped`), `zero` (counted and scored as trec_eval
+  scores them: measures that divide by the relevant count give 0) or `one` (counted, 1.0 on every
+  metric: the "vacuously perfect" reading, where nothing relevant was missed); a metric with its own
+  level (`recall@10(rel=2)`) follows the same policy at its level, for its column alone (`skip`: NaN,
+  left out of its mean), so it equals the metric evaluated with that relevance level (`eval -l 2`);
+- `mode="pytrec_eval"` averages over the judged queries the system answered (present in the run
+  and not failed), which is what pytrec_eval and BEIR report; the mode is carried in every output;
+- queries in the run that are not judged are ignored (listed in `unjudged`).
+
+The package: `table` holds the `Evaluation` (the per-query table, its aggregation and files), `scoring` the
+`evaluate` that builds one. Both names, `EvalSettings` and `coverage` are importable from here.
+"""
+
+from __future__ import annotations
+
+from retbench.evaluation.scoring import Relevance, evaluate
+from retbench.evaluation.table import Evaluation
+from retbench.io.files import json_safe  # callers import it from here
+from retbench.metrics.coverage import coverage  # the cell runner and the report read it here
+from retbench.metrics.settings import MODES, NO_RELEVANT, EvalSettings
+
+__all__ = [
+    "MODES",
+    "NO_RELEVANT",
+    "EvalSettings",
+    "Evaluation",
+    "Relevance",
+    "coverage",
+    "evaluate",
+    "json_safe",
+]
