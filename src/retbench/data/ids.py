@@ -209,6 +209,16 @@ def rankings_problem(results: Mapping[Any, Any]) -> tuple[str, str] | None:
 _NUMBER_TYPES = (int, float, np.integer, np.floating)
 
 
+def refuse_rankings_problems(results: Mapping[Any, Any]) -> None:
+    """Hold `{qid: {doc: score}}` to a run file's rules: the first id that is not text or score that is null,
+    NaN or infinite is an InputError naming `run[query][doc]` (the slow walk, run when a check failed)."""
+    problem = rankings_problem(results)
+    if problem is not None:
+        from retbench.errors import InputError
+
+        raise InputError(problem[1], field=problem[0])
+
+
 def python_value_problem(value: Any, what: str) -> str | None:
     """Why a Python value cannot be a `what` ("score" or "grade"): None when it is an int or a float (or
     a NumPy one); a bool, a string or None is refused (its finiteness and integrality are checked later,

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from retbench.data.ids import first_bad_id, may_repeat, plain_rankings_fine, rankings_problem
+from retbench.data.ids import first_bad_id, may_repeat, plain_rankings_fine, refuse_rankings_problems
 from retbench.data.lazy_ids import LazyIds, MappingIds, intern_ids, str_keyed_mappings
 from retbench.data.locate import locate
 from retbench.data.status import MISSING, QueryStatus
@@ -171,7 +171,7 @@ class Run:
         """
         qids = list(results)
         if first_bad_id(qids) is not None:
-            _refuse_problems(results)  # names the query
+            refuse_rankings_problems(results)  # names the query
         if not set(map(type, qids)) <= {str}:
             qids = [str(q) for q in qids]
         rankings = list(results.values())
@@ -191,7 +191,7 @@ class Run:
             # one C-speed check of every id and score (the scores just read are reused); the slow walk that
             # names the bad entry runs only when it fails, or for mapping types it cannot vouch for
             if scores is None or not plain or not plain_rankings_fine(rankings, scores):  # type: ignore[arg-type]
-                _refuse_problems(results)
+                refuse_rankings_problems(results)
                 if scores is None:
                     scores = np.fromiter(chain.from_iterable(values()), dtype=np.float64, count=n)
             offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
@@ -200,7 +200,7 @@ class Run:
                 doc_arr = np.fromiter(chain.from_iterable(rankings), dtype=object, count=n)
                 return cls(qids, offsets, doc_arr, scores, _unique=True, _owned=True, **kwargs)
             return cls(qids, offsets, None, scores, _unique=True, _maps=rankings, **kwargs)  # type: ignore[arg-type]
-        _refuse_problems(results)
+        refuse_rankings_problems(results)
         docs: list[str] = []
         score_list: list[float] = []
         offsets_list = [0]
@@ -498,13 +498,3 @@ class Run:
 
     def __repr__(self) -> str:
         return f"Run(name={self.name!r}, queries={len(self)}, docs={len(self.scores)}, failed={len(self.failed())})"
-
-
-def _refuse_problems(results: Mapping[Any, Any]) -> None:
-    """Hold `{qid: {doc: score}}` to a run file's rules: the first id that is not text or score that is null,
-    NaN or infinite is an InputError naming `run[query][doc]` (the slow walk, run when a check failed)."""
-    problem = rankings_problem(results)
-    if problem is not None:
-        from retbench.errors import InputError
-
-        raise InputError(problem[1], field=problem[0])

@@ -176,15 +176,9 @@ def _verdict(report: GateReport, blocking: list[GateResult], warned: list[GateRe
     return [*lines, ""]
 
 
-def render_comment(report: GateReport, max_tags: int = 20) -> str:
-    """The Markdown PR comment: verdict first, one sentence per gate, details folded away."""
-    blocking = [r for r in report.results if r.blocks]
-    warned = [r for r in report.results if not r.passed and not r.blocks]
-    lines = _verdict(report, blocking, warned)
-    for r in blocking + warned:
-        why = f" — {'; '.join(reasons(r))}." if reasons(r) else ""
-        lines += [f"**{sentence(r)}**{why}" if r.blocks else f"⚠️ {sentence(r)}{why}", ""]
-    lines += ["| | Gate | Baseline | Candidate | Change | Limit | Result |", "|---|---|---|---|---|---|---|"]
+def _gate_table(report: GateReport) -> list[str]:
+    """One row per gate: baseline, candidate, change with its p, the limit and the outcome."""
+    lines = ["| | Gate | Baseline | Candidate | Change | Limit | Result |", "|---|---|---|---|---|---|---|"]
     for r in report.results:
         m = r.gate.metric
         change = f"{fmt.change(m, r.delta)} ({fmt.pvalue(r.p)})" if r.delta is not None else "—"
@@ -195,8 +189,12 @@ def render_comment(report: GateReport, max_tags: int = 20) -> str:
             f"| {_icon(r)} | {label(r.gate)} ({r.gate.severity}){labels} | {fmt.value(m, r.baseline) if r.baseline is not None else '—'} | "
             f"{fmt.value(m, r.candidate)} | {change} | {limits} | {result} |"
         )
-    lines.append("")
-    lines += [text for line in gate_caveats(report) for text in (f"⚠️ {md_text(line)}", "")]
+    return [*lines, ""]
+
+
+def _sources_and_power(report: GateReport) -> list[str]:
+    """Where each gate's labels came from, and how small a change the queries can see."""
+    lines: list[str] = []
     sources = [r for r in report.results if r.estimate]
     if sources:
         lines.append("Labels: " + "; ".join(f"{label(r.gate)} from {source_note(r)}" for r in sources) + ".")
@@ -211,18 +209,27 @@ def render_comment(report: GateReport, max_tags: int = 20) -> str:
             seen = r.detectable is not None and r.detectable <= (r.gate.limits.regression_max or 0.0) + EPS
             lines.append(f"- {'' if seen else '⚠️ '}{label(r.gate)}: {detectable_note(r)}.")
         lines.append("")
+    return lines
+
+
+def _sides(report: GateReport) -> list[str]:
+    """Each side's coverage, and what the evaluation mode means for the gate."""
     who = f"Candidate {_side(report.candidate, report.candidate_counts)}"
     if report.baseline:
         who += f"; baseline {_side(report.baseline, report.baseline_counts)}"
-    lines.append(who + ".")
+    lines = [who + "."]
     if report.mode != "trec_eval":
         lines.append(
             f"The runs were evaluated in {report.mode} mode; the gate still counts every judged query, "
             "scoring unanswered ones 0, so a failing backend cannot raise its own numbers."
         )
-    lines.append("")
-    tagged = [r for r in report.results if r.tags]
-    for r in tagged:
+    return [*lines, ""]
+
+
+def _tag_tables(report: GateReport, max_tags: int) -> list[str]:
+    """Per gate with tags, the tags' changes, biggest drops first, folded away."""
+    lines: list[str] = []
+    for r in [r for r in report.results if r.tags]:
         rows = sorted(r.tags, key=lambda t: (t.delta if t.delta is not None else 0.0, t.tag))[:max_tags]
         more = len(r.tags) - len(rows)
         lines += [
@@ -241,8 +248,13 @@ def render_comment(report: GateReport, max_tags: int = 20) -> str:
         if more > 0:
             lines.append(f"| … {more} more tags in the JSON output | | | | |")
         lines += ["", "</details>", ""]
+    return lines
+
+
+def _how_to_read(report: GateReport) -> list[str]:
+    """The folded glossary: each gated metric's meaning, pp, p, detectable, label sources, severities."""
     metrics = list(dict.fromkeys(r.gate.metric for r in report.results))
-    lines += ["<details>", "<summary>How to read this</summary>", ""]
+    lines = ["<details>", "<summary>How to read this</summary>", ""]
     lines += [f"- **{fmt.metric_label(m)}**: {fmt.metric_meaning(m)}." for m in metrics]
     lines += [
         "- **pp** (percentage points): the plain difference of two percentages, 81.0% − 87.0% = −6.0 pp.",
@@ -258,4 +270,18 @@ def render_comment(report: GateReport, max_tags: int = 20) -> str:
         "</details>",
         "",
     ]
+    return lines
+
+
+def render_comment(report: GateReport, max_tags: int = 20) -> str:
+    """The Markdown PR comment: verdict first, one sentence per gate, details folded away."""
+    blocking = [r for r in report.results if r.blocks]
+    warned = [r for r in report.results if not r.passed and not r.blocks]
+    lines = _verdict(report, blocking, warned)
+    for r in blocking + warned:
+        why = f" — {'; '.join(reasons(r))}." if reasons(r) else ""
+        lines += [f"**{sentence(r)}**{why}" if r.blocks else f"⚠️ {sentence(r)}{why}", ""]
+    lines += _gate_table(report)
+    lines += [text for line in gate_caveats(report) for text in (f"⚠️ {md_text(line)}", "")]
+    lines += _sources_and_power(report) + _sides(report) + _tag_tables(report, max_tags) + _how_to_read(report)
     return "\n".join(lines).rstrip() + "\n"
