@@ -176,3 +176,10 @@ def count(value: int | None, missing: str = "n/a") -> str:
 def ms(seconds: float | None, digits: int = 1) -> str:
     """Seconds as milliseconds: 0.0123 -> '12.3'."""
     return num(None if seconds is None else 1000.0 * seconds, digits)
+
+
+def unpaired(reasons: dict[str, str]) -> str | None:
+    """The note for metrics a comparison could not pair (comparison.PairComparison.unpaired), None if none."""
+    if not reasons:
+        return None
+    return "Not compared: " + "; ".join(f"{metric_label(m)}: {why}" for m, why in reasons.items())

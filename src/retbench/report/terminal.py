@@ -201,17 +201,21 @@ def _with_source(metric: str) -> str:
 
 
 def render_costs(result: StudyResult) -> Any:
-    """Latency by stage and LLM tokens/cost per system (None when no system recorded either)."""
+    """Latency by stage, failure rates by group (only groups with a failure) and LLM tokens/cost per system
+    (None when no system recorded any)."""
     from types import SimpleNamespace
 
     from rich.console import Group
 
     from retbench.report import breakdowns as b
 
-    systems = [SimpleNamespace(name=s.name, stages=s.latency, usage=s.usage or {}) for s in result]
+    systems = [
+        SimpleNamespace(name=s.name, stages=s.latency, usage=s.usage or {}, breakdown=s.breakdown or {}) for s in result
+    ]
     parts = []
     for title, header, rows in (
         ("latency by stage", b.STAGE_HEADER, b.stage_rows(systems)),
+        ("failure rates by group (error / timeout / empty)", b.RATE_HEADER, b.rate_rows(systems)),
         ("LLM tokens and cost", b.USAGE_HEADER, b.usage_rows(systems)),
     ):
         if rows:
