@@ -74,23 +74,28 @@ class ScopeRecord:
     scope: Mapping[str, Any] | None
     scoped_n: int
     fallback: bool = False
-    latency: Mapping[str, float] = field(default_factory=dict)  # {"scope": seconds}, as stage_latency reads
+    latency: Mapping[str, float] = field(
+        default_factory=dict
+    )  # {"scope": seconds}, as stage_latency reads; {}: unknown
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "scope": dict(self.scope) if self.scope is not None else None,
             "scoped_n": self.scoped_n,
             "fallback": self.fallback,
-            "seconds": round(float(self.latency.get("scope", 0.0)), 6),
         }
+        if "scope" in self.latency:  # unknown (a service that reports only its choice): left out, never 0
+            out["seconds"] = round(float(self.latency["scope"]), 6)
+        return out
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> ScopeRecord:
+        seconds = obj.get("seconds")
         return cls(
             obj.get("scope"),
             int(obj.get("scoped_n", 0)),
             bool(obj.get("fallback")),
-            {"scope": float(obj.get("seconds", 0.0))},
+            {} if seconds is None else {"scope": float(seconds)},
         )
 
     def includes(self, view: Mapping[str, Any] | None) -> bool:
