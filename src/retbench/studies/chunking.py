@@ -62,6 +62,7 @@ from retbench.io.chunking_eval import read_chunking_eval
 from retbench.io.datasets import resolve
 from retbench.metrics.judges import budget_cutoffs, judge_spans, overlap_scores, top_documents
 from retbench.metrics.judges.spans import budget_label
+from retbench.report import fmt
 from retbench.report.chunking import render_html, render_markdown
 from retbench.results import SystemDir, write_json
 from retbench.results.files import write_text
@@ -543,5 +544,5 @@ def _run_pair(
         outcome.system.extra = {**(outcome.system.extra or {}), **outcome.info}
     elif not outcome.skipped:
         s = outcome.system.means()
-        log(f"{key}: " + ", ".join(f"{m} {s[m]:.3f}" for m in cfg.metrics[:4] if m in s))
+        log(f"{key}: " + ", ".join(f"{m} {fmt.num(s[m], 3)}" for m in cfg.metrics[:4] if m in s))  # NaN: n/a
     return outcome

@@ -51,7 +51,10 @@ def test_the_shipped_scoped_config_reports_the_routers_misses_on_the_chunking_se
     )
     assert 0 < misses < len(questions)
 
-    outcome = run_chunking(parse_config(shipped_config(tmp_path), str(CONFIGS / "scoped.yaml")), log=lambda _: None)
+    said: list[str] = []
+    outcome = run_chunking(parse_config(shipped_config(tmp_path), str(CONFIGS / "scoped.yaml")), log=said.append)
+    assert any(line.startswith("recursive_200t+bm25: scope_miss_rate n/a,") for line in said)
+    assert not any("nan" in line for line in said)  # a metric the unscoped system lacks is n/a, never nan
     routed = flat_system(outcome.result["recursive_200t+bm25_routed"])
     assert routed["scope_miss_rate"] == pytest.approx(misses / len(questions), abs=1e-12)
     assert flat_system(outcome.result["recursive_200t+bm25"])["scope_miss_rate"] is None  # not scoped: no value
