@@ -79,7 +79,7 @@ class ScopeRecord:
     )  # {"scope": seconds}, as stage_latency reads; {}: unknown
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
+        out: dict[str, Any] = {
             "scope": dict(self.scope) if self.scope is not None else None,
             "scoped_n": self.scoped_n,
             "fallback": self.fallback,
