@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from http_support import send_json, serving_in_thread
 from retbench.data import Corpus, Queries, QueryStatus
 from retbench.retrievers.base import create
 from retbench.studies.benchmark import load_config, run_experiment
@@ -49,13 +50,7 @@ class _Scoping(BaseHTTPRequestHandler):
             ranking = self.server.bm25.search_one(query, len(DOCS))  # type: ignore[attr-defined]
         inside = [{"id": d, "score": s} for d, s in ranking if DOCS[d][0].startswith(folder + "/")][:k]
         scope = {"/filter": {"folder": folder}, "/folder": folder, "/bad": 5}.get(self.path)
-        reply = {"retrieved": inside, **({"scope": scope} if self.path != "/plain" else {})}
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, {"retrieved": inside, **({"scope": scope} if self.path != "/plain" else {})})
 
 
 @pytest.fixture(scope="module")
@@ -65,14 +60,8 @@ def service() -> Iterator[str]:
     srv = ThreadingHTTPServer(("127.0.0.1", 0), _Scoping)
     srv.daemon_threads = True
     srv.bm25, srv.lock = bm25, threading.Lock()  # type: ignore[attr-defined]
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-    thread.start()
-    try:
+    with serving_in_thread(srv):
         yield f"http://127.0.0.1:{srv.server_address[1]}"
-    finally:
-        srv.shutdown()
-        srv.server_close()
-        thread.join(timeout=10)
 
 
 def write_set(root: Path) -> Path:
