@@ -224,6 +224,9 @@ class PairComparison:
     counts_a: dict[str, int]
     counts_b: dict[str, int]
     metrics: list[MetricComparison]
+    # metric -> why it was not compared: no query has a value on both sides (it applies to one system only,
+    # as scope_miss_rate applies to scoped systems); such a metric gets no means, tests or Holm slot
+    unpaired: dict[str, str] = field(default_factory=dict)
 
     def metric(self, name: str) -> MetricComparison:
         for m in self.metrics:
@@ -347,7 +350,8 @@ def _compare_pairs(
     `stats.bootstrap_cis` share one seeded resample matrix among the delta vectors of one length, so each
     number is the one a test of that vector alone gives)."""
     aligned = [align(a, b, metrics) for a, b in sides]
-    cells = [_cells(al) for al in aligned]
+    every = [_cells(al) for al in aligned]
+    cells = [[c for c in pair if c.rows.size] for pair in every]
     flat = [c.deltas for pair in cells for c in pair]
 
     def stage(name: str) -> Callable[[int, int], None] | None:
@@ -356,10 +360,24 @@ def _compare_pairs(
     pvalues = iter(randomization_tests(flat, n_resamples, seed, progress=stage("randomization test")))
     cis = iter(bootstrap_cis(flat, n_resamples, seed, confidence, progress=stage("bootstrap CI")))
     out = []
-    for (a, b), al, pair in zip(sides, aligned, cells, strict=True):
+    for (a, b), al, pair, all_cells in zip(sides, aligned, cells, every, strict=True):
         ms = [_metric_comparison(c, al, next(pvalues), next(cis), queries, top) for c in pair]
-        out.append(PairComparison(a.system, b.system, side_counts(a, al, "a"), side_counts(b, al, "b"), ms))
+        unpaired = {c.metric: _why_unpaired(a, b, c.metric) for c in all_cells if not c.rows.size}
+        out.append(PairComparison(a.system, b.system, side_counts(a, al, "a"), side_counts(b, al, "b"), ms, unpaired))
     return out
+
+
+def _why_unpaired(a: PerQueryScores, b: PerQueryScores, metric: str) -> str:
+    """Why a metric has no query with a value on both sides: which system it does not apply to."""
+    none = [
+        ev.system
+        for ev in (a, b)
+        if np.isnan(np.asarray(ev.values, dtype=np.float64)[:, _column_index(ev, metric)]).all()
+    ]
+    if none:
+        who = " and ".join(repr(n) for n in none)
+        return f"{who} {'have' if len(none) > 1 else 'has'} no value on any query (the metric does not apply to it)"
+    return "no query has a value on both sides"
 
 
 def _metric_comparison(

@@ -87,10 +87,24 @@ class ChunkSet:
         """Row of each chunk id; -1 for ids that are not chunks of this set."""
         return np.fromiter((self.index.get(c, -1) for c in chunk_ids), dtype=np.int64, count=len(chunk_ids))
 
-    def to_corpus(self, name: str = "") -> Corpus:
-        """The chunks as a corpus for retrievers: id = chunk id, text = chunk text exactly."""
+    def to_corpus(self, name: str = "", documents: Corpus | None = None) -> Corpus:
+        """The chunks as a corpus for retrievers: id = chunk id, text = chunk text exactly.
+
+        With `documents` (the chunked corpus), each chunk also carries its document's metadata (its `rel_path`,
+        say), so a filter or scope stage over chunks sees the folder of the document they came from.
+        """
+        inherited: dict[str, Mapping[str, Any]] = {}
+        if documents is not None and documents.metadata is not None:
+            inherited = dict(zip(documents.ids, documents.metadata, strict=True))
         meta = [
-            {"doc_id": c.doc_id, "start": c.start, "end": c.end, "heading_path": c.heading_path} for c in self.chunks
+            {
+                **inherited.get(c.doc_id, {}),
+                "doc_id": c.doc_id,
+                "start": c.start,
+                "end": c.end,
+                "heading_path": c.heading_path,
+            }
+            for c in self.chunks
         ]
         return Corpus(self.ids, self.texts, None, meta, join_rule="text_only", name=name)
 

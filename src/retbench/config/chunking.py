@@ -17,8 +17,8 @@ from pydantic import AfterValidator, ConfigDict, Field, ValidationError, Validat
 
 from retbench.chunkers import CHUNKERS, make_chunker
 from retbench.config.base import Block, PositiveInt, UnitFloat, error_message, field_error, field_name
-from retbench.config.common import DatasetBlock, EvalBlock, SystemBlock, unique_names
-from retbench.config.experiment import MetricName, metric_cutoffs
+from retbench.config.common import DatasetBlock, EvalBlock, unique_names
+from retbench.config.experiment import MetricName, ScopedSystem, metric_cutoffs
 from retbench.config.study import Study
 from retbench.errors import ConfigError
 
@@ -87,7 +87,7 @@ class ChunkingModel(Study):
     max_seq_length: PositiveInt = 256
     relevance: RelevanceBlock = Field(default_factory=RelevanceBlock)
     chunkers: Annotated[list[ChunkerBlock], AfterValidator(_pair_names)] = Field(min_length=1)
-    systems: Annotated[list[SystemBlock], AfterValidator(unique_names), AfterValidator(_pair_names)] = Field(
+    systems: Annotated[list[ScopedSystem], AfterValidator(unique_names), AfterValidator(_pair_names)] = Field(
         min_length=1
     )
     evaluation: EvalBlock = Field(default_factory=EvalBlock)
@@ -127,6 +127,13 @@ class ChunkingModel(Study):
                         name,
                         f"{name} applies to a chunking set judged by character spans; this dataset is judged by "
                         f"its qrels (document-level), so remove it{where}",
+                    )
+            for i, system in enumerate(self.systems):
+                if system.scope is not None:  # scope_miss_rate reads chunk scopes against span gold only
+                    raise field_error(
+                        f"systems[{i}].scope",
+                        "a scope stage in a chunking study needs a chunking set (gold excerpts); on a BEIR dataset "
+                        "scope the system in `retbench run`",
                     )
         return self
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -128,21 +128,33 @@ class ScopeBlock(Block):
     )
 
 
-class ExperimentSystem(SystemBlock):
-    """A system of `retbench run`, optionally scoped, reranked or answering."""
+class ScopedSystem(SystemBlock):
+    """A system that may choose a scope per query before searching (`retbench run` and `retbench chunking`)."""
 
     scope: ScopeBlock | None = None
-    rerank: RerankBlock | None = None
-    generate: GenerateBlock | None = None
+    _stages: ClassVar[tuple[str, ...]] = ("scope",)
+
+    @property
+    def scoped(self) -> bool:
+        """Does this system have a scope stage (a `scope:` block whose folder_mode is not off)?"""
+        return self.scope is not None and self.scope.folder_mode != "off"
 
     def identity(self) -> dict[str, Any]:
-        """What the system's ranked lists depend on: adapter, parameters and its rerank/generate blocks as set."""
+        """What the system's ranked lists depend on: adapter, parameters and its stage blocks as set."""
         out = super().identity()
-        for key in ("scope", "rerank", "generate"):
+        for key in self._stages:
             block = getattr(self, key)
             if block is not None:
                 out[key] = block.model_dump(exclude_unset=True)
         return out
+
+
+class ExperimentSystem(ScopedSystem):
+    """A system of `retbench run`, optionally scoped, reranked or answering."""
+
+    rerank: RerankBlock | None = None
+    generate: GenerateBlock | None = None
+    _stages: ClassVar[tuple[str, ...]] = ("scope", "rerank", "generate")
 
 
 #: the ways a garbage result is wrong; stress's `validate_ranking` must label each one

@@ -4,6 +4,11 @@ Layout (Chroma's chunking evaluation, shipped as `corpora/chunking_eval`):
 
     corpora/<doc>.md          one long document per file; its id is the file stem
     questions.jsonl           {"id", "question", "corpus_id": <doc>, "references": [{"content", "start_index", "end_index"}]}
+    metadata.jsonl            optional: {"id": <doc>, "rel_path": "<folder>/<doc>.md", ...} per document
+
+`metadata.jsonl` gives documents the metadata a scope stage filters on (retrievers/scope.py reads `rel_path`,
+its folder and type); the shipped set files each document under a folder named for its source (speeches/,
+papers/, encyclopedia/, chats/), so a folder selector has real folders to choose from.
 
 Offsets are Python string indexes into the file read as UTF-8 *without* newline translation, and
 `text[start_index:end_index] == content` must hold: the reader checks it, so a set whose offsets
@@ -22,6 +27,7 @@ from retbench.errors import InputError
 from retbench.io.files import iter_jsonl, require_file
 
 DOC_SUFFIXES = (".md", ".txt")
+METADATA = "metadata.jsonl"  # optional, beside questions.jsonl
 
 
 @dataclass
@@ -54,7 +60,26 @@ def read_documents(folder: Path) -> Corpus:
                 texts.append(fh.read())
         except UnicodeDecodeError as exc:
             raise InputError(f"not valid UTF-8 ({exc.reason})", path=p) from None
-    return Corpus([p.stem for p in files], texts, join_rule="text_only", name=folder.parent.name)
+    ids = [p.stem for p in files]
+    meta = read_metadata(folder.parent / METADATA, ids)
+    return Corpus(ids, texts, None, meta, join_rule="text_only", name=folder.parent.name)
+
+
+def read_metadata(path: Path, ids: list[str]) -> list[dict[str, Any]] | None:
+    """Each document's metadata from `metadata.jsonl` (None without the file); ids must be the set's documents."""
+    if not path.is_file():
+        return None
+    found: dict[str, dict[str, Any]] = {}
+    for line, obj in iter_jsonl(path):
+        doc = str(_field(obj, "id", str, path, line))
+        if doc not in ids:
+            raise InputError(f"unknown document {doc!r} (have: {', '.join(ids)})", path=path, line=line, field="id")
+        if doc in found:
+            raise InputError(f"duplicate document {doc!r}", path=path, line=line, field="id")
+        if "rel_path" in obj and not isinstance(obj["rel_path"], str):
+            raise InputError("expected str", path=path, line=line, field="rel_path")
+        found[doc] = {k: v for k, v in obj.items() if k != "id"}
+    return [found.get(d, {}) for d in ids]
 
 
 def _field(obj: dict, name: str, kind: type, path: Path, line: int) -> object:

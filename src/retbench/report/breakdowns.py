@@ -12,9 +12,14 @@ from typing import Any
 from retbench.report import fmt
 
 BREAKDOWN_NOTE = (
-    "Means over the questions of each group (tags, `category:<name>`, answerable / unanswerable); "
-    "n/a: no question of the group is one the metric applies to."
+    "Means over the questions of each group (tags, `category:<name>`, answerable / unanswerable, "
+    "`doc_type:<type>`: the type of the question's gold documents); n/a: no question of the group is one the metric "
+    "applies to. error / timeout / empty: share of the group's questions whose search failed, timed out or returned "
+    "nothing."
 )
+RATES = ("error", "timeout", "empty")  # the failure statuses a breakdown group counts (studies/cell.breakdown)
+RATE_HEADER = ("system", "group", "n", *RATES)
+RATE_NOTE = "Groups with a failed, timed-out or empty search: share of the group's questions with each status."
 STAGE_HEADER = ("system", "stage", "queries", "p50 ms", "p95 ms", "mean ms", "total s", "suite s")
 STAGE_NOTE = (
     "`search`: wall time retbench measured around each query's whole search (for an http system the whole "
@@ -32,16 +37,36 @@ USAGE_NOTE = (
 )
 
 
-def breakdown_header(metrics: Sequence[str]) -> list[str]:
-    return ["group", "n", *(fmt.metric_label(m) for m in metrics)]
+def has_rates(summary: Any) -> bool:
+    """Did the system's breakdown record failure rates (results written before they existed did not)?"""
+    return any("rates" in block for block in summary.breakdown.values())
+
+
+def breakdown_header(metrics: Sequence[str], rates: bool = False) -> list[str]:
+    return ["group", "n", *(fmt.metric_label(m) for m in metrics), *(RATES if rates else ())]
 
 
 def breakdown_rows(summary: Any, metrics: Sequence[str]) -> list[list[str]]:
-    """One row per group of one system: its size and the mean of every metric over it."""
+    """One row per group of one system: its size, the mean of every metric over it and its failure rates
+    (when recorded: `has_rates`)."""
     rows = []
+    rated = has_rates(summary)
     for group, block in summary.breakdown.items():
-        means = block.get("means") or {}
-        rows.append([group, fmt.count(block.get("n")), *(fmt.num(means.get(m)) for m in metrics)])
+        means, rates = block.get("means") or {}, block.get("rates") or {}
+        row = [group, fmt.count(block.get("n")), *(fmt.num(means.get(m)) for m in metrics)]
+        rows.append(row + ([fmt.pct(rates.get(r)) for r in RATES] if rated else []))
+    return rows
+
+
+def rate_rows(systems: Sequence[Any]) -> list[list[str]]:
+    """One row per (system, group) where some question failed, timed out or came back empty: the short view the
+    terminal shows (where failures cluster, by document type say)."""
+    rows = []
+    for s in systems:
+        for group, block in (s.breakdown or {}).items():
+            rates = block.get("rates") or {}
+            if any(rates.get(r) for r in RATES):
+                rows.append([s.name, group, fmt.count(block.get("n")), *(fmt.pct(rates.get(r)) for r in RATES)])
     return rows
 
 

@@ -181,3 +181,10 @@ def ms(seconds: float | None, digits: int = 1) -> str:
 def counted(n: int, one: str, many: str) -> str:
     """3, 'query', 'queries' -> '3 queries'; 1 -> '1 query'."""
     return f"{n} {one if n == 1 else many}"
+
+
+def unpaired(reasons: dict[str, str]) -> str | None:
+    """The note for metrics a comparison could not pair (comparison.PairComparison.unpaired), None if none."""
+    if not reasons:
+        return None
+    return "Not compared: " + "; ".join(f"{metric_label(m)}: {why}" for m, why in reasons.items())

@@ -228,7 +228,9 @@ def _pair_section(pair: PairComparison, data: ReportData) -> list[str]:
     )
     out.append(f'<h3>{escape(pair.system_b)} (B) vs {escape(pair.system_a)} (A)</h3><p class="small muted">{cov}</p>')
     out.append(
-        table_html(
+        ""
+        if not rows  # every metric of the pair was unpaired: its note says why
+        else table_html(
             [
                 "metric",
                 f"A: {escape(pair.system_a)}",
@@ -247,6 +249,9 @@ def _pair_section(pair: PairComparison, data: ReportData) -> list[str]:
             "compare",
         )
     )
+    note = fmt.unpaired(pair.unpaired)
+    if note:
+        out.append(f'<p class="note">{escape(note)}.</p>')
     d = data.deltas.get(pair.system_b)
     if d:
         svg = histogram.delta_histogram(
@@ -332,10 +337,12 @@ def _answer_side(data: ReportData) -> list[tuple[str, str, str]]:
     out = []
     grouped = [s for s in data.systems if s.breakdown]
     if grouped:
-        cols = set(range(1, len(data.metrics) + 2))
+        cols = set(range(1, len(data.metrics) + 2 + len(b.RATES)))
         tables = "".join(
             f"<h3>{escape(s.name)}</h3>"
-            + table_html(b.breakdown_header(data.metrics), _rows(b.breakdown_rows(s, data.metrics)), cols)
+            + table_html(
+                b.breakdown_header(data.metrics, b.has_rates(s)), _rows(b.breakdown_rows(s, data.metrics)), cols
+            )
             for s in grouped
         )
         out.append(("breakdown", "Breakdown by group", note(b.BREAKDOWN_NOTE) + tables))

@@ -77,7 +77,7 @@ def comparison_markdown(
             "",
         ]
         rows = []
-        for m in pair.metrics:
+        for m in pair.metrics:  # a pair whose metrics were all unpaired gets its note and no empty table
             sig = " *" if m.adjusted.get("randomization", 1.0) < alpha else ""
             rows.append(
                 [
@@ -94,23 +94,12 @@ def comparison_markdown(
                     f"{m.wins}/{m.ties}/{m.losses}",
                 ]
             )
-        lines += _table(
-            [
-                "metric",
-                f"A: {a}",
-                f"B: {b}",
-                "Δ (B − A)",
-                f"{cmp.confidence:.0%} CI",
-                "p rand.",
-                "p rand. Holm",
-                "p t-test Holm",
-                "p Wilcoxon Holm",
-                "d_z",
-                "win/tie/loss",
-            ],
-            rows,
-        )
-        lines.append("")
+        header = ["metric", f"A: {a}", f"B: {b}", "Δ (B − A)", f"{cmp.confidence:.0%} CI", "p rand."]
+        header += ["p rand. Holm", "p t-test Holm", "p Wilcoxon Holm", "d_z", "win/tie/loss"]
+        if rows:
+            lines += [*_table(header, rows), ""]
+        if fmt.unpaired(pair.unpaired):
+            lines += [f"{fmt.unpaired(pair.unpaired)}.", ""]
         focus = next((m for m in pair.metrics if m.metric == top_metric), pair.metrics[0] if pair.metrics else None)
         if focus is not None and focus.top_changes:
             lines += [
@@ -156,6 +145,8 @@ def comparison_scope(cmp: Any) -> str:
         if pairs == 1
         else f"{pairs} pairs"
     )
+    if not metrics:  # every metric applies to one side only (comparison.PairComparison.unpaired says which)
+        return f"Tested: {who}: no metric has a value for both systems on any query, so nothing was tested"
     return f"Tested: {who} on {metrics}: {cmp.family} test{'s' if cmp.family != 1 else ''}, Holm-corrected together"
 
 
@@ -318,7 +309,7 @@ def _latency_sections(data: Any) -> list[str]:
             lines += [
                 f"### {md_code(s.name)}",
                 "",
-                *_table(b.breakdown_header(data.metrics), b.breakdown_rows(s, data.metrics)),
+                *_table(b.breakdown_header(data.metrics, b.has_rates(s)), b.breakdown_rows(s, data.metrics)),
             ]
             lines.append("")
     stages = b.stage_rows(data.systems)

@@ -228,8 +228,8 @@ def _with_source(metric: str) -> str:
 
 
 def render_costs(result: StudyResult) -> Any:
-    """Query latency (with what it measured), its parts, latency by stage and LLM tokens/cost per system (None
-    when no system recorded any)."""
+    """Query latency (with what it measured), its parts, latency by stage, failure rates by group (only groups
+    with a failure) and LLM tokens/cost per system (None when no system recorded any)."""
     from types import SimpleNamespace
 
     from rich.console import Group
@@ -237,12 +237,15 @@ def render_costs(result: StudyResult) -> Any:
     from retbench.report import breakdowns as b
     from retbench.report import latency as lat
 
-    systems = [SimpleNamespace(name=s.name, stages=s.latency, usage=s.usage or {}) for s in result]
+    systems = [
+        SimpleNamespace(name=s.name, stages=s.latency, usage=s.usage or {}, breakdown=s.breakdown or {}) for s in result
+    ]
     parts = []
     for title, header, rows in (
         ("query latency", *lat.stored_rows(list(result))),
         ("parts of each query's latency", lat.PARTS_HEADER, lat.part_rows([(s.name, s.latency) for s in result])),
         ("latency by stage", b.STAGE_HEADER, b.stage_rows(systems)),
+        ("failure rates by group (error / timeout / empty)", b.RATE_HEADER, b.rate_rows(systems)),
         ("LLM tokens and cost", b.USAGE_HEADER, b.usage_rows(systems)),
     ):
         if rows:

@@ -11,7 +11,7 @@ that choice is wrong, recall dies silently. A system's `scope:` block declares t
   query's `metadata.scope` (any filter mapping); `module:function` names the user's own function
   `(query_text, query_metadata) -> mapping | None`.
 - The filter is matched against each document's *scope view*: its metadata plus `rel_path` (its metadata's
-  `rel_path`, else its id), `folder` (the directory part of rel_path, "" at the top) and `type` (its metadata's
+  `rel_path`, else its metadata's `doc_id` (a chunk's document, `ChunkSet.to_corpus`), else its id), `folder` (the directory part of rel_path, "" at the top) and `type` (its metadata's
   `type`, else rel_path's file extension without the dot).
 - `folder_mode`: `off` (no stage: the system searches everything), `on` (search inside the scope only),
   `on_with_fallback` (a query whose scoped search returned no document is searched again over everything;
@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
+from retbench.config.experiment import ScopeBlock
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError
 from retbench.retrievers.base import Retriever, import_object
@@ -51,7 +52,7 @@ DEEPEN = 4  # each deeper ask multiplies the depth by this
 def scope_view(doc_id: str, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     """The fields a scope filter sees for one document (module docstring)."""
     meta = dict(metadata or {})
-    rel = str(meta.get("rel_path") or doc_id)
+    rel = str(meta.get("rel_path") or meta.get("doc_id") or doc_id)  # a chunk's: its document's (to_corpus)
     ext = posixpath.splitext(rel)[1].lstrip(".").lower()
     return {**meta, "rel_path": rel, "folder": posixpath.dirname(rel), "type": str(meta.get("type") or ext)}
 
@@ -75,23 +76,28 @@ class ScopeRecord:
     scope: Mapping[str, Any] | None
     scoped_n: int
     fallback: bool = False
-    latency: Mapping[str, float] = field(default_factory=dict)  # {"scope": seconds}, as stage_latency reads
+    latency: Mapping[str, float] = field(
+        default_factory=dict
+    )  # {"scope": seconds}, as stage_latency reads; {}: unknown
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "scope": dict(self.scope) if self.scope is not None else None,
             "scoped_n": self.scoped_n,
             "fallback": self.fallback,
-            "seconds": round(float(self.latency.get("scope", 0.0)), 6),
         }
+        if "scope" in self.latency:  # unknown (a service that reports only its choice): left out, never 0
+            out["seconds"] = round(float(self.latency["scope"]), 6)
+        return out
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> ScopeRecord:
+        seconds = obj.get("seconds")
         return cls(
             obj.get("scope"),
             int(obj.get("scoped_n", 0)),
             bool(obj.get("fallback")),
-            {"scope": float(obj.get("seconds", 0.0))},
+            {} if seconds is None else {"scope": float(seconds)},
         )
 
     def includes(self, view: Mapping[str, Any] | None) -> bool:
@@ -238,6 +244,13 @@ class ScopedRetriever(Retriever):
 
     def _keep(self, run: Run, q: str, f: Filter, k: int) -> list[tuple[str, float]]:
         return [(d, s) for d, s in run.ranking(q) if f.matches(self._views.get(d))][:k]
+
+
+def with_scope(retriever: Retriever, block: ScopeBlock | None) -> Retriever:
+    """The retriever behind its scope stage when the system declares one (folder_mode not off), else itself."""
+    if block is None or block.folder_mode == "off":
+        return retriever
+    return ScopedRetriever(retriever, block.selector, block.folder_mode)
 
 
 def _status(run: Run, q: str) -> QueryStatus | None:

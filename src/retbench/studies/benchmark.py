@@ -51,7 +51,7 @@ from retbench.results.write import write_results
 from retbench.retrievers.base import Retriever, check_system, create
 from retbench.retrievers.filters import query_filters, require_filters
 from retbench.retrievers.rerank import check_rerank
-from retbench.retrievers.scope import ScopedRetriever
+from retbench.retrievers.scope import with_scope
 from retbench.studies.cell import (
     Cell,
     CellData,
@@ -192,8 +192,7 @@ def _agreement(
 def _system(system: ExperimentSystem, key: str, sysdir: SystemDir, where: str) -> Retriever:
     """The retriever of one cell; with a `generate:` block it also answers each query (llm/generate.py)."""
     retriever = create(system.adapter, system.params, name=key, where=where)
-    if system.scope is not None and system.scope.folder_mode != "off":
-        retriever = ScopedRetriever(retriever, system.scope.selector, system.scope.folder_mode)
+    retriever = with_scope(retriever, system.scope)
     generate: GenerateBlock | None = system.generate
     if generate is None:
         return retriever

@@ -51,7 +51,7 @@ from retbench.results.model import (
 from retbench.results.read import read_done
 from retbench.results.usage import llm_usage, stage_latency
 from retbench.retrievers.base import Retriever
-from retbench.retrievers.scope import ScopedRetriever, ScopeRecord, corpus_views, scope_in_scope
+from retbench.retrievers.scope import ScopeRecord, corpus_views, scope_in_scope
 from retbench.studies.cell_contract import (
     Cell,
     CellData,
@@ -201,7 +201,7 @@ def _finish(cell: Cell, outcome: Outcome, retriever: Retriever, first: Run, data
     answers = _answers_of(cell, run) if isinstance(getattr(retriever, "answers", None), Mapping) else {}
     if answers:
         save_answers(answers, cell.sysdir)
-    inside = scope_in_scope(scopes, corpus_views(data.corpus)) if scopes is not None else None
+    inside = scope_in_scope(scopes, corpus_views(data.corpus)) if scopes else None  # none recorded: no stage
     scored = stages.score(run, answers, scopes=inside)
     evaluation = scored.evaluation
     save_table(evaluation, cell.sysdir)
@@ -296,10 +296,12 @@ def _answers_of(cell: Cell, run: Run) -> dict[str, SystemAnswer]:
 
 
 def scope_records(retriever: Retriever) -> dict[str, ScopeRecord] | None:
-    """The scope records a scoped retriever fills as it searches (also under a generating wrapper), else None."""
+    """The scope records a scoped retriever (or an http service reporting its scope) fills as it searches, also
+    under a generating wrapper; None for a retriever with no scope stage."""
     for r in (retriever, getattr(retriever, "inner", None)):
-        if isinstance(r, ScopedRetriever):
-            return r.scopes
+        records = getattr(r, "scopes", None)  # ScopedRetriever.scopes, HttpRetriever.scopes
+        if isinstance(records, dict):
+            return records
     return None
 
 

@@ -42,7 +42,7 @@ every later chunker, and re-runs encode nothing at all.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,9 +50,10 @@ from typing import Any
 import numpy as np
 
 from retbench.chunkers import Chunker, ChunkSet, HFTokenizer, make_chunker, make_tokenizer
-from retbench.config import SystemBlock, sample_ids
+from retbench.config import sample_ids
 from retbench.config.chunking import DEFAULT_METRICS, SEPARATOR, ChunkingModel
 from retbench.config.common import DatasetBlock, DatasetSpec
+from retbench.config.experiment import ScopedSystem
 from retbench.config.study import load_study, parse_study
 from retbench.data import Corpus, Qrels, Queries, Run
 from retbench.errors import ConfigError
@@ -61,6 +62,7 @@ from retbench.io.chunking_eval import read_chunking_eval
 from retbench.io.datasets import resolve
 from retbench.metrics.judges import budget_cutoffs, judge_spans, overlap_scores
 from retbench.metrics.judges.spans import budget_label
+from retbench.report import fmt
 from retbench.report.chunking import render_html, render_markdown
 from retbench.results import SystemDir, write_json
 from retbench.results.files import write_text
@@ -68,6 +70,7 @@ from retbench.results.layout import OutputLock
 from retbench.results.model import StudyManifest, StudyResult
 from retbench.results.write import write_results
 from retbench.retrievers.base import check_system, create
+from retbench.retrievers.scope import with_scope
 from retbench.studies.cell import (
     Cell,
     CellData,
@@ -83,6 +86,8 @@ from retbench.studies.chunk_documents import BestChunkDocuments, encoder_of, joi
 from retbench.studies.dataset import load_prepared, require_relevant
 from retbench.studies.manifest import manifest_header
 
+Scopes = Mapping[str, Callable[[str], bool]]  # query id -> is this chunk inside its chosen scope?
+
 
 @dataclass
 class ChunkingConfig:
@@ -90,7 +95,7 @@ class ChunkingConfig:
     output: Path
     dataset: str
     chunkers: list[dict[str, Any]]
-    systems: list[SystemBlock]
+    systems: list[ScopedSystem]
     model: ChunkingModel  # the validated config it is derived from (the manifest records it)
     metrics: list[str] = field(default_factory=lambda: list(DEFAULT_METRICS))
     token_k: list[int] = field(default_factory=lambda: [5, 10])
@@ -107,7 +112,7 @@ class ChunkingConfig:
     documents: DatasetSpec | None = None
     evaluation: EvalSettings = field(default_factory=EvalSettings)
 
-    def search_fingerprint(self, chunker: dict[str, Any], system: SystemBlock) -> str:
+    def search_fingerprint(self, chunker: dict[str, Any], system: ScopedSystem) -> str:
         """What one pair's ranked lists depend on (its journal must match): chunks, system, questions, depth."""
         what: dict[str, Any] = {
             "chunker": chunker,
@@ -122,7 +127,7 @@ class ChunkingConfig:
             what["documents"] = dict(vars(self.documents))
         return fingerprint(what)
 
-    def pair_hash(self, chunker: dict[str, Any], system: SystemBlock) -> str:
+    def pair_hash(self, chunker: dict[str, Any], system: ScopedSystem) -> str:
         """What one pair's numbers depend on: resume reuses only results with the same hash."""
         return fingerprint(
             {
@@ -192,11 +197,14 @@ def pair_columns(cfg: ChunkingConfig) -> list[str]:
     return cols
 
 
-def score_pair(run: Run, chunks: ChunkSet, spans: dict, cfg: ChunkingConfig, system: str) -> Any:
-    """Judge a chunk run by spans: the config's metrics, character-level P/R/IoU and the budget view."""
+def score_pair(
+    run: Run, chunks: ChunkSet, spans: dict, cfg: ChunkingConfig, system: str, scopes: Scopes | None = None
+) -> Any:
+    """Judge a chunk run by spans: the config's metrics, character-level P/R/IoU and the budget view (`scopes`:
+    a scoped system's query id -> "is this chunk inside the scope chosen?", for scope_miss_rate)."""
 
     judgement = judge_spans(run, chunks, spans, min_chars=cfg.min_chars, min_fraction=cfg.min_fraction)
-    ev = evaluate(run, judgement, cfg.metrics, cfg.evaluation, system=system)
+    ev = evaluate(run, judgement, cfg.metrics, cfg.evaluation, system=system, scopes=scopes)
     rows = (
         np.asarray([judgement.query_ids.index(q) for q in ev.query_ids], dtype=np.int64)
         if ev.query_ids
@@ -322,7 +330,7 @@ def _run_locked(cfg: ChunkingConfig, force: bool, log: Progress) -> StudyOutcome
                 {k: v for k, v in cblock.items()} | {"tokenizer": cblock.get("tokenizer", tokenizer)}
             )
             chunks, stats = _chunk(chunker, data.corpus, out, max_content, manifest, log)
-            corpus = chunks.to_corpus(name=f"{data.name}/{chunker.name}")
+            corpus = chunks.to_corpus(name=f"{data.name}/{chunker.name}", documents=data.corpus)
             for sspec in cfg.systems:
                 if sspec.label not in retrievers:
                     retrievers[sspec.label] = _lazy(sspec, cfg.model.source)
@@ -352,7 +360,7 @@ def _run_locked(cfg: ChunkingConfig, force: bool, log: Progress) -> StudyOutcome
     return StudyOutcome(cfg, pairs, result)
 
 
-def _lazy(sspec: SystemBlock, source: str) -> LazyRetriever:
+def _lazy(sspec: ScopedSystem, source: str) -> LazyRetriever:
 
     return LazyRetriever(lambda: create(sspec.adapter, sspec.params, name=sspec.label, where=source))
 
@@ -382,7 +390,7 @@ def _run_pair(
     cfg: ChunkingConfig,
     chunker_name: str,
     cblock: dict[str, Any],
-    sspec: SystemBlock,
+    sspec: ScopedSystem,
     lazy: LazyRetriever,
     chunks: ChunkSet,
     corpus: Corpus,
@@ -409,7 +417,7 @@ def _run_pair(
         enc = encoder_of(r)
         if enc is not None:
             before[:] = [enc.stats.by_role["document"]["encoded"], enc.stats.by_role["query"]["encoded"]]
-        return BestChunkDocuments(r, chunks) if data.qrels is not None else r
+        return BestChunkDocuments(r, chunks) if data.qrels is not None else with_scope(r, sspec.scope)
 
     def extra(r: Any, timings: dict[str, float]) -> dict[str, Any]:
         out: dict[str, Any] = {"chunker": chunker_name, "system": sspec.label}
@@ -427,10 +435,10 @@ def _run_pair(
             }
         return out
 
-    def score(run: Run, _answers: Any, scopes: Any = None) -> Scored:
+    def score(run: Run, _answers: Any, scopes: Scopes | None = None) -> Scored:
         if data.qrels is not None:  # a document run (BestChunkDocuments) against the dataset's qrels
             return Scored(evaluate(run, data.qrels, cfg.metrics, cfg.evaluation, system=key))
-        return Scored(score_pair(run, chunks, data.spans, cfg, key))
+        return Scored(score_pair(run, chunks, data.spans, cfg, key, scopes))
 
     outcome = run_cell(
         cell,
@@ -445,5 +453,5 @@ def _run_pair(
         outcome.system.extra = {**(outcome.system.extra or {}), **outcome.info}
     elif not outcome.skipped:
         s = outcome.system.means()
-        log(f"{key}: " + ", ".join(f"{m} {s[m]:.3f}" for m in cfg.metrics[:4] if m in s))
+        log(f"{key}: " + ", ".join(f"{m} {fmt.num(s[m], 3)}" for m in cfg.metrics[:4] if m in s))  # NaN: n/a
     return outcome

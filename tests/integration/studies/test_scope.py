@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import yaml
@@ -97,3 +98,24 @@ def test_metrics_and_failure_rates_break_down_by_the_gold_documents_type(tmp_pat
     assert groups["doc_type:md"]["rates"]["empty"] == 0.5  # q4: nothing in archive, no fallback
     # q2: its scope (notes) holds no word of "reciprocal rank fusion", so BM25 returns nothing there
     assert groups["doc_type:pdf"]["rates"] == {"error": 0.0, "timeout": 0.0, "empty": 0.5}
+
+
+def test_the_reports_show_failure_rates_by_document_type_the_scope_stage_and_why_scope_miss_is_not_compared(
+    tmp_path: Path,
+) -> None:
+    run_scoped(tmp_path, "on")
+    out = tmp_path / "out"
+    terminal = runner.invoke(app, ["run", str(tmp_path / "exp.yaml")]).output  # finished: the tables again
+    report, html = (out / "report.md").read_text(), (out / "report.html").read_text()
+    # q4 (md) and q2 (pdf) came back empty in their scopes: 1 of 2 in each type (see the breakdown test above)
+    assert "| doc_type:md | 2 | 0.5000 | 0.5000 | 0.0% | 0.0% | 50.0% |" in report
+    assert (
+        "<td>doc_type:pdf</td><td>2</td><td>0.5000</td><td>0.5000</td><td>0.0%</td><td>0.0%</td><td>50.0%</td>" in html
+    )
+    assert "failure rates by group" in terminal and "doc_type:pdf" in terminal and "50.0%" in terminal
+    for text in (report, html, terminal):
+        assert "| scoped | scope |" in text or "<td>scoped</td><td>scope</td>" in text or "│ scoped │ scope  │" in text
+    # the plain system has no scope stage: its scope miss rate is not compared, and the report says why
+    note = "Not compared: scope miss rate: 'plain' has no value on any query (the metric does not apply to it)."
+    assert note in report and note.replace("'", "&#x27;") in html
+    assert not re.search(r"\bnan\b", report, re.IGNORECASE)

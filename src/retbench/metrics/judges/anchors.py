@@ -10,7 +10,16 @@ import numpy as np
 from retbench.chunkers import ChunkSet
 from retbench.chunkers.headings import normalize_heading_path
 from retbench.data import Run
-from retbench.metrics.judges.common import Groups, Judgement, _check_groups, _chunk_rows, _entries, _pad, _pool_counts
+from retbench.metrics.judges.common import (
+    Groups,
+    Judgement,
+    _check_groups,
+    _chunk_rows,
+    _entries,
+    _pad,
+    _pool_counts,
+    _supports,
+)
 
 
 @dataclass(frozen=True)
@@ -80,7 +89,12 @@ def judge_anchors(
         np.asarray(pair_chunk, dtype=np.int64),
         len(chunks),
     )
-    return Judgement(qids, ent, match, n_items, pool, _check_groups(qids, n_items, groups))
+    rows = np.asarray(item_row, dtype=np.int64)
+    cols = np.concatenate([np.arange(len(c), dtype=np.int64) for c in anchor_code]) if item_row else rows
+    supports = _supports(
+        n_items, rows, cols, np.asarray(pair_item, np.int64), np.asarray(pair_chunk, np.int64), chunks.ids
+    )
+    return Judgement(qids, ent, match, n_items, pool, _check_groups(qids, n_items, groups), supports)
 
 
 # -- exact text and cosine ------------------------------------------------------------------------

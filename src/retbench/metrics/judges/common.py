@@ -86,6 +86,21 @@ def _pool_counts(
     return np.bincount(keys // size, minlength=n).astype(np.int64)
 
 
+def _supports(
+    n_items: np.ndarray,
+    item_row: np.ndarray,
+    item_col: np.ndarray,
+    pair_item: np.ndarray,
+    pair_pool: np.ndarray,
+    ids: Sequence[str],
+) -> list[list[list[str]]]:
+    """Per query, per gold item, the ids of the pool elements matching it (from a judge's (pool, item) pairs)."""
+    out: list[list[list[str]]] = [[[] for _ in range(int(c))] for c in n_items]
+    for p, t in zip(pair_pool.tolist(), pair_item.tolist(), strict=True):
+        out[int(item_row[t])][int(item_col[t])].append(ids[p])
+    return out
+
+
 # -- the judgement ----------------------------------------------------------------------------------
 class Judgement:
     """A judge's verdict: the gain matrix plus, per gold item, the first rank that matched it."""
@@ -98,6 +113,7 @@ class Judgement:
         n_items: np.ndarray,
         pool: np.ndarray | None = None,
         groups: list[list[list[int]]] | None = None,
+        supports: list[list[list[str]]] | None = None,
     ) -> None:
         n = len(query_ids)
         n_items = np.asarray(n_items, dtype=np.int64)
@@ -122,6 +138,9 @@ class Judgement:
         np.minimum.at(self.first_rank, (ent.rows[e], g), ent.ranks[e])
         # one group per item unless the gold says which items stand in for each other
         self.groups = groups or [[[j] for j in range(int(c))] for c in n_items]
+        # per query, per gold item: the ids of the collection's chunks that match it (None: the judge does not
+        # say); scope_miss_rate reads them to ask whether a gold item lies inside a chosen scope
+        self.supports = supports
 
     @property
     def query_ids(self) -> list[str]:
@@ -136,6 +155,7 @@ class Judgement:
         out.n_items = self.n_items[rows]
         out.first_rank = self.first_rank[rows]
         out.groups = [self.groups[r] for r in rows.tolist()]
+        out.supports = None if self.supports is None else [self.supports[r] for r in rows.tolist()]
         return out
 
     def __len__(self) -> int:

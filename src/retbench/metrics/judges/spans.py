@@ -21,6 +21,7 @@ from retbench.metrics.judges.common import (
     _entries,
     _pad,
     _pool_counts,
+    _supports,
 )
 
 
@@ -76,7 +77,8 @@ def judge_spans(
     pp, pt = _block_pairs(len(chunks), len(gi), lambda b: overlaps(every, idoc[b], istart[b], iend[b]))
     n_items = (gdoc >= 0).sum(axis=1)
     pool = _pool_counts(len(qids), gi, pt, pp, len(chunks))
-    return Judgement(qids, ent, match, n_items, pool, _check_groups(qids, n_items, groups))
+    supports = _supports(n_items, gi, gj, pt, pp, chunks.ids)
+    return Judgement(qids, ent, match, n_items, pool, _check_groups(qids, n_items, groups), supports)
 
 
 def _union_length(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -22,6 +22,14 @@ A RAG endpoint's answer side is read the same way, each from a dotted path of th
 system-outputs contract of `io.answers`, and kept in `self.answers` (query id -> SystemAnswer), so a
 deployed RAG service is evaluated end to end by the answer metrics.
 
+A service that chooses a scope itself (a folder, a vault, a metadata filter) may say which at `scope_path`
+(default `scope`): a filter mapping in the language of `retrievers/filters.py` (`{"folder": "notes"}`), a string
+(a folder: `"notes"` means `{"folder": "notes"}`), or null (it searched everything). It is recorded per query as a
+scoped system's choice is (`self.scopes`, query id -> `retrievers.scope.ScopeRecord`; journal and status.jsonl),
+so `scope_miss_rate` audits the service's scope stage against the corpus's documents; a malformed scope makes
+the query `invalid`. The service's own fallback and the selection's time are not visible in the field: a
+`scope` stage in its `latency` block is reported as the other stages are.
+
 Failures, per query: a socket timeout becomes status `timeout`; refused or reset connections and HTTP
 statuses in `retry_on` are retried up to `retries` times with exponential backoff, then `error`; any
 other HTTP status is an `error` at once; an unparsable or malformed answer is `invalid` (not retried).
@@ -51,12 +59,16 @@ from retbench.errors import BackendError, ConfigError, InputError
 from retbench.io.answers import parse_answer
 from retbench.io.golden import parse_ranking
 from retbench.retrievers.base import Ranking, Retriever, register
+from retbench.retrievers.filters import parse_filter
+from retbench.retrievers.scope import ScopeRecord
 from retbench.retrievers.stores import secret_from_env
 from retbench.secrets import clip, has_userinfo, looks_secret
 from retbench.secrets import register as register_secret
 
 DEFAULT_BODY = {"query": "{query}", "k": "{k}"}
 RETRY_STATUSES = (429, 500, 502, 503, 504)
+NO_SCOPE_FIELD: Any = object()  # the response carried no scope field (unlike `null`: it chose no scope)
+Scope = Mapping[str, Any] | None  # a filter mapping; None: no scope (everything searched)
 _MAX_ERROR_BODY = 200
 
 
@@ -101,6 +113,7 @@ class Answer:
     errors: list[str] = field(default_factory=list)
     latency: float = 0.0
     answer: SystemAnswer | None = None  # a RAG endpoint's answer side
+    scope: Scope = NO_SCOPE_FIELD  # the scope the service says it chose (module docstring)
 
 
 class _Failure(Exception):
@@ -140,6 +153,7 @@ class HttpRetriever(Retriever):
         references_path: str = "references",
         abstained_path: str = "abstained",
         latency_path: str = "latency",
+        scope_path: str = "scope",
     ) -> None:
         super().__init__(name)
         method = method.upper()
@@ -191,6 +205,8 @@ class HttpRetriever(Retriever):
             "latency": latency_path,
         }
         self.answers: dict[str, SystemAnswer] = {}
+        self.scope_path = scope_path
+        self.scopes: dict[str, ScopeRecord] = {}
         self._parts = parts
         self._local = threading.local()
         self._conns: list[Any] = []
@@ -209,6 +225,7 @@ class HttpRetriever(Retriever):
             "response_path": self.response_path,
             "fields": {"id": self.id_field, "score": self.score_field, "text": self.text_field},
             "answer_paths": dict(self.answer_paths),
+            "scope_path": self.scope_path,
             "timeout_s": self.timeout,
             "retries": self.retries,
             "backoff_s": self.backoff,
@@ -273,8 +290,8 @@ class HttpRetriever(Retriever):
                 self._drop_connection()
             return resp.status, data
 
-    def _attempt(self, text: str, k: int) -> tuple[Ranking, dict[str, str], SystemAnswer | None]:
-        """One request: the ranking, returned texts and answer side, or a _Failure saying whether to retry."""
+    def _attempt(self, text: str, k: int) -> tuple[Ranking, dict[str, str], SystemAnswer | None, Scope]:
+        """One request: the ranking, returned texts, answer side and scope, or a _Failure saying whether to retry."""
         import http.client
 
         try:
@@ -291,8 +308,9 @@ class HttpRetriever(Retriever):
         except InputError as exc:
             raise _Failure(QueryStatus.INVALID, f"malformed response: {exc.reason}", retry=False) from None
 
-    def parse(self, data: bytes) -> tuple[Ranking, dict[str, str], SystemAnswer | None]:
-        """A response body -> (ranking in served order, texts by doc id, answer side); InputError if it is not one."""
+    def parse(self, data: bytes) -> tuple[Ranking, dict[str, str], SystemAnswer | None, Scope]:
+        """A response body -> (ranking in served order, texts by doc id, answer side, scope chosen); InputError if
+        it is not one."""
 
         try:
             obj = json.loads(data)
@@ -311,7 +329,24 @@ class HttpRetriever(Retriever):
                 for item in value
             ]
         texts: dict[str, str] = {}
-        return parse_ranking(value, self.url, None, texts), texts, self._answer_side(obj)  # type: ignore[arg-type]
+        ranking = parse_ranking(value, self.url, None, texts)
+        return ranking, texts, self._answer_side(obj), self._scope(obj)  # type: ignore[return-value]
+
+    def _scope(self, obj: Any) -> Scope:
+        """The scope at `scope_path` as a filter mapping (None: no scope), or NO_SCOPE_FIELD when absent."""
+        try:
+            value = follow(obj, self.scope_path)
+        except KeyError:
+            return NO_SCOPE_FIELD
+        if isinstance(value, str):
+            value = {"folder": value}
+        if value is not None and not isinstance(value, Mapping):
+            raise InputError(f"{self.scope_path}: expected a filter mapping, a folder or null, got {value!r:.60}")
+        try:
+            f = parse_filter(value, where=self.scope_path)
+        except ConfigError as exc:
+            raise InputError(f"{self.scope_path}: {exc.reason}") from None
+        return None if f is None else f.as_dict()
 
     def _answer_side(self, obj: Any) -> SystemAnswer | None:
         """The answer fields found at their paths in the response (None when there are none)."""
@@ -330,7 +365,7 @@ class HttpRetriever(Retriever):
         for attempt in range(1, self.retries + 2):
             answer.attempts = attempt
             try:
-                ranking, texts, answer.answer = self._attempt(text, k)
+                ranking, texts, answer.answer, answer.scope = self._attempt(text, k)
             except _Failure as fail:
                 answer.errors.append(clip(str(fail), 4 * _MAX_ERROR_BODY))
                 answer.status, answer.error = fail.status, answer.errors[-1]
@@ -377,6 +412,8 @@ class HttpRetriever(Retriever):
             self.attempts[qid] = {"attempts": a.attempts, "errors": a.errors}
             if a.answer is not None:
                 self.answers[qid] = a.answer
+            if a.scope is not NO_SCOPE_FIELD:
+                self.scopes[qid] = ScopeRecord(a.scope, len(a.ranking), latency={})
             builder.add(qid, a.ranking, status=a.status, latency=a.latency, error=a.error)
         return builder.build()
 

@@ -1,0 +1,121 @@
+"""A scoped system in `retbench chunking`: the example keyword router picks a folder of the chunking set per question,
+BM25 searches the chunks inside it, and scope_miss_rate equals a count made from the set's own files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from repo_paths import CONFIGS, CORPORA, EXAMPLES
+from retbench.errors import ConfigError
+from retbench.studies.chunking import parse_config, run_chunking
+from stored import flat_system
+
+SHIPPED = CORPORA / "chunking_eval"
+
+
+@pytest.fixture
+def router(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    import scope_router
+
+    return scope_router.route
+
+
+def shipped_config(tmp_path: Path, **changes: Any) -> dict[str, Any]:
+    """configs/scoped.yaml, written to a temporary output, with a model-free tokenizer (the test loads no model)."""
+    raw = yaml.safe_load((CONFIGS / "scoped.yaml").read_text("utf-8"))
+    return raw | {"output": str(tmp_path / "out"), "tokenizer": "regex"} | changes
+
+
+def status_lines(out: Path, key: str) -> dict[str, dict]:
+    path = out / "systems" / key / "status.jsonl"
+    return {r["qid"]: r for r in map(json.loads, path.read_text().splitlines())}
+
+
+def test_the_shipped_scoped_config_reports_the_routers_misses_on_the_chunking_set(tmp_path: Path, router) -> None:
+    folders = {
+        r["id"]: r["rel_path"].split("/")[0]
+        for r in map(json.loads, (SHIPPED / "metadata.jsonl").read_text().splitlines())
+    }
+    questions = [json.loads(line) for line in (SHIPPED / "questions.jsonl").read_text().splitlines()]
+    # the count from the files: a question the router sends to a folder that is not its gold document's
+    chosen = {q["id"]: router(q["question"], {}) for q in questions}
+    misses = sum(
+        c is not None and c["folder"] != folders[q["corpus_id"]]
+        for q, c in zip(questions, chosen.values(), strict=True)
+    )
+    assert 0 < misses < len(questions)
+
+    said: list[str] = []
+    outcome = run_chunking(parse_config(shipped_config(tmp_path), str(CONFIGS / "scoped.yaml")), log=said.append)
+    assert any(line.startswith("recursive_200t+bm25: scope_miss_rate n/a,") for line in said)
+    assert not any("nan" in line for line in said)  # a metric the unscoped system lacks is n/a, never nan
+    routed = flat_system(outcome.result["recursive_200t+bm25_routed"])
+    assert routed["scope_miss_rate"] == pytest.approx(misses / len(questions), abs=1e-12)
+    assert flat_system(outcome.result["recursive_200t+bm25"])["scope_miss_rate"] is None  # not scoped: no value
+    assert "scope" in routed["latency"]["stages"]
+    status = status_lines(tmp_path / "out", "recursive_200t+bm25_routed")
+    assert {q: s["scope"]["scope"] for q, s in status.items()} == chosen  # the router's choice, recorded per query
+    run = (tmp_path / "out" / "systems" / "recursive_200t+bm25_routed" / "run.trec").read_text().splitlines()
+    q, _, chunk, *_ = run[0].split()
+    assert chunk.split("#")[0] in {d for d, f in folders.items() if f == chosen[q]["folder"]}  # searched inside
+
+
+def write_small_set(root: Path) -> Path:
+    """Two documents (speeches/, papers/) and three questions whose routing is known: right, wrong, a folder
+    (chats/) that holds no document."""
+    docs = {"sotu": "The president said the economy added jobs. ", "cells": "Gene expression in yeast cells. "}
+    (root / "corpora").mkdir(parents=True)
+    for d, text in docs.items():
+        (root / "corpora" / f"{d}.md").write_text(text * 3)
+    meta = [{"id": "sotu", "rel_path": "speeches/sotu.md"}, {"id": "cells", "rel_path": "papers/cells.md"}]
+    (root / "metadata.jsonl").write_text("".join(json.dumps(m) + "\n" for m in meta))
+    questions = [
+        ("r1", "What did the president say about jobs?", "sotu", 4, 30),  # speeches: inside
+        (
+            "r2",
+            "Which gene did the president mention?",
+            "cells",
+            0,
+            15,
+        ),  # papers 1 vs speeches 1: a tie, no scope: inside
+        ("r3", "Which cells did the study of gene expression use?", "sotu", 0, 13),  # papers, gold in speeches: miss
+        ("r4", "What does social media do to yeast?", "cells", 15, 30),  # chats: no document there: miss, fallback
+    ]
+    with open(root / "questions.jsonl", "w") as fh:
+        for qid, text, doc, start, end in questions:
+            content = (docs[doc] * 3)[start:end]
+            ref = {"content": content, "start_index": start, "end_index": end}
+            fh.write(json.dumps({"id": qid, "question": text, "corpus_id": doc, "references": [ref]}) + "\n")
+    return root
+
+
+def test_a_small_set_counts_misses_by_hand_and_records_the_fallback(tmp_path: Path, router) -> None:
+    data = write_small_set(tmp_path / "small")
+    chosen = {q: router(t, {}) for q, t in (("r2", "Which gene did the president mention?"),)}
+    assert chosen["r2"] is None  # the tie the hand count below relies on
+    cfg = shipped_config(
+        tmp_path, dataset=str(data), depth=2, budgets=[64], token_k=[1], metrics=["scope_miss_rate", "recall@2"]
+    )
+    cfg["chunkers"] = [{"name": "sentences", "kind": "sentences", "size": 1, "overlap": 0}]
+    outcome = run_chunking(parse_config(cfg, "scoped.yaml"), log=lambda _: None)
+    for mode in ("bm25_routed", "bm25_routed_fallback"):
+        assert flat_system(outcome.result[f"sentences+{mode}"])["scope_miss_rate"] == 2 / 4  # r3 and r4
+    plain = status_lines(tmp_path / "out", "sentences+bm25_routed")["r4"]
+    assert (plain["scope"]["scope"], plain["scope"]["scoped_n"], plain["status"]) == ({"folder": "chats"}, 0, "empty")
+    again = status_lines(tmp_path / "out", "sentences+bm25_routed_fallback")["r4"]
+    assert again["scope"]["fallback"] is True and again["status"] == "ok"  # searched again over everything
+
+
+def test_a_scope_on_a_beir_dataset_in_a_chunking_study_is_refused_naming_the_field(tmp_path: Path) -> None:
+    cfg = shipped_config(tmp_path, dataset={"name": "scifact", "split": "test"})
+    for key in ("token_k", "budgets"):
+        cfg.pop(key)
+    with pytest.raises(ConfigError, match="needs a chunking set") as err:
+        parse_config(cfg, "scoped.yaml")
+    assert err.value.field == "systems[1].scope"
