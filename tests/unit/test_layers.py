@@ -19,7 +19,7 @@ from pathlib import Path
 from repo_paths import SRC
 
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "secrets", "loopback"),
+    ("errors", "secrets", "loopback", "jsontypes"),
     ("data", "stats", "power"),
     ("chunkers",),
     ("metrics",),

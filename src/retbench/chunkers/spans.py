@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from retbench.data import Corpus
+from retbench.jsontypes import JSONObject
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ class ChunkSet:
 
     def to_corpus(self, name: str = "") -> Corpus:
         """The chunks as a corpus for retrievers: id = chunk id, text = chunk text exactly."""
-        meta = [
+        meta: list[JSONObject] = [
             {"doc_id": c.doc_id, "start": c.start, "end": c.end, "heading_path": c.heading_path} for c in self.chunks
         ]
         return Corpus(self.ids, self.texts, None, meta, join_rule="text_only", name=name)
