@@ -400,7 +400,9 @@ def _ppi_inputs(human: ArrayLike, llm_on_labelled: ArrayLike, llm_on_unlabelled:
     return y, f, fu
 
 
-def ppi_estimate(human: ArrayLike, llm_on_labelled: ArrayLike, llm_on_unlabelled: ArrayLike, lam: float | None = 1.0) -> PPIEstimate:
+def ppi_estimate(
+    human: ArrayLike, llm_on_labelled: ArrayLike, llm_on_unlabelled: ArrayLike, lam: float | None = 1.0
+) -> PPIEstimate:
     """The prediction-powered mean with its standard error (see the formulas above)."""
     lam = _check_lam(lam)
     y, f, fu = _ppi_inputs(human, llm_on_labelled, llm_on_unlabelled)
@@ -411,7 +413,11 @@ def ppi_estimate(human: ArrayLike, llm_on_labelled: ArrayLike, llm_on_unlabelled
 
 
 def ppi_mean(
-    human: ArrayLike, llm_on_labelled: ArrayLike, llm_on_unlabelled: ArrayLike, alpha: float = 0.05, lam: float | None = 1.0
+    human: ArrayLike,
+    llm_on_labelled: ArrayLike,
+    llm_on_unlabelled: ArrayLike,
+    alpha: float = 0.05,
+    lam: float | None = 1.0,
 ) -> tuple[float, float, float]:
     """(estimate, low, high): the mean a metric would have under human labels, from LLM labels on every
     query corrected by the human-minus-LLM difference on the queries that carry both.
