@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from retbench.errors import ConfigError
+from retbench.jsontypes import JSONObject
 from retbench.retrievers.encoders.encoder import Encoder, default_model
 
 
@@ -107,7 +108,7 @@ class OnnxEncoder(Encoder):
     def dimension(self) -> int:
         return int(self._encode_batch(["dimension probe"], "query").shape[1])
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {
             "kind": self.kind,
             "model": self.onnx_path.name,

@@ -39,6 +39,7 @@ from typing import Any
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.data.ids import id_problem
 from retbench.errors import BackendError, ConfigError, InputError
+from retbench.jsontypes import JSONObject
 from retbench.retrievers.base import Ranking, Retriever, check_params, clean_ranking, import_object
 
 
@@ -157,7 +158,7 @@ class FrameworkRetriever(Retriever):
         self.retriever: Any = None
         self._corpus_ids: frozenset[str] = frozenset()
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         from importlib.metadata import PackageNotFoundError, version
 
         try:
