@@ -34,13 +34,14 @@ from retbench.config.experiment import GenerateBlock
 from retbench.data import Corpus, Queries, Run
 from retbench.data.answers import SystemAnswer
 from retbench.errors import ConfigError
+from retbench.jsontypes import JSONObject
 from retbench.llm.prompts import load_prompt
 from retbench.retrievers.base import Ranking, Retriever
 
 _CITE = re.compile(r"\[(\d{1,3})\]")
 
 
-def describe_generate(spec: GenerateBlock) -> dict[str, Any]:
+def describe_generate(spec: GenerateBlock) -> JSONObject:
     """What a system's answers depend on besides its retriever (part of the system's manifest)."""
     return {
         "llm": spec.llm.with_(prompt=spec.prompt).to_manifest(),
@@ -122,7 +123,7 @@ class Generator:
                 out[v.key] = SystemAnswer(error=v.status, latency={"generation": each})
         return out
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> JSONObject:
         return self._judge.manifest() if self._judge is not None else {}
 
     def close(self) -> None:
@@ -142,7 +143,7 @@ class GeneratingRetriever(Retriever):
         self.answers: dict[str, SystemAnswer] = {}
         self.corpus: Corpus | None = None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {**self.inner.describe(), "generate": describe_generate(self.generator.spec)}
 
     def fingerprint(self) -> str:
