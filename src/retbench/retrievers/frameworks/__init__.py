@@ -79,7 +79,7 @@ class InvalidAnswer(Exception):
     """A framework answer that cannot be recorded (missing or unknown id); the message names the rank."""
 
 
-def as_score(value: Any) -> float | None:
+def as_score(value: object) -> float | None:
     """A framework's score as a float; None when it gave none (or not a number)."""
     return float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else None
 
