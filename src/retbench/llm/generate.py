@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from retbench.config.experiment import GenerateBlock
 from retbench.data import Corpus, Queries, Run
@@ -37,6 +37,9 @@ from retbench.errors import ConfigError
 from retbench.jsontypes import JSONObject
 from retbench.llm.prompts import load_prompt
 from retbench.retrievers.base import Ranking, Retriever
+
+if TYPE_CHECKING:
+    from retbench.llm.judge import Judge
 
 _CITE = re.compile(r"\[(\d{1,3})\]")
 
@@ -79,9 +82,9 @@ class Generator:
         self.llm = spec.llm.with_(prompt=spec.prompt)  # the pinned model, asked with the answer prompt
         self.log_path, self.cache_dir = log_path, cache_dir
         self._stack = ExitStack()
-        self._judge: Any = None
+        self._judge: Judge | None = None
 
-    def _open(self) -> Any:
+    def _open(self) -> Judge:
         """The judge-machinery client, its server started on first use (a local model) and kept until close()."""
         if self._judge is None:
             from retbench.llm.judge import Judge, open_base_url

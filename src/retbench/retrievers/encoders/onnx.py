@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +122,7 @@ class OnnxEncoder(Encoder):
             "pooling": "mean",
         }
 
-    def count_tokens(self, texts: Any, *, special_tokens: bool = False) -> list[int]:
+    def count_tokens(self, texts: Sequence[str], *, special_tokens: bool = False) -> list[int]:
         _ = self.session
         return [len(e.ids) for e in self._tok.encode_batch(list(texts), add_special_tokens=special_tokens)]
 
