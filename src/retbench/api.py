@@ -58,8 +58,8 @@ def metric_names(metrics: Sequence[str] | str | set[str]) -> list[str]:
 
 
 def evaluate(
-    qrels: Any,
-    run: Any,
+    qrels: object,
+    run: object,
     metrics: Sequence[str] | str | set[str] = DEFAULT_METRICS,
     *,
     relevance_level: int = 1,
@@ -96,8 +96,8 @@ def evaluate(
 
 
 def compare(
-    runs: Mapping[str, Any] | Sequence[Any],
-    qrels: Any,
+    runs: Mapping[str, object] | Sequence[object],
+    qrels: object,
     metrics: Sequence[str] | str | set[str] = DEFAULT_METRICS,
     *,
     baseline: str | None = None,
@@ -129,9 +129,9 @@ def compare(
     return compare_evaluations(evaluations, pairs, evaluations[0].metrics, n_resamples=n_resamples, seed=seed)
 
 
-def _named(runs: Sequence[Any]) -> dict[str, Any]:
+def _named(runs: Sequence[object]) -> dict[str, object]:
     """A list of runs keyed by their own names (each must have a distinct, non-empty `name`)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for i, run in enumerate(runs):
         name = getattr(run, "name", None)
         if not isinstance(name, str) or not name:

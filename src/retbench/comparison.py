@@ -265,12 +265,17 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         return json_safe({**asdict(self), "family": self.family, "note": self.note})
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[dict[str, str | int | float]]:
         """One flat row per (pair, metric): means, delta, CI, W/T/L and raw and adjusted p-values."""
         out = []
         for p in self.pairs:
             for m in p.metrics:
-                row: dict[str, Any] = {"system_a": p.system_a, "system_b": p.system_b, "metric": m.metric, "n": m.n}
+                row: dict[str, str | int | float] = {
+                    "system_a": p.system_a,
+                    "system_b": p.system_b,
+                    "metric": m.metric,
+                    "n": m.n,
+                }
                 row.update(mean_a=m.mean_a, mean_b=m.mean_b, delta=m.delta, ci_low=m.ci_low, ci_high=m.ci_high)
                 row.update(effect_size=m.effect_size, wins=m.wins, ties=m.ties, losses=m.losses)
                 row.update({f"p_{t}": v for t, v in m.pvalues.items()})

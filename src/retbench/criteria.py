@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from retbench.config import field_lines, load, validate
 from retbench.config.criteria import CriteriaModel
@@ -103,7 +102,7 @@ def _limits(block: LimitsBlock, where: str, path: str, span: tuple[float, float]
     return lim
 
 
-def parse_criteria(raw: Any, path: str = "<criteria>", text: str = "") -> Criteria:
+def parse_criteria(raw: object, path: str = "<criteria>", text: str = "") -> Criteria:
     """Validate a loaded criteria mapping (`config.criteria.CriteriaModel`); errors name the field.
 
     `text` (the file's) gives each gate the line that gate-time errors name.
@@ -124,7 +123,7 @@ def parse_criteria(raw: Any, path: str = "<criteria>", text: str = "") -> Criter
     return Criteria(gates, float(model.alpha), model.max_failed_queries, path)
 
 
-def _parse_file(raw: Any, source: str) -> Criteria:
+def _parse_file(raw: object, source: str) -> Criteria:
     return parse_criteria(raw, source, Path(source).read_text(encoding="utf-8"))
 
 

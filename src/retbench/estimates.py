@@ -9,7 +9,7 @@ corrected by the queries that carry human labels too (`ppi`, `stats.ppi_mean`: A
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from retbench.stats import classical_mean_ci, column_means, ppi_mean
 if TYPE_CHECKING:
     from retbench.evaluation import Evaluation
 
+#: one metric's `estimate` entry: source, note (str), n_human, n_llm (int), mean, ci_low, ci_high (float)
+Estimate = dict[str, str | int | float]
+
 # -- which labels a number comes from ------------------------------------------------------------------
 LABEL_SOURCE_NOTES = {
     "human": "human labels",
@@ -28,7 +31,7 @@ LABEL_SOURCE_NOTES = {
 }
 
 
-def estimate_block(source: str, n_human: int, n_llm: int, mean: float, low: float, high: float) -> dict[str, Any]:
+def estimate_block(source: str, n_human: int, n_llm: int, mean: float, low: float, high: float) -> Estimate:
     """One metric's `estimate` entry: which labels the number comes from, how many queries of each, its CI."""
     return {
         "source": source,
@@ -41,7 +44,7 @@ def estimate_block(source: str, n_human: int, n_llm: int, mean: float, low: floa
     }
 
 
-def llm_estimate(values: np.ndarray, alpha: float = 0.05) -> dict[str, Any]:
+def llm_estimate(values: np.ndarray, alpha: float = 0.05) -> Estimate:
     """The `llm` entry: the mean of LLM-made per-query values with the classical (CLT) interval, NaN left out."""
     vals = values[~np.isnan(values)]
     nan = float("nan")
@@ -77,7 +80,7 @@ def label_estimates(
     human: Evaluation | None,
     doubly: Sequence[str],
     alpha: float = 0.05,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Estimate]:
     """{metric: estimate entry} for a table scored with LLM labels (`reported`: LLM or human+LLM qrels).
 
     `ppi` (`stats.ppi_mean`, classical PPI) where at least 2 doubly labelled queries and 1 other LLM-labelled
@@ -92,7 +95,7 @@ def label_estimates(
     hpos = {q: i for i, q in enumerate(human.query_ids)} if human is not None else {}
     lab = [(hpos[q], i) for i, q in enumerate(llm.query_ids) if q in both and q in hpos]
     unl = [i for i, q in enumerate(llm.query_ids) if q not in both]
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Estimate] = {}
     for m in reported.metrics:
         if getattr(parse_metric(m, reported.default_k).metric, "answer_side", False):
             continue  # answer metrics read references or verdicts, not relevance labels
@@ -109,7 +112,7 @@ def label_estimates(
     return out
 
 
-def source_label(estimate: Mapping[str, Any] | None, *, value: bool = False) -> str:
+def source_label(estimate: Mapping[str, object] | None, *, value: bool = False) -> str:
     """How a report names an estimate's source ("" for human labels, the ordinary case):
     "PPI, 120 human / 300 LLM" or "LLM labels, judge bias uncorrected"; with `value`, a PPI label leads
     with its own mean and interval (it differs from the mean of the labels scored)."""

@@ -24,25 +24,34 @@ from retbench.results.caveats import HOLE_METRICS, Caveat, system_holes, table_m
 from retbench.results.layout import all_pairs, split_key
 from retbench.results.read import load_qrels, recorded_depth
 
+#: what a results directory was computed on, per dataset: name, split, corpus and qrels fingerprints (None: not
+#: recorded); only compared and printed
+DataIdentity = dict[str, object]
+#: how a system's numbers were made: depth (int or None), relevance level (int), no-relevant policy and mode (str)
+Settings = dict[str, int | str | None]
+
+#: (input label, evaluation, failed qid -> status, search depth) of one system read from an input
+Read = tuple[str, Evaluation, dict[str, str], int | None]
+
 
 @dataclass
 class Loaded:
     """Systems read from the command line's inputs, with what the reports need beside the numbers."""
 
-    evaluations: list[Any]  # evaluation.Evaluation, in input order
+    evaluations: list[Evaluation]  # in input order
     sources: dict[str, str]  # system -> where it came from
     queries: dict[str, str] = field(default_factory=dict)  # query id -> text
     groups: dict[str, list[str]] = field(default_factory=dict)  # tag -> query ids
     failures: dict[str, dict[str, str]] = field(default_factory=dict)  # system -> failed qid -> status
     input_systems: list[list[str]] = field(default_factory=list)  # systems of each input, in order
-    data: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # results dir -> datasets it was run on
-    settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # system -> how it was searched and counted
+    data: dict[str, list[DataIdentity]] = field(default_factory=dict)  # results dir -> datasets it was run on
+    settings: dict[str, Settings] = field(default_factory=dict)  # system -> how it was searched and counted
     broken: dict[str, str] = field(default_factory=dict)  # system that failed as a whole -> its error
     # system -> its run and its judgements: the Qrels a run file was scored against, or the results manifest's
     # data block its dataset's qrels are read from when asked (`caveat`)
     judged_by: dict[str, tuple[Run, Qrels | Mapping[str, Any]]] = field(default_factory=dict)
 
-    def get(self, system: str) -> Any:
+    def get(self, system: str) -> Evaluation:
         for ev in self.evaluations:
             if ev.system == system:
                 return ev
@@ -52,7 +61,7 @@ class Loaded:
             f"unknown system {system!r} (have: {', '.join(e.system for e in self.evaluations)})", field="system"
         )
 
-    def one(self, system: str | None, role: str) -> Any:
+    def one(self, system: str | None, role: str) -> Evaluation:
         """The single system of an input, or the named one; several without a name is an error."""
         if system is not None:
             return self.get(system)
@@ -73,7 +82,7 @@ class Loaded:
         return Caveat(system, dict(ev.coverage or {}), system_holes(system, stored, ev, run, qrels))
 
     def default_pairs(
-        self, baseline: str | None = None, *, every_pair: bool = False, config: Mapping[str, Any] | None = None
+        self, baseline: str | None = None, *, every_pair: bool = False, config: Mapping[str, object] | None = None
     ) -> list[tuple[str, str]]:
         """The pairs a comparison tests: `every_pair` all pairs (within each dataset); a `baseline` each system
         against it; two inputs holding the same systems pair by name; else each system against the config's
@@ -129,11 +138,11 @@ def canonical_metrics(names: Sequence[str] | None) -> list[str] | None:
 
 
 def load_systems(
-    paths: Sequence[str | Any],
+    paths: Sequence[str | Path],
     *,
-    qrels: str | Any | None = None,
+    qrels: str | Path | Qrels | None = None,
     metrics: Sequence[str] | None = None,
-    queries: str | Any | None = None,
+    queries: str | Path | None = None,
     systems: Sequence[str] | None = None,
     check_metrics: bool = True,
 ) -> Loaded:
@@ -148,7 +157,7 @@ def load_systems(
     # (input label, evaluation, failed qid -> status, search depth)
     raw: list[Read] = []
     out = Loaded([], {})
-    judged: Any = None  # the --qrels every run file is scored against, read once
+    judged: Qrels | None = None  # the --qrels every run file is scored against, read once
     short = [Path(g).name if Path(g).is_dir() else Path(g).stem for g in paths]
     for given, name in zip(paths, short, strict=True):
         p = Path(given)
@@ -230,13 +239,15 @@ def _read_folder(p: Path, label: str, systems: Sequence[str] | None, out: Loaded
 _DATA_KEYS = ("name", "split", "corpus_fingerprint", "qrels_fingerprint")
 
 
-def data_identity(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
+def data_identity(manifest: Mapping[str, object]) -> list[DataIdentity]:
     """What a results directory was computed on: per dataset its name, split and corpus/qrels fingerprints."""
     datasets = manifest.get("datasets") if isinstance(manifest, Mapping) else None
-    return [{k: d.get(k) for k in _DATA_KEYS} for d in datasets or [] if isinstance(d, Mapping)]
+    if not isinstance(datasets, (list, tuple)):
+        return []
+    return [{k: d.get(k) for k in _DATA_KEYS} for d in datasets if isinstance(d, Mapping)]
 
 
-def _agree(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
+def _agree(a: list[DataIdentity], b: list[DataIdentity]) -> bool:
     """Same datasets in the same order, on every field both sides know (None: not recorded)."""
     return len(a) == len(b) and all(
         x.get(k) is None or y.get(k) is None or x.get(k) == y.get(k)
@@ -245,8 +256,8 @@ def _agree(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
     )
 
 
-def _show_data(v: list[dict[str, Any]]) -> str:
-    def one(d: dict[str, Any]) -> str:
+def _show_data(v: list[DataIdentity]) -> str:
+    def one(d: DataIdentity) -> str:
         if d.get("name") is None:  # a run file: only the --qrels it was scored against is known
             return f"scored on --qrels {d.get('qrels_fingerprint')}"
         return f"{d['name']}/{d['split']} (corpus {d['corpus_fingerprint']}, qrels {d['qrels_fingerprint']})"
@@ -262,7 +273,7 @@ def different_data(*loaded: Loaded) -> str | None:
     and corpus/qrels fingerprints; a run file carries the fingerprint of the --qrels it was scored
     against, so it is checked against a directory's qrels (its corpus is not known).
     """
-    data: dict[str, list[dict[str, Any]]] = {}
+    data: dict[str, list[DataIdentity]] = {}
     for one in loaded:
         data.update(one.data)
     items = list(data.values())
@@ -280,7 +291,7 @@ SETTING_LABELS = {
 }
 
 
-def settings_of(ev: Evaluation, depth: int | None) -> dict[str, Any]:
+def settings_of(ev: Evaluation, depth: int | None) -> Settings:
     """How a system's numbers were made: the search depth (None: not recorded) and the evaluation settings."""
     return {
         "depth": depth,
@@ -318,9 +329,10 @@ def different_settings(
             line = f"{label} {va} ({la}) vs {vb} ({lb})"
             if key == "depth":
                 shared = metrics or [m for m in ina.get(a).metrics if m in inb.get(b).metrics]
-                reach = _deeper_than(shared, min(va, vb))
+                shallower = min(int(va), int(vb))
+                reach = _deeper_than(shared, shallower)
                 if reach:
-                    line += f": {', '.join(reach)} look{'s' if len(reach) == 1 else ''} deeper than {min(va, vb)}"
+                    line += f": {', '.join(reach)} look{'s' if len(reach) == 1 else ''} deeper than {shallower}"
                 (refusals if reach else notes).append(line)
             else:
                 (notes if key == "mode" else refusals).append(line)
@@ -379,7 +391,7 @@ def _deeper_than(metrics: Sequence[str], depth: int) -> list[str]:
 
 def load_history(
     spec: str, path: str | Path | None = None, *, candidate: tuple[str | Path, str] | None = None
-) -> tuple[Loaded, Any]:
+) -> tuple[Loaded, history_read.Entry]:
     """A `history:<which>` baseline as Loaded (its stored per-query tables and data identity) and its entry;
     with a `candidate` (results directory, system), last-pass/last is a point of the candidate's own key."""
     entry = history_read.resolve(spec, path, candidate=candidate)
@@ -396,14 +408,14 @@ def _merge_groups(into: dict[str, list[str]], more: Mapping[str, Sequence[str]])
         have.extend(q for q in qids if q not in have)
 
 
-def _judgements(path: Path, qrels: Any) -> Qrels:
+def _judgements(path: Path, qrels: str | Path | Qrels | None) -> Qrels:
     """The --qrels run files are scored against (any form `read_judgements` reads, or Qrels already)."""
     if qrels is None:
         raise InputError("a run file needs --qrels to be scored", path=path, field="qrels")
     return qrels if isinstance(qrels, Qrels) else read_judgements(qrels)[0]
 
 
-def _evaluate_file(path: Any, judged: Qrels, metrics: Sequence[str] | None) -> tuple[Any, Run]:
+def _evaluate_file(path: Path, judged: Qrels, metrics: Sequence[str] | None) -> tuple[Evaluation, Run]:
     """Score one run file (TREC run or system outputs, with their answer side) against the judgements;
     with the run (its depth, its longest ranking, is the only one a run file records)."""
     run, texts, answers = read_system(path)

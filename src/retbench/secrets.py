@@ -41,7 +41,7 @@ import re
 import threading
 import urllib.parse
 from collections.abc import Iterator
-from typing import Any
+from typing import TypeAlias
 
 MASK = "***"
 _MIN_LEN = 4  # shorter "secrets" would mask ordinary words
@@ -110,6 +110,9 @@ def _forms(secret: str) -> set[str]:
     return {f for f in forms if len(f) >= _MIN_LEN}
 
 
+_Trie: TypeAlias = "dict[str, _Trie]"  # one character per level; "" marks the end of a form
+
+
 def _compile(forms: set[str]) -> re.Pattern[str] | None:
     """One regex of every form, each allowed to be split by `_SEP` between any two characters.
 
@@ -117,7 +120,7 @@ def _compile(forms: set[str]) -> re.Pattern[str] | None:
     step per character matched, not one per form: redaction stays linear in the text whatever the
     number of secrets. Longer continuations are tried first, so the longest form wins at a position.
     """
-    trie: dict[str, Any] = {}
+    trie: _Trie = {}
     for form in forms:
         node = trie
         for ch in form:
@@ -126,7 +129,7 @@ def _compile(forms: set[str]) -> re.Pattern[str] | None:
     return re.compile(_branches(trie, first=True)) if trie else None
 
 
-def _branches(node: dict[str, Any], first: bool = False) -> str:
+def _branches(node: _Trie, first: bool = False) -> str:
     """The regex of one trie node's continuations (empty when a form ends here and nothing follows).
 
     One separator before the alternatives, not one in each: the regex engine then skips an
@@ -142,7 +145,7 @@ def _branches(node: dict[str, Any], first: bool = False) -> str:
     return f"(?:{body})?" if "" in node else body
 
 
-def _depth(node: dict[str, Any]) -> int:
+def _depth(node: _Trie) -> int:
     return 1 + max((_depth(child) for child in node.values()), default=0)
 
 

@@ -41,12 +41,13 @@ import socket
 import sys
 import threading
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 from retbench.data import Corpus
 from retbench.io.datasets import load_dataset
+from retbench.jsontypes import JSONObject
 from retbench.retrievers.base import Retriever, create
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
-def int_field(value: Any, name: str, low: int, high: int | None = None, *, text: bool = False) -> int | str:
+def int_field(value: object, name: str, low: int, high: int | None = None, *, text: bool = False) -> int | str:
     """`value` as an integer in low..high, or the 400 message naming the field.
 
     The one rule of every integer field (`/search` k, `/rerank` top_n): a JSON body's integer is a JSON
@@ -141,7 +142,7 @@ class _Handler(BaseHTTPRequestHandler):
                 where = self.client_address[0]
                 print(f"retbench serve: {where}: request deadline of {owner.timeout:g} s passed", file=sys.stderr)
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         if self.server.owner.verbose:
             super().log_message(format, *args)
 
@@ -149,7 +150,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._received()  # the stdlib answers a malformed request itself: that answer ends the deadline too
         super().send_error(code, message, explain)
 
-    def _send(self, code: int, obj: Any) -> None:
+    def _send(self, code: int, obj: object) -> None:
         self._received()  # whatever is answered, the deadline no longer applies
         try:
             data = json.dumps(obj, allow_nan=False).encode("utf-8")
@@ -161,7 +162,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _search(self, params: dict[str, Any], *, query_string: bool = False) -> None:
+    def _search(self, params: Mapping[str, object], *, query_string: bool = False) -> None:
         owner = self.server.owner
         query = params.get("query")
         if not isinstance(query, str):
@@ -184,9 +185,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._search(dict(urllib.parse.parse_qsl(url.query)), query_string=True)
         self._send(404, {"error": f"no route {url.path}; use /search or /health"})
 
-    def _rerank(self, params: dict[str, Any]) -> None:
+    def _rerank(self, params: Mapping[str, object]) -> None:
         owner = self.server.owner
-        query, docs, top_n = params.get("query"), params.get("documents"), params.get("top_n")
+        query, docs, given_top_n = params.get("query"), params.get("documents"), params.get("top_n")
         if not isinstance(query, str):
             return self._send(400, {"error": "field 'query' must be a string"})
         if not isinstance(docs, list) or not all(isinstance(d, str) for d in docs):
@@ -199,10 +200,9 @@ class _Handler(BaseHTTPRequestHandler):
                     f"{owner.max_documents} per request (retbench serve --max-documents)"
                 },
             )
-        if top_n is not None:
-            top_n = int_field(top_n, "top_n", 1)
-            if isinstance(top_n, str):
-                return self._send(400, {"error": top_n})
+        top_n = None if given_top_n is None else int_field(given_top_n, "top_n", 1)
+        if isinstance(top_n, str):
+            return self._send(400, {"error": top_n})
         try:
             results = owner.rerank(query, docs, top_n)
         except Exception as exc:
@@ -211,7 +211,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         path = urllib.parse.urlsplit(self.path).path
-        routes: dict[str, Callable[[dict[str, Any]], None]] = {"/search": self._search, "/rerank": self._rerank}
+        routes: dict[str, Callable[[Mapping[str, object]], None]] = {"/search": self._search, "/rerank": self._rerank}
         if path not in routes:
             return self._send(404, {"error": "POST to /search or /rerank"})
         try:
@@ -342,8 +342,8 @@ class RetrievalServer:
         host, port = self.address
         return f"http://{host}:{port}/rerank"
 
-    def health(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"status": "ok"}
+    def health(self) -> JSONObject:
+        out: JSONObject = {"status": "ok"}
         if self.retriever is not None:
             out.update(adapter=self.retriever.adapter, name=self.retriever.name, documents=self.documents)
         if self.reranker is not None:
@@ -355,7 +355,7 @@ class RetrievalServer:
         with self._lock:
             return self.retriever.search_one(query, k)
 
-    def rerank(self, query: str, documents: list[str], top_n: int | None) -> list[dict[str, Any]]:
+    def rerank(self, query: str, documents: list[str], top_n: int | None) -> list[dict[str, int | float]]:
         """[{index, relevance_score}] best first (ties by index), at most `top_n` of them."""
         assert self.reranker is not None
         with self._lock:
@@ -363,10 +363,10 @@ class RetrievalServer:
         order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[: top_n or len(scores)]
         return [{"index": i, "relevance_score": float(scores[i])} for i in order]
 
-    def render(self, ranking: list[tuple[str, float]]) -> list[dict[str, Any]]:
+    def render(self, ranking: list[tuple[str, float]]) -> list[dict[str, str | float]]:
         out = []
         for doc, score in ranking:
-            item: dict[str, Any] = {"id": str(doc), "score": float(score)}
+            item: dict[str, str | float] = {"id": str(doc), "score": float(score)}
             if self.include_text and self.corpus is not None and doc in self.corpus:
                 item["text"] = self.corpus.joined(self.corpus.index[doc])
             out.append(item)
@@ -398,7 +398,7 @@ class RetrievalServer:
 def serve_dataset(
     dataset: str,
     adapter: str,
-    params: dict[str, Any] | None = None,
+    params: Mapping[str, object] | None = None,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,

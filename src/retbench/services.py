@@ -67,7 +67,7 @@ KINDS: dict[str, ServiceKind] = {
 }
 
 
-def _secret_env(kind: ServiceKind, systems: Iterable[tuple[str, Mapping[str, Any]]]) -> str | None:
+def _secret_env(kind: ServiceKind, systems: Iterable[tuple[str, Mapping[str, object]]]) -> str | None:
     """The environment variable the config's systems read the secret from (the first one named wins)."""
     if kind.secret_param is None:
         return None
@@ -82,7 +82,7 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 MARKER = ".retbench-service.json"
 
 
-def configured_port(kind: ServiceKind, systems: Iterable[tuple[str, Mapping[str, Any]]], source: str) -> int | None:
+def configured_port(kind: ServiceKind, systems: Iterable[tuple[str, Mapping[str, object]]], source: str) -> int | None:
     """The loopback port the config's systems expect this server on (None when they name no address).
 
     `services up` starts the server there so the config works unchanged; an address off this machine is
@@ -106,7 +106,7 @@ def configured_port(kind: ServiceKind, systems: Iterable[tuple[str, Mapping[str,
     return None
 
 
-def needed(systems: Iterable[tuple[str, Mapping[str, Any]]]) -> list[tuple[ServiceKind, str | None]]:
+def needed(systems: Iterable[tuple[str, Mapping[str, object]]]) -> list[tuple[ServiceKind, str | None]]:
     """(kind, secret variable) of each server these (adapter, params) systems need, in a stable order."""
     pairs = list(systems)
     adapters = {adapter for adapter, _ in pairs}
@@ -121,7 +121,7 @@ class Services:
     secret_envs: dict[str, str | None]
     tokens: dict[str, str] = field(default_factory=dict)  # what each server holds (environment, folder marker)
 
-    def point(self, adapter: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    def point(self, adapter: str, params: Mapping[str, object]) -> dict[str, object]:
         """A system's params with its address (and secret variable) set to the local server's."""
         server = self.servers.get(adapter)
         if server is None:
@@ -147,7 +147,7 @@ class Services:
 
 
 def start(
-    systems: Iterable[tuple[str, Mapping[str, Any]]],
+    systems: Iterable[tuple[str, Mapping[str, object]]],
     *,
     detached: bool = False,
     ports: Mapping[str, int | None] | None = None,
@@ -196,7 +196,7 @@ def mark_folder(folder: Path, adapter: str, token: str) -> None:
 
 @contextlib.contextmanager
 def local_services(
-    systems: Iterable[tuple[str, Mapping[str, Any]]], log: Callable[[str], None] = print
+    systems: Iterable[tuple[str, Mapping[str, object]]], log: Callable[[str], None] = print
 ) -> Iterator[Services]:
     """Servers for the length of a `with` block, stopped on the way out: on success, failure, Ctrl-C or SIGTERM.
 

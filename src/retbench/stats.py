@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from retbench.errors import InputError
 
@@ -27,7 +28,7 @@ class TestResult:
     pvalue: float
 
 
-def check_resamples(n_resamples: Any, name: str = "n_resamples") -> int:
+def check_resamples(n_resamples: object, name: str = "n_resamples") -> int:
     """`n_resamples` as an int >= 1: zero or negative resamples give no distribution (numpy would fail
     deep inside with an error that names nothing), and a bool or float is a caller's slip."""
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
@@ -35,7 +36,7 @@ def check_resamples(n_resamples: Any, name: str = "n_resamples") -> int:
     return int(n_resamples)
 
 
-def check_alpha(alpha: Any, name: str = "alpha") -> float:
+def check_alpha(alpha: object, name: str = "alpha") -> float:
     """A miscoverage level strictly between 0 and 1 (0 or 1 has no normal quantile; NaN has no meaning)."""
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
         raise InputError(f"must be a number between 0 and 1 (got {alpha!r})", field=name)
@@ -157,7 +158,7 @@ def bootstrap_cis(
     return out
 
 
-def _scipy_stats() -> Any:
+def _scipy_stats() -> ModuleType:
     """scipy.stats, imported on first use (it is the optional `stats` extra)."""
     try:
         from scipy import stats
@@ -332,7 +333,7 @@ def z_quantile(p: float) -> float:
     return NormalDist().inv_cdf(p)
 
 
-def _vector(values: Any, name: str) -> np.ndarray:
+def _vector(values: ArrayLike, name: str) -> np.ndarray:
     """`values` as a 1-D float array of finite numbers: one value per query, nothing else.
 
     A 2-D array would be flattened into queries that do not exist, strings and booleans are not
@@ -352,7 +353,7 @@ def _vector(values: Any, name: str) -> np.ndarray:
     return v
 
 
-def _check_lam(lam: Any) -> float | None:
+def _check_lam(lam: object) -> float | None:
     """None (PPI++ picks lam, clipped to [0, 1] as ppi_py does) or a fixed lam in [0, 1].
 
     Any fixed lam keeps the estimate unbiased, but [0, 1] is the range between the human labels alone
@@ -368,7 +369,7 @@ def _check_lam(lam: Any) -> float | None:
     return float(lam)
 
 
-def ppi_lambda(human: Any, llm_on_labelled: Any, llm_on_unlabelled: Any) -> float:
+def ppi_lambda(human: ArrayLike, llm_on_labelled: ArrayLike, llm_on_unlabelled: ArrayLike) -> float:
     """PPI++'s variance-minimising lam for a mean, clipped to [0, 1]:
     lam = cov(Y, f_lab) / ((1 + n / N) * var(f_lab and f_unl pooled)), population covariance over the
     labelled queries and sample variance (ddof 1) over all, as ppi_py's _calc_lam_glm computes it."""
@@ -381,7 +382,7 @@ def ppi_lambda(human: Any, llm_on_labelled: Any, llm_on_unlabelled: Any) -> floa
     return float(np.clip(cov / ((1.0 + y.size / fu.size) * var), 0.0, 1.0))
 
 
-def _ppi_inputs(human: Any, llm_on_labelled: Any, llm_on_unlabelled: Any) -> tuple[np.ndarray, ...]:
+def _ppi_inputs(human: ArrayLike, llm_on_labelled: ArrayLike, llm_on_unlabelled: ArrayLike) -> tuple[np.ndarray, ...]:
     y = _vector(human, "human")
     f = _vector(llm_on_labelled, "llm_on_labelled")
     fu = _vector(llm_on_unlabelled, "llm_on_unlabelled")
@@ -399,7 +400,9 @@ def _ppi_inputs(human: Any, llm_on_labelled: Any, llm_on_unlabelled: Any) -> tup
     return y, f, fu
 
 
-def ppi_estimate(human: Any, llm_on_labelled: Any, llm_on_unlabelled: Any, lam: float | None = 1.0) -> PPIEstimate:
+def ppi_estimate(
+    human: ArrayLike, llm_on_labelled: ArrayLike, llm_on_unlabelled: ArrayLike, lam: float | None = 1.0
+) -> PPIEstimate:
     """The prediction-powered mean with its standard error (see the formulas above)."""
     lam = _check_lam(lam)
     y, f, fu = _ppi_inputs(human, llm_on_labelled, llm_on_unlabelled)
@@ -410,7 +413,11 @@ def ppi_estimate(human: Any, llm_on_labelled: Any, llm_on_unlabelled: Any, lam: 
 
 
 def ppi_mean(
-    human: Any, llm_on_labelled: Any, llm_on_unlabelled: Any, alpha: float = 0.05, lam: float | None = 1.0
+    human: ArrayLike,
+    llm_on_labelled: ArrayLike,
+    llm_on_unlabelled: ArrayLike,
+    alpha: float = 0.05,
+    lam: float | None = 1.0,
 ) -> tuple[float, float, float]:
     """(estimate, low, high): the mean a metric would have under human labels, from LLM labels on every
     query corrected by the human-minus-LLM difference on the queries that carry both.
@@ -425,12 +432,12 @@ def ppi_mean(
 
 
 def ppi_mean_diff(
-    human_a: Any,
-    human_b: Any,
-    llm_a_labelled: Any,
-    llm_b_labelled: Any,
-    llm_a_unlabelled: Any,
-    llm_b_unlabelled: Any,
+    human_a: ArrayLike,
+    human_b: ArrayLike,
+    llm_a_labelled: ArrayLike,
+    llm_b_labelled: ArrayLike,
+    llm_a_unlabelled: ArrayLike,
+    llm_b_unlabelled: ArrayLike,
     alpha: float = 0.05,
     lam: float | None = 1.0,
 ) -> tuple[float, float, float]:
@@ -455,7 +462,7 @@ def ppi_mean_diff(
     return ppi_mean(deltas["human"], deltas["llm_on_labelled"], deltas["llm_on_unlabelled"], alpha=alpha, lam=lam)
 
 
-def classical_mean_ci(values: Any, alpha: float = 0.05) -> tuple[float, float, float]:
+def classical_mean_ci(values: ArrayLike, alpha: float = 0.05) -> tuple[float, float, float]:
     """(mean, low, high): the CLT interval from human labels alone, with the same (ddof 0) variance as
     `ppi_mean`, so the two widths compare like for like (ppi_py's classical_mean_ci)."""
     check_alpha(alpha)

@@ -13,13 +13,18 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
 
 from retbench.errors import EXIT_INPUT, RetbenchError
 from retbench.io.files import write_text
+from retbench.jsontypes import JSONObject
 from retbench.secrets import redact
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import TaskID
 
 app = typer.Typer(
     name="retbench",
@@ -34,7 +39,7 @@ app.add_typer(datasets_app, name="datasets")
 export_app = typer.Typer(help="Send a results directory to an experiment tracker.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
 
 def fail(message: str, code: int = EXIT_INPUT) -> typer.Exit:
@@ -47,7 +52,7 @@ def handles_errors(func: F) -> F:
     """Turn library errors into one message and their exit code, never a traceback."""
 
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: object, **kwargs: object) -> object:
         try:
             return func(*args, **kwargs)
         except RetbenchError as exc:
@@ -79,7 +84,7 @@ def _os_reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
-def console() -> Any:
+def console() -> Console:
     """Rich console: `COLUMNS` when set, else the terminal's width; piped output (CI logs, files) without
     `COLUMNS` gets 160 columns instead of rich's 80, so tables need to fold less."""
     from rich.console import Console
@@ -101,7 +106,7 @@ def write(path: Path | None, text: str) -> None:
         write_text(path, text)
 
 
-def json_object(text: str, option: str) -> dict[str, Any]:
+def json_object(text: str, option: str) -> JSONObject:
     """An option's value parsed as a JSON object, or one error line naming the option."""
     try:
         value = json.loads(text)
@@ -123,7 +128,7 @@ def repair_journals(output: Path) -> None:
 
 
 @contextlib.contextmanager
-def stage_bars(con: Any, suffix: str = "") -> Iterator[Callable[[str, int, int], None]]:
+def stage_bars(con: Console, suffix: str = "") -> Iterator[Callable[[str, int, int], None]]:
     """Progress bars on `con`, one per stage, for a `progress(stage, done, total)` callback (a run's stages,
     a comparison's resampled tests); `suffix` is added to each stage's label."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -131,7 +136,7 @@ def stage_bars(con: Any, suffix: str = "") -> Iterator[Callable[[str, int, int],
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=con
     ) as bar:
-        tasks: dict[str, Any] = {}
+        tasks: dict[str, TaskID] = {}
 
         def progress(stage: str, done: int, total: int) -> None:
             if stage not in tasks:

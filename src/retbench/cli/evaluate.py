@@ -12,6 +12,7 @@ from retbench.cli.app import console, fail, handles_errors
 if TYPE_CHECKING:
     from retbench.data import Qrels, Run
     from retbench.data.corpus import Sample
+    from retbench.estimates import Estimate
     from retbench.evaluation import Evaluation
     from retbench.metrics.judges.subtopics import SubtopicQrels
 
@@ -150,7 +151,7 @@ def eval_command(
 
         names, printed, trec_notes = trec_eval_measures(names, default_k)
     ev = evaluate(system, judged, names, **scoring)
-    estimates: dict[str, dict[str, Any]] = {}
+    estimates: dict[str, Estimate] = {}
     if labels != "human" and llm is not None:
         estimates = _label_estimates(ev, system, human, llm, int(provenance.get("depth") or LABEL_DEPTH), scoring)
     if tsv is not None:
@@ -192,7 +193,7 @@ LABEL_DEPTH = 10  # judge-relevance's default pool depth, for LLM qrels without 
 
 def _label_estimates(
     ev: Evaluation, run: Run, human: Qrels, llm: Qrels, depth: int, scoring: dict[str, Any]
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Estimate]:
     """Each metric's estimate when LLM labels scored it: the same run scored with the LLM qrels alone and
     with the human qrels alone, PPI over the doubly labelled queries (`estimates.label_estimates`)."""
     from retbench.estimates import doubly_labelled, label_estimates
@@ -205,7 +206,7 @@ def _label_estimates(
     return label_estimates(ev, by_llm, by_human, doubly_labelled(run, human, llm, depth))
 
 
-def _estimate_of(agg: dict[str, Any], estimates: dict[str, dict[str, Any]], metric: str) -> dict[str, Any]:
+def _estimate_of(agg: dict[str, Any], estimates: dict[str, Estimate], metric: str) -> Estimate:
     """A metric's `estimate` entry: computed from the label sources, an LLM-judged metric's own, else human."""
     from retbench.estimates import estimate_block
 
@@ -257,7 +258,7 @@ def _notes(ev: Evaluation, labels: str, llm_qrels: Path | None) -> list[str]:
     return notes
 
 
-def _source_notes(estimates: dict[str, dict[str, Any]]) -> list[str]:
+def _source_notes(estimates: dict[str, Estimate]) -> list[str]:
     """What the label sources mean for the numbers shown (nothing when every number is from human labels)."""
     sources = {e["source"] for e in estimates.values()}
     notes = []
@@ -290,7 +291,7 @@ def _print_json(
     ci: bool,
     labels: str,
     samples: list[Sample] | None,
-    estimates: dict[str, dict[str, Any]],
+    estimates: dict[str, Estimate],
 ) -> None:
     """The evaluation as JSON (strict: no NaN), with tag breakdowns for golden sets; each metric carries its
     `estimate`: which labels it comes from (human, llm, ppi), n human- and LLM-labelled queries, mean and CI."""
@@ -317,7 +318,7 @@ def _print_table(
     ci: bool,
     samples: list[Sample] | None,
     notes: list[str],
-    estimates: dict[str, dict[str, Any]],
+    estimates: dict[str, Estimate],
 ) -> None:
     """Means (with CIs) and their label source where not human, tag breakdowns and per-query rows as
     terminal tables, then the notes."""

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from retbench.cli.app import fail, handles_errors, write
+
+if TYPE_CHECKING:
+    from retbench.evaluation import Evaluation
 
 
 @handles_errors
@@ -69,7 +72,7 @@ def plan_command(
     write(json_out, json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
 
 
-def _llm_scores(baseline: Path, base: Any, llm_qrels: Path, metrics: list[str]) -> Any:
+def _llm_scores(baseline: Path, base: Evaluation, llm_qrels: Path, metrics: list[str]) -> Evaluation:
     """The baseline system's run scored with LLM labels, under the same evaluation settings as its human scores."""
     from retbench.evaluation import evaluate
     from retbench.io.trec import read_qrels, read_run

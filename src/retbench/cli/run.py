@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,6 +13,8 @@ from retbench.errors import ConfigError, InputError
 from retbench.secrets import redact
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from retbench.config import ExperimentModel
     from retbench.results.model import StudyResult
     from retbench.studies.cell import StudyOutcome
@@ -58,7 +61,7 @@ def run_command(
         _run_command(config, output, force, quiet, tag, history, repair, point=running.point)
 
 
-def _logger(con: Any) -> Any:
+def _logger(con: Console) -> Callable[[str], None]:
     return lambda m: con.print(redact(m), soft_wrap=True, markup=False, highlight=False)
 
 
@@ -70,7 +73,7 @@ def _run_command(
     tag: str | None,
     history: bool,
     repair: bool,
-    point: Any = None,
+    point: Callable[[str, Mapping[str, object]], dict[str, object]] | None = None,
 ) -> None:
     """Load, (re)point the systems at local servers when given, run, print, and exit by what failed."""
     from retbench.report.leaderboard import build_leaderboard
@@ -105,7 +108,7 @@ def _run_command(
     raise_if_llm_calls_failed(cfg.output_dir, [s.name for s in outcome.systems], note=note)
 
 
-def _print_judge_costs(result: StudyResult, con: Any) -> None:
+def _print_judge_costs(result: StudyResult, con: Console) -> None:
     """What the judging stage spent per system (calls made, cache hits, tokens, cost) and "judged N of M"."""
     from retbench.report.judge import judged_line, stats_line
 
@@ -119,7 +122,7 @@ def _print_judge_costs(result: StudyResult, con: Any) -> None:
 
 
 def _run_experiment(
-    cfg: ExperimentModel, force: bool, quiet: bool, con: Any, *, history: bool, tag: str | None
+    cfg: ExperimentModel, force: bool, quiet: bool, con: Console, *, history: bool, tag: str | None
 ) -> StudyOutcome:
     """Run the experiment, logging to the console and (unless quiet) showing one progress bar per stage."""
     from retbench.studies.benchmark import run_experiment

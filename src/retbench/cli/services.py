@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -16,7 +16,7 @@ services_app = typer.Typer(
 )
 
 
-def config_systems(config: Path) -> list[tuple[str, dict[str, Any]]]:
+def config_systems(config: Path) -> list[tuple[str, dict[str, object]]]:
     """(adapter, params) of every system in a config file (`config.study.declared_systems`)."""
     from retbench.config.study import declared_systems  # deferred: CLI start-up loads no config code
 

@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -29,7 +29,7 @@ from pydantic import (
     ValidationInfo,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 from retbench.config.env import check_env
 from retbench.errors import ConfigError
@@ -50,7 +50,7 @@ class Block(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _known_keys(cls, data: Any) -> Any:
+    def _known_keys(cls, data: object) -> object:
         """An unknown key names the keys this block takes and the nearest one (a misspelling)."""
         if isinstance(data, Mapping) and cls.model_config.get("extra") == "forbid":
             allowed = sorted(f.alias or n for n, f in cls.model_fields.items())
@@ -66,7 +66,7 @@ def field_error(fld: str, message: str) -> PydanticCustomError:
     return PydanticCustomError("field_error", message.replace("{", "{{").replace("}", "}}"), {"field": fld})
 
 
-def nearest(value: Any, choices: Sequence[str]) -> str | None:
+def nearest(value: object, choices: Sequence[str]) -> str | None:
     """The choice `value` most likely misspells (case, `-` for `_` and small typos forgiven), or None."""
     if not isinstance(value, str) or not choices:
         return None
@@ -82,18 +82,18 @@ def nearest(value: Any, choices: Sequence[str]) -> str | None:
     return by_norm[near[0]] if near and by_norm[near[0]] != value else None
 
 
-def did_you_mean(value: Any, choices: Sequence[str]) -> str:
+def did_you_mean(value: object, choices: Sequence[str]) -> str:
     """`; did you mean 'x'?` when `value` looks like a misspelt choice, else empty."""
     near = nearest(value, choices)
     return f"; did you mean {near!r}?" if near is not None else ""
 
 
-def unknown_key_message(key: Any, allowed: list[str]) -> str:
+def unknown_key_message(key: object, allowed: list[str]) -> str:
     """`unknown key 'x'; allowed: a, b; did you mean 'a'?`."""
     return f"unknown key {key!r}; allowed: {', '.join(allowed)}" + did_you_mean(str(key), allowed)
 
 
-def _choices(expected: Any) -> list[str]:
+def _choices(expected: object) -> list[str]:
     """The values of pydantic's `expected` text (`'a', 'b' or 'c'`; an enum's `'x' or 'y'`)."""
     return re.findall(r"'((?:[^'\\]|\\.)*)'", str(expected or ""))
 
@@ -154,7 +154,7 @@ ModelFile = Annotated[str, Field(min_length=1), AfterValidator(_model_file)]
 
 
 # -- errors --------------------------------------------------------------------------------------------
-def field_name(loc: tuple[Any, ...], data: Any) -> str:
+def field_name(loc: tuple[object, ...], data: object) -> str:
     """`('systems', 1, 'params', 'k3')` -> `systems[1].params.k3`, dropping pydantic's union tags.
 
     A union's location carries the name of the member tried (`str`, `DatasetBlock`, a discriminator
@@ -176,12 +176,12 @@ def field_name(loc: tuple[Any, ...], data: Any) -> str:
     return out
 
 
-def _describe(value: Any) -> str:
+def _describe(value: object) -> str:
     """The value as an error shows it: redacted, then cut (a URL's password cut short would not be recognised)."""
     return clip(repr(value), 80)
 
 
-def error_message(err: Mapping[str, Any]) -> str:
+def error_message(err: ErrorDetails) -> str:
     """A person's sentence for one pydantic error (the valid choices where there are some)."""
     kind, ctx, got = err["type"], err.get("ctx") or {}, err.get("input")
     if kind in ("unknown_key", "field_error"):
@@ -232,7 +232,7 @@ def error_message(err: Mapping[str, Any]) -> str:
     return f"{err['msg']}, got {_describe(got)}"
 
 
-def first_error(exc: ValidationError, data: Any, source: str | None, prefix: str = "") -> ConfigError:
+def first_error(exc: ValidationError, data: object, source: str | None, prefix: str = "") -> ConfigError:
     """The first problem of a failed validation as a ConfigError naming its field (under `prefix`)."""
     errors = exc.errors(include_url=False)
     err = errors[0]
@@ -252,7 +252,7 @@ def first_error(exc: ValidationError, data: Any, source: str | None, prefix: str
 
 def validate(
     model: type[M],
-    data: Any,
+    data: object,
     source: str | None = None,
     *,
     base: Path | None = None,

@@ -9,10 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import fields
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
 from retbench.config.base import unknown_key_message
 from retbench.errors import ConfigError
+
+V = TypeVar("V")
 
 
 def require(cond: bool, msg: str, source: str | None, fld: str) -> None:
@@ -20,11 +22,11 @@ def require(cond: bool, msg: str, source: str | None, fld: str) -> None:
         raise ConfigError(msg, path=source, field=fld)
 
 
-def is_int(v: Any) -> bool:
+def is_int(v: object) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def positive_int(v: Any, source: str | None, fld: str, *, optional: bool = False) -> Any:
+def positive_int(v: V, source: str | None, fld: str, *, optional: bool = False) -> V:
     """`v` when it is an integer >= 1 (or None when optional)."""
     require((optional and v is None) or (is_int(v) and v > 0), f"must be a positive integer, got {v!r}", source, fld)
     return v
@@ -36,7 +38,7 @@ def mapping(v: Any, source: str | None, fld: str) -> dict[str, Any]:
 
 
 def known_keys(
-    obj: Mapping[str, Any],
+    obj: Mapping[str, object],
     allowed: set[str] | frozenset[str],
     source: str | None,
     where: str,
@@ -50,11 +52,11 @@ def known_keys(
         raise ConfigError(msg, path=source, line=line, field=fld)
 
 
-def _is_number(v: Any) -> bool:
+def _is_number(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+_TYPE_CHECKS: dict[str, Callable[[object], bool]] = {
     "int": is_int,
     "float": _is_number,
     "bool": lambda v: isinstance(v, bool),
@@ -67,7 +69,7 @@ _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
 }
 
 
-def check_types(cls: type, block: Mapping[str, Any], source: str | None, where: str) -> None:
+def check_types(cls: type, block: Mapping[str, object], source: str | None, where: str) -> None:
     """Each value of `block` has the type its dataclass field declares (int, float, bool, str, None,
     list, mapping, or a union of them), so a bad setting is a config error before any work starts."""
     for f in fields(cls):  # type: ignore[arg-type]

@@ -96,7 +96,7 @@ class ChunkingModel(Study):
 
     @model_validator(mode="before")
     @classmethod
-    def _one_dataset_error(cls, data: Any, info: ValidationInfo) -> Any:
+    def _one_dataset_error(cls, data: object, info: ValidationInfo) -> object:
         """A bad dataset is named once, as `dataset` or `dataset.<key>` (not as each member of the union)."""
         value = data.get("dataset") if isinstance(data, dict) else None
         if value is None:

@@ -43,7 +43,7 @@ FolderName = Annotated[str, AfterValidator(_folder_name)]
 
 
 # -- datasets ----------------------------------------------------------------------------------------
-def _dataset_shorthand(raw: Any) -> Any:
+def _dataset_shorthand(raw: object) -> object:
     return {"name": raw} if isinstance(raw, str) else raw
 
 
@@ -187,7 +187,7 @@ class EvalBlock(Block, frozen=True):
     collection_size: PositiveInt | None = _EVAL_DEFAULTS.collection_size
 
     @classmethod
-    def from_config(cls, raw: Any, source: str | None = None, where: str = "evaluation") -> EvalSettings:
+    def from_config(cls, raw: object, source: str | None = None, where: str = "evaluation") -> EvalSettings:
         """The block as the `EvalSettings` that `evaluate` takes; errors name `<where>.<field>`."""
         return validate(cls, raw or {}, source, prefix=where).to_settings()
 
@@ -214,7 +214,7 @@ class EncoderSettings(Block, frozen=True):
     trust_remote_code: bool = False
 
     @classmethod
-    def from_config(cls, raw: Any, source: str | None = None, where: str = "encoder") -> EncoderSettings:
+    def from_config(cls, raw: object, source: str | None = None, where: str = "encoder") -> EncoderSettings:
         return validate(cls, raw or {}, source, prefix=where)
 
     @property

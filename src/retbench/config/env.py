@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from retbench.errors import ConfigError
 from retbench.secrets import register
 
 
-def env_fields(data: Any, where: str = "") -> Iterator[tuple[str, str]]:
+def env_fields(data: object, where: str = "") -> Iterator[tuple[str, str]]:
     """(field, variable name) of every `*_env` field in a config document, in document order."""
     if isinstance(data, Mapping):
         for key, value in data.items():
@@ -34,7 +33,7 @@ def env_fields(data: Any, where: str = "") -> Iterator[tuple[str, str]]:
             yield from env_fields(item, f"{where}[{i}]")
 
 
-def check_env(data: Any, source: str | None = None, prefix: str = "") -> dict[str, str]:
+def check_env(data: object, source: str | None = None, prefix: str = "") -> dict[str, str]:
     """Every variable named by a `*_env` field is set (non-empty); each value is registered as a secret.
 
     Returns {variable: field}. The message names the variable and the field (under `prefix`), never a value.

@@ -206,7 +206,7 @@ class StressSystem(ExperimentSystem):
 
 
 # -- the experiment's other blocks ---------------------------------------------------------------------
-def _executor_shorthand(raw: Any) -> Any:
+def _executor_shorthand(raw: object) -> object:
     return {"kind": raw} if isinstance(raw, str) else raw
 
 
@@ -223,7 +223,7 @@ class ExecutorBlock(Block):
 Executor = Annotated[ExecutorBlock, BeforeValidator(_executor_shorthand, json_schema_input_type=str | ExecutorBlock)]
 
 
-def _reference_shorthand(raw: Any) -> Any:
+def _reference_shorthand(raw: object) -> object:
     return {"system": raw} if isinstance(raw, str) else raw
 
 

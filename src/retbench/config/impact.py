@@ -65,7 +65,7 @@ CandidateSource = Annotated[
 ]
 
 
-def _group_shorthand(raw: Any) -> Any:
+def _group_shorthand(raw: object) -> object:
     return {"group": raw} if isinstance(raw, str) else raw
 
 

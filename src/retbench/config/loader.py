@@ -33,7 +33,7 @@ def read_config(path: str | Path, what: str = "config file") -> tuple[Any, str]:
     return load_yaml_text(text, p, strict_loader()), text
 
 
-def load(path: str | Path, parse: Callable[..., T], *args: Any, what: str = "config file", **kwargs: Any) -> T:
+def load(path: str | Path, parse: Callable[..., T], *args: object, what: str = "config file", **kwargs: object) -> T:
     """Read a YAML config and `parse(data, source, *args, **kwargs)`; check its `*_env` variables.
 
     Every error that names a field gains the file and that field's line (`what` names the file when

@@ -24,7 +24,7 @@ naming the rubric's field.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator
 
@@ -37,7 +37,7 @@ from retbench.metrics.rubric import INPUTS, MAX_HIGH, Rubric, declare
 InputName = Literal["query", "answer", "references", "passages", "negatives"]
 
 
-def _scale(raw: Any) -> Any:
+def _scale(raw: object) -> object:
     """`bool`; `0..N` or N -> N, with N from 1 to MAX_HIGH; anything else one clear error."""
     if raw == "bool":
         return raw

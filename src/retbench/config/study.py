@@ -73,7 +73,7 @@ def _public(value: Any) -> Any:
 
 
 def parse_study(
-    data: Any,
+    data: object,
     source: str,
     model: type[S],
     output: str | Path | None = None,
@@ -98,7 +98,7 @@ def load_study(
     return load(path, parse_study, model, output, check, what=what)
 
 
-def declared_systems(path: str | Path) -> list[tuple[str, dict[str, Any]]]:
+def declared_systems(path: str | Path) -> list[tuple[str, dict[str, object]]]:
     """(adapter, params) of every system a config file declares, read before the config is checked in full.
 
     `retbench services` and `run --services local` need them to start the servers whose secrets the full

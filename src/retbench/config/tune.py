@@ -48,7 +48,7 @@ class TuneModel(Study):
 
     @field_validator("grid")
     @classmethod
-    def _grid_not_empty(cls, value: Any) -> Any:
+    def _grid_not_empty(cls, value: object) -> object:
         if not value:
             raise ValueError("needs at least one setting")
         return value

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from retbench.jsontypes import JSONObject
 
 
 @dataclass(frozen=True)
@@ -29,9 +30,9 @@ class SystemAnswer:
     latency: Mapping[str, float] = field(default_factory=dict)
     error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """The outputs-file form (fields left out when empty), which `io.answers.parse_answer` reads back."""
-        out: dict[str, Any] = {}
+        out: JSONObject = {}
         if self.text is not None:
             out["answer"] = self.text
         if self.references:

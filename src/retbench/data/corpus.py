@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from retbench.data.qrels import Qrels
 from retbench.errors import InputError
+from retbench.jsontypes import JSONObject, JSONValue
 
 # because it changes scores: BEIR joins "title text" with one space and strips the result.
 JOIN_RULES = ("title_space_text", "title_newline_text", "text_only")
@@ -32,7 +32,7 @@ class Document:
     id: str
     text: str
     title: str = ""
-    metadata: Mapping[str, Any] = field(default_factory=dict)
+    metadata: Mapping[str, JSONValue] = field(default_factory=dict)
 
 
 class Corpus:
@@ -47,7 +47,7 @@ class Corpus:
         ids: Sequence[str],
         texts: Sequence[str],
         titles: Sequence[str] | None = None,
-        metadata: Sequence[Mapping[str, Any]] | None = None,
+        metadata: Sequence[Mapping[str, JSONValue]] | None = None,
         *,
         join_rule: str = "title_space_text",
         name: str = "",
@@ -67,14 +67,15 @@ class Corpus:
         self._index: dict[str, int] | None = None
 
     @classmethod
-    def from_documents(cls, docs: Iterable[Document], **kwargs: Any) -> Corpus:
+    def from_documents(cls, docs: Iterable[Document], *, join_rule: str = "title_space_text", name: str = "") -> Corpus:
         docs = list(docs)
         return cls(
             [d.id for d in docs],
             [d.text for d in docs],
             [d.title for d in docs],
             [dict(d.metadata) for d in docs],
-            **kwargs,
+            join_rule=join_rule,
+            name=name,
         )
 
     def __len__(self) -> int:
@@ -149,10 +150,10 @@ class Queries(Mapping[str, str]):
     def __init__(
         self,
         texts: Mapping[str, str],
-        metadata: Mapping[str, Mapping[str, Any]] | None = None,
+        metadata: Mapping[str, Mapping[str, JSONValue]] | None = None,
     ) -> None:
         self._texts = dict(texts)
-        self.metadata: dict[str, Mapping[str, Any]] = dict(metadata or {})
+        self.metadata: dict[str, Mapping[str, JSONValue]] = dict(metadata or {})
 
     def __getitem__(self, qid: str) -> str:
         return self._texts[qid]
@@ -192,7 +193,7 @@ class Sample:
     category: str | None = None
     answer: str | None = None
     support_groups: list[list[str]] | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: JSONObject = field(default_factory=dict)
     answerable: bool | None = None
     answers: list[str] = field(default_factory=list)
     negative_answers: list[str] = field(default_factory=list)

@@ -46,7 +46,7 @@ __all__ = [
 _BAD_ID_CHAR = re.compile(r"[\s\x00-\x1f\x7f]")
 
 
-def shown(value: Any, width: int = 40) -> str:
+def shown(value: object, width: int = 40) -> str:
     """`repr(value)` cut to `width` characters for an error message; an integer too long for Python to
     print (over 4,300 digits) is described by its size instead of raising while the error is built."""
     if isinstance(value, int) and value.bit_length() > 4 * width:
@@ -54,7 +54,7 @@ def shown(value: Any, width: int = 40) -> str:
     return f"{value!r:.{width}}"
 
 
-def id_problem(value: Any) -> str | None:
+def id_problem(value: object) -> str | None:
     """Why `value` cannot be a query or document id (None when it can)."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return f"id must be a string, got {type(value).__name__} {shown(value)}"
@@ -95,7 +95,7 @@ def score_problem(value: Any) -> str | None:
     return None
 
 
-def answer_problem(ranking: Sequence[tuple[Any, Any]]) -> str | None:
+def answer_problem(ranking: Sequence[tuple[object, object]]) -> str | None:
     """Why a backend's ranking cannot be recorded as an answer: a bad doc id or a non-finite score."""
     try:  # fast path: string ids and finite float scores, checked with one regex and one array pass
         docs, scores = zip(*ranking, strict=True)
@@ -219,7 +219,7 @@ def refuse_rankings_problems(results: Mapping[Any, Any]) -> None:
         raise InputError(problem[1], field=problem[0])
 
 
-def python_value_problem(value: Any, what: str) -> str | None:
+def python_value_problem(value: object, what: str) -> str | None:
     """Why a Python value cannot be a `what` ("score" or "grade"): None when it is an int or a float (or
     a NumPy one); a bool, a string or None is refused (its finiteness and integrality are checked later,
     by the same rules as a file's)."""

@@ -5,9 +5,9 @@ turns ids into integer codes whose order is the ids' string order (trec_eval bre
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, repeat
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -67,7 +67,7 @@ class MappingIds:
         return out
 
 
-def str_keyed_mappings(rankings: Sequence[Any], plain: bool) -> bool:
+def str_keyed_mappings(rankings: Sequence[Iterable[object]], plain: bool) -> bool:
     """True if every ranking is a mapping whose first key is a string (`plain` dicts are checked from C)."""
     if plain:
         return set(map(type, map(next, map(iter, rankings), repeat("")))) <= {str}

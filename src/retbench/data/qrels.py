@@ -17,7 +17,7 @@ from retbench.errors import InputError
 GRADE_BOUND = 2**63  # grades are stored as int64: -GRADE_BOUND <= grade < GRADE_BOUND
 
 
-def checked_grade(value: Any) -> int:
+def checked_grade(value: object) -> int:
     """The integer grade `value` stands for, or ValueError saying why it is none.
 
     The one grade rule of every judgement source (TREC and BEIR qrels lines, golden sets, Python
@@ -49,14 +49,14 @@ def _integer(value: Any) -> int:
     return int(number)
 
 
-def _id(value: Any, role: str) -> str:
+def _id(value: object, role: str) -> str:
     problem = id_problem(value)
     if problem:
         raise InputError(f"{role} {problem}", field="qrels")
     return str(value)
 
 
-def _judged(qid: Any, docs: Any) -> dict[str, Any]:
+def _judged(qid: object, docs: object) -> dict[str, Any]:  # grades are checked after
     if not isinstance(docs, Mapping):
         raise InputError(
             f"the judgements of query {qid!r:.40} must map doc id -> grade, got {type(docs).__name__}", field="qrels"

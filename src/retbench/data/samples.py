@@ -25,7 +25,7 @@ def sample_k(sample: Sample | None) -> int | None:
     k = sample.k if sample.k is not None else sample.metadata.get("k")
     if k is None:
         return None
-    if int(k) != k or int(k) < 1:
+    if not isinstance(k, (int, float)) or int(k) != k or int(k) < 1:
         raise InputError(f"sample {sample.id!r}: k must be a positive integer, got {k!r}", field="metadata.k")
     return int(k)
 

@@ -14,14 +14,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from retbench.chunkers.headings import normalize_heading_path
 from retbench.data.answers import ANSWER_FIELDS, SystemAnswer
 from retbench.errors import InputError
 
 
-def _reference(item: Any, n: int, path: Path | str, line: int | None) -> str:
+def _reference(item: object, n: int, path: Path | str, line: int | None) -> str:
     if isinstance(item, (str, int)) and not isinstance(item, bool):
         return str(item)
     if isinstance(item, Mapping):
@@ -37,7 +36,7 @@ def _reference(item: Any, n: int, path: Path | str, line: int | None) -> str:
     )
 
 
-def parse_answer(rec: Mapping[str, Any], path: Path | str, line: int | None) -> SystemAnswer | None:
+def parse_answer(rec: Mapping[str, object], path: Path | str, line: int | None) -> SystemAnswer | None:
     """The SystemAnswer a record carries (None when it has no answer field); bad fields raise InputError."""
     if not any(f in rec for f in ANSWER_FIELDS):
         return None

@@ -26,10 +26,13 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from retbench.errors import ConfigError, InputError
 from retbench.secrets import redact
+
+if TYPE_CHECKING:
+    import yaml
 
 
 def require_file(path: str | Path, what: str = "file") -> Path:
@@ -112,7 +115,7 @@ def appended_records(path: str | Path) -> Iterator[dict[str, Any]]:
                 yield rec
 
 
-def json_safe(obj: Any) -> Any:
+def json_safe(obj: object) -> Any:
     """The one NaN/Infinity policy: NaN and infinities become None (JSON has neither), numpy scalars plain
     numbers, tuples lists.
 
@@ -173,25 +176,25 @@ def atomic_text(path: Path) -> Iterator[IO[str]]:
         tmp.unlink(missing_ok=True)
 
 
-def dumps(obj: Any, *, indent: int | None = 2, ensure_ascii: bool = True) -> str:
+def dumps(obj: object, *, indent: int | None = 2, ensure_ascii: bool = True) -> str:
     """Strict, redacted JSON text of `obj` with a final newline (non-finite floats become null)."""
     text = json.dumps(json_safe(obj), indent=indent, default=str, allow_nan=False, ensure_ascii=ensure_ascii)
     return redact(text) + "\n"
 
 
-def json_line(obj: Any, *, ensure_ascii: bool = False) -> str:
+def json_line(obj: object, *, ensure_ascii: bool = False) -> str:
     """One record of a JSON Lines file: strict, redacted, on one line, newline-terminated."""
     return dumps(obj, indent=None, ensure_ascii=ensure_ascii)
 
 
-def write_json(path: Path, obj: Any, *, indent: int | None = 2, ensure_ascii: bool = True) -> None:
+def write_json(path: Path, obj: object, *, indent: int | None = 2, ensure_ascii: bool = True) -> None:
     """Write strict, redacted JSON atomically (temp file + rename) so a kill never leaves half a file."""
     text = dumps(obj, indent=indent, ensure_ascii=ensure_ascii)
     with atomic_text(path) as fh:
         fh.write(text)
 
 
-def write_jsonl(path: Path, records: Iterable[Any], *, ensure_ascii: bool = False) -> None:
+def write_jsonl(path: Path, records: Iterable[object], *, ensure_ascii: bool = False) -> None:
     """Write a whole JSON Lines file (one strict, redacted object a line) atomically."""
     with atomic_text(path) as fh:
         for rec in records:
@@ -218,7 +221,7 @@ class AppendLog:
         self.lock = threading.Lock()
         self._ready = False  # the folder is made at the first record: opening a log writes nothing
 
-    def write(self, record: Any) -> None:
+    def write(self, record: object) -> None:
         if self.path is None:
             return
         line = json_line(record)
@@ -244,13 +247,13 @@ def find_variant(folder: Path, stem: str) -> Path | None:
 MAX_ALIAS_NODES = 100_000
 
 
-def _expanded_size(root: Any, path: Path | str) -> int:
+def _expanded_size(root: yaml.Node, path: Path | str) -> int:
     """Nodes in the document once every alias is expanded (each distinct node is walked once)."""
     import yaml
 
     size: dict[int, int] = {}
     open_nodes: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(root, False)]
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
         node, done = stack.pop()
         key = id(node)
@@ -276,7 +279,7 @@ def _expanded_size(root: Any, path: Path | str) -> int:
     return size[id(root)]
 
 
-def load_yaml_text(text: str, path: Path | str, loader: Any = None) -> Any:
+def load_yaml_text(text: str, path: Path | str, loader: type[yaml.SafeLoader] | None = None) -> Any:
     """Parse YAML with a bound on alias expansion; errors name the file and line.
 
     PyYAML's safe loader still expands aliases without limit: a 400-byte document of nested

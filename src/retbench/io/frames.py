@@ -17,11 +17,13 @@ pandas is never imported here: a DataFrame is recognised by its `columns` and re
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, Protocol, TypeGuard, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from retbench.data import Qrels, Run
 from retbench.data.ids import first_bad_id, python_mapping_problem, python_value_problem, score_problem
@@ -33,13 +35,24 @@ DOC_COLUMNS = ("doc_id", "docno", "docid", "corpus-id", "corpus_id", "document_i
 SCORE_COLUMNS = ("score", "similarity", "rank_score")
 GRADE_COLUMNS = ("relevance", "label", "grade", "rel", "judgement", "judgment", "score")
 
+V = TypeVar("V")
 
-def is_frame(obj: Any) -> bool:
+
+class DataFrameLike(Protocol):
+    """What is read of a pandas (or pandas-like) DataFrame: its column labels, its row labels, one column."""
+
+    @property
+    def columns(self) -> Iterable[Hashable]: ...
+
+    def __getitem__(self, column: Hashable, /) -> ArrayLike: ...
+
+
+def is_frame(obj: object) -> TypeGuard[DataFrameLike]:
     """A pandas (or pandas-like) DataFrame: has named columns and per-column access."""
     return hasattr(obj, "columns") and hasattr(obj, "__getitem__") and not isinstance(obj, Mapping)
 
 
-def _column(frame: Any, candidates: tuple[str, ...], role: str, what: str) -> str:
+def _column(frame: DataFrameLike, candidates: tuple[str, ...], role: str, what: str) -> Hashable:
     names = {str(c).lower(): c for c in frame.columns}
     for c in candidates:
         if c in names:
@@ -51,14 +64,15 @@ def _column(frame: Any, candidates: tuple[str, ...], role: str, what: str) -> st
     )
 
 
-def _row_label(frame: Any, row: int) -> str:
+def _row_label(frame: DataFrameLike, row: int) -> str:
+    labels = getattr(frame, "index", None)  # pandas' row labels; a frame without them is named by position
     try:
-        return str(frame.index[row])
+        return str(labels[row]) if labels is not None else str(row)
     except (AttributeError, IndexError, TypeError):
         return str(row)
 
 
-def _frame_ids(frame: Any, column: str, what: str) -> list[Any]:
+def _frame_ids(frame: DataFrameLike, column: Hashable, what: str) -> list[str | int]:
     """A DataFrame's id column as Python values, refused (naming the row) where one is no usable id."""
     values = np.asarray(frame[column]).tolist()
     bad = first_bad_id(values)
@@ -68,14 +82,14 @@ def _frame_ids(frame: Any, column: str, what: str) -> list[Any]:
     return values
 
 
-def _grouped(qids: list[Any], docs: list[Any], values: list[Any]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+def _grouped(qids: Sequence[object], docs: Sequence[object], values: Sequence[V]) -> dict[str, dict[str, V]]:
+    out: dict[str, dict[str, V]] = {}
     for q, d, v in zip(qids, docs, values, strict=True):
         out.setdefault(str(q), {})[str(d)] = v
     return out
 
 
-def run_from_frame(frame: Any, name: str = "") -> Run:
+def run_from_frame(frame: DataFrameLike, name: str = "") -> Run:
     """A Run from a DataFrame with query, document and score columns (rank order is re-established).
 
     Ids and scores are checked as a run file's are: a null, NaN or infinite score, or a null or
@@ -101,7 +115,7 @@ def run_from_frame(frame: Any, name: str = "") -> Run:
     return Run.from_dict(_grouped(qids, docs, scores.tolist()), name=name)
 
 
-def qrels_from_frame(frame: Any) -> Qrels:
+def qrels_from_frame(frame: DataFrameLike) -> Qrels:
     """Qrels from a DataFrame with query, document and grade columns (grades as in a qrels file: integers)."""
     q = _column(frame, QUERY_COLUMNS, "query id", "qrels")
     d = _column(frame, DOC_COLUMNS, "document id", "qrels")
@@ -130,14 +144,15 @@ def _refuse(problem: tuple[str, str] | None) -> None:
         raise InputError(problem[1], field=problem[0])
 
 
-def _ranx(obj: Any) -> dict[str, Any] | None:
+def _ranx(obj: object) -> dict[str, Any] | None:
     """The `{qid: {doc: value}}` of a ranx `Qrels` or `Run` (None for anything else; ranx is never imported)."""
-    if type(obj).__module__.startswith("ranx.") and callable(getattr(obj, "to_dict", None)):
-        return dict(obj.to_dict())
+    to_dict = getattr(obj, "to_dict", None)
+    if type(obj).__module__.startswith("ranx.") and callable(to_dict):
+        return dict(to_dict())
     return None
 
 
-def as_qrels(obj: Any, split: str = "test") -> Qrels:
+def as_qrels(obj: object, split: str = "test") -> Qrels:
     """Qrels from a Qrels, `{qid: {doc: grade}}`, a ranx Qrels, a DataFrame, or a TREC / BEIR qrels path (or BEIR folder).
 
     Grades and ids are held to a qrels file's rules (see `data.qrels.checked_grade`): a fractional,
@@ -160,7 +175,7 @@ def as_qrels(obj: Any, split: str = "test") -> Qrels:
     raise InputError(f"cannot read qrels from a {type(obj).__name__}", field="qrels")
 
 
-def as_run(obj: Any, name: str = "") -> Run:
+def as_run(obj: object, name: str = "") -> Run:
     """A Run from a Run, `{qid: {doc: score}}`, a ranx Run, a DataFrame, or a TREC run file path.
 
     Scores and ids are held to a run file's rules: NaN, infinite or null scores and null, float or
@@ -192,7 +207,7 @@ def as_run(obj: Any, name: str = "") -> Run:
     raise InputError(f"cannot read a run from a {type(obj).__name__}", field="run")
 
 
-def pandas() -> Any:
+def pandas() -> ModuleType:
     """The pandas module, imported on first use (it is the optional `pandas` extra)."""
     try:
         import pandas as pd

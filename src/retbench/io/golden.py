@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import yaml
 
@@ -53,7 +53,7 @@ class _LineLoader(yaml.SafeLoader):
     """A YAML loader that remembers the line each mapping starts on, for error messages."""
 
 
-def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[str, Any]:
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[object, object]:
     mapping = loader.construct_mapping(node, deep=True)
     mapping["__line__"] = node.start_mark.line + 1
     return mapping  # type: ignore[return-value]
@@ -62,7 +62,7 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[str,
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def _strip_lines(obj: Any) -> Any:
+def _strip_lines(obj: object) -> object:
     if isinstance(obj, dict):
         return {k: _strip_lines(v) for k, v in obj.items() if k != "__line__"}
     if isinstance(obj, list):
@@ -70,7 +70,7 @@ def _strip_lines(obj: Any) -> Any:
     return obj
 
 
-def _load_records(path: Path, key: str) -> Iterator[tuple[int | None, Any]]:
+def _load_records(path: Path, key: str) -> Iterator[tuple[int | None, object]]:
     """(line, record) from a JSONL file, or from a YAML/JSON file holding a list or `{key: [...]}`."""
     if path.name.endswith((".jsonl", ".jsonl.gz")):
         yield from iter_jsonl(path)
@@ -87,7 +87,7 @@ def _load_records(path: Path, key: str) -> Iterator[tuple[int | None, Any]]:
         yield line, _strip_lines(rec)
 
 
-def _expected(value: Any, path: Path, line: int | None) -> dict[str, int]:
+def _expected(value: object, path: Path, line: int | None) -> dict[str, int]:
     if isinstance(value, list):
         if not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
             raise InputError(
@@ -117,7 +117,7 @@ def _expected(value: Any, path: Path, line: int | None) -> dict[str, int]:
     )
 
 
-def _question(value: Any, path: Path, line: int | None) -> str:
+def _question(value: object, path: Path, line: int | None) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
@@ -127,17 +127,28 @@ def _question(value: Any, path: Path, line: int | None) -> str:
     raise InputError("input must be a string or a mapping with a 'question'", path=path, line=line, field="input")
 
 
-def _texts(value: Any, path: Path, line: int | None, name: str) -> list[str]:
+def _texts(value: object, path: Path, line: int | None, name: str) -> list[str]:
     """A string or a list of strings (reference answers), empty ones dropped."""
     if value is None:
         return []
     items = value if isinstance(value, list) else [value]
-    if not all(isinstance(v, str) for v in items):
+    texts = [v for v in items if isinstance(v, str)]
+    if len(texts) != len(items):
         raise InputError("must be a string or a list of strings", path=path, line=line, field=name)
-    return [v for v in items if v.strip()]
+    return [v for v in texts if v.strip()]
 
 
-def _answer_side(rec: dict[str, Any], meta: dict[str, Any], p: Path, line: int | None) -> dict[str, Any]:
+class _AnswerSide(TypedDict):
+    """The answer-side fields of a `Sample`, as one golden record gives them."""
+
+    answerable: bool | None
+    answer: str | None
+    answers: list[str]
+    negative_answers: list[str]
+    recency_conflict_rule: str | None
+
+
+def _answer_side(rec: Mapping[str, object], meta: Mapping[str, object], p: Path, line: int | None) -> _AnswerSide:
     """answerable, reference answers and negative answers of one sample record."""
     answerable = rec.get("answerable", meta.get("answerable"))
     if answerable is not None and not isinstance(answerable, bool):
@@ -162,7 +173,7 @@ RECENCY_RULES = ("cite_newer", "cite_both", "acknowledge_both")
 
 
 def _recency_rule(
-    rec: dict[str, Any], meta: dict[str, Any], answerable: bool | None, p: Path, line: int | None
+    rec: Mapping[str, object], meta: Mapping[str, object], answerable: bool | None, p: Path, line: int | None
 ) -> str | None:
     """`recency_conflict_rule` (top level or in metadata): one of RECENCY_RULES, on a sample with two or
     more supports (`expected_output` lists the conflicting notes oldest first)."""
@@ -287,7 +298,7 @@ class SystemOutputs:
 OUTPUT_FIELDS = ("retrieved", "actualOutput", "actual_output", "output")
 
 
-def _decoded(value: Any, path: Path | str, line: int | None, name: str) -> Any:
+def _decoded(value: object, path: Path | str, line: int | None, name: str) -> object:
     """An output given as JSON text (as harnesses store it), decoded; any other value as it is."""
     if not isinstance(value, str):
         return value
@@ -302,7 +313,9 @@ def _decoded(value: Any, path: Path | str, line: int | None, name: str) -> Any:
         ) from None
 
 
-def record_output(rec: dict[str, Any], path: Path | str, line: int | None) -> tuple[Any, dict[str, Any], str]:
+def record_output(
+    rec: Mapping[str, object], path: Path | str, line: int | None
+) -> tuple[object, Mapping[str, object], str]:
     """(the output a record carries, where its answer side is, the field it came from).
 
     The output is the first of `OUTPUT_FIELDS` present, JSON text decoded (the record itself when none is,
@@ -312,12 +325,13 @@ def record_output(rec: dict[str, Any], path: Path | str, line: int | None) -> tu
     if name is None:
         return rec, rec, "retrieved"
     value = _decoded(rec[name], path, line, name)
-    inner = isinstance(value, dict) and not any(f in rec for f in ANSWER_FIELDS)
-    return value, (value if inner else rec), name
+    if isinstance(value, dict) and not any(f in rec for f in ANSWER_FIELDS):
+        return value, value, name
+    return value, rec, name
 
 
 def parse_ranking(
-    value: Any, path: Path | str, line: int | None, texts: dict[str, str], name: str = "retrieved"
+    value: object, path: Path | str, line: int | None, texts: dict[str, str], name: str = "retrieved"
 ) -> list[tuple[str, float]]:
     """One output in the input contract -> ranking (rank order kept); texts it carries go into `texts`."""
     if isinstance(value, dict) and "retrieved" in value:
@@ -398,10 +412,11 @@ def read_outputs(path: str | Path, name: str | None = None) -> SystemOutputs:
         for sid, value in doc.items():
             if id_problem(sid):
                 raise InputError(str(id_problem(sid)), path=p, field=f"{sid!r:.40}")
-            side = value = _decoded(value, p, None, str(sid))
+            carrier: object
+            carrier = value = _decoded(value, p, None, str(sid))
             if isinstance(value, dict):
-                value, side, _ = record_output(value, p, None)
+                value, carrier, _ = record_output(value, p, None)
             builder.add(str(sid), parse_ranking(value, p, None, texts))
-            if isinstance(side, dict) and (answer := parse_answer(side, p, None)) is not None:
+            if isinstance(carrier, dict) and (answer := parse_answer(carrier, p, None)) is not None:
                 answers[str(sid)] = answer
     return SystemOutputs(builder.build(), texts, answers)

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
 
 from retbench.data import Corpus, Dataset, Qrels, Queries
 from retbench.data.qrels import checked_grade
 from retbench.errors import InputError
+from retbench.jsontypes import JSONValue
 
 
 class ArrowColumn(Sequence[str]):
@@ -81,7 +82,11 @@ def corpus_from_hf(ds: Any, *, join_rule: str = "title_space_text", name: str = 
 
 
 def corpus_from_arrow(
-    table: Any, *, metadata: Any = None, join_rule: str = "title_space_text", name: str = ""
+    table: Any,
+    *,
+    metadata: Sequence[Mapping[str, JSONValue]] | None = None,
+    join_rule: str = "title_space_text",
+    name: str = "",
 ) -> Corpus:
     """A lazy Corpus over a pyarrow Table with `_id`, `text` and optional `title` columns (e.g.
     `pyarrow.parquet.read_table(path, memory_map=True)`): strings become Python objects a batch at a time."""
@@ -148,7 +153,7 @@ def load_hf_files(
     return Dataset(name or Path(corpus).parent.name, c, q, qr, path=str(Path(corpus).parent))
 
 
-def _qrels_features() -> Any:
+def _qrels_features() -> object:
     import datasets
 
     return datasets.Features(

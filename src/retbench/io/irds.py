@@ -23,7 +23,8 @@ import contextlib
 import io
 import os
 from collections.abc import Iterator
-from typing import Any
+from types import ModuleType
+from typing import Any, NoReturn
 
 from retbench.data import Corpus, Dataset, Qrels, Queries
 from retbench.data.qrels import checked_grade
@@ -46,7 +47,7 @@ class _NeedsDownload(Exception):
         self.target: str | None = None  # the file ir_datasets would have written, when known
 
 
-def _url(downloader: Any) -> str:
+def _url(downloader: object) -> str:
     return str(getattr(downloader, "url", None) or getattr(downloader, "_url", None) or downloader)
 
 
@@ -64,7 +65,7 @@ def _no_downloads() -> Iterator[None]:
         return
     from ir_datasets.util import download
 
-    def refuse(self: Any) -> Any:
+    def refuse(self: object) -> NoReturn:
         raise _NeedsDownload(_url(self))
 
     classes = [getattr(download, n) for n in ("RequestsDownload", "GoogleDriveDownload", "GoogleCloudBucketStream")]
@@ -72,7 +73,7 @@ def _no_downloads() -> Iterator[None]:
     path = download.Download.__dict__["path"]
     saved.append((download.Download, "path", path))
 
-    def path_noting_target(self: Any, force: bool = True) -> Any:
+    def path_noting_target(self: object, force: bool = True) -> object:
         try:
             return path(self, force)
         except Exception as exc:
@@ -95,7 +96,7 @@ def _no_downloads() -> Iterator[None]:
 def _needs_download(exc: BaseException) -> _NeedsDownload | None:
     """The refused download behind `exc` (ir_datasets wraps several mirrors' failures in one error)."""
     seen: set[int] = set()
-    todo: list[Any] = [exc]
+    todo: list[object] = [exc]
     while todo:
         e = todo.pop()
         if id(e) in seen:
@@ -116,12 +117,12 @@ def _home() -> str:
     return str(util.home_path())
 
 
-def _children(irds: Any, dataset_id: str) -> list[str]:
+def _children(irds: ModuleType, dataset_id: str) -> list[str]:
     prefix = dataset_id.rstrip("/") + "/"
     return sorted(n for n in irds.registry if n.startswith(prefix))[:5]
 
 
-def _text(record: Any, field: str = "text") -> str:
+def _text(record: object, field: str = "text") -> str:
     value = getattr(record, field, None)
     if value is None and hasattr(record, "default_text"):
         value = record.default_text()

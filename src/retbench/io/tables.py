@@ -22,7 +22,7 @@ MAGIC = "# retbench per-query evaluation\n"
 
 def write_table(
     path: str | Path,
-    header: Mapping[str, Any],
+    header: Mapping[str, object],
     metrics: Sequence[str],
     query_ids: Sequence[str],
     status: Sequence[str],

@@ -39,14 +39,16 @@ import http.client
 import json
 import math
 import re
+import socket
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
+from retbench.jsontypes import JSONObject, JSONValue
 from retbench.llm.settings import JudgeSettings
 from retbench.secrets import clip, request_url
 
@@ -85,10 +87,10 @@ class Completion:
     streamed: bool = False
     model: str | None = None
     error: str | None = None
-    attempts: list[dict[str, Any]] = field(default_factory=list)  # each failed attempt: error, status, waited_s
-    usage: Mapping[str, Any] = field(default_factory=dict)  # the server's `usage` as it came
+    attempts: list[JSONObject] = field(default_factory=list)  # each failed attempt: error, status, waited_s
+    usage: Mapping[str, JSONValue] = field(default_factory=dict)  # the server's `usage` as it came
     usage_note: str | None = None  # why the server's usage was set aside for an estimate
-    logprobs: list[dict[str, Any]] | None = None  # per answer token: token, logprob, top [[token, logprob], ...]
+    logprobs: list[JSONObject] | None = None  # per answer token: token, logprob, top [[token, logprob], ...]
 
 
 class ChatClient:
@@ -119,7 +121,7 @@ class ChatClient:
     def chat(self, messages: list[dict[str, str]], model: str | None = None) -> Completion:
         """Send one chat request, retrying failed attempts; always returns a Completion."""
         s = self.settings
-        body: dict[str, Any] = {
+        body: JSONObject = {
             "model": model or s.model or "",
             "messages": messages,
             "temperature": s.temperature,
@@ -132,7 +134,7 @@ class ChatClient:
         if s.stream:
             body["stream_options"] = {"include_usage": True}
         data = json.dumps(body).encode("utf-8")
-        attempts: list[dict[str, Any]] = []
+        attempts: list[JSONObject] = []
         start = time.perf_counter()
         for attempt in range(s.retries + 1):
             try:
@@ -263,10 +265,10 @@ class _Watch:
 
     def __init__(self) -> None:
         self.expired = False
-        self._sockets: list[Any] = []
+        self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
 
-    def track(self, sock: Any) -> None:
+    def track(self, sock: socket.socket) -> None:
         with self._lock:
             self._sockets.append(sock)
             if self.expired:
@@ -279,9 +281,7 @@ class _Watch:
                 _shut(sock)
 
 
-def _shut(sock: Any) -> None:
-    import socket
-
+def _shut(sock: socket.socket) -> None:
     with contextlib.suppress(OSError):  # already closed: nothing left to wake
         sock.shutdown(socket.SHUT_RDWR)
 
@@ -302,7 +302,7 @@ class _WatchedHTTP(urllib.request.HTTPHandler):
         super().__init__()
         self._conn = _watched(http.client.HTTPConnection, watch)
 
-    def http_open(self, req: urllib.request.Request) -> Any:
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         return self.do_open(self._conn, req)
 
 
@@ -311,7 +311,7 @@ class _WatchedHTTPS(urllib.request.HTTPSHandler):
         super().__init__()
         self._conn = _watched(http.client.HTTPSConnection, watch)
 
-    def https_open(self, req: urllib.request.Request) -> Any:
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         return self.do_open(self._conn, req)  # no context: the default one, as urlopen's
 
 
@@ -330,7 +330,7 @@ def _json_body(body: bytes, kind: str, what: str) -> dict[str, Any]:
     return obj
 
 
-def content_text(content: Any, where: str) -> str:
+def content_text(content: object, where: str) -> str:
     """A message's text: a string, or OpenAI's content parts (the `text` of each text part, joined)."""
     if content is None:
         return ""
@@ -349,22 +349,22 @@ def content_text(content: Any, where: str) -> str:
     raise CallFailed(f"{where} is a {type(content).__name__}, not text or a list of text parts")
 
 
-def _whole(value: Any) -> bool:
+def _whole(value: object) -> TypeGuard[int | float]:
     """A finite whole number (1e3 and 1000 both; NaN, Infinity, 2.5, True and "12" not)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     return isinstance(value, int) or (math.isfinite(value) and value == int(value))
 
 
-def _mapping(value: Any) -> dict[str, Any]:
+def _mapping(value: object) -> JSONObject:
     return dict(value) if isinstance(value, dict) else {}
 
 
-def _model(value: Any) -> str | None:
+def _model(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def token_logprobs(block: Any) -> list[dict[str, Any]] | None:
+def token_logprobs(block: object) -> list[JSONObject] | None:
     """OpenAI's `logprobs.content` -> [{token, logprob, top: [[token, logprob], ...]}]; None when absent.
 
     Entries whose log-probability is not a finite number <= 0 are left out (they are no probability).
@@ -386,7 +386,7 @@ def token_logprobs(block: Any) -> list[dict[str, Any]] | None:
     return out
 
 
-def _logprob(value: Any) -> bool:
+def _logprob(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value <= 0
 
 
@@ -397,8 +397,8 @@ def _read_sse(body: bytes) -> Completion:
     stream without [DONE]); otherwise the stream was cut and the text so far is not an answer.
     """
     parts: list[str] = []
-    usage: dict[str, Any] = {}
-    logprobs: list[dict[str, Any]] | None = None
+    usage: JSONObject = {}
+    logprobs: list[JSONObject] | None = None
     model = None
     done = finished = False
     for raw in body.splitlines():

@@ -28,19 +28,23 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from retbench.config.experiment import GenerateBlock
 from retbench.data import Corpus, Queries, Run
 from retbench.data.answers import SystemAnswer
 from retbench.errors import ConfigError
+from retbench.jsontypes import JSONObject
 from retbench.llm.prompts import load_prompt
 from retbench.retrievers.base import Ranking, Retriever
+
+if TYPE_CHECKING:
+    from retbench.llm.judge import Judge
 
 _CITE = re.compile(r"\[(\d{1,3})\]")
 
 
-def describe_generate(spec: GenerateBlock) -> dict[str, Any]:
+def describe_generate(spec: GenerateBlock) -> JSONObject:
     """What a system's answers depend on besides its retriever (part of the system's manifest)."""
     return {
         "llm": spec.llm.with_(prompt=spec.prompt).to_manifest(),
@@ -78,9 +82,9 @@ class Generator:
         self.llm = spec.llm.with_(prompt=spec.prompt)  # the pinned model, asked with the answer prompt
         self.log_path, self.cache_dir = log_path, cache_dir
         self._stack = ExitStack()
-        self._judge: Any = None
+        self._judge: Judge | None = None
 
-    def _open(self) -> Any:
+    def _open(self) -> Judge:
         """The judge-machinery client, its server started on first use (a local model) and kept until close()."""
         if self._judge is None:
             from retbench.llm.judge import Judge, open_base_url
@@ -122,7 +126,7 @@ class Generator:
                 out[v.key] = SystemAnswer(error=v.status, latency={"generation": each})
         return out
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> JSONObject:
         return self._judge.manifest() if self._judge is not None else {}
 
     def close(self) -> None:
@@ -142,7 +146,7 @@ class GeneratingRetriever(Retriever):
         self.answers: dict[str, SystemAnswer] = {}
         self.corpus: Corpus | None = None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {**self.inner.describe(), "generate": describe_generate(self.generator.spec)}
 
     def fingerprint(self) -> str:

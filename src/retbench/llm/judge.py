@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from retbench.errors import BackendError
+from retbench.jsontypes import JSONObject
 from retbench.llm.client import CallFailed, ChatClient, Completion, estimate_tokens, grade_probabilities
 from retbench.llm.local import cache_root, local_server
 from retbench.llm.prompts import Prompt, load_prompt
@@ -77,7 +78,7 @@ class JudgeStats:
             + self.output_tokens / 1000 * settings.price_output_per_1k
         )
 
-    def to_dict(self, settings: JudgeSettings) -> dict[str, Any]:
+    def to_dict(self, settings: JudgeSettings) -> JSONObject:
         judged = self.statuses.get("ok", 0)
         return {
             "calls": self.calls,
@@ -152,7 +153,7 @@ class Judge:
     def _messages(self, fields: Mapping[str, str]) -> list[dict[str, str]]:
         return self.prompt.messages(**fields)
 
-    def estimate(self, items: Sequence[tuple[Any, Mapping[str, str]]]) -> dict[str, Any]:
+    def estimate(self, items: Sequence[tuple[Any, Mapping[str, str]]]) -> JSONObject:
         """The dry run: calls that would be made (cache hits excluded), estimated tokens and cost."""
         calls = in_tok = 0
         for _, fields in items:
@@ -181,7 +182,7 @@ class Judge:
                 return list(pool.map(lambda it: self._one(it[0], it[1], identity, cache), items))
         return [self._one(key, fields, identity, cache) for key, fields in items]
 
-    def _one(self, key: Any, fields: Mapping[str, str], identity: dict[str, Any], cache: VerdictCache) -> Verdict:
+    def _one(self, key: Any, fields: Mapping[str, str], identity: JSONObject, cache: VerdictCache) -> Verdict:
         messages = self._messages(fields)
         digest = sha256_json(messages)
         hit = cache.get(digest)
@@ -221,7 +222,7 @@ class Judge:
         self._log(verdict, messages, digest, identity, done)
         return verdict
 
-    def _graded(self, verdict: Verdict, logprobs: Any) -> Verdict:
+    def _graded(self, verdict: Verdict, logprobs: Sequence[Mapping[str, Any]] | None) -> Verdict:
         """The grade probabilities and expected grade of an ok verdict whose answer came with logprobs."""
         if verdict.ok and self.grades and logprobs:
             probs = grade_probabilities(logprobs, self.grades)
@@ -231,7 +232,7 @@ class Judge:
         return verdict
 
     def _log(
-        self, v: Verdict, messages: list[dict[str, str]], digest: str, identity: dict[str, Any], done: Completion | None
+        self, v: Verdict, messages: list[dict[str, str]], digest: str, identity: JSONObject, done: Completion | None
     ) -> None:
         self.log.write(
             {
@@ -262,7 +263,7 @@ class Judge:
             }
         )
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> JSONObject:
         """The judge block for a manifest: identity, settings (no secrets) and this command's stats."""
         return {
             "identity": self.identity.to_dict(),

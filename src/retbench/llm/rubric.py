@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Callable, Sequence
-from typing import Any
 
+from retbench.jsontypes import JSONObject
 from retbench.llm.prompts import Prompt, load_prompt
 from retbench.llm.verdicts import _flag, _integer, located_objects
 from retbench.metrics.rubric import Rubric
@@ -82,10 +82,10 @@ def material(
     return {"material": "\n\n".join(parts)}
 
 
-def parser(rubric: Rubric) -> Callable[[str], tuple[dict[str, Any] | None, str]]:
+def parser(rubric: Rubric) -> Callable[[str], tuple[JSONObject | None, str]]:
     """The verdict parser of a rubric's scale: ({"value", "reasoning"}, "ok") or (None, "unparseable")."""
 
-    def parse(text: str) -> tuple[dict[str, Any] | None, str]:
+    def parse(text: str) -> tuple[JSONObject | None, str]:
         found = list(located_objects(text))
         if not found:
             return None, "unparseable"

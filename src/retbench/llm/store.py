@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from retbench.io.files import AppendLog, appended_records, json_line, write_json
+from retbench.jsontypes import JSONObject
 
 
-def sha256_json(value: Any) -> str:
+def sha256_json(value: object) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
@@ -62,8 +64,8 @@ class JudgeIdentity:
     model: str
     model_file: str | None
     model_sha256: str | None
-    prompt: dict[str, Any]
-    settings: dict[str, Any]
+    prompt: Mapping[str, str | int]  # the prompt's describe(): name, version, id, sha256
+    settings: JSONObject
 
     @property
     def key(self) -> str:
@@ -71,7 +73,7 @@ class JudgeIdentity:
             :16
         ]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # studies index into it (identity["prompt"]["id"])
         return {
             "model": self.model,
             "model_file": Path(self.model_file).name if self.model_file else None,

@@ -21,6 +21,8 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from retbench.jsontypes import JSONObject
+
 STATUSES = ("ok", "judge_error", "judge_timeout", "unparseable")
 
 
@@ -53,7 +55,7 @@ def final_object(text: str) -> dict[str, Any] | None:
     return last
 
 
-def _integer(value: Any) -> int | None:
+def _integer(value: object) -> int | None:
     """An integer grade: 2, 2.0 or "2"; None for 1.5, NaN, Infinity, booleans and anything else."""
     if isinstance(value, str) and value.strip().isdigit():
         return int(value.strip())
@@ -89,7 +91,7 @@ def parse_fields(text: str, required: tuple[str, ...]) -> tuple[dict[str, str] |
 
 
 # -- the judged answer metrics' verdicts (metrics/judged.py) --------------------------------------------
-def _flag(value: Any) -> bool | None:
+def _flag(value: object) -> bool | None:
     """1/0, true/false, "yes"/"no" -> bool; anything else None (never guessed)."""
     if isinstance(value, bool):
         return value
@@ -140,7 +142,7 @@ def parse_scored(text: str, lists: tuple[str, ...] = (), strings: tuple[str, ...
     score = _integer(obj.get("score"))
     if score is None or not 0 <= score <= 5:
         return None, "unparseable"
-    out: dict[str, Any] = {"score": score}
+    out: JSONObject = {"score": score}
     ok = True
     for name in lists:
         items = obj.get(name, [])

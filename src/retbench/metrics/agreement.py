@@ -10,11 +10,11 @@ filter are also averaged on their own: filtered recall against the exact filtere
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any
 
 import numpy as np
 
 from retbench.data import Run
+from retbench.jsontypes import JSONObject
 
 
 def overlap_at_k(run: Run, reference: Run, qids: Sequence[str], k: int) -> tuple[float | None, int]:
@@ -31,10 +31,10 @@ def overlap_at_k(run: Run, reference: Run, qids: Sequence[str], k: int) -> tuple
 
 def reference_agreement(
     run: Run, reference: Run, qids: Sequence[str], k: int, *, reference_name: str, filtered: Collection[str] = ()
-) -> dict[str, Any]:
+) -> JSONObject:
     """The `reference` block of metrics.json: overlap@k over all queries and over the filtered ones."""
     overall, n = overlap_at_k(run, reference, qids, k)
-    block: dict[str, Any] = {"system": reference_name, "k": k, "overlap": overall, "queries": n}
+    block: JSONObject = {"system": reference_name, "k": k, "overlap": overall, "queries": n}
     if filtered:
         fq = [q for q in qids if q in filtered]
         block["filtered_overlap"], block["filtered_queries"] = overlap_at_k(run, reference, fq, k)

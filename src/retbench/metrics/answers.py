@@ -161,14 +161,14 @@ def _anchor(ref: str) -> tuple[str, tuple[str, ...]]:
     return (parts[0], parts[1:]) if parts else (ref, ())
 
 
-def chunk_anchor(ref: str, texts: Any) -> str | None:
+def chunk_anchor(ref: str, texts: object) -> str | None:
     """`doc > heading > path` of a cited chunk: from a ChunkSet, or a corpus record's metadata
     (`doc_id` or `rel_path`, and `heading_path`); None when `ref` is not a chunk of a known document."""
     from retbench.chunkers import ChunkSet
     from retbench.data import Corpus
 
-    doc: Any
-    heading: Any
+    doc: object
+    heading: object
     if isinstance(texts, ChunkSet):
         if ref not in texts.index:
             return None
@@ -183,7 +183,7 @@ def chunk_anchor(ref: str, texts: Any) -> str | None:
     return " > ".join((doc, *normalize_heading_path(heading))) if doc != ref else None
 
 
-def cited(references: Sequence[str], texts: Any = None) -> list[str]:
+def cited(references: Sequence[str], texts: object = None) -> list[str]:
     """The citations with, after each cited chunk, the anchor of its place in its document."""
     out = []
     for ref in references:
@@ -193,7 +193,7 @@ def cited(references: Sequence[str], texts: Any = None) -> list[str]:
     return out
 
 
-def cites_support(references: Sequence[str], supports: Sequence[str], texts: Any = None) -> bool:
+def cites_support(references: Sequence[str], supports: Sequence[str], texts: object = None) -> bool:
     """True if a cited reference (or its chunk's document anchor) is a gold support or lies under one."""
     refs = cited(references, texts)
     if set(refs) & set(supports):

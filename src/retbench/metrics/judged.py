@@ -42,11 +42,14 @@ from typing import Any
 import numpy as np
 
 from retbench.data.answers import SystemAnswer, abstained
+from retbench.data.corpus import Sample
 from retbench.metrics.base import Builtin, MetricContext
 
 #: one query's outcome for a metric: a value, None (does not apply) or a status (verdict failed)
 Outcome = float | str | None
-Records = Mapping[str, Any]
+Records = Mapping[str, Any]  # one query's stored judge records: kind -> {status, value}, as the judge wrote them
+#: a judged metric's per-query outcome from (golden sample, the system's answer, stored records)
+OutcomeFn = Callable[["Sample | None", SystemAnswer | None, Records | None], Outcome]
 
 
 # -- formulas -----------------------------------------------------------------------------------------
@@ -92,21 +95,21 @@ def given_text(answer: SystemAnswer | None) -> str | None:
     return answer.text
 
 
-def references(sample: Any) -> list[str]:
+def references(sample: Sample | None) -> list[str]:
     """Reference answers of an answerable sample ([] for unanswerable samples and samples without one)."""
     if sample is None or getattr(sample, "answerable", None) is False:
         return []
     return [r for r in getattr(sample, "answers", None) or [] if r and r.strip()]
 
 
-def answerable(sample: Any) -> bool:
+def answerable(sample: Sample | None) -> bool:
     return sample is None or getattr(sample, "answerable", None) is not False
 
 
-def answer_side(kind: str, extract: Callable[[Any], Outcome]) -> Callable[[Any, Any, Records | None], Outcome]:
+def answer_side(kind: str, extract: Callable[[Any], Outcome]) -> OutcomeFn:
     """A metric over a given answer: NaN when the system gave none, 0 when it failed, else `extract`."""
 
-    def fn(sample: Any, answer: SystemAnswer | None, records: Records | None) -> Outcome:
+    def fn(sample: Sample | None, answer: SystemAnswer | None, records: Records | None) -> Outcome:
         if answer is not None and answer.error is not None:
             return 0.0
         if given_text(answer) is None:
@@ -117,7 +120,7 @@ def answer_side(kind: str, extract: Callable[[Any], Outcome]) -> Callable[[Any, 
     return fn
 
 
-def _faithfulness(sample: Any, answer: SystemAnswer | None, records: Records | None) -> Outcome:
+def _faithfulness(sample: Sample | None, answer: SystemAnswer | None, records: Records | None) -> Outcome:
     if answer is not None and answer.error is not None:
         return 0.0
     if given_text(answer) is None:
@@ -147,7 +150,7 @@ def _context_only(records: Records | None) -> Outcome:
     return 0.0 if not records["context"] else None
 
 
-def _context_recall(sample: Any, answer: SystemAnswer | None, records: Records | None) -> Outcome:
+def _context_recall(sample: Sample | None, answer: SystemAnswer | None, records: Records | None) -> Outcome:
     if not references(sample):
         return None
     if (early := _context_only(records)) is not None:
@@ -155,7 +158,7 @@ def _context_recall(sample: Any, answer: SystemAnswer | None, records: Records |
     return _supported(records, "reference", context_recall, no_claims=None)  # no statement: nothing to recall
 
 
-def _context_precision(sample: Any, answer: SystemAnswer | None, records: Records | None) -> Outcome:
+def _context_precision(sample: Sample | None, answer: SystemAnswer | None, records: Records | None) -> Outcome:
     if not answerable(sample):
         return None
     early = _context_only(records)
@@ -168,7 +171,7 @@ def _context_precision(sample: Any, answer: SystemAnswer | None, records: Record
     return str(bad) if bad else context_precision([bool(c.get("value")) for c in chunks])
 
 
-def _correctness(sample: Any, answer: SystemAnswer | None, records: Records | None) -> Outcome:
+def _correctness(sample: Sample | None, answer: SystemAnswer | None, records: Records | None) -> Outcome:
     if not references(sample):
         return None
     if given_text(answer) is None:
@@ -178,7 +181,7 @@ def _correctness(sample: Any, answer: SystemAnswer | None, records: Records | No
 
 
 #: metric name -> per-query outcome function (sample, answer, stored records)
-OUTCOMES: dict[str, Callable[[Any, Any, Records | None], Outcome]] = {
+OUTCOMES: dict[str, OutcomeFn] = {
     "faithfulness": _faithfulness,
     "context_precision": _context_precision,
     "context_recall": _context_recall,
@@ -199,9 +202,9 @@ def judged_abstention(answer: SystemAnswer | None, records: Records | None) -> b
 # -- per query, per metric -----------------------------------------------------------------------------
 def outcomes(
     metric: str,
-    samples: Sequence[Any],
-    answers: Mapping[str, Any] | None,
-    judged: Mapping[str, Any] | None,
+    samples: Sequence[Sample | None],
+    answers: Mapping[str, SystemAnswer] | None,
+    judged: Mapping[str, Records] | None,
     qids: Sequence[str],
 ) -> list[Outcome]:
     """Each query's outcome for one judged metric (value, None = not applicable, or a failed status)."""
@@ -213,7 +216,7 @@ def outcomes(
     return out
 
 
-def counts(values: Sequence[Outcome]) -> dict[str, Any]:
+def counts(values: Sequence[Outcome]) -> dict[str, int | dict[str, int]]:
     """{"judged": N, "of": M, "statuses": {...}}: N scored of the M queries the metric applies to."""
     statuses: dict[str, int] = {}
     for v in values:

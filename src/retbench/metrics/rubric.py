@@ -31,13 +31,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from retbench.data.answers import SystemAnswer
+from retbench.data.corpus import Sample
 from retbench.errors import ConfigError
 from retbench.metrics.base import Builtin
-from retbench.metrics.judged import OUTCOMES, Outcome, Records, column, given_text, references, verdict
+from retbench.metrics.judged import OUTCOMES, Outcome, OutcomeFn, Records, column, given_text, references, verdict
 
 #: what a rubric's judge may be shown
 INPUTS = ("query", "answer", "references", "passages", "negatives")
@@ -119,14 +121,14 @@ class Rubric:
             raise ConfigError(f"rubric {self.name!r}: the rubric text is empty", field="rubric")
         return self
 
-    def human(self, value: Any) -> int | None:
+    def human(self, value: object) -> int | None:
         """A person's verdict (`metadata.human`) as a grade on this scale: 1/0 or true/false on yes/no, an
         integer 0..high on a graded one; None when it is not on the scale."""
         if isinstance(value, bool):
             value = int(value)
         return int(value) if isinstance(value, int) and value in self.grades else None
 
-    def outcome(self, sample: Any, answer: Any, records: Records | None) -> Outcome:
+    def outcome(self, sample: Sample | None, answer: SystemAnswer | None, records: Records | None) -> Outcome:
         """One query's value, None (does not apply) or a status (module docstring)."""
         if "references" in self.inputs and not references(sample):
             return None
@@ -237,10 +239,10 @@ def declare(rubric: Rubric, taken: bool) -> Builtin:
     return entry(rubric)
 
 
-def _outcome(name: str) -> Callable[[Any, Any, Records | None], Outcome]:
+def _outcome(name: str) -> OutcomeFn:
     """The outcome function the judged metrics table holds for a rubric (its current definition)."""
 
-    def fn(sample: Any, answer: Any, records: Records | None) -> Outcome:
+    def fn(sample: Sample | None, answer: SystemAnswer | None, records: Records | None) -> Outcome:
         return DECLARED[name].outcome(sample, answer, records)
 
     return fn

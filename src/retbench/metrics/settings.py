@@ -13,6 +13,7 @@ from numbers import Real
 from typing import Any
 
 from retbench.errors import ConfigError
+from retbench.jsontypes import JSONObject
 
 MODES = ("trec_eval", "pytrec_eval")
 NO_RELEVANT = ("skip", "zero", "one")
@@ -59,7 +60,7 @@ class EvalSettings:
             return self.mode == "pytrec_eval"
         return bool(self.ignore_identical_ids)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """The settings as recorded in manifests and fingerprints (identical ids resolved by the mode).
 
         trec_eval's -J/-M/-N options are left out while at their defaults, so results scored before they existed
@@ -78,7 +79,7 @@ MODE_LABELS = {
 }
 SETTING_NAMES = frozenset(f.name for f in fields(EvalSettings))
 #: settings added with trec_eval's -J/-M/-N, recorded only when set
-_OPTION_DEFAULTS: dict[str, Any] = {"judged_only": False, "max_docs": None, "collection_size": None}
+_OPTION_DEFAULTS: dict[str, bool | None] = {"judged_only": False, "max_docs": None, "collection_size": None}
 
 
 def with_overrides(settings: EvalSettings | None, overrides: Mapping[str, Any]) -> EvalSettings:

@@ -19,11 +19,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from retbench.config.base import did_you_mean
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError
+from retbench.jsontypes import JSONObject
 from retbench.retrievers.filters import Filter, query_filters, require_filters
 
 Ranking = list[tuple[str, float]]
@@ -73,7 +74,7 @@ class Retriever(ABC):
     def __init__(self, name: str | None = None) -> None:
         self.name = name or self.adapter or type(self).__name__
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         """The configuration that reproduces this retriever (goes into manifests; never secrets)."""
         return {"adapter": self.adapter}
 
@@ -186,10 +187,17 @@ Factory = Callable[..., Retriever]
 _REGISTRY: dict[str, Factory] = {}
 
 
-def register(name: str, factory: Factory | None = None) -> Any:
+F = TypeVar("F", bound=Factory)
+
+
+@overload
+def register(name: str, factory: F) -> F: ...
+@overload
+def register(name: str, factory: None = None) -> Callable[[F], F]: ...
+def register(name: str, factory: F | None = None) -> F | Callable[[F], F]:
     """Register an adapter factory under a name; usable as a decorator."""
 
-    def deco(f: Factory) -> Factory:
+    def deco(f: F) -> F:
         _REGISTRY[name] = f
         return f
 
@@ -251,7 +259,7 @@ def import_object(path: str, *, field: str) -> Any:
 
 
 def check_params(
-    factory: Callable[..., Any], params: Mapping[str, Any], *, what: str, where: str = "", prefix: str = ""
+    factory: Callable[..., object], params: Mapping[str, object], *, what: str, where: str = "", prefix: str = ""
 ) -> inspect.Signature | None:
     """Refuse a parameter the factory does not take, naming the field; returns the signature (None if unknown)."""
     try:
@@ -273,7 +281,7 @@ def check_params(
     return sig
 
 
-def check_system(adapter: str, params: Mapping[str, Any], source: str | None, where: str) -> None:
+def check_system(adapter: str, params: Mapping[str, object], source: str | None, where: str) -> None:
     """The adapter exists and takes every named parameter, with values its `check_config(params)` (when the
     factory has one) accepts: each study runs this on its systems right after loading its config, before any
     work starts, so a bad value is refused before the first system runs (errors name `<where>.adapter` /
@@ -308,7 +316,7 @@ def resolve_factory(adapter: str) -> Factory:
 
 
 def create(
-    adapter: str, params: Mapping[str, Any] | None = None, *, name: str | None = None, where: str = ""
+    adapter: str, params: Mapping[str, object] | None = None, *, name: str | None = None, where: str = ""
 ) -> Retriever:
     """Build a retriever from a config block, checking parameters against the factory's signature."""
     factory = resolve_factory(adapter)

@@ -27,10 +27,11 @@ import numpy as np
 from retbench.data import Corpus, Queries, Run
 from retbench.data.ids import first_bad_id
 from retbench.errors import ConfigError, InputError
+from retbench.jsontypes import JSONObject
 from retbench.retrievers.base import Ranking, Retriever, register
 from retbench.retrievers.filters import query_filters
 from retbench.retrievers.postings import Postings, bm25s_matrix
-from retbench.retrievers.tokenize import Tokenizer
+from retbench.retrievers.tokenize import DEFAULT_PATTERN, Tokenizer
 
 BM25S_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 RANK_BM25_VARIANTS = ("okapi", "bm25l", "bm25plus")
@@ -70,8 +71,7 @@ class LexicalRetriever(Retriever):
         name: str | None,
     ) -> None:
         super().__init__(name)
-        kwargs: dict[str, Any] = {"token_pattern": token_pattern} if token_pattern else {}
-        self.tokenizer = Tokenizer(stopwords, stemmer, **kwargs)
+        self.tokenizer = Tokenizer(stopwords, stemmer, token_pattern=token_pattern or DEFAULT_PATTERN)
         self._ids: list[str] = []
         self._vocab: dict[str, int] = {}  # stem -> token id, contiguous from 0
         self._postings = Postings.empty()  # term counts per document, kept for rebuilds
@@ -81,7 +81,7 @@ class LexicalRetriever(Retriever):
 
     # -- subclasses ----------------------------------------------------------------------------
     @abstractmethod
-    def _settings(self) -> dict[str, Any]:
+    def _settings(self) -> JSONObject:
         """Scoring settings for describe()."""
 
     @abstractmethod
@@ -93,7 +93,7 @@ class LexicalRetriever(Retriever):
         """(doc positions, scores) best first for each non-empty token-id list."""
 
     # -- Retriever -----------------------------------------------------------------------------
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {
             "adapter": self.adapter,
             **self._settings(),
@@ -309,8 +309,8 @@ class BM25SRetriever(LexicalRetriever):
         self.backend, self.n_threads = backend, int(n_threads)
         self._bm25: Any = None
 
-    def _settings(self) -> dict[str, Any]:
-        s: dict[str, Any] = {
+    def _settings(self) -> JSONObject:
+        s: JSONObject = {
             "k1": self.k1,
             "b": self.b,
             "method": self.method,
@@ -385,8 +385,8 @@ class RankBM25Retriever(LexicalRetriever):
         self.delta = float(delta) if delta is not None else (1.0 if variant == "bm25plus" else 0.5)
         self._bm25: Any = None
 
-    def _settings(self) -> dict[str, Any]:
-        s: dict[str, Any] = {"variant": self.variant, "k1": self.k1, "b": self.b}
+    def _settings(self) -> JSONObject:
+        s: JSONObject = {"variant": self.variant, "k1": self.k1, "b": self.b}
         if self.variant == "okapi":
             s["epsilon"] = self.epsilon
         else:

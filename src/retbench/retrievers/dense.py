@@ -29,6 +29,7 @@ import numpy as np
 
 from retbench.data import Corpus
 from retbench.errors import ConfigError, InputError
+from retbench.jsontypes import JSONObject, JSONValue
 from retbench.retrievers.base import Ranking, Retriever, register
 from retbench.retrievers.encoders import Encoder, create_encoder
 from retbench.retrievers.filters import Filter
@@ -46,7 +47,9 @@ def _faiss() -> Any:
     return faiss
 
 
-def _rows(metadata: Sequence[Mapping[str, Any]] | None, start: int, end: int) -> Sequence[Mapping[str, Any]] | None:
+def _rows(
+    metadata: Sequence[Mapping[str, JSONValue]] | None, start: int, end: int
+) -> Sequence[Mapping[str, JSONValue]] | None:
     return metadata[start:end] if metadata is not None else None
 
 
@@ -87,7 +90,7 @@ class DenseRetriever(Retriever):
         cache: bool = True,
         cache_dir: str | None = None,
         shard_size: int = 1024,
-        encoder: Encoder | Mapping[str, Any] | None = None,
+        encoder: Encoder | Mapping[str, JSONValue] | None = None,
         name: str | None = None,
     ) -> None:
         super().__init__(name)
@@ -128,13 +131,13 @@ class DenseRetriever(Retriever):
         self._faiss_index: Any = None
         self._labels: list[str | None] = []  # FAISS label -> doc id (None once deleted)
         self._label_of: dict[str, int] = {}
-        self._meta: dict[str, Mapping[str, Any]] = {}  # doc id -> metadata, for filters
-        self._built: dict[str, Any] = {}  # effective build settings (nlist, nbits after clamping)
+        self._meta: dict[str, Mapping[str, JSONValue]] = {}  # doc id -> metadata, for filters
+        self._built: JSONObject = {}  # effective build settings (nlist, nbits after clamping)
         self._table: np.ndarray | None = None  # label -> id as an array, plus a trailing None for label -1
 
     # -- description ---------------------------------------------------------------------------
-    def _index_settings(self) -> dict[str, Any]:
-        s: dict[str, Any] = {"index": self.index_type, "metric": self.metric}
+    def _index_settings(self) -> JSONObject:
+        s: JSONObject = {"index": self.index_type, "metric": self.metric}
         if self.index_type == "hnsw":
             s.update(M=self.M, ef_construction=self.ef_construction, ef_search=self.ef_search)
         elif self.index_type in ("ivf", "ivfpq"):
@@ -143,7 +146,7 @@ class DenseRetriever(Retriever):
                 s.update(pq_m=self.pq_m, pq_nbits=self._built.get("pq_nbits", self.pq_nbits))
         return s
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         delete = "rebuild of the HNSW graph" if self.index_type == "hnsw" else "faiss remove_ids, in place"
         add = "faiss add; encodes only uncached documents"
         if self.index_type in ("ivf", "ivfpq"):
@@ -209,7 +212,7 @@ class DenseRetriever(Retriever):
             faiss.extract_index_ivf(inner).nprobe = self.nprobe
 
     def _add_vectors(
-        self, ids: list[str], vectors: np.ndarray, metadata: Sequence[Mapping[str, Any]] | None = None
+        self, ids: list[str], vectors: np.ndarray, metadata: Sequence[Mapping[str, JSONValue]] | None = None
     ) -> None:
         if metadata is not None:
             self._meta.update((d, m) for d, m in zip(ids, metadata, strict=True) if m)
@@ -265,7 +268,7 @@ class DenseRetriever(Retriever):
             raise
 
     def index_embeddings(
-        self, ids: Sequence[str], vectors: np.ndarray, metadata: Sequence[Mapping[str, Any]] | None = None
+        self, ids: Sequence[str], vectors: np.ndarray, metadata: Sequence[Mapping[str, JSONValue]] | None = None
     ) -> None:
         """Build the index from precomputed document vectors (rows aligned with `ids`).
 

@@ -27,10 +27,12 @@ import time
 from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from retbench.config.experiment import FaultSpec
 from retbench.data import Corpus
+from retbench.jsontypes import JSONObject
 from retbench.retrievers.base import Ranking, Retriever
 
 #: what one call can be made to do, besides answering normally ("ok")
@@ -89,7 +91,7 @@ class FaultyRetriever(Retriever):
         self._release = threading.Event()
         self._error_cls: type[Exception] = getattr(builtins, self.spec.error_type)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {**self.inner.describe(), "faults": self.spec.model_dump()}
 
     def release(self) -> None:
@@ -219,10 +221,10 @@ class FaultyRetriever(Retriever):
     def delete(self, ids: Sequence[str]) -> None:
         self.inner.delete(ids)
 
-    def save(self, path: Any) -> None:
+    def save(self, path: str | Path) -> None:
         self.inner.save(path)
 
-    def load(self, path: Any) -> None:
+    def load(self, path: str | Path) -> None:
         self.inner.load(path)
 
     def close(self) -> None:

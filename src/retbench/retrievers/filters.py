@@ -21,10 +21,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from retbench.data import Queries
 from retbench.errors import ConfigError
+from retbench.jsontypes import JSONObject, JSONValue
 
 if TYPE_CHECKING:
     from retbench.retrievers.base import Retriever
@@ -48,7 +49,7 @@ class Filter:
 
     terms: tuple[tuple[str, str, Scalar], ...]
 
-    def matches(self, metadata: Mapping[str, Any] | None) -> bool:
+    def matches(self, metadata: Mapping[str, object] | None) -> bool:
         """Does a document with this metadata pass? (the exact reference every store is held to)"""
         meta = metadata or {}
         for field, op, value in self.terms:
@@ -62,21 +63,23 @@ class Filter:
                 return False
         return True
 
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def as_dict(self) -> JSONObject:
+        out: JSONObject = {}
+        ranges: dict[str, dict[str, Scalar]] = {}
         for field, op, value in self.terms:
             if op == "eq":
                 out[field] = value
             else:
-                out.setdefault(field, {})[op] = value
+                out[field] = bounds = ranges.setdefault(field, {})
+                bounds[op] = value
         return out
 
 
-def _number(x: Any) -> bool:
+def _number(x: object) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def _same(have: Any, value: Scalar) -> bool:
+def _same(have: object, value: Scalar) -> bool:
     """Equality without Python's True == 1: a boolean equals only a boolean, a number only a number."""
     if isinstance(value, bool) or isinstance(have, bool):
         return isinstance(have, bool) and isinstance(value, bool) and have is value
@@ -85,7 +88,7 @@ def _same(have: Any, value: Scalar) -> bool:
     return have == value
 
 
-def parse_filter(spec: Any, where: str = "filter") -> Filter | None:
+def parse_filter(spec: object, where: str = "filter") -> Filter | None:
     """A Filter from its mapping form (None or {} means no filter); bad input names the field."""
     if spec is None or spec == {}:
         return None
@@ -122,7 +125,7 @@ def query_filters(queries: Queries, qids: Sequence[str]) -> list[Filter | None]:
     return [parse_filter((meta.get(q) or {}).get("filter"), where=f"query {q}: metadata.filter") for q in qids]
 
 
-def metadata_fields(metadata: Sequence[Mapping[str, Any]] | None) -> dict[str, type]:
+def metadata_fields(metadata: Sequence[Mapping[str, JSONValue]] | None) -> dict[str, type]:
     """Field -> Python type over a corpus' metadata (scalar fields only; mixed int/float become float).
 
     Stores with typed columns (LanceDB, Typesense) declare these; a field whose values disagree in type

@@ -23,6 +23,7 @@ from typing import Any
 
 from retbench.data import Corpus, Run, RunBuilder
 from retbench.errors import ConfigError
+from retbench.jsontypes import JSONObject
 from retbench.retrievers.base import CapabilityError, PartTimes, Retriever, create, register
 from retbench.retrievers.fusion import (
     METHOD_PARAMS,
@@ -121,8 +122,8 @@ class HybridRetriever(Retriever):
             "load",
         }
 
-    def describe(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"adapter": self.adapter, "fusion": self.fusion}
+    def describe(self) -> JSONObject:
+        d: JSONObject = {"adapter": self.adapter, "fusion": self.fusion}
         if self.fusion == "rrf":
             d["rrf_k"] = self.rrf_k
         elif self.fusion not in RANK_BASED:

@@ -13,13 +13,14 @@ error (ids from another corpus or id scheme); some unknown ones are counted in `
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from retbench.data import Corpus, Queries, Run, RunBuilder
 from retbench.errors import ConfigError, InputError
 from retbench.io.golden import read_outputs
 from retbench.io.trec import read_run
+from retbench.jsontypes import JSONObject
 from retbench.retrievers.base import Ranking, Retriever, register
 
 FORMATS = ("auto", "trec", "outputs")
@@ -53,7 +54,7 @@ class RunFileRetriever(Retriever):
         self.unknown_doc_ids = 0
         self.unanswered: list[str] = []
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {
             "adapter": self.adapter,
             "path": str(self.path),
@@ -88,5 +89,5 @@ class RunFileRetriever(Retriever):
             builder.add(qid, self.run.ranking(qid)[:k], status=self.run.status[qid], error=self.run.errors.get(qid))
         return builder.build()
 
-    def search_batch(self, texts: Any, k: int) -> list[Ranking]:
+    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
         raise InputError(f"run file {self.path} answers query ids, not query texts: use search(queries, k)")

@@ -27,6 +27,7 @@ import numpy as np
 
 from retbench.data import Corpus
 from retbench.errors import ConfigError, InputError
+from retbench.jsontypes import JSONObject
 from retbench.retrievers.base import Ranking, Retriever, register
 
 
@@ -73,7 +74,7 @@ class SpladeRetriever(Retriever):
         self._ids: list[str] = []
         self._fp: str | None = None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {
             "adapter": self.adapter,
             "model": self.model_spec,

@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from retbench.jsontypes import JSONObject
+
 DEFAULT_PATTERN = r"(?u)\b\w\w+\b"
 
 
@@ -57,7 +59,7 @@ class Tokenizer:
                 raise ValueError(f"unknown Snowball stemmer {stemmer!r}; available: {', '.join(Stemmer.algorithms())}")
             self._stemmer = Stemmer.Stemmer(stemmer)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         """Settings that change the tokens (go into manifests)."""
         return {
             "stopwords": self.stopwords_setting,

@@ -46,7 +46,7 @@ class Prompt:
         out = [{"role": "system", "content": filled[0]}] if filled[0] else []
         return [*out, {"role": "user", "content": filled[1]}]
 
-    def describe(self) -> dict[str, object]:
+    def describe(self) -> dict[str, str | int]:
         return {"name": self.name, "version": self.version, "id": self.id, "sha256": self.sha256}
 
 

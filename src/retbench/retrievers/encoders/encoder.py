@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from retbench.errors import BackendError, ConfigError
+from retbench.jsontypes import JSONObject, JSONValue
 from retbench.retrievers.encoders.cache import EmbeddingCache, default_cache_dir, text_key
 
 ROLES = ("document", "query")
@@ -223,7 +224,7 @@ class Encoder:
         enc = self.tokenizer(list(texts), add_special_tokens=special_tokens, truncation=False, verbose=False)
         return [len(ids) for ids in enc["input_ids"]]
 
-    def settings(self, role: str) -> dict[str, Any]:
+    def settings(self, role: str) -> JSONObject:
         """Everything that changes a vector of this role (the cache namespace)."""
         return {
             "model_fingerprint": self.fingerprint,
@@ -234,7 +235,7 @@ class Encoder:
             "dtype": "float32",
         }
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {
             "model": self.model_name,
             "model_fingerprint": self.fingerprint,
@@ -312,7 +313,7 @@ class Encoder:
         todo = self._todo(keys, texts, have)
         return [[todo[k] for k in part] for part in self._shards(todo)]
 
-    def options(self) -> dict[str, Any]:
+    def options(self) -> JSONObject:
         """Constructor arguments that rebuild this encoder elsewhere (another process or machine)."""
         return {
             "model": self.model_name,
@@ -373,13 +374,13 @@ ENCODER_KINDS = {
 }
 
 
-def create_encoder(spec: Mapping[str, Any], *, where: str = "", fld: str = "params.encoder") -> Encoder:
+def create_encoder(spec: Mapping[str, JSONValue], *, where: str = "", fld: str = "params.encoder") -> Encoder:
     """An Encoder from a config mapping: `kind` (default sentence_transformers) plus that kind's settings."""
     from retbench.retrievers.base import check_params, import_object
 
     params = dict(spec)
     kind = params.pop("kind", "sentence_transformers")
-    if kind not in ENCODER_KINDS:
+    if not isinstance(kind, str) or kind not in ENCODER_KINDS:
         raise ConfigError(
             f"unknown encoder kind {kind!r}; expected one of {', '.join(ENCODER_KINDS)}",
             path=where or None,

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from retbench.jsontypes import JSONObject
 from retbench.retrievers.encoders.encoder import Encoder
 from retbench.secrets import clip, from_env, register_url, request_url
 
@@ -93,7 +94,7 @@ class HttpEncoder(Encoder):
         self._given_fp = fingerprint
         self.tokens = 0
         self.requests = 0
-        self.retry_log: list[dict[str, Any]] = []
+        self.retry_log: list[JSONObject] = []
 
     # -- what the vectors depend on --------------------------------------------------------------
     @property
@@ -109,10 +110,10 @@ class HttpEncoder(Encoder):
     def dimension(self) -> int:
         return int(self._post_batch(["dimension probe"], "query").shape[1])
 
-    def settings(self, role: str) -> dict[str, Any]:
+    def settings(self, role: str) -> JSONObject:
         return {**super().settings(role), "input_type": self.input_type[role], "dimensions": self.dimensions}
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {
             "kind": self.kind,
             "model": self.model_name,
@@ -167,7 +168,7 @@ class HttpEncoder(Encoder):
         return vecs
 
     def _post_batch(self, inputs: list[str], role: str) -> np.ndarray:
-        body: dict[str, Any] = {"model": self.model_name, "input": inputs, "encoding_format": "float"}
+        body: JSONObject = {"model": self.model_name, "input": inputs, "encoding_format": "float"}
         if self.input_type[role]:
             body["input_type"] = self.input_type[role]
         if self.dimensions:

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from retbench.errors import ConfigError
+from retbench.jsontypes import JSONObject
 from retbench.retrievers.encoders.encoder import Encoder, default_model
 
 
@@ -107,7 +109,7 @@ class OnnxEncoder(Encoder):
     def dimension(self) -> int:
         return int(self._encode_batch(["dimension probe"], "query").shape[1])
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {
             "kind": self.kind,
             "model": self.onnx_path.name,
@@ -120,7 +122,7 @@ class OnnxEncoder(Encoder):
             "pooling": "mean",
         }
 
-    def count_tokens(self, texts: Any, *, special_tokens: bool = False) -> list[int]:
+    def count_tokens(self, texts: Sequence[str], *, special_tokens: bool = False) -> list[int]:
         _ = self.session
         return [len(e.ids) for e in self._tok.encode_batch(list(texts), add_special_tokens=special_tokens)]
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from retbench.errors import ConfigError
+from retbench.jsontypes import JSONObject
 from retbench.retrievers.encoders.encoder import Encoder
 
 
@@ -84,7 +85,7 @@ class StaticEncoder(Encoder):
     def dimension(self) -> int:
         return self.dim
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {
             "kind": self.kind,
             "model": f"wordllama {self.config_name}",

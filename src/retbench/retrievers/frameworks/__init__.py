@@ -39,6 +39,7 @@ from typing import Any
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.data.ids import id_problem
 from retbench.errors import BackendError, ConfigError, InputError
+from retbench.jsontypes import JSONObject
 from retbench.retrievers.base import Ranking, Retriever, check_params, clean_ranking, import_object
 
 
@@ -81,7 +82,7 @@ class InvalidAnswer(Exception):
     """A framework answer that cannot be recorded (missing or unknown id); the message names the rank."""
 
 
-def as_score(value: Any) -> float | None:
+def as_score(value: object) -> float | None:
     """A framework's score as a float; None when it gave none (or not a number)."""
     return float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else None
 
@@ -160,7 +161,7 @@ class FrameworkRetriever(Retriever):
         self.retriever: Any = None
         self._corpus_ids: frozenset[str] = frozenset()
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         from importlib.metadata import PackageNotFoundError, version
 
         try:

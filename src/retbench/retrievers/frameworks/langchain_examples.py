@@ -13,14 +13,14 @@ A factory of your own has the same shape: `def build(documents: list[Document], 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import InMemoryVectorStore
 
+from retbench.jsontypes import JSONValue
 from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.encoders.encoder import create_encoder
 
@@ -49,11 +49,13 @@ def bm25(
     """LangChain's BM25Retriever over the documents (rank_bm25 BM25Okapi with these parameters)."""
     from langchain_community.retrievers import BM25Retriever
 
-    extra: dict[str, Any] = {"preprocess_func": lambda text: text.lower().split()} if lowercase else {}
+    extra: dict[str, Callable[[str], list[str]]] = (
+        {"preprocess_func": lambda text: text.lower().split()} if lowercase else {}
+    )
     return BM25Retriever.from_documents(documents, bm25_params={"k1": k1, "b": b, "epsilon": epsilon}, **extra)
 
 
-def vector_store(documents: list[Document], encoder: Mapping[str, Any] | None = None) -> BaseRetriever:
+def vector_store(documents: list[Document], encoder: Mapping[str, JSONValue] | None = None) -> BaseRetriever:
     """An InMemoryVectorStore retriever (cosine similarity) over Encoder embeddings of the documents."""
     store = InMemoryVectorStore(EncoderEmbeddings(create_encoder(encoder or {}, fld="params.params.encoder")))
     store.add_documents(documents)

@@ -21,6 +21,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.retrievers import BaseRetriever
 from pydantic import PrivateAttr
 
+from retbench.jsontypes import JSONValue
 from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.encoders.encoder import create_encoder
 
@@ -52,7 +53,7 @@ class EncoderEmbedding(BaseEmbedding):
 
 
 def vector_index(
-    documents: list[Document], encoder: Mapping[str, Any] | None = None, chunk_size: int | None = None
+    documents: list[Document], encoder: Mapping[str, JSONValue] | None = None, chunk_size: int | None = None
 ) -> BaseRetriever:
     """A VectorStoreIndex retriever over Encoder embeddings: one node per document unless chunk_size is given."""
     embed = EncoderEmbedding(create_encoder(encoder or {}, fld="params.params.encoder"))

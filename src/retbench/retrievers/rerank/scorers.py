@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from retbench.errors import ConfigError
+from retbench.jsontypes import JSONObject
 from retbench.retrievers.base import check_params, import_object
 from retbench.secrets import clip, from_env, register_url, request_url
 
@@ -45,7 +46,7 @@ class Reranker(ABC):
     def fingerprint(self) -> str:
         """What the scores depend on (model files and scoring settings): the pair cache's namespace."""
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         """The configuration that reproduces this reranker (goes into manifests; never secrets)."""
         return {"kind": self.kind}
 
@@ -98,7 +99,7 @@ class CrossEncoderReranker(Reranker):
             self._fp = f"ce:{_model_fingerprint(self.model_name)}:len={self.max_length}"
         return self._fp
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {
             "kind": self.kind,
             "model": self.model_name,
@@ -157,7 +158,7 @@ class BiEncoderReranker(Reranker):
         blob = json.dumps([enc.settings("query"), enc.settings("document")], sort_keys=True)
         return "bi:" + hashlib.sha1(blob.encode()).hexdigest()[:16]
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {"kind": self.kind, "encoder": self.encoder.describe()}
 
     def score(self, query: str, documents: Sequence[str]) -> list[float]:
@@ -205,7 +206,7 @@ class HttpReranker(Reranker):
     def fingerprint(self) -> str:
         return self._fp or f"http:{self.public_url}:{self.model or ''}"
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {"kind": self.kind, "url": self.public_url, "model": self.model, "api_key_env": self.api_key_env}
 
     def _post(self, body: dict[str, Any]) -> Any:
@@ -227,7 +228,7 @@ class HttpReranker(Reranker):
         scores: list[float] = []
         for start in range(0, len(documents), self.max_documents):
             part = list(documents[start : start + self.max_documents])
-            body: dict[str, Any] = {"query": query, "documents": part, "top_n": len(part)}
+            body: JSONObject = {"query": query, "documents": part, "top_n": len(part)}
             if self.model:
                 body["model"] = self.model
             scores.extend(parse_rerank_response(self._post(body), len(part)))

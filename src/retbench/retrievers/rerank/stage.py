@@ -52,6 +52,7 @@ import numpy as np
 from retbench.config.experiment import RerankBlock, RerankFuseBlock
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError
+from retbench.jsontypes import JSONObject
 from retbench.retrievers.encoders.cache import EmbeddingCache, default_cache_dir, text_key
 from retbench.retrievers.fusion import fuse
 from retbench.retrievers.rerank.scorers import BUILTIN, KINDS, Reranker, create_reranker
@@ -84,7 +85,7 @@ class RerankStats:
     seconds: float = 0.0
     wall_seconds: float = 0.0
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return {
             "pairs_scored": self.scored,
             "pairs_cached": self.cached,
@@ -128,8 +129,8 @@ class RerankFusion:
         ValueError saying which was broken: run once when the config is read."""
         self.apply([("a", 1.0)], [("a", 1.0)])
 
-    def describe(self) -> dict[str, Any]:
-        extra: dict[str, Any] = {"rrf_k": self.rrf_k} if self.fusion == "rrf" else {"normalization": self.normalization}
+    def describe(self) -> JSONObject:
+        extra: JSONObject = {"rrf_k": self.rrf_k} if self.fusion == "rrf" else {"normalization": self.normalization}
         if self.param is not None:
             extra["param"] = self.param
         return {"fusion": self.fusion, "weights": list(self.weights), **extra}
@@ -159,24 +160,25 @@ class RerankStage:
         """The reranker's scores for `todo`, or TimeoutError when they take longer than `timeout_s`."""
         if self.timeout_s is None:
             return self.reranker.score_many(todo)
-        box: dict[str, Any] = {}
+        scores: list[list[list[float]]] = []  # the worker's answer, or
+        error: list[BaseException] = []  # what it raised
 
         def call() -> None:
             try:
-                box["scores"] = self.reranker.score_many(todo)
+                scores.append(self.reranker.score_many(todo))
             except BaseException as exc:  # handed to the caller's thread below
-                box["error"] = exc
+                error.append(exc)
 
         worker = threading.Thread(target=call, daemon=True, name="retbench-rerank")
         worker.start()
         worker.join(self.timeout_s)
         if worker.is_alive():  # abandoned: it runs on, and what it returns is dropped
             raise TimeoutError(f"no answer within {self.timeout_s:g} s (rerank.timeout_s)")
-        if "error" in box:
-            raise box["error"]
-        return box["scores"]
+        if error:
+            raise error[0]
+        return scores[0]
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         d = {"depth": self.depth, **self.reranker.describe()}
         return d | ({"fuse": self.fusion.describe()} if self.fusion is not None else {})
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from retbench.data import Corpus
 from retbench.errors import ConfigError, InputError
+from retbench.jsontypes import JSONObject, JSONValue
 from retbench.retrievers.base import Ranking, Retriever
 from retbench.retrievers.encoders import Encoder, create_encoder
 from retbench.retrievers.filters import Filter
@@ -78,7 +79,11 @@ class VectorStoreRetriever(Retriever):
     extra_params = frozenset(ENCODER_PARAMS)
 
     def __init__(
-        self, *, encoder: Encoder | Mapping[str, Any] | None = None, name: str | None = None, **encoder_params: Any
+        self,
+        *,
+        encoder: Encoder | Mapping[str, JSONValue] | None = None,
+        name: str | None = None,
+        **encoder_params: Any,
     ) -> None:
         unknown = sorted(set(encoder_params) - set(ENCODER_PARAMS))
         if unknown:
@@ -98,7 +103,7 @@ class VectorStoreRetriever(Retriever):
         """Drop and recreate the collection for vectors of `dim` dimensions."""
 
     @abstractmethod
-    def _write(self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, Any]]) -> None:
+    def _write(self, ids: list[str], vectors: np.ndarray, metadata: list[JSONObject]) -> None:
         """Insert or replace these documents' vectors (and metadata, for stores with filters)."""
 
     @abstractmethod
@@ -121,11 +126,11 @@ class VectorStoreRetriever(Retriever):
         return None
 
     @abstractmethod
-    def store_settings(self) -> dict[str, Any]:
+    def store_settings(self) -> JSONObject:
         """The store's own settings for describe() (never secrets)."""
 
     # -- Retriever -----------------------------------------------------------------------------
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {"adapter": self.adapter, "encoder": self.encoder.describe(), **self.store_settings()}
 
     def fingerprint(self) -> str:
@@ -135,7 +140,7 @@ class VectorStoreRetriever(Retriever):
         return self._n
 
     @staticmethod
-    def _metadata(corpus: Corpus) -> list[dict[str, Any]]:
+    def _metadata(corpus: Corpus) -> list[JSONObject]:
         if corpus.metadata is None:
             return [{} for _ in range(len(corpus))]
         return [dict(m or {}) for m in corpus.metadata]

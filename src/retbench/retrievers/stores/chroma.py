@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from retbench.errors import BackendError
+from retbench.jsontypes import JSONObject, JSONValue
 from retbench.retrievers.base import Ranking, register
 from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.filters import Filter
@@ -79,7 +80,7 @@ class ChromaRetriever(VectorStoreRetriever):
         token_header: str = "Authorization",
         collection: str | None = None,
         space: str = "cosine",
-        hnsw: Mapping[str, Any] | None = None,
+        hnsw: Mapping[str, JSONValue] | None = None,
         encoder: Encoder | None = None,
         name: str | None = None,
         **encoder_params: Any,
@@ -89,7 +90,7 @@ class ChromaRetriever(VectorStoreRetriever):
             raise ValueError("give either path (embedded persistent client) or host (Chroma server), not both")
         if space not in SPACES:
             raise ValueError(f"unknown space {space!r}; expected one of {', '.join(SPACES)}")
-        settings: dict[str, Any] = {}
+        settings: JSONObject = {}
         for key, value in (hnsw or {}).items():
             key = _LEGACY.get(key.removeprefix("hnsw:"), key.removeprefix("hnsw:"))
             if key == "space":
@@ -137,7 +138,7 @@ class ChromaRetriever(VectorStoreRetriever):
                 raise BackendError(f"cannot open Chroma at {self.location}: {type(exc).__name__}: {exc}") from None
         return self._client
 
-    def store_settings(self) -> dict[str, Any]:
+    def store_settings(self) -> JSONObject:
         client = "http" if self.host else "persistent" if self.path else "ephemeral"
         return {
             "store": "chroma",
@@ -167,7 +168,7 @@ class ChromaRetriever(VectorStoreRetriever):
                 f"Chroma at {self.location}: cannot create collection {name!r}: {type(exc).__name__}: {exc}"
             ) from None
 
-    def _write(self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, Any]]) -> None:
+    def _write(self, ids: list[str], vectors: np.ndarray, metadata: list[JSONObject]) -> None:
         size = max(1, min(int(self._connect().get_max_batch_size()), 4096))  # the server caps a request's size
         for start in range(0, len(ids), size):
             part = slice(start, start + size)

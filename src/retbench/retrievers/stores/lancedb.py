@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ import numpy as np
 
 from retbench.data import Corpus
 from retbench.errors import BackendError, InputError
+from retbench.jsontypes import JSONObject
 from retbench.retrievers.base import Ranking, Retriever, register
 from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.filters import Filter, metadata_fields
@@ -93,16 +95,18 @@ class LanceTable:
                 f"LanceDB at {self.where}: cannot create {self.table!r}: {type(exc).__name__}: {exc}"
             ) from None
 
-    def rows(self, ids: list[str], body: dict[str, Any], metadata: list[dict[str, Any]]) -> Any:
+    def rows(self, ids: list[str], body: dict[str, Any], metadata: list[JSONObject]) -> Any:
         """An Arrow table: doc_id, the body columns, then one column per known metadata field."""
         import pyarrow as pa
 
         arrow = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
-        cols: dict[str, Any] = {"doc_id": pa.array(ids, pa.string()), **body}
+        cols: dict[str, object] = {"doc_id": pa.array(ids, pa.string()), **body}
         for field, kind in self.columns.items():
             values = [m.get(field) for m in metadata]
-            values = [v if isinstance(v, kind) or (kind is float and isinstance(v, int)) else None for v in values]
-            cols[field] = pa.array([float(v) if kind is float and v is not None else v for v in values], arrow[kind])
+            kept = [v if isinstance(v, kind) or (kind is float and isinstance(v, int)) else None for v in values]
+            cols[field] = pa.array(
+                [float(v) if kind is float and isinstance(v, (int, float)) else v for v in kept], arrow[kind]
+            )
         return pa.table(cols)
 
     def upsert(self, rows: Any) -> None:
@@ -171,8 +175,8 @@ class LanceDBRetriever(VectorStoreRetriever):
         self._t = LanceTable(path, table or identifier(self.name))
         self._fresh = True
 
-    def store_settings(self) -> dict[str, Any]:
-        s: dict[str, Any] = {
+    def store_settings(self) -> JSONObject:
+        s: JSONObject = {
             "store": "lancedb",
             "path": self._t.where,
             "table": self._t.table,
@@ -191,7 +195,7 @@ class LanceDBRetriever(VectorStoreRetriever):
     def _reset(self, dim: int) -> None:
         self._fresh = True  # the next write creates (replaces) the table
 
-    def _write(self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, Any]]) -> None:
+    def _write(self, ids: list[str], vectors: np.ndarray, metadata: list[JSONObject]) -> None:
         import pyarrow as pa
 
         flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
@@ -262,7 +266,7 @@ class LanceDBFullTextRetriever(Retriever):
         self._t = LanceTable(path, table or identifier(self.name))
         self._n = 0
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {
             "adapter": self.adapter,
             "store": "lancedb",
@@ -306,17 +310,17 @@ class LanceDBFullTextRetriever(Retriever):
         self._t.tbl.optimize()
         self._n += len(corpus) - replaced
 
-    def delete(self, ids: Any) -> None:
+    def delete(self, ids: Sequence[str]) -> None:
         self._require()
         present = self._t.present([str(d) for d in dict.fromkeys(ids)])
         if present:
             self._t.remove(present)
             self._n -= len(present)
 
-    def search_batch(self, texts: Any, k: int) -> list[Ranking]:
+    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
         return self.search_batch_filtered(texts, k, [None] * len(texts))
 
-    def search_batch_filtered(self, texts: Any, k: int, filters: Any) -> list[Ranking]:
+    def search_batch_filtered(self, texts: Sequence[str], k: int, filters: Sequence[Filter | None]) -> list[Ranking]:
         from lancedb.query import MatchQuery
 
         self._require()

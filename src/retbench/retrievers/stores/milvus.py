@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from retbench.errors import BackendError
+from retbench.jsontypes import JSONObject, JSONValue
 from retbench.retrievers.base import Ranking, register
 from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.filters import Filter
@@ -59,8 +60,8 @@ class MilvusRetriever(VectorStoreRetriever):
         collection: str | None = None,
         distance: str = "cosine",
         index_type: str = "FLAT",
-        index_params: Mapping[str, Any] | None = None,
-        search_params: Mapping[str, Any] | None = None,
+        index_params: Mapping[str, JSONValue] | None = None,
+        search_params: Mapping[str, JSONValue] | None = None,
         insert_batch: int = 1000,
         timeout: float = 60.0,
         encoder: Encoder | None = None,
@@ -102,7 +103,7 @@ class MilvusRetriever(VectorStoreRetriever):
         except Exception as exc:
             raise BackendError(f"Milvus at {self.uri}: cannot {what}: {type(exc).__name__}: {exc}") from None
 
-    def store_settings(self) -> dict[str, Any]:
+    def store_settings(self) -> JSONObject:
         return {
             "store": "milvus",
             "uri": self.uri,
@@ -142,7 +143,7 @@ class MilvusRetriever(VectorStoreRetriever):
         )
         self._call("load the collection", "load_collection", self.collection)
 
-    def _write(self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, Any]]) -> None:
+    def _write(self, ids: list[str], vectors: np.ndarray, metadata: list[JSONObject]) -> None:
         rows = [{"pk": d, "vec": v, "meta": m} for d, v, m in zip(ids, vectors.tolist(), metadata, strict=True)]
         for start in range(0, len(rows), self.insert_batch):
             self._call("write documents", "upsert", self.collection, rows[start : start + self.insert_batch])

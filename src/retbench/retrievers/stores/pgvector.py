@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from retbench.errors import BackendError
+from retbench.jsontypes import JSONObject
 from retbench.retrievers.base import Ranking, register
 from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.filters import Filter
@@ -152,8 +153,8 @@ class PgvectorRetriever(VectorStoreRetriever):
         except psycopg.Error as exc:
             raise BackendError(f"PostgreSQL at {self.shown_dsn}: {type(exc).__name__}: {exc}".strip()) from None
 
-    def store_settings(self) -> dict[str, Any]:
-        s: dict[str, Any] = {
+    def store_settings(self) -> JSONObject:
+        s: JSONObject = {
             "store": "pgvector",
             "dsn": self.shown_dsn,
             "auth": f"password from ${self.password_env}" if self.password_env else None,
@@ -177,7 +178,7 @@ class PgvectorRetriever(VectorStoreRetriever):
         self._sql(f"DROP TABLE IF EXISTS {self.table}")
         self._sql(f"CREATE TABLE {self.table} (doc_id text PRIMARY KEY, embedding vector({dim}) NOT NULL, meta jsonb)")
 
-    def _write(self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, Any]]) -> None:
+    def _write(self, ids: list[str], vectors: np.ndarray, metadata: list[JSONObject]) -> None:
         import psycopg
 
         conn = self._conn()

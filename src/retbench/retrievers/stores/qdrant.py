@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from retbench.errors import BackendError
+from retbench.jsontypes import JSONObject, JSONValue
 from retbench.retrievers.base import Ranking, register
 from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.filters import Filter
@@ -72,7 +73,7 @@ class QdrantRetriever(VectorStoreRetriever):
         api_key_env: str | None = None,
         collection: str | None = None,
         distance: str = "cosine",
-        hnsw_config: Mapping[str, Any] | None = None,
+        hnsw_config: Mapping[str, JSONValue] | None = None,
         hnsw_ef: int | None = None,
         exact: bool = False,
         force_hnsw: bool = True,
@@ -138,8 +139,8 @@ class QdrantRetriever(VectorStoreRetriever):
                 raise BackendError(f"cannot open Qdrant at {self.where}: {type(exc).__name__}: {exc}") from None
         return self._client
 
-    def store_settings(self) -> dict[str, Any]:
-        s: dict[str, Any] = {
+    def store_settings(self) -> JSONObject:
+        s: JSONObject = {
             "store": "qdrant",
             "mode": "local (exact brute force; hnsw settings have no effect)" if self.local else "server",
             "location": self.where,
@@ -166,7 +167,7 @@ class QdrantRetriever(VectorStoreRetriever):
         dist = {"cosine": models.Distance.COSINE, "dot": models.Distance.DOT, "euclid": models.Distance.EUCLID}[
             self.distance
         ]
-        extra: dict[str, Any] = {}
+        extra: JSONObject = {}
         if not self.local:
             hnsw = {"full_scan_threshold": 1, **self.hnsw_config} if self.force_hnsw else self.hnsw_config
             if hnsw:
@@ -183,7 +184,7 @@ class QdrantRetriever(VectorStoreRetriever):
             ) from None
         self._point, self._doc, self._next = {}, {}, 0
 
-    def _write(self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, Any]]) -> None:
+    def _write(self, ids: list[str], vectors: np.ndarray, metadata: list[JSONObject]) -> None:
         from qdrant_client import models
 
         points = []

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from retbench.data import Corpus
 from retbench.errors import BackendError
+from retbench.jsontypes import JSONObject, JSONValue
 from retbench.retrievers.base import Ranking, register
 from retbench.retrievers.encoders import Encoder
 from retbench.retrievers.filters import Filter, metadata_fields
@@ -70,7 +71,7 @@ class TypesenseRetriever(VectorStoreRetriever):
         api_key_env: str | None = None,
         collection: str | None = None,
         mode: str = "vector",
-        search_params: Mapping[str, Any] | None = None,
+        search_params: Mapping[str, JSONValue] | None = None,
         hybrid_depth: int = 100,
         rrf_k: float = 60,
         timeout: float = 60.0,
@@ -117,8 +118,8 @@ class TypesenseRetriever(VectorStoreRetriever):
             )
         return resp
 
-    def store_settings(self) -> dict[str, Any]:
-        s: dict[str, Any] = {
+    def store_settings(self) -> JSONObject:
+        s: JSONObject = {
             "store": "typesense",
             "url": self.url,
             "auth": f"api key from ${self.api_key_env}" if self.api_key_env else None,
@@ -152,7 +153,7 @@ class TypesenseRetriever(VectorStoreRetriever):
         self._request("POST", "/collections", "create the collection", json={"name": self.collection, "fields": fields})
         self._stored = set()
 
-    def _write(self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, Any]]) -> None:
+    def _write(self, ids: list[str], vectors: np.ndarray, metadata: list[JSONObject]) -> None:
         texts = self._pending_texts
         lines = []
         for d, text, v, meta in zip(ids, texts, vectors.tolist(), metadata, strict=True):
@@ -187,10 +188,10 @@ class TypesenseRetriever(VectorStoreRetriever):
         return [d for d in ids if d in self._stored]
 
     # -- search --------------------------------------------------------------------------------
-    def search_batch(self, texts: Any, k: int) -> list[Ranking]:
+    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
         return self.search_batch_filtered(texts, k, [None] * len(texts))
 
-    def search_batch_filtered(self, texts: Any, k: int, filters: Any) -> list[Ranking]:
+    def search_batch_filtered(self, texts: Sequence[str], k: int, filters: Sequence[Filter | None]) -> list[Ranking]:
         self._require_index()
         k = min(int(k), self._n)
         vectors = self.encoder.encode_queries(list(texts)) if self.mode != "keyword" else [None] * len(texts)
