@@ -30,8 +30,8 @@ DataIdentity = dict[str, object]
 #: how a system's numbers were made: depth (int or None), relevance level (int), no-relevant policy and mode (str)
 Settings = dict[str, int | str | None]
 
-#: (input label, evaluation, failed qid -> status, search depth) of one system read from an input
-Read = tuple[str, Evaluation, dict[str, str], int | None]
+#: (input label, evaluation, failed qid -> status, search depth, (run, judgements)) of one system read from an input
+Read = tuple[str, Evaluation, dict[str, str], int | None, tuple[Run, Qrels | Mapping[str, Any]]]
 
 
 @dataclass
@@ -200,10 +200,6 @@ def load_systems(
                         field="metric",
                     )
     return out
-
-
-#: (input label, evaluation, failed qid -> status, search depth, (run, judgements)) of one system read from an input
-Read = tuple[str, Evaluation, dict[str, str], int | None, tuple[Run, Qrels | Mapping[str, Any]]]
 
 
 def _read_folder(p: Path, label: str, systems: Sequence[str] | None, out: Loaded) -> list[Read]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from retbench.chunkers import ChunkSet
 from retbench.data import Corpus, Queries, Run
+from retbench.jsontypes import JSONObject
 from retbench.metrics.judges import top_documents
 from retbench.retrievers.base import Retriever
 
@@ -52,7 +53,7 @@ class BestChunkDocuments(Retriever):
         self.capabilities = inner.capabilities & {"save", "load"}
         self.deeper = {"queries": 0, "max_chunks": 0}
 
-    def describe(self) -> dict[str, object]:
+    def describe(self) -> JSONObject:
         return {**self.inner.describe(), "documents": "ranked by their best chunk"}
 
     def fingerprint(self) -> str:

@@ -35,7 +35,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 import numpy as np
 
@@ -317,7 +317,7 @@ class Judging:
     def manifest(self) -> dict[str, Any]:
         """Each prompt kind's judge identity, and what the stage spent (calls, tokens, cost) in total."""
         judges = self.judges
-        stats = [j.stats.to_dict(j.settings) for j in judges.values()]
+        stats = [cast(JudgeStats, j.stats.to_dict(j.settings)) for j in judges.values()]  # its to_dict writes one
         statuses: dict[str, int] = {}
         for s in stats:
             for st, c in s["statuses"].items():

@@ -78,5 +78,9 @@ class RerankStage:
                 for m in pair.metrics
             },
         }
-        manifest = {**stage.describe(), "fingerprint": stage.reranker.fingerprint(), "pairs": stage.stats.as_dict()}
+        manifest: dict[str, object] = {
+            **stage.describe(),
+            "fingerprint": stage.reranker.fingerprint(),
+            "pairs": stage.stats.as_dict(),
+        }
         return Reranked(reranked, spec.depth, metric_values(first_agg, first_eval.metrics), block, manifest)

@@ -19,7 +19,7 @@ from retbench.config.judge import JudgeSettings
 from retbench.config.rubric import RubricBlock
 from retbench.data.answers import SystemAnswer
 from retbench.data.corpus import Sample
-from retbench.estimates import estimate_block
+from retbench.estimates import Estimate, estimate_block
 from retbench.evaluation import Evaluation
 from retbench.llm.generate import numbered
 from retbench.llm.rubric import material, rubric_prompt
@@ -89,9 +89,7 @@ def rubric_identity(rubrics: Sequence[tuple[Rubric, JudgeSettings | None]]) -> d
     }
 
 
-def rubric_estimates(
-    ev: Evaluation, samples: Mapping[str, Sample], alpha: float = 0.05
-) -> dict[str, dict[str, object]]:
+def rubric_estimates(ev: Evaluation, samples: Mapping[str, Sample], alpha: float = 0.05) -> dict[str, Estimate]:
     """{rubric metric: prediction-powered `estimate` entry} where people gave verdicts on some samples.
 
     `stats.ppi_mean` (classical PPI): the human verdicts (`metadata.human: {metric: value}`, on the rubric's
@@ -99,7 +97,7 @@ def rubric_estimates(
     people did not verdict; only where at least 2 samples have both and 1 more has a value. A human verdict
     off the scale is an input error, as calibration makes it.
     """
-    out: dict[str, dict[str, object]] = {}
+    out: dict[str, Estimate] = {}
     for m in ev.metrics:
         rubric = rubric_of(m)
         if rubric is None:

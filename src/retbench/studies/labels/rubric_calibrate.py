@@ -18,7 +18,7 @@ A human verdict off the metric's scale is an input error naming the sample and f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,8 @@ def _one(
     statuses: dict[str, int] = {}
     unlabelled: list[float] = []
     for s in samples:
-        human = (s.metadata.get("human") or {}).get(rubric.name)
+        given = s.metadata.get("human")
+        human = given.get(rubric.name) if isinstance(given, Mapping) else None
         value, status = verdict(stored.get(s.id), rubric.record)
         if human is None:
             if status == "ok":
