@@ -13,9 +13,10 @@ Counting rules (README "Metric conventions"; each is a test):
 - the denominator is every judged query (qrels order); a judged query the system did not answer
   (`missing`) or that failed (`error` / `timeout` / `invalid`) scores 0.0 on every metric and is
   counted, as `trec_eval -c` counts it; nothing is imputed;
-- queries with no document at or above the relevance level follow `no_relevant`: `skip` (default:
-  left out of the denominator and listed in `skipped`), `zero` (counted and scored as trec_eval
-  scores them: measures that divide by the relevant count give 0) or `one` (counted, 1.0 on every
+- queries with no document at or above the relevance level follow `no_relevant`: `skip` (the trec_eval
+  mode's default: left out of the denominator and listed in `skipped`), `zero` (the pytrec_eval mode's default:
+  counted and scored as trec_eval and pytrec_eval score them, measures that divide by the relevant count give 0,
+  and averaged as BEIR averages them) or `one` (counted, 1.0 on every
   metric: the "vacuously perfect" reading, where nothing relevant was missed); a metric with its own
   level (`recall@10(rel=2)`) follows the same policy at its level, for its column alone (`skip`: NaN,
   left out of its mean), so it equals the metric evaluated with that relevance level (`eval -l 2`);
@@ -47,7 +48,7 @@ from retbench.metrics.coverage import coverage  # re-exported: the cell runner a
 from retbench.metrics.gain import GainMatrix
 from retbench.metrics.judged import JUDGED_METRICS
 from retbench.metrics.judges import Judgement, judge_qrels, run_rows
-from retbench.metrics.registry import MetricContext, MetricSpec, parse_metric, parse_metrics
+from retbench.metrics.registry import MetricContext, MetricSpec, parse_metric, parse_metrics, unanswered_value
 from retbench.metrics.settings import MODE_LABELS, MODES, NO_RELEVANT, EvalSettings, checked_level, with_overrides
 from retbench.stats import bootstrap_means
 
@@ -391,6 +392,15 @@ def _own_levels(
         values[none, j] = np.nan if no_relevant == "skip" else 1.0
 
 
+def _score_unanswered(values: np.ndarray, specs: Sequence[MetricSpec], failed: np.ndarray) -> None:
+    """Give every failed or missing row each metric's worst value (`unanswered_value`); NaN (does not apply) stays."""
+    for j, spec in enumerate(specs):
+        worst = unanswered_value(spec.metric)
+        if worst is not None:
+            column = values[failed, j]
+            values[failed, j] = np.where(np.isnan(column), np.nan, worst)
+
+
 def evaluate(
     run: Run,
     relevance: Relevance,
@@ -419,7 +429,7 @@ def evaluate(
     """
     st = with_overrides(settings, overrides)
     relevance_level = checked_level(st)
-    mode, no_relevant, default_k = st.mode, st.no_relevant, st.default_k
+    mode, no_relevant, default_k = st.mode, st.no_relevant_policy, st.default_k
     n_identical = 0
     if st.identical_ids_ignored:
         n_identical = int(run.offsets[-1])
@@ -502,10 +512,7 @@ def evaluate(
         _own_levels(
             values, specs, sub, relevance_level, no_relevant, unanswerable[rows][:, None] | answer_side[None, :]
         )
-    # unanswered score 0, except measures of the judgements alone (num_rel, num_q), as trec_eval -c keeps them
-    zeroed = np.array([not getattr(s.metric, "keeps_unanswered", False) for s in specs], dtype=bool)
-    block = values[np.ix_(failed[rows], zeroed)]
-    values[np.ix_(failed[rows], zeroed)] = np.where(np.isnan(block), np.nan, 0.0)
+    _score_unanswered(values, specs, failed[rows])
 
     not_judged = np.ones(len(run), dtype=bool)
     not_judged[rows_in_run[rows_in_run >= 0]] = False
