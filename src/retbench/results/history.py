@@ -254,6 +254,14 @@ class Registered:
         return out
 
 
+def failed_point(coverage: dict[str, Any]) -> bool:
+    """Whether a point records a failure, never a number: the system failed as a whole (`error`), or every judged
+    query it was asked failed (a backend down: its means would be 0.0 from failures alone)."""
+    if "error" in coverage:
+        return True
+    return bool(coverage.get("judged")) and coverage.get("answered") == 0 and int(coverage.get("failed") or 0) > 0
+
+
 def register(
     results: StudyResult | str | Path,
     *,
@@ -284,11 +292,15 @@ def register(
         if summary.failed:
             systems.append((system, json.dumps({"error": summary.error}), None, *point))
             continue
+        cov = dict(summary.coverage)
+        if failed_point(cov):  # every query failed (the backend was down): shown as failed, never a 0.0 point
+            error = f"every judged query failed ({cov['failed']} of {cov['judged']})"
+            systems.append((system, json.dumps({**cov, "error": error}), None, *point))
+            continue
         for metric, v in summary.metrics.items():
             rows.append((system, metric, v.value, v.ci_low, v.ci_high))
         pq = SystemDir.of(results_dir, system).per_query  # the table itself is kept, compressed
         blob = gzip.compress(pq.read_bytes()) if pq.is_file() else None
-        cov = dict(summary.coverage)
         with contextlib.suppress(InputError):  # kept beside the coverage: a gate against this entry knows the depth
             cov.setdefault("depth", res.depth(system))
         systems.append((system, json.dumps(cov), blob, *point))
