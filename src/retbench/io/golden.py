@@ -43,8 +43,8 @@ import yaml
 from retbench.data import Dataset, Qrels, Queries, Run, RunBuilder, Sample
 from retbench.data.answers import ANSWER_FIELDS, SystemAnswer
 from retbench.data.ids import id_problem
-from retbench.data.status import QueryStatus
 from retbench.data.qrels import checked_grade
+from retbench.data.status import QueryStatus
 from retbench.errors import InputError
 from retbench.io.answers import parse_answer
 from retbench.io.files import iter_jsonl, load_yaml_text, open_text, require_file
