@@ -39,7 +39,7 @@ import numpy as np
 from retbench.data.status import COVERAGE_COUNTS, FAILED, FAILED_COUNT, MISSING, UNANSWERED
 from retbench.errors import InputError
 from retbench.io.files import json_safe
-from retbench.metrics.registry import lower_is_better
+from retbench.metrics.registry import lower_is_better, unanswered_value_of
 from retbench.results.layout import all_pairs
 from retbench.stats import (  # noqa: F401  (re-exported: one vector's tests)
     bootstrap_ci,
@@ -147,7 +147,7 @@ def _column_index(ev: PerQueryScores, metric: str) -> int:
 
 
 def align(a: PerQueryScores, b: PerQueryScores, metrics: Sequence[str] | None = None) -> Aligned:
-    """Put two evaluations on the same query rows; a query one side lacks is 0 and 'missing' there."""
+    """Put two evaluations on the same query rows; a query one side lacks is missing there (its worst value)."""
     if metrics is None:
         metrics = [m for m in a.metrics if m in b.metrics]
         if not metrics:
@@ -165,9 +165,12 @@ def align(a: PerQueryScores, b: PerQueryScores, metrics: Sequence[str] | None = 
         vals = np.zeros((len(qids), len(cols)), dtype=np.float64)
         vals[present] = np.asarray(ev.values, dtype=np.float64)[rows[present]][:, cols]
         status = [ev.status[r] if r >= 0 else MISSING for r in rows.tolist()]
-        # failed or unanswered queries count 0 even if a table carried something else
+        # failed or unanswered queries score each metric's worst value even if a table carried something else
         zero = np.array([s in UNANSWERED for s in status], dtype=bool)
-        vals[zero] = np.where(np.isnan(vals[zero]), np.nan, 0.0)
+        for j, name in enumerate(metrics):
+            worst = unanswered_value_of(name)
+            if worst is not None:
+                vals[zero, j] = np.where(np.isnan(vals[zero, j]), np.nan, worst)
         return vals, status
 
     va, sa = side(a, cols_a)

@@ -60,9 +60,10 @@ def test_no_relevant_policy(policy, counted, value):
 
 def test_pytrec_eval_mode_counts_answered_queries_only_and_says_so():
     ev = evaluate(_run(), QRELS, ["mrr"], mode="pytrec_eval")
-    assert ev.query_ids == ["answered"]
+    # the query with nothing relevant is counted, as pytrec_eval returns it (0) and BEIR averages it
+    assert ev.query_ids == ["answered", "norel"] and ev.no_relevant == "zero" and not ev.skipped
     assert sorted(ev.excluded) == ["failed", "unanswered"]
-    assert ev.mean("mrr") == 0.5
+    assert ev.mean("mrr") == (0.5 + 0.0) / 2
     assert "answered queries only" in ev.label
     assert ev.to_dict()["mode_label"] == ev.label
 

@@ -43,8 +43,8 @@ def eval_command(
     no_relevant: Annotated[
         str | None,
         typer.Option(
-            help="Judged queries with no relevant doc: skip (reported), zero, or one. Default: skip; zero with "
-            "--format trec, as trec_eval counts them."
+            help="Judged queries with no relevant doc: skip (reported), zero, or one. Default: skip in trec_eval "
+            "mode; zero in pytrec_eval mode and with --format trec, as trec_eval, pytrec_eval and BEIR count them."
         ),
     ] = None,
     judged_only: Annotated[
@@ -131,7 +131,7 @@ def eval_command(
         raise fail(f"-c counts every judged query, as --mode trec_eval does; it cannot go with --mode {mode}")
     scoring: dict[str, Any] = {
         "relevance_level": relevance_level,
-        "no_relevant": no_relevant or ("zero" if fmt == "trec" else "skip"),
+        "no_relevant": no_relevant or ("zero" if fmt == "trec" else None),  # None: by the mode
         "judged_only": judged_only,
         "max_docs": max_docs,
         "collection_size": collection_size,
@@ -239,7 +239,10 @@ def _notes(ev: Evaluation, labels: str, llm_qrels: Path | None) -> list[str]:
     counts = ev.status_counts()
     unanswered = {s: c for s, c in counts.items() if s not in ("ok", "empty") and c}
     if unanswered:
-        notes.append("unanswered judged queries scored 0: " + ", ".join(f"{c} {s}" for s, c in unanswered.items()))
+        notes.append(
+            "unanswered judged queries scored 0 (the worst value, top of the range, where lower is better): "
+            + ", ".join(f"{c} {s}" for s, c in unanswered.items())
+        )
     if ev.excluded:
         notes.append(f"{len(ev.excluded)} unanswered judged queries not counted ({ev.mode} mode)")
     if ev.skipped:

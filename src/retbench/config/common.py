@@ -176,7 +176,8 @@ class EvalBlock(Block, frozen=True):
     defaults, which live there only)."""
 
     relevance_level: PositiveInt = _EVAL_DEFAULTS.relevance_level
-    no_relevant: Literal["skip", "zero", "one"] = _EVAL_DEFAULTS.no_relevant  # type: ignore[assignment]
+    # None: by the mode (skip in trec_eval, zero in pytrec_eval), resolved in EvalSettings.no_relevant_policy
+    no_relevant: Literal["skip", "zero", "one"] | None = _EVAL_DEFAULTS.no_relevant  # type: ignore[assignment]
     mode: Literal["trec_eval", "pytrec_eval"] = _EVAL_DEFAULTS.mode  # type: ignore[assignment]
     default_k: PositiveInt = _EVAL_DEFAULTS.default_k
     bootstrap: PositiveInt = _EVAL_DEFAULTS.bootstrap

@@ -11,11 +11,13 @@ recall, recall_any, recall_all and f1 count gold items rather than relevant chun
 
 Counting rules (README "Metric conventions"; each is a test):
 - the denominator is every judged query (qrels order); a judged query the system did not answer
-  (`missing`) or that failed (`error` / `timeout` / `invalid`) scores 0.0 on every metric and is
-  counted, as `trec_eval -c` counts it; nothing is imputed;
-- queries with no document at or above the relevance level follow `no_relevant`: `skip` (default:
-  left out of the denominator and listed in `skipped`), `zero` (counted and scored as trec_eval
-  scores them: measures that divide by the relevant count give 0) or `one` (counted, 1.0 on every
+  (`missing`) or that failed (`error` / `timeout` / `invalid`) scores each metric's worst value (0.0, or the
+  top of its range where lower is better: a missing answer is never a good one) and is counted, as
+  `trec_eval -c` counts it; nothing is imputed;
+- queries with no document at or above the relevance level follow `no_relevant`: `skip` (the trec_eval
+  mode's default: left out of the denominator and listed in `skipped`), `zero` (the pytrec_eval mode's default:
+  counted and scored as trec_eval and pytrec_eval score them, measures that divide by the relevant count give 0,
+  and averaged as BEIR averages them) or `one` (counted, 1.0 on every
   metric: the "vacuously perfect" reading, where nothing relevant was missed); a metric with its own
   level (`recall@10(rel=2)`) follows the same policy at its level, for its column alone (`skip`: NaN,
   left out of its mean), so it equals the metric evaluated with that relevance level (`eval -l 2`);

@@ -17,7 +17,7 @@ from retbench.evaluation.table import Evaluation
 from retbench.metrics.gain import GainMatrix
 from retbench.metrics.judges import Judgement, judge_qrels, run_rows
 from retbench.metrics.judges.subtopics import SubtopicQrels
-from retbench.metrics.registry import MetricContext, MetricSpec, parse_metrics
+from retbench.metrics.registry import MetricContext, MetricSpec, parse_metrics, unanswered_value
 from retbench.metrics.settings import EvalSettings, checked_level, with_overrides
 
 Relevance = Qrels | Mapping[str, Mapping[str, int]] | Judgement
@@ -117,7 +117,9 @@ def evaluate(
         subtopics=subtopics,
     )
     ks = np.array([sample_k(s) or 0 for s in row_samples], dtype=np.int64) if smap else None
-    values = _values(ctx, specs, ks, st.no_relevant, judged_.no_rel[rows], unanswerable[rows], failed[rows], items)
+    values = _values(
+        ctx, specs, ks, st.no_relevant_policy, judged_.no_rel[rows], unanswerable[rows], failed[rows], items
+    )
     not_judged = np.ones(len(run), dtype=bool)
     not_judged[judged_.rows_in_run[judged_.rows_in_run >= 0]] = False
     return Evaluation(
@@ -132,7 +134,7 @@ def evaluate(
         excluded=excluded,
         unjudged=[run.query_ids[i] for i in np.flatnonzero(not_judged).tolist()],
         relevance_level=level,
-        no_relevant=st.no_relevant,
+        no_relevant=st.no_relevant_policy,
         default_k=st.default_k,
         trec_names=[s.trec_name for s in specs],
         ignore_identical_ids=st.identical_ids_ignored,
@@ -200,10 +202,19 @@ def _counted(
         excluded = [qids[i] for i in np.flatnonzero(failed).tolist()]
         keep &= ~failed
     skipped: list[str] = []
-    if st.no_relevant == "skip":
+    if st.no_relevant_policy == "skip":
         skipped = [qids[i] for i in np.flatnonzero(keep & no_rel & ~unanswerable).tolist()]
         keep &= ~no_rel | unanswerable
     return np.flatnonzero(keep), excluded, skipped
+
+
+def _score_unanswered(values: np.ndarray, specs: Sequence[MetricSpec], failed: np.ndarray) -> None:
+    """Give every failed or missing row each metric's worst value (`unanswered_value`); NaN (does not apply) stays."""
+    for j, spec in enumerate(specs):
+        worst = unanswered_value(spec.metric)
+        if worst is not None:
+            column = values[failed, j]
+            values[failed, j] = np.where(np.isnan(column), np.nan, worst)
 
 
 def _values(
@@ -229,7 +240,5 @@ def _values(
             values, specs, ctx.gm, ctx.relevance_level, no_relevant, unanswerable[:, None] | answer_side[None, :]
         )
     # unanswered score 0, except measures of the judgements alone (num_rel, num_q), as trec_eval -c keeps them
-    zeroed = np.array([not getattr(s.metric, "keeps_unanswered", False) for s in specs], dtype=bool)
-    block = values[np.ix_(failed, zeroed)]
-    values[np.ix_(failed, zeroed)] = np.where(np.isnan(block), np.nan, 0.0)
+    _score_unanswered(values, specs, failed)
     return values

@@ -5,7 +5,8 @@
 
 `references` holds cited ids or anchors: strings, or objects with an `id`, or objects with `rel_path`
 (and `heading_path`, a string `A > B` or a list), which become the anchor string `rel_path > A > B`.
-`latency` maps a stage name to seconds; `error` says why no answer was produced (it scores 0). Every field is optional; a record with none of them has no
+`latency` maps a stage name to seconds; `error` says why no answer was produced (the query is then a failed one,
+status `error`, scoring each metric's worst value). Every field is optional; a record with none of them has no
 answer side.
 """
 

@@ -44,6 +44,7 @@ from retbench.data import Dataset, Qrels, Queries, Run, RunBuilder, Sample
 from retbench.data.answers import ANSWER_FIELDS, SystemAnswer
 from retbench.data.ids import id_problem
 from retbench.data.qrels import checked_grade
+from retbench.data.status import QueryStatus
 from retbench.errors import InputError
 from retbench.io.answers import parse_answer
 from retbench.io.files import iter_jsonl, load_yaml_text, open_text, require_file
@@ -384,6 +385,23 @@ def parse_ranking(
     return ranking
 
 
+def _add_output(
+    builder: RunBuilder,
+    answers: dict[str, SystemAnswer],
+    qid: str,
+    ranking: list[tuple[str, float]],
+    answer: SystemAnswer | None,
+) -> None:
+    """One output record into the run; a record whose `error` says the system failed is a failed query
+    (status `error`, counted and scored as one), never an empty answer."""
+    if answer is None:
+        builder.add(qid, ranking)
+        return
+    answers[qid] = answer
+    failed = answer.error is not None
+    builder.add(qid, ranking, status=QueryStatus.ERROR if failed else None, error=answer.error)
+
+
 def read_outputs(path: str | Path, name: str | None = None) -> SystemOutputs:
     """Read system outputs: JSONL of `{"id", "retrieved"}` records, or a JSON/YAML mapping id -> output."""
     p = Path(path)
@@ -397,9 +415,8 @@ def read_outputs(path: str | Path, name: str | None = None) -> SystemOutputs:
             if id_problem(rec["id"]):
                 raise InputError(str(id_problem(rec["id"])), path=p, line=line, field="id")
             value, side, where = record_output(rec, p, line)
-            builder.add(str(rec["id"]), parse_ranking(value, p, line, texts, where))
-            if (answer := parse_answer(side, p, line)) is not None:
-                answers[str(rec["id"])] = answer
+            ranking = parse_ranking(value, p, line, texts, where)
+            _add_output(builder, answers, str(rec["id"]), ranking, parse_answer(side, p, line))
     else:
         require_file(p)
         with open_text(p) as fh:
@@ -416,7 +433,7 @@ def read_outputs(path: str | Path, name: str | None = None) -> SystemOutputs:
             carrier = value = _decoded(value, p, None, str(sid))
             if isinstance(value, dict):
                 value, carrier, _ = record_output(value, p, None)
-            builder.add(str(sid), parse_ranking(value, p, None, texts))
-            if isinstance(carrier, dict) and (answer := parse_answer(carrier, p, None)) is not None:
-                answers[str(sid)] = answer
+            ranking = parse_ranking(value, p, None, texts)
+            answer = parse_answer(carrier, p, None) if isinstance(carrier, dict) else None
+            _add_output(builder, answers, str(sid), ranking, answer)
     return SystemOutputs(builder.build(), texts, answers)

@@ -160,18 +160,27 @@ def _read_queries(ds: Any, name: str) -> Queries:
     return Queries(texts)
 
 
-def _read_qrels(ds: Any, name: str) -> tuple[Qrels, int]:
+def _read_qrels(ds: Any, name: str) -> tuple[Qrels, int, bool]:
+    """(qrels, repeated judgements, by subtopic?). Subtopic qrels (ir_datasets' TrecSubQrel: one grade per
+    query, doc and subtopic, as the TREC Web track's diversity qrels) collapse to a doc's best grade over its
+    subtopics, as retbench's own subtopic reader's plain view does; plain qrels keep a repeated pair's last
+    grade, as trec_eval does."""
     judgements: dict[str, dict[str, int]] = {}
-    repeated = 0
+    repeated, by_subtopic = 0, False
     for row, qrel in enumerate(ds.qrels_iter()):
         try:
             grade = checked_grade(qrel.relevance)
         except ValueError as exc:
             raise InputError(str(exc), path=name, field=f"qrels[{row}].relevance") from None
         docs = judgements.setdefault(str(qrel.query_id), {})
-        repeated += str(qrel.doc_id) in docs
-        docs[str(qrel.doc_id)] = grade
-    return Qrels(judgements), repeated
+        doc = str(qrel.doc_id)
+        if getattr(qrel, "subtopic_id", None) is not None:
+            by_subtopic = True
+            docs[doc] = max(grade, docs.get(doc, grade))
+            continue
+        repeated += doc in docs
+        docs[doc] = grade
+    return Qrels(judgements), repeated, by_subtopic
 
 
 def _open(dataset_id: str, parts: tuple[str, ...]) -> Any:
@@ -247,8 +256,10 @@ def load_irds(
         ds = _open(dataset_id, ("docs", "queries", "qrels"))
         corpus = _read_corpus(ds, join_rule, name)
         queries = _read_queries(ds, name)
-        qrels, repeated = _read_qrels(ds, name)
+        qrels, repeated, by_subtopic = _read_qrels(ds, name)
     problems = [f"qrels: {repeated} repeated judgement(s); the last grade was kept"] if repeated else []
+    if by_subtopic:
+        problems.append("qrels: judged per subtopic; each document keeps its best grade over its subtopics")
     problems += check_qrels(qrels, corpus, queries, name + " qrels", strict=strict)
     return Dataset(name, corpus, queries, {splits[0] if splits else "test": qrels}, path=name, problems=problems)
 
@@ -256,5 +267,5 @@ def load_irds(
 def read_irds_qrels(dataset_id: str) -> Qrels:
     """Only the qrels of an ir_datasets dataset (what `retbench eval irds:<id> RUN` scores against)."""
     with _reading(dataset_id):
-        qrels, _ = _read_qrels(_open(dataset_id, ("qrels",)), PREFIX + dataset_id)
+        qrels, _, _ = _read_qrels(_open(dataset_id, ("qrels",)), PREFIX + dataset_id)
     return qrels

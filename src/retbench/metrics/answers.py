@@ -242,7 +242,8 @@ def recency_conflict(ctx: MetricContext, level: int) -> np.ndarray:
 def on_unanswerable(ctx: MetricContext, want_abstained: bool) -> np.ndarray:
     """abstention_accuracy (want_abstained) or hallucination_rate, on `answerable: false` samples only.
 
-    An answer that could not be produced (`error`) scores 0 on both, as a failed query does.
+    An answer that could not be produced (`error`) scores the worst value of each, as a failed query does:
+    0 abstention accuracy, 1 hallucination (a timed-out system must not look like one that abstained well).
     """
 
     out = np.full(len(ctx.gm), np.nan)
@@ -250,7 +251,7 @@ def on_unanswerable(ctx: MetricContext, want_abstained: bool) -> np.ndarray:
         if sample is not None and sample.answerable is False:
             answer = _answer(ctx, i)
             if answer is not None and answer.error is not None:
-                out[i] = 0.0
+                out[i] = 0.0 if want_abstained else 1.0
                 continue
             said = judged_abstention(answer, (ctx.judged or {}).get(ctx.gm.query_ids[i])) if ctx.judged else None
             if said == "not_judged" or said is None:
@@ -261,13 +262,18 @@ def on_unanswerable(ctx: MetricContext, want_abstained: bool) -> np.ndarray:
 
 
 def negative_match(ctx: MetricContext) -> np.ndarray:
-    """1 if the answer equals or contains a known-wrong answer; NaN for samples without negative answers."""
+    """1 if the answer equals or contains a known-wrong answer, or could not be produced (`error`); NaN for
+    samples without negative answers."""
     out = np.full(len(ctx.gm), np.nan)
     for i, sample in enumerate(ctx.samples):
         negatives = list(getattr(sample, "negative_answers", None) or []) if sample is not None else []
         if not negatives:
             continue
-        text = _given_text(_answer(ctx, i))
+        answer = _answer(ctx, i)
+        if answer is not None and answer.error is not None:
+            out[i] = 1.0  # a failed answer is never a good one: the worst value of a lower-is-better metric
+            continue
+        text = _given_text(answer)
         out[i] = 0.0 if text is None else best(contains_reference, text, negatives)
     return out
 

@@ -442,6 +442,28 @@ def lower_is_better(name: str) -> bool:
         return False
 
 
+def unanswered_value(metric: object) -> float | None:
+    """What a failed or missing query scores on `metric` (a registry row): the metric's worst value.
+
+    Missing is not good: 0 for a higher-is-better metric (trec_eval `-c`), the top of `value_range` for a
+    lower-is-better one (hallucination_rate 1.0: a timed-out answer must not read as a faithful one).
+    None for measures of the judgements alone (num_rel, num_q), which keep their value as trec_eval -c does.
+    """
+    if getattr(metric, "keeps_unanswered", False):
+        return None
+    if getattr(metric, "lower_is_better", False):
+        return float(getattr(metric, "value_range", (0.0, 1.0))[1])
+    return 0.0
+
+
+def unanswered_value_of(name: str) -> float | None:
+    """`unanswered_value` by metric name; 0 for a name the registry does not know (a table's own column)."""
+    try:
+        return unanswered_value(parse_metric(name).metric)
+    except InputError:
+        return 0.0
+
+
 def parse_metrics(specs: Sequence[str], default_k: int = 5) -> list[MetricSpec]:
     """Parse several names; duplicates are dropped. trec_eval's forms name several measures at once: a
     comma list (`P.5,10`), a bare family of several measures (`ndcg_cut`, `iprec_at_recall`: trec_eval's

@@ -26,7 +26,10 @@ class EvalSettings:
     """How runs are judged and summarized; the defaults here are the only defaults.
 
     relevance_level: the lowest grade that counts as relevant for binary measures (trec_eval `-l`);
-    no_relevant: what to do with a query that has no relevant document (skip it, score it 0 or 1);
+    no_relevant: what to do with a query that has no relevant document (skip it, score it 0 or 1); None (the
+    default) follows the mode: `skip` in the trec_eval mode (reported and left out), `zero` in the pytrec_eval
+    mode, which counts it as pytrec_eval does (0 on measures that divide by the relevant count) and as BEIR
+    averages it (over every query pytrec_eval returns);
     mode: trec_eval (retbench's engine) or pytrec_eval (the reference implementation);
     default_k: the cutoff of metrics named without one; bootstrap: resamples of the mean's CI;
     seed: of that bootstrap; ignore_identical_ids: drop a retrieved document whose id equals the
@@ -39,7 +42,7 @@ class EvalSettings:
     """
 
     relevance_level: int = 1
-    no_relevant: str = "skip"
+    no_relevant: str | None = None
     mode: str = "trec_eval"
     default_k: int = 5
     bootstrap: int = 1000
@@ -54,6 +57,13 @@ class EvalSettings:
         return {"seed": self.seed, "n_boot": self.bootstrap}
 
     @property
+    def no_relevant_policy(self) -> str:
+        """`no_relevant` resolved: as set, else by the mode (`zero` as pytrec_eval and BEIR count, else `skip`)."""
+        if self.no_relevant is None:
+            return "zero" if self.mode == "pytrec_eval" else "skip"
+        return self.no_relevant
+
+    @property
     def identical_ids_ignored(self) -> bool:
         """`ignore_identical_ids` resolved: as set, else by the mode (BEIR's default in its mode only)."""
         if self.ignore_identical_ids is None:
@@ -65,7 +75,11 @@ class EvalSettings:
 
         trec_eval's -J/-M/-N options are left out while at their defaults, so results scored before they existed
         keep their fingerprints (a finished cell is not scored again after an upgrade that changed nothing)."""
-        out = {**asdict(self), "ignore_identical_ids": self.identical_ids_ignored}
+        out = {
+            **asdict(self),
+            "ignore_identical_ids": self.identical_ids_ignored,
+            "no_relevant": self.no_relevant_policy,
+        }
         for name, default in _OPTION_DEFAULTS.items():
             if out[name] == default:
                 del out[name]
@@ -95,7 +109,7 @@ def checked_level(settings: EvalSettings) -> int:
     """Refuse an unknown mode or no-relevant policy; the relevance level as an integer >= 1."""
     if settings.mode not in MODES:
         raise ConfigError(f"unknown mode {settings.mode!r}; expected one of {', '.join(MODES)}", field="mode")
-    if settings.no_relevant not in NO_RELEVANT:
+    if settings.no_relevant_policy not in NO_RELEVANT:
         raise ConfigError(
             f"unknown no_relevant policy {settings.no_relevant!r}; expected one of {', '.join(NO_RELEVANT)}",
             field="no_relevant",

@@ -12,6 +12,7 @@ from html import escape
 from typing import Any
 
 from retbench.report import fmt, plots
+from retbench.results.history import failed_point
 
 Series = tuple[str, str, str]  # (experiment, dataset identity JSON, system)
 
@@ -30,7 +31,8 @@ def series_of(entries: list[Any], metric: str) -> tuple[list[Series], dict[Serie
     """The series holding `metric`, in order of first appearance, and each one's label."""
     found: list[Series] = []
     for e in entries:
-        found += [e.series(k) for k in e.scores if metric in e.scores[k] and e.series(k) not in found]
+        held = [k for k in e.scores if metric in e.scores[k]] + [k for k in e.points if _failed(e, k)]
+        found += [s for s in dict.fromkeys(e.series(k) for k in held) if s not in found]
     experiments = {s[0] for s in found}
     several = len({s[1] for s in found}) > 1
     labels = {}
@@ -42,6 +44,21 @@ def series_of(entries: list[Any], metric: str) -> tuple[list[Series], dict[Serie
             label += f" · {s[0]}"
         labels[s] = label
     return found, labels
+
+
+def _failed(e: Any, key: str) -> bool:
+    return failed_point(e.coverage.get(key, {}))
+
+
+def _counts(cov: dict[str, Any]) -> str:
+    """' (answered/judged)' when some judged query went unanswered, and the queries left out for having no
+    relevant document, so the dataset's query count (`40q`) adds up: 40 = 39 judged + 1 skipped."""
+    parts = []
+    if cov.get("judged") and cov.get("answered") != cov.get("judged"):
+        parts.append(f"{cov['answered']}/{cov['judged']}")
+    if cov.get("skipped_no_relevant"):
+        parts.append(f"{cov['skipped_no_relevant']} skipped")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def _point(e: Any, s: Series, metric: str) -> tuple[str | None, Any]:
@@ -68,18 +85,17 @@ def trend_rows(entries: list[Any], metric: str) -> tuple[list[str], list[list[st
         cells = [str(e.id), e.created[:19].replace("T", " "), commit, e.tag or "", gate]
         for s in series:
             key, v = _point(e, s, metric)
+            failed = [k for k in e.points if e.series(k) == s and _failed(e, k)]
+            if failed:  # a failed run is no trend point: said, never a 0.0
+                cov = e.coverage[failed[0]]
+                cells.append("failed" + (f" ({cov['failed']}/{cov['judged']} queries)" if cov.get("judged") else ""))
+                continue
             if v is None:
                 cells.append("—")
                 continue
             mean, lo, hi = v
             ci = f" [{fmt.num(lo, 3)}, {fmt.num(hi, 3)}]" if lo is not None and hi is not None else ""
-            cov = e.coverage.get(key, {})
-            scored = (
-                f" ({cov['answered']}/{cov['judged']})"
-                if cov.get("judged") and cov.get("answered") != cov.get("judged")
-                else ""
-            )
-            cells.append(f"{fmt.num(mean)}{ci}{scored}")
+            cells.append(f"{fmt.num(mean)}{ci}{_counts(e.coverage.get(key, {}))}")
         rows.append(cells)
     return header, rows
 
@@ -130,7 +146,13 @@ def nothing_matched(filters: dict[str, str | None], everything: list[Any], kept:
         return f"no run in the history matches {asked}; it holds {what_is_recorded(everything)}"
     where = f"runs matching {asked}" if asked else "runs"
     have = sorted({m for e in kept for scores in e.scores.values() for m in scores})
-    return f"no {where} recorded {metric or 'a metric'}; they recorded: {', '.join(have) or 'no metric'}"
+    failed = sum(_failed(e, k) for e in kept for k in e.points)
+    why = (
+        f" ({fmt.counted(failed, 'failed point holds', 'failed points hold')} no number; --metric NAME shows them)"
+        if failed
+        else ""
+    )
+    return f"no {where} recorded {metric or 'a metric'}; they recorded: {', '.join(have) or 'no metric'}{why}"
 
 
 def trend_html(entries: list[Any], metric: str) -> str:

@@ -2,8 +2,8 @@
 report.html and the PR comment.
 
 Facts (from `results/caveats.py`): failed or missing queries (scored 0 in trec_eval counting, left out in
-pytrec_eval mode), judged queries with no relevant document (left out of every mean by default, as trec_eval
-does), rankings shorter than the depth asked for (a metric whose cutoff passes a ranking's length counts the
+pytrec_eval mode), judged queries with no relevant document (left out of every mean by retbench's default in
+trec_eval mode; trec_eval and pytrec_eval count them, 0 on the measures that divide by the relevant count), rankings shorter than the depth asked for (a metric whose cutoff passes a ranking's length counts the
 missing ranks as not relevant), and holes in the judgements (judged@10 below 90%). A clean system gets no line.
 """
 
@@ -15,7 +15,7 @@ from html import escape
 from retbench.data.status import FAILED_COUNT, MISSING
 from retbench.errors import InputError
 from retbench.gates import GateReport
-from retbench.metrics.registry import parse_metric
+from retbench.metrics.registry import lower_is_better, parse_metric
 from retbench.report import fmt
 from retbench.report.holes import holes_html
 from retbench.report.model import ReportData
@@ -25,7 +25,7 @@ from retbench.results.caveats import Caveat
 NAMED = 3
 
 
-def _unanswered(c: Caveat) -> str:
+def _unanswered(c: Caveat, metrics: Sequence[str] = ()) -> str:
     cov = c.coverage
     failed, missing = int(cov.get(FAILED_COUNT) or 0), int(cov.get(MISSING) or 0)
     if not failed and not missing:
@@ -39,6 +39,9 @@ def _unanswered(c: Caveat) -> str:
         )
     else:
         effect = f"{'it scores' if failed + missing == 1 else 'each scores'} 0 in every mean (trec_eval -c)"
+        worse = [fmt.metric_label(m) for m in metrics if lower_is_better(m)]
+        if worse:  # a failed answer is never a good one: the top of the range where lower is better
+            effect += f", and the worst value (the top of its range) on {_listed(worse)}, where lower is better"
     return f"{c.system}: of {cov.get('judged', '?')} judged queries, {what}; {effect}."
 
 
@@ -49,7 +52,8 @@ def _skipped(c: Caveat) -> str:
     scored = c.coverage.get("scored", c.coverage.get("counted", "?"))
     return (
         f"{c.system}: {fmt.counted(n, 'query has', 'queries have')} no relevant document and "
-        f"{'is' if n == 1 else 'are'} left out of every mean (trec_eval's rule); the means stand on {scored} queries."
+        f"{'is' if n == 1 else 'are'} left out of every mean (retbench's default in trec_eval mode; trec_eval itself "
+        f"counts {'it' if n == 1 else 'them'}, mostly as 0: no_relevant zero); the means stand on {scored} queries."
     )
 
 
@@ -102,7 +106,7 @@ def caveat_lines(
     `unanswered`: include failed and missing queries (the PR comment says them beside each side's coverage)."""
     out = []
     for c in caveats:
-        found = [_unanswered(c) if unanswered else "", _skipped(c), _short(c, metrics)]
+        found = [_unanswered(c, metrics) if unanswered else "", _skipped(c), _short(c, metrics)]
         if holes and c.holes is not None:
             found.append(c.holes.sentence())
         out += [line for line in found if line]

@@ -16,8 +16,11 @@ k = 10, i.e. more than one document in ten of the top 10 unjudged on average, th
 - RBP with p = 0.8 (Moffat and Zobel 2008) and its residual: the most RBP could still rise if every
   unjudged document were relevant.
 
-Each is the stored mean when the study asked for it, else computed from the stored run and the dataset's qrels
-with the evaluation's own settings (-J added for the condensed nDCG).
+The share and each measure are computed over the queries the system answered, from its run and the dataset's
+qrels with the evaluation's own settings (-J added for the condensed nDCG): a failed or missing query has no
+top 10 to judge, and it scores 0 on judged@10 and on holes@10 alike, so a mean over every counted query would
+hide or inflate the holes. Without the run and qrels, the table's answered rows give the share, and the stored
+means (over every counted query, said so) the rest.
 """
 
 from __future__ import annotations
@@ -26,8 +29,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from retbench.data import Qrels, Run
+from retbench.data.status import UNANSWERED
 from retbench.evaluation import Evaluation, evaluate
+from retbench.metrics.judges import run_rows
 from retbench.results.model import StudyResult
 
 JUDGED_K = 10
@@ -51,13 +58,15 @@ class Holes:
     """A system whose top documents are too often unjudged, with the measures made for that."""
 
     system: str
-    judged: float  # mean judged@JUDGED_K over the counted queries
+    judged: float  # mean judged@JUDGED_K over the answered queries (`basis` says when it is over all counted)
     values: dict[str, float]  # HOLE_MEASURES label -> mean
+    basis: str = "answered"  # "answered": over the queries the system answered; "counted": every counted query
 
     def sentence(self) -> str:
         """The warning shown next to the numbers."""
+        over = "of the answered queries " if self.basis == "answered" else ""
         return (
-            f"{self.system}: only {self.judged:.0%} of the top {JUDGED_K} documents are judged (below "
+            f"{self.system}: only {self.judged:.0%} of the top {JUDGED_K} documents {over}are judged (below "
             f"{JUDGED_THRESHOLD:.0%}); unjudged documents count as not relevant, so the usual measures may be too low."
         )
 
@@ -78,12 +87,39 @@ def table_means(table: Evaluation, names: list[str]) -> dict[str, float]:
     return {n: float(table.values[:, table.metrics.index(n)].mean()) for n in names}
 
 
-def _judged_share(stored: Mapping[str, float], got: Mapping[str, float]) -> float | None:
-    """judged@k as stored, else 1 - holes@k (stored or computed); None when neither is known."""
+def _answered_rows(ev: Evaluation) -> np.ndarray:
+    """The table rows of queries the system answered (failed and missing ones say nothing about holes)."""
+    return np.fromiter((st not in UNANSWERED for st in ev.status), dtype=bool, count=len(ev.status))
+
+
+def _table_share(ev: Evaluation | None) -> float | None:
+    """judged@k over the answered rows of a per-query table that holds judged@k or holes@k; else None.
+
+    A failed or missing query scores 0 on both judged@k ("nothing judged") and holes@k ("no holes"), so a
+    mean over every row is biased either way; only the answered rows measure the judgements."""
+    if ev is None:
+        return None
+    rows = _answered_rows(ev)
+    for name, flip in ((JUDGED, False), (HOLES, True)):
+        if name in ev.metrics and rows.any():
+            mean = float(np.nanmean(ev.values[rows, ev.metrics.index(name)]))
+            return 1.0 - mean if flip else mean
+    return None
+
+
+def _judged_share(
+    stored: Mapping[str, float], got: Mapping[str, float], ev: Evaluation | None
+) -> tuple[float, str] | None:
+    """(judged@k, basis): computed over the answered queries, else from the table's answered rows, else the
+    stored mean over every counted query (judged@k, else 1 - holes@k); None when nothing says."""
+    if JUDGED in got:
+        return got[JUDGED], "answered"
+    share = _table_share(ev)
+    if share is not None:
+        return share, "answered"
     if JUDGED in stored:
-        return stored[JUDGED]
-    holes = stored.get(HOLES, got.get(HOLES))
-    return None if holes is None else 1.0 - holes
+        return stored[JUDGED], "counted"
+    return (1.0 - stored[HOLES], "counted") if HOLES in stored else None
 
 
 def system_holes(
@@ -93,26 +129,29 @@ def system_holes(
     run: Run | None = None,
     qrels: Qrels | None = None,
 ) -> Holes | None:
-    """The system's holes when its judged@10 is below the threshold, else None: from its stored means, and
-    computed from its table, run and qrels where all three are given."""
-    wanted = [HOLES] + [n for _, n, condensed in HOLE_MEASURES if not condensed and n not in stored]
+    """The system's holes when its judged@10 is below the threshold, else None. With its table, run and qrels,
+    the share and the hole measures are computed over the queries it answered (a failed or missing query has
+    no top 10 to judge); else they are its table's answered rows or its stored means."""
     got: dict[str, float] = {}
     sub = None
     if ev is not None and run is not None and qrels is not None:
+        wanted = [JUDGED] + [n for _, n, condensed in HOLE_MEASURES if not condensed]
         judged = [q for q in [*ev.query_ids, *ev.excluded, *ev.skipped] if q in qrels]
-        sub = qrels.subset(judged)
-        got = table_means(evaluate(run, sub, wanted, ev.settings()), wanted)
-    share = _judged_share(stored, got)
-    if share is None or not share < JUDGED_THRESHOLD:
+        status = run.status_values(judged, run_rows(run, judged))
+        sub = qrels.subset([q for q, st in zip(judged, status, strict=True) if st not in UNANSWERED])
+        got = table_means(evaluate(run, sub, wanted, ev.settings()), wanted) if len(sub) else {}
+    found = _judged_share(stored, got, ev)
+    if found is None or not found[0] < JUDGED_THRESHOLD:
         return None
-    if sub is not None and ev is not None and run is not None:  # the condensed list of the same queries
+    share, basis = found
+    if sub is not None and ev is not None and run is not None and len(sub):  # the condensed list of the same queries
         got |= table_means(evaluate(run, sub, ["ndcg@10"], ev.settings(), judged_only=True), ["ndcg@10"])
     values = {
-        label: (got[name] if condensed else stored.get(name, got.get(name, float("nan"))))
+        label: (got[name] if condensed or name in got else stored.get(name, float("nan")))
         for label, name, condensed in HOLE_MEASURES
         if (condensed and name in got) or (not condensed and (name in stored or name in got))
     }
-    return Holes(system, float(share), values)
+    return Holes(system, float(share), values, basis)
 
 
 def find_holes(

@@ -254,6 +254,15 @@ class Registered:
         return out
 
 
+def failed_point(coverage: Mapping[str, object]) -> bool:
+    """Whether a point records a failure, never a number: the system failed as a whole (`error`), or every judged
+    query it was asked failed (a backend down: its means would be 0.0 from failures alone)."""
+    if "error" in coverage:
+        return True
+    failed = coverage.get("failed")
+    return bool(coverage.get("judged")) and coverage.get("answered") == 0 and isinstance(failed, int) and failed > 0
+
+
 def register(
     results: StudyResult | str | Path,
     *,
@@ -339,11 +348,15 @@ def _points(
         if summary.failed:
             systems.append((system, json.dumps({"error": summary.error}), None, *point))
             continue
+        cov = dict(summary.coverage)
+        if failed_point(cov):  # every query failed (the backend was down): shown as failed, never a 0.0 point
+            error = f"every judged query failed ({cov['failed']} of {cov['judged']})"
+            systems.append((system, json.dumps({**cov, "error": error}), None, *point))
+            continue
         for metric, v in summary.metrics.items():
             rows.append((system, metric, v.value, v.ci_low, v.ci_high))
         pq = SystemDir.of(root, system).per_query  # the table itself is kept, compressed
         blob = gzip.compress(pq.read_bytes()) if pq.is_file() else None
-        cov = dict(summary.coverage)
         with contextlib.suppress(InputError):  # kept beside the coverage: a gate against this entry knows the depth
             cov.setdefault("depth", res.depth(system))
         systems.append((system, json.dumps(cov), blob, *point))

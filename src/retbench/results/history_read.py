@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retbench.errors import InputError
-from retbench.results.history import BUSY_TIMEOUT_S, candidate_point, dataset_identity, default_path, point_keys
+from retbench.results.history import (
+    BUSY_TIMEOUT_S,
+    candidate_point,
+    dataset_identity,
+    default_path,
+    failed_point,
+    point_keys,
+)
 
 if TYPE_CHECKING:
     from retbench.evaluation import Evaluation
@@ -160,7 +167,8 @@ def entries(
         if metric:
             query, args = query + " WHERE metric = ?", [metric]
         for run_id, s, m, mean, lo, hi in con.execute(query, args):
-            if run_id in out and s in out[run_id].points:
+            # a failed point (an older file may hold its 0.0 means) is shown as failed, never as a number
+            if run_id in out and s in out[run_id].points and not failed_point(out[run_id].coverage[s]):
                 out[run_id].scores.setdefault(s, {})[m] = (mean, lo, hi)
     kept = [out[k] for k in sorted(out) if out[k].points or not (system or dataset)]
     return kept[-limit:] if limit else kept
@@ -216,6 +224,8 @@ def _resolve_point(key: str, rows: list[Entry], path: str | Path, candidate: tup
         if before is not None and e.id >= before:
             continue
         for k in e.points:
+            if failed_point(e.coverage.get(k, {})):
+                continue  # a failed run is no baseline
             if e.series(k) == want and (key == "last" or e.gates.get(k) == "pass"):
                 e.matched = k
                 return e

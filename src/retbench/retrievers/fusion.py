@@ -160,6 +160,8 @@ def normalize_all(rankings: Sequence[Ranking], method: str) -> list[dict[str, fl
             for r in rankings
         ]
     pool = candidates(rankings)
+    if not pool:  # no system returned anything for this query: nothing to rank, an empty fused ranking
+        return [{} for _ in rankings]
     out = []
     for r in rankings:
         n = len(r)

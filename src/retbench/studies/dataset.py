@@ -97,7 +97,7 @@ def dataset_manifest(ds: Dataset, dspec: DatasetSpec, queries: Queries, load_sec
 
 def require_relevant(qrels: Qrels, settings: EvalSettings, path: str, split: str) -> None:
     """Refuse a split whose every query would be skipped: its means would be over no query at all."""
-    if settings.no_relevant != "skip":
+    if settings.no_relevant_policy != "skip":
         return
     level = settings.relevance_level
     if not any(g >= level for q in qrels for g in qrels[q].values()):

@@ -205,3 +205,27 @@ def test_a_missing_local_file_an_unknown_id_and_an_id_without_qrels_are_each_one
         load_dataset("irds:no-such/dataset")
     with pytest.raises(InputError, match=r"has no qrels.*irds:beir/scifact/test"):
         load_dataset("irds:beir/scifact")
+
+
+def test_subtopic_qrels_keep_each_documents_best_grade_as_the_subtopic_reader_does_and_say_so(tmp_path: Path) -> None:
+    from ir_datasets.formats import TrecSubQrels
+
+    from retbench.io.subtopics import read_subtopic_qrels
+
+    docs, queries, _ = write_files(tmp_path / "irds-files")
+    sub = tmp_path / "sub-qrels.txt"  # d1 relevant to subtopic 1 and not to subtopic 2; d3 the other way round
+    sub.write_text("q1 1 d1 1\nq1 2 d1 0\nq1 1 d3 0\nq1 2 d3 2\nq2 1 d2 1\nq3 1 d4 1\n", encoding="utf-8")
+    dataset_id = f"retbench-test/{uuid.uuid4().hex[:8]}/test"
+    ir_datasets.registry.register(
+        dataset_id,
+        IrdsDataset(
+            TsvDocs(LocalDownload(docs), doc_cls=TitledDoc),
+            TsvQueries(LocalDownload(queries)),
+            TrecSubQrels(LocalDownload(sub), {0: "not relevant", 1: "relevant", 2: "highly relevant"}),
+        ),
+    )
+    loaded = load_dataset(f"irds:{dataset_id}")
+    plain = read_subtopic_qrels(sub)
+    assert loaded.split("test").to_dict() == {q: dict(plain[q]) for q in plain}
+    assert loaded.split("test").to_dict()["q1"] == {"d1": 1, "d3": 2}
+    assert any("best grade over its subtopics" in p for p in loaded.problems)

@@ -144,3 +144,15 @@ def test_ties_in_fused_scores_are_broken_by_doc_id_descending() -> None:
     fused = fuse([[("a", 3.0), ("b", 1.0)], [("b", 3.0), ("a", 1.0)]], "isr")
     assert fused[0][1] == fused[1][1]
     assert [d for d, _ in fused] == ["b", "a"]
+
+
+@pytest.mark.parametrize("norm", sorted(RANX_NORMS))
+def test_a_query_every_system_returned_nothing_for_fuses_to_an_empty_ranking_as_in_ranx(norm: str) -> None:
+    # the other queries are checked against ranx on the runs without the empty one: ranx's z-score (zmuv)
+    # normalisation returns nothing for every query of a run that holds an empty one
+    full = make_runs(4)
+    runs = [r | {"q-empty": {}} for r in full]
+    for method in ("combsum", "combmnz", "wsum"):
+        got = ours(runs, method, norm)
+        assert got["q-empty"] == {} == ranx_fused(runs, method, RANX_NORMS[norm]).get("q-empty", {})
+        assert_same_scores({q: d for q, d in got.items() if q != "q-empty"}, ranx_fused(full, method, RANX_NORMS[norm]))

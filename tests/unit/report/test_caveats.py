@@ -109,7 +109,8 @@ def expected(out: Path) -> dict[str, str]:
         "skipped": "overlap: 1 query has no relevant document and is left out of every mean",
         "short": f"fewer: {fewer['short']} of {fewer['scored']} queries returned fewer than {DEPTH} documents (3)",
         "short_effect": "nDCG@10 and recall@10 look past rank 3 and count the missing ranks as not relevant",
-        "holes": "overlap: only 32% of the top 10 documents are judged (below 90%)",  # 1 - (3 x 0.9 + 0) / 4: a failed query has no holes
+        # one judged document in each answered top 10 (q0-q2, q4); the failed q3 has no top 10 to judge
+        "holes": "overlap: only 10% of the top 10 documents of the answered queries are judged (below 90%)",
     }
 
 
