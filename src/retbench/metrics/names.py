@@ -92,3 +92,33 @@ def rewrite(spec: str) -> str:
             field="metric",
         )
     return name + (f"({','.join(numeric)})" if numeric else "") + rest
+
+
+#: `name(params)@k(params)`: a metric spec's parts (name, parameters before or after the cutoff, the cutoff)
+SPEC = re.compile(r"^(?P<name>[A-Za-z][\w\-]*?)(?:\((?P<p1>[^()]*)\))?(?:@(?P<k>\d+))?(?:\((?P<p2>[^()]*)\))?$")
+
+
+def number(v: float) -> str:
+    """A parameter as a spec prints it: 2.0 -> '2', 0.8 -> '0.8'."""
+    return str(int(v)) if float(v).is_integer() else f"{v:g}"
+
+
+def parse_params(text: str | None, spec: str) -> dict[str, float]:
+    """`p=0.8,rel=2` -> {"p": 0.8, "rel": 2.0}; anything but name=number is a ConfigError naming the spec."""
+    out: dict[str, float] = {}
+    if not text:
+        return out
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        key, eq, value = part.partition("=")
+        key = key.strip()
+        try:
+            if not eq:
+                raise ValueError
+            out[key] = float(value)
+        except ValueError:
+            raise ConfigError(
+                f"metric {spec!r}: parameter {part.strip()!r} must be name=number", field="metric"
+            ) from None
+    return out

@@ -275,33 +275,6 @@ class MetricSpec:
         return str(getattr(self.metric, "aggregate", "mean") or "mean")
 
 
-_SPEC = re.compile(r"^(?P<name>[A-Za-z][\w\-]*?)(?:\((?P<p1>[^()]*)\))?(?:@(?P<k>\d+))?(?:\((?P<p2>[^()]*)\))?$")
-
-
-def _fmt(v: float) -> str:
-    return str(int(v)) if float(v).is_integer() else f"{v:g}"
-
-
-def _parse_params(text: str | None, spec: str) -> dict[str, float]:
-    out: dict[str, float] = {}
-    if not text:
-        return out
-    for part in text.split(","):
-        if not part.strip():
-            continue
-        key, eq, value = part.partition("=")
-        key = key.strip()
-        try:
-            if not eq:
-                raise ValueError
-            out[key] = float(value)
-        except ValueError:
-            raise ConfigError(
-                f"metric {spec!r}: parameter {part.strip()!r} must be name=number", field="metric"
-            ) from None
-    return out
-
-
 def _unknown(spec: str) -> ConfigError:
     names = ", ".join(valid_names())
     extra = "".join(f"; plugin {n!r} failed to load ({e})" for n, e in _PLUGIN_ERRORS.items())
@@ -336,13 +309,13 @@ def parse_metric(spec: str, default_k: int = 5) -> MetricSpec:
         if len(trec) != 1:
             raise ConfigError(f"metric {spec!r} names {len(trec)} measures; give them as a list", field="metric")
         return trec[0]
-    m = _SPEC.match(s)
+    m = metric_names.SPEC.match(s)
     if not m or m["name"].lower() not in _LOOKUP:
         raise _unknown(spec)
     key = m["name"].lower()
     metric = _REGISTRY[_LOOKUP[key]]
     k = int(m["k"]) if m["k"] is not None else None
-    params = {**_parse_params(m["p1"], spec), **_parse_params(m["p2"], spec)}
+    params = {**metric_names.parse_params(m["p1"], spec), **metric_names.parse_params(m["p2"], spec)}
     return _make_spec(metric, k, params, spec, default_k, force_k=key in _FORCE_K)
 
 
@@ -421,7 +394,7 @@ def _make_spec(
     shown = {p: v for p, v in full.items() if p == "rel" or p in always or v != defaults.get(p)}
     name = metric.name + (f"@{k}" if k is not None else "")
     if shown:
-        name += "(" + ",".join(f"{p}={_fmt(v)}" for p, v in sorted(shown.items())) + ")"
+        name += "(" + ",".join(f"{p}={metric_names.number(v)}" for p, v in sorted(shown.items())) + ")"
     return MetricSpec(metric, k, full, name)
 
 
