@@ -415,15 +415,24 @@ def lower_is_better(name: str) -> bool:
         return False
 
 
+#: lower-is-better measures of the labels' coverage of a ranking, not of the system (see `unanswered_value`)
+JUDGEMENT_MEASURES = frozenset({"holes", "unj", "rbp_resid"})
+
+
 def unanswered_value(metric: object) -> float | None:
     """What a failed or missing query scores on `metric` (a registry row): the metric's worst value.
 
     Missing is not good: 0 for a higher-is-better metric (trec_eval `-c`), the top of `value_range` for a
     lower-is-better one (hallucination_rate 1.0: a timed-out answer must not read as a faithful one).
     None for measures of the judgements alone (num_rel, num_q), which keep their value as trec_eval -c does.
+    The measures of how far the labels cover a ranking (`JUDGEMENT_MEASURES`) are lower-is-better but describe the
+    labels, not the system: an unanswered query scores 0 on them, as trec_eval -c scores unj and rbp_resid (and the
+    incomplete-judgements warning reads them over the answered queries only).
     """
     if getattr(metric, "keeps_unanswered", False):
         return None
+    if getattr(metric, "name", None) in JUDGEMENT_MEASURES:
+        return 0.0
     if getattr(metric, "lower_is_better", False):
         return float(getattr(metric, "value_range", (0.0, 1.0))[1])
     return 0.0

@@ -49,6 +49,7 @@ def test_judged_and_holes_give_the_same_share_and_the_residual_is_over_the_answe
     assert from_judged.judged == pytest.approx(from_holes.judged) == pytest.approx(4 / 10)
     full = system_holes("sys", table_means(both, both.metrics), both, run, qrels)
     answered = qrels.subset(["q0"])
-    resid = table_means(evaluate(run, answered, ["rbp_resid"]), ["rbp_resid"])["rbp_resid"]
+    resid_at = "rbp_resid(p=0.8)"  # the p the holes table names
+    resid = table_means(evaluate(run, answered, [resid_at]), [resid_at])[resid_at]
     assert full is not None and full.values["RBP residual"] == pytest.approx(resid)
-    assert resid > table_means(evaluate(run, qrels, ["rbp_resid"]), ["rbp_resid"])["rbp_resid"]
+    assert resid > table_means(evaluate(run, qrels, [resid_at]), [resid_at])[resid_at]
