@@ -9,7 +9,7 @@ recall, recall_any, recall_all and f1 count gold items rather than relevant chun
 `metrics/judges/common.py`) and "no relevant document" means "no gold item".
 `EvalSettings` (metrics/settings.py) holds how runs are counted and summarized; the config loader parses it.
 
-Counting rules (README "Metric conventions"; each is a test):
+Counting rules (docs/howto/metrics.md, "Conventions"; each is a test):
 - the denominator is every judged query (qrels order); a judged query the system did not answer
   (`missing`) or that failed (`error` / `timeout` / `invalid`) scores each metric's worst value (0.0, or the
   top of its range where lower is better: a missing answer is never a good one) and is counted, as
