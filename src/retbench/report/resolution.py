@@ -180,7 +180,8 @@ def interval_cell(res: RankResolution | None, name: str) -> str:
     if res is None or name not in res.names:
         return "—"
     label = res.interval(name)
-    return f"{label} ({TIED_MARK})" if name in res.tied_first else label
+    tied = len(res.tied_first) > 1 and name in res.tied_first  # one system alone at rank 1 is not a tie
+    return f"{label} ({TIED_MARK})" if tied else label
 
 
 def note(res: RankResolution, over_datasets: bool = False) -> str:

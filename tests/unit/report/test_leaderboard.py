@@ -199,7 +199,10 @@ def test_a_suite_leaderboard_shows_each_rank_interval_and_the_group_tied_for_fir
         expected.tied_first,
     )
     assert got.means == pytest.approx([board.mean[s] for s in systems], abs=1e-12)
-    labels = {s: expected.interval(s) + (" (tied 1st)" if s in expected.tied_first else "") for s in systems}
+    labels = {
+        s: expected.interval(s) + (" (tied 1st)" if len(expected.tied_first) > 1 and s in expected.tied_first else "")
+        for s in systems
+    }
     tied = ", ".join(expected.tied_first)
     for system, label in labels.items():
         assert re.search(rf"{system}\s.*{re.escape(label)}", result.output)

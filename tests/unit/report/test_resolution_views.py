@@ -35,7 +35,7 @@ def expected(results_dir, metric: str) -> RankResolution:
 
 
 def label(res: RankResolution, name: str) -> str:
-    return res.interval(name) + (" (tied 1st)" if name in res.tied_first else "")
+    return res.interval(name) + (" (tied 1st)" if len(res.tied_first) > 1 and name in res.tied_first else "")
 
 
 def test_the_report_ranks_three_systems_with_their_intervals_and_marks_those_tied_for_first(results_dir):
@@ -129,3 +129,17 @@ def test_a_comparison_on_a_lower_is_better_metric_counts_a_fall_as_a_win(holes_e
     assert all(c.delta < 0 for c in m.top_changes)  # the biggest gains are the biggest falls; there are no losses
     bins = delta_bins(d.tolist(), lower=True)
     assert sum(b.count for b in bins if b.kind == "better") == m.wins
+
+
+def test_a_system_alone_at_rank_one_is_not_marked_tied_and_a_shared_first_place_is():
+    """'1 (tied 1st)' beside the only system that reaches rank 1 read as a tie nobody shares."""
+    from retbench.report.resolution import interval_cell
+
+    rng = np.random.default_rng(3)
+    base = rng.random(200)
+    apart = rank_intervals(np.column_stack([base + 0.5, base, base - 0.5]), ["a", "b", "c"], n_resamples=500)
+    assert apart.tied_first == ["a"] and interval_cell(apart, "a") == "1"
+    close = rank_intervals(np.column_stack([base + 1e-3 * rng.standard_normal(200), base, base - 0.5]), ["a", "b", "c"], n_resamples=500)  # fmt: skip
+    assert len(close.tied_first) == 2
+    assert {interval_cell(close, n) for n in close.tied_first} <= {"1-2 (tied 1st)", "1 (tied 1st)"}
+    assert interval_cell(close, "c") == "3"
