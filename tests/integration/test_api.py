@@ -165,7 +165,7 @@ def test_ignore_identical_ids_survives_the_per_query_table(tmp_path):
 
 
 def test_the_docstring_examples_run():
-    for name in ("retbench", "retbench.api", "retbench.evaluation"):
+    for name in ("retbench", "retbench.api", "retbench.evaluation.table"):
         result = doctest.testmod(importlib.import_module(name))
         assert result.attempted > 0 and result.failed == 0, name
 
