@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +19,12 @@ from retbench.data.ids import keys_from_bytes, may_repeat, score_problem
 from retbench.data.qrels import checked_grade
 from retbench.errors import InputError
 from retbench.io.files import iter_lines, open_text
+
+if TYPE_CHECKING:
+    import gzip
+    import io
+
+    import pyarrow as pa
 
 
 def _grade(token: str, path: Path, lineno: int) -> int:
@@ -161,7 +167,7 @@ def _delimiter(p: Path) -> str | None:
     return " " if has_space else "\t"
 
 
-def _open_binary(p: Path) -> Any:
+def _open_binary(p: Path) -> gzip.GzipFile | io.BufferedReader:
     import gzip
 
     return gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")
@@ -193,7 +199,7 @@ def _normalized(p: Path) -> bytes | None:
     return data.strip(b" ")
 
 
-def _read_columns(p: Path, fields: tuple[str, ...], number: str) -> Any:
+def _read_columns(p: Path, fields: tuple[str, ...], number: str) -> pa.Table | None:
     """The file as an Arrow table of binary columns plus one float64 column `number`, or None.
 
     Arrow's CSV parser (on the calling thread) reads the file directly when one space or one tab separates
@@ -222,7 +228,7 @@ def _read_columns(p: Path, fields: tuple[str, ...], number: str) -> Any:
     return _parse_columns(pa.BufferReader(data), " ", fields, number)
 
 
-def _in_memory(path: str) -> Any:
+def _in_memory(path: str) -> pa.NativeFile:
     """The file as an Arrow reader over memory: a memory map (plain files) or the bytes gzip gives (`.gz`).
 
     Arrow reads a stream ahead on its IO threads; from memory those reads are slices, so no file read is
@@ -236,7 +242,7 @@ def _in_memory(path: str) -> Any:
     return pa.memory_map(path)
 
 
-def _parse_columns(source: Any, delimiter: str, fields: tuple[str, ...], number: str) -> Any:
+def _parse_columns(source: pa.NativeFile, delimiter: str, fields: tuple[str, ...], number: str) -> pa.Table | None:
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
@@ -291,7 +297,7 @@ def _parse_columns(source: Any, delimiter: str, fields: tuple[str, ...], number:
 _UNICODE_SPACE = r"[\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]"
 
 
-def _buffers(chunk: Any) -> tuple[np.ndarray, np.ndarray]:
+def _buffers(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(int32 offsets into data, uint8 data) of one Arrow binary array, without copying anything."""
     _, off_buf, data_buf = chunk.buffers()  # pa.binary(): int32 offsets
     offsets = np.frombuffer(off_buf, dtype=np.int32)[chunk.offset : chunk.offset + len(chunk) + 1]
@@ -299,7 +305,7 @@ def _buffers(chunk: Any) -> tuple[np.ndarray, np.ndarray]:
     return offsets, data
 
 
-def _numbers(column: Any, dtype: type = np.float64) -> np.ndarray:
+def _numbers(column: pa.Array | pa.ChunkedArray, dtype: type = np.float64) -> np.ndarray:
     """A numeric Arrow array or column without nulls as one NumPy array, read from its buffers.
 
     (Arrow's own to_numpy imports pandas, a fifth of a second this path does not need.)
@@ -309,14 +315,14 @@ def _numbers(column: Any, dtype: type = np.float64) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
-def _indices(positions: np.ndarray) -> Any:
+def _indices(positions: np.ndarray) -> pa.Array:
     import pyarrow as pa
 
     positions = np.ascontiguousarray(positions, dtype=np.int64)
     return pa.Array.from_buffers(pa.int64(), len(positions), [None, pa.py_buffer(positions)])
 
 
-def _take(column: Any, order: np.ndarray) -> Any:
+def _take(column: pa.ChunkedArray, order: np.ndarray) -> pa.ChunkedArray | None:
     """The column reordered, or None where Arrow cannot (more than 2 GiB of ids in one array)."""
     import pyarrow as pa
 
@@ -326,7 +332,7 @@ def _take(column: Any, order: np.ndarray) -> Any:
         return None
 
 
-def _column_keys(column: Any) -> tuple[np.ndarray, bool]:
+def _column_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
     """`keys` of every value of an Arrow binary column, and whether all are exact."""
     parts, exact = [], True
     for chunk in column.chunks:
@@ -337,7 +343,7 @@ def _column_keys(column: Any) -> tuple[np.ndarray, bool]:
     return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)), exact
 
 
-def _query_segments(column: Any) -> tuple[list[str], np.ndarray, np.ndarray | None]:
+def _query_segments(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray, np.ndarray | None]:
     """(query ids in first-appearance order, lines per query, the stable reordering that groups a
     query's lines when they are not contiguous, else None)."""
     import pyarrow as pa
@@ -375,7 +381,7 @@ def _offsets(lens: np.ndarray) -> np.ndarray:
 class _ArrowIds:
     """Doc ids held as an Arrow binary column (UTF-8 without spaces, checked by the reader), read on demand."""
 
-    def __init__(self, column: Any) -> None:
+    def __init__(self, column: pa.ChunkedArray) -> None:
         self.column = column
 
     def all(self) -> np.ndarray:

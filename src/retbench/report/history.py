@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import json
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retbench.report import fmt, plots
 from retbench.results.history import failed_point
+
+if TYPE_CHECKING:
+    from retbench.report.terminal import FittedTable
+    from retbench.results.history_read import Entry
 
 Series = tuple[str, str, str]  # (experiment, dataset identity JSON, system)
 
@@ -27,7 +31,7 @@ def _dataset_label(identity: str) -> str:
     )
 
 
-def series_of(entries: list[Any], metric: str) -> tuple[list[Series], dict[Series, str]]:
+def series_of(entries: list[Entry], metric: str) -> tuple[list[Series], dict[Series, str]]:
     """The series holding `metric`, in order of first appearance, and each one's label."""
     found: list[Series] = []
     for e in entries:
@@ -46,11 +50,11 @@ def series_of(entries: list[Any], metric: str) -> tuple[list[Series], dict[Serie
     return found, labels
 
 
-def _failed(e: Any, key: str) -> bool:
+def _failed(e: Entry, key: str) -> bool:
     return failed_point(e.coverage.get(key, {}))
 
 
-def _counts(cov: dict[str, Any]) -> str:
+def _counts(cov: dict[str, object]) -> str:
     """' (answered/judged)' when some judged query went unanswered, and the queries left out for having no
     relevant document, so the dataset's query count (`40q`) adds up: 40 = 39 judged + 1 skipped."""
     parts = []
@@ -61,7 +65,7 @@ def _counts(cov: dict[str, Any]) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
-def _point(e: Any, s: Series, metric: str) -> tuple[str | None, Any]:
+def _point(e: Entry, s: Series, metric: str) -> tuple[str | None, Any]:
     """(results key, (mean, lo, hi)) of the entry's point of series `s` (None: it holds none)."""
     for k, scores in e.scores.items():
         if e.series(k) == s and metric in scores:
@@ -100,7 +104,7 @@ def trend_rows(entries: list[Any], metric: str) -> tuple[list[str], list[list[st
     return header, rows
 
 
-def render_trend(entries: list[Any], metric: str) -> Any:
+def render_trend(entries: list[Entry], metric: str) -> FittedTable:
     """The trend as a terminal table that fits the console: many series transpose (one row per series,
     one column per run) or split into parts, never cutting a label (`report.terminal.FittedTable`)."""
     from retbench.report.terminal import FittedTable
@@ -113,7 +117,7 @@ def render_trend(entries: list[Any], metric: str) -> Any:
     return FittedTable(header, [list(r) for r in rows], title=title, keys=1, left={1, 2, 3, 4}, corner="run")
 
 
-def _dataset_name(identity: dict[str, Any]) -> str:
+def _dataset_name(identity: dict[str, object]) -> str:
     return f"{identity.get('name')}/{identity.get('split')}" if identity.get("name") else "no dataset recorded"
 
 
@@ -121,7 +125,7 @@ def _listing(label: str, values: set[str]) -> str:
     return f"{label} {', '.join(sorted(values))}" if values else f"no {label}"
 
 
-def what_is_recorded(entries: list[Any]) -> str:
+def what_is_recorded(entries: list[Entry]) -> str:
     """The experiments, systems, datasets and metrics `entries` hold: said when a filter matched nothing."""
     points = [p for e in entries for p in e.points.values()]
     return "; ".join(
@@ -134,7 +138,9 @@ def what_is_recorded(entries: list[Any]) -> str:
     )
 
 
-def nothing_matched(filters: dict[str, str | None], everything: list[Any], kept: list[Any], metric: str | None) -> str:
+def nothing_matched(
+    filters: dict[str, str | None], everything: list[Entry], kept: list[Entry], metric: str | None
+) -> str:
     """Why a `history` query has nothing to show, and what it could ask for instead.
 
     `everything`: the history unfiltered; `kept`: the runs the filters kept (all their metrics), so a metric
@@ -155,7 +161,7 @@ def nothing_matched(filters: dict[str, str | None], everything: list[Any], kept:
     return f"no {where} recorded {metric or 'a metric'}; they recorded: {', '.join(have) or 'no metric'}{why}"
 
 
-def trend_html(entries: list[Any], metric: str) -> str:
+def trend_html(entries: list[Entry], metric: str) -> str:
     """A self-contained page: the metric per series across runs (SVG) and the same numbers as a table."""
     header, rows = trend_rows(entries, metric)
     series, labels = series_of(entries, metric)

@@ -181,7 +181,7 @@ def _ci_metrics(data: ReportData) -> list[str]:
 
 def _curves(data: ReportData) -> str:
     if data.drill is not None and data.drill.curves:
-        return k_curve_figures(data)
+        return k_curve_figures(data.drill)
     figs = []
     for fam, pts in data.curves.items():
         series = [

@@ -11,6 +11,7 @@ import json
 from html import escape
 
 from retbench.report import fmt, plots
+from retbench.report.drilldown import Drill
 from retbench.report.model import ReportData
 
 DRILL_JS = """
@@ -105,7 +106,7 @@ def drill_section(data: ReportData) -> str:
         f"<style>{DRILL_CSS}</style>"
         '<div class="drill-controls"><label>Query <select id="drill-query"></select></label>'
         f'<label><input type="checkbox" id="drill-changed"> only the 25 queries that {change}</label></div>'
-        f'<p class="small muted" id="drill-legend">{_selector_note(data)}</p>'
+        f'<p class="small muted" id="drill-legend">{_selector_note(data.drill)}</p>'
         '<div id="drill-view"></div>'
         f'<script type="application/json" id="retbench-drill">{blob}</script>'
         f"<script>{DRILL_JS}</script>"
@@ -114,9 +115,8 @@ def drill_section(data: ReportData) -> str:
     )
 
 
-def _selector_note(data: ReportData) -> str:
+def _selector_note(drill: Drill) -> str:
     """What the number after a query id in the selector means."""
-    drill = data.drill
     if not drill.baseline:
         return "Each entry is a query id and the start of its text."
     m = escape(fmt.metric_label(drill.primary))
@@ -127,10 +127,10 @@ def _selector_note(data: ReportData) -> str:
     )
 
 
-def k_curve_figures(data: ReportData) -> str:
+def k_curve_figures(drill: Drill) -> str:
     """recall@k, nDCG@k and hit@k for every k up to the run depth, computed from the runs."""
     figs = []
-    for fam, by_system in data.drill.curves.items():
+    for fam, by_system in drill.curves.items():
         series = [plots.Series(s, list(range(1, len(v) + 1)), v) for s, v in by_system.items() if v]
         if not series:
             continue

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from retbench.data.status import FAILED_COUNT, MISSING, NOT_ANSWERED_COUNTS
 from retbench.estimates import source_label
@@ -18,14 +18,19 @@ from retbench.report.holes import holes_markdown
 from retbench.report.resolution import interval_cell, note, resolution_markdown
 from retbench.report.weakening import summary_caveats
 
+if TYPE_CHECKING:
+    from retbench.comparison import Comparison
+    from retbench.report.leaderboard import Leaderboard
+    from retbench.report.model import ReportData
 
-def md_text(text: Any) -> str:
+
+def md_text(text: object) -> str:
     """User text (an experiment, system or dataset name, an error message) as inert Markdown: `<`, `>` and `&`
     become entities, so a name holding HTML (`<img onerror=...>`) reads as text wherever report.md is rendered."""
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def md_code(text: Any) -> str:
+def md_code(text: object) -> str:
     """User text as a code span (literal: Markdown renders no HTML inside one), fenced with more backticks than
     the text holds in a row, so a name with a backtick cannot close the span and let HTML out."""
     text = str(text).replace("\n", " ")
@@ -34,17 +39,17 @@ def md_code(text: Any) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _cell(text: Any) -> str:
+def _cell(text: object) -> str:
     return md_text(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return out
 
 
-def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+def md_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A Markdown table with cells escaped: the one table writer every report.md uses."""
     return "\n".join(_table(header, rows))
 
@@ -58,7 +63,7 @@ def _side(name: str, counts: Mapping[str, int]) -> str:
 
 
 def comparison_markdown(
-    cmp: Any, *, alpha: float = 0.05, top_metric: str | None = None, level: int = 1, options: Sequence[str] = ()
+    cmp: Comparison, *, alpha: float = 0.05, top_metric: str | None = None, level: int = 1, options: Sequence[str] = ()
 ) -> str:
     """A comparison (compare.Comparison) as Markdown: what was tested (with `options`, the hints of widening
     options not given yet), one table per pair (headed "B vs A", as its columns are), then the most changed
@@ -133,7 +138,7 @@ def comparison_markdown(
     return "\n".join(lines)
 
 
-def comparison_scope(cmp: Any) -> str:
+def comparison_scope(cmp: Comparison) -> str:
     """What a comparison tested (which pairs, on which metrics, how many tests), without a full stop."""
     bases = list(dict.fromkeys(p.system_a for p in cmp.pairs))
     metrics = ", ".join(fmt.metric_label(m) for m in cmp.metrics)
@@ -154,7 +159,7 @@ def _short(text: str, n: int = 80) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def leaderboard_markdown(board: Any) -> list[str]:
+def leaderboard_markdown(board: Leaderboard) -> list[str]:
     """The leaderboard (report.leaderboard.Leaderboard) as a Markdown section."""
     lines = [f"## Leaderboard: {fmt.metric_label(board.metric)}", ""]
     best = {d: board.best(d) for d in board.datasets}
@@ -178,7 +183,7 @@ def leaderboard_markdown(board: Any) -> list[str]:
     return lines
 
 
-def report_markdown(data: Any) -> str:
+def report_markdown(data: ReportData) -> str:
     """A results report (report.model.ReportData) as Markdown: the HTML report's tables without its plots."""
     lines = [f"# {md_text(data.title)}", ""]
     ds = ", ".join(
@@ -195,7 +200,7 @@ def report_markdown(data: Any) -> str:
         ]
     else:
         lines += ["Counting: trec_eval (every judged query counts; failed or unanswered queries score 0).", ""]
-    if getattr(data, "leaderboard", None) is not None:
+    if data.leaderboard is not None:
         lines += leaderboard_markdown(data.leaderboard)
     lines += resolution_markdown(getattr(data, "resolution", None), fmt.metric_label(data.primary))
     lines += ["## Summary", ""]
@@ -290,7 +295,7 @@ def report_markdown(data: Any) -> str:
     return "\n".join(lines)
 
 
-def _latency_sections(data: Any) -> list[str]:
+def _latency_sections(data: ReportData) -> list[str]:
     """Query latency; breakdown by group per system, latency by stage, LLM usage and cost (each only when recorded)."""
     from retbench.report import breakdowns as b
     from retbench.report import latency as lat

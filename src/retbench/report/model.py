@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,13 @@ from retbench.report.prcurve import pr_curves
 from retbench.results.caveats import find_holes
 from retbench.results.model import StudyResult, SystemResult, config_from_manifest
 from retbench.results.read import judge_reasons, load_judgements
+
+if TYPE_CHECKING:
+    from retbench.data import Corpus, Qrels
+    from retbench.report.drilldown import Drill
+    from retbench.report.leaderboard import Leaderboard
+    from retbench.report.resolution import RankResolution
+    from retbench.results.caveats import Holes
 
 
 @dataclass
@@ -92,14 +99,16 @@ class ReportData:
     curves: dict[str, list[tuple[int, str]]]  # family label -> [(k, metric)] with two or more cutoffs
     baseline: str | None
     primary: str
-    comparison: Any = None  # compare.Comparison of each system against the baseline
+    comparison: Comparison | None = None  # compare.Comparison of each system against the baseline
     deltas: dict[str, list[float]] = field(default_factory=dict)  # system -> per-query delta on `primary`
     result: StudyResult | None = None  # the typed results the report was built from
-    leaderboard: Any = None  # report.leaderboard.Leaderboard when the results span several datasets
-    drill: Any = None  # report.drilldown.Drill: per-query documents and metric@k curves from the runs
-    resolution: Any = None  # resolution.RankResolution of three or more systems on one dataset (primary metric)
+    leaderboard: Leaderboard | None = None  # report.leaderboard.Leaderboard when the results span several datasets
+    drill: Drill | None = None  # report.drilldown.Drill: per-query documents and metric@k curves from the runs
+    resolution: RankResolution | None = (
+        None  # resolution.RankResolution of three or more systems on one dataset (primary metric)
+    )
     pr_curves: dict[str, list[float]] = field(default_factory=dict)  # system -> iprec at recall 0.0 .. 1.0
-    holes: list[Any] = field(default_factory=list)  # report.holes.Holes: systems whose top 10 is too often unjudged
+    holes: list[Holes] = field(default_factory=list)  # report.holes.Holes: systems whose top 10 is too often unjudged
 
     def system(self, name: str) -> SystemSummary:
         return next(s for s in self.systems if s.name == name)
@@ -266,7 +275,7 @@ def build_report(
     )
 
 
-def _judgements(result: StudyResult) -> tuple[Any, Any] | None:
+def _judgements(result: StudyResult) -> tuple[Qrels, Corpus] | None:
     """(qrels, corpus) of a one-dataset study: held in memory, else read from its dataset; None when gone."""
     texts = result.texts
     return (texts.qrels, texts.corpus) if texts is not None else load_judgements(result.manifest.data)
@@ -274,13 +283,13 @@ def _judgements(result: StudyResult) -> tuple[Any, Any] | None:
 
 def _drill(
     result: StudyResult,
-    found: tuple[Any, Any],
+    found: tuple[Qrels, Corpus],
     evs: dict[str, Evaluation],
     runs: dict[str, Run],
     primary: str,
     baseline: str,
     k: int,
-) -> Any:
+) -> Drill:
     """The drill-down (per-query documents, metric@k curves) of a one-dataset study from its (qrels, corpus)."""
     from retbench.report import drilldown
 

@@ -11,15 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from retbench.results.model import StudyResult
 from retbench.secrets import redact
 
-Cell = Any  # a str (printed as is, never read as markup) or a rich Text (styled)
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderableType
+    from rich.text import Text
+
+    from retbench.report.leaderboard import Leaderboard
+    from retbench.report.resolution import RankResolution
+
+Cell: TypeAlias = "str | Text"  # a str (printed as is, never read as markup) or a rich Text (styled)
 
 
-def _text(cell: Cell) -> Any:
+def _text(cell: Cell) -> Text:
     """A cell as rich Text, redacted whole before any layout can wrap it (an error cell may quote a
     backend that echoed a secret, and a wrapped secret is split by the table's border)."""
     from rich.text import Text
@@ -50,10 +57,10 @@ class FittedTable:
     left: set[int] = field(default_factory=set)
     corner: str = ""
 
-    def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[RenderableType]:
         yield from self.layout(options.max_width)
 
-    def layout(self, width: int) -> list[Any]:
+    def layout(self, width: int) -> list[RenderableType]:
         """The tables to print at `width` columns: the table, its transpose, or parts of either."""
         texts = [[_text(c) for c in row] for row in self.rows]
         cols = [[_text(h), *(r[i] for r in texts)] for i, h in enumerate(self.header)]
@@ -71,7 +78,7 @@ class FittedTable:
             return self._parts(t_header, t_rows, 1, {0}, flipped, "transposed, ", t_widths)
         return self._parts(self.header, texts, self.keys, self.left, plain, "", widths)
 
-    def _transposed(self, texts: list[list[Any]]) -> tuple[list[str], list[list[Any]]]:
+    def _transposed(self, texts: list[list[Text]]) -> tuple[list[str], list[list[Text]]]:
         """One row per value column, one column per row (its key cells joined by " / ")."""
         from rich.text import Text
 
@@ -97,14 +104,14 @@ class FittedTable:
     def _parts(
         self,
         header: list[str],
-        rows: list[list[Any]],
+        rows: list[list[Text]],
         keys: int,
         left: set[int],
         groups: list[list[int]],
         how: str,
         widths: list[int],
-    ) -> list[Any]:
-        out = []
+    ) -> list[RenderableType]:
+        out: list[RenderableType] = []
         n = len(header) - keys
         for p, group in enumerate(groups, start=1):
             cols = [*range(keys), *group]
@@ -124,8 +131,8 @@ class FittedTable:
 
     @staticmethod
     def _table(
-        header: list[str], rows: list[list[Any]], keys: int, left: set[int], title: str, width: int
-    ) -> list[Any]:
+        header: list[str], rows: list[list[Text]], keys: int, left: set[int], title: str, width: int
+    ) -> list[RenderableType]:
         """The table, titled; a title wider than the table (`width` columns) goes on a line of its own above it,
         where it has the console's width, so it is not folded into the table's narrower one."""
         from rich.table import Table
@@ -147,7 +154,7 @@ class FittedTable:
         return [Text(title, style="italic"), table] if above else [table]
 
 
-def render_dataset_info(info: dict[str, Any]) -> Any:
+def render_dataset_info(info: dict[str, Any]) -> RenderableType:
     """A rich renderable for `dataset_info()` output."""
     from rich.console import Group
     from rich.table import Table
@@ -186,7 +193,7 @@ def render_dataset_info(info: dict[str, Any]) -> Any:
     return Group(*parts)
 
 
-def render_summary(result: StudyResult, metrics: list[str], title: str = "") -> Any:
+def render_summary(result: StudyResult, metrics: list[str], title: str = "") -> RenderableType:
     """The end-of-run table: one row per system, its means and its coverage ("scored N of M")."""
     from rich.text import Text
 
@@ -207,7 +214,7 @@ def render_summary(result: StudyResult, metrics: list[str], title: str = "") -> 
     return _with_caveats(table, result, metrics)
 
 
-def _with_caveats(table: Any, result: StudyResult, metrics: list[str]) -> Any:
+def _with_caveats(table: RenderableType, result: StudyResult, metrics: list[str]) -> RenderableType:
     """The table with one line under it per fact that weakens its numbers (report/weakening.py), if any."""
     from rich.console import Group
     from rich.text import Text
@@ -227,7 +234,7 @@ def _with_source(metric: str) -> str:
     return f"{metric} (LLM labels, judge bias uncorrected)" if metric in JUDGED_METRICS else metric
 
 
-def render_costs(result: StudyResult) -> Any:
+def render_costs(result: StudyResult) -> RenderableType | None:
     """Query latency (with what it measured), its parts, latency by stage, failure rates by group (only groups
     with a failure) and LLM tokens/cost per system (None when no system recorded any)."""
     from types import SimpleNamespace
@@ -253,7 +260,7 @@ def render_costs(result: StudyResult) -> Any:
     return Group(*parts) if parts else None
 
 
-def render_leaderboard(board: Any) -> Any:
+def render_leaderboard(board: Leaderboard) -> RenderableType:
     """Dataset x system on the primary metric, the mean over datasets and the average rank (best first)."""
     from rich.console import Group
     from rich.text import Text
@@ -281,7 +288,7 @@ def render_leaderboard(board: Any) -> Any:
     return table if res is None else Group(table, Text(note(res, over_datasets=True), style="dim"))
 
 
-def render_resolution(res: Any, metric: str) -> Any:
+def render_resolution(res: RankResolution, metric: str) -> RenderableType:
     """Rank, rank interval and share of resamples ranked first of three or more systems on one dataset."""
     from rich.console import Group
     from rich.text import Text
@@ -294,7 +301,7 @@ def render_resolution(res: Any, metric: str) -> Any:
     return Group(FittedTable(RESOLUTION_HEADER, rows, title=title), Text(note(res), style="dim"))
 
 
-def render_chunking(cfg: Any, result: StudyResult) -> Any:
+def render_chunking(cfg: Any, result: StudyResult) -> RenderableType:
     """The chunking report for the terminal: its intro, both tables fitted to the console, and where the rest is."""
     from rich.console import Group
     from rich.text import Text

@@ -32,6 +32,7 @@ from retbench.data import QueryStatus, Run, RunBuilder
 from retbench.data.answers import SystemAnswer
 from retbench.data.status import RUN_STATUSES
 from retbench.errors import ConfigError, InputError
+from retbench.jsontypes import JSONObject
 from retbench.secrets import redact
 
 FORMAT = "retbench-journal/1"
@@ -42,7 +43,7 @@ class Journal:
     """A JSONL journal of finished work, opened for appending (and resuming)."""
 
     def __init__(
-        self, path: str | Path, fingerprint: str = "", *, batch_size: int = 64, meta: Mapping[str, Any] | None = None
+        self, path: str | Path, fingerprint: str = "", *, batch_size: int = 64, meta: Mapping[str, object] | None = None
     ) -> None:
         self.path = Path(path)
         self.fingerprint = fingerprint
@@ -65,7 +66,7 @@ class Journal:
             self.header = header
 
     # -- reading -------------------------------------------------------------------------------
-    def _load(self) -> dict[str, Any] | None:
+    def _load(self) -> JSONObject | None:
         """Read what a previous process left; returns its header (None for a new journal)."""
         if not self.path.exists() or self.path.stat().st_size == 0:
             return None
@@ -74,7 +75,7 @@ class Journal:
         if end < len(data):  # the last line never got its newline: a torn write
             self.torn += 1
         lines = data[:end].split(b"\n")[:-1]
-        parsed: list[dict[str, Any]] = []
+        parsed: list[JSONObject] = []
         for lineno, raw in enumerate(lines, 1):
             try:
                 obj = json.loads(raw)
@@ -150,7 +151,7 @@ class Journal:
         return run_from_records(self.records(where), name=name)
 
     # -- writing -------------------------------------------------------------------------------
-    def append(self, key: str, **fields: Any) -> None:
+    def append(self, key: str, **fields: object) -> None:
         """Record one finished unit; written with the next batch (see `flush`)."""
         obj = {"key": key, **fields}
         line = _ENCODE(obj)
@@ -172,7 +173,7 @@ class Journal:
         latency: float | None = None,
         error: str | None = None,
         latency_batch: int | None = None,
-        **extra: Any,
+        **extra: object,
     ) -> None:
         """Record one answered (or failed) query in the shape `replay` reads back (`latency_batch`: the queries its
         latency is an even share of, written only when more than one)."""
@@ -219,7 +220,7 @@ class Journal:
 _REPAIR_HINT = "run again with --repair to set aside this line and the {n} from here on and redo those queries"
 
 
-def record_problem(obj: Mapping[str, Any]) -> str | None:
+def record_problem(obj: Mapping[str, object]) -> str | None:
     """Why a journal record cannot be replayed (None when it can): the fields replay reads, by type."""
     if not isinstance(obj.get("key"), str):
         return "'key' must be a string"

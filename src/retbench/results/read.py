@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retbench.data import Qrels, Run
+from retbench.data import Corpus, Qrels, Run
 from retbench.errors import InputError
 from retbench.evaluation import Evaluation
 from retbench.io.beir import qrels_splits, read_qrels_tsv, read_queries
@@ -285,7 +285,7 @@ def read_done(sysdir: SystemDir, key: str) -> Done:
     )
 
 
-def load_judgements(manifest: Mapping[str, Any]) -> tuple[Any, Any] | None:
+def load_judgements(manifest: Mapping[str, Any]) -> tuple[Qrels, Corpus] | None:
     """(qrels, corpus) of the first dataset the results were computed on, or None when it cannot be read."""
     ds = (manifest.get("datasets") or [{}])[0]
     spec = ds.get("path") or ds.get("name")

@@ -49,10 +49,10 @@ from retbench.io.files import appended_records
 CALL_LOG_SUFFIX = "_calls.jsonl"
 
 
-def _summary(seconds: list[float], amortised: bool = False) -> dict[str, Any]:
+def _summary(seconds: list[float], amortised: bool = False) -> dict[str, float | None]:
     arr = np.asarray(seconds, dtype=np.float64)
     p50, p95 = (None, None) if amortised else (float(v) for v in np.percentile(arr, [50, 95]))
-    out: dict[str, Any] = {
+    out: dict[str, float | None] = {
         "p50_s": p50,
         "p95_s": p95,
         "mean_s": float(arr.mean()),
@@ -64,13 +64,13 @@ def _summary(seconds: list[float], amortised: bool = False) -> dict[str, Any]:
 
 def stage_latency(
     run: Run,
-    answers: Mapping[str, Any],
+    answers: Mapping[str, object],
     timings: Mapping[str, float],
     *,
-    scopes: Mapping[str, Any] | None = None,
+    scopes: Mapping[str, object] | None = None,
     searched: Mapping[str, Any] | None = None,
     rerank: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """{"stages": {stage: {p50_s, p95_s, mean_s, total_s, n}}, "suite_seconds": s, "query": {...}} (module
     docstring). `scopes`: the scope records (their seconds are the `scope` stage); `searched`: what the executor
     said about this process's search (`studies/executors.search_conditions`); `rerank`: the rerank stage's
@@ -98,7 +98,7 @@ def _conditions(
     scope: list[float] | None,
     searched: Mapping[str, Any] | None,
     rerank: Mapping[str, Any] | None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """What the queries' latencies measured: timing, the parts inside the total, the caches' state."""
     total = sum(run.latency.values())
     parts: dict[str, dict[str, float | int]] = {}
@@ -119,7 +119,7 @@ def _conditions(
     if pairs:
         cached = int(pairs.get("pairs_cached", 0))
         caches.append({"what": "rerank pairs", "from_cache": cached, "of": cached + int(pairs.get("pairs_scored", 0))})
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "timing": "batch" if batched else "per_query",
         "includes": list(parts) or ["search"],
         "parts": parts,

@@ -35,21 +35,23 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any, Literal
 
 from retbench.config.experiment import ScopeBlock
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError
+from retbench.jsontypes import JSONObject
 from retbench.retrievers.base import Retriever, import_object
 from retbench.retrievers.filters import Filter, parse_filter
 
 FolderMode = Literal["off", "on", "on_with_fallback"]
 #: a selector: (query text, query metadata) -> a filter mapping, or None for no scope
-Selector = Callable[[str, Mapping[str, Any]], Mapping[str, Any] | None]
+Selector = Callable[[str, Mapping[str, object]], Mapping[str, object] | None]
 DEEPEN = 4  # each deeper ask multiplies the depth by this
 
 
-def scope_view(doc_id: str, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+def scope_view(doc_id: str, metadata: Mapping[str, object] | None) -> dict[str, object]:
     """The fields a scope filter sees for one document (module docstring)."""
     meta = dict(metadata or {})
     rel = str(meta.get("rel_path") or meta.get("doc_id") or doc_id)  # a chunk's: its document's (to_corpus)
@@ -57,12 +59,12 @@ def scope_view(doc_id: str, metadata: Mapping[str, Any] | None) -> dict[str, Any
     return {**meta, "rel_path": rel, "folder": posixpath.dirname(rel), "type": str(meta.get("type") or ext)}
 
 
-def document_type(doc_id: str, metadata: Mapping[str, Any] | None) -> str:
+def document_type(doc_id: str, metadata: Mapping[str, object] | None) -> str:
     """A document's type for breakdowns: its metadata `type`, else its rel_path's extension ("" if none)."""
     return str(scope_view(doc_id, metadata)["type"])
 
 
-def corpus_views(corpus: Corpus) -> dict[str, dict[str, Any]]:
+def corpus_views(corpus: Corpus) -> dict[str, dict[str, object]]:
     """Doc id -> scope view, over a whole corpus."""
     meta = corpus.metadata
     return {d: scope_view(d, meta[i] if meta is not None else None) for i, d in enumerate(corpus.ids)}
@@ -73,7 +75,7 @@ class ScopeRecord:
     """One query's scope stage: the filter chosen (None: no scope), how many documents the scoped search
     returned, whether the query was searched again unscoped, and the selector's seconds."""
 
-    scope: Mapping[str, Any] | None
+    scope: Mapping[str, object] | None
     scoped_n: int
     fallback: bool = False
     latency: Mapping[str, float] = field(
@@ -100,18 +102,18 @@ class ScopeRecord:
             {} if seconds is None else {"scope": float(seconds)},
         )
 
-    def includes(self, view: Mapping[str, Any] | None) -> bool:
+    def includes(self, view: Mapping[str, object] | None) -> bool:
         """Is a document (its scope view; None: unknown document) inside the chosen scope?"""
         f = parse_filter(self.scope, where="scope")
         return f is None or (view is not None and f.matches(view))
 
 
-def _folder_of_query(text: str, meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _folder_of_query(text: str, meta: Mapping[str, object]) -> Mapping[str, object] | None:
     folder = meta.get("folder")
     return None if folder is None else {"folder": str(folder)}
 
 
-def _metadata(text: str, meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _metadata(text: str, meta: Mapping[str, object]) -> Mapping[str, object] | None:
     scope = meta.get("scope")
     return scope if isinstance(scope, Mapping) else None
 
@@ -143,9 +145,9 @@ class ScopedRetriever(Retriever):
         self.adapter = inner.adapter
         self.capabilities = frozenset(inner.capabilities) & {"save", "load"}
         self.scopes: dict[str, ScopeRecord] = {}
-        self._views: dict[str, dict[str, Any]] = {}
+        self._views: dict[str, dict[str, object]] = {}
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {**self.inner.describe(), "scope": {"selector": self.selector_name, "folder_mode": self.folder_mode}}
 
     def fingerprint(self) -> str:
@@ -155,10 +157,10 @@ class ScopedRetriever(Retriever):
         self._views = corpus_views(corpus)
         self.inner.index(corpus)
 
-    def save(self, path: Any) -> None:
+    def save(self, path: str | Path) -> None:
         self.inner.save(path)
 
-    def load(self, path: Any) -> None:
+    def load(self, path: str | Path) -> None:
         self.inner.load(path)
 
     def close(self) -> None:
@@ -260,11 +262,11 @@ def _status(run: Run, q: str) -> QueryStatus | None:
 
 
 def scope_in_scope(
-    records: Mapping[str, ScopeRecord], views: Mapping[str, Mapping[str, Any]]
+    records: Mapping[str, ScopeRecord], views: Mapping[str, Mapping[str, object]]
 ) -> dict[str, Callable[[str], bool]]:
     """Query id -> "is this doc id inside the scope chosen for it?" (what `scope_miss_rate` reads)."""
     return {q: partial(_includes, r, views) for q, r in records.items()}
 
 
-def _includes(record: ScopeRecord, views: Mapping[str, Mapping[str, Any]], doc_id: str) -> bool:
+def _includes(record: ScopeRecord, views: Mapping[str, Mapping[str, object]], doc_id: str) -> bool:
     return record.includes(views.get(doc_id))

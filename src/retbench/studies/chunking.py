@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from retbench.chunkers import Chunker, ChunkSet, HFTokenizer, make_chunker, make_tokenizer
+from retbench.chunkers import Chunker, ChunkSet, HFTokenizer, Tokenizer, make_chunker, make_tokenizer
 from retbench.config import sample_ids
 from retbench.config.chunking import DEFAULT_METRICS, SEPARATOR, ChunkingModel
 from retbench.config.common import DatasetBlock, DatasetSpec
@@ -69,7 +69,7 @@ from retbench.results.files import write_text
 from retbench.results.layout import OutputLock
 from retbench.results.model import StudyManifest, StudyResult
 from retbench.results.write import write_results
-from retbench.retrievers.base import check_system, create
+from retbench.retrievers.base import Retriever, check_system, create
 from retbench.retrievers.scope import with_scope
 from retbench.studies.cell import (
     Cell,
@@ -112,9 +112,9 @@ class ChunkingConfig:
     documents: DatasetSpec | None = None
     evaluation: EvalSettings = field(default_factory=EvalSettings)
 
-    def search_fingerprint(self, chunker: dict[str, Any], system: ScopedSystem) -> str:
+    def search_fingerprint(self, chunker: dict[str, object], system: ScopedSystem) -> str:
         """What one pair's ranked lists depend on (its journal must match): chunks, system, questions, depth."""
-        what: dict[str, Any] = {
+        what: dict[str, object] = {
             "chunker": chunker,
             "tokenizer": self.tokenizer,
             "system": system.identity(),
@@ -127,7 +127,7 @@ class ChunkingConfig:
             what["documents"] = dict(vars(self.documents))
         return fingerprint(what)
 
-    def pair_hash(self, chunker: dict[str, Any], system: ScopedSystem) -> str:
+    def pair_hash(self, chunker: dict[str, object], system: ScopedSystem) -> str:
         """What one pair's numbers depend on: resume reuses only results with the same hash."""
         return fingerprint(
             {
@@ -199,7 +199,7 @@ def pair_columns(cfg: ChunkingConfig) -> list[str]:
 
 def score_pair(
     run: Run, chunks: ChunkSet, spans: dict, cfg: ChunkingConfig, system: str, scopes: Scopes | None = None
-) -> Any:
+) -> Evaluation:
     """Judge a chunk run by spans: the config's metrics, character-level P/R/IoU and the budget view (`scopes`:
     a scoped system's query id -> "is this chunk inside the scope chosen?", for scope_miss_rate)."""
 
@@ -294,7 +294,7 @@ def _study_data(cfg: ChunkingConfig) -> StudyData:
     return StudyData(ev.name, ev.corpus, queries, spans, None, entry, relevance)
 
 
-def _chunking_manifest(cfg: ChunkingConfig, data: StudyData, tokenizer: Any) -> dict[str, Any]:
+def _chunking_manifest(cfg: ChunkingConfig, data: StudyData, tokenizer: Tokenizer) -> dict[str, Any]:
     special = tokenizer.n_special if isinstance(tokenizer, HFTokenizer) else 0
     return {
         **manifest_header(cfg.model, name=cfg.name, kind="chunking"),
@@ -389,7 +389,7 @@ def _chunk(
 def _run_pair(
     cfg: ChunkingConfig,
     chunker_name: str,
-    cblock: dict[str, Any],
+    cblock: dict[str, object],
     sspec: ScopedSystem,
     lazy: LazyRetriever,
     chunks: ChunkSet,
@@ -412,14 +412,14 @@ def _run_pair(
     )
     before: list[int] = [0, 0]
 
-    def retriever() -> Any:
+    def retriever() -> Retriever:
         r = lazy()
         enc = encoder_of(r)
         if enc is not None:
             before[:] = [enc.stats.by_role["document"]["encoded"], enc.stats.by_role["query"]["encoded"]]
         return BestChunkDocuments(r, chunks) if data.qrels is not None else with_scope(r, sspec.scope)
 
-    def extra(r: Any, timings: dict[str, float]) -> dict[str, Any]:
+    def extra(r: Retriever, timings: dict[str, float]) -> dict[str, Any]:
         out: dict[str, Any] = {"chunker": chunker_name, "system": sspec.label}
         out["chunks"] = {k: v for k, v in stats.items() if k != "chunk_seconds"}
         if isinstance(r, BestChunkDocuments):
@@ -435,7 +435,7 @@ def _run_pair(
             }
         return out
 
-    def score(run: Run, _answers: Any, scopes: Scopes | None = None) -> Scored:
+    def score(run: Run, _answers: object, scopes: Scopes | None = None) -> Scored:
         if data.qrels is not None:  # a document run (BestChunkDocuments) against the dataset's qrels
             return Scored(evaluate(run, data.qrels, cfg.metrics, cfg.evaluation, system=key))
         return Scored(score_pair(run, chunks, data.spans, cfg, key, scopes))

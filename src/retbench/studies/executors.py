@@ -33,6 +33,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from retbench.config.experiment import ExecutorBlock
@@ -88,14 +89,14 @@ def _parts_of(retriever: Retriever) -> PartTimes | None:
     return None
 
 
-def search_conditions(retriever: Retriever, search: Callable[[], None]) -> dict[str, Any]:
+def search_conditions(retriever: Retriever, search: Callable[[], None]) -> dict[str, object]:
     """Run `search` in this process and say what its latencies were measured under: how many query vectors
     came from the embedding cache (a warm cache makes a dense search look fast) and the seconds of each part
     of a composite retriever (`PartTimes`), both counted over this search alone."""
     encodes, parts = _query_encodes(retriever), _parts_of(retriever)
     before = parts.snapshot() if parts is not None else {}
     search()
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     after = _query_encodes(retriever)
     if encodes is not None and after is not None:
         out["query_vectors"] = {"encoded": after[0] - encodes[0], "from_cache": after[1] - encodes[1]}
@@ -177,7 +178,7 @@ class InProcess:
         k: int,
         batch_size: int,
         on_batch: OnBatch,
-        **_: Any,
+        **_: object,
     ) -> dict[str, Any]:
         def search() -> None:
             for batch in batches(queries, todo, batch_size):
@@ -190,7 +191,7 @@ class InProcess:
 
 
 # -- Ray -----------------------------------------------------------------------------------------
-def _import_ray() -> Any:
+def _import_ray() -> ModuleType:
     try:
         import ray
     except ImportError:
@@ -201,7 +202,7 @@ def _import_ray() -> Any:
     return ray
 
 
-def init_ray(ray: Any, attempts: int = 3, **kwargs: Any) -> None:
+def init_ray(ray: ModuleType, attempts: int = 3, **kwargs: object) -> None:
     """`ray.init`, tried again when a local node misses Ray's fixed 30 s start-up window (a loaded machine).
 
     A local cluster's workers run at the priority of this process: Ray starts worker processes
@@ -242,7 +243,7 @@ class EncodeWorker:
     def __init__(self, options: dict[str, Any]) -> None:
         self.encoder = Encoder(**options)
 
-    def encode(self, texts: list[str], role: str) -> dict[str, Any]:
+    def encode(self, texts: list[str], role: str) -> dict[str, object]:
         t0 = time.perf_counter()
         self.encoder.encode(texts, role)
         return {
@@ -263,7 +264,7 @@ class SearchWorker:
         self.retriever = create(adapter, params, name=name)
         self.retriever.load(index_dir)
 
-    def search(self, batch: Queries, k: int) -> tuple[list[Answer], dict[str, Any]]:
+    def search(self, batch: Queries, k: int) -> tuple[list[Answer], dict[str, object]]:
         return answers(self.retriever.search(batch, k)), worker_figures()
 
 
@@ -288,7 +289,7 @@ class RayExecutor:
                 raise BackendError(f"cannot start or reach the Ray cluster ({address or 'local'}): {exc}") from None
             self._started = True
 
-    def _workers(self) -> tuple[int, dict[str, Any], str | None]:
+    def _workers(self) -> tuple[int, dict[str, int], str | None]:
         """(how many workers, actor resources, device override): one per GPU, else one per CPU."""
         res = self.ray.cluster_resources()
         gpus, cpus = int(res.get("GPU", 0)), max(1, int(res.get("CPU", 1)))
@@ -298,9 +299,9 @@ class RayExecutor:
         # each CPU worker gets its share of the cluster's CPUs (Ray sets its thread count to match)
         return n, {"num_cpus": max(1, cpus // n)}, None
 
-    def _actor_options(self, resources: dict[str, Any]) -> dict[str, Any]:
+    def _actor_options(self, resources: dict[str, int]) -> dict[str, object]:
         n = self.settings.max_retries
-        options = {**resources, "max_restarts": n, "max_task_retries": n}
+        options: dict[str, object] = {**resources, "max_restarts": n, "max_task_retries": n}
         if os.environ.get("RETBENCH_CACHE"):  # the driver's cache root, for workers started before it was set
             options["runtime_env"] = {"env_vars": {"RETBENCH_CACHE": str(Path(os.environ["RETBENCH_CACHE"]).resolve())}}
         return options
@@ -345,7 +346,7 @@ class RayExecutor:
         Shards are drawn from the stream only as actors free up (Ray's ActorPool would draw them all
         at once), so the driver never holds more than a few shards' texts.
         """
-        pending: dict[Any, Any] = {}  # object ref -> the actor running it
+        pending: dict[object, object] = {}  # object ref -> the actor running it
         load = {id(a): 0 for a in actors}
 
         def submit() -> None:

@@ -39,7 +39,7 @@ from typing import Any
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.data.ids import id_problem
 from retbench.errors import BackendError, ConfigError, InputError
-from retbench.jsontypes import JSONObject
+from retbench.jsontypes import JSONObject, JSONValue
 from retbench.retrievers.base import Ranking, Retriever, check_params, clean_ranking, import_object
 
 
@@ -55,7 +55,7 @@ class Hit:
 class Outcome:
     """What one query produced: hits, the exception the framework raised, or why its answer is unusable."""
 
-    hits: list[Any] | None = None
+    hits: list[object] | None = None
     failure: BaseException | None = None
     latency: float = 0.0
     invalid: str | None = None
@@ -65,7 +65,7 @@ class Outcome:
 MAX_ABANDONED = 32  # framework calls hung past timeout_s that may run on (as threads) at once
 
 
-def answer_outcome(result: Any, latency: float, batch: int = 1) -> Outcome:
+def answer_outcome(result: object, latency: float, batch: int = 1) -> Outcome:
     """An Outcome from what one framework call returned: its hits, or why they are not a list of documents."""
     if isinstance(result, BaseException):
         return Outcome(failure=result, latency=latency, batch=batch)
@@ -110,7 +110,7 @@ class FrameworkRetriever(Retriever):
     hint = ""
 
     @staticmethod
-    def check_config(params: Mapping[str, Any]) -> None:
+    def check_config(params: Mapping[str, object]) -> None:
         """The values this adapter refuses, checked when a config loads (`retrievers.base.check_system`, before
         any system runs) and again when one is built: a non-positive timeout, concurrency below 1, an empty id_key."""
         timeout_s = params.get("timeout_s")
@@ -148,7 +148,7 @@ class FrameworkRetriever(Retriever):
                 field="adapter",
             )
         self.factory_path = factory
-        self.factory: Callable[..., Any] = import_object(factory, field="params.factory")
+        self.factory: Callable[..., object] = import_object(factory, field="params.factory")
         if not callable(self.factory):
             raise ConfigError(f"{factory!r} is not callable", field="params.factory")
         self.params = dict(params or {})
@@ -180,7 +180,7 @@ class FrameworkRetriever(Retriever):
             "framework_version": framework,
         }
 
-    def records(self, corpus: Corpus) -> list[tuple[str, str, dict[str, Any]]]:
+    def records(self, corpus: Corpus) -> list[tuple[str, str, dict[str, JSONValue]]]:
         """(id, text, metadata with the id under `id_key`) per document; the text as the dense adapter embeds it."""
         metas = corpus.metadata if corpus.metadata is not None else [{}] * len(corpus)
         return [
@@ -190,10 +190,10 @@ class FrameworkRetriever(Retriever):
 
     # -- what subclasses supply ------------------------------------------------------------------
     @abstractmethod
-    def documents(self, corpus: Corpus) -> list[Any]:
+    def documents(self, corpus: Corpus) -> list[object]:
         """The corpus as the framework's document objects, each carrying its id."""
 
-    def check_retriever(self, obj: Any) -> None:
+    def check_retriever(self, obj: object) -> None:
         """Raise ConfigError when the factory returned something that is not the framework's retriever."""
         base = import_object(self.base_class, field="adapter")
         if not isinstance(obj, base):
@@ -211,7 +211,7 @@ class FrameworkRetriever(Retriever):
         """Every query through the framework, `concurrency` at a time; never raises for one query."""
 
     @abstractmethod
-    def hit(self, item: Any) -> Hit:
+    def hit(self, item: object) -> Hit:
         """The id and score of one returned framework object."""
 
     # -- Retriever -------------------------------------------------------------------------------
@@ -234,7 +234,7 @@ class FrameworkRetriever(Retriever):
         if self.retriever is None:
             raise InputError(f"{self.adapter} retriever {self.name!r} has no index; call index() first")
 
-    def ranking(self, items: Sequence[Any], k: int) -> Ranking:
+    def ranking(self, items: Sequence[object], k: int) -> Ranking:
         """The validated ranking of one answer, each document once (its best rank), cut to k.
 
         InvalidAnswer names the first bad rank (counted in the framework's own list).
@@ -313,7 +313,7 @@ class FrameworkRetriever(Retriever):
         return rankings
 
 
-def timed_batch(texts: list[str], run_all: Callable[[list[str]], list[Any]]) -> list[Outcome]:
+def timed_batch(texts: list[str], run_all: Callable[[list[str]], Sequence[object]]) -> list[Outcome]:
     """Outcomes from a framework's own batch call that returns hits or exceptions; latency is shared evenly."""
     t0 = time.perf_counter()
     results = run_all(texts)
@@ -322,7 +322,7 @@ def timed_batch(texts: list[str], run_all: Callable[[list[str]], list[Any]]) -> 
 
 
 def pooled(
-    texts: list[str], retrieve_one: Callable[[str], Any], concurrency: int, timeout_s: float | None = None
+    texts: list[str], retrieve_one: Callable[[str], object], concurrency: int, timeout_s: float | None = None
 ) -> list[Outcome]:
     """Outcomes from calling the framework once per text on `concurrency` threads, each query timed alone
     and given `timeout_s` (None: no deadline); see the module docstring for what a late call becomes."""

@@ -51,19 +51,23 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.data.answers import SystemAnswer
 from retbench.errors import BackendError, ConfigError, InputError
 from retbench.io.answers import parse_answer
 from retbench.io.golden import parse_ranking
+from retbench.jsontypes import JSONObject, JSONValue
 from retbench.retrievers.base import Ranking, Retriever, register
 from retbench.retrievers.filters import parse_filter
 from retbench.retrievers.scope import ScopeRecord
 from retbench.retrievers.stores import secret_from_env
 from retbench.secrets import clip, has_userinfo, looks_secret
 from retbench.secrets import register as register_secret
+
+if TYPE_CHECKING:
+    import http.client
 
 DEFAULT_BODY = {"query": "{query}", "k": "{k}"}
 RETRY_STATUSES = (429, 500, 502, 503, 504)
@@ -85,7 +89,7 @@ def fill(template: Any, query: str, k: int) -> Any:
     return template
 
 
-def follow(obj: Any, path: str | None) -> Any:
+def follow(obj: JSONValue, path: str | None) -> JSONValue:
     """The value at a dotted path (`data.hits`, `results.0`); KeyError names the missing step."""
     if not path:
         return obj
@@ -209,12 +213,12 @@ class HttpRetriever(Retriever):
         self.scopes: dict[str, ScopeRecord] = {}
         self._parts = parts
         self._local = threading.local()
-        self._conns: list[Any] = []
+        self._conns: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
 
     # -- description ---------------------------------------------------------------------------
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {
             "adapter": self.adapter,
             "url": self.url,
@@ -332,7 +336,7 @@ class HttpRetriever(Retriever):
         ranking = parse_ranking(value, self.url, None, texts)
         return ranking, texts, self._answer_side(obj), self._scope(obj)  # type: ignore[return-value]
 
-    def _scope(self, obj: Any) -> Scope:
+    def _scope(self, obj: JSONValue) -> Scope:
         """The scope at `scope_path` as a filter mapping (None: no scope), or NO_SCOPE_FIELD when absent."""
         try:
             value = follow(obj, self.scope_path)
@@ -348,9 +352,9 @@ class HttpRetriever(Retriever):
             raise InputError(f"{self.scope_path}: {exc.reason}") from None
         return None if f is None else f.as_dict()
 
-    def _answer_side(self, obj: Any) -> SystemAnswer | None:
+    def _answer_side(self, obj: JSONValue) -> SystemAnswer | None:
         """The answer fields found at their paths in the response (None when there are none)."""
-        found: dict[str, Any] = {}
+        found: dict[str, JSONValue] = {}
         for name, path in self.answer_paths.items():
             try:
                 found[name] = follow(obj, path)
