@@ -93,6 +93,8 @@ class Evaluation:
     def means(self) -> dict[str, float]:
         """{metric: mean over the counted queries}.
 
+        >>> from retbench.data import Run
+        >>> from retbench.evaluation import evaluate
         >>> evaluate(Run.from_dict({"q1": {"d1": 1.0, "d2": 0.5}}), {"q1": {"d2": 1}}, ["mrr"]).means()
         {'mrr': 0.5}
         """
