@@ -253,7 +253,7 @@ def _parse_columns(source: pa.NativeFile, delimiter: str, fields: tuple[str, ...
             source,
             # one thread: with Arrow's CPU pool, a process exiting right after the read (a bad score: exit 2)
             # aborted in about 1 of 16 runs ("terminate called without an active exception", exit 134: a pool
-            # thread torn down at exit); a million-line run reads no slower on one thread (0.15 s vs 0.19 s)
+            # thread torn down at exit); one thread costs about a third on a 10M-line run (benchmarks/RESULTS.md)
             read_options=pacsv.ReadOptions(column_names=list(fields), block_size=1 << 22, use_threads=False),
             parse_options=pacsv.ParseOptions(
                 delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False
