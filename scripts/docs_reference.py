@@ -7,8 +7,9 @@
 
 `python scripts/docs_reference.py [DOCS_DIR]` writes the three pages into DOCS_DIR/reference/ (default:
 docs/), so any site builder (MkDocs, Zensical) finds them as ordinary files; the pages are not committed
-(.gitignore). MkDocs runs the same step itself: mkdocs.yml names this file as a hook, and `on_pre_build`
-writes the pages before MkDocs collects the files. This file lives outside docs/ so it is never published.
+(.gitignore). MkDocs needs no such step: mkdocs.yml names this file as a hook, and `on_files` adds the pages
+to the build as generated files, so a build writes nothing into docs/. This file lives outside docs/ so it is
+never published.
 """
 
 from __future__ import annotations
@@ -259,9 +260,13 @@ def write_pages(docs_dir: Path) -> list[Path]:
     return written
 
 
-def on_pre_build(config: Any, **kwargs: Any) -> None:
-    """MkDocs hook: the pages exist before MkDocs collects the files."""
-    write_pages(Path(config["docs_dir"]))
+def on_files(files: Any, config: Any, **kwargs: Any) -> Any:
+    """MkDocs hook: the pages join the build as generated files, so a build writes nothing into docs/."""
+    from mkdocs.structure.files import File
+
+    for rel, make in GENERATED.items():
+        files.append(File.generated(config, rel, content=make()))
+    return files
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ def _command_lines(body: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
-    """The site built by `mkdocs build --strict` (its hook writes the generated reference pages first)."""
+    """The site built by `mkdocs build --strict` (its hook adds the generated reference pages)."""
     pytest.importorskip("mkdocs")
     out = tmp_path_factory.mktemp("site")
     mkdocs = Path(sys.executable).with_name("mkdocs")
