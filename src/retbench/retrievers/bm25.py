@@ -127,11 +127,12 @@ class LexicalRetriever(Retriever):
 
     def _count(self, corpus: Corpus, first_doc: int) -> Postings:
         """Tokenize and count a corpus a batch at a time, growing the vocabulary."""
-        batches = (
-            self.tokenizer.tokenize_ids(texts, self._vocab, grow=True)
-            for texts in corpus.joined_batches(TOKENIZE_BATCH)
-        )
-        return Postings.build(batches, first_doc)
+        parts = []
+        for texts in corpus.joined_batches(TOKENIZE_BATCH):
+            owner, term = self.tokenizer.token_array(texts, self._vocab, grow=True)
+            parts.append(Postings.from_pairs(owner, term, len(texts), first_doc))
+            first_doc += len(texts)
+        return Postings.concat(parts)
 
     def _require_index(self) -> None:
         if not self._ids:

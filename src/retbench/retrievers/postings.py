@@ -4,8 +4,8 @@ A corpus of a million documents tokenized into Python lists holds one Python int
 bytes each): memory that grows with the corpus in objects. `Postings` holds the same information in
 four NumPy arrays instead: for every distinct (document, term) pair its document position, term id
 and count (int32), plus every document's length in tokens (int64). Documents are tokenized and
-counted a batch at a time (`Postings.build(batches)`), so only one batch of token lists exists at
-once. Add, delete and save work on these arrays; nothing keeps the token lists.
+counted a batch at a time (`Postings.from_pairs` per batch, then `concat`), so only one batch of tokens
+exists at once. Add, delete and save work on these arrays; nothing keeps the token lists.
 
 `bm25s_matrix` computes bm25s's score matrix from the arrays: the BM25 variants' IDF and term-frequency
 components as Kamphuis et al. define them ("Which BM25 do you mean? A large-scale reproducibility study of
@@ -19,7 +19,7 @@ private bm25s function, so a bm25s release that renames its internals cannot bre
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -45,30 +45,28 @@ class Postings:
         return cls(z, z.copy(), z.copy(), np.zeros(0, dtype=np.int64))
 
     @classmethod
+    def from_pairs(cls, owner: np.ndarray, term: np.ndarray, n_docs: int, first_doc: int = 0) -> Postings:
+        """Count one batch of tokens given as (document position in the batch, term id), one pair per
+        token occurrence in any order (documents numbered from `first_doc`; `n_docs` counts the empty ones)."""
+        owner = owner.astype(np.int64, copy=False)
+        lengths = np.bincount(owner, minlength=n_docs).astype(np.int64, copy=False)
+        keys, counts = np.unique(((owner + first_doc) << 32) | term.astype(np.int64, copy=False), return_counts=True)
+        return cls(
+            (keys >> 32).astype(np.int32), (keys & 0xFFFFFFFF).astype(np.int32), counts.astype(np.int32), lengths
+        )
+
+    @classmethod
     def from_token_lists(cls, tokens: Sequence[Sequence[int]], first_doc: int = 0) -> Postings:
         """Count one batch of token-id lists (documents numbered from `first_doc`)."""
         lengths = np.fromiter((len(t) for t in tokens), dtype=np.int64, count=len(tokens))
         flat = np.fromiter(chain.from_iterable(tokens), dtype=np.int64, count=int(lengths.sum()))
-        docs = np.repeat(np.arange(first_doc, first_doc + len(tokens), dtype=np.int64), lengths)
-        keys, counts = np.unique((docs << 32) | flat, return_counts=True)
-        return cls(
-            (keys >> 32).astype(np.int32), (keys & 0xFFFFFFFF).astype(np.int32), counts.astype(np.int32), lengths
-        )
+        return cls.from_pairs(np.repeat(np.arange(len(tokens), dtype=np.int64), lengths), flat, len(tokens), first_doc)
 
     @classmethod
     def concat(cls, parts: Sequence[Postings]) -> Postings:
         if not parts:
             return cls.empty()
         return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in _FILES))
-
-    @classmethod
-    def build(cls, batches: Iterable[Sequence[Sequence[int]]], first_doc: int = 0) -> Postings:
-        """Count batches of token-id lists as they arrive (each list may be dropped after its batch)."""
-        parts: list[Postings] = []
-        for tokens in batches:
-            parts.append(cls.from_token_lists(tokens, first_doc))
-            first_doc += len(tokens)
-        return cls.concat(parts)
 
     def __len__(self) -> int:
         return len(self.lengths)

@@ -46,6 +46,24 @@ def test_tokenizer_matches_bm25s_recipe_on_scifact(slice_):
     assert Tokenizer("en", "english").tokenize(texts) == theirs
 
 
+def test_tokenizer_matches_bm25s_on_text_that_is_not_plain_ascii():
+    import bm25s
+    import Stemmer
+
+    texts = [
+        "Naïve Bayes–based β-cell assays at 10°C (n=3)",  # pieces of the fast split holding several tokens
+        "",
+        "The of and",  # stopwords only
+        "ΣΟΦΙΑ σοφίας İstanbul straße STRASSE",
+        "x\ud800y ab\u200bcd e\u0301f nbsp\xa0here",  # lone surrogate, zero-width space, combining accent
+        "中文 文本 ab² snake_case__x QQ qq",
+    ]
+    theirs = bm25s.tokenize(
+        texts, stopwords="en", stemmer=Stemmer.Stemmer("english"), return_ids=False, show_progress=False
+    )
+    assert Tokenizer("en", "english").tokenize(texts) == theirs
+
+
 def test_tokenizer_rejects_unknown_settings():
     with pytest.raises(ValueError, match="stemmer"):
         Tokenizer(stemmer="klingon")
@@ -253,6 +271,26 @@ def test_score_matrix_from_streamed_term_counts_is_bit_identical_to_bm25s_own_in
     for key in ("data", "indices", "indptr"):
         np.testing.assert_array_equal(ours._bm25.scores[key], raw.scores[key])
     assert ours._bm25.scores["data"].dtype == raw.scores["data"].dtype and ours._bm25.vocab_dict == raw.vocab_dict
+
+
+def test_index_in_batches_is_bit_identical_to_bm25s_over_the_same_batched_ids(slice_, monkeypatch):
+    import bm25s
+
+    from retbench.retrievers import bm25 as bm25_module
+
+    corpus, _ = slice_
+    monkeypatch.setattr(bm25_module, "TOKENIZE_BATCH", 64)
+    ours = BM25SRetriever()
+    ours.index(corpus)
+    tok, vocab, token_ids = Tokenizer(), {}, []
+    texts = corpus.joined_texts()
+    for start in range(0, len(texts), 64):
+        token_ids += tok.tokenize_ids(texts[start : start + 64], vocab, grow=True)
+    raw = bm25s.BM25()
+    raw.index((token_ids, dict(vocab)), show_progress=False)
+    assert ours._vocab == vocab and len(vocab) > 1000
+    for key in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(ours._bm25.scores[key], raw.scores[key])
 
 
 # -- the columnar search path ----------------------------------------------------------------------

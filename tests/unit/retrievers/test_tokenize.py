@@ -1,0 +1,117 @@
+"""The shared BM25 tokenizer: its fast split gives the regex's tokens, ids and order on any text.
+
+The reference is the recipe written out plainly here (lowercase, `re.findall` of the token pattern per
+text, stopwords dropped, then PyStemmer per token; new stems numbered in sorted order per call), so
+the tokenizer's translate-and-split path is checked against the regex itself, not against its own output.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import numpy as np
+import pytest
+import Stemmer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from retbench.retrievers.postings import Postings
+from retbench.retrievers.tokenize import DEFAULT_PATTERN, Tokenizer
+
+STOP = ["the", "of", "and", "qq", "über"]
+# ASCII word and non-word characters, the break word's letter in both cases, Unicode letters and digits
+# (é, ß, İ whose lowercase is two characters, Σ with its final form, ǅ, ², Arabic-Indic 3, CJK), characters
+# that are not word characters (dashes, degree, NBSP, NEL, zero-width space, a combining accent) and a
+# lone surrogate, which UTF-8 cannot encode without help.
+ALPHABET = list("abzAQq09_ -.,'\t\n\x0b\x1c\x00") + list("éßİΣσǅ²٣中文–°\xa0\x85\u200b\u0301\ud800")
+texts_st = st.lists(st.text(alphabet=ALPHABET, max_size=40), max_size=8)
+
+
+def reference(texts: list[str], *, lower: bool = True, stem: bool = False) -> list[list[str]]:
+    stemmer = Stemmer.Stemmer("english") if stem else None
+    out = []
+    for text in texts:
+        words = [w for w in re.findall(DEFAULT_PATTERN, text.lower() if lower else text) if w not in STOP]
+        out.append([stemmer.stemWord(w) for w in words] if stemmer else words)
+    return out
+
+
+def reference_ids(batches: list[list[list[str]]], vocab: dict[str, int]) -> list[list[list[int]]]:
+    """New stems of each call numbered after the old ones, in sorted order; ids per text in text order."""
+    out = []
+    for tokens in batches:
+        for stem in sorted({t for toks in tokens for t in toks} - vocab.keys()):
+            vocab[stem] = len(vocab)
+        out.append([[vocab[t] for t in toks] for toks in tokens])
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=texts_st, lower=st.booleans(), stem=st.booleans())
+def test_tokens_equal_the_regex_recipe_on_any_text(texts, lower, stem):
+    tok = Tokenizer(STOP, "english" if stem else None, lower=lower)
+    assert tok.tokenize(texts) == reference(texts, lower=lower, stem=stem)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(first=texts_st, second=texts_st, queries=texts_st)
+def test_token_ids_grow_in_sorted_order_per_call_and_queries_drop_unknown_terms(first, second, queries):
+    tok, vocab = Tokenizer(STOP, None), {}
+    got = [tok.tokenize_ids(first, vocab, grow=True), tok.tokenize_ids(second, vocab, grow=True)]
+    want_vocab: dict[str, int] = {}
+    assert got == reference_ids([reference(first), reference(second)], want_vocab)
+    assert vocab == want_vocab
+    assert tok.tokenize_ids(queries, vocab, grow=False) == [
+        [vocab[t] for t in toks if t in vocab] for toks in reference(queries)
+    ]
+    assert vocab == want_vocab  # queries add nothing
+
+
+def test_a_piece_with_several_tokens_keeps_their_order_among_the_others():
+    # "gamma–alpha" is one piece of the fast split (the dash is not ASCII) holding two tokens; "beta–x°y" one
+    tok, vocab = Tokenizer(None, None), {}
+    tok.tokenize_ids(["alpha beta gamma delta"], vocab, grow=True)
+    query = "delta gamma–alpha beta–x°y gamma"
+    assert tok.tokenize_ids([query], vocab, grow=False) == [
+        [vocab[t] for t in ["delta", "gamma", "alpha", "beta", "gamma"]]
+    ]
+    owner, ids = tok.token_array(["", query, "beta"], vocab, grow=False)
+    assert owner.tolist() == [1, 1, 1, 1, 1, 2] and ids.dtype == owner.dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    ("texts", "want"),
+    [
+        ([], []),
+        (["", "   ", "the of and"], [[], [], []]),  # empty, blank, stopwords only
+        (["a b c 1 _"], [[]]),  # single characters only
+        (["QQ qq Qq"], [["qq", "qq", "qq"]]),  # the break word itself, any case: lowercased, a token
+    ],
+)
+def test_texts_without_tokens_and_the_break_word(texts, want):
+    assert Tokenizer(["the", "of", "and"], None).tokenize(texts) == want
+
+
+def test_the_break_word_in_text_that_is_not_lowercased_is_a_token_like_any_other():
+    tok = Tokenizer(None, None, lower=False)
+    assert tok.tokenize(["x QQ y", "QQQ", "Ab"]) == [["QQ"], ["QQQ"], ["Ab"]]
+
+
+def test_another_token_pattern_is_used_as_given():
+    tok = Tokenizer(None, None, token_pattern=r"[a-z]+")
+    assert tok.tokenize(["ab_c d-é1x"]) == [["ab", "c", "d", "x"]]
+
+
+def test_term_counts_from_pairs_in_any_order_equal_those_from_token_lists():
+    rng = random.Random(7)
+    lists = [[rng.randrange(20) for _ in range(rng.randrange(12))] for _ in range(30)]
+    owner = np.repeat(np.arange(len(lists)), [len(t) for t in lists])
+    term = np.asarray([t for toks in lists for t in toks], dtype=np.int64)
+    shuffle = np.asarray(rng.sample(range(len(term)), len(term)), dtype=np.int64)
+    a = Postings.from_token_lists(lists, first_doc=5)
+    b = Postings.from_pairs(owner[shuffle], term[shuffle], len(lists), first_doc=5)
+    for field in ("doc", "term", "count", "lengths"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+        assert getattr(a, field).dtype == getattr(b, field).dtype
+    assert a.lengths.tolist() == [len(t) for t in lists] and a.doc.min() == 5
