@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/profile_speed.py metrics --sizes 10000x1000,100000x100
     .venv/bin/python benchmarks/profile_speed.py bm25
+    .venv/bin/python benchmarks/profile_speed.py bm25-wall --repeat 7
     .venv/bin/python benchmarks/profile_speed.py floors --sizes 10000x1000,100000x100
 
 Each path runs once untimed (warm-up: imports, caches), then once under cProfile. A stage is the
@@ -19,6 +20,12 @@ Metric stages (from a TREC file, from `{qid: {doc: score}}` dicts, or prebuilt o
   aggregate  the metrics and their means (the rest of `evaluate`)
 BM25 stages: tokenize, index (term counts and the score matrix), score + top-k (bm25s's retrieve),
 run (retbench's Run or the raw path's dict of results).
+
+`bm25-wall` splits the same two BM25 paths by wall clock instead (`time.perf_counter` around each step, no
+profiler, the median of --repeat runs after one warm-up), because cProfile's cost per Python-level call
+misleads where one path makes many more calls than the other. retbench's steps are those `index` and
+`search` take, called one by one (the same functions, so the split follows the code); the rows
+"index() as called" and "search() as called" time the real calls, so the split can be held against them.
 
 `floors` times (CPU seconds, best of 5, no profiler) what any checked evaluation of the same input
 must do at least, so a goal can be held against arithmetic rather than hope: from dicts, touching
@@ -69,7 +76,7 @@ METRIC_STAGES: list[Stage] = [
 ]
 
 BM25_STAGES: list[Stage] = [
-    ("tokenize", [("retrievers/tokenize.py", "tokenize_ids"), ("bm25s/tokenization.py", "tokenize")], []),
+    ("tokenize", [("retrievers/tokenize.py", "token_array"), ("bm25s/tokenization.py", "tokenize")], []),
     ("score + top-k", [("bm25s/__init__.py", "retrieve")], []),
     ("index", [("retrievers/bm25.py", "index")], ["tokenize"]),
     ("index", [("bm25s/__init__.py", "index")], []),
@@ -219,9 +226,105 @@ def profile_bm25(corpus: str) -> None:
     show(f"BM25 on SciFact ({len(texts):,} docs, {len(qtexts)} queries, k 100): seconds per stage (cProfile)", rows)
 
 
+class Clock:
+    """Wall-clock sections: each call records the seconds since the previous one under a name."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = self.seconds.get(name, 0.0) + now - self._last
+        self._last = now
+
+
+def wall_bm25(corpus: str, repeat: int) -> None:
+    """Median wall-clock seconds of each step of retbench's bm25s index + search and of raw bm25s's."""
+    import statistics
+
+    import bm25s
+    import Stemmer
+
+    from retbench.io.beir import read_beir
+    from retbench.retrievers import create
+    from retbench.retrievers.bm25 import TOKENIZE_BATCH
+    from retbench.retrievers.postings import Postings
+
+    ds = read_beir(corpus)
+    queries = ds.queries.subset(list(ds.split("test")))
+    qtexts = list(queries.values())
+
+    def ours() -> dict[str, float]:
+        c = Clock()
+        r = create("bm25s")
+        c("create (tokenizer, stemmer, stopwords)")
+        batches = list(ds.corpus.joined_batches(TOKENIZE_BATCH))
+        c("join title + text")
+        vocab: dict[str, int] = {}
+        pairs = [r.tokenizer.token_array(texts, vocab, grow=True) for texts in batches]
+        c("tokenize to (doc, term id)")
+        counts, first = [], 0
+        for texts, (owner, term) in zip(batches, pairs, strict=True):
+            counts.append(Postings.from_pairs(owner, term, len(texts), first))
+            first += len(texts)
+        postings = Postings.concat(counts)
+        c("term counts")
+        ds.corpus.fingerprint()
+        ids = [str(i) for i in ds.corpus.ids]
+        c("ids + corpus fingerprint")
+        r._vocab, r._ids = vocab, ids
+        r._build(postings)
+        c("score matrix")
+        tokens = r.tokenizer.tokenize_ids(qtexts, vocab, grow=False)
+        c("search: tokenize queries")
+        r._search_tokens(tokens, 100)
+        c("search: score + top-k")
+        fresh = create("bm25s")
+        c.seconds["index() as called"] = _timed(lambda: fresh.index(ds.corpus))
+        c.seconds["search() as called"] = _timed(lambda: fresh.search(queries, 100))
+        return c.seconds
+
+    def raw() -> dict[str, float]:
+        c = Clock()
+        stem = Stemmer.Stemmer("english")
+        c("create (tokenizer, stemmer, stopwords)")
+        texts, ids = ds.corpus.joined_texts(), list(ds.corpus.ids)
+        c("join title + text")
+        tokenized = bm25s.tokenize(texts, stopwords="en", stemmer=stem, show_progress=False)
+        c("tokenize to (doc, term id)")
+        model = bm25s.BM25(k1=1.5, b=0.75)
+        model.index(tokenized, show_progress=False)
+        c("term counts + score matrix (BM25.index)")
+        qtok = bm25s.tokenize(qtexts, stopwords="en", stemmer=stem, return_ids=False, show_progress=False)
+        c("search: tokenize queries")
+        docs, scores = model.retrieve(qtok, k=100, show_progress=False)
+        c("search: score + top-k")
+        {
+            q: {ids[d]: s for d, s in zip(docs[i].tolist(), scores[i].tolist(), strict=True)}
+            for i, q in enumerate(queries)
+        }
+        c("search: results dict")
+        return c.seconds
+
+    for name, fn in (("retbench bm25s", ours), ("raw bm25s", raw)):
+        runs = [fn() for _ in range(repeat + 1)][1:]  # the first is a warm-up (imports, first-touch pages)
+        print(f"\n{name}: median wall-clock seconds of {repeat} runs (SciFact, {len(qtexts)} queries, k 100)")
+        print("| step | seconds |\n|---|---:|")
+        for step in runs[0]:
+            print(f"| {step} | {statistics.median(r[step] for r in runs):.4f} |")
+
+
+def _timed(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["metrics", "bm25", "floors"])
+    ap.add_argument("what", choices=["metrics", "bm25", "bm25-wall", "floors"])
+    ap.add_argument("--repeat", type=int, default=7, help="bm25-wall: runs per path (median)")
     ap.add_argument("--sizes", default="10000x1000,100000x100")
     ap.add_argument("--corpus", default=str(Path(__file__).resolve().parents[1] / "corpora" / "scifact"))
     args = ap.parse_args()
@@ -229,6 +332,8 @@ def main() -> None:
         profile_metrics(args.sizes.split(","))
     elif args.what == "floors":
         floors(args.sizes.split(","))
+    elif args.what == "bm25-wall":
+        wall_bm25(args.corpus, args.repeat)
     else:
         profile_bm25(args.corpus)
 
