@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from retbench.data.threads import thread_map
+
 __all__ = [
     "answer_problem",
     "first_bad_id",
@@ -383,13 +385,17 @@ def _bits(m: int) -> int:
 
 def may_repeat(offsets: np.ndarray, keys: np.ndarray) -> bool:
     """Whether some query may hold one key twice. False is exact; True means "equal keys found"
-    (a repeated id, or, for keys that are not exact, possibly two ids that hash alike)."""
+    (a repeated id, or, for keys that are not exact, possibly two ids that hash alike).
+
+    Blocks of queries are checked on one thread per CPU (`data.threads`) once there are several."""
     lens = np.diff(offsets)
     numbers = np.arange(min(_BLOCK, len(keys)) if len(keys) else 0, dtype=np.int32)
-    for a, b in _blocks(offsets):
+
+    def block(bounds: tuple[int, int]) -> bool:
+        a, b = bounds
         lo, hi = int(offsets[a]), int(offsets[b])
         if hi - lo < 2:
-            continue
+            return False
         key, row_mix = keys[lo:hi], _row_mix(lens[a:b])
         bits = _bits(hi - lo)
         table = np.empty(1 << bits, dtype=np.int32)
@@ -411,7 +417,10 @@ def may_repeat(offsets: np.ndarray, keys: np.ndarray) -> bool:
             cand = lost if cand is None else cand[lost]
             k, r = key[cand], row_mix[cand]
             seed += 1
-    return False
+        return False
+
+    blocks = list(_blocks(offsets))
+    return any(thread_map(block, blocks, parallel=len(blocks) > 2))
 
 
 def lookup(
@@ -429,12 +438,12 @@ def lookup(
     order = np.argsort(rows, kind="stable")
     srow, skey = rows[order], wanted[order]
     lens = np.diff(offsets)
-    found_j: list[np.ndarray] = []
-    found_p: list[np.ndarray] = []
-    for a, b in _blocks(offsets):
+
+    def block(bounds: tuple[int, int]) -> list[tuple[np.ndarray, np.ndarray]]:
+        a, b = bounds
         ja, jb = np.searchsorted(srow, [a, b]).tolist()
         if ja == jb:
-            continue
+            return []
         lo, hi = int(offsets[a]), int(offsets[b])
         jr, jk = srow[ja:jb] - a, skey[ja:jb]
         bits = _bits(max(hi - lo, jb - ja))
@@ -451,18 +460,23 @@ def lookup(
         j = t[pos]
         starts = offsets[a + 1 : b] - lo  # the row of a position, for the few that hit a slot
         same = (key[pos] == jk[j]) & (np.searchsorted(starts, pos, side="right") == jr[j])
-        found_j.append(order[ja + j[same]])
-        found_p.append(lo + pos[same])
+        found = [(order[ja + j[same]], lo + pos[same])]
         crowded = np.flatnonzero(t == -2)
         if len(crowded):
             ids = np.flatnonzero(np.isin(jslot, shared))
             crowded_row = np.searchsorted(starts, crowded, side="right")
             jj, pp = _pairs_in_shared_slots(jr[ids], jk[ids], crowded_row, key[crowded])
-            found_j.append(order[ja + ids[jj]])
-            found_p.append(lo + crowded[pp])
-    if not found_j:
+            found.append((order[ja + ids[jj]], lo + crowded[pp]))
+        return found
+
+    blocks = list(_blocks(offsets))
+    found = [pair for part in thread_map(block, blocks, parallel=len(blocks) > 2) for pair in part]
+    if not found:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    return np.concatenate(found_j).astype(np.int64), np.concatenate(found_p).astype(np.int64)
+    return (
+        np.concatenate([j for j, _ in found]).astype(np.int64),
+        np.concatenate([p for _, p in found]).astype(np.int64),
+    )
 
 
 def _pairs_in_shared_slots(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ import numpy as np
 from retbench.data import Qrels, Run
 from retbench.data.ids import keys_from_bytes, may_repeat, score_problem
 from retbench.data.qrels import checked_grade
+from retbench.data.threads import cpus, thread_map
 from retbench.errors import InputError
 from retbench.io.files import iter_lines, open_text
 
@@ -202,7 +204,7 @@ def _normalized(p: Path) -> bytes | None:
 def _read_columns(p: Path, fields: tuple[str, ...], number: str) -> pa.Table | None:
     """The file as an Arrow table of binary columns plus one float64 column `number`, or None.
 
-    Arrow's CSV parser (on the calling thread) reads the file directly when one space or one tab separates
+    Arrow's CSV parser (one thread per part of the file) reads it directly when one space or one tab separates
     the fields; any other spacing of spaces and tabs is first collapsed in memory (a few C-level
     passes, ASCII files only). None means "use the line reader": pyarrow is missing, a line has
     another column count, a text field is empty, holds a control byte or a Unicode space (str.split()
@@ -216,8 +218,7 @@ def _read_columns(p: Path, fields: tuple[str, ...], number: str) -> pa.Table | N
     delimiter = _delimiter(p)
     if delimiter is not None:
         try:
-            with _in_memory(str(p)) as source:
-                table = _parse_columns(source, delimiter, fields, number)
+            table = _parse_parts(_in_memory(str(p)), delimiter, fields, number)
         except (pa.ArrowException, OSError, EOFError, ValueError):
             table = None
         if table is not None:
@@ -225,11 +226,11 @@ def _read_columns(p: Path, fields: tuple[str, ...], number: str) -> pa.Table | N
     data = _normalized(p)
     if data is None or not data.strip():
         return None
-    return _parse_columns(pa.BufferReader(data), " ", fields, number)
+    return _parse_parts(pa.py_buffer(data), " ", fields, number)
 
 
-def _in_memory(path: str) -> pa.NativeFile:
-    """The file as an Arrow reader over memory: a memory map (plain files) or the bytes gzip gives (`.gz`).
+def _in_memory(path: str) -> pa.Buffer:
+    """The file's bytes as an Arrow buffer: a memory map (plain files) or what gzip gives (`.gz`).
 
     Arrow reads a stream ahead on its IO threads; from memory those reads are slices, so no file read is
     left running on a thread when the process exits right after (a bad score: exit 2). Arrow would also
@@ -238,8 +239,43 @@ def _in_memory(path: str) -> pa.NativeFile:
 
     if path.endswith(".gz"):
         with _open_binary(Path(path)) as fh:
-            return pa.BufferReader(fh.read())
-    return pa.memory_map(path)
+            return pa.py_buffer(fh.read())
+    with pa.memory_map(path) as mapped:
+        return mapped.read_buffer()  # the buffer keeps the mapping alive after the file object closes
+
+
+_PART_BYTES = 1 << 20  # a part smaller than this is not worth a thread
+
+
+def _line_parts(data: pa.Buffer) -> list[pa.Buffer]:
+    """`data` cut at line ends into one part per CPU (fewer for a small file), each at least `_PART_BYTES`."""
+    k = min(cpus(), len(data) // _PART_BYTES)
+    cuts = [0]
+    for i in range(1, k):
+        at = len(data) * i // k
+        nl = data.slice(at, min(1 << 16, len(data) - at)).to_pybytes().find(b"\n")
+        if nl >= 0 and at + nl + 1 > cuts[-1]:
+            cuts.append(at + nl + 1)
+    cuts.append(len(data))
+    return [data.slice(a, b - a) for a, b in pairwise(cuts) if b > a]
+
+
+def _parse_parts(data: pa.Buffer, delimiter: str, fields: tuple[str, ...], number: str) -> pa.Table | None:
+    """`_parse_columns` over the file's parts at once, one Python thread each, the parts' tables joined in order.
+
+    The parse runs in C with the GIL released, so the parts' threads share the CPUs; each part uses Arrow's
+    one-thread reader. Arrow's own thread pool is not used: a process that exited right after a read on it
+    (a bad score: exit 2) aborted in about 1 of 16 runs ("terminate called without an active exception",
+    exit 134), while these threads end before the read returns."""
+    import pyarrow as pa
+
+    parts = _line_parts(data)
+    if len(parts) <= 1:
+        return _parse_columns(pa.BufferReader(data), delimiter, fields, number)
+    tables = thread_map(lambda part: _parse_columns(pa.BufferReader(part), delimiter, fields, number), parts)
+    if any(t is None for t in tables):
+        return None
+    return pa.concat_tables(tables)  # type: ignore[arg-type]
 
 
 def _parse_columns(source: pa.NativeFile, delimiter: str, fields: tuple[str, ...], number: str) -> pa.Table | None:
@@ -251,9 +287,7 @@ def _parse_columns(source: pa.NativeFile, delimiter: str, fields: tuple[str, ...
     try:
         table = pacsv.read_csv(
             source,
-            # one thread: with Arrow's CPU pool, a process exiting right after the read (a bad score: exit 2)
-            # aborted in about 1 of 16 runs ("terminate called without an active exception", exit 134: a pool
-            # thread torn down at exit); one thread costs about a third on a 10M-line run (benchmarks/RESULTS.md)
+            # Arrow's one-thread reader: `_parse_parts` runs the parts at once on threads of its own
             read_options=pacsv.ReadOptions(column_names=list(fields), block_size=1 << 22, use_threads=False),
             parse_options=pacsv.ParseOptions(
                 delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False
@@ -333,14 +367,21 @@ def _take(column: pa.ChunkedArray, order: np.ndarray) -> pa.ChunkedArray | None:
 
 
 def _column_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
-    """`keys` of every value of an Arrow binary column, and whether all are exact."""
-    parts, exact = [], True
-    for chunk in column.chunks:
-        offsets, data = _buffers(chunk)
-        key, ok = keys_from_bytes(data, offsets)
-        parts.append(key)
-        exact &= ok
+    """`keys` of every value of an Arrow binary column, and whether all are exact.
+
+    The chunks' keys are computed at once on up to one thread per CPU (NumPy releases the GIL)."""
+    done = thread_map(_chunk_keys, column.chunks, parallel=len(column) >= _PARALLEL_IDS)
+    parts = [key for key, _ in done]
+    exact = all(ok for _, ok in done)
     return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)), exact
+
+
+_PARALLEL_IDS = 1 << 16  # fewer ids are keyed on the calling thread
+
+
+def _chunk_keys(chunk: pa.Array) -> tuple[np.ndarray, bool]:
+    offsets, data = _buffers(chunk)
+    return keys_from_bytes(data, offsets)
 
 
 def _query_segments(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray, np.ndarray | None]:
@@ -349,14 +390,15 @@ def _query_segments(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray, np.
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    def runs(chunk: pa.Array) -> tuple[pa.Array, np.ndarray]:
+        encoded = pc.run_end_encode(chunk)
+        return encoded.values, _numbers(encoded.run_ends, np.int32)
+
+    chunks = [c for c in column.chunks if len(c)]
     heads: list[str] = []
     lens: list[int] = []
-    for chunk in column.chunks:
-        if not len(chunk):
-            continue
-        runs = pc.run_end_encode(chunk)
-        ends = _numbers(runs.run_ends, np.int32)
-        values = runs.values.cast(pa.string()).to_pylist()
+    for run_values, ends in thread_map(runs, chunks, parallel=len(column) >= _PARALLEL_IDS):
+        values = run_values.cast(pa.string()).to_pylist()
         counts = np.diff(ends, prepend=0).tolist()
         if heads and values[0] == heads[-1]:
             lens[-1] += counts[0]
