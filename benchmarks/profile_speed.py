@@ -62,7 +62,7 @@ METRIC_STAGES: list[Stage] = [
     ),
     ("order", [("data/run.py", "_normalize")], []),
     ("judge", [("judges/qrels.py", "judge_qrels")], []),
-    ("aggregate", [("retbench/evaluation.py", "evaluate")], ["judge"]),
+    ("aggregate", [("evaluation/scoring.py", "evaluate")], ["judge"]),
     (
         "factorise",
         [
