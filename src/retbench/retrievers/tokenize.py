@@ -93,12 +93,14 @@ class Tokenizer:
 
     def __init__(
         self,
-        stopwords: str | Sequence[str] | None = "en",
+        stopwords: str | Iterable[str] | None = "en",
         stemmer: str | None = "english",
         *,
         lower: bool = True,
         token_pattern: str = DEFAULT_PATTERN,
     ) -> None:
+        if stopwords is not None and not isinstance(stopwords, str):
+            stopwords = list(stopwords)  # read once: a generator would be empty by the second read
         self.stopwords_setting = stopwords if stopwords is None or isinstance(stopwords, str) else sorted(stopwords)
         self.stopwords = _stopword_list(stopwords)
         self.stemmer_name = stemmer

@@ -178,3 +178,9 @@ def test_texts_given_as_a_generator_or_a_tuple_tokenize_as_a_list_does():
     assert Tokenizer(STOP, "english").tokenize(tuple(texts)) == want
     vocab: dict[str, int] = {}
     assert Tokenizer(STOP, "english").tokenize_ids(iter(texts), vocab, grow=True) == reference_ids([want], {})[0]
+
+
+def test_stopwords_given_as_a_generator_are_dropped_and_recorded_as_given():
+    tok = Tokenizer((w for w in ["The", "cats"]), None)  # read once, lowercased for matching
+    assert tok.tokenize(["the cats sat"]) == [["sat"]]
+    assert tok.describe()["stopwords"] == ["The", "cats"]
