@@ -93,12 +93,14 @@ class Tokenizer:
 
     def __init__(
         self,
-        stopwords: str | Sequence[str] | None = "en",
+        stopwords: str | Iterable[str] | None = "en",
         stemmer: str | None = "english",
         *,
         lower: bool = True,
         token_pattern: str = DEFAULT_PATTERN,
     ) -> None:
+        if stopwords is not None and not isinstance(stopwords, str):
+            stopwords = list(stopwords)  # read once: a generator would be empty by the second read
         self.stopwords_setting = stopwords if stopwords is None or isinstance(stopwords, str) else sorted(stopwords)
         self.stopwords = _stopword_list(stopwords)
         self.stemmer_name = stemmer
@@ -124,13 +126,13 @@ class Tokenizer:
             "token_pattern": self.token_pattern,
         }
 
-    def _pieces(self, texts: Sequence[str]) -> _Pieces:
+    def _pieces(self, texts: Iterable[str]) -> _Pieces:
         """Every piece of these texts and the tokens in each: the fast split, or the regex text by text."""
         lowered = [t.lower() for t in texts] if self.lower else list(texts)
         split = self._split
         if self._fast:
             joined = f" {_BREAK_WORD} ".join(lowered).encode("utf-8", _LONE)
-            if joined.count(_BREAK_WORD.encode()) == max(len(texts) - 1, 0):  # no text holds the break word
+            if joined.count(_BREAK_WORD.encode()) == max(len(lowered) - 1, 0):  # no text holds the break word
                 pieces = joined.translate(_TO_SPACES).split()
                 distinct = set(pieces).difference(_NOT_TOKENS)
                 ascii_ = [p for p in distinct if p.isascii()]
@@ -138,7 +140,7 @@ class Tokenizer:
                 # all ASCII pieces decoded by one call: they hold no whitespace, so split() parts them again
                 return _Pieces(pieces, None, ascii_, b" ".join(ascii_).decode().split(), others)
         per_text = [split(t) for t in lowered]
-        owner = np.repeat(np.arange(len(texts), dtype=np.int64), list(map(len, per_text)))
+        owner = np.repeat(np.arange(len(lowered), dtype=np.int64), list(map(len, per_text)))
         words: list[str] = list(chain.from_iterable(per_text))
         distinct_words = list(set(words))
         return _Pieces(words, owner, distinct_words, distinct_words, {})
@@ -156,7 +158,7 @@ class Tokenizer:
                 memo.update(zip(words, self._stemmer.stemWords(words), strict=True))
         return memo
 
-    def token_array(self, texts: Sequence[str], vocab: dict[str, int], *, grow: bool) -> tuple[np.ndarray, np.ndarray]:
+    def token_array(self, texts: Iterable[str], vocab: dict[str, int], *, grow: bool) -> tuple[np.ndarray, np.ndarray]:
         """Every kept token as (text position, token id) int64 arrays, by text and in text order.
 
         Ids are under `vocab` (token -> id). With `grow`, unseen tokens get the next ids, in sorted order
@@ -191,19 +193,21 @@ class Tokenizer:
             return owner[at], ids[at]
         return _expand(owner, ids, at, several)
 
-    def tokenize_ids(self, texts: Sequence[str], vocab: dict[str, int], *, grow: bool) -> list[list[int]]:
+    def tokenize_ids(self, texts: Iterable[str], vocab: dict[str, int], *, grow: bool) -> list[list[int]]:
         """Token ids per text under `vocab`, as `token_array` assigns them (an empty list for no tokens)."""
+        if not isinstance(texts, Sequence):  # a generator is read once, and its length is needed below
+            texts = list(texts)
         owner, ids = self.token_array(texts, vocab, grow=grow)
         bounds = [0, *np.cumsum(np.bincount(owner, minlength=len(texts))).tolist()]
         flat = ids.tolist()
         return [flat[a:b] for a, b in pairwise(bounds)]
 
-    def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
+    def tokenize(self, texts: Iterable[str]) -> list[list[str]]:
         """Token lists, one per text; a text with no tokens gives an empty list."""
         vocab: dict[str, int] = {}
         ids = self.tokenize_ids(texts, vocab, grow=True)
         stems = list(vocab)
         return [[stems[i] for i in toks] for toks in ids]
 
-    def __call__(self, texts: Sequence[str]) -> list[list[str]]:
+    def __call__(self, texts: Iterable[str]) -> list[list[str]]:
         return self.tokenize(texts)

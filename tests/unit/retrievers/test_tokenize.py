@@ -24,7 +24,11 @@ STOP = ["the", "of", "and", "qq", "über"]
 # (é, ß, İ whose lowercase is two characters, Σ with its final form, ǅ, ², Arabic-Indic 3, CJK), characters
 # that are not word characters (dashes, degree, NBSP, NEL, zero-width space, a combining accent) and a
 # lone surrogate, which UTF-8 cannot encode without help.
-ALPHABET = list("abzAQq09_ -.,'\t\n\x0b\x1c\x00") + list("éßİΣσǅ²٣中文–°\xa0\x85\u200b\u0301\ud800")
+# Beyond the BMP: a letter (U+1D400), an emoji, and the two halves of U+1D400's surrogate pair, which
+# must stay two non-word characters and never be joined into the letter on the way through UTF-8.
+ALPHABET = list("abzAQq09_ -.,'\t\n\x0b\x1c\x00") + list(
+    "éßİΣσǅ²٣中文–°\xa0\x85\u200b\u0301\ud800\U0001d400\U0001f600\ud835\udc00"
+)
 texts_st = st.lists(st.text(alphabet=ALPHABET, max_size=40), max_size=8)
 
 
@@ -115,3 +119,68 @@ def test_term_counts_from_pairs_in_any_order_equal_those_from_token_lists():
         np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
         assert getattr(a, field).dtype == getattr(b, field).dtype
     assert a.lengths.tolist() == [len(t) for t in lists] and a.doc.min() == 5
+
+
+def _every_character_in_word_positions() -> list[str]:
+    """Each character below U+3000 (ASCII, Latin, Greek, Cyrillic, combining marks, general punctuation,
+    zero-width characters, letterlike symbols, number forms) and a sample of the rest, including letters
+    outside the BMP that have a lowercase (Deseret, Adlam), inside a word, doubled, and at a word's edges."""
+    sample = [*range(0x3000), *range(0x3000, 0x110000, 97), 0x1D400, 0x10400, 0x1E900, 0x20000, 0xE0041, 0x10FFFF]
+    texts = [form.format(c=chr(cp)) for cp in sample for form in ("a{c}b", "{c}{c}", "1{c}_ {c}é")]
+    return [t for t in texts if "QQ" not in t]  # the break word would send the whole batch to the regex path
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_every_character_below_u3000_and_a_sample_of_the_rest_splits_as_the_regex_does(lower):
+    texts = _every_character_in_word_positions()
+    tok = Tokenizer(None, None, lower=lower)
+    assert tok._pieces(texts).owner is None  # the fast split itself is what is checked here
+    assert tok.tokenize(texts) == [re.findall(DEFAULT_PATTERN, t.lower() if lower else t) for t in texts]
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["Q", "Q"],  # neighbouring texts never join into the break word
+        ["aQ", "Qb", "Q", "", "Q"],
+        ["QQ", "x"],  # a text holding it (regex path) ...
+        ["QQ\u00e9", "\u00e9QQ"],  # ... also glued to letters that are not ASCII
+        ["ab\ud835\udc00cd", "\ud835\udc00\ud835\udc01"],  # a surrogate pair's halves are two non-word characters
+    ],
+)
+def test_texts_that_are_not_lowercased_split_as_the_regex_does_around_the_break_word(texts):
+    assert Tokenizer(None, None, lower=False).tokenize(texts) == reference(texts, lower=False)
+
+
+def test_a_fresh_tokenizer_continues_an_existing_vocabulary_with_the_ids_the_first_would_give():
+    # a loaded index: the vocabulary is full but the new tokenizer's stem memo is empty
+    first = ["Running cells, naïve β-cell assays", "The QQ of über-cells"]
+    second = ["cells run naïvely", "new–words and ünïcode", "QQ qq"]
+    a, vocab = Tokenizer(STOP, "english"), {}
+    a.tokenize_ids(first, vocab, grow=True)
+    saved = dict(vocab)
+    want = a.tokenize_ids(second, vocab, grow=True)
+    assert Tokenizer(STOP, "english").tokenize_ids(second, saved, grow=True) == want
+    assert list(saved.items()) == list(vocab.items())
+    assert want == reference_ids([reference(second, stem=True)], _vocab_of(first))[0]
+
+
+def _vocab_of(texts: list[str]) -> dict[str, int]:
+    vocab: dict[str, int] = {}
+    reference_ids([reference(texts, stem=True)], vocab)
+    return vocab
+
+
+def test_texts_given_as_a_generator_or_a_tuple_tokenize_as_a_list_does():
+    texts = ["The cats", "", "dogs–über ran"]
+    want = reference(texts, stem=True)
+    assert Tokenizer(STOP, "english").tokenize(t for t in texts) == want
+    assert Tokenizer(STOP, "english").tokenize(tuple(texts)) == want
+    vocab: dict[str, int] = {}
+    assert Tokenizer(STOP, "english").tokenize_ids(iter(texts), vocab, grow=True) == reference_ids([want], {})[0]
+
+
+def test_stopwords_given_as_a_generator_are_dropped_and_recorded_as_given():
+    tok = Tokenizer((w for w in ["The", "cats"]), None)  # read once, lowercased for matching
+    assert tok.tokenize(["the cats sat"]) == [["sat"]]
+    assert tok.describe()["stopwords"] == ["The", "cats"]
