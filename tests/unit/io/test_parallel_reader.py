@@ -112,3 +112,27 @@ def test_blocked_hash_passes_give_the_same_answers_on_one_thread_and_on_several(
         answers[threads] = (which[order].tolist(), pos[order].tolist(), K.may_repeat(offsets, keys))
     assert answers["1"] == answers["4"]
     assert len(answers["1"][0]) >= 3_000
+
+
+def test_chunk_keys_shortcut_equals_the_general_keys():
+    """Ids of at most 8 bytes are keyed by Arrow's NUL padding; the keys and exactness equal
+    `keys_from_bytes` on every chunk, sliced ones, NUL bytes, non-ASCII and longer ids included."""
+    import pyarrow as pa
+
+    rng = random.Random(11)
+    alphabet = ["a", "Z", "0", "-", "é", "日", "\x00", "\xff"]
+    for trial in range(300):
+        longest = rng.choice([1, 3, 7, 8, 8, 9, 20])
+        ids = [
+            "".join(rng.choice(alphabet[: rng.choice([4, 6, 8])]) for _ in range(rng.randint(1, longest))).encode()[:longest]
+            or b"x"
+            for _ in range(rng.randint(1, 60))
+        ]
+        chunk = pa.array(ids, pa.binary())
+        if trial % 3 == 0 and len(ids) > 2:
+            chunk = chunk.slice(1, len(ids) - 2)  # an offset into shared buffers, as Arrow's chunks have
+        offsets, data = trec._buffers(chunk)
+        want_keys, want_exact = K.keys_from_bytes(data, offsets)
+        keys, exact = trec._chunk_keys(chunk)
+        assert np.array_equal(keys, want_keys) and exact == want_exact, ids
+        assert exact == (max(map(len, chunk.to_pylist())) <= 8 and b"\x00" not in b"".join(chunk.to_pylist()))
