@@ -124,7 +124,9 @@ def test_chunk_keys_shortcut_equals_the_general_keys():
     for trial in range(300):
         longest = rng.choice([1, 3, 7, 8, 8, 9, 20])
         ids = [
-            "".join(rng.choice(alphabet[: rng.choice([4, 6, 8])]) for _ in range(rng.randint(1, longest))).encode()[:longest]
+            "".join(rng.choice(alphabet[: rng.choice([4, 6, 8])]) for _ in range(rng.randint(1, longest))).encode()[
+                :longest
+            ]
             or b"x"
             for _ in range(rng.randint(1, 60))
         ]
