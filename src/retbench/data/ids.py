@@ -11,8 +11,10 @@ are not exact). Keys are built with a few vectorized passes over the id bytes, n
 per id.
 
 Duplicate detection and (query, key) lookups are hash-table scatters and gathers done one block of
-whole queries at a time: a table for ~64k ranked ids fits in the CPU cache, which makes the random
-accesses of a hash table cheap in NumPy (ten to twenty times cheaper than one table for all 10M).
+whole queries at a time, with a table that fits in the CPU cache, which makes the random accesses of a
+hash table cheap in NumPy (ten to twenty times cheaper than one table for all 10M): the duplicate check's
+table holds ~64k ranked ids, the lookup's only the pairs sought among ~256k ranked ids (fewer, longer
+NumPy calls, which share out better over threads).
 """
 
 from __future__ import annotations
@@ -431,46 +433,60 @@ def lookup(
     `offsets`/`keys` are the rankings (CSR by row), `rows`/`wanted` the (row, key) pairs sought.
     Every position holding the wanted key in that row is returned, so callers that need exactness
     for keys that are not exact compare the strings of the pairs returned.
+
+    One block of queries at a time (about `_LOOKUP_BLOCK` ranked ids), the block's wanted pairs go into a
+    table sized by their count, keyed by the 64-bit hash of (row, key); every ranked id of the block is
+    hashed the same way and looked up. A hit is a match when the hashes and the keys are equal (the hash
+    is a bijection of key ^ row * odd, so equal keys and hashes mean equal rows). Wanted pairs that lost
+    their slot to another are matched by a sorted search, for the ranked ids whose slot is marked.
     """
     rows = np.asarray(rows, dtype=np.int64)
     if len(rows) == 0 or len(keys) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     order = np.argsort(rows, kind="stable")
-    srow, skey = rows[order], wanted[order]
+    srow, skey = rows[order], np.asarray(wanted, dtype=np.uint64)[order]
     lens = np.diff(offsets)
 
-    def block(bounds: tuple[int, int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    def block(bounds: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
         a, b = bounds
         ja, jb = np.searchsorted(srow, [a, b]).tolist()
         if ja == jb:
-            return []
+            return _NONE
         lo, hi = int(offsets[a]), int(offsets[b])
-        jr, jk = srow[ja:jb] - a, skey[ja:jb]
-        bits = _bits(max(hi - lo, jb - ja))
-        table = np.full(1 << bits, -1, dtype=np.int32)
+        jkey = skey[ja:jb]
         with np.errstate(over="ignore"):
-            jslot = _slots(jk, jr.astype(np.uint64) * _MIX, 0, bits)
+            jh = np.bitwise_xor(jkey, (srow[ja:jb] - a).astype(np.uint64) * _MIX)
+            jh *= _GOLDEN
+        bits = max(8, (8 * (jb - ja) - 1).bit_length())  # at least 8 slots per wanted pair
+        shift = np.uint64(64 - bits)
+        jslot = (jh >> shift).view(np.int64)
+        table = np.full(1 << bits, -1, dtype=np.int32)
         mine = np.arange(jb - ja, dtype=np.int32)
         table[jslot] = mine
-        shared = np.unique(jslot[table[jslot] != mine])
-        table[shared] = -2  # two or more wanted pairs in one slot: resolved one by one below
+        lost = np.flatnonzero(table[jslot] != mine)
+        if len(lost):
+            table[jslot[lost]] |= _MORE  # the slot's winner keeps its index; the mark sends hits to `lost`
         key = keys[lo:hi]
-        t = table[_slots(key, _row_mix(lens[a:b]), 0, bits)]
+        with np.errstate(over="ignore"):
+            h = np.bitwise_xor(key, _row_mix(lens[a:b]))
+            h *= _GOLDEN
+        t = table[(h >> shift).view(np.int64)]
         pos = np.flatnonzero(t >= 0)
-        j = t[pos]
-        starts = offsets[a + 1 : b] - lo  # the row of a position, for the few that hit a slot
-        same = (key[pos] == jk[j]) & (np.searchsorted(starts, pos, side="right") == jr[j])
-        found = [(order[ja + j[same]], lo + pos[same])]
-        crowded = np.flatnonzero(t == -2)
-        if len(crowded):
-            ids = np.flatnonzero(np.isin(jslot, shared))
-            crowded_row = np.searchsorted(starts, crowded, side="right")
-            jj, pp = _pairs_in_shared_slots(jr[ids], jk[ids], crowded_row, key[crowded])
-            found.append((order[ja + ids[jj]], lo + crowded[pp]))
-        return found
+        tj = t[pos]
+        j = tj & _INDEX
+        same = (h[pos] == jh[j]) & (key[pos] == jkey[j])
+        found_j, found_p = [j[same]], [pos[same]]
+        if len(lost):
+            marked = pos[(tj & _MORE) != 0]
+            lj, lp = _equal_hashes(jh[lost], h[marked])
+            lj, lp = lost[lj], marked[lp]
+            ok = key[lp] == jkey[lj]
+            found_j.append(lj[ok])
+            found_p.append(lp[ok])
+        return order[ja + np.concatenate(found_j)], lo + np.concatenate(found_p)
 
-    blocks = list(_blocks(offsets))
-    found = [pair for part in thread_map(block, blocks, parallel=len(blocks) > 2) for pair in part]
+    blocks = list(_blocks(offsets, _LOOKUP_BLOCK))
+    found = [pair for pair in thread_map(block, blocks, parallel=len(blocks) > 2) if len(pair[0])]
     if not found:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     return (
@@ -479,13 +495,20 @@ def lookup(
     )
 
 
-def _pairs_in_shared_slots(
-    jrow: np.ndarray, jkey: np.ndarray, row: np.ndarray, key: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """All (i, p) with (jrow[i], jkey[i]) == (row[p], key[p]): the few pairs that share a slot."""
-    where: dict[tuple[int, int], list[int]] = {}
-    for i, pair in enumerate(zip(jrow.tolist(), jkey.tolist(), strict=True)):
-        where.setdefault(pair, []).append(i)
-    pairs = [(i, p) for p, pair in enumerate(zip(row.tolist(), key.tolist(), strict=True)) for i in where.get(pair, ())]
-    got = np.array(pairs, dtype=np.int64).reshape(-1, 2)
-    return got[:, 0], got[:, 1]
+_LOOKUP_BLOCK = (
+    1 << 18
+)  # ranked ids per lookup block (its table is sized by the wanted pairs, not by these): fewer, longer NumPy calls share out better over threads
+_MORE = np.int32(1 << 30)  # a table slot's mark: other wanted pairs hashed to this slot too
+_INDEX = np.int32((1 << 30) - 1)
+_NONE = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+
+def _equal_hashes(wanted: np.ndarray, seen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (i, p) with wanted[i] == seen[p]: a sorted search, each match range expanded."""
+    order = np.argsort(wanted, kind="stable")
+    sorted_hashes = wanted[order]
+    left = np.searchsorted(sorted_hashes, seen, side="left")
+    count = np.searchsorted(sorted_hashes, seen, side="right") - left
+    p = np.repeat(np.arange(len(seen), dtype=np.int64), count)
+    first = np.repeat(left - (np.cumsum(count) - count), count)
+    return order[first + np.arange(len(p), dtype=np.int64)], p

@@ -24,6 +24,49 @@ class LazyIds(Protocol):
         ...
 
 
+class IdColumn:
+    """A column of ids (a qrels' judged documents) whose Python strings are made only when asked for,
+    carrying the exact 64-bit keys (`data.ids`) a file reader computed for them: locating judged
+    documents in a run read from a file then compares keys and never builds the judged ids' strings.
+
+    Subsets (`column[positions]`) share the source, so the strings are made at most once."""
+
+    def __init__(self, ids: np.ndarray | LazyIds, keys: np.ndarray | None = None, size: int | None = None) -> None:
+        """`keys`: exact keys of every id (None when some id has none: longer than 8 bytes, or a NUL byte).
+        `size`: the number of ids, needed when `ids` is lazy and no keys are given."""
+        if isinstance(ids, np.ndarray):
+            size = len(ids)
+        elif size is None:
+            if keys is None:
+                raise ValueError("the size of a lazy id column must be given")
+            size = len(keys)
+        if keys is not None and len(keys) != size:
+            raise ValueError("an id column needs one key per id")
+        self._source: list[np.ndarray | LazyIds] = [ids]
+        self._index: np.ndarray | None = None
+        self._size = size
+        self.keys = keys
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, positions: np.ndarray) -> IdColumn:
+        positions = np.asarray(positions, dtype=np.int64)
+        out = IdColumn.__new__(IdColumn)
+        out._source = self._source
+        out._index = positions if self._index is None else self._index[positions]
+        out._size = len(positions)
+        out.keys = None if self.keys is None else self.keys[positions]
+        return out
+
+    def strings(self) -> np.ndarray:
+        """The ids as an object array of str (made once for the column and all its subsets)."""
+        source = self._source[0]
+        if not isinstance(source, np.ndarray):
+            source = self._source[0] = source.all()
+        return source if self._index is None else source[self._index]
+
+
 _CHANGED = "the {doc: score} mappings this run was built from were changed after it was built"
 
 

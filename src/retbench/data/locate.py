@@ -13,14 +13,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from retbench.data.ids import key_strings, lookup
-from retbench.data.lazy_ids import MappingIds
+from retbench.data.lazy_ids import IdColumn, MappingIds
 
 if TYPE_CHECKING:
     from retbench.data.run import Run
 
 
-def locate(run: Run, rows: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def locate(run: Run, rows: np.ndarray, docs: np.ndarray | IdColumn) -> tuple[np.ndarray, np.ndarray]:
     """Where judged (run row, doc id) pairs sit in the run: (indices of the pairs found, their 0-based ranks).
+
+    `docs`: the judged ids as strings, or an `IdColumn` (whose keys, when a reader kept them, spare the
+    keyed lookup below from making the ids strings).
 
     Work is proportional to the number of pairs wherever the run allows it: a run built from
     `{qid: {doc: score}}` mappings answers by one dict lookup per pair and a vectorized binary search
@@ -28,15 +31,15 @@ def locate(run: Run, rows: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np
     keys; a run whose doc codes are already interned by one gather over those codes; any other run is
     scanned once, looking each ranked doc up among the judged ids only.
     """
-    found = None
+    column = docs if isinstance(docs, IdColumn) else IdColumn(np.asarray(docs, dtype=object))
     if len(rows) == 0 or len(run.scores) == 0:
-        found = (np.zeros(0, dtype=np.int64),) * 2
-    elif run._maps is not None:
-        found = _locate_by_maps(run, rows, docs)
+        return (np.zeros(0, dtype=np.int64),) * 2
+    found = _locate_by_maps(run, rows, column.strings()) if run._maps is not None else None
     if found is None and run._codes is None and run._doc_key is not None:
-        found = _locate_by_keys(run, rows, docs)
+        found = _locate_by_keys(run, rows, column)
     if found is None:
-        found = _locate_by_codes(run, rows, docs) if run._codes is not None else _locate_by_scan(run, rows, docs)
+        strings = column.strings()
+        found = _locate_by_codes(run, rows, strings) if run._codes is not None else _locate_by_scan(run, rows, strings)
     return found
 
 
@@ -135,20 +138,24 @@ def _locate_by_codes(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndar
     return ok[which], ranks
 
 
-def _locate_by_keys(run: Run, jrr: np.ndarray, jd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _locate_by_keys(run: Run, jrr: np.ndarray, jd: IdColumn) -> tuple[np.ndarray, np.ndarray]:
     """Match judged ids against a run that carries a 64-bit key per ranked doc (runs read from TREC files).
 
-    The run's doc ids stay raw bytes: judged ids get keys the same way and a blocked hash lookup
-    finds them (see `keys`). Keys of ids up to 8 bytes are the ids themselves; any other match is
-    confirmed by comparing the strings, so two ids that hash alike can never make a wrong hit.
+    The run's doc ids stay raw bytes: judged ids get keys the same way (or bring the keys their own reader
+    computed) and a blocked hash lookup finds them (see `data.ids`). Keys of ids up to 8 bytes are the ids
+    themselves; any other match is confirmed by comparing the strings, so two ids that hash alike can never
+    make a wrong hit.
     """
     assert run._doc_key is not None
-    jkey, jexact = key_strings(jd.tolist())
+    if jd.keys is not None:  # exact keys, from the judgements' own reader
+        jkey, jexact = jd.keys, np.ones(len(jd), dtype=bool)
+    else:
+        jkey, jexact = key_strings(jd.strings().tolist())
     which, pos = lookup(run.offsets, run._doc_key, jrr, jkey)
     unsure = np.flatnonzero(~(jexact[which] & run._key_exact)) if len(which) else np.zeros(0, dtype=np.int64)
     if len(unsure):
         ok = np.ones(len(which), dtype=bool)
-        ok[unsure] = run._docs_at(pos[unsure]) == jd[which[unsure]]
+        ok[unsure] = run._docs_at(pos[unsure]) == jd[which[unsure]].strings()
         which, pos = which[ok], pos[ok]
     return which, pos - run.offsets[jrr[which]]
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from retbench.data.ids import id_problem, shown
+from retbench.data.lazy_ids import IdColumn
 from retbench.errors import InputError
 
 GRADE_BOUND = 2**63  # grades are stored as int64: -GRADE_BOUND <= grade < GRADE_BOUND
@@ -91,7 +92,7 @@ class Qrels(Mapping[str, Mapping[str, int]]):
     def __init__(self, judgements: Mapping[str, Mapping[str, int]]) -> None:
         """A snapshot of `judgements`, kept as columns (later changes to the mapping do not show)."""
         if isinstance(judgements, Qrels):
-            self._set_columns(*judgements._cols)
+            self._set_columns(judgements._qids, judgements._offsets, judgements._docs, judgements._grades)
             return
         qids, docs_of = list(judgements), list(judgements.values())
         lengths = np.fromiter(map(len, docs_of), dtype=np.int64, count=len(docs_of))
@@ -123,48 +124,48 @@ class Qrels(Mapping[str, Mapping[str, int]]):
 
     @classmethod
     def from_columns(
-        cls, query_ids: Sequence[str], offsets: np.ndarray, doc_ids: np.ndarray, grades: np.ndarray
+        cls, query_ids: Sequence[str], offsets: np.ndarray, doc_ids: np.ndarray | IdColumn, grades: np.ndarray
     ) -> Qrels:
         """From CSR columns: query i judges `doc_ids[offsets[i]:offsets[i + 1]]` with `grades` there.
 
-        The caller guarantees distinct query ids and distinct doc ids within a query.
+        The caller guarantees distinct query ids and distinct doc ids within a query. `doc_ids` may be an
+        `IdColumn` (a file reader's: strings made on first use, keys kept for judging).
         """
         self = cls.__new__(cls)
         self._set_columns(query_ids, offsets, doc_ids, grades)
         return self
 
     def _set_columns(
-        self, query_ids: Sequence[str], offsets: np.ndarray, doc_ids: np.ndarray, grades: np.ndarray
+        self, query_ids: Sequence[str], offsets: np.ndarray, doc_ids: np.ndarray | IdColumn, grades: np.ndarray
     ) -> None:
         self._dict: dict[str, dict[str, int]] | None = None
-        self._cols = (
-            list(query_ids),
-            np.asarray(offsets, dtype=np.int64),
-            np.asarray(doc_ids, dtype=object),
-            np.asarray(grades, dtype=np.int64),
-        )
+        self._qids = list(query_ids)
+        self._offsets = np.asarray(offsets, dtype=np.int64)
+        self._docs = doc_ids if isinstance(doc_ids, IdColumn) else IdColumn(np.asarray(doc_ids, dtype=object))
+        self._grades = np.asarray(grades, dtype=np.int64)
         self._rows: dict[str, int] | None = None
 
     @property
     def _row(self) -> dict[str, int]:
         if self._rows is None:
-            self._rows = dict(zip(self._cols[0], range(len(self._cols[0])), strict=True))
+            self._rows = dict(zip(self._qids, range(len(self._qids)), strict=True))
         return self._rows
 
     @property
     def _q(self) -> dict[str, dict[str, int]]:
         if self._dict is None:
-            qids, offsets, docs, grades = self._cols
-            d, g = docs.tolist(), grades.tolist()
+            qids, offsets, grades = self._qids, self._offsets, self._grades
+            d, g = self._docs.strings().tolist(), grades.tolist()
             bounds = offsets.tolist()
             self._dict = {
                 q: dict(zip(d[a:b], g[a:b], strict=True)) for q, a, b in zip(qids, bounds[:-1], bounds[1:], strict=True)
             }
         return self._dict
 
-    def columns(self, query_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(row in `query_ids`, doc id, grade) of every judgement of those queries, row-major."""
-        own, offsets, docs, grades = self._cols
+    def columns(self, query_ids: Sequence[str]) -> tuple[np.ndarray, IdColumn, np.ndarray]:
+        """(row in `query_ids`, doc id, grade) of every judgement of those queries, row-major. The doc ids
+        are an `IdColumn`: `Run.locate` reads their keys when a file reader kept them, else their strings."""
+        own, offsets, docs, grades = self._qids, self._offsets, self._docs, self._grades
         if len(query_ids) == len(own) and list(query_ids) == own:  # all of them, in order (as evaluate asks)
             return np.repeat(np.arange(len(own), dtype=np.int64), np.diff(offsets)), docs, grades
         at = np.fromiter(map(self._row.get, query_ids, repeat(-1)), dtype=np.int64, count=len(query_ids))
@@ -178,17 +179,17 @@ class Qrels(Mapping[str, Mapping[str, int]]):
         return MappingProxyType(self._q[qid])
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._cols[0])
+        return iter(self._qids)
 
     def __len__(self) -> int:
-        return len(self._cols[0])
+        return len(self._qids)
 
     def __contains__(self, qid: object) -> bool:
         return qid in self._row
 
     @property
     def n_judgements(self) -> int:
-        return len(self._cols[2])
+        return len(self._grades)
 
     def relevant(self, qid: str, level: int = 1) -> set[str]:
         """Doc ids judged at or above `level` for a query."""

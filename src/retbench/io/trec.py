@@ -17,6 +17,7 @@ import numpy as np
 
 from retbench.data import Qrels, Run
 from retbench.data.ids import keys_from_bytes, may_repeat, score_problem
+from retbench.data.lazy_ids import IdColumn
 from retbench.data.qrels import checked_grade
 from retbench.data.threads import cpus, thread_map
 from retbench.errors import InputError
@@ -49,14 +50,14 @@ def read_qrels(path: str | Path) -> Qrels:
                 docs, grades = _take(docs, order), grades[order]
                 if docs is None:
                     return _read_qrels_lines(p)
-            keys, _ = _column_keys(docs)
+            keys, exact = _column_keys(docs)
             offsets = _offsets(lens)
-            doc_ids = _ArrowIds(docs).all()
-            if not may_repeat(offsets, keys):
-                return Qrels.from_columns(qids, offsets, doc_ids, grades.astype(np.int64))
+            if not may_repeat(offsets, keys):  # the ids stay bytes until asked for; judging reads the keys
+                ids = IdColumn(_ArrowIds(docs), keys if exact else None, size=len(keys))
+                return Qrels.from_columns(qids, offsets, ids, grades.astype(np.int64))
             # a doc judged twice for one query: the dict keeps its last grade, as the line reader does
             g = grades.astype(np.int64).tolist()
-            d = doc_ids.tolist()
+            d = _ArrowIds(docs).all().tolist()
             bounds = offsets.tolist()
             judged: dict[str, dict[str, int]] = {}
             for q, lo, hi in zip(qids, bounds[:-1], bounds[1:], strict=True):

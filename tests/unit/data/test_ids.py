@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -104,6 +105,35 @@ def test_lookup_over_many_blocks_with_crowded_slots():
     present = np.flatnonzero(keys[pos] == wanted)
     assert sorted(j.tolist()) == present.tolist()
     assert (p[np.argsort(j)] == pos[present]).all()
+
+
+@pytest.mark.parametrize("threads", ["1", "4"])
+def test_lookup_across_blocks_with_repeats_equals_a_dict_of_positions(monkeypatch, threads):
+    """Wanted pairs asked twice, a key ranked twice in one row, one key ranked and wanted in many rows,
+    and blocks holding many wanted pairs (so many share a table slot): every (wanted index, position)
+    with an equal (row, key), and nothing else, on one thread and on several."""
+    monkeypatch.setenv("RETBENCH_THREADS", threads)
+    rng = np.random.default_rng(5)
+    lens = rng.integers(0, 200, 3000)
+    offsets = np.concatenate([[0], np.cumsum(lens)])
+    keys = rng.integers(0, 300, int(offsets[-1])).astype(np.uint64)  # repeats within rows
+    keys[::97] = np.uint64(7)  # one key in many rows
+    where: dict[tuple[int, int], list[int]] = {}
+    for row in range(len(lens)):
+        for pos in range(int(offsets[row]), int(offsets[row + 1])):
+            where.setdefault((row, int(keys[pos])), []).append(pos)
+    rows = rng.integers(0, len(lens), 60_000)
+    wanted = rng.integers(0, 320, 60_000).astype(np.uint64)
+    wanted[::5] = np.uint64(7)
+    rows[1::9], wanted[1::9] = rows[::9][: len(rows[1::9])], wanted[::9][: len(rows[1::9])]  # asked twice
+    j, p = K.lookup(offsets, keys, rows, wanted)
+    got = sorted(zip(j.tolist(), p.tolist(), strict=True))
+    brute = sorted(
+        (i, pos)
+        for i, (r, k) in enumerate(zip(rows.tolist(), wanted.tolist(), strict=True))
+        for pos in where.get((r, k), [])
+    )
+    assert got == brute and len(brute) > 10_000
 
 
 def _every_entry_fine(rankings: list[dict[str, float]]) -> bool:

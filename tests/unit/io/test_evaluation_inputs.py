@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from retbench.data import Qrels, Run, RunBuilder
+from retbench.data.ids import key_strings
 from retbench.errors import InputError
 from retbench.io.trec import (
     _RUN_FIELDS,
@@ -293,8 +294,11 @@ def test_fast_qrels_reader_equals_line_reader_on_random_files(tmp_path):
         assert [list(fast[q].items()) for q in fast] == [list(slow[q].items()) for q in slow]  # order too
         assert fast.n_judgements == slow.n_judgements and ("q1" in fast) == ("q1" in slow)
         qids = ["q2", "missing", "q1"]
-        for a, b in zip(fast.columns(qids), slow.columns(qids), strict=True):
-            assert a.tolist() == b.tolist()
+        (rows, docs, grades), (want_rows, want_docs, want_grades) = fast.columns(qids), slow.columns(qids)
+        assert (rows.tolist(), grades.tolist()) == (want_rows.tolist(), want_grades.tolist())
+        assert docs.strings().tolist() == want_docs.strings().tolist()
+        if docs.keys is not None:  # the reader's keys are the ids' own (exact) keys
+            assert np.array_equal(docs.keys, key_strings(docs.strings().tolist())[0])
 
 
 def test_qrels_read_from_a_plain_file_stay_columnar_until_used_as_a_mapping(tmp_path):
@@ -303,7 +307,8 @@ def test_qrels_read_from_a_plain_file_stay_columnar_until_used_as_a_mapping(tmp_
     qrels = read_qrels(path)
     assert qrels._dict is None and list(qrels) == ["q1", "q2"] and len(qrels) == 2
     rows, docs, grades = qrels.columns(["q2", "q1"])
-    assert (rows.tolist(), docs.tolist(), grades.tolist()) == ([0, 1, 1], ["c", "a", "b"], [2, 1, 0])
+    assert docs._source[0].__class__.__name__ == "_ArrowIds"  # the doc ids are still the file's bytes
+    assert (rows.tolist(), docs.strings().tolist(), grades.tolist()) == ([0, 1, 1], ["c", "a", "b"], [2, 1, 0])
     assert qrels._dict is None
     assert qrels["q1"] == {"a": 1, "b": 0} and qrels.relevant("q2") == {"c"}
 
