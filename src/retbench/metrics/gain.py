@@ -34,10 +34,27 @@ def _csr_from_lists(ideal: Sequence[Sequence[float]] | np.ndarray, n: int) -> tu
     return _ideal_csr(row, flat, n)
 
 
+def pair_order(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
+    """`np.lexsort((minor, major))` for non-negative integer columns (rows and ranks): the same stable
+    order from one stable argsort of `major * (max(minor) + 1) + minor`, several times faster (and
+    near-linear for pairs already nearly in order, as located hits are)."""
+    major, minor = np.asarray(major, dtype=np.int64), np.asarray(minor, dtype=np.int64)
+    if len(major) == 0:
+        return np.zeros(0, dtype=np.int64)
+    span = int(minor.max()) + 1
+    if int(minor.min()) < 0 or int(major.min()) < 0 or int(major.max()) >= (2**62) // span:
+        return np.lexsort((minor, major))
+    return np.argsort(major * span + minor, kind="stable")
+
+
 def _ideal_csr(row: np.ndarray, grades: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     keep = grades > 0
     row, grades = row[keep], grades[keep]
-    order = np.lexsort((-grades, row))
+    top = grades.max() if len(grades) else 0.0
+    if len(grades) and top < 2**31 and bool(np.all(grades == np.trunc(grades))):  # integer grades (qrels')
+        order = pair_order(row, (top - grades).astype(np.int64))  # row ascending, grade descending
+    else:
+        order = np.lexsort((-grades, row))
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(row, minlength=n), out=offsets[1:])
     return offsets, grades[order]
@@ -97,7 +114,7 @@ class GainMatrix:
         keep = grades > 0
         if not keep.all():
             rows, ranks, grades = rows[keep], ranks[keep], grades[keep]
-        order = np.lexsort((ranks, rows))
+        order = pair_order(rows, ranks)
         self._init(
             list(query_ids),
             rows[order],
@@ -156,7 +173,7 @@ class GainMatrix:
         rows = np.concatenate([self.hit_rows, self.zero_rows])
         ranks = np.concatenate([self.hit_ranks, self.zero_ranks])
         is_hit = np.arange(len(rows)) < len(self.hit_rows)
-        order = np.lexsort((ranks, rows))
+        order = pair_order(rows, ranks)
         rows, is_hit = rows[order], is_hit[order]
         counts = np.bincount(rows, minlength=len(self)).astype(np.int64)
         starts = np.zeros(len(self), dtype=np.int64)
@@ -241,7 +258,7 @@ class GainMatrix:
 
 def _sorted_pairs(rows: np.ndarray, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rows, ranks = np.asarray(rows, dtype=np.int64), np.asarray(ranks, dtype=np.int64)
-    order = np.lexsort((ranks, rows))
+    order = pair_order(rows, ranks)
     return rows[order], ranks[order]
 
 

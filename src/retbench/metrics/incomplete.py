@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from retbench.metrics.gain import GainMatrix, check_level
+from retbench.metrics.gain import GainMatrix, check_level, pair_order
 
 INFAP_EPSILON = 1e-5  # trec_eval's INFAP_EPSILON
 
@@ -43,7 +43,7 @@ def _nonrel_positions(gm: GainMatrix, level: int) -> tuple[np.ndarray, np.ndarra
     low = gm.hit_grades < level
     rows = np.concatenate([gm.zero_rows, gm.hit_rows[low]])
     ranks = np.concatenate([gm.zero_ranks, gm.hit_ranks[low]])
-    order = np.lexsort((ranks, rows))
+    order = pair_order(rows, ranks)
     return rows[order], ranks[order]
 
 
