@@ -26,7 +26,7 @@ class LazyIds(Protocol):
 
 class IdColumn:
     """A column of ids (a qrels' judged documents) whose Python strings are made only when asked for,
-    carrying the exact 64-bit keys (`data.ids`) a file reader computed for them: locating judged
+    carrying the exact 64-bit keys (`data.keys`) a file reader computed for them: locating judged
     documents in a run read from a file then compares keys and never builds the judged ids' strings.
 
     Subsets (`column[positions]`) share the source, so the strings are made at most once."""

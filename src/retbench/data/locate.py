@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retbench.data.ids import key_strings, lookup
+from retbench.data.keys import key_strings, lookup
 from retbench.data.lazy_ids import IdColumn, MappingIds
 
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ def _locate_by_keys(run: Run, jrr: np.ndarray, jd: IdColumn) -> tuple[np.ndarray
     """Match judged ids against a run that carries a 64-bit key per ranked doc (runs read from TREC files).
 
     The run's doc ids stay raw bytes: judged ids get keys the same way (or bring the keys their own reader
-    computed) and a blocked hash lookup finds them (see `data.ids`). Keys of ids up to 8 bytes are the ids
+    computed) and a blocked hash lookup finds them (see `data.keys`). Keys of ids up to 8 bytes are the ids
     themselves; any other match is confirmed by comparing the strings, so two ids that hash alike can never
     make a wrong hit.
     """

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from retbench.data.ids import first_bad_id, may_repeat, plain_rankings_fine, refuse_rankings_problems
+from retbench.data.ids import first_bad_id, plain_rankings_fine, refuse_rankings_problems
+from retbench.data.keys import may_repeat
 from retbench.data.lazy_ids import LazyIds, MappingIds, intern_ids, str_keyed_mappings
 from retbench.data.locate import locate
 from retbench.data.status import MISSING, QueryStatus
@@ -212,14 +213,8 @@ class Run:
             offsets_list.append(len(docs))
         doc_arr = np.empty(len(docs), dtype=object)
         doc_arr[:] = docs
-        return cls(
-            qids,
-            np.asarray(offsets_list, dtype=np.int64),
-            doc_arr,
-            np.asarray(score_list, dtype=np.float64),
-            _owned=True,
-            **kwargs,
-        )
+        offsets_arr, score_arr = np.asarray(offsets_list, dtype=np.int64), np.asarray(score_list, dtype=np.float64)
+        return cls(qids, offsets_arr, doc_arr, score_arr, _owned=True, **kwargs)
 
     @classmethod
     def from_keyed_ids(
@@ -234,7 +229,7 @@ class Run:
         name: str = "",
     ) -> Run:
         """A run whose doc ids stay in a reader's columns (`ids`) with a 64-bit key per ranked doc
-        (`retbench.data.ids`); `keys_exact`: every key is the id itself (ids of at most 8 bytes)."""
+        (`retbench.data.keys`); `keys_exact`: every key is the id itself (ids of at most 8 bytes)."""
         return cls(query_ids, offsets, None, scores, name=name, _lazy=ids, _doc_key=keys, _key_exact=keys_exact)
 
     @classmethod
@@ -258,11 +253,14 @@ class Run:
             self._drop_duplicates()
             n = len(self.scores)
         s = self.scores
-        # pairs (i, i + 1) that straddle two queries do not constrain the order
+        # pairs (i, i + 1) that straddle two queries do not constrain the order. One pass finds the pairs in
+        # a query that rise or tie (usually few); a NaN anywhere makes the sum NaN.
         starts = self.offsets[1:-1]
-        same = np.ones(max(n - 1, 0), dtype=bool)
-        same[starts[(starts > 0) & (starts < n)] - 1] = False
-        if np.any((s[1:] > s[:-1]) & same) or np.isnan(s).any():
+        straddle = starts[(starts > 0) & (starts < n)] - 1
+        tied = np.greater_equal(s[1:], s[:-1])
+        tied[straddle] = False
+        pairs = np.flatnonzero(tied)
+        if (np.isnan(s.sum()) and np.isnan(s).any()) or (s[pairs + 1] > s[pairs]).any():
             qidx = np.repeat(np.arange(len(self.query_ids), dtype=np.int64), np.diff(self.offsets))
             order = np.lexsort((-s, qidx))  # stable: ties keep input order until broken below
             if self._doc_ids is None:
@@ -272,8 +270,10 @@ class Run:
             if self._doc_key is not None:
                 self._doc_key = self._doc_key[order]
             self.scores = s = s[order]
-        tied = (s[1:] == s[:-1]) & same
-        if tied.any():
+            tied = s[1:] == s[:-1]
+            tied[straddle] = False
+            pairs = np.flatnonzero(tied)
+        if len(pairs):  # (in order, a pair that does not fall is a tie)
             self._break_ties(tied)
 
     def _drop_duplicates(self) -> None:

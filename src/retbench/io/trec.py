@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from retbench.data import Qrels, Run
-from retbench.data.ids import keys_from_bytes, may_repeat, score_problem
+from retbench.data.ids import score_problem
+from retbench.data.keys import keys_from_bytes, may_repeat
 from retbench.data.lazy_ids import IdColumn
 from retbench.data.qrels import checked_grade
 from retbench.data.threads import cpus, thread_map

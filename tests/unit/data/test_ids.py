@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retbench.data import ids as K
+from retbench.data import keys as KEYS
 
 ids = st.text(alphabet=st.sampled_from("ab\x00é-9"), min_size=0, max_size=20)
 
@@ -17,7 +18,7 @@ ids = st.text(alphabet=st.sampled_from("ab\x00é-9"), min_size=0, max_size=20)
 @settings(max_examples=300, deadline=None)
 @given(st.lists(ids, max_size=40))
 def test_keys_of_equal_ids_are_equal_and_exact_keys_tell_ids_apart(values):
-    keys, exact = K.key_strings(values)
+    keys, exact = KEYS.key_strings(values)
     assert len(keys) == len(values) == len(exact)
     for i, a in enumerate(values):
         assert exact[i] == (len(a.encode()) <= 8 and "\x00" not in a)
@@ -30,14 +31,14 @@ def test_keys_of_equal_ids_are_equal_and_exact_keys_tell_ids_apart(values):
 
 def test_keys_from_a_buffer_do_not_depend_on_the_neighbours_or_the_longest_id():
     # the same id keyed alone and amid longer ids (more words folded for them) gets one key
-    alone, _ = K.key_strings(["short", "exactly8", "nine-byte", "a-much-longer-identifier"])
-    mixed, exact = K.key_strings(["x" * 40, "short", "y", "exactly8", "nine-byte", "a-much-longer-identifier"])
+    alone, _ = KEYS.key_strings(["short", "exactly8", "nine-byte", "a-much-longer-identifier"])
+    mixed, exact = KEYS.key_strings(["x" * 40, "short", "y", "exactly8", "nine-byte", "a-much-longer-identifier"])
     assert alone.tolist() == mixed[[1, 3, 4, 5]].tolist()
     assert exact.tolist() == [False, True, True, True, False, False]
     # bytes read straight from a shared buffer with offsets (the Arrow layout), not starting at 0
     blob = b"__shortexactly8nine-byte"
     offsets = np.array([2, 7, 15, 24])
-    keys, all_exact = K.keys_from_bytes(np.frombuffer(blob, dtype=np.uint8), offsets)
+    keys, all_exact = KEYS.keys_from_bytes(np.frombuffer(blob, dtype=np.uint8), offsets)
     assert keys.tolist() == alone[:3].tolist() and not all_exact
 
 
@@ -57,16 +58,16 @@ def test_may_repeat_is_exact_against_brute_force():
                 [rng.permutation(64)[: b - a] * 7919 for a, b in itertools.pairwise(offsets)] or [np.zeros(0)]
             ).astype(np.uint64)
         brute = any(len(set(keys[a:b].tolist())) < b - a for a, b in itertools.pairwise(offsets))
-        assert K.may_repeat(offsets, keys) == brute
+        assert KEYS.may_repeat(offsets, keys) == brute
 
 
 def test_may_repeat_across_blocks():
     # 200k ids in 2,000 queries span several blocks; one repeat in the last query is found
     offsets = np.arange(0, 200_001, 100)
     keys = np.arange(200_000, dtype=np.uint64) % np.uint64(100)  # the same 100 keys in every query
-    assert not K.may_repeat(offsets, keys)
+    assert not KEYS.may_repeat(offsets, keys)
     keys[-1] = keys[-50]
-    assert K.may_repeat(offsets, keys)
+    assert KEYS.may_repeat(offsets, keys)
 
 
 def test_lookup_finds_exactly_the_brute_force_pairs():
@@ -81,7 +82,7 @@ def test_lookup_finds_exactly_the_brute_force_pairs():
             pick = rng.integers(0, len(keys), m // 2)
             rows[: m // 2] = np.searchsorted(offsets, pick, side="right") - 1
             wanted[: m // 2] = keys[pick]
-        j, p = K.lookup(offsets, keys, rows, wanted)
+        j, p = KEYS.lookup(offsets, keys, rows, wanted)
         got = sorted(zip(j.tolist(), p.tolist(), strict=True))
         brute = sorted(
             (i, pos)
@@ -101,7 +102,7 @@ def test_lookup_over_many_blocks_with_crowded_slots():
     pos = offsets[rows] + rng.integers(0, 100, len(rows))
     wanted = keys[pos].copy()
     wanted[::7] ^= np.uint64(1)  # some are absent
-    j, p = K.lookup(offsets, keys, rows, wanted)
+    j, p = KEYS.lookup(offsets, keys, rows, wanted)
     present = np.flatnonzero(keys[pos] == wanted)
     assert sorted(j.tolist()) == present.tolist()
     assert (p[np.argsort(j)] == pos[present]).all()
@@ -126,7 +127,7 @@ def test_lookup_across_blocks_with_repeats_equals_a_dict_of_positions(monkeypatc
     wanted = rng.integers(0, 320, 60_000).astype(np.uint64)
     wanted[::5] = np.uint64(7)
     rows[1::9], wanted[1::9] = rows[::9][: len(rows[1::9])], wanted[::9][: len(rows[1::9])]  # asked twice
-    j, p = K.lookup(offsets, keys, rows, wanted)
+    j, p = KEYS.lookup(offsets, keys, rows, wanted)
     got = sorted(zip(j.tolist(), p.tolist(), strict=True))
     brute = sorted(
         (i, pos)

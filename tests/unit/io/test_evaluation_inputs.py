@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from retbench.data import Qrels, Run, RunBuilder
-from retbench.data.ids import key_strings
+from retbench.data.keys import key_strings
 from retbench.errors import InputError
 from retbench.io.trec import (
     _RUN_FIELDS,
@@ -201,7 +201,7 @@ def test_runs_from_mappings_materialize_doc_ids_only_on_demand():
 def test_colliding_doc_keys_cannot_produce_wrong_hits(tmp_path):
     (tmp_path / "run.trec").write_text("q Q0 a 1 3.0 t\nq Q0 b 2 2.0 t\nq Q0 c 3 1.0 t\n")
     run = read_run(tmp_path / "run.trec")
-    from retbench.data.ids import key_strings
+    from retbench.data.keys import key_strings
 
     assert run._doc_key is not None and run._key_exact
     run._doc_key = np.repeat(key_strings(["c"])[0], 3)  # a and b now collide with the judged c

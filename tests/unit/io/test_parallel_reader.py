@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import retbench.io.trec as trec
-from retbench.data import ids as K
+from retbench.data import keys as K
 from retbench.data.threads import cpus, thread_map
 from retbench.errors import InputError
 from retbench.io.trec import _read_qrels_lines, _read_run_lines, read_qrels, read_run
