@@ -371,11 +371,20 @@ def _take(column: pa.ChunkedArray, order: np.ndarray) -> pa.ChunkedArray | None:
 def _column_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
     """`keys` of every value of an Arrow binary column, and whether all are exact.
 
-    The chunks' keys are computed at once on up to one thread per CPU (NumPy releases the GIL)."""
-    done = thread_map(_chunk_keys, column.chunks, parallel=len(column) >= _PARALLEL_IDS)
-    parts = [key for key, _ in done]
-    exact = all(ok for _, ok in done)
-    return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)), exact
+    The chunks' keys are computed at once on up to one thread per CPU (NumPy releases the GIL), each written
+    into the one output array as soon as it is made: the chunks' own key arrays are freed (and their memory
+    reused) chunk by chunk instead of all living until a final join."""
+    chunks = column.chunks
+    starts = np.concatenate([[0], np.cumsum([len(c) for c in chunks], dtype=np.int64)]).tolist()
+    out = np.empty(len(column), dtype=np.uint64)
+
+    def key_chunk(i: int) -> bool:
+        keys, exact = _chunk_keys(chunks[i])
+        out[starts[i] : starts[i + 1]] = keys
+        return exact
+
+    done = thread_map(key_chunk, range(len(chunks)), parallel=len(column) >= _PARALLEL_IDS)
+    return out, all(done)
 
 
 _PARALLEL_IDS = 1 << 16  # fewer ids are keyed on the calling thread
@@ -403,7 +412,7 @@ def _chunk_keys(chunk: pa.Array) -> tuple[np.ndarray, bool]:
             p_offsets, p_data = _buffers(padded)
             start = int(p_offsets[0])
             if int(p_offsets[-1]) - start == 8 * n:
-                keys = np.frombuffer(p_data, dtype="<u8", count=n, offset=start)  # (joined by a copy)
+                keys = np.frombuffer(p_data, dtype="<u8", count=n, offset=start)  # (copied out by the caller)
                 body = data[int(offsets[0]) : int(offsets[-1])]
                 return keys, not len(body) or int(body.min()) > 0  # an id with a NUL byte is not exact
     return keys_from_bytes(data, offsets)
