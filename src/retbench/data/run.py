@@ -15,7 +15,7 @@ import numpy as np
 
 from retbench.data.ids import first_bad_id, plain_rankings_fine, refuse_rankings_problems
 from retbench.data.keys import may_repeat
-from retbench.data.lazy_ids import LazyIds, MappingIds, intern_ids, str_keyed_mappings
+from retbench.data.lazy_ids import IdColumn, LazyIds, MappingIds, intern_ids, str_keyed_mappings
 from retbench.data.locate import locate
 from retbench.data.status import MISSING, QueryStatus
 
@@ -341,7 +341,7 @@ class Run:
             return np.arange(len(query_ids), dtype=np.int64)
         return np.fromiter(map(self._pos.get, query_ids, repeat(-1)), dtype=np.int64, count=len(query_ids))
 
-    def locate(self, rows: np.ndarray, doc_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def locate(self, rows: np.ndarray, doc_ids: np.ndarray | IdColumn) -> tuple[np.ndarray, np.ndarray]:
         """Where (row, doc id) pairs are ranked: (indices of the pairs found, their 0-based ranks).
 
         What judging is built on; the cost follows the number of pairs, not the depth of the run

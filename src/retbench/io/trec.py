@@ -371,9 +371,8 @@ def _take(column: pa.ChunkedArray, order: np.ndarray) -> pa.ChunkedArray | None:
 def _column_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
     """`keys` of every value of an Arrow binary column, and whether all are exact.
 
-    The chunks' keys are computed at once on up to one thread per CPU (NumPy releases the GIL), each written
-    into the one output array as soon as it is made: the chunks' own key arrays are freed (and their memory
-    reused) chunk by chunk instead of all living until a final join."""
+    The chunks' keys are made on up to one thread per CPU (NumPy releases the GIL), each copied into the one
+    output at once, so the chunks' own key arrays are freed chunk by chunk, not all kept for a final join."""
     chunks = column.chunks
     starts = np.concatenate([[0], np.cumsum([len(c) for c in chunks], dtype=np.int64)]).tolist()
     out = np.empty(len(column), dtype=np.uint64)

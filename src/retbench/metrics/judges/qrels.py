@@ -12,6 +12,7 @@ from itertools import chain
 import numpy as np
 
 from retbench.data import Qrels, Run
+from retbench.data.lazy_ids import IdColumn
 from retbench.metrics.gain import GainMatrix, _ideal_csr
 
 
@@ -30,7 +31,7 @@ def _flatten(
 
 def _flatten_qrels(
     qrels: Mapping[str, Mapping[str, int]], query_ids: Sequence[str]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray | IdColumn, np.ndarray]:
     """(row, doc id, grade) of every judgement of the given queries (a plain mapping's grades stay as
     given, floats too; a Qrels' are integers)."""
     rows, docs, grades = qrels.columns(query_ids) if isinstance(qrels, Qrels) else _flatten(qrels, query_ids)
