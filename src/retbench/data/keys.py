@@ -117,14 +117,25 @@ def _row_mix(lens: np.ndarray) -> np.ndarray:
         return np.repeat(np.arange(len(lens), dtype=np.uint64) * _MIX, lens)
 
 
-def _slots(key: np.ndarray, row_mix: np.ndarray, seed: int, bits: int) -> np.ndarray:
-    """Multiply-shift hashing of (row, key) into 2^bits slots (`row_mix` from `_row_mix`); each seed gives
-    another function. The arithmetic runs in place on one new array, and the final cast is a free view
-    (a slot is below 2^bits, so its int64 reading equals its uint64 one)."""
+def _pair_hash(key: np.ndarray, row_mix: np.ndarray, seed: int = 0) -> np.ndarray:
+    """The 64-bit hash of (row, key) (`row_mix` from `_row_mix`), on one new array: (key ^ row_mix) times an
+    odd constant, a bijection of key ^ row_mix, so equal hashes and equal keys mean equal rows. Each seed
+    gives another function."""
     h = np.bitwise_xor(key, row_mix)
     with np.errstate(over="ignore"):
         h *= _GOLDEN + np.uint64(2 * seed)
-    h >>= np.uint64(64 - bits)
+    return h
+
+
+def _top_bits(h: np.ndarray, bits: int) -> np.ndarray:
+    """Multiply-shift's slot: the top `bits` of each hash, as a free int64 view (a slot is below 2^bits)."""
+    return (h >> np.uint64(64 - bits)).view(np.int64)
+
+
+def _slots(key: np.ndarray, row_mix: np.ndarray, seed: int, bits: int) -> np.ndarray:
+    """Multiply-shift hashing of (row, key) into 2^bits slots; each seed gives another function."""
+    h = _pair_hash(key, row_mix, seed)
+    h >>= np.uint64(64 - bits)  # in place: no second array
     return h.view(np.int64)
 
 
@@ -202,11 +213,9 @@ def lookup(
         lo, hi = int(offsets[a]), int(offsets[b])
         jkey = skey[ja:jb]
         with np.errstate(over="ignore"):
-            jh = np.bitwise_xor(jkey, (srow[ja:jb] - a).astype(np.uint64) * _MIX)
-            jh *= _GOLDEN
+            jh = _pair_hash(jkey, (srow[ja:jb] - a).astype(np.uint64) * _MIX)
         bits = max(8, (8 * (jb - ja) - 1).bit_length())  # at least 8 slots per wanted pair
-        shift = np.uint64(64 - bits)
-        jslot = (jh >> shift).view(np.int64)
+        jslot = _top_bits(jh, bits)
         table = np.full(1 << bits, -1, dtype=np.int32)
         mine = np.arange(jb - ja, dtype=np.int32)
         table[jslot] = mine
@@ -214,10 +223,8 @@ def lookup(
         if len(lost):
             table[jslot[lost]] |= _MORE  # the slot's winner keeps its index; the mark sends hits to `lost`
         key = keys[lo:hi]
-        with np.errstate(over="ignore"):
-            h = np.bitwise_xor(key, _row_mix(lens[a:b]))
-            h *= _GOLDEN
-        t = table[(h >> shift).view(np.int64)]
+        h = _pair_hash(key, _row_mix(lens[a:b]))
+        t = table[_top_bits(h, bits)]
         pos = np.flatnonzero(t >= 0)
         tj = t[pos]
         j = tj & _INDEX
@@ -242,9 +249,9 @@ def lookup(
     )
 
 
-_LOOKUP_BLOCK = (
-    1 << 18
-)  # ranked ids per lookup block (its table is sized by the wanted pairs, not by these): fewer, longer NumPy calls share out better over threads
+# ranked ids per lookup block (its table is sized by the wanted pairs, not by these): fewer, longer NumPy
+# calls than the duplicate check's blocks, which share out better over threads
+_LOOKUP_BLOCK = 1 << 18
 _MORE = np.int32(1 << 30)  # a table slot's mark: other wanted pairs hashed to this slot too
 _INDEX = np.int32((1 << 30) - 1)
 _NONE = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
