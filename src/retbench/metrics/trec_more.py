@@ -11,7 +11,8 @@ grade, nrr: relevant retrieved, n: retrieved; ranks 1-based unless said):
 - set_P = nrr / n, set_recall = nrr / R, set_relative_P = nrr / min(n, R), set_map = nrr^2 / (n R),
   set_F(x) = (x + 1) P R / (x P + R) with P, R the set precision and recall (trec_eval's own weighting,
   not beta squared);
-- utility(a, b, c, d) = a nrr + b (n - nrr) + c (R - nrr) + d (N + nrr - n - R), N the collection size;
+- utility(a, b, c, d) = a nrr + b (n - nrr) + c (R - nrr) + d (N + nrr - n - R), N the collection size
+  (trec_eval -N; 0 when not given, as in trec_eval);
 - binG = (1/R) sum over relevant retrieved of 1 / log2(2 + non-relevant ranked above it);
 - G = (1/sum of ideal gains) sum over retrieved d of g_d / log2(2 + C_i - S_i), where S_i is the gain
   retrieved up to rank i and C_i the sum of max(ideal gain, 1) over the first i ideal ranks;
@@ -138,16 +139,17 @@ def set_f(gm: GainMatrix, x: float = 1.0, level: int = 1) -> np.ndarray:
     return np.where(nrr > 0, _ratio((x + 1.0) * p * rec, x * p + rec), 0.0)
 
 
-MAX_LONG = 2**63 - 1  # trec_eval's default collection size (-N)
-
-
 def utility(
     gm: GainMatrix, a: float, b: float, c: float, d: float, level: int = 1, collection: int | None = None
 ) -> np.ndarray:
-    """a nrr + b (n - nrr) + c (R - nrr) + d (N + nrr - n - R) (trec_eval utility; N from -N)."""
+    """a nrr + b (n - nrr) + c (R - nrr) + d (N + nrr - n - R) (trec_eval utility; N from -N).
+
+    Without -N, trec_eval takes N = 0 (trec_eval.c sets num_docs_in_coll to 0), so a non-zero d counts
+    nrr - n - R per query, as trec_eval prints it.
+    """
     nrr = relevant_retrieved(gm, None, level).astype(np.int64)
     n, r = gm.lengths.astype(np.int64), gm.n_relevant(level).astype(np.int64)
-    rest = (MAX_LONG if collection is None else int(collection)) - n - r + nrr
+    rest = (0 if collection is None else int(collection)) - n - r + nrr
     return a * nrr + b * (n - nrr) + c * (r - nrr) + d * rest.astype(np.float64)
 
 

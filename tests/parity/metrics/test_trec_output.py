@@ -76,20 +76,23 @@ def _trec(args: list[str]) -> tuple[list[tuple[str, str, str]], str]:
 
 
 @pytest.mark.parametrize(
-    ("measures", "printed", "abcd"),
+    ("measures", "printed", "abcd", "collection"),
     [
-        (["utility"], "utility", (1, -1, 0, 0)),
-        (["utility", "utility.2,-1,0,0"], "utility_2,-1,0,0", (2, -1, 0, 0)),
-        (["all_trec", "utility.1,-1,0,0"], "utility_1,-1,0,0", (1, -1, 0, 0)),
-        (["utility.3,-2,-1,0", "utility", "utility.2,-1,0,0"], "utility_3,-2,-1,0", (3, -2, -1, 0)),
+        (["utility"], "utility", (1, -1, 0, 0), None),
+        (["utility", "utility.2,-1,0,0"], "utility_2,-1,0,0", (2, -1, 0, 0), None),
+        (["all_trec", "utility.1,-1,0,0"], "utility_1,-1,0,0", (1, -1, 0, 0), None),
+        (["utility.3,-2,-1,0", "utility", "utility.2,-1,0,0"], "utility_3,-2,-1,0", (3, -2, -1, 0), None),
+        (["utility.2,-1,1,1"], "utility_2,-1,1,1", (2, -1, 1, 1), None),
+        (["utility.2,-1,1,1"], "utility_2,-1,1,1", (2, -1, 1, 1), 5183),
     ],
 )
 def test_utility_is_one_measure_per_run_named_and_valued_as_trec_eval_prints_it(
-    scifact, tmp_path, measures, printed, abcd
+    scifact, tmp_path, measures, printed, abcd, collection
 ):
     """trec_eval computes utility once: with the first `utility.a,b,c,d` given, else its defaults, and prints the
     parameters as typed whenever they were given (trec_eval.c mark_measure, meas_init.c). Each value is trec_eval's
-    formula over pytrec_eval's own set counts: a nrr + b (n - nrr) + c (R - nrr)."""
+    formula over pytrec_eval's own set counts: a nrr + b (n - nrr) + c (R - nrr) + d (N + nrr - n - R), with N the
+    -N collection size and 0 without it (trec_eval's default)."""
     import pytrec_eval
 
     qrels = {q: j for q, j in scifact.split("test").to_dict().items()}
@@ -99,14 +102,20 @@ def test_utility_is_one_measure_per_run_named_and_valued_as_trec_eval_prints_it(
     write_qrels(Qrels(qrels), tmp_path / "qrels.txt")
     write_run(Run.from_dict(run, name="overlap"), tmp_path / "run.txt")
     args = [str(tmp_path / "qrels.txt"), str(tmp_path / "run.txt"), *(x for m in measures for x in ("-m", m))]
+    if collection is not None:
+        args += ["-N", str(collection)]
     lines, _ = _trec(args)
     utility = [(q, v) for m, q, v in lines if m.startswith("utility")]
     assert {m for m, _, _ in lines if m.startswith("utility")} == {printed}
     assert [q for q, _ in utility] == [*sorted(qids), "all"]  # one line per query, one `all`
     counts = pytrec_eval.RelevanceEvaluator(qrels, {"num_ret", "num_rel", "num_rel_ret"}).evaluate(run)
-    a, b, c, _ = abcd
+    a, b, c, d = abcd
+    n_docs = collection or 0
     want = {
-        q: a * x["num_rel_ret"] + b * (x["num_ret"] - x["num_rel_ret"]) + c * (x["num_rel"] - x["num_rel_ret"])
+        q: a * x["num_rel_ret"]
+        + b * (x["num_ret"] - x["num_rel_ret"])
+        + c * (x["num_rel"] - x["num_rel_ret"])
+        + d * (n_docs + x["num_rel_ret"] - x["num_ret"] - x["num_rel"])
         for q, x in counts.items()
     }
     for q, v in utility[:-1]:
