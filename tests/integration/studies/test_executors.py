@@ -116,8 +116,9 @@ def test_ray_gives_the_same_run_files_and_metrics_as_one_process_and_a_rerun_enc
     dense = manifest["systems"]["dense"]["resources"]
     # 150 documents in shards of 40 over the cluster's two CPUs, written into the Ray run's own cache
     assert dense["encode_on"]["encoded"] == 150 and dense["encode_on"]["workers"] == 2
-    # workers of a cluster retbench starts run at normal priority (Ray's default is nice 15), and say what they used
-    assert dense["encode_on"]["worker_nice"] == [0] and dense["encode_on"]["worker_cpu_seconds"] > 0
+    # workers of a cluster retbench starts run at the priority of the process that started them (Ray's default
+    # adds nice 15), and say what they used; the suite itself may run under `nice`, so compare with our own
+    assert dense["encode_on"]["worker_nice"] == [os.nice(0)] and dense["encode_on"]["worker_cpu_seconds"] > 0
     assert len(list((tmp_path / "cache-ray").rglob("*.keys.npy"))) >= 4
     assert dense["search_on"]["executor"] == "ray" and dense["index_bytes"] > 150 * 384 * 4
     for key in ("encode_peak_rss_mib", "index_peak_rss_mib", "search_queries_per_s", "devices"):
