@@ -159,3 +159,19 @@ def test_per_query_table_round_trips_exactly(tmp_path):
     header = (tmp_path / "pq.tsv").read_text().splitlines()
     assert any(line.startswith("# mode: ") for line in header)
     assert "query_id\tstatus\tndcg@10\tmap\trecall@5(rel=2)" in header
+
+
+def test_a_mean_asked_for_by_any_spelling_is_read_back_by_that_spelling():
+    """`evaluate(..., ["AP", "nDCG@10"]).means()["AP"]` answers, though the table stores trec_eval's `map`."""
+    ev = evaluate(
+        Run.from_dict({"q1": {"d1": 2.0, "d2": 1.0}, "q2": {"d3": 1.0}}),
+        {"q1": {"d2": 1}, "q2": {"d3": 2}},
+        ["AP", "nDCG@10", "P@1"],
+    )
+    means = ev.means()
+    assert list(means) == ["map", "ndcg@10", "P@1"]
+    assert means["AP"] == means["map"] == ev.mean("AP") == 0.75
+    assert means["nDCG@10"] == means["ndcg@10"] and "nDCG@10" in means and "AP" in means
+    assert means.get("AP") == 0.75 and means.get("recall@5") is None and "recall@5" not in means
+    with pytest.raises(KeyError):
+        means["recall@5"]

@@ -22,6 +22,43 @@ from retbench.metrics.settings import MODE_LABELS, EvalSettings
 from retbench.stats import bootstrap_means
 
 
+def canonical_name(metric: str, default_k: int) -> str:
+    """The name a table stores `metric` under (`AP` -> `map`, `nDCG@10` -> `ndcg@10`); unknown names unchanged."""
+    try:
+        return parse_metric(metric, default_k).name
+    except ConfigError:
+        return metric
+
+
+class Means(dict[str, float]):
+    """{metric: value} keyed by the stored names, that also answers to any spelling of them.
+
+    A user who asked for `AP` reads `means()["AP"]`, though the table stores trec_eval's `map`: the lookup
+    goes through the registry's parsed names, so it cannot drift from what `evaluate` computed.
+    """
+
+    def __init__(self, items: Iterable[tuple[str, float]], default_k: int) -> None:
+        super().__init__(items)
+        self.default_k = default_k
+
+    def __missing__(self, metric: str) -> float:
+        name = canonical_name(metric, self.default_k)
+        if name != metric and dict.__contains__(self, name):
+            return dict.__getitem__(self, name)
+        raise KeyError(metric)
+
+    def __contains__(self, metric: object) -> bool:
+        if dict.__contains__(self, metric):
+            return True
+        return isinstance(metric, str) and dict.__contains__(self, canonical_name(metric, self.default_k))
+
+    def get(self, metric: str, default: float | None = None) -> float | None:  # type: ignore[override]
+        try:
+            return self[metric]
+        except KeyError:
+            return default
+
+
 @dataclass
 class Evaluation:
     """Per-query metric values for one system, with everything needed to read them honestly."""
@@ -63,10 +100,7 @@ class Evaluation:
     def _index(self, metric: str) -> int:
         if metric in self.metrics:
             return self.metrics.index(metric)
-        try:
-            name = parse_metric(metric, self.default_k).name
-        except ConfigError:
-            name = metric
+        name = canonical_name(metric, self.default_k)
         if name in self.metrics:
             return self.metrics.index(name)
         raise KeyError(f"metric {metric!r} was not computed (have: {', '.join(self.metrics)})")
@@ -90,15 +124,19 @@ class Evaluation:
         counts = np.count_nonzero(~np.isnan(self.values), axis=0)
         return {m: int(c) for m, c in zip(self.metrics, counts.tolist(), strict=True)}
 
-    def means(self) -> dict[str, float]:
-        """{metric: mean over the counted queries}.
+    def means(self) -> Means:
+        """{metric: mean over the counted queries}, keyed by the stored names; any spelling reads it back.
 
         >>> from retbench.data import Run
         >>> from retbench.evaluation import evaluate
-        >>> evaluate(Run.from_dict({"q1": {"d1": 1.0, "d2": 0.5}}), {"q1": {"d2": 1}}, ["mrr"]).means()
-        {'mrr': 0.5}
+        >>> ev = evaluate(Run.from_dict({"q1": {"d1": 1.0, "d2": 0.5}}), {"q1": {"d2": 1}}, ["mrr", "AP"])
+        >>> ev.means()
+        {'mrr': 0.5, 'map': 0.5}
+        >>> ev.means()["AP"]
+        0.5
         """
-        return dict(zip(self.metrics, summarize(self.values, self.aggregates()).tolist(), strict=True))
+        pairs = zip(self.metrics, summarize(self.values, self.aggregates()).tolist(), strict=True)
+        return Means(pairs, self.default_k)
 
     def settings(self) -> EvalSettings:
         """The settings this table was counted with (to score another run of the same queries the same way)."""
