@@ -12,6 +12,7 @@ import pytest
 
 from retbench.active import (
     active_mean,
+    cross_fitted_lam,
     expected_half_width,
     inclusion,
     labelled_at,
@@ -34,8 +35,9 @@ def _enumerate(pi: np.ndarray):
         yield x, float(np.prod(np.where(x, pi, 1.0 - pi)))
 
 
-@pytest.mark.parametrize("lam", [1.0, 0.5, 0.0])
+@pytest.mark.parametrize("lam", [1.0, 0.5, 0.0, None])
 def test_the_estimate_averages_exactly_to_the_mean_of_the_human_values_over_every_labelled_set(lam):
+    """Fixed λ, and λ tuned on the other fold (None): exact over all 2^4 labelled sets."""
     expected = sum(p * active_mean(F_HAT, F, x, PI, lam=lam).estimate for x, p in _enumerate(PI))
     assert expected == pytest.approx(F.mean(), abs=1e-12)
 
@@ -56,16 +58,20 @@ def test_a_perfect_judge_gives_the_exact_mean_with_no_logged_width():
     assert est.se_logged == 0.0 and est.interval(0.05, "logged") == (pytest.approx(F.mean()), pytest.approx(F.mean()))
 
 
-def test_tuned_lambda_gives_the_smallest_logged_interval_of_any_lambda_in_0_1():
+def test_each_fold_s_lambda_is_the_one_that_minimises_the_other_fold_s_logged_variance():
     rng = np.random.default_rng(0)
     f = rng.uniform(size=400)
     f_hat = 0.3 * f + 0.7 * rng.uniform(size=400)
     pi = rng.uniform(0.2, 0.9, size=400)
     xi = rng.uniform(size=400) < pi
-    tuned = active_mean(f_hat, f, xi, pi, lam=None)
-    assert 0.0 < tuned.lam < 1.0
-    for lam in np.linspace(0, 1, 21):
-        assert tuned.se_logged <= active_mean(f_hat, f, xi, pi, lam=float(lam)).se_logged + 1e-15
+    lam = cross_fitted_lam(f_hat, f, pi, xi)
+    for k in (0, 1):
+        other = np.arange(400) % 2 != k
+        best = min(
+            np.linspace(0, 1, 1001),
+            key=lambda x: np.sum(xi[other] * (1 - pi[other]) / pi[other] ** 2 * (f[other] - x * f_hat[other]) ** 2),
+        )
+        assert 0.0 < lam[k] < 1.0 and lam[k] == pytest.approx(best, abs=1e-3)
 
 
 def test_weights_rise_with_uncertainty_fall_with_cost_and_never_go_below_the_uniform_share():
