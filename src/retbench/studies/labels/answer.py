@@ -28,6 +28,7 @@ from retbench.active import (
     queue_threshold,
     sampling_weights,
 )
+from retbench.io.files import json_safe
 from retbench.stats import classical_mean_ci
 from retbench.studies.labels import pool_scores as ps
 from retbench.studies.labels.label_events import read_label_events
@@ -196,7 +197,7 @@ def estimate_study(study_dir: str | Path, alpha: float = 0.05) -> dict[str, Any]
         "waiting": int((complete & ~xi).sum()),
         "notes": events.notes,
     }
-    return out
+    return json_safe(out)
 
 
 def _judged_share(a: dict[str, Any], pool: ps.PoolArrays, s: int) -> float:
@@ -259,9 +260,5 @@ def plan_next(study_dir: str | Path, budget: int, alpha: float = 0.05) -> dict[s
     else:
         for s, name in enumerate(study.systems):
             expected[name] = expected_half_width(u[s], pi, alpha, spread(llm_vals[s]))
-    return {
-        "pairs": next_pairs(study.path, "", budget),
-        "threshold": t,
-        "expected_half_width": expected,
-        "current": current,
-    }
+    plan = {"pairs": next_pairs(study.path, "", budget), "threshold": t, "expected_half_width": expected}
+    return json_safe({**plan, "current": current})
