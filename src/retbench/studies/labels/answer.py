@@ -28,6 +28,7 @@ from retbench.active import (
     queue_threshold,
     sampling_weights,
 )
+from retbench.errors import InputError
 from retbench.io.files import json_safe
 from retbench.stats import classical_mean_ci
 from retbench.studies.labels import pool_scores as ps
@@ -98,6 +99,12 @@ def _queue(study: Study, a: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
         for p in study.pairs:
             w[first[p["pair_id"]]], keys[first[p["pair_id"]]] = p["unit_w"], p["unit_key"]
         return w, keys
+    if not any(p.get("llm") for p in study.pairs):
+        raise InputError(
+            "no pair has a judge verdict yet: run `retbench label prelabel` first (the queue is chosen from the "
+            "judge's grades and fixed once made)",
+            path=study.path / "pairs.jsonl",
+        )
     u = _uncertainty(study, a)
     u_unit = u if u.ndim == 1 else u.sum(axis=0)
     w = sampling_weights(u_unit, cost=pool.mask.sum(axis=1), mix=MIX)
