@@ -119,17 +119,8 @@ class HybridRetriever(Retriever):
     ) -> None:
         """`fusion` is any method of `retrievers/fusion.py` (ranx's names too); `param` its gamma, sigma or phi."""
         super().__init__(name)
-        if all(isinstance(c, Mapping) for c in components):
-            self.check_config(
-                {
-                    "components": list(components),
-                    "fusion": fusion,
-                    "rrf_k": rrf_k,
-                    "normalization": normalization,
-                    "weights": weights,
-                    "param": param,
-                }
-            )
+        options = {"fusion": fusion, "rrf_k": rrf_k, "normalization": normalization, "weights": weights, "param": param}
+        self.check_config({"components": list(components), **options})  # built retrievers are taken as they are
         fusion = canonical_fusion(fusion)
         normalization = canonical_normalization(normalization)
         self.param = method_param(fusion, param) if fusion in METHOD_PARAMS else None
