@@ -302,9 +302,9 @@ def record_damage(obj: Mapping[str, object]) -> str | None:
     reason = id_problem(qid)
     if reason:
         return f"query {reason}"
-    docs = obj.get("docs")
-    if isinstance(docs, list) and docs:
-        reason = answer_problem(list(zip(docs, obj.get("scores") or [], strict=True)))
+    docs, scores = obj.get("docs"), obj.get("scores")
+    if isinstance(docs, list) and isinstance(scores, list) and docs:  # equal lengths: record_problem checked
+        reason = answer_problem(list(zip(docs, scores, strict=True)))
         if reason:
             return reason
     latency = obj.get("latency")

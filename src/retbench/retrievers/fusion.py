@@ -366,16 +366,17 @@ def fusion_problem(
         return "rrf_k", reason
     if weights is not None:
         listed = isinstance(weights, (list, tuple))
-        values = list(weights) if listed else [weights]
+        values: list[object] = list(weights) if isinstance(weights, (list, tuple)) else [weights]
         if listed and n is not None and len(values) != n:
             return "weights", f"has {len(values)} entries for {n} rankings"
         for i, w in enumerate(values):
             reason = _number_problem(w, 0.0, MAX_FUSION_WEIGHT)
             if reason:
                 return (f"weights[{i}]" if listed else "weights"), reason
-        if values and all(float(w) == 0 for w in values):
+        numbers = [float(w) for w in values]  # type: ignore[arg-type]  # each checked above
+        if numbers and all(w == 0 for w in numbers):
             return "weights", "at least one weight must be above 0 (all zero leaves nothing to rank by)"
-        if method not in WEIGHTED and any(float(w) != 1 for w in values):
+        if method not in WEIGHTED and any(w != 1 for w in numbers):
             return "weights", f"{method} takes no weights; weighted methods: {', '.join(WEIGHTED)}"
     if method in METHOD_PARAMS:
         name, default = METHOD_PARAMS[method]

@@ -76,9 +76,9 @@ class HybridRetriever(Retriever):
         components = params.get("components")
         specs = list(components) if isinstance(components, (list, tuple)) else []
         weights = params.get("weights")
-        listed = isinstance(weights, (list, tuple))
-        if any(isinstance(c, Mapping) and "weight" in c for c in specs) and (not listed or len(weights) == len(specs)):
-            fallback = list(weights) if listed else [1.0 if weights is None else weights] * len(specs)
+        given = list(weights) if isinstance(weights, (list, tuple)) else None
+        if any(isinstance(c, Mapping) and "weight" in c for c in specs) and (given is None or len(given) == len(specs)):
+            fallback = given if given is not None else [1.0 if weights is None else weights] * len(specs)
             # a component's own weight overrides the list's
             weights = [
                 c.get("weight", w) if isinstance(c, Mapping) else w for c, w in zip(specs, fallback, strict=True)
@@ -93,9 +93,9 @@ class HybridRetriever(Retriever):
         )
         if problem:
             fld, reason = problem
-            i = fld[len("weights[") : -1] if fld.startswith("weights[") else None
-            if i is not None and isinstance(specs[int(i)], Mapping) and "weight" in specs[int(i)]:
-                fld = f"components[{i}].weight"
+            at = int(fld[len("weights[") : -1]) if fld.startswith("weights[") else None
+            if at is not None and isinstance(specs[at], Mapping) and "weight" in specs[at]:
+                fld = f"components[{at}].weight"
             raise ConfigError(reason, field=f"params.{fld}")
         for i, c in enumerate(specs):
             if isinstance(c, Mapping) and isinstance(c.get("adapter"), str):  # each component's own parameters
