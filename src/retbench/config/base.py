@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -181,9 +181,28 @@ def _describe(value: object) -> str:
     return clip(repr(value), 80)
 
 
+_YAML11_WORDS = {True: ("on", "yes", "true", "y"), False: ("off", "no", "false", "n")}
+
+
+def yaml_bool_hint(got: object, choices: Sequence[str] = ()) -> str:
+    """The hint for a boolean given where text is expected: YAML 1.1 (PyYAML) reads unquoted on/off/yes/no as
+    true/false, so `folder_mode: on` arrives as True; the quoted word is suggested (a valid choice if one fits)."""
+    if not isinstance(got, bool):
+        return ""
+    word = next((w for w in _YAML11_WORDS[got] if w in choices), _YAML11_WORDS[got][0])
+    return f"; YAML reads unquoted on/off/yes/no as true/false: quote it ('{word}')"
+
+
 def error_message(err: ErrorDetails) -> str:
     """A person's sentence for one pydantic error (the valid choices where there are some)."""
     kind, ctx, got = err["type"], err.get("ctx") or {}, err.get("input")
+    message = _error_message(kind, ctx, got, err)
+    if kind in ("literal_error", "enum", "string_type"):
+        message += yaml_bool_hint(got, _choices(ctx.get("expected")) if ctx.get("expected") else ())
+    return message
+
+
+def _error_message(kind: str, ctx: dict[str, Any], got: object, err: ErrorDetails) -> str:
     if kind in ("unknown_key", "field_error"):
         return str(err["msg"])
     if kind == "missing":

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_validator
 
 from retbench.config.base import Block, ConfigPath, NonNegativeInt, PositiveInt, field_error, validate
 from retbench.io.irds import PREFIX as IRDS_PREFIX
@@ -133,8 +133,44 @@ def sample_ids(ids: list[str], n: int | None, seed: int | random.Random) -> list
 
 
 # -- systems -----------------------------------------------------------------------------------------
+class BM25Params(Block):
+    """The scoring parameters of the BM25 adapters (`bm25s`, `rank_bm25`) with their valid ranges, checked when a
+    config loads: a k1 near the float maximum makes every score overflow to NaN, so a run would answer no query.
+    The adapters' other parameters are checked against their signatures. Numbers written as text are read as
+    numbers, as the adapters always have (YAML 1.1 reads `1e308`, with no dot, as text)."""
+
+    model_config = ConfigDict(strict=False, extra="allow")  # the adapter's other keys: checked by its signature
+
+    k1: float = Field(1.5, ge=0.0, le=100.0, description="term-frequency saturation in [0, 100] (0: tf ignored)")
+    b: float = Field(0.75, ge=0.0, le=1.0, description="document-length normalisation in [0, 1]")
+    delta: float | None = Field(None, ge=0.0, le=10.0, description="BM25L / BM25+ lower bound in [0, 10]")
+    epsilon: float = Field(0.25, ge=0.0, le=1.0, description="rank_bm25 okapi's floor on idf, in [0, 1]")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_booleans(cls, data: object) -> object:
+        """`k1: true` is a mistake, not 1.0 (lax reading would take it)."""
+        if isinstance(data, dict):
+            for key, value in data.items():
+                if isinstance(value, bool):
+                    raise field_error(str(key), f"must be a number, got {value!r}")
+        return data
+
+
+def _adapter_params_schema(schema: dict[str, Any]) -> None:
+    """The JSON Schema of a system states the BM25 adapters' parameter ranges (`BM25Params`) for editors."""
+    schema["allOf"] = [
+        {
+            "if": {"properties": {"adapter": {"enum": ["bm25s", "rank_bm25"]}}, "required": ["adapter"]},
+            "then": {"properties": {"params": BM25Params.model_json_schema()}},
+        }
+    ]
+
+
 class SystemBlock(Block):
     """A retriever: an adapter (a built-in name, an entry point or `module:factory`) and its parameters."""
+
+    model_config = ConfigDict(json_schema_extra=_adapter_params_schema)
 
     name: FolderName | None = Field(None, description="the system's name in results (default: the adapter)")
     adapter: str = Field(min_length=1, description="bm25s, rank_bm25, dense, hybrid, a store, or module:factory")

@@ -71,6 +71,10 @@ FusionName = Literal[
     "weighted_condorcet",
 ]
 NormalizationName = Literal["none", "minmax", "max", "sum", "zscore", "rank", "borda"]
+#: the largest fusion weight and RRF k a config may give (retrievers/fusion.py reads these): weights are relative
+#: (only their ratios matter), and a weight near the float maximum makes the fused sum overflow to infinity
+MAX_FUSION_WEIGHT = 1e6
+MAX_RRF_K = 1e6
 
 
 # -- the optional blocks of a system -------------------------------------------------------------------
@@ -79,10 +83,10 @@ class RerankFuseBlock(Block):
 
     # the names of retrievers/fusion.py's FUSIONS and NORMALIZATIONS (a unit test keeps them equal)
     fusion: FusionName = "rrf"
-    weights: list[Annotated[float, Field(ge=0)]] = Field(
-        [1.0, 1.0], min_length=2, max_length=2, description="[first stage, reranker]"
+    weights: list[Annotated[float, Field(ge=0, le=MAX_FUSION_WEIGHT, allow_inf_nan=False)]] = Field(
+        [1.0, 1.0], min_length=2, max_length=2, description="[first stage, reranker]; at least one above 0"
     )
-    rrf_k: Annotated[float, Field(ge=0)] = 60.0
+    rrf_k: Annotated[float, Field(ge=0, le=MAX_RRF_K, allow_inf_nan=False)] = 60.0
     normalization: NormalizationName = "minmax"
     param: float | None = Field(None, description="the method's gamma (combgmnz), sigma (logn_isr) or phi (rbc)")
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr, field_validator
 
 from retbench.config.base import ConfigPath
+from retbench.config.lines import field_lines, locate
 from retbench.config.loader import read_config
 from retbench.config.study import Study, load_study
 from retbench.errors import ConfigError, InputError
@@ -22,6 +24,7 @@ class TuneModel(Study):
     """
 
     _experiment: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _experiment_lines: dict[str, int] = PrivateAttr(default_factory=dict)
 
     name: str | None = Field(None, min_length=1, description="the study's name (default: the experiment's + '-tune')")
     output: str | None = Field(None, description="the results directory (default: results/<name>)")
@@ -58,11 +61,15 @@ class TuneModel(Study):
         """The experiment file's mapping, as read when this config was loaded."""
         return self._experiment
 
+    def in_experiment(self, exc: ConfigError) -> ConfigError:
+        """An error about the experiment file (a field of its own, e.g. `systems[2].params.k1`) at that file's line."""
+        return locate(exc, str(self.experiment), self._experiment_lines)
+
 
 def _read_experiment(model: TuneModel) -> None:
     """Read the experiment the tune names; it must hold the system and exactly one dataset."""
     path = Path(model.experiment)
-    data, _ = read_config(path, "experiment config")
+    data, text = read_config(path, "experiment config")
     if not isinstance(data, dict):
         raise ConfigError("the experiment file must hold a mapping", path=path)
     names = [s.get("name") for s in data.get("systems") or [] if isinstance(s, dict)]
@@ -71,11 +78,21 @@ def _read_experiment(model: TuneModel) -> None:
     if len(data.get("datasets") or []) != 1:
         raise ConfigError("tune one dataset at a time: the experiment must name exactly one", field="experiment")
     model._experiment = data
+    model._experiment_lines = field_lines(text)
 
 
-def load_tune(path: str | Path, output: str | Path | None = None) -> TuneModel:
-    """A tuning config and the experiment it names; every error names file:line and field."""
-    return load_study(path, TuneModel, output, _read_experiment)
+def load_tune(
+    path: str | Path, output: str | Path | None = None, check: Callable[[TuneModel], None] | None = None
+) -> TuneModel:
+    """A tuning config and the experiment it names, then `check` (the study's checks of every setting, which
+    live above this package); every error names file:line and field (a `grid` field at the tune file's line)."""
+
+    def read_and_check(model: TuneModel) -> None:
+        _read_experiment(model)
+        if check is not None:
+            check(model)
+
+    return load_study(path, TuneModel, output, read_and_check)
 
 
 __all__ = ["TuneModel", "load_tune"]

@@ -12,6 +12,7 @@ answer side.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -74,3 +75,45 @@ def parse_answer(rec: Mapping[str, object], path: Path | str, line: int | None) 
         {str(s): float(v) for s, v in latency.items()},
         error,
     )
+
+
+def answer_beside_ranking(
+    rec: Mapping[str, object], harness: str, path: Path | str, line: int | None
+) -> Mapping[str, object]:
+    """The answer side of a record holding `retrieved` and a harness output field (`actualOutput`, ...): both are
+    kept. Harnesses store the generated answer there (deepeval's `actual_output`), so text that is not JSON is
+    the answer; an object gives its answer fields. A second ranking there, or a second answer that differs
+    from the record's own `answer`, is refused naming both fields: which one to score cannot be guessed."""
+    raw = rec[harness]
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        value = raw
+    side: dict[str, object] = dict(rec)
+    if isinstance(value, dict):
+        if "retrieved" in value and value["retrieved"] != rec["retrieved"]:
+            value = value["retrieved"]
+        else:
+            for f in ANSWER_FIELDS:
+                if f in value:
+                    side.setdefault(f, value[f])
+            return side
+    if isinstance(value, list):
+        if value == rec["retrieved"]:
+            return side
+        raise InputError(
+            f"the record holds two different rankings, 'retrieved' and '{harness}': keep one",
+            path=path,
+            line=line,
+            field=harness,
+        )
+    text = raw if isinstance(raw, str) else str(value)
+    if side.get("answer") not in (None, text):
+        raise InputError(
+            f"the record holds two different answers, 'answer' and '{harness}': keep one",
+            path=path,
+            line=line,
+            field=harness,
+        )
+    side["answer"] = text
+    return side

@@ -97,10 +97,27 @@ def read_queries(path: str | Path) -> Queries:
     return Queries(texts, metadata)
 
 
+def query_line(folder: str | Path, qid: str) -> tuple[Path, int] | None:
+    """(queries file, line) of query `qid` in a BEIR folder, for an error that names it (None elsewhere)."""
+    root = Path(folder)
+    path = find_variant(root, "queries.jsonl") if root.is_dir() else None
+    if path is None:
+        return None
+    for lineno, obj in iter_jsonl(path):
+        if str(obj.get("_id")) == qid:
+            return path, lineno
+    return None
+
+
 def read_qrels_tsv(path: str | Path) -> tuple[Qrels, int]:
-    """Read BEIR qrels; returns (qrels, number of repeated judgements, the last one kept)."""
+    """Read BEIR qrels; returns (qrels, number of lines repeating a judgement with the same grade, kept once).
+
+    A (query, doc) judged twice with different grades is refused naming both lines: which grade is right cannot
+    be guessed (trec_eval refuses any repeat; an identical repeated line, which converted BEIR files sometimes
+    hold, changes nothing and is counted instead)."""
     p = Path(path)
     judgements: dict[str, dict[str, int]] = {}
+    first: dict[tuple[str, str], int] = {}  # (query, doc) -> the line that judged it
     repeated = 0
     for lineno, line in iter_lines(p):
         if lineno == 1 and line.lower().startswith("query-id"):
@@ -122,7 +139,18 @@ def read_qrels_tsv(path: str | Path) -> tuple[Qrels, int]:
         except ValueError as exc:
             raise InputError(str(exc), path=p, line=lineno, field="score") from None
         docs = judgements.setdefault(qid, {})
-        repeated += doc in docs
+        if doc in docs:
+            if docs[doc] != grade:
+                raise InputError(
+                    f"document {doc!r} is judged twice for query {qid!r} with different grades ({docs[doc]} on line "
+                    f"{first[qid, doc]}, {grade} on line {lineno}): keep the right one",
+                    path=p,
+                    line=lineno,
+                    field="score",
+                )
+            repeated += 1
+            continue
+        first[qid, doc] = lineno
         docs[doc] = grade
     return Qrels(judgements), repeated
 
@@ -151,12 +179,14 @@ def qrels_splits(folder: Path) -> dict[str, Path]:
     qdir = folder / "qrels"
     if not qdir.is_dir():
         return {}
-    out = {}
+    out: dict[str, Path] = {}
     for f in sorted(qdir.iterdir()):
-        if f.name.endswith(".tsv"):
-            out[f.name[: -len(".tsv")]] = f
-        elif f.name.endswith(".tsv.gz"):
-            out[f.name[: -len(".tsv.gz")]] = f
+        split = f.name[: -len(".tsv")] if f.name.endswith(".tsv") else f.name[: -len(".tsv.gz")]
+        if f.name.endswith((".tsv", ".tsv.gz")) and out.setdefault(split, f) != f:
+            raise InputError(
+                f"both {out[split].name} and {f.name} are here, so which one to read is ambiguous: remove or rename one",
+                path=qdir,
+            )
     return out
 
 
@@ -191,7 +221,9 @@ def read_beir(
             raise InputError(f"no qrels for split {split!r} (have: {have})", path=root / "qrels", field="split")
         qrels[split], repeated = read_qrels_tsv(available[split])
         if repeated:
-            problems.append(f"{available[split].name}: {repeated} repeated judgement(s); the last grade was kept")
+            problems.append(
+                f"{available[split].name}: {repeated} line(s) repeat a judgement with the same grade; kept once"
+            )
         problems += check_qrels(qrels[split], corpus, queries, available[split], strict=strict)
     return Dataset(ds_name, corpus, queries, qrels, path=str(root), problems=problems)
 

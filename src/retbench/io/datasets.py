@@ -9,6 +9,7 @@ folder (`corpus.jsonl` in BEIR's corpus format + `golden.yaml`, split `test`; e.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,12 @@ def _length_stats(lengths: np.ndarray) -> dict[str, float]:
     }
 
 
+def empty_queries(queries: Mapping[str, str], ids: Iterable[str] | None = None) -> list[str]:
+    """Ids (of `ids`, default all) of the queries whose text is empty or only whitespace: a retriever given one
+    answers nothing or anything, so a run refuses them and `datasets info` reports them."""
+    return [q for q in (queries if ids is None else ids) if not queries[q].strip()]
+
+
 def dataset_info(ds: Dataset) -> dict[str, Any]:
     """Counts, grade histograms, length statistics and the problems loading found."""
     corpus = ds.corpus
@@ -111,6 +118,10 @@ def dataset_info(ds: Dataset) -> dict[str, Any]:
             problems.append(f"split {split!r} {what}: it cannot be evaluated (retbench run refuses it)")
     if empty:
         problems.append(f"{empty} document(s) have no text")
+    blank = empty_queries(ds.queries)
+    if blank:
+        first = ", ".join(blank[:5]) + (", ..." if len(blank) > 5 else "")
+        problems.append(f"{len(blank)} query/queries have no text (first: {first}): retbench run refuses them")
     return {
         "name": ds.name,
         "path": ds.path,

@@ -235,11 +235,16 @@ class AppendLog:
 
 
 def find_variant(folder: Path, stem: str) -> Path | None:
-    """`stem` or `stem.gz` inside folder, whichever exists."""
-    for cand in (folder / stem, folder / f"{stem}.gz"):
-        if cand.is_file():
-            return cand
-    return None
+    """`stem` or `stem.gz` inside folder, whichever exists; both at once are refused, naming both, since which
+    one holds the data cannot be told (a file gzipped beside its original, then edited, differs silently)."""
+    found = [cand for cand in (folder / stem, folder / f"{stem}.gz") if cand.is_file()]
+    if len(found) > 1:
+        raise InputError(
+            f"both {found[0].name} and {found[1].name} are here, so which one to read is ambiguous: remove or "
+            "rename one",
+            path=folder,
+        )
+    return found[0] if found else None
 
 
 # Alias expansion allowed in one YAML document: nodes that `*alias` references add once expanded. Anchors

@@ -24,7 +24,9 @@ JSON text: `{"id": "q-1", "actualOutput": "[\"doc-7\", \"doc-3\"]"}` or `"{\"ret
 fields are read beside `retrieved` (the first present of `retrieved`, `actualOutput`, `actual_output`,
 `output` wins), as an object, a bare array, or JSON text holding either; text that is not JSON is refused
 naming the record (file:line) and the field. An output object decoded from such text may carry the answer
-side itself when the record does not.
+side itself when the record does not. A record holding `retrieved` and a harness field keeps both: the harness
+field is then the answer (`io.answers.answer_beside_ranking`). A sample id given twice (two JSONL records, a
+JSON key written twice) is refused naming both, since which output is the system's cannot be told.
 Outputs are ranked lists, rank 1 first; their scores become n, n-1, ... so the order survives the
 trec_eval sort unless the output gives scores of its own.
 """
@@ -46,7 +48,7 @@ from retbench.data.ids import id_problem
 from retbench.data.qrels import checked_grade
 from retbench.data.status import QueryStatus
 from retbench.errors import InputError
-from retbench.io.answers import parse_answer
+from retbench.io.answers import answer_beside_ranking, parse_answer
 from retbench.io.files import iter_jsonl, load_yaml_text, open_text, require_file
 
 
@@ -325,6 +327,10 @@ def record_output(
     name = next((f for f in OUTPUT_FIELDS if f in rec), None)
     if name is None:
         return rec, rec, "retrieved"
+    if name == "retrieved":
+        harness = next((f for f in OUTPUT_FIELDS[1:] if f in rec), None)
+        if harness is not None:
+            return rec["retrieved"], answer_beside_ranking(rec, harness, path, line), name
     value = _decoded(rec[name], path, line, name)
     if isinstance(value, dict) and not any(f in rec for f in ANSWER_FIELDS):
         return value, value, name
@@ -402,6 +408,16 @@ def _add_output(
     builder.add(qid, ranking, status=QueryStatus.ERROR if failed else None, error=answer.error)
 
 
+def _unique_keys(pairs: list[tuple[str, object]], path: Path) -> dict[str, object]:
+    """A JSON object whose keys are each written once (json keeps the last of a repeated key silently)."""
+    out: dict[str, object] = {}
+    for key, value in pairs:
+        if key in out:
+            raise InputError(f"{key!r:.40} is given twice (json would keep the last silently): keep one", path=path)
+        out[key] = value
+    return out
+
+
 def read_outputs(path: str | Path, name: str | None = None) -> SystemOutputs:
     """Read system outputs: JSONL of `{"id", "retrieved"}` records, or a JSON/YAML mapping id -> output."""
     p = Path(path)
@@ -409,11 +425,20 @@ def read_outputs(path: str | Path, name: str | None = None) -> SystemOutputs:
     texts: dict[str, str] = {}
     answers: dict[str, SystemAnswer] = {}
     if p.name.endswith((".jsonl", ".jsonl.gz")):
+        first: dict[str, int] = {}  # id -> the line of its record
         for line, rec in iter_jsonl(p):
             if "id" not in rec:
                 raise InputError("missing required field", path=p, line=line, field="id")
             if id_problem(rec["id"]):
                 raise InputError(str(id_problem(rec["id"])), path=p, line=line, field="id")
+            if first.setdefault(str(rec["id"]), line) != line:  # which record is the system's output is unknowable
+                raise InputError(
+                    f"a second output for sample {str(rec['id'])!r} (the first is on line {first[str(rec['id'])]}): "
+                    "keep one",
+                    path=p,
+                    line=line,
+                    field="id",
+                )
             value, side, where = record_output(rec, p, line)
             ranking = parse_ranking(value, p, line, texts, where)
             _add_output(builder, answers, str(rec["id"]), ranking, parse_answer(side, p, line))
@@ -421,7 +446,11 @@ def read_outputs(path: str | Path, name: str | None = None) -> SystemOutputs:
         require_file(p)
         with open_text(p) as fh:
             try:
-                doc = json.load(fh) if p.suffix == ".json" else load_yaml_text(fh.read(), p)
+                doc = (
+                    json.load(fh, object_pairs_hook=lambda pairs: _unique_keys(pairs, p))
+                    if p.suffix == ".json"
+                    else load_yaml_text(fh.read(), p)
+                )
             except json.JSONDecodeError as exc:
                 raise InputError(f"malformed file ({exc})", path=p) from None
         if not isinstance(doc, dict):

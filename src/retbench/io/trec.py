@@ -39,7 +39,8 @@ def _grade(token: str, path: Path, lineno: int) -> int:
 
 
 def read_qrels(path: str | Path) -> Qrels:
-    """Read a TREC qrels file; a repeated (query, doc) judgement keeps the last grade, as trec_eval does."""
+    """Read a TREC qrels file. A (query, doc) judged twice is refused naming both lines, as trec_eval 9.0's
+    `form_res_rels` refuses it ("duplicate docs"), even with equal grades: one of them is a mistake."""
     p = Path(path)
     table = _read_columns(p, _QRELS_FIELDS, "grade")
     if table is not None:
@@ -56,19 +57,12 @@ def read_qrels(path: str | Path) -> Qrels:
             if not may_repeat(offsets, keys):  # the ids stay bytes until asked for; judging reads the keys
                 ids = IdColumn(_ArrowIds(docs), keys if exact else None, size=len(keys))
                 return Qrels.from_columns(qids, offsets, ids, grades.astype(np.int64))
-            # a doc judged twice for one query: the dict keeps its last grade, as the line reader does
-            g = grades.astype(np.int64).tolist()
-            d = _ArrowIds(docs).all().tolist()
-            bounds = offsets.tolist()
-            judged: dict[str, dict[str, int]] = {}
-            for q, lo, hi in zip(qids, bounds[:-1], bounds[1:], strict=True):
-                judged[q] = dict(zip(d[lo:hi], g[lo:hi], strict=True))
-            return Qrels(judged)
-    return _read_qrels_lines(p)
+    return _read_qrels_lines(p)  # (also where a doc may be judged twice: the line reader names both lines)
 
 
 def _read_qrels_lines(p: Path) -> Qrels:
     judgements: dict[str, dict[str, int]] = {}
+    first: dict[tuple[str, str], int] = {}  # (query, doc) -> the line that judged it
     for lineno, line in iter_lines(p):
         parts = line.split()
         if not parts:
@@ -78,6 +72,11 @@ def _read_qrels_lines(p: Path) -> Qrels:
                 f"expected 4 columns (query-id iteration doc-id grade), got {len(parts)}", path=p, line=lineno
             )
         qid, _, doc, grade = parts
+        if first.setdefault((qid, doc), lineno) != lineno:  # trec_eval refuses it too ("duplicate docs")
+            where = f"query {qid!r} (lines {first[qid, doc]} and {lineno})"
+            raise InputError(
+                f"document {doc!r} judged twice for {where}: keep one", path=p, line=lineno, field="doc-id"
+            )
         judgements.setdefault(qid, {})[doc] = _grade(grade, p, lineno)
     return Qrels(judgements)
 

@@ -17,11 +17,20 @@ A query record may carry the query's answer side (`answer`: the outputs-file for
 
 A record repeated under the same key (possible only if two writers shared a file) is kept once:
 the first occurrence wins and `duplicates` counts the rest.
+
+A record of the right shape whose content retbench never writes is *damaged*: a query record (one with
+a `status`, `docs` or `scores`) without a query id, a query or document id that is not a usable id, a
+NaN, infinite or out-of-range score, or a NaN, infinite or negative latency. (A backend's invalid answer
+is journaled as status `invalid` with an empty ranking, never with the bad id or score itself.) A
+damaged record is not counted as done: its query is asked again, and a warning names the journal file
+and line (`damaged` keeps them), so nothing is imputed and nothing is lost silently.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -30,6 +39,7 @@ from typing import Any
 
 from retbench.data import QueryStatus, Run, RunBuilder
 from retbench.data.answers import SystemAnswer
+from retbench.data.ids import answer_problem, id_problem
 from retbench.data.status import RUN_STATUSES
 from retbench.errors import ConfigError, InputError
 from retbench.jsontypes import JSONObject
@@ -37,6 +47,9 @@ from retbench.secrets import redact
 
 FORMAT = "retbench-journal/1"
 _ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+log = logging.getLogger("retbench.journal")
+# damaged records already warned about in this process (a cell opens its journal several times)
+_SAID: set[tuple[str, int]] = set()
 
 
 class Journal:
@@ -50,6 +63,7 @@ class Journal:
         self.batch_size = max(1, batch_size)
         self.torn = 0  # torn trailing lines dropped on open
         self.duplicates = 0
+        self.damaged: list[tuple[int, str]] = []  # (line, reason) of records set aside on open: asked again
         self._records: list[dict[str, Any]] = []
         self._keys: set[str] = set()
         self._pending: list[str] = []
@@ -76,6 +90,7 @@ class Journal:
             self.torn += 1
         lines = data[:end].split(b"\n")[:-1]
         parsed: list[JSONObject] = []
+        damaged: list[tuple[int, str, object]] = []
         for lineno, raw in enumerate(lines, 1):
             try:
                 obj = json.loads(raw)
@@ -98,6 +113,10 @@ class Journal:
                     path=self.path,
                     line=lineno,
                 )
+            damage = record_damage(obj) if lineno > 1 else None
+            if damage:
+                damaged.append((lineno, damage, obj.get("key")))
+                continue
             parsed.append(obj)
         if end < len(data):
             with open(self.path, "r+b") as fh:
@@ -119,7 +138,20 @@ class Journal:
             )
         for obj in body:
             self._remember(obj)
+        self._say_damaged(damaged)
         return header
+
+    def _say_damaged(self, damaged: list[tuple[int, str, object]]) -> None:
+        """Warn once per process about each damaged record whose query has not been answered again since."""
+        for lineno, reason, key in damaged:
+            self.damaged.append((lineno, reason))
+            said = (str(self.path.resolve()), lineno)
+            if key in self._keys or said in _SAID:
+                continue
+            _SAID.add(said)
+            log.warning(
+                "%s:%d: damaged journal record (%s): not counted as done, asked again", self.path, lineno, reason
+            )
 
     def _remember(self, obj: dict[str, Any]) -> bool:
         key = obj.get("key")
@@ -179,6 +211,11 @@ class Journal:
         latency is an even share of, written only when more than one)."""
         if latency_batch is not None and latency_batch > 1:
             extra["latency_batch"] = int(latency_batch)
+        ranking = list(ranking)
+        problem = answer_problem(ranking) if ranking else None
+        if problem is not None:  # journaled as RunBuilder records it: a NaN or bad id never reaches the file
+            ranking, status = [], QueryStatus.INVALID
+            error = f"invalid answer: {problem}" + (f"; {error}" if error else "")
         self.append(
             key,
             qid=qid,
@@ -249,6 +286,30 @@ def record_problem(obj: Mapping[str, object]) -> str | None:
     for name in ("i", "level"):
         if name in obj and (isinstance(obj[name], bool) or not isinstance(obj[name], int)):
             return f"'{name}' must be an integer"
+    return None
+
+
+_QUERY_FIELDS = ("status", "docs", "scores")
+
+
+def record_damage(obj: Mapping[str, object]) -> str | None:
+    """Why a well-shaped record (see `record_problem`) holds what retbench never writes, or None: its query is
+    asked again rather than replayed (a record missing its query id would otherwise count as done and never be
+    answered; a NaN score or bad id would be replayed as the backend's invalid answer)."""
+    qid = obj.get("qid")
+    if qid is None:
+        return "a query record without 'qid'" if any(f in obj for f in _QUERY_FIELDS) else None
+    reason = id_problem(qid)
+    if reason:
+        return f"query {reason}"
+    docs, scores = obj.get("docs"), obj.get("scores")
+    if isinstance(docs, list) and isinstance(scores, list) and docs:  # equal lengths: record_problem checked
+        reason = answer_problem(list(zip(docs, scores, strict=True)))
+        if reason:
+            return reason
+    latency = obj.get("latency")
+    if isinstance(latency, (int, float)) and not (math.isfinite(latency) and latency >= 0):
+        return f"latency must be a finite number >= 0, got {latency!r}"
     return None
 
 

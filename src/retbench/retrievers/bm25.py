@@ -17,13 +17,15 @@ import hashlib
 import json
 import time
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from retbench.config.base import validate
+from retbench.config.common import BM25Params
 from retbench.data import Corpus, Queries, Run
 from retbench.data.ids import first_bad_id
 from retbench.errors import ConfigError, InputError
@@ -78,6 +80,13 @@ class LexicalRetriever(Retriever):
         self._content = ""  # digest of what is indexed, chained through add/delete
         self.n_rebuilds = 0
         self._id_cache: tuple[str, np.ndarray, bool] | None = None  # (content, ids, plain): see _id_columns
+
+    @staticmethod
+    def check_config(params: Mapping[str, object]) -> None:
+        """k1, b, delta and epsilon within `config.common.BM25Params`'s ranges (finite numbers), checked when a
+        config loads (`retrievers.base.check_system`) and again when one is built."""
+        given = {k: params[k] for k in BM25Params.model_fields if k in params}
+        validate(BM25Params, given, prefix="params")
 
     # -- subclasses ----------------------------------------------------------------------------
     @abstractmethod
@@ -299,6 +308,7 @@ class BM25SRetriever(LexicalRetriever):
                 raise ValueError(f"unknown bm25s {field} {value!r}; expected one of {', '.join(BM25S_METHODS)}")
         if backend not in ("numpy", "numba", "auto"):
             raise ValueError(f"unknown bm25s backend {backend!r}; expected numpy, numba or auto")
+        self.check_config({"k1": k1, "b": b, "delta": delta})
         super().__init__(stopwords=stopwords, stemmer=stemmer, token_pattern=token_pattern, name=name)
         self.k1, self.b, self.delta, self.method, self.idf_method = (
             float(k1),
@@ -380,6 +390,7 @@ class RankBM25Retriever(LexicalRetriever):
     ) -> None:
         if variant not in RANK_BM25_VARIANTS:
             raise ValueError(f"unknown rank_bm25 variant {variant!r}; expected one of {', '.join(RANK_BM25_VARIANTS)}")
+        self.check_config({"k1": k1, "b": b, "epsilon": epsilon, "delta": delta})
         super().__init__(stopwords=stopwords, stemmer=stemmer, token_pattern=token_pattern, name=name)
         self.variant, self.k1, self.b, self.epsilon = variant, float(k1), float(b), float(epsilon)
         # rank-bm25's own defaults: BM25L delta 0.5, BM25Plus delta 1.0

@@ -24,7 +24,7 @@ from typing import Any
 from retbench.data import Corpus, Run, RunBuilder
 from retbench.errors import ConfigError
 from retbench.jsontypes import JSONObject
-from retbench.retrievers.base import CapabilityError, PartTimes, Retriever, create, register
+from retbench.retrievers.base import CapabilityError, PartTimes, Retriever, check_system, create, register
 from retbench.retrievers.fusion import (
     METHOD_PARAMS,
     RANK_BASED,
@@ -32,6 +32,7 @@ from retbench.retrievers.fusion import (
     canonical_fusion,
     canonical_normalization,
     fuse,
+    fusion_problem,
     method_param,
     per_system,
 )
@@ -67,6 +68,44 @@ class HybridRetriever(Retriever):
     adapter = "hybrid"
     parts: PartTimes
 
+    @staticmethod
+    def check_config(params: Mapping[str, object]) -> None:
+        """The fusion options (`fusion.fusion_problem`: method, normalization, weights, rrf_k, param) with each
+        component's own `weight` and `depth`, checked when a config loads (`retrievers.base.check_system`) and
+        again when one is built, so a bad option is refused before any system runs, not by every query."""
+        components = params.get("components")
+        specs = list(components) if isinstance(components, (list, tuple)) else []
+        weights = params.get("weights")
+        given = list(weights) if isinstance(weights, (list, tuple)) else None
+        if any(isinstance(c, Mapping) and "weight" in c for c in specs) and (given is None or len(given) == len(specs)):
+            fallback = given if given is not None else [1.0 if weights is None else weights] * len(specs)
+            # a component's own weight overrides the list's
+            weights = [
+                c.get("weight", w) if isinstance(c, Mapping) else w for c, w in zip(specs, fallback, strict=True)
+            ]
+        problem = fusion_problem(
+            params.get("fusion", "rrf"),
+            weights=weights,
+            rrf_k=params.get("rrf_k", 60),
+            normalization=params.get("normalization", "minmax"),
+            param=params.get("param"),
+            n=len(specs) or None,
+        )
+        if problem:
+            fld, reason = problem
+            at = int(fld[len("weights[") : -1]) if fld.startswith("weights[") else None
+            if at is not None and isinstance(specs[at], Mapping) and "weight" in specs[at]:
+                fld = f"components[{at}].weight"
+            raise ConfigError(reason, field=f"params.{fld}")
+        for i, c in enumerate(specs):
+            if isinstance(c, Mapping) and isinstance(c.get("adapter"), str):  # each component's own parameters
+                check_system(c["adapter"], c.get("params") or {}, None, f"params.components[{i}]")
+            depth = c.get("depth") if isinstance(c, Mapping) else None
+            if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
+                raise ConfigError(
+                    f"depth must be a whole number >= 1, got {depth!r}", field=f"params.components[{i}].depth"
+                )
+
     def __init__(
         self,
         components: Sequence[Mapping[str, Any] | Retriever],
@@ -80,6 +119,8 @@ class HybridRetriever(Retriever):
     ) -> None:
         """`fusion` is any method of `retrievers/fusion.py` (ranx's names too); `param` its gamma, sigma or phi."""
         super().__init__(name)
+        options = {"fusion": fusion, "rrf_k": rrf_k, "normalization": normalization, "weights": weights, "param": param}
+        self.check_config({"components": list(components), **options})  # built retrievers are taken as they are
         fusion = canonical_fusion(fusion)
         normalization = canonical_normalization(normalization)
         self.param = method_param(fusion, param) if fusion in METHOD_PARAMS else None

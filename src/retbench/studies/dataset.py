@@ -16,7 +16,8 @@ from retbench.config import DatasetSpec, sample_ids
 from retbench.data import Corpus, Dataset, Qrels, Queries
 from retbench.errors import InputError
 from retbench.evaluation import EvalSettings
-from retbench.io.datasets import load_dataset
+from retbench.io.beir import query_line
+from retbench.io.datasets import empty_queries, load_dataset
 from retbench.io.irds import PREFIX as IRDS_PREFIX
 from retbench.retrievers.scope import document_type
 
@@ -57,6 +58,7 @@ def prepare_dataset(spec: DatasetSpec) -> tuple[Dataset, Queries]:
         )
     rng = random.Random(spec.seed)
     qids = sample_ids(qids, spec.max_queries, rng)
+    _refuse_empty_queries(ds, qids)
     corpus = ds.corpus
     if spec.corpus_sample and spec.corpus_sample < len(ds.corpus):
         keep = {d for q in qids for d in qrels[q] if d in ds.corpus}
@@ -65,6 +67,20 @@ def prepare_dataset(spec: DatasetSpec) -> tuple[Dataset, Queries]:
         corpus = ds.corpus.subset([d for d in ds.corpus.ids if d in keep])
     ds = Dataset(ds.name, corpus, ds.queries, {spec.split: qrels.subset(qids)}, ds.path, ds.problems, ds.samples)
     return ds, ds.queries.subset(qids)
+
+
+def _refuse_empty_queries(ds: Dataset, qids: list[str]) -> None:
+    """A query with no text would be searched as nothing (some backends answer anything, some fail): refused
+    before any search, naming its file and line where the dataset is a folder (`datasets info` counts them)."""
+    blank = empty_queries(ds.queries, qids)
+    if not blank:
+        return
+    more = f" (and {len(blank) - 1} more: {', '.join(blank[1:4])}{', ...' if len(blank) > 4 else ''})"
+    reason = f"query {blank[0]!r} has no text{more if len(blank) > 1 else ''}: give it text or remove it"
+    where = query_line(ds.path, blank[0]) if ds.path else None
+    if where is not None:
+        raise InputError(reason, path=where[0], line=where[1], field="text")
+    raise InputError(reason, path=ds.path or None, field=f"queries[{blank[0]!r}]")
 
 
 def load_prepared(spec: DatasetSpec) -> PreparedData:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,10 +80,25 @@ class TuneOutcome:
 
 def expand_grid(grid: Mapping[str, Sequence[JSONValue]] | Sequence[Mapping[str, JSONValue]]) -> list[JSONObject]:
     """The grid's settings: every combination of a mapping's values (keys in order), or a list as written."""
+    return [changes for changes, _, _ in grid_points(grid)]
+
+
+def grid_points(
+    grid: Mapping[str, Sequence[JSONValue]] | Sequence[Mapping[str, JSONValue]],
+) -> list[tuple[JSONObject, dict[str, str], str]]:
+    """Each setting of the grid (as `expand_grid`) with the tune file's field of each of its values
+    (`grid.params.k1[2]`, `grid[3].params.weights`) and of the setting as a whole (`grid`, `grid[3]`)."""
     if isinstance(grid, Mapping):
         keys = list(grid)
-        return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(grid[k] for k in keys))]
-    return [dict(s) for s in grid]
+        return [
+            (
+                {k: grid[k][j] for k, j in zip(keys, combo, strict=True)},
+                {k: f"grid.{k}[{j}]" for k, j in zip(keys, combo, strict=True)},
+                "grid",
+            )
+            for combo in itertools.product(*(range(len(grid[k])) for k in keys))
+        ]
+    return [(dict(s), {k: f"grid[{i}].{k}" for k in s}, f"grid[{i}]") for i, s in enumerate(grid)]
 
 
 def apply_changes(system: Mapping[str, JSONValue], changes: Mapping[str, JSONValue], where: str = "grid") -> JSONObject:
@@ -113,11 +129,81 @@ def apply_changes(system: Mapping[str, JSONValue], changes: Mapping[str, JSONVal
 
 
 def load_config(path: str | Path, output: str | Path | None = None, max_queries: int | None = None) -> TuneConfig:
-    """A tuning config from YAML; every error names file:line and field."""
+    """A tuning config from YAML, with every setting of its grid checked as the experiment's loader would check
+    it, before any is searched; every error names file:line and field (the tune file's grid entry that set a
+    bad value, or the experiment file's line for the system as written)."""
     if max_queries is not None and max_queries < 1:
         raise InputError(f"--max-queries must be positive, got {max_queries}", field="max-queries")
-    model = load_tune(path, output)
-    return TuneConfig(model, Path(model.experiment), model.experiment_data, model.output_dir, max_queries)
+
+    def config_of(model: TuneModel) -> TuneConfig:
+        return TuneConfig(model, Path(model.experiment), model.experiment_data, model.output_dir, max_queries)
+
+    def check(model: TuneModel) -> None:
+        cfg = config_of(model)
+        _check_query_count(cfg)
+        check_settings(cfg)
+
+    return config_of(load_tune(path, output, check))
+
+
+def _check_query_count(cfg: TuneConfig) -> None:
+    """Refuse, before searching, a query limit that cannot fill every fold (the folds are cut from the queries)."""
+    folds = cfg.model.folds
+    if cfg.max_queries is not None and cfg.max_queries < folds:
+        raise InputError(
+            f"--max-queries {cfg.max_queries} cannot make {folds} folds: give at least {folds} queries, "
+            f"or fewer folds (`folds:` in {cfg.model.source})",
+            field="max-queries",
+        )
+    limit = (cfg.experiment["datasets"][0] or {}).get("max_queries")
+    if isinstance(limit, int) and not isinstance(limit, bool) and 0 < limit < folds:
+        raise ConfigError(
+            f"{folds} folds need at least {folds} queries, but the experiment's datasets[0].max_queries is {limit}",
+            field="folds",
+        )
+
+
+def _dotted(key: str) -> str:
+    """A grid key in the error fields' spelling: list indices in brackets (`params.components.1.depth` ->
+    `params.components[1].depth`)."""
+    return re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", key)
+
+
+def check_settings(cfg: TuneConfig) -> None:
+    """Validate the system as written and every grid setting as its own experiment (`benchmark.parse_config`:
+    the models, the adapter's parameter values, rerankers), so a bad value fails before the first setting runs.
+
+    A setting's error names the tune file's field that set the value (`grid[3].params.weights`), or the
+    setting as a whole when the bad value came from the system as written combined with the setting's change
+    (weights the base gives, a fusion the setting picks); the system as written is blamed in the experiment file.
+    """
+    exp_source = str(cfg.experiment_path)
+    systems = cfg.experiment["systems"]
+    base_at = next(i for i, s in enumerate(systems) if isinstance(s, dict) and s.get("name") == cfg.model.system)
+    base = systems[base_at]
+    try:
+        parse_config(_derived_experiment(cfg, [Setting(0, {}, copy.deepcopy(base))]), exp_source)
+    except ConfigError as exc:
+        fld = exc.field or ""
+        if fld.startswith("systems[0]"):
+            fld = f"systems[{base_at}]" + fld[len("systems[0]") :]
+        raise cfg.model.in_experiment(ConfigError(exc.reason, field=fld)) from None
+    for i, (changes, fields, whole) in enumerate(grid_points(cfg.model.grid)):
+        try:
+            system = apply_changes(base, changes, whole)
+            parse_config(_derived_experiment(cfg, [Setting(i + 1, changes, system)]), exp_source)
+        except ConfigError as exc:
+            fld = exc.field or ""
+            if fld.startswith("grid"):  # apply_changes names the tune file's field itself
+                raise
+            sub = fld[len("systems[0]") :].lstrip(".") if fld.startswith("systems[0]") else fld
+            key = next((k for k in changes if re.match(re.escape(_dotted(k)) + r"($|[.\[])", sub)), None)
+            if key is not None:
+                target, tail = fields[key], sub[len(_dotted(key)) :].lstrip(".")
+            else:
+                target, tail = whole, sub
+            reason = f"{tail}: {exc.reason}" if tail else exc.reason
+            raise ConfigError(f"{reason} (setting {Setting(i + 1, changes, {}).label})", field=target) from None
 
 
 def settings_of(cfg: TuneConfig) -> tuple[list[Setting], list[str]]:
@@ -267,4 +353,14 @@ def _rank_of(res: RankResolution | None, name: str) -> dict[str, Any]:
     return {"rank": res.rank[i], "rank_interval": [res.low[i], res.high[i]], "tied_first": name in res.tied_first}
 
 
-__all__ = ["Setting", "TuneConfig", "TuneOutcome", "apply_changes", "expand_grid", "load_config", "run_tune"]
+__all__ = [
+    "Setting",
+    "TuneConfig",
+    "TuneOutcome",
+    "apply_changes",
+    "check_settings",
+    "expand_grid",
+    "grid_points",
+    "load_config",
+    "run_tune",
+]

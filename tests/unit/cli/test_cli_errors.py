@@ -292,3 +292,26 @@ def test_report_html_shows_a_null_or_nan_mean_as_no_value(results, tmp_path, mea
     blob = page.split('<script type="application/json" id="retbench-data">', 1)[1].split("</script>", 1)[0]
     stored = json.loads(blob)["metrics"]["systems"]["bm25"]["metrics"]["ndcg@10"]
     assert stored["value"] is None  # strict JSON: no NaN in the page
+
+
+@pytest.mark.parametrize("damage", ["qid", "score"])
+def test_a_damaged_journal_record_is_asked_again_and_named_so_every_query_is_answered(
+    results, tmp_path, caplog, damage
+):
+    d = tmp_path / "res"
+    shutil.copytree(results, d)
+    journal = d / "systems/bm25/journal.jsonl"
+    lines = journal.read_text().splitlines()
+    rec = json.loads(lines[2])
+    if damage == "qid":
+        del rec["qid"]
+    else:
+        rec["scores"][0] = float("nan")
+    lines[2] = json.dumps(rec)
+    journal.write_text("\n".join(lines) + "\n")
+    (d / "systems/bm25/done.json").unlink()
+    with caplog.at_level("WARNING", logger="retbench.journal"):  # the console shows it on stderr
+        res = CliRunner().invoke(app, ["run", str(results.parent / "small.yaml"), "-o", str(d), "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert f"{journal}:3: damaged journal record" in caplog.text
+    assert (d / "systems/bm25/run.trec").read_text() == (results / "systems/bm25/run.trec").read_text()

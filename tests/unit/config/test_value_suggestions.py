@@ -59,3 +59,19 @@ def test_a_literal_value_in_any_config_block_is_suggested(value: str, meant: str
         validate(RerankFuseBlock, {key: value}, "<test>")
     assert f"field '{key}': must be one of " in str(err.value)
     assert str(err.value).endswith(f"got '{value}'; did you mean '{meant}'?")
+
+
+@pytest.mark.parametrize(("written", "quoted"), [("on", "on"), ("off", "off"), ("yes", "on")])
+def test_an_unquoted_yaml_boolean_where_a_word_is_expected_says_to_quote_it(
+    tmp_path: Path, written: str, quoted: str
+) -> None:
+    path = tmp_path / "spelled.yaml"
+    text = CONFIG.format(out=tmp_path / "out", extra="", adapter="bm25s")
+    path.write_text(
+        text.replace("adapter: bm25s}", f'adapter: bm25s, scope: {{selector: "m:f", folder_mode: {written}}}}}')
+    )
+    res = CliRunner().invoke(app, ["run", str(path)])
+    out = res.output.strip()
+    assert res.exit_code == 2, out
+    assert f"{path}:6: field 'systems[0].scope.folder_mode': must be one of" in out, out
+    assert out.endswith(f"YAML reads unquoted on/off/yes/no as true/false: quote it ('{quoted}')"), out

@@ -98,3 +98,44 @@ def test_actual_output_text_that_is_not_json_is_one_line_naming_the_record(tmp_p
     err = res.stderr.strip()
     assert len(err.splitlines()) == 1
     assert f"{out}:2" in err and "field 'actualOutput'" in err and "not JSON" in err
+
+
+def test_a_record_with_retrieved_and_an_actual_output_answer_keeps_both(tmp_path: Path) -> None:
+    (tmp_path / "golden.yaml").write_text(GOLDEN.replace("{k: 5}", '{k: 5, answer: "30 days"}'))
+    record = {"id": "q-1", "retrieved": WORKED, "actualOutput": "30 Days."}  # deepeval: the generated answer
+    (tmp_path / "outputs.jsonl").write_text(json.dumps(record) + "\n")
+    args = ["eval", str(tmp_path / "golden.yaml"), str(tmp_path / "outputs.jsonl"), "-f", "json"]
+    res = runner.invoke(app, [*args, "-m", "exact_match", "-m", "mrr"])
+    assert res.exit_code == 0, res.output
+    metrics = json.loads(res.stdout)["metrics"]
+    assert metrics["exact_match"]["mean"] == 1.0 and metrics["mrr"]["mean"] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("record", "words"),
+    [
+        ({"id": "q-1", "retrieved": WORKED, "actualOutput": json.dumps(["doc-9"])}, "two different rankings"),
+        ({"id": "q-1", "retrieved": WORKED, "answer": "30 days", "actual_output": "60 days"}, "two different answers"),
+    ],
+)
+def test_a_record_holding_two_different_outputs_is_refused_naming_the_field(
+    tmp_path: Path, record: dict, words: str
+) -> None:
+    (tmp_path / "golden.yaml").write_text(GOLDEN)
+    out = tmp_path / "outputs.jsonl"
+    out.write_text(json.dumps(record) + "\n")
+    res = runner.invoke(app, ["eval", str(tmp_path / "golden.yaml"), str(out)])
+    assert res.exit_code == 2 and f"{out}:1" in res.stderr and words in res.stderr, res.output
+
+
+def test_a_sample_given_two_outputs_is_refused_naming_both_records(tmp_path: Path) -> None:
+    (tmp_path / "golden.yaml").write_text(GOLDEN)
+    out = tmp_path / "outputs.jsonl"
+    records = [{"id": "q-1", "retrieved": WORKED}, {"id": "q-2", "retrieved": []}, {"id": "q-1", "retrieved": []}]
+    out.write_text("".join(json.dumps(r) + "\n" for r in records))
+    res = runner.invoke(app, ["eval", str(tmp_path / "golden.yaml"), str(out)])
+    assert res.exit_code == 2 and f"{out}:3" in res.stderr and "first is on line 1" in res.stderr, res.output
+    mapping = tmp_path / "outputs.json"
+    mapping.write_text('{"q-1": ["doc-3"], "q-1": ["doc-7"]}')
+    res = runner.invoke(app, ["eval", str(tmp_path / "golden.yaml"), str(mapping)])
+    assert res.exit_code == 2 and "'q-1' is given twice" in res.stderr, res.output

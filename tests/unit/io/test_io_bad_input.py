@@ -145,3 +145,39 @@ def test_gzip_written_files_are_valid(tmp_path: Path) -> None:
     with open_text(tmp_path / "x.jsonl.gz", "wt") as fh:
         fh.write('{"_id": "a", "text": "b"}\n')
     assert gzip.decompress((tmp_path / "x.jsonl.gz").read_bytes()) == b'{"_id": "a", "text": "b"}\n'
+
+
+def test_qrels_judging_a_document_twice_with_different_grades_is_refused_naming_both_lines(tmp_path: Path) -> None:
+    root = make_beir(tmp_path / "ds", GOOD, ["q1\td1\t1", "q2\td2\t0", "q1\td1\t2"])
+    assert_cli_error(root, "test.tsv:4", "judged twice for query 'q1' with different grades (1 on line 2, 2 on line 4)")
+
+
+def test_qrels_repeating_a_judgement_with_the_same_grade_is_kept_once_and_counted(tmp_path: Path) -> None:
+    ds = read_beir(make_beir(tmp_path / "ds", GOOD, ["q1\td1\t1", "q1\td1\t1"]))
+    assert ds.split("test")["q1"] == {"d1": 1}
+    assert "test.tsv: 1 line(s) repeat a judgement with the same grade; kept once" in ds.problems
+
+
+@pytest.mark.parametrize("stem", ["corpus.jsonl", "queries.jsonl", "qrels/test.tsv"])
+def test_a_file_beside_its_gzipped_twin_is_ambiguous_and_both_are_named(tmp_path: Path, stem: str) -> None:
+    root = make_beir(tmp_path / "ds", GOOD)
+    with gzip.open(root / f"{stem}.gz", "wb") as fh:
+        fh.write((root / stem).read_bytes())
+    name = Path(stem).name
+    assert_cli_error(root, f"both {name} and {name}.gz are here", "ambiguous")
+
+
+def test_queries_without_text_are_reported_by_info_and_refused_by_a_run_at_their_line(tmp_path: Path) -> None:
+    queries = [json.dumps({"_id": "q1", "text": "what is a cell"}), json.dumps({"_id": "q2", "text": "  "})]
+    root = make_beir(tmp_path / "ds", GOOD, ["q1\td1\t1", "q2\td2\t1"], queries)
+    result = runner.invoke(app, ["datasets", "info", str(root)])
+    assert result.exit_code == 0 and "1 query/queries have no text (first: q2)" in result.output, result.output
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"name: blank\noutput: {tmp_path / 'out'}\nmetrics: [ndcg@10]\ndatasets: [{{path: {root}}}]\n"
+        "systems: [{name: bm25, adapter: bm25s}]\n"
+    )
+    result = runner.invoke(app, ["run", str(config), "--quiet", "--no-history"])
+    assert result.exit_code == 2, result.output
+    assert f"{root / 'queries.jsonl'}:2: field 'text': query 'q2' has no text" in result.output
+    assert not (tmp_path / "out" / "systems").exists()

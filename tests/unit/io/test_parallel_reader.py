@@ -49,13 +49,21 @@ def test_a_run_read_in_parts_equals_the_line_reader(tmp_path, small_parts):
         assert fast.n_duplicates == slow.n_duplicates > 0
 
 
-def test_qrels_read_in_parts_keep_the_last_grade_of_a_repeated_judgement(tmp_path, small_parts):
+def test_qrels_read_in_parts_equal_the_line_reader_and_a_repeated_judgement_is_refused_naming_both_lines(
+    tmp_path, small_parts
+):
     rng = random.Random(4)
-    lines = [f"q{rng.randrange(30)} 0 d{rng.randrange(200)} {rng.randrange(-1, 4)}" for _ in range(8_000)]
+    pairs = rng.sample([(q, d) for q in range(30) for d in range(300)], 8_000)
+    lines = [f"q{q} 0 d{d} {rng.randrange(-1, 4)}" for q, d in pairs]
     path = tmp_path / "qrels.trec"
     path.write_text("\n".join(lines) + "\n")
     assert len(trec._line_parts(trec._in_memory(str(path)))) > 3
     assert read_qrels(path).to_dict() == _read_qrels_lines(path).to_dict()
+    q, d = pairs[10]
+    path.write_text("\n".join([*lines, f"q{q} 0 d{d} 3"]) + "\n")  # as trec_eval, even an equal grade is refused
+    with pytest.raises(InputError) as err:
+        read_qrels(path)
+    assert err.value.line == 8_001 and "(lines 11 and 8001)" in str(err.value) and f"'d{d}'" in str(err.value)
 
 
 def test_a_bad_line_in_a_later_part_is_named_by_its_line_number(tmp_path, small_parts):

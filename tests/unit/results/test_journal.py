@@ -144,3 +144,54 @@ def test_a_changed_system_parameter_is_refused_with_the_way_on_and_force_takes_i
     assert "pass --force to redo this system from scratch" in changed.output
     forced = run.invoke(app, ["run", str(config(0.9)), "--quiet", "--no-history", "--force"])
     assert forced.exit_code == 0, forced.output
+
+
+def _damage(path: Path, line: int, **change: object) -> None:
+    lines = path.read_text().splitlines()
+    rec = json.loads(lines[line - 1])
+    for k, v in change.items():
+        if v is None:
+            rec.pop(k)
+        else:
+            rec[k] = v
+    lines[line - 1] = json.dumps(rec)  # json.dumps writes NaN and Infinity as the bare words a damaged file holds
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"qid": None}, "without 'qid'"),
+        ({"scores": [float("nan"), 1.0]}, "finite"),
+        ({"scores": [float("inf"), 1.0]}, "finite"),
+        ({"docs": ["d 2", "d0"]}, "whitespace"),
+        ({"qid": "q\t2"}, "whitespace"),
+        ({"latency": float("nan")}, "latency"),
+    ],
+)
+def test_a_damaged_record_is_not_done_so_its_query_is_asked_again_and_the_file_line_is_named(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, change: dict[str, object], words: str
+) -> None:
+    path = tmp_path / "j.jsonl"
+    _fill(path, 5)
+    _damage(path, 4, **change)  # line 4 holds q2 (line 1 is the header)
+    with caplog.at_level("WARNING", logger="retbench.journal"), Journal(path, "fp") as j:
+        assert j.done() == {"q0", "q1", "q3", "q4"}
+        assert [line for line, _ in j.damaged] == [4] and words in j.damaged[0][1]
+        assert "q2" not in j.replay().query_ids
+        j.append_query("q2", "q2", [("d2", 2.0)])  # the resumed run asks it again
+    assert f"{path}:4: damaged journal record" in caplog.text
+    with Journal(path, "fp") as j:
+        assert j.done() == {f"q{i}" for i in range(5)} and j.replay().ranking("q2") == [("d2", 2.0)]
+
+
+def test_a_backend_answer_with_a_nan_score_is_journaled_as_invalid_never_with_the_nan(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    with Journal(path, "fp") as j:
+        j.append_query("q", "q", [("d1", float("nan")), ("d2", 1.0)], latency=0.1)
+    text = path.read_text()
+    assert "NaN" not in text
+    with Journal(path, "fp") as j:
+        assert j.damaged == [] and j.done() == {"q"}
+        run = j.replay()
+    assert run.status["q"] is QueryStatus.INVALID and "finite" in run.errors["q"] and run.docs("q") == []

@@ -54,7 +54,7 @@ from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError
 from retbench.jsontypes import JSONObject
 from retbench.retrievers.encoders.cache import EmbeddingCache, default_cache_dir, text_key
-from retbench.retrievers.fusion import fuse
+from retbench.retrievers.fusion import fuse, fusion_problem
 from retbench.retrievers.rerank.scorers import BUILTIN, KINDS, Reranker, create_reranker
 
 DEFAULT_TIMEOUT_S: float = RerankBlock.model_fields["timeout_s"].default  # the config declares it
@@ -125,9 +125,18 @@ class RerankFusion:
         return cls(block.fusion, (block.weights[0], block.weights[1]), block.rrf_k, block.normalization, block.param)
 
     def check(self) -> None:
-        """The method's own rules (weights only where it reads them, its parameter where it needs one), or a
-        ValueError saying which was broken: run once when the config is read."""
-        self.apply([("a", 1.0)], [("a", 1.0)])
+        """The method's own rules (`fusion.fusion_problem`: weights only where it reads them, not all zero, its
+        parameter in range), or a ConfigError naming the option: run once when the config is read."""
+        problem = fusion_problem(
+            self.fusion,
+            weights=list(self.weights),
+            rrf_k=self.rrf_k,
+            normalization=self.normalization,
+            param=self.param,
+            n=2,
+        )
+        if problem:
+            raise ConfigError(problem[1], field=problem[0])
 
     def describe(self) -> JSONObject:
         extra: JSONObject = {"rrf_k": self.rrf_k} if self.fusion == "rrf" else {"normalization": self.normalization}
@@ -350,8 +359,8 @@ def check_rerank(block: RerankBlock, *, where: str = "", fld: str = "rerank") ->
     if block.fuse is not None:
         try:
             RerankFusion.of(block.fuse).check()
-        except ValueError as exc:
-            raise ConfigError(str(exc), path=where or None, field=f"{fld}.fuse") from None
+        except ConfigError as exc:
+            raise ConfigError(exc.reason, path=where or None, field=f"{fld}.fuse.{exc.field}") from None
 
 
 def _check_reranker(kind: str, params: dict[str, Any], where: str, fld: str) -> None:
