@@ -96,7 +96,7 @@ def caches_text(query: Mapping[str, Any] | None) -> str:
         hit, of = int(c["from_cache"]), int(c["of"])
         state = "warm" if of and hit == of else "cold" if hit == 0 else "partly warm"
         after = ", warmed up before timing" if warmed and c["what"] == "query vectors" else ""
-        parts.append(f"{c['what']}: {hit:,} of {of:,} from cache ({state}{after})")
+        parts.append(f"{c['what']}: {hit:,} of {of:,} from cache ({state}){after}")
     return "; ".join(parts)
 
 
