@@ -287,12 +287,12 @@ class RerankStage:
                     )
                 elif q not in by_q:
                     continue  # recorded above (invalid first-stage ids)
-                elif isinstance(by_q[q][1], BaseException):
-                    exc = by_q[q][1]
-                    failed = QueryStatus.TIMEOUT if isinstance(exc, TimeoutError) else QueryStatus.ERROR
-                    builder.add(q, status=failed, latency=latency, error=f"{type(exc).__name__}: {exc}", batch=batch)
                 else:
                     docs, s = by_q[q]
+                    if isinstance(s, BaseException):
+                        failed = QueryStatus.TIMEOUT if isinstance(s, TimeoutError) else QueryStatus.ERROR
+                        builder.add(q, status=failed, latency=latency, error=f"{type(s).__name__}: {s}", batch=batch)
+                        continue
                     ranking = list(zip(docs, s, strict=True))
                     if self.fusion is not None:
                         ranking = self.fusion.apply(first.ranking(q)[: self.depth], ranking)
