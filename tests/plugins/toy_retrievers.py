@@ -47,6 +47,26 @@ class WordOverlap(Retriever):
         return scored[:k]
 
 
+class BatchOnly(WordOverlap):
+    """WordOverlap behind a batch-only API, as most stores have: one request per batch, and a query containing
+    a `fail_on` marker makes the whole request fail (the backend rejects the batch, not the query)."""
+
+    adapter = "toy_retrievers:BatchOnly"
+
+    def search_batch(self, texts: Sequence[str], k: int) -> list[Ranking]:
+        bad = [t for t in texts if any(marker in t for marker in self.fail_on)]
+        if bad:
+            raise RuntimeError(f"400 Bad Request: the store rejected query {bad[0][:20]!r}")
+        return [WordOverlap.search_one(self, t, k) for t in texts]
+
+
+def refuses_marked(text: str, metadata: dict) -> dict | None:
+    """A scope selector (a router) that raises for a query containing "zebra" and picks no scope otherwise."""
+    if "zebra" in text:
+        raise LookupError(f"router has no route for {text[:20]!r}")
+    return None
+
+
 def word_overlap(**kwargs) -> WordOverlap:
     """A factory function, the other form `module:factory` accepts."""
     return WordOverlap(**kwargs)

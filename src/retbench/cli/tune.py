@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from retbench.cli.app import console, handles_errors
+from retbench.cli.app import console, handles_errors, stage_bars
 
 
 @handles_errors
@@ -20,6 +20,7 @@ def tune_command(
         int | None, typer.Option("--max-queries", help="Tune on the first N queries only (a quick slice).")
     ] = None,
     force: Annotated[bool, typer.Option(help="Search settings that finished earlier again.")] = False,
+    quiet: Annotated[bool, typer.Option(help="No progress bars.")] = False,
 ) -> None:
     """Search every setting of a grid once and choose by k-fold cross-validation; print the out-of-sample estimate."""
     # deferred: the study imports the runner (and its heavy dependencies) only when the command runs
@@ -28,7 +29,11 @@ def tune_command(
 
     cfg = load_config(config, output, max_queries)
     con = console()
-    outcome = run_tune(cfg, log=lambda m: con.print(m), force=force)
+    if quiet:
+        outcome = run_tune(cfg, log=lambda m: con.print(m), force=force)
+    else:
+        with stage_bars(con) as progress:  # the bars `retbench run` shows: each setting's index and search
+            outcome = run_tune(cfg, log=lambda m: con.print(m), force=force, progress=progress)
     labels = [s.label for s in outcome.settings]
     for line in tune_lines(outcome.result, labels, cfg.model.metric, len(outcome.query_ids)):
         typer.echo(line)

@@ -12,7 +12,11 @@ mean. So every latency row says:
 - *includes*: the parts inside the total (`search`, `scope + search`, `first stage + rerank`, a hybrid's
   `component <name>` searches + `fusion`), with each part's mean per query in the parts table;
 - *caches*: how many query vectors came from the embedding cache and how many rerank pairs from the pair
-  cache during this search (`warm` when all, `cold` when none), or that this was not recorded.
+  cache during this search (`warm` when all, `cold` when none), or that this was not recorded. The runner
+  encodes every query into the embedding cache before it times a search (`warmed up before timing`), so
+  every system and every tuning setting is timed with the same warm query-vector cache, whichever ran
+  first; a dense query's latency is then its search without the encoding of its query. The rerank pair
+  cache is not warmed (that would time cache lookups, not the reranker): its state is shown as it was.
 
 The figures come from the result's `latency` block (`results/usage.py`) and the run's per-query
 latencies; the three renderers format these rows and nothing else.
@@ -57,7 +61,9 @@ LATENCY_NOTE = (
     "`per query`: each query timed alone, percentiles over queries. `batch mean`: a batch's wall time shared evenly "
     "by its queries, so only the mean is measured (p50/p95/p99 `not measured`; `batch_size: 1` times each query "
     "alone). `caches`: query vectors from the embedding cache and rerank pairs from the pair cache during this "
-    "search; a warm cache (filled by an earlier system or run) makes a dense search or a rerank look fast."
+    "search. Every query is encoded into the embedding cache before any search is timed (`warmed up before "
+    "timing`), so every system is timed with the same warm query-vector cache and no latency holds the encoding "
+    "of its query; a warm pair cache (filled by an earlier system or run) makes a rerank look fast."
 )
 PARTS_HEADER = ("system", "part", "queries", "mean ms per query", "total s", "share of total")
 PARTS_NOTE = (
@@ -84,11 +90,13 @@ def caches_text(query: Mapping[str, Any] | None) -> str:
         return "not recorded"
     if not caches:
         return "no cache"
+    warmed = bool((query or {}).get("warmup"))
     parts = []
     for c in caches:
         hit, of = int(c["from_cache"]), int(c["of"])
         state = "warm" if of and hit == of else "cold" if hit == 0 else "partly warm"
-        parts.append(f"{c['what']}: {hit:,} of {of:,} from cache ({state})")
+        after = ", warmed up before timing" if warmed and c["what"] == "query vectors" else ""
+        parts.append(f"{c['what']}: {hit:,} of {of:,} from cache ({state}){after}")
     return "; ".join(parts)
 
 

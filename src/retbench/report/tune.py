@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html import escape
 
 from retbench.errors import InputError
 from retbench.report import fmt, html_page
+from retbench.report.latency import caches_text, timing_text
 from retbench.report.markdown import md_table
 from retbench.report.model import latency_summary
 from retbench.report.resolution import interval_cell, note
@@ -68,20 +69,32 @@ class Candidate:
     label: str  # its changes (`params.k1=0.9`)
     mean: float
     folds_chose: int
-    latency: dict[str, float]  # p50, p95 (ms) over its queries; empty when the run recorded none
+    # p50, p95, mean (ms) over its queries (p50/p95 None when timed as batches); empty when the run recorded none
+    latency: dict[str, float | None]
+    timing: str = "not recorded"  # `report.latency.timing_text`: per query, or batch mean
+    caches: str = "not recorded"  # `report.latency.caches_text`: the caches' state its latencies were timed under
 
 
 def candidates(result: TuneResult, keys: Sequence[str], labels: Sequence[str], runs: StudyResult) -> list[Candidate]:
-    """Each setting with its in-sample mean, how many folds chose it and its latency (read from its stored run)."""
+    """Each setting with its in-sample mean, how many folds chose it and its latency (read from its stored run).
+
+    A setting whose queries were timed as batches (`Run.latency_batch`) has a batch mean only: p50 and p95 of
+    equal shares describe no query, so they are None ("not measured per query"), as in the run report."""
     chose = [sum(f.chosen == i for f in result.folds) for i in range(len(keys))]
     out = []
     for i, key in enumerate(keys):
         try:
             run = runs.run(key)
-            _, lat = latency_summary([v for v in run.latency.values() if v is not None and math.isfinite(v)])
+            values = [v for v in run.latency.values() if v is not None and math.isfinite(v)]
+            _, lat = latency_summary(values, amortised=bool(run.latency_batch))
         except (InputError, OSError):
             lat = {}
-        out.append(Candidate(i, key, labels[i], result.setting_means[i], chose[i], lat))
+        try:
+            query = (runs[key].latency or {}).get("query") or None
+        except (InputError, KeyError):
+            query = None
+        cand = Candidate(i, key, labels[i], result.setting_means[i], chose[i], lat)
+        out.append(replace(cand, timing=timing_text(query), caches=caches_text(query)) if lat else cand)
     return out
 
 
@@ -90,9 +103,36 @@ def setting_name(index: int) -> str:
     return f"[{index}]"
 
 
+#: what a percentile cell says for a setting timed as batches (the run report's words)
+NOT_PER_QUERY = "not measured per query"
 #: why the candidate table is not the estimate to report
 IN_SAMPLE = " These ranks are in-sample (every query chose and scored them); report the cross-validated estimate."
-CANDIDATE_HEAD = ["setting", "changes", "in-sample mean", "rank 95%", "folds chose", "p50 ms", "p95 ms"]
+CANDIDATE_HEAD = [
+    "setting",
+    "changes",
+    "in-sample mean",
+    "rank 95%",
+    "folds chose",
+    "p50 ms",
+    "p95 ms",
+    "mean ms",
+    "timing",
+    "caches",
+]
+#: how the latency columns are to be read (under the candidate table)
+LATENCY_READING = (
+    "Latency: every setting is timed under the same cache state (query vectors encoded into the embedding cache "
+    "before any search is timed, so the first setting is not the only cold one; see `caches`). `batch mean`: a "
+    "batch's wall time shared evenly, so p50/p95 are not measured per query (`batch_size: 1` times each query alone)."
+)
+
+
+def _pct(c: Candidate, key: str) -> str:
+    if not c.latency:
+        return "—"
+    if c.latency.get(key) is None:
+        return NOT_PER_QUERY
+    return fmt.num(c.latency.get(key), 2)
 
 
 def candidate_rows(cands: Sequence[Candidate], res: RankResolution | None) -> list[list[str]]:
@@ -105,8 +145,11 @@ def candidate_rows(cands: Sequence[Candidate], res: RankResolution | None) -> li
             f"{cands[i].mean:.4f}",
             interval_cell(res, setting_name(i)),
             str(cands[i].folds_chose),
-            fmt.num(cands[i].latency.get("p50"), 2, missing="—"),
-            fmt.num(cands[i].latency.get("p95"), 2, missing="—"),
+            _pct(cands[i], "p50"),
+            _pct(cands[i], "p95"),
+            fmt.num(cands[i].latency.get("mean"), 2, missing="—"),
+            cands[i].timing,
+            cands[i].caches,
         ]
         for i in order
     ]
@@ -120,6 +163,8 @@ def candidate_lines(cands: Sequence[Candidate], res: RankResolution | None, metr
     lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     if res is not None:
         lines.append("  " + note(res) + IN_SAMPLE)
+    if any(c.latency for c in cands):
+        lines.append("  " + LATENCY_READING)
     return lines
 
 
@@ -127,15 +172,16 @@ def tradeoff_charts(cands: Sequence[Candidate], metric: str) -> str:
     """Quality (in-sample mean) against p50 and p95 latency per setting, Pareto front marked (`report.tradeoff`)."""
     label = fmt.metric_label(metric)
     charts = []
-    for key in ("p50", "p95"):
+    # percentiles where every charted setting was timed per query; a batch mean where any was timed as batches
+    keys = ("p50", "p95") if all(c.latency.get("p50") is not None for c in cands if c.latency) else ("mean",)
+    for key in keys:
         pts = [
-            Point(f"{setting_name(i)} {c.label}", c.mean, c.latency[key])
+            Point(f"{setting_name(i)} {c.label}", c.mean, float(c.latency[key] or 0.0))
             for i, c in enumerate(cands)
-            if math.isfinite(c.mean) and c.latency.get(key, 0) > 0
+            if math.isfinite(c.mean) and (c.latency.get(key) or 0) > 0
         ]
-        charts.append(
-            tradeoff_svg(pts, x_label=f"{key} latency (ms)", y_label=label, title=f"{label} vs {key} latency")
-        )
+        what = f"{key} latency" if key != "mean" else "mean latency (batch mean)"
+        charts.append(tradeoff_svg(pts, x_label=f"{what} (ms)", y_label=label, title=f"{label} vs {what}"))
     return "".join(charts)
 
 
@@ -154,6 +200,8 @@ def tune_markdown(title: str, lines: Sequence[str], cands: Sequence[Candidate], 
     ]
     if res is not None:
         parts += ["", note(res) + IN_SAMPLE]
+    if any(c.latency for c in cands):
+        parts += ["", LATENCY_READING]
     return "\n".join(parts) + "\n"
 
 
@@ -166,8 +214,9 @@ def tune_html(
         (
             "candidates",
             "Candidates",
-            html_page.text_table(CANDIDATE_HEAD, candidate_rows(cands, res), {0, 1})
-            + (html_page.note(note(res) + IN_SAMPLE) if res else ""),
+            html_page.text_table(CANDIDATE_HEAD, candidate_rows(cands, res), {0, 1, 8, 9})
+            + (html_page.note(note(res) + IN_SAMPLE) if res else "")
+            + (html_page.note(LATENCY_READING) if any(c.latency for c in cands) else ""),
         ),
     ]
     charts = tradeoff_charts(cands, metric)

@@ -128,6 +128,9 @@ def _conditions(
         out |= {"largest_batch": max(run.latency_batch[q] for q in batched), "amortised": len(batched)}
     if searched is not None or pairs:
         out["caches"] = caches
+    warmup = (searched or {}).get("query_warmup")
+    if warmup:  # query vectors encoded before the timed search (studies/executors.warm_query_vectors)
+        out["warmup"] = {"query_vectors": int(warmup["of"]), "encoded": int(warmup["encoded"])}
     return out
 
 

@@ -60,6 +60,80 @@ class PartTimes:
         return {p: (s, self.queries[p]) for p, s in self.seconds.items()}
 
 
+class BatchFallbacks:
+    """Batch calls that raised and whose queries were then asked one at a time (`isolate_failures`).
+
+    Kept so that a query answered on its own after its batch failed is never a silent retry: the search
+    conditions of a run (`studies/executors.py`) carry these counts and the first batch error verbatim.
+    """
+
+    def __init__(self) -> None:
+        self.batches = 0
+        self.queries = 0
+        self.first_error = ""
+
+    def add(self, queries: int, error: str) -> None:
+        self.batches += 1
+        self.queries += queries
+        self.first_error = self.first_error or error
+
+    def snapshot(self) -> tuple[int, int]:
+        return self.batches, self.queries
+
+
+def error_text(exc: BaseException) -> str:
+    """How a query's failure is recorded: the exception's type and message verbatim."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+BatchCall = Callable[[Sequence[str], Sequence[Filter | None] | None], list[Ranking]]
+
+
+def isolate_failures(
+    builder: RunBuilder,
+    qids: Sequence[str],
+    texts: Sequence[str],
+    filters: Sequence[Filter | None] | None,
+    call: BatchCall,
+    fallbacks: BatchFallbacks | None = None,
+) -> None:
+    """Search one batch into `builder`, a failure landing on the query that raised it.
+
+    The batch is one `call`; when it raises (or answers with the wrong number of rankings) and holds more
+    than one query, each query is asked again on its own, so one bad query costs only itself and each
+    failing query is recorded with its own exception verbatim. The cost: the failed batch call's time is
+    spent for nothing, plus one call per query. Each query's latency is then its own call's time plus its
+    even share of the failed batch call (recorded as a batch share, `batch=len(qids)`, so it is never
+    read as a per-query measurement). A `TimeoutError` of the whole batch is not asked again query by
+    query (that could take a timeout per query): each of its queries is recorded as failed with it.
+    """
+    n = len(qids)
+    t0 = time.perf_counter()
+    try:
+        rankings = call(texts, filters)
+    except Exception as exc:  # a backend failure is recorded, not hidden
+        wasted = time.perf_counter() - t0
+        if n == 1 or isinstance(exc, TimeoutError):
+            for q in qids:
+                builder.add(q, status=QueryStatus.ERROR, latency=wasted / n, error=error_text(exc), batch=n)
+            return
+        if fallbacks is not None:
+            fallbacks.add(n, error_text(exc))
+        for i, q in enumerate(qids):
+            t1 = time.perf_counter()
+            try:
+                (ranking,) = call([texts[i]], None if filters is None else [filters[i]])
+            except Exception as one:
+                spent = wasted / n + time.perf_counter() - t1
+                builder.add(q, status=QueryStatus.ERROR, latency=spent, error=error_text(one), batch=n)
+                continue
+            builder.add(q, clean_ranking(ranking), latency=wasted / n + time.perf_counter() - t1, batch=n)
+        return
+    elapsed = time.perf_counter() - t0
+    for q, ranking in zip(qids, rankings, strict=True):
+        builder.add(q, clean_ranking(ranking), latency=elapsed / n, batch=n)
+
+
 class Retriever(ABC):
     """One retrieval system. Subclasses implement `index` and `search_batch` (or `search_one`)."""
 
@@ -70,6 +144,8 @@ class Retriever(ABC):
     capabilities: frozenset[str] = frozenset()
     #: a composite retriever's time per part (None: the retriever is timed as one piece)
     parts: PartTimes | None = None
+    #: batch calls that raised and were asked again query by query (None: none yet)
+    fallbacks: BatchFallbacks | None = None
 
     def __init__(self, name: str | None = None) -> None:
         self.name = name or self.adapter or type(self).__name__
@@ -100,41 +176,37 @@ class Retriever(ABC):
         """Answer every query with a Run; per-query latency is the batch time shared evenly.
 
         A batch of more than one query records its size with each query (`Run.latency_batch`), so
-        reports show such latencies as batch means and never as per-query percentiles.
+        reports show such latencies as batch means and never as per-query percentiles. An adapter that
+        implements only `search_one` is asked, and timed, one query at a time whatever `batch_size` says:
+        its batch would be a loop over the same calls, and one query's exception must not fail the rest.
 
-        A query whose batch raises is recorded as an error with the exception's message verbatim;
-        it is never dropped or filled in. Queries carrying `metadata.filter` go to `search_batch_filtered`;
-        an adapter without the "filters" ability refuses them before searching anything.
+        A failure belongs to the query that raised it, whatever the batching: when a batch call of
+        several queries raises, each of its queries is asked again on its own (`isolate_failures`), so
+        the failing ones are recorded as errors with their own exception's message verbatim and the others
+        are answered. Queries carrying `metadata.filter` go to `search_batch_filtered`; an adapter without
+        the "filters" ability refuses them before searching anything.
         """
         builder = RunBuilder(self.name)
         qids = list(queries)
         filters = query_filters(queries, qids)
         require_filters(self, filters)
         filtered = any(f is not None for f in filters)
-        step = batch_size or len(qids) or 1
+        one_by_one = type(self).search_batch is Retriever.search_batch and not filtered
+        step = 1 if one_by_one else (batch_size or len(qids) or 1)
         for start in range(0, len(qids), step):
             chunk = qids[start : start + step]
-            t0 = time.perf_counter()
-            try:
-                texts = [queries[q] for q in chunk]
-                if filtered:
-                    rankings = self.search_batch_filtered(texts, k, filters[start : start + step])
-                else:
-                    rankings = self.search_batch(texts, k)
-            except Exception as exc:  # a backend failure is recorded, not hidden
-                elapsed = time.perf_counter() - t0
-                for q in chunk:
-                    builder.add(
-                        q,
-                        status=QueryStatus.ERROR,
-                        latency=elapsed / len(chunk),
-                        error=f"{type(exc).__name__}: {exc}",
-                        batch=len(chunk),
-                    )
-                continue
-            elapsed = time.perf_counter() - t0
-            for q, ranking in zip(chunk, rankings, strict=True):
-                builder.add(q, clean_ranking(ranking), latency=elapsed / len(chunk), batch=len(chunk))
+            texts = [queries[q] for q in chunk]
+            flts = filters[start : start + step] if filtered else None
+
+            def call(texts: Sequence[str], flts: Sequence[Filter | None] | None) -> list[Ranking]:
+                got = self.search_batch(texts, k) if flts is None else self.search_batch_filtered(texts, k, flts)
+                if len(got) != len(texts):
+                    raise ValueError(f"search_batch returned {len(got)} rankings for {len(texts)} queries")
+                return got
+
+            if self.fallbacks is None:
+                self.fallbacks = BatchFallbacks()
+            isolate_failures(builder, chunk, texts, flts, call, self.fallbacks)
         return builder.build()
 
     # -- optional abilities ---------------------------------------------------------------------

@@ -9,7 +9,8 @@ that choice is wrong, recall dies silently. A system's `scope:` block declares t
   `retrievers/filters.py` (or None: no scope, the whole corpus):
   `folder_of_query` reads the query's `metadata.folder` (scope `{"folder": <it>}`); `metadata` reads the
   query's `metadata.scope` (any filter mapping); `module:function` names the user's own function
-  `(query_text, query_metadata) -> mapping | None`.
+  `(query_text, query_metadata) -> mapping | None`. A selector that raises for a query fails that query
+  alone (status `error`, its exception's message verbatim); every other query is still searched.
 - The filter is matched against each document's *scope view*: its metadata plus `rel_path` (its metadata's
   `rel_path`, else its metadata's `doc_id` (a chunk's document, `ChunkSet.to_corpus`), else its id), `folder` (the directory part of rel_path, "" at the top) and `type` (its metadata's
   `type`, else rel_path's file extension without the dot).
@@ -42,7 +43,7 @@ from retbench.config.experiment import ScopeBlock
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError
 from retbench.jsontypes import JSONObject
-from retbench.retrievers.base import Retriever, import_object
+from retbench.retrievers.base import Retriever, error_text, import_object
 from retbench.retrievers.filters import Filter, parse_filter
 
 FolderMode = Literal["off", "on", "on_with_fallback"]
@@ -166,19 +167,27 @@ class ScopedRetriever(Retriever):
     def close(self) -> None:
         self.inner.close()
 
-    def choose(self, queries: Queries) -> dict[str, tuple[Filter | None, float]]:
-        """Each query's scope filter and the selector's seconds; a bad mapping names the query."""
-        out: dict[str, tuple[Filter | None, float]] = {}
+    def choose(self, queries: Queries) -> dict[str, tuple[Filter | None, float, str | None]]:
+        """Each query's scope filter, the selector's seconds and the selector's error (None: it chose).
+
+        A selector that raises for a query fails that query alone (its exception recorded verbatim); a
+        mapping that is not a filter is a config error that names the query."""
+        out: dict[str, tuple[Filter | None, float, str | None]] = {}
         for q in queries:
             t0 = time.perf_counter()
-            spec = self.select(queries[q], queries.metadata.get(q) or {})
-            out[q] = (parse_filter(spec, where=f"query {q}: scope"), time.perf_counter() - t0)
+            try:
+                spec = self.select(queries[q], queries.metadata.get(q) or {})
+            except Exception as exc:  # the user's selector failed on this query: recorded, never hidden
+                out[q] = (None, time.perf_counter() - t0, f"scope selector {self.selector_name}: {error_text(exc)}")
+                continue
+            out[q] = (parse_filter(spec, where=f"query {q}: scope"), time.perf_counter() - t0, None)
         return out
 
     def search(self, queries: Queries, k: int, *, batch_size: int = 0) -> Run:
         chosen = self.choose(queries)
-        scoped = [q for q in queries if chosen[q][0] is not None]
-        plain = self.inner.search(queries.subset(q for q in queries if chosen[q][0] is None), k, batch_size=batch_size)
+        live = [q for q in queries if chosen[q][2] is None]
+        scoped = [q for q in live if chosen[q][0] is not None]
+        plain = self.inner.search(queries.subset(q for q in live if chosen[q][0] is None), k, batch_size=batch_size)
         inside = self._scoped(queries.subset(scoped), {q: chosen[q][0] for q in scoped}, k, batch_size)  # type: ignore[misc]
         empty = [
             q
@@ -192,7 +201,10 @@ class ScopedRetriever(Retriever):
         )
         builder = RunBuilder(self.name)
         for q in queries:
-            f, seconds = chosen[q]
+            f, seconds, failure = chosen[q]
+            if failure is not None:
+                builder.add(q, status=QueryStatus.ERROR, latency=seconds, error=failure)
+                continue
             src = plain if f is None else (again if again is not None and q in empty else inside)
             # a query's latency holds every part: choosing its scope and each search it took (a fallback's too)
             passes = [r for r in (plain if f is None else inside, again if src is again else None) if r is not None]

@@ -18,7 +18,9 @@ The cell runner asks an executor for two things and journals what comes back its
   batches go to actors that `load()` the index the runner saved (they never rebuild it); an actor
   that dies mid-batch is restarted and the batch retried by Ray (`max_restarts`, `max_task_retries`).
   Only the driver writes the journal, and only answers that came back, so a retried batch is
-  journaled once.
+  journaled once. Either way a batch whose search call raised is asked again one query at a time
+  (`retrievers/base.isolate_failures`), so a failure lands on the query that raised it; how many batches
+  that took is kept in the search conditions (`batch_fallbacks`).
 
 An experiment picks one with `executor: ray` or `executor: {kind: ray, address: ..., workers: N}`
 (address else `$RAY_ADDRESS`, else a local cluster of `num_cpus` CPUs); the default runs in process.
@@ -39,7 +41,7 @@ from typing import Any
 from retbench.config.experiment import ExecutorBlock
 from retbench.data import Corpus, Queries, Run
 from retbench.errors import BackendError, ConfigError
-from retbench.retrievers.base import PartTimes, Ranking, Retriever, create
+from retbench.retrievers.base import BatchFallbacks, PartTimes, Ranking, Retriever, create
 from retbench.retrievers.encoders import Encoder
 from retbench.studies.resources import rate, worker_figures
 
@@ -89,14 +91,56 @@ def _parts_of(retriever: Retriever) -> PartTimes | None:
     return None
 
 
+def _fallbacks_of(retriever: Retriever) -> list[BatchFallbacks]:
+    """The batch-fallback counters of the retriever and of the retriever a wrapper (scope, generate) holds."""
+    out: list[BatchFallbacks] = []
+    for r in (retriever, getattr(retriever, "inner", None)):
+        if isinstance(r, Retriever):
+            if r.fallbacks is None:
+                r.fallbacks = BatchFallbacks()
+            out.append(r.fallbacks)
+    return out
+
+
+def fallback_figures(retriever: Retriever, before: Sequence[tuple[int, int]]) -> dict[str, object]:
+    """{"batch_fallbacks": batches that raised and were asked again one query at a time, the queries in them,
+    and the first such batch error verbatim}, counted since `before`; {} when none did (`base.isolate_failures`)."""
+    now = _fallbacks_of(retriever)
+    batches = sum(f.batches - b[0] for f, b in zip(now, before, strict=True))
+    if not batches:
+        return {}
+    queries = sum(f.queries - b[1] for f, b in zip(now, before, strict=True))
+    first = next((f.first_error for f in now if f.first_error), "")
+    return {"batch_fallbacks": {"batches": batches, "queries": queries, "first_error": first}}
+
+
+def warm_query_vectors(retriever: Retriever, texts: Sequence[str]) -> dict[str, object]:
+    """Encode `texts` as queries into the embedding cache of every encoder the retriever uses, before any
+    search is timed, so every system and every tuning setting is timed with the same, warm query-vector
+    cache: which system ran first no longer decides its latency. A query's latency therefore never holds
+    the encoding of its query; the warm-up's own seconds are recorded beside it (`query_warmup`), not in it.
+    An encoder without a cache (`cache: false`) encodes inside every search, so every system is timed cold."""
+    encoders = [e for e in encoders_of(retriever) if e.use_cache]
+    if not encoders or not texts:
+        return {}
+    t0, encoded = time.perf_counter(), 0
+    for enc in encoders:
+        before = enc.stats.by_role["query"]["encoded"]
+        enc.encode(list(texts), "query")
+        encoded += enc.stats.by_role["query"]["encoded"] - before
+    return {"query_warmup": {"encoded": encoded, "of": len(texts) * len(encoders), "seconds": time.perf_counter() - t0}}
+
+
 def search_conditions(retriever: Retriever, search: Callable[[], None]) -> dict[str, object]:
     """Run `search` in this process and say what its latencies were measured under: how many query vectors
-    came from the embedding cache (a warm cache makes a dense search look fast) and the seconds of each part
-    of a composite retriever (`PartTimes`), both counted over this search alone."""
+    came from the embedding cache (a warm cache makes a dense search look fast), the seconds of each part
+    of a composite retriever (`PartTimes`) and the batches asked again query by query after they raised,
+    all counted over this search alone."""
     encodes, parts = _query_encodes(retriever), _parts_of(retriever)
     before = parts.snapshot() if parts is not None else {}
+    fell = [f.snapshot() for f in _fallbacks_of(retriever)]
     search()
-    out: dict[str, object] = {}
+    out: dict[str, object] = fallback_figures(retriever, fell)
     after = _query_encodes(retriever)
     if encodes is not None and after is not None:
         out["query_vectors"] = {"encoded": after[0] - encodes[0], "from_cache": after[1] - encodes[1]}
@@ -184,7 +228,8 @@ class InProcess:
             for batch in batches(queries, todo, batch_size):
                 on_batch(answers(retriever.search(batch, k)))
 
-        return {"executor": self.kind, "workers": 1, **search_conditions(retriever, search)}
+        warm = warm_query_vectors(retriever, [queries[q] for q in todo])
+        return {"executor": self.kind, "workers": 1, **warm, **search_conditions(retriever, search)}
 
     def close(self) -> None:
         """Nothing to release."""
@@ -265,7 +310,9 @@ class SearchWorker:
         self.retriever.load(index_dir)
 
     def search(self, batch: Queries, k: int) -> tuple[list[Answer], dict[str, object]]:
-        return answers(self.retriever.search(batch, k)), worker_figures()
+        fell = [f.snapshot() for f in _fallbacks_of(self.retriever)]
+        found = answers(self.retriever.search(batch, k))
+        return found, {**worker_figures(), **fallback_figures(self.retriever, fell)}
 
 
 class RayExecutor:
@@ -389,22 +436,32 @@ class RayExecutor:
             return {**here, "why": f"adapter {retriever.adapter!r} cannot save and load its index"}
         from ray.util import ActorPool
 
+        warm = warm_query_vectors(retriever, [queries[q] for q in todo])  # workers read the same cache folder
         count, _, _ = self._workers()
         parts = list(batches(queries, todo, batch_size))
         remote = self.ray.remote(**self._actor_options({"num_cpus": 1}))(SearchWorker)
         args = (adapter, params or {}, retriever.name, str(Path(index_dir).resolve()), os.getcwd())
         actors = [remote.remote(*args) for _ in range(min(count, len(parts)) or 1)]
         peak = 0.0
+        fell: dict[str, Any] = {}
         try:
             for part, figures in ActorPool(actors).map_unordered(lambda a, b: a.search.remote(b, k), parts):
                 on_batch(part)
                 peak = max(peak, figures["peak_rss_mib"])
+                if "batch_fallbacks" in figures:  # summed over workers (base.isolate_failures)
+                    got = figures["batch_fallbacks"]
+                    fell = {
+                        "batches": fell.get("batches", 0) + got["batches"],
+                        "queries": fell.get("queries", 0) + got["queries"],
+                        "first_error": fell.get("first_error") or got["first_error"],
+                    }
         except self.ray.exceptions.RayError as exc:
             raise BackendError(f"search failed on Ray (answered queries are journaled): {exc}") from None
         finally:
             for a in actors:
                 self.ray.kill(a)
-        return {"executor": self.kind, "workers": len(actors), "worker_peak_rss_mib": peak or None}
+        out = {"executor": self.kind, "workers": len(actors), "worker_peak_rss_mib": peak or None, **warm}
+        return out | ({"batch_fallbacks": fell} if fell else {})
 
     def close(self) -> None:
         """Stop the local cluster this executor started (a cluster it joined keeps running)."""

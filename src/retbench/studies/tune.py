@@ -33,7 +33,7 @@ from retbench.report.resolution import resolve
 from retbench.report.tune import Candidate, candidates, setting_name, tune_html, tune_lines, tune_markdown
 from retbench.resolution import RankResolution
 from retbench.results.read import read_results
-from retbench.studies.benchmark import parse_config, raise_if_backend_failed, run_experiment
+from retbench.studies.benchmark import Progress, parse_config, raise_if_backend_failed, run_experiment
 from retbench.tuning import TuneResult, cross_validate
 
 
@@ -242,8 +242,13 @@ def _groups(query_ids: Sequence[str], tags: Mapping[str, Sequence[str]]) -> list
     return ["|".join(sorted(of[q])) if q in of else f"query:{q}" for q in query_ids]
 
 
-def run_tune(cfg: TuneConfig, *, log: Callable[[str], None] = print, force: bool = False) -> TuneOutcome:
-    """Search every setting (resumable), cross-validate the choice, write tune.json and chosen.yaml."""
+def run_tune(
+    cfg: TuneConfig, *, log: Callable[[str], None] = print, force: bool = False, progress: Progress | None = None
+) -> TuneOutcome:
+    """Search every setting (resumable), cross-validate the choice, write tune.json and chosen.yaml.
+
+    `progress(stage, done, total)` is called as `retbench run` calls it (each setting's index and search), so
+    the CLI shows the same bars while the settings are encoded, indexed and searched."""
     settings, duplicates = settings_of(cfg)
     runs = cfg.output / "runs"
     derived = _derived_experiment(cfg, settings)
@@ -252,7 +257,7 @@ def run_tune(cfg: TuneConfig, *, log: Callable[[str], None] = print, force: bool
     log(
         f"tuning {cfg.model.system}: {len(settings)} settings ({len(duplicates)} duplicates skipped) on {cfg.model.metric}"
     )
-    outcome = run_experiment(experiment, force=force, log=log, history=False)
+    outcome = run_experiment(experiment, force=force, log=log, history=False, progress=progress)
     raise_if_backend_failed(outcome)
     loaded = load_systems([runs], metrics=[cfg.model.metric])
     evs = [loaded.get(f"{cfg.model.system}-{s.index:02d}") for s in settings]

@@ -314,10 +314,29 @@ class FrameworkRetriever(Retriever):
 
 
 def timed_batch(texts: list[str], run_all: Callable[[list[str]], Sequence[object]]) -> list[Outcome]:
-    """Outcomes from a framework's own batch call that returns hits or exceptions; latency is shared evenly."""
+    """Outcomes from a framework's own batch call that returns hits or exceptions; latency is shared evenly.
+
+    A batch call that raises as a whole (rather than returning the exception in that query's place) is
+    made again one text at a time, so the failure lands on the query that raised it; each query's latency
+    then holds its share of the failed call plus its own call."""
     t0 = time.perf_counter()
-    results = run_all(texts)
-    each = (time.perf_counter() - t0) / max(len(texts), 1)
+    n = max(len(texts), 1)
+    try:
+        results = list(run_all(texts))
+        if len(results) != len(texts):
+            raise ValueError(f"the framework's batch returned {len(results)} answers for {len(texts)} queries")
+    except Exception as exc:
+        wasted = (time.perf_counter() - t0) / n
+        if len(texts) <= 1:
+            return [Outcome(failure=exc, latency=wasted, batch=len(texts))] * len(texts)
+        out = []
+        for text in texts:
+            t1 = time.perf_counter()
+            (one,) = timed_batch([text], run_all)
+            one.latency, one.batch = wasted + time.perf_counter() - t1, len(texts)
+            out.append(one)
+        return out
+    each = (time.perf_counter() - t0) / n
     return [answer_outcome(r, each, len(texts)) for r in results]
 
 

@@ -6,7 +6,8 @@ never silently repaired):
 - the reranked list is a permutation of the first stage's top `depth` (nothing added, nothing lost);
 - at depth 1 it is exactly the first stage's top 1;
 - a query that failed in the first stage is failed in the reranked run too, with the same error;
-- a reranker failure is recorded per query with its message verbatim.
+- a reranker failure is recorded per query with its message verbatim: when a call for several queries
+  raises, each of them is scored again alone, so only the queries that fail alone are failed.
 
 The reranked run holds only the `depth` candidates (ranked by reranker score, ties by doc id
 descending as trec_eval orders them), so metrics with a cutoff above `depth` would be capped by the
@@ -84,6 +85,7 @@ class RerankStats:
     calls: int = 0
     seconds: float = 0.0
     wall_seconds: float = 0.0
+    isolated_calls: int = 0  # calls of several queries that raised, whose queries were then scored one by one
 
     def as_dict(self) -> JSONObject:
         return {
@@ -92,6 +94,7 @@ class RerankStats:
             "calls": self.calls,
             "seconds": self.seconds,
             "wall_seconds": self.wall_seconds,
+            "isolated_calls": self.isolated_calls,
         }
 
 
@@ -228,6 +231,28 @@ class RerankStage:
         self.stats.cached += n_pairs - len(todo_keys)
         return [[float(found[k][0]) for k in row] for row in keys]
 
+    def _score_call(self, items: list[tuple[str, list[str]]]) -> list[list[float] | BaseException]:
+        """Each item's scores, or the exception that stands for them; a failure lands on the query that raised.
+
+        One reranker call scores every item; when it raises for several queries, each is scored again on
+        its own (costing the failed call plus one call per query, counted in `stats.isolated_calls`), so
+        only the queries that fail alone are recorded as failed, each with its own message. A timeout is
+        not retried query by query (that could cost `timeout_s` per query): every query of the call has it.
+        """
+        try:
+            return list(self.score(items)) if items else []
+        except Exception as exc:  # recorded per query by the caller, verbatim
+            if len(items) == 1 or isinstance(exc, TimeoutError):
+                return [exc] * len(items)
+            self.stats.isolated_calls += 1
+        out: list[list[float] | BaseException] = []
+        for item in items:
+            try:
+                out.append(self.score([item])[0])
+            except Exception as one:
+                out.append(one)
+        return out
+
     def rerank(self, first: Run, queries: Queries, corpus: Corpus, *, name: str = "") -> Run:
         """The reranked Run for every query of `first` (failures carried over; see the module docstring)."""
         builder = RunBuilder(name or first.name)
@@ -250,17 +275,13 @@ class RerankStage:
                     continue
                 ready.append((q, docs))
             t0 = time.perf_counter()
-            failed = QueryStatus.ERROR
-            try:
-                scores = self.score([(queries[q], [corpus.joined(corpus.index[d]) for d in docs]) for q, docs in ready])
-                error = None
-            except Exception as exc:  # the reranker failed: every query of the call is recorded with its message
-                scores, error = [], f"{type(exc).__name__}: {exc}"
-                failed = QueryStatus.TIMEOUT if isinstance(exc, TimeoutError) else QueryStatus.ERROR
+            outcomes = self._score_call(
+                [(queries[q], [corpus.joined(corpus.index[d]) for d in docs]) for q, docs in ready]
+            )
             spent = time.perf_counter() - t0
             self.stats.wall_seconds += spent
             share = spent / max(1, len(ready))
-            by_q = {q: (docs, scores[i] if error is None else None) for i, (q, docs) in enumerate(ready)}
+            by_q = {q: (docs, outcomes[i]) for i, (q, docs) in enumerate(ready)}
             for q in chunk:
                 latency = first.latency.get(q, 0.0) + (share if q in by_q else 0.0)
                 # the total is amortised when either part is: the first stage's batch or this call's queries
@@ -275,11 +296,12 @@ class RerankStage:
                     )
                 elif q not in by_q:
                     continue  # recorded above (invalid first-stage ids)
-                elif error is not None:
-                    builder.add(q, status=failed, latency=latency, error=error, batch=batch)
                 else:
                     docs, s = by_q[q]
-                    assert s is not None  # scores are None only when the call failed (error set above)
+                    if isinstance(s, BaseException):
+                        failed = QueryStatus.TIMEOUT if isinstance(s, TimeoutError) else QueryStatus.ERROR
+                        builder.add(q, status=failed, latency=latency, error=f"{type(s).__name__}: {s}", batch=batch)
+                        continue
                     ranking = list(zip(docs, s, strict=True))
                     if self.fusion is not None:
                         ranking = self.fusion.apply(first.ranking(q)[: self.depth], ranking)
