@@ -52,7 +52,9 @@ def _undecided(check: Check, cand: Mapping[str, Any], diff: Mapping[str, Any] | 
         edge = check.limit if check.lower_is_better else -check.limit
         return bool(diff["low"] <= edge <= diff["high"])
     low, high = cand.get("low"), cand.get("high")
-    return low is None or math.isnan(low) or bool(low <= check.limit <= high)
+    if low is None or high is None or math.isnan(low):
+        return True
+    return bool(low <= check.limit <= high)
 
 
 def _check_gates(criteria: Criteria, metric: str, has_baseline: bool) -> None:
