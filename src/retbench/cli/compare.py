@@ -204,7 +204,7 @@ def gate_command(
     criteria: Annotated[
         Path, typer.Option(help="Ship criteria YAML (gates: name, metric, threshold, regression_max, severity).")
     ],
-    candidate: Annotated[Path, typer.Option(help="Candidate: a results directory or a TREC run file.")],
+    candidate: Annotated[Path | None, typer.Option(help="Candidate: a results directory or a TREC run file.")] = None,
     baseline: Annotated[
         str | None,
         typer.Option(
@@ -232,6 +232,14 @@ def gate_command(
         bool, typer.Option(help="Gate on a baseline computed on other corpora or qrels (printed as a note).")
     ] = False,
     allow_different_settings: Annotated[bool, typer.Option(help=_ALLOW_SETTINGS_HELP)] = False,
+    labels: Annotated[
+        Path | None,
+        typer.Option(
+            "--labels",
+            help="Judge a label study's PPI estimates instead (`retbench label init`): its decision B − A, or the "
+            "systems named by --candidate-system / --baseline-system.",
+        ),
+    ] = None,
 ) -> None:
     """Apply ship criteria. Exit 0 pass (warnings print), 1 an error gate failed, 2 bad criteria, 3 backend failures.
 
@@ -242,21 +250,36 @@ def gate_command(
     from retbench.gates import gate
     from retbench.report.gate_comment import gate_json, render_comment, sentence
 
-    done = gate(
-        criteria,
-        candidate,
-        baseline,
-        candidate_system=candidate_system,
-        baseline_system=baseline_system,
-        qrels=qrels,
-        queries=queries,
-        history_file=history_file,
-        allow_different_data=allow_different_data,
-        allow_different_settings=allow_different_settings,
-        n_resamples=resamples,
-        seed=seed,
-        note=_note,
-    )
+    if labels is not None:
+        given = [f"--{n}" for n, v in (("candidate", candidate), ("baseline", baseline), ("qrels", qrels)) if v]
+        if given:
+            raise fail(
+                f"--labels takes the systems from the study: drop {', '.join(given)} and name them with "
+                "--candidate-system / --baseline-system (default: the study's decision)"
+            )
+        from retbench.studies.labels.gate import gate_study  # deferred: the study's numpy work, for start-up time
+
+        done = gate_study(
+            criteria, labels, candidate_system=candidate_system, baseline_system=baseline_system, note=_note
+        )
+    elif candidate is None:
+        raise fail("give --candidate (a results directory or a TREC run file), or --labels STUDY")
+    else:
+        done = gate(
+            criteria,
+            candidate,
+            baseline,
+            candidate_system=candidate_system,
+            baseline_system=baseline_system,
+            qrels=qrels,
+            queries=queries,
+            history_file=history_file,
+            allow_different_data=allow_different_data,
+            allow_different_settings=allow_different_settings,
+            n_resamples=resamples,
+            seed=seed,
+            note=_note,
+        )
     report = done.report
     text = render_comment(report)
     typer.echo(text)

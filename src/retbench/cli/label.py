@@ -34,7 +34,12 @@ def init_command(
         str, typer.Option(help="A BEIR folder (qrels optional: a trace import's folder), or a shipped name.")
     ],
     systems: Annotated[
-        list[Path] | None, typer.Option("--systems", help="Results directories of `retbench run` (systems/*/run.trec).")
+        list[Path] | None,
+        typer.Option(
+            "--systems",
+            help="Results directories of `retbench run` (systems/*/run.trec), or experiment configs (YAML) whose "
+            "systems are searched over the dataset here.",
+        ),
     ] = None,
     runs: Annotated[
         list[Path] | None, typer.Option("--runs", help="TREC run files (the live system's, others).")
@@ -53,7 +58,15 @@ def init_command(
     if not given and not folder_runs:
         raise fail("give the systems to compare: --systems RESULTS_DIR and/or --runs RUN.trec")
     made = init_study(
-        study, dataset, [*folder_runs, *given], k=k, metric=metric, decision=_decision(decision), seed=seed, split=split
+        study,
+        dataset,
+        [*folder_runs, *given],
+        k=k,
+        metric=metric,
+        decision=_decision(decision),
+        seed=seed,
+        split=split,
+        note=lambda line: typer.echo(line, err=True),
     )
     queries = len({p["qid"] for p in made.pairs})
     typer.echo(

@@ -117,6 +117,8 @@ class GateReport:
     seed: int
     mode: str = "trec_eval"
     caveats: list[Caveat] = field(default_factory=list)  # what weakens either side's numbers (the flow fills it)
+    #: the label study the numbers come from (`gates.labels`: its path, metric, k, estimand); None: tables
+    study: dict[str, Any] | None = None
 
     @property
     def backend_failed(self) -> bool:
@@ -160,6 +162,7 @@ class GateReport:
                     "n_resamples": self.n_resamples,
                     "seed": self.seed,
                 },
+                **(_study_fields(self.study) if self.study else {}),
                 "gates": [
                     {
                         "name": r.gate.name,
@@ -187,6 +190,15 @@ class GateReport:
                 ],
             }
         )
+
+
+def _study_fields(study: dict[str, Any]) -> dict[str, Any]:
+    """What a gate judged on a label study says instead of the paired test: its counting, its test, itself."""
+    return {
+        "counting": "every pooled query of the study; a query a system did not answer scores 0",
+        "test": {"name": "prediction-powered inference (label study), normal interval, two-sided"},
+        "study": study,
+    }
 
 
 def _check_metric(ev: PerQueryScores, gate: Gate, side: str, path: str) -> None:
@@ -314,15 +326,23 @@ def _label_source(
 def _scope_checks(
     scope: str, lim: Limits, base: np.ndarray | None, cand: np.ndarray, p: float | None, gate: Gate, alpha: float
 ) -> list[Check]:
-    out = []
     cmean = float(cand.mean()) if cand.size else math.nan
+    change = None if base is None else float(cand.mean() - base.mean()) if cand.size else math.nan
+    return limit_checks(scope, lim, cmean, change, p, gate, alpha)
+
+
+def limit_checks(
+    scope: str, lim: Limits, cmean: float, change: float | None, p: float | None, gate: Gate, alpha: float
+) -> list[Check]:
+    """The checks of one scope from the candidate's mean and its change from the baseline (candidate − baseline;
+    None: no baseline), with `p` the change's two-sided p-value: the one rule every estimate is judged by."""
+    out = []
     lower = lower_is_better(gate.metric)  # then the threshold is a ceiling and a rise is the regression
     if lim.threshold is not None:
         ok = cmean <= lim.threshold + EPS if lower else cmean >= lim.threshold - EPS
         out.append(Check(scope, "ceiling" if lower else "floor", lim.threshold, cmean, bool(ok)))
-    if lim.regression_max is not None and base is not None:
-        worse = (cand.mean() - base.mean()) if lower else (base.mean() - cand.mean())
-        drop = float(worse) if cand.size else math.nan
+    if lim.regression_max is not None and change is not None:
+        drop = change if lower else -change
         too_big = drop > lim.regression_max + EPS
         waived = bool(too_big and gate.require_significance and not (p is not None and p < alpha))
         passed = not too_big or waived

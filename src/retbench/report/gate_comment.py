@@ -15,6 +15,7 @@ from retbench.data.status import FAILED_COUNT, NOT_ANSWERED_COUNTS
 from retbench.gates import Check, GateReport, GateResult
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt
+from retbench.report.label_study import label_source
 from retbench.report.markdown import md_text
 from retbench.report.plan import detects_sentence, size
 from retbench.report.weakening import gate_caveats
@@ -47,7 +48,36 @@ def sentence(r: GateResult) -> str:
             f"{name} {verb} from {fmt.value(m, r.baseline)} to {fmt.value(m, r.candidate)} "
             f"({fmt.change(m, r.delta)}, {fmt.pvalue(r.p)})"
         )
-    return f"{head}: {r.outcome}"
+    study = study_source(r)
+    return f"{head}{f' ({study})' if study else ''}: {r.outcome}"
+
+
+def study_source(r: GateResult) -> str:
+    """'PPI, 40 human / 236 LLM labels, judged@10 0.97' for a gate judged on a label study ('' otherwise)."""
+    e = r.estimate
+    if not e or not e.get("label_study"):
+        return ""
+    kind = {"ppi": "PPI", "human": "human", "llm": "LLM"}[e["source"]]
+    return label_source({**e, "estimate": kind}, int(e["k"]))
+
+
+def _study_note(r: GateResult) -> str:
+    """A label-study gate's intervals and the limits they cannot settle yet."""
+    e, m = r.estimate or {}, r.gate.metric
+    parts = [study_source(r)]
+    if e.get("candidate_low") is not None:
+        parts.append(
+            f"candidate {fmt.value(m, r.candidate)} [{fmt.value(m, e['candidate_low'])}, "
+            f"{fmt.value(m, e['candidate_high'])}]"
+        )
+    if e.get("delta") is not None and e.get("ci_low") is not None:
+        parts.append(
+            f"change {fmt.change(m, e['delta'])} [{fmt.change(m, e['ci_low'])}, {fmt.change(m, e['ci_high'])}]"
+        )
+    if e.get("undecided"):
+        what = " and ".join("the change limit" if k == "regression" else f"the {k}" for k in e["undecided"])
+        parts.append(f"undecided: the interval holds {what} (more human labels could turn this verdict)")
+    return "; ".join(parts)
 
 
 def check_note(c: Check, metric: str = "recall") -> str:
@@ -92,6 +122,8 @@ def source_note(r: GateResult) -> str:
     e, m = r.estimate, r.gate.metric
     if not e:
         return ""
+    if e.get("label_study"):
+        return _study_note(r)
     if e["source"] == "ppi":  # in the metric's unit: percentage points for a share, decimals for a score
         return (
             f"PPI change {fmt.change(m, e['delta'])} [{fmt.change(m, e['ci_low'])}, {fmt.change(m, e['ci_high'])}], "
@@ -184,7 +216,8 @@ def _gate_table(report: GateReport) -> list[str]:
         change = f"{fmt.change(m, r.delta)} ({fmt.pvalue(r.p)})" if r.delta is not None else "—"
         result = r.outcome + (f": {'; '.join(reasons(r))}" if reasons(r) else "")
         limits = _limits_text(r.gate.limits, m, r.detectable)
-        labels = "" if not r.estimate or r.estimate["source"] == "human" else f" — {source_note(r)}"
+        plain = not r.estimate or (r.estimate["source"] == "human" and not r.estimate.get("label_study"))
+        labels = "" if plain else f" — {source_note(r)}"
         lines.append(
             f"| {_icon(r)} | {label(r.gate)} ({r.gate.severity}){labels} | {fmt.value(m, r.baseline) if r.baseline is not None else '—'} | "
             f"{fmt.value(m, r.candidate)} | {change} | {limits} | {result} |"
@@ -256,11 +289,16 @@ def _how_to_read(report: GateReport) -> list[str]:
     metrics = list(dict.fromkeys(r.gate.metric for r in report.results))
     lines = ["<details>", "<summary>How to read this</summary>", ""]
     lines += [f"- **{fmt.metric_label(m)}**: {fmt.metric_meaning(m)}." for m in metrics]
+    test = (
+        f"paired randomization test over the same queries, {report.n_resamples:,} resamples"
+        if report.study is None
+        else "the normal p-value of the label study's interval for the change: below alpha exactly when the "
+        "interval excludes 0"
+    )
     lines += [
         "- **pp** (percentage points): the plain difference of two percentages, 81.0% − 87.0% = −6.0 pp.",
         f"- **p**: how likely a change at least this large would be if both versions were equally good "
-        f"(paired randomization test over the same queries, {report.n_resamples:,} resamples). "
-        f"Below {report.criteria.alpha:g} the change is unlikely to be noise.",
+        f"({test}). Below {report.criteria.alpha:g} the change is unlikely to be noise.",
         "- **detectable**: the smallest drop the paired test finds 8 times in 10 with these queries; a limit "
         "smaller than it is checked against noise as much as against the change.",
         "- **labels**: human (qrels, reference answers); LLM (an LLM judge's labels: its bias is not corrected); "

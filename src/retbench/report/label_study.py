@@ -12,7 +12,8 @@ from typing import Any
 from retbench.results.caveats import JUDGED_THRESHOLD
 
 
-def _source(block: Mapping[str, Any], k: int) -> str:
+def label_source(block: Mapping[str, Any], k: int) -> str:
+    """Where a number comes from: 'PPI, 40 human / 236 LLM labels, judged@10 0.97' (the gate says it too)."""
     kind = block.get("estimate")
     judged = f"judged@{k} {block.get('judged', 0.0):.2f}" if "judged" in block else ""
     if kind == "PPI":
@@ -40,7 +41,7 @@ def answer_lines(answer: Mapping[str, Any], k: int = 10) -> list[str]:
     if diff:
         a, b = diff["a"], diff["b"]
         judged = min(systems[a].get("judged", 0.0), systems[b].get("judged", 0.0))
-        src = _source({**diff, "judged": judged}, k)
+        src = label_source({**diff, "judged": judged}, k)
         low, high, mean = diff.get("low"), diff.get("high"), diff["mean"]
         if low is not None and low == low and low > 0:
             lines.append(f"{b} beats {a} by {mean:.4f} [{low:.4f}, {high:.4f}] {metric} ({src})")
@@ -49,7 +50,7 @@ def answer_lines(answer: Mapping[str, Any], k: int = 10) -> list[str]:
         else:
             lines.append(f"no clear winner: {b} − {a} = {_interval(diff)} {metric}, the interval holds 0 ({src})")
     for name, block in systems.items():
-        lines.append(f"{name}: {metric} {_interval(block)} ({_source(block, k)})")
+        lines.append(f"{name}: {metric} {_interval(block)} ({label_source(block, k)})")
     ranks = answer.get("ranks")
     if ranks:
         lines.append(

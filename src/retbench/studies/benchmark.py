@@ -98,6 +98,7 @@ __all__ = [
     "prepare_dataset",
     "raise_if_backend_failed",
     "run_experiment",
+    "system_retriever",
 ]
 
 
@@ -399,6 +400,12 @@ def _run_system(
         )
     finally:
         lazy.close()
+
+
+def system_retriever(system: ExperimentSystem, key: str, sysdir: SystemDir, source: str, queries: Queries) -> Retriever:
+    """One system's retriever as a benchmark cell builds it (scope, answer side, query filters checked), for a
+    study that searches with the experiment's systems without scoring them (the label study pools their runs)."""
+    return _filtered_system(partial(_system, system, key, sysdir, source), queries)
 
 
 def _filtered_system(make: Callable[[], Retriever], queries: Queries) -> Retriever:

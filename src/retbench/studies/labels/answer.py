@@ -154,11 +154,23 @@ def _one(f_hat: np.ndarray, f: np.ndarray, xi: np.ndarray, pi: np.ndarray, alpha
     }
 
 
-def estimate_study(study_dir: str | Path, alpha: float = 0.05) -> dict[str, Any]:
+def estimate_study(study_dir: str | Path, alpha: float = 0.05, pair: tuple[str, str] | None = None) -> dict[str, Any]:
     """Per system {"mean", "low", "high", "n_human", "n_llm", "estimate"} and, with a decision, "difference"
     (B − A). The interval is for study.json's `estimand`: `population` (the queries the logged ones were drawn
-    from) or `logged` (these queries); both are given under each block's "logged" / "population"."""
+    from) or `logged` (these queries); both are given under each block's "logged" / "population".
+
+    `pair` (A, B) estimates that difference instead of the study's decision (the gate's baseline and
+    candidate); the estimator stays unbiased whatever the queue was chosen for, only its width may differ."""
     study = read_study(study_dir)
+    if pair is not None:
+        unknown = [s for s in pair if s not in study.systems]
+        if unknown:
+            raise InputError(
+                f"no system {unknown[0]!r} in this study (systems: {', '.join(study.systems)})",
+                path=study.path / "study.json",
+                field="systems",
+            )
+        study.meta["decision"] = {"a": pair[0], "b": pair[1]}
     events = read_label_events(study.path)
     human = events.human_grades()
     a = _arrays(study, human)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,8 +89,10 @@ def init_study(
     split: str | None = None,
     max_chars: int = 2000,
     scale: Sequence[int] = (0, 1, 2, 3),
+    note: Callable[[str], None] = print,
 ) -> Study:
-    """Create STUDY/ from a dataset (a BEIR folder, qrels optional) and the systems' runs (files or results dirs);
+    """Create STUDY/ from a dataset (a BEIR folder, qrels optional) and the systems' runs (files, results dirs,
+    or experiment configs whose systems are searched over the dataset first: `studies.labels.systems`);
     the metric defaults to nDCG@k."""
     from retbench.io.datasets import load_dataset
 
@@ -103,6 +105,10 @@ def init_study(
         raise InputError(f"k must be positive (got {k})", field="k")
     metric = metric or f"nDCG@{k}"
     metric_parts(metric, k)
+    # deferred: the benchmark machinery (retrievers, executors) only when a config is given, not on every read
+    from retbench.studies.labels.systems import with_runs
+
+    runs = with_runs(runs, dataset, out, k, note)
     found, _ = rl.find_runs(runs)
     names = [r.name for r in found]
     if len(set(names)) != len(names):
