@@ -13,7 +13,7 @@ import traceback
 
 import typer
 
-from retbench.cli import compare, datasets, evaluate, judge, plan, run, schema, serve, services, studies, tune
+from retbench.cli import compare, datasets, evaluate, judge, label, plan, run, schema, serve, services, studies, tune
 from retbench.cli.app import app, console, datasets_app, export_app, fail, handles_errors
 from retbench.secrets import redact
 
@@ -38,6 +38,7 @@ datasets_app.command("list")(datasets.datasets_list)
 datasets_app.command("info")(datasets.datasets_info)
 export_app.command("mlflow")(run.export_mlflow_command)
 app.add_typer(services.services_app, name="services")
+app.add_typer(label.label_app, name="label")
 
 
 def main() -> None:

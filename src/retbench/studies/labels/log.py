@@ -51,6 +51,10 @@ EVENTS = ("grade", "skip", "undo")
 MAX_LABELLER = 64
 
 
+class LabelConflict(InputError):
+    """A well-formed request the log says no to: a pair already answered otherwise, nothing left to undo."""
+
+
 def now_utc() -> str:
     """ISO-8601 UTC with milliseconds, as events record `at`."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -106,6 +110,11 @@ class Labels:
     def done(self, labeller: str) -> set[int]:
         """Pairs this labeller graded or skipped (not undone): out of their queue."""
         return {int(e["pair_id"]) for _, e in self.active(labeller)}
+
+    def second_opinions(self, labeller: str) -> set[int]:
+        """Pairs someone else graded that this labeller has not graded or skipped: what agreement needs."""
+        others = {int(e["pair_id"]) for _, e in self.active() if e["event"] == "grade" and e["labeller"] != labeller}
+        return others - self.done(labeller)
 
     def last_active(self, labeller: str) -> tuple[int, dict[str, Any]] | None:
         """The event an undo by this labeller would take back, or None."""
@@ -245,7 +254,9 @@ class LabelLog:
                     if old["event"] == kind and old.get("grade") == grade:
                         return index, old, True
                     said = f"graded {old['grade']}" if old["event"] == "grade" else "skipped"
-                    raise InputError(f"pair {pair_id} is already {said} by {labeller}; undo it first", field="pair_id")
+                    raise LabelConflict(
+                        f"pair {pair_id} is already {said} by {labeller}; undo it first", field="pair_id"
+                    )
             event = {
                 "event": kind,
                 "pair_id": pair_id,
