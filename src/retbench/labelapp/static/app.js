@@ -158,9 +158,19 @@ function renderEstimate(data) {
   $("agreement").textContent = parts.length ? parts.join("; ") : "No human grades yet.";
 }
 
+// the table is marked "loading" while an estimate is on its way (several may overlap)
+let estimating = 0;
+
 async function refreshEstimate() {
-  const r = await call("GET", "/api/estimate");
-  if (r.ok) renderEstimate(r.data);
+  estimating += 1;
+  $("estimate").classList.add("loading");
+  try {
+    const r = await call("GET", "/api/estimate");
+    if (r.ok) renderEstimate(r.data);
+  } finally {
+    estimating -= 1;
+    if (!estimating) $("estimate").classList.remove("loading");
+  }
 }
 
 async function loadNext() {
@@ -196,6 +206,7 @@ async function act(path, extra) {
 async function undo() {
   if (state.busy) return;
   state.busy = true;
+  document.body.classList.add("busy");
   try {
     const r = await call("POST", "/api/undo", { labeller: state.labeller });
     if (!r.ok) return say(r.data.error, "error");
@@ -207,6 +218,7 @@ async function undo() {
     refreshEstimate();
   } finally {
     state.busy = false;
+    document.body.classList.remove("busy");
   }
 }
 
