@@ -1,20 +1,20 @@
-"""What the page reads from a study folder: study.json and the pooled pairs (pairs.jsonl), reread when replaced.
+"""What the page reads from a study folder (the study's own `read_study`), read again whenever it is replaced.
 
-`retbench label prelabel` and `label next` rewrite pairs.jsonl atomically (a new file renamed over the old),
-so a running page notices a new file by its inode, size or modification time and reads it again: a person
-always grades the pair as the file now says it, and the label records the fingerprint of the text shown.
+`retbench label prelabel` and `label next` (and the queue fixed on the first `next_pairs`) rewrite pairs.jsonl
+atomically, a new file renamed over the old, so a running page notices a new file by its inode, size or
+modification time and reads it again: a person always grades the pair as the file now says it, and the label
+records the fingerprint of the text shown.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from pathlib import Path
 from typing import Any
 
 from retbench.errors import InputError
-from retbench.io.files import iter_jsonl, require_file
+from retbench.studies.labels.study import PAIRS_FILE, STUDY_FILE, Study, read_study
 
 
 class StudyFiles:
@@ -22,43 +22,33 @@ class StudyFiles:
 
     def __init__(self, study_dir: str | Path) -> None:
         self.dir = Path(study_dir)
-        require_file(self.dir / "study.json", "study file (make one with `retbench label init`)")
-        require_file(self.dir / "pairs.jsonl", "pairs file (make one with `retbench label init`)")
         self._lock = threading.Lock()
         self._stamp: tuple[tuple[int, int, int], ...] = ()
-        self._study: dict[str, Any] = {}
-        self._pairs: list[dict[str, Any]] = []
+        self._study: Study | None = None
+        self._load()  # a folder that is no study is an error at start, not on the first request
 
-    def _load(self) -> None:
-        paths = (self.dir / "study.json", self.dir / "pairs.jsonl")
-        stamp = tuple((s.st_ino, s.st_size, s.st_mtime_ns) for s in map(os.stat, paths))
-        if stamp == self._stamp:
-            return
+    def _load(self) -> Study:
+        paths = (self.dir / STUDY_FILE, self.dir / PAIRS_FILE)
         try:
-            study = json.loads(paths[0].read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise InputError(f"malformed JSON ({exc})", path=paths[0]) from None
-        if not isinstance(study, dict):
-            raise InputError("expected a JSON object", path=paths[0])
-        pairs = []
-        for line, pair in iter_jsonl(paths[1]):
-            if pair.get("pair_id") != len(pairs):
-                raise InputError(f"pair_id must be the line's index ({len(pairs)})", path=paths[1], line=line)
-            for name in ("qid", "doc_id", "query", "doc_text"):
-                if not isinstance(pair.get(name), str):
-                    raise InputError("missing or not text", path=paths[1], line=line, field=name)
-            pairs.append(pair)
-        self._study, self._pairs, self._stamp = study, pairs, stamp
+            stamp = tuple((s.st_ino, s.st_size, s.st_mtime_ns) for s in map(os.stat, paths))
+        except FileNotFoundError as exc:
+            raise InputError("not a label study: create one with `retbench label init`", path=exc.filename) from None
+        if self._study is None or stamp != self._stamp:
+            study = read_study(self.dir)
+            for line, pair in enumerate(study.pairs, start=1):
+                for name in ("qid", "doc_id", "query", "doc_text"):
+                    if not isinstance(pair.get(name), str):
+                        raise InputError("missing or not text", path=paths[1], line=line, field=name)
+            self._study, self._stamp = study, stamp
+        return self._study
 
     def study(self) -> dict[str, Any]:
         with self._lock:
-            self._load()
-            return self._study
+            return self._load().meta
 
     def pairs(self) -> list[dict[str, Any]]:
         with self._lock:
-            self._load()
-            return self._pairs
+            return self._load().pairs
 
     def scale(self) -> list[int]:
         """The grades a person may give (study.json "scale", default 0..3)."""

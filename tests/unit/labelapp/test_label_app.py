@@ -13,6 +13,7 @@ pytest.importorskip("httpx")  # TestClient's transport
 from starlette.testclient import TestClient
 
 from label_study_data import write_study
+from retbench.errors import InputError
 from retbench.labelapp.app import create_app
 from retbench.studies.labels.log import doc_sha256
 
@@ -203,3 +204,24 @@ def test_every_reply_forbids_inline_and_external_code(client):
 def test_a_labeller_name_is_required(client):
     assert client.get("/api/next").status_code == 400
     assert client.get("/api/next", params={"labeller": "  "}).status_code == 400
+
+
+def test_a_pairs_file_rewritten_under_the_page_is_read_again_and_a_grade_of_changed_text_refused(client, study):
+    pair = _next(client)["pair"]
+    pairs = _pairs(study)
+    pairs[pair["pair_id"]]["doc_text"] = "a different passage"
+    tmp = study / "pairs.jsonl.tmp"
+    tmp.write_text("".join(json.dumps(p) + "\n" for p in pairs))
+    tmp.replace(study / "pairs.jsonl")  # as the study rewrites it: a new file renamed over the old
+    refused = _grade(client, pair, 2)
+    assert refused.status_code == 409 and _events(study) == []
+    again = client.post("/api/undo", json={"labeller": "ann"})
+    assert again.status_code == 409  # nothing was stored, so nothing to undo
+    shown = _next(client)["pair"]
+    assert shown["pair_id"] == pair["pair_id"] and shown["doc_sha256"] == doc_sha256("a different passage")
+    assert _grade(client, shown, 2).status_code == 200
+
+
+def test_a_folder_that_is_no_study_is_refused_naming_the_file(tmp_path):
+    with pytest.raises(InputError, match=r"study\.json"):
+        create_app(tmp_path)
