@@ -118,10 +118,10 @@ def simulate(s: dict, reps: int, fractions: list[float], draws: int) -> list[dic
                     lo, hi = est.interval(0.05, "logged")
                     plo, phi = est.interval(0.05, "population")
                     means = []
-                    for i, name in enumerate(systems):
+                    for i in range(len(systems)):
                         e = active_mean(f_hat_all[i], s["pooled"][i], xi, pi, lam=None)
                         mlo, mhi = e.interval(0.05, "logged")
-                        means.append(bool(mlo <= s["full"][name].mean() <= mhi))
+                        means.append(bool(mlo <= s["pooled"][i].mean() <= mhi))
                     rows.append(
                         {
                             "judge": judge,
@@ -130,6 +130,7 @@ def simulate(s: dict, reps: int, fractions: list[float], draws: int) -> list[dic
                             "rep": rep,
                             "human_pairs": int(cost[xi].sum()),
                             "half_width": (hi - lo) / 2,
+                            "half_width_population": (phi - plo) / 2,
                             "cover_full": bool(lo <= truth_full.mean() <= hi),
                             "cover_pool": bool(lo <= truth_pool.mean() <= hi),
                             "cover_population_full": bool(plo <= truth_full.mean() <= phi),
@@ -156,6 +157,7 @@ def summarise(rows: list[dict]) -> list[dict]:
                 "reps": len(sel),
                 "human_pairs": float(np.mean([r["human_pairs"] for r in sel])),
                 "half_width": float(np.mean([r["half_width"] for r in sel])),
+                "half_width_population": float(np.mean([r["half_width_population"] for r in sel])),
                 "coverage_full": float(np.mean([r["cover_full"] for r in sel])),
                 "coverage_pool": float(np.mean([r["cover_pool"] for r in sel])),
                 "coverage_population": float(np.mean([r["cover_population_full"] for r in sel])),
@@ -197,12 +199,12 @@ def main() -> None:
     rows = simulate(s, reps, fractions, args.draws)
     summary = summarise(rows)
     print(
-        "| judge | sampler | human share | human pairs | half-width | coverage (full) | coverage (pooled) | coverage (population interval) | A mean covered | B mean covered | mean λ |"
+        "| judge | sampler | human share | human pairs | half-width | half-width (population) | coverage (full) | coverage (pooled) | coverage (population interval) | A mean covered (pooled truth) | B mean covered (pooled truth) | mean λ |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in summary:
         print(
-            f"| {r['judge']} | {r['sampler']} | {r['fraction']:.0%} | {r['human_pairs']:.0f} | {r['half_width']:.4f} | "
+            f"| {r['judge']} | {r['sampler']} | {r['fraction']:.0%} | {r['human_pairs']:.0f} | {r['half_width']:.4f} | {r['half_width_population']:.4f} | "
             f"{r['coverage_full']:.3f} | {r['coverage_pool']:.3f} | {r['coverage_population']:.3f} | {r['coverage_a']:.3f} | {r['coverage_b']:.3f} | {r['lam']:.2f} |"
         )
     print(

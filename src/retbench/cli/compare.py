@@ -37,8 +37,9 @@ _ALLOW_SETTINGS_HELP = (
 @handles_errors
 def compare_command(
     inputs: Annotated[
-        list[Path], typer.Argument(help="Results directories and/or TREC run files (run files need --qrels).")
-    ],
+        list[Path] | None,
+        typer.Argument(help="Results directories and/or TREC run files (run files need --qrels)."),
+    ] = None,
     qrels: Annotated[Path | None, typer.Option(help="Qrels for run files (TREC, or BEIR .tsv).")] = None,
     queries: Annotated[
         Path | None, typer.Option(help="BEIR queries.jsonl: query texts (and tags) for run files.")
@@ -79,12 +80,21 @@ def compare_command(
         bool, typer.Option(help="Compare results computed on different corpora or qrels (printed as a note).")
     ] = False,
     allow_different_settings: Annotated[bool, typer.Option(help=_ALLOW_SETTINGS_HELP)] = False,
+    labels: Annotated[
+        Path | None, typer.Option("--labels", help="A label study (`retbench label init`): its PPI answer.")
+    ] = None,
 ) -> None:
     """Paired A/B comparison: deltas with bootstrap CIs, randomization/t/Wilcoxon p-values, Holm-corrected.
 
     By default each system against the baseline on the primary metrics; --all-pairs and --metrics all widen it.
     """
     import json
+
+    if labels is not None:
+        _study_answer(labels, json_out)
+        return
+    if not inputs:
+        raise fail("give results directories or run files to compare, or --labels STUDY")
 
     from retbench.comparison import compare
     from retbench.inputs import canonical_metrics, check_same_data, check_same_settings, load_systems, primary_metrics
@@ -132,6 +142,18 @@ def compare_command(
     write(markdown_out, text)
     write(latex_out, table)
     write(json_out, json.dumps(cmp.to_dict(), indent=2, allow_nan=False) + "\n")
+
+
+def _study_answer(study: Path, json_out: Path | None) -> None:
+    """`compare --labels STUDY`: the study's systems and decision, estimated from LLM and people's labels."""
+    import json
+
+    from retbench.report.label_study import answer_lines
+    from retbench.studies.labels.answer import estimate_study
+
+    answer = estimate_study(study)
+    typer.echo("\n".join(answer_lines(answer, int(json.loads((study / "study.json").read_text())["k"]))))
+    write(json_out, json.dumps(answer, indent=2, allow_nan=False) + "\n")
 
 
 def _widen_hints(all_pairs: bool, metrics: str | None, n_systems: int) -> list[str]:

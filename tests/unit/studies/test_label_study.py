@@ -139,6 +139,12 @@ def test_without_labels_the_answer_is_the_llm_estimate_and_says_so(tmp_path):
 def test_next_pairs_follow_the_queue_and_skip_what_this_labeller_graded_or_skipped(tmp_path):
     data, runs = _folder(tmp_path)
     init_study(tmp_path / "s", data, runs, k=3, decision=("live", "bm25"), seed=1)
+    with pytest.raises(InputError, match="label prelabel"):
+        next_pairs(tmp_path / "s", "ann", 4)  # a queue made before the judge has graded would stay uninformed
+    study = read_study(tmp_path / "s")
+    for p in study.pairs:
+        p["llm"] = {"grade": 0, "status": "ok", "probs": {"0": 0.7, "1": 0.1, "2": 0.1, "3": 0.1}}
+    study.save_pairs()
     first = next_pairs(tmp_path / "s", "ann", 4)
     study = read_study(tmp_path / "s")
     orders = {p["pair_id"]: p["order"] for p in study.pairs}

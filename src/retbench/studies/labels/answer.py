@@ -28,6 +28,8 @@ from retbench.active import (
     queue_threshold,
     sampling_weights,
 )
+from retbench.errors import InputError
+from retbench.io.files import json_safe
 from retbench.stats import classical_mean_ci
 from retbench.studies.labels import pool_scores as ps
 from retbench.studies.labels.label_events import read_label_events
@@ -97,6 +99,12 @@ def _queue(study: Study, a: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
         for p in study.pairs:
             w[first[p["pair_id"]]], keys[first[p["pair_id"]]] = p["unit_w"], p["unit_key"]
         return w, keys
+    if not any(p.get("llm") for p in study.pairs):
+        raise InputError(
+            "no pair has a judge verdict yet: run `retbench label prelabel` first (the queue is chosen from the "
+            "judge's grades and fixed once made)",
+            path=study.path / "pairs.jsonl",
+        )
     u = _uncertainty(study, a)
     u_unit = u if u.ndim == 1 else u.sum(axis=0)
     w = sampling_weights(u_unit, cost=pool.mask.sum(axis=1), mix=MIX)
@@ -196,7 +204,7 @@ def estimate_study(study_dir: str | Path, alpha: float = 0.05) -> dict[str, Any]
         "waiting": int((complete & ~xi).sum()),
         "notes": events.notes,
     }
-    return out
+    return json_safe(out)
 
 
 def _judged_share(a: dict[str, Any], pool: ps.PoolArrays, s: int) -> float:
@@ -259,9 +267,5 @@ def plan_next(study_dir: str | Path, budget: int, alpha: float = 0.05) -> dict[s
     else:
         for s, name in enumerate(study.systems):
             expected[name] = expected_half_width(u[s], pi, alpha, spread(llm_vals[s]))
-    return {
-        "pairs": next_pairs(study.path, "", budget),
-        "threshold": t,
-        "expected_half_width": expected,
-        "current": current,
-    }
+    plan = {"pairs": next_pairs(study.path, "", budget), "threshold": t, "expected_half_width": expected}
+    return json_safe({**plan, "current": current})
