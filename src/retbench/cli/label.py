@@ -147,6 +147,21 @@ def status_command(
         typer.echo(f"note: {note}", err=True)
     for line in answer_lines(answer, int(made.meta["k"])):
         typer.echo(line)
+    for line in agreement_lines(study):
+        typer.echo(line)
+
+
+def agreement_lines(study: Path) -> list[str]:
+    """People's agreement (the label log's `agreement_summary`): one line per two labellers with common pairs."""
+    from retbench.studies.labels.log import agreement_summary
+
+    summary = agreement_summary(study)
+    return [
+        f"agreement {row['a']} vs {row['b']}: Cohen's kappa "
+        f"{'undefined' if row['kappa'] is None else format(row['kappa'], '.2f')} on {row['n']} pairs both graded "
+        f"(relevant = grade >= {row['relevant_from']}), same grade on {row['exact']:.0%}"
+        for row in summary["pairs"]
+    ]
 
 
 @label_app.command("serve")
