@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("report",),  # renders what studies computed; studies ask it to render, it never imports a study
     ("studies",),
     ("api", "testing", "services"),
-    ("cli", "serve"),
+    ("cli", "serve", "labelapp"),  # labelapp: the labelling page, an ASGI app beside `serve`
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 

@@ -160,3 +160,36 @@ def status_command(
         typer.echo(f"note: {note}", err=True)
     for line in answer_lines(answer, int(made.meta["k"])):
         typer.echo(line)
+    for line in agreement_lines(study):
+        typer.echo(line)
+
+
+def agreement_lines(study: Path) -> list[str]:
+    """People's agreement (the label log's `agreement_summary`): one line per two labellers with common pairs."""
+    from retbench.studies.labels.log import agreement_summary
+
+    summary = agreement_summary(study)
+    return [
+        f"agreement {row['a']} vs {row['b']}: Cohen's kappa "
+        f"{'undefined' if row['kappa'] is None else format(row['kappa'], '.2f')} on {row['n']} pairs both graded "
+        f"(relevant = grade >= {row['relevant_from']}), same grade on {row['exact']:.0%}"
+        for row in summary["pairs"]
+    ]
+
+
+@label_app.command("serve")
+@handles_errors
+def serve_command(
+    study: Annotated[Path, typer.Argument(help="The study folder (study.json, pairs.jsonl; labels.jsonl is added).")],
+    port: Annotated[int, typer.Option(help="Port (0 picks a free one; the URL is printed).")] = 8765,
+    host: Annotated[str, typer.Option(help="Address to listen on (loopback by default).")] = "127.0.0.1",
+    labeller: Annotated[
+        str | None, typer.Option(help="Name every label from this page is stored under (else the page asks once).")
+    ] = None,
+) -> None:
+    """Serve the labelling page: query and document side by side, grades by keyboard (digits; s skip; u undo;
+    ? help), the LLM's grade shown only after yours is stored, the live estimate per system. Every label is
+    fsynced to STUDY/labels.jsonl before the next pair shows."""
+    from retbench.labelapp.server import serve as serve_page  # deferred: `retbench --help` loads no web stack
+
+    serve_page(study, host=host, port=port, labeller=labeller)
