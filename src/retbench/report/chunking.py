@@ -17,6 +17,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from retbench.metrics.judges.spans import budget_label
+from retbench.metrics.registry import default_primary
 from retbench.report import fmt
 from retbench.report.markdown import md_table
 from retbench.report.model import SHORT_NOTE, resource_line, short_runs
@@ -42,17 +43,24 @@ def _f(v: Any, digits: int = 3) -> str:
 
 
 def resolution_of(cfg: ChunkingConfig, result: StudyResult) -> RankResolution | None:
-    """The (chunker, system) pairs' rank intervals on the first metric (three pairs or more; failed pairs out)."""
-    return resolve_result(result, [pair.name for pair in result], cfg.metrics[0]) if cfg.metrics else None
+    """The (chunker, system) pairs' rank intervals on the study's ranking metric (`primary:`, else
+    `registry.default_primary`): three pairs or more with a value of it; failed pairs and pairs without it out."""
+    metric = ranking_metric(cfg)
+    return resolve_result(result, [pair.name for pair in result], metric) if metric else None
+
+
+def ranking_metric(cfg: ChunkingConfig) -> str | None:
+    """The metric the pairs are ranked on (a config built without its model falls back to the default rule)."""
+    return getattr(cfg, "primary", "") or default_primary(cfg.metrics)
 
 
 def summary_rows(
     cfg: ChunkingConfig, result: StudyResult, res: RankResolution | None = None
 ) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
     """(header, rows) of the main table and of the fixed-budget table, formatted for any renderer; with `res`,
-    a rank-interval column on the first metric follows the metrics."""
+    a rank-interval column on the ranking metric follows the metrics."""
     k0 = cfg.token_k[0] if cfg.token_k else None
-    ranked = [f"{cfg.metrics[0]} rank 95%"] if res is not None else []
+    ranked = [f"{ranking_metric(cfg)} rank 95%"] if res is not None else []
     token = [f"token P@{k0}", f"token R@{k0}", f"token IoU@{k0}"] if k0 is not None else []
     head = [
         "chunker",
@@ -145,7 +153,7 @@ def gather(cfg: ChunkingConfig, result: StudyResult) -> ChunkingReport:
     head, rows, bhead, brows = summary_rows(cfg, result, res)
     manifest = result.manifest.data
     ds = (result.manifest.datasets or [{}])[0]
-    ranked = [f"**{cfg.metrics[0]} rank 95%**: {note(res)}"] if res is not None else []
+    ranked = [f"**{ranking_metric(cfg)} rank 95%**: {note(res)}"] if res is not None else []
     if getattr(cfg, "documents", None) is not None:
         rep = _gather_documents(cfg, manifest, head, rows, ds)
         rep.definitions[:0] = ranked

@@ -22,7 +22,7 @@ from retbench.errors import InputError
 from retbench.estimates import source_label
 from retbench.evaluation import Evaluation, coverage
 from retbench.inputs import canonical_metrics
-from retbench.metrics.registry import parse_metric
+from retbench.metrics.registry import default_primary, parse_metric
 from retbench.report import fmt
 from retbench.report.prcurve import pr_curves
 from retbench.results.caveats import find_holes
@@ -304,7 +304,8 @@ def _drill(
 
 
 def _metrics_and_primary(system: SystemResult, primary: str | None, path: Path) -> tuple[list[str], str]:
-    """The metrics of a system's result and the primary one (default: the first)."""
+    """The metrics of a system's result and the primary one, the metric systems are ranked on (default:
+    `registry.default_primary`, the first that measures the systems rather than the labels or a scope stage)."""
     metrics = list(system.metrics)
     if primary is not None:
         primary = (canonical_metrics([primary]) or [primary])[0]
@@ -314,7 +315,7 @@ def _metrics_and_primary(system: SystemResult, primary: str | None, path: Path) 
             )
     if not metrics:
         raise InputError("no metric has a value in metrics.json", path=path, field="metrics")
-    return metrics, primary or metrics[0]
+    return metrics, primary or default_primary(metrics) or metrics[0]
 
 
 def _in_order(names: list[str], *groups: list[SystemSummary]) -> list[SystemSummary]:

@@ -274,7 +274,7 @@ def render_leaderboard(board: Leaderboard) -> RenderableType:
             system,
             *(fmt.num(v) if v is not None else "—" for v in scores),
             fmt.num(mean),
-            f"{rank:.2f}",
+            board.rank_label(system),
             *([interval_cell(res, system)] if res is not None else []),
         ]
         for system, scores, mean, rank in board.rows()

@@ -98,6 +98,7 @@ class ChunkingConfig:
     systems: list[ScopedSystem]
     model: ChunkingModel  # the validated config it is derived from (the manifest records it)
     metrics: list[str] = field(default_factory=lambda: list(DEFAULT_METRICS))
+    primary: str = ""  # the metric the pairs are ranked on (ChunkingModel.ranking_metric; not in any fingerprint)
     token_k: list[int] = field(default_factory=lambda: [5, 10])
     budgets: list[int] = field(default_factory=lambda: [512])
     depth: int = 50
@@ -161,6 +162,7 @@ def study_config(model: ChunkingModel) -> ChunkingConfig:
         chunkers=model.chunker_params,
         systems=list(model.systems),
         metrics=list(model.metrics),
+        primary=model.ranking_metric,
         # no character-level scores nor budgets where relevance is a document's grade (the model refuses them)
         token_k=list(model.token_k) if documents is None else [],
         budgets=list(model.budgets) if documents is None else [],

@@ -219,3 +219,24 @@ def test_a_suite_leaderboard_shows_each_rank_interval_and_the_group_tied_for_fir
     else:
         assert f"Only {tied} reaches rank 1" in md
     assert board.to_dict()["tied_first"] == expected.tied_first
+
+
+def test_a_system_with_no_score_of_the_metric_anywhere_is_not_ranked_rather_than_last():
+    rates = {"a/x": 0.2, "a/y": 0.4, "b/x": 0.3, "b/y": 0.1}
+    rows = {k: {"scope_miss_rate": v, "recall@5": 0.5} for k, v in rates.items()}
+    rows |= {"a/plain": {"recall@5": 0.8}, "b/plain": {"recall@5": 0.9}}  # no scope stage: no scope_miss_rate
+    board = build_leaderboard(study(rows), "scope_miss_rate")
+    assert board.avg_rank["plain"] is None and board.rank_label("plain") == "not ranked"
+    assert board.systems == ["x", "y", "plain"]  # x: 1 and 2, y: 2 and 1; x has the lower mean miss rate
+    assert board.to_dict()["rows"][2]["average_rank"] is None
+
+
+def test_a_suite_ranks_on_the_first_metric_of_the_systems_when_a_label_coverage_measure_is_listed_first(
+    tmp_path: Path,
+):
+    sets = [{"path": str(write_twins(tmp_path / name))} for name in ("twins", "twins2")]
+    cfg = write_config(tmp_path, sets, metrics=["holes@10", "ndcg@10"])
+    result = runner.invoke(app, ["run", str(cfg), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "leaderboard: nDCG@10" in result.output
+    assert "## Leaderboard: nDCG@10" in (tmp_path / "out" / "report.md").read_text()
