@@ -3,7 +3,8 @@ report.html and the PR comment.
 
 Facts (from `results/caveats.py`): failed or missing queries (scored 0 in trec_eval counting, left out in
 pytrec_eval mode), judged queries with no relevant document (left out of every mean by retbench's default in
-trec_eval mode; trec_eval and pytrec_eval count them, 0 on the measures that divide by the relevant count), rankings shorter than the depth asked for (a metric whose cutoff passes a ranking's length counts the
+trec_eval mode; trec_eval and pytrec_eval count them, 0 on the measures that divide by the relevant count),
+retrieved documents the qrels judge relevant that BEIR's identical-id rule dropped (their id is their query's), rankings shorter than the depth asked for (a metric whose cutoff passes a ranking's length counts the
 missing ranks as not relevant), holes in the judgements (judged@10 below 90%), and a shallow depth: below
 `SHALLOW_DEPTH` documents per query, the measures without a cutoff (MAP, nDCG, bpref, MRR, R-precision, ...) are said
 to stand on that many documents, since trec_eval reads a run as deep as it goes and BEIR and TREC rank 100 and
@@ -48,6 +49,18 @@ def _unanswered(c: Caveat, metrics: Sequence[str] = ()) -> str:
         if worse:  # a failed answer is never a good one: the top of the range where lower is better
             effect += f", and the worst value (the top of its range) on {_listed(worse)}, where lower is better"
     return f"{c.system}: of {cov.get('judged', '?')} judged queries, {what}; {effect}."
+
+
+def _identical(c: Caveat) -> str:
+    n = int(c.coverage.get("identical_ids_relevant") or 0)
+    if not n:
+        return ""
+    dropped = c.coverage.get("identical_ids_dropped", "?")
+    return (
+        f"{c.system}: BEIR's identical-id rule dropped {dropped} retrieved documents whose id equals their query's, "
+        f"{n} of them judged relevant by the qrels; those queries lose a relevant document, so their scores are lower "
+        f"than the qrels allow (evaluation: ignore_identical_ids: false keeps them)."
+    )
 
 
 def _skipped(c: Caveat) -> str:
@@ -147,7 +160,7 @@ def caveat_lines(
     `unanswered`: include failed and missing queries (the PR comment says them beside each side's coverage)."""
     out = []
     for c in caveats:
-        found = [_unanswered(c, metrics) if unanswered else "", _skipped(c), _short(c, metrics)]
+        found = [_unanswered(c, metrics) if unanswered else "", _skipped(c), _identical(c), _short(c, metrics)]
         if holes and c.holes is not None:
             found.append(c.holes.sentence())
         out += [line for line in found if line]

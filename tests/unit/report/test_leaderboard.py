@@ -240,3 +240,19 @@ def test_a_suite_ranks_on_the_first_metric_of_the_systems_when_a_label_coverage_
     assert result.exit_code == 0, result.output
     assert "leaderboard: nDCG@10" in result.output
     assert "## Leaderboard: nDCG@10" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_identical_ids_dropped_that_the_qrels_judge_relevant_are_counted_and_said(tmp_path: Path):
+    twins = write_twins(tmp_path / "twins")
+    with (twins / "qrels" / "test.tsv").open("a") as fh:  # a public qrels file may judge a query's own id
+        fh.write("arg0\targ0\t1\narg1\targ1\t1\n")
+    cfg = write_config(tmp_path, [{"path": str(twins)}], evaluation={"ignore_identical_ids": True})
+    result = runner.invoke(app, ["run", str(cfg), "--quiet", "--no-history"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    cov = read_results(tmp_path / "out")["bm25"].coverage
+    assert (cov["identical_ids_dropped"], cov["identical_ids_relevant"]) == (8, 2)
+    said = "bm25: BEIR's identical-id rule dropped 8 retrieved documents whose id equals their query's, 2 of them"
+    assert said in " ".join(result.output.split())
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "identical query/doc ids ignored (8 dropped, 2 of them judged relevant)" in md
+    assert said in " ".join(md.split())
