@@ -329,5 +329,9 @@ def render_chunking(cfg: Any, result: StudyResult) -> RenderableType:
             if rep.budgets
             else []
         ),
+        *(
+            FittedTable(header, [list(r) for r in rows], title=f"breakdown by group: {name}", corner="column")
+            for name, header, rows in rep.breakdowns
+        ),
         Text("Resources, definitions and the budget chart: report.md and report.html.", style="dim"),
     )

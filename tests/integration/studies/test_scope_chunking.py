@@ -171,3 +171,34 @@ def test_a_primary_metric_the_study_does_not_compute_is_refused_naming_the_field
     with pytest.raises(ConfigError, match="not one of the study's metrics") as err:
         parse_config(cfg, "scoped.yaml")
     assert err.value.field == "primary"
+
+
+def test_a_chunking_study_shows_the_intervals_and_the_breakdown_metrics_json_holds(tmp_path: Path, router) -> None:
+    import io
+
+    from rich.console import Console
+
+    from retbench.report.terminal import render_chunking
+    from retbench.results import read_results
+
+    data = write_small_set(tmp_path / "small")
+    cfg = shipped_config(tmp_path, dataset=str(data), depth=2, budgets=[64], token_k=[1], metrics=["recall@2", "mrr@2"])
+    cfg["chunkers"] = [{"name": "sentences", "kind": "sentences", "size": 1, "overlap": 0}]
+    parsed = parse_config(cfg, "scoped.yaml")
+    outcome = run_chunking(parsed, log=lambda _: None)
+    stored = read_results(tmp_path / "out")["sentences+bm25_routed"]
+    mrr = stored.metrics["mrr@2"]
+    shown = f"{mrr.value:.3f} [{mrr.ci_low:.3f}, {mrr.ci_high:.3f}]"
+    group = stored.breakdown["doc_type:md"]  # every gold document of the set is a .md file
+    assert group["n"] == 4
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert summary_table(report)["bm25_routed"]["mrr@2"] == shown
+    section = report.split("## Breakdown by group", 1)[1].split("\n## ", 1)[0]
+    assert "### sentences+bm25_routed" in section
+    assert f"| doc_type:md | 4 | {group['means']['recall@2']:.4f} | {group['means']['mrr@2']:.4f} |" in section
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "Breakdown by group" in html and "doc_type:md" in html and shown in html
+    out = io.StringIO()
+    Console(file=out, width=250).print(render_chunking(parsed, outcome.result))
+    printed = out.getvalue()
+    assert shown in printed and "breakdown by group: sentences+bm25_routed" in printed and "doc_type:md" in printed
