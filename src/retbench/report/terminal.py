@@ -209,7 +209,7 @@ def render_summary(result: StudyResult, metrics: list[str], title: str = "") -> 
             scored.append(f" ({cov['failed']} failed → 0)", style="red")
         if cov.get("mode") == "pytrec_eval":
             scored.append(" (pytrec_eval mode: answered only)", style="yellow")
-        rows.append([system.name, *(_with_source(system.metrics.get(m)) for m in metrics), scored])
+        rows.append([system.name, *(_with_source(system.metrics.get(m), m) for m in metrics), scored])
     table = FittedTable(["system", *metrics, "scored"], rows, title=title, corner="metric")
     return _with_caveats(table, result, metrics)
 
@@ -227,12 +227,16 @@ def _with_caveats(table: RenderableType, result: StudyResult, metrics: list[str]
     return Group(table, *(Text(redact(line), style="yellow") for line in lines)) if lines else table
 
 
-def _with_source(value: MetricValue | None) -> str:
+def _with_source(value: MetricValue | None, metric: str) -> str:
     """A system's mean, with its label source where that is not human, read from the value's own estimate block
-    as report.md and report.html read it (`estimates.source_label`: LLM labels, or PPI with its n human / n LLM)."""
+    as report.md and report.html read it (`estimates.source_label`: LLM labels, or PPI with its n human / n LLM);
+    an LLM-judged metric stored without the block is LLM labels alone."""
+    from retbench.metrics.judged import JUDGED_METRICS
+
     if value is None or value.value != value.value:
         return "—"
-    source = source_label(value.estimate, value=True)
+    alone = {"source": "llm"} if value.estimate is None and metric in JUDGED_METRICS else None
+    source = source_label(value.estimate or alone, value=True)
     return f"{value.value:.4f}" + (f" ({source})" if source else "")
 
 

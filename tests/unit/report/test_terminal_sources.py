@@ -28,7 +28,9 @@ def test_a_ppi_corrected_judged_mean_is_printed_as_ppi_with_its_human_and_llm_co
         {
             "corrected": SystemResult("corrected", {"faithfulness": MetricValue(0.66, estimate=ppi)}),
             "plain": SystemResult("plain", {"faithfulness": MetricValue(0.64, estimate=llm)}),
-            "people": SystemResult("people", {"faithfulness": MetricValue(0.7)}),
+            "people": SystemResult(
+                "people", {"faithfulness": MetricValue(0.7, estimate=estimate_block("human", 30, 0, 0.7, 0.6, 0.8))}
+            ),
         },
     )
     text = " ".join(printed(render_summary(result, ["faithfulness"]), monkeypatch).split())
