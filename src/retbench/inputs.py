@@ -18,7 +18,8 @@ from retbench.errors import InputError
 from retbench.evaluation import Evaluation, coverage, evaluate
 from retbench.io.beir import read_queries
 from retbench.io.judgements import read_judgements, read_system
-from retbench.metrics.registry import DEFAULT_METRICS, default_primary, parse_metrics
+from retbench.metrics.primary import default_primary
+from retbench.metrics.registry import DEFAULT_METRICS, parse_metrics
 from retbench.results import history_read, load_results
 from retbench.results.caveats import HOLE_METRICS, Caveat, system_holes, table_means
 from retbench.results.layout import all_pairs, split_key
@@ -122,7 +123,7 @@ def groups_from_queries(queries: Mapping[str, str] | None) -> dict[str, list[str
 
 def primary_metrics(config: Mapping[str, Any] | None, shared: Sequence[str]) -> list[str]:
     """The metrics a comparison tests by default: the config's `primary:` list, else the first of its metrics that
-    ranks systems (`registry.default_primary`), else that of the metrics the inputs share -- kept to those every
+    ranks systems (`metrics.primary.default_primary`), else that of the metrics the inputs share -- kept to those every
     input has."""
     cfg = config or {}
     first = default_primary([str(m) for m in cfg.get("metrics") or []])

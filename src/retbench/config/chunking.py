@@ -21,7 +21,8 @@ from retbench.config.common import DatasetBlock, EvalBlock, unique_names
 from retbench.config.experiment import MetricName, ScopedSystem, metric_cutoffs
 from retbench.config.study import Study
 from retbench.errors import ConfigError
-from retbench.metrics.registry import default_primary, parse_metric
+from retbench.metrics.primary import default_primary
+from retbench.metrics.registry import parse_metric
 
 DEFAULT_METRICS = ["recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10", "P@5"]
 SEPARATOR = "+"  # between the chunker's and the system's name in a pair's results key
@@ -86,7 +87,7 @@ class ChunkingModel(Study):
         None,
         description="the metric the (chunker, system) pairs are ranked on (rank intervals, tied for first), one of "
         "`metrics`; default: the first of `metrics` that measures the systems, not a count, the labels' coverage "
-        "(judged, holes) or scope_miss_rate (registry.default_primary)",
+        "(judged, holes) or scope_miss_rate (metrics.primary.default_primary)",
     )
     token_k: list[PositiveInt] = Field(default_factory=lambda: [5, 10], min_length=1)
     budgets: list[PositiveInt] = Field(default_factory=lambda: [512], min_length=1)
@@ -169,7 +170,7 @@ class ChunkingModel(Study):
 
     @property
     def ranking_metric(self) -> str:
-        """The metric the pairs are ranked on: `primary`, else `registry.default_primary(metrics)`."""
+        """The metric the pairs are ranked on: `primary`, else `metrics.primary.default_primary(metrics)`."""
         return self.primary or default_primary(self.metrics) or self.metrics[0]
 
     @model_validator(mode="after")

@@ -28,7 +28,8 @@ from retbench.config.rubric import Rubrics
 from retbench.config.study import Study
 from retbench.errors import InputError
 from retbench.metrics.judged import JUDGED_METRICS
-from retbench.metrics.registry import DEFAULT_METRICS, default_primary, parse_metric
+from retbench.metrics.primary import default_primary
+from retbench.metrics.registry import DEFAULT_METRICS, parse_metric
 
 
 def _metric_name(name: str) -> str:
@@ -280,7 +281,7 @@ class ExperimentModel(Study):
         min_length=1,
         description="the metrics the report and `compare` test for significance; the first also ranks the systems "
         "(rank intervals, tied for first, suite leaderboards). Default: the first of `metrics` that measures the "
-        "systems, not a count, the labels' coverage (judged, holes) or scope_miss_rate (registry.default_primary)",
+        "systems, not a count, the labels' coverage (judged, holes) or scope_miss_rate (metrics.primary.default_primary)",
     )
 
     @model_validator(mode="after")
@@ -343,7 +344,7 @@ class ExperimentModel(Study):
 
     @property
     def ranking_metric(self) -> str:
-        """The metric systems are ranked on: the first of `primary`, else `registry.default_primary(metrics)`."""
+        """The metric systems are ranked on: the first of `primary`, else `metrics.primary.default_primary(metrics)`."""
         if self.primary:
             return parse_metric(self.primary[0], self.evaluation.default_k).name
         return default_primary(self.metric_names) or self.metric_names[0]

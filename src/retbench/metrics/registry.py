@@ -419,34 +419,6 @@ def lower_is_better(name: str) -> bool:
 JUDGEMENT_MEASURES = frozenset({"holes", "unj", "rbp_resid"})
 
 
-#: measures of how far the labels cover a ranking: they describe the labels, so they never rank systems by default
-COVERAGE_MEASURES = JUDGEMENT_MEASURES | {"judged"}
-
-
-def ranks_systems(name: str) -> bool:
-    """Whether `name` can be the metric a study ranks systems on by default (`default_primary`).
-
-    Not a count summed over queries (`num_rel`, `num_ret`: aggregate "sum"), not a measure of the judgements or of
-    the labels' coverage (`num_q`, `judged`, `holes`, `unj`, `rbp_resid`), and not a diagnostic that only some
-    systems have (`scope_miss_rate`, n/a for a system without a scope stage): those say something true about a run,
-    but ranking systems on them would put a system that misses every answer above one that finds them."""
-    try:
-        metric = parse_metric(name).metric
-    except InputError:
-        return False
-    return not (
-        getattr(metric, "aggregate", "mean") == "sum"
-        or getattr(metric, "keeps_unanswered", False)
-        or metric.name in COVERAGE_MEASURES
-    )
-
-
-def default_primary(metrics: Sequence[str]) -> str | None:
-    """The metric studies rank systems on when a config names no `primary:`: the first of `metrics` that
-    `ranks_systems`, else the first of `metrics` (None for no metric)."""
-    return next((m for m in metrics if ranks_systems(m)), metrics[0] if metrics else None)
-
-
 def unanswered_value(metric: object) -> float | None:
     """What a failed or missing query scores on `metric` (a registry row): the metric's worst value.
 

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from retbench.metrics.judges.spans import budget_label
-from retbench.metrics.registry import default_primary
+from retbench.metrics.primary import default_primary
 from retbench.report import breakdowns, fmt
 from retbench.report.markdown import md_table
 from retbench.report.model import SHORT_NOTE, resource_line, short_runs
@@ -65,7 +65,7 @@ def breakdown_tables(cfg: ChunkingConfig, result: StudyResult) -> list[tuple[str
 
 def resolution_of(cfg: ChunkingConfig, result: StudyResult) -> RankResolution | None:
     """The (chunker, system) pairs' rank intervals on the study's ranking metric (`primary:`, else
-    `registry.default_primary`): three pairs or more with a value of it; failed pairs and pairs without it out."""
+    `metrics.primary.default_primary`): three pairs or more with a value of it; failed pairs and pairs without it out."""
     metric = ranking_metric(cfg)
     return resolve_result(result, [pair.name for pair in result], metric) if metric else None
 

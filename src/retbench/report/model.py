@@ -22,7 +22,8 @@ from retbench.errors import InputError
 from retbench.estimates import source_label
 from retbench.evaluation import Evaluation, coverage
 from retbench.inputs import canonical_metrics
-from retbench.metrics.registry import default_primary, parse_metric
+from retbench.metrics.primary import default_primary
+from retbench.metrics.registry import parse_metric
 from retbench.report import fmt
 from retbench.report.prcurve import pr_curves
 from retbench.results.caveats import find_holes
@@ -305,7 +306,7 @@ def _drill(
 
 def _metrics_and_primary(system: SystemResult, primary: str | None, path: Path) -> tuple[list[str], str]:
     """The metrics of a system's result and the primary one, the metric systems are ranked on (default:
-    `registry.default_primary`, the first that measures the systems rather than the labels or a scope stage)."""
+    `metrics.primary.default_primary`, the first that measures the systems rather than the labels or a scope stage)."""
     metrics = list(system.metrics)
     if primary is not None:
         primary = (canonical_metrics([primary]) or [primary])[0]

@@ -19,7 +19,8 @@ from html import escape
 from retbench.data.status import FAILED_COUNT, MISSING
 from retbench.errors import InputError
 from retbench.gates import GateReport
-from retbench.metrics.registry import lower_is_better, parse_metric, ranks_systems
+from retbench.metrics.primary import ranks_systems
+from retbench.metrics.registry import lower_is_better, parse_metric
 from retbench.report import fmt
 from retbench.report.holes import holes_html
 from retbench.report.model import ReportData
