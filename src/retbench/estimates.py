@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from retbench.data import Run
-from retbench.metrics.registry import parse_metric
+from retbench.metrics.registry import parse_metric, value_range
 from retbench.stats import classical_mean_ci, column_means, ppi_mean
 
 if TYPE_CHECKING:
@@ -31,9 +31,21 @@ LABEL_SOURCE_NOTES = {
 }
 
 
-def estimate_block(source: str, n_human: int, n_llm: int, mean: float, low: float, high: float) -> Estimate:
-    """One metric's `estimate` entry: which labels the number comes from, how many queries of each, its CI."""
-    return {
+def estimate_block(
+    source: str,
+    n_human: int,
+    n_llm: int,
+    mean: float,
+    low: float,
+    high: float,
+    bounds: tuple[float, float] | None = None,
+) -> Estimate:
+    """One metric's `estimate` entry: which labels the number comes from, how many queries of each, its CI.
+
+    With `bounds` (the metric's `value_range`), a mean or interval end outside them is clipped to them and the entry
+    says so (`clipped`: "[0, 1]"): a PPI estimate adds a correction to the LLM mean, so it can leave the range of
+    the metric (a share below 0 or above 1), which no value of the metric can."""
+    block: Estimate = {
         "source": source,
         "n_human": int(n_human),
         "n_llm": int(n_llm),
@@ -42,6 +54,12 @@ def estimate_block(source: str, n_human: int, n_llm: int, mean: float, low: floa
         "ci_high": high,
         "note": LABEL_SOURCE_NOTES[source],
     }
+    if bounds is not None:
+        lo, hi = bounds
+        inside = [min(max(float(v), lo), hi) if v == v else v for v in (mean, low, high)]  # NaN stays NaN
+        if inside != [mean, low, high]:
+            block.update(mean=inside[0], ci_low=inside[1], ci_high=inside[2], clipped=f"[{lo:g}, {hi:g}]")
+    return block
 
 
 def llm_estimate(values: np.ndarray, alpha: float = 0.05) -> Estimate:
@@ -106,7 +124,7 @@ def label_estimates(
             if len(pairs) >= 2 and fu.size >= 1:
                 y, f = np.array(pairs).T
                 est, low, high = ppi_mean(y, f, fu, alpha=alpha)
-                out[m] = estimate_block("ppi", len(pairs), len(pairs) + fu.size, est, low, high)
+                out[m] = estimate_block("ppi", len(pairs), len(pairs) + fu.size, est, low, high, value_range(m))
                 continue
         out[m] = llm_estimate(reported.column(m), alpha)
     return out
@@ -115,7 +133,8 @@ def label_estimates(
 def source_label(estimate: Mapping[str, object] | None, *, value: bool = False) -> str:
     """How a report names an estimate's source ("" for human labels, the ordinary case):
     "PPI, 120 human / 300 LLM" or "LLM labels, judge bias uncorrected"; with `value`, a PPI label leads
-    with its own mean and interval (it differs from the mean of the labels scored)."""
+    with its own mean and interval (it differs from the mean of the labels scored), and says when that interval
+    was clipped to the metric's range ("clipped to [0, 1]")."""
     if not estimate or estimate.get("source") in (None, "human"):
         return ""
     if estimate["source"] == "ppi":
@@ -124,5 +143,7 @@ def source_label(estimate: Mapping[str, object] | None, *, value: bool = False) 
             head += f" {estimate['mean']:.4f}"
             if estimate.get("ci_low") is not None and estimate.get("ci_high") is not None:
                 head += f" [{estimate['ci_low']:.4f}, {estimate['ci_high']:.4f}]"
+            if estimate.get("clipped"):
+                head += f" (clipped to {estimate['clipped']})"
         return f"{head}, {estimate['n_human']} human / {estimate['n_llm']} LLM"
     return "LLM labels, judge bias uncorrected"

@@ -18,6 +18,7 @@ from retbench.errors import InputError
 from retbench.evaluation import Evaluation, coverage, evaluate
 from retbench.io.beir import read_queries
 from retbench.io.judgements import read_judgements, read_system
+from retbench.metrics.primary import default_primary
 from retbench.metrics.registry import DEFAULT_METRICS, parse_metrics
 from retbench.results import history_read, load_results
 from retbench.results.caveats import HOLE_METRICS, Caveat, system_holes, table_means
@@ -121,12 +122,15 @@ def groups_from_queries(queries: Mapping[str, str] | None) -> dict[str, list[str
 
 
 def primary_metrics(config: Mapping[str, Any] | None, shared: Sequence[str]) -> list[str]:
-    """The metrics a comparison tests by default: the config's `primary:` list, else its first metric,
-    else the first metric the inputs share -- kept to those every input has."""
+    """The metrics a comparison tests by default: the config's `primary:` list, else the first of its metrics that
+    ranks systems (`metrics.primary.default_primary`), else that of the metrics the inputs share -- kept to those every
+    input has."""
     cfg = config or {}
-    wanted = cfg.get("primary") or (cfg.get("metrics") or [])[:1]
+    first = default_primary([str(m) for m in cfg.get("metrics") or []])
+    wanted = cfg.get("primary") or ([first] if first else [])
     named = [m for m in canonical_metrics([str(m) for m in wanted]) or [] if m in shared]
-    return named or list(shared[:1])
+    fallback = default_primary(list(shared))
+    return named or ([fallback] if fallback else [])
 
 
 def canonical_metrics(names: Sequence[str] | None) -> list[str] | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -40,6 +40,7 @@ class RankResolution:
     p_first: list[float]
     n_resamples: int
     higher_is_better: bool = True  # the metric's direction (a rate of errors ranks its smallest mean first)
+    unranked: list[str] = field(default_factory=list)  # systems shown beside the ranked ones with no value to rank
 
     @property
     def tied_first(self) -> list[str]:

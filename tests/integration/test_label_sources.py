@@ -220,7 +220,7 @@ def test_the_gate_gives_the_prediction_powered_paired_difference_and_the_comment
     assert f"from human labels, {TIER - 1} queries" in render_comment(plain)
 
 
-def test_the_terminal_summary_heads_an_llm_judged_column_with_its_source():
+def test_the_terminal_summary_names_an_llm_judged_means_source_beside_it():
     from rich.console import Console
 
     from retbench.report.terminal import render_summary
@@ -231,8 +231,8 @@ def test_the_terminal_summary_heads_an_llm_judged_column_with_its_source():
     console = Console(record=True, width=200)
     console.print(render_summary(StudyResult(StudyManifest({}), {"bm25": system}), ["ndcg@10", "faithfulness"]))
     text = console.export_text()
-    assert "faithfulness (LLM labels, judge bias uncorrected)" in text
-    assert "ndcg@10 (" not in text
+    assert "0.6600 (LLM labels, judge bias uncorrected)" in text  # stored without an estimate block: LLM labels
+    assert "0.5000 (" not in text
 
 
 def test_a_broken_provenance_file_is_an_input_error_naming_it(labelled, tmp_path):

@@ -251,8 +251,9 @@ def _notes(ev: Evaluation, labels: str, llm_qrels: Path | None) -> list[str]:
         )
     if ev.ignore_identical_ids:
         notes.append(
-            f"identical query/doc ids ignored, as BEIR does: {ev.n_identical} retrieved doc(s) dropped "
-            "(--keep-identical-ids keeps them)"
+            f"identical query/doc ids ignored, as BEIR does: {ev.n_identical} retrieved doc(s) dropped"
+            + (f", {ev.n_identical_relevant} of them judged relevant by the qrels" if ev.n_identical_relevant else "")
+            + " (--keep-identical-ids keeps them)"
         )
     if ev.n_duplicates:
         notes.append(f"{ev.n_duplicates} duplicate doc ids dropped from rankings (first kept)")

@@ -95,7 +95,7 @@ def _run_command(
     costs = render_costs(outcome.result)
     if costs is not None:
         con.print(costs)
-    metric = cfg.metric_names[0]
+    metric = cfg.ranking_metric
     board = build_leaderboard(outcome.result, metric)
     if board is not None:
         con.print(render_leaderboard(board))

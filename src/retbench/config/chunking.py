@@ -21,6 +21,8 @@ from retbench.config.common import DatasetBlock, EvalBlock, unique_names
 from retbench.config.experiment import MetricName, ScopedSystem, metric_cutoffs
 from retbench.config.study import Study
 from retbench.errors import ConfigError
+from retbench.metrics.primary import default_primary
+from retbench.metrics.registry import parse_metric
 
 DEFAULT_METRICS = ["recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10", "P@5"]
 SEPARATOR = "+"  # between the chunker's and the system's name in a pair's results key
@@ -81,6 +83,12 @@ class ChunkingModel(Study):
         50, description="chunks retrieved per question (on a BEIR dataset: distinct documents, searching deeper)"
     )
     metrics: list[MetricName] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
+    primary: MetricName | None = Field(
+        None,
+        description="the metric the (chunker, system) pairs are ranked on (rank intervals, tied for first), one of "
+        "`metrics`; default: the first of `metrics` that measures the systems, not a count, the labels' coverage "
+        "(judged, holes) or scope_miss_rate (metrics.primary.default_primary)",
+    )
     token_k: list[PositiveInt] = Field(default_factory=lambda: [5, 10], min_length=1)
     budgets: list[PositiveInt] = Field(default_factory=lambda: [512], min_length=1)
     tokenizer: str = Field("all-MiniLM-L6-v2", description="counts tokens per chunk and budget")
@@ -151,6 +159,19 @@ class ChunkingModel(Study):
     def chunker_params(self) -> list[dict[str, Any]]:
         """Each chunker's parameters as set in the config, its name filled in (part of its pairs' fingerprints)."""
         return [{**m.model_dump(exclude_unset=True), "name": m.name or m.kind} for m in self.chunkers]
+
+    @model_validator(mode="after")
+    def _primary_is_a_metric(self) -> ChunkingModel:
+        """A ranking metric the study does not compute would rank nothing."""
+        listed = {parse_metric(m, self.evaluation.default_k).name for m in self.metrics}
+        if self.primary is not None and parse_metric(self.primary, self.evaluation.default_k).name not in listed:
+            raise field_error("primary", f"{self.primary} is not one of the study's metrics")
+        return self
+
+    @property
+    def ranking_metric(self) -> str:
+        """The metric the pairs are ranked on: `primary`, else `metrics.primary.default_primary(metrics)`."""
+        return self.primary or default_primary(self.metrics) or self.metrics[0]
 
     @model_validator(mode="after")
     def _depth_reaches_every_cutoff(self) -> ChunkingModel:

@@ -28,6 +28,7 @@ from retbench.config.rubric import Rubrics
 from retbench.config.study import Study
 from retbench.errors import InputError
 from retbench.metrics.judged import JUDGED_METRICS
+from retbench.metrics.primary import default_primary
 from retbench.metrics.registry import DEFAULT_METRICS, parse_metric
 
 
@@ -282,7 +283,9 @@ class ExperimentModel(Study):
     primary: list[MetricName] | None = Field(
         None,
         min_length=1,
-        description="the metrics the report and `compare` test for significance (default: the first of `metrics`)",
+        description="the metrics the report and `compare` test for significance; the first also ranks the systems "
+        "(rank intervals, tied for first, suite leaderboards). Default: the first of `metrics` that measures the "
+        "systems, not a count, the labels' coverage (judged, holes) or scope_miss_rate (metrics.primary.default_primary)",
     )
 
     @model_validator(mode="after")
@@ -342,6 +345,13 @@ class ExperimentModel(Study):
     def metric_names(self) -> list[str]:
         """The metrics by their registry names (ndcg_cut_10 -> ndcg@10), in the config's order."""
         return [parse_metric(m, self.evaluation.default_k).name for m in self.metrics]
+
+    @property
+    def ranking_metric(self) -> str:
+        """The metric systems are ranked on: the first of `primary`, else `metrics.primary.default_primary(metrics)`."""
+        if self.primary:
+            return parse_metric(self.primary[0], self.evaluation.default_k).name
+        return default_primary(self.metric_names) or self.metric_names[0]
 
     @property
     def cutoffs(self) -> list[int]:

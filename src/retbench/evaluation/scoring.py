@@ -86,6 +86,7 @@ def evaluate(
     """
     st = with_overrides(settings, overrides)
     level = checked_level(st)
+    n_identical_relevant = _identical_relevant(run, relevance, level) if st.identical_ids_ignored else 0
     run, n_identical = _prepared(run, st)
     specs = _metric_specs(metrics, st.default_k)
     judged_ = _judge(run, relevance, st, level)
@@ -139,10 +140,21 @@ def evaluate(
         trec_names=[s.trec_name for s in specs],
         ignore_identical_ids=st.identical_ids_ignored,
         n_identical=n_identical,
+        n_identical_relevant=n_identical_relevant,
         judged_only=bool(st.judged_only),
         max_docs=st.max_docs,
         collection_size=st.collection_size,
     )
+
+
+def _identical_relevant(run: Run, relevance: object, level: int) -> int:
+    """How many (query, doc) pairs BEIR's identical-id rule drops that the qrels judge relevant (grade >= level):
+    the queries whose own id is a relevant document of theirs and sits in their ranking. 0 for other relevance
+    (spans, anchors, text: they do not judge by document id)."""
+    if not isinstance(relevance, Mapping):
+        return 0
+    own = [q for q in run.query_ids if q in relevance and (relevance[q].get(q) or 0) >= level]
+    return sum(q in run.docs(q) for q in own)
 
 
 def _prepared(run: Run, st: EvalSettings) -> tuple[Run, int]:

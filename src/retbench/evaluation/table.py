@@ -88,6 +88,9 @@ class Evaluation:
     # a judged metric's `estimate` entry from a stage that holds human verdicts too (prediction-powered:
     # studies/rubrics.py), in place of the LLM-only entry `aggregate` gives it otherwise
     estimates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # of the `n_identical` dropped (query, doc) pairs, those the qrels judge relevant: BEIR's rule then drops a
+    # relevant document (on ArguAna or Quora a public qrels file can judge a query's own id relevant)
+    n_identical_relevant: int = 0
 
     def __post_init__(self) -> None:
         self.values = np.asarray(self.values, dtype=np.float64).reshape(len(self.query_ids), len(self.metrics))
@@ -254,6 +257,7 @@ class Evaluation:
             self.judged_only,
             self.max_docs,
             self.collection_size,
+            n_identical_relevant=self.n_identical_relevant,
         )
 
     def select(self, metrics: Sequence[str]) -> Evaluation:
@@ -284,6 +288,7 @@ class Evaluation:
             "no_relevant": self.no_relevant,
             "ignore_identical_ids": self.ignore_identical_ids,
             **({"n_identical": self.n_identical} if self.ignore_identical_ids else {}),
+            **({"n_identical_relevant": self.n_identical_relevant} if self.n_identical_relevant else {}),
             **({"judged_only": True} if self.judged_only else {}),
             **({"max_docs": self.max_docs} if self.max_docs is not None else {}),
             **({"collection_size": self.collection_size} if self.collection_size is not None else {}),

@@ -50,7 +50,11 @@ def holes_at_k(ctx, k: np.ndarray | None) -> np.ndarray:
 def mode_with_identical(mode: str, coverage: Mapping[str, Any]) -> str:
     """A coverage table's mode cell: the mode, and BEIR's identical-id rule with its count where it applied."""
     dropped = coverage.get("identical_ids_dropped")
-    return mode if dropped is None else f"{mode}; identical query/doc ids ignored ({int(dropped)} dropped)"
+    if dropped is None:
+        return mode
+    relevant = int(coverage.get("identical_ids_relevant") or 0)
+    judged = f", {relevant} of them judged relevant" if relevant else ""
+    return f"{mode}; identical query/doc ids ignored ({int(dropped)} dropped{judged})"
 
 
 def coverage(ev: Evaluation, run: Run, depth: int | None = None) -> dict[str, Any]:
@@ -64,7 +68,8 @@ def coverage(ev: Evaluation, run: Run, depth: int | None = None) -> dict[str, An
     returns fewer): their metrics at cutoffs past what they returned score the missing ranks as not
     relevant, so a reader should know how many there were (`short_min`..`short_max`: the lengths they
     had, when there were any). With identical ids ignored (BEIR's rule, the
-    pytrec_eval mode's default), `identical_ids_dropped` counts the retrieved documents dropped for it.
+    pytrec_eval mode's default), `identical_ids_dropped` counts the retrieved documents dropped for it and
+    `identical_ids_relevant` those of them the qrels judge relevant (the rule then drops a relevant document).
     """
     judged = list(ev.query_ids) + list(ev.excluded or [])
     failed = sum(1 for q in judged if q in run and run.status[q].failed)
@@ -81,6 +86,7 @@ def coverage(ev: Evaluation, run: Run, depth: int | None = None) -> dict[str, An
     }
     if ev.ignore_identical_ids:
         out["identical_ids_dropped"] = int(ev.n_identical)
+        out["identical_ids_relevant"] = int(ev.n_identical_relevant)
     if depth is not None:
         counted = [q for q in ev.query_ids if q in run and not run.status[q].failed]
         lengths = np.diff(run.offsets)[run.rows(counted)] if counted else np.zeros(0, np.int64)

@@ -14,15 +14,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from html import escape
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from retbench.metrics.judges.spans import budget_label
-from retbench.report import fmt
+from retbench.metrics.primary import default_primary
+from retbench.report import breakdowns, fmt
 from retbench.report.markdown import md_table
 from retbench.report.model import SHORT_NOTE, resource_line, short_runs
 from retbench.report.resolution import interval_cell, note, resolve_result
 from retbench.resolution import RankResolution
-from retbench.results.model import StudyResult
+from retbench.results.model import MetricValue, StudyResult
 
 if TYPE_CHECKING:
     from retbench.studies.chunking import ChunkingConfig
@@ -41,18 +43,45 @@ def _f(v: Any, digits: int = 3) -> str:
     return fmt.num(v, digits, missing="—") if isinstance(v, (int, float)) and not isinstance(v, bool) else "—"
 
 
+def _with_ci(v: MetricValue | None) -> str:
+    """A metric's mean with its 95% interval as metrics.json stores it ('0.813 [0.780, 0.846]'; '—' for none)."""
+    if v is None or not fmt.finite(v.value):
+        return "—"
+    bounds = fmt.interval(v.ci_low, v.ci_high, digits=3)
+    return _f(v.value) + (f" {bounds}" if bounds else "")
+
+
+def breakdown_tables(cfg: ChunkingConfig, result: StudyResult) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(pair, header, rows) of each pair's breakdown by group (tags, doc_type, answerable), as `retbench run`
+    shows it (report/breakdowns.py); pairs that recorded none are left out."""
+    out = []
+    for pair in result:
+        if pair.error is None and pair.breakdown:
+            summary = SimpleNamespace(breakdown=pair.breakdown)
+            header = breakdowns.breakdown_header(cfg.metrics, breakdowns.has_rates(summary))
+            out.append((pair.name, header, breakdowns.breakdown_rows(summary, cfg.metrics)))
+    return out
+
+
 def resolution_of(cfg: ChunkingConfig, result: StudyResult) -> RankResolution | None:
-    """The (chunker, system) pairs' rank intervals on the first metric (three pairs or more; failed pairs out)."""
-    return resolve_result(result, [pair.name for pair in result], cfg.metrics[0]) if cfg.metrics else None
+    """The (chunker, system) pairs' rank intervals on the study's ranking metric (`primary:`, else
+    `metrics.primary.default_primary`): three pairs or more with a value of it; failed pairs and pairs without it out."""
+    metric = ranking_metric(cfg)
+    return resolve_result(result, [pair.name for pair in result], metric) if metric else None
+
+
+def ranking_metric(cfg: ChunkingConfig) -> str | None:
+    """The metric the pairs are ranked on (a config built without its model falls back to the default rule)."""
+    return getattr(cfg, "primary", "") or default_primary(cfg.metrics)
 
 
 def summary_rows(
     cfg: ChunkingConfig, result: StudyResult, res: RankResolution | None = None
 ) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
     """(header, rows) of the main table and of the fixed-budget table, formatted for any renderer; with `res`,
-    a rank-interval column on the first metric follows the metrics."""
+    a rank-interval column on the ranking metric follows the metrics."""
     k0 = cfg.token_k[0] if cfg.token_k else None
-    ranked = [f"{cfg.metrics[0]} rank 95%"] if res is not None else []
+    ranked = [f"{ranking_metric(cfg)} rank 95%"] if res is not None else []
     token = [f"token P@{k0}", f"token R@{k0}", f"token IoU@{k0}"] if k0 is not None else []
     head = [
         "chunker",
@@ -88,7 +117,7 @@ def summary_rows(
                 str(c["docs_without_chunks"]),
                 str(c.get("chunks_over_max", "—")),
                 enc if "encode_seconds" in t else "—",
-                *(_f(m.get(x)) for x in cfg.metrics),
+                *(_with_ci(pair.metrics.get(x)) for x in cfg.metrics),
                 *([interval_cell(res, pair.name)] if res is not None else []),
                 *(_f(m.get(f"token_{x}@{k0}")) for x in ("precision", "recall", "iou") if k0 is not None),
                 short_runs(pair.coverage),
@@ -112,6 +141,12 @@ def summary_rows(
     brows.sort(key=lambda r: (int(r[0].split()[0]), r[2], r[1]))
     return head, rows, bhead, brows
 
+
+#: what the bracket beside each metric's mean is
+CI_DEFINITION = (
+    "**[low, high]**: the 95% percentile-bootstrap interval of the mean over the questions, as metrics.json stores it "
+    "(the same as `retbench run`'s)."
+)
 
 #: the coverage note on short rankings, as a definition (the term in bold)
 SHORT_DEFINITION = "**{}**:{}".format(*SHORT_NOTE.split(":", 1))
@@ -137,6 +172,7 @@ class ChunkingReport:
     budget_recall: dict[str, list[float | None]] = field(default_factory=dict)
     resources: list[tuple[str, str]] = field(default_factory=list)  # (pair, resource line)
     definitions: list[str] = field(default_factory=list)  # Markdown-inline text (**term**: meaning)
+    breakdowns: list[tuple[str, list[str], list[list[str]]]] = field(default_factory=list)  # (pair, header, rows)
 
 
 def gather(cfg: ChunkingConfig, result: StudyResult) -> ChunkingReport:
@@ -145,10 +181,11 @@ def gather(cfg: ChunkingConfig, result: StudyResult) -> ChunkingReport:
     head, rows, bhead, brows = summary_rows(cfg, result, res)
     manifest = result.manifest.data
     ds = (result.manifest.datasets or [{}])[0]
-    ranked = [f"**{cfg.metrics[0]} rank 95%**: {note(res)}"] if res is not None else []
+    ranked = [CI_DEFINITION, *([f"**{ranking_metric(cfg)} rank 95%**: {note(res)}"] if res is not None else [])]
     if getattr(cfg, "documents", None) is not None:
         rep = _gather_documents(cfg, manifest, head, rows, ds)
         rep.definitions[:0] = ranked
+        rep.breakdowns = breakdown_tables(cfg, result)
         return rep
     k0 = cfg.token_k[0]
     intro = (
@@ -185,6 +222,7 @@ def gather(cfg: ChunkingConfig, result: StudyResult) -> ChunkingReport:
         budget_recall=curves,
         resources=[(name, resource_line(r)) for name, r in cells.items()],
         definitions=definitions,
+        breakdowns=breakdown_tables(cfg, result),
     )
 
 
@@ -255,12 +293,23 @@ def report_markdown(rep: ChunkingReport) -> str:
             if rep.budgets
             else []
         ),
+        *breakdown_markdown(rep),
         *resources,
         "## Definitions",
         "",
         *(f"- {d}" for d in rep.definitions),
     ]
     return "\n".join(parts) + "\n"
+
+
+def breakdown_markdown(rep: ChunkingReport) -> list[str]:
+    """The breakdown by group of every pair that recorded one, as a Markdown section (nothing when none did)."""
+    if not rep.breakdowns:
+        return []
+    lines = ["## Breakdown by group", "", breakdowns.BREAKDOWN_NOTE, ""]
+    for name, header, rows in rep.breakdowns:
+        lines += [f"### {name}", "", md_table(header, rows), ""]
+    return lines
 
 
 def render_html(cfg: ChunkingConfig, result: StudyResult) -> str:
@@ -307,6 +356,9 @@ def report_html(rep: ChunkingReport) -> str:
                 html_page.note(BUDGET_NOTE) + chart + html_page.text_table(rep.budget_head, rep.budget_rows, {0, 1, 2}),
             )
         )
+    if rep.breakdowns:
+        tables = "".join(f"<h3>{escape(name)}</h3>" + html_page.text_table(h, r, {0}) for name, h, r in rep.breakdowns)
+        sections.append(("breakdown", "Breakdown by group", html_page.note(breakdowns.BREAKDOWN_NOTE) + tables))
     if rep.resources:
         items = "".join(f"<li><b>{escape(name)}</b>: {escape(line)}</li>" for name, line in rep.resources)
         sections.append(("resources", "Resources", f"<ul>{items}</ul>"))

@@ -116,7 +116,7 @@ def _leaderboard(data: ReportData) -> str:
             klass = "num best" if v == best[d] else "num"
             cells.append(f'<td class="{klass}" data-dataset="{attr(d)}" data-value="{v!r}">{v:.4f}</td>')
         cells.append(f'<td class="num">{"—" if mean is None else f"{mean:.4f}"}</td>')
-        cells.append(f'<td class="num" data-rank="{rank!r}">{rank:.2f}</td>')
+        cells.append(f'<td class="num" data-rank="{rank!r}">{board.rank_label(system)}</td>')
         cells += [resolution_td(board.resolution, system)] if board.resolution is not None else []
         rows.append(f"<tr>{''.join(cells)}</tr>")
     extra = ["rank 95%"] if board.resolution is not None else []

@@ -111,6 +111,7 @@ def rubric_calibration_lines(report: Mapping[str, Any]) -> list[str]:
         if ppi:
             lines.append(
                 f"  mean under human verdicts (PPI): {num(ppi['mean'], 3)} [95% CI {num(ppi['ci_low'], 3)}, "
-                f"{num(ppi['ci_high'], 3)}], {ppi['n_human']} human / {ppi['n_llm']} LLM"
+                f"{num(ppi['ci_high'], 3)}]{' clipped to ' + ppi['clipped'] if ppi.get('clipped') else ''}, "
+                f"{ppi['n_human']} human / {ppi['n_llm']} LLM"
             )
     return lines

@@ -3,7 +3,8 @@
 Rows are systems, columns datasets, plus the mean over datasets and the average rank. Ranks are
 per dataset, 1 = best (the lowest value for a lower-is-better metric such as hallucination_rate), tied
 scores share their average rank (as in MTEB/BEIR tables), and a system with no score on a dataset (its
-backend failed) takes the last rank there. The mean over datasets is
+backend failed) takes the last rank there; a system with no score on any dataset (a metric it does not have, such
+as scope_miss_rate for a system without a scope stage) is "not ranked". The mean over datasets is
 shown only for systems scored on every dataset: a mean over fewer datasets is not comparable.
 Rows are ordered by average rank, then by mean. Terminal, Markdown and HTML render this object only.
 `resolution` adds each system's rank interval over datasets and queries and the group tied for first
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from retbench.metrics.registry import lower_is_better
-from retbench.report.resolution import interval_cell, resolve_suite
+from retbench.report.resolution import NOT_RANKED, interval_cell, resolve_suite
 from retbench.resolution import RankResolution
 from retbench.results.model import StudyResult
 
@@ -31,10 +32,15 @@ class Leaderboard:
     systems: list[str]  # best first
     scores: dict[str, dict[str, float | None]]  # system -> dataset -> mean (None: no score)
     mean: dict[str, float | None]  # system -> mean over datasets (None unless scored on all)
-    avg_rank: dict[str, float]
+    avg_rank: dict[str, float | None]  # None: not ranked (no score of the metric on any dataset)
     resolution: RankResolution | None = None
 
-    def rows(self) -> list[tuple[str, list[float | None], float | None, float]]:
+    def rank_label(self, system: str) -> str:
+        """The average rank as shown (`1.50`), or `not ranked` for a system with no score of the metric."""
+        rank = self.avg_rank.get(system)
+        return NOT_RANKED if rank is None else f"{rank:.2f}"
+
+    def rows(self) -> list[tuple[str, list[float | None], float | None, float | None]]:
         """(system, score per dataset, mean, average rank), best first."""
         return [
             (s, [self.scores[s].get(d) for d in self.datasets], self.mean[s], self.avg_rank[s]) for s in self.systems
@@ -108,7 +114,10 @@ def build_leaderboard(result: StudyResult, metric: str) -> Leaderboard | None:
     for d in datasets:
         for s, r in zip(systems, _ranks([scores[s].get(d) for s in systems], lower), strict=True):
             rank_sum[s] += r
-    avg_rank = {s: rank_sum[s] / len(datasets) for s in systems}
+    # a system with no score on any dataset (scope_miss_rate of an unscoped system) is not ranked, not last
+    avg_rank: dict[str, float | None] = {
+        s: rank_sum[s] / len(datasets) if any(v is not None for v in scores[s].values()) else None for s in systems
+    }
     mean: dict[str, float | None] = {}
     for s in systems:
         vals = [scores[s].get(d) for d in datasets]
@@ -119,6 +128,6 @@ def build_leaderboard(result: StudyResult, metric: str) -> Leaderboard | None:
         m = mean.get(s)
         return sign * m if m is not None else math.inf
 
-    order = sorted(systems, key=lambda s: (avg_rank[s], by_mean(s)))
+    order = sorted(systems, key=lambda s: (avg_rank[s] is None, avg_rank[s] or 0.0, by_mean(s)))
     resolution = resolve_suite(result, datasets, order, metric, SEPARATOR)
     return Leaderboard(metric, datasets, order, scores, mean, avg_rank, resolution)

@@ -164,13 +164,13 @@ def leaderboard_markdown(board: Leaderboard) -> list[str]:
     lines = [f"## Leaderboard: {fmt.metric_label(board.metric)}", ""]
     best = {d: board.best(d) for d in board.datasets}
     rows = []
-    for system, scores, mean, rank in board.rows():
+    for system, scores, mean, _rank in board.rows():
         cells = [
             f"**{fmt.num(v)}**" if v is not None and v == best[d] else ("—" if v is None else fmt.num(v))
             for d, v in zip(board.datasets, scores, strict=True)
         ]
         interval = [interval_cell(board.resolution, system)] if board.resolution is not None else []
-        rows.append([system, *cells, "—" if mean is None else fmt.num(mean), f"{rank:.2f}", *interval])
+        rows.append([system, *cells, "—" if mean is None else fmt.num(mean), board.rank_label(system), *interval])
     extra = ["rank 95%"] if board.resolution is not None else []
     lines += _table(["system", *board.datasets, "mean", "avg rank", *extra], rows)
     lines += [

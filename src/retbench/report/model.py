@@ -22,6 +22,7 @@ from retbench.errors import InputError
 from retbench.estimates import source_label
 from retbench.evaluation import Evaluation, coverage
 from retbench.inputs import canonical_metrics
+from retbench.metrics.primary import default_primary
 from retbench.metrics.registry import parse_metric
 from retbench.report import fmt
 from retbench.report.prcurve import pr_curves
@@ -304,7 +305,8 @@ def _drill(
 
 
 def _metrics_and_primary(system: SystemResult, primary: str | None, path: Path) -> tuple[list[str], str]:
-    """The metrics of a system's result and the primary one (default: the first)."""
+    """The metrics of a system's result and the primary one, the metric systems are ranked on (default:
+    `metrics.primary.default_primary`, the first that measures the systems rather than the labels or a scope stage)."""
     metrics = list(system.metrics)
     if primary is not None:
         primary = (canonical_metrics([primary]) or [primary])[0]
@@ -314,7 +316,7 @@ def _metrics_and_primary(system: SystemResult, primary: str | None, path: Path) 
             )
     if not metrics:
         raise InputError("no metric has a value in metrics.json", path=path, field="metrics")
-    return metrics, primary or metrics[0]
+    return metrics, primary or default_primary(metrics) or metrics[0]
 
 
 def _in_order(names: list[str], *groups: list[SystemSummary]) -> list[SystemSummary]:

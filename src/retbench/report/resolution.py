@@ -25,6 +25,7 @@ from retbench.results.read import FolderTables
 CONFIDENCE = 0.95
 N_RESAMPLES = 2000
 TIED_MARK = "tied 1st"  # printed beside the rank interval of every system tied for first
+NOT_RANKED = "not ranked"  # a system shown beside the ranked ones without a value of the ranking metric
 
 
 def paired_table(evaluations: Sequence[Evaluation], metric: str) -> np.ndarray:
@@ -48,19 +49,27 @@ def has_tables(result: StudyResult) -> bool:
     return bool(result.tables) or result.source is not None
 
 
+def has_value(ev: Evaluation, metric: str) -> bool:
+    """Whether `ev` carries `metric` with a value on some query (scope_miss_rate is n/a for an unscoped system)."""
+    return metric in ev.metrics and bool(np.isfinite(ev.column(metric)).any())
+
+
 def resolve(evaluations: Sequence[Evaluation], metric: str) -> RankResolution | None:
-    """Rank intervals of systems on one dataset, paired over its queries; None for fewer than three systems
-    (two are settled by their paired comparison) or a metric one of them lacks."""
-    if len(evaluations) < 3 or any(metric not in ev.metrics for ev in evaluations):
+    """Rank intervals on one dataset, paired over its queries, of the systems with a value of `metric` (the others
+    are listed as not ranked); None for fewer than three such systems (two are settled by their paired comparison)."""
+    ranked = [ev for ev in evaluations if has_value(ev, metric)]
+    if len(ranked) < 3:
         return None
-    table = paired_table(evaluations, metric)
-    return rank_intervals(
+    table = paired_table(ranked, metric)
+    res = rank_intervals(
         table,
-        [ev.system for ev in evaluations],
+        [ev.system for ev in ranked],
         n_resamples=N_RESAMPLES,
         confidence=CONFIDENCE,
         higher_is_better=not lower_is_better(metric),
     )
+    res.unranked.extend(ev.system for ev in evaluations if not has_value(ev, metric))
+    return res
 
 
 def resolve_result(result: StudyResult, keys: Sequence[str], metric: str) -> RankResolution | None:
@@ -87,9 +96,11 @@ def resolve_result(result: StudyResult, keys: Sequence[str], metric: str) -> Ran
 
 
 def resolution_rows(res: RankResolution) -> list[list[str]]:
-    """(system, mean, rank, rank interval, share of resamples ranked first), best mean first."""
-    order = sorted(range(len(res.names)), key=lambda i: (res.rank[i], -res.means[i]))
-    return [
+    """(system, mean, rank, rank interval, share of resamples ranked first), best first, then the systems not
+    ranked (no value of the metric)."""
+    sign = -1.0 if res.higher_is_better else 1.0
+    order = sorted(range(len(res.names)), key=lambda i: (res.rank[i], sign * res.means[i]))
+    ranked = [
         [
             res.names[i],
             f"{res.means[i]:.4f}",
@@ -99,6 +110,7 @@ def resolution_rows(res: RankResolution) -> list[list[str]]:
         ]
         for i in order
     ]
+    return ranked + [[name, "n/a", NOT_RANKED, NOT_RANKED, "—"] for name in res.unranked]
 
 
 RESOLUTION_HEADER = ["system", "mean", "rank", "rank 95%", "P(first)"]
@@ -149,10 +161,17 @@ def resolve_suite(
     ranked = [s for s in ranked if not any(result.systems[f"{d}{separator}{s}"].failed for d in datasets)]
     if len(ranked) < 2 or not has_tables(result):
         return None
-    tables = [paired_table([result.evaluation(f"{d}{separator}{s}") for s in ranked], metric) for d in datasets]
-    return rank_intervals(
+    evs = {(d, s): result.evaluation(f"{d}{separator}{s}") for d in datasets for s in ranked}
+    unranked = [s for s in ranked if not all(has_value(evs[d, s], metric) for d in datasets)]
+    ranked = [s for s in ranked if s not in unranked]
+    if len(ranked) < 2:
+        return None
+    tables = [paired_table([evs[d, s] for s in ranked], metric) for d in datasets]
+    res = rank_intervals(
         tables, ranked, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, higher_is_better=not lower_is_better(metric)
     )
+    res.unranked.extend(unranked)
+    return res
 
 
 def separation_line(evaluations: Sequence[Evaluation], metric: str, power: float = 0.8) -> str | None:
@@ -176,9 +195,12 @@ def separation_line(evaluations: Sequence[Evaluation], metric: str, power: float
 
 
 def interval_cell(res: RankResolution | None, name: str) -> str:
-    """`1-2 (tied 1st)`, `3`, or `—` for a system the resolution does not rank."""
-    if res is None or name not in res.names:
+    """`1-2 (tied 1st)`, `3`, `not ranked` for a system the resolution left out (no value of its metric, not
+    scored on every dataset), or `—` where there is no resolution."""
+    if res is None:
         return "—"
+    if name not in res.names:
+        return NOT_RANKED
     label = res.interval(name)
     tied = len(res.tied_first) > 1 and name in res.tied_first  # one system alone at rank 1 is not a tie
     return f"{label} ({TIED_MARK})" if tied else label
@@ -193,9 +215,16 @@ def note(res: RankResolution, over_datasets: bool = False) -> str:
         if len(tied) == 1
         else f"Tied for first: {', '.join(tied)} (the data cannot tell which of them is best)."
     )
+    left = (
+        f" Not ranked (no value of the ranking metric{' on every dataset' if over_datasets else ''}): "
+        f"{', '.join(res.unranked)}."
+        if res.unranked
+        else ""
+    )
+    best = "smallest" if not res.higher_is_better else "largest"
     return (
-        f"Rank interval: the {CONFIDENCE:.0%} range of a system's rank by mean over {res.n_resamples} paired "
-        f"bootstrap resamples of the {drawn}. {verdict}"
+        f"Rank interval: the {CONFIDENCE:.0%} range of a system's rank by mean ({best} first) over "
+        f"{res.n_resamples} paired bootstrap resamples of the {drawn}. {verdict}{left}"
     )
 
 
@@ -213,7 +242,9 @@ def resolution_p(res: RankResolution, over_datasets: bool = False) -> str:
 
 
 __all__ = [
+    "NOT_RANKED",
     "RESOLUTION_HEADER",
+    "has_value",
     "interval_cell",
     "note",
     "paired_table",

@@ -13,7 +13,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from retbench.results.model import StudyResult
+from retbench.estimates import source_label
+from retbench.results.model import MetricValue, StudyResult
 from retbench.secrets import redact
 
 if TYPE_CHECKING:
@@ -208,9 +209,8 @@ def render_summary(result: StudyResult, metrics: list[str], title: str = "") -> 
             scored.append(f" ({cov['failed']} failed → 0)", style="red")
         if cov.get("mode") == "pytrec_eval":
             scored.append(" (pytrec_eval mode: answered only)", style="yellow")
-        means = [system.value(m) for m in metrics]
-        rows.append([system.name, *[f"{v:.4f}" if v is not None and v == v else "—" for v in means], scored])
-    table = FittedTable(["system", *map(_with_source, metrics), "scored"], rows, title=title, corner="metric")
+        rows.append([system.name, *(_with_source(system.metrics.get(m), m) for m in metrics), scored])
+    table = FittedTable(["system", *metrics, "scored"], rows, title=title, corner="metric")
     return _with_caveats(table, result, metrics)
 
 
@@ -227,11 +227,17 @@ def _with_caveats(table: RenderableType, result: StudyResult, metrics: list[str]
     return Group(table, *(Text(redact(line), style="yellow") for line in lines)) if lines else table
 
 
-def _with_source(metric: str) -> str:
-    """A metric's column head, with its label source where that is not human (LLM-judged answer metrics)."""
+def _with_source(value: MetricValue | None, metric: str) -> str:
+    """A system's mean, with its label source where that is not human, read from the value's own estimate block
+    as report.md and report.html read it (`estimates.source_label`: LLM labels, or PPI with its n human / n LLM);
+    an LLM-judged metric stored without the block is LLM labels alone."""
     from retbench.metrics.judged import JUDGED_METRICS
 
-    return f"{metric} (LLM labels, judge bias uncorrected)" if metric in JUDGED_METRICS else metric
+    if value is None or value.value != value.value:
+        return "—"
+    alone = {"source": "llm"} if value.estimate is None and metric in JUDGED_METRICS else None
+    source = source_label(value.estimate or alone, value=True)
+    return f"{value.value:.4f}" + (f" ({source})" if source else "")
 
 
 def render_costs(result: StudyResult) -> RenderableType | None:
@@ -274,7 +280,7 @@ def render_leaderboard(board: Leaderboard) -> RenderableType:
             system,
             *(fmt.num(v) if v is not None else "—" for v in scores),
             fmt.num(mean),
-            f"{rank:.2f}",
+            board.rank_label(system),
             *([interval_cell(res, system)] if res is not None else []),
         ]
         for system, scores, mean, rank in board.rows()
@@ -326,6 +332,10 @@ def render_chunking(cfg: Any, result: StudyResult) -> RenderableType:
             ]
             if rep.budgets
             else []
+        ),
+        *(
+            FittedTable(header, [list(r) for r in rows], title=f"breakdown by group: {name}", corner="column")
+            for name, header, rows in rep.breakdowns
         ),
         Text("Resources, definitions and the budget chart: report.md and report.html.", style="dim"),
     )

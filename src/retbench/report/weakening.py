@@ -3,8 +3,12 @@ report.html and the PR comment.
 
 Facts (from `results/caveats.py`): failed or missing queries (scored 0 in trec_eval counting, left out in
 pytrec_eval mode), judged queries with no relevant document (left out of every mean by retbench's default in
-trec_eval mode; trec_eval and pytrec_eval count them, 0 on the measures that divide by the relevant count), rankings shorter than the depth asked for (a metric whose cutoff passes a ranking's length counts the
-missing ranks as not relevant), and holes in the judgements (judged@10 below 90%). A clean system gets no line.
+trec_eval mode; trec_eval and pytrec_eval count them, 0 on the measures that divide by the relevant count),
+retrieved documents the qrels judge relevant that BEIR's identical-id rule dropped (their id is their query's), rankings shorter than the depth asked for (a metric whose cutoff passes a ranking's length counts the
+missing ranks as not relevant), holes in the judgements (judged@10 below 90%), and a shallow depth: below
+`SHALLOW_DEPTH` documents per query, the measures without a cutoff (MAP, nDCG, bpref, MRR, R-precision, ...) are said
+to stand on that many documents, since trec_eval reads a run as deep as it goes and BEIR and TREC rank 100 and
+1,000. A clean system gets no line.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from html import escape
 from retbench.data.status import FAILED_COUNT, MISSING
 from retbench.errors import InputError
 from retbench.gates import GateReport
+from retbench.metrics.primary import ranks_systems
 from retbench.metrics.registry import lower_is_better, parse_metric
 from retbench.report import fmt
 from retbench.report.holes import holes_html
@@ -23,6 +28,8 @@ from retbench.results.caveats import Caveat
 
 #: how many affected metrics a short-ranking sentence names before "and N more"
 NAMED = 3
+#: below this many documents per query (`retbench run`'s default depth, BEIR's), the uncut measures are caveated
+SHALLOW_DEPTH = 100
 
 
 def _unanswered(c: Caveat, metrics: Sequence[str] = ()) -> str:
@@ -43,6 +50,18 @@ def _unanswered(c: Caveat, metrics: Sequence[str] = ()) -> str:
         if worse:  # a failed answer is never a good one: the top of the range where lower is better
             effect += f", and the worst value (the top of its range) on {_listed(worse)}, where lower is better"
     return f"{c.system}: of {cov.get('judged', '?')} judged queries, {what}; {effect}."
+
+
+def _identical(c: Caveat) -> str:
+    n = int(c.coverage.get("identical_ids_relevant") or 0)
+    if not n:
+        return ""
+    dropped = c.coverage.get("identical_ids_dropped", "?")
+    return (
+        f"{c.system}: BEIR's identical-id rule dropped {dropped} retrieved documents whose id equals their query's, "
+        f"{n} of them judged relevant by the qrels; those queries lose a relevant document, so their scores are lower "
+        f"than the qrels allow (evaluation: ignore_identical_ids: false keeps them)."
+    )
 
 
 def _skipped(c: Caveat) -> str:
@@ -97,6 +116,42 @@ def _short(c: Caveat, metrics: Sequence[str]) -> str:
     )
 
 
+def depth_bound(metrics: Sequence[str]) -> list[str]:
+    """The labels of the metrics that read the whole ranking: no cutoff, ranking side (not answers, counts or the
+    labels' coverage)."""
+    out = []
+    for m in metrics:
+        try:
+            spec = parse_metric(m)
+        except InputError:
+            continue
+        if spec.k is None and not getattr(spec.metric, "answer_side", False) and ranks_systems(m):
+            out.append(fmt.metric_label(m))
+    return out
+
+
+def _shallow(caveats: Sequence[Caveat], metrics: Sequence[str]) -> list[str]:
+    """One sentence per depth below SHALLOW_DEPTH: the uncut metrics stand on that many documents per query."""
+    bound = depth_bound(metrics)
+    depths: dict[int, list[str]] = {}
+    for c in caveats:
+        depth = c.coverage.get("depth")
+        if isinstance(depth, int) and depth < SHALLOW_DEPTH:
+            depths.setdefault(depth, []).append(c.system)
+    out = []
+    for depth, systems in depths.items():
+        if not bound:
+            break
+        who = "" if len(systems) == len(caveats) else f"{_listed(systems)}: "
+        one = len(bound) == 1
+        out.append(
+            f"{who}depth {depth}: {_listed(bound)} {'has' if one else 'have'} no cutoff and {'was' if one else 'were'} "
+            f"computed on the {depth} documents retrieved per query; a deeper ranking (BEIR ranks 100, TREC 1,000) "
+            f"can score {'it' if one else 'them'} differently."
+        )
+    return out
+
+
 def caveat_lines(
     caveats: Sequence[Caveat], metrics: Sequence[str], *, holes: bool = True, unanswered: bool = True
 ) -> list[str]:
@@ -106,11 +161,11 @@ def caveat_lines(
     `unanswered`: include failed and missing queries (the PR comment says them beside each side's coverage)."""
     out = []
     for c in caveats:
-        found = [_unanswered(c, metrics) if unanswered else "", _skipped(c), _short(c, metrics)]
+        found = [_unanswered(c, metrics) if unanswered else "", _skipped(c), _identical(c), _short(c, metrics)]
         if holes and c.holes is not None:
             found.append(c.holes.sentence())
         out += [line for line in found if line]
-    return out
+    return out + _shallow(caveats, metrics)
 
 
 def summary_caveats(data: ReportData) -> list[str]:

@@ -61,12 +61,18 @@ class Holes:
     judged: float  # mean judged@JUDGED_K over the answered queries (`basis` says when it is over all counted)
     values: dict[str, float]  # HOLE_MEASURES label -> mean
     basis: str = "answered"  # "answered": over the queries the system answered; "counted": every counted query
+    depth: int | None = None  # documents retrieved per query, when recorded (a shallower run has no top 10)
 
     def sentence(self) -> str:
-        """The warning shown next to the numbers."""
+        """The warning shown next to the numbers (of the top 10, or of the whole ranking when it is shorter)."""
         over = "of the answered queries " if self.basis == "answered" else ""
+        top = (
+            f"the top {self.depth} documents (the whole ranking: depth {self.depth})"
+            if self.depth is not None and self.depth < JUDGED_K
+            else f"the top {JUDGED_K} documents"
+        )
         return (
-            f"{self.system}: only {self.judged:.0%} of the top {JUDGED_K} documents {over}are judged (below "
+            f"{self.system}: only {self.judged:.0%} of {top} {over}are judged (below "
             f"{JUDGED_THRESHOLD:.0%}); unjudged documents count as not relevant, so the usual measures may be too low."
         )
 
@@ -151,7 +157,13 @@ def system_holes(
         for label, name, condensed in HOLE_MEASURES
         if (condensed and name in got) or (not condensed and (name in stored or name in got))
     }
-    return Holes(system, float(share), values, basis)
+    return Holes(system, float(share), values, basis, _depth(ev.coverage if ev is not None else {}))
+
+
+def _depth(coverage: Mapping[str, Any]) -> int | None:
+    """The depth a coverage block records (None when the run's depth was not recorded)."""
+    depth = coverage.get("depth")
+    return int(depth) if isinstance(depth, (int, float)) and not isinstance(depth, bool) else None
 
 
 def find_holes(
@@ -177,5 +189,8 @@ def study_caveats(result: StudyResult) -> list[Caveat]:
     for s in result:
         if s.error is None:
             tables = (result.evaluation(s.name), result.run(s.name), qrels) if qrels is not None else ()
-            out.append(Caveat(s.name, dict(s.coverage), system_holes(s.name, s.means(), *tables)))
+            holes = system_holes(s.name, s.means(), *tables)
+            if holes is not None and holes.depth is None:
+                holes.depth = _depth(s.coverage)
+            out.append(Caveat(s.name, dict(s.coverage), holes))
     return out

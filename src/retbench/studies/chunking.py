@@ -56,6 +56,7 @@ from retbench.config.common import DatasetBlock, DatasetSpec
 from retbench.config.experiment import ScopedSystem
 from retbench.config.study import load_study, parse_study
 from retbench.data import Corpus, Qrels, Queries, Run
+from retbench.data.samples import groups_from_samples
 from retbench.errors import ConfigError
 from retbench.evaluation import EvalSettings, Evaluation, evaluate
 from retbench.io.chunking_eval import read_chunking_eval
@@ -83,7 +84,7 @@ from retbench.studies.cell import (
     run_cell,
 )
 from retbench.studies.chunk_documents import BestChunkDocuments, encoder_of, joined_corpus
-from retbench.studies.dataset import load_prepared, require_relevant
+from retbench.studies.dataset import doc_type_groups, load_prepared, require_relevant
 from retbench.studies.manifest import manifest_header
 
 Scopes = Mapping[str, Callable[[str], bool]]  # query id -> is this chunk inside its chosen scope?
@@ -98,6 +99,7 @@ class ChunkingConfig:
     systems: list[ScopedSystem]
     model: ChunkingModel  # the validated config it is derived from (the manifest records it)
     metrics: list[str] = field(default_factory=lambda: list(DEFAULT_METRICS))
+    primary: str = ""  # the metric the pairs are ranked on (ChunkingModel.ranking_metric; not in any fingerprint)
     token_k: list[int] = field(default_factory=lambda: [5, 10])
     budgets: list[int] = field(default_factory=lambda: [512])
     depth: int = 50
@@ -161,6 +163,7 @@ def study_config(model: ChunkingModel) -> ChunkingConfig:
         chunkers=model.chunker_params,
         systems=list(model.systems),
         metrics=list(model.metrics),
+        primary=model.ranking_metric,
         # no character-level scores nor budgets where relevance is a document's grade (the model refuses them)
         token_k=list(model.token_k) if documents is None else [],
         budgets=list(model.budgets) if documents is None else [],
@@ -252,6 +255,8 @@ class StudyData:
     qrels: Qrels | None
     dataset: dict[str, Any]  # the manifest's dataset entry
     relevance: dict[str, Any]  # the manifest's relevance entry
+    # group -> query ids the breakdown by group reads (tags, categories, answerable, doc_type:<type>), as in `run`
+    groups: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _study_data(cfg: ChunkingConfig) -> StudyData:
@@ -267,6 +272,10 @@ def _study_data(cfg: ChunkingConfig) -> StudyData:
             data.qrels,
             data.manifest(),
             {"judge": "documents", "rank": "best chunk", "evaluation": cfg.evaluation.to_dict()},
+            {
+                **(groups_from_samples(data.dataset.samples) if data.dataset.samples else {}),
+                **doc_type_groups(data.qrels, data.dataset.corpus),
+            },
         )
     folder = Path(resolve(cfg.dataset))
     if not (folder / "questions.jsonl").is_file() and any(folder.glob("corpus.jsonl*")):
@@ -291,7 +300,8 @@ def _study_data(cfg: ChunkingConfig) -> StudyData:
         "corpus_fingerprint": ev.corpus.fingerprint(),
     }
     relevance = {"judge": "spans", "min_chars": cfg.min_chars, "min_fraction": cfg.min_fraction}
-    return StudyData(ev.name, ev.corpus, queries, spans, None, entry, relevance)
+    gold = Qrels({q: {str(queries.metadata[q]["corpus_id"]): 1} for q in qids if q in queries.metadata})
+    return StudyData(ev.name, ev.corpus, queries, spans, None, entry, relevance, doc_type_groups(gold, ev.corpus))
 
 
 def _chunking_manifest(cfg: ChunkingConfig, data: StudyData, tokenizer: Tokenizer) -> dict[str, Any]:
@@ -443,7 +453,7 @@ def _run_pair(
     outcome = run_cell(
         cell,
         retriever,
-        CellData(corpus, data.queries),
+        CellData(corpus, data.queries, data.groups or None),
         CellStages(score, describe=extra, aggregate=cfg.evaluation.aggregate_kwargs()),
         force=force,
         log=log,

@@ -24,6 +24,7 @@ from retbench.evaluation import Evaluation
 from retbench.llm.generate import numbered
 from retbench.llm.rubric import material, rubric_prompt
 from retbench.metrics.judged import given_text, references
+from retbench.metrics.registry import value_range
 from retbench.metrics.rubric import Rubric, rubric_of
 from retbench.stats import ppi_mean
 from retbench.studies.labels.rubric_calibrate import human_verdict
@@ -115,5 +116,5 @@ def rubric_estimates(ev: Evaluation, samples: Mapping[str, Sample], alpha: float
         if len(pairs) >= 2 and unlabelled:
             y, f = np.array(pairs, dtype=float).T
             est, low, high = ppi_mean(y, f, np.array(unlabelled), alpha=alpha)
-            out[m] = estimate_block("ppi", len(pairs), len(pairs) + len(unlabelled), est, low, high)
+            out[m] = estimate_block("ppi", len(pairs), len(pairs) + len(unlabelled), est, low, high, value_range(m))
     return out

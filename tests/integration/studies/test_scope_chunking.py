@@ -119,3 +119,86 @@ def test_a_scope_on_a_beir_dataset_in_a_chunking_study_is_refused_naming_the_fie
     with pytest.raises(ConfigError, match="needs a chunking set") as err:
         parse_config(cfg, "scoped.yaml")
     assert err.value.field == "systems[1].scope"
+
+
+def summary_table(report: str) -> dict[str, dict[str, str]]:
+    """The all-chunks table of a chunking report.md: system -> column -> cell."""
+    section = report.split("## All retrieved chunks", 1)[1].split("\n## ", 1)[0]
+    lines = [x for x in section.splitlines() if x.startswith("|")]
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = [[c.strip() for c in x.strip("|").split("|")] for x in lines[2:]]
+    return {r[1]: dict(zip(head, r, strict=True)) for r in rows}
+
+
+def test_a_chunking_study_ranks_on_a_metric_of_the_systems_not_on_a_scope_diagnostic_listed_first(
+    tmp_path: Path, router
+) -> None:
+    data = write_small_set(tmp_path / "small")
+    cfg = shipped_config(
+        tmp_path, dataset=str(data), depth=2, budgets=[64], token_k=[1], metrics=["scope_miss_rate", "recall@2"]
+    )
+    cfg["chunkers"] = [{"name": "sentences", "kind": "sentences", "size": 1, "overlap": 0}]
+    run_chunking(parse_config(cfg, "scoped.yaml"), log=lambda _: None)
+    table = summary_table((tmp_path / "out" / "report.md").read_text())
+    assert "recall@2 rank 95%" in table["bm25"] and "scope_miss_rate rank 95%" not in table["bm25"]
+    assert all(row["recall@2 rank 95%"] != "not ranked" for row in table.values())  # every system has recall
+
+
+def test_systems_without_the_declared_primary_metric_are_shown_as_not_ranked(tmp_path: Path, router) -> None:
+    data = write_small_set(tmp_path / "small")
+    cfg = shipped_config(
+        tmp_path,
+        dataset=str(data),
+        depth=2,
+        budgets=[64],
+        token_k=[1],
+        metrics=["recall@2", "scope_miss_rate"],
+        primary="scope_miss_rate",
+    )
+    cfg["chunkers"] = [{"name": "sentences", "kind": "sentences", "size": 1, "overlap": 0}]
+    routed = next(s for s in cfg["systems"] if s["name"] == "bm25_routed")
+    cfg["systems"].append(routed | {"name": "bm25_routed_again"})
+    run_chunking(parse_config(cfg, "scoped.yaml"), log=lambda _: None)
+    report = (tmp_path / "out" / "report.md").read_text()
+    table = summary_table(report)
+    assert table["bm25"]["scope_miss_rate rank 95%"] == "not ranked"  # no scope stage: no value to rank
+    assert table["bm25_routed"]["scope_miss_rate rank 95%"].startswith("1")  # equal misses share rank 1
+    assert "Not ranked (no value of the ranking metric): sentences+bm25." in report
+
+
+def test_a_primary_metric_the_study_does_not_compute_is_refused_naming_the_field(tmp_path: Path) -> None:
+    cfg = shipped_config(tmp_path, primary="ndcg@10")
+    with pytest.raises(ConfigError, match="not one of the study's metrics") as err:
+        parse_config(cfg, "scoped.yaml")
+    assert err.value.field == "primary"
+
+
+def test_a_chunking_study_shows_the_intervals_and_the_breakdown_metrics_json_holds(tmp_path: Path, router) -> None:
+    import io
+
+    from rich.console import Console
+
+    from retbench.report.terminal import render_chunking
+    from retbench.results import read_results
+
+    data = write_small_set(tmp_path / "small")
+    cfg = shipped_config(tmp_path, dataset=str(data), depth=2, budgets=[64], token_k=[1], metrics=["recall@2", "mrr@2"])
+    cfg["chunkers"] = [{"name": "sentences", "kind": "sentences", "size": 1, "overlap": 0}]
+    parsed = parse_config(cfg, "scoped.yaml")
+    outcome = run_chunking(parsed, log=lambda _: None)
+    stored = read_results(tmp_path / "out")["sentences+bm25_routed"]
+    mrr = stored.metrics["mrr@2"]
+    shown = f"{mrr.value:.3f} [{mrr.ci_low:.3f}, {mrr.ci_high:.3f}]"
+    group = stored.breakdown["doc_type:md"]  # every gold document of the set is a .md file
+    assert group["n"] == 4
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert summary_table(report)["bm25_routed"]["mrr@2"] == shown
+    section = report.split("## Breakdown by group", 1)[1].split("\n## ", 1)[0]
+    assert "### sentences+bm25_routed" in section
+    assert f"| doc_type:md | 4 | {group['means']['recall@2']:.4f} | {group['means']['mrr@2']:.4f} |" in section
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "Breakdown by group" in html and "doc_type:md" in html and shown in html
+    out = io.StringIO()
+    Console(file=out, width=250).print(render_chunking(parsed, outcome.result))
+    printed = out.getvalue()
+    assert shown in printed and "breakdown by group: sentences+bm25_routed" in printed and "doc_type:md" in printed

@@ -45,14 +45,16 @@ def write_dataset(folder: Path, queries: dict[str, str], qrels: list[tuple[str, 
     return folder
 
 
-def run_study(tmp_path: Path, data: Path, systems: list[dict]) -> tuple[str, Path]:
+def run_study(
+    tmp_path: Path, data: Path, systems: list[dict], depth: int = DEPTH, metrics: list[str] = METRICS
+) -> tuple[str, Path]:
     """`retbench run` printed at 200 columns: (its output, the results folder)."""
     cfg = {
         "name": "caveats",
         "output": str(tmp_path / "out"),
-        "depth": DEPTH,
+        "depth": depth,
         "batch_size": 1,  # a query that raises fails alone, not its whole batch
-        "metrics": METRICS,
+        "metrics": metrics,
         "datasets": [{"path": str(data), "split": "test"}],
         "systems": systems,
     }
@@ -162,3 +164,21 @@ def test_a_clean_run_gets_no_note_anywhere(tmp_path: Path):
     for words in ("returned fewer than", "left out of every mean", "judged queries, ", "are judged", "⚠️", "> **Note**"):
         assert words not in flat(printed) and words not in md and words not in comment, words
     assert "data-caveat" not in html and "data-holes" not in html
+
+
+def test_a_shallow_run_says_its_uncut_metrics_stand_on_its_real_depth(tmp_path: Path):
+    queries = {f"q{i}": f"common w{i}" for i in range(4)}
+    qrels = [(q, f"d{i}", 1) for i, q in enumerate(queries)]  # one judged document per query
+    data = write_dataset(tmp_path / "data", queries, qrels)
+    metrics = ["map", "ndcg", "bpref", "recall@5"]
+    printed, out = run_study(tmp_path, data, [{**OVERLAP, "params": {}}], depth=5, metrics=metrics)
+    said = (
+        "depth 5: MAP, nDCG and bpref have no cutoff and were computed on the 5 documents retrieved per query; "
+        "a deeper ranking (BEIR ranks 100, TREC 1,000) can score them differently."
+    )
+    md, html = (out / "report.md").read_text(), flat((out / "report.html").read_text())
+    assert said in flat(printed) and said in flat(md) and said in html
+    assert "recall@5 " not in said  # a cutoff within the depth needs no word
+    holes = "overlap: only 20% of the top 5 documents (the whole ranking: depth 5) of the answered queries are judged"
+    assert holes in flat(printed) and holes in flat(md)
+    assert "top 10" not in flat(printed) + flat(md)

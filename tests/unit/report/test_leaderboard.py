@@ -219,3 +219,40 @@ def test_a_suite_leaderboard_shows_each_rank_interval_and_the_group_tied_for_fir
     else:
         assert f"Only {tied} reaches rank 1" in md
     assert board.to_dict()["tied_first"] == expected.tied_first
+
+
+def test_a_system_with_no_score_of_the_metric_anywhere_is_not_ranked_rather_than_last():
+    rates = {"a/x": 0.2, "a/y": 0.4, "b/x": 0.3, "b/y": 0.1}
+    rows = {k: {"scope_miss_rate": v, "recall@5": 0.5} for k, v in rates.items()}
+    rows |= {"a/plain": {"recall@5": 0.8}, "b/plain": {"recall@5": 0.9}}  # no scope stage: no scope_miss_rate
+    board = build_leaderboard(study(rows), "scope_miss_rate")
+    assert board.avg_rank["plain"] is None and board.rank_label("plain") == "not ranked"
+    assert board.systems == ["x", "y", "plain"]  # x: 1 and 2, y: 2 and 1; x has the lower mean miss rate
+    assert board.to_dict()["rows"][2]["average_rank"] is None
+
+
+def test_a_suite_ranks_on_the_first_metric_of_the_systems_when_a_label_coverage_measure_is_listed_first(
+    tmp_path: Path,
+):
+    sets = [{"path": str(write_twins(tmp_path / name))} for name in ("twins", "twins2")]
+    cfg = write_config(tmp_path, sets, metrics=["holes@10", "ndcg@10"])
+    result = runner.invoke(app, ["run", str(cfg), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "leaderboard: nDCG@10" in result.output
+    assert "## Leaderboard: nDCG@10" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_identical_ids_dropped_that_the_qrels_judge_relevant_are_counted_and_said(tmp_path: Path):
+    twins = write_twins(tmp_path / "twins")
+    with (twins / "qrels" / "test.tsv").open("a") as fh:  # a public qrels file may judge a query's own id
+        fh.write("arg0\targ0\t1\narg1\targ1\t1\n")
+    cfg = write_config(tmp_path, [{"path": str(twins)}], evaluation={"ignore_identical_ids": True})
+    result = runner.invoke(app, ["run", str(cfg), "--quiet", "--no-history"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    cov = read_results(tmp_path / "out")["bm25"].coverage
+    assert (cov["identical_ids_dropped"], cov["identical_ids_relevant"]) == (8, 2)
+    said = "bm25: BEIR's identical-id rule dropped 8 retrieved documents whose id equals their query's, 2 of them"
+    assert said in " ".join(result.output.split())
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "identical query/doc ids ignored (8 dropped, 2 of them judged relevant)" in md
+    assert said in " ".join(md.split())

@@ -27,6 +27,7 @@ import numpy as np
 from retbench.config.calibration import CalibrationModel, RubricCalibration
 from retbench.data.corpus import Sample
 from retbench.errors import InputError
+from retbench.estimates import estimate_block
 from retbench.metrics.judged import verdict
 from retbench.metrics.rubric import Rubric, rubric_of
 from retbench.studies.labels import agreement as ag
@@ -81,13 +82,10 @@ def _one(
         y = np.array([p[0] for p in pairs], dtype=float)
         f = np.array([p[1] for p in pairs], dtype=float)
         est, low, high = ppi_mean(y, f, np.array(unlabelled), alpha=0.05)
-        report["ppi"] = {
-            "mean": est,
-            "ci_low": low,
-            "ci_high": high,
-            "n_human": len(pairs),
-            "n_llm": len(pairs) + len(unlabelled),
-        }
+        scale = (0.0, 1.0 if rubric.binary else float(rubric.high or 1))  # a PPI interval may leave the scale
+        block = estimate_block("ppi", len(pairs), len(pairs) + len(unlabelled), est, low, high, scale)
+        keys = ("mean", "ci_low", "ci_high", "n_human", "n_llm", "clipped")
+        report["ppi"] = {k: block[k] for k in keys if k in block}
     return report
 
 
