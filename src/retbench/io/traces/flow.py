@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from retbench.data import QueryStatus, RunBuilder
+from retbench.data import QueryStatus, Run, RunBuilder
 from retbench.data.ids import served_scores
 from retbench.io.files import write_json, write_jsonl
 from retbench.io.traces.model import Problem, Retrieval
@@ -167,6 +167,52 @@ def _system(queries: list[Query], given: str | None) -> str:
     return run_tag("live-" + sources.pop() if len(sources) == 1 else "live")
 
 
+def _live_rows(
+    sampled: list[Query], name: str
+) -> tuple[Run, list[dict[str, Any]], list[dict[str, Any]], dict[str, int]]:
+    """(the live run, query rows, feedback rows, run counts) of the sampled queries."""
+    builder, query_rows, feedback_rows = RunBuilder(name), [], []
+    counts = {"queries": len(sampled), "failed_live": 0, "scored_by_served_order": 0, "repeated_documents_dropped": 0}
+    for q in sampled:
+        qid, served = qid_of(q.key), q.served
+        query_rows.append({"_id": qid, "text": q.seen[0].query, "metadata": q.metadata()})
+        if served.error is not None:
+            counts["failed_live"] += 1
+            builder.add(qid, status=QueryStatus.ERROR, error=f"failed live: {served.error}")
+        else:
+            ranking, dropped, by_order = _ranking(served)
+            counts["repeated_documents_dropped"] += dropped
+            counts["scored_by_served_order"] += by_order
+            builder.add(qid, ranking)
+        feedback_rows += [
+            {
+                "qid": qid,
+                "doc_id": f.doc_id,
+                "kind": f.kind,
+                "value": f.value,
+                "at": _iso(f.at or r.at),
+                "trace_id": r.trace_id,
+                "span_id": r.span_id,
+            }
+            for r in q.seen
+            for f in r.feedback
+        ]
+    return builder.build(), query_rows, feedback_rows, counts
+
+
+def _texts(retrievals: list[Retrieval], known: set[str]) -> tuple[dict[str, str], int]:
+    """(doc id -> the first text a span recorded for it, ids a given corpus lacks; texts that disagreed later)."""
+    texts: dict[str, str] = {}
+    conflicts = 0
+    for r in retrievals:
+        for d in r.documents:
+            if d.content is None or d.doc_id in known:
+                continue
+            conflicts += d.doc_id in texts and texts[d.doc_id] != d.content
+            texts.setdefault(d.doc_id, d.content)
+    return texts, conflicts
+
+
 def import_traces(
     paths: Sequence[str | Path],
     out: str | Path,
@@ -190,54 +236,20 @@ def import_traces(
     sampled = sample_queries(groups, max_queries, seed)
     name = _system(sampled or groups, system)
     known = set(read_corpus(corpus).ids) if corpus is not None else set()
+    run, query_rows, feedback_rows, run_counts = _live_rows(sampled, name)
+    texts, conflicts = _texts(kept, known)
 
     out_dir = Path(out)
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
-    builder, query_rows, feedback_rows = RunBuilder(name), [], []
-    repeats = served_order = 0
-    for q in sampled:
-        qid, served = qid_of(q.key), q.served
-        query_rows.append({"_id": qid, "text": q.seen[0].query, "metadata": q.metadata()})
-        if served.error is not None:
-            builder.add(qid, status=QueryStatus.ERROR, error=f"failed live: {served.error}")
-        else:
-            ranking, dropped, by_order = _ranking(served)
-            repeats, served_order = repeats + dropped, served_order + by_order
-            builder.add(qid, ranking)
-        for r in q.seen:
-            feedback_rows += [
-                {
-                    "qid": qid,
-                    "doc_id": f.doc_id,
-                    "kind": f.kind,
-                    "value": f.value,
-                    "at": _iso(f.at or r.at),
-                    "trace_id": r.trace_id,
-                    "span_id": r.span_id,
-                }
-                for f in r.feedback
-            ]
-    texts: dict[str, str] = {}
-    conflicts = 0
-    for r in kept:
-        for d in r.documents:
-            if d.content is None or d.doc_id in known:
-                continue
-            if d.doc_id in texts and texts[d.doc_id] != d.content:
-                conflicts += 1
-            texts.setdefault(d.doc_id, d.content)
-    served_ids = {d for row in sampled for d, _ in _ranking(row.served)[0]}
     write_jsonl(out_dir / "queries.jsonl", query_rows)
     write_jsonl(
         out_dir / "corpus.jsonl",
         ({"_id": i, "title": "", "text": t, "metadata": {"source": "traces"}} for i, t in sorted(texts.items())),
     )
-    write_run(builder.build(), out_dir / "runs" / f"{name}.trec", tag=name)
+    write_run(run, out_dir / "runs" / f"{name}.trec", tag=name)
     write_jsonl(out_dir / "feedback.jsonl", feedback_rows)
 
-    exact = sum(len(q.seen) - len({r.query for r in q.seen}) for q in groups)
-    near = sum(len({r.query for r in q.seen}) - 1 for q in groups)
-    problems = read.problems
+    served_ids = set(run.doc_ids.tolist()) if len(run.doc_ids) else set()
     summary: dict[str, Any] = {
         "schema": 1,
         "files": [str(p) for p in paths],
@@ -247,13 +259,18 @@ def import_traces(
         "retriever_spans": len(read.retrievals),
         "other_spans": dict(sorted(read.other_kinds.items())),
         "malformed": {
-            "count": len(problems),
-            "by_field": dict(Counter(_field_class(p.field) for p in problems)),
-            "spans": [p.as_json() for p in problems],
+            "count": len(read.problems),
+            "by_field": dict(Counter(_field_class(p.field) for p in read.problems)),
+            "spans": [p.as_json() for p in read.problems],
         },
         "window": {"since": _iso(since), "until": _iso(until), "outside": outside, "no_timestamp": untimed},
         "retrievals": len(kept),
-        "duplicates": {"exact": exact, "near": near, "near_rule": NEAR_RULE, "queries": len(groups)},
+        "duplicates": {
+            "exact": sum(len(q.seen) - len({r.query for r in q.seen}) for q in groups),
+            "near": sum(len({r.query for r in q.seen}) - 1 for q in groups),
+            "near_rule": NEAR_RULE,
+            "queries": len(groups),
+        },
         "sampled": {
             "max_queries": max_queries,
             "seed": seed,
@@ -261,12 +278,7 @@ def import_traces(
             "kept": len(sampled),
             "dropped": len(groups) - len(sampled),
         },
-        "run": {
-            "queries": len(sampled),
-            "failed_live": sum(q.served.error is not None for q in sampled),
-            "scored_by_served_order": served_order,
-            "repeated_documents_dropped": repeats,
-        },
+        "run": run_counts,
         "documents": {
             "served": len(served_ids),
             "texts_written": len(texts),
@@ -277,7 +289,7 @@ def import_traces(
         "feedback": len(feedback_rows),
     }
     write_json(out_dir / "import.json", summary)
-    return TraceImport(out_dir, summary, problems, name)
+    return TraceImport(out_dir, summary, read.problems, name)
 
 
 def _field_class(fld: str) -> str:

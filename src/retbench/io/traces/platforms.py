@@ -59,7 +59,8 @@ def _phoenix(span: Mapping[str, Any], file: str, id_key: str, out: ReadOut) -> R
     if not isinstance(span_id, str) or not span_id:
         raise Malformed("context.span_id", "missing")
     attrs = flatten(span.get("attributes") or {})
-    kind = str(span.get("span_kind") or attrs.get(KIND) or "UNKNOWN").upper()
+    given = [str(k).upper() for k in (span.get("span_kind"), attrs.get(KIND)) if k]
+    kind = next((k for k in given if k != "UNKNOWN"), "UNKNOWN")  # Phoenix says UNKNOWN when it found no kind
     if kind != RETRIEVER:
         out.other_kinds[kind] += 1
         return None
