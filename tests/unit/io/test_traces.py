@@ -298,3 +298,20 @@ def test_a_file_that_is_no_trace_export_or_another_format_is_an_input_error(tmp_
         read_file(write(tmp_path / "x.json", {"hello": 1}))
     with pytest.raises(InputError, match="--format jsonl, but the file reads as otlp"):
         read_file(write(tmp_path / "t.json", otlp([span(1)])), "jsonl")
+
+
+def test_scores_are_kept_when_every_document_has_one_and_they_never_rise_else_the_served_order_counts(
+    tmp_path: Path,
+) -> None:
+    spans = [
+        span(1, "kept", [{"id": "a", "score": 3.0}, {"id": "b", "score": 3.0}, {"id": "c", "score": 0.5}]),
+        span(2, "rising", [{"id": "a", "score": 1.0}, {"id": "b", "score": 2.0}]),
+        span(3, "partial", [{"id": "a", "score": 1.0}, {"id": "b"}]),
+    ]
+    done = import_traces([write(tmp_path / "t.json", otlp(spans))], tmp_path / "out")
+    run = read_run(tmp_path / "out" / "runs" / "live-langchain.trec")
+    # kept as given; a tie is ordered as trec_eval orders it (doc id descending), as for every run
+    assert run.ranking(qid_of("kept")) == [("b", 3.0), ("a", 3.0), ("c", 0.5)]
+    assert run.ranking(qid_of("rising")) == [("a", 2.0), ("b", 1.0)]  # the served order, not the scores' order
+    assert run.ranking(qid_of("partial")) == [("a", 2.0), ("b", 1.0)]
+    assert done.summary["run"]["scored_by_served_order"] == 2
