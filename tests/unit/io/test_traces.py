@@ -315,3 +315,24 @@ def test_scores_are_kept_when_every_document_has_one_and_they_never_rise_else_th
     assert run.ranking(qid_of("rising")) == [("a", 2.0), ("b", 1.0)]  # the served order, not the scores' order
     assert run.ranking(qid_of("partial")) == [("a", 2.0), ("b", 1.0)]
     assert done.summary["run"]["scored_by_served_order"] == 2
+
+
+def test_snake_case_otlp_as_phoenix_otlpv1_answers_reads_like_otlp_json(tmp_path: Path) -> None:
+    snake = {
+        "trace_id": TRACE,
+        "span_id": "00000000000000a1",
+        "start_time_unix_nano": T0,
+        "attributes": [
+            {"key": "openinference.span.kind", "value": {"string_value": "RETRIEVER"}},
+            {"key": "input.value", "value": {"string_value": "snake query"}},
+            {"key": "retrieval.documents.0.document.id", "value": {"string_value": "d1"}},
+            {"key": "retrieval.documents.0.document.score", "value": {"double_value": 0.25}},
+        ],
+    }
+    path = write(
+        tmp_path / "s.json", {"resource_spans": [{"scope_spans": [{"scope": {"name": "x"}, "spans": [snake]}]}]}
+    )
+    got = read_file(path)
+    assert [(r.query, r.documents[0].doc_id, r.documents[0].score, r.span_id) for r in got.retrievals] == [
+        ("snake query", "d1", 0.25, "00000000000000a1")
+    ]

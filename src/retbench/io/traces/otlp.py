@@ -22,6 +22,7 @@ from retbench.io.traces.model import Malformed, Problem, ReadOut, epoch_nanos
 from retbench.io.traces.semconv import is_retriever, retrieval_from_attributes, span_kind
 
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
+_CAMEL = re.compile(r"([A-Z])")
 _STATUS_ERROR = (2, "STATUS_CODE_ERROR", "ERROR")
 
 
@@ -29,7 +30,7 @@ def get(obj: Mapping[str, Any], camel: str) -> Any:
     """A field by its OTLP/JSON name or its snake_case proto name."""
     if camel in obj:
         return obj[camel]
-    return obj.get(re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), camel))
+    return obj.get(_CAMEL.sub(r"_\1", camel).lower())
 
 
 def hex_id(value: Any, size: int, fld: str) -> str:
