@@ -336,3 +336,42 @@ def test_snake_case_otlp_as_phoenix_otlpv1_answers_reads_like_otlp_json(tmp_path
     assert [(r.query, r.documents[0].doc_id, r.documents[0].score, r.span_id) for r in got.retrievals] == [
         ("snake query", "d1", 0.25, "00000000000000a1")
     ]
+
+
+def test_langfuse_trace_scores_become_feedback_on_its_retriever_calls(tmp_path: Path) -> None:
+    obs = {
+        "id": "o1",
+        "traceId": "t1",
+        "type": "RETRIEVER",
+        "startTime": "2026-05-01T12:00:00Z",
+        "input": "scored query",
+        "output": [{"id": "a", "page_content": "text a"}],
+    }
+    trace = {
+        "id": "t1",
+        "timestamp": "2026-05-01T12:00:00Z",
+        "observations": [obs, {**obs, "id": "o2", "type": "SPAN"}],
+        "scores": [
+            {"name": "user-thumbs", "value": 1, "timestamp": "2026-05-01T12:03:00Z"},
+            {"name": "clicked", "value": None, "stringValue": "yes", "observationId": "o1"},
+            {"name": "elsewhere", "value": 0, "observationId": "o9"},
+            "junk",
+        ],
+    }
+    done = import_traces([write(tmp_path / "trace.json", trace)], tmp_path / "out")
+    fb = lines(tmp_path / "out" / "feedback.jsonl")
+    assert [(f["kind"], f["value"], f["at"]) for f in fb] == [
+        ("user-thumbs", 1, "2026-05-01T12:03:00Z"),
+        ("clicked", "yes", "2026-05-01T12:00:00Z"),
+    ]
+    assert [(p.field, p.span_id) for p in done.problems] == [("scores.3", None)]
+    assert done.summary["spans"] == 2 and done.summary["retriever_spans"] == 1  # a score is not a span
+
+
+def test_the_folder_loads_as_a_beir_dataset_without_qrels(tmp_path: Path) -> None:
+    from retbench.io.datasets import load_dataset
+
+    rows = [{"query": "q one", "retrieved": [{"id": "d1", "text": "first"}]}]
+    import_traces([_write_jsonl(tmp_path / "log.jsonl", rows)], tmp_path / "out")
+    ds = load_dataset(tmp_path / "out")
+    assert list(ds.queries.values()) == ["q one"] and ds.corpus["d1"].text == "first" and not ds.qrels

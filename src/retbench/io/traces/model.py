@@ -71,6 +71,7 @@ class Problem:
     field: str
     reason: str
     line: int | None = None
+    span: bool = True  # False for a record that is not a span (a Langfuse score): not counted among spans
 
     def __str__(self) -> str:
         where = self.file + (f":{self.line}" if self.line is not None else "")
@@ -101,7 +102,7 @@ class ReadOut:
 
     @property
     def spans(self) -> int:
-        return len(self.retrievals) + len(self.problems) + sum(self.other_kinds.values())
+        return len(self.retrievals) + sum(p.span for p in self.problems) + sum(self.other_kinds.values())
 
     def fold_nested(self) -> None:
         """A retriever span inside another retriever span of the same trace (LlamaIndex records `retrieve` and

@@ -8,7 +8,9 @@
 - Langfuse (`GET /api/public/v2/observations`, the SDK's `ObservationsV2Response`): `{"data": [observation,
   ...], "meta"}`, each observation `{"id", "traceId", "type", "startTime", "input", "output", "metadata",
   "userId", "sessionId", ...}`; a retriever is `type` `RETRIEVER`. A list of observations, one a line, or a
-  trace with its `observations` (`GET /api/public/traces/{id}`) read too.
+  trace with its `observations` (`GET /api/public/traces/{id}`) read too. A trace's `scores` (user feedback
+  sent with `langfuse.create_score`) become feedback: a score naming an observation belongs to that
+  retriever call, a score on the whole trace to each retriever call of the trace (kind = the score's name).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from retbench.io.traces.model import Malformed, Problem, ReadOut, Retrieval, timestamp
+from retbench.io.traces.model import Feedback, Malformed, Problem, ReadOut, Retrieval, timestamp
 from retbench.io.traces.semconv import (
     KIND,
     RETRIEVER,
@@ -116,3 +118,23 @@ def read_record(record: Any, platform: str, file: str, id_key: str, out: ReadOut
             out.retrievals.append(got)
     except Malformed as exc:
         out.problems.append(Problem(file, span_id if isinstance(span_id, str) else None, exc.field, exc.reason, line))
+
+
+def attach_scores(trace: Any, retrievals: list[Retrieval], file: str, out: ReadOut) -> None:
+    """A Langfuse trace's scores as feedback on its retriever calls; a score that is not an object is a Problem."""
+    scores = trace.get("scores") if isinstance(trace, Mapping) else None
+    if not isinstance(scores, list):
+        return
+    for i, score in enumerate(scores):
+        try:
+            if not isinstance(score, Mapping) or not isinstance(score.get("name"), str):
+                raise Malformed(f"scores.{i}", 'expected {"name": str, "value": ..., "observationId"?, "timestamp"?}')
+            value = score.get("value") if score.get("value") is not None else score.get("stringValue")
+            at = timestamp(score.get("timestamp"), f"scores.{i}.timestamp")
+        except Malformed as exc:
+            out.problems.append(Problem(file, None, exc.field, exc.reason, span=False))
+            continue
+        target = score.get("observationId")
+        for r in retrievals:
+            if target in (None, r.span_id):
+                r.feedback.append(Feedback(score["name"], value, None, at))

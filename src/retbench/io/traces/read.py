@@ -19,7 +19,7 @@ from retbench.io.files import iter_lines, open_text, require_file
 from retbench.io.traces.model import Problem, ReadOut
 from retbench.io.traces.otlp import get, read_protobuf, read_request
 from retbench.io.traces.plain import JSONL, read_plain
-from retbench.io.traces.platforms import LANGFUSE, PHOENIX, looks_like, read_record, records
+from retbench.io.traces.platforms import LANGFUSE, PHOENIX, attach_scores, looks_like, read_record, records
 
 OTLP = "otlp"
 FORMATS = ("auto", OTLP, PHOENIX, LANGFUSE, JSONL)
@@ -81,6 +81,8 @@ def read_file(path: str | Path, fmt: str = "auto", id_key: str = "id") -> ReadOu
         out.formats[file] = _check(p, fmt, found)
         for record in _records_or_self(whole):
             read_record(record, found, file, id_key, out)
+        if found == LANGFUSE:
+            attach_scores(whole, out.retrievals, file, out)
         return out
     return _read_lines(p, fmt, id_key, out)
 
