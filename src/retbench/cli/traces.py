@@ -56,7 +56,7 @@ def traces_import(
     ] = False,
 ) -> None:
     """Read production traces into queries, the live system's TREC run and the document texts seen."""
-    from retbench.io.traces import import_traces
+    from retbench.io.traces import import_traces  # deferred: keeps `retbench --help` fast
 
     done = import_traces(
         files,

@@ -37,6 +37,7 @@ from typing import Any
 
 from retbench.data import QueryStatus, Run, RunBuilder
 from retbench.data.ids import served_scores
+from retbench.io.beir import read_corpus
 from retbench.io.files import write_json, write_jsonl
 from retbench.io.traces.model import Problem, Retrieval
 from retbench.io.traces.read import read_traces
@@ -227,8 +228,6 @@ def import_traces(
     corpus: str | Path | None = None,
 ) -> TraceImport:
     """Read trace files and write the dataset folder (see the module docstring); returns what was written."""
-    from retbench.io.beir import read_corpus
-
     since, until = _utc(since), _utc(until)
     read = read_traces(paths, fmt, id_key)
     kept, outside, untimed = _in_window(read.retrievals, since, until)
