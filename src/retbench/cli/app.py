@@ -38,6 +38,8 @@ datasets_app = typer.Typer(help="Inspect datasets: shipped corpora or BEIR folde
 app.add_typer(datasets_app, name="datasets")
 export_app = typer.Typer(help="Send a results directory to an experiment tracker.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
+traces_app = typer.Typer(help="Production traces in: queries and the live system's run.", no_args_is_help=True)
+app.add_typer(traces_app, name="traces")
 
 F = TypeVar("F", bound=Callable[..., object])
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import chain
+from itertools import chain, pairwise
 from typing import Any
 
 import numpy as np
@@ -78,6 +78,18 @@ def score_problem(value: Any) -> str | None:
     if not math.isfinite(number):
         return f"score must be finite, got {shown(value)}"
     return None
+
+
+def served_scores(scores: Sequence[float | None]) -> list[float]:
+    """Scores under which trec_eval's order (score descending) is the served order: the given scores when every
+    hit has one and they never increase down the list, else the first of n hits scores n and the last 1. One rule
+    for framework answers and imported traces, so both record the same run for the same answer."""
+    if all(s is not None for s in scores):
+        given = [float(s) for s in scores if s is not None]
+        if all(a >= b for a, b in pairwise(given)):
+            return given
+    n = len(scores)
+    return [float(n - r) for r in range(n)]
 
 
 def answer_problem(ranking: Sequence[tuple[object, object]]) -> str | None:

@@ -33,11 +33,10 @@ import time
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from typing import Any
 
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
-from retbench.data.ids import id_problem
+from retbench.data.ids import id_problem, served_scores
 from retbench.errors import BackendError, ConfigError, InputError
 from retbench.jsontypes import JSONObject, JSONValue
 from retbench.retrievers.base import Ranking, Retriever, check_params, clean_ranking, import_object
@@ -90,13 +89,7 @@ def as_score(value: object) -> float | None:
 def served_order_ranking(hits: Sequence[Hit], k: int) -> Ranking:
     """(doc, score) for the first k hits, scored so the evaluated order is the served order."""
     hits = list(hits)[:k]
-    scores = [h.score for h in hits]
-    if all(s is not None for s in scores):
-        given = [float(s) for s in scores if s is not None]
-        if all(a >= b for a, b in pairwise(given)):
-            return [(h.doc, s) for h, s in zip(hits, given, strict=True)]
-    n = len(hits)
-    return [(h.doc, float(n - r)) for r, h in enumerate(hits)]
+    return [(h.doc, s) for h, s in zip(hits, served_scores([h.score for h in hits]), strict=True)]
 
 
 class FrameworkRetriever(Retriever):

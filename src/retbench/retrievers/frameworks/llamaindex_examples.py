@@ -5,6 +5,9 @@
   default the packaged all-MiniLM-L6-v2 with the same settings, vectors and embedding cache as the
   `dense` adapter given the same `encoder` block. `chunk_size` instead splits documents with
   LlamaIndex's `SentenceSplitter` (chunks keep their document's id).
+- `bm25`: a LlamaIndex `BaseRetriever` scoring the documents with rank_bm25's `BM25Okapi` (the scorer of
+  LangChain's `BM25Retriever`, same parameters, whitespace tokens), so a LlamaIndex pipeline runs with no
+  model; hits come back as `NodeWithScore` in score order (ties: corpus order), `similarity_top_k` deep.
 
 Config: `{adapter: llamaindex, params: {factory: "retbench.retrievers.frameworks.llamaindex_examples:vector_index"}}`.
 A factory of your own has the same shape: `def build(documents: list[Document], **params) -> BaseRetriever`.
@@ -19,6 +22,7 @@ from typing import Any
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import PrivateAttr
 
 from retbench.jsontypes import JSONValue
@@ -65,3 +69,30 @@ def vector_index(
         splitter = SentenceSplitter(chunk_size=chunk_size, chunk_overlap=min(20, chunk_size // 4))
         index = VectorStoreIndex.from_documents(documents, embed_model=embed, transformations=[splitter])
     return index.as_retriever()
+
+
+class BM25Retriever(BaseRetriever):
+    """rank_bm25's BM25Okapi over LlamaIndex documents (see the module docstring)."""
+
+    def __init__(self, documents: list[Document], k1: float, b: float, epsilon: float, lowercase: bool) -> None:
+        from rank_bm25 import BM25Okapi
+
+        super().__init__()
+        self._documents, self._lowercase = documents, lowercase
+        self._bm25 = BM25Okapi([self._tokens(d.get_content()) for d in documents], k1=k1, b=b, epsilon=epsilon)
+        self.similarity_top_k = 4
+
+    def _tokens(self, text: str) -> list[str]:
+        return (text.lower() if self._lowercase else text).split()
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        scores = self._bm25.get_scores(self._tokens(query_bundle.query_str))
+        order = sorted(range(len(scores)), key=lambda i: -scores[i])[: self.similarity_top_k]
+        return [NodeWithScore(node=self._documents[i], score=float(scores[i])) for i in order]
+
+
+def bm25(
+    documents: list[Document], k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25, lowercase: bool = False
+) -> BaseRetriever:
+    """A LlamaIndex retriever over rank_bm25's BM25Okapi with these parameters (no model needed)."""
+    return BM25Retriever(documents, k1, b, epsilon, lowercase)
