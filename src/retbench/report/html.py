@@ -19,7 +19,7 @@ from retbench.metrics.coverage import mode_with_identical
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt, histogram, plots
 from retbench.report.html_drill import drill_section, k_curve_figures
-from retbench.report.html_page import LEGEND_HINT, attr, note, page, table_html
+from retbench.report.html_page import LEGEND_HINT, attr, note, page, script_json, table_html
 from retbench.report.latency import latency_html
 from retbench.report.model import (
     COVERAGE_HEADER,
@@ -446,7 +446,7 @@ def render_html(data: ReportData) -> str:
     ]
     # a NaN mean (written by hand or by another tool: retbench writes null) is embedded as null, as JSON has no NaN
     embedded = json_safe({"metrics": data.stored, "primary": data.primary, "baseline": data.baseline})
-    blob = json.dumps(embedded, allow_nan=False, default=str).replace("</", "<\\/")
+    blob = script_json(embedded)
     header = (
         f'<div class="muted">{escape(ds)} · {len(data.systems)} system{"s" if len(data.systems) != 1 else ""} · '
         f"{escape(data.created)}</div>\n<p>{_mode_note(data)} {badges}</p>"

@@ -24,10 +24,23 @@ if TYPE_CHECKING:
     from retbench.report.model import ReportData
 
 
+# Characters that make Markdown of plain text: backslash, code spans, emphasis, links and images, GFM
+# strikethrough and table cells; `_` only where it can open or close emphasis (not between two letters or digits,
+# so `bm25_weak` stays as written). Each is backslash-escaped, which CommonMark allows for any ASCII punctuation.
+_MARKDOWN = re.compile(r"[\\`*\[\]~|]|(?<![^\W_])_|_(?![^\W_])")
+
+
 def md_text(text: object) -> str:
-    """User text (an experiment, system or dataset name, an error message) as inert Markdown: `<`, `>` and `&`
-    become entities, so a name holding HTML (`<img onerror=...>`) reads as text wherever report.md is rendered."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """User text (an experiment, system or dataset name, a query, an error message) as inert Markdown: `<`, `>`
+    and `&` become entities, so a name holding HTML (`<img onerror=...>`) reads as text wherever report.md is
+    rendered; the Markdown marks (`*`, `_`, backticks, `[`, `]`, `~`, `|`, `\\`) are backslash-escaped, so a name
+    cannot bold, link, open a code span or add a table column; a line break is a space."""
+    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MARKDOWN.sub(lambda m: "\\" + m.group(), text).replace("\r", " ").replace("\n", " ")
+
+
+class Md(str):
+    """A table cell already written as Markdown (a bold best value): `md_table` writes it as it is."""
 
 
 def md_code(text: object) -> str:
@@ -40,11 +53,11 @@ def md_code(text: object) -> str:
 
 
 def _cell(text: object) -> str:
-    return md_text(text).replace("|", "\\|").replace("\n", " ")
+    return text if isinstance(text, Md) else md_text(text)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return out
 
@@ -166,7 +179,7 @@ def leaderboard_markdown(board: Leaderboard) -> list[str]:
     rows = []
     for system, scores, mean, rank in board.rows():
         cells = [
-            f"**{fmt.num(v)}**" if v is not None and v == best[d] else ("—" if v is None else fmt.num(v))
+            Md(f"**{fmt.num(v)}**") if v is not None and v == best[d] else ("—" if v is None else fmt.num(v))
             for d, v in zip(board.datasets, scores, strict=True)
         ]
         interval = [interval_cell(board.resolution, system)] if board.resolution is not None else []
