@@ -24,7 +24,7 @@ from retbench.llm.prompts import Prompt, load_prompt
 from retbench.llm.verdicts import _flag, _integer, located_objects
 from retbench.metrics.rubric import Rubric
 
-TEMPLATE = "rubric_v1"
+TEMPLATE = "rubric_v2"
 
 
 def _escape(text: str) -> str:

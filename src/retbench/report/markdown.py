@@ -15,6 +15,7 @@ from retbench.estimates import source_label
 from retbench.metrics.coverage import mode_with_identical
 from retbench.report import fmt
 from retbench.report.holes import holes_markdown
+from retbench.report.judge import judge_notes
 from retbench.report.resolution import interval_cell, note, resolution_markdown
 from retbench.report.weakening import summary_caveats
 
@@ -254,6 +255,8 @@ def report_markdown(data: ReportData) -> str:
             "a failed or unparseable verdict is counted there, never scored (verdicts in systems/<name>/judged.json).",
             "",
         ]
+    notes = judge_notes(data.result or ())
+    lines += [*(f"- {md_code(name)}: {md_text(text)}" for name, text in notes), *([""] if notes else [])]
     if any(source_label(e) for s in data.systems for e in s.estimates.values()):
         lines += [
             "A mean from LLM labels says so: (LLM labels, judge bias uncorrected), or (PPI m [low, high], "
