@@ -46,7 +46,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+)*(?:previous|prior|above|"
             r"earlier|preceding|other|system)\s+(?:instructions?|rules?|prompts?|criteria|directions?|guidelines?)"
-            rf"|\byou\s+are\s+now\s+(?:a|an|the)?\s*{_JUDGE}"
+            rf"|\byou\s+are\s+now\s+(?:a|an|the)?\s*(?:\w+\s+){{0,2}}{_JUDGE}"
             rf"|\b(?:note|message|instructions?)\s+(?:to|for)\s+(?:the\s+)?{_JUDGE}s?\b"
             rf"|\b{_JUDGE}s?\s*[:,]\s*(?:please\s+)?(?:grade|score|rate|reply|respond|answer|output|return|give|mark)"
             rf"|\b(?:grade|score|rate|mark|give)\s+(?:this|the)\s+{_TEXT}\s+(?:as\s+|with\s+|an?\s+|at\s+)*"
