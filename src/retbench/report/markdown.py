@@ -25,17 +25,19 @@ if TYPE_CHECKING:
     from retbench.report.model import ReportData
 
 
-# Characters that make Markdown of plain text: backslash, code spans, emphasis, links and images, GFM
-# strikethrough and table cells; `_` only where it can open or close emphasis (not between two letters or digits,
-# so `bm25_weak` stays as written). Each is backslash-escaped, which CommonMark allows for any ASCII punctuation.
-_MARKDOWN = re.compile(r"[\\`*\[\]~|]|(?<![^\W_])_|_(?![^\W_])")
+# Characters that make Markdown of plain text: backslash, code spans, emphasis, GFM strikethrough and table cells;
+# a `]` that would close a link or image's text (followed by `(`, `[` or `:`; an interval like `[0.1, 0.3]` stays
+# as written, as a bare `[...]` links nothing here); `_` only where it can open or close emphasis (not between two
+# letters or digits, so `bm25_weak` stays as written). Each is backslash-escaped, as CommonMark allows for any
+# ASCII punctuation.
+_MARKDOWN = re.compile(r"[\\`*~|]|\](?=[(\[:])|(?<![^\W_])_|_(?![^\W_])")
 
 
 def md_text(text: object) -> str:
     """User text (an experiment, system or dataset name, a query, an error message) as inert Markdown: `<`, `>`
     and `&` become entities, so a name holding HTML (`<img onerror=...>`) reads as text wherever report.md is
-    rendered; the Markdown marks (`*`, `_`, backticks, `[`, `]`, `~`, `|`, `\\`) are backslash-escaped, so a name
-    cannot bold, link, open a code span or add a table column; a line break is a space."""
+    rendered; the Markdown marks (`*`, `_`, backticks, a link's `]`, `~`, `|`, `\\`) are backslash-escaped, so a
+    name cannot bold, link, open a code span or add a table column; a line break is a space."""
     text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MARKDOWN.sub(lambda m: "\\" + m.group(), text).replace("\r", " ").replace("\n", " ")
 

@@ -37,8 +37,8 @@ def test_hostile_text_outside_a_table_renders_as_its_own_characters(name):
     assert not re.search(r"<(strong|em|code|a|del|script)\b", html)
 
 
-def test_a_word_with_underscores_is_written_as_typed():
-    assert md_text("bm25_weak chars_200") == "bm25_weak chars_200"
+def test_words_with_underscores_and_intervals_are_written_as_typed():
+    assert md_text("bm25_weak chars_200 [0.1000, 0.3000]") == "bm25_weak chars_200 [0.1000, 0.3000]"
 
 
 def test_the_results_report_escapes_system_names_in_headers_and_cells(scifact_report):
