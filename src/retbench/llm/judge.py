@@ -8,6 +8,8 @@ failed call, llm/client.py), so a failed call is asked again by the next run. A 
 generates answers rather than verdicts names its failures after its stage (`failure="generation"`:
 `generation_error`, `generation_timeout`). `Judge.estimate(items)` is the dry run: calls that would
 be made, tokens (input estimated from the prompt, output bounded by max_tokens) and their cost.
+A verdict whose prompt fields speak to the judge (llm/injection.py) carries `flags`, kept as judged and
+counted (`JudgeStats.flagged`); the cache is keyed on the model's identity (llm/store.py: `keyed_on`).
 
 Graded relevance from token probabilities: when the server returns log-probabilities (ask with
 `extra: {logprobs: true, top_logprobs: 5}`) and the judge grades (`grades`, 0-3 for `parse_grade`),
