@@ -71,8 +71,8 @@ class JudgeSettings(Block, frozen=True):
     stream: bool = Field(False, description="ask for SSE; a server that streams anyway is read either way")
     model_file: ModelFile | None = Field(None, description="a local model file to fingerprint (sha256)")
     local: LocalServer | None = None
-    prompt: str = "relevance_v1"
-    check_prompt: str | None = Field("relevance_v2", description="the spot-check's second prompt version")
+    prompt: str = "relevance_v3"
+    check_prompt: str | None = Field("relevance_v4", description="the spot-check's second prompt version")
     extra: dict[str, Any] = Field(default_factory=dict, description="more request-body fields, sent as given")
 
     @model_validator(mode="after")

@@ -111,12 +111,16 @@ class ChatClient:
 
     def models(self) -> list[str]:
         """Model ids the server reports (`GET /v1/models`); CallFailed says why there are none to read."""
+        return [str(m.get("id")) for m in self.model_entries()]
+
+    def model_entries(self) -> list[dict[str, Any]]:
+        """The model objects of `GET /v1/models` as the server sent them (id, and whatever else it reports)."""
         req = urllib.request.Request(f"{self.base_url}/v1/models", headers=self._headers())
         kind, body = fetch(req, min(self.settings.timeout, MODELS_TIMEOUT))
         data = _json_body(body, kind, "GET /v1/models")
         if not isinstance(data.get("data"), list):
             raise CallFailed("GET /v1/models answered JSON without a `data` list of models")
-        return [str(m.get("id")) for m in data["data"] if isinstance(m, dict)]
+        return [m for m in data["data"] if isinstance(m, dict)]
 
     def chat(self, messages: list[dict[str, str]], model: str | None = None) -> Completion:
         """Send one chat request, retrying failed attempts; always returns a Completion."""
@@ -200,6 +204,20 @@ class ChatClient:
             model=_model(obj.get("model")),
             logprobs=token_logprobs(choices[0].get("logprobs")),
         )
+
+
+_SHA256 = re.compile(r"(?:sha256:)?([0-9a-f]{64})")
+
+
+def reported_fingerprint(entry: Mapping[str, Any]) -> str | None:
+    """The sha256 of the model file a server reports in its `/v1/models` entry, when it reports one: a field
+    `sha256` or `digest` (Ollama's style, `sha256:<hex>`) holding 64 hex digits. None otherwise (most servers)."""
+    for name in ("sha256", "digest"):
+        value = entry.get(name)
+        m = _SHA256.fullmatch(value.strip().lower()) if isinstance(value, str) else None
+        if m:
+            return m[1]
+    return None
 
 
 def fetch(req: urllib.request.Request, timeout: float, stop_at_done: bool = False) -> tuple[str, bytes]:

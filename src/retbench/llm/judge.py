@@ -8,6 +8,8 @@ failed call, llm/client.py), so a failed call is asked again by the next run. A 
 generates answers rather than verdicts names its failures after its stage (`failure="generation"`:
 `generation_error`, `generation_timeout`). `Judge.estimate(items)` is the dry run: calls that would
 be made, tokens (input estimated from the prompt, output bounded by max_tokens) and their cost.
+A verdict whose prompt fields speak to the judge (llm/injection.py) carries `flags`, kept as judged and
+counted (`JudgeStats.flagged`); the cache is keyed on the model's identity (llm/store.py: `keyed_on`).
 
 Graded relevance from token probabilities: when the server returns log-probabilities (ask with
 `extra: {logprobs: true, top_logprobs: 5}`) and the judge grades (`grades`, 0-3 for `parse_grade`),
@@ -30,7 +32,15 @@ from typing import Any
 
 from retbench.errors import BackendError
 from retbench.jsontypes import JSONObject
-from retbench.llm.client import CallFailed, ChatClient, Completion, estimate_tokens, grade_probabilities
+from retbench.llm.client import (
+    CallFailed,
+    ChatClient,
+    Completion,
+    estimate_tokens,
+    grade_probabilities,
+    reported_fingerprint,
+)
+from retbench.llm.injection import flags as injection_flags
 from retbench.llm.local import cache_root, local_server
 from retbench.llm.prompts import Prompt, load_prompt
 from retbench.llm.settings import JudgeSettings
@@ -53,6 +63,7 @@ class Verdict:
     output_tokens: int = 0
     probabilities: dict[str, float] | None = None  # grade -> probability at the grade token, when logprobs came
     expected: float | None = None  # sum of grade x probability
+    flags: list[str] = field(default_factory=list)  # why the judged text reads as instructions to the judge
 
     @property
     def ok(self) -> bool:
@@ -71,6 +82,7 @@ class JudgeStats:
     retries: int = 0
     seconds: float = 0.0
     statuses: Counter = field(default_factory=Counter)
+    flagged: int = 0  # verdicts whose judged text carries instructions to the judge (llm/injection.py)
 
     def cost(self, settings: JudgeSettings) -> float:
         return (
@@ -92,6 +104,7 @@ class JudgeStats:
             "retries": self.retries,
             "cost": round(self.cost(settings), 6),
             "call_seconds": round(self.seconds, 3),
+            "flagged": self.flagged,
         }
 
 
@@ -128,19 +141,24 @@ class Judge:
         """Asks the server which model it serves (once) and fingerprints a local model file."""
         if self._identity is None:
             try:
-                served = self.client.models()
+                entries = self.client.model_entries()
             except CallFailed as exc:
                 raise BackendError(f"judge server {self.client.base_url}: {exc}") from None
+            served = [str(m.get("id")) for m in entries]
             model = self.settings.model or (served[0] if served else "")
             if self.settings.model and served and self.settings.model not in served:
                 raise BackendError(f"judge server serves {served}, not the configured model {self.settings.model!r}")
             path = self.settings.model_path()
+            hashed = fingerprint_file(path, self.cache_dir) if path else None
+            reported = next((reported_fingerprint(m) for m in entries if str(m.get("id")) == model), None)
             self._identity = JudgeIdentity(
                 model=model,
                 model_file=str(path) if path else None,
-                model_sha256=fingerprint_file(path, self.cache_dir) if path else None,
+                model_sha256=hashed or reported,
                 prompt=self.prompt.describe(),
                 settings=self.settings.answer_fields(),
+                server=self.client.base_url,
+                sha256_from="model file" if hashed else "reported by the server" if reported else None,
             )
         return self._identity
 
@@ -185,22 +203,26 @@ class Judge:
     def _one(self, key: Any, fields: Mapping[str, str], identity: JSONObject, cache: VerdictCache) -> Verdict:
         messages = self._messages(fields)
         digest = sha256_json(messages)
+        flagged = injection_flags(fields)
         hit = cache.get(digest)
         if hit is not None:
             value, status = self.parse(hit["raw"])
-            verdict = self._graded(Verdict(key, status, value, hit["raw"], True), hit.get("logprobs"))
+            verdict = Verdict(key, status, value, hit["raw"], True, flags=flagged)
+            verdict = self._graded(verdict, hit.get("logprobs"))
             with self._lock:
                 self.stats.cached += 1
                 self.stats.statuses[status] += 1
+                self.stats.flagged += bool(flagged)
             self._log(verdict, messages, digest, identity, None)
             return verdict
         done = self.client.chat(messages, self.identity.model or None)
         failed = done.status.replace("judge_", f"{self.failure}_", 1)
         value, status = self.parse(done.text) if done.status == "ok" else (None, failed)
-        verdict = Verdict(key, status, value, done.text, False, done.input_tokens, done.output_tokens)
+        verdict = Verdict(key, status, value, done.text, False, done.input_tokens, done.output_tokens, flags=flagged)
         verdict = self._graded(verdict, done.logprobs)
         with self._lock:
             st = self.stats
+            st.flagged += bool(flagged)
             st.calls += 1
             st.retries += sum(1 for a in done.attempts if a.get("waited_s"))
             st.input_tokens += done.input_tokens
@@ -260,6 +282,7 @@ class Judge:
                 "error": done.error if done else None,
                 **({"usage_note": done.usage_note} if done and done.usage_note else {}),
                 **({"probabilities": v.probabilities, "expected": v.expected} if v.probabilities else {}),
+                **({"flags": v.flags} if v.flags else {}),
             }
         )
 

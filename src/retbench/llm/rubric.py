@@ -1,12 +1,14 @@
 """A rubric metric's judge prompt and verdict parser (the rubric itself: metrics/rubric.py).
 
-The prompt is the versioned template `rubric_v1` with the rubric's definition written in: its criterion,
-evaluation steps, scale and labelled levels. The result is a `Prompt` named `rubric_<name>` whose text (and
+The prompt is the versioned template `rubric_v2` with the rubric's definition written in: its criterion,
+evaluation steps, scale and labelled levels (`rubric_v1`, still loadable, is the same without quoting the
+material: an answer holding `</material>` could write outside its block there). The result is a `Prompt` named `rubric_<name>` whose text (and
 so sha256, and so the judge's identity and cache key) changes whenever the definition does: an edited rubric
 is judged afresh, never served the old rubric's cached verdicts.
 
 Per item, the judge is shown only the inputs the rubric names, each in its own labelled section inside
-`<material>` (passages numbered `[1]`, `[2]`, ...). The reply's verdict is its final JSON object
+`<material>` (passages numbered `[1]`, `[2]`, ...), quoted (llm/prompts: no `<material>` or `</material>` of
+the material's own survives), and is told the material is data, never instructions. The reply's verdict is its final JSON object
 (llm/verdicts.py: a passage that quotes `{"verdict": 1}` cannot judge itself): `{"verdict": 1|0}` on the
 yes/no scale (true/false and "yes"/"no" are read too), `{"score": N}` with N an integer on 0..high
 otherwise, and an optional `reasoning` string, kept with the verdict and in the call log. Reasoning may come
@@ -24,7 +26,7 @@ from retbench.llm.prompts import Prompt, load_prompt
 from retbench.llm.verdicts import _flag, _integer, located_objects
 from retbench.metrics.rubric import Rubric
 
-TEMPLATE = "rubric_v1"
+TEMPLATE = "rubric_v2"
 
 
 def _escape(text: str) -> str:

@@ -1,9 +1,13 @@
 """The judge's identity, its call log and its cache.
 
-Identity: the model id the server reports (`/v1/models`), the sha256 of the model file when it is
-local, the prompt (name, version, sha256 of its text) and the settings that change an answer
-(temperature, seed, max tokens, extra request fields). Its hash keys the cache, so a different
-model file, prompt version or seed can never be served another's verdicts.
+Identity: the model id the server reports (`/v1/models`), what identifies the model behind it, the prompt
+(name, version, sha256 of its text) and the settings that change an answer (temperature, seed, max tokens,
+extra request fields). Its hash keys the cache, so a different model, prompt version or seed can never be
+served another's verdicts. What identifies the model (`keyed_on`, said in manifests and reports):
+- the sha256 of its model file: hashed here for a local file (`local:`), or as the server reports it in its
+  `/v1/models` entry (`client.reported_fingerprint`); the same file answers alike on any server or port;
+- else the server's base URL with the model id: two servers that report the same model id may serve
+  different weights, so one's verdicts are never served as the other's.
 
 Cache: `<cache>/judge/<identity key>.jsonl`, one line per answered input (keyed by the sha256 of
 the exact messages sent). Answers that came back (parsed or not) are cached; failed calls are not,
@@ -66,18 +70,28 @@ class JudgeIdentity:
     model_sha256: str | None
     prompt: Mapping[str, str | int]  # the prompt's describe(): name, version, id, sha256
     settings: JSONObject
+    server: str | None = None  # base URL (no credentials): in the key only when no model file sha256 is known
+    sha256_from: str | None = None  # "model file" (hashed here) or "server" (reported by /v1/models)
 
     @property
     def key(self) -> str:
-        return sha256_json([self.model, self.model_sha256, self.prompt["id"], self.prompt["sha256"], self.settings])[
-            :16
-        ]
+        parts = [self.model, self.model_sha256, self.prompt["id"], self.prompt["sha256"], self.settings]
+        return sha256_json(parts if self.model_sha256 else [*parts, {"server": self.server}])[:16]
+
+    @property
+    def keyed_on(self) -> str:
+        """What identifies the model in the cache key, in words (module docstring)."""
+        if self.model_sha256:
+            return f"model file sha256 {self.model_sha256[:12]} ({self.sha256_from or 'model file'})"
+        return f"server {self.server} + model id {self.model!r}"
 
     def to_dict(self) -> dict[str, Any]:  # studies index into it (identity["prompt"]["id"])
         return {
             "model": self.model,
             "model_file": Path(self.model_file).name if self.model_file else None,
             "model_sha256": self.model_sha256,
+            "server": self.server,
+            "keyed_on": self.keyed_on,
             "prompt": self.prompt,
             "settings": self.settings,
             "key": self.key,

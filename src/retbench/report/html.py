@@ -19,7 +19,8 @@ from retbench.metrics.coverage import mode_with_identical
 from retbench.metrics.registry import lower_is_better
 from retbench.report import fmt, histogram, plots
 from retbench.report.html_drill import drill_section, k_curve_figures
-from retbench.report.html_page import LEGEND_HINT, attr, note, page, table_html
+from retbench.report.html_page import LEGEND_HINT, attr, note, page, script_json, table_html
+from retbench.report.judge import judge_notes
 from retbench.report.latency import latency_html
 from retbench.report.model import (
     COVERAGE_HEADER,
@@ -356,6 +357,11 @@ def _answer_side(data: ReportData) -> list[tuple[str, str, str]]:
     return out
 
 
+def _judge(notes: list[tuple[str, str]]) -> str:
+    """What identified each system's judge model in its cache key, and its flagged verdicts (report/judge.py)."""
+    return "<ul>" + "".join(f"<li><b>{escape(n)}</b>: {escape(t)}</li>" for n, t in notes) + "</ul>"
+
+
 def _coverage(data: ReportData) -> str:
     rows = []
     chart_rows = []
@@ -438,6 +444,7 @@ def render_html(data: ReportData) -> str:
         *tradeoff_section(data),
         *([("rerank", "Rerank stages", _rerank(data))] if rerank_rows(data) else []),
         *_answer_side(data),
+        *[("judge", "LLM judge", _judge(notes)) for notes in [judge_notes(data.result or ())] if notes],
         ("resources", "Resources", _resources(data)),
         *([("agreement", "Agreement with the reference", _agreement(data))] if agreement_rows(data) else []),
         ("coverage", "Coverage", _coverage(data)),
@@ -446,7 +453,7 @@ def render_html(data: ReportData) -> str:
     ]
     # a NaN mean (written by hand or by another tool: retbench writes null) is embedded as null, as JSON has no NaN
     embedded = json_safe({"metrics": data.stored, "primary": data.primary, "baseline": data.baseline})
-    blob = json.dumps(embedded, allow_nan=False, default=str).replace("</", "<\\/")
+    blob = script_json(embedded)
     header = (
         f'<div class="muted">{escape(ds)} · {len(data.systems)} system{"s" if len(data.systems) != 1 else ""} · '
         f"{escape(data.created)}</div>\n<p>{_mode_note(data)} {badges}</p>"

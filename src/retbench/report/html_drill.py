@@ -7,11 +7,11 @@ file. `#q=<query id>` in the address opens that query; `#changed` opens the most
 
 from __future__ import annotations
 
-import json
 from html import escape
 
 from retbench.report import fmt, plots
 from retbench.report.drilldown import Drill
+from retbench.report.html_page import script_json
 from retbench.report.model import ReportData
 
 DRILL_JS = """
@@ -96,7 +96,7 @@ def drill_section(data: ReportData) -> str:
     if data.drill is None:
         reason = "several datasets" if data.leaderboard is not None else "the dataset could not be found"
         return f'<p class="muted">No per-query drill-down ({reason}).</p>'
-    blob = json.dumps(data.drill.to_json(), allow_nan=False, default=str).replace("</", "<\\/")
+    blob = script_json(data.drill.to_json())
     change = (
         f"changed most on {escape(fmt.metric_label(data.drill.primary))} against {escape(data.drill.baseline)}"
         if data.drill.baseline

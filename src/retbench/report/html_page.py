@@ -6,6 +6,7 @@ self-contained page (inline CSS and script, no network) without importing the re
 
 from __future__ import annotations
 
+import json
 import re
 from html import escape
 
@@ -67,6 +68,19 @@ footer { margin-top: 40px; font-size: 13px; color: var(--muted); border-top: 1px
 def attr(v: object) -> str:
     """A value as an escaped attribute text."""
     return escape(str(v), quote=True)
+
+
+# Inside <script>, the HTML parser ends the element at `</script` and, after `<!--<script`, swallows the page up to
+# a later `-->` or `</script>`: the JSON text must hold no `<` at all. `>` and `&` go too (an HTML comment's end,
+# entities), and U+2028/U+2029, which older JavaScript parsers read as line ends. Each `\uXXXX` is the same
+# string to JSON.parse, so the data reads back unchanged.
+_SCRIPT_SAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def script_json(value: object) -> str:
+    """`value` as JSON text that is inert inside a `<script type="application/json">` element (see above)."""
+    text = json.dumps(value, allow_nan=False, default=str)
+    return re.sub("[<>&\u2028\u2029]", lambda m: _SCRIPT_SAFE[m.group()], text)
 
 
 def inline_markdown(text: str) -> str:

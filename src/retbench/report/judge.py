@@ -1,8 +1,9 @@
-"""Plain-text lines for judge commands: the dry-run estimate, the cost summary, "judged N of M"."""
+"""Plain-text lines for judge commands: the dry-run estimate, the cost summary, "judged N of M"; and, for the
+results report, what keyed each system's judge cache and how many of its verdicts were flagged."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from retbench.report.fmt import num, pct
@@ -31,8 +32,31 @@ def stats_line(stats: Mapping[str, Any]) -> str:
     return (
         f"judge calls made: {stats['calls']} ({stats['cached']} answered from cache), "
         f"tokens in/out: {stats['input_tokens']}/{stats['output_tokens']}{est}, retries: {stats['retries']}, "
-        f"cost: {stats['cost']:.4f}"
+        f"cost: {stats['cost']:.4f}" + (f"; {flagged_text(stats['flagged'])}" if stats.get("flagged") else "")
     )
+
+
+def flagged_text(n: int) -> str:
+    """The count of flagged verdicts, saying what the flag means (llm/injection.py)."""
+    return (
+        f"{n} verdict{'s' if n != 1 else ''} flagged: the judged text carries instructions to the judge "
+        "(prompt injection: the scores are kept as judged; the flags in judge_calls.jsonl say what was found)"
+    )
+
+
+def judge_notes(systems: Iterable[Any]) -> list[tuple[str, str]]:
+    """(system name, note) for each system whose `judge` block (metrics.json) records what keyed its judge
+    cache or flagged verdicts; plain text, escaped by the renderer."""
+    out = []
+    for s in systems:
+        block = s.judge if isinstance(s.judge, Mapping) else {}
+        keyed, flagged = block.get("keyed_on") or [], int(block.get("flagged") or 0)
+        parts = ([f"judge cache keyed on {'; '.join(map(str, keyed))}"] if keyed else []) + (
+            [flagged_text(flagged)] if flagged else []
+        )
+        if parts:
+            out.append((s.name, "; ".join(parts)))
+    return out
 
 
 def identity_line(identity: Mapping[str, Any]) -> str:
@@ -41,6 +65,7 @@ def identity_line(identity: Mapping[str, Any]) -> str:
         f"judge: {identity['model']}"
         + (f" (file sha256 {sha[:12]})" if sha else "")
         + f", prompt {identity['prompt']['id']}"
+        + (f"; cache keyed on {identity['keyed_on']}" if identity.get("keyed_on") else "")
     )
 
 

@@ -15,6 +15,7 @@ from retbench.estimates import source_label
 from retbench.metrics.coverage import mode_with_identical
 from retbench.report import fmt
 from retbench.report.holes import holes_markdown
+from retbench.report.judge import judge_notes
 from retbench.report.resolution import interval_cell, note, resolution_markdown
 from retbench.report.weakening import summary_caveats
 
@@ -24,10 +25,25 @@ if TYPE_CHECKING:
     from retbench.report.model import ReportData
 
 
+# Characters that make Markdown of plain text: backslash, code spans, emphasis, GFM strikethrough and table cells;
+# a `]` that would close a link or image's text (followed by `(`, `[` or `:`; an interval like `[0.1, 0.3]` stays
+# as written, as a bare `[...]` links nothing here); `_` only where it can open or close emphasis (not between two
+# letters or digits, so `bm25_weak` stays as written). Each is backslash-escaped, as CommonMark allows for any
+# ASCII punctuation.
+_MARKDOWN = re.compile(r"[\\`*~|]|\](?=[(\[:])|(?<![^\W_])_|_(?![^\W_])")
+
+
 def md_text(text: object) -> str:
-    """User text (an experiment, system or dataset name, an error message) as inert Markdown: `<`, `>` and `&`
-    become entities, so a name holding HTML (`<img onerror=...>`) reads as text wherever report.md is rendered."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """User text (an experiment, system or dataset name, a query, an error message) as inert Markdown: `<`, `>`
+    and `&` become entities, so a name holding HTML (`<img onerror=...>`) reads as text wherever report.md is
+    rendered; the Markdown marks (`*`, `_`, backticks, a link's `]`, `~`, `|`, `\\`) are backslash-escaped, so a
+    name cannot bold, link, open a code span or add a table column; a line break is a space."""
+    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MARKDOWN.sub(lambda m: "\\" + m.group(), text).replace("\r", " ").replace("\n", " ")
+
+
+class Md(str):
+    """A table cell already written as Markdown (a bold best value): `md_table` writes it as it is."""
 
 
 def md_code(text: object) -> str:
@@ -40,11 +56,11 @@ def md_code(text: object) -> str:
 
 
 def _cell(text: object) -> str:
-    return md_text(text).replace("|", "\\|").replace("\n", " ")
+    return text if isinstance(text, Md) else md_text(text)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return out
 
@@ -166,7 +182,7 @@ def leaderboard_markdown(board: Leaderboard) -> list[str]:
     rows = []
     for system, scores, mean, _rank in board.rows():
         cells = [
-            f"**{fmt.num(v)}**" if v is not None and v == best[d] else ("—" if v is None else fmt.num(v))
+            Md(f"**{fmt.num(v)}**") if v is not None and v == best[d] else ("—" if v is None else fmt.num(v))
             for d, v in zip(board.datasets, scores, strict=True)
         ]
         interval = [interval_cell(board.resolution, system)] if board.resolution is not None else []
@@ -241,6 +257,8 @@ def report_markdown(data: ReportData) -> str:
             "a failed or unparseable verdict is counted there, never scored (verdicts in systems/<name>/judged.json).",
             "",
         ]
+    notes = judge_notes(data.result or ())
+    lines += [*(f"- {md_code(name)}: {md_text(text)}" for name, text in notes), *([""] if notes else [])]
     if any(source_label(e) for s in data.systems for e in s.estimates.values()):
         lines += [
             "A mean from LLM labels says so: (LLM labels, judge bias uncorrected), or (PPI m [low, high], "

@@ -17,7 +17,18 @@ from html import escape
 
 from retbench.report import fmt
 from retbench.report.model import ReportData
-from retbench.report.svg import AXIS, Frame, axes, log_ticks, marker, nice_ticks, open_svg, series_legend, style
+from retbench.report.svg import (
+    AXIS,
+    Frame,
+    axes,
+    legend_height,
+    log_ticks,
+    marker,
+    nice_ticks,
+    open_svg,
+    series_legend,
+    style,
+)
 
 
 @dataclass(frozen=True)
@@ -52,7 +63,9 @@ def tradeoff_svg(points: Sequence[Point], *, x_label: str, y_label: str, title: 
     y0, y1 = max(0.0, min(ys) - ypad), max(ys) + ypad
     f = Frame(width, height, 64, 16, 16, 44, x0, x1, y0, y1, log)
     xticks = [t for t in (log_ticks(x0, x1) if log else nice_ticks(x0, x1, 5)) if x0 <= t <= x1]
-    out = open_svg("tradeoff", title, width, height + 40)
+    # the legend below the plot wraps into as many rows as the names need: the SVG grows to hold them all
+    legend_h = 2 + legend_height(names, width - f.left)
+    out = open_svg("tradeoff", title, width, height + max(40, legend_h))
     out += axes(f, xticks, [t for t in nice_ticks(y0, y1, 5) if y0 <= t <= y1], x_label, y_label)
     front = pareto_front(points)
     by_name = {p.name: p for p in points}

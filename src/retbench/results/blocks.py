@@ -21,7 +21,9 @@ class JudgedCount(TypedDict):
 
 class JudgeStats(TypedDict, total=False):
     """What a judging stage spent (`studies.judging.Judging.manifest`'s `stats`): calls made, cache hits, tokens,
-    retries, cost at the configured prices, whether tokens were estimated, and each verdict status's count."""
+    retries, cost at the configured prices, whether tokens were estimated, and each verdict status's count;
+    `flagged`: verdicts whose judged text carries instructions to the judge (llm/injection.py); `keyed_on`: what
+    identified each judge's model in its cache key (llm/store.py: a model file sha256, or server URL + model id)."""
 
     calls: int
     cached: int
@@ -31,6 +33,8 @@ class JudgeStats(TypedDict, total=False):
     cost: float
     tokens_estimated: bool
     statuses: dict[str, int]
+    flagged: int
+    keyed_on: list[str]
 
 
 class JudgeBlock(JudgeStats, total=False):

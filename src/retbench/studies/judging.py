@@ -331,6 +331,8 @@ class Judging:
             "cost": round(sum(s["cost"] for s in stats), 6),
             "tokens_estimated": any(s["tokens_estimated"] for s in stats),
             "statuses": statuses,
+            "flagged": sum(int(s.get("flagged", 0)) for s in stats),
+            "keyed_on": sorted({j.identity.keyed_on for j in judges.values()}),
         }
         return {"identity": {k: j.identity.to_dict() for k, j in judges.items()}, "stats": total}
 

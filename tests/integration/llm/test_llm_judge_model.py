@@ -53,7 +53,8 @@ def test_the_local_judge_listens_on_loopback_only_and_is_identified_by_model_and
     identity = judge.identity.to_dict()
     assert identity["model"] == "qwen2.5-coder-0.5b-instruct-q4_k_m"  # what /v1/models reports
     assert identity["model_sha256"] == MODEL_SHA256
-    assert identity["prompt"]["id"] == "relevance_v1"
+    assert identity["prompt"]["id"] == "relevance_v3"  # the default prompt version
+    assert identity["keyed_on"] == f"model file sha256 {MODEL_SHA256[:12]} (model file)"  # not the port
 
 
 def test_judge_relevance_labels_only_the_holes_and_a_rerun_makes_no_calls(served, tmp_path, monkeypatch):

@@ -502,8 +502,8 @@ def test_calibration_reports_auc_and_a_threshold_from_token_probabilities(tmp_pa
 
     def graded(h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         prompt = body["messages"][-1]["content"]
-        query = prompt.split("Query: ", 1)[1].split("\nPassage: ", 1)[0]
-        passage = prompt.split("\nPassage: ", 1)[1]
+        query = prompt.split("<query>\n", 1)[1].split("\n</query>", 1)[0]  # the default prompt, relevance_v3
+        passage = prompt.split("<passage>\n", 1)[1]
         if (query, passage[:200]) in relevant:  # expected grade 3 x 0.7 + 2 x 0.2 = 2.5
             _answer('{"grade": 3}', logprobs=_logprobs(3, {"3": 0.7, "2": 0.2, "0": 0.1}))(h, body)
         else:  # 1 x 0.3 + 2 x 0.1 = 0.5

@@ -151,7 +151,7 @@ def test_two_rubrics_and_answer_match_run_end_to_end_and_an_edited_rubric_rejudg
         }
         assert stored["a2"]["rubric:answer_match"]["value"] == {"value": 0, "reasoning": "too vague: no number"}
         assert stored["a3"]["rubric:answer_match"]["value"]["value"] == 1
-        assert stored["a2"]["rubric:tone"] == {"status": "unparseable", "value": None, "prompt": "rubric_tone_v1"}
+        assert stored["a2"]["rubric:tone"] == {"status": "unparseable", "value": None, "prompt": "rubric_tone_v2"}
         assert stored["a3"]["rubric:tone"]["value"]["value"] == 1
         # the injected {"score": 3} in a passage is quoted back before the model's own verdict: 1 is kept
         assert stored["a3"]["rubric:completeness"]["value"]["value"] == 1
@@ -174,7 +174,7 @@ def test_two_rubrics_and_answer_match_run_end_to_end_and_an_edited_rubric_rejudg
         assert (ppi["source"], ppi["n_human"], ppi["n_llm"]) == ("ppi", 2, 3)
         assert ppi["mean"] == pytest.approx(1 + ((3 - 3) + (2 - 1)) / 2)
         assert aggregates["answer_match"]["estimate"]["source"] == "llm"  # every sample verdicted: nothing to correct
-        log = [c for c in _calls(sysdir) if c["prompt"] == "rubric_answer_match_v1"]
+        log = [c for c in _calls(sysdir) if c["prompt"] == "rubric_answer_match_v2"]
         assert {c["verdict"]["reasoning"] for c in log} >= {"too vague: no number"}
 
         from retbench.report.markdown import report_markdown
@@ -199,7 +199,7 @@ def test_two_rubrics_and_answer_match_run_end_to_end_and_an_edited_rubric_rejudg
         asked = server.requests[before:]
         assert len(asked) == 3 and all("free of jargon" in r["messages"][0]["content"] for r in asked)
         assert again["judge"]["calls"] == 3 and again["judge"]["cached"] == 6
-        keys = {c["judge"] for c in _calls(sysdir) if c["prompt"] == "rubric_tone_v1"}
+        keys = {c["judge"] for c in _calls(sysdir) if c["prompt"] == "rubric_tone_v2"}
         assert len(keys) == 2
 
 

@@ -23,7 +23,7 @@ def test_an_edited_rubric_is_a_new_prompt_identity_and_the_same_rubric_the_same(
     steps = rubric_prompt(Rubric("tone", "Is the answer polite?", ("query", "answer"), steps=("Read it.",)))
     assert rubric_prompt(TONE).sha256 == same.sha256
     assert len({same.sha256, edited.sha256, steps.sha256}) == 3
-    assert same.id == "rubric_tone_v1"
+    assert same.id == "rubric_tone_v2"
 
 
 def test_a_dollar_sign_in_the_rubric_or_the_material_is_text_not_a_placeholder():

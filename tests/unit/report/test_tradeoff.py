@@ -57,3 +57,17 @@ def test_the_html_report_draws_quality_against_mean_latency_with_the_front_marke
 
 def test_a_chart_of_fewer_than_two_systems_is_not_drawn():
     assert tradeoff_svg([Point("a", 0.5, 1.0)], x_label="x", y_label="y", title="t") == ""
+
+
+def test_the_svg_is_tall_enough_for_every_legend_entry_of_14_systems():
+    names = [f"store-{i:02d}-hnsw-m16-ef{64 + i}" for i in range(14)]
+    pts = [Point(n, 0.30 + 0.02 * i, 5.0 + 3 * i) for i, n in enumerate(names)]
+    root = ET.fromstring(tradeoff_svg(pts, x_label="mean latency (ms)", y_label="nDCG@10", title="t"))
+    height, width = float(root.attrib["height"]), float(root.attrib["width"])
+    assert root.attrib["viewBox"] == f"0 0 {width:g} {height:g}"
+    items = [g for g in root.iter(f"{SVG}g") if g.attrib.get("class") == "legend-item"]
+    assert [g.attrib["data-series"] for g in items] == names
+    for g in items:  # each entry's hit area (its rect) lies inside the drawing, not below its bottom edge
+        rect = g.find(f"{SVG}rect")
+        assert float(rect.attrib["y"]) + float(rect.attrib["height"]) <= height, g.attrib["data-series"]
+        assert float(rect.attrib["x"]) + float(rect.attrib["width"]) <= width
