@@ -13,7 +13,7 @@ prompts) on the model; every error, `check`'s included, names file:line and fiel
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -78,8 +78,14 @@ def parse_study(
     model: type[S],
     output: str | Path | None = None,
     check: Callable[[S], None] | None = None,
+    overrides: Mapping[str, object] | None = None,
 ) -> S:
-    """`data` validated by `model`, located at `source`, then `check`ed; errors name the field."""
+    """`data` validated by `model`, located at `source`, then `check`ed; errors name the field.
+
+    `overrides` replace top-level keys of the mapping before it is validated (a label study runs an
+    experiment's systems over its own dataset: `{"datasets": [folder]}`)."""
+    if overrides and isinstance(data, dict):
+        data = {**data, **overrides}
     out = validate(model, data, source).located(source, output)
     if check is not None:
         check(out)
@@ -93,9 +99,10 @@ def load_study(
     check: Callable[[S], None] | None = None,
     *,
     what: str = "config file",
+    overrides: Mapping[str, object] | None = None,
 ) -> S:
     """Read a study's YAML file into its validated `model` (see the module docstring); errors name file:line."""
-    return load(path, parse_study, model, output, check, what=what)
+    return load(path, parse_study, model, output, check, overrides, what=what)
 
 
 def declared_systems(path: str | Path) -> list[tuple[str, dict[str, object]]]:

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
-from retbench.config.loader import load
+from retbench.config import ExperimentModel
+from retbench.config.study import load_study
 from retbench.errors import ConfigError
 from retbench.io.datasets import load_dataset
 from retbench.io.trec import write_run
 from retbench.results import SystemDir
-from retbench.studies.benchmark import cell_keys_of, parse_config, search_fingerprint, system_retriever
+from retbench.studies.benchmark import cell_keys_of, check_experiment, search_fingerprint, system_retriever
 from retbench.studies.cell import index_with, search_journaled
 from retbench.studies.cell_contract import Cell
 from retbench.studies.executors import make_executor
@@ -40,25 +40,18 @@ def is_config(path: str | Path) -> bool:
     return p.suffix.lower() in CONFIG_SUFFIXES and p.is_file()
 
 
-def _parse(data: Any, source: str, dataset: str, output: Path, k: int, note: Callable[[str], None]) -> Any:
-    """The experiment with the study's dataset in place of its own and a search depth of at least k."""
-    if not isinstance(data, dict):
-        raise ConfigError("an experiment config is a mapping with a 'systems' list", path=source)
-    if data.get("datasets"):
-        note(f"{source}: its datasets are not used; its systems run over the study's dataset {dataset}")
-    cfg = parse_config({**data, "datasets": [dataset]}, source, output)
+def _stages_refused(cfg: ExperimentModel) -> None:
+    """The experiment's own checks, then a refusal of stages a first-stage pool cannot hold."""
+    check_experiment(cfg)
     for i, s in enumerate(cfg.systems):
         for stage in ("rerank", "generate"):
             if getattr(s, stage) is not None:
                 raise ConfigError(
                     f"a label study pools first-stage searches: system {s.label!r} has a {stage} stage "
                     "(run it with `retbench run` and pass the results directory to --systems)",
-                    path=source,
+                    path=cfg.source,
                     field=f"systems[{i}].{stage}",
                 )
-    if cfg.depth < k:
-        cfg = cfg.model_copy(update={"depth": k})
-    return cfg
 
 
 def run_config(
@@ -67,7 +60,17 @@ def run_config(
     """Search the config's systems over the dataset's queries and corpus; returns the results folder whose
     `systems/<name>/run.trec` hold their runs (the form `init_study` reads)."""
     out = Path(study_dir) / EXPERIMENTS / Path(config).stem
-    cfg = load(config, _parse, str(dataset), out, k, note, what="experiment config")
+    cfg = load_study(
+        config,
+        ExperimentModel,
+        out,
+        _stages_refused,
+        what="experiment config",
+        overrides={"datasets": [str(dataset)]},
+    )
+    note(f"{config}: its datasets are not used; its systems run over the study's dataset {dataset}")
+    if cfg.depth < k:
+        cfg = cfg.model_copy(update={"depth": k})
     ds = load_dataset(dataset)
     spec = cfg.dataset_specs[0]
     executor = make_executor(cfg.executor)
