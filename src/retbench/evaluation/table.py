@@ -43,14 +43,14 @@ class Means(dict[str, float]):
 
     def __missing__(self, metric: str) -> float:
         name = canonical_name(metric, self.default_k)
-        if name != metric and dict.__contains__(self, name):
-            return dict.__getitem__(self, name)
+        if name != metric and super().__contains__(name):
+            return super().__getitem__(name)
         raise KeyError(metric)
 
     def __contains__(self, metric: object) -> bool:
-        if dict.__contains__(self, metric):
+        if super().__contains__(metric):
             return True
-        return isinstance(metric, str) and dict.__contains__(self, canonical_name(metric, self.default_k))
+        return isinstance(metric, str) and super().__contains__(canonical_name(metric, self.default_k))
 
     def get(self, metric: str, default: float | None = None) -> float | None:  # type: ignore[override]
         try:
