@@ -145,11 +145,24 @@ def _tmp_beside(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
 
 
+def os_reason(exc: OSError) -> str:
+    """What a file-system error means for the person who gave the path (the CLI says it for reads too)."""
+    if isinstance(exc, IsADirectoryError):
+        return "is a directory, expected a file"
+    if isinstance(exc, NotADirectoryError):
+        return "a part of this path is a file, expected a directory"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if isinstance(exc, FileExistsError):
+        return "already exists and is not a directory"
+    return exc.strerror or (os.strerror(exc.errno) if exc.errno else type(exc).__name__)
+
+
 def write_failed(path: Path, exc: OSError, kept: str = "the previous version, if any, is kept") -> OutputError:
     """The one error for a file that could not be written: the file asked for and the system's reason
     (`No space left on device`, `File too large`), never the temporary file the failure happened in."""
     if exc.errno:
-        reason = f"{exc.strerror or os.strerror(exc.errno)} [{errno.errorcode.get(exc.errno, exc.errno)}]"
+        reason = f"{os_reason(exc)} [{errno.errorcode.get(exc.errno, exc.errno)}]"
     else:  # NumPy's short write ("18767 requested and 4968 written") carries no errno
         reason = f"{exc or type(exc).__name__} (a short write: the disk is full or a file size limit was reached)"
     return OutputError(f"could not write this file: {reason}; {kept}", path=path)

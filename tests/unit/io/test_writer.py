@@ -108,7 +108,7 @@ def test_a_file_that_cannot_be_written_is_named_as_asked_never_as_the_temporary_
     taken.mkdir()  # `--output` naming a folder: the rename over it fails
     with pytest.raises(OutputError) as err:
         write_jsonl(taken, [{"input": "q"}])
-    assert str(err.value).startswith(f"{taken}: could not write this file: Is a directory [EISDIR]")
+    assert str(err.value).startswith(f"{taken}: could not write this file: is a directory, expected a file [EISDIR]")
     assert ".tmp" not in str(err.value) and err.value.exit_code == 2
     assert [p.name for p in tmp_path.iterdir()] == ["synthetic.jsonl"]  # no temporary file left beside it
 
