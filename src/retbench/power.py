@@ -60,10 +60,11 @@ _BLOCK_CELLS = 4_000_000
 # flips, about 10**10 multiply-adds per power estimate (seconds).
 MAX_QUERIES = 20_000
 # Data sets per power estimate and sign flips per test, at most: 10,000 data sets put a simulated power within
-# 0.005 (one standard error, sqrt(p (1 - p) / S) <= 0.5 / sqrt(S)), and 10,000 flips resolve p = 1e-4, far below
-# any alpha a gate uses; more only multiplies the time.
+# 0.005 (one standard error, sqrt(p (1 - p) / S) <= 0.5 / sqrt(S)), and 2,000 flips resolve p = 5e-4, a hundredth
+# of alpha 0.05; more only multiply the time. The flips are one n x flips matrix of signs, so these bounds also
+# bound its memory (20,000 x 2,000 float64: 320 MB).
 MAX_SIMULATIONS = 10_000
-MAX_FLIPS = 10_000
+MAX_FLIPS = 2_000
 
 
 def check_simulation(n_sims: object, n_flips: object) -> tuple[int, int]:

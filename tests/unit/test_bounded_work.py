@@ -135,7 +135,8 @@ def test_a_drop_the_model_cannot_make_reads_as_a_sentence(results_dir):
     ("args", "words"),
     [
         (["--simulations", "100001"], "simulations must be a whole number from 1 to 10,000"),
-        (["--flips", "0"], "flips must be a whole number from 1 to 10,000"),
+        (["--flips", "0"], "flips must be a whole number from 1 to 2,000"),
+        (["--flips", "2001"], "flips must be a whole number from 1 to 2,000"),
         (["--seed", "-3"], "a seed is a whole number >= 0"),
     ],
 )

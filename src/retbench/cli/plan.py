@@ -43,8 +43,8 @@ def plan_command(
     flips: Annotated[
         int,
         typer.Option(
-            help="Sign flips of the randomization test in each simulated data set, at most 10,000 (p resolved to "
-            "1e-4, far below any alpha)."
+            help="Sign flips of the randomization test in each simulated data set, at most 2,000 (p resolved to "
+            "5e-4, a hundredth of alpha 0.05)."
         ),
     ] = 500,
     seed: Annotated[int, typer.Option(help="Seed of the simulation (results are reproducible under it).")] = 0,
