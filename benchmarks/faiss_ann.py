@@ -9,7 +9,9 @@ At 5,183 documents exact search is already cheap; `--distractors N` adds N synth
 (real document vectors plus Gaussian noise, renormalized, so they cluster like real data) to
 show the speed/recall trade-off at a larger size. Distractor ids never appear in the qrels.
 
-    .venv/bin/python benchmarks/faiss_ann.py [--distractors 0] [--repeat 5] [--no-pq]
+    .venv/bin/python benchmarks/faiss_ann.py [--distractors 0] [--repeat 5] [--no-pq] [--docs N --queries N]
+
+`--docs`/`--queries` take the first N documents and queries (a quick look; the test suite's smoke run).
 """
 
 from __future__ import annotations
@@ -38,12 +40,18 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-pq", action="store_true", help="skip IVF-PQ (its training is the slow part)")
+    ap.add_argument("--docs", type=int, default=0, help="the first N documents only (0: all)")
+    ap.add_argument("--queries", type=int, default=0, help="the first N queries only (0: all)")
     args = ap.parse_args()
     import faiss
     import pytrec_eval
 
     ds = read_beir(ROOT / "corpora" / "scifact")
     qrels = ds.split("test")
+    if args.docs:
+        ds.corpus = ds.corpus.subset(list(ds.corpus.ids)[: args.docs])
+    if args.queries:
+        ds.queries = ds.queries.subset(list(ds.queries)[: args.queries])
     encoder = Encoder(max_seq_length=256, batch_size=64)
     t0 = time.perf_counter()
     doc_vecs = encoder.encode_documents(ds.corpus.joined_texts())

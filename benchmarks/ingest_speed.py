@@ -1,6 +1,8 @@
 """Ingestion impact speed: the exact incremental engine against re-indexing and re-running, same results.
 
-    .venv/bin/python benchmarks/ingest_speed.py [--candidates 200] [--bm25-candidates 20] [--repeat 3]
+    .venv/bin/python benchmarks/ingest_speed.py [--candidates 200] [--bm25-candidates 20] [--repeat 3] [--docs N]
+
+`--docs N` keeps the judged documents plus others up to N in all (a quick look; the test suite's smoke run).
 
 SciFact: 200 random documents are held out of the corpus (K = the other 4,983) and evaluated as
 candidates, each alone, against the 300 test queries (recall@10, nDCG@10, MRR@10). Peers in the same run:
@@ -58,10 +60,16 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs of the incremental engine (median reported)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--docs", type=int, default=0, help="a corpus slice: the judged documents + others up to N")
     args = ap.parse_args()
 
     ds = load_dataset("scifact", ["test"])
     qrels = ds.split("test")
+    if args.docs:
+        judged = {d for q in qrels for d in qrels[q]}
+        others = [d for d in ds.corpus.ids if d not in judged][: max(0, args.docs - len(judged))]
+        keep = judged | set(others)
+        ds.corpus = ds.corpus.subset([d for d in ds.corpus.ids if d in keep])
     qids = [q for q in qrels if q in ds.queries]
     queries = ds.queries.subset(qids)
     held = random.Random(args.seed).sample(list(ds.corpus.ids), args.candidates)

@@ -12,7 +12,7 @@ the same texts and model this prints, in one run:
   3. the CPU share a worker gets while one normal-priority process of the same session encodes too,
      at Ray's default worker niceness (15) and at 0 (what retbench's local clusters use).
 
-    .venv/bin/python benchmarks/ray_encode_cpu.py [--docs 128]
+    .venv/bin/python benchmarks/ray_encode_cpu.py [--docs 128] [--parts 1,2,3]
 """
 
 from __future__ import annotations
@@ -175,20 +175,25 @@ def share(docs: list[str], niceness: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=int, default=128)
+    ap.add_argument("--parts", default="1,2,3", help="which of the three measurements to make (the test suite: 1)")
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT / "benchmarks")])
     sys.path[:0] = [str(ROOT / "src"), str(ROOT / "benchmarks")]
     print(f"load average at start {os.getloadavg()[0]:.1f}")
     docs = texts(args.docs)
-    per_encode(docs)
-    print("2. a worker's fixed start, CPU seconds in a fresh process:")
-    out = subprocess.run([sys.executable, "-c", START], capture_output=True, text=True, env=dict(os.environ)).stdout
-    print("   " + out.strip())
-    print("3. CPU share against one normal-priority encode in the same session")
-    for niceness in ("15", "0"):
-        share(docs, niceness)
+    if "1" in parts:
+        per_encode(docs)
+    if "2" in parts:
+        print("2. a worker's fixed start, CPU seconds in a fresh process:")
+        out = subprocess.run([sys.executable, "-c", START], capture_output=True, text=True, env=dict(os.environ))
+        print("   " + out.stdout.strip())
+    if "3" in parts:
+        print("3. CPU share against one normal-priority encode in the same session")
+        for niceness in ("15", "0"):
+            share(docs, niceness)
     print(f"load average at end {os.getloadavg()[0]:.1f}")
 
 

@@ -4,11 +4,15 @@ Metrics straight from pytrec_eval ('ndcg_cut.10', 'recall.100'), averaged over e
 qrels (a query a system did not answer counts 0). Embeddings go through the default cache
 (`.retbench-cache/embeddings` or $RETBENCH_CACHE), so only the first run encodes the corpus.
 
-    .venv/bin/python benchmarks/retriever_quality.py
+    .venv/bin/python benchmarks/retriever_quality.py [--queries N --docs N]
+
+`--queries N --docs N` score a slice (the first N test queries; their judged documents plus others up to N
+documents): a quick look (the test suite's smoke run), not comparable with the published figures.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 from pathlib import Path
@@ -53,8 +57,19 @@ PUBLISHED = {
 def main() -> None:
     import pytrec_eval
 
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--queries", type=int, default=0, help="the first N test queries only (0: all 300)")
+    ap.add_argument("--docs", type=int, default=0, help="their judged documents plus others up to N (0: all)")
+    args = ap.parse_args()
     ds = read_beir(ROOT / "corpora" / "scifact")
     qrels = ds.split("test")
+    if args.queries:
+        qrels = qrels.subset(list(qrels)[: args.queries])
+    if args.docs:
+        judged = {d for q in qrels for d in qrels[q]}
+        others = [d for d in ds.corpus.ids if d not in judged][: max(0, args.docs - len(judged))]
+        keep = judged | set(others)
+        ds.corpus = ds.corpus.subset([d for d in ds.corpus.ids if d in keep])
     queries = ds.queries.subset(list(qrels))
     evaluator = pytrec_eval.RelevanceEvaluator(qrels.to_dict(), {"ndcg_cut.10", "recall.100"})
     print(f"SciFact test: {len(ds.corpus)} documents, {len(queries)} queries\n")

@@ -213,8 +213,8 @@ def main() -> None:
             base = next(s for s in cfg.systems if s.adapter == "chroma")
             params = {k: v for k, v in base.params.items() if k != "path"}
             wanted.append(
-                dataclasses.replace(
-                    base, name="chroma-http", params={**params, "host": "127.0.0.1", "port": chroma.port}
+                base.model_copy(  # a system block is a pydantic model (the dataset spec below is a dataclass)
+                    update={"name": "chroma-http", "params": {**params, "host": "127.0.0.1", "port": chroma.port}}
                 )
             )
         first = cfg.dataset_specs[0]  # the validated dataset block as the runner reads it
@@ -230,7 +230,7 @@ def main() -> None:
         for system in wanted:
             if system.adapter in servers:
                 address = {SERVERS[system.adapter][0]: servers[system.adapter].address}
-                system = dataclasses.replace(system, params={**system.params, **address})
+                system = system.model_copy(update={"params": {**system.params, **address}})
             t0 = time.perf_counter()
             server = servers.get("chroma-http" if system.name == "chroma-http" else system.adapter)
             rows.append(measure(system, corpus, queries, fqueries, qrels, server, args.latency_queries))

@@ -46,6 +46,7 @@ from retbench.stats import (  # noqa: F401  (re-exported: one vector's tests)
     bootstrap_cis,
     check_alpha,
     check_resamples,
+    check_seed,
     effect_size,
     holm,
     paired_ttest,
@@ -464,6 +465,7 @@ def compare(
     is called as the resampled tests advance (a comparison of hundreds of tests takes seconds)."""
     if n_resamples is not None:  # checked before any work, so a bad count fails fast
         check_resamples(n_resamples)
+    check_seed(seed)
     check_alpha(confidence, "confidence")
     by_name: dict[str, PerQueryScores] = {}
     for ev in evaluations:

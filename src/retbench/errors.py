@@ -1,7 +1,8 @@
 """Errors a person can act on.
 
 Every error the CLI shows names the file, line and field it is about, and maps to one of the
-exit codes the CLI documents (0 ok, 1 a gate failed): 2 usage or input error, 3 a backend failed during the run.
+exit codes the CLI documents (0 ok, 1 a gate failed): 2 usage or input error, or an output file that could not be
+written (disk full, no permission), 3 a backend failed during the run.
 """
 
 from __future__ import annotations
@@ -62,3 +63,11 @@ class BackendError(RetbenchError):
     """A retriever backend failed; the message carries the backend's error verbatim."""
 
     exit_code = EXIT_BACKEND
+
+
+class OutputError(InputError):
+    """A file retbench was asked to write could not be written (disk full, file too large, no permission).
+
+    It names the file the person asked for (never the temporary file beside it) and the system's reason;
+    exit code 2 like bad input, since the fix (free space, another --output) is the person's to make.
+    """

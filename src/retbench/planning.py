@@ -20,7 +20,9 @@ from retbench.errors import InputError
 from retbench.io.files import json_safe
 from retbench.metrics.registry import lower_is_better, value_range
 from retbench.power import (
+    MAX_QUERIES,
     DropModel,
+    check_simulation,
     detectable,
     needed_normal,
     needed_simulated,
@@ -28,6 +30,7 @@ from retbench.power import (
     power_simulated,
     ppi_labels_needed,
 )
+from retbench.stats import check_seed
 
 #: the drop to plan for when neither --effect nor the gate's regression_max gives one
 DEFAULT_EFFECT = 0.03
@@ -107,6 +110,7 @@ class Plan:
             "sign_flips": data.pop("n_flips"),
             "seed": data.pop("seed"),
             "resampling": "queries' per-query deltas drawn with replacement",
+            "max_queries": MAX_QUERIES,  # a simulated count of null beside a normal count: more than this
         }
         data["metrics"] = [{**asdict(m), "sees_limit": m.sees_limit} for m in self.metrics]
         return dict(json_safe(data))
@@ -133,6 +137,8 @@ def plan_criteria(
         raise InputError(f"the effect to plan for must be a positive drop, got {effect:g}", field="effect")
     if not 0.0 < power < 1.0:
         raise InputError(f"power must lie between 0 and 1, got {power:g}", field="power")
+    n_sims, n_flips = check_simulation(n_sims, n_flips)
+    check_seed(seed)
     metrics = list(dict.fromkeys(g.metric for g in criteria.gates))
     for ev, role in ((baseline, "baseline"), (candidate, "candidate")):
         if ev is None:

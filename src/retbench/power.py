@@ -53,8 +53,28 @@ from retbench.stats import z_quantile
 
 # simulated data sets are drawn in blocks of about this many cells to bound memory
 _BLOCK_CELLS = 4_000_000
-# the simulation searches for the labelled queries needed up to this many (beyond: reported as more)
-MAX_QUERIES = 100_000
+# The simulation searches for the labelled queries needed up to this many; beyond it the answer is "more than
+# MAX_QUERIES". Past a few thousand changed queries the sum of the deltas is normal to well within the
+# simulation's own noise (central limit theorem), so the normal approximation's count is the answer there, and
+# a simulated data set of n queries costs n x flips per data set: at this bound with 1,000 data sets and 500
+# flips, about 10**10 multiply-adds per power estimate (seconds).
+MAX_QUERIES = 20_000
+# Data sets per power estimate and sign flips per test, at most: 10,000 data sets put a simulated power within
+# 0.005 (one standard error, sqrt(p (1 - p) / S) <= 0.5 / sqrt(S)), and 2,000 flips resolve p = 5e-4, a hundredth
+# of alpha 0.05; more only multiply the time. The flips are one n x flips matrix of signs, so these bounds also
+# bound its memory (20,000 x 2,000 float64: 320 MB).
+MAX_SIMULATIONS = 10_000
+MAX_FLIPS = 2_000
+
+
+def check_simulation(n_sims: object, n_flips: object) -> tuple[int, int]:
+    """(data sets, flips) as whole numbers from 1 to their bounds, or one InputError naming the setting."""
+    out = []
+    for value, name, most in ((n_sims, "simulations", MAX_SIMULATIONS), (n_flips, "flips", MAX_FLIPS)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= most:
+            raise InputError(f"{name} must be a whole number from 1 to {most:,}, got {value!r}", field=name)
+        out.append(int(value))
+    return out[0], out[1]
 
 
 def _phi(x: float) -> float:
@@ -222,15 +242,23 @@ def needed_simulated(
 
     Brackets the answer in steps of 25% from `start` (default: the normal approximation's answer), then
     bisects until the bracket is within 1% (the simulation's own noise is larger); every n uses the same
-    seed, so the simulated power curve is smooth enough to bisect.
+    seed, so the simulated power curve is smooth enough to bisect. When the normal approximation already
+    needs more than MAX_QUERIES nothing is simulated (see MAX_QUERIES), and no n is simulated twice.
     """
     if not model.possible(effect):
         return None
+    normal = needed_normal(model, effect, alpha, power)
+    if start is None and normal is not None and normal > MAX_QUERIES:
+        return None
+    known: dict[int, bool] = {}
 
     def ok(n: int) -> bool:
-        return power_simulated(model, n, effect, alpha, n_sims=n_sims, n_flips=n_flips, seed=seed) >= power
+        if n not in known:
+            got = power_simulated(model, n, effect, alpha, n_sims=n_sims, n_flips=n_flips, seed=seed)
+            known[n] = got >= power
+        return known[n]
 
-    guess = min(MAX_QUERIES, max(2, start or needed_normal(model, effect, alpha, power) or 2))
+    guess = min(MAX_QUERIES, max(2, start or normal or 2))
     if ok(guess):
         hi = guess
         lo = max(2, int(hi / 1.25))

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from retbench.errors import InputError
-from retbench.stats import bootstrap_means, column_means, z_quantile
+from retbench.stats import bootstrap_means, check_resamples, check_seed, column_means, z_quantile
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,8 @@ def rank_intervals(
     )
     if not parts or any(t.ndim != 2 or t.shape[1] != len(names) or t.shape[0] == 0 for t in parts):
         raise InputError(f"need one or more [queries x {len(names)} systems] tables, each with a query")
-    if n_resamples < 1:
-        raise InputError(f"n_resamples must be positive, got {n_resamples}", field="n_resamples")
+    check_resamples(n_resamples)
+    check_seed(seed)
     if not 0 < confidence < 1:
         raise InputError(f"confidence must be in (0, 1), got {confidence}", field="confidence")
     observed = np.mean([column_means(t) for t in parts], axis=0)

@@ -28,12 +28,33 @@ class TestResult:
     pvalue: float
 
 
+#: The most resamples a test or an interval takes. A randomization p cannot go below 1 / (R + 1), so a million
+#: resolve p = 1e-6: enough for Holm over 5,000 tests at alpha 0.05 with a tenfold margin (what
+#: `comparison.resamples_for` asks for). More only costs time: a test over n queries draws R x n signs and a
+#: bootstrap R x n indices (a million of each over 300 queries take seconds; 10**8 would take minutes per test).
+MAX_RESAMPLES = 1_000_000
+
+
 def check_resamples(n_resamples: object, name: str = "n_resamples") -> int:
-    """`n_resamples` as an int >= 1: zero or negative resamples give no distribution (numpy would fail
-    deep inside with an error that names nothing), and a bool or float is a caller's slip."""
+    """`n_resamples` as an int from 1 to MAX_RESAMPLES: zero or negative resamples give no distribution (numpy
+    would fail deep inside with an error that names nothing), a bool or float is a caller's slip, and more than
+    MAX_RESAMPLES buys no resolution any test here can use (see MAX_RESAMPLES)."""
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
         raise InputError(f"must be a whole number of resamples, at least 1 (got {n_resamples!r})", field=name)
+    if n_resamples > MAX_RESAMPLES:
+        raise InputError(
+            f"at most {MAX_RESAMPLES:,} resamples (got {n_resamples:,}): a million already resolve p = 1e-6, "
+            "and each further million costs seconds per test",
+            field=name,
+        )
     return int(n_resamples)
+
+
+def check_seed(seed: object, name: str = "seed") -> int:
+    """A seed of NumPy's generator: a whole number >= 0 (a negative one fails deep inside NumPy)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"a seed is a whole number >= 0 (got {seed!r})", field=name)
+    return int(seed)
 
 
 def check_alpha(alpha: object, name: str = "alpha") -> float:
@@ -89,6 +110,7 @@ def randomization_tests(
     equal to the observed one up to float rounding counts as extreme either way).
     """
     n_resamples = check_resamples(n_resamples)
+    check_seed(seed)
     out = [math.nan] * len(deltas)
     batches = _batches(deltas, lambda n: _chunks(n_resamples, n)[0])
     total, done = sum(len(_chunks(n_resamples, n)) for n, _ in batches), 0
@@ -133,6 +155,7 @@ def bootstrap_cis(
     vector's resampled means are one matrix product, counts @ deltas / n.
     """
     n_resamples = check_resamples(n_resamples)
+    check_seed(seed)
     check_alpha(confidence, "confidence")
     alpha = (1.0 - confidence) / 2.0
     out = [(math.nan, math.nan)] * len(deltas)

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
@@ -290,3 +291,163 @@ def test_the_docs_main_shell_flows_run_as_written(scratch):
         )
         assert done.returncode == 0, f"{line}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
     assert (scratch / "results" / "quick" / "metrics.json").is_file() and (scratch / "history.html").is_file()
+
+
+# -- every command the README and the docs give is run, on the quick slice, or checked with a reason --------------
+README = ROOT / "README.md"
+#: docs lines that need the full corpus's results (`results/scifact`: encoding 5,183 abstracts takes minutes) or a
+#: file of the reader's own, run instead on the quick slice that FLOWS made (`results/quick`: the 50-query slice)
+ON_THE_SLICE = {
+    ".venv/bin/retbench compare results/scifact": ".venv/bin/retbench compare results/quick",
+    ".venv/bin/retbench report results/scifact --html report.html --markdown report.md": (
+        ".venv/bin/retbench report results/quick --html report.html --markdown report.md"
+    ),
+    ".venv/bin/retbench plan --criteria configs/ship-criteria-scifact.yaml --baseline results/scifact "
+    "--baseline-system bm25  [--candidate results/branch --candidate-system bm25] [--effect 0.03] "
+    "[--llm-qrels labels/llm_qrels.txt]": (
+        ".venv/bin/retbench plan --criteria configs/ship-criteria-scifact.yaml --baseline results/quick "
+        "--baseline-system bm25 --candidate results/quick --candidate-system rank_bm25 --effect 0.03 "
+        "--simulations 200 --flips 200"
+    ),
+    ".venv/bin/retbench eval corpora/scifact/qrels/test.tsv run.trec -m ndcg@10 -m recall@100 -m map -m mrr": (
+        ".venv/bin/retbench eval corpora/scifact/qrels/test.tsv results/quick/systems/bm25/run.trec "
+        "-m ndcg@10 -m recall@100 -m map -m mrr"
+    ),
+    ".venv/bin/retbench eval qrels.txt run.trec -m ndcg_cut.10 -m P.5,10 -m recip_rank --format trec -q": (
+        ".venv/bin/retbench eval corpora/scifact/qrels/test.tsv results/quick/systems/bm25/run.trec "
+        "-m ndcg_cut.10 -m P.5,10 -m recip_rank --format trec -q"
+    ),
+    ".venv/bin/retbench compare run_a.trec run_b.trec --qrels qrels.tsv": (
+        ".venv/bin/retbench compare results/quick/systems/bm25/run.trec results/quick/systems/rank_bm25/run.trec "
+        "--qrels corpora/scifact/qrels/test.tsv"
+    ),
+    ".venv/bin/retbench datasets info path/to/beir --strict": ".venv/bin/retbench datasets info corpora/scifact --strict",
+    ".venv/bin/retbench judge-relevance results/scifact --judge configs/judge-calibration.yaml --depth 10 "
+    "--max-queries 5 --dry-run": (
+        ".venv/bin/retbench judge-relevance results/quick --judge configs/judge-calibration.yaml --depth 10 "
+        "--max-queries 5 --dry-run"
+    ),
+    ".venv/bin/retbench tune configs/tune-bm25-scifact.yaml --max-queries 60 --output /tmp/t": (
+        ".venv/bin/retbench tune configs/tune-bm25-scifact.yaml --max-queries 60 --output tune-60"
+    ),
+    ".venv/bin/retbench history --experiment quick --dataset scifact/test --system bm25 --json": (
+        ".venv/bin/retbench history --experiment quick --dataset scifact/test --system bm25 --json"
+    ),
+}
+#: the README's fast-tier command, run as written (it failed once while the whole suite passed: the unit tier's
+#: own check, that no optional library was loaded, only applies when the unit tier runs alone)
+FAST_TIER = ".venv/bin/python -m pytest tests/unit -x -q"
+_FULL = "encodes the full SciFact corpus or runs every system on it (minutes); FLOWS run the quick slice"
+_SERVERS = "starts database servers; tests/integration/test_services.py and the stores' tests run them"
+_LLM = "needs an LLM server or LLM labels; tests/integration/llm run the local judge"
+_MINE = "names the reader's own files (a golden set and outputs, two results folders); the same command runs above"
+#: commands only checked: each names a real command and only its options (the test above) and `--help` works
+CHECKED_ONLY = {
+    "bash scripts/setup.sh": "installs every package (minutes, a registry): checked with `bash -n`",
+    "RETBENCH_LLAMA_CPP=1 bash scripts/setup.sh": "builds llama.cpp (minutes): checked with `bash -n`",
+    ".venv/bin/python -m pytest": "the whole suite: this test is part of it",
+    ".venv/bin/mkdocs build --strict": "the `site` fixture above runs it",
+    ".venv/bin/mkdocs serve": "a server that runs until stopped: `--help` only",
+    ".venv/bin/python -m llama_cpp.server --model .retbench-cache/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf  "
+    "--model_alias qwen2.5-coder-1.5b-instruct-q4_k_m --host 127.0.0.1 --port 8090 --n_threads 2 --n_ctx 4096 &": _LLM,
+    ".venv/bin/retbench run configs/scifact.yaml": _FULL,
+    ".venv/bin/retbench run configs/suite.yaml": _FULL,
+    ".venv/bin/retbench tune configs/tune-bm25-scifact.yaml": _FULL + " (its --max-queries 60 form runs)",
+    ".venv/bin/retbench tune configs/tune-hybrid-scifact.yaml": _FULL,
+    "PYTHONPATH=examples .venv/bin/retbench chunking configs/scoped.yaml": _FULL,
+    ".venv/bin/retbench run configs/rag.yaml": _LLM,
+    ".venv/bin/retbench report results/rag": _LLM + " (reports the run above)",
+    ".venv/bin/retbench judge-calibrate configs/judge-calibration-llamacpp.yaml": _LLM,
+    ".venv/bin/retbench eval corpora/scifact/qrels/test.tsv results/scifact/systems/bm25/run.trec  "
+    "--llm-qrels results/scifact/labels/llm_qrels.txt --labels human+llm -m ndcg@10 -m judged@10 -m holes@10": _LLM,
+    ".venv/bin/retbench datasets info irds:beir/scifact/test": "downloads through ir_datasets (no network in tests)",
+    ".venv/bin/retbench eval irds:beir/scifact/test run.trec -m ndcg@10": "downloads through ir_datasets",
+    ".venv/bin/retbench run configs/stores.yaml --services local": _SERVERS,
+    'eval "$(.venv/bin/retbench services up configs/stores.yaml)"': _SERVERS,
+    ".venv/bin/retbench services status": _SERVERS,
+    ".venv/bin/retbench run configs/stores.yaml": _SERVERS,
+    ".venv/bin/retbench services down": _SERVERS,
+    ".venv/bin/retbench eval golden.yaml outputs.jsonl --format json": _MINE,
+    ".venv/bin/retbench eval golden.yaml outputs.jsonl -m recall@5 -m token_f1 -m rougeL -m abstention_accuracy": _MINE,
+    ".venv/bin/retbench compare results/main results/branch": _MINE,
+    ".venv/bin/retbench gate --criteria configs/ship-criteria.yaml --baseline results/main --candidate results/branch "
+    "--comment comment.md": _MINE,
+    ".venv/bin/retbench gate --criteria configs/ship-criteria-scifact.yaml --baseline results/main --candidate "
+    "results/branch --baseline-system bm25 --candidate-system bm25 --comment comment.md": _MINE,
+    ".venv/bin/retbench gate --criteria configs/ship-criteria.yaml --candidate results/quick  --candidate-system bm25 "
+    "--baseline history:last-pass": "needs a gate that passed earlier in the history; tests/unit/test_gates.py has one",
+}
+
+
+def _readme_and_docs_commands() -> set[str]:
+    """Every shell line of a `bash` block in the README and the docs, and every `.venv/bin/...` command the
+    README names inline."""
+    found = {line for _, body in _fences("bash") for line in _command_lines(body)}
+    text = README.read_text(encoding="utf-8")
+    found |= {line for kind, body in FENCE.findall(text) if kind == "bash" for line in _command_lines(body)}
+    found |= set(re.findall(r"`(\.venv/bin/[^`]+)`", text))
+    return found
+
+
+def test_every_command_the_readme_and_docs_give_is_run_or_checked_with_a_reason():
+    placed = set(FLOWS) | set(ON_THE_SLICE) | set(CHECKED_ONLY) | {FAST_TIER}
+    given = _readme_and_docs_commands()
+    assert sorted(given - placed) == [], (
+        "a command in the docs that no test runs: add it to ON_THE_SLICE or CHECKED_ONLY"
+    )
+    assert sorted(placed - given) == [], "no longer in the docs"
+
+
+def test_commands_only_checked_start_as_written(scratch):
+    group = _app()
+    for line, why in CHECKED_ONLY.items():
+        assert why
+        words = shlex.split(line.replace('eval "$(', "").replace(')"', "").rstrip(" &"))
+        while "=" in words[0]:
+            words.pop(0)  # VAR=value before the program
+        if words[0] == "bash":
+            done = subprocess.run(["bash", "-n", str(ROOT / words[1])], capture_output=True, text=True, check=False)
+        elif words[0].endswith("retbench"):
+            assert _check_line(group, " ".join(words)) is None, line
+            sub = [w for w in words[1:3] if not w.startswith("-") and "/" not in w and "." not in w]
+            done = subprocess.run(
+                [sys.executable, "-m", "retbench.cli", *sub, "--help"], cwd=scratch, env=_env(scratch),
+                capture_output=True, text=True, timeout=120, check=False,
+            )  # fmt: skip
+        elif words[:3] == [".venv/bin/python", "-m", "pytest"] or words[:2] == [".venv/bin/mkdocs", "build"]:
+            continue  # this suite; the site fixture
+        elif words[0] == ".venv/bin/mkdocs":
+            done = subprocess.run([str(Path(sys.executable).with_name("mkdocs")), words[1], "--help"],
+                                  capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+        else:  # python -m llama_cpp.server: an optional build
+            if importlib.util.find_spec(words[2].split(".")[0]) is None:
+                continue  # not installed here (RETBENCH_LLAMA_CPP=1 bash scripts/setup.sh builds it)
+            done = subprocess.run([sys.executable, "-m", words[2], "--help"], capture_output=True, text=True,
+                                  timeout=120, check=False)  # fmt: skip
+        assert done.returncode == 0, f"{line}\n{done.stdout[-1000:]}\n{done.stderr[-2000:]}"
+
+
+def test_docs_commands_run_on_the_quick_slice(scratch):
+    if not (scratch / "results" / "quick" / "metrics.json").is_file():  # made by the flows test when it ran first
+        done = subprocess.run(
+            shlex.split(FLOWS[2]), cwd=scratch, env=_env(scratch), capture_output=True, text=True, timeout=1200,
+            check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+    for written, line in ON_THE_SLICE.items():
+        done = subprocess.run(
+            shlex.split(line), cwd=scratch, env=_env(scratch), capture_output=True, text=True, timeout=900, check=False
+        )
+        assert done.returncode == 0, f"{written}\nran: {line}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    assert (scratch / "report.html").is_file() and (scratch / "tune-60").is_dir()
+
+
+def test_the_readmes_fast_tier_command_passes_as_written():
+    """`pytest tests/unit -x -q` as the README gives it: the unit tier alone, with its own check that it loaded no
+    optional library (pandas, torch, ...), which a whole-suite run does not apply."""
+    assert FAST_TIER in README.read_text(encoding="utf-8")
+    words = shlex.split(FAST_TIER)
+    done = subprocess.run(
+        [sys.executable, *words[1:]], cwd=ROOT, capture_output=True, text=True, timeout=900, check=False
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]

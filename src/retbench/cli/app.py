@@ -1,7 +1,8 @@
 """The Typer app and what every command shares: the error decorator, the console, small file helpers.
 
-Exit codes: 0 ok; 1 a gate failed; 2 usage or input error; 3 a backend failed. Library errors carry
-their exit code (`retbench.errors`); `handles_errors` prints them as one line, never a traceback.
+Exit codes: 0 ok; 1 a gate failed; 2 usage or input error, or an output that could not be written; 3 a backend
+failed. Library errors carry their exit code (`retbench.errors`); `handles_errors` prints them as one line, never
+a traceback.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 import typer
 
 from retbench.errors import EXIT_INPUT, RetbenchError
-from retbench.io.files import write_text
+from retbench.io.files import os_reason, write_text
 from retbench.jsontypes import JSONObject
 from retbench.secrets import redact
 
@@ -64,26 +65,13 @@ def handles_errors(func: F) -> F:
         except OSError as exc:
             if exc.filename is None:  # a socket or process error is a backend's, not an input's
                 raise
-            raise fail(f"{exc.filename}: {_os_reason(exc)}") from None
+            raise fail(f"{exc.filename}: {os_reason(exc)}") from None
         except UnicodeDecodeError as exc:
             raise fail(f"input is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
         except RecursionError:
             raise fail("input is nested too deeply to read") from None
 
     return wrapper  # type: ignore[return-value]
-
-
-def _os_reason(exc: OSError) -> str:
-    """What a file-system error means for the person who gave the path."""
-    if isinstance(exc, IsADirectoryError):
-        return "is a directory, expected a file"
-    if isinstance(exc, NotADirectoryError):
-        return "a part of this path is a file, expected a directory"
-    if isinstance(exc, PermissionError):
-        return "permission denied"
-    if isinstance(exc, FileExistsError):
-        return "already exists and is not a directory"
-    return exc.strerror or type(exc).__name__
 
 
 def console() -> Console:

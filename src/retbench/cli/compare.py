@@ -28,6 +28,26 @@ def _format(value: str) -> str:
     return value
 
 
+# retbench.stats.MAX_RESAMPLES, written out so `--help` does not import NumPy (a test keeps the two equal)
+_RESAMPLES_BOUND = (
+    " At most 1,000,000: a randomization p cannot go below 1 / (resamples + 1), so a million already resolve "
+    "p = 1e-6 (Holm over 5,000 tests), and more only cost time."
+)
+
+
+def _resamples(value: int | None) -> int | None:
+    """--resamples checked before any file is read, by the library's own rule, with the option named."""
+    if value is None:
+        return None
+    from retbench.errors import InputError
+    from retbench.stats import check_resamples
+
+    try:
+        return check_resamples(value, "--resamples")
+    except InputError as exc:
+        raise fail(f"--resamples: {exc.reason}") from None
+
+
 _ALLOW_SETTINGS_HELP = (
     "Go on when the sides differ in depth (below a compared cutoff), relevance level or no-relevant policy "
     "(printed as a note)."
@@ -67,7 +87,7 @@ def compare_command(
         int | None,
         typer.Option(
             help="Randomization and bootstrap resamples (default: enough for Holm over the tests made, "
-            "at least 10,000)."
+            "at least 10,000)." + _RESAMPLES_BOUND
         ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the resampling (results are reproducible under it).")] = 0,
@@ -103,8 +123,7 @@ def compare_command(
     from retbench.report.resolution import resolution_markdown, resolve
 
     output_format = _format(output_format)
-    if resamples is not None and resamples < 1:
-        raise fail("--resamples must be at least 1")
+    resamples = _resamples(resamples)
     every_metric = names(metrics) == ["all"]
     asked = None if every_metric else names(metrics)
     loaded = load_systems(inputs, qrels=qrels, metrics=asked, queries=queries, systems=names(systems))
@@ -223,7 +242,7 @@ def gate_command(
     ] = None,
     comment: Annotated[Path | None, typer.Option(help="Write the Markdown PR comment here.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the machine-readable verdict here.")] = None,
-    resamples: Annotated[int, typer.Option(help="Randomization test resamples.")] = 10_000,
+    resamples: Annotated[int, typer.Option(help="Randomization test resamples." + _RESAMPLES_BOUND)] = 10_000,
     seed: Annotated[int, typer.Option(help="Seed of the randomization test.")] = 0,
     history_file: Annotated[
         Path | None, typer.Option(help="History database (default: $RETBENCH_HISTORY or the per-user one).")
@@ -250,6 +269,7 @@ def gate_command(
     from retbench.gates import gate
     from retbench.report.gate_comment import gate_json, render_comment, sentence
 
+    resamples = _resamples(resamples)
     if labels is not None:
         given = [f"--{n}" for n, v in (("candidate", candidate), ("baseline", baseline), ("qrels", qrels)) if v]
         if given:
@@ -311,7 +331,10 @@ def report_command(
     ] = None,
     resamples: Annotated[
         int | None,
-        typer.Option(help="Randomization and bootstrap resamples of the comparisons (default: sized to the tests)."),
+        typer.Option(
+            help="Randomization and bootstrap resamples of the comparisons (default: sized to the tests)."
+            + _RESAMPLES_BOUND
+        ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the resampling.")] = 0,
 ) -> None:
@@ -323,6 +346,7 @@ def report_command(
     from retbench.results import read_results
 
     output_format = _format(output_format)
+    resamples = _resamples(resamples)
     data = build_report(read_results(results), baseline=baseline, primary=primary, n_resamples=resamples, seed=seed)
     text = report_markdown(data)
     table = report_latex(data) if latex is not None or output_format == "latex" else ""

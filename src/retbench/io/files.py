@@ -16,6 +16,7 @@ Every file retbench writes goes through the writer below, which does three thing
 
 from __future__ import annotations
 
+import errno
 import gzip
 import io
 import json
@@ -28,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from retbench.errors import ConfigError, InputError
+from retbench.errors import ConfigError, InputError, OutputError
 from retbench.secrets import redact
 
 if TYPE_CHECKING:
@@ -144,19 +145,69 @@ def _tmp_beside(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
 
 
+def os_reason(exc: OSError) -> str:
+    """What a file-system error means for the person who gave the path (the CLI says it for reads too)."""
+    if isinstance(exc, IsADirectoryError):
+        return "is a directory, expected a file"
+    if isinstance(exc, NotADirectoryError):
+        return "a part of this path is a file, expected a directory"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if isinstance(exc, FileExistsError):
+        return "already exists and is not a directory"
+    return exc.strerror or (os.strerror(exc.errno) if exc.errno else type(exc).__name__)
+
+
+def write_failed(path: Path, exc: OSError, kept: str = "the previous version, if any, is kept") -> OutputError:
+    """The one error for a file that could not be written: the file asked for and the system's reason
+    (`No space left on device`, `File too large`), never the temporary file the failure happened in."""
+    if exc.errno:
+        reason = f"{os_reason(exc)} [{errno.errorcode.get(exc.errno, exc.errno)}]"
+    else:  # NumPy's short write ("18767 requested and 4968 written") carries no errno
+        reason = f"{exc or type(exc).__name__} (a short write: the disk is full or a file size limit was reached)"
+    return OutputError(f"could not write this file: {reason}; {kept}", path=path)
+
+
+def _while_writing(exc: OSError, path: Path, tmp: Path | None) -> bool:
+    """Whether `exc` came from writing `path` (its folder, its temporary file, or a write with no file
+    named, as ENOSPC is), not from a file the caller read inside the block."""
+    named = exc.filename
+    return named is None or Path(named) == tmp or Path(named) in (path, *path.parents)
+
+
 def replace_atomically(path: Path, write: Callable[[Path], None]) -> None:
     """Call `write(tmp)` for a temporary path beside `path`, fsync it, then rename it over `path`.
 
     For formats with their own writer (TREC runs, TSV tables, arrays) whose content holds no free text.
+    A failed write (disk full, file size limit) removes the temporary file, leaves the old `path` as it
+    was, and raises `OutputError` naming `path`.
     """
-    tmp = _tmp_beside(path)
+    path = Path(path)
+    tmp: Path | None = None
     try:
+        tmp = _tmp_beside(path)
         write(tmp)
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        if not _while_writing(exc, path, tmp):
+            raise
+        raise write_failed(path, exc) from None
     finally:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+
+
+def save_array(path: Path, array: Any) -> None:
+    """A NumPy array as a `.npy` file, atomically (saved through an open file: `np.save` adds `.npy` to a name)."""
+    import numpy as np
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:
+            np.save(fh, array)
+
+    replace_atomically(path, write)
 
 
 @contextmanager
@@ -164,16 +215,24 @@ def atomic_text(path: Path) -> Iterator[IO[str]]:
     """A text file handle whose content replaces `path` only when the block ends without error.
 
     The caller redacts what it writes (`json_line`, `redact`); prefer `write_text` / `write_jsonl`.
+    A failed write removes the temporary file and raises `OutputError` naming `path`.
     """
-    tmp = _tmp_beside(path)
+    path = Path(path)
+    tmp: Path | None = None
     try:
+        tmp = _tmp_beside(path)
         with open(tmp, "w", encoding="utf-8", newline="") as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        if not _while_writing(exc, path, tmp):
+            raise
+        raise write_failed(path, exc) from None
     finally:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
 
 
 def dumps(obj: object, *, indent: int | None = 2, ensure_ascii: bool = True) -> str:
@@ -229,9 +288,12 @@ class AppendLog:
             if not self._ready:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._ready = True
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(line)
-                fh.flush()
+            try:
+                with open(self.path, "a", encoding="utf-8") as fh:
+                    fh.write(line)
+                    fh.flush()
+            except OSError as exc:  # a cut line is skipped by readers; the person learns which file is full
+                raise write_failed(self.path, exc, "records already written are kept") from None
 
 
 def find_variant(folder: Path, stem: str) -> Path | None:

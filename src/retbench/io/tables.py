@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from retbench.errors import InputError
+from retbench.io.files import atomic_text
 
 MAGIC = "# retbench per-query evaluation\n"
 
@@ -28,8 +29,10 @@ def write_table(
     status: Sequence[str],
     values: np.ndarray,
 ) -> None:
-    """The table at `path`: the header's JSON lines, then query_id, status and the metrics' columns."""
-    with open(Path(path), "w", encoding="utf-8", newline="") as fh:
+    """The table at `path`: the header's JSON lines, then query_id, status and the metrics' columns.
+
+    Written through the one atomic writer: a full disk leaves the previous table and names `path`."""
+    with atomic_text(Path(path)) as fh:
         fh.write(MAGIC)
         for key, value in header.items():
             fh.write(f"# {key}: {json.dumps(value)}\n")

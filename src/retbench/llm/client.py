@@ -19,6 +19,12 @@ What counts as a failed attempt, beside refused connections and HTTP errors:
 - a body that is not the protocol's: HTML (a web page at `base_url`), JSON without `choices`, a
   content that is neither text nor text parts, more than `MAX_BODY` bytes.
 
+An over-long reply: a reply longer than `MAX_REPLY_CHARS` characters is status `judge_overlong` (its own
+verdict status: a verdict is a few hundred characters and an answer is bounded by `max_tokens`, so megabytes
+are a runaway model or a broken server). It is not parsed (the last JSON object of a cut reply is not the
+model's final answer), not cached, and not kept whole: the call log keeps its first `REPLY_PREFIX_CHARS`
+characters with `reply_truncated: true`, its full length in characters and the sha256 of its UTF-8 bytes.
+
 Token counts come from the server's `usage` when it reports a plausible one; otherwise they are
 estimated as characters / 4 (the usual rule of thumb for English) and marked `tokens_estimated`.
 Plausible: finite whole numbers from 0 to the bytes sent (input) or received plus `max_tokens`
@@ -35,6 +41,7 @@ alternatives are kept in `Completion.logprobs`; non-finite or positive log-proba
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import http.client
 import json
 import math
@@ -59,6 +66,8 @@ MODELS_TIMEOUT = 30.0  # seconds at most for `GET /v1/models`, whatever the call
 ERROR_CHARS = 300  # characters of a server's error text kept in a call log (after redaction: `secrets.clip`)
 ERROR_READ = 1 << 16  # bytes of an error body read, far more than kept, so a secret near the cut is read whole
 _DONE = re.compile(rb"data:[ \t]*\[DONE\]")
+MAX_REPLY_CHARS = 100_000  # characters of a usable reply: 25,000 tokens at 4 characters a token
+REPLY_PREFIX_CHARS = 2_000  # characters of an over-long reply kept in the call log
 
 
 class CallFailed(Exception):
@@ -91,6 +100,22 @@ class Completion:
     usage: Mapping[str, JSONValue] = field(default_factory=dict)  # the server's `usage` as it came
     usage_note: str | None = None  # why the server's usage was set aside for an estimate
     logprobs: list[JSONObject] | None = None  # per answer token: token, logprob, top [[token, logprob], ...]
+    reply_cut: JSONObject | None = None  # an over-long reply: reply_truncated, reply_chars, reply_sha256
+
+    def cap_reply(self) -> None:
+        """Make an over-long reply status `judge_overlong`, keeping a prefix, its length and its sha256 (module
+        docstring)."""
+        if len(self.text) <= MAX_REPLY_CHARS:
+            return
+        digest = hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()
+        self.reply_cut = {"reply_truncated": True, "reply_chars": len(self.text), "reply_sha256": digest}
+        self.status = "judge_overlong"
+        self.error = (
+            f"reply of {len(self.text):,} characters is longer than the {MAX_REPLY_CHARS:,} a reply may have; "
+            f"not parsed, the first {REPLY_PREFIX_CHARS:,} kept"
+        )
+        self.text = self.text[:REPLY_PREFIX_CHARS]
+        self.logprobs = None
 
 
 class ChatClient:
@@ -149,6 +174,7 @@ class ChatClient:
                 out.latency_s = time.perf_counter() - start
                 out.attempts = attempts
                 self._count_tokens(out, messages, len(data))
+                out.cap_reply()
                 return out
             waited = s.backoff * 2**attempt if retry and attempt < s.retries else 0.0
             attempts.append({"attempt": attempt + 1, "status": status, "error": error, "waited_s": waited})

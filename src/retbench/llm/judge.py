@@ -281,6 +281,7 @@ class Judge:
                 "attempts": done.attempts if done else [],
                 "error": done.error if done else None,
                 **({"usage_note": done.usage_note} if done and done.usage_note else {}),
+                **(done.reply_cut if done and done.reply_cut else {}),
                 **({"probabilities": v.probabilities, "expected": v.expected} if v.probabilities else {}),
                 **({"flags": v.flags} if v.flags else {}),
             }

@@ -1,8 +1,9 @@
 """Structured judge answers: find the model's final JSON object, validate it, or say why it cannot be used.
 
 A verdict is either a validated value or a status. Statuses (never numbers): `judge_error` (the call
-failed), `judge_timeout` (it timed out), `unparseable` (an answer came back but holds no valid
-verdict). Counted as "judged N of M" wherever verdicts are summarised.
+failed), `judge_timeout` (it timed out), `judge_overlong` (a reply too long to be an answer: see
+`llm.client.MAX_REPLY_CHARS`), `unparseable` (an answer came back but holds no valid verdict). Counted
+as "judged N of M" wherever verdicts are summarised.
 
 The rule every parser here follows: the verdict is the model's final answer, the LAST top-level JSON
 object in its reply (objects nested inside another, or inside a JSON string, are part of that one).
@@ -23,7 +24,7 @@ from typing import Any
 
 from retbench.jsontypes import JSONObject
 
-STATUSES = ("ok", "judge_error", "judge_timeout", "unparseable")
+STATUSES = ("ok", "judge_error", "judge_timeout", "judge_overlong", "unparseable")
 
 
 def json_objects(text: str) -> Iterator[dict[str, Any]]:

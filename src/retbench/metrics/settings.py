@@ -7,13 +7,15 @@ it was counted with. They sit below `evaluation` so that every layer above can n
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
-from numbers import Real
+from numbers import Integral, Real
 from typing import Any
 
 from retbench.errors import ConfigError
 from retbench.jsontypes import JSONObject
+from retbench.metrics.registry import MAX_CUTOFF
 
 MODES = ("trec_eval", "pytrec_eval")
 NO_RELEVANT = ("skip", "zero", "one")
@@ -116,10 +118,27 @@ def checked_level(settings: EvalSettings) -> int:
         )
     for name in ("max_docs", "collection_size"):
         value = getattr(settings, name)
-        if value is not None and (isinstance(value, bool) or int(value) != value or value < 1):
-            raise ConfigError(f"{name} must be a whole number >= 1, got {value!r}", field=name)
-    level = settings.relevance_level
-    # a number (NumPy's too), never a bool or text; NaN and infinity are not integers
-    if isinstance(level, bool) or not isinstance(level, Real) or not float(level).is_integer() or level < 1:
-        raise ConfigError(f"relevance level must be an integer >= 1, got {level!r}", field="relevance_level")
-    return int(level)
+        if value is not None:
+            whole(value, name, LIMITS[name])
+    return whole(settings.relevance_level, "relevance_level", LIMITS["relevance_level"], "relevance level")
+
+
+#: the largest value each integer setting takes. A level or a depth past 2**31 - 1 is past every grade and every
+#: ranking's length (and would overflow the int64 arithmetic judging does on them); a collection size is read as
+#: a float (trec_eval's utility), exact to 2**53.
+LIMITS = {"relevance_level": MAX_CUTOFF, "max_docs": MAX_CUTOFF, "collection_size": 2**53}
+
+
+def whole(value: object, name: str, high: int, what: str | None = None) -> int:
+    """`value` as an integer from 1 to `high`, or one ConfigError naming the setting and its range.
+
+    A number (NumPy's too), never a bool or text; NaN and infinity are not integers; a value too large for
+    a C long (`10**400`) gets this message rather than NumPy's OverflowError."""
+    label = what or name
+    ok = not isinstance(value, bool) and isinstance(value, Real)
+    if ok and not isinstance(value, Integral):
+        ok = math.isfinite(float(value)) and float(value).is_integer()  # type: ignore[arg-type]
+    if not ok or not 1 <= value <= high:  # type: ignore[operator]
+        shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:20]}... ({len(repr(value))} characters)"
+        raise ConfigError(f"{label} must be a whole number from 1 to {high:,}, got {shown}", field=name)
+    return int(value)  # type: ignore[call-overload]

@@ -11,6 +11,7 @@ import math
 
 from retbench.metrics.registry import lower_is_better
 from retbench.planning import MetricPlan, Plan
+from retbench.power import MAX_QUERIES
 from retbench.report import fmt
 
 
@@ -32,8 +33,12 @@ def detects_sentence(metric: str, detectable: float, limit: float | None, change
     return head + (f"; the limit is {size(metric, limit)}" if limit is not None else "")
 
 
-def _count(n: int | None) -> str:
-    return f"{n:,}" if n is not None else "not reachable"
+def _count(n: int | None, possible: bool = False) -> str:
+    """A count of labelled queries; None is "more than" the simulation's bound where the drop is possible
+    (the normal approximation found a count), else no count at all."""
+    if n is not None:
+        return f"{n:,}"
+    return f"more than {MAX_QUERIES:,}" if possible else "none"
 
 
 def _labels(n: int | None) -> str:
@@ -86,7 +91,7 @@ def render_plan(plan: Plan) -> str:
             f"| {m.gate} ({m.severity}) | {fmt.metric_label(m.metric)} | {m.n:,} | {size(m.metric, m.detectable)} | "
             f"{size(m.metric, m.limit) if m.limit is not None else '—'} | {size(m.metric, m.effect)} | "
             f"{_power(m.power_normal)} / {_power(m.power_simulated)} | "
-            f"{_count(m.needed_normal)} / {_count(m.needed_simulated)} |"
+            f"{_count(m.needed_normal)} / {_count(m.needed_simulated, m.needed_normal is not None)} |"
         )
     budgets = [m for m in plan.metrics if m.ppi is not None]
     if budgets:
@@ -115,7 +120,9 @@ def _sentence(m: MetricPlan) -> str:
     change = "rise" if lower_is_better(m.metric) else "drop"
     text = detects_sentence(m.metric, m.detectable, m.limit, change)
     if m.sees_limit is False:
-        text += (
-            f" (about {_count(m.needed_normal)} labelled queries would detect a {change} of {size(m.metric, m.effect)})"
-        )
+        target = f"a {change} of {size(m.metric, m.effect)}"
+        if m.needed_normal is None:
+            text += f" (no number of labelled queries would detect {target}: the model of the data has no {change} that large)"
+        else:
+            text += f" (about {m.needed_normal:,} labelled queries would detect {target})"
     return text

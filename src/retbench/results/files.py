@@ -99,7 +99,7 @@ def load_answers(sysdir: SystemDir) -> dict[str, SystemAnswer]:
 
 def save_table(evaluation: Evaluation, sysdir: SystemDir) -> None:
     """The per-query table (`Evaluation.to_tsv`), atomically."""
-    replace_atomically(sysdir.per_query, evaluation.to_tsv)
+    evaluation.to_tsv(sysdir.per_query)  # the table writer is atomic itself
 
 
 def load_run(sysdir: SystemDir, name: str = "") -> Run:

@@ -29,6 +29,7 @@ from retbench.config.common import BM25Params
 from retbench.data import Corpus, Queries, Run
 from retbench.data.ids import first_bad_id
 from retbench.errors import ConfigError, InputError
+from retbench.io.files import replace_atomically
 from retbench.jsontypes import JSONObject
 from retbench.retrievers.base import Ranking, Retriever, register
 from retbench.retrievers.filters import query_filters
@@ -261,9 +262,7 @@ class LexicalRetriever(Retriever):
             "vocab": list(self._vocab),
         }
         self._postings.save(folder)
-        tmp = folder / (_META + ".tmp")
-        tmp.write_text(json.dumps(meta), encoding="utf-8")
-        tmp.replace(folder / _META)
+        replace_atomically(folder / _META, lambda tmp: tmp.write_text(json.dumps(meta), encoding="utf-8"))
 
     def _read_meta(self, folder: Path) -> None:
         f = folder / _META

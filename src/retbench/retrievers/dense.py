@@ -29,6 +29,7 @@ import numpy as np
 
 from retbench.data import Corpus
 from retbench.errors import ConfigError, InputError
+from retbench.io.files import replace_atomically
 from retbench.jsontypes import JSONObject, JSONValue
 from retbench.retrievers.base import Ranking, Retriever, register
 from retbench.retrievers.encoders import Encoder, create_encoder
@@ -402,13 +403,9 @@ class DenseRetriever(Retriever):
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
         faiss = _faiss()
-        tmp = folder / (_FAISS_FILE + ".tmp")
-        faiss.write_index(self._faiss_index, str(tmp))
-        tmp.replace(folder / _FAISS_FILE)
+        replace_atomically(folder / _FAISS_FILE, lambda tmp: faiss.write_index(self._faiss_index, str(tmp)))
         meta = {"describe": self.describe(), "built": self._built, "labels": self._labels, "metadata": self._meta}
-        tmp = folder / (_META + ".tmp")
-        tmp.write_text(json.dumps(meta), encoding="utf-8")
-        tmp.replace(folder / _META)
+        replace_atomically(folder / _META, lambda tmp: tmp.write_text(json.dumps(meta), encoding="utf-8"))
 
     def load(self, path: str | Path) -> None:
         """Load an index saved with the same model and build settings; search settings are this object's."""

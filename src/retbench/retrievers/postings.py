@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from retbench.io.files import save_array
+
 _FILES = ("doc", "term", "count", "lengths")
 
 
@@ -111,10 +113,7 @@ class Postings:
 
     def save(self, folder: Path) -> None:
         for f in _FILES:
-            tmp = folder / f".postings.{f}.npy.tmp"
-            with open(tmp, "wb") as fh:
-                np.save(fh, getattr(self, f))
-            tmp.replace(folder / f"postings.{f}.npy")
+            save_array(folder / f"postings.{f}.npy", getattr(self, f))
 
     @classmethod
     def load(cls, folder: Path) -> Postings | None:

@@ -38,6 +38,7 @@ from retbench.data import Corpus, Queries, Run
 from retbench.data.answers import SystemAnswer
 from retbench.errors import ConfigError
 from retbench.evaluation import Evaluation, coverage
+from retbench.io.files import write_failed
 from retbench.results import SystemDir, save_run, write_json
 from retbench.results.blocks import Breakdown
 from retbench.results.files import save_answers, save_table
@@ -396,7 +397,10 @@ def index_with(
     figures["index_docs_per_s"] = rate(len(corpus), figures["index_seconds"])
     figures["devices"] = devices_of(retriever, *figures["encode_on"].get("devices", []))
     if {"save", "load"} <= retriever.capabilities:
-        retriever.save(sysdir.root / "index")
+        try:
+            retriever.save(sysdir.root / "index")
+        except OSError as exc:  # a full disk: name the folder the person can free, not a library's inner file
+            raise write_failed(sysdir.root / "index", exc) from None
         figures["index_bytes"] = size_on_disk(sysdir.root / "index")
 
 

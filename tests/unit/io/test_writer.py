@@ -99,3 +99,25 @@ def test_the_status_vocabulary_is_written_once():
 def test_the_writer_creates_missing_folders(tmp_path: Path):
     write_text(tmp_path / "a" / "b" / "report.html", "<p>ok</p>")
     assert (tmp_path / "a" / "b" / "report.html").read_text() == "<p>ok</p>"
+
+
+def test_a_file_that_cannot_be_written_is_named_as_asked_never_as_the_temporary_beside_it(tmp_path):
+    from retbench.errors import OutputError
+
+    taken = tmp_path / "synthetic.jsonl"
+    taken.mkdir()  # `--output` naming a folder: the rename over it fails
+    with pytest.raises(OutputError) as err:
+        write_jsonl(taken, [{"input": "q"}])
+    assert str(err.value).startswith(f"{taken}: could not write this file: is a directory, expected a file [EISDIR]")
+    assert ".tmp" not in str(err.value) and err.value.exit_code == 2
+    assert [p.name for p in tmp_path.iterdir()] == ["synthetic.jsonl"]  # no temporary file left beside it
+
+
+def test_an_error_from_a_file_read_while_writing_is_not_blamed_on_the_file_written(tmp_path):
+    def rows():
+        yield {"a": 1}
+        (tmp_path / "missing.txt").read_text()
+
+    with pytest.raises(FileNotFoundError):
+        write_jsonl(tmp_path / "out.jsonl", rows())
+    assert not (tmp_path / "out.jsonl").exists() and list(tmp_path.iterdir()) == []

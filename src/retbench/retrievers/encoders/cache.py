@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from retbench.io.files import replace_atomically, save_array
+
 _KEY_BYTES = 20  # sha1 digest
 _SUFFIXES = (".vecs.npy", ".keys.npy", ".sum")
 log = logging.getLogger("retbench.cache")
@@ -163,18 +165,15 @@ class EmbeddingCache:
         # keys as raw uint8 rows: numpy's fixed-width bytes dtype would strip a digest's trailing zero bytes
         key_rows = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), _KEY_BYTES)
         for suffix, arr in ((".vecs.npy", vectors), (".keys.npy", key_rows)):
-            tmp = self.folder / f".{stem}{suffix}.tmp"
-            with open(tmp, "wb") as fh:
-                np.save(fh, arr)
-            tmp.replace(self.folder / f"{stem}{suffix}")
+            save_array(self.folder / f"{stem}{suffix}", arr)
         summary = {
             "rows": len(keys),
             "dim": int(vectors.shape[1]),
             "sha256": _digest(self.folder / f"{stem}.keys.npy", self.folder / f"{stem}.vecs.npy"),
         }
-        tmp = self.folder / f".{stem}.sum.tmp"
-        tmp.write_text(json.dumps(summary), encoding="utf-8")
-        tmp.replace(self.folder / f"{stem}.sum")
+        replace_atomically(
+            self.folder / f"{stem}.sum", lambda tmp: tmp.write_text(json.dumps(summary), encoding="utf-8")
+        )
         self.refresh()
 
     def compact(self) -> None:

@@ -261,7 +261,7 @@ class Encoder:
             self._caches[role] = cache
         return self._caches[role]
 
-    # -- encoding ------------------------------------------------------------------------------
+    # -- encoding (every batch an encoder returns goes through `checked_vectors`) ----------------
     def _encode_batch(self, texts: list[str], role: str) -> np.ndarray:
         """One model call (the unit a shard is made of); tests interrupt encodes here."""
         model = self.model
@@ -341,14 +341,8 @@ class Encoder:
         found = cache.lookup(keys) if cache is not None else {}
         todo = self._todo(keys, texts, found)
         for part in self._shards(todo):
-            vecs = self._encode_batch([todo[k] for k in part], role)
-            bad = ~np.isfinite(vecs).all(axis=1)
-            if bad.any():  # a NaN vector would silently drop its document from every ranking
-                text = todo[part[int(bad.argmax())]]
-                raise BackendError(
-                    f"encoder {self.model_name} returned NaN or infinite values for {int(bad.sum())} text(s), "
-                    f"first: {text[:80]!r}"
-                )
+            texts_in = [todo[k] for k in part]
+            vecs = checked_vectors(f"encoder {self.model_name}", self._encode_batch(texts_in, role), texts_in)
             if cache is not None:
                 cache.append(part, vecs)
             found.update(zip(part, vecs, strict=True))
@@ -396,3 +390,28 @@ def create_encoder(spec: Mapping[str, JSONValue], *, where: str = "", fld: str =
         raise ConfigError(
             f"encoder kind {kind!r} rejected its settings: {exc}", path=where or None, field=fld
         ) from None
+
+
+def checked_vectors(who: str, vecs: object, texts: Sequence[str]) -> np.ndarray:
+    """An encoder's answer for `texts` as float32 [len(texts) x dim], finite; else one BackendError saying which
+    encoder returned what (None, ragged rows, too few rows, text, NaN), never NumPy's own error.
+
+    A NaN vector would silently drop its document from every ranking, so it is refused too."""
+    if vecs is None or isinstance(vecs, (str, bytes)):
+        raise BackendError(f"{who} returned {type(vecs).__name__} for {len(texts)} text(s), not their vectors")
+    try:
+        arr = np.asarray(vecs, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise BackendError(
+            f"{who} returned vectors that are not one equal-length row of numbers per text ({exc})"
+        ) from None
+    if arr.ndim != 2 or arr.shape[0] != len(texts) or arr.shape[1] == 0:
+        raise BackendError(
+            f"{who} returned an array of shape {arr.shape} for {len(texts)} text(s) (expected {len(texts)} x dim)"
+        )
+    bad = ~np.isfinite(arr).all(axis=1)
+    if bad.any():
+        raise BackendError(
+            f"{who} returned NaN or infinite values for {int(bad.sum())} text(s), first: {texts[int(bad.argmax())][:80]!r}"
+        )
+    return arr

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from retbench.jsontypes import JSONObject
-from retbench.retrievers.encoders.encoder import Encoder
+from retbench.retrievers.encoders.encoder import Encoder, checked_vectors
 from retbench.secrets import clip, from_env, register_url, request_url
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -182,7 +182,7 @@ class HttpEncoder(Encoder):
         rows = sorted(data, key=lambda d: d.get("index", 0))
         usage = payload.get("usage") or {}
         self.tokens += int(usage.get("total_tokens") or usage.get("prompt_tokens") or 0)
-        return np.asarray([r["embedding"] for r in rows], dtype=np.float32)
+        return checked_vectors(f"embedding server {self.model_name}", [r.get("embedding") for r in rows], inputs)
 
     def _request(self, data: bytes) -> Any:
         url, headers = request_url(self.url)

@@ -41,6 +41,7 @@ score), and a `module:factory` reranker's parameter names against the factory's 
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -220,10 +221,7 @@ class RerankStage:
             self.stats.calls += 1
             scores = self._score_many(todo)
             self.stats.seconds += time.perf_counter() - t0
-            for (_, docs), s in zip(todo, scores, strict=True):
-                if len(s) != len(docs):
-                    raise ValueError(f"reranker returned {len(s)} scores for {len(docs)} documents")
-            flat = np.asarray([x for s in scores for x in s], dtype=np.float32)
+            flat = checked_scores(self.reranker, scores, [len(docs) for _, docs in todo])
             if cache is not None:
                 cache.append(todo_keys, flat.reshape(-1, 1))
             found.update({k: np.asarray([v]) for k, v in zip(todo_keys, flat.tolist(), strict=True)})
@@ -308,6 +306,38 @@ class RerankStage:
                     builder.add(q, ranking, latency=latency, batch=batch)
         run = builder.build()
         return mark_violations(first, run, self.depth)
+
+
+def checked_scores(reranker: Reranker, scores: object, sizes: Sequence[int]) -> np.ndarray:
+    """The scores a reranker returned, flat, as float32: one finite real number per document asked about.
+
+    Anything else is a ValueError naming the reranker and what it returned (None, a ragged or short list, text,
+    NaN), before NumPy or the pair cache sees it: the rerank stage records it on every query of the call.
+    """
+    who = f"reranker {reranker.describe().get('kind') or type(reranker).__name__}"
+    if not isinstance(scores, Sequence) or isinstance(scores, (str, bytes)):
+        raise ValueError(f"{who} returned {type(scores).__name__}, not one list of scores per query")
+    if len(scores) != len(sizes):
+        raise ValueError(f"{who} returned {len(scores)} score lists for {len(sizes)} queries")
+    flat: list[float] = []
+    for i, (row, n) in enumerate(zip(scores, sizes, strict=True)):
+        if isinstance(row, np.ndarray):
+            row = row.tolist()
+        if not isinstance(row, Sequence) or isinstance(row, (str, bytes)):
+            raise ValueError(f"{who} returned {type(row).__name__} for query {i + 1}, not a list of {n} scores")
+        if len(row) != n:
+            raise ValueError(f"{who} returned {len(row)} scores for {n} documents (query {i + 1})")
+        for x in row:
+            if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+                raise ValueError(f"{who} returned a score of type {type(x).__name__} ({x!r:.40}) for query {i + 1}")
+            if not math.isfinite(x):
+                raise ValueError(f"{who} returned a non-finite score ({x}) for query {i + 1}")
+        flat.extend(row)
+    with np.errstate(over="ignore"):  # an overflow is found and named just below
+        out = np.asarray(flat, dtype=np.float32)
+    if not np.isfinite(out).all():  # finite as a Python float, beyond float32 (the pair cache's type)
+        raise ValueError(f"{who} returned a score beyond float32's range ({flat[int(np.argmin(np.isfinite(out)))]:g})")
+    return out
 
 
 def invariant_problem(first_docs: Sequence[str], reranked_docs: Sequence[str], depth: int) -> str | None:
