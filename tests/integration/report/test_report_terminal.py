@@ -7,6 +7,7 @@ them with metrics.json, so a value that was cut, dropped or put in the wrong col
 
 from __future__ import annotations
 
+import html
 import io
 import sys
 
@@ -140,7 +141,8 @@ def markdown_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
     block: list[list[str]] = []
     for line in [*text.splitlines(), ""]:
         if line.startswith("|"):
-            block.append([c.strip() for c in line.strip().strip("|").split(" | ")])
+            # report.md escapes `<` and `&` in cells (so no text can open HTML); the terminal prints them plain
+            block.append([html.unescape(c.strip()) for c in line.strip().strip("|").split(" | ")])
         elif block:
             tables.append((block[0], block[2:]))
             block = []

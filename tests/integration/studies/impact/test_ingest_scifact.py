@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from retbench.cli import app
 from retbench.data import Dataset
 from retbench.io.beir import write_beir
+from retbench.report.markdown import md_text
 from retbench.studies.impact import load_ingest_config, run_ingest
 
 pytestmark = pytest.mark.slow
@@ -121,7 +122,7 @@ def test_results_directory_and_report(study, slice_dir):
         assert res[f"{stage}_peak_rss_mib"] > 0, stage
     assert res["index_docs_per_s"] > 0 and res["devices"] == ["cpu"]
     assert "Resources: peak RSS MiB" in report and "index docs/s" in report
-    assert all(f"| {i.doc_id} |" in report for i in outcome.results["alone"])
+    assert all(f"| {md_text(i.doc_id)} |" in report for i in outcome.results["alone"])  # ids as inert Markdown
 
 
 def test_incremental_equals_add_and_rerun(study, slice_dir):
