@@ -289,7 +289,12 @@ def gate_command(
         why = (
             f"the candidate recorded {len(report.failures)} backend failure(s)"
             if report.backend_failed
-            else "; ".join(sentence(r) for r in report.results if r.blocks)
+            else "; ".join(
+                [
+                    *(sentence(r) for r in report.results if r.blocks),
+                    *(m.sentence() for m in report.movement if m.blocks),
+                ]
+            )
         )
         raise fail(f"gate failed: {why}", report.exit_code)
 
