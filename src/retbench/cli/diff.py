@@ -59,3 +59,27 @@ def diff_command(
     write(markdown_out, text)
     write(html_out, diff_html(d) if html_out is not None else "")
     write(json_out, json.dumps(d.to_dict(), indent=2, allow_nan=False) + "\n")
+
+
+@handles_errors
+def canary_command(
+    config: Annotated[
+        Path, typer.Argument(help="Experiment config: two systems (current first, candidate second), one dataset.")
+    ],
+    out: Annotated[Path, typer.Option(help="Folder for the runs, the canary report and the label study.")],
+    k: Annotated[int, typer.Option(help="The top k compared and pooled.")] = 10,
+    p: Annotated[float, typer.Option(help="RBO's persistence.")] = 0.9,
+    study: Annotated[bool, typer.Option(help="Pool the changed queries' pairs as a label study (OUT/study).")] = True,
+    resamples: Annotated[int, typer.Option(help="Bootstrap resamples of each interval.")] = 10_000,
+    seed: Annotated[int, typer.Option(help="Seed of the resampling.")] = 0,
+) -> None:
+    """Migration canary: search the current system and the candidate over a query log (qrels optional), say how
+    many queries change their top k and which, and pool only those for labelling."""
+    from retbench.report.diff import diff_markdown
+    from retbench.studies.canary import run_canary  # deferred: the benchmark machinery (CLI start-up time)
+
+    done = run_canary(
+        config, out, k=k, p=p, study=study, n_resamples=resamples, seed=seed, note=lambda m: typer.echo(m, err=True)
+    )
+    typer.echo(diff_markdown(done.diff))
+    typer.echo(f"written: {out / 'canary.md'}, {out / 'canary.html'}, {out / 'canary.json'}", err=True)

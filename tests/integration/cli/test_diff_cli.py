@@ -20,7 +20,7 @@ ranx = pytest.importorskip("ranx", reason="the dev extra (ranx) is not installed
 
 
 def _bm25_run(scifact, qids: list[str], **params: object) -> dict[str, dict[str, float]]:
-    retriever = create("bm25s", **params)
+    retriever = create("bm25s", params)
     retriever.index(scifact.corpus)
     rankings = retriever.search_batch([scifact.queries[q] for q in qids], 20)
     return {q: {d: float(s) for d, s in r} for q, r in zip(qids, rankings, strict=True)}
