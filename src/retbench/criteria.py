@@ -14,6 +14,9 @@ A typical criteria file lets recall@5 gate merges and keeps MRR as a diagnostic 
         require_significance: true  # a drop beyond regression_max blocks only when p < alpha
         tags:                     # optional per-tag floors and drop limits
           multi_hop: {threshold: 0.70, regression_max: 0.05}
+    movement:                     # optional label-free limits against the baseline run (no qrels needed)
+      - {name: churn, measure: changed_set, k: 10, max: 0.20}   # at most 20% of queries change their top 10
+      - {name: rbo, measure: rbo_ext, p: 0.9, min: 0.80}        # RBO_EXT at p = 0.9 at least 0.8
 
 The file's model is `retbench.config.criteria.CriteriaModel` (`retbench schema criteria`); loading
 checks every key and names the file, line and field of a bad one.
@@ -56,11 +59,27 @@ class Gate:
 
 
 @dataclass
+class Movement:
+    """A label-free gate (`movement:` in the file): a `retbench diff` measure's mean held under `max` or above
+    `min`, between the baseline's and the candidate's top k."""
+
+    name: str
+    measure: str  # a key of metrics.overlap.MEASURES
+    k: int = 10
+    p: float = 0.9
+    max: float | None = None
+    min: float | None = None
+    severity: str = "error"
+    line: int | None = None
+
+
+@dataclass
 class Criteria:
     gates: list[Gate]
     alpha: float = 0.05
     max_failed_queries: int = 0
     path: str = "<criteria>"
+    movement: list[Movement] = field(default_factory=list)
 
     @property
     def needs_baseline(self) -> bool:
@@ -120,7 +139,11 @@ def parse_criteria(raw: object, path: str = "<criteria>", text: str = "") -> Cri
         limits = _limits(g, where, path, span)
         tags = {str(t): _limits(v, f"{where}.tags.{t}", path, span) for t, v in g.tags.items()}
         gates.append(Gate(g.name, metric, limits, g.severity, sig, tags, lines.get(where)))
-    return Criteria(gates, float(model.alpha), model.max_failed_queries, path)
+    movement = [
+        Movement(m.name, m.measure, m.k, m.p, m.max, m.min, m.severity, lines.get(f"movement[{i}]"))
+        for i, m in enumerate(model.movement)
+    ]
+    return Criteria(gates, float(model.alpha), model.max_failed_queries, path, movement)
 
 
 def _parse_file(raw: object, source: str) -> Criteria:

@@ -102,7 +102,7 @@ def test_adr_gate_names_resolve_through_the_registry(tmp_path):
             "gates[0].treshold",
             "unknown key 'treshold'",
         ),
-        ("gates: []\n", 1, "gates", "non-empty list"),
+        ("gates: []\n", 1, "gates", "at least one gate"),
         ("gates:\n  - name: a\n    metric: [recall@5\n", 4, None, "malformed YAML"),
     ],
 )

@@ -16,6 +16,7 @@ import typer
 from retbench.cli import (
     compare,
     datasets,
+    diff,
     evaluate,
     judge,
     label,
@@ -36,6 +37,8 @@ app.command("stress")(studies.stress_command)
 app.command("chunking")(studies.chunking_command)
 app.command("tune")(tune.tune_command)
 app.command("compare")(compare.compare_command)
+app.command("diff")(diff.diff_command)
+app.command("canary")(diff.canary_command)
 app.command("gate")(compare.gate_command)
 app.command("report")(compare.report_command)
 app.command("plan")(plan.plan_command)

@@ -115,6 +115,9 @@ def compare_command(
         return
     if not inputs:
         raise fail("give results directories or run files to compare, or --labels STUDY")
+    if qrels is None and len(inputs) == 2 and all(p.is_file() for p in inputs):
+        _label_free(inputs, queries, seed, top, json_out, markdown_out)
+        return
 
     from retbench.comparison import compare
     from retbench.inputs import canonical_metrics, check_same_data, check_same_settings, load_systems, primary_metrics
@@ -161,6 +164,25 @@ def compare_command(
     write(markdown_out, text)
     write(latex_out, table)
     write(json_out, json.dumps(cmp.to_dict(), indent=2, allow_nan=False) + "\n")
+
+
+def _label_free(
+    inputs: list[Path], queries: Path | None, seed: int, top: int, json_out: Path | None, markdown_out: Path | None
+) -> None:
+    """`compare A.run B.run` without --qrels: what `retbench diff` says (how much the top 10 moves, no labels)."""
+    import json
+
+    from retbench.io.beir import read_queries
+    from retbench.movement import diff
+    from retbench.report.diff import diff_markdown
+
+    _note("note: no --qrels: comparing the two runs without labels (as `retbench diff`)")
+    texts = dict(read_queries(queries).items()) if queries is not None else None
+    d = diff(inputs[0], inputs[1], queries=texts, top=top, seed=seed)
+    text = diff_markdown(d)
+    typer.echo(text)
+    write(markdown_out, text)
+    write(json_out, json.dumps(d.to_dict(), indent=2, allow_nan=False) + "\n")
 
 
 def _study_answer(study: Path, json_out: Path | None) -> None:
@@ -309,7 +331,12 @@ def gate_command(
         why = (
             f"the candidate recorded {len(report.failures)} backend failure(s)"
             if report.backend_failed
-            else "; ".join(sentence(r) for r in report.results if r.blocks)
+            else "; ".join(
+                [
+                    *(sentence(r) for r in report.results if r.blocks),
+                    *(m.sentence() for m in report.movement if m.blocks),
+                ]
+            )
         )
         raise fail(f"gate failed: {why}", report.exit_code)
 

@@ -12,6 +12,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from retbench.config.base import Block, NonNegativeFloat, NonNegativeInt, field_error
 from retbench.errors import InputError
+from retbench.metrics.overlap import MEASURES
 from retbench.metrics.registry import parse_metric
 
 
@@ -57,11 +58,42 @@ def _unique_gates(gates: list[GateBlock]) -> list[GateBlock]:
     return gates
 
 
+class MovementBlock(Block):
+    """A label-free gate: how far the candidate's top k may move from the baseline's (no qrels needed).
+
+    `max` caps the mean over queries (the share of queries, for `changed_set` / `changed_order`), `min` floors it
+    (`rbo_ext`, `jaccard`, ...); the measures are `retbench diff`'s (`metrics.overlap.MEASURES`)."""
+
+    name: str = Field(min_length=1, description="the gate's name")
+    measure: Literal[tuple(MEASURES)] = Field(description="a `retbench diff` measure")  # type: ignore[valid-type]
+    k: int = Field(10, ge=1, description="the top k compared")
+    p: float = Field(0.9, gt=0.0, lt=1.0, description="RBO's persistence")
+    max: float | None = Field(None, ge=-1.0, le=1.0, description="largest allowed mean")
+    min: float | None = Field(None, ge=-1.0, le=1.0, description="smallest allowed mean")
+    severity: Literal["error", "warning"] = Field("error", description="error blocks the merge; warning reports")
+    description: str | None = None
+
+    @model_validator(mode="after")
+    def _one_limit(self) -> MovementBlock:
+        if self.max is None and self.min is None:
+            raise ValueError("needs a max or a min")
+        return self
+
+
 class CriteriaModel(Block):
     """A ship-criteria file: the gates and the defaults they share."""
 
-    gates: Annotated[list[GateBlock], AfterValidator(_unique_gates)] = Field(min_length=1)
+    gates: Annotated[list[GateBlock], AfterValidator(_unique_gates)] = Field(default_factory=list)
+    movement: list[MovementBlock] = Field(
+        default_factory=list, description="label-free limits on how much the top k moves (no qrels needed)"
+    )
     alpha: float = Field(0.05, gt=0.0, lt=1.0, description="significance level for require_significance")
     require_significance: bool = Field(False, description="the default of every gate")
     max_failed_queries: NonNegativeInt = Field(0, description="candidate backend failures tolerated before exit 3")
     description: str | None = None
+
+    @model_validator(mode="after")
+    def _some_gate(self) -> CriteriaModel:
+        if not self.gates and not self.movement:
+            raise field_error("gates", "needs at least one gate (or a movement limit)")
+        return self

@@ -35,6 +35,7 @@ from retbench.comparison import (
 )
 from retbench.criteria import EPS, Criteria, Gate, Limits
 from retbench.errors import EXIT_BACKEND, EXIT_GATE_FAILED, EXIT_OK, ConfigError
+from retbench.gates.movement import MovementCheck
 from retbench.io.files import json_safe
 from retbench.metrics.registry import lower_is_better
 from retbench.planning import DEFAULT_POWER as DETECT_POWER
@@ -119,6 +120,8 @@ class GateReport:
     caveats: list[Caveat] = field(default_factory=list)  # what weakens either side's numbers (the flow fills it)
     #: the label study the numbers come from (`gates.labels`: its path, metric, k, estimand); None: tables
     study: dict[str, Any] | None = None
+    #: the label-free limits (`movement:` in the criteria, `gates.movement`), checked beside the metric gates
+    movement: list[MovementCheck] = field(default_factory=list)
 
     @property
     def backend_failed(self) -> bool:
@@ -128,7 +131,7 @@ class GateReport:
     def exit_code(self) -> int:
         if self.backend_failed:
             return EXIT_BACKEND
-        if any(r.blocks for r in self.results):
+        if any(r.blocks for r in [*self.results, *self.movement]):
             return EXIT_GATE_FAILED
         return EXIT_OK
 
@@ -136,9 +139,9 @@ class GateReport:
     def verdict(self) -> str:
         if self.backend_failed:
             return "backend_failed"
-        if any(r.blocks for r in self.results):
+        if any(r.blocks for r in [*self.results, *self.movement]):
             return "fail"
-        return "warn" if any(not r.passed for r in self.results) else "pass"
+        return "warn" if any(not r.passed for r in [*self.results, *self.movement]) else "pass"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON for machines: verdict, exit code, each gate's numbers and checks."""
@@ -188,6 +191,7 @@ class GateReport:
                     }
                     for r in self.results
                 ],
+                **({"movement": [m.to_dict() for m in self.movement]} if self.movement else {}),
             }
         )
 

@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from retbench.criteria import Criteria, load_criteria
+from retbench.data import Run
+from retbench.errors import ConfigError
 from retbench.gates.apply import GateReport, run_gates
+from retbench.gates.movement import movement_checks
 from retbench.inputs import (
     Loaded,
     canonical_metrics,
@@ -22,6 +25,7 @@ from retbench.inputs import (
     load_history,
     load_systems,
 )
+from retbench.movement import load_run
 from retbench.results import history
 from retbench.results.history_read import NoBaseline
 
@@ -81,6 +85,12 @@ def gate(
             note(line)
 
     crit = criteria if isinstance(criteria, Criteria) else load_criteria(criteria)
+    if not crit.gates:  # label-free limits only: no qrels, no per-query tables
+        base_run, cand_run = _movement_runs(crit, baseline, candidate, baseline_system, candidate_system)
+        report = GateReport([], crit, cand_run.name or str(candidate), base_run.name or str(baseline), {}, None, {},
+                            n_resamples, seed)  # fmt: skip
+        report.movement = movement_checks(crit.movement, base_run, cand_run, n_resamples=n_resamples, seed=seed)
+        return GateRun(report, said)
     metrics = list(dict.fromkeys(g.metric for g in crit.gates))
     where = Path(candidate)
     cand = load_systems([where], qrels=qrels, metrics=metrics, queries=queries, check_metrics=False)
@@ -110,10 +120,36 @@ def gate(
         first=base is None and asked is not None,
     )
     report.caveats = [cand.caveat(cand_ev.system), *([base.caveat(base_ev.system)] if base and base_ev else [])]
+    if crit.movement:
+        base_run, cand_run = _movement_runs(
+            crit, baseline, candidate, base_ev.system if base_ev else None, cand_ev.system if where.is_dir() else None
+        )
+        report.movement = movement_checks(crit.movement, base_run, cand_run, n_resamples=n_resamples, seed=seed)
     run = GateRun(report, said)
     if record and where.is_dir():
         run.recorded_on = _record_verdict(where, report, cand_ev.system, history_file, say)
     return run
+
+
+def _movement_runs(
+    crit: Criteria,
+    baseline: str | Path | None,
+    candidate: str | Path,
+    baseline_system: str | None,
+    candidate_system: str | None,
+) -> tuple[Run, Run]:
+    """The two runs movement limits compare: a baseline run file or results directory is required."""
+    if baseline is None or str(baseline).startswith("history:"):
+        raise ConfigError(
+            "movement limits compare the candidate's rankings with a baseline's: give --baseline as a run file or "
+            "a results directory",
+            path=crit.path,
+            line=crit.movement[0].line,
+            field="movement",
+        )
+    base_system = baseline_system if Path(baseline).is_dir() else None
+    cand_system = candidate_system if Path(candidate).is_dir() else None
+    return load_run(baseline, base_system), load_run(candidate, cand_system)
 
 
 def _noted(say: Note) -> Note:

@@ -7,7 +7,7 @@ like every other report.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from retbench.criteria import EPS, Gate, Limits
@@ -176,7 +176,7 @@ def _side(name: str | None, counts: Mapping[str, int] | None) -> str:
     return text + (f" ({', '.join(extra)}, counted as 0)" if extra else "")
 
 
-def _verdict(report: GateReport, blocking: list[GateResult], warned: list[GateResult]) -> list[str]:
+def _verdict(report: GateReport, blocking: Sequence[object], warned: Sequence[object]) -> list[str]:
     lines: list[str] = []
     if report.backend_failed:
         n = len(report.failures)
@@ -205,6 +205,29 @@ def _verdict(report: GateReport, blocking: list[GateResult], warned: list[GateRe
         lines.append("### ⚠️ Retrieval quality gate: passes with warnings")
     else:
         lines.append("### ✅ Retrieval quality gate: passes")
+    return [*lines, ""]
+
+
+def _movement_table(report: GateReport) -> list[str]:
+    """One row per label-free limit: the measure's mean over every query of either run, its interval, the limit."""
+    if not report.movement:
+        return []
+    lines = [
+        "Movement against the baseline (no labels: `retbench diff`'s measures over every query of either run)",
+        "",
+        "| | Limit | Measure | Mean (95% CI) | Limit | Queries changed | Result |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for m in report.movement:
+        lim = m.limit
+        bound = ", ".join(f"{w} {v:g}" for w, v in (("at most", lim.max), ("at least", lim.min)) if v is not None)
+        icon = _ICON["pass"] if m.passed else _ICON["fail"] if m.blocks else _ICON["warn"]
+        outcome = "passes" if m.passed else "blocks merge" if m.blocks else "warning, does not block merge"
+        lines.append(
+            f"| {icon} | {lim.name} ({lim.severity}) | {lim.measure}@{lim.k}"
+            + (f" (p = {lim.p:g})" if lim.measure.startswith("rbo") else "")
+            + f" | {m.value:.3f} ({m.low:.3f}–{m.high:.3f}) | {bound} | {m.changed} of {m.queries} | {outcome} |"
+        )
     return [*lines, ""]
 
 
@@ -315,11 +338,15 @@ def render_comment(report: GateReport, max_tags: int = 20) -> str:
     """The Markdown PR comment: verdict first, one sentence per gate, details folded away."""
     blocking = [r for r in report.results if r.blocks]
     warned = [r for r in report.results if not r.passed and not r.blocks]
-    lines = _verdict(report, blocking, warned)
+    moved = [m for m in report.movement if not m.passed]
+    lines = _verdict(
+        report, [*blocking, *(m for m in moved if m.blocks)], [*warned, *(m for m in moved if not m.blocks)]
+    )
     for r in blocking + warned:
         why = f" — {'; '.join(reasons(r))}." if reasons(r) else ""
         lines += [f"**{sentence(r)}**{why}" if r.blocks else f"⚠️ {sentence(r)}{why}", ""]
-    lines += _gate_table(report)
+    lines += [text for m in moved for text in ((f"**{m.sentence()}**" if m.blocks else f"⚠️ {m.sentence()}"), "")]
+    lines += (_gate_table(report) if report.results else []) + _movement_table(report)
     lines += [text for line in gate_caveats(report) for text in (f"⚠️ {md_text(line)}", "")]
     lines += _sources_and_power(report) + _sides(report) + _tag_tables(report, max_tags) + _how_to_read(report)
     return "\n".join(lines).rstrip() + "\n"

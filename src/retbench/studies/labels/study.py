@@ -90,10 +90,12 @@ def init_study(
     max_chars: int = 2000,
     scale: Sequence[int] = (0, 1, 2, 3),
     note: Callable[[str], None] = print,
+    queries: Sequence[str] | None = None,
 ) -> Study:
     """Create STUDY/ from a dataset (a BEIR folder, qrels optional) and the systems' runs (files, results dirs,
     or experiment configs whose systems are searched over the dataset first: `studies.labels.systems`);
-    the metric defaults to nDCG@k."""
+    the metric defaults to nDCG@k. `queries`: pool only these (a migration canary pools the queries whose top k
+    changed: elsewhere the two systems' difference is exactly 0 and needs no label)."""
     from retbench.io.datasets import load_dataset
 
     out = Path(study_dir)
@@ -119,6 +121,9 @@ def init_study(
         )
     ds = load_dataset(dataset, [split] if split else None)
     qids = [q for q in (ds.split(split) if split else ds.queries) if q in ds.queries]
+    if queries is not None:
+        chosen = set(queries)
+        qids = [q for q in qids if q in chosen]
     pairs = pool_pairs(found, k, qids)
     for p in pairs:
         if p["doc_id"] not in ds.corpus:
