@@ -20,7 +20,7 @@ from repo_paths import SRC
 
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "secrets", "loopback", "jsontypes"),
-    ("data", "stats", "power", "active"),
+    ("data", "stats", "power", "active", "sequential"),
     ("chunkers",),
     ("metrics",),
     ("io",),
