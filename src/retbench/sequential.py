@@ -108,25 +108,35 @@ def _finite(values: ArrayLike, name: str) -> np.ndarray:
     return x
 
 
-def predictable_bets(y: np.ndarray, alpha: float) -> np.ndarray:
+def predictable_bets(y: np.ndarray, alpha: float, t_opt: int | None = None) -> np.ndarray:
     """The predictable plug-in bets l_i of Waudby-Smith and Ramdas (2024), eq. (26), for y in [0, 1].
 
-    Each uses only y_1..y_{i-1}: prior mean 1/2 and variance 1/4 count as one observation.
+    Each uses only y_1..y_{i-1}: prior mean 1/2 and variance 1/4 count as one observation. With `t_opt`
+    (chosen before the data) the bets are sqrt(2 log(1/alpha) / (t_opt s2_{i-1})) instead: still a valid
+    sequence at every n, tightest near n = t_opt (their eq. (27) and Remark 1).
     """
     t = np.arange(1, y.size + 1, dtype=np.float64)
     mu = np.minimum((0.5 + np.cumsum(y)) / (t + 1.0), 1.0)
     s2 = (0.25 + np.cumsum((y - mu) ** 2)) / (t + 1.0)
     s2_prev = np.concatenate(([0.25], s2[:-1]))
+    scale = t * np.log1p(t) if t_opt is None else float(t_opt)
     with np.errstate(divide="ignore", invalid="ignore"):
-        bets = np.sqrt(2.0 * math.log(1.0 / alpha) / (t * np.log1p(t) * s2_prev))
+        bets = np.sqrt(2.0 * math.log(1.0 / alpha) / (scale * s2_prev))
     return np.nan_to_num(bets, nan=0.0, posinf=0.0)
 
 
-def _unit_betting_cs(y: np.ndarray, alpha: float, breaks: int) -> tuple[np.ndarray, np.ndarray]:
-    """The hedged-capital CS for the mean of y in [0, 1] (module docstring), lower and upper bounds."""
-    bets = predictable_bets(y, alpha / 2.0)  # each gambler spends half of alpha (theta = 1/2)
+def _unit_betting_cs(
+    y: np.ndarray, alpha: float, breaks: int, side: str = "both", t_opt: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The hedged-capital CS for the mean of y in [0, 1] (module docstring), lower and upper bounds.
+
+    `side` "both" splits alpha between the two gamblers; "lower" (only K+: a lower bound, the upper one
+    stays 1) or "upper" (only K-) spends all of it on one side.
+    """
+    share = alpha / 2.0 if side == "both" else alpha
+    bets = predictable_bets(y, share, t_opt)
     grid = np.linspace(0.0, 1.0, breaks + 1)
-    log_thr = math.log(1.0 / alpha) + math.log(2.0)  # max(K+, K-)/2 < 1/alpha, on the log scale
+    log_thr = math.log(1.0 / share)  # a gambler's capital K reaching 1/share rules the candidate mean out
     n = y.size
     lower = np.zeros(n)
     upper = np.ones(n)
@@ -135,12 +145,14 @@ def _unit_betting_cs(y: np.ndarray, alpha: float, breaks: int) -> tuple[np.ndarr
     last = np.full(n, -1, dtype=np.int64)
     for start in range(0, grid.size, step):
         m = grid[start : start + step, None]
+        inside = np.ones((m.shape[0], n), dtype=bool)
         with np.errstate(divide="ignore"):
-            up = np.minimum(bets, 0.5 / m)  # truncations keep every factor >= 1/2
-            down = np.minimum(bets, 0.5 / (1.0 - m))
-        inside = (np.cumsum(np.log1p(up * (y - m)), axis=1) <= log_thr) & (
-            np.cumsum(np.log1p(-down * (y - m)), axis=1) <= log_thr
-        )
+            if side != "upper":
+                up = np.minimum(bets, 0.5 / m)  # truncations keep every factor >= 1/2
+                inside &= np.cumsum(np.log1p(up * (y - m)), axis=1) <= log_thr
+            if side != "lower":
+                down = np.minimum(bets, 0.5 / (1.0 - m))
+                inside &= np.cumsum(np.log1p(-down * (y - m)), axis=1) <= log_thr
         any_in = inside.any(axis=0)
         idx = np.arange(start, start + m.shape[0])[:, None]
         first = np.where(any_in, np.minimum(first, np.where(inside, idx, grid.size).min(axis=0)), first)
@@ -150,14 +162,39 @@ def _unit_betting_cs(y: np.ndarray, alpha: float, breaks: int) -> tuple[np.ndarr
     upper[found] = grid[last[found]]
     lower = np.maximum(0.0, lower - 1.0 / breaks)
     upper = np.minimum(1.0, upper + 1.0 / breaks)
+    if side == "lower":
+        upper[:] = 1.0
+    elif side == "upper":
+        lower[:] = 0.0
     return np.maximum.accumulate(lower), np.minimum.accumulate(upper)
 
 
+SIDES = ("both", "lower", "upper")
+
+
+def _check_plan(t_opt: object, side: object) -> None:
+    if t_opt is not None and (not isinstance(t_opt, int) or isinstance(t_opt, bool) or t_opt < 1):
+        raise InputError("t_opt: a positive integer (the number of observations to be tightest at) or None")
+    if side not in SIDES:
+        raise InputError(f"side: one of {', '.join(SIDES)}, got {side!r}")
+
+
 def betting_cs(
-    values: ArrayLike, bounds: tuple[float, float] = (0.0, 1.0), alpha: float = 0.05, breaks: int = 1000
+    values: ArrayLike,
+    bounds: tuple[float, float] = (0.0, 1.0),
+    alpha: float = 0.05,
+    breaks: int = 1000,
+    *,
+    t_opt: int | None = None,
+    side: str = "both",
 ) -> ConfidenceSequence:
-    """Anytime-valid CS for the mean of values known to lie in `bounds` (betting; module docstring)."""
+    """Anytime-valid CS for the mean of values known to lie in `bounds` (betting; module docstring).
+
+    `t_opt`: tune the bets to be tightest near that many observations (chosen before seeing them; None:
+    the schedule of the paper, 1/sqrt(t log t)). `side`: "lower" or "upper" for a one-sided sequence.
+    """
     alpha = check_alpha(alpha)
+    _check_plan(t_opt, side)
     x = _finite(values, "values")
     lo, hi = float(bounds[0]), float(bounds[1])
     if not hi > lo:
@@ -167,7 +204,7 @@ def betting_cs(
     if not isinstance(breaks, int) or breaks < 10:
         raise InputError("breaks: an integer of at least 10")
     y = np.clip((x - lo) / (hi - lo), 0.0, 1.0)
-    low, high = _unit_betting_cs(y, alpha, breaks)
+    low, high = _unit_betting_cs(y, alpha, breaks, side, t_opt)
     est = np.cumsum(x) / np.arange(1, x.size + 1)
     return ConfidenceSequence(est, lo + (hi - lo) * low, lo + (hi - lo) * high, alpha, BETTING, True)
 
@@ -185,35 +222,49 @@ def normal_mixture_bound(v: ArrayLike, alpha: float, v_opt: float) -> np.ndarray
     return np.sqrt((v + rho) * (np.log1p(v / rho) + 2.0 * math.log(1.0 / alpha)))
 
 
-def normal_mixture_cs(values: ArrayLike, alpha: float = 0.05, t_opt: int = 100) -> ConfidenceSequence:
-    """Asymptotic anytime-valid CS for the mean of unbounded values, tightest near n = `t_opt`.
+def normal_mixture_cs(values: ArrayLike, alpha: float = 0.05, t_opt: int | None = None) -> ConfidenceSequence:
+    """Asymptotic anytime-valid CS for the mean of unbounded values, tightest near n = `t_opt` (None: 100).
 
     The boundary is applied to the standardised running sum (intrinsic time v = t, v_opt = t_opt, chosen
-    before seeing the data) and scaled back by the running standard deviation (ddof 0, floored at 1e-6 so
-    a constant start is not a point).
+    before seeing the data) and scaled back by the running standard deviation (ddof 0).
     """
     alpha = check_alpha(alpha)
+    _check_plan(t_opt, "both")
     x = _finite(values, "values")
-    if not isinstance(t_opt, int) or t_opt < 1:
-        raise InputError("t_opt: a positive integer (the number of observations to be tightest at)")
     t = np.arange(1, x.size + 1, dtype=np.float64)
     est = np.cumsum(x) / t
-    var = np.maximum(np.cumsum(x * x) / t - est * est, 1e-12)
-    half = np.sqrt(var) * normal_mixture_bound(t, alpha, float(t_opt)) / t
+    var = np.maximum(np.cumsum(x * x) / t - est * est, 0.0)
+    half = np.sqrt(var) * normal_mixture_bound(t, alpha, float(t_opt or 100)) / t
     return ConfidenceSequence(est, est - half, est + half, alpha, NORMAL_MIXTURE, False)
 
 
+def _bounded(bounds: tuple[float, float] | None) -> bool:
+    return bounds is not None and all(math.isfinite(b) for b in bounds)
+
+
 def mean_cs(
-    values: ArrayLike, bounds: tuple[float, float] | None, alpha: float = 0.05, *, breaks: int = 1000
+    values: ArrayLike,
+    bounds: tuple[float, float] | None,
+    alpha: float = 0.05,
+    *,
+    breaks: int = 1000,
+    t_opt: int | None = None,
 ) -> ConfidenceSequence:
     """A system's running mean: betting when the metric declares its range, else the normal mixture."""
-    if bounds is not None and all(math.isfinite(b) for b in bounds):
-        return betting_cs(values, bounds, alpha, breaks)
-    return normal_mixture_cs(values, alpha)
+    if _bounded(bounds):
+        assert bounds is not None
+        return betting_cs(values, bounds, alpha, breaks, t_opt=t_opt)
+    return normal_mixture_cs(values, alpha, t_opt)
 
 
 def diff_cs(
-    a: ArrayLike, b: ArrayLike, bounds: tuple[float, float] | None, alpha: float = 0.05, *, breaks: int = 1000
+    a: ArrayLike,
+    b: ArrayLike,
+    bounds: tuple[float, float] | None,
+    alpha: float = 0.05,
+    *,
+    breaks: int = 1000,
+    t_opt: int | None = None,
 ) -> ConfidenceSequence:
     """The paired difference b - a, query by query in the given order (both sides aligned by query).
 
@@ -222,7 +273,8 @@ def diff_cs(
     av, bv = _finite(a, "a"), _finite(b, "b")
     if av.size != bv.size:
         raise InputError(f"a and b: a paired sequence needs as many values on each side ({av.size} vs {bv.size})")
-    if bounds is not None and all(math.isfinite(x) for x in bounds):
+    if _bounded(bounds):
+        assert bounds is not None
         w = float(bounds[1]) - float(bounds[0])
-        return betting_cs(bv - av, (-w, w), alpha, breaks)
-    return normal_mixture_cs(bv - av, alpha)
+        return betting_cs(bv - av, (-w, w), alpha, breaks, t_opt=t_opt)
+    return normal_mixture_cs(bv - av, alpha, t_opt)

@@ -122,3 +122,28 @@ def test_bad_values_are_refused_with_the_reason(values, bounds, match):
 def test_a_paired_sequence_needs_equal_lengths():
     with pytest.raises(InputError, match="as many values"):
         diff_cs([0.1, 0.2], [0.3], (0.0, 1.0))
+
+
+def test_bets_planned_for_a_sample_size_keep_the_sequence_valid_at_every_look():
+    rng = np.random.default_rng(13)
+    misses = 0
+    for _ in range(STREAMS):
+        x = (rng.random(LENGTH) < 0.3).astype(float)
+        cs = betting_cs(x, (0.0, 1.0), alpha=0.05, breaks=200, t_opt=50)
+        misses += _ever_misses(cs.low, cs.high, 0.3)
+    assert misses / STREAMS <= 0.05
+
+
+def test_a_one_sided_sequence_bounds_one_side_only_and_is_tighter_there():
+    rng = np.random.default_rng(17)
+    x = rng.beta(2, 5, size=300)
+    both = betting_cs(x, (0.0, 1.0))
+    upper = betting_cs(x, (0.0, 1.0), side="upper")
+    assert np.all(upper.low == 0.0)
+    assert upper.high[-1] < both.high[-1]
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [({"t_opt": 0}, "t_opt"), ({"side": "left"}, "side")])
+def test_a_bad_plan_is_refused(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        betting_cs([0.5, 0.6], (0.0, 1.0), **kwargs)
