@@ -12,8 +12,14 @@ A typical criteria file lets recall@5 gate merges and keeps MRR as a diagnostic 
         regression_max: 0.03      # may not drop more than 3 pp below the baseline
         severity: error           # error blocks the merge; warning only reports
         require_significance: true  # a drop beyond regression_max blocks only when p < alpha
+        sequential: true          # optional: anytime-valid sequences (see below)
         tags:                     # optional per-tag floors and drop limits
           multi_hop: {threshold: 0.70, regression_max: 0.05}
+
+With `sequential: true` (top level: every gate's default) a gate also reports anytime-valid confidence
+sequences of the candidate's mean and of candidate − baseline (`retbench.sequential`), and its
+require_significance asks whether that sequence excludes 0 on the worse side instead of p < alpha: a CI job
+that re-runs the gate after every batch of queries and stops at the first failure keeps its error rate.
 
 The file's model is `retbench.config.criteria.CriteriaModel` (`retbench schema criteria`); loading
 checks every key and names the file, line and field of a bad one.
@@ -53,6 +59,7 @@ class Gate:
     require_significance: bool = False
     tags: dict[str, Limits] = field(default_factory=dict)
     line: int | None = None
+    sequential: bool = False  # anytime-valid sequences (retbench.sequential) judge and report the gate
 
 
 @dataclass
@@ -119,7 +126,8 @@ def parse_criteria(raw: object, path: str = "<criteria>", text: str = "") -> Cri
         sig = g.require_significance if g.require_significance is not None else model.require_significance
         limits = _limits(g, where, path, span)
         tags = {str(t): _limits(v, f"{where}.tags.{t}", path, span) for t, v in g.tags.items()}
-        gates.append(Gate(g.name, metric, limits, g.severity, sig, tags, lines.get(where)))
+        seq = g.sequential if g.sequential is not None else model.sequential
+        gates.append(Gate(g.name, metric, limits, g.severity, sig, tags, lines.get(where), seq))
     return Criteria(gates, float(model.alpha), model.max_failed_queries, path)
 
 

@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("config",),
     ("retrievers", "llm"),
     ("results",),
-    ("inputs", "comparison", "criteria", "gates", "planning", "tuning", "resolution"),
+    ("inputs", "comparison", "anytime", "criteria", "gates", "planning", "tuning", "resolution"),
     ("report",),  # renders what studies computed; studies ask it to render, it never imports a study
     ("studies",),
     ("api", "testing", "services"),
