@@ -242,13 +242,12 @@ def _derived_experiment(cfg: TuneConfig, settings: list[Setting]) -> dict[str, o
 
 
 def within_cost(
-    cfg: TuneConfig, settings: list[Setting], keys: list[str], runs: StudyResult
+    cfg: TuneConfig, prices: CostsBlock, settings: list[Setting], keys: list[str], runs: StudyResult
 ) -> tuple[list[int], dict[str, Any]]:
     """The positions of the settings whose cost per 1,000 queries is known and at most the limit, and the record of
     every setting's cost. A setting with a measured but unpriced item has no known cost and is left out (never
     read as free); none within the limit is an error that lists the costs."""
     limit = cfg.model.max_cost_per_1k_queries
-    prices = CostsBlock.model_validate(cfg.experiment.get("costs") or {}, strict=False)
     rows, kept = [], []
     for i, (s, key) in enumerate(zip(settings, keys, strict=True)):
         res = runs[key]
@@ -301,7 +300,8 @@ def run_tune(
     keys = [f"{cfg.model.system}-{s.index:02d}" for s in settings]
     cost_limit = None
     if cfg.model.max_cost_per_1k_queries is not None:  # choose among the settings shown to be within the limit
-        kept, cost_limit = within_cost(cfg, settings, keys, read_results(runs))
+        assert experiment.costs is not None  # the tune's loader refuses a cost limit without prices
+        kept, cost_limit = within_cost(cfg, experiment.costs, settings, keys, read_results(runs))
         keys = [keys[i] for i in kept]
         settings = [Setting(pos, settings[i].changes, settings[i].system) for pos, i in enumerate(kept)]
         log(f"cost limit: {len(kept)} of {len(cost_limit['settings'])} settings within it")
