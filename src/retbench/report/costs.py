@@ -18,16 +18,16 @@ from typing import Any
 from retbench.config import validate
 from retbench.config.costs import CostsBlock
 from retbench.errors import ConfigError
-from retbench.report.model import ReportData, SystemSummary
+from retbench.report.model import ReportData
 from retbench.results.costs import system_costs
-from retbench.results.model import config_from_manifest
+from retbench.results.model import StudyResult, SystemResult, config_from_manifest
 
 
-def stated_prices(data: ReportData) -> CostsBlock | None:
+def stated_prices(result: StudyResult | None) -> CostsBlock | None:
     """The experiment's `costs:` block, or None when it states no prices (or the results hold no config)."""
-    if data.result is None:
+    if result is None:
         return None
-    raw = config_from_manifest(data.result.manifest).get("costs")
+    raw = config_from_manifest(result.manifest).get("costs")
     if not isinstance(raw, dict):
         return None
     try:
@@ -36,18 +36,18 @@ def stated_prices(data: ReportData) -> CostsBlock | None:
         return None
 
 
-def _queries(s: SystemSummary) -> int:
-    return int(s.latency.get("n") or s.coverage.get("judged") or 0)
+def _queries(s: SystemResult) -> int:
+    """The queries the search stage timed (what its seconds cover), else those the coverage counted."""
+    search = (s.latency.get("stages") or {}).get("search") or {}
+    return int(search.get("n") or s.coverage.get("judged") or 0)
 
 
-def gather_costs(data: ReportData) -> dict[str, dict[str, Any]]:
+def gather_costs(result: StudyResult | None) -> dict[str, dict[str, Any]]:
     """{system: system_costs(...)} for every system that ran, {} when the experiment states no prices."""
-    prices = stated_prices(data)
-    if prices is None:
+    prices = stated_prices(result)
+    if prices is None or result is None:
         return {}
-    return {
-        s.name: system_costs(prices, s.name, s.resources, s.usage, _queries(s)) for s in data.systems if s.error is None
-    }
+    return {s.name: system_costs(prices, s.name, s.resources, s.usage, _queries(s)) for s in result if not s.failed}
 
 
 def pareto_front_3(points: Sequence[tuple[str, float, float, float]]) -> list[str]:
@@ -70,8 +70,9 @@ COST_HEADER = ["system", "per 1,000 queries", "indexing (once)", "index storage 
 _PARTS = ("per_1k_queries", "indexing", "index_per_month")
 
 
-def cost_table(data: ReportData, costs: dict[str, dict[str, Any]]) -> tuple[list[list[str]], list[str]]:
-    """(rows under COST_HEADER, notes): each system's costs and gaps; the prices' sources; the three-way front."""
+def cost_table(data: ReportData | None, costs: dict[str, dict[str, Any]]) -> tuple[list[list[str]], list[str]]:
+    """(rows under COST_HEADER, notes): each system's costs and gaps; the prices' sources; with the report's data,
+    the three-way front."""
     rows, sources = [], {}
     for name, c in costs.items():
         missing = sorted({m["unit"] for k in _PARTS for m in c[k]["missing"]})
@@ -85,7 +86,7 @@ def cost_table(data: ReportData, costs: dict[str, dict[str, Any]]) -> tuple[list
         notes.append("Prices: " + "; ".join(f"{u}: {src}" for u, src in sources.items()) + ".")
     if any(c["examples"] for c in costs.values()):
         notes.append("Prices marked (example) are examples to show the arithmetic, not quotes for a deployment.")
-    front = front_points(data, costs)
+    front = front_points(data, costs) if data is not None else []
     if len(front) >= 2:
         notes.append(
             "Pareto front over quality, latency and cost (no other system at least as good on all three): "

@@ -94,7 +94,7 @@ def tradeoff_section(data: ReportData) -> list[tuple[str, str, str]]:
         charts.append(
             tradeoff_svg(pts, x_label=f"{key} latency (ms)", y_label=label, title=f"{label} vs {key} latency")
         )
-    costs = gather_costs(data)
+    costs = gather_costs(data.result)
     if costs:  # stated prices: cost per 1,000 queries, unpriced systems left off the chart (and said)
         pts = [Point(n, q, c) for n, q, _, c in front_points(data, costs)]
         currency = next(iter(costs.values()))["currency"]

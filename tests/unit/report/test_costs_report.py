@@ -39,7 +39,7 @@ def priced(tmp_path_factory):
 
 
 def test_each_system_gets_its_cost_per_1000_queries_from_its_measured_search_seconds(priced):
-    costs = gather_costs(priced)
+    costs = gather_costs(priced.result)
     for s in priced.systems:
         per = costs[s.name]["per_1k_queries"]
         seconds = s.resources["search_seconds"]
@@ -61,3 +61,17 @@ def test_the_html_report_shows_costs_missing_prices_the_examples_and_a_cost_char
 def test_the_three_way_front_keeps_a_system_that_is_best_on_any_one_axis():
     pts = [("cheap", 0.5, 10.0, 0.01), ("fast", 0.5, 1.0, 0.05), ("best", 0.7, 20.0, 0.2), ("beaten", 0.5, 10.0, 0.02)]
     assert pareto_front_3(pts) == ["cheap", "fast", "best"]
+
+
+def test_the_run_summary_prints_each_systems_cost_per_1000_queries(priced):
+    from rich.console import Console
+
+    from retbench.report.terminal import render_costs
+
+    con = Console(width=160, record=True, color_system=None)
+    con.print(render_costs(priced.result))
+    text = con.export_text()
+    assert "cost (stated prices" in text and "per 1,000 queries" in text
+    for s in priced.systems:
+        assert s.name in text
+    assert "examples to show the arithmetic" in text
