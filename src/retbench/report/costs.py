@@ -77,7 +77,7 @@ def cost_table(data: ReportData | None, costs: dict[str, dict[str, Any]]) -> tup
     for name, c in costs.items():
         missing = sorted({m["unit"] for k in _PARTS for m in c[k]["missing"]})
         unmeasured = [f"{u} (not measured)" for k in _PARTS for u in c[k]["not_measured"]]
-        rows.append([name, *(money(c[k]["total"], c["currency"]) for k in _PARTS), ", ".join(missing + unmeasured)])
+        rows.append([name, *(money(c[k]["total"], c["currency"]) for k in _PARTS), ", ".join(missing + unmeasured) or "none"])
         for k in _PARTS:
             for item in c[k]["items"]:
                 sources[item["unit"]] = item["source"] + (" (example)" if item["example"] else "")

@@ -33,7 +33,9 @@ def _device_unit(resources: Mapping[str, Any]) -> str:
 
 def _itemise(quantities: list[tuple[str, str, float | None]], prices: Mapping[str, Price]) -> dict[str, Any]:
     """(what, price key, quantity) -> {"total", "items", "missing", "not_measured"} (module docstring)."""
-    items, missing, unmeasured = [], [], []
+    items: list[dict[str, Any]] = []
+    missing: list[dict[str, Any]] = []
+    unmeasured: list[str] = []
     for what, key, qty in quantities:
         if qty is None:
             unmeasured.append(what)
@@ -55,7 +57,7 @@ def _itemise(quantities: list[tuple[str, str, float | None]], prices: Mapping[st
                 "example": price.example,
             }
         )
-    total = None if missing or unmeasured else sum(i["cost"] for i in items)
+    total = None if missing or unmeasured else float(sum(i["cost"] for i in items))
     return {"total": total, "items": items, "missing": missing, "not_measured": unmeasured}
 
 
@@ -92,7 +94,7 @@ def system_costs(
     index_s = [res.get("encode_seconds"), res.get("index_seconds")]
     building = sum(s for s in index_s if s is not None) if any(s is not None for s in index_s) else None
     size = res.get("index_bytes")
-    out = {
+    out: dict[str, Any] = {
         "currency": costs.currency,
         "per_1k_queries": _itemise(per_query, prices),
         "indexing": _itemise([("encode and index machine seconds", unit, building)], prices),
@@ -101,6 +103,6 @@ def system_costs(
         ),
     }
     out["examples"] = any(
-        i["example"] for k in ("per_1k_queries", "indexing", "index_per_month") for i in out[k]["items"]
+        bool(i["example"]) for k in ("per_1k_queries", "indexing", "index_per_month") for i in out[k]["items"]
     )
     return out
