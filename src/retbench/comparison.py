@@ -214,6 +214,8 @@ class MetricComparison:
     adjusted: dict[str, float] = field(default_factory=dict)
     statistics: dict[str, float] = field(default_factory=dict)
     top_changes: list[QueryChange] = field(default_factory=list)
+    #: anytime-valid sequences of A, B and B − A ({"a", "b", "delta"}: `anytime.attach_sequences`), if asked
+    sequence: dict[str, Any] | None = None
 
     @property
     def p(self) -> float:

@@ -12,11 +12,17 @@ A typical criteria file lets recall@5 gate merges and keeps MRR as a diagnostic 
         regression_max: 0.03      # may not drop more than 3 pp below the baseline
         severity: error           # error blocks the merge; warning only reports
         require_significance: true  # a drop beyond regression_max blocks only when p < alpha
+        sequential: true          # optional: anytime-valid sequences (see below)
         tags:                     # optional per-tag floors and drop limits
           multi_hop: {threshold: 0.70, regression_max: 0.05}
     movement:                     # optional label-free limits against the baseline run (no qrels needed)
       - {name: churn, measure: changed_set, k: 10, max: 0.20}   # at most 20% of queries change their top 10
       - {name: rbo, measure: rbo_ext, p: 0.9, min: 0.80}        # RBO_EXT at p = 0.9 at least 0.8
+
+With `sequential: true` (top level: every gate's default) a gate also reports anytime-valid confidence
+sequences of the candidate's mean and of candidate − baseline (`retbench.sequential`), and its
+require_significance asks whether that sequence excludes 0 on the worse side instead of p < alpha: a CI job
+that re-runs the gate after every batch of queries and stops at the first failure keeps its error rate.
 
 The file's model is `retbench.config.criteria.CriteriaModel` (`retbench schema criteria`); loading
 checks every key and names the file, line and field of a bad one.
@@ -56,6 +62,7 @@ class Gate:
     require_significance: bool = False
     tags: dict[str, Limits] = field(default_factory=dict)
     line: int | None = None
+    sequential: bool = False  # anytime-valid sequences (retbench.sequential) judge and report the gate
 
 
 @dataclass
@@ -138,7 +145,8 @@ def parse_criteria(raw: object, path: str = "<criteria>", text: str = "") -> Cri
         sig = g.require_significance if g.require_significance is not None else model.require_significance
         limits = _limits(g, where, path, span)
         tags = {str(t): _limits(v, f"{where}.tags.{t}", path, span) for t, v in g.tags.items()}
-        gates.append(Gate(g.name, metric, limits, g.severity, sig, tags, lines.get(where)))
+        seq = g.sequential if g.sequential is not None else model.sequential
+        gates.append(Gate(g.name, metric, limits, g.severity, sig, tags, lines.get(where), seq))
     movement = [
         Movement(m.name, m.measure, m.k, m.p, m.max, m.min, m.severity, lines.get(f"movement[{i}]"))
         for i, m in enumerate(model.movement)

@@ -20,7 +20,7 @@ from repo_paths import SRC
 
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "secrets", "loopback", "jsontypes"),
-    ("data", "stats", "power", "active"),
+    ("data", "stats", "power", "active", "sequential"),
     ("chunkers",),
     ("metrics",),
     ("io",),
@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("config",),
     ("retrievers", "llm"),
     ("results",),
-    ("inputs", "comparison", "criteria", "gates", "planning", "tuning", "resolution", "movement"),
+    ("inputs", "comparison", "anytime", "criteria", "gates", "planning", "tuning", "resolution", "movement"),
     ("report",),  # renders what studies computed; studies ask it to render, it never imports a study
     ("studies",),
     ("api", "testing", "services"),

@@ -48,6 +48,12 @@ def _resamples(value: int | None) -> int | None:
         raise fail(f"--resamples: {exc.reason}") from None
 
 
+_SEQUENTIAL_HELP = (
+    "Also give each delta an anytime-valid confidence sequence (valid when the comparison is re-run and looked "
+    "at after every batch of queries, stopping whenever it likes; docs/howto/how-sure.md)."
+)
+
+
 _ALLOW_SETTINGS_HELP = (
     "Go on when the sides differ in depth (below a compared cutoff), relevance level or no-relevant policy "
     "(printed as a note)."
@@ -103,6 +109,7 @@ def compare_command(
     labels: Annotated[
         Path | None, typer.Option("--labels", help="A label study (`retbench label init`): its PPI answer.")
     ] = None,
+    sequential: Annotated[bool, typer.Option("--sequential", help=_SEQUENTIAL_HELP)] = False,
 ) -> None:
     """Paired A/B comparison: deltas with bootstrap CIs, randomization/t/Wilcoxon p-values, Holm-corrected.
 
@@ -153,6 +160,10 @@ def compare_command(
             top=top,
             progress=progress,
         )
+    if sequential:
+        from retbench.anytime import attach_sequences
+
+        attach_sequences(cmp, loaded.evaluations)
     if cmp.note:
         typer.echo(f"note: {cmp.note}", err=True)
     text = comparison_markdown(cmp, options=_widen_hints(all_pairs, metrics, len(loaded.evaluations)))

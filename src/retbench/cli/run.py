@@ -157,6 +157,14 @@ def history_command(
     limit: Annotated[int, typer.Option(help="The most recent runs to show.")] = 20,
     html: Annotated[Path | None, typer.Option(help="Also write the trend as one HTML file with a chart.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the entries as JSON.")] = False,
+    sequential: Annotated[
+        bool,
+        typer.Option(
+            "--sequential",
+            help="Also give each series' level an anytime-valid confidence sequence over its runs (valid when "
+            "looked at after every nightly run).",
+        ),
+    ] = False,
     history_file: Annotated[
         Path | None, typer.Option(help="History database (default: $RETBENCH_HISTORY or the per-user one).")
     ] = None,
@@ -169,7 +177,7 @@ def history_command(
     from dataclasses import asdict
 
     from retbench.inputs import canonical_metrics
-    from retbench.report.history import render_trend, series_of, trend_html
+    from retbench.report.history import render_trend, sequence_lines, series_of, trend_html
     from retbench.results.history_read import entries
 
     metric = (canonical_metrics([metric]) or [metric])[0] if metric else None
@@ -185,6 +193,8 @@ def history_command(
         return
     assert metric is not None  # checked above: a table follows one metric
     console().print(render_trend(rows, metric))
+    for line in sequence_lines(rows, metric) if sequential else []:
+        typer.echo(line)
     if html is not None:
         write(html, trend_html(rows, metric))
         typer.echo(f"wrote {html}")

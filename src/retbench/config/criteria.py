@@ -36,6 +36,7 @@ class GateBlock(Limits):
     metric: str | None = Field(None, description="any name the metric registry accepts")
     severity: Literal["error", "warning"] = Field("error", description="error blocks the merge; warning reports")
     require_significance: bool | None = Field(None, description="a drop blocks only when p < alpha")
+    sequential: bool | None = Field(None, description="judge and report with an anytime-valid sequence")
     tags: dict[str, Limits] = Field(default_factory=dict, description="per-tag floors and drop limits")
     description: str | None = None
 
@@ -90,6 +91,12 @@ class CriteriaModel(Block):
     alpha: float = Field(0.05, gt=0.0, lt=1.0, description="significance level for require_significance")
     require_significance: bool = Field(False, description="the default of every gate")
     max_failed_queries: NonNegativeInt = Field(0, description="candidate backend failures tolerated before exit 3")
+    sequential: bool = Field(
+        False,
+        description="the default of every gate: each gate shows anytime-valid confidence sequences (valid when the "
+        "gate is re-run after every batch of queries and stops at the first failure), and require_significance "
+        "asks the sequence of B − A, not the one-look p-value",
+    )
     description: str | None = None
 
     @model_validator(mode="after")

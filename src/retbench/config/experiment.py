@@ -23,6 +23,7 @@ from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_v
 
 from retbench.config.base import Block, NonNegativeInt, PositiveInt, field_error
 from retbench.config.common import Dataset, DatasetSpec, EncoderSettings, EvalBlock, SystemBlock, unique_names
+from retbench.config.costs import CostsBlock
 from retbench.config.judge import JudgeSettings
 from retbench.config.rubric import Rubrics
 from retbench.config.study import Study
@@ -276,6 +277,7 @@ class ExperimentModel(Study):
     executor: Executor = Field(default_factory=ExecutorBlock)
     reference: Reference | None = None
     judge: JudgeSettings | None = Field(None, description="the LLM of the judged answer metrics")
+    costs: CostsBlock | None = Field(None, description="stated prices: cost per 1,000 queries and of indexing")
     judging: JudgingBlock | None = None
     baseline: str | None = Field(
         None, description="the system every other is compared with in the report and `compare` (default: the first)"
@@ -287,6 +289,15 @@ class ExperimentModel(Study):
         "(rank intervals, tied for first, suite leaderboards). Default: the first of `metrics` that measures the "
         "systems, not a count, the labels' coverage (judged, holes) or scope_miss_rate (metrics.primary.default_primary)",
     )
+
+    @model_validator(mode="after")
+    def _priced_systems_exist(self) -> ExperimentModel:
+        """A price for a system the experiment does not have would silently price nothing."""
+        names = [s.name or s.adapter for s in self.systems]
+        for name in self.costs.systems if self.costs else {}:
+            if name not in names:
+                raise field_error(f"costs.systems.{name}", f"no system is named {name!r} (have: {', '.join(names)})")
+        return self
 
     @model_validator(mode="after")
     def _consistent(self) -> ExperimentModel:

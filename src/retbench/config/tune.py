@@ -39,6 +39,11 @@ class TuneModel(Study):
     seed: int = 0
     group_by: Literal["tags"] | None = Field(None, description="keep queries with the same tags in one fold")
     n_resamples: Annotated[int, Field(ge=100)] = Field(1000, description="bootstrap resamples of the whole procedure")
+    max_cost_per_1k_queries: Annotated[float, Field(ge=0.0)] | None = Field(
+        None,
+        description="choose only among settings whose cost per 1,000 queries (from the experiment's `costs:` "
+        "prices) is known and at most this; a setting with an unpriced measured item is left out, never free",
+    )
 
     @field_validator("metric")
     @classmethod
@@ -75,6 +80,8 @@ def _read_experiment(model: TuneModel) -> None:
     names = [s.get("name") for s in data.get("systems") or [] if isinstance(s, dict)]
     if model.system not in names:
         raise ConfigError(f"no system {model.system!r} in {path} (have: {', '.join(map(str, names))})", field="system")
+    if model.max_cost_per_1k_queries is not None and not isinstance(data.get("costs"), dict):
+        raise ConfigError(f"a cost limit needs prices: {path} has no `costs:` block", field="max_cost_per_1k_queries")
     if len(data.get("datasets") or []) != 1:
         raise ConfigError("tune one dataset at a time: the experiment must name exactly one", field="experiment")
     model._experiment = data

@@ -14,6 +14,11 @@ Each gate also says which labels its numbers come from (`estimate`): `human` (qr
 (an LLM-judged answer metric: judge bias not corrected), or `ppi` when the caller also gives both systems
 scored with human labels on some queries (`human=`): the paired difference is then estimated by
 prediction-powered inference over those doubly labelled queries (stats.ppi_mean_diff), beside the plain one.
+
+A gate with `sequential: true` also carries anytime-valid confidence sequences (`sequence`: the candidate's
+mean and, with a baseline, the baseline's and the change's; retbench.anytime), and its require_significance
+asks whether the change's sequence excludes 0 on the worse side: a job that re-runs the gate after every
+batch of queries and stops at the first failure then keeps alpha, which p < alpha at every look does not.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from retbench.anytime import paired_sequences
 from retbench.comparison import (
     FAILED_STATUSES,
     PerQueryScores,
@@ -37,11 +43,12 @@ from retbench.criteria import EPS, Criteria, Gate, Limits
 from retbench.errors import EXIT_BACKEND, EXIT_GATE_FAILED, EXIT_OK, ConfigError
 from retbench.gates.movement import MovementCheck
 from retbench.io.files import json_safe
-from retbench.metrics.registry import lower_is_better
+from retbench.metrics.registry import lower_is_better, value_range
 from retbench.planning import DEFAULT_POWER as DETECT_POWER
 from retbench.planning import drop_model
 from retbench.power import detectable
 from retbench.results.caveats import Caveat
+from retbench.sequential import diff_cs, mean_cs
 
 
 # -- applying the criteria ----------------------------------------------------------------------
@@ -59,6 +66,7 @@ class Check:
     p: float | None = None
     alpha: float | None = None
     lower_is_better: bool = False  # the metric's direction: its regression is a rise
+    sequential: bool = False  # significance came from the anytime-valid sequence, not from p
 
 
 @dataclass
@@ -89,6 +97,8 @@ class GateResult:
     #: which labels the numbers come from: {"source": human|llm|ppi, "n_human", "n_llm"}; with ppi also the
     #: prediction-powered "delta" and its "ci_low", "ci_high"
     estimate: dict[str, Any] | None = None
+    #: with `sequential: true`, the anytime-valid sequences ({"b"} and, with a baseline, {"a", "delta"})
+    sequence: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -184,6 +194,7 @@ class GateReport:
                         "detectable_model": r.detectable_model,
                         "detectable_power": DETECT_POWER,
                         "estimate": r.estimate,
+                        "sequence": r.sequence,
                         "passed": r.passed,
                         "blocks": r.blocks,
                         "checks": [c.__dict__ for c in r.checks],
@@ -332,14 +343,29 @@ def _scope_checks(
 ) -> list[Check]:
     cmean = float(cand.mean()) if cand.size else math.nan
     change = None if base is None else float(cand.mean() - base.mean()) if cand.size else math.nan
-    return limit_checks(scope, lim, cmean, change, p, gate, alpha)
+    certain = None
+    if gate.sequential and base is not None and cand.size:
+        seq = diff_cs(base, cand, value_range(gate.metric), alpha)
+        certain = bool(seq.low[-1] > 0) if lower_is_better(gate.metric) else bool(seq.high[-1] < 0)
+    return limit_checks(scope, lim, cmean, change, p, gate, alpha, certain=certain)
 
 
 def limit_checks(
-    scope: str, lim: Limits, cmean: float, change: float | None, p: float | None, gate: Gate, alpha: float
+    scope: str,
+    lim: Limits,
+    cmean: float,
+    change: float | None,
+    p: float | None,
+    gate: Gate,
+    alpha: float,
+    *,
+    certain: bool | None = None,
 ) -> list[Check]:
     """The checks of one scope from the candidate's mean and its change from the baseline (candidate − baseline;
-    None: no baseline), with `p` the change's two-sided p-value: the one rule every estimate is judged by."""
+    None: no baseline), with `p` the change's two-sided p-value: the one rule every estimate is judged by.
+
+    `certain` (sequential gates): whether the anytime-valid sequence of the change excludes 0 on the worse
+    side; when given it decides require_significance instead of p < alpha."""
     out = []
     lower = lower_is_better(gate.metric)  # then the threshold is a ceiling and a rise is the regression
     if lim.threshold is not None:
@@ -348,9 +374,12 @@ def limit_checks(
     if lim.regression_max is not None and change is not None:
         drop = change if lower else -change
         too_big = drop > lim.regression_max + EPS
-        waived = bool(too_big and gate.require_significance and not (p is not None and p < alpha))
+        shown = certain if certain is not None else p is not None and p < alpha
+        waived = bool(too_big and gate.require_significance and not shown)
         passed = not too_big or waived
-        out.append(Check(scope, "regression", lim.regression_max, drop, passed, waived, p, alpha, lower))
+        out.append(
+            Check(scope, "regression", lim.regression_max, drop, passed, waived, p, alpha, lower, certain is not None)
+        )
     return out
 
 
@@ -397,6 +426,11 @@ def _apply(
         )
         if tag in gate.tags:
             checks += _scope_checks(tag, gate.tags[tag], tb, tc, tp, gate, alpha)
-    return GateResult(
+    result = GateResult(
         gate, float(b.mean()), float(a.mean()) if has_baseline else None, delta, ci, p, checks, rows, mde, model
     )
+    if gate.sequential and b.size:
+        span = value_range(gate.metric)
+        result.sequence = paired_sequences(a, b, gate.metric, alpha) if has_baseline else None
+        result.sequence = result.sequence or {"b": mean_cs(b, span, alpha).summary()}
+    return result

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from retbench.anytime import WATCHING
 from retbench.criteria import EPS, Gate, Limits
 from retbench.data.status import FAILED_COUNT, NOT_ANSWERED_COUNTS
 from retbench.gates import Check, GateReport, GateResult
@@ -85,6 +86,11 @@ def check_note(c: Check, metric: str = "recall") -> str:
     if not c.waived:
         return ""
     verb, change = ("rose", "rise") if c.lower_is_better else ("dropped", "drop")
+    if c.sequential:
+        return (
+            f"{verb} {abs_pp(c.value, metric)}, more than the {abs_pp(c.limit, metric)} allowed, but the "
+            f"{1 - (c.alpha or 0.05):.0%} confidence sequence of the change still holds 0 (no {change} shown yet)"
+        )
     return (
         f"{verb} {abs_pp(c.value, metric)}, more than the {abs_pp(c.limit, metric)} allowed, "
         f"but the {change} is not statistically significant ({fmt.pvalue(c.p)}, needs p < {c.alpha:g})"
@@ -116,6 +122,21 @@ def detectable_note(r: GateResult) -> str:
     return detects_sentence(r.gate.metric, r.detectable, r.gate.limits.regression_max, change)
 
 
+def sequence_note(r: GateResult) -> str:
+    """'change: 95% confidence sequence [-3.1 pp, +0.4 pp] over 300 queries; anytime-valid: ...' ('' if none)."""
+    if not r.sequence:
+        return ""
+    m = r.gate.metric
+    key, what = ("delta", "change") if "delta" in r.sequence else ("b", "candidate")
+    s = r.sequence[key]
+    show = fmt.change if key == "delta" else fmt.value
+    kind = "" if s["exact"] else ", asymptotic"
+    return (
+        f"{what}: {1 - s['alpha']:.0%} confidence sequence [{show(m, s['low'])}, {show(m, s['high'])}] "
+        f"over {s['n']} queries{kind}; {WATCHING}"
+    )
+
+
 def source_note(r: GateResult) -> str:
     """Which labels a gate's numbers come from, in words: 'human labels, 300 queries', 'LLM labels (judge bias
     not corrected), 300 queries', or 'PPI change -1.2 pp [-2.5 pp, +0.1 pp], 113 human / 286 LLM-labelled queries'."""
@@ -141,6 +162,7 @@ def gate_json(report: GateReport) -> dict[str, Any]:
         g["message"], g["reasons"] = sentence(r), reasons(r)
         g["detectable_note"] = detectable_note(r)
         g["source_note"] = source_note(r)
+        g["sequence_note"] = sequence_note(r)
         for c, cj in zip(r.checks, g["checks"], strict=True):
             cj["note"] = check_note(c, r.gate.metric)
         g["label"] = label(r.gate)
@@ -255,6 +277,9 @@ def _sources_and_power(report: GateReport) -> list[str]:
     if sources:
         lines.append("Labels: " + "; ".join(f"{label(r.gate)} from {source_note(r)}" for r in sources) + ".")
         lines.append("")
+    watched = [r for r in report.results if r.sequence]
+    if watched:
+        lines += [f"- {label(r.gate)}: {sequence_note(r)}." for r in watched] + [""]
     limited = [r for r in report.results if r.detectable is not None and r.gate.limits.regression_max is not None]
     if limited:
         lines.append(

@@ -11,6 +11,7 @@ import json
 from html import escape
 from typing import TYPE_CHECKING, Any
 
+from retbench.anytime import WATCHING, series_sequence
 from retbench.report import fmt, plots
 from retbench.results.history import failed_point
 
@@ -102,6 +103,26 @@ def trend_rows(entries: list[Any], metric: str) -> tuple[list[str], list[list[st
             cells.append(f"{fmt.num(mean)}{ci}{_counts(e.coverage.get(key, {}))}")
         rows.append(cells)
     return header, rows
+
+
+def sequence_lines(entries: list[Entry], metric: str, alpha: float = 0.05) -> list[str]:
+    """Per series: the anytime-valid sequence of its level over its runs, oldest first (each run's mean is one
+    observation; a failed run holds no number and is not one). The latest interval may be read after every
+    nightly run; a run far outside it says the level moved."""
+    series, labels = series_of(entries, metric)
+    out = []
+    for s in series:
+        values = [v[0] for e in entries if (v := _point(e, s, metric)[1]) is not None and v[0] is not None]
+        if not values:
+            continue
+        seq = series_sequence(values, metric, alpha)
+        est, low, high = seq.at(seq.n)
+        kind = "" if seq.exact else ", asymptotic"
+        out.append(
+            f"{labels[s]}: level {fmt.num(est)}, {1 - alpha:.0%} confidence sequence [{fmt.num(low)}, {fmt.num(high)}]"
+            f" over {fmt.counted(seq.n, 'run', 'runs')}{kind}; {WATCHING.replace('query', 'run')}"
+        )
+    return out
 
 
 def render_trend(entries: list[Entry], metric: str) -> FittedTable:

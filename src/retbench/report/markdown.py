@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from retbench.anytime import WATCHING
 from retbench.data.status import FAILED_COUNT, MISSING, NOT_ANSWERED_COUNTS
 from retbench.estimates import source_label
 from retbench.metrics.coverage import mode_with_identical
@@ -20,7 +21,7 @@ from retbench.report.resolution import interval_cell, note, resolution_markdown
 from retbench.report.weakening import summary_caveats
 
 if TYPE_CHECKING:
-    from retbench.comparison import Comparison
+    from retbench.comparison import Comparison, MetricComparison
     from retbench.report.leaderboard import Leaderboard
     from retbench.report.model import ReportData
 
@@ -78,6 +79,20 @@ def _side(name: str, counts: Mapping[str, int]) -> str:
     )
 
 
+def sequence_lines(metrics: Sequence[MetricComparison]) -> list[str]:
+    """The anytime-valid sequence of each metric's Δ (when compare was asked for them), with what it allows."""
+    out = []
+    for m in metrics:
+        if m.sequence:
+            d = m.sequence["delta"]
+            kind = "" if d["exact"] else ", asymptotic"
+            out.append(
+                f"- {fmt.metric_label(m.metric)} Δ confidence sequence ({1 - d['alpha']:.0%}, {d['n']} queries"
+                f"{kind}): [{d['low']:+.4f}, {d['high']:+.4f}]; {WATCHING}."
+            )
+    return [*out, ""] if out else []
+
+
 def comparison_markdown(
     cmp: Comparison, *, alpha: float = 0.05, top_metric: str | None = None, level: int = 1, options: Sequence[str] = ()
 ) -> str:
@@ -119,6 +134,7 @@ def comparison_markdown(
         header += ["p rand. Holm", "p t-test Holm", "p Wilcoxon Holm", "d_z", "win/tie/loss"]
         if rows:
             lines += [*_table(header, rows), ""]
+        lines += sequence_lines(pair.metrics)
         if fmt.unpaired(pair.unpaired):
             lines += [f"{fmt.unpaired(pair.unpaired)}.", ""]
         focus = next((m for m in pair.metrics if m.metric == top_metric), pair.metrics[0] if pair.metrics else None)

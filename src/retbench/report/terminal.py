@@ -246,9 +246,11 @@ def render_costs(result: StudyResult) -> RenderableType | None:
     from types import SimpleNamespace
 
     from rich.console import Group
+    from rich.text import Text as RichText
 
     from retbench.report import breakdowns as b
     from retbench.report import latency as lat
+    from retbench.report.costs import COST_HEADER, cost_table, gather_costs
 
     systems = [
         SimpleNamespace(name=s.name, stages=s.latency, usage=s.usage or {}, breakdown=s.breakdown or {}) for s in result
@@ -263,6 +265,11 @@ def render_costs(result: StudyResult) -> RenderableType | None:
     ):
         if rows:
             parts.append(FittedTable(list(header), [list(r) for r in rows], title=title, keys=2))
+    priced = gather_costs(result)  # the experiment's stated prices (`costs:`): cost per 1,000 queries
+    if priced:
+        rows, notes = cost_table(None, priced)
+        parts.append(FittedTable(COST_HEADER, rows, title="cost (stated prices; missing = a measured item unpriced)"))
+        parts += [RichText(n) for n in notes]
     return Group(*parts) if parts else None
 
 

@@ -1,5 +1,7 @@
-"""The trade-off picture: each system's quality against its latency (mean, p50 and p95) and, when its LLM usage
-records one, its cost, with the Pareto front marked. A system timed as batches (report/latency.py) has a mean but
+"""The trade-off picture: each system's quality against its latency (mean, p50 and p95) and its cost, with the Pareto
+front marked. The cost is per 1,000 queries from the experiment's stated prices (`costs:`, report/costs.py, with a
+table of every system's costs, the prices' sources and the front over quality, latency and cost together), else
+the LLM usage's recorded cost. A system timed as batches (report/latency.py) has a mean but
 no per-query percentiles, so it is on the mean chart only (the section says so).
 
 A system is on the **Pareto front** of a chart when no other system is at least as good on both axes and strictly
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from html import escape
 
 from retbench.report import fmt
+from retbench.report.costs import COST_HEADER, cost_table, front_points, gather_costs
 from retbench.report.model import ReportData
 from retbench.report.svg import (
     AXIS,
@@ -104,10 +107,23 @@ def tradeoff_section(data: ReportData) -> list[tuple[str, str, str]]:
         charts.append(
             tradeoff_svg(pts, x_label=f"{key} latency (ms)", y_label=label, title=f"{label} vs {key} latency")
         )
-    priced = [(s, _usage_cost(s.usage)) for s in ok]
-    pts = [Point(s.name, s.means[data.primary], c) for s, c in priced if c is not None]
-    charts.append(tradeoff_svg(pts, x_label="LLM cost (estimated)", y_label=label, title=f"{label} vs cost"))
+    costs = gather_costs(data.result)
+    if costs:  # stated prices: cost per 1,000 queries, unpriced systems left off the chart (and said)
+        pts = [Point(n, q, c) for n, q, _, c in front_points(data, costs)]
+        currency = next(iter(costs.values()))["currency"]
+        x_label = f"cost per 1,000 queries ({currency})"
+    else:
+        priced = [(s, _usage_cost(s.usage)) for s in ok]
+        pts = [Point(s.name, s.means[data.primary], c) for s, c in priced if c is not None]
+        x_label = "LLM cost (estimated)"
+    charts.append(tradeoff_svg(pts, x_label=x_label, y_label=label, title=f"{label} vs cost"))
     body = "".join(c for c in charts if c)
+    if costs:
+        rows, notes = cost_table(data, costs)
+        th = "".join(f"<th>{escape(h)}</th>" for h in COST_HEADER)
+        trs = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+        body += f'<table class="costs"><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>'
+        body += "".join(f"<p>{escape(n)}</p>" for n in notes)
     if not body:
         return []
     text = (

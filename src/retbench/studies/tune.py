@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from retbench.config.costs import CostsBlock
 from retbench.config.tune import TuneModel, load_tune
 from retbench.errors import ConfigError, InputError
 from retbench.inputs import load_systems
@@ -32,6 +33,8 @@ from retbench.metrics.registry import lower_is_better, parse_metric
 from retbench.report.resolution import resolve
 from retbench.report.tune import Candidate, candidates, setting_name, tune_html, tune_lines, tune_markdown
 from retbench.resolution import RankResolution
+from retbench.results.costs import system_costs
+from retbench.results.model import StudyResult
 from retbench.results.read import read_results
 from retbench.studies.benchmark import Progress, parse_config, raise_if_backend_failed, run_experiment
 from retbench.tuning import TuneResult, cross_validate
@@ -76,6 +79,8 @@ class TuneOutcome:
     duplicates: list[str]
     resolution: RankResolution | None = None  # the settings' in-sample rank intervals (three settings or more)
     candidates: list[Candidate] = field(default_factory=list)  # each setting's mean, folds' votes, latency
+    #: with max_cost_per_1k_queries: the limit, the currency and every grid setting's cost (`within_cost`)
+    cost_limit: dict[str, Any] | None = None
 
 
 def expand_grid(grid: Mapping[str, Sequence[JSONValue]] | Sequence[Mapping[str, JSONValue]]) -> list[JSONObject]:
@@ -225,12 +230,44 @@ def _derived_experiment(cfg: TuneConfig, settings: list[Setting]) -> dict[str, o
     exp["name"] = cfg.name
     exp["metrics"] = [cfg.model.metric]
     exp["systems"] = [{**s.system, "name": f"{cfg.model.system}-{s.index:02d}"} for s in settings]
+    if isinstance(exp.get("costs"), dict):  # the tuned system's own prices apply to each of its settings
+        own = (exp["costs"].get("systems") or {}).get(cfg.model.system)
+        exp["costs"]["systems"] = {f"{cfg.model.system}-{s.index:02d}": own for s in settings} if own else {}
     exp.pop("output", None)
     exp.pop("baseline", None)
     if cfg.max_queries is not None:
         ds = exp["datasets"][0]
         ds["max_queries"] = min(int(ds.get("max_queries") or cfg.max_queries), cfg.max_queries)
     return exp
+
+
+def within_cost(
+    cfg: TuneConfig, prices: CostsBlock, settings: list[Setting], keys: list[str], runs: StudyResult
+) -> tuple[list[int], dict[str, Any]]:
+    """The positions of the settings whose cost per 1,000 queries is known and at most the limit, and the record of
+    every setting's cost. A setting with a measured but unpriced item has no known cost and is left out (never
+    read as free); none within the limit is an error that lists the costs."""
+    limit = cfg.model.max_cost_per_1k_queries
+    rows, kept = [], []
+    for i, (s, key) in enumerate(zip(settings, keys, strict=True)):
+        res = runs[key]
+        n = len(runs.run(key).query_ids)
+        total = system_costs(prices, key, res.resources, res.usage, n)["per_1k_queries"]["total"]
+        ok = total is not None and limit is not None and total <= limit
+        kept += [i] if ok else []
+        rows.append({"label": s.label, "run": key, "cost_per_1k_queries": total, "within": ok})
+    record = {"max_cost_per_1k_queries": limit, "currency": prices.currency, "settings": rows}
+    if not kept:
+        said = "; ".join(
+            f"{r['label']}: "
+            + (f"{r['cost_per_1k_queries']:.3g}" if r["cost_per_1k_queries"] is not None else "missing")
+            for r in rows
+        )
+        raise InputError(
+            f"no setting costs at most {limit:g} {prices.currency} per 1,000 queries ({said})",
+            field="max_cost_per_1k_queries",
+        )
+    return kept, record
 
 
 def _groups(query_ids: Sequence[str], tags: Mapping[str, Sequence[str]]) -> list[str]:
@@ -260,7 +297,15 @@ def run_tune(
     outcome = run_experiment(experiment, force=force, log=log, history=False, progress=progress)
     raise_if_backend_failed(outcome)
     loaded = load_systems([runs], metrics=[cfg.model.metric])
-    evs = [loaded.get(f"{cfg.model.system}-{s.index:02d}") for s in settings]
+    keys = [f"{cfg.model.system}-{s.index:02d}" for s in settings]
+    cost_limit = None
+    if cfg.model.max_cost_per_1k_queries is not None:  # choose among the settings shown to be within the limit
+        assert experiment.costs is not None  # the tune's loader refuses a cost limit without prices
+        kept, cost_limit = within_cost(cfg, experiment.costs, settings, keys, read_results(runs))
+        keys = [keys[i] for i in kept]
+        settings = [Setting(pos, settings[i].changes, settings[i].system) for pos, i in enumerate(kept)]
+        log(f"cost limit: {len(kept)} of {len(cost_limit['settings'])} settings within it")
+    evs = [loaded.get(k) for k in keys]
     query_ids = [q for q in evs[0].query_ids if all(q in ev.query_ids for ev in evs[1:])]
     scores = np.stack([ev.column(cfg.model.metric)[[ev.query_ids.index(q) for q in query_ids]] for ev in evs])
     groups = _groups(query_ids, loaded.groups) if cfg.model.group_by == "tags" else None
@@ -273,12 +318,11 @@ def run_tune(
         n_resamples=cfg.model.n_resamples,
         higher_is_better=not lower_is_better(cfg.model.metric),  # a rate of errors is tuned down
     )
-    keys = [f"{cfg.model.system}-{s.index:02d}" for s in settings]
     for s, ev in zip(settings, evs, strict=True):
         ev.system = setting_name(s.index)
     res = resolve(evs, parse_metric(cfg.model.metric).name)
     cands = candidates(result, keys, [s.label for s in settings], read_results(runs))
-    done = TuneOutcome(cfg, settings, query_ids, result, duplicates, res, cands)
+    done = TuneOutcome(cfg, settings, query_ids, result, duplicates, res, cands, cost_limit)
     write_json(cfg.output / "tune.json", tune_record(done))
     write_tune_reports(done)
     chosen = {**settings[result.chosen].system, "name": cfg.model.system}
@@ -321,6 +365,7 @@ def tune_record(t: TuneOutcome) -> dict[str, object]:
             for s in t.settings
         ],
         "duplicates_skipped": t.duplicates,
+        "cost_limit": t.cost_limit,
         "per_fold": [
             {
                 "fold": f.index,

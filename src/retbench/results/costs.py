@@ -1,0 +1,108 @@
+"""What a system costs, from what its run measured and the prices the experiment states (`config.costs`).
+
+Two figures per system, each an itemised sum with every item's quantity, unit price and source:
+
+- **per 1,000 queries**: the search stage's machine time (its wall seconds, on the device it ran on: a CPU or a
+  GPU machine, billed per second as cloud instances are), scaled to 1,000 queries; and the hosted-model calls
+  and tokens of the answering stages (`generate`: calls, input and output tokens per 1,000 queries). The LLM
+  judge is the evaluation's cost, not the system's, and is left out.
+- **indexing** (once): the encode and index stages' machine time; and, per month, the saved index's size in
+  GB (10^9 bytes) times the GB-month price.
+
+Nothing is priced without a stated price: an item the run measured (quantity > 0) whose price is not given is
+listed under `missing`, and the total is None (shown as missing), never a sum that quietly counts it as 0. An
+item the run did not measure (no saved index, no per-stage time) is listed under `not_measured`, and the total
+is None too: an unmeasured part is unknown, not free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from retbench.config.costs import CostsBlock, Price
+
+#: LLM stages whose calls are the system's own work (the judge's are the evaluation's)
+SERVING_STAGES = ("generate",)
+
+
+def _device_unit(resources: Mapping[str, Any]) -> str:
+    devices = [str(d) for d in resources.get("devices") or []]
+    return "gpu_second" if any(d.startswith(("cuda", "mps", "gpu")) for d in devices) else "cpu_second"
+
+
+def _itemise(quantities: list[tuple[str, str, float | None]], prices: Mapping[str, Price]) -> dict[str, Any]:
+    """(what, price key, quantity) -> {"total", "items", "missing", "not_measured"} (module docstring)."""
+    items: list[dict[str, Any]] = []
+    missing: list[dict[str, Any]] = []
+    unmeasured: list[str] = []
+    for what, key, qty in quantities:
+        if qty is None:
+            unmeasured.append(what)
+            continue
+        if qty <= 0:
+            continue
+        price = prices.get(key)
+        if price is None:
+            missing.append({"item": what, "unit": key, "quantity": qty})
+            continue
+        items.append(
+            {
+                "item": what,
+                "unit": key,
+                "quantity": qty,
+                "price": price.price,
+                "cost": qty * price.price,
+                "source": price.source,
+                "example": price.example,
+            }
+        )
+    total = None if missing or unmeasured else float(sum(i["cost"] for i in items))
+    return {"total": total, "items": items, "missing": missing, "not_measured": unmeasured}
+
+
+def system_costs(
+    costs: CostsBlock,
+    system: str,
+    resources: Mapping[str, Any] | None,
+    usage: Mapping[str, Any] | None,
+    n_queries: int,
+) -> dict[str, Any]:
+    """{"currency", "per_1k_queries", "indexing", "index_per_month", "examples"} for one system (module docstring)."""
+    prices = costs.for_system(system)
+    res = dict(resources or {})
+    unit = _device_unit(res)
+    scale = 1000.0 / n_queries if n_queries > 0 else None
+    search = res.get("search_seconds")
+    per_query: list[tuple[str, str, float | None]] = [
+        ("search machine seconds", unit, search * scale if search is not None and scale else None)
+    ]
+    for stage in SERVING_STAGES:
+        block = (usage or {}).get(stage)
+        if isinstance(block, Mapping) and scale:
+            per_query.append((f"{stage} calls", "per_call", float(block.get("calls") or 0) * scale))
+            per_query.append(
+                (f"{stage} input tokens (1k)", "per_1k_input_tokens", (block.get("input_tokens") or 0) / 1000 * scale)
+            )
+            per_query.append(
+                (
+                    f"{stage} output tokens (1k)",
+                    "per_1k_output_tokens",
+                    (block.get("output_tokens") or 0) / 1000 * scale,
+                )
+            )
+    index_s = [res.get("encode_seconds"), res.get("index_seconds")]
+    building = sum(s for s in index_s if s is not None) if any(s is not None for s in index_s) else None
+    size = res.get("index_bytes")
+    out: dict[str, Any] = {
+        "currency": costs.currency,
+        "per_1k_queries": _itemise(per_query, prices),
+        "indexing": _itemise([("encode and index machine seconds", unit, building)], prices),
+        "index_per_month": _itemise(
+            [("saved index (GB)", "index_gb_month", size / 1e9 if size is not None else None)], prices
+        ),
+    }
+    out["examples"] = any(
+        bool(i["example"]) for k in ("per_1k_queries", "indexing", "index_per_month") for i in out[k]["items"]
+    )
+    return out
