@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retbench.config.loader import load
+from retbench.config import ExperimentModel
+from retbench.config.study import load_study
 from retbench.errors import ConfigError
 from retbench.io.files import write_json, write_text
 from retbench.io.trec import read_run
@@ -45,29 +46,20 @@ class Canary:
     study: Study | None = None
 
 
-def _read(data: Any, source: str) -> tuple[str, str, str]:
-    """(current, candidate, dataset) named by the config, checked: two systems, one dataset given as a path or name."""
-    if not isinstance(data, dict):
+def _two_systems_one_dataset(cfg: ExperimentModel) -> None:
+    """A canary compares two systems (the current one first, the candidate second) over one dataset."""
+    if len(cfg.systems) != 2:
         raise ConfigError(
-            "a canary config is an experiment config: a mapping with 'systems' and 'datasets'", path=source
+            "a canary compares two systems: the current one first, the candidate second",
+            path=cfg.source,
+            field="systems",
         )
-    systems = data.get("systems")
-    if not isinstance(systems, list) or len(systems) != 2:
-        raise ConfigError(
-            "a canary compares two systems: the current one first, the candidate second", path=source, field="systems"
-        )
-    names = [s.get("name") if isinstance(s, dict) else None for s in systems]
-    for i, n in enumerate(names):
-        if not isinstance(n, str) or not n:
-            raise ConfigError("each system needs a name", path=source, field=f"systems[{i}].name")
-    datasets = data.get("datasets")
-    if not isinstance(datasets, list) or len(datasets) != 1 or not isinstance(datasets[0], str):
+    if len(cfg.datasets) != 1:
         raise ConfigError(
             "a canary runs over one dataset, given as a folder or a dataset name (the query log)",
-            path=source,
+            path=cfg.source,
             field="datasets",
         )
-    return str(names[0]), str(names[1]), datasets[0]
 
 
 def run_canary(
@@ -83,7 +75,9 @@ def run_canary(
 ) -> Canary:
     """Search both systems over the query log, diff them, write `canary.md`, `canary.html`, `canary.json` and (with
     `study`) the label study of the changed queries under OUT/study."""
-    current, candidate, dataset = load(config, _read, what="canary config")
+    cfg = load_study(config, ExperimentModel, None, _two_systems_one_dataset, what="canary config")
+    current, candidate = (s.name for s in cfg.systems)
+    dataset = cfg.dataset_specs[0].spec
     base = Path(config).parent
     if not Path(dataset).is_absolute() and (base / dataset).exists():
         dataset = str(base / dataset)
