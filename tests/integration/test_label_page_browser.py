@@ -9,13 +9,7 @@ labels.jsonl holds every stored event exactly once.
 from __future__ import annotations
 
 import json
-import os
-import queue
 import re
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,39 +17,14 @@ import pytest
 import Stemmer
 
 from browser import CHROMIUM
+from label_page import WAIT_MS, press_and_wait_new_pair, shown, start_page
 from label_study_data import write_study
-from repo_paths import SRC
 from retbench.loopback import free_port, stop_process
 
 sync_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian's 'chromium')")
 
-WAIT_MS = 60_000
 HOSTILE = '<img src=x onerror="document.title=\'owned\'"><script>document.title="owned"</script>'
-
-
-def start_page(study: Path, port: int, *extra: str) -> tuple[subprocess.Popen, str]:
-    """`retbench label serve STUDY --port PORT` in its own process; (process, URL) once it listens."""
-    env = {**os.environ, "PYTHONPATH": str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    cmd = [sys.executable, "-m", "retbench.cli", "label", "serve", str(study), "--port", str(port), *extra]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
-    seen: list[str] = []
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=1)
-        except queue.Empty:
-            if proc.poll() is not None:
-                break
-            continue
-        seen.append(line)
-        if line.startswith("labelling page for"):
-            return proc, line.split(" at ")[-1].strip()
-    proc.kill()
-    proc.wait(timeout=10)
-    raise AssertionError("retbench label serve did not start:\n" + "".join(seen))
 
 
 @pytest.fixture(scope="module")
@@ -87,22 +56,6 @@ def _llm(study: Path) -> dict[str, dict]:
     return {p["doc_id"] + "|" + p["qid"]: p for p in pairs}
 
 
-def _shown(page) -> str:
-    """qid|doc_id of the pair on screen."""
-    return page.inner_text("#doc-id") + "|" + page.inner_text("#qid")
-
-
-def _press_and_wait_new_pair(page, key: str) -> None:
-    before = _shown(page)
-    page.keyboard.press(key)
-    page.wait_for_function(
-        "b => document.getElementById('doc-id').textContent + '|' + document.getElementById('qid').textContent !== b"
-        " && !document.body.classList.contains('busy')",
-        arg=before,
-        timeout=WAIT_MS,
-    )
-
-
 def test_a_person_grades_skips_and_undoes_by_keyboard_and_sees_the_llm_grade_only_after_answering(browser, study):
     proc, url = start_page(study, 0)
     context = browser.new_context()
@@ -120,7 +73,7 @@ def test_a_person_grades_skips_and_undoes_by_keyboard_and_sees_the_llm_grade_onl
         pairs = _llm(study)
 
         # the document as text: hostile markup shown literally, never run; query terms marked
-        first = pairs[_shown(page)]
+        first = pairs[shown(page)]
         assert page.evaluate("document.getElementById('doc').textContent") == first["doc_text"]
         assert page.locator("#doc img, #doc script").count() == 0 and page.title() != "owned"
         marks = page.locator("#doc mark").all_inner_texts()
@@ -134,19 +87,19 @@ def test_a_person_grades_skips_and_undoes_by_keyboard_and_sees_the_llm_grade_onl
         assert page.eval_on_selector("#progress", "p => p.value") == 0
         n_human = page.inner_text("#estimate tbody tr[data-system='bm25'] .n-human")
 
-        _press_and_wait_new_pair(page, "2")
+        press_and_wait_new_pair(page, "2")
         llm = first["llm"]["grade"]
         assert page.inner_text("#reveal .llm") == f"LLM: {llm}"
         assert f"Stored pair #{first['pair_id']}: you 2" in page.inner_text("#reveal")
         assert page.eval_on_selector("#progress", "p => p.value") == 1
 
-        skipped = _shown(page)
-        _press_and_wait_new_pair(page, "s")
+        skipped = shown(page)
+        press_and_wait_new_pair(page, "s")
         assert page.eval_on_selector("#progress", "p => p.value") == 2
-        _press_and_wait_new_pair(page, "u")  # the skip is taken back: the skipped pair returns
-        assert _shown(page) == skipped
-        _press_and_wait_new_pair(page, "Backspace")  # and the grade: the first pair returns
-        assert _shown(page) == f"{first['doc_id']}|{first['qid']}"
+        press_and_wait_new_pair(page, "u")  # the skip is taken back: the skipped pair returns
+        assert shown(page) == skipped
+        press_and_wait_new_pair(page, "Backspace")  # and the grade: the first pair returns
+        assert shown(page) == f"{first['doc_id']}|{first['qid']}"
         assert page.eval_on_selector("#progress", "p => p.value") == 0
         assert page.inner_text("#reveal") == ""
 
@@ -157,7 +110,7 @@ def test_a_person_grades_skips_and_undoes_by_keyboard_and_sees_the_llm_grade_onl
 
         # grade on until a query is complete: the people's grades reach the estimate
         for _ in range(len(pairs)):
-            _press_and_wait_new_pair(page, "1")
+            press_and_wait_new_pair(page, "1")
             page.wait_for_function(
                 "() => !document.getElementById('estimate').classList.contains('loading')", timeout=WAIT_MS
             )
@@ -186,12 +139,12 @@ def test_a_server_killed_mid_session_loses_no_stored_label_and_the_page_resumes(
         assert page.inner_text("#labeller-name") == "bob"
         done = []
         for key in ("3", "0"):
-            done.append(_shown(page))
-            _press_and_wait_new_pair(page, key)
+            done.append(shown(page))
+            press_and_wait_new_pair(page, key)
 
         proc.kill()  # SIGKILL: no shutdown of any kind
         proc.wait(timeout=30)
-        done.append(_shown(page))
+        done.append(shown(page))
         page.keyboard.press("1")  # typed while the server is gone: kept and sent again until it is back
         page.wait_for_selector("#status.offline", timeout=WAIT_MS)
 
@@ -212,7 +165,7 @@ def test_a_server_killed_mid_session_loses_no_stored_label_and_the_page_resumes(
 
         page.reload()  # a reloaded page resumes after the last stored label
         page.wait_for_selector("#pair:not([hidden])", timeout=WAIT_MS)
-        assert _shown(page) not in done
+        assert shown(page) not in done
         assert page.eval_on_selector("#progress", "p => p.value") == 3
     finally:
         context.close()

@@ -15,7 +15,7 @@ from retbench.errors import InputError
 from retbench.io.trec import read_run
 from retbench.studies.labels import pool_scores as ps
 from retbench.studies.labels.answer import estimate_study, next_pairs, plan_next
-from retbench.studies.labels.label_events import read_label_events
+from retbench.studies.labels.log import LabelLog, read_labels
 from retbench.studies.labels.study import init_study, pool_pairs, read_study
 
 DOCS = {f"d{i}": f"document number {i} about topic {i % 3}" for i in range(8)}
@@ -181,10 +181,25 @@ def test_the_label_log_is_read_by_its_rules_undo_and_a_cut_last_line(tmp_path):
     ]
     text = "".join(json.dumps(x) + "\n" for x in lines) + '{"event": "grade", "pair_id": 2, "gr'
     (tmp_path / "labels.jsonl").write_text(text)
-    ev = read_label_events(tmp_path)
-    assert ev.grades == {"ann": {0: 2, 1: 1}, "bob": {1: 3}}
+    ev = read_labels(tmp_path)
+    assert ev.by_labeller() == {"ann": {0: 2, 1: 1}, "bob": {1: 3}}
     assert ev.human_grades() == {0: 2, 1: 1}  # the lower median of 1 and 3
-    assert ev.seen_by("bob") == {1, 2} and len(ev.notes) == 1
+    assert ev.done("bob") == {1, 2} and ev.note is not None
     (tmp_path / "labels.jsonl").write_text("not json\n" + json.dumps(lines[0]) + "\n")
     with pytest.raises(InputError, match=r"labels\.jsonl:1"):
-        read_label_events(tmp_path)
+        read_labels(tmp_path)
+
+
+def test_the_estimate_reads_labels_as_the_page_does_an_unterminated_last_line_is_torn(tmp_path):
+    """A writer killed before its newline leaves a line that may still parse; it was never acknowledged, so the
+    page ignores it, and the study's answer must count exactly the grades the page counts."""
+    data, runs = _folder(tmp_path)
+    init_study(tmp_path / "s", data, runs, k=3, decision=("live", "bm25"))
+    _grade_all(tmp_path / "s")
+    path = tmp_path / "s" / "labels.jsonl"
+    path.write_text(path.read_text().rstrip("\n"))  # the last grade lost its newline
+    n = len(read_study(tmp_path / "s").pairs)
+    page = LabelLog(tmp_path / "s").read()
+    answer = estimate_study(tmp_path / "s")
+    assert len(page.by_labeller()["ann"]) == n - 1
+    assert answer["labels"]["pairs_graded"] == n - 1 and len(answer["labels"]["notes"]) == 1

@@ -32,7 +32,7 @@ from retbench.errors import InputError
 from retbench.io.files import json_safe
 from retbench.stats import classical_mean_ci
 from retbench.studies.labels import pool_scores as ps
-from retbench.studies.labels.label_events import read_label_events
+from retbench.studies.labels.log import read_labels
 from retbench.studies.labels.study import Study, metric_parts, read_study
 
 #: pairs graded by both before their confusion stands in for missing grade probabilities
@@ -171,8 +171,8 @@ def estimate_study(study_dir: str | Path, alpha: float = 0.05, pair: tuple[str, 
                 field="systems",
             )
         study.meta["decision"] = {"a": pair[0], "b": pair[1]}
-    events = read_label_events(study.path)
-    human = events.human_grades()
+    labels = read_labels(study.path)
+    human = labels.human_grades()
     a = _arrays(study, human)
     pool = a["pool"]
     complete = _complete(a)
@@ -212,9 +212,9 @@ def estimate_study(study_dir: str | Path, alpha: float = 0.05, pair: tuple[str, 
         out["ranks"] = _rank_intervals(study.systems, llm_vals, hum_vals, xi, pi, alpha, estimand)
     out["labels"] = {
         "pairs_graded": len(human),
-        "labellers": sorted(events.grades),
+        "labellers": sorted(labels.by_labeller()),
         "waiting": int((complete & ~xi).sum()),
-        "notes": events.notes,
+        "notes": [labels.note] if labels.note else [],
     }
     return json_safe(out)
 
@@ -243,10 +243,10 @@ def next_pairs(study_dir: str | Path, labeller: str, n: int) -> list[int]:
     """The pair ids `labeller` should grade next: queue order, skipping pairs they graded or skipped and pairs
     someone else already graded (a second opinion is asked for only by the page's agreement mode)."""
     study = read_study(study_dir)
-    events = read_label_events(study.path)
-    human = events.human_grades()
+    labels = read_labels(study.path)
+    human = labels.human_grades()
     _queue(study, _arrays(study, human))
-    seen = events.seen_by(labeller) | set(human)
+    seen = labels.done(labeller) | set(human)
     ordered = sorted((p for p in study.pairs if p.get("order") is not None), key=lambda p: p["order"])
     return [p["pair_id"] for p in ordered if p["pair_id"] not in seen][: max(n, 0)]
 
@@ -256,7 +256,7 @@ def plan_next(study_dir: str | Path, budget: int, alpha: float = 0.05) -> dict[s
     half-width z sqrt(Σ (1 − π_q)/π_q u_q) / N at the threshold those pairs reach (plus the spread of f̂ over
     queries for the population estimand). Writes each pair's π for that threshold into pairs.jsonl."""
     study = read_study(study_dir)
-    human = read_label_events(study.path).human_grades()
+    human = read_labels(study.path).human_grades()
     a = _arrays(study, human)
     pool = a["pool"]
     w, keys = _queue(study, a)

@@ -22,6 +22,9 @@ pair out of that labeller's queue until undone).
 Agreement between people: for each two labellers, Cohen's kappa (Cohen 1960; `agreement.kappa`) on the pairs
 both graded, with grades cut to relevant (grade >= `relevant_from`, default 1 as trec_eval's binary measures)
 or not; also the share of those pairs with exactly the same grade.
+
+One grade per pair for the study's estimate (`Labels.human_grades`): the lower median of the labellers'
+effective grades. `retbench.studies.labels.answer` reads labels only through this module.
 """
 
 from __future__ import annotations
@@ -106,6 +109,17 @@ class Labels:
             if e["event"] == "grade":
                 out.setdefault(e["labeller"], {})[int(e["pair_id"])] = int(e["grade"])
         return out
+
+    def human_grades(self) -> dict[int, int]:
+        """pair_id -> the pair's human grade: the lower median of its labellers' effective grades.
+
+        The one rule that turns several people's grades into one (the study's estimate and queue use it): two
+        people who give 1 and 2 make 1, three who give 0, 2, 3 make 2; a grade nobody gave is never made up."""
+        by_pair: dict[int, list[int]] = {}
+        for grades in self.by_labeller().values():
+            for pid, grade in grades.items():
+                by_pair.setdefault(pid, []).append(grade)
+        return {pid: sorted(gs)[(len(gs) - 1) // 2] for pid, gs in by_pair.items()}
 
     def done(self, labeller: str) -> set[int]:
         """Pairs this labeller graded or skipped (not undone): out of their queue."""
