@@ -22,7 +22,8 @@ def label_source(block: Mapping[str, Any], k: int) -> str:
         head = f"human labels, {block['n_human']:,}"
     else:
         head = f"LLM labels ({block.get('n_llm', 0):,}), judge bias uncorrected: no human labels yet"
-    return ", ".join(x for x in (head, judged) if x)
+    clipped = f"clipped to {block['clipped']}" if block.get("clipped") else ""
+    return ", ".join(x for x in (head, judged, clipped) if x)
 
 
 def _interval(block: Mapping[str, Any]) -> str:

@@ -203,3 +203,23 @@ def test_the_estimate_reads_labels_as_the_page_does_an_unterminated_last_line_is
     answer = estimate_study(tmp_path / "s")
     assert len(page.by_labeller()["ann"]) == n - 1
     assert answer["labels"]["pairs_graded"] == n - 1 and len(answer["labels"]["notes"]) == 1
+
+
+def test_an_estimate_past_the_metrics_range_is_held_inside_it_and_says_so():
+    # what 3 queries with 2 labelled gave in the trace walk-through: nDCG@2 1.2355 [-1.1861, 3.6572]
+    from retbench.report.label_study import answer_lines
+    from retbench.studies.labels.answer import _clipped
+
+    block = {"mean": 1.2355, "low": -1.1861, "high": 3.6572, "estimate": "PPI", "n_human": 7, "n_llm": 6}
+    block["logged"] = {"low": -1.1861, "high": 3.6572}
+    block["population"] = {"low": -2.0, "high": 4.0}
+    held = _clipped(block, 0.0, 1.0)
+    assert (held["mean"], held["low"], held["high"], held["clipped"]) == (1.0, 0.0, 1.0, "[0, 1]")
+    assert held["logged"] == {"low": 0.0, "high": 1.0} and held["population"] == {"low": 0.0, "high": 1.0}
+    assert block["mean"] == 1.2355  # the estimate itself is left as computed
+    inside = {"mean": 0.4, "low": 0.1, "high": 0.7, "estimate": "PPI", "n_human": 7, "n_llm": 6}
+    assert _clipped(inside, 0.0, 1.0) == inside  # nothing moved: no `clipped`
+    answer = {"metric": "nDCG@2", "systems": {"bm25": {**held, "judged": 1.0}}}
+    assert "bm25: nDCG@2 1.0000 [0.0000, 1.0000] (PPI, 7 human / 6 LLM labels, judged@2 1.00, clipped to [0, 1])" in (
+        answer_lines(answer, k=2)
+    )

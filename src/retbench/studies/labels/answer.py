@@ -154,6 +154,37 @@ def _one(f_hat: np.ndarray, f: np.ndarray, xi: np.ndarray, pi: np.ndarray, alpha
     }
 
 
+#: the range of every metric a label study scores (nDCG@k and P@k); a difference of two lies in [-1, 1]
+METRIC_RANGE = (0.0, 1.0)
+
+
+def _clipped(block: dict[str, Any], lo: float, hi: float) -> dict[str, Any]:
+    """`block` with its mean and interval ends (also those under "logged" and "population") held inside
+    [lo, hi], and `clipped` ("[0, 1]") saying so when any moved.
+
+    A PPI estimate adds the labelled queries' correction to the LLM mean, and its interval rests on few
+    labelled queries, so either can leave the range no value of the metric can take (nDCG@2 1.24 [-1.19, 3.66]
+    on 3 queries); the clipped interval holds the truth whenever the unclipped one does."""
+    moved = False
+
+    def inside(part: dict[str, Any]) -> dict[str, Any]:
+        nonlocal moved
+        out = dict(part)
+        for key in ("mean", "low", "high"):
+            v = out.get(key)
+            if isinstance(v, float) and v == v and not lo <= v <= hi:
+                out[key], moved = min(max(v, lo), hi), True
+        return out
+
+    out = inside(block)
+    for key in ("logged", "population"):
+        if isinstance(out.get(key), dict):
+            out[key] = inside(out[key])
+    if moved:
+        out["clipped"] = f"[{lo:g}, {hi:g}]"
+    return out
+
+
 def estimate_study(study_dir: str | Path, alpha: float = 0.05, pair: tuple[str, str] | None = None) -> dict[str, Any]:
     """Per system {"mean", "low", "high", "n_human", "n_llm", "estimate"} and, with a decision, "difference"
     (B − A). The interval is for study.json's `estimand`: `population` (the queries the logged ones were drawn
@@ -196,7 +227,7 @@ def estimate_study(study_dir: str | Path, alpha: float = 0.05, pair: tuple[str, 
     }
     out: dict[str, Any] = {"metric": study.meta["metric"], "estimand": estimand, "alpha": alpha, "systems": {}}
     for s, name in enumerate(study.systems):
-        block = _one(llm_vals[s], hum_vals[s], xi, pi, alpha, estimand)
+        block = _clipped(_one(llm_vals[s], hum_vals[s], xi, pi, alpha, estimand), *METRIC_RANGE)
         out["systems"][name] = {**block, **counts, "judged": _judged_share(a, pool, s)}
     decision = study.meta.get("decision")
     if decision:
@@ -205,7 +236,7 @@ def estimate_study(study_dir: str | Path, alpha: float = 0.05, pair: tuple[str, 
         out["difference"] = {
             "a": decision["a"],
             "b": decision["b"],
-            **_one(d_llm, d_hum, xi, pi, alpha, estimand),
+            **_clipped(_one(d_llm, d_hum, xi, pi, alpha, estimand), -METRIC_RANGE[1], METRIC_RANGE[1]),
             **counts,
         }
     if len(study.systems) > 2:
