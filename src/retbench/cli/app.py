@@ -1,4 +1,5 @@
-"""The Typer app and what every command shares: the error decorator, the console, small file helpers.
+"""What every command shares: the error decorator, the console, small file helpers (the Typer app and its
+command table are in `retbench.cli`).
 
 Exit codes: 0 ok; 1 a gate failed; 2 usage or input error, or an output that could not be written; 3 a backend
 failed. Library errors carry their exit code (`retbench.errors`); `handles_errors` prints them as one line, never
@@ -26,21 +27,6 @@ from retbench.secrets import redact
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import TaskID
-
-app = typer.Typer(
-    name="retbench",
-    help="A workbench for benchmarking retrievers.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,  # plain help text: rich's help rendering alone costs ~0.4 s per call
-)
-datasets_app = typer.Typer(help="Inspect datasets: shipped corpora or BEIR folders.", no_args_is_help=True)
-app.add_typer(datasets_app, name="datasets")
-export_app = typer.Typer(help="Send a results directory to an experiment tracker.", no_args_is_help=True)
-app.add_typer(export_app, name="export")
-traces_app = typer.Typer(help="Production traces in: queries and the live system's run.", no_args_is_help=True)
-app.add_typer(traces_app, name="traces")
 
 F = TypeVar("F", bound=Callable[..., object])
 

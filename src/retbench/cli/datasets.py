@@ -8,7 +8,10 @@ import typer
 
 from retbench.cli.app import console, handles_errors
 
+datasets_app = typer.Typer(help="Inspect datasets: shipped corpora or BEIR folders.", no_args_is_help=True)
 
+
+@datasets_app.command("list")
 @handles_errors
 def datasets_list() -> None:
     """Datasets shipped with retbench (usable by name anywhere a dataset is asked for)."""
@@ -18,6 +21,7 @@ def datasets_list() -> None:
         typer.echo(f"{name}\t{path}")
 
 
+@datasets_app.command("info")
 @handles_errors
 def datasets_info(
     dataset: Annotated[

@@ -12,6 +12,8 @@ from retbench.cli.app import console, handles_errors, repair_journals, stage_bar
 from retbench.errors import ConfigError, InputError
 from retbench.secrets import redact
 
+export_app = typer.Typer(help="Send a results directory to an experiment tracker.", no_args_is_help=True)
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -210,6 +212,7 @@ def _nothing_to_show(history_file: Path | None, where: dict[str, str | None], me
     raise InputError(nothing_matched(filters, entries(history_file), kept, metric), field="history")
 
 
+@export_app.command("mlflow")
 @handles_errors
 def export_mlflow_command(
     results: Annotated[Path, typer.Argument(help="A results directory (from `retbench run`).")],

@@ -10,6 +10,8 @@ import typer
 
 from retbench.cli.app import fail, handles_errors
 
+traces_app = typer.Typer(help="Production traces in: queries and the live system's run.", no_args_is_help=True)
+
 
 def _when(text: str | None, option: str) -> datetime | None:
     """An option's ISO-8601 time (a date, or a time without a zone, is UTC)."""
@@ -22,6 +24,7 @@ def _when(text: str | None, option: str) -> datetime | None:
     return at if at.tzinfo else at.replace(tzinfo=timezone.utc)
 
 
+@traces_app.command("import")
 @handles_errors
 def traces_import(
     files: Annotated[

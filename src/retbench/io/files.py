@@ -45,6 +45,14 @@ def require_file(path: str | Path, what: str = "file") -> Path:
     return p
 
 
+def small_file(path: Path, limit: int) -> bool:
+    """Whether `path` is a plain file of fewer than `limit` bytes (a `.gz` file's text size is unknown: never)."""
+    try:
+        return path.suffix != ".gz" and path.stat().st_size < limit
+    except OSError:
+        return False  # the reader reports the file's own error
+
+
 def open_text(path: str | Path, mode: str = "rt") -> IO[str]:
     """Open a text file for reading or writing; `.gz` files are (de)compressed transparently."""
     p = Path(path)

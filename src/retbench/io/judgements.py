@@ -12,7 +12,6 @@ from retbench.data.samples import qrels_from_samples
 from retbench.errors import InputError
 from retbench.io.beir import qrels_splits, read_qrels_tsv
 from retbench.io.files import iter_lines, require_file
-from retbench.io.golden import read_golden, read_outputs
 from retbench.io.irds import PREFIX as IRDS_PREFIX
 from retbench.io.irds import read_irds_qrels
 from retbench.io.trec import read_qrels, read_run
@@ -42,6 +41,8 @@ def read_judgements(path: str | Path, split: str = "test") -> tuple[Qrels, list[
         return read_qrels_tsv(splits[split])[0], None
     require_file(p, "qrels file")
     if _is_golden(p):
+        from retbench.io.golden import read_golden  # deferred: golden sets need PyYAML, TREC files do not (start-up)
+
         samples = read_golden(p)
         return qrels_from_samples(samples), samples
     first = next((line for _, line in iter_lines(p) if line.strip()), "")
@@ -56,6 +57,8 @@ def read_system(path: str | Path) -> tuple[Run, dict[str, str], dict[str, System
     with their texts and answer side (`answer`, `references`, `abstained`, `latency`)."""
     p = Path(path)
     if _is_golden(p):
+        from retbench.io.golden import read_outputs  # deferred, as above
+
         out = read_outputs(p)
         return out.run, out.texts, out.answers
 

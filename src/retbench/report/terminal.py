@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from retbench.estimates import source_label
-from retbench.results.model import MetricValue, StudyResult
 from retbench.secrets import redact
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (results: annotations only; `retbench eval` prints a table without loading the results package)
     from rich.console import Console, ConsoleOptions, RenderableType
     from rich.text import Text
 
     from retbench.report.leaderboard import Leaderboard
     from retbench.report.resolution import RankResolution
+    from retbench.results.model import MetricValue, StudyResult
 
 Cell: TypeAlias = "str | Text"  # a str (printed as is, never read as markup) or a rich Text (styled)
 

@@ -1,7 +1,9 @@
 """Inputs of the metric engine: run construction (trec_eval order, duplicates), the fast TREC reader, judging.
 
 The fast paths (column-wise TREC parsing, runs built from mappings, judging by lookups in those
-mappings) must give exactly what the plain paths give; each test builds both and compares.
+mappings) must give exactly what the plain paths give; each test builds both and compares. The files here are
+small, and a small file is read line by line (`SMALL_FILE_BYTES`), so every test here lowers that size to 0: the
+column-wise reader is what they test.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pytest
 from retbench.data import Qrels, Run, RunBuilder
 from retbench.data.keys import key_strings
 from retbench.errors import InputError
+from retbench.io import trec
 from retbench.io.trec import (
     _RUN_FIELDS,
     _read_columns,
@@ -26,6 +29,26 @@ from retbench.io.trec import (
     write_run,
 )
 from retbench.metrics.judges import GainMatrix, judge_qrels
+
+
+@pytest.fixture(autouse=True)
+def _column_wise_at_every_size(monkeypatch):
+    monkeypatch.setattr(trec, "SMALL_FILE_BYTES", 0)
+
+
+def test_a_small_file_reads_line_by_line_and_gives_what_the_column_reader_gives(tmp_path, monkeypatch):
+    path = tmp_path / "run.trec"
+    path.write_text("q2 Q0 b 1 2.5 tag\nq1 Q0 a 1 1.0 tag\nq2 Q0 c 2 2.5 tag\n")
+    column_wise = read_run(path)
+    monkeypatch.setattr(trec, "SMALL_FILE_BYTES", 32 * 1024)
+    small = read_run(path)
+    assert small._doc_key is None and column_wise._doc_key is not None  # each path really ran
+    assert (small.query_ids, small.doc_ids.tolist(), small.scores.tolist(), small.name) == (
+        column_wise.query_ids,
+        column_wise.doc_ids.tolist(),
+        column_wise.scores.tolist(),
+        column_wise.name,
+    )
 
 
 def test_ties_break_by_doc_id_descending_as_strings():
