@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import doctest
 import importlib
-import subprocess
 import sys
 
 import numpy as np
@@ -17,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import retbench
+from loaded_modules import modules_after
 from retbench.data import Qrels, Run
 from retbench.errors import InputError
 from retbench.io.trec import write_run
@@ -170,10 +170,8 @@ def test_the_docstring_examples_run():
         assert result.attempted > 0 and result.failed == 0, name
 
 
-def test_importing_retbench_loads_nothing_until_a_name_is_used():
-    code = "import sys, retbench; print('retbench.evaluation' in sys.modules, 'numpy' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["False", "False"]
+def test_importing_retbench_loads_nothing_until_a_name_is_used(tmp_path):
+    assert modules_after("import retbench", tmp_path).loaded(["retbench.evaluation", "numpy"]) == []
     assert set(retbench.__all__) >= {"evaluate", "compare", "Run", "Qrels", "Evaluation", "load_dataset"}
     assert retbench.Run is Run
     assert np.isclose(retbench.evaluate({"q": {"d": 1}}, {"q": {"d": 1.0}}, ["ndcg@10"]).mean("ndcg@10"), 1.0)

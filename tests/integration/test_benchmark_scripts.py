@@ -52,6 +52,7 @@ SMOKE: dict[str, tuple[str, str]] = {
     "rerank_speed": ("--model {cross_encoder} --queries 4 --depth 5 --block 2", "pairs"),
     "retriever_quality": ("--queries 10 --docs 200", "hybrid rrf"),
     "sequential_simulation": ("--tiny --streams 5", "n80_over_n_fixed"),
+    "startup": ("--repeat 1", "goal retbench eval (1 line)"),
     "scale_bm25": ("--docs 2000 --queries 50 --data {tmp}/scale-bm25", "retbench"),
     "scale_encode": ("--docs 16 --repeat 1 --paths raw,in-process", "in process"),
     "stores": ("--only faiss-flat chroma --chroma-server --queries 5 --docs 50 --latency-queries 2", "| chroma-http |"),

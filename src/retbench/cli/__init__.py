@@ -11,6 +11,7 @@ tests/integration/cli/test_startup.py lists what `retbench eval` may import).
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Iterator, MutableMapping
@@ -129,8 +130,16 @@ app = typer.Typer(
 )
 
 
+#: OpenBLAS (the BLAS in NumPy's wheels) starts a worker thread per CPU that busy-waits 2^28 cycles for work
+#: before it sleeps: about 0.05 CPU s that a short command (`retbench eval` on a small run) burns at every call.
+#: 2^20 cycles (under a millisecond) still keeps the workers awake between back-to-back matrix products. A value
+#: the person set is kept; other BLAS libraries ignore the variable.
+BLAS_SPIN = ("OPENBLAS_THREAD_TIMEOUT", "20")
+
+
 def main() -> None:
     """Console-script entry point."""
+    os.environ.setdefault(*BLAS_SPIN)  # before anything imports NumPy: OpenBLAS reads it when it loads
     try:
         app()
     except KeyboardInterrupt:

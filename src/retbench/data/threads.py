@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -36,5 +35,7 @@ def thread_map(fn: Callable[[T], R], items: Iterable[T], *, parallel: bool = Tru
     n = min(cpus(), len(work)) if parallel else 1
     if n <= 1:
         return [fn(x) for x in work]
+    from concurrent.futures import ThreadPoolExecutor  # deferred: a small input never needs it (CLI start-up)
+
     with ThreadPoolExecutor(n) as pool:
         return list(pool.map(fn, work))
