@@ -4,7 +4,8 @@ Scripts that score many small runs (per fold, per topic, in CI loops) pay the st
 commands import only what they use: `retbench.cli` builds a command when it is invoked (`COMMANDS`), a TREC
 file under `io.trec.SMALL_FILE_BYTES` is read line by line without pyarrow, and heavy libraries are imported
 inside the functions that need them. The CPU figures are benchmarks/startup.py's (benchmarks/RESULTS.md); these
-tests hold the cause, the module list, without timing anything.
+tests hold the cause, the module list, without timing anything; and the CLI's one setting for NumPy's BLAS
+(`retbench.cli.BLAS_SPIN`: OpenBLAS's idle worker otherwise busy-waits about 0.05 CPU s at every start).
 
 Typer itself is the one exception the lists allow: `typer.main` imports `typer.completion` (and shellingham) on
 `import typer`, and Typer converts every option's value with a pydantic TypeAdapter (pydantic and
@@ -13,9 +14,11 @@ importlib.metadata are imported by the first value converted), whichever command
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from loaded_modules import cli_modules
+from loaded_modules import cli_modules, modules_after
 from retbench.cli import COMMANDS
 
 #: what `retbench eval` on a TREC run and qrels never needs, with the reason it is not needed
@@ -66,3 +69,17 @@ def test_help_lists_every_command_without_numpy_pydantic_or_rich(tmp_path):
     listed = [line.split()[0] for line in probe.stdout.split("Commands:", 1)[1].splitlines() if line.strip()]
     assert listed == list(COMMANDS)  # every entry of the table resolves, in the table's order
     assert probe.loaded(["numpy", "pydantic", "rich", "pyarrow", "pandas", "yaml"]) == []
+
+
+@pytest.mark.parametrize(("given", "kept"), [(None, "20"), ("28", "28")])
+def test_the_cli_shortens_openblas_idle_spin_unless_the_person_set_it(tmp_path, given, kept):
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    if given is not None:
+        env["OPENBLAS_THREAD_TIMEOUT"] = given
+    code = (
+        "import os, sys\nsys.argv = ['retbench', '--help']\nfrom retbench.cli import main\n"
+        "try:\n    main()\nfinally:\n    print('spin', os.environ.get('OPENBLAS_THREAD_TIMEOUT'))"
+    )
+    probe = modules_after(code, tmp_path, env=env)
+    assert probe.exit_code == 0 and probe.stdout.split()[-2:] == ["spin", kept]
+    assert "numpy" not in probe.modules  # set before anything loads OpenBLAS
