@@ -175,7 +175,7 @@ def _while_writing(exc: OSError, path: Path, tmp: Path | None) -> bool:
     return named is None or Path(named) == tmp or Path(named) in (path, *path.parents)
 
 
-def replace_atomically(path: Path, write: Callable[[Path], None]) -> None:
+def replace_atomically(path: Path, write: Callable[[Path], object]) -> None:
     """Call `write(tmp)` for a temporary path beside `path`, fsync it, then rename it over `path`.
 
     For formats with their own writer (TREC runs, TSV tables, arrays) whose content holds no free text.
