@@ -114,21 +114,51 @@ def fallback_figures(retriever: Retriever, before: Sequence[tuple[int, int]]) ->
     return {"batch_fallbacks": {"batches": batches, "queries": queries, "first_error": first}}
 
 
+#: queries encoded, bypassing the cache, to measure an encoder's per-query cost when the warm-up found every
+#: query vector cached (a small sample: the rate, not the vectors, is wanted)
+RATE_SAMPLE = 16
+
+
 def warm_query_vectors(retriever: Retriever, texts: Sequence[str]) -> dict[str, object]:
     """Encode `texts` as queries into the embedding cache of every encoder the retriever uses, before any
     search is timed, so every system and every tuning setting is timed with the same, warm query-vector
     cache: which system ran first no longer decides its latency. A query's latency therefore never holds
     the encoding of its query; the warm-up's own seconds are recorded beside it (`query_warmup`), not in it.
-    An encoder without a cache (`cache: false`) encodes inside every search, so every system is timed cold."""
+    An encoder without a cache (`cache: false`) encodes inside every search, so every system is timed cold.
+
+    `encode_seconds_per_query`: what encoding one query costs with these encoders, whatever the cache held
+    (costs price it per query): the time to encode a sample of `RATE_SAMPLE` of them without the cache, once
+    the model is loaded, per query. None where an encoder is a hosted API (its calls, not machine seconds,
+    are its cost)."""
+    from retbench.retrievers.encoders.http import HttpEncoder  # deferred with the encoders (start-up time)
+
     encoders = [e for e in encoders_of(retriever) if e.use_cache]
     if not encoders or not texts:
         return {}
-    t0, encoded = time.perf_counter(), 0
+    t0, encoded, per_query = time.perf_counter(), 0, 0.0
+    hosted = False
     for enc in encoders:
         before = enc.stats.by_role["query"]["encoded"]
         enc.encode(list(texts), "query")
         encoded += enc.stats.by_role["query"]["encoded"] - before
-    return {"query_warmup": {"encoded": encoded, "of": len(texts) * len(encoders), "seconds": time.perf_counter() - t0}}
+        if isinstance(enc, HttpEncoder):
+            hosted = True
+            continue
+        # timed apart from the warm-up, whose first call may load the model and which the cache may have spared
+        sample = list(texts[:RATE_SAMPLE])
+        t_sample = time.perf_counter()
+        enc._encode_batch(sample, "query")
+        per_query += (time.perf_counter() - t_sample) / len(sample)
+    seconds = time.perf_counter() - t0
+    rate_s = None if hosted else per_query
+    return {
+        "query_warmup": {
+            "encoded": encoded,
+            "of": len(texts) * len(encoders),
+            "seconds": seconds,
+            "encode_seconds_per_query": rate_s,
+        }
+    }
 
 
 def search_conditions(retriever: Retriever, search: Callable[[], None]) -> dict[str, object]:
