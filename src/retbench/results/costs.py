@@ -9,7 +9,8 @@ Two figures per system, each an itemised sum with every item's quantity, unit pr
   and tokens of the answering stages (`generate`: calls, input and output tokens per 1,000 queries). The LLM
   judge is the evaluation's cost, not the system's, and is left out.
 - **indexing** (once): the encode and index stages' machine time; and, per month, the saved index's size in
-  GB (10^9 bytes) times the GB-month price.
+  GB (10^9 bytes) times the GB-month price. Document vectors read from the embedding cache were not encoded by
+  this run, so their encoding is listed as not measured and the indexing total is unknown.
 
 Nothing is priced without a stated price: an item the run measured (quantity > 0) whose price is not given is
 listed under `missing`, and the total is None (shown as missing), never a sum that quietly counts it as 0. An
@@ -111,11 +112,16 @@ def system_costs(
             )
     index_s = [res.get("encode_seconds"), res.get("index_seconds")]
     building = sum(s for s in index_s if s is not None) if any(s is not None for s in index_s) else None
+    encode = res.get("encode_on") or {}
+    cached = int(encode.get("of") or 0) - int(encode.get("encoded") or 0)
+    building_items: list[tuple[str, str, float | None]] = [("encode and index machine seconds", unit, building)]
+    if cached > 0:  # vectors the embedding cache held were not encoded (or timed) by this run: unknown, not free
+        building_items.append((f"document encoding ({cached:,} vectors from the embedding cache)", unit, None))
     size = res.get("index_bytes")
     out: dict[str, Any] = {
         "currency": costs.currency,
         "per_1k_queries": _itemise(per_query, prices),
-        "indexing": _itemise([("encode and index machine seconds", unit, building)], prices),
+        "indexing": _itemise(building_items, prices),
         "index_per_month": _itemise(
             [("saved index (GB)", "index_gb_month", size / 1e9 if size is not None else None)], prices
         ),

@@ -91,3 +91,13 @@ def test_a_hosted_embedding_apis_query_encoding_is_not_measured_so_the_total_is_
     res = {**RESOURCES, "search_seconds": 4.3, "search_on": {"query_warmup": warmup}}
     per = system_costs(costs(cpu_second=CPU), "api", res, None, 300)["per_1k_queries"]
     assert per["not_measured"] == ["query encoding machine seconds"] and per["total"] is None
+
+
+def test_document_vectors_from_the_embedding_cache_leave_the_indexing_cost_unknown():
+    cold = {**RESOURCES, "encode_seconds": 90.0, "encode_on": {"encoded": 5183, "of": 5183}}
+    warm = {**RESOURCES, "encode_seconds": 0.03, "encode_on": {"encoded": 0, "of": 5183}}
+    measured = system_costs(costs(cpu_second=CPU), "dense", cold, None, 300)["indexing"]
+    assert measured["total"] == pytest.approx(92.0 * 0.00002) and measured["not_measured"] == []
+    cached = system_costs(costs(cpu_second=CPU), "dense", warm, None, 300)["indexing"]
+    assert cached["total"] is None
+    assert cached["not_measured"] == ["document encoding (5,183 vectors from the embedding cache)"]
