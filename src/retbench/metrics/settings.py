@@ -11,16 +11,20 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, Literal, get_args
 
 from retbench.errors import ConfigError
 from retbench.jsontypes import JSONObject
 from retbench.metrics.registry import MAX_CUTOFF
 
-MODES = ("trec_eval", "pytrec_eval")
-NO_RELEVANT = ("skip", "zero", "one")
+#: the counting modes and the policies for a query with nothing relevant (the config's `evaluation:` block
+#: declares its fields with these Literals, so its schema and this module's checks name the same values)
+Mode = Literal["trec_eval", "pytrec_eval"]
+NoRelevant = Literal["skip", "zero", "one"]
+MODES: tuple[str, ...] = get_args(Mode)
+NO_RELEVANT: tuple[str, ...] = get_args(NoRelevant)
 
-__all__ = ["MODES", "NO_RELEVANT", "EvalSettings", "checked_level", "with_overrides"]
+__all__ = ["MODES", "NO_RELEVANT", "EvalSettings", "Mode", "NoRelevant", "checked_level", "with_overrides"]
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,9 @@ from retbench.comparison import Comparison, align, compare
 from retbench.data import Run
 from retbench.errors import InputError
 from retbench.estimates import source_label
-from retbench.evaluation import Evaluation, coverage
+from retbench.evaluation import Evaluation
 from retbench.inputs import canonical_metrics
+from retbench.metrics.coverage import coverage
 from retbench.metrics.primary import default_primary
 from retbench.metrics.registry import parse_metric
 from retbench.report import fmt

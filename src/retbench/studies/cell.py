@@ -37,9 +37,10 @@ from typing import Any
 from retbench.data import Corpus, Queries, Run
 from retbench.data.answers import SystemAnswer
 from retbench.errors import ConfigError
-from retbench.evaluation import Evaluation, coverage
-from retbench.io.files import write_failed
-from retbench.results import SystemDir, save_run, write_json
+from retbench.evaluation import Evaluation
+from retbench.io.files import write_failed, write_json
+from retbench.metrics.coverage import coverage
+from retbench.results import SystemDir, save_run
 from retbench.results.blocks import Breakdown
 from retbench.results.costs import timed_search_seconds
 from retbench.results.files import save_answers, save_table
@@ -58,40 +59,20 @@ from retbench.studies.cell_contract import (
     Cell,
     CellData,
     CellStages,
-    Describe,
     Executor,
     Log,
     Progress,
     Reranked,
     RerankStage,
     Scored,
-    Scorer,
-    fingerprint,
 )
 from retbench.studies.executors import Answer, InProcess, devices_of, encoders_of
-from retbench.studies.outcome import Outcome, StudyOutcome, raise_if_backend_failed
+from retbench.studies.outcome import Outcome
 from retbench.studies.resources import rate, size_on_disk, stage
 
-__all__ = [
-    "Cell",
-    "CellData",
-    "CellStages",
-    "Describe",
-    "Executor",
-    "LazyRetriever",
-    "Outcome",
-    "RerankStage",
-    "Reranked",
-    "Scored",
-    "Scorer",
-    "StudyOutcome",
-    "breakdown",
-    "fingerprint",
-    "index_with",
-    "raise_if_backend_failed",
-    "run_cell",
-    "search_journaled",
-]
+# The cell's contract (Cell, CellData, CellStages, Executor, Scored, ...) is imported from studies.cell_contract
+# and the outcomes from studies.outcome: this module exports the runner alone.
+__all__ = ["LazyRetriever", "breakdown", "index_with", "run_cell", "search_journaled"]
 
 
 # -- the runner --------------------------------------------------------------------------------------
@@ -147,7 +128,7 @@ def run_cell(
     except Exception as exc:  # e.g. a lost cluster node: the journal keeps every answered query for a resume
         return _system_failed(cell, outcome, exc, "while searching", log)
     # over the timed search, as latency: the query-vector warm-up's seconds depend on what the cache held
-    figures["search_queries_per_s"] = rate(len(data.queries), timed_search_seconds(figures)[0])
+    figures["search_queries_per_s"] = rate(len(data.queries), timed_search_seconds(figures)[0] or 0.0)
     outcome.timings.update({k: round(v, 3) for k, v in figures.items() if k.endswith("_seconds")})
     _finish(cell, outcome, r, run, data, stages)
     if outcome.failed_queries:

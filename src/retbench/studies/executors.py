@@ -253,8 +253,14 @@ class InProcess:
         k: int,
         batch_size: int,
         on_batch: OnBatch,
-        **_: object,
+        *,
+        adapter: str = "",
+        params: dict[str, Any] | None = None,
+        index_dir: Path | None = None,
     ) -> dict[str, Any]:
+        """Batches one after another on the live retriever (`adapter`, `params` and `index_dir` are what a
+        remote worker would rebuild it from: unused here)."""
+
         def search() -> None:
             for batch in batches(queries, todo, batch_size):
                 on_batch(answers(retriever.search(batch, k)))
