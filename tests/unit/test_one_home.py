@@ -30,15 +30,7 @@ HOMES = (
     "retbench.config.experiment",
 )
 #: (importing module, name, module it is imported from): imports in modules whose owners move them next
-NOT_YET_MOVED = {
-    ("retbench.cli.evaluate", "json_safe", "retbench.evaluation"),
-    ("retbench.studies.labels.calibrate", "write_json", "retbench.results"),
-    ("retbench.studies.labels.calibrate", "write_jsonl", "retbench.results"),
-    ("retbench.studies.labels.relevance", "write_json", "retbench.results"),
-    ("retbench.studies.labels.relevance", "write_text", "retbench.results"),
-    ("retbench.studies.labels.rubric_calibrate", "write_json", "retbench.results"),
-    ("retbench.studies.labels.synth", "write_jsonl", "retbench.results"),
-}
+NOT_YET_MOVED: set[tuple[str, str, str]] = set()
 
 
 def _module_file(module: str) -> Path | None:

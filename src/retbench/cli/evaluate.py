@@ -302,7 +302,7 @@ def _print_json(
     import json
 
     from retbench.data.samples import groups_from_samples
-    from retbench.evaluation import json_safe
+    from retbench.io.files import json_safe
 
     out = ev.to_dict(per_query=per_query, ci=ci)
     for m, agg in out["metrics"].items():

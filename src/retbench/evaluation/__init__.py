@@ -35,8 +35,4 @@ from __future__ import annotations
 from retbench.evaluation.scoring import Relevance, evaluate
 from retbench.evaluation.table import Evaluation
 
-# json_safe's home is io.files; it remains importable from here only for cli/evaluate.py, whose import has not
-# moved yet. Remove once it has.
-from retbench.io.files import json_safe
-
-__all__ = ["Evaluation", "Relevance", "evaluate", "json_safe"]
+__all__ = ["Evaluation", "Relevance", "evaluate"]

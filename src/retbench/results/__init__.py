@@ -13,9 +13,6 @@
 <out>/systems/<system>/answers.jsonl    a RAG system's answer side per query, rebuilt from the journal
 """
 
-# The writer's home is io.files; these three names remain importable from here only for studies/labels, whose
-# imports have not moved yet (every other caller imports them from io.files). Remove once they have.
-from retbench.io.files import write_json, write_jsonl, write_text
 from retbench.results.files import load_run, read_json, save_run, write_status
 from retbench.results.layout import SystemDir
 from retbench.results.model import MetricValue, StudyManifest, StudyResult, SystemResult
@@ -33,9 +30,6 @@ __all__ = [
     "read_json",
     "read_results",
     "save_run",
-    "write_json",
-    "write_jsonl",
     "write_results",
     "write_status",
-    "write_text",
 ]

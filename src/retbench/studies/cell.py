@@ -66,7 +66,8 @@ from retbench.studies.cell_contract import (
     RerankStage,
     Scored,
 )
-from retbench.studies.executors import Answer, InProcess, devices_of, encoders_of
+from retbench.studies.executors import Answer, InProcess, devices_of
+from retbench.studies.measured import encoders_of
 from retbench.studies.outcome import Outcome
 from retbench.studies.resources import rate, size_on_disk, stage
 
