@@ -82,6 +82,14 @@ def eval_command(
             "kept in trec_eval mode.",
         ),
     ] = None,
+    recall_rounding: Annotated[
+        str | None,
+        typer.Option(
+            help="Where recall level p falls among R relevant documents (iprec_at_recall, 11pt_avg): round "
+            "(trec_eval 10.0: lround(p*R)) or floor_plus_0.9 (trec_eval 9, pytrec_eval: (long)(p*R + 0.9)). "
+            "Default: round in trec_eval mode, floor_plus_0.9 in pytrec_eval mode."
+        ),
+    ] = None,
     default_k: Annotated[
         int, typer.Option(help="Cutoff for metrics given without one (a sample's metadata.k wins).")
     ] = 5,
@@ -137,6 +145,7 @@ def eval_command(
         "collection_size": collection_size,
         "mode": mode,
         "ignore_identical_ids": identical_ids,
+        "recall_rounding": recall_rounding,
         "default_k": default_k,
         "samples": samples,
         "texts": texts or None,
