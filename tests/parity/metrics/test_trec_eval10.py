@@ -84,3 +84,14 @@ def test_a_measure_that_cannot_be_read_is_named_and_the_others_still_print(fmt):
 
         means = {m: a["mean"] for m, a in json.loads(res.stdout)["metrics"].items()}
         assert [f"{means[m]:.4f}" for m in ("map", "P@5")] == [line.split("\t")[2] for line in expected]
+
+
+def test_the_measure_parameters_command_gives_trec_evals_lines_for_every_parameter_retbench_takes():
+    # trec_eval's quicktest line, less `11pt_avg..25,.5,.75` and `ndcg.1=3,2=9,4=4.5` (custom recall levels and
+    # gain maps are not taken): every other line of its expected file, non-integer cutoff `23.4` read as 23
+    measures = ["iprec_at_recall..10,.20,.25,.75,.50", "P.5,7,3", "recall.20,2000", "Rprec_mult.5.0,0.2,0.35"]
+    measures += ["utility.2,-1,0,0", "ndcg_cut.10,20,23.4", "success.2,5,20"]
+    got = _retbench(["-q", *(x for m in measures for x in ("-m", m)), "qrels.test", "results.test"])
+    skipped = ("11pt_avg", "ndcg_1=")
+    want = [line for line in (DATA / "out.test.meas_params").read_text().splitlines() if not line.startswith(skipped)]
+    assert got.splitlines() == want
