@@ -26,18 +26,11 @@ def label_source(block: Mapping[str, Any], k: int) -> str:
     return ", ".join(x for x in (head, judged, clipped) if x)
 
 
-#: below this share of queries labelled, a study with a decision states its per-system intervals as indicative
-#: (the label-study simulation: each mean's 95% interval covered 0.74-0.93 under 15% labelled, B − A's ~0.95)
-INDICATIVE_BELOW = 0.15
-
-
 def _means_indicative(systems: Mapping[str, Any]) -> bool:
-    """Whether per-system PPI intervals rest on a queue chosen for the difference and on too few labels."""
-    for block in systems.values():
-        n, labelled = block.get("n_queries"), block.get("n_queries_human")
-        if block.get("estimate") == "PPI" and n and labelled is not None and labelled / n < INDICATIVE_BELOW:
-            return True
-    return False
+    """Whether per-system intervals rest on a queue chosen for the difference (any PPI estimate: part of the
+    queries labelled). In the label-study simulation such a mean's 95% interval covered 0.74-0.93 of the time
+    below 15% labelled on SciFact and 0.74-0.89 up to 30% on the chunking set; B − A's held its level."""
+    return any(block.get("estimate") == "PPI" for block in systems.values())
 
 
 def _interval(block: Mapping[str, Any]) -> str:
@@ -69,8 +62,8 @@ def answer_lines(answer: Mapping[str, Any], k: int = 10) -> list[str]:
     if diff and _means_indicative(systems):
         lines.append(
             f"Each system's own interval is indicative: the labelling queue was chosen for {diff['b']} − {diff['a']}, "
-            f"and with under {INDICATIVE_BELOW:.0%} of the queries labelled such intervals covered the truth only "
-            "74-93% of the time in simulation (docs/howto/label-study.md); the difference's interval holds its level."
+            "and until every query is labelled such intervals covered the truth only 74-93% of the time in "
+            "simulation (docs/howto/label-study.md); the difference's interval holds its level."
         )
     ranks = answer.get("ranks")
     if ranks:
