@@ -15,9 +15,10 @@ from typing import Any
 
 from retbench.data import Qrels, Run
 from retbench.errors import InputError
-from retbench.evaluation import Evaluation, coverage, evaluate
+from retbench.evaluation import Evaluation, evaluate
 from retbench.io.beir import read_queries
 from retbench.io.judgements import read_judgements, read_system
+from retbench.metrics.coverage import coverage
 from retbench.metrics.primary import default_primary
 from retbench.metrics.registry import DEFAULT_METRICS, parse_metrics
 from retbench.results import history_read, load_results

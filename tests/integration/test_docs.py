@@ -24,6 +24,9 @@ from typing import Any
 
 import pytest
 
+from label_page import WALK
+from local_model import local_model_file
+
 ROOT = Path(__file__).resolve().parents[1]
 while not (ROOT / "mkdocs.yml").is_file() and ROOT.parent != ROOT:
     ROOT = ROOT.parent
@@ -237,6 +240,10 @@ def scratch(tmp_path_factory) -> Path:
     for name in ("corpora", "configs", "examples", "schemas"):
         (root / name).symlink_to(ROOT / name)
     (root / ".venv").symlink_to(Path(sys.executable).parents[1])
+    model = local_model_file()
+    if model is not None:  # the judge configs name the local model, looked up under $RETBENCH_CACHE/models
+        (root / ".retbench-cache" / "models").mkdir(parents=True)
+        (root / ".retbench-cache" / "models" / model.name).symlink_to(model)
     return root
 
 
@@ -379,6 +386,26 @@ CHECKED_ONLY = {
 }
 
 
+_STUDY = "names the reader's own traces or label study; the walk-through test runs the same commands on a real trace"
+CHECKED_ONLY |= {
+    "pip install 'retbench[labelpage]'": "installs from a registry: the extra is checked to exist in pyproject.toml",
+    ".venv/bin/retbench gate --criteria criteria.yaml --labels study/ --comment comment.md": _STUDY,
+    "retbench gate --criteria criteria.yaml --labels study/ --comment comment.md": _STUDY,
+    "retbench label init study/ --dataset traces/ --runs bm25.trec --k 10 --metric nDCG@10 "
+    "--decision live-langchain,bm25": _STUDY,
+    "retbench label init study/ --dataset traces/ --systems systems.yaml --decision live-langchain,bm25": _STUDY,
+    "retbench label next study/ --budget 200": _STUDY,
+    "retbench label serve STUDY": _STUDY,
+    "retbench label serve STUDY --port 0 --labeller ann": _STUDY,
+    "retbench label serve study/": _STUDY,
+    "retbench label status study/": _STUDY,
+    "retbench traces import spans.json more-spans.jsonl --out datasets/live --since 2026-05-01 --until 2026-06-01  "
+    "--max-queries 500 --seed 7": _STUDY,
+}
+#: commands another test runs exactly as written: the walk-through test runs each, in a real trace's folder
+RUN_ELSEWHERE = set(WALK)
+
+
 def _readme_and_docs_commands() -> set[str]:
     """Every shell line of a `bash` block in the README and the docs, and every `.venv/bin/...` command the
     README names inline."""
@@ -390,7 +417,7 @@ def _readme_and_docs_commands() -> set[str]:
 
 
 def test_every_command_the_readme_and_docs_give_is_run_or_checked_with_a_reason():
-    placed = set(FLOWS) | set(ON_THE_SLICE) | set(CHECKED_ONLY) | {FAST_TIER}
+    placed = set(FLOWS) | set(ON_THE_SLICE) | set(CHECKED_ONLY) | RUN_ELSEWHERE | {FAST_TIER}
     given = _readme_and_docs_commands()
     assert sorted(given - placed) == [], (
         "a command in the docs that no test runs: add it to ON_THE_SLICE or CHECKED_ONLY"
@@ -405,6 +432,10 @@ def test_commands_only_checked_start_as_written(scratch):
         words = shlex.split(line.replace('eval "$(', "").replace(')"', "").rstrip(" &"))
         while "=" in words[0]:
             words.pop(0)  # VAR=value before the program
+        if words[:2] == ["pip", "install"]:
+            extra = re.fullmatch(r"retbench\[(\w+)\]", words[2])
+            assert extra and f"\n{extra.group(1)} = [" in (ROOT / "pyproject.toml").read_text(encoding="utf-8"), line
+            continue
         if words[0] == "bash":
             done = subprocess.run(["bash", "-n", str(ROOT / words[1])], capture_output=True, text=True, check=False)
         elif words[0].endswith("retbench"):

@@ -33,7 +33,7 @@ import pytest
 import yaml
 
 from browser import CHROMIUM
-from label_page import WAIT_MS, press_and_wait_new_pair, shown, start_page
+from label_page import WAIT_MS, WALK, press_and_wait_new_pair, shown, start_page
 from repo_paths import PROMPTS, ROOT, SRC
 from retbench.loopback import stop_process
 
@@ -49,15 +49,6 @@ pytestmark = [
 
 PAGE = ROOT / "docs" / "howto" / "label-study.md"
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)
-#: the walk-through's commands, in order, as the page writes them (the test fails when the page changes them)
-WALK = [
-    "retbench traces import spans.json --out traces/ --max-queries 3 --seed 7",
-    "retbench label init study/ --dataset traces/ --systems systems.yaml --k 2 --decision live-langchain,bm25",
-    "retbench label prelabel study/ --judge judge.yaml",
-    "retbench label serve study/ --labeller ann",
-    "retbench compare --labels study/",
-    "retbench gate --criteria criteria.yaml --labels study/",
-]
 TRACED_QUERIES, SLICE_DOCS, LABELLED_QUERIES = 24, 300, 2
 ANSWER = re.compile(
     r"^(?:(?P<winner>\S+) beats (?P<loser>\S+) by (?P<by>[\d.]+) \[(?P<lo>[-\d.]+), (?P<hi>[-\d.]+)\] nDCG@2"

@@ -15,6 +15,16 @@ from pathlib import Path
 from repo_paths import SRC
 
 WAIT_MS = 60_000
+#: docs/howto/label-study.md's walk-through commands, in order, as the page writes them; the walk-through
+#: test runs them and fails when the page changes them
+WALK = [
+    "retbench traces import spans.json --out traces/ --max-queries 3 --seed 7",
+    "retbench label init study/ --dataset traces/ --systems systems.yaml --k 2 --decision live-langchain,bm25",
+    "retbench label prelabel study/ --judge judge.yaml",
+    "retbench label serve study/ --labeller ann",
+    "retbench compare --labels study/",
+    "retbench gate --criteria criteria.yaml --labels study/",
+]
 
 
 def start_page(study: Path, port: int, *extra: str) -> tuple[subprocess.Popen, str]:

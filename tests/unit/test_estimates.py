@@ -23,6 +23,11 @@ def test_a_yes_no_share_estimated_by_ppi_is_clipped_to_0_1_and_says_so():
     assert 0.0 <= est["ci_low"] <= est["mean"] <= est["ci_high"] == 1.0  # unclipped, the top end passes 1
     assert est["clipped"] == "[0, 1]"
     assert "[" in source_label(est, value=True) and "(clipped to [0, 1])" in source_label(est, value=True)
+    # the mirror case: the judge says no on every other query, and the bottom end is held at 0
+    no = table("llm", doubly + rest, [0, 1, 0, 1] + [0] * 20)
+    low = label_estimates(no, no, human, doubly)["hit@5"]
+    assert 0.0 == low["ci_low"] <= low["mean"] <= low["ci_high"] <= 1.0
+    assert low["clipped"] == "[0, 1]"
 
 
 def test_an_interval_inside_the_range_is_left_as_it_is():

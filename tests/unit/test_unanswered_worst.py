@@ -77,10 +77,13 @@ def test_the_eval_note_says_failed_answers_score_the_worst_value_where_lower_is_
 
 
 def test_a_failed_retrieval_query_still_scores_0_on_a_higher_is_better_metric():
-    qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}}
-    run = Run.from_dict({"q1": {"d1": 1.0}})  # q2 missing: trec_eval -c scores it 0
+    qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}, "q3": {"d3": 1}}
+    # q2 missing: trec_eval -c scores it 0; q3 timed out after its backend had sent back the relevant document,
+    # and a failed query is not credited with what it returned before failing
+    run = Run.from_dict({"q1": {"d1": 1.0}, "q3": {"d3": 1.0}}, status={"q3": "timeout"})
     ev = evaluate(run, qrels, ["ndcg@10", "P@5"])
     assert ev.values[ev.query_ids.index("q2")].tolist() == [0.0, 0.0]
+    assert ev.values[ev.query_ids.index("q3")].tolist() == [0.0, 0.0]
     assert ev.values[ev.query_ids.index("q1")].tolist() == [1.0, pytest.approx(0.2)]
 
 

@@ -302,7 +302,7 @@ def gate_command(
     from retbench.gates import gate
     from retbench.report.gate_comment import gate_json, render_comment, sentence
 
-    resamples = _resamples(resamples)
+    checked = _resamples(resamples)
     if labels is not None:
         given = [f"--{n}" for n, v in (("candidate", candidate), ("baseline", baseline), ("qrels", qrels)) if v]
         if given:
@@ -329,7 +329,7 @@ def gate_command(
             history_file=history_file,
             allow_different_data=allow_different_data,
             allow_different_settings=allow_different_settings,
-            n_resamples=resamples,
+            n_resamples=resamples if checked is None else checked,
             seed=seed,
             note=_note,
         )

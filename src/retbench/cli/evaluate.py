@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from retbench.estimates import Estimate
     from retbench.evaluation import Evaluation
     from retbench.metrics.judges.subtopics import SubtopicQrels
+    from retbench.report.trec import TrecStrings
 
 
 @handles_errors
@@ -82,6 +83,14 @@ def eval_command(
             "kept in trec_eval mode.",
         ),
     ] = None,
+    recall_rounding: Annotated[
+        str | None,
+        typer.Option(
+            help="Where recall level p falls among R relevant documents (iprec_at_recall, 11pt_avg): round "
+            "(trec_eval 10.0: lround(p*R)) or floor_plus_0.9 (trec_eval 9, pytrec_eval: (long)(p*R + 0.9)). "
+            "Default: round in trec_eval mode, floor_plus_0.9 in pytrec_eval mode."
+        ),
+    ] = None,
     default_k: Annotated[
         int, typer.Option(help="Cutoff for metrics given without one (a sample's metadata.k wins).")
     ] = 5,
@@ -137,18 +146,28 @@ def eval_command(
         "collection_size": collection_size,
         "mode": mode,
         "ignore_identical_ids": identical_ids,
+        "recall_rounding": recall_rounding,
         "default_k": default_k,
         "samples": samples,
         "texts": texts or None,
         "answers": answers or None,
         "subtopics": _subtopics(subtopic_qrels),
     }
-    names: list[Any] = list(metric) if metric else _default_metrics(samples, texts, bool(answers))
+    if metric:
+        names: list[Any] = list(metric)
+    elif fmt == "trec" and samples is None:
+        names = ["official"]  # trec_eval's own default set
+    else:
+        names = _default_metrics(samples, texts, bool(answers))
     printed: dict[str, str] = {}
     trec_notes: list[str] = []
-    if fmt == "trec":  # trec_eval's rule for a family asked for twice, and its printed names
-        from retbench.report.trec import trec_eval_measures
+    strings = None
+    if fmt == "trec":  # trec_eval's text measures, its rule for a family asked for twice, and its printed names
+        from retbench.report.trec import trec_eval_measures, trec_strings
 
+        names, strings = trec_strings(names)
+    names, refused = _usable(names, default_k)
+    if fmt == "trec":
         names, printed, trec_notes = trec_eval_measures(names, default_k)
     ev = evaluate(system, judged, names, **scoring)
     estimates: dict[str, Estimate] = {}
@@ -159,11 +178,41 @@ def eval_command(
     notes = _notes(ev, labels, llm_qrels) + _source_notes(estimates) + _subtopic_notes(ev, scoring["subtopics"])
     notes += trec_notes
     if fmt == "trec":
-        _print_trec(ev, per_query, notes, printed)
+        relstring = None
+        if strings is not None and strings.relstring and per_query:
+            from retbench.report.trec import relstrings
+
+            scored = system.truncate(max_docs) if max_docs is not None else system
+            relstring = relstrings(scored, judged, ev.query_ids, strings.depth, judged_only=judged_only)
+        _print_trec(ev, per_query, notes, printed, strings, relstring)
     elif fmt == "json":
         _print_json(ev, per_query, ci, labels, samples, estimates)
     else:
         _print_table(ev, per_query, ci, samples, notes, estimates)
+    if refused:  # the measures that could be computed are printed above; the others fail the command
+        raise fail("; ".join(refused))
+
+
+def _usable(names: list[Any], default_k: int) -> tuple[list[Any], list[str]]:
+    """The metric names that parse, and one message per name that does not: several -m succeed or fail one by
+    one (the command still exits 2, naming each refused one). When none parses, the first one's error is raised."""
+    from retbench.errors import ConfigError
+    from retbench.metrics.registry import parse_metrics
+
+    good: list[Any] = []
+    refused: list[str] = []
+    first: ConfigError | None = None
+    for name in names:
+        try:
+            parse_metrics([name], default_k)
+        except ConfigError as exc:
+            first = first or exc
+            refused.append(f"-m {name}: {exc}")
+            continue
+        good.append(name)
+    if first is not None and not good:
+        raise first
+    return good, refused
 
 
 def _subtopics(path: Path | None) -> SubtopicQrels | None:
@@ -279,11 +328,18 @@ def _source_notes(estimates: dict[str, Estimate]) -> list[str]:
     return notes
 
 
-def _print_trec(ev: Evaluation, per_query: bool, notes: list[str], printed: dict[str, str]) -> None:
+def _print_trec(
+    ev: Evaluation,
+    per_query: bool,
+    notes: list[str],
+    printed: dict[str, str],
+    strings: TrecStrings | None = None,
+    relstring: dict[str, str] | None = None,
+) -> None:
     """trec_eval's three columns on stdout; the mode and notes as comments on stderr."""
     from retbench.report.trec import trec_lines
 
-    for line in trec_lines(ev, per_query=per_query, names=printed):
+    for line in trec_lines(ev, per_query=per_query, names=printed, strings=strings, relstring=relstring):
         typer.echo(line)
     for note in [f"mode: {ev.label}", *notes]:
         typer.echo(f"# {note}", err=True)
@@ -302,7 +358,7 @@ def _print_json(
     import json
 
     from retbench.data.samples import groups_from_samples
-    from retbench.evaluation import json_safe
+    from retbench.io.files import json_safe
 
     out = ev.to_dict(per_query=per_query, ci=ci)
     for m, agg in out["metrics"].items():

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from retbench.config import ExperimentModel
     from retbench.results.model import StudyResult
-    from retbench.studies.cell import StudyOutcome
+    from retbench.studies.outcome import StudyOutcome
 
 
 @handles_errors
@@ -81,8 +81,9 @@ def _run_command(
     from retbench.report.leaderboard import build_leaderboard
     from retbench.report.resolution import resolve
     from retbench.report.terminal import render_costs, render_leaderboard, render_resolution, render_summary
-    from retbench.studies.benchmark import load_config, raise_if_backend_failed
+    from retbench.studies.benchmark import load_config
     from retbench.studies.llm_calls import raise_if_llm_calls_failed
+    from retbench.studies.outcome import raise_if_backend_failed
 
     cfg = load_config(config, output)
     if point is not None:

@@ -51,8 +51,8 @@ def chunking_command(
 ) -> None:
     """Compare chunkers x retrievers with span relevance; writes a results directory, report.md and report.html."""
     from retbench.report.terminal import render_chunking
-    from retbench.studies.benchmark import raise_if_backend_failed
     from retbench.studies.chunking import load_config, run_chunking
+    from retbench.studies.outcome import raise_if_backend_failed
 
     cfg = load_config(config, output)
     con = console()

@@ -16,13 +16,10 @@ from __future__ import annotations
 from retbench.config.base import Block, ConfigPath, ModelFile, field_error, resolve_path, validate
 from retbench.config.checks import check_types, is_int, known_keys, mapping, positive_int, require
 from retbench.config.common import (
-    MODES,
-    NO_RELEVANT,
     DatasetBlock,
     DatasetSpec,
     EncoderSettings,
     EvalBlock,
-    EvalSettings,
     SystemBlock,
     folder_name,
     sample_ids,
@@ -34,15 +31,12 @@ from retbench.config.lines import field_lines, line_of, locate
 from retbench.config.loader import load, read_config
 
 __all__ = [
-    "MODES",
-    "NO_RELEVANT",
     "Block",
     "ConfigPath",
     "DatasetBlock",
     "DatasetSpec",
     "EncoderSettings",
     "EvalBlock",
-    "EvalSettings",
     "ExperimentModel",
     "JudgeSettings",
     "LoadSettings",

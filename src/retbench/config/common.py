@@ -22,7 +22,7 @@ from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_v
 
 from retbench.config.base import Block, ConfigPath, NonNegativeInt, PositiveInt, field_error, validate
 from retbench.io.irds import PREFIX as IRDS_PREFIX
-from retbench.metrics.settings import EvalSettings
+from retbench.metrics.settings import EvalSettings, Mode, NoRelevant
 
 JoinRule = Literal["title_space_text", "title_newline_text", "text_only"]  # data.corpus.JOIN_RULES
 
@@ -200,10 +200,6 @@ def unique_names(systems: list[SystemBlock]) -> list[SystemBlock]:
 
 
 # -- evaluation --------------------------------------------------------------------------------------
-MODES = ("trec_eval", "pytrec_eval")
-NO_RELEVANT = ("skip", "zero", "one")
-
-
 _EVAL_DEFAULTS = EvalSettings()
 
 
@@ -213,8 +209,8 @@ class EvalBlock(Block, frozen=True):
 
     relevance_level: PositiveInt = _EVAL_DEFAULTS.relevance_level
     # None: by the mode (skip in trec_eval, zero in pytrec_eval), resolved in EvalSettings.no_relevant_policy
-    no_relevant: Literal["skip", "zero", "one"] | None = _EVAL_DEFAULTS.no_relevant  # type: ignore[assignment]
-    mode: Literal["trec_eval", "pytrec_eval"] = _EVAL_DEFAULTS.mode  # type: ignore[assignment]
+    no_relevant: NoRelevant | None = _EVAL_DEFAULTS.no_relevant  # type: ignore[assignment]
+    mode: Mode = _EVAL_DEFAULTS.mode  # type: ignore[assignment]
     default_k: PositiveInt = _EVAL_DEFAULTS.default_k
     bootstrap: PositiveInt = _EVAL_DEFAULTS.bootstrap
     seed: int = _EVAL_DEFAULTS.seed
@@ -261,8 +257,6 @@ class EncoderSettings(Block, frozen=True):
 
 
 __all__ = [
-    "MODES",
-    "NO_RELEVANT",
     "Dataset",
     "DatasetBlock",
     "DatasetSpec",

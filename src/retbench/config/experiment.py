@@ -50,6 +50,8 @@ def metric_cutoffs(metrics: list[str], default_k: int, depth: int) -> list[int]:
     return [parse_metric(m, default_k).k or depth for m in metrics]
 
 
+#: the fusion methods and score normalisations a config may name: their one home (retrievers/fusion.py implements
+#: each and its module docstring gives the formulas)
 FusionName = Literal[
     "rrf",
     "weighted",
@@ -83,7 +85,7 @@ MAX_RRF_K = 1e6
 class RerankFuseBlock(Block):
     """Mix the first stage's ranking into the reranked order (retrievers/rerank/stage.py, RerankFusion)."""
 
-    # the names of retrievers/fusion.py's FUSIONS and NORMALIZATIONS (a unit test keeps them equal)
+    # retrievers/fusion.py reads its FUSIONS and NORMALIZATIONS from these two Literals
     fusion: FusionName = "rrf"
     weights: list[Annotated[float, Field(ge=0, le=MAX_FUSION_WEIGHT, allow_inf_nan=False)]] = Field(
         [1.0, 1.0], min_length=2, max_length=2, description="[first stage, reranker]; at least one above 0"

@@ -26,24 +26,13 @@ Counting rules (docs/howto/metrics.md, "Conventions"; each is a test):
 - queries in the run that are not judged are ignored (listed in `unjudged`).
 
 The package: `table` holds the `Evaluation` (the per-query table, its aggregation and files), `scoring` the
-`evaluate` that builds one. Both names, `EvalSettings` and `coverage` are importable from here.
+`evaluate` that builds one; both are importable from here. `EvalSettings` is imported from its own module,
+`retbench.metrics.settings`, and `coverage` from `retbench.metrics.coverage`.
 """
 
 from __future__ import annotations
 
 from retbench.evaluation.scoring import Relevance, evaluate
 from retbench.evaluation.table import Evaluation
-from retbench.io.files import json_safe  # callers import it from here
-from retbench.metrics.coverage import coverage  # the cell runner and the report read it here
-from retbench.metrics.settings import MODES, NO_RELEVANT, EvalSettings
 
-__all__ = [
-    "MODES",
-    "NO_RELEVANT",
-    "EvalSettings",
-    "Evaluation",
-    "Relevance",
-    "coverage",
-    "evaluate",
-    "json_safe",
-]
+__all__ = ["Evaluation", "Relevance", "evaluate"]

@@ -114,6 +114,7 @@ def evaluate(
         judged,
         items=None if items is None else (items if everyone else items.take(rows)),
         collection_size=st.collection_size,
+        recall_rounding=st.recall_rule,
         scopes=scopes,
         subtopics=subtopics,
     )
@@ -144,6 +145,7 @@ def evaluate(
         judged_only=bool(st.judged_only),
         max_docs=st.max_docs,
         collection_size=st.collection_size,
+        recall_rounding=st.recall_rule,
     )
 
 

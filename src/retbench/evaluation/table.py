@@ -18,7 +18,7 @@ from retbench.io.tables import read_table, write_table
 from retbench.metrics.aggregate import aggregate_kind, aggregate_kinds, from_means, summarize, to_means
 from retbench.metrics.judged import JUDGED_METRICS
 from retbench.metrics.registry import parse_metric
-from retbench.metrics.settings import MODE_LABELS, EvalSettings
+from retbench.metrics.settings import LEGACY_ROUNDING, MODE_LABELS, EvalSettings
 from retbench.stats import bootstrap_means
 
 
@@ -91,6 +91,9 @@ class Evaluation:
     # of the `n_identical` dropped (query, doc) pairs, those the qrels judge relevant: BEIR's rule then drops a
     # relevant document (on ArguAna or Quora a public qrels file can judge a query's own id relevant)
     n_identical_relevant: int = 0
+    # where recall level p fell among R relevant documents (iprec_at_recall, 11pt_avg; settings.RECALL_ROUNDINGS):
+    # a table read back without it predates trec_eval 10.0's rule and used trec_eval 9's
+    recall_rounding: str = "round"
 
     def __post_init__(self) -> None:
         self.values = np.asarray(self.values, dtype=np.float64).reshape(len(self.query_ids), len(self.metrics))
@@ -152,6 +155,7 @@ class Evaluation:
             judged_only=self.judged_only,
             max_docs=self.max_docs,
             collection_size=self.collection_size,
+            recall_rounding=self.recall_rounding,
         )
 
     @property
@@ -258,6 +262,7 @@ class Evaluation:
             self.max_docs,
             self.collection_size,
             n_identical_relevant=self.n_identical_relevant,
+            recall_rounding=self.recall_rounding,
         )
 
     def select(self, metrics: Sequence[str]) -> Evaluation:
@@ -292,6 +297,7 @@ class Evaluation:
             **({"judged_only": True} if self.judged_only else {}),
             **({"max_docs": self.max_docs} if self.max_docs is not None else {}),
             **({"collection_size": self.collection_size} if self.collection_size is not None else {}),
+            "recall_rounding": self.recall_rounding,
             "n_queries": len(self.query_ids),
             "status": self.status_counts(),
             "skipped": list(self.skipped),
@@ -331,6 +337,7 @@ class Evaluation:
         "trec_names",
         "ignore_identical_ids",
         "n_identical",
+        "recall_rounding",
     )
 
     def to_tsv(self, path: str | Path) -> None:
@@ -361,4 +368,5 @@ class Evaluation:
             trec_names=list(meta.get("trec_names", [])) or [None] * len(metrics),
             ignore_identical_ids=bool(meta.get("ignore_identical_ids", False)),
             n_identical=int(meta.get("n_identical", 0)),
+            recall_rounding=str(meta.get("recall_rounding", LEGACY_ROUNDING)),
         )

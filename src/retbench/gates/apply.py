@@ -138,10 +138,15 @@ class GateReport:
         return len(self.failures) > self.criteria.max_failed_queries
 
     @property
+    def _blocks(self) -> bool:
+        """Whether a metric gate or a movement limit blocks the merge."""
+        return any(r.blocks for r in self.results) or any(m.blocks for m in self.movement)
+
+    @property
     def exit_code(self) -> int:
         if self.backend_failed:
             return EXIT_BACKEND
-        if any(r.blocks for r in [*self.results, *self.movement]):
+        if self._blocks:
             return EXIT_GATE_FAILED
         return EXIT_OK
 
@@ -149,9 +154,10 @@ class GateReport:
     def verdict(self) -> str:
         if self.backend_failed:
             return "backend_failed"
-        if any(r.blocks for r in [*self.results, *self.movement]):
+        if self._blocks:
             return "fail"
-        return "warn" if any(not r.passed for r in [*self.results, *self.movement]) else "pass"
+        passed = [r.passed for r in self.results] + [m.passed for m in self.movement]
+        return "warn" if not all(passed) else "pass"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON for machines: verdict, exit code, each gate's numbers and checks."""

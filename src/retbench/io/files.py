@@ -53,6 +53,22 @@ def small_file(path: Path, limit: int) -> bool:
         return False  # the reader reports the file's own error
 
 
+class _OwningGzipFile(gzip.GzipFile):
+    """A GzipFile writing into a file it owns: GzipFile leaves a file given as `fileobj` open, so the file (and the
+    last bytes in its buffer) would wait for the garbage collector; this one closes it with itself."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        # filename "" and mtime 0: the header names no file and no time, so the output is byte-stable across runs
+        super().__init__(filename="", mode="wb", fileobj=raw, mtime=0)
+        self._raw = raw
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
+
+
 def open_text(path: str | Path, mode: str = "rt") -> IO[str]:
     """Open a text file for reading or writing; `.gz` files are (de)compressed transparently."""
     p = Path(path)
@@ -60,9 +76,7 @@ def open_text(path: str | Path, mode: str = "rt") -> IO[str]:
         require_file(p)
     if p.suffix == ".gz":
         if "w" in mode:
-            # mtime=0 keeps compressed outputs byte-stable across runs
-            raw = gzip.GzipFile(filename="", mode="wb", fileobj=open(p, "wb"), mtime=0)  # noqa: SIM115
-            return io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+            return io.TextIOWrapper(_OwningGzipFile(open(p, "wb")), encoding="utf-8", newline="\n")
         return gzip.open(p, mode, encoding="utf-8-sig")  # type: ignore[return-value]
     # reading with utf-8-sig drops a byte-order mark at the start (never part of an id), as Arrow does
     return open(p, mode, encoding="utf-8-sig" if "r" in mode else "utf-8", newline="\n" if "w" in mode else None)
@@ -183,7 +197,7 @@ def _while_writing(exc: OSError, path: Path, tmp: Path | None) -> bool:
     return named is None or Path(named) == tmp or Path(named) in (path, *path.parents)
 
 
-def replace_atomically(path: Path, write: Callable[[Path], None]) -> None:
+def replace_atomically(path: Path, write: Callable[[Path], object]) -> None:
     """Call `write(tmp)` for a temporary path beside `path`, fsync it, then rename it over `path`.
 
     For formats with their own writer (TREC runs, TSV tables, arrays) whose content holds no free text.

@@ -1,5 +1,8 @@
 """TREC qrels (`qid iter docid grade`) and run files (`qid Q0 docid rank score tag`).
 
+A line whose first non-blank character is `#` is a comment and is skipped, in qrels and runs, as trec_eval
+10.0 skips it (its `get_qrels.c` and `get_trec_results.c`); a `#` inside a field (`doc#4_1633802806`) is data.
+
 Written files round-trip byte-stably: scores are written with Python's shortest exact float repr,
 queries and judgements keep their order, and the rank column is the 1-based position in
 trec_eval order (trec_eval itself ignores that column and re-sorts by score).
@@ -9,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,14 +22,12 @@ from retbench.data.ids import score_problem
 from retbench.data.keys import keys_from_bytes, may_repeat
 from retbench.data.lazy_ids import IdColumn
 from retbench.data.qrels import checked_grade
-from retbench.data.threads import cpus, thread_map
+from retbench.data.threads import thread_map
 from retbench.errors import InputError
 from retbench.io.files import iter_lines, open_text, small_file
+from retbench.io.trec_columns import array_buffers, indices, numbers, read_columns, take_rows
 
 if TYPE_CHECKING:
-    import gzip
-    import io
-
     import pyarrow as pa
 
 
@@ -42,14 +42,14 @@ def read_qrels(path: str | Path) -> Qrels:
     """Read a TREC qrels file. A (query, doc) judged twice is refused naming both lines, as trec_eval 9.0's
     `form_res_rels` refuses it ("duplicate docs"), even with equal grades: one of them is a mistake."""
     p = Path(path)
-    table = None if small_file(p, SMALL_FILE_BYTES) else _read_columns(p, _QRELS_FIELDS, "grade")
+    table = None if small_file(p, SMALL_FILE_BYTES) else read_columns(p, _QRELS_FIELDS, "grade")
     if table is not None:
-        grades = _numbers(table.column("grade"))
+        grades = numbers(table.column("grade"))
         if np.all(grades == np.trunc(grades)) and np.all(np.abs(grades) < 2**53):
             qids, lens, order = _query_segments(table.column("query"))
             docs = table.column("doc")
             if order is not None:
-                docs, grades = _take(docs, order), grades[order]
+                docs, grades = take_rows(docs, order), grades[order]
                 if docs is None:
                     return _read_qrels_lines(p)
             keys, exact = _column_keys(docs)
@@ -65,7 +65,7 @@ def _read_qrels_lines(p: Path) -> Qrels:
     first: dict[tuple[str, str], int] = {}  # (query, doc) -> the line that judged it
     for lineno, line in iter_lines(p):
         parts = line.split()
-        if not parts:
+        if not parts or parts[0].startswith("#"):  # blank, or a comment line (trec_eval 10.0)
             continue
         if len(parts) != 4:
             raise InputError(
@@ -91,24 +91,24 @@ def write_qrels(qrels: Qrels, path: str | Path) -> None:
 def read_run(path: str | Path, name: str | None = None) -> Run:
     """Read a TREC run file. The rank column is ignored (trec_eval re-sorts by score).
 
-    Files are parsed column-wise by Arrow's CSV reader (see `_read_columns`), and their doc ids stay
+    Files are parsed column-wise by Arrow's CSV reader (see `read_columns`), and their doc ids stay
     bytes with a 64-bit key each until something asks for them as strings (see `keys`): reading and
     judging 10M lines then never builds 10M Python objects. A file Arrow cannot read exactly as
     `str.split()` would (control bytes, a line that does not parse, ...) is read line by line, which
     also names the offending line; so is a file under `SMALL_FILE_BYTES` (it spares the pyarrow import).
     """
     p = Path(path)
-    table = None if small_file(p, SMALL_FILE_BYTES) else _read_columns(p, _RUN_FIELDS, "score")
+    table = None if small_file(p, SMALL_FILE_BYTES) else read_columns(p, _RUN_FIELDS, "score")
     if table is None:
         return _read_run_lines(p, name)
-    scores = _numbers(table.column("score"))
+    scores = numbers(table.column("score"))
     tags = table.column("tag")
     tag = tags[len(tags) - 1].as_py().decode("utf-8") if len(tags) else ""
     qids, lens, order = _query_segments(table.column("query"))
     docs = table.column("doc")
     del table, tags
     if order is not None:  # a query's lines are not contiguous: gather them, keeping file order within the query
-        docs = _take(docs, order)
+        docs = take_rows(docs, order)
         if docs is None:
             return _read_run_lines(p, name)
         scores = scores[order]
@@ -126,7 +126,7 @@ def _read_run_lines(p: Path, name: str | None) -> Run:
     tag = ""
     for lineno, line in iter_lines(p):
         parts = line.split()
-        if not parts:
+        if not parts or parts[0].startswith("#"):  # blank, or a comment line (trec_eval 10.0)
             continue
         if len(parts) < 6:  # trec_eval reads six fields and ignores the rest of the line
             raise InputError(
@@ -154,218 +154,9 @@ def _read_run_lines(p: Path, name: str | None) -> Run:
 
 _RUN_FIELDS = ("query", "q0", "doc", "rank", "score", "tag")
 _QRELS_FIELDS = ("query", "iteration", "doc", "grade")
-SMALL_FILE_BYTES = 32 * 1024  # read line by line: as fast as Arrow to ~1,000 lines, and no pyarrow import (0.07 s)
-
-
-def _delimiter(p: Path) -> str | None:
-    """The single separator of the file's first line (space or tab), None when it mixes them."""
-    try:
-        with _open_binary(p) as fh:
-            head = fh.read(1 << 16)
-    except (OSError, EOFError):
-        return None
-    first = next((line for line in head.splitlines() if line.strip()), b"")
-    has_space, has_tab = b" " in first, b"\t" in first
-    if has_space == has_tab:
-        return None
-    return " " if has_space else "\t"
-
-
-def _open_binary(p: Path) -> gzip.GzipFile | io.BufferedReader:
-    import gzip
-
-    return gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")
-
-
-_TAB_TO_SPACE = bytes.maketrans(b"\t", b" ")
-
-
-def _normalized(p: Path) -> bytes | None:
-    """The file with every run of spaces and tabs made one space and none at line ends: what
-    str.split() sees, in a form Arrow parses. None for non-ASCII files (the line reader decodes them)."""
-    try:
-        with _open_binary(p) as fh:
-            data = fh.read()
-    except (OSError, EOFError, ValueError):
-        return None
-    if not data.isascii():
-        return None
-    if b"\t" in data:  # each pass below copies the file: only the ones needed run
-        data = data.translate(_TAB_TO_SPACE)
-    while b"  " in data:
-        data = data.replace(b"  ", b" ")
-    edges = [(b" \n", b"\n"), (b"\n ", b"\n")]
-    if b"\r" in data:
-        edges += [(b" \r", b"\r"), (b"\r ", b"\r")]
-    for edge, plain in edges:
-        if edge in data:
-            data = data.replace(edge, plain)
-    return data.strip(b" ")
-
-
-def _read_columns(p: Path, fields: tuple[str, ...], number: str) -> pa.Table | None:
-    """The file as an Arrow table of binary columns plus one float64 column `number`, or None.
-
-    Arrow's CSV parser (one thread per part of the file) reads it directly when one space or one tab separates
-    the fields; any other spacing of spaces and tabs is first collapsed in memory (a few C-level
-    passes, ASCII files only). None means "use the line reader": pyarrow is missing, a line has
-    another column count, a text field is empty, holds a control byte or a Unicode space (str.split()
-    would cut at some of those) or is not UTF-8, or the number is not a finite float. Arrow parses floats exactly as float()
-    does (correctly rounded).
-    """
-    try:
-        import pyarrow as pa
-    except ImportError:  # pragma: no cover - pyarrow is a dependency
-        return None
-    delimiter = _delimiter(p)
-    if delimiter is not None:
-        try:
-            table = _parse_parts(_in_memory(str(p)), delimiter, fields, number)
-        except (pa.ArrowException, OSError, EOFError, ValueError):
-            table = None
-        if table is not None:
-            return table
-    data = _normalized(p)
-    if data is None or not data.strip():
-        return None
-    return _parse_parts(pa.py_buffer(data), " ", fields, number)
-
-
-def _in_memory(path: str) -> pa.Buffer:
-    """The file's bytes as an Arrow buffer: a memory map (plain files) or what gzip gives (`.gz`).
-
-    Arrow reads a stream ahead on its IO threads; from memory those reads are slices, so no file read is
-    left running on a thread when the process exits right after (a bad score: exit 2). Arrow would also
-    guess a compression from any suffix; the line reader knows `.gz` only, and so does this."""
-    import pyarrow as pa
-
-    if path.endswith(".gz"):
-        with _open_binary(Path(path)) as fh:
-            return pa.py_buffer(fh.read())
-    with pa.memory_map(path) as mapped:
-        return mapped.read_buffer()  # the buffer keeps the mapping alive after the file object closes
-
-
-_PART_BYTES = 1 << 20  # a part smaller than this is not worth a thread
-
-
-def _line_parts(data: pa.Buffer) -> list[pa.Buffer]:
-    """`data` cut at line ends into one part per CPU (fewer for a small file), each at least `_PART_BYTES`."""
-    k = min(cpus(), len(data) // _PART_BYTES)
-    cuts = [0]
-    for i in range(1, k):
-        at = len(data) * i // k
-        nl = data.slice(at, min(1 << 16, len(data) - at)).to_pybytes().find(b"\n")
-        if nl >= 0 and at + nl + 1 > cuts[-1]:
-            cuts.append(at + nl + 1)
-    cuts.append(len(data))
-    return [data.slice(a, b - a) for a, b in pairwise(cuts) if b > a]
-
-
-def _parse_parts(data: pa.Buffer, delimiter: str, fields: tuple[str, ...], number: str) -> pa.Table | None:
-    """`_parse_columns` over the file's parts at once, one Python thread each, the parts' tables joined in order.
-
-    The parse runs in C with the GIL released, so the parts' threads share the CPUs; each part uses Arrow's
-    one-thread reader. Arrow's own thread pool is not used: a process that exited right after a read on it
-    (a bad score: exit 2) aborted in about 1 of 16 runs ("terminate called without an active exception",
-    exit 134), while these threads end before the read returns."""
-    import pyarrow as pa
-
-    parts = _line_parts(data)
-    if len(parts) <= 1:
-        return _parse_columns(pa.BufferReader(data), delimiter, fields, number)
-    tables = thread_map(lambda part: _parse_columns(pa.BufferReader(part), delimiter, fields, number), parts)
-    if any(t is None for t in tables):
-        return None
-    return pa.concat_tables(tables)  # type: ignore[arg-type]
-
-
-def _parse_columns(source: pa.NativeFile, delimiter: str, fields: tuple[str, ...], number: str) -> pa.Table | None:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.csv as pacsv
-
-    types = {f: pa.float64() if f == number else pa.binary() for f in fields}
-    try:
-        table = pacsv.read_csv(
-            source,
-            # Arrow's one-thread reader: `_parse_parts` runs the parts at once on threads of its own
-            read_options=pacsv.ReadOptions(column_names=list(fields), block_size=1 << 22, use_threads=False),
-            parse_options=pacsv.ParseOptions(
-                delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False
-            ),
-            convert_options=pacsv.ConvertOptions(
-                column_types=types,
-                null_values=[],
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-                check_utf8=False,
-            ),
-        )
-    except (pa.ArrowException, OSError, EOFError, ValueError):
-        return None
-    for f in fields:
-        column = table.column(f)
-        if f == number:
-            if column.null_count or (len(column) and not pc.all(pc.is_finite(column)).as_py()):
-                return None
-            continue
-        ascii_only = True
-        for chunk in column.chunks:
-            offsets, data = _buffers(chunk)
-            if bool((offsets[1:] == offsets[:-1]).any()):
-                return None  # an empty field
-            data = data[offsets[0] : offsets[-1]]
-            if len(data) and data.min() < 33:
-                return None
-            ascii_only &= not len(data) or data.max() < 128
-        if not ascii_only:  # UTF-8 ids are fine unless invalid or holding a space str.split() cuts at
-            try:
-                text = column.cast(pa.string())
-            except pa.ArrowException:
-                return None
-            if pc.any(pc.match_substring_regex(text, _UNICODE_SPACE)).as_py():
-                return None
-    return table
-
-
-# the non-ASCII characters str.isspace() accepts (tests/test_evaluation_inputs.py checks the list)
-_UNICODE_SPACE = r"[\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]"
-
-
-def _buffers(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(int32 offsets into data, uint8 data) of one Arrow binary array, without copying anything."""
-    _, off_buf, data_buf = chunk.buffers()  # pa.binary(): int32 offsets
-    offsets = np.frombuffer(off_buf, dtype=np.int32)[chunk.offset : chunk.offset + len(chunk) + 1]
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
-    return offsets, data
-
-
-def _numbers(column: pa.Array | pa.ChunkedArray, dtype: type = np.float64) -> np.ndarray:
-    """A numeric Arrow array or column without nulls as one NumPy array, read from its buffers.
-
-    (Arrow's own to_numpy imports pandas, a fifth of a second this path does not need.)
-    """
-    chunks = getattr(column, "chunks", [column])
-    parts: list[np.ndarray] = [np.frombuffer(c.buffers()[1], dtype=dtype)[c.offset : c.offset + len(c)] for c in chunks]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-
-
-def _indices(positions: np.ndarray) -> pa.Array:
-    import pyarrow as pa
-
-    positions = np.ascontiguousarray(positions, dtype=np.int64)
-    return pa.Array.from_buffers(pa.int64(), len(positions), [None, pa.py_buffer(positions)])
-
-
-def _take(column: pa.ChunkedArray, order: np.ndarray) -> pa.ChunkedArray | None:
-    """The column reordered, or None where Arrow cannot (more than 2 GiB of ids in one array)."""
-    import pyarrow as pa
-
-    try:
-        return column.take(_indices(order))
-    except pa.ArrowException:
-        return None
+# Below this size a file is read line by line: up to about 1,000 lines that is as fast as Arrow's reader (1.4-1.6 ms
+# for 1,000 run lines either way), and it spares importing pyarrow, about 0.07 CPU s (benchmarks/startup.py).
+SMALL_FILE_BYTES = 32 * 1024
 
 
 def _column_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
@@ -399,7 +190,7 @@ def _chunk_keys(chunk: pa.Array) -> tuple[np.ndarray, bool]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    offsets, data = _buffers(chunk)
+    offsets, data = array_buffers(chunk)
     n = len(chunk)
     if n:
         try:
@@ -408,7 +199,7 @@ def _chunk_keys(chunk: pa.Array) -> tuple[np.ndarray, bool]:
         except pa.ArrowException:  # pragma: no cover - the general path below reads any bytes
             padded = None
         if padded is not None:
-            p_offsets, p_data = _buffers(padded)
+            p_offsets, p_data = array_buffers(padded)
             start = int(p_offsets[0])
             if int(p_offsets[-1]) - start == 8 * n:
                 keys = np.frombuffer(p_data, dtype="<u8", count=n, offset=start)  # (copied out by the caller)
@@ -425,7 +216,7 @@ def _query_segments(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray, np.
 
     def runs(chunk: pa.Array) -> tuple[pa.Array, np.ndarray]:
         encoded = pc.run_end_encode(chunk)
-        return encoded.values, _numbers(encoded.run_ends, np.int32)
+        return encoded.values, numbers(encoded.run_ends, np.int32)
 
     chunks = [c for c in column.chunks if len(c)]
     heads: list[str] = []
@@ -476,7 +267,7 @@ class _ArrowIds:
         out = np.empty(len(positions), dtype=object)
         for c in np.unique(which).tolist():
             at = np.flatnonzero(which == c)
-            got = chunks[c].take(_indices(positions[at] - starts[c]))
+            got = chunks[c].take(indices(positions[at] - starts[c]))
             out[at] = got.cast(pa.string()).to_pylist()
         return out
 

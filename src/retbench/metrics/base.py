@@ -46,6 +46,8 @@ class MetricContext:
     # count the gold items matched rather than relevant chunks when it is there
     items: Any = None
     collection_size: int | None = None  # documents in the collection (trec_eval -N; utility's d term)
+    # where recall level p falls among R relevant documents (iprec_at_recall, 11pt_avg): settings.RECALL_ROUNDINGS
+    recall_rounding: str = "round"
     # query id -> "is this doc id inside the scope the system chose?" (retrievers/scope.py; None: scoping off)
     scopes: Mapping[str, Callable[[str], bool]] | None = None
     # subtopic qrels (metrics/judges/subtopics.SubtopicQrels) given beside ordinary qrels, as the TREC Web

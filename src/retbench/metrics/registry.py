@@ -344,16 +344,17 @@ def _parse_trec(s: str, spec: str, default_k: int, *, expand: bool) -> list[Metr
             if len(nums) != len(names):
                 raise ConfigError(f"metric {spec!r}: {fam} takes {len(names)} values ({', '.join(names)})")
             return [_make_spec(metric, None, dict(zip(names, nums, strict=True)), spec, default_k)]
-        return [_trec_point(metric, v, spec, default_k) for v in nums]
+        return [_trec_point(metric, v, spec, default_k, truncate=s[len(fam)] == ".") for v in nums]
     return None
 
 
-def _trec_point(metric: Metric, value: float, spec: str, default_k: int) -> MetricSpec:
-    """One measure of a trec_eval family: `value` is its cutoff, or its one parameter."""
+def _trec_point(metric: Metric, value: float, spec: str, default_k: int, *, truncate: bool = False) -> MetricSpec:
+    """One measure of a trec_eval family: `value` is its cutoff, or its one parameter. `truncate`: a cutoff typed
+    in `-m FAMILY.list` is read as trec_eval reads it, with C's atol (`ndcg_cut.23.4` is ndcg_cut_23)."""
     names = tuple(getattr(metric, "trec_params", ()) or ())
     if names:
         return _make_spec(metric, None, {names[0]: float(value)}, spec, default_k)
-    if float(value) != int(value):
+    if not np.isfinite(value) or (float(value) != int(value) and not truncate):
         raise ConfigError(f"metric {spec!r}: a cutoff must be a whole number, got {value:g}", field="metric")
     return _make_spec(metric, int(value), {}, spec, default_k)
 

@@ -11,16 +11,35 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, Literal, get_args
 
 from retbench.errors import ConfigError
 from retbench.jsontypes import JSONObject
 from retbench.metrics.registry import MAX_CUTOFF
 
-MODES = ("trec_eval", "pytrec_eval")
-NO_RELEVANT = ("skip", "zero", "one")
+#: the counting modes and the policies for a query with nothing relevant (the config's `evaluation:` block
+#: declares its fields with these Literals, so its schema and this module's checks name the same values)
+Mode = Literal["trec_eval", "pytrec_eval"]
+NoRelevant = Literal["skip", "zero", "one"]
+MODES: tuple[str, ...] = get_args(Mode)
+NO_RELEVANT: tuple[str, ...] = get_args(NoRelevant)
+#: where recall level p of a query with R relevant documents falls (iprec_at_recall, 11pt_avg): `round` is
+#: trec_eval 10.0's lround(p * R) (halves away from zero); `floor_plus_0.9` is trec_eval 9's and pytrec_eval's
+#: (long)(p * R + 0.9)
+RECALL_ROUNDINGS = ("round", "floor_plus_0.9")
+#: the rule every result scored before trec_eval 10.0's existed in retbench was scored with (`Evaluation.from_tsv`)
+LEGACY_ROUNDING = "floor_plus_0.9"
 
-__all__ = ["MODES", "NO_RELEVANT", "EvalSettings", "checked_level", "with_overrides"]
+__all__ = [
+    "MODES",
+    "NO_RELEVANT",
+    "RECALL_ROUNDINGS",
+    "EvalSettings",
+    "Mode",
+    "NoRelevant",
+    "checked_level",
+    "with_overrides",
+]
 
 
 @dataclass(frozen=True)
@@ -40,7 +59,9 @@ class EvalSettings:
     mode: on in the pytrec_eval ("as BEIR") mode, off in the trec_eval mode, which drops nothing; judged_only: score
     the judged documents only, in their order (trec_eval `-J`, condensed lists); max_docs: the documents
     per query scored (trec_eval `-M`); collection_size: documents in the collection (trec_eval `-N`, read
-    by utility).
+    by utility); recall_rounding: where recall level p falls among a query's R relevant documents for
+    iprec_at_recall and 11pt_avg (one of `RECALL_ROUNDINGS`); None (the default) follows the mode: trec_eval
+    10.0's `round` in the trec_eval mode, trec_eval 9's `floor_plus_0.9` in the pytrec_eval mode.
     """
 
     relevance_level: int = 1
@@ -53,6 +74,7 @@ class EvalSettings:
     judged_only: bool = False
     max_docs: int | None = None
     collection_size: int | None = None
+    recall_rounding: str | None = None
 
     def aggregate_kwargs(self) -> dict[str, int]:
         """The keyword arguments of `Evaluation.aggregate` these settings fix."""
@@ -72,16 +94,29 @@ class EvalSettings:
             return self.mode == "pytrec_eval"
         return bool(self.ignore_identical_ids)
 
+    @property
+    def recall_rule(self) -> str:
+        """`recall_rounding` resolved: as set, else by the mode (trec_eval 10.0's `round`, pytrec_eval's 9 rule)."""
+        if self.recall_rounding is None:
+            return LEGACY_ROUNDING if self.mode == "pytrec_eval" else "round"
+        return self.recall_rounding
+
     def to_dict(self) -> JSONObject:
         """The settings as recorded in manifests and fingerprints (identical ids resolved by the mode).
 
         trec_eval's -J/-M/-N options are left out while at their defaults, so results scored before they existed
-        keep their fingerprints (a finished cell is not scored again after an upgrade that changed nothing)."""
+        keep their fingerprints (a finished cell is not scored again after an upgrade that changed nothing); so is
+        the recall rounding while it is the mode's own. A cell finished before trec_eval 10.0's rounding existed
+        therefore keeps its stored iprec_at_recall and 11pt_avg values (trec_eval 9's rule), and its table, read
+        back without a `recall_rounding` entry, says so (`Evaluation.from_tsv`)."""
         out = {
             **asdict(self),
             "ignore_identical_ids": self.identical_ids_ignored,
             "no_relevant": self.no_relevant_policy,
+            "recall_rounding": self.recall_rule,
         }
+        if self.recall_rule == replace(self, recall_rounding=None).recall_rule:
+            del out["recall_rounding"]
         for name, default in _OPTION_DEFAULTS.items():
             if out[name] == default:
                 del out[name]
@@ -115,6 +150,11 @@ def checked_level(settings: EvalSettings) -> int:
         raise ConfigError(
             f"unknown no_relevant policy {settings.no_relevant!r}; expected one of {', '.join(NO_RELEVANT)}",
             field="no_relevant",
+        )
+    if settings.recall_rule not in RECALL_ROUNDINGS:
+        raise ConfigError(
+            f"unknown recall rounding {settings.recall_rounding!r}; expected one of {', '.join(RECALL_ROUNDINGS)}",
+            field="recall_rounding",
         )
     for name in ("max_docs", "collection_size"):
         value = getattr(settings, name)

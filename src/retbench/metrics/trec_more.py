@@ -3,10 +3,12 @@
 Formulas, read from trec_eval's `m_*.c` (R: relevant documents at the level, Rp: documents with a positive
 grade, nrr: relevant retrieved, n: retrieved; ranks 1-based unless said):
 
-- iprec_at_recall(p): c = floor(p * R + 0.9) (trec_eval 9; 10.0 rounds instead); the largest precision
-  at or after the c-th relevant document (c = 0 reads as c = 1), 0 when c > nrr; 11pt_avg: its mean over
-  p = 0, 0.1, ..., 1;
-- Rprec_mult(x): relevant in the top c / c with c = floor(x * R + 0.9) (0 when c = 0);
+- iprec_at_recall(p): c = round(p * R), halves away from zero (trec_eval 10.0's lround; the `round` rule), or
+  c = floor(p * R + 0.9) (trec_eval 9 and pytrec_eval; the `floor_plus_0.9` rule): they differ where the
+  fractional part of p * R lies in [0.1, 0.5), e.g. p = 0.6, R = 4: 10.0 takes 2 relevant documents, 9 takes 3;
+  the largest precision at or after the c-th relevant document (c = 0 reads as c = 1), 0 when c > nrr;
+  11pt_avg: its mean over p = 0, 0.1, ..., 1 (or the levels given);
+- Rprec_mult(x): relevant in the top c / c with c = floor(x * R + 0.9) (0 when c = 0; 10.0 kept this rule);
 - relative_P@k: relevant in the top k / min(k, R);
 - set_P = nrr / n, set_recall = nrr / R, set_relative_P = nrr / min(n, R), set_map = nrr^2 / (n R),
   set_F(x) = (x + 1) P R / (x P + R) with P, R the set precision and recall (trec_eval's own weighting,
@@ -68,17 +70,23 @@ def _relevant(gm: GainMatrix, level: int) -> tuple[np.ndarray, np.ndarray]:
     return gm.hit_rows[rel], gm.hit_ranks[rel]
 
 
-def recall_cutoff(p: float, r: np.ndarray) -> np.ndarray:
-    """trec_eval 9's number of relevant documents that recall level p stands for: (long)(p * R + 0.9)."""
-    return np.floor(p * r.astype(np.float64) + 0.9).astype(np.int64)
+def recall_cutoff(p: float, r: np.ndarray, rounding: str = "floor_plus_0.9") -> np.ndarray:
+    """The number of relevant documents that recall level p stands for among R: trec_eval 9's (long)(p * R + 0.9)
+    (`floor_plus_0.9`), or trec_eval 10.0's lround(p * R) (`round`: halves away from zero, computed exactly, as
+    floor(x + 0.5) would round 0.49999999999999994 up)."""
+    x = p * r.astype(np.float64)
+    if rounding == "round":
+        whole = np.floor(x)
+        return (whole + (x - whole >= 0.5)).astype(np.int64)
+    return np.floor(x + 0.9).astype(np.int64)
 
 
-def iprec_at_recall(gm: GainMatrix, p: float, level: int = 1) -> np.ndarray:
-    """Interpolated precision at recall level p (trec_eval iprec_at_recall)."""
+def iprec_at_recall(gm: GainMatrix, p: float, level: int = 1, rounding: str = "round") -> np.ndarray:
+    """Interpolated precision at recall level p (trec_eval iprec_at_recall; `rounding`: see `recall_cutoff`)."""
     rows, ranks = _relevant(gm, level)
     prec = nth_in_row(rows) / (ranks + 1.0)
     nrr = np.bincount(rows, minlength=len(gm))
-    c = np.maximum(recall_cutoff(p, gm.n_relevant(level)), 1)
+    c = np.maximum(recall_cutoff(p, gm.n_relevant(level), rounding), 1)
     ok = np.flatnonzero(c <= nrr)
     out = np.zeros(len(gm), dtype=np.float64)
     if len(ok):
@@ -89,12 +97,14 @@ def iprec_at_recall(gm: GainMatrix, p: float, level: int = 1) -> np.ndarray:
     return out
 
 
-def eleven_point_average(gm: GainMatrix, level: int = 1) -> np.ndarray:
-    """Mean interpolated precision over recall 0, 0.1, ..., 1 (trec_eval 11pt_avg)."""
+def eleven_point_average(
+    gm: GainMatrix, level: int = 1, rounding: str = "round", points: tuple[float, ...] = ELEVEN_POINTS
+) -> np.ndarray:
+    """Mean interpolated precision over recall 0, 0.1, ..., 1, or the levels given (trec_eval 11pt_avg)."""
     total = np.zeros(len(gm), dtype=np.float64)
-    for p in ELEVEN_POINTS:  # 11 vectorized passes, not a loop over queries
-        total += iprec_at_recall(gm, p, level)
-    return total / len(ELEVEN_POINTS)
+    for p in points:  # one vectorized pass per level, not a loop over queries
+        total += iprec_at_recall(gm, p, level, rounding)
+    return total / len(points)
 
 
 def rprec_mult(gm: GainMatrix, x: float, level: int = 1) -> np.ndarray:

@@ -119,7 +119,7 @@ def builtins() -> list[Builtin]:
         Builtin(
             "iprec_at_recall",
             "none",
-            lambda c, k, lv, p: tm.iprec_at_recall(c.gm, p["recall"], lv),
+            lambda c, k, lv, p: tm.iprec_at_recall(c.gm, p["recall"], lv, c.recall_rounding),
             "interpolated precision at a recall level (the precision-recall curve)",
             params={"recall": 0.0},
             param_ranges={"recall": (0.0, 1.0)},
@@ -180,7 +180,7 @@ def builtins() -> list[Builtin]:
         Builtin(
             "iprec_11pt",
             "none",
-            lambda c, k, lv, p: tm.eleven_point_average(c.gm, lv),
+            lambda c, k, lv, p: tm.eleven_point_average(c.gm, lv, c.recall_rounding),
             "mean interpolated precision at recall 0, 0.1, ..., 1",
             ("11pt_avg",),
             trec="11pt_avg",

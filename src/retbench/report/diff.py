@@ -136,6 +136,6 @@ def diff_html(d: RunDiff) -> str:
         sections.append(("documents", "Documents", "".join(shifts)))
     if d.labelled is not None:
         sections.append(("labelled", "Against the labels", "".join(f"<p>{escape(x)}</p>" for x in _labelled_lines(d))))
-    header = f'<p class="muted">{escape(d.name_b)} against {escape(d.name_a)}, top {d.k}, no labels needed.</p>'
+    intro = f'<p class="muted">{escape(d.name_b)} against {escape(d.name_a)}, top {d.k}, no labels needed.</p>'
     footer = "".join(note(n) for n in d.notes)
-    return page(f"diff: {d.name_b} vs {d.name_a}", header, sections, footer=footer)
+    return page(f"diff: {d.name_b} vs {d.name_a}", intro, sections, footer=footer)

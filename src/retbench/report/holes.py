@@ -10,6 +10,19 @@ from html import escape
 
 from retbench.results.caveats import HOLE_MEASURES, JUDGED, Holes
 
+_EXPLAINED = (
+    "bpref and infAP use judged documents only; the condensed nDCG@10 removes unjudged documents first "
+    "(trec_eval -J); RBP is trec_eval's rbp_p=0.8, graded (a relevant document gains its grade over the query's "
+    "top grade; ir_measures' RBP(p=0.8) counts every relevant document as 1); the RBP residual is how much RBP "
+    "could still rise if every unjudged document were relevant."
+)
+#: said when the qrels judge only relevant documents: two of the columns then repeat other metrics
+RELEVANT_ONLY = (
+    "These qrels judge no document below the relevance level (only relevant documents are listed), so a judged "
+    "document is a relevant one: judged@10 equals P@10 and bpref equals recall, and they are no extra evidence "
+    "about the holes."
+)
+
 
 def holes_markdown(holes: list[Holes], text: Callable[[str], str] = str) -> list[str]:
     """The warning lines and a table of the hole measures, for the Markdown report and the PR comment.
@@ -24,13 +37,10 @@ def holes_markdown(holes: list[Holes], text: Callable[[str], str] = str) -> list
     for h in holes:
         cells = [f"{h.values[lab]:.4f}" if lab in h.values else "—" for lab in labels]
         lines.append(f"| {text(h.system)} | {h.judged:.4f} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "bpref and infAP use judged documents only; the condensed nDCG@10 removes unjudged documents first "
-        "(trec_eval -J); the RBP residual is how much RBP could still rise if every unjudged document were relevant.",
-        "",
-    ]
-    return lines
+    lines += ["", _EXPLAINED]
+    if any(h.relevant_only for h in holes):
+        lines.append(RELEVANT_ONLY)
+    return [*lines, ""]
 
 
 def holes_html(holes: list[Holes]) -> str:
@@ -47,4 +57,7 @@ def holes_html(holes: list[Holes]) -> str:
     )
     warn = "".join(f'<p class="note warn" data-holes="{escape(h.system)}">{escape(h.sentence())}</p>' for h in holes)
     table = f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
-    return f'<div class="holes">{warn}{table}</div>'
+    notes = f'<p class="note">{escape(_EXPLAINED)}</p>'
+    if any(h.relevant_only for h in holes):
+        notes += f'<p class="note">{escape(RELEVANT_ONLY)}</p>'
+    return f'<div class="holes">{warn}{table}{notes}</div>'

@@ -438,7 +438,11 @@ def render_html(data: ReportData) -> str:
             if r
         ],
         ("curves", "Metric@k curves", f'<p class="small muted chart-hint">{LEGEND_HINT}</p>' + _curves(data)),
-        *([("pr-curve", "Precision-recall curve", pr_figure(data.pr_curves))] if data.pr_curves else []),
+        *(
+            [("pr-curve", "Precision-recall curve", pr_figure(data.pr_curves, data.pr_rounding))]
+            if data.pr_curves
+            else []
+        ),
         ("comparison", "Comparison", _comparison(data)),
         ("latency", "Latency", latency_html(data)),
         *tradeoff_section(data),

@@ -20,12 +20,13 @@ from retbench.comparison import Comparison, align, compare
 from retbench.data import Run
 from retbench.errors import InputError
 from retbench.estimates import source_label
-from retbench.evaluation import Evaluation, coverage
+from retbench.evaluation import Evaluation
 from retbench.inputs import canonical_metrics
+from retbench.metrics.coverage import coverage
 from retbench.metrics.primary import default_primary
 from retbench.metrics.registry import parse_metric
 from retbench.report import fmt
-from retbench.report.prcurve import pr_curves
+from retbench.report.prcurve import curve_rounding, pr_curves
 from retbench.results.caveats import find_holes
 from retbench.results.model import StudyResult, SystemResult, config_from_manifest
 from retbench.results.read import judge_reasons, load_judgements
@@ -109,6 +110,7 @@ class ReportData:
         None  # resolution.RankResolution of three or more systems on one dataset (primary metric)
     )
     pr_curves: dict[str, list[float]] = field(default_factory=dict)  # system -> iprec at recall 0.0 .. 1.0
+    pr_rounding: str = "round"  # the recall rounding of those curves (report.prcurve.curve_rounding)
     holes: list[Holes] = field(default_factory=list)  # report.holes.Holes: systems whose top 10 is too often unjudged
 
     def system(self, name: str) -> SystemSummary:
@@ -272,6 +274,7 @@ def build_report(
         drill=drill,
         resolution=resolve(list(evs.values()), primary) if board is None else None,
         pr_curves=pr,
+        pr_rounding=curve_rounding(evs),
         holes=holes,
     )
 

@@ -13,23 +13,13 @@
 <out>/systems/<system>/answers.jsonl    a RAG system's answer side per query, rebuilt from the journal
 """
 
-from retbench.results.files import (
-    AppendLog,
-    load_run,
-    read_json,
-    save_run,
-    write_json,
-    write_jsonl,
-    write_status,
-    write_text,
-)
+from retbench.results.files import load_run, read_json, save_run, write_status
 from retbench.results.layout import SystemDir
 from retbench.results.model import MetricValue, StudyManifest, StudyResult, SystemResult
 from retbench.results.read import load_results, read_results
 from retbench.results.write import write_results
 
 __all__ = [
-    "AppendLog",
     "MetricValue",
     "StudyManifest",
     "StudyResult",
@@ -40,9 +30,6 @@ __all__ = [
     "read_json",
     "read_results",
     "save_run",
-    "write_json",
-    "write_jsonl",
     "write_results",
     "write_status",
-    "write_text",
 ]

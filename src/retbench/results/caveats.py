@@ -46,7 +46,8 @@ HOLE_MEASURES: tuple[tuple[str, str, bool], ...] = (
     ("bpref", "bpref", False),
     ("infAP", "infAP", False),
     ("nDCG@10 (condensed, -J)", "ndcg@10", True),
-    ("RBP(p=0.8)", "rbp(p=0.8)", False),  # the canonical name: bare `rbp` is trec_eval's p = 0.9
+    # trec_eval 10.0's rbp_p=0.8 (graded: a hit gains its grade over the query's top grade); bare `rbp` is p = 0.9
+    ("RBP p=0.8 (graded)", "rbp(p=0.8)", False),
     ("RBP residual", "rbp_resid(p=0.8)", False),
 )
 #: the stored means the holes are read from before anything is computed
@@ -62,6 +63,9 @@ class Holes:
     values: dict[str, float]  # HOLE_MEASURES label -> mean
     basis: str = "answered"  # "answered": over the queries the system answered; "counted": every counted query
     depth: int | None = None  # documents retrieved per query, when recorded (a shallower run has no top 10)
+    #: the qrels judge no document below the relevance level (SciFact and many public collections): then a
+    #: judged document is a relevant one, judged@10 is P@10 and bpref is recall, no extra evidence about holes
+    relevant_only: bool = False
 
     def sentence(self) -> str:
         """The warning shown next to the numbers (of the top 10, or of the whole ranking when it is shorter)."""
@@ -157,7 +161,9 @@ def system_holes(
         for label, name, condensed in HOLE_MEASURES
         if (condensed and name in got) or (not condensed and (name in stored or name in got))
     }
-    return Holes(system, float(share), values, basis, _depth(ev.coverage if ev is not None else {}))
+    level = ev.relevance_level if ev is not None else 1
+    only = qrels is not None and bool(qrels.n_judgements) and min(qrels.grade_histogram()) >= level
+    return Holes(system, float(share), values, basis, _depth(ev.coverage if ev is not None else {}), only)
 
 
 def _depth(coverage: Mapping[str, Any]) -> int | None:

@@ -3,11 +3,14 @@
 Two figures per system, each an itemised sum with every item's quantity, unit price and source:
 
 - **per 1,000 queries**: the search stage's machine time (its wall seconds, on the device it ran on: a CPU or a
-  GPU machine, billed per second as cloud instances are), scaled to 1,000 queries; and the hosted-model calls
+  GPU machine, billed per second as cloud instances are), scaled to 1,000 queries; for a system that encodes
+  its queries, their encoding, measured apart from the embedding cache (the same whichever system ran first;
+  a hosted embedding API's queries are listed as not measured); and the hosted-model calls
   and tokens of the answering stages (`generate`: calls, input and output tokens per 1,000 queries). The LLM
   judge is the evaluation's cost, not the system's, and is left out.
 - **indexing** (once): the encode and index stages' machine time; and, per month, the saved index's size in
-  GB (10^9 bytes) times the GB-month price.
+  GB (10^9 bytes) times the GB-month price. Document vectors read from the embedding cache were not encoded by
+  this run, so their encoding is listed as not measured and the indexing total is unknown.
 
 Nothing is priced without a stated price: an item the run measured (quantity > 0) whose price is not given is
 listed under `missing`, and the total is None (shown as missing), never a sum that quietly counts it as 0. An
@@ -61,6 +64,19 @@ def _itemise(quantities: list[tuple[str, str, float | None]], prices: Mapping[st
     return {"total": total, "items": items, "missing": missing, "not_measured": unmeasured}
 
 
+def timed_search_seconds(resources: Mapping[str, Any]) -> tuple[float | None, Mapping[str, Any] | None]:
+    """(the search stage's seconds without the query-vector warm-up, the warm-up's figures or None).
+
+    The warm-up encodes every query before the timed search, and only those the embedding cache lacks, so
+    its seconds depend on which system ran first; left in, a dense system run first would cost more per query
+    than the same system run second (`studies.executors.warm_query_vectors`)."""
+    search = resources.get("search_seconds")
+    warmup = (resources.get("search_on") or {}).get("query_warmup")
+    if search is None or not isinstance(warmup, Mapping):
+        return search, None
+    return max(0.0, float(search) - float(warmup.get("seconds") or 0.0)), warmup
+
+
 def system_costs(
     costs: CostsBlock,
     system: str,
@@ -73,10 +89,13 @@ def system_costs(
     res = dict(resources or {})
     unit = _device_unit(res)
     scale = 1000.0 / n_queries if n_queries > 0 else None
-    search = res.get("search_seconds")
+    search, warmup = timed_search_seconds(res)
     per_query: list[tuple[str, str, float | None]] = [
         ("search machine seconds", unit, search * scale if search is not None and scale else None)
     ]
+    if warmup is not None:  # a system that encodes its queries: their encoding, whatever the cache held
+        rate = warmup.get("encode_seconds_per_query")
+        per_query.append(("query encoding machine seconds", unit, None if rate is None else float(rate) * 1000.0))
     for stage in SERVING_STAGES:
         block = (usage or {}).get(stage)
         if isinstance(block, Mapping) and scale:
@@ -93,11 +112,16 @@ def system_costs(
             )
     index_s = [res.get("encode_seconds"), res.get("index_seconds")]
     building = sum(s for s in index_s if s is not None) if any(s is not None for s in index_s) else None
+    encode = res.get("encode_on") or {}
+    cached = int(encode.get("of") or 0) - int(encode.get("encoded") or 0)
+    building_items: list[tuple[str, str, float | None]] = [("encode and index machine seconds", unit, building)]
+    if cached > 0:  # vectors the embedding cache held were not encoded (or timed) by this run: unknown, not free
+        building_items.append((f"document encoding ({cached:,} vectors from the embedding cache)", unit, None))
     size = res.get("index_bytes")
     out: dict[str, Any] = {
         "currency": costs.currency,
         "per_1k_queries": _itemise(per_query, prices),
-        "indexing": _itemise([("encode and index machine seconds", unit, building)], prices),
+        "indexing": _itemise(building_items, prices),
         "index_per_month": _itemise(
             [("saved index (GB)", "index_gb_month", size / 1e9 if size is not None else None)], prices
         ),

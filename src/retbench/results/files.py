@@ -2,7 +2,7 @@
 
 The writer itself (atomic, strict JSON, redacted: `write_json`, `write_jsonl`, `write_text`,
 `AppendLog`) lives in `io.files`, low enough in the layers that the LLM call log, the caches and
-every study use the same one; it is re-exported here for the results layer's callers.
+every study use the same one: import it from there.
 """
 
 from __future__ import annotations
@@ -16,40 +16,14 @@ from retbench.data import QueryStatus, Run
 from retbench.data.answers import SystemAnswer
 from retbench.data.status import RUN_STATUSES
 from retbench.errors import InputError
-from retbench.io.files import (
-    AppendLog,
-    atomic_text,
-    dumps,
-    iter_jsonl,
-    json_line,
-    replace_atomically,
-    write_json,
-    write_jsonl,
-    write_text,
-)
+from retbench.io.files import atomic_text, iter_jsonl, json_line, replace_atomically, write_jsonl
 from retbench.io.trec import read_run, write_run
 from retbench.results.layout import SystemDir
 
 if TYPE_CHECKING:
     from retbench.evaluation import Evaluation
 
-__all__ = [
-    "AppendLog",
-    "atomic_text",
-    "dumps",
-    "json_line",
-    "load_answers",
-    "load_run",
-    "read_json",
-    "replace_atomically",
-    "save_answers",
-    "save_run",
-    "save_table",
-    "write_json",
-    "write_jsonl",
-    "write_status",
-    "write_text",
-]
+__all__ = ["load_answers", "load_run", "read_json", "save_answers", "save_run", "save_table", "write_status"]
 
 
 def read_json(path: Path) -> Any:

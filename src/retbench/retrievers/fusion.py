@@ -47,34 +47,24 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from functools import cmp_to_key
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
-from retbench.config.experiment import MAX_FUSION_WEIGHT, MAX_RRF_K
+from retbench.config.experiment import MAX_FUSION_WEIGHT, MAX_RRF_K, FusionName, NormalizationName
 
 Ranking = list[tuple[str, float]]
 
-NORMALIZATIONS = ("none", "minmax", "max", "sum", "zscore", "rank", "borda")
+# The vocabulary's one home is the config model (config/experiment.py's FusionName and NormalizationName, which
+# the loader validates and the JSON Schema publishes); this module implements every name it lists.
+NORMALIZATIONS: tuple[str, ...] = get_args(NormalizationName)
 #: ranx's spellings of the same normalisations
 NORMALIZATION_ALIASES = {"min-max": "minmax", "min_max": "minmax", "zmuv": "zscore"}
 
 #: methods whose result depends only on each system's ranks
 RANK_BASED = ("rrf", "isr", "log_isr", "logn_isr", "rbc", "borda", "weighted_borda", "condorcet", "weighted_condorcet")
-SCORE_BASED = (
-    "weighted",
-    "wsum",
-    "combsum",
-    "combmnz",
-    "combanz",
-    "combgmnz",
-    "combmax",
-    "combmin",
-    "combmed",
-    "wmnz",
-    "mixed",
-)
-FUSIONS = ("rrf", "weighted", *tuple(m for m in SCORE_BASED + RANK_BASED if m not in ("rrf", "weighted")))
+FUSIONS: tuple[str, ...] = get_args(FusionName)
+SCORE_BASED = tuple(m for m in FUSIONS if m not in RANK_BASED)
 #: ranx's method names (`ranx.fuse(method=...)`) for the same fusions
 FUSION_ALIASES = {
     "sum": "combsum",

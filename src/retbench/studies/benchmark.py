@@ -38,10 +38,11 @@ from retbench.data import Queries, Run
 from retbench.data.answers import SystemAnswer
 from retbench.data.samples import groups_from_samples
 from retbench.errors import ConfigError
-from retbench.evaluation import EvalSettings, Evaluation, evaluate
+from retbench.evaluation import Evaluation, evaluate
 from retbench.llm.generate import GeneratingRetriever, Generator
 from retbench.llm.prompts import load_prompt
 from retbench.metrics.agreement import reference_agreement
+from retbench.metrics.settings import EvalSettings
 from retbench.report.drilldown import curve_means, curve_metrics
 from retbench.results import SystemDir
 from retbench.results.layout import OutputLock, cell_keys
@@ -52,20 +53,8 @@ from retbench.retrievers.base import Retriever, check_system, create
 from retbench.retrievers.filters import query_filters, require_filters
 from retbench.retrievers.rerank import check_rerank
 from retbench.retrievers.scope import with_scope
-from retbench.studies.cell import (
-    Cell,
-    CellData,
-    CellStages,
-    Executor,
-    LazyRetriever,
-    Outcome,
-    Progress,
-    Scored,
-    StudyOutcome,
-    fingerprint,
-    raise_if_backend_failed,
-    run_cell,
-)
+from retbench.studies.cell import LazyRetriever, run_cell
+from retbench.studies.cell_contract import Cell, CellData, CellStages, Executor, Progress, Scored, fingerprint
 from retbench.studies.dataset import (
     PreparedData,
     dataset_manifest,
@@ -85,6 +74,7 @@ from retbench.studies.judging import (
     stage_metrics,
 )
 from retbench.studies.manifest import manifest_header
+from retbench.studies.outcome import Outcome, StudyOutcome, raise_if_backend_failed
 from retbench.studies.rerank import RerankStage
 from retbench.studies.rubrics import asked_rubrics, rubric_estimates
 

@@ -76,7 +76,7 @@ def run_canary(
     """Search both systems over the query log, diff them, write `canary.md`, `canary.html`, `canary.json` and (with
     `study`) the label study of the changed queries under OUT/study."""
     cfg = load_study(config, ExperimentModel, None, _two_systems_one_dataset, what="canary config")
-    current, candidate = (s.name for s in cfg.systems)
+    current, candidate = (s.label for s in cfg.systems)
     dataset = cfg.dataset_specs[0].spec
     base = Path(config).parent
     if not Path(dataset).is_absolute() and (base / dataset).exists():

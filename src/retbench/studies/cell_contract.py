@@ -34,7 +34,7 @@ def fingerprint(obj: object) -> str:
 class Executor(Protocol):
     """Where encoding and searching run (`studies/executors.py`: in this process, or a Ray cluster)."""
 
-    def encode_corpus(self, retriever: Retriever, corpus: Corpus) -> dict[str, object]: ...
+    def encode_corpus(self, retriever: Retriever, corpus: Corpus | Sequence[str]) -> dict[str, Any]: ...
 
     def search(
         self,
@@ -46,9 +46,9 @@ class Executor(Protocol):
         on_batch: OnBatch,
         *,
         adapter: str = "",
-        params: dict[str, object] | None = None,
+        params: dict[str, Any] | None = None,
         index_dir: Path | None = None,
-    ) -> dict[str, object]: ...
+    ) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
 

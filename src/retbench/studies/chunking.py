@@ -58,34 +58,27 @@ from retbench.config.study import load_study, parse_study
 from retbench.data import Corpus, Qrels, Queries, Run
 from retbench.data.samples import groups_from_samples
 from retbench.errors import ConfigError
-from retbench.evaluation import EvalSettings, Evaluation, evaluate
+from retbench.evaluation import Evaluation, evaluate
 from retbench.io.chunking_eval import read_chunking_eval
 from retbench.io.datasets import resolve
+from retbench.io.files import write_json, write_text
 from retbench.metrics.judges import budget_cutoffs, judge_spans, overlap_scores
 from retbench.metrics.judges.spans import budget_label
+from retbench.metrics.settings import EvalSettings
 from retbench.report import fmt
 from retbench.report.chunking import render_html, render_markdown
-from retbench.results import SystemDir, write_json
-from retbench.results.files import write_text
+from retbench.results import SystemDir
 from retbench.results.layout import OutputLock
 from retbench.results.model import StudyManifest, StudyResult
 from retbench.results.write import write_results
 from retbench.retrievers.base import Retriever, check_system, create
 from retbench.retrievers.scope import with_scope
-from retbench.studies.cell import (
-    Cell,
-    CellData,
-    CellStages,
-    LazyRetriever,
-    Outcome,
-    Scored,
-    StudyOutcome,
-    fingerprint,
-    run_cell,
-)
+from retbench.studies.cell import LazyRetriever, run_cell
+from retbench.studies.cell_contract import Cell, CellData, CellStages, Scored, fingerprint
 from retbench.studies.chunk_documents import BestChunkDocuments, encoder_of, joined_corpus
 from retbench.studies.dataset import doc_type_groups, load_prepared, require_relevant
 from retbench.studies.manifest import manifest_header
+from retbench.studies.outcome import Outcome, StudyOutcome
 
 Scopes = Mapping[str, Callable[[str], bool]]  # query id -> is this chunk inside its chosen scope?
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from retbench.config import DatasetSpec, sample_ids
 from retbench.data import Corpus, Dataset, Qrels, Queries
 from retbench.errors import InputError
-from retbench.evaluation import EvalSettings
 from retbench.io.beir import query_line
 from retbench.io.datasets import empty_queries, load_dataset
 from retbench.io.irds import PREFIX as IRDS_PREFIX
+from retbench.metrics.settings import EvalSettings
 from retbench.retrievers.scope import document_type
 
 __all__ = ["PreparedData", "dataset_manifest", "load_prepared", "prepare_dataset", "require_relevant"]

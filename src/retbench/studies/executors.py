@@ -41,8 +41,15 @@ from typing import Any
 from retbench.config.experiment import ExecutorBlock
 from retbench.data import Corpus, Queries, Run
 from retbench.errors import BackendError, ConfigError
-from retbench.retrievers.base import BatchFallbacks, PartTimes, Ranking, Retriever, create
+from retbench.retrievers.base import Ranking, Retriever, create
 from retbench.retrievers.encoders import Encoder
+from retbench.studies.measured import (
+    encoders_of,
+    fallback_figures,
+    fallbacks_of,
+    search_conditions,
+    warm_query_vectors,
+)
 from retbench.studies.resources import rate, worker_figures
 
 RAY_VERSION = "2.60.0"
@@ -57,96 +64,6 @@ def make_executor(settings: ExecutorBlock | None = None) -> InProcess | RayExecu
     """The executor an experiment's validated `executor:` block names (in process when there is none)."""
     settings = settings or ExecutorBlock()
     return RayExecutor(settings) if settings.kind == "ray" else InProcess()
-
-
-def encoders_of(retriever: Retriever) -> list[Encoder]:
-    """Every embedding encoder a retriever uses (a hybrid's components included), once each."""
-    found: list[Encoder] = []
-    stack: list[Any] = [retriever]
-    while stack:
-        r = stack.pop()
-        enc = getattr(r, "encoder", None)
-        if isinstance(enc, Encoder) and all(enc is not e for e in found):
-            found.append(enc)
-        stack.extend(getattr(r, "components", []) or [])
-        if isinstance(getattr(r, "inner", None), Retriever):  # a scope or generate wrapper's retriever
-            stack.append(r.inner)
-    return found
-
-
-def _query_encodes(retriever: Retriever) -> tuple[int, int] | None:
-    """(query texts run through a model, answered from the embedding cache) so far; None without an encoder."""
-    encoders = encoders_of(retriever)
-    if not encoders:
-        return None
-    roles = [e.stats.by_role["query"] for e in encoders]
-    return sum(r["encoded"] for r in roles), sum(r["cached"] for r in roles)
-
-
-def _parts_of(retriever: Retriever) -> PartTimes | None:
-    """The part times of the retriever or of the retriever a scope or generate wrapper holds."""
-    for r in (retriever, getattr(retriever, "inner", None)):
-        if isinstance(r, Retriever) and r.parts is not None:
-            return r.parts
-    return None
-
-
-def _fallbacks_of(retriever: Retriever) -> list[BatchFallbacks]:
-    """The batch-fallback counters of the retriever and of the retriever a wrapper (scope, generate) holds."""
-    out: list[BatchFallbacks] = []
-    for r in (retriever, getattr(retriever, "inner", None)):
-        if isinstance(r, Retriever):
-            if r.fallbacks is None:
-                r.fallbacks = BatchFallbacks()
-            out.append(r.fallbacks)
-    return out
-
-
-def fallback_figures(retriever: Retriever, before: Sequence[tuple[int, int]]) -> dict[str, object]:
-    """{"batch_fallbacks": batches that raised and were asked again one query at a time, the queries in them,
-    and the first such batch error verbatim}, counted since `before`; {} when none did (`base.isolate_failures`)."""
-    now = _fallbacks_of(retriever)
-    batches = sum(f.batches - b[0] for f, b in zip(now, before, strict=True))
-    if not batches:
-        return {}
-    queries = sum(f.queries - b[1] for f, b in zip(now, before, strict=True))
-    first = next((f.first_error for f in now if f.first_error), "")
-    return {"batch_fallbacks": {"batches": batches, "queries": queries, "first_error": first}}
-
-
-def warm_query_vectors(retriever: Retriever, texts: Sequence[str]) -> dict[str, object]:
-    """Encode `texts` as queries into the embedding cache of every encoder the retriever uses, before any
-    search is timed, so every system and every tuning setting is timed with the same, warm query-vector
-    cache: which system ran first no longer decides its latency. A query's latency therefore never holds
-    the encoding of its query; the warm-up's own seconds are recorded beside it (`query_warmup`), not in it.
-    An encoder without a cache (`cache: false`) encodes inside every search, so every system is timed cold."""
-    encoders = [e for e in encoders_of(retriever) if e.use_cache]
-    if not encoders or not texts:
-        return {}
-    t0, encoded = time.perf_counter(), 0
-    for enc in encoders:
-        before = enc.stats.by_role["query"]["encoded"]
-        enc.encode(list(texts), "query")
-        encoded += enc.stats.by_role["query"]["encoded"] - before
-    return {"query_warmup": {"encoded": encoded, "of": len(texts) * len(encoders), "seconds": time.perf_counter() - t0}}
-
-
-def search_conditions(retriever: Retriever, search: Callable[[], None]) -> dict[str, object]:
-    """Run `search` in this process and say what its latencies were measured under: how many query vectors
-    came from the embedding cache (a warm cache makes a dense search look fast), the seconds of each part
-    of a composite retriever (`PartTimes`) and the batches asked again query by query after they raised,
-    all counted over this search alone."""
-    encodes, parts = _query_encodes(retriever), _parts_of(retriever)
-    before = parts.snapshot() if parts is not None else {}
-    fell = [f.snapshot() for f in _fallbacks_of(retriever)]
-    search()
-    out: dict[str, object] = fallback_figures(retriever, fell)
-    after = _query_encodes(retriever)
-    if encodes is not None and after is not None:
-        out["query_vectors"] = {"encoded": after[0] - encodes[0], "from_cache": after[1] - encodes[1]}
-    if parts is not None:
-        out["parts"] = parts.since(before)
-    return out
 
 
 def devices_of(retriever: Retriever, *extra: str) -> list[str]:
@@ -222,8 +139,14 @@ class InProcess:
         k: int,
         batch_size: int,
         on_batch: OnBatch,
-        **_: object,
+        *,
+        adapter: str = "",
+        params: dict[str, Any] | None = None,
+        index_dir: Path | None = None,
     ) -> dict[str, Any]:
+        """Batches one after another on the live retriever (`adapter`, `params` and `index_dir` are what a
+        remote worker would rebuild it from: unused here)."""
+
         def search() -> None:
             for batch in batches(queries, todo, batch_size):
                 on_batch(answers(retriever.search(batch, k)))
@@ -310,7 +233,7 @@ class SearchWorker:
         self.retriever.load(index_dir)
 
     def search(self, batch: Queries, k: int) -> tuple[list[Answer], dict[str, object]]:
-        fell = [f.snapshot() for f in _fallbacks_of(self.retriever)]
+        fell = [f.snapshot() for f in fallbacks_of(self.retriever)]
         found = answers(self.retriever.search(batch, k))
         return found, {**worker_figures(), **fallback_figures(self.retriever, fell)}
 

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from retbench.errors import RetbenchError
+from retbench.io.files import write_text
 from retbench.report.html import render_html
 from retbench.report.markdown import report_markdown
 from retbench.report.model import build_report
-from retbench.results.files import write_text
 from retbench.results.history import default_path, register
 from retbench.results.model import StudyResult
-from retbench.studies.cell import StudyOutcome
+from retbench.studies.outcome import StudyOutcome
 
 
 def write_reports(out: Path, outcome: StudyOutcome[Any], log: Callable[[str], None]) -> list[str]:

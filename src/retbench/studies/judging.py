@@ -44,6 +44,7 @@ from retbench.data import Corpus, Run
 from retbench.data.answers import SystemAnswer
 from retbench.data.corpus import Sample
 from retbench.errors import ConfigError
+from retbench.io.files import write_json
 from retbench.llm import verdicts as vp
 from retbench.llm.generate import numbered
 from retbench.llm.prompts import load_prompt
@@ -249,8 +250,6 @@ class Judging:
             if rec["status"] == "ok" and len(rec["value"]) != n:
                 rec.update(status="unparseable", value=None)
         self._rubrics(want, questions, samples, answers, contexts, texts, records)
-        from retbench.results import write_json
-
         write_json(
             self.sysdir / JUDGED_FILE,
             {

@@ -19,7 +19,8 @@ from retbench.comparison import compare_pair
 from retbench.config.experiment import RerankBlock
 from retbench.data import Run
 from retbench.evaluation import Evaluation
-from retbench.results import SystemDir, save_run, write_json
+from retbench.io.files import write_json
+from retbench.results import SystemDir, save_run
 from retbench.results.blocks import RerankSummary
 from retbench.results.model import metric_values
 from retbench.retrievers.rerank import build_rerank

@@ -36,7 +36,9 @@ from retbench.resolution import RankResolution
 from retbench.results.costs import system_costs
 from retbench.results.model import StudyResult
 from retbench.results.read import read_results
-from retbench.studies.benchmark import Progress, parse_config, raise_if_backend_failed, run_experiment
+from retbench.studies.benchmark import parse_config, run_experiment
+from retbench.studies.cell_contract import Progress
+from retbench.studies.outcome import raise_if_backend_failed
 from retbench.tuning import TuneResult, cross_validate
 
 

@@ -96,7 +96,9 @@ def test_table_and_json_output_label_the_counting_mode(scifact_path, scifact_run
     assert out["n_queries"] == 300 and out["status"]["ok"] == 300
     m = out["metrics"]["ndcg@10"]
     assert m["ci_low"] <= m["mean"] <= m["ci_high"] and m["n"] == 300
-    assert (tmp_path / "pq.tsv").read_text().count("\n") == 300 + 1 + 13  # rows, header, '#' lines
+    assert (tmp_path / "pq.tsv").read_text().count(
+        "\n"
+    ) == 300 + 1 + 14  # rows, header, '#' lines (one per Evaluation._HEADER_KEYS, plus the title)
     table = runner.invoke(app, ["eval", str(scifact_path / "qrels" / "test.tsv"), str(path), "-m", "mrr"])
     assert "trec_eval" in table.stdout and "mrr" in table.stdout
 

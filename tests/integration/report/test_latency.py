@@ -91,6 +91,12 @@ def test_every_system_is_timed_after_the_same_query_vector_warm_up_whichever_ran
     assert dense["query"]["caches"] == warm == hybrid["query"]["caches"]
     assert dense["query"]["warmup"] == {"query_vectors": QUERIES, "encoded": QUERIES}
     assert hybrid["query"]["warmup"] == {"query_vectors": QUERIES, "encoded": 0}  # dense had encoded them
+    # what encoding a query costs is measured for both, apart from the cache: the hybrid's is not free
+    manifest = json.loads((out / "manifest.json").read_text())["systems"]
+    rates = [
+        manifest[s]["resources"]["search_on"]["query_warmup"]["encode_seconds_per_query"] for s in ("dense", "hybrid")
+    ]
+    assert all(r > 0 for r in rates)
 
 
 def test_a_hybrids_latency_holds_its_components_and_fusion(composite):

@@ -19,8 +19,8 @@ import repo_paths
 from retbench.cli import app
 from retbench.config import sample_ids
 from retbench.errors import ConfigError, InputError
+from retbench.io.files import replace_atomically, write_json
 from retbench.results import load_results
-from retbench.results.files import replace_atomically, write_json
 from retbench.results.layout import OutputLock
 from stored import flat
 

@@ -62,7 +62,8 @@ def _measures(level: int, alpha: float, beta: float) -> list[str]:
 
 
 def _pyndeval(judgements, run, measure):
-    qrels = [ir_measures.GenericQrel(q, d, g, s) for q, s, d, g in judgements]
+    # the subtopic goes in the `iteration` field, which pyndeval reads as the intent
+    qrels = [ir_measures.Qrel(q, d, g, s) for q, s, d, g in judgements]
     ranked = Run.from_dict(run)
     ours_order = {q: {d: float(20 - i) for i, d in enumerate(ranked.docs(q))} for q in ranked.query_ids}
     evaluator = ir_measures.providers.registry["pyndeval"].evaluator([ir_measures.parse_measure(measure)], qrels)

@@ -85,11 +85,14 @@ def test_every_criteria_and_judge_kind_rejects_a_misspelt_key() -> None:
     assert not judge.is_valid({"judge": {"base_url": "http://127.0.0.1:8080", "temprature": 0}})
 
 
-def test_the_rerank_fuse_block_offers_exactly_the_fusion_methods_and_normalisations_of_the_fusion_module():
+def test_every_fusion_method_and_normalisation_a_config_may_name_fuses_and_no_other():
     import typing
 
     from retbench.config.experiment import FusionName, NormalizationName
-    from retbench.retrievers.fusion import FUSIONS, NORMALIZATIONS
+    from retbench.retrievers.fusion import COMBINE, fuse
 
-    assert set(typing.get_args(FusionName)) == set(FUSIONS)
-    assert set(typing.get_args(NormalizationName)) == set(NORMALIZATIONS)
+    a, b = [("a", 3.0), ("b", 2.0), ("c", 1.0)], [("c", 0.9), ("a", 0.5), ("d", 0.1)]
+    for method in typing.get_args(FusionName):
+        for norm in typing.get_args(NormalizationName):
+            assert {d for d, _ in fuse([a, b], method, normalization=norm, param=1.0)} == {"a", "b", "c", "d"}
+    assert set(COMBINE) | {"rrf"} == set(typing.get_args(FusionName))

@@ -20,7 +20,6 @@ from retbench.errors import InputError
 from retbench.io import trec
 from retbench.io.trec import (
     _RUN_FIELDS,
-    _read_columns,
     _read_qrels_lines,
     _read_run_lines,
     read_qrels,
@@ -28,6 +27,7 @@ from retbench.io.trec import (
     write_qrels,
     write_run,
 )
+from retbench.io.trec_columns import read_columns
 from retbench.metrics.judges import GainMatrix, judge_qrels
 
 
@@ -108,7 +108,7 @@ def test_fast_reader_equals_line_reader_on_random_files(tmp_path):
         else:
             path.write_bytes(text.encode())
         if text.strip():
-            assert _read_columns(path, _RUN_FIELDS, "score") is not None  # the column-wise path really ran
+            assert read_columns(path, _RUN_FIELDS, "score") is not None  # the column-wise path really ran
         fast, slow = read_run(path), _read_run_lines(path, None)
         assert fast.query_ids == slow.query_ids and fast.name == slow.name
         assert fast.offsets.tolist() == slow.offsets.tolist()
@@ -289,7 +289,7 @@ def test_score_parsing_is_bit_exact_with_float(tmp_path):
             toks.append(f"{rng.uniform(0, 1e6):.{rng.randint(0, 25)}f}")
     path = tmp_path / "run.trec"
     path.write_text("".join(f"q Q0 d{i} 1 {t} x\n" for i, t in enumerate(toks)))
-    table = _read_columns(path, _RUN_FIELDS, "score")
+    table = read_columns(path, _RUN_FIELDS, "score")
     assert table is not None
     got = np.array(table.column("score").to_pylist(), dtype=np.float64)  # Arrow's to_numpy imports pandas
     expected = np.array([float(t) for t in toks])
@@ -400,7 +400,7 @@ def test_status_values_agree_with_the_status_dict():
 def test_the_unicode_spaces_the_reader_rejects_are_those_str_split_cuts_at():
     import re
 
-    from retbench.io.trec import _UNICODE_SPACE
+    from retbench.io.trec_columns import _UNICODE_SPACE
 
     listed: set[int] = set()
     for lo, hi in re.findall(r"\\x\{([0-9a-f]+)\}(?:-\\x\{([0-9a-f]+)\})?", _UNICODE_SPACE):
@@ -420,7 +420,7 @@ def test_the_unicode_spaces_the_reader_rejects_are_those_str_split_cuts_at():
 def test_non_ascii_files_read_as_the_line_reader_reads_them(tmp_path, text, column_wise):
     path = tmp_path / "run.trec"
     path.write_bytes(text.encode("utf-8"))
-    assert (_read_columns(path, _RUN_FIELDS, "score") is not None) == column_wise
+    assert (read_columns(path, _RUN_FIELDS, "score") is not None) == column_wise
     try:
         expected = _read_run_lines(path, None)
     except InputError as exc:
@@ -443,7 +443,7 @@ def test_non_ascii_files_read_as_the_line_reader_reads_them(tmp_path, text, colu
 def test_invalid_utf8_is_reported_by_the_line_reader(tmp_path):
     path = tmp_path / "run.trec"
     path.write_bytes(b"q1 Q0 ok 1 2.0 t\nq1 Q0 bad\xff 2 1.0 t\n")
-    assert _read_columns(path, _RUN_FIELDS, "score") is None
+    assert read_columns(path, _RUN_FIELDS, "score") is None
     with pytest.raises(InputError, match="UTF-8") as err:
         read_run(path)
     assert err.value.line == 2

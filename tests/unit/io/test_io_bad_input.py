@@ -144,6 +144,8 @@ def test_gzip_written_files_are_valid(tmp_path: Path) -> None:
 
     with open_text(tmp_path / "x.jsonl.gz", "wt") as fh:
         fh.write('{"_id": "a", "text": "b"}\n')
+        raw = fh.buffer.fileobj  # type: ignore[attr-defined]  # the file the compressed bytes go into
+    assert raw.closed  # closed with the text stream, not left to the garbage collector with bytes in its buffer
     assert gzip.decompress((tmp_path / "x.jsonl.gz").read_bytes()) == b'{"_id": "a", "text": "b"}\n'
 
 

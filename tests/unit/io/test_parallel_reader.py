@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import retbench.io.trec as trec
+import retbench.io.trec_columns as trec_columns
 from retbench.data import keys as K
 from retbench.data.threads import cpus, thread_map
 from retbench.errors import InputError
@@ -21,8 +22,8 @@ from retbench.io.trec import _read_qrels_lines, _read_run_lines, read_qrels, rea
 @pytest.fixture
 def small_parts(monkeypatch):
     """Parts of 16 KiB, up to 7 of them, whatever this machine's CPU count."""
-    monkeypatch.setattr(trec, "_PART_BYTES", 1 << 14)
-    monkeypatch.setattr(trec, "cpus", lambda: 7)
+    monkeypatch.setattr(trec_columns, "_PART_BYTES", 1 << 14)
+    monkeypatch.setattr(trec_columns, "cpus", lambda: 7)
 
 
 def _run_text(rng: random.Random, n_lines: int) -> str:
@@ -40,7 +41,7 @@ def test_a_run_read_in_parts_equals_the_line_reader(tmp_path, small_parts):
     path = tmp_path / "run.trec"
     for n_lines in (3_000, 9_000):
         path.write_text(_run_text(rng, n_lines), encoding="utf-8")
-        assert len(trec._line_parts(trec._in_memory(str(path)))) > 3  # the reader really cut the file
+        assert len(trec_columns._line_parts(trec_columns._in_memory(str(path)))) > 3  # the reader really cut the file
         fast, slow = read_run(path), _read_run_lines(path, None)
         assert fast.query_ids == slow.query_ids
         assert fast.offsets.tolist() == slow.offsets.tolist()
@@ -57,7 +58,7 @@ def test_qrels_read_in_parts_equal_the_line_reader_and_a_repeated_judgement_is_r
     lines = [f"q{q} 0 d{d} {rng.randrange(-1, 4)}" for q, d in pairs]
     path = tmp_path / "qrels.trec"
     path.write_text("\n".join(lines) + "\n")
-    assert len(trec._line_parts(trec._in_memory(str(path)))) > 3
+    assert len(trec_columns._line_parts(trec_columns._in_memory(str(path)))) > 3
     assert read_qrels(path).to_dict() == _read_qrels_lines(path).to_dict()
     q, d = pairs[10]
     path.write_text("\n".join([*lines, f"q{q} 0 d{d} 3"]) + "\n")  # as trec_eval, even an equal grade is refused
@@ -83,7 +84,7 @@ def test_parts_are_whole_lines_and_join_back_to_the_file(tmp_path, small_parts):
     text = "".join(f"q{i} Q0 d{i} 1 1.0 t\n" for i in range(3_000)) + long_line + "q2 Q0 d 1 2 t"
     path = tmp_path / "run.trec"
     path.write_text(text)
-    parts = trec._line_parts(trec._in_memory(str(path)))
+    parts = trec_columns._line_parts(trec_columns._in_memory(str(path)))
     assert b"".join(p.to_pybytes() for p in parts) == text.encode()
     assert all(p.to_pybytes().endswith(b"\n") for p in parts[:-1]) and all(len(p) for p in parts)
     assert read_run(path).doc_ids.tolist() == _read_run_lines(path, None).doc_ids.tolist()
@@ -150,7 +151,7 @@ def test_chunk_keys_shortcut_equals_the_general_keys():
         chunk = _binary_chunk(pa, ids)
         if trial % 3 == 0 and len(ids) > 2:
             chunk = chunk.slice(1, len(ids) - 2)  # an offset into shared buffers, as Arrow's chunks have
-        offsets, data = trec._buffers(chunk)
+        offsets, data = trec_columns.array_buffers(chunk)
         want_keys, want_exact = K.keys_from_bytes(data, offsets)
         keys, exact = trec._chunk_keys(chunk)
         assert np.array_equal(keys, want_keys) and exact == want_exact, ids

@@ -38,6 +38,15 @@ def test_trec_eval_spellings_name_the_same_measures():
         parse_metrics(["utility.1,2"])
 
 
+def test_a_cutoff_typed_after_a_dot_is_read_as_trec_evals_atol_reads_it():
+    names = lambda specs: [s.trec_name for s in parse_metrics(specs)]  # noqa: E731
+    assert names(["ndcg_cut.10,20,23.4"]) == ["ndcg_cut_10", "ndcg_cut_20", "ndcg_cut_23"]
+    assert names(["P.7.9"]) == ["P_7"]
+    for bad in ("ndcg_cut_23.4", "P.inf", "P.0.5"):  # a printed name is whole; inf is no cutoff; atol(".5") = 0
+        with pytest.raises(ConfigError, match="cutoff"):
+            parse_metrics([bad])
+
+
 def test_nicknames_expand_to_trec_eval_families():
     official = [s.trec_name for s in parse_metrics(["official"])]
     assert official[:5] == ["num_q", "num_ret", "num_rel", "num_rel_ret", "map"]

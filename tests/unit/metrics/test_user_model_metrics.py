@@ -54,11 +54,21 @@ def test_sdcg_is_dcg_over_k_fully_relevant_documents_and_insq_weights_do_not_dep
 
 
 def test_bpm_reads_until_the_gain_it_wants_or_k_documents():
-    qrels = {"q": {"a": 1, "b": 1, "c": 1}}
-    run = {"q": {"a": 3.0, "b": 2.0, "c": 1.0}}
-    got = _values(qrels, run, ["BPM(T=2,max_rel=1)@10", "BPM(T=5,max_rel=1)@2"])
-    assert got["BPM@10(T=2,max_rel=1)"] == pytest.approx(1.0)  # stops after two relevant documents
-    assert got["BPM@2(T=5,max_rel=1)"] == pytest.approx(1.0)  # stops after two documents
+    # BPM is the gain per document read: W is uniform over the ranks the user reads, so the stopping rank shows
+    qrels = {"q": {"a": 1, "b": 0, "c": 1, "d": 0, "e": 1}}
+    run = {"q": {"a": 5.0, "b": 4.0, "c": 3.0, "d": 2.0, "e": 1.0}}  # relevant at ranks 1, 3 and 5
+    got = _values(qrels, run, ["BPM(T=2,max_rel=1)@10", "BPM(T=5,max_rel=1)@2", "BPM(T=5,max_rel=1)@10"])
+    assert got["BPM@10(T=2,max_rel=1)"] == pytest.approx(2 / 3)  # two relevant documents read by rank 3
+    assert got["BPM@2(T=5,max_rel=1)"] == pytest.approx(1 / 2)  # k = 2 documents read, one relevant
+    assert got["BPM@10(T=5,max_rel=1)"] == pytest.approx(3 / 10)  # never reaches T: reads all 10 ranks (k)
+
+
+def test_bpm_accumulates_graded_gains_scaled_by_max_rel():
+    # max_rel=2: grade 2 gains 1, grade 1 gains 0.5; T=2 is reached at rank 5 (1 + 0 + 0.5 + 0 + 1)
+    qrels = {"q": {"a": 2, "c": 1, "d": 0, "e": 2}}
+    run = {"q": {"a": 5.0, "b": 4.0, "c": 3.0, "d": 2.0, "e": 1.0, "f": 0.5}}  # b and f unjudged
+    got = _values(qrels, run, ["BPM(T=2,max_rel=2)@10"])
+    assert got["BPM@10(T=2,max_rel=2)"] == pytest.approx(2.5 / 5)
 
 
 @pytest.mark.parametrize(

@@ -27,8 +27,8 @@ def test_scifact_top_ten_is_mostly_unjudged_and_the_report_says_so(scifact_study
             shares.append(sum(d in qrels[q] for d in top) / len(top) if top else 0.0)
         assert h.judged == pytest.approx(sum(shares) / len(shares), abs=1e-12)
         assert h.judged < JUDGED_THRESHOLD
-        assert set(h.values) == {"bpref", "infAP", "nDCG@10 (condensed, -J)", "RBP(p=0.8)", "RBP residual"}
-        assert 0 <= h.values["RBP(p=0.8)"] <= h.values["RBP(p=0.8)"] + h.values["RBP residual"] <= 1
+        assert set(h.values) == {"bpref", "infAP", "nDCG@10 (condensed, -J)", "RBP p=0.8 (graded)", "RBP residual"}
+        assert 0 <= h.values["RBP p=0.8 (graded)"] <= h.values["RBP p=0.8 (graded)"] + h.values["RBP residual"] <= 1
     md, page = report_markdown(scifact_report), render_html(scifact_report)
     for h in scifact_report.holes:
         assert h.sentence() in md
@@ -60,8 +60,8 @@ def test_rbp_beside_the_holes_is_computed_at_the_p_its_label_names(scifact_study
     qrels, _ = load_judgements(scifact_study.manifest.data)
     h = scifact_report.holes[0]
     run, ev = scifact_study.run(h.system), scifact_study.evaluation(h.system)
-    label = next(lab for lab in h.values if lab.startswith("RBP("))
-    p = float(re.fullmatch(r"RBP\(p=([0-9.]+)\)", label)[1])  # type: ignore[index]
+    label = next(lab for lab in h.values if lab.startswith("RBP p="))
+    p = float(re.fullmatch(r"RBP p=([0-9.]+) \(graded\)", label)[1])  # type: ignore[index]
     rbp, resid = [], []
     for q in ev.query_ids:
         docs, judged = run.docs(q), qrels[q]

@@ -69,3 +69,35 @@ def test_a_price_without_a_source_and_prices_for_unknown_systems_are_refused_nam
     }
     with pytest.raises(ConfigError, match=r"costs\.systems\.bm52.*no system is named 'bm52'"):
         validate(ExperimentModel, raw, "exp.yaml")
+
+
+def test_a_systems_query_cost_is_the_same_whether_its_queries_were_in_the_cache_or_not():
+    # dense run first: the warm-up encoded all 300 queries (6 s); run second: every vector was cached (0.05 s)
+    warmups = [(6.0, 300), (0.05, 0)]
+    per_1k = []
+    for seconds, encoded in warmups:
+        warmup = {"encoded": encoded, "of": 300, "seconds": seconds, "encode_seconds_per_query": 0.02}
+        res = {**RESOURCES, "search_seconds": 0.3 + seconds, "search_on": {"query_warmup": warmup}}
+        per = system_costs(costs(cpu_second=CPU), "dense", res, None, 300)["per_1k_queries"]
+        assert [i["item"] for i in per["items"]] == ["search machine seconds", "query encoding machine seconds"]
+        assert per["items"][0]["quantity"] == pytest.approx(1.0)  # 0.3 s of timed search over 300 queries
+        assert per["items"][1]["quantity"] == pytest.approx(20.0)  # 0.02 s a query
+        per_1k.append(per["total"])
+    assert per_1k[0] == pytest.approx(per_1k[1]) == pytest.approx(21.0 * 0.00002)
+
+
+def test_a_hosted_embedding_apis_query_encoding_is_not_measured_so_the_total_is_unknown():
+    warmup = {"encoded": 300, "of": 300, "seconds": 4.0, "encode_seconds_per_query": None}
+    res = {**RESOURCES, "search_seconds": 4.3, "search_on": {"query_warmup": warmup}}
+    per = system_costs(costs(cpu_second=CPU), "api", res, None, 300)["per_1k_queries"]
+    assert per["not_measured"] == ["query encoding machine seconds"] and per["total"] is None
+
+
+def test_document_vectors_from_the_embedding_cache_leave_the_indexing_cost_unknown():
+    cold = {**RESOURCES, "encode_seconds": 90.0, "encode_on": {"encoded": 5183, "of": 5183}}
+    warm = {**RESOURCES, "encode_seconds": 0.03, "encode_on": {"encoded": 0, "of": 5183}}
+    measured = system_costs(costs(cpu_second=CPU), "dense", cold, None, 300)["indexing"]
+    assert measured["total"] == pytest.approx(92.0 * 0.00002) and measured["not_measured"] == []
+    cached = system_costs(costs(cpu_second=CPU), "dense", warm, None, 300)["indexing"]
+    assert cached["total"] is None
+    assert cached["not_measured"] == ["document encoding (5,183 vectors from the embedding cache)"]

@@ -60,7 +60,8 @@ def test_torn_last_line_is_dropped_and_truncated_so_appends_stay_clean(tmp_path:
     j.close()
     lines = path.read_text().splitlines()
     assert all(json.loads(line) for line in lines)
-    assert Journal(path, "fp").done() == {f"q{i}" for i in range(6)}
+    with Journal(path, "fp") as again:
+        assert again.done() == {f"q{i}" for i in range(6)}
 
 
 def test_zero_filled_last_line_counts_as_torn(tmp_path: Path) -> None:

@@ -223,3 +223,21 @@ def test_an_estimate_past_the_metrics_range_is_held_inside_it_and_says_so():
     assert "bm25: nDCG@2 1.0000 [0.0000, 1.0000] (PPI, 7 human / 6 LLM labels, judged@2 1.00, clipped to [0, 1])" in (
         answer_lines(answer, k=2)
     )
+
+
+def test_per_system_intervals_of_a_decision_study_partly_labelled_are_said_to_be_indicative():
+    from retbench.report.label_study import answer_lines
+
+    def block(labelled: int) -> dict:
+        kind = "human" if labelled == 100 else "PPI"
+        base = {"mean": 0.5, "low": 0.4, "high": 0.6, "estimate": kind, "n_human": 9, "n_llm": 90, "judged": 1.0}
+        return {**base, "n_queries": 100, "n_queries_human": labelled}
+
+    diff = {"a": "A", "b": "B", "mean": 0.01, "low": -0.02, "high": 0.04, "estimate": "PPI", "n_human": 9}
+    few = {"metric": "nDCG@10", "systems": {"A": block(5), "B": block(5)}, "difference": {**diff, "n_llm": 90}}
+    said = "Each system's own interval is indicative: the labelling queue was chosen for B − A"
+    assert any(line.startswith(said) for line in answer_lines(few))
+    every = {**few, "systems": {"A": block(100), "B": block(100)}}  # all labelled: human labels alone
+    assert not any(line.startswith(said) for line in answer_lines(every))
+    means_only = {"metric": "nDCG@10", "systems": {"A": block(5)}}  # no decision: the queue was chosen for the means
+    assert not any(line.startswith("Each system's") for line in answer_lines(means_only))

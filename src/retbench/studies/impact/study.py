@@ -14,8 +14,8 @@ import numpy as np
 from retbench.chunkers import make_chunker
 from retbench.data import Corpus, Dataset, Qrels, Queries
 from retbench.errors import ConfigError, InputError
+from retbench.io.files import write_json, write_text
 from retbench.report.impact import render_report
-from retbench.results import write_json, write_text
 from retbench.retrievers.base import Retriever, create
 from retbench.retrievers.encoders import Encoder
 from retbench.studies.dataset import dataset_manifest, prepare_dataset

@@ -82,9 +82,9 @@ def run_calibration(
 ) -> dict[str, Any]:
     """Sample, judge, score agreement, spot-check, and (optionally) compare system rankings; writes metrics.json."""
     from retbench.io.datasets import load_dataset
+    from retbench.io.files import write_json, write_jsonl
     from retbench.llm.judge import Judge, open_base_url
     from retbench.report.judge import estimate_line
-    from retbench.results import write_json, write_jsonl
     from retbench.studies.labels import agreement as ag
     from retbench.studies.labels.relevance import judge_items
     from retbench.studies.manifest import manifest_header

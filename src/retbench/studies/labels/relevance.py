@@ -22,8 +22,8 @@ from retbench.data.corpus import Corpus
 from retbench.data.qrels import Qrels
 from retbench.data.run import Run
 from retbench.errors import InputError
+from retbench.io.files import write_json, write_text
 from retbench.llm.judge import Judge
-from retbench.results import write_json, write_text
 from retbench.secrets import redact
 
 LABEL_SOURCES = ("human", "llm", "human+llm")

@@ -94,7 +94,7 @@ def calibrate_rubrics(cfg: CalibrationModel, spec: RubricCalibration) -> dict[st
     import json
 
     from retbench.io.datasets import load_dataset
-    from retbench.results import write_json
+    from retbench.io.files import write_json
     from retbench.results.layout import SystemDir
 
     ds = load_dataset(cfg.dataset, [cfg.split])

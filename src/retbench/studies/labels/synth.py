@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from retbench.data import Corpus
+from retbench.io.files import write_jsonl
 from retbench.jsontypes import JSONObject
 from retbench.llm.judge import Judge
 from retbench.llm.verdicts import parse_fields
-from retbench.results import write_jsonl
 
 if TYPE_CHECKING:  # loaded on first use: its stemmer is not needed to read reviewed documents
     from retbench.retrievers.tokenize import Tokenizer

@@ -32,9 +32,10 @@ of the interrupted one, warm-up requests included: a warm-up is run and counted 
 the number of processes (the resumed process's first measured requests may therefore meet a colder
 backend than the first process's did). QPS of a resumed level sums the wall time of each process's part.
 
-Modules: `validate` (the failure taxonomy), `settings` (LoadSettings), `level` (one request's life),
-`drivers` (threads with a watchdog, asyncio), `figures` (per-level figures, ingestion), `config`, `study`
-(run_stress). The report (Markdown, HTML) is rendered by `retbench.report.stress`.
+Modules: `validate` (the failure taxonomy), `level` (one request's life), `drivers` (threads with a watchdog,
+asyncio), `figures` (per-level figures, ingestion), `config`, `study` (run_stress). How load is applied (the
+`stress:` block, `LoadSettings`) is declared in `retbench.config.experiment`. The report (Markdown, HTML) is
+rendered by `retbench.report.stress`.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from __future__ import annotations
 from retbench.studies.stress.config import check_stress, load_config, parse_config
 from retbench.studies.stress.drivers import abandoned_threads, drive, uses_async
 from retbench.studies.stress.figures import ingest, latency_summary, level_run, summarize_level
-from retbench.studies.stress.settings import LoadSettings
 from retbench.studies.stress.study import OUTPUT_FILES, StressResult, build_retriever, quality, run_stress
 from retbench.studies.stress.validate import (
     FAILURE_OUTCOMES,
@@ -58,7 +58,6 @@ __all__ = [
     "INVALID_KINDS",
     "OUTCOMES",
     "OUTPUT_FILES",
-    "LoadSettings",
     "StressResult",
     "abandoned_threads",
     "build_retriever",

@@ -14,13 +14,13 @@ import time
 import uuid
 from collections.abc import Callable, Container, Iterator, Sequence
 
+from retbench.config.experiment import MAX_CONCURRENCY, LoadSettings
 from retbench.data import Queries
 from retbench.errors import ConfigError
 from retbench.results.journal import Journal
 from retbench.retrievers.base import Retriever
 from retbench.retrievers.faults import REQUEST_KEY
 from retbench.studies.stress.level import TIMED_OUT, Level, Pending, flush, segments_elapsed
-from retbench.studies.stress.settings import MAX_CONCURRENCY, LoadSettings
 
 _ABANDON_LOCK = threading.Lock()
 _abandoned_alive = 0  # hung threads still running, process-wide (they outlive levels)

@@ -13,9 +13,11 @@ import numpy as np
 from retbench.config import StressModel
 from retbench.data import Dataset, Qrels, Run
 from retbench.errors import EXIT_BACKEND, EXIT_OK, ConfigError
-from retbench.evaluation import EvalSettings, Evaluation, evaluate
+from retbench.evaluation import Evaluation, evaluate
+from retbench.io.files import write_json, write_jsonl, write_text
+from retbench.metrics.settings import EvalSettings
 from retbench.report.stress import level_line, render_html, render_markdown
-from retbench.results import SystemDir, save_run, write_json, write_jsonl, write_text
+from retbench.results import SystemDir, save_run
 from retbench.results.journal import Journal
 from retbench.retrievers.base import Retriever, create
 from retbench.retrievers.faults import with_faults

@@ -225,7 +225,7 @@ def test_query_absent_from_run_scores_zero(spans_case):
 
 def test_span_relevance_follows_the_same_counting_settings_as_qrels(spans_case):
     from retbench.errors import ConfigError
-    from retbench.evaluation import EvalSettings
+    from retbench.metrics.settings import EvalSettings
 
     chunks, gold, run = spans_case
     judgement = judge_spans(run, chunks, {**gold, "q3": [Span("d", 0, 3)], "q4": []})

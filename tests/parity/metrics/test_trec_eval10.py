@@ -1,0 +1,97 @@
+"""trec_eval 10.0's own `make quicktest` commands, run through `retbench eval --format trec`, print its expected
+files byte for byte (tests/fixtures/trec_eval10: its test collection and outputs, provenance in the README there).
+
+They cover trec_eval 10.0's recall rounding (iprec_at_recall, 11pt_avg), qrels with comment lines, its default
+measures, runid and relstring lines, -c, -M, -l, and its measure parameters. Where a trec_eval binary is found
+(`RETBENCH_TREC_EVAL`, else `trec_eval` on PATH) more commands are checked against it; without one those skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from retbench.cli import app
+
+DATA = Path(__file__).resolve().parents[2] / "fixtures" / "trec_eval10"
+
+# (trec_eval's arguments, its expected output): the quicktest lines of trec_eval 10.0's Makefile that read qrels
+# and runs (the -R prefs, qrels_prefs, qrels_jg and -Z lines read other inputs retbench does not take)
+QUICKTEST = [
+    (["qrels.test", "results.test"], "out.test"),
+    (["qrels.test.with-comments", "results.test"], "out.test"),
+    (["-m", "all_trec", "qrels.test", "results.test"], "out.test.a"),
+    (["-m", "all_trec", "-q", "qrels.test", "results.test"], "out.test.aq"),
+    (["-m", "all_trec", "-q", "-c", "qrels.test", "results.trunc"], "out.test.aqc"),
+    (["-m", "all_trec", "-q", "-c", "-M100", "qrels.test", "results.trunc"], "out.test.aqcM"),
+    (["-m", "all_trec", "-mrelstring.20", "-q", "-l2", "qrels.rel_level", "results.test"], "out.test.aql"),
+]
+
+
+def _files(args: list[str]) -> list[str]:
+    return [str(DATA / a) if (DATA / a).is_file() else a for a in args]
+
+
+def _retbench(args: list[str]) -> str:
+    res = CliRunner().invoke(app, ["eval", *_files(args), "--format", "trec"])
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+@pytest.mark.parametrize(("args", "expected"), QUICKTEST, ids=[" ".join(a) for a, _ in QUICKTEST])
+def test_trec_eval_10_quicktest_commands_print_its_expected_files(args, expected):
+    assert _retbench(args) == (DATA / expected).read_text()
+
+
+def _binary() -> str | None:
+    return os.environ.get("RETBENCH_TREC_EVAL") or shutil.which("trec_eval")
+
+
+BEYOND = [
+    ["-q", "-m", "iprec_at_recall..05,.15,.33,.35,.45,.66", "-m", "11pt_avg", "qrels.test", "results.test"],
+    ["-q", "-m", "official", "-J", "-l2", "qrels.rel_level", "results.test"],
+    # (trec_eval -c gives an unanswered query `relstring_N` of its placeholder document, '-'; retbench gives '')
+    ["-q", "-c", "-m", "relstring", "-m", "runid", "-m", "P.5", "qrels.rel_level", "results.trunc"],
+    ["-q", "-J", "-m", "relstring.3", "-m", "P.5", "qrels.rel_level", "results.test"],
+]
+
+
+@pytest.mark.skipif(_binary() is None, reason="no trec_eval binary (RETBENCH_TREC_EVAL or trec_eval on PATH)")
+@pytest.mark.parametrize("args", BEYOND, ids=[" ".join(a) for a in BEYOND])
+def test_more_commands_print_what_the_trec_eval_binary_prints(args):
+    want = subprocess.run([str(_binary()), *_files(args)], capture_output=True, text=True, check=True).stdout
+    assert _retbench(args) == want
+
+
+@pytest.mark.parametrize("fmt", ["trec", "json"])
+def test_a_measure_that_cannot_be_read_is_named_and_the_others_still_print(fmt):
+    args = ["eval", *_files(["qrels.test", "results.test"]), "--format", fmt]
+    res = CliRunner().invoke(app, [*args, "-m", "P.5", "-m", "no_such_measure", "-m", "map", "-m", "ndcg_cut.x"])
+    assert res.exit_code == 2
+    assert "-m no_such_measure" in res.stderr and "-m ndcg_cut.x" in res.stderr
+    expected = [
+        line for line in (DATA / "out.test").read_text().splitlines() if line.split("\t")[0].strip() in {"map", "P_5"}
+    ]
+    if fmt == "trec":
+        assert res.stdout.splitlines() == expected  # trec_eval's own map and P_5 lines, in its order
+    else:
+        import json
+
+        means = {m: a["mean"] for m, a in json.loads(res.stdout)["metrics"].items()}
+        assert [f"{means[m]:.4f}" for m in ("map", "P@5")] == [line.split("\t")[2] for line in expected]
+
+
+def test_the_measure_parameters_command_gives_trec_evals_lines_for_every_parameter_retbench_takes():
+    # trec_eval's quicktest line, less `11pt_avg..25,.5,.75` and `ndcg.1=3,2=9,4=4.5` (custom recall levels and
+    # gain maps are not taken): every other line of its expected file, non-integer cutoff `23.4` read as 23
+    measures = ["iprec_at_recall..10,.20,.25,.75,.50", "P.5,7,3", "recall.20,2000", "Rprec_mult.5.0,0.2,0.35"]
+    measures += ["utility.2,-1,0,0", "ndcg_cut.10,20,23.4", "success.2,5,20"]
+    got = _retbench(["-q", *(x for m in measures for x in ("-m", m)), "qrels.test", "results.test"])
+    skipped = ("11pt_avg", "ndcg_1=")
+    want = [line for line in (DATA / "out.test.meas_params").read_text().splitlines() if not line.startswith(skipped)]
+    assert got.splitlines() == want
