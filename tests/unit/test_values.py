@@ -12,6 +12,7 @@ import pytest
 from retbench.errors import InputError
 from retbench.values import (
     Judged,
+    charges,
     id_tiebreak,
     leave_one_out_sorted,
     ndcg_at,
@@ -176,3 +177,24 @@ def test_bad_inputs_name_what_is_wrong() -> None:
         shapley_sorted(np.zeros((1, 2)), np.zeros((1, 2)), 0, np.array([1.0]), np.arange(2))
     with pytest.raises(InputError, match="2 permutations"):
         permutation_shapley(np.zeros((1, 2), int), np.zeros((1, 2)), precision_at(1), permutations=1)
+
+
+def test_charges_split_a_value_into_the_queries_it_comes_from_and_name_what_is_crowded_out() -> None:
+    rng = np.random.default_rng(4)
+    n, q, k = 120, 9, 3
+    queries, docs, labels = _case(rng, n, q, dim=5)
+    labels[rng.random((q, n)) < 0.8] = 0.0
+    labels[np.arange(q), rng.integers(0, n, q)] = 1.0
+    tb = id_tiebreak([f"d{i:03d}" for i in range(n)])
+    judged = _judged(labels, labels.sum(axis=1))
+    scores = queries @ docs.T
+    streamed = shapley_streamed(queries, docs, judged, k, tb)
+    per_query = shapley_sorted(scores, labels, k, labels.sum(axis=1), tb)
+    order = ranking_order(scores, tb)
+    for d in range(n):
+        got, displaced = charges(d, scores[:, d], judged, streamed, k, tb)
+        np.testing.assert_allclose(got, per_query[:, d], atol=1e-12)
+        for x in displaced:
+            ranked = list(order[x.query])
+            assert labels[x.query, x.doc] > 0 and ranked.index(x.doc) + 1 == x.position > k
+            assert ranked.index(d) < ranked.index(x.doc)

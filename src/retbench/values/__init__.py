@@ -6,8 +6,10 @@ and any top-K utility (nDCG@K included). Pure NumPy: the study that reads corpor
 """
 
 from retbench.values.exact import (
+    Displaced,
     Judged,
     StreamedValues,
+    charges,
     id_tiebreak,
     leave_one_out_sorted,
     ranking_order,
@@ -25,10 +27,12 @@ from retbench.values.montecarlo import (
 )
 
 __all__ = [
+    "Displaced",
     "Estimate",
     "Judged",
     "StreamedValues",
     "Utility",
+    "charges",
     "id_tiebreak",
     "leave_one_out_sorted",
     "ndcg_at",

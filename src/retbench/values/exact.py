@@ -134,6 +134,7 @@ class StreamedValues:
     leave_one_out: np.ndarray  # (N,)
     utility: np.ndarray  # (Q,) U_q(all)
     positions: np.ndarray  # (P,) 1-based position of each judged pair's document in its query's ranking
+    pair_scores: np.ndarray  # (P,) the score of each judged pair's document for its query
 
 
 def _beats(rows: np.ndarray, t: np.ndarray, docs: np.ndarray, tiebreak: np.ndarray) -> np.ndarray:
@@ -187,6 +188,7 @@ def shapley_streamed(
     loo = np.zeros(n)
     util = np.zeros(q)
     positions = np.zeros(len(judged.query), dtype=np.int64)
+    pair_scores = np.zeros(len(judged.query))
     by_query = np.argsort(judged.query, kind="stable")
     starts = np.searchsorted(judged.query[by_query], np.arange(q + 1))
     for b0 in range(0, q, block):
@@ -198,9 +200,10 @@ def shapley_streamed(
         qp, dp, yp = judged.query[pairs], judged.doc[pairs], judged.label[pairs]
         zp = judged.denominators[qp]
         rows = scores[qp - b0]
-        above = _beats(rows, rows[np.arange(len(pairs)), dp], dp, tb)
+        t = rows[np.arange(len(pairs)), dp]
+        above = _beats(rows, t, dp, tb)
         pos = np.count_nonzero(above, axis=1) + 1
-        positions[pairs] = pos
+        positions[pairs], pair_scores[pairs] = pos, t
         np.add.at(shap, dp, yp * np.minimum(k, pos) / pos / zp)
         below = pos > k  # only a judged document ranked below K charges the documents above it
         charge = np.zeros(len(pairs))
@@ -222,4 +225,40 @@ def shapley_streamed(
         np.add.at(loo, top[:, :kk], (ytop[:, :kk] - after[:, None]) / z)
         if progress is not None:
             progress(b1, q)
-    return StreamedValues(shap / q, loo / q, util, positions)
+    return StreamedValues(shap / q, loo / q, util, positions, pair_scores)
+
+
+@dataclass(frozen=True)
+class Displaced:
+    """A judged document of a query that `doc` ranks above while it sits below the top K."""
+
+    query: int
+    doc: int
+    position: int  # 1-based, in the whole corpus's ranking
+
+
+def charges(
+    doc: int, doc_scores: np.ndarray, judged: Judged, values: StreamedValues, k: int, tiebreak: np.ndarray
+) -> tuple[np.ndarray, list[Displaced]]:
+    """Where a document's value comes from: its (Q,) per-query Shapley values, and the judged documents below the
+    top K that it outranks (what it crowds out), from its scores (Q,) and the judged pairs' positions."""
+    q = len(judged.denominators)
+    per_query = np.zeros(q)
+    mine = judged.doc == doc
+    pos_of_doc = np.zeros(q, dtype=np.int64)  # 0: not judged for that query
+    pos_of_doc[judged.query[mine]] = values.positions[mine]
+    y = judged.label
+    z = judged.denominators[judged.query]
+    s_self = doc_scores[judged.query]
+    above = (s_self > values.pair_scores) | ((s_self == values.pair_scores) & (tiebreak[doc] > tiebreak[judged.doc]))
+    crowd = above & (values.positions > k) & ~mine
+    np.add.at(
+        per_query,
+        judged.query[crowd],
+        -k * y[crowd] / (values.positions[crowd] * (values.positions[crowd] - 1.0)) / z[crowd],
+    )
+    own = np.flatnonzero(mine)
+    pos = values.positions[own]
+    np.add.at(per_query, judged.query[own], y[own] * np.minimum(k, pos) / pos / z[own])
+    out = [Displaced(int(judged.query[p]), int(judged.doc[p]), int(values.positions[p])) for p in np.flatnonzero(crowd)]
+    return per_query, sorted(out, key=lambda d: (d.query, d.position))
