@@ -19,6 +19,7 @@ from retbench.values.exact import (
 from retbench.values.montecarlo import (
     Estimate,
     Utility,
+    leave_one_out_ranked,
     ndcg_at,
     permutation_shapley,
     precision_at,
@@ -34,6 +35,7 @@ __all__ = [
     "Utility",
     "charges",
     "id_tiebreak",
+    "leave_one_out_ranked",
     "leave_one_out_sorted",
     "ndcg_at",
     "permutation_shapley",

@@ -133,3 +133,21 @@ def permutation_shapley(
     mean = total / done
     var = np.maximum(total_sq / done - mean**2, 0.0) * done / (done - 1)
     return Estimate(mean, np.sqrt(var / done), done, seed, utility.name)
+
+
+def leave_one_out_ranked(ranks: np.ndarray, gains: np.ndarray, utility: Utility) -> np.ndarray:
+    """(N,) mean over queries of U(all) - U(all without d), from the same `ranks` and `gains` (only the top K + 1
+    of each query can change: removing a document from the top K lets the next one in)."""
+    q, n = ranks.shape
+    k = utility.k
+    m = min(n, k + 1)
+    order = np.argsort(ranks, axis=1)[:, :m]
+    rows = np.arange(q)
+    g = np.zeros((q, k + 1))
+    g[:, :m] = np.take_along_axis(np.asarray(gains, dtype=np.float64), order, axis=1)
+    full = utility(g[:, :k], rows)
+    out = np.zeros(n)
+    for i in range(min(k, n)):
+        without = np.delete(g, i, axis=1)
+        np.add.at(out, order[:, i], full - utility(without, rows))
+    return out / q
