@@ -14,6 +14,7 @@ from retbench.values import (
     Judged,
     charges,
     id_tiebreak,
+    leave_one_out_ranked,
     leave_one_out_sorted,
     ndcg_at,
     permutation_shapley,
@@ -198,3 +199,15 @@ def test_charges_split_a_value_into_the_queries_it_comes_from_and_name_what_is_c
             ranked = list(order[x.query])
             assert labels[x.query, x.doc] > 0 and ranked.index(x.doc) + 1 == x.position > k
             assert ranked.index(d) < ranked.index(x.doc)
+
+
+def test_leave_one_out_from_ranks_equals_the_exact_one_for_any_utility_with_a_closed_form() -> None:
+    rng = np.random.default_rng(9)
+    for n in (2, 4, 30):
+        queries, docs, labels = _case(rng, n, 5, ties=n >= 4)
+        scores = queries @ docs.T
+        tb = id_tiebreak([f"d{i}" for i in range(n)])
+        ranks = ranks_from_order(ranking_order(scores, tb))
+        got = leave_one_out_ranked(ranks, labels, precision_at(3))
+        want = leave_one_out_sorted(scores, labels, 3, np.full(5, 3.0), tb).mean(axis=0)
+        np.testing.assert_allclose(got, want, atol=1e-12)
