@@ -57,8 +57,11 @@ def _headline(name: str, s: Mapping[str, Any]) -> list[str]:
     check = s.get("monte_carlo_check")
     if check:
         lines.append(
-            f"- Monte-Carlo check ({check['permutations']} permutations): {fmt.pct(check['within_4_stderr'])} of "
-            f"the documents within 4 standard errors of exact; largest difference {fmt.num(check['max_abs_difference'], 6)}"
+            f"- Monte-Carlo check ({check['permutations']} permutations, seed {check['seed']}): correlation "
+            f"{fmt.num(check['correlation'], 4)} with exact; of the {check['documents_with_spread']} documents whose "
+            f"estimate varied, {fmt.pct(check['within_4_stderr'])} within 4 standard errors of exact; for the others "
+            "(the same contribution in every permutation: standard error 0) the largest difference is "
+            f"{fmt.num(check['max_abs_difference_without_spread'], 6)}"
         )
     return lines
 

@@ -68,7 +68,7 @@ def test_dense_exact_values_sum_to_recall_and_the_study_finds_the_planted_copy_a
     assert any(set(g["doc_ids"]) == {"whale", "whale-copy"} for g in groups)
     leak = {x["query_id"]: x for x in s["leaks"]["list"]}
     assert leak["q3"]["text_in"] == ["leak"]
-    assert s["monte_carlo_check"]["within_4_stderr"] > 0.5
+    assert s["monte_carlo_check"]["correlation"] > 0.9
     report = (out / "report.md").read_text()
     assert "## Harmful documents" in report and "## Leaks" in report and "whale-copy" in report
     assert {"manifest.json", "summary.json", "values.json", "report.md"} <= {p.name for p in out.iterdir()}
