@@ -28,8 +28,16 @@ from retbench.retrievers.encoders import Encoder
 from retbench.studies.dataset import dataset_manifest, prepare_dataset
 from retbench.studies.impact.novelty import normalize_rows
 from retbench.studies.manifest import manifest_header
-from retbench.studies.values import findings
+from retbench.studies.values.findings import (
+    embedding_leaks,
+    group_key,
+    group_sums,
+    near_duplicate_groups,
+    query_overlaps,
+    text_leaks,
+)
 from retbench.values import (
+    Displaced,
     Judged,
     charges,
     id_tiebreak,
@@ -80,7 +88,12 @@ def _data(model: ValuesModel, corpus: Corpus, queries: Any, qrels: Qrels) -> _Da
     ids = [str(x) for x in corpus.ids]
     index = {d: i for i, d in enumerate(ids)}
     level, k = model.relevance_level, model.k
-    qids, qi, di, gains, ideal, z = [], [], [], [], [], []
+    qids: list[str] = []
+    qi: list[int] = []
+    di: list[int] = []
+    gains: list[dict[int, float]] = []
+    ideal: list[np.ndarray] = []
+    z: list[float] = []
     for qid in queries:
         judged = qrels.get(qid, {})
         relevant = [d for d, g in judged.items() if g >= level]
@@ -163,7 +176,6 @@ def _harm(
 def _ranked_detail(ranks: np.ndarray, d: _Data, k: int) -> Callable[[int], tuple[np.ndarray, list[Any]]]:
     """For the Monte-Carlo path: a query counts as hurt where the document outranks a judged one below k
     (the rule the exact charges follow); its per-query value is -1 per such judged document (a count)."""
-    from retbench.values import Displaced
 
     def detail(doc: int) -> tuple[np.ndarray, list[Any]]:
         j = d.judged
@@ -233,8 +245,10 @@ def run_values(model: ValuesModel, *, log: Callable[[str], None] = print) -> Val
         sv = shapley_streamed(qv, dv, d.judged, model.k, tb)
         values, loo, u_all = sv.shapley, sv.leave_one_out, float(sv.utility.mean())
 
-        def detail(doc: int) -> tuple[np.ndarray, list[Any]]:
+        def exact_detail(doc: int) -> tuple[np.ndarray, list[Any]]:
             return charges(doc, qv @ dv[doc], d.judged, sv, model.k, tb)
+
+        detail: Callable[[int], tuple[np.ndarray, list[Any]]] = exact_detail
 
         ranks = None
         if model.monte_carlo.check:
@@ -297,7 +311,7 @@ def _findings(
     groups: list[list[int]] = []
     novelty = np.full(n, np.nan)
     if n <= NEAR_DUPLICATE_LIMIT:
-        groups, novelty = findings.near_duplicate_groups(nd, model.near_duplicates.threshold)
+        groups, novelty = near_duplicate_groups(nd, model.near_duplicates.threshold)
     group_of = {i: g for g, members in enumerate(groups) for i in members}
     order = np.argsort(-values, kind="stable")
     documents = []
@@ -321,13 +335,13 @@ def _findings(
     by_judgement = [
         "relevant to an evaluation query" if r else "never relevant to an evaluation query" for r in relevant_for
     ]
-    grouped = {"judgement": findings.group_sums(by_judgement, values)}
+    grouped = {"judgement": group_sums(by_judgement, values)}
     for field in model.group_by:
-        keys = [findings.group_key(x, meta[i] if meta is not None else None, field) for i, x in enumerate(d.ids)]
-        grouped[field] = findings.group_sums(keys, values)
-    text_hits = findings.text_leaks(d.texts, d.corpus.joined_texts())
-    emb_hits = findings.embedding_leaks(nq, nd, model.leaks.threshold)
-    overlaps = findings.query_overlaps(d.qids, {str(q): ds.queries[q] for q in ds.queries})
+        keys = [group_key(x, meta[i] if meta is not None else None, field) for i, x in enumerate(d.ids)]
+        grouped[field] = group_sums(keys, values)
+    text_hits = text_leaks(d.texts, d.corpus.joined_texts())
+    emb_hits = embedding_leaks(nq, nd, model.leaks.threshold)
+    overlaps = query_overlaps(d.qids, {str(q): ds.queries[q] for q in ds.queries})
     leaks = [
         {
             "query_id": qid,
