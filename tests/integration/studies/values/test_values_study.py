@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
+from retbench.errors import ConfigError
 from retbench.studies.values import load_values_config, run_values
 
 pytestmark = pytest.mark.slow
@@ -85,3 +86,9 @@ def test_bm25_monte_carlo_names_the_stuffed_document_as_harmful_and_what_it_disp
     assert hurt["displaced"][0]["doc_id"] in {"whale", "whale-copy"}
     values = np.array([r["value"] for r in outcome.documents])
     assert values.sum() == pytest.approx(s["utility_of_corpus"], abs=1e-9)  # every permutation telescopes
+
+
+def test_exact_values_asked_of_bm25_are_refused_naming_the_method(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="exact values need a dense retriever") as exc:
+        _run(tmp_path, retriever={"adapter": "bm25s"}, method="exact")
+    assert exc.value.field == "method"
