@@ -176,7 +176,8 @@ def shapley_streamed(
 ) -> StreamedValues:
     """Exact values of every document, mean over queries, for scores = queries @ documents.T, in query blocks.
 
-    Memory: the documents, plus a (block, N) score block and a (pairs in the block, N) mask at a time.
+    Memory: the documents, plus a (block, N) score block and, for the judged pairs of the block, a (pairs, N)
+    copy of their queries' score rows and a (pairs, N) boolean mask at a time.
     """
     q, n = len(queries), len(documents)
     if documents.ndim != 2 or queries.ndim != 2 or queries.shape[1] != documents.shape[1]:

@@ -36,3 +36,16 @@ def test_exact_values_of_ndcg_are_refused_naming_the_method() -> None:
 def test_a_bad_value_names_its_field(data: dict, field: str) -> None:
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         parse_study(data, "values.yaml", ValuesModel)
+
+
+def test_retbench_values_names_file_line_and_field_of_a_bad_key_and_exits_2(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from retbench.cli import app
+
+    path = tmp_path / "values.yaml"
+    path.write_text("name: v\nutility: recall\nk: 10\nnear_duplicates: {treshold: 0.9}\n")
+    res = CliRunner().invoke(app, ["values", str(path)])
+    assert res.exit_code == 2
+    assert f"{path}:4" in res.output and "near_duplicates.treshold" in res.output
+    assert len(res.output.strip().splitlines()) == 1
