@@ -35,6 +35,7 @@ SMOKE: dict[str, tuple[str, str]] = {
     "bm25_speed": ("--repeat 1", "bm25"),
     "compare_speed": ("--systems 2 --metrics 2 --queries 20", '"resamples"'),
     "dense_speed": ("--docs 64 --block 32", "cold/raw throughput"),
+    "document_values": ("--docs 2000 --queries 50 --dim 16", "efficiency check"),
     "diff_scale": ("--tiny --resamples 200", "changed top 10"),
     "faiss_ann": ("--repeat 1 --no-pq --docs 300 --queries 30", "flat_ip (exact)"),
     "gpu_throughput": (

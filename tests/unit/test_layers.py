@@ -20,7 +20,7 @@ from repo_paths import SRC
 
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "secrets", "loopback", "jsontypes"),
-    ("data", "stats", "power", "active", "sequential"),
+    ("data", "stats", "power", "active", "sequential", "values"),
     ("chunkers",),
     ("metrics",),
     ("io",),

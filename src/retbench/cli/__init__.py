@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "history": "run:history_command",
     "serve": "serve:serve_command",
     "ingest-impact": "studies:ingest_impact_command",
+    "values": "studies:values_command",
     "eval": "evaluate:eval_command",
     "metrics": "evaluate:metrics_command",
     "judge-relevance": "judge:judge_relevance",

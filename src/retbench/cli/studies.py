@@ -1,4 +1,4 @@
-"""The study commands: `retbench stress`, `chunking` and `ingest-impact` (one config file each)."""
+"""The study commands: `retbench stress`, `chunking`, `ingest-impact` and `values` (one config file each)."""
 
 from __future__ import annotations
 
@@ -92,3 +92,26 @@ def ingest_impact_command(
             table.add_row(*r)
         con.print(table)
     con.print(f"results: {cfg.output}  (report.md, candidates.json, summary.json, manifest.json)")
+
+
+@handles_errors
+def values_command(
+    config: Annotated[
+        Path, typer.Argument(help="Values YAML: dataset, retriever, utility (precision, recall, ndcg) and k.")
+    ],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Results directory (overrides the config).")
+    ] = None,
+) -> None:
+    """The value of every document for the queries (KNN-Shapley, leave-one-out), harmful documents, leaks."""
+    from retbench.studies.values import load_values_config, run_values  # deferred: start-up time
+
+    cfg = load_values_config(config, output)
+    con = console()
+    outcome = run_values(cfg, log=lambda m: con.print(redact(m)))
+    s = outcome.summary
+    con.print(
+        f"{s['documents']} documents: {s['positive']} help, {s['zero']} do nothing, {s['negative']} hurt; "
+        f"leaks: {s['leaks']['queries']} queries"
+    )
+    con.print(f"results: {cfg.output_dir}  (report.md, values.json, summary.json, manifest.json)")

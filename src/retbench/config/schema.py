@@ -19,6 +19,7 @@ from retbench.config.experiment import ExperimentModel, StressModel
 from retbench.config.impact import IngestModel
 from retbench.config.judge import JudgeFile
 from retbench.config.tune import TuneModel
+from retbench.config.values import ValuesModel
 
 #: kind -> (model, what files of that kind are for)
 KINDS: dict[str, tuple[type[BaseModel], str]] = {
@@ -31,6 +32,7 @@ KINDS: dict[str, tuple[type[BaseModel], str]] = {
     "calibration": (CalibrationModel, "retbench judge-calibrate"),
     "criteria": (CriteriaModel, "retbench gate --criteria: ship criteria"),
     "tune": (TuneModel, "retbench tune: a grid over one system's settings, chosen by cross-validation"),
+    "values": (ValuesModel, "retbench values: the value of every document for the queries (Shapley)"),
 }
 
 
