@@ -150,6 +150,20 @@ def load_run(path: str | Path, system: str | None = None) -> Run:
     return run
 
 
+def side_names(name_a: str, name_b: str, source_a: object, source_b: object) -> tuple[str, str]:
+    """Names the report can tell apart. Other tools write one fixed tag in every run (pyserini: `Anserini`), so
+    when both runs carry the same name (or none) each side is named by its file (`current.trec` -> `current`),
+    else by the name with `(A)` / `(B)` after it."""
+    a, b = name_a or "A", name_b or "B"
+    if a != b:
+        return a, b
+    if isinstance(source_a, str | Path) and isinstance(source_b, str | Path):
+        stems = Path(source_a).stem, Path(source_b).stem
+        if stems[0] != stems[1]:
+            return stems
+    return f"{a} (A)", f"{b} (B)"
+
+
 def diff(
     run_a: Run | str | Path,
     run_b: Run | str | Path,
@@ -187,9 +201,10 @@ def diff(
         "changed_order": int(values["changed_order"].sum()),
     }
     appeared, vanished = _doc_shifts(top_k, top)
+    name_a, name_b = side_names(a.name, b.name, run_a, run_b)
     out = RunDiff(
-        a.name or "A",
-        b.name or "B",
+        name_a,
+        name_b,
         k,
         p,
         qids,

@@ -348,6 +348,7 @@ _FULL = "encodes the full SciFact corpus or runs every system on it (minutes); F
 _SERVERS = "starts database servers; tests/integration/test_services.py and the stores' tests run them"
 _LLM = "needs an LLM server or LLM labels; tests/integration/llm run the local judge"
 _MINE = "names the reader's own files (a golden set and outputs, two results folders); the same command runs above"
+_LABEL_FREE = "the label-free how-to's walk-through: tests/integration/test_label_free_walkthrough.py runs it"
 #: commands only checked: each names a real command and only its options (the test above) and `--help` works
 CHECKED_ONLY = {
     "bash scripts/setup.sh": "installs every package (minutes, a registry): checked with `bash -n`",
@@ -383,6 +384,14 @@ CHECKED_ONLY = {
     "results/branch --baseline-system bm25 --candidate-system bm25 --comment comment.md": _MINE,
     ".venv/bin/retbench gate --criteria configs/ship-criteria.yaml --candidate results/quick  --candidate-system bm25 "
     "--baseline history:last-pass": "needs a gate that passed earlier in the history; tests/unit/test_gates.py has one",
+    "retbench diff current.trec candidate.trec --k 10 --p 0.9 --html diff.html --json diff.json": _LABEL_FREE,
+    "retbench canary canary.yaml --out canary/ --k 10": _LABEL_FREE,
+    "retbench label prelabel canary/study --judge judge.yaml": _LABEL_FREE,
+    "retbench label serve canary/study --labeller ann": _LABEL_FREE,
+    "retbench compare --labels canary/study": _LABEL_FREE,
+    "retbench gate --criteria criteria.yaml --labels canary/study --comment comment.md": _LABEL_FREE,
+    "retbench gate --criteria movement.yaml --candidate canary/runs/candidate.trec --baseline canary/runs/current.trec "
+    "--comment comment.md": _LABEL_FREE,
 }
 
 

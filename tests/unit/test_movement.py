@@ -70,3 +70,14 @@ def test_bad_inputs_are_named() -> None:
         diff("no/such.run", "no/such.run")
     with pytest.raises(InputError, match="p must lie strictly between"):
         diff(Run.from_dict({"q": {"d": 1.0}}), Run.from_dict({"q": {"d": 1.0}}), p=1.0)
+
+
+def test_two_runs_with_one_tool_tag_are_named_by_their_files(tmp_path: Path) -> None:
+    # pyserini writes the tag `Anserini` into every run: the report must still tell current from candidate
+    a, b = _runs()
+    _write_trec(tmp_path / "current.trec", a, "Anserini")
+    _write_trec(tmp_path / "candidate.trec", b, "Anserini")
+    d = diff(tmp_path / "current.trec", tmp_path / "candidate.trec", k=5, n_resamples=100)
+    assert (d.name_a, d.name_b) == ("current", "candidate")
+    same = diff(Run.from_dict({"q": {"d1": 1.0}}, name="x"), Run.from_dict({"q": {"d2": 1.0}}, name="x"), k=1)
+    assert (same.name_a, same.name_b) == ("x (A)", "x (B)")
