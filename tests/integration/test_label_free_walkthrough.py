@@ -12,8 +12,8 @@
 4. `retbench gate` on the labels with the page's `criteria.yaml`, and on movement with its `movement.yaml`, each
    exiting as its limits and the measured numbers say it must.
 
-The 0.5B judge takes 10 to 30 s a pair on the shared 2-core machine, so the log holds one claim (its pooled
-top 10s, about 12 pairs, about 4 minutes); that only changed queries are pooled, with unchanged ones in the log, is checked on 40
+The 0.5B judge takes 10 to 30 s a pair on the shared 2-core machine, so the log holds two claims (about 20 pooled
+pairs, about 10 minutes); that only changed queries are pooled, with unchanged ones in the log, is checked on 40
 queries by tests/integration/studies/test_canary.py. Every subprocess uses this test's own embedding and judge
 cache (RETBENCH_CACHE under tmp_path) and no network.
 """
@@ -58,7 +58,7 @@ WALK = [
     "retbench gate --criteria movement.yaml --candidate canary/runs/candidate.trec "
     "--baseline canary/runs/current.trec --comment comment.md",
 ]
-N_QUERIES, N_DOCS = 1, 300  # the judge's time per pair sets this (see above)
+N_QUERIES, N_DOCS = 2, 300  # the judge's time per pair sets this (see above)
 
 
 def _page() -> tuple[list[str], dict[str, str], list[str]]:
