@@ -36,10 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
+from retbench.config.experiment import LoadSettings
 from retbench.data import Corpus, Queries
 from retbench.results.journal import Journal
 from retbench.retrievers.base import Ranking, Retriever
-from retbench.studies.stress import LoadSettings, drive
+from retbench.studies.stress import drive
 
 K = 10
 DOCS = [f"doc{i}" for i in range(1000)]
