@@ -292,6 +292,33 @@ def run_values(model: ValuesModel, *, log: Callable[[str], None] = print) -> Val
     return ValuesOutcome(model, documents, summary)
 
 
+def _leaks(model: ValuesModel, d: _Data, ds: Any, nq: np.ndarray, nd: np.ndarray) -> dict[str, Any]:
+    """Queries that leak into the corpus, by each stated rule: their text inside a document, a document within
+    the cosine threshold, or the same text as another query; counted per rule and listed."""
+    text_hits = text_leaks(d.texts, d.corpus.joined_texts())
+    emb_hits = embedding_leaks(nq, nd, model.leaks.threshold)
+    overlaps = query_overlaps(d.qids, {str(q): ds.queries[q] for q in ds.queries})
+    found = [
+        {
+            "query_id": qid,
+            "query": d.texts[r],
+            "text_in": [d.ids[x] for x in text_hits[r]][:5],
+            "embedding_near": [d.ids[x] for x in emb_hits[r]][:5],
+            "same_text_as_queries": overlaps.get(qid, [])[:5],
+        }
+        for r, qid in enumerate(d.qids)
+        if text_hits[r] or emb_hits[r] or qid in overlaps
+    ]
+    return {
+        "threshold": model.leaks.threshold,
+        "queries": len(found),
+        "text_in_corpus": sum(bool(x) for x in text_hits),
+        "embedding_near": sum(bool(x) for x in emb_hits),
+        "same_text_as_another_query": len(overlaps),
+        "list": found[: model.top],
+    }
+
+
 def _findings(
     model: ValuesModel,
     d: _Data,
@@ -339,20 +366,7 @@ def _findings(
     for field in model.group_by:
         keys = [group_key(x, meta[i] if meta is not None else None, field) for i, x in enumerate(d.ids)]
         grouped[field] = group_sums(keys, values)
-    text_hits = text_leaks(d.texts, d.corpus.joined_texts())
-    emb_hits = embedding_leaks(nq, nd, model.leaks.threshold)
-    overlaps = query_overlaps(d.qids, {str(q): ds.queries[q] for q in ds.queries})
-    leaks = [
-        {
-            "query_id": qid,
-            "query": d.texts[r],
-            "text_in": [d.ids[x] for x in text_hits[r]][:5],
-            "embedding_near": [d.ids[x] for x in emb_hits[r]][:5],
-            "same_text_as_queries": overlaps.get(qid, [])[:5],
-        }
-        for r, qid in enumerate(d.qids)
-        if text_hits[r] or emb_hits[r] or qid in overlaps
-    ]
+    leaks = _leaks(model, d, ds, nq, nd)
     summary.update(
         {
             "k": model.k,
@@ -383,14 +397,7 @@ def _findings(
                     for g, members in enumerate(groups[: model.top])
                 ],
             },
-            "leaks": {
-                "threshold": model.leaks.threshold,
-                "queries": len(leaks),
-                "text_in_corpus": sum(bool(x) for x in text_hits),
-                "embedding_near": sum(bool(x) for x in emb_hits),
-                "same_text_as_another_query": len(overlaps),
-                "list": leaks[: model.top],
-            },
+            "leaks": leaks,
         }
     )
     return documents, summary
