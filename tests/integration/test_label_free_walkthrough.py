@@ -4,7 +4,7 @@
 2. `retbench canary` with the page's `canary.yaml` (all-MiniLM-L6-v2 against its int8 ONNX export) over a query log
    cut from SciFact (test claims over 300 abstracts given by their titles, so both encoders run in seconds; no
    qrels), and only the queries whose top 10 changed pooled for labelling;
-3. `retbench label prelabel` with a real judge (tinyq4 serving Qwen2.5-Coder-0.5B on 127.0.0.1, the judge tests'
+3. `retbench label prelabel` with a real judge (`transformers serve` with Qwen2.5-Coder-0.5B on 127.0.0.1, the judge tests'
    server; the page's `judge.yaml` names any server, the one difference from the page), `retbench label serve` on
    the canary's study graded over the page's HTTP API (what the labelling page sends) with the grades SciFact's
    annotators gave, every pooled pair; then `retbench compare --labels` and the page's Python step carrying the
@@ -153,7 +153,9 @@ def test_an_embedding_upgrade_from_diff_to_labelled_decision_as_the_page_walks_i
     grades = _query_log(scifact, work / "traces")
     for name in ("canary.yaml", "criteria.yaml", "movement.yaml"):
         (work / name).write_text(files[name])
-    url, model = served  # the page's judge.yaml names a judge server: here the loopback tinyq4 with the 0.5B model
+    url, model = (
+        served  # the page's judge.yaml names a judge server: here the session's loopback judge server with the 0.5B model
+    )
     judge = {"base_url": url, "model_file": str(model), "max_tokens": 8, "timeout": 3000, "retries": 0}
     judge["prompt"] = str(PROMPTS / "tiny_relevance_v1.txt")
     (work / "judge.yaml").write_text(json.dumps({"judge": judge}))

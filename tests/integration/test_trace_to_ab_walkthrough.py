@@ -5,14 +5,14 @@
    passages); the OpenTelemetry in-memory exporter's spans are written as OTLP JSON (`spans.json`), what the
    OTLP exporter sends.
 2. `retbench traces import`, `label init` (the live run against a BM25 config with other parameters, the
-   `systems.yaml` of the page), `label prelabel` with a real judge (tinyq4 serving Qwen2.5-Coder-0.5B on
+   `systems.yaml` of the page), `label prelabel` with a real judge (`transformers serve` with Qwen2.5-Coder-0.5B on
    127.0.0.1, the judge tests' server), all as CLI subprocesses.
 3. `retbench label serve` and a person in real Chromium, keyboard only, grading the first queued queries with
    the grades SciFact's annotators gave (someone who knows the answers).
 4. `retbench compare --labels` prints the PPI answer line with `estimate_study`'s numbers and as many human
    labels as pairs were graded; `retbench gate --labels` exits as the page's `criteria.yaml` says it must.
 
-The page's `judge.yaml` names a judge server; here the judge file names the loopback tinyq4 and a short
+The page's `judge.yaml` names a judge server; here the judge file names the loopback judge server and a short
 prompt instead, the one difference from the page (which the docs say).
 """
 

@@ -1,4 +1,4 @@
-"""The `generate:` block: answers from a real chat model (tinyq4 + Qwen2.5-Coder-0.5B on 127.0.0.1).
+"""The `generate:` block: answers from a real chat model (`transformers serve` + Qwen2.5-Coder-0.5B on 127.0.0.1).
 
 The 0.5B model's answers are not judged here: the tests check the plumbing (context from the top
 chunks, citations and abstention read from the reply, cache, call log, answers saved and scored,

