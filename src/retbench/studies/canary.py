@@ -82,7 +82,7 @@ def run_canary(
     if not Path(dataset).is_absolute() and (base / dataset).exists():
         dataset = str(base / dataset)
     root = Path(out)
-    results = run_config(config, dataset, root, k, note)
+    results = run_config(config, dataset, root, k, note, own_dataset=True)
     files = {f.parent.name: f for f in results.glob("**/run.trec")}
     runs_dir = root / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)

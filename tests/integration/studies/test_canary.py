@@ -44,6 +44,7 @@ def test_canary_diffs_the_log_and_pools_only_the_changed_queries(scifact_path, t
     canary = run_canary(_config(tmp_path, log, TWO), tmp_path / "out", n_resamples=200, note=said.append)
     changed = set(canary.diff.changed_queries(as_order=True))
     assert 0 < len(changed) <= 40 and canary.diff.counts["queries"] == 40
+    assert not any("datasets are not used" in line for line in said)  # the log is the config's own dataset
     assert canary.study is not None
     pooled = {p["qid"] for p in read_study(tmp_path / "out" / "study").pairs}
     assert pooled == changed  # labels go only where the systems disagree

@@ -55,10 +55,17 @@ def _stages_refused(cfg: ExperimentModel) -> None:
 
 
 def run_config(
-    config: str | Path, dataset: str | Path, study_dir: str | Path, k: int, note: Callable[[str], None] = print
+    config: str | Path,
+    dataset: str | Path,
+    study_dir: str | Path,
+    k: int,
+    note: Callable[[str], None] = print,
+    *,
+    own_dataset: bool = False,
 ) -> Path:
     """Search the config's systems over the dataset's queries and corpus; returns the results folder whose
-    `systems/<name>/run.trec` hold their runs (the form `init_study` reads)."""
+    `systems/<name>/run.trec` hold their runs (the form `init_study` reads). `own_dataset`: the dataset is the
+    config's own (a canary's query log), so no note says the config's datasets were set aside."""
     out = Path(study_dir) / EXPERIMENTS / Path(config).stem
     cfg = load_study(
         config,
@@ -68,7 +75,8 @@ def run_config(
         what="experiment config",
         overrides={"datasets": [str(dataset)]},
     )
-    note(f"{config}: its datasets are not used; its systems run over the study's dataset {dataset}")
+    if not own_dataset:
+        note(f"{config}: its datasets are not used; its systems run over the study's dataset {dataset}")
     if cfg.depth < k:
         cfg = cfg.model_copy(update={"depth": k})
     ds = load_dataset(dataset)
