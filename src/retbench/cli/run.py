@@ -81,7 +81,8 @@ def _run_command(
     from retbench.report.leaderboard import build_leaderboard
     from retbench.report.resolution import resolve
     from retbench.report.terminal import render_costs, render_leaderboard, render_resolution, render_summary
-    from retbench.studies.benchmark import load_config, raise_if_failed
+    from retbench.studies.benchmark import load_config
+    from retbench.studies.outcome import raise_if_failed
 
     cfg = load_config(config, output)
     if point is not None:

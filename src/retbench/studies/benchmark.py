@@ -75,7 +75,7 @@ from retbench.studies.judging import (
 )
 from retbench.studies.llm_calls import failed_llm_stages, partial_llm_stages
 from retbench.studies.manifest import manifest_header
-from retbench.studies.outcome import Outcome, StudyOutcome, raise_if_backend_failed, raise_if_failed
+from retbench.studies.outcome import Outcome, StudyOutcome, raise_if_backend_failed
 from retbench.studies.rerank import RerankStage
 from retbench.studies.rubrics import asked_rubrics, rubric_estimates
 
@@ -88,7 +88,6 @@ __all__ = [
     "parse_config",
     "prepare_dataset",
     "raise_if_backend_failed",
-    "raise_if_failed",
     "run_experiment",
     "system_retriever",
 ]

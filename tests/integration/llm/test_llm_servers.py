@@ -341,7 +341,8 @@ def _fails(h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
 def test_a_failed_generation_is_a_generation_error_and_a_python_caller_gets_the_exit_3_outcome(tmp_path, monkeypatch):
     """`run_experiment` itself says that every LLM call of a stage failed (no CLI): the lines, exit code 3, and
     the error `raise_if_failed` raises, after every file is written."""
-    from retbench.studies.benchmark import load_config, raise_if_failed, run_experiment
+    from retbench.studies.benchmark import load_config, run_experiment
+    from retbench.studies.outcome import raise_if_failed
 
     monkeypatch.setenv("RETBENCH_CACHE", str(tmp_path / "cache"))
     data = tmp_path / "tiny_rag"
