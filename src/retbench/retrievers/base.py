@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, Protocol, TypeVar, overload, runtime_checkable
 
 from retbench.config.base import did_you_mean
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
@@ -134,6 +134,14 @@ def isolate_failures(
         builder.add(q, clean_ranking(ranking), latency=elapsed / n, batch=n)
 
 
+@runtime_checkable
+class AsyncSearch(Protocol):
+    """The method an adapter declaring the "async" capability adds: one query answered on asyncio (stress drives
+    such adapters on an event loop; `isinstance(retriever, AsyncSearch)` tells whether it has the method)."""
+
+    async def asearch_one(self, text: str, k: int) -> Ranking: ...
+
+
 class Retriever(ABC):
     """One retrieval system. Subclasses implement `index` and `search_batch` (or `search_one`)."""
 
@@ -146,6 +154,21 @@ class Retriever(ABC):
     parts: PartTimes | None = None
     #: batch calls that raised and were asked again query by query (None: none yet)
     fallbacks: BatchFallbacks | None = None
+    # What the workbench may read from a retriever beyond `index` and `search`, declared here with the value a
+    # retriever that has none of it keeps (so nothing probes for an attribute): set the ones your adapter has.
+    #: the retriever a wrapper (scope, generate, fault injection, best chunk per document) searches through
+    inner: Retriever | None = None
+    #: the retrievers a composite fuses (a hybrid's components): their encoders and parts are found through it
+    components: Sequence[Retriever] = ()
+    #: the embedding encoder a dense retriever or store embeds with (`retrievers.encoders.Encoder`): its cache
+    #: statistics and resources are read from it; None: no encoder
+    encoder: Any = None
+    #: a system that answers (RAG): query id -> its `SystemAnswer`, filled by its search; None: it ranks only
+    answers: Mapping[str, Any] | None = None
+    #: a scope stage's records (`retrievers.scope.ScopeRecord`), filled by its search; None: no scope stage
+    scopes: Mapping[str, Any] | None = None
+    #: the index the adapter builds ("flat_ip" is exact inner product; "hnsw", "ivfpq", ... approximate); None: unsaid
+    index_type: str | None = None
 
     def __init__(self, name: str | None = None) -> None:
         self.name = name or self.adapter or type(self).__name__
