@@ -299,29 +299,31 @@ def register(name: str, factory: F | None = None) -> F | Callable[[F], F]:
     return deco(factory) if factory is not None else deco
 
 
-# Modules whose import registers built-in adapters; heavy libraries inside them stay lazy.
+# Modules whose import registers built-in adapters; heavy libraries inside them stay lazy. Every module of
+# `retrievers/stores/` is one too (`_store_modules`): a new store registers by its file alone.
 _BUILTIN_MODULES = (
     "bm25",
     "dense",
     "sparse",
     "hybrid",
     "runfile",
-    "stores.http",
-    "stores.chroma",
-    "stores.qdrant",
-    "stores.pgvector",
-    "stores.lancedb",
-    "stores.milvus",
-    "stores.typesense",
     "frameworks.langchain",
     "frameworks.llamaindex",
 )
 
 
+def _store_modules() -> list[str]:
+    """`stores.<name>` for every public module file of `retrievers/stores/`, found without importing them."""
+    import pkgutil
+
+    folder = Path(__file__).parent / "stores"
+    return sorted(f"stores.{m.name}" for m in pkgutil.iter_modules([str(folder)]) if not m.name.startswith("_"))
+
+
 def _builtin() -> None:
     import importlib.util
 
-    for mod in _BUILTIN_MODULES:
+    for mod in (*_BUILTIN_MODULES, *_store_modules()):
         full = f"retbench.retrievers.{mod}"
         try:
             found = importlib.util.find_spec(full) is not None
