@@ -138,16 +138,13 @@ def _family_table(rows: list[dict[str, Any]], templates: dict[str, list[str]]) -
 def metrics_reference() -> str:
     """The registry's own declaration of every metric (`registry.catalog()`, what `retbench metrics --json`
     prints), one table per family."""
+    from retbench.metrics.base import row_of
     from retbench.metrics.registry import available, catalog
 
     metrics = available()
     modules = {n: getattr(getattr(m, "fn", None), "__module__", None) for n, m in metrics.items()}
-    templates = {
-        n: [
-            re.sub(r"\{(\w+)[^}]*\}", r"<\1>", t) for t in (getattr(m, "trec", None), getattr(m, "trec_cut", None)) if t
-        ]
-        for n, m in metrics.items()
-    }
+    rows = {n: row_of(m) for n, m in metrics.items()}
+    templates = {n: [re.sub(r"\{(\w+)[^}]*\}", r"<\1>", t) for t in (r.trec, r.trec_cut) if t] for n, r in rows.items()}
     by_family: dict[str, list[dict[str, Any]]] = {}
     for r in catalog():
         by_family.setdefault(metric_family(r["name"], modules.get(r["name"])), []).append(r)
@@ -174,7 +171,31 @@ def metrics_reference() -> str:
     for title, _, blurb in FAMILIES:
         if title in by_family:
             out += [f"## {title}", "", blurb, "", *_family_table(by_family[title], templates), ""]
-    return "\n".join(out) + "\n"
+    return "\n".join(out + declarations_reference()) + "\n"
+
+
+def declarations_reference() -> list[str]:
+    """What a metric may declare beside `name`, `cutoff` and `compute`, from `metrics.base.MetricRow` itself: each
+    field, its type, the default a metric that leaves it out gets, and what reads it."""
+    from dataclasses import MISSING, fields
+
+    from retbench.metrics.base import MetricRow
+
+    out = [
+        "## Declaring a metric",
+        "",
+        "A metric (a built-in row or a plugin, see [Writing a plugin](../howto/plugins.md)) is an object with `name`,",
+        "`cutoff` and `compute(ctx, k, params)`; it may also declare any of these attributes. One that is left out",
+        "(or None) takes the default; `retbench.metrics.register` refuses a declaration of the wrong kind, naming it.",
+        "",
+        "| declaration | type | default | what it says |",
+        "|---|---|---|---|",
+    ]
+    for f in fields(MetricRow):
+        default = f.default_factory() if f.default_factory is not MISSING else f.default  # type: ignore[misc]
+        kind = str(f.type).replace("|", "\\|")
+        out.append(f"| `{f.name}` | `{kind}` | `{default!r}` | {_escape(f.metadata['doc'])} |")
+    return [*out, ""]
 
 
 def _anchor(title: str) -> str:

@@ -115,7 +115,7 @@ def label_estimates(
     unl = [i for i, q in enumerate(llm.query_ids) if q not in both]
     out: dict[str, Estimate] = {}
     for m in reported.metrics:
-        if getattr(parse_metric(m, reported.default_k).metric, "answer_side", False):
+        if parse_metric(m, reported.default_k).row.answer_side:
             continue  # answer metrics read references or verdicts, not relevance labels
         if human is not None and m in human.metrics and m in llm.metrics:
             hcol, lcol = human.column(m), llm.column(m)

@@ -383,7 +383,7 @@ def _deeper_than(metrics: Sequence[str], depth: int) -> list[str]:
             spec = parse_metrics([name])[0]
         except InputError:
             continue
-        if getattr(spec.metric, "answer_side", False):
+        if spec.row.answer_side:
             continue
         if spec.k is None or spec.k > depth:
             out.append(spec.name)

@@ -19,10 +19,11 @@ import pytest
 from typer.testing import CliRunner
 
 from retbench.cli import app
+from retbench.io.judgements import PROVENANCE_FILE
 from retbench.io.trec import write_run
 from retbench.retrievers import create
 from retbench.stats import classical_mean_ci, ppi_mean
-from retbench.studies.labels.relevance import PROVENANCE_FILE, QRELS_FILE
+from retbench.studies.labels.relevance import QRELS_FILE
 
 runner = CliRunner()
 DEPTH = 10

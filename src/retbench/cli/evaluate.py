@@ -10,11 +10,8 @@ import typer
 from retbench.cli.app import console, fail, handles_errors
 
 if TYPE_CHECKING:
-    from retbench.data import Qrels, Run
-    from retbench.data.corpus import Sample
-    from retbench.estimates import Estimate
     from retbench.evaluation import Evaluation
-    from retbench.metrics.judges.subtopics import SubtopicQrels
+    from retbench.evaluation.flow import EvalRun
     from retbench.report.trec import TrecStrings
 
 
@@ -114,51 +111,31 @@ def eval_command(
     ] = None,
 ) -> None:
     """Score a run against judgements, like trec_eval (-c): every judged query counts, unanswered ones as 0."""
-    from retbench.evaluation import evaluate
-    from retbench.io.judgements import read_judgements, read_system
+    from retbench.evaluation.flow import read_inputs, score, usable_metrics
+    from retbench.metrics.settings import EvalSettings
 
     if fmt not in ("table", "json", "trec"):
         raise fail(f"--format must be table, json or trec, got {fmt!r}")
-    judged, samples = read_judgements(qrels, split)
-    if not samples and not len(judged):  # every mean would be NaN: there is nothing to score against
-        from retbench.errors import InputError
-
-        where = f" for split {split!r}" if qrels.is_dir() else ""
-        raise InputError(f"holds no judgements{where}: nothing to score the run against", path=qrels)
-    human = judged
-    llm: Qrels | None = None
-    provenance: dict[str, Any] = {}
-    if llm_qrels is not None or labels != "human":
-        from retbench.data.qrels import Qrels
-        from retbench.studies.labels.relevance import combine_labels, read_llm_qrels
-
-        if llm_qrels is not None:
-            llm, provenance = read_llm_qrels(llm_qrels)
-        judged = combine_labels(labels, Qrels(judged), llm)
-    system, texts, answers = read_system(run)
     if complete and mode != "trec_eval":
         raise fail(f"-c counts every judged query, as --mode trec_eval does; it cannot go with --mode {mode}")
-    scoring: dict[str, Any] = {
-        "relevance_level": relevance_level,
-        "no_relevant": no_relevant or ("zero" if fmt == "trec" else None),  # None: by the mode
-        "judged_only": judged_only,
-        "max_docs": max_docs,
-        "collection_size": collection_size,
-        "mode": mode,
-        "ignore_identical_ids": identical_ids,
-        "recall_rounding": recall_rounding,
-        "default_k": default_k,
-        "samples": samples,
-        "texts": texts or None,
-        "answers": answers or None,
-        "subtopics": _subtopics(subtopic_qrels),
-    }
+    settings = EvalSettings(
+        relevance_level=relevance_level,
+        no_relevant=no_relevant or ("zero" if fmt == "trec" else None),  # None: by the mode
+        mode=mode,
+        default_k=default_k,
+        ignore_identical_ids=identical_ids,
+        judged_only=judged_only,
+        max_docs=max_docs,
+        collection_size=collection_size,
+        recall_rounding=recall_rounding,
+    )
+    inputs = read_inputs(qrels, run, split=split, labels=labels, llm_qrels=llm_qrels, subtopic_qrels=subtopic_qrels)
     if metric:
         names: list[Any] = list(metric)
-    elif fmt == "trec" and samples is None:
+    elif fmt == "trec" and inputs.samples is None:
         names = ["official"]  # trec_eval's own default set
     else:
-        names = _default_metrics(samples, texts, bool(answers))
+        names = inputs.default_metrics()
     printed: dict[str, str] = {}
     trec_notes: list[str] = []
     strings = None
@@ -166,166 +143,27 @@ def eval_command(
         from retbench.report.trec import trec_eval_measures, trec_strings
 
         names, strings = trec_strings(names)
-    names, refused = _usable(names, default_k)
+    names, refused = usable_metrics(names, default_k)
     if fmt == "trec":
         names, printed, trec_notes = trec_eval_measures(names, default_k)
-    ev = evaluate(system, judged, names, **scoring)
-    estimates: dict[str, Estimate] = {}
-    if labels != "human" and llm is not None:
-        estimates = _label_estimates(ev, system, human, llm, int(provenance.get("depth") or LABEL_DEPTH), scoring)
+    done = score(inputs, names, settings, refused=refused)
+    ev = done.evaluation
     if tsv is not None:
         ev.to_tsv(tsv)
-    notes = _notes(ev, labels, llm_qrels) + _source_notes(estimates) + _subtopic_notes(ev, scoring["subtopics"])
-    notes += trec_notes
     if fmt == "trec":
         relstring = None
         if strings is not None and strings.relstring and per_query:
             from retbench.report.trec import relstrings
 
-            scored = system.truncate(max_docs) if max_docs is not None else system
-            relstring = relstrings(scored, judged, ev.query_ids, strings.depth, judged_only=judged_only)
-        _print_trec(ev, per_query, notes, printed, strings, relstring)
+            scored = inputs.run.truncate(max_docs) if max_docs is not None else inputs.run
+            relstring = relstrings(scored, inputs.judged, ev.query_ids, strings.depth, judged_only=judged_only)
+        _print_trec(ev, per_query, done.notes + trec_notes, printed, strings, relstring)
     elif fmt == "json":
-        _print_json(ev, per_query, ci, labels, samples, estimates)
+        _print_json(done, per_query, ci)
     else:
-        _print_table(ev, per_query, ci, samples, notes, estimates)
+        _print_table(done, per_query, ci)
     if refused:  # the measures that could be computed are printed above; the others fail the command
         raise fail("; ".join(refused))
-
-
-def _usable(names: list[Any], default_k: int) -> tuple[list[Any], list[str]]:
-    """The metric names that parse, and one message per name that does not: several -m succeed or fail one by
-    one (the command still exits 2, naming each refused one). When none parses, the first one's error is raised."""
-    from retbench.errors import ConfigError
-    from retbench.metrics.registry import parse_metrics
-
-    good: list[Any] = []
-    refused: list[str] = []
-    first: ConfigError | None = None
-    for name in names:
-        try:
-            parse_metrics([name], default_k)
-        except ConfigError as exc:
-            first = first or exc
-            refused.append(f"-m {name}: {exc}")
-            continue
-        good.append(name)
-    if first is not None and not good:
-        raise first
-    return good, refused
-
-
-def _subtopics(path: Path | None) -> SubtopicQrels | None:
-    """The subtopic qrels file, read (errors name its line), or None when none is given."""
-    if path is None:
-        return None
-    from retbench.io.subtopics import read_subtopic_qrels
-
-    return read_subtopic_qrels(path)
-
-
-def _subtopic_notes(ev: Evaluation, subtopics: SubtopicQrels | None) -> list[str]:
-    """How many counted queries the subtopic qrels judge (the diversity measures' n), when given."""
-    if subtopics is None:
-        return []
-    judged = sum(q in subtopics for q in ev.query_ids)
-    if judged == len(ev.query_ids):
-        return []
-    return [
-        f"subtopic qrels judge {judged} of the {len(ev.query_ids)} counted queries: "
-        "the diversity measures are averaged over those"
-    ]
-
-
-LABEL_DEPTH = 10  # judge-relevance's default pool depth, for LLM qrels without a provenance file
-
-
-def _label_estimates(
-    ev: Evaluation, run: Run, human: Qrels, llm: Qrels, depth: int, scoring: dict[str, Any]
-) -> dict[str, Estimate]:
-    """Each metric's estimate when LLM labels scored it: the same run scored with the LLM qrels alone and
-    with the human qrels alone, PPI over the doubly labelled queries (`estimates.label_estimates`)."""
-    from retbench.estimates import doubly_labelled, label_estimates
-    from retbench.evaluation import evaluate
-
-    by_llm = evaluate(run, llm, ev.metrics, **scoring) if len(llm) else None
-    if by_llm is None:
-        return label_estimates(ev, ev, None, [])
-    by_human = evaluate(run, human, ev.metrics, **scoring) if len(human) else None
-    return label_estimates(ev, by_llm, by_human, doubly_labelled(run, human, llm, depth))
-
-
-def _estimate_of(agg: dict[str, Any], estimates: dict[str, Estimate], metric: str) -> Estimate:
-    """A metric's `estimate` entry: computed from the label sources, an LLM-judged metric's own, else human."""
-    from retbench.estimates import estimate_block
-
-    if metric in estimates:
-        return estimates[metric]
-    if "estimate" in agg:
-        return dict(agg["estimate"])
-    nan = float("nan")
-    return estimate_block("human", int(agg["n"]), 0, agg["mean"], agg.get("ci_low", nan), agg.get("ci_high", nan))
-
-
-def _default_metrics(samples: list[Sample] | None, texts: dict[str, str], answered: bool = False) -> list[str]:
-    """Metrics when none are named: the golden-set retrieval suite (plus answer containment, and the answer
-    metrics when the outputs carry answers), else trec_eval's."""
-    from retbench.metrics.registry import DEFAULT_ANSWER_METRICS, EVAL_METRICS
-
-    if samples is None:
-        return list(EVAL_METRICS)
-    names = ["retrieval-hit-at-k", "retrieval-recall-at-k", "retrieval-mrr", "retrieval-ndcg-at-k"]
-    if texts and all(s.answer for s in samples if s.answerable is not False):
-        names.append("answer-containment-at-k")
-    if answered:
-        names += DEFAULT_ANSWER_METRICS
-    return names
-
-
-def _notes(ev: Evaluation, labels: str, llm_qrels: Path | None) -> list[str]:
-    """What the numbers do not show: label source, unanswered, skipped, duplicate and unjudged queries."""
-    notes = [f"labels: {labels}" + (f" (LLM labels from {llm_qrels})" if labels != "human" else "")]
-    counts = ev.status_counts()
-    unanswered = {s: c for s, c in counts.items() if s not in ("ok", "empty") and c}
-    if unanswered:
-        notes.append(
-            "unanswered judged queries scored 0 (the worst value, top of the range, where lower is better): "
-            + ", ".join(f"{c} {s}" for s, c in unanswered.items())
-        )
-    if ev.excluded:
-        notes.append(f"{len(ev.excluded)} unanswered judged queries not counted ({ev.mode} mode)")
-    if ev.skipped:
-        notes.append(
-            f"{len(ev.skipped)} judged queries with no relevant document skipped (--no-relevant zero counts them, as trec_eval does)"
-        )
-    if ev.ignore_identical_ids:
-        notes.append(
-            f"identical query/doc ids ignored, as BEIR does: {ev.n_identical} retrieved doc(s) dropped"
-            + (f", {ev.n_identical_relevant} of them judged relevant by the qrels" if ev.n_identical_relevant else "")
-            + " (--keep-identical-ids keeps them)"
-        )
-    if ev.n_duplicates:
-        notes.append(f"{ev.n_duplicates} duplicate doc ids dropped from rankings (first kept)")
-    if ev.unjudged:
-        notes.append(f"{len(ev.unjudged)} answered queries have no judgements (ignored)")
-    return notes
-
-
-def _source_notes(estimates: dict[str, Estimate]) -> list[str]:
-    """What the label sources mean for the numbers shown (nothing when every number is from human labels)."""
-    sources = {e["source"] for e in estimates.values()}
-    notes = []
-    if "ppi" in sources:
-        notes.append(
-            "PPI: prediction-powered estimate of the mean under human labels (LLM labels on every query, corrected "
-            "by the human-minus-LLM difference on the queries both label), with its 95% interval"
-        )
-    if "llm" in sources:
-        notes.append(
-            "LLM labels: judge bias is not corrected (no query carries both human and LLM labels for all its judged "
-            "top documents)"
-        )
-    return notes
 
 
 def _print_trec(
@@ -345,14 +183,7 @@ def _print_trec(
         typer.echo(f"# {note}", err=True)
 
 
-def _print_json(
-    ev: Evaluation,
-    per_query: bool,
-    ci: bool,
-    labels: str,
-    samples: list[Sample] | None,
-    estimates: dict[str, Estimate],
-) -> None:
+def _print_json(done: EvalRun, per_query: bool, ci: bool) -> None:
     """The evaluation as JSON (strict: no NaN), with tag breakdowns for golden sets; each metric carries its
     `estimate`: which labels it comes from (human, llm, ppi), n human- and LLM-labelled queries, mean and CI."""
     import json
@@ -360,10 +191,11 @@ def _print_json(
     from retbench.data.samples import groups_from_samples
     from retbench.io.files import json_safe
 
+    ev, samples = done.evaluation, done.inputs.samples
     out = ev.to_dict(per_query=per_query, ci=ci)
     for m, agg in out["metrics"].items():
-        agg["estimate"] = _estimate_of(agg, estimates, m)
-    out["labels"] = labels
+        agg["estimate"] = done.estimate(m, agg)
+    out["labels"] = done.inputs.labels
     if samples is not None:
         groups = groups_from_samples(samples)
         if groups:
@@ -372,14 +204,7 @@ def _print_json(
     typer.echo(json.dumps(json_safe(out), indent=2, allow_nan=False))
 
 
-def _print_table(
-    ev: Evaluation,
-    per_query: bool,
-    ci: bool,
-    samples: list[Sample] | None,
-    notes: list[str],
-    estimates: dict[str, Estimate],
-) -> None:
+def _print_table(done: EvalRun, per_query: bool, ci: bool) -> None:
     """Means (with CIs) and their label source where not human, tag breakdowns and per-query rows as
     terminal tables, then the notes."""
     from rich.table import Table
@@ -390,8 +215,9 @@ def _print_table(
     from retbench.report.terminal import FittedTable
 
     con = console()
+    ev, samples = done.evaluation, done.inputs.samples
     agg = ev.aggregate(ci=ci)
-    sources = {m: source_label(_estimate_of(a, estimates, m), value=True) for m, a in agg.items()}
+    sources = {m: source_label(done.estimate(m, a), value=True) for m, a in agg.items()}
     table = Table(
         "metric",
         "mean",
@@ -423,7 +249,7 @@ def _print_table(
     if per_query:
         rows = [[r["query_id"], r["status"], *(f"{r[m]:.4f}" for m in ev.metrics)] for r in ev.per_query()]
         con.print(FittedTable(["query", "status", *ev.metrics], rows, keys=2, corner="metric"))
-    for note in notes:
+    for note in done.notes:
         con.print(f"note: {note}", markup=False, highlight=False)
 
 

@@ -126,13 +126,13 @@ def _score_by_label_source(runs: list[Run], human: Qrels, llm: Qrels, depth: int
     missing: null in metrics.json with the reason, "n/a" on screen, never 0 and never NaN.
     """
     from retbench.evaluation import evaluate
+    from retbench.io.judgements import LABEL_SOURCES, combine_labels
     from retbench.report.fmt import num
-    from retbench.studies.labels import relevance as rl
 
     metrics = [f"ndcg@{depth}", f"judged@{depth}", f"holes@{depth}"]
     summary: dict[str, Any] = {}
-    for source in rl.LABEL_SOURCES:
-        qrels = rl.combine_labels(source, human, llm)
+    for source in LABEL_SOURCES:
+        qrels = combine_labels(source, human, llm)
         for run in runs:
             agg = evaluate(run, qrels, metrics).aggregate(ci=False)
             row: dict[str, Any] = {m: None if agg[m]["mean"] != agg[m]["mean"] else agg[m]["mean"] for m in metrics}

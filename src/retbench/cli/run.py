@@ -82,8 +82,7 @@ def _run_command(
     from retbench.report.resolution import resolve
     from retbench.report.terminal import render_costs, render_leaderboard, render_resolution, render_summary
     from retbench.studies.benchmark import load_config
-    from retbench.studies.llm_calls import raise_if_llm_calls_failed
-    from retbench.studies.outcome import raise_if_backend_failed
+    from retbench.studies.outcome import raise_if_failed
 
     cfg = load_config(config, output)
     if point is not None:
@@ -106,9 +105,10 @@ def _run_command(
         con.print(render_resolution(ranked, metric))
     written = "".join(f"{name}, " for name in outcome.reports)
     con.print(f"results: {cfg.output_dir}  (metrics.json, manifest.json, {written}systems/<name>/run.trec)")
-    raise_if_backend_failed(outcome)
-    note = lambda m: con.print(f"note: {m}", soft_wrap=True, markup=False, highlight=False)  # noqa: E731
-    raise_if_llm_calls_failed(cfg.output_dir, [s.name for s in outcome.systems], note=note)
+    if not outcome.backend_failed:  # a failed backend's exit says enough: its stages' notes would bury it
+        for line in outcome.llm_notes:
+            con.print(f"note: {line}", soft_wrap=True, markup=False, highlight=False)
+    raise_if_failed(outcome)
 
 
 def _print_judge_costs(result: StudyResult, con: Console) -> None:

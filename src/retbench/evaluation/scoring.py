@@ -243,7 +243,7 @@ def _values(
 ) -> np.ndarray:
     """The counted rows x metrics table, with the counting rules applied (arguments are per counted row)."""
     values = np.empty((len(no_rel), len(specs)), dtype=np.float64)
-    answer_side = np.array([bool(getattr(s.metric, "answer_side", False)) for s in specs], dtype=bool)
+    answer_side = np.array([s.row.answer_side for s in specs], dtype=bool)
     for j, spec in enumerate(specs):
         values[:, j] = spec.compute(ctx, ks)
     values[np.ix_(unanswerable, ~answer_side)] = np.nan  # retrieval metrics do not apply

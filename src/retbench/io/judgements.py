@@ -1,9 +1,12 @@
-"""The files `retbench eval` scores: judgements (TREC qrels, BEIR qrels or folder, golden set) and a
-system's ranking (TREC run file, or system outputs with their texts and answers)."""
+"""The files `retbench eval` scores: judgements (TREC qrels, BEIR qrels or folder, golden set), LLM qrels with
+their provenance and how they combine with human ones, and a system's ranking (TREC run file, or system outputs
+with their texts and answers)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from retbench.data import Qrels, Run
 from retbench.data.answers import SystemAnswer
@@ -17,6 +20,10 @@ from retbench.io.irds import read_irds_qrels
 from retbench.io.trec import read_qrels, read_run
 
 GOLDEN_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".jsonl.gz")
+#: which labels score a run: human qrels, LLM qrels (`retbench judge-relevance`), or both (a human label wins)
+LABEL_SOURCES = ("human", "llm", "human+llm")
+#: the provenance file written beside LLM qrels (model, prompt, pool depth)
+PROVENANCE_FILE = "llm_qrels.provenance.json"
 
 
 def _is_golden(path: Path) -> bool:
@@ -63,3 +70,38 @@ def read_system(path: str | Path) -> tuple[Run, dict[str, str], dict[str, System
         return out.run, out.texts, out.answers
 
     return read_run(p), {}, {}
+
+
+def combine_labels(source: str, human: Qrels, llm: Qrels | None) -> Qrels:
+    """The labels an evaluation uses: `human`, `llm`, or `human+llm` (a human label always wins)."""
+    if source not in LABEL_SOURCES:
+        raise InputError(f"unknown label source {source!r}; expected one of {', '.join(LABEL_SOURCES)}", field="labels")
+    if source == "human":
+        return human
+    if llm is None:
+        raise InputError(f"labels {source!r} need LLM qrels (--llm-qrels)", field="labels")
+    if source == "llm":
+        return llm
+    merged = {q: dict(docs) for q, docs in llm.to_dict().items()}
+    for q, docs in human.to_dict().items():
+        merged.setdefault(q, {}).update(docs)
+    return Qrels({q: merged[q] for q in [*human, *(q for q in llm if q not in human)]})
+
+
+def read_llm_qrels(path: str | Path) -> tuple[Qrels, dict[str, Any]]:
+    """LLM qrels as `label_pairs` writes them, with the provenance file beside them ({} when there is none).
+
+    The provenance's `depth` (the pool depth) is the depth `estimates.doubly_labelled` checks.
+    """
+    p = Path(path)
+    qrels = read_qrels(p)
+    side = p.with_name(PROVENANCE_FILE)
+    if not side.is_file():
+        return qrels, {}
+    try:
+        provenance = json.loads(side.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise InputError(f"not valid JSON: {err.msg}", path=side, line=err.lineno) from None
+    if not isinstance(provenance, dict):
+        raise InputError("expected a JSON object", path=side)
+    return qrels, provenance

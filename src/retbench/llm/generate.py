@@ -137,6 +137,8 @@ class Generator:
 class GeneratingRetriever(Retriever):
     """A retriever whose search also answers each query with a `Generator`; answers land in `self.answers`."""
 
+    inner: Retriever  # always a wrapper
+
     def __init__(self, inner: Retriever, generator: Generator) -> None:
         super().__init__(inner.name)
         self.inner, self.generator = inner, generator

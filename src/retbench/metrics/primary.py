@@ -23,14 +23,10 @@ def ranks_systems(name: str) -> bool:
     """Whether `name` can be the metric a study ranks systems on by default: not a count (aggregate "sum"), not a
     measure of the judgements (`keeps_unanswered`: num_q, scope_miss_rate) and not the labels' coverage."""
     try:
-        metric = parse_metric(name).metric
+        spec = parse_metric(name)
     except InputError:
         return False
-    return not (
-        getattr(metric, "aggregate", "mean") == "sum"
-        or getattr(metric, "keeps_unanswered", False)
-        or metric.name in COVERAGE_MEASURES
-    )
+    return not (spec.row.aggregate == "sum" or spec.row.keeps_unanswered or spec.metric.name in COVERAGE_MEASURES)
 
 
 def default_primary(metrics: Sequence[str]) -> str | None:

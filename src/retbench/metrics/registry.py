@@ -46,7 +46,7 @@ import retbench.metrics.retrieval as retrieval
 import retbench.metrics.rubric as rubric
 import retbench.metrics.trec_rows as trec_rows
 from retbench.errors import ConfigError, InputError
-from retbench.metrics.base import CUTOFFS, Metric, MetricContext
+from retbench.metrics.base import CUTOFFS, Metric, MetricContext, MetricRow, checked_row, row_of, trec_printed_name
 from retbench.metrics.gain import check_level
 from retbench.metrics.trec_rows import TREC_NICKNAMES, TREC_ORDER
 
@@ -69,27 +69,24 @@ ENTRY_POINT_GROUP = "retbench.metrics"
 
 def describe(metric: Metric) -> dict[str, Any]:
     """A metric's declaration as data (as ir_measures declares measures): what reports, the docs and
-    `retbench metrics` show. Plugins that declare only the `Metric` protocol get the defaults."""
-    desc = str(getattr(metric, "description", "") or "")
-    params = dict(getattr(metric, "params", {}) or {})
-    if getattr(metric, "binary", True):
-        params = {"rel": 1, **params}
-    trec = getattr(metric, "trec", None)
-    trec_cut = getattr(metric, "trec_cut", None)
+    `retbench metrics` show. Plugins that declare only the `Metric` protocol get `MetricRow`'s defaults."""
+    row = row_of(metric)
+    params = {"rel": 1, **row.params} if row.binary else dict(row.params)
     return {
         "name": metric.name,
-        "label": getattr(metric, "label", "") or metric.name,
-        "meaning": (getattr(metric, "meaning", "") or desc).replace("{k}", "k"),
-        "definition": desc,
+        "label": row.label or metric.name,
+        "meaning": (row.meaning or row.description).replace("{k}", "k"),
+        "definition": row.description,
         "cutoff": metric.cutoff,
-        "aliases": list(getattr(metric, "aliases", ()) or ()),
+        "aliases": list(row.aliases),
         "parameters": params,
-        "trec_eval": [re.sub(r"\{(\w+)[^}]*\}", r"\1", n) for n in (trec, trec_cut) if n],
-        "trec_defaults": list(getattr(metric, "trec_defaults", ()) or ()),
-        "aggregate": str(getattr(metric, "aggregate", "mean") or "mean"),
-        "range": list(getattr(metric, "value_range", None) or ()),
-        "lower_is_better": bool(getattr(metric, "lower_is_better", False)),
-        "answer_side": bool(getattr(metric, "answer_side", False)),
+        "trec_eval": [re.sub(r"\{(\w+)[^}]*\}", r"\1", n) for n in (row.trec, row.trec_cut) if n],
+        "trec_defaults": list(row.trec_defaults),
+        "aggregate": row.aggregate,
+        "range": list(row.value_range or ()),
+        "lower_is_better": row.lower_is_better,
+        "answer_side": row.answer_side,
+        "unit": row.unit,
     }
 
 
@@ -120,7 +117,8 @@ def trec_families() -> dict[str, tuple[Metric, bool]]:
         return _FAMILIES
     out = _FAMILIES
     for m in _REGISTRY.values():
-        plain, cut = getattr(m, "trec", None), getattr(m, "trec_cut", None)
+        row = row_of(m)
+        plain, cut = row.trec, row.trec_cut
         if cut:
             out.setdefault(_family(cut), (m, False))
         if plain:
@@ -132,7 +130,7 @@ def trec_cut_families() -> dict[str, tuple[float, ...]]:
     """{trec_eval family of several measures: the values trec_eval computes when it is named bare}."""
     out: dict[str, tuple[float, ...]] = {}
     for fam, (m, plain) in trec_families().items():
-        defaults: tuple[float, ...] = tuple(getattr(m, "trec_defaults", None) or ())
+        defaults = row_of(m).trec_defaults
         if not plain and defaults:
             out[fam] = defaults
     return out
@@ -164,14 +162,17 @@ _PLUGINS_LOADED = False
 
 
 def register(metric: Metric, *, replace: bool = False) -> Metric:
-    """Add a metric (an object following the `Metric` protocol); returns it, so it works as a decorator on instances."""
-    name = getattr(metric, "name", None)
-    cutoff = getattr(metric, "cutoff", None)
+    """Add a metric (an object following the `Metric` protocol, with any `MetricRow` declarations); returns it, so it
+    works as a decorator on instances. A declaration of the wrong kind is refused here, naming its field."""
+    if not isinstance(metric, Metric):  # the protocol's members: name, cutoff, compute
+        raise ConfigError(f"a metric needs a name, a cutoff and a compute(ctx, k, params) method, got {metric!r}")
+    name, cutoff = metric.name, metric.cutoff
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][\w\-]*", name):
         raise ConfigError(f"a metric needs a name of letters, digits, '_' or '-', got {name!r}")
-    if cutoff not in CUTOFFS or not callable(getattr(metric, "compute", None)):
+    if cutoff not in CUTOFFS or not callable(metric.compute):
         raise ConfigError(f"metric {name!r} must have cutoff in {CUTOFFS} and a compute(ctx, k, params) method")
-    keys = [name.lower(), *(a.lower() for a in getattr(metric, "aliases", ()) or ())]
+    row = checked_row(metric)
+    keys = [name.lower(), *(a.lower() for a in row.aliases)]
     for key in keys:
         owner = _LOOKUP.get(key)
         if owner is not None and owner != name and not replace:
@@ -205,7 +206,7 @@ def _load_plugins() -> None:
         try:
             obj = ep.load()
             metric = obj() if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "compute")) else obj
-            if getattr(metric, "name", None) not in _REGISTRY:
+            if not isinstance(metric, Metric) or metric.name not in _REGISTRY:
                 register(metric)
         except Exception as exc:  # a broken plugin must not break the built-ins; it is reported by name
             _PLUGIN_ERRORS[ep.name] = f"{type(exc).__name__}: {exc}"
@@ -262,17 +263,17 @@ class MetricSpec:
         relevance level: trec_eval has one level for every measure)."""
         if "rel" in self.params:
             return None
-        fn = getattr(self.metric, "trec_name", None)
-        if not callable(fn):
-            return None
-        if not hasattr(self.metric, "trec_params"):  # a plugin's trec_name(k)
-            return None if self.params else fn(self.k)
-        return fn(self.k, self.params)
+        return trec_printed_name(self.row, self.k, self.params)
+
+    @property
+    def row(self) -> MetricRow:
+        """The metric's declarations (`base.MetricRow`: unit, direction, range, trec_eval names, ...)."""
+        return row_of(self.metric)
 
     @property
     def aggregate(self) -> str:
         """How the per-query values become one number (base.AGGREGATES); plugins default to the mean."""
-        return str(getattr(self.metric, "aggregate", "mean") or "mean")
+        return self.row.aggregate
 
 
 def _unknown(spec: str) -> ConfigError:
@@ -330,12 +331,12 @@ def _parse_trec(s: str, spec: str, default_k: int, *, expand: bool) -> list[Metr
             if plain:
                 return [_make_spec(metric, None, {}, spec, default_k)]
             if expand and (fam.lower() not in _LOOKUP or metric.cutoff == "none"):
-                return [_trec_point(metric, v, spec, default_k) for v in getattr(metric, "trec_defaults", ())]
+                return [_trec_point(metric, v, spec, default_k) for v in row_of(metric).trec_defaults]
             return None
         if not (s.startswith(fam + ".") or s.startswith(fam + "_")):
             continue
         values = s[len(fam) + 1 :].split(",")
-        names = tuple(getattr(metric, "trec_params", ()) or ())
+        names = row_of(metric).trec_params
         try:
             nums = [float(v) for v in values]
         except ValueError:
@@ -351,7 +352,7 @@ def _parse_trec(s: str, spec: str, default_k: int, *, expand: bool) -> list[Metr
 def _trec_point(metric: Metric, value: float, spec: str, default_k: int, *, truncate: bool = False) -> MetricSpec:
     """One measure of a trec_eval family: `value` is its cutoff, or its one parameter. `truncate`: a cutoff typed
     in `-m FAMILY.list` is read as trec_eval reads it, with C's atol (`ndcg_cut.23.4` is ndcg_cut_23)."""
-    names = tuple(getattr(metric, "trec_params", ()) or ())
+    names = row_of(metric).trec_params
     if names:
         return _make_spec(metric, None, {names[0]: float(value)}, spec, default_k)
     if not np.isfinite(value) or (float(value) != int(value) and not truncate):
@@ -367,8 +368,9 @@ def _make_spec(
         if k is not None:
             raise ConfigError(f"metric {spec!r} gives its cutoff twice", field="metric")
         k = int(params.pop("k"))
-    defaults = dict(getattr(metric, "params", {}) or {})
-    allowed = set(defaults) | ({"rel"} if getattr(metric, "binary", True) else set())
+    row = row_of(metric)
+    defaults = dict(row.params)
+    allowed = set(defaults) | ({"rel"} if row.binary else set())
     bad = set(params) - allowed
     if bad:
         have = ", ".join(sorted(allowed)) or "none"
@@ -387,10 +389,10 @@ def _make_spec(
         k = default_k
     if k is not None and not 1 <= k <= MAX_CUTOFF:
         raise ConfigError(f"metric {spec!r}: cutoff must be >= 1 and at most {MAX_CUTOFF}, got {k}", field="metric")
-    for p, (lo, hi) in (getattr(metric, "param_ranges", None) or {}).items():
+    for p, (lo, hi) in row.param_ranges.items():
         if p in params and not lo <= params[p] <= hi:
             raise ConfigError(f"metric {spec!r}: {p} must be in [{lo:g}, {hi:g}], got {params[p]:g}", field="metric")
-    always = set(getattr(metric, "trec_params", ())) if getattr(metric, "show_params", False) else set()
+    always = set(row.trec_params) if row.show_params else set()
     full = {**defaults, **params}
     shown = {p: v for p, v in full.items() if p == "rel" or p in always or v != defaults.get(p)}
     name = metric.name + (f"@{k}" if k is not None else "")
@@ -404,14 +406,13 @@ MAX_CUTOFF = 2**31 - 1  # a cutoff past any ranking's length; larger ones overfl
 
 def value_range(name: str) -> tuple[float, float] | None:
     """(low, high) of a metric's values when the metric declares them (all built-ins: 0 to 1)."""
-    rng = getattr(parse_metric(name).metric, "value_range", None)
-    return (float(rng[0]), float(rng[1])) if rng is not None else None
+    return parse_metric(name).row.value_range
 
 
 def lower_is_better(name: str) -> bool:
     """Whether a smaller value of this metric is the better one (gates flip their checks for it)."""
     try:
-        return bool(getattr(parse_metric(name).metric, "lower_is_better", False))
+        return parse_metric(name).row.lower_is_better
     except InputError:
         return False
 
@@ -420,7 +421,7 @@ def lower_is_better(name: str) -> bool:
 JUDGEMENT_MEASURES = frozenset({"holes", "unj", "rbp_resid"})
 
 
-def unanswered_value(metric: object) -> float | None:
+def unanswered_value(metric: Metric) -> float | None:
     """What a failed or missing query scores on `metric` (a registry row): the metric's worst value.
 
     Missing is not good: 0 for a higher-is-better metric (trec_eval `-c`), the top of `value_range` for a
@@ -430,12 +431,13 @@ def unanswered_value(metric: object) -> float | None:
     labels, not the system: an unanswered query scores 0 on them, as trec_eval -c scores unj and rbp_resid (and the
     incomplete-judgements warning reads them over the answered queries only).
     """
-    if getattr(metric, "keeps_unanswered", False):
+    row = row_of(metric)
+    if row.keeps_unanswered:
         return None
-    if getattr(metric, "name", None) in JUDGEMENT_MEASURES:
+    if metric.name in JUDGEMENT_MEASURES:
         return 0.0
-    if getattr(metric, "lower_is_better", False):
-        return float(getattr(metric, "value_range", (0.0, 1.0))[1])
+    if row.lower_is_better:
+        return (row.value_range or (0.0, 1.0))[1]
     return 0.0
 
 
@@ -474,7 +476,7 @@ def _expand(spec: str, default_k: int) -> list[MetricSpec]:
             if plain:
                 out.append(_make_spec(metric, None, {}, spec, default_k))
             else:
-                out += [_trec_point(metric, v, spec, default_k) for v in getattr(metric, "trec_defaults", ())]
+                out += [_trec_point(metric, v, spec, default_k) for v in row_of(metric).trec_defaults]
         return out
     return _parse_trec(s, spec, default_k, expand=True) or [parse_metric(spec, default_k)]
 

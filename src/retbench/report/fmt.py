@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 
+from retbench.metrics.base import MetricRow, row_of
 from retbench.metrics.registry import lookup
 
 # where a metric's own name ends in a written name: a cutoff (`@10`, trec_eval's `_10` / `.10`) or parameters
@@ -24,19 +25,19 @@ def _split(metric: str) -> tuple[str, str, str]:
     """
     row, cut = _row(metric)
     if row is not None:
-        label = getattr(row, "label", "") or metric[:cut]
-        meaning = getattr(row, "meaning", "") or getattr(row, "description", "")
+        label = row.label or metric[:cut]
+        meaning = row.meaning or row.description
         return label, meaning, metric[cut:]
     return metric, "", ""
 
 
-def _row(metric: str) -> tuple[object | None, int]:
+def _row(metric: str) -> tuple[MetricRow | None, int]:
     """The registry row the longest head of `metric` names, and where that head ends (None, 0: no row)."""
     cuts = [m.start() for m in _SUFFIX.finditer(metric)] + [len(metric)]
     for cut in sorted(set(cuts), reverse=True):
-        row = lookup(metric[:cut]) if cut else None
-        if row is not None:
-            return row, cut
+        found = lookup(metric[:cut]) if cut else None
+        if found is not None:
+            return row_of(found), cut
     return None, 0
 
 
@@ -46,7 +47,7 @@ def is_share(metric: str) -> bool:
     Scores (MRR, nDCG, MAP, and names no row declares) print as decimals: 0.531, not 53.1%.
     """
     row, _ = _row(metric)
-    return getattr(row, "unit", "score") == "share"
+    return row is not None and row.unit == "share"
 
 
 def value(metric: str, v: float | None) -> str:

@@ -137,7 +137,7 @@ def metric_curves(metrics: list[str]) -> dict[str, list[tuple[int, str]]]:
             continue
         if spec.k is None:
             continue
-        extra = {p: v for p, v in spec.params.items() if v != (getattr(spec.metric, "params", {}) or {}).get(p)}
+        extra = {p: v for p, v in spec.params.items() if v != spec.row.params.get(p)}
         label = spec.metric.name + (
             "(" + ",".join(f"{p}={v:g}" for p, v in sorted(extra.items())) + ")" if extra else ""
         )

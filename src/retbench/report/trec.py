@@ -133,16 +133,17 @@ _RELSTRING = TREC_ORDER.index("relstring")
 def _row(metric: str, default_k: int) -> tuple[bool, bool]:
     """(printed per query, printed as an integer) for a metric name."""
     try:
-        m = parse_metric(metric, default_k).metric
+        row = parse_metric(metric, default_k).row
     except ConfigError:  # a read-back table's metric no longer registered (a plugin): printed like any other
         return True, False
-    return bool(getattr(m, "per_query_line", True)), getattr(m, "aggregate", "mean") == "sum"
+    return row.per_query_line, row.aggregate == "sum"
 
 
 def _one_with_params(spec: MetricSpec) -> bool:
     """A trec_eval family that is one value with parameters (utility, set_F, rbp), not a family of points."""
-    params = getattr(spec.metric, "trec_params", ()) or (getattr(spec.metric, "params", {}) if spec.k is None else {})
-    return bool(params) and bool(getattr(spec.metric, "trec", None)) and not getattr(spec.metric, "show_params", False)
+    row = spec.row
+    params = row.trec_params or (row.params if spec.k is None else {})
+    return bool(params) and bool(row.trec) and not row.show_params
 
 
 def trec_eval_measures(specs: Sequence[str], default_k: int = 5) -> tuple[list[MetricSpec], dict[str, str], list[str]]:
@@ -167,7 +168,7 @@ def trec_eval_measures(specs: Sequence[str], default_k: int = 5) -> tuple[list[M
                 out.append(spec)
                 continue
             fam = spec.metric.name
-            bare = raw in TREC_NICKNAMES or raw.lower() in {fam.lower(), str(getattr(spec.metric, "trec", "")).lower()}
+            bare = raw in TREC_NICKNAMES or raw.lower() in {fam.lower(), str(spec.row.trec or "").lower()}
             if fam in chosen and (bare or fam in explicit):
                 if not bare and spec.name != out[chosen[fam]].name:
                     notes.append(
@@ -181,9 +182,9 @@ def trec_eval_measures(specs: Sequence[str], default_k: int = 5) -> tuple[list[M
                 out.append(spec)
             if not bare:
                 explicit.add(fam)
-                trec = str(getattr(spec.metric, "trec", "") or fam)
+                trec = spec.row.trec or fam
                 typed = raw[len(trec) + 1 :] if raw.startswith(trec + ".") else None
-                cut = getattr(spec.metric, "trec_cut", None)
+                cut = spec.row.trec_cut
                 name = f"{trec}_{typed}" if typed else cut.format(k=spec.k, **spec.params) if cut else None
                 if name:
                     printed[spec.name] = name

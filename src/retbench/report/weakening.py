@@ -125,7 +125,7 @@ def depth_bound(metrics: Sequence[str]) -> list[str]:
             spec = parse_metric(m)
         except InputError:
             continue
-        if spec.k is None and not getattr(spec.metric, "answer_side", False) and ranks_systems(m):
+        if spec.k is None and not spec.row.answer_side and ranks_systems(m):
             out.append(fmt.metric_label(m))
     return out
 

@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, Protocol, TypeVar, overload, runtime_checkable
 
 from retbench.config.base import did_you_mean
 from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
@@ -134,6 +134,14 @@ def isolate_failures(
         builder.add(q, clean_ranking(ranking), latency=elapsed / n, batch=n)
 
 
+@runtime_checkable
+class AsyncSearch(Protocol):
+    """The method an adapter declaring the "async" capability adds: one query answered on asyncio (stress drives
+    such adapters on an event loop; `isinstance(retriever, AsyncSearch)` tells whether it has the method)."""
+
+    async def asearch_one(self, text: str, k: int) -> Ranking: ...
+
+
 class Retriever(ABC):
     """One retrieval system. Subclasses implement `index` and `search_batch` (or `search_one`)."""
 
@@ -146,6 +154,21 @@ class Retriever(ABC):
     parts: PartTimes | None = None
     #: batch calls that raised and were asked again query by query (None: none yet)
     fallbacks: BatchFallbacks | None = None
+    # What the workbench may read from a retriever beyond `index` and `search`, declared here with the value a
+    # retriever that has none of it keeps (so nothing probes for an attribute): set the ones your adapter has.
+    #: the retriever a wrapper (scope, generate, fault injection, best chunk per document) searches through
+    inner: Retriever | None = None
+    #: the retrievers a composite fuses (a hybrid's components): their encoders and parts are found through it
+    components: Sequence[Retriever] = ()
+    #: the embedding encoder a dense retriever or store embeds with (`retrievers.encoders.Encoder`): its cache
+    #: statistics and resources are read from it; None: no encoder
+    encoder: Any = None
+    #: a system that answers (RAG): query id -> its `SystemAnswer`, filled by its search; None: it ranks only
+    answers: Mapping[str, Any] | None = None
+    #: a scope stage's records (`retrievers.scope.ScopeRecord`), filled by its search; None: no scope stage
+    scopes: Mapping[str, Any] | None = None
+    #: the index the adapter builds ("flat_ip" is exact inner product; "hnsw", "ivfpq", ... approximate); None: unsaid
+    index_type: str | None = None
 
     def __init__(self, name: str | None = None) -> None:
         self.name = name or self.adapter or type(self).__name__
@@ -276,29 +299,31 @@ def register(name: str, factory: F | None = None) -> F | Callable[[F], F]:
     return deco(factory) if factory is not None else deco
 
 
-# Modules whose import registers built-in adapters; heavy libraries inside them stay lazy.
+# Modules whose import registers built-in adapters; heavy libraries inside them stay lazy. Every module of
+# `retrievers/stores/` is one too (`_store_modules`): a new store registers by its file alone.
 _BUILTIN_MODULES = (
     "bm25",
     "dense",
     "sparse",
     "hybrid",
     "runfile",
-    "stores.http",
-    "stores.chroma",
-    "stores.qdrant",
-    "stores.pgvector",
-    "stores.lancedb",
-    "stores.milvus",
-    "stores.typesense",
     "frameworks.langchain",
     "frameworks.llamaindex",
 )
 
 
+def _store_modules() -> list[str]:
+    """`stores.<name>` for every public module file of `retrievers/stores/`, found without importing them."""
+    import pkgutil
+
+    folder = Path(__file__).parent / "stores"
+    return sorted(f"stores.{m.name}" for m in pkgutil.iter_modules([str(folder)]) if not m.name.startswith("_"))
+
+
 def _builtin() -> None:
     import importlib.util
 
-    for mod in _BUILTIN_MODULES:
+    for mod in (*_BUILTIN_MODULES, *_store_modules()):
         full = f"retbench.retrievers.{mod}"
         try:
             found = importlib.util.find_spec(full) is not None

@@ -67,6 +67,7 @@ class DenseRetriever(Retriever):
 
     adapter = "dense"
     capabilities = frozenset({"add", "delete", "save", "load", "filters"})
+    index_type: str  # always set: one of INDEX_TYPES
 
     def __init__(
         self,

@@ -33,7 +33,7 @@ from typing import Any
 from retbench.config.experiment import FaultSpec
 from retbench.data import Corpus
 from retbench.jsontypes import JSONObject
-from retbench.retrievers.base import Ranking, Retriever
+from retbench.retrievers.base import AsyncSearch, Ranking, Retriever
 
 #: what one call can be made to do, besides answering normally ("ok")
 FAULT_KINDS = ("error", "hang", "empty", "garbage", "crash")
@@ -74,6 +74,8 @@ class FaultLog:
 
 class FaultyRetriever(Retriever):
     """Wraps a retriever and injects the faults of a FaultSpec into its searches and writes."""
+
+    inner: Retriever  # always a wrapper
 
     adapter = "faults"
 
@@ -195,7 +197,7 @@ class FaultyRetriever(Retriever):
         if plan.kind == "empty":
             return []
         inner = self.inner
-        ranking = await inner.asearch_one(text, k) if hasattr(inner, "asearch_one") else inner.search_one(text, k)  # type: ignore[attr-defined]
+        ranking = await inner.asearch_one(text, k) if isinstance(inner, AsyncSearch) else inner.search_one(text, k)
         return self._shape(plan, ranking)
 
     # -- writes ---------------------------------------------------------------------------------

@@ -139,6 +139,8 @@ def resolve_selector(name: str) -> Selector:
 class ScopedRetriever(Retriever):
     """A retriever searched inside the scope its selector picks per query (module docstring)."""
 
+    inner: Retriever  # always a wrapper
+
     def __init__(self, inner: Retriever, selector: str, folder_mode: FolderMode = "on") -> None:
         super().__init__(inner.name)
         self.inner, self.selector_name, self.folder_mode = inner, selector, folder_mode

@@ -73,6 +73,7 @@ from retbench.studies.judging import (
     judging_identity,
     stage_metrics,
 )
+from retbench.studies.llm_calls import failed_llm_stages, partial_llm_stages
 from retbench.studies.manifest import manifest_header
 from retbench.studies.outcome import Outcome, StudyOutcome, raise_if_backend_failed
 from retbench.studies.rerank import RerankStage
@@ -258,7 +259,9 @@ def run_experiment(
 
     Writes metrics.json, manifest.json, report.md and report.html, and (unless `history` is False)
     registers the run in the history (`tag` marks it, e.g. as a gate baseline). Whatever fails,
-    what was computed is written first; the caller decides the exit (`raise_if_backend_failed`).
+    what was computed is written first; the outcome says what failed (failed systems; `llm_failures`: LLM stages
+    whose every call failed, read back from their call logs; `llm_notes`: stages where only some did) and its
+    `exit_code`; `raise_if_failed(outcome)` raises the error `retbench run` exits with.
     `config` is a validated config (`load_config`, `parse_config`) or the path of an experiment YAML file.
     """
     cfg = config if isinstance(config, ExperimentModel) else load_config(config)
@@ -273,6 +276,9 @@ def run_experiment(
         if server is not None:
             server.close()
     outcome.reports = write_reports(cfg.output_dir, outcome, log)
+    keys = [s.name for s in outcome.systems]
+    outcome.llm_failures = failed_llm_stages(cfg.output_dir, keys)
+    outcome.llm_notes = partial_llm_stages(cfg.output_dir, keys)
     if history:
         register_history(outcome.result, cfg.history, tag, log)
     return outcome

@@ -183,7 +183,7 @@ def _finish(cell: Cell, outcome: Outcome, retriever: Retriever, first: Run, data
     t0 = time.perf_counter()
     scopes = _scopes_of(cell, run) if scope_records(retriever) is not None else None
     save_run(run, cell.sysdir, {q: {"scope": r.to_dict()} for q, r in (scopes or {}).items()})
-    answers = _answers_of(cell, run) if isinstance(getattr(retriever, "answers", None), Mapping) else {}
+    answers = _answers_of(cell, run) if retriever.answers is not None else {}
     if answers:
         save_answers(answers, cell.sysdir)
     inside = scope_in_scope(scopes, corpus_views(data.corpus)) if scopes else None  # none recorded: no stage
@@ -283,10 +283,9 @@ def _answers_of(cell: Cell, run: Run) -> dict[str, SystemAnswer]:
 def scope_records(retriever: Retriever) -> dict[str, ScopeRecord] | None:
     """The scope records a scoped retriever (or an http service reporting its scope) fills as it searches, also
     under a generating wrapper; None for a retriever with no scope stage."""
-    for r in (retriever, getattr(retriever, "inner", None)):
-        records = getattr(r, "scopes", None)  # ScopedRetriever.scopes, HttpRetriever.scopes
-        if isinstance(records, dict):
-            return records
+    for r in (retriever, retriever.inner):
+        if r is not None and r.scopes is not None:  # ScopedRetriever.scopes, HttpRetriever.scopes
+            return r.scopes  # type: ignore[return-value]  # ScopeRecord values: what the scope stage fills
     return None
 
 
@@ -333,8 +332,7 @@ def search_journaled(
         if progress:
             progress(label, answered[0], total)
 
-        said = getattr(retriever, "answers", None)  # a RAG system's answer side, filled by its search
-        said = said if isinstance(said, Mapping) else {}
+        said = retriever.answers if retriever.answers is not None else {}  # a RAG system's, filled by its search
         records = scope_records(retriever)  # filled by the scoped search as it answers (the same dict)
         scoped = records if records is not None else {}
 

@@ -21,13 +21,12 @@ if TYPE_CHECKING:
 
 def encoder_of(retriever: Retriever) -> Encoder | None:
     """The Encoder of a dense retriever (or of a hybrid's dense component, or the one a wrapper searches), if any."""
-    inner = getattr(retriever, "inner", None)
-    if inner is not None:
-        return encoder_of(inner)
-    enc = getattr(retriever, "encoder", None)
+    if retriever.inner is not None:
+        return encoder_of(retriever.inner)
+    enc: Encoder | None = retriever.encoder
     if enc is not None:
         return enc
-    for c in getattr(retriever, "components", []) or []:
+    for c in retriever.components:
         enc = encoder_of(c)
         if enc is not None:
             return enc
@@ -44,6 +43,8 @@ class BestChunkDocuments(Retriever):
     over the rounds; a round that fails for a query records that failure (never the earlier,
     shallower answer in its place). `deeper` counts the queries searched again and the most chunks asked.
     """
+
+    inner: Retriever  # always a wrapper
 
     def __init__(self, inner: Retriever, chunks: ChunkSet) -> None:
         super().__init__(inner.name)

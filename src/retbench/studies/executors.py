@@ -33,7 +33,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -351,7 +351,7 @@ class RayExecutor:
         index_dir: Path | None = None,
     ) -> dict[str, Any]:
         """Batches over actors that load `index_dir`; in process when the adapter cannot save/load."""
-        if isinstance(getattr(retriever, "answers", None), Mapping):  # workers would not bring answers back
+        if retriever.answers is not None:  # workers would not bring answers back
             here = InProcess().search(retriever, queries, todo, k, batch_size, on_batch)
             return {**here, "why": "a system that answers (RAG) searches where its answers are kept"}
         if not adapter or index_dir is None or not {"save", "load"} <= retriever.capabilities:

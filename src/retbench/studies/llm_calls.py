@@ -2,15 +2,15 @@
 
 A stage whose every call failed, or whose every reply was unparseable, produced no number at all: its metrics
 would read as a system that answers nothing right, so the run exits 3 after every file is written
-(`raise_if_llm_calls_failed`). A stage where only some calls gave no verdict stands; a note says how many.
+(`run_experiment` puts these lines in `StudyOutcome.llm_failures`; `outcome.raise_if_failed` raises). A stage where
+only some calls gave no verdict stands; a note says how many (`StudyOutcome.llm_notes`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from retbench.errors import BackendError
 from retbench.studies.judging import CALLS_FILE
 
 #: statuses of a call that brought nothing back (an `unparseable` answer did come back)
@@ -74,19 +74,3 @@ def partial_llm_stages(output: Path, systems: Iterable[str]) -> list[str]:
                 f"they are counted, not scored (see {path})"
             )
     return found
-
-
-def raise_if_llm_calls_failed(output: Path, systems: Iterable[str], note: Callable[[str], None] | None = None) -> None:
-    """Exit 3 (after every file is written) when every generation or judge call of a system failed or
-    every reply it got was unparseable; `note` is told of the stages where only some were.
-
-    Its answer or judged metrics would otherwise be read as a system that answers nothing right; the
-    failures stay recorded as statuses in the results, as `judge-relevance` records them.
-    """
-    if note is not None:
-        for line in partial_llm_stages(output, systems):
-            note(line)
-    failed = failed_llm_stages(output, systems)
-    if failed:
-        more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
-        raise BackendError(failed[0] + more)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from retbench.retrievers.base import BatchFallbacks, PartTimes, Retriever
 from retbench.retrievers.encoders import Encoder
@@ -18,14 +17,14 @@ from retbench.retrievers.encoders import Encoder
 def encoders_of(retriever: Retriever) -> list[Encoder]:
     """Every embedding encoder a retriever uses (a hybrid's components included), once each."""
     found: list[Encoder] = []
-    stack: list[Any] = [retriever]
+    stack: list[Retriever] = [retriever]
     while stack:
         r = stack.pop()
-        enc = getattr(r, "encoder", None)
+        enc = r.encoder
         if isinstance(enc, Encoder) and all(enc is not e for e in found):
             found.append(enc)
-        stack.extend(getattr(r, "components", []) or [])
-        if isinstance(getattr(r, "inner", None), Retriever):  # a scope or generate wrapper's retriever
+        stack.extend(r.components)
+        if r.inner is not None:  # a scope or generate wrapper's retriever
             stack.append(r.inner)
     return found
 
@@ -41,8 +40,8 @@ def _query_encodes(retriever: Retriever) -> tuple[int, int] | None:
 
 def _parts_of(retriever: Retriever) -> PartTimes | None:
     """The part times of the retriever or of the retriever a scope or generate wrapper holds."""
-    for r in (retriever, getattr(retriever, "inner", None)):
-        if isinstance(r, Retriever) and r.parts is not None:
+    for r in (retriever, retriever.inner):
+        if r is not None and r.parts is not None:
             return r.parts
     return None
 
@@ -50,8 +49,8 @@ def _parts_of(retriever: Retriever) -> PartTimes | None:
 def fallbacks_of(retriever: Retriever) -> list[BatchFallbacks]:
     """The batch-fallback counters of the retriever and of the retriever a wrapper (scope, generate) holds."""
     out: list[BatchFallbacks] = []
-    for r in (retriever, getattr(retriever, "inner", None)):
-        if isinstance(r, Retriever):
+    for r in (retriever, retriever.inner):
+        if r is not None:
             if r.fallbacks is None:
                 r.fallbacks = BatchFallbacks()
             out.append(r.fallbacks)

@@ -1,5 +1,7 @@
 """What a study's cells came to: each cell's `Outcome` (its typed result, tables in memory, failures) and the
-study's `StudyOutcome` (its config, its `StudyResult`, the outcomes in run order), and the exit they decide."""
+study's `StudyOutcome` (its config, its `StudyResult`, the outcomes in run order, what its LLM stages got back),
+and the exit they decide (`StudyOutcome.exit_code`, `raise_if_failed`): the same for `retbench run` and a Python
+caller."""
 
 from __future__ import annotations
 
@@ -52,10 +54,25 @@ class StudyOutcome(Generic[ConfigT]):
     systems: list[Outcome]
     result: StudyResult
     reports: list[str] = field(default_factory=list)  # report files written beside the results
+    #: one line per (system, LLM stage) that got no usable answer back: every call failed, or every reply was
+    #: unparseable (`studies.llm_calls.failed_llm_stages`); its metrics would read as a system that answers
+    #: nothing right, so the study exits 3
+    llm_failures: list[str] = field(default_factory=list)
+    #: one line per (system, LLM stage) where only some calls gave no verdict: the study stands, the line says how many
+    llm_notes: list[str] = field(default_factory=list)
 
     @property
     def backend_failed(self) -> bool:
         return any(s.failed for s in self.systems)
+
+    @property
+    def exit_code(self) -> int:
+        """What `retbench run` exits with: 0 ok, 2 a system failed for its config, 3 a backend or every LLM call
+        of a stage failed (see `raise_if_failed`)."""
+        bad = [s for s in self.systems if s.failed]
+        if any(s.config_error for s in bad):
+            return 2
+        return 3 if bad or self.llm_failures else 0
 
 
 def raise_if_backend_failed(outcome: StudyOutcome[Any]) -> None:
@@ -69,3 +86,13 @@ def raise_if_backend_failed(outcome: StudyOutcome[Any]) -> None:
     s = bad[0]
     detail = s.index_error or f"{s.failed_queries} queries failed (see status.jsonl); first error, {s.first_error}"
     raise BackendError(f"backend failed for {s.name}: {detail}")
+
+
+def raise_if_failed(outcome: StudyOutcome[Any]) -> None:
+    """After everything is written: `raise_if_backend_failed`, then exit 3 when a stage's every LLM call failed
+    (`StudyOutcome.llm_failures`; the first line, and how many more)."""
+    raise_if_backend_failed(outcome)
+    failed = outcome.llm_failures
+    if failed:
+        more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+        raise BackendError(failed[0] + more)

@@ -38,7 +38,7 @@ from retbench.results.model import StudyResult
 from retbench.results.read import read_results
 from retbench.studies.benchmark import parse_config, run_experiment
 from retbench.studies.cell_contract import Progress
-from retbench.studies.outcome import raise_if_backend_failed
+from retbench.studies.outcome import raise_if_failed
 from retbench.tuning import TuneResult, cross_validate
 
 
@@ -297,7 +297,7 @@ def run_tune(
         f"tuning {cfg.model.system}: {len(settings)} settings ({len(duplicates)} duplicates skipped) on {cfg.model.metric}"
     )
     outcome = run_experiment(experiment, force=force, log=log, history=False, progress=progress)
-    raise_if_backend_failed(outcome)
+    raise_if_failed(outcome)  # a failed backend, or an LLM stage whose every call failed
     loaded = load_systems([runs], metrics=[cfg.model.metric])
     keys = [f"{cfg.model.system}-{s.index:02d}" for s in settings]
     cost_limit = None

@@ -338,9 +338,11 @@ def _fails(h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     send_json(h, {"error": {"message": "model overloaded"}}, code=503)
 
 
-def test_a_failed_generation_is_a_generation_error_and_a_run_where_every_call_failed_exits_3(tmp_path, monkeypatch):
+def test_a_failed_generation_is_a_generation_error_and_a_python_caller_gets_the_exit_3_outcome(tmp_path, monkeypatch):
+    """`run_experiment` itself says that every LLM call of a stage failed (no CLI): the lines, exit code 3, and
+    the error `raise_if_failed` raises, after every file is written."""
     from retbench.studies.benchmark import load_config, run_experiment
-    from retbench.studies.llm_calls import failed_llm_stages, raise_if_llm_calls_failed
+    from retbench.studies.outcome import raise_if_failed
 
     monkeypatch.setenv("RETBENCH_CACHE", str(tmp_path / "cache"))
     data = tmp_path / "tiny_rag"
@@ -359,18 +361,21 @@ def test_a_failed_generation_is_a_generation_error_and_a_run_where_every_call_fa
             "systems": [{"name": "bm25", "adapter": "bm25s", "generate": {"llm": llm, "context_k": 1}}],
         }
         (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
-        run_experiment(load_config(tmp_path / "cfg.yaml"), log=lambda m: None)
+        outcome = run_experiment(load_config(tmp_path / "cfg.yaml"), history=False, log=lambda m: None)
     sysdir = tmp_path / "out" / "systems" / "bm25"
     [answer] = [json.loads(line) for line in (sysdir / "answers.jsonl").read_text().splitlines()]
     assert answer.get("error") == "generation_error" and "answer" not in answer
     [call] = [json.loads(line) for line in (sysdir / "generate_calls.jsonl").read_text().splitlines()]
     assert call["status"] == "generation_error" and "HTTP 503" in call["error"]
-    assert failed_llm_stages(tmp_path / "out", ["bm25"]) == [
+    assert not outcome.backend_failed  # retrieval answered: only the LLM stage failed
+    assert outcome.llm_failures == [
         f"bm25: every generation call failed (1 generation_error; see {sysdir / 'generate_calls.jsonl'})"
     ]
+    assert outcome.llm_notes == [] and outcome.exit_code == 3
+    assert (tmp_path / "out" / "metrics.json").is_file()  # what was computed is written first
     with pytest.raises(BackendError) as err:
-        raise_if_llm_calls_failed(tmp_path / "out", ["bm25"])
-    assert err.value.exit_code == 3
+        raise_if_failed(outcome)
+    assert err.value.exit_code == 3 and "every generation call failed" in str(err.value)
 
 
 def test_a_stage_is_reported_until_one_readable_verdict_comes_back(tmp_path):

@@ -15,13 +15,14 @@ from retbench.data.qrels import Qrels
 from retbench.data.run import Run
 from retbench.errors import ConfigError
 from retbench.evaluation import evaluate
+from retbench.io.judgements import combine_labels
 from retbench.llm.client import ChatClient
 from retbench.llm.judge import Judge
 from retbench.llm.prompts import load_prompt
 from retbench.llm.settings import JudgeSettings
 from retbench.llm.verdicts import parse_fields, parse_grade
 from retbench.studies.labels import agreement as ag
-from retbench.studies.labels.relevance import combine_labels, pool, unjudged_pairs
+from retbench.studies.labels.relevance import pool, unjudged_pairs
 from retbench.studies.labels.synth import find_span, lexical_overlap
 
 

@@ -153,7 +153,7 @@ def _engine(
     cfg: IngestConfig, s: _Setup, retriever: Retriever, encoder: Encoder, context: ContextRecall | None
 ) -> DenseImpact | RebuildImpact:
     """The exact incremental engine for a dense flat inner-product retriever, else the rebuild engine."""
-    dense_flat = getattr(retriever, "index_type", None) == "flat_ip"
+    dense_flat = retriever.index_type == "flat_ip"
     use_incremental = cfg.engine == "incremental" or (cfg.engine == "auto" and dense_flat)
     if use_incremental and not dense_flat:
         raise ConfigError(
@@ -381,7 +381,7 @@ def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> Inge
     retriever = create(
         cfg.retriever["adapter"], cfg.retriever.get("params") or {}, name=cfg.retriever.get("name"), where=cfg.source
     )
-    encoder = getattr(retriever, "encoder", None) or Encoder(**cfg.encoder)
+    encoder = retriever.encoder or Encoder(**cfg.encoder)
     chunker = make_chunker(cfg.novelty["chunker"], where=cfg.source) if cfg.novelty.get("chunker") else None
     context = _context(cfg, s, encoder, base)
     try:  # a judged context recall may have started a local judge server

@@ -23,12 +23,11 @@ from retbench.data.qrels import Qrels
 from retbench.data.run import Run
 from retbench.errors import InputError
 from retbench.io.files import write_json, write_text
+from retbench.io.judgements import PROVENANCE_FILE
 from retbench.llm.judge import Judge
 from retbench.secrets import redact
 
-LABEL_SOURCES = ("human", "llm", "human+llm")
 QRELS_FILE = "llm_qrels.txt"
-PROVENANCE_FILE = "llm_qrels.provenance.json"
 CALLS_FILE = "judge_calls.jsonl"
 
 
@@ -52,22 +51,6 @@ def unjudged_pairs(
 ) -> list[tuple[str, str]]:
     """Pooled pairs with no human label of any grade."""
     return [(q, d) for q, docs in pooled.items() for d in docs if d not in (human.get(q) or {})]
-
-
-def combine_labels(source: str, human: Qrels, llm: Qrels | None) -> Qrels:
-    """The labels an evaluation uses: `human`, `llm`, or `human+llm` (a human label always wins)."""
-    if source not in LABEL_SOURCES:
-        raise InputError(f"unknown label source {source!r}; expected one of {', '.join(LABEL_SOURCES)}", field="labels")
-    if source == "human":
-        return human
-    if llm is None:
-        raise InputError(f"labels {source!r} need LLM qrels (--llm-qrels)", field="labels")
-    if source == "llm":
-        return llm
-    merged = {q: dict(docs) for q, docs in llm.to_dict().items()}
-    for q, docs in human.to_dict().items():
-        merged.setdefault(q, {}).update(docs)
-    return Qrels({q: merged[q] for q in [*human, *(q for q in llm if q not in human)]})
 
 
 @dataclass
@@ -134,27 +117,6 @@ def label_pairs(
     }
     write_json(out / PROVENANCE_FILE, provenance, ensure_ascii=False)
     return RelevanceLabels(Qrels(grades), list(pairs), statuses, provenance, out)
-
-
-def read_llm_qrels(path: str | Path) -> tuple[Qrels, dict[str, Any]]:
-    """LLM qrels as `label_pairs` writes them, with the provenance file beside them ({} when there is none).
-
-    The provenance's `depth` (the pool depth) is the depth `estimates.doubly_labelled` checks.
-    """
-    from retbench.io.trec import read_qrels
-
-    p = Path(path)
-    qrels = read_qrels(p)
-    side = p.with_name(PROVENANCE_FILE)
-    if not side.is_file():
-        return qrels, {}
-    try:
-        provenance = json.loads(side.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise InputError(f"not valid JSON: {err.msg}", path=side, line=err.lineno) from None
-    if not isinstance(provenance, dict):
-        raise InputError("expected a JSON object", path=side)
-    return qrels, provenance
 
 
 def find_runs(paths: Sequence[str | Path]) -> tuple[list[Run], Path | None]:

@@ -52,7 +52,7 @@ class Study:
 def metric_parts(metric: str, k: int) -> tuple[str, int]:
     """(family, cutoff) of a study metric: nDCG@k or P@k, cut at or above the pool depth is refused."""
     parsed = parse_metric(metric, k)
-    family = str(getattr(parsed.metric, "name", parsed.metric))
+    family = parsed.metric.name
     cut = int(parsed.k or k)
     if family not in SUPPORTED_METRICS:
         raise InputError(f"a label study scores nDCG@k or P@k (got {metric!r})", field="metric")

@@ -210,8 +210,7 @@ def _agreement(est: Any, exact: np.ndarray, seed: int) -> dict[str, Any]:
 
 
 def _encoder(model: ValuesModel, retriever: Retriever) -> Encoder:
-    enc = getattr(retriever, "encoder", None)
-    return enc if isinstance(enc, Encoder) else Encoder(**model.encoder.options)
+    return retriever.encoder if isinstance(retriever.encoder, Encoder) else Encoder(**model.encoder.options)
 
 
 def run_values(model: ValuesModel, *, log: Callable[[str], None] = print) -> ValuesOutcome:
@@ -224,7 +223,7 @@ def run_values(model: ValuesModel, *, log: Callable[[str], None] = print) -> Val
     timings["load_seconds"] = time.perf_counter() - t0
     log(f"{len(d.ids)} documents, {len(d.qids)} queries with a relevant document ({d.skipped} without: skipped)")
     retriever = create(model.retriever.adapter, model.retriever.params, name=model.retriever.name, where=model.source)
-    dense_flat = getattr(retriever, "index_type", None) == "flat_ip"
+    dense_flat = retriever.index_type == "flat_ip"
     method = model.method
     if method == "auto":
         method = "exact" if dense_flat and model.utility != "ndcg" else "monte_carlo"
