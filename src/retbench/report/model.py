@@ -28,7 +28,7 @@ from retbench.metrics.registry import parse_metric
 from retbench.report import fmt
 from retbench.report.prcurve import curve_rounding, pr_curves
 from retbench.results.caveats import find_holes
-from retbench.results.model import StudyResult, SystemResult, config_from_manifest
+from retbench.results.model import StudyResult, SystemResult
 from retbench.results.read import judge_reasons, load_judgements
 
 if TYPE_CHECKING:
@@ -225,11 +225,10 @@ def build_report(
     names = [n for n in result.systems if n not in failed]
     if not names:
         return _all_failed(result, failed)
-    config = config_from_manifest(result.manifest)
-    tested = None if primary is not None else config.get("primary")
+    tested = None if primary is not None else result.manifest.primary
     metrics, primary = _metrics_and_primary(result.systems[names[0]], primary or (tested or [None])[0], path)
-    if baseline is None and config.get("baseline") not in failed:
-        baseline = config.get("baseline")
+    if baseline is None and result.manifest.baseline not in failed:
+        baseline = result.manifest.baseline
     from retbench.report.leaderboard import build_leaderboard
     from retbench.report.resolution import resolve
 
