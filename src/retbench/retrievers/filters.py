@@ -19,9 +19,8 @@ much of the exact filtered answer each store returns.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
-from collections.abc import Set
 from typing import Protocol
 
 from retbench.data import Queries
