@@ -21,9 +21,9 @@ from retbench.config.chunking import ChunkingModel
 from retbench.metrics.judges.spans import budget_label
 from retbench.report import breakdowns, fmt
 from retbench.report.markdown import md_table
-from retbench.report.model import SHORT_NOTE, resource_line, short_runs
-from retbench.report.resolution import interval_cell, note, resolve_result
-from retbench.resolution import RankResolution
+from retbench.report.resolution import interval_cell, note
+from retbench.report.tables import SHORT_NOTE, resource_line, short_runs
+from retbench.resolution import RankResolution, resolve_result
 from retbench.results.model import MetricValue, StudyResult
 
 #: the columns both chunking reports share (character-level and BEIR documents)

@@ -13,7 +13,7 @@ import numpy as np
 
 from retbench.report import fmt
 from retbench.report.markdown import md_table
-from retbench.report.model import resource_line
+from retbench.report.tables import resource_line
 from retbench.results.impact import Impact, ImpactResult
 
 COMPACT = ("#", "document", "group", "status", "gain", "novelty min", "changed", "gained", "lost")

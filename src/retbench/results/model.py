@@ -167,6 +167,12 @@ class SystemResult:
         """metric -> value (NaN: no counted query)."""
         return {m: v.value for m, v in self.metrics.items()}
 
+    def judged_counts(self) -> dict[str, tuple[int, int]]:
+        """{judged metric: (verdicts that scored, queries it applies to)} from the `judge` block."""
+        block = self.judge
+        metrics = block.get("metrics") if isinstance(block, Mapping) else None
+        return {m: (int(c["judged"]), int(c["of"])) for m, c in (metrics or {}).items()}
+
     def value(self, metric: str) -> float | None:
         """The metric's value, None when the system lacks it."""
         v = self.metrics.get(metric)

@@ -30,9 +30,8 @@ from retbench.inputs import load_systems
 from retbench.io.files import write_json, write_text
 from retbench.jsontypes import JSONObject, JSONValue
 from retbench.metrics.registry import lower_is_better, parse_metric
-from retbench.report.resolution import resolve
 from retbench.report.tune import Candidate, candidates, setting_name, tune_html, tune_lines, tune_markdown
-from retbench.resolution import RankResolution
+from retbench.resolution import RankResolution, resolve
 from retbench.results.costs import system_costs
 from retbench.results.model import StudyResult
 from retbench.results.read import read_results

@@ -12,10 +12,11 @@ from typer.testing import CliRunner
 
 import abdata
 from retbench.cli import app
+from retbench.metrics.cutoffs import metric_curves
 from retbench.report import histogram, plots
 from retbench.report.html import render_html
 from retbench.report.markdown import report_markdown
-from retbench.report.model import build_report, metric_curves
+from retbench.report.model import build_report
 from retbench.results import read_results
 
 SVG = "{http://www.w3.org/2000/svg}"
