@@ -42,6 +42,29 @@ def pytrec_data(tmp_path_factory):
     return build_report(read_results(abdata.pytrec_results(tmp_path_factory.getbasetemp())), n_resamples=500)
 
 
+def test_baseline_and_primary_come_from_the_validated_config_the_manifest_recorded(results_dir):
+    """The report asks the typed manifest, which reads the validated config (`config.resolved`); the stored YAML
+    text is read only for a manifest written before the validated config was recorded."""
+    result = read_results(results_dir)
+    resolved = dict(result.manifest.data["config"]["resolved"])
+    asked = {"baseline": "bm25_weak", "primary": ["recall@10"]}
+    result.manifest.data["config"] = {
+        "file": "x.yaml",
+        "sha256": "0",
+        "text": "baseline: [",
+        "resolved": resolved | asked,
+    }
+    data = build_report(result, n_resamples=200, drill_k=0)
+    assert (data.baseline, data.primary) == ("bm25_weak", "recall@10")
+    assert [(p.system_a, p.system_b) for p in data.comparison.pairs] == [
+        ("bm25_weak", "bm25"),
+        ("bm25_weak", "bm25_nostem"),
+    ]
+    result.manifest.data["config"] = {"file": "x.yaml", "sha256": "0", "text": "baseline: bm25\nprimary: [recall@1]\n"}
+    data = build_report(result, n_resamples=200, drill_k=0)
+    assert (data.baseline, data.primary) == ("bm25", "recall@1")
+
+
 def test_model_means_are_metrics_json_and_deltas_are_per_query(results_dir, data):
     mj = {k: {m: v["value"] for m, v in row["metrics"].items()} for k, row in stored(results_dir).items()}
     assert [s.name for s in data.systems] == list(mj)
