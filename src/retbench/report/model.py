@@ -24,7 +24,7 @@ from retbench.data import Run
 from retbench.errors import InputError
 from retbench.estimates import source_label
 from retbench.evaluation import Evaluation
-from retbench.evaluation.curves import curve_rounding, pr_curves
+from retbench.evaluation.curves import curve_rounding, k_curves, pr_curves
 from retbench.inputs import canonical_metrics
 from retbench.metrics.coverage import coverage
 from retbench.metrics.cutoffs import metric_curves
@@ -229,7 +229,7 @@ def _drill(
         evs, runs, qrels, corpus, result.queries, primary=primary, baseline=baseline, k=k, reasons=reasons
     )
     given = {s: t.curves for s, t in result.tables.items() if t.curves}
-    drill.curves = drilldown.k_curves(evs, runs, qrels, given)
+    drill.curves = k_curves(evs, runs, qrels, given)
     return drill
 
 
