@@ -227,7 +227,7 @@ def test_no_circle_between_top_level_packages_runs_through_report_or_studies():
 
 
 #: module circles still in the graph (typing-only imports included), each to be broken and removed from here;
-#: a new circle fails the test below. The estimates/evaluation/metrics one runs through the metric registry's
+#: a new or larger circle fails the test below. The estimates/evaluation/metrics one runs through the metric registry's
 #: settings and the per-query table; data.locate/data.run through the run's lookups.
 KNOWN_CIRCLES = [
     ["retbench.data.locate", "retbench.data.run"],
@@ -246,4 +246,5 @@ KNOWN_CIRCLES = [
 
 
 def test_no_new_circle_appears_when_typing_only_imports_count():
-    assert [c for c in _cycles(TYPED_GRAPH) if c not in KNOWN_CIRCLES] == []
+    """A circle may shrink or go (then shorten the list above); one that grows or is new fails."""
+    assert [c for c in _cycles(TYPED_GRAPH) if not any(set(c) <= set(k) for k in KNOWN_CIRCLES)] == []
