@@ -156,7 +156,7 @@ def build_report(
     if not names:
         return _all_failed(result, failed)
     tested = None if primary is not None else result.manifest.primary
-    metrics, primary = _metrics_and_primary(result.systems[names[0]], primary or (tested or [None])[0], path)
+    metrics, primary = _metrics_and_primary(result.systems[names[0]], primary or (tested[0] if tested else None), path)
     if baseline is None and result.manifest.baseline not in failed:
         baseline = result.manifest.baseline
     from retbench.report.leaderboard import build_leaderboard
