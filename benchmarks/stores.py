@@ -47,7 +47,8 @@ from retbench.config import read_config
 from retbench.data import Corpus, Queries
 from retbench.evaluation import evaluate
 from retbench.metrics.agreement import overlap_at_k
-from retbench.report.resolution import interval_cell, note, resolve
+from retbench.report.resolution import interval_cell, note
+from retbench.resolution import resolve
 from retbench.retrievers.base import create
 from retbench.retrievers.stores import VectorStoreRetriever
 from retbench.studies.benchmark import parse_config, prepare_dataset

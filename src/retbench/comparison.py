@@ -41,8 +41,7 @@ from retbench.errors import InputError
 from retbench.io.files import json_safe
 from retbench.metrics.registry import lower_is_better, unanswered_value_of
 from retbench.results.layout import all_pairs
-from retbench.stats import (  # noqa: F401  (re-exported: one vector's tests)
-    bootstrap_ci,
+from retbench.stats import (
     bootstrap_cis,
     check_alpha,
     check_resamples,
@@ -50,7 +49,6 @@ from retbench.stats import (  # noqa: F401  (re-exported: one vector's tests)
     effect_size,
     holm,
     paired_ttest,
-    randomization_test,
     randomization_tests,
     wilcoxon_signed_rank,
 )
@@ -120,6 +118,12 @@ class Aligned:
             FAILED_COUNT: failed,
             MISSING: missing,
         }
+
+    def deltas(self, metric: str) -> list[float]:
+        """B - A per query on `metric`, queries where it does not apply (NaN on either side) left out."""
+        col = self.metrics.index(metric)
+        d = self.b[:, col] - self.a[:, col]
+        return d[~np.isnan(d)].tolist()
 
 
 def side_counts(ev: PerQueryScores, al: Aligned, side: str) -> dict[str, int]:

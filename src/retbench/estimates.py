@@ -9,16 +9,13 @@ corrected by the queries that carry human labels too (`ppi`, `stats.ppi_mean`: A
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from retbench.data import Run
 from retbench.metrics.registry import parse_metric, value_range
 from retbench.stats import classical_mean_ci, column_means, ppi_mean
-
-if TYPE_CHECKING:
-    from retbench.evaluation import Evaluation
 
 #: one metric's `estimate` entry: source, note (str), n_human, n_llm (int), mean, ci_low, ci_high (float)
 Estimate = dict[str, str | int | float]
@@ -92,10 +89,23 @@ def doubly_labelled(
     return out
 
 
+class ScoredTable(Protocol):
+    """What `label_estimates` reads of a per-query table (`evaluation.Evaluation` has it; the evaluation package
+    imports this module, so the function names only these members)."""
+
+    @property
+    def query_ids(self) -> Sequence[str]: ...
+    @property
+    def metrics(self) -> Sequence[str]: ...
+    @property
+    def default_k(self) -> int: ...
+    def column(self, metric: str) -> np.ndarray: ...
+
+
 def label_estimates(
-    reported: Evaluation,
-    llm: Evaluation,
-    human: Evaluation | None,
+    reported: ScoredTable,
+    llm: ScoredTable,
+    human: ScoredTable | None,
     doubly: Sequence[str],
     alpha: float = 0.05,
 ) -> dict[str, Estimate]:

@@ -14,6 +14,11 @@ Sakai's work on the discriminative power of IR measures make the same point for 
 `queries_to_separate` gives the labelled queries a paired test would need to separate the first two systems at 80%
 power: n = ((z_(1-alpha/2) + z_power) * sd(d) / mean(d))^2 over their per-query differences d (the normal
 approximation `retbench plan` uses for its budgets).
+
+`resolve`, `resolve_result` and `resolve_suite` build the input from stored per-query tables: [queries x systems]
+on one metric, paired on the union of the systems' query ids; a query a system did not answer (failed, timed out,
+missing) counts 0 for it, as in `comparison.align`, and NaN (the metric does not apply to the query) is left out
+of that system's mean.
 """
 
 from __future__ import annotations
@@ -24,8 +29,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from retbench.data.status import UNANSWERED
 from retbench.errors import InputError
+from retbench.evaluation import Evaluation
+from retbench.metrics.registry import lower_is_better, parse_metric
+from retbench.results.model import StudyResult
+from retbench.results.read import FolderTables
 from retbench.stats import bootstrap_means, check_resamples, check_seed, column_means, z_quantile
+
+CONFIDENCE = 0.95
+N_RESAMPLES = 2000  # resamples of a report's rank intervals
 
 
 @dataclass(frozen=True)
@@ -123,3 +136,94 @@ def queries_to_separate(a: np.ndarray, b: np.ndarray, *, alpha: float = 0.05, po
 
 
 __all__ = ["RankResolution", "queries_to_separate", "rank_intervals"]
+
+
+# -- from stored per-query tables --------------------------------------------------------------------
+def paired_table(evaluations: Sequence[Evaluation], metric: str) -> np.ndarray:
+    """[queries x systems] values of `metric`, rows the union of the systems' query ids (unanswered = 0)."""
+    qids = list(dict.fromkeys(q for ev in evaluations for q in ev.query_ids))
+    table = np.zeros((len(qids), len(evaluations)), dtype=np.float64)
+    for j, ev in enumerate(evaluations):
+        pos = {q: i for i, q in enumerate(ev.query_ids)}
+        column = ev.column(metric)
+        for i, q in enumerate(qids):
+            r = pos.get(q)
+            if r is None:
+                continue
+            value = float(column[r])
+            table[i, j] = 0.0 if ev.status[r] in UNANSWERED and not np.isnan(value) else value
+    return table
+
+
+def has_tables(result: StudyResult) -> bool:
+    """Whether the per-query tables can be read (results built from means alone have none to resample)."""
+    return bool(result.tables) or result.source is not None
+
+
+def has_value(ev: Evaluation, metric: str) -> bool:
+    """Whether `ev` carries `metric` with a value on some query (scope_miss_rate is n/a for an unscoped system)."""
+    return metric in ev.metrics and bool(np.isfinite(ev.column(metric)).any())
+
+
+def resolve(evaluations: Sequence[Evaluation], metric: str) -> RankResolution | None:
+    """Rank intervals on one dataset, paired over its queries, of the systems with a value of `metric` (the others
+    are listed as not ranked); None for fewer than three such systems (two are settled by their paired comparison)."""
+    ranked = [ev for ev in evaluations if has_value(ev, metric)]
+    if len(ranked) < 3:
+        return None
+    table = paired_table(ranked, metric)
+    res = rank_intervals(
+        table,
+        [ev.system for ev in ranked],
+        n_resamples=N_RESAMPLES,
+        confidence=CONFIDENCE,
+        higher_is_better=not lower_is_better(metric),
+    )
+    res.unranked.extend(ev.system for ev in evaluations if not has_value(ev, metric))
+    return res
+
+
+def resolve_result(result: StudyResult, keys: Sequence[str], metric: str) -> RankResolution | None:
+    """Rank intervals of a study's systems (`keys`, failed ones left out) on one dataset, from their per-query
+    tables: held by the study, read through its source, else read from its results folder (a study that wrote
+    its folder before rendering). None when fewer than three can be ranked or a table cannot be read."""
+    ranked = [k for k in keys if k in result.systems and not result.systems[k].failed]
+    if len(ranked) < 3:
+        return None
+    try:
+        name = parse_metric(metric).name
+        if has_tables(result):
+            evs = [result.evaluation(k) for k in ranked]
+        elif result.root is not None:
+            folder = FolderTables(result.root, result.manifest)
+            evs = [folder.evaluation(k) for k in ranked]
+        else:
+            return None
+    except (InputError, OSError):  # ConfigError is an InputError: a metric the registry no longer knows
+        return None
+    for key, ev in zip(ranked, evs, strict=True):
+        ev.system = key
+    return resolve(evs, name)
+
+
+def resolve_suite(
+    result: StudyResult, datasets: Sequence[str], systems: Sequence[str], metric: str, separator: str = "/"
+) -> RankResolution | None:
+    """Rank intervals over datasets and queries (two-stage bootstrap) of the systems scored on every dataset.
+
+    None when fewer than two systems have a table on every dataset: there is nothing to rank."""
+    ranked = [s for s in systems if all(f"{d}{separator}{s}" in result.systems for d in datasets)]
+    ranked = [s for s in ranked if not any(result.systems[f"{d}{separator}{s}"].failed for d in datasets)]
+    if len(ranked) < 2 or not has_tables(result):
+        return None
+    evs = {(d, s): result.evaluation(f"{d}{separator}{s}") for d in datasets for s in ranked}
+    unranked = [s for s in ranked if not all(has_value(evs[d, s], metric) for d in datasets)]
+    ranked = [s for s in ranked if s not in unranked]
+    if len(ranked) < 2:
+        return None
+    tables = [paired_table([evs[d, s] for s in ranked], metric) for d in datasets]
+    res = rank_intervals(
+        tables, ranked, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, higher_is_better=not lower_is_better(metric)
+    )
+    res.unranked.extend(unranked)
+    return res

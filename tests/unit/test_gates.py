@@ -12,11 +12,11 @@ from typer.testing import CliRunner
 import abdata
 from repo_paths import CONFIGS, ROOT, V1_RESULTS
 from retbench.cli import app
-from retbench.comparison import randomization_test
 from retbench.criteria import load_criteria, parse_criteria
 from retbench.errors import ConfigError
 from retbench.gates import run_gates
 from retbench.report.gate_comment import gate_json, render_comment, sentence
+from retbench.stats import randomization_test
 
 
 @pytest.fixture(scope="module")

@@ -130,7 +130,8 @@ def compare_command(
     from retbench.inputs import canonical_metrics, check_same_data, check_same_settings, load_systems, primary_metrics
     from retbench.report.latex import comparison_latex
     from retbench.report.markdown import comparison_markdown
-    from retbench.report.resolution import resolution_markdown, resolve
+    from retbench.report.resolution import resolution_markdown
+    from retbench.resolution import resolve
 
     output_format = _format(output_format)
     resamples = _resamples(resamples)

@@ -79,8 +79,8 @@ def _run_command(
 ) -> None:
     """Load, (re)point the systems at local servers when given, run, print, and exit by what failed."""
     from retbench.report.leaderboard import build_leaderboard
-    from retbench.report.resolution import resolve
     from retbench.report.terminal import render_costs, render_leaderboard, render_resolution, render_summary
+    from retbench.resolution import resolve
     from retbench.studies.benchmark import load_config
     from retbench.studies.outcome import raise_if_failed
 

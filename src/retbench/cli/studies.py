@@ -59,7 +59,7 @@ def chunking_command(
     outcome = run_chunking(cfg, force=force, log=lambda m: con.print(redact(m)))
     con.print(render_chunking(cfg, outcome.result))
     con.print(
-        f"results: {cfg.output}  (report.md, report.html, metrics.json, manifest.json, systems/<chunker>+<system>/)"
+        f"results: {cfg.output_dir}  (report.md, report.html, metrics.json, manifest.json, systems/<chunker>+<system>/)"
     )
     raise_if_backend_failed(outcome)  # type: ignore[arg-type]
 
@@ -84,14 +84,17 @@ def ingest_impact_command(
     con = console()
     outcome = run_ingest(cfg, log=lambda m: con.print(redact(m)))
     if "alone" in outcome.results:
-        header, rows = impact_rows(outcome.results["alone"][:top], outcome.metrics, cfg.gain.recall, compact=True)
+        header, rows = impact_rows(
+            outcome.results["alone"][:top], outcome.metrics, outcome.result.gain.recall, compact=True
+        )
         table = Table(
-            *header, title=f"{cfg.name}: candidates ranked by gain (top {min(top, len(outcome.results['alone']))})"
+            *header,
+            title=f"{cfg.study_name}: candidates ranked by gain (top {min(top, len(outcome.results['alone']))})",
         )
         for r in rows:
             table.add_row(*r)
         con.print(table)
-    con.print(f"results: {cfg.output}  (report.md, candidates.json, summary.json, manifest.json)")
+    con.print(f"results: {cfg.output_dir}  (report.md, candidates.json, summary.json, manifest.json)")
 
 
 @handles_errors

@@ -35,11 +35,11 @@ def tune_command(
         with stage_bars(con) as progress:  # the bars `retbench run` shows: each setting's index and search
             outcome = run_tune(cfg, log=lambda m: con.print(m), force=force, progress=progress)
     labels = [s.label for s in outcome.settings]
-    for line in tune_lines(outcome.result, labels, cfg.model.metric, len(outcome.query_ids)):
+    for line in tune_lines(outcome.result, labels, cfg.metric, len(outcome.query_ids)):
         typer.echo(line)
-    for line in candidate_lines(outcome.candidates, outcome.resolution, cfg.model.metric):
+    for line in candidate_lines(outcome.candidates, outcome.resolution, cfg.metric):
         typer.echo(line)
     typer.echo(
-        f"wrote {cfg.output / 'tune.json'}, {cfg.output / 'report.html'} and {cfg.output / 'chosen.yaml'} "
+        f"wrote {cfg.output_dir / 'tune.json'}, {cfg.output_dir / 'report.html'} and {cfg.output_dir / 'chosen.yaml'} "
         "(the chosen system, ready to paste)"
     )

@@ -17,12 +17,13 @@ from pydantic import AfterValidator, ConfigDict, Field, ValidationError, Validat
 
 from retbench.chunkers import CHUNKERS, make_chunker
 from retbench.config.base import Block, PositiveInt, UnitFloat, error_message, field_error, field_name
-from retbench.config.common import DatasetBlock, EvalBlock, unique_names
+from retbench.config.common import DatasetBlock, DatasetSpec, EvalBlock, unique_names
 from retbench.config.experiment import MetricName, ScopedSystem, metric_cutoffs
 from retbench.config.study import Study
 from retbench.errors import ConfigError
 from retbench.metrics.primary import default_primary
 from retbench.metrics.registry import parse_metric
+from retbench.metrics.settings import EvalSettings
 
 DEFAULT_METRICS = ["recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10", "P@5"]
 SEPARATOR = "+"  # between the chunker's and the system's name in a pair's results key
@@ -159,6 +160,32 @@ class ChunkingModel(Study):
     def chunker_params(self) -> list[dict[str, Any]]:
         """Each chunker's parameters as set in the config, its name filled in (part of its pairs' fingerprints)."""
         return [{**m.model_dump(exclude_unset=True), "name": m.name or m.kind} for m in self.chunkers]
+
+    @property
+    def documents(self) -> DatasetSpec | None:
+        """The BEIR dataset judged by its qrels at document level; None for a chunking set judged by spans."""
+        return self.dataset.to_spec(self.seed) if isinstance(self.dataset, DatasetBlock) else None
+
+    @property
+    def dataset_label(self) -> str:
+        """The dataset's name in fingerprints and the manifest: the chunking set as written, or the block's label."""
+        documents = self.documents
+        return documents.label if documents is not None else str(self.dataset)
+
+    @property
+    def span_token_k(self) -> list[int]:
+        """The k of the character-level scores; none where relevance is a document's grade (nothing to overlap)."""
+        return list(self.token_k) if self.documents is None else []
+
+    @property
+    def span_budgets(self) -> list[int]:
+        """The context budgets in tokens; none where relevance is a document's grade."""
+        return list(self.budgets) if self.documents is None else []
+
+    @property
+    def settings(self) -> EvalSettings:
+        """The `evaluation:` block as the settings `evaluate` takes."""
+        return self.evaluation.to_settings()
 
     @model_validator(mode="after")
     def _primary_is_a_metric(self) -> ChunkingModel:

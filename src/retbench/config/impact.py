@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, model_validator
 
 from retbench.config.base import Block, ConfigPath, PositiveInt, config_folder, field_error, resolve_path
-from retbench.config.common import Dataset, DatasetBlock, EncoderSettings, SystemBlock
+from retbench.config.common import Dataset, DatasetBlock, DatasetSpec, EncoderSettings, SystemBlock
 from retbench.config.experiment import MetricName
 from retbench.config.judge import JudgeSettings
 from retbench.config.study import Study
@@ -146,6 +146,11 @@ class IngestModel(Study):
     engine: Literal["auto", "incremental", "rebuild", "reindex"] = "auto"
     encoder: EncoderSettings = Field(default_factory=EncoderSettings)
     seed: int = 0
+
+    @property
+    def dataset_spec(self) -> DatasetSpec:
+        """The dataset block as every study loads it (the study's seed samples its queries)."""
+        return self.dataset.to_spec(self.seed)
 
     @model_validator(mode="after")
     def _modes_have_their_blocks(self) -> IngestModel:

@@ -31,14 +31,7 @@ from typing import Any
 import numpy as np
 
 from retbench.anytime import paired_sequences
-from retbench.comparison import (
-    FAILED_STATUSES,
-    PerQueryScores,
-    align,
-    bootstrap_ci,
-    randomization_test,
-    side_counts,
-)
+from retbench.comparison import FAILED_STATUSES, PerQueryScores, align, side_counts
 from retbench.criteria import EPS, Criteria, Gate, Limits
 from retbench.errors import EXIT_BACKEND, EXIT_GATE_FAILED, EXIT_OK, ConfigError
 from retbench.gates.movement import MovementCheck
@@ -49,6 +42,7 @@ from retbench.planning import drop_model
 from retbench.power import detectable
 from retbench.results.caveats import Caveat
 from retbench.sequential import diff_cs, mean_cs
+from retbench.stats import bootstrap_ci, ppi_mean_diff, randomization_test
 
 
 # -- applying the criteria ----------------------------------------------------------------------
@@ -319,7 +313,6 @@ def _label_source(
     """The gate's `estimate`: PPI on the paired differences when human-labelled tables are given and at least
     2 queries carry both label sources and 1 carries LLM labels only; else llm for an LLM-judged metric, human."""
     from retbench.metrics.judged import JUDGED_METRICS
-    from retbench.stats import ppi_mean_diff
 
     if paired and human is not None and all(metric in h.metrics for h in human):
         hal = align(human[0], human[1], [metric])

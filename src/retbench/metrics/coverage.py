@@ -11,15 +11,32 @@ these two metrics show how large that bias can be, per system, under whichever l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
 from retbench.data import Run
 
-if TYPE_CHECKING:
-    from retbench.evaluation import Evaluation
+
+class CountedTable(Protocol):
+    """What `coverage` reads of a per-query table (`evaluation.Evaluation` has it; the evaluation package is
+    built on this one, so the function names only these members)."""
+
+    @property
+    def query_ids(self) -> Sequence[str]: ...
+    @property
+    def excluded(self) -> Sequence[str]: ...
+    @property
+    def skipped(self) -> Sequence[str]: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def ignore_identical_ids(self) -> bool: ...
+    @property
+    def n_identical(self) -> int: ...
+    @property
+    def n_identical_relevant(self) -> int: ...
 
 
 def _labelled_share(ctx, k: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -57,7 +74,7 @@ def mode_with_identical(mode: str, coverage: Mapping[str, Any]) -> str:
     return f"{mode}; identical query/doc ids ignored ({int(dropped)} dropped{judged})"
 
 
-def coverage(ev: Evaluation, run: Run, depth: int | None = None) -> dict[str, Any]:
+def coverage(ev: CountedTable, run: Run, depth: int | None = None) -> dict[str, Any]:
     """What happened to the judged queries: computed once by the cell runner and stored in metrics.json.
 
     judged = counted + excluded (pytrec_eval mode leaves unanswered queries out of the table and

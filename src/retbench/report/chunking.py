@@ -15,20 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from html import escape
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from retbench.config.chunking import ChunkingModel
 from retbench.metrics.judges.spans import budget_label
-from retbench.metrics.primary import default_primary
 from retbench.report import breakdowns, fmt
 from retbench.report.markdown import md_table
-from retbench.report.model import SHORT_NOTE, resource_line, short_runs
-from retbench.report.resolution import interval_cell, note, resolve_result
-from retbench.resolution import RankResolution
+from retbench.report.resolution import interval_cell, note
+from retbench.report.tables import SHORT_NOTE, resource_line, short_runs
+from retbench.resolution import RankResolution, resolve_result
 from retbench.results.model import MetricValue, StudyResult
-
-if TYPE_CHECKING:
-    from retbench.studies.chunking import ChunkingConfig
-
 
 #: the columns both chunking reports share (character-level and BEIR documents)
 CHUNK_COLUMNS_DEFINITION = (
@@ -51,7 +47,7 @@ def _with_ci(v: MetricValue | None) -> str:
     return _f(v.value) + (f" {bounds}" if bounds else "")
 
 
-def breakdown_tables(cfg: ChunkingConfig, result: StudyResult) -> list[tuple[str, list[str], list[list[str]]]]:
+def breakdown_tables(cfg: ChunkingModel, result: StudyResult) -> list[tuple[str, list[str], list[list[str]]]]:
     """(pair, header, rows) of each pair's breakdown by group (tags, doc_type, answerable), as `retbench run`
     shows it (report/breakdowns.py); pairs that recorded none are left out."""
     out = []
@@ -63,25 +59,19 @@ def breakdown_tables(cfg: ChunkingConfig, result: StudyResult) -> list[tuple[str
     return out
 
 
-def resolution_of(cfg: ChunkingConfig, result: StudyResult) -> RankResolution | None:
+def resolution_of(cfg: ChunkingModel, result: StudyResult) -> RankResolution | None:
     """The (chunker, system) pairs' rank intervals on the study's ranking metric (`primary:`, else
     `metrics.primary.default_primary`): three pairs or more with a value of it; failed pairs and pairs without it out."""
-    metric = ranking_metric(cfg)
-    return resolve_result(result, [pair.name for pair in result], metric) if metric else None
-
-
-def ranking_metric(cfg: ChunkingConfig) -> str | None:
-    """The metric the pairs are ranked on (a config built without its model falls back to the default rule)."""
-    return getattr(cfg, "primary", "") or default_primary(cfg.metrics)
+    return resolve_result(result, [pair.name for pair in result], cfg.ranking_metric)
 
 
 def summary_rows(
-    cfg: ChunkingConfig, result: StudyResult, res: RankResolution | None = None
+    cfg: ChunkingModel, result: StudyResult, res: RankResolution | None = None
 ) -> tuple[list[str], list[list[str]], list[str], list[list[str]]]:
     """(header, rows) of the main table and of the fixed-budget table, formatted for any renderer; with `res`,
     a rank-interval column on the ranking metric follows the metrics."""
-    k0 = cfg.token_k[0] if cfg.token_k else None
-    ranked = [f"{ranking_metric(cfg)} rank 95%"] if res is not None else []
+    k0 = cfg.span_token_k[0] if cfg.span_token_k else None
+    ranked = [f"{cfg.ranking_metric} rank 95%"] if res is not None else []
     token = [f"token P@{k0}", f"token R@{k0}", f"token IoU@{k0}"] if k0 is not None else []
     head = [
         "chunker",
@@ -123,7 +113,7 @@ def summary_rows(
                 short_runs(pair.coverage),
             ]
         )
-        for b in cfg.budgets:
+        for b in cfg.span_budgets:
             s = budget_label(b)
             brows.append(
                 [
@@ -175,27 +165,27 @@ class ChunkingReport:
     breakdowns: list[tuple[str, list[str], list[list[str]]]] = field(default_factory=list)  # (pair, header, rows)
 
 
-def gather(cfg: ChunkingConfig, result: StudyResult) -> ChunkingReport:
+def gather(cfg: ChunkingModel, result: StudyResult) -> ChunkingReport:
     """Everything the chunking report shows, formatted once."""
     res = resolution_of(cfg, result)
     head, rows, bhead, brows = summary_rows(cfg, result, res)
     manifest = result.manifest.data
     ds = (result.manifest.datasets or [{}])[0]
-    ranked = [CI_DEFINITION, *([f"**{ranking_metric(cfg)} rank 95%**: {note(res)}"] if res is not None else [])]
-    if getattr(cfg, "documents", None) is not None:
+    ranked = [CI_DEFINITION, *([f"**{cfg.ranking_metric} rank 95%**: {note(res)}"] if res is not None else [])]
+    if cfg.documents is not None:
         rep = _gather_documents(cfg, manifest, head, rows, ds)
         rep.definitions[:0] = ranked
         rep.breakdowns = breakdown_tables(cfg, result)
         return rep
-    k0 = cfg.token_k[0]
+    k0 = cfg.span_token_k[0]
     intro = (
         f"{ds.get('queries')} questions, {ds.get('gold_spans')} gold excerpts over {ds.get('documents')} documents "
         f"({ds.get('name')}); {cfg.depth} chunks retrieved per question; tokens counted with {manifest.get('tokenizer')} "
         f"(max length {cfg.max_seq_length} incl. {manifest.get('special_tokens')} special tokens). "
-        f"Relevance by span overlap (min {cfg.min_chars} char(s), min fraction {cfg.min_fraction})."
+        f"Relevance by span overlap (min {cfg.relevance.min_chars} char(s), min fraction {float(cfg.relevance.min_fraction)})."
     )
     curves = {
-        pair.name: [_value(pair.value(f"recall{budget_label(b)}")) for b in cfg.budgets]
+        pair.name: [_value(pair.value(f"recall{budget_label(b)}")) for b in cfg.span_budgets]
         for pair in result
         if pair.error is None
     }
@@ -212,13 +202,13 @@ def gather(cfg: ChunkingConfig, result: StudyResult) -> ChunkingReport:
         SHORT_DEFINITION,
     ]
     return ChunkingReport(
-        title=f"Chunking experiment: {cfg.name}",
+        title=f"Chunking experiment: {cfg.study_name}",
         intro=intro,
         head=head,
         rows=rows,
         budget_head=bhead,
         budget_rows=brows,
-        budgets=list(cfg.budgets),
+        budgets=cfg.span_budgets,
         budget_recall=curves,
         resources=[(name, resource_line(r)) for name, r in cells.items()],
         definitions=definitions,
@@ -227,7 +217,7 @@ def gather(cfg: ChunkingConfig, result: StudyResult) -> ChunkingReport:
 
 
 def _gather_documents(
-    cfg: ChunkingConfig,
+    cfg: ChunkingModel,
     manifest: dict[str, Any],
     head: list[str],
     rows: list[list[str]],
@@ -254,7 +244,7 @@ def _gather_documents(
         SHORT_DEFINITION,
     ]
     return ChunkingReport(
-        title=f"Chunking experiment: {cfg.name}",
+        title=f"Chunking experiment: {cfg.study_name}",
         intro=intro,
         head=head,
         rows=rows,
@@ -270,7 +260,7 @@ def _value(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
 
 
-def render_markdown(cfg: ChunkingConfig, result: StudyResult) -> str:
+def render_markdown(cfg: ChunkingModel, result: StudyResult) -> str:
     """The chunking report: all chunks, then every retriever at a fixed context budget, then definitions."""
     return report_markdown(gather(cfg, result))
 
@@ -312,7 +302,7 @@ def breakdown_markdown(rep: ChunkingReport) -> list[str]:
     return lines
 
 
-def render_html(cfg: ChunkingConfig, result: StudyResult) -> str:
+def render_html(cfg: ChunkingModel, result: StudyResult) -> str:
     """report.html of a chunking study: one self-contained page (inline CSS, SVG and script, no network)."""
     return report_html(gather(cfg, result))
 

@@ -20,15 +20,15 @@ from retbench.config.costs import CostsBlock
 from retbench.errors import ConfigError
 from retbench.report.model import ReportData
 from retbench.results.costs import system_costs
-from retbench.results.model import StudyResult, SystemResult, config_from_manifest
+from retbench.results.model import StudyResult, SystemResult
 
 
 def stated_prices(result: StudyResult | None) -> CostsBlock | None:
     """The experiment's `costs:` block, or None when it states no prices (or the results hold no config)."""
     if result is None:
         return None
-    raw = config_from_manifest(result.manifest).get("costs")
-    if not isinstance(raw, dict):
+    raw = result.manifest.costs
+    if raw is None:
         return None
     try:
         return validate(CostsBlock, raw, "manifest.json:config.costs")

@@ -1,12 +1,11 @@
-"""Per-query drill-down and metric@k curves, gathered from the runs and the dataset behind a results folder.
+"""Per-query drill-down, gathered from the runs and the dataset behind a results folder, and the curves it shows.
 
 Drill-down: for every counted query, each system's top k (rank, score, grade, a text snippet), the
 judged relevant documents it left out of its top k (with the rank it gave them, if any), the query's
 value on every metric, how much the primary metric changed against the baseline (the filter for
 the most changed queries), and the LLM judge's verdict and reasoning per judged metric where it gave one
-(rubric metrics, correctness: `results.read.judge_reasons`). Curves: recall@k, nDCG@k and hit@k for every k from 1 to the run depth
-(at most MAX_CURVE_K), computed from the stored runs with the evaluation's own settings, so the values
-at the config's cutoffs equal the reported means.
+(rubric metrics, correctness: `results.read.judge_reasons`). Curves: recall@k, nDCG@k and hit@k for every k from
+1 to the run depth, computed by `evaluation.curves.k_curves` (the gatherer, `report.model`, asks for them).
 
 Both need the dataset's qrels (and its texts for snippets): when the dataset cannot be found they are
 left out and the report says so.
@@ -18,13 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
+from retbench.data import Corpus
 
-from retbench.data import Corpus, Qrels, Run
-from retbench.evaluation import Evaluation, evaluate
-
-MAX_CURVE_K = 1000
-CURVE_FAMILIES = ("recall", "ndcg", "hit")
 SNIPPET_CHARS = 200
 
 
@@ -44,46 +38,6 @@ class Drill:
     def to_json(self) -> dict[str, Any]:
         keys = ("k", "systems", "metrics", "baseline", "primary", "queries", "docs")
         return {key: getattr(self, key) for key in keys}
-
-
-def curve_metrics(run: Run) -> list[str]:
-    """The metric names of a run's k curves: each family at every k from 1 to the run's depth (at most MAX_CURVE_K)."""
-    depth = min(max(run.depth, 1), MAX_CURVE_K)
-    return [f"{f}@{k}" for f in CURVE_FAMILIES for k in range(1, depth + 1)]
-
-
-def curve_means(ev: Evaluation, names: list[str]) -> dict[str, list[float]]:
-    """family -> [mean at k = 1 .. depth] of the `names` (`curve_metrics`) columns of a table (NaN: no query counted)."""
-    values = np.ascontiguousarray(ev.values[:, [ev.metrics.index(n) for n in names]])  # row-major: same sums
-    means = values.mean(axis=0) if len(ev.query_ids) else np.full(len(names), np.nan)
-    depth = len(names) // len(CURVE_FAMILIES)
-    return {f: means[i * depth : (i + 1) * depth].tolist() for i, f in enumerate(CURVE_FAMILIES)}
-
-
-def k_curves(
-    evs: Mapping[str, Evaluation],
-    runs: Mapping[str, Run],
-    qrels: Qrels,
-    given: Mapping[str, Mapping[str, list[float]]] | None = None,
-) -> dict[str, dict[str, list[float]]]:
-    """family -> system -> [mean at k = 1 .. depth], each system evaluated as its stored table was.
-
-    `given` (system -> family -> means) are curves the study computed with the system's own table;
-    only the other systems are evaluated here.
-    """
-    out: dict[str, dict[str, list[float]]] = {f: {} for f in CURVE_FAMILIES}
-    for system, ev in evs.items():
-        if given is not None and system in given:
-            means = given[system]
-        else:
-            run = runs[system]
-            judged = list(ev.query_ids) + list(ev.excluded) + list(ev.skipped)
-            names = curve_metrics(run)
-            curve = evaluate(run, qrels.subset([q for q in judged if q in qrels]), names, ev.settings())
-            means = curve_means(curve, names)
-        for f in CURVE_FAMILIES:
-            out[f][system] = list(means[f])
-    return out
 
 
 def _snippet(corpus: Corpus, doc: str) -> str | None:

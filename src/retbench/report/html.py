@@ -22,15 +22,7 @@ from retbench.report.html_drill import drill_section, k_curve_figures
 from retbench.report.html_page import LEGEND_HINT, attr, note, page, script_json, table_html
 from retbench.report.judge import judge_notes
 from retbench.report.latency import latency_html
-from retbench.report.model import (
-    COVERAGE_HEADER,
-    RESOURCE_HEADER,
-    SHORT_NOTE,
-    ReportData,
-    SystemSummary,
-    resource_rows,
-    short_runs,
-)
+from retbench.report.model import ReportData, SystemSummary
 from retbench.report.prcurve import pr_figure
 from retbench.report.resolution import resolution_html, resolution_p, resolution_td
 from retbench.report.stages import (
@@ -41,6 +33,7 @@ from retbench.report.stages import (
     agreement_rows,
     rerank_rows,
 )
+from retbench.report.tables import COVERAGE_HEADER, RESOURCE_HEADER, SHORT_NOTE, resource_rows, short_runs
 from retbench.report.tradeoff import tradeoff_section
 from retbench.report.weakening import summary_notes_html
 

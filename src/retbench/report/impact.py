@@ -1,22 +1,20 @@
 """The ingestion-impact report (report.md) and its candidates table (also the CLI's terminal table).
 
-The study (`retbench.studies.impact`) returns Impact records and a summary; this module only formats
-them. Differences read signed with four decimals ('0' when nothing changed, '–' when undefined).
+The study returns an `ImpactResult` (results/impact.py: Impact records, the gain weights and a summary); this
+module only formats it. Differences read signed with four decimals ('0' when nothing changed, '–' when undefined).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from retbench.report import fmt
 from retbench.report.markdown import md_table
-from retbench.report.model import resource_line
-
-if TYPE_CHECKING:
-    from retbench.studies.impact import Impact, IngestConfig
+from retbench.report.tables import resource_line
+from retbench.results.impact import Impact, ImpactResult
 
 COMPACT = ("#", "document", "group", "status", "gain", "novelty min", "changed", "gained", "lost")
 
@@ -78,18 +76,16 @@ def impact_rows(
     return header, rows
 
 
-def _header(
-    cfg: IngestConfig, metrics: Sequence[str], before: Mapping[str, float], summary: Mapping[str, Any], manifest: Any
-) -> list[str]:
-    g = cfg.gain
+def _header(result: ImpactResult) -> list[str]:
+    g, metrics, summary, manifest = result.gain, result.metrics, result.summary, result.manifest
     return [
-        f"# Ingestion impact: {cfg.name}",
+        f"# Ingestion impact: {result.name}",
         "",
         f"Dataset {manifest['dataset']['name']} ({manifest['dataset']['split']}, {summary['evaluation_queries']} evaluation queries); "
         f"knowledge base K = {summary['knowledge_base_documents']} documents; {summary['candidates']} candidates. "
         f"Retriever `{manifest['retriever'].get('adapter')}`; engine: {summary['engine']}.",
         "",
-        "With K: " + ", ".join(f"{m} = {fmt.num(v)}" for m, v in before.items()) + ".",
+        "With K: " + ", ".join(f"{m} = {fmt.num(v)}" for m, v in result.before.items()) + ".",
         "",
         f"Gain = {g.alpha:g} × Δ{g.recall} + {g.beta:g} × Δcontext recall + {g.gamma:g} × novelty ({g.novelty} over chunks). "
         "Δ = metric mean over the evaluation queries with K + {d} minus with K; novelty = 1 − best cosine to K's chunks. "
@@ -209,21 +205,20 @@ def _sequential(seq: Sequence[Impact], metrics: Sequence[str], order: str) -> li
     ]
 
 
-def render_report(
-    cfg: IngestConfig,
-    metrics: Sequence[str],
-    before: Mapping[str, float],
-    results: Mapping[str, list[Impact]],
-    summary: Mapping[str, Any],
-    manifest: Mapping[str, Any],
-) -> str:
+def render_report(result: ImpactResult) -> str:
     """report.md: the ranked candidates table, group means, study checks, sequential and leave-one-out tables."""
-    recall = cfg.gain.recall
-    lines = _header(cfg, metrics, before, summary, manifest)
+    recall, metrics, results, summary, manifest = (
+        result.gain.recall,
+        result.metrics,
+        result.results,
+        result.summary,
+        result.manifest,
+    )
+    lines = _header(result)
     if "alone" in results:
         lines += _alone(results["alone"], metrics, summary, recall)
     if "sequential" in results:
-        lines += _sequential(results["sequential"], metrics, cfg.sequential.get("order", "given"))
+        lines += _sequential(results["sequential"], metrics, result.sequential_order)
     if "leave_one_out" in results:
         h, rows = impact_rows(results["leave_one_out"], metrics, recall)
         lines += [

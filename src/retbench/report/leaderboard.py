@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from retbench.metrics.registry import lower_is_better
-from retbench.report.resolution import NOT_RANKED, interval_cell, resolve_suite
-from retbench.resolution import RankResolution
+from retbench.report.resolution import NOT_RANKED, interval_cell
+from retbench.resolution import RankResolution, resolve_suite
 from retbench.results.model import StudyResult
 
 SEPARATOR = "/"  # results keys of multi-dataset experiments are "<dataset>/<system>"

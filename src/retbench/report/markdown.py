@@ -285,7 +285,6 @@ def report_markdown(data: ReportData) -> str:
     if data.comparison is not None:
         lines.append(comparison_markdown(data.comparison, top_metric=data.primary, level=2))
     lines += _latency_sections(data)
-    from retbench.report.model import COVERAGE_HEADER, RESOURCE_HEADER, SHORT_NOTE, resource_rows, short_runs
     from retbench.report.stages import (
         AGREEMENT_HEADER,
         AGREEMENT_NOTE,
@@ -294,6 +293,7 @@ def report_markdown(data: ReportData) -> str:
         agreement_rows,
         rerank_rows,
     )
+    from retbench.report.tables import COVERAGE_HEADER, RESOURCE_HEADER, SHORT_NOTE, resource_rows, short_runs
 
     reranks = rerank_rows(data)
     if reranks:

@@ -4,38 +4,43 @@ The HTML and Markdown renderers format this object and nothing else, so both alw
 numbers: the values exactly as in metrics.json, with their confidence intervals, the
 coverage behind each ("scored N of M"), the counting mode, latencies where recorded, and paired
 comparisons of every system against a baseline on the primary metrics.
+
+The gathering computes nothing itself: the pairs come from `results.layout`, their comparison from `comparison`,
+rank intervals from `resolution`, P-R curves from `evaluation.curves`, cutoff families from `metrics.cutoffs`,
+latency percentiles from `results.usage`, holes from `results.caveats`, and the dataset's qrels and the judge's
+reasons from `results.read`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from retbench.comparison import Comparison, align, compare
 from retbench.data import Run
 from retbench.errors import InputError
 from retbench.estimates import source_label
 from retbench.evaluation import Evaluation
+from retbench.evaluation.curves import curve_rounding, k_curves, pr_curves
 from retbench.inputs import canonical_metrics
 from retbench.metrics.coverage import coverage
+from retbench.metrics.cutoffs import metric_curves
 from retbench.metrics.primary import default_primary
-from retbench.metrics.registry import parse_metric
 from retbench.report import fmt
-from retbench.report.prcurve import curve_rounding, pr_curves
+from retbench.resolution import RankResolution, resolve
 from retbench.results.caveats import find_holes
-from retbench.results.model import StudyResult, SystemResult, config_from_manifest
-from retbench.results.read import judge_reasons, load_judgements
+from retbench.results.layout import comparison_pairs
+from retbench.results.model import StudyResult, SystemResult
+from retbench.results.read import judge_reasons, judgements
+from retbench.results.usage import latency_summary
 
 if TYPE_CHECKING:
     from retbench.data import Corpus, Qrels
     from retbench.report.drilldown import Drill
     from retbench.report.leaderboard import Leaderboard
-    from retbench.report.resolution import RankResolution
     from retbench.results.caveats import Holes
 
 
@@ -106,12 +111,10 @@ class ReportData:
     result: StudyResult | None = None  # the typed results the report was built from
     leaderboard: Leaderboard | None = None  # report.leaderboard.Leaderboard when the results span several datasets
     drill: Drill | None = None  # report.drilldown.Drill: per-query documents and metric@k curves from the runs
-    resolution: RankResolution | None = (
-        None  # resolution.RankResolution of three or more systems on one dataset (primary metric)
-    )
+    resolution: RankResolution | None = None  # three or more systems on one dataset, on the primary metric
     pr_curves: dict[str, list[float]] = field(default_factory=dict)  # system -> iprec at recall 0.0 .. 1.0
-    pr_rounding: str = "round"  # the recall rounding of those curves (report.prcurve.curve_rounding)
-    holes: list[Holes] = field(default_factory=list)  # report.holes.Holes: systems whose top 10 is too often unjudged
+    pr_rounding: str = "round"  # the recall rounding of those curves (evaluation.curves.curve_rounding)
+    holes: list[Holes] = field(default_factory=list)  # systems whose top 10 is too often unjudged
 
     def system(self, name: str) -> SystemSummary:
         return next(s for s in self.systems if s.name == name)
@@ -124,79 +127,6 @@ class ReportData:
     @property
     def modes(self) -> set[str]:
         return {s.mode for s in self.systems}
-
-
-def metric_curves(metrics: list[str]) -> dict[str, list[tuple[int, str]]]:
-    """Metrics that differ only in their cutoff, grouped (recall@1, recall@5, recall@100 -> 'recall')."""
-
-    fams: dict[str, list[tuple[int, str]]] = {}
-    for m in metrics:
-        try:
-            spec = parse_metric(m)
-        except InputError:
-            continue
-        if spec.k is None:
-            continue
-        extra = {p: v for p, v in spec.params.items() if v != spec.row.params.get(p)}
-        label = spec.metric.name + (
-            "(" + ",".join(f"{p}={v:g}" for p, v in sorted(extra.items())) + ")" if extra else ""
-        )
-        fams.setdefault(label, []).append((spec.k, m))
-    return {f: sorted(v) for f, v in fams.items() if len({k for k, _ in v}) >= 2}
-
-
-def latency_summary(latencies_s: list[float], amortised: bool = False) -> tuple[list[float], dict[str, Any]]:
-    """Sorted latencies in ms and their p50/p95/p99/mean/max; for `amortised` latencies (even shares of batches,
-    `Run.latency_batch`) the mean only: percentiles and the max of equal shares describe no query (None)."""
-    if not latencies_s:
-        return [], {}
-    ms = np.sort(np.asarray(latencies_s, dtype=np.float64) * 1000.0)
-    p50, p95, p99 = (None, None, None) if amortised else (float(v) for v in np.percentile(ms, [50, 95, 99]))
-    return ms.tolist(), {
-        "p50": p50,
-        "p95": p95,
-        "p99": p99,
-        "mean": float(ms.mean()),
-        "max": None if amortised else float(ms[-1]),
-        "n": int(ms.size),
-    }
-
-
-def comparison_pairs(names: list[str], baseline: str | None, per_dataset: bool) -> list[tuple[str, str]]:
-    """(baseline, other) pairs: every system against the baseline, within each dataset when there are several.
-
-    With several datasets (keys "<dataset>/<system>") `baseline` names a system (or one full key's system);
-    queries of different datasets are never paired. An unknown baseline gives no pairs.
-    """
-    if not per_dataset:
-        base = baseline or names[0]
-        return [(base, s) for s in names if s != base] if base in names else []
-    from retbench.report.leaderboard import split_key
-
-    groups: dict[str, list[str]] = {}
-    for key in names:
-        groups.setdefault(split_key(key)[0], []).append(key)
-    system = split_key(baseline)[1] if baseline and "/" in baseline else baseline
-    pairs = []
-    for keys in groups.values():
-        first: str | None = next((k for k in keys if split_key(k)[1] == system), None) if system else keys[0]
-        if first is not None:
-            pairs += [(first, k) for k in keys if k != first]
-    return pairs
-
-
-SHORT_NOTE = (
-    "returned < depth: answered queries whose ranking is shorter than the depth asked for (a chunked retriever "
-    "collapsing chunks to fewer documents, a store returning fewer); their missing ranks count as not relevant, "
-    "and a metric whose cutoff passes the ranking's length is scored as if the ranking were full."
-)
-
-
-def short_runs(coverage: Mapping[str, Any]) -> str:
-    """'N (depth D)': the counted queries that returned fewer documents than asked ('—' when not recorded)."""
-    if coverage.get("short") is None:
-        return "—"
-    return f"{int(coverage['short'])} (depth {coverage.get('depth')})"
 
 
 def build_report(
@@ -225,13 +155,11 @@ def build_report(
     names = [n for n in result.systems if n not in failed]
     if not names:
         return _all_failed(result, failed)
-    config = config_from_manifest(result.manifest)
-    tested = None if primary is not None else config.get("primary")
-    metrics, primary = _metrics_and_primary(result.systems[names[0]], primary or (tested or [None])[0], path)
-    if baseline is None and config.get("baseline") not in failed:
-        baseline = config.get("baseline")
+    tested = None if primary is not None else result.manifest.primary
+    metrics, primary = _metrics_and_primary(result.systems[names[0]], primary or (tested[0] if tested else None), path)
+    if baseline is None and result.manifest.baseline not in failed:
+        baseline = result.manifest.baseline
     from retbench.report.leaderboard import build_leaderboard
-    from retbench.report.resolution import resolve
 
     board = build_leaderboard(result, primary)
     pairs = comparison_pairs(names, baseline, board is not None)
@@ -251,10 +179,14 @@ def build_report(
     deltas: dict[str, list[float]] = {}
     if pairs:  # a suite with one system per dataset has nothing to pair
         tested_metrics = canonical_metrics([str(m) for m in tested]) if tested else [primary]
-        cmp, deltas = _compared(evs, pairs, tested_metrics or [primary], primary, result.queries, n_resamples, seed)
+        # the tested metrics every system has; per-query deltas of the primary one, where it is among them
+        shared = [m for m in tested_metrics or [primary] if all(m in ev.metrics for ev in evs.values())]
+        cmp = compare(list(evs.values()), pairs, shared, queries=result.queries, n_resamples=n_resamples, seed=seed)
+        if primary in shared:
+            deltas = {b: align(evs[a], evs[b], [primary]).deltas(primary) for a, b in pairs}
     drill, pr, holes = None, {}, []
     if board is None:
-        found = _judgements(result)
+        found = judgements(result)
         means = {s.name: s.means for s in systems}
         pr = pr_curves(evs, runs, found[0] if found else None, means)
         holes = find_holes(evs, runs, found[0] if found else None, means)
@@ -279,12 +211,6 @@ def build_report(
     )
 
 
-def _judgements(result: StudyResult) -> tuple[Qrels, Corpus] | None:
-    """(qrels, corpus) of a one-dataset study: held in memory, else read from its dataset; None when gone."""
-    texts = result.texts
-    return (texts.qrels, texts.corpus) if texts is not None else load_judgements(result.manifest.data)
-
-
 def _drill(
     result: StudyResult,
     found: tuple[Qrels, Corpus],
@@ -303,7 +229,7 @@ def _drill(
         evs, runs, qrels, corpus, result.queries, primary=primary, baseline=baseline, k=k, reasons=reasons
     )
     given = {s: t.curves for s, t in result.tables.items() if t.curves}
-    drill.curves = drilldown.k_curves(evs, runs, qrels, given)
+    drill.curves = k_curves(evs, runs, qrels, given)
     return drill
 
 
@@ -387,7 +313,7 @@ def _summaries(
                 dict(info.get("timings") or {}),
                 dict(res.resources or info.get("resources") or {}),
                 {m: (v.n, v.of) for m, v in res.metrics.items() if v.of is not None and v.n is not None},
-                judged_counts(res),
+                res.judged_counts(),
                 breakdown=dict(res.breakdown or {}),
                 stages=dict(res.latency),
                 latency_query=dict(res.latency.get("query") or {}),
@@ -396,104 +322,3 @@ def _summaries(
             )
         )
     return systems, evs, runs
-
-
-def judged_counts(system: SystemResult) -> dict[str, tuple[int, int]]:
-    """{judged metric: (verdicts that scored, queries it applies to)} from a system's `judge` block."""
-    block = system.judge
-    metrics = block.get("metrics") if isinstance(block, Mapping) else None
-    return {m: (int(c["judged"]), int(c["of"])) for m, c in (metrics or {}).items()}
-
-
-def _compared(
-    evs: Mapping[str, Evaluation],
-    pairs: list[tuple[str, str]],
-    metrics: list[str],
-    primary: str,
-    queries: Mapping[str, str],
-    n_resamples: int | None,
-    seed: int,
-) -> tuple[Comparison, dict[str, list[float]]]:
-    """The comparison of every pair on the tested metrics all systems share, and per-query deltas of the primary."""
-    shared = [m for m in metrics if all(m in ev.metrics for ev in evs.values())]
-    cmp = compare(list(evs.values()), pairs, shared, queries=queries, n_resamples=n_resamples, seed=seed)
-    deltas: dict[str, list[float]] = {}
-    if primary in shared:
-        for a, b in pairs:
-            al = align(evs[a], evs[b], [primary])
-            d = al.b[:, 0] - al.a[:, 0]
-            deltas[b] = d[~np.isnan(d)].tolist()  # NaN: the metric does not apply to that query
-    return cmp, deltas
-
-
-#: the coverage table's columns, the same in report.md and report.html
-COVERAGE_HEADER = (
-    "system",
-    "judged",
-    "answered",
-    "failed",
-    "missing",
-    "skipped (no relevant doc)",
-    "returned < depth",
-    "counting",
-)
-
-RESOURCE_HEADER = (
-    "system",
-    "devices",
-    "encode docs/s",
-    "index s",
-    "index on disk MiB",
-    "search queries/s",
-    "peak RSS MiB",
-)
-
-
-def resource_rows(systems: Sequence[SystemSummary]) -> list[list[str]]:
-    """One row per system with resource figures (peak RSS: the largest stage of this process, then
-    the workers' where a cluster did the work); both report renderers show these rows."""
-
-    rows = []
-    for s in systems:
-        r = s.resources
-        if not r:
-            continue
-        peaks = [r.get(f"{st}_peak_rss_mib") for st in ("encode", "index", "search")]
-        own = max((p for p in peaks if p is not None), default=None)
-        workers = [(r.get(k) or {}).get("worker_peak_rss_mib") for k in ("encode_on", "search_on")]
-        worker = max((w for w in workers if w), default=None)
-        peak = fmt.num(own, 0) + (f" (workers {fmt.num(worker, 0)})" if worker else "")
-        disk = r.get("index_bytes")
-        rows.append(
-            [
-                s.name,
-                ", ".join(r.get("devices") or []),
-                fmt.num(r.get("encode_docs_per_s"), 1),
-                fmt.num(r.get("index_seconds"), 2),
-                fmt.num(disk / 2**20 if disk is not None else None, 1),
-                fmt.num(r.get("search_queries_per_s"), 1),
-                peak,
-            ]
-        )
-    return rows
-
-
-def resource_line(r: Mapping[str, Any]) -> str:
-    """A study's resource figures as one Markdown line: peak RSS per stage, index size, throughput, devices."""
-
-    peaks = [
-        f"{k.removesuffix('_peak_rss_mib').replace('_', ' ')} {fmt.num(v, 0)}"
-        for k, v in r.items()
-        if k.endswith("_peak_rss_mib") and v is not None
-    ]
-    scope = " (the process's peak so far)" if r.get("peak_rss_scope") == "process" else ""
-    parts = [f"peak RSS MiB{scope}: {', '.join(peaks)}"] if peaks else []
-    if r.get("index_bytes") is not None:
-        parts.append(f"index on disk {fmt.num(r['index_bytes'] / 2**20, 1)} MiB")
-    for key, unit in (("encode_docs_per_s", "encode docs/s"), ("index_docs_per_s", "index docs/s")):
-        if r.get(key) is not None:
-            parts.append(f"{unit} {fmt.num(r[key], 1)}")
-    if r.get("search_queries_per_s") is not None:
-        parts.append(f"search queries/s {fmt.num(r['search_queries_per_s'], 1)}")
-    parts.append(f"devices {', '.join(r.get('devices') or []) or 'not recorded'}")
-    return "Resources: " + "; ".join(parts) + "."

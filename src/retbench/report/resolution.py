@@ -1,10 +1,7 @@
 """Rank resolution in the reports: each system's bootstrap rank interval and the group tied for first.
 
-The statistics live in `retbench.resolution` (`rank_intervals`); this module builds its input from stored
-per-query tables and words its output for the terminal, Markdown and HTML views. A table here is
-[queries x systems] on one metric, paired on the union of the systems' query ids: a query a system did not
-answer (failed, timed out, missing) counts 0 for it, as in `comparison.align`, and NaN (the metric does not
-apply to the query) is left out of that system's mean.
+The statistics, and the paired tables they resample, live in `retbench.resolution` (`resolve`, `resolve_result`,
+`resolve_suite`); this module words their output for the terminal, Markdown and HTML views.
 """
 
 from __future__ import annotations
@@ -14,85 +11,12 @@ from html import escape
 
 import numpy as np
 
-from retbench.data.status import UNANSWERED
-from retbench.errors import InputError
 from retbench.evaluation import Evaluation
-from retbench.metrics.registry import lower_is_better, parse_metric
-from retbench.resolution import RankResolution, queries_to_separate, rank_intervals
-from retbench.results.model import StudyResult
-from retbench.results.read import FolderTables
+from retbench.metrics.registry import lower_is_better
+from retbench.resolution import CONFIDENCE, RankResolution, paired_table, queries_to_separate
 
-CONFIDENCE = 0.95
-N_RESAMPLES = 2000
 TIED_MARK = "tied 1st"  # printed beside the rank interval of every system tied for first
 NOT_RANKED = "not ranked"  # a system shown beside the ranked ones without a value of the ranking metric
-
-
-def paired_table(evaluations: Sequence[Evaluation], metric: str) -> np.ndarray:
-    """[queries x systems] values of `metric`, rows the union of the systems' query ids (unanswered = 0)."""
-    qids = list(dict.fromkeys(q for ev in evaluations for q in ev.query_ids))
-    table = np.zeros((len(qids), len(evaluations)), dtype=np.float64)
-    for j, ev in enumerate(evaluations):
-        pos = {q: i for i, q in enumerate(ev.query_ids)}
-        column = ev.column(metric)
-        for i, q in enumerate(qids):
-            r = pos.get(q)
-            if r is None:
-                continue
-            value = float(column[r])
-            table[i, j] = 0.0 if ev.status[r] in UNANSWERED and not np.isnan(value) else value
-    return table
-
-
-def has_tables(result: StudyResult) -> bool:
-    """Whether the per-query tables can be read (results built from means alone have none to resample)."""
-    return bool(result.tables) or result.source is not None
-
-
-def has_value(ev: Evaluation, metric: str) -> bool:
-    """Whether `ev` carries `metric` with a value on some query (scope_miss_rate is n/a for an unscoped system)."""
-    return metric in ev.metrics and bool(np.isfinite(ev.column(metric)).any())
-
-
-def resolve(evaluations: Sequence[Evaluation], metric: str) -> RankResolution | None:
-    """Rank intervals on one dataset, paired over its queries, of the systems with a value of `metric` (the others
-    are listed as not ranked); None for fewer than three such systems (two are settled by their paired comparison)."""
-    ranked = [ev for ev in evaluations if has_value(ev, metric)]
-    if len(ranked) < 3:
-        return None
-    table = paired_table(ranked, metric)
-    res = rank_intervals(
-        table,
-        [ev.system for ev in ranked],
-        n_resamples=N_RESAMPLES,
-        confidence=CONFIDENCE,
-        higher_is_better=not lower_is_better(metric),
-    )
-    res.unranked.extend(ev.system for ev in evaluations if not has_value(ev, metric))
-    return res
-
-
-def resolve_result(result: StudyResult, keys: Sequence[str], metric: str) -> RankResolution | None:
-    """Rank intervals of a study's systems (`keys`, failed ones left out) on one dataset, from their per-query
-    tables: held by the study, read through its source, else read from its results folder (a study that wrote
-    its folder before rendering). None when fewer than three can be ranked or a table cannot be read."""
-    ranked = [k for k in keys if k in result.systems and not result.systems[k].failed]
-    if len(ranked) < 3:
-        return None
-    try:
-        name = parse_metric(metric).name
-        if has_tables(result):
-            evs = [result.evaluation(k) for k in ranked]
-        elif result.root is not None:
-            folder = FolderTables(result.root, result.manifest)
-            evs = [folder.evaluation(k) for k in ranked]
-        else:
-            return None
-    except (InputError, OSError):  # ConfigError is an InputError: a metric the registry no longer knows
-        return None
-    for key, ev in zip(ranked, evs, strict=True):
-        ev.system = key
-    return resolve(evs, name)
 
 
 def resolution_rows(res: RankResolution) -> list[list[str]]:
@@ -149,29 +73,6 @@ def resolution_html(res: RankResolution, metric_label: str) -> str:
         f'<div class="table-wrap"><table class="resolution"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>'
         + resolution_p(res)
     )
-
-
-def resolve_suite(
-    result: StudyResult, datasets: Sequence[str], systems: Sequence[str], metric: str, separator: str = "/"
-) -> RankResolution | None:
-    """Rank intervals over datasets and queries (two-stage bootstrap) of the systems scored on every dataset.
-
-    None when fewer than two systems have a table on every dataset: there is nothing to rank."""
-    ranked = [s for s in systems if all(f"{d}{separator}{s}" in result.systems for d in datasets)]
-    ranked = [s for s in ranked if not any(result.systems[f"{d}{separator}{s}"].failed for d in datasets)]
-    if len(ranked) < 2 or not has_tables(result):
-        return None
-    evs = {(d, s): result.evaluation(f"{d}{separator}{s}") for d in datasets for s in ranked}
-    unranked = [s for s in ranked if not all(has_value(evs[d, s], metric) for d in datasets)]
-    ranked = [s for s in ranked if s not in unranked]
-    if len(ranked) < 2:
-        return None
-    tables = [paired_table([evs[d, s] for s in ranked], metric) for d in datasets]
-    res = rank_intervals(
-        tables, ranked, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, higher_is_better=not lower_is_better(metric)
-    )
-    res.unranked.extend(unranked)
-    return res
 
 
 def separation_line(evaluations: Sequence[Evaluation], metric: str, power: float = 0.8) -> str | None:
@@ -244,17 +145,12 @@ def resolution_p(res: RankResolution, over_datasets: bool = False) -> str:
 __all__ = [
     "NOT_RANKED",
     "RESOLUTION_HEADER",
-    "has_value",
     "interval_cell",
     "note",
-    "paired_table",
     "resolution_html",
     "resolution_markdown",
     "resolution_p",
     "resolution_rows",
     "resolution_td",
-    "resolve",
-    "resolve_result",
-    "resolve_suite",
     "separation_line",
 ]

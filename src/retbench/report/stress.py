@@ -13,7 +13,7 @@ from typing import Any
 
 from retbench.data.status import QueryStatus
 from retbench.report import fmt, plots
-from retbench.report.model import resource_line
+from retbench.report.tables import resource_line
 
 #: what a failed request can be: error, timeout, invalid
 _FAILURES = tuple(s.value for s in QueryStatus if s.failed)

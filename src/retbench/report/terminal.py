@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # (results: annotations only; `retbench eval` prints a table 
     from rich.console import Console, ConsoleOptions, RenderableType
     from rich.text import Text
 
+    from retbench.config.chunking import ChunkingModel
     from retbench.report.leaderboard import Leaderboard
     from retbench.report.resolution import RankResolution
     from retbench.results.model import MetricValue, StudyResult
@@ -314,7 +315,7 @@ def render_resolution(res: RankResolution, metric: str) -> RenderableType:
     return Group(FittedTable(RESOLUTION_HEADER, rows, title=title), Text(note(res), style="dim"))
 
 
-def render_chunking(cfg: Any, result: StudyResult) -> RenderableType:
+def render_chunking(cfg: ChunkingModel, result: StudyResult) -> RenderableType:
     """The chunking report for the terminal: its intro, both tables fitted to the console, and where the rest is."""
     from rich.console import Group
     from rich.text import Text

@@ -148,6 +148,28 @@ def paired_with(names: Sequence[str], baseline: str) -> list[tuple[str, str]]:
     return [(bases[split_key(n)[0]], n) for n in names if n != bases[split_key(n)[0]]]
 
 
+def comparison_pairs(names: Sequence[str], baseline: str | None, per_dataset: bool) -> list[tuple[str, str]]:
+    """(baseline, other) pairs a report compares: every system against the baseline, within each dataset when
+    there are several.
+
+    With several datasets (keys "<dataset>/<system>") `baseline` names a system (or one full key's system);
+    queries of different datasets are never paired. An unknown baseline gives no pairs.
+    """
+    if not per_dataset:
+        base = baseline or names[0]
+        return [(base, s) for s in names if s != base] if base in names else []
+    groups: dict[str, list[str]] = {}
+    for key in names:
+        groups.setdefault(split_key(key)[0], []).append(key)
+    system = split_key(baseline)[1] if baseline and "/" in baseline else baseline
+    pairs = []
+    for keys in groups.values():
+        first: str | None = next((k for k in keys if split_key(k)[1] == system), None) if system else keys[0]
+        if first is not None:
+            pairs += [(first, k) for k in keys if k != first]
+    return pairs
+
+
 class OutputLock:
     """An exclusive lock on an output directory for the life of a study (see the module docstring)."""
 

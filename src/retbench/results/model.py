@@ -167,6 +167,12 @@ class SystemResult:
         """metric -> value (NaN: no counted query)."""
         return {m: v.value for m, v in self.metrics.items()}
 
+    def judged_counts(self) -> dict[str, tuple[int, int]]:
+        """{judged metric: (verdicts that scored, queries it applies to)} from the `judge` block."""
+        block = self.judge
+        metrics = block.get("metrics") if isinstance(block, Mapping) else None
+        return {m: (int(c["judged"]), int(c["of"])) for m, c in (metrics or {}).items()}
+
     def value(self, metric: str) -> float | None:
         """The metric's value, None when the system lacks it."""
         v = self.metrics.get(metric)
@@ -241,6 +247,33 @@ class StudyManifest:
     @property
     def mode(self) -> str:
         return str((self.data.get("evaluation") or {}).get("mode") or "trec_eval")
+
+    @property
+    def config(self) -> Block:
+        """The config the study ran on: the validated model it recorded (`config.resolved`, every default filled
+        in), else, in a manifest written before that was recorded, its stored text parsed again."""
+        rec = self.data.get("config")
+        if isinstance(rec, Mapping) and isinstance(rec.get("resolved"), Mapping):
+            return dict(rec["resolved"])
+        return config_from_manifest(self.data)
+
+    @property
+    def baseline(self) -> str | None:
+        """The experiment's `baseline:` system (None: not set; a report then compares against the first)."""
+        value = self.config.get("baseline")
+        return str(value) if value is not None else None
+
+    @property
+    def primary(self) -> list[str]:
+        """The experiment's `primary:` metrics as written ([]: not set; the report then picks the default rule's)."""
+        value = self.config.get("primary")
+        return [str(m) for m in value] if isinstance(value, list) else []
+
+    @property
+    def costs(self) -> Block | None:
+        """The experiment's `costs:` block (prices), None when it states none."""
+        value = self.config.get("costs")
+        return dict(value) if isinstance(value, Mapping) else None
 
     def system(self, key: str) -> Block:
         """One system's manifest ({} when not recorded)."""

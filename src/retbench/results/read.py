@@ -39,6 +39,8 @@ __all__ = [
     "config_depth",
     "config_from_manifest",
     "judge_reasons",
+    "judgements",
+    "load_judgements",
     "load_results",
     "read_done",
     "read_results",
@@ -283,6 +285,13 @@ def read_done(sysdir: SystemDir, key: str) -> Done:
         done.get("first_error"),
         dict(done.get("timings") or {}),
     )
+
+
+def judgements(result: StudyResult) -> tuple[Qrels, Corpus] | None:
+    """(qrels, corpus) of a one-dataset study: held in memory by a study that just ran, else read from the
+    dataset its manifest names; None when that cannot be read."""
+    texts = result.texts
+    return (texts.qrels, texts.corpus) if texts is not None else load_judgements(result.manifest.data)
 
 
 def load_judgements(manifest: Mapping[str, Any]) -> tuple[Qrels, Corpus] | None:

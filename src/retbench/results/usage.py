@@ -62,6 +62,23 @@ def _summary(seconds: list[float], amortised: bool = False) -> dict[str, float |
     return {**out, "amortised": True} if amortised else out
 
 
+def latency_summary(latencies_s: list[float], amortised: bool = False) -> tuple[list[float], dict[str, Any]]:
+    """Sorted latencies in ms and their p50/p95/p99/mean/max; for `amortised` latencies (even shares of batches,
+    `Run.latency_batch`) the mean only: percentiles and the max of equal shares describe no query (None)."""
+    if not latencies_s:
+        return [], {}
+    ms = np.sort(np.asarray(latencies_s, dtype=np.float64) * 1000.0)
+    p50, p95, p99 = (None, None, None) if amortised else (float(v) for v in np.percentile(ms, [50, 95, 99]))
+    return ms.tolist(), {
+        "p50": p50,
+        "p95": p95,
+        "p99": p99,
+        "mean": float(ms.mean()),
+        "max": None if amortised else float(ms[-1]),
+        "n": int(ms.size),
+    }
+
+
 def stage_latency(
     run: Run,
     answers: Mapping[str, object],

@@ -19,16 +19,13 @@ much of the exact filtered answer each store returns.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from retbench.data import Queries
 from retbench.errors import ConfigError
 from retbench.jsontypes import JSONObject, JSONValue
-
-if TYPE_CHECKING:
-    from retbench.retrievers.base import Retriever
 
 OPS = ("eq", "gt", "gte", "lt", "lte")
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -145,7 +142,18 @@ def metadata_fields(metadata: Sequence[Mapping[str, JSONValue]] | None) -> dict[
     return out
 
 
-def require_filters(retriever: Retriever, filters: Sequence[Filter | None]) -> None:
+class Capable(Protocol):
+    """What the filter check reads of a retriever (`retrievers.base.Retriever` has it; the base imports this
+    module, so the check names only these members)."""
+
+    name: str
+    adapter: str
+
+    @property
+    def capabilities(self) -> Set[str]: ...
+
+
+def require_filters(retriever: Capable, filters: Sequence[Filter | None]) -> None:
     """Refuse (ConfigError naming metadata.filter) filtered queries for a system without the ability."""
     n = sum(f is not None for f in filters)
     if n and "filters" not in retriever.capabilities:

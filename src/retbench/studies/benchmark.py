@@ -39,11 +39,11 @@ from retbench.data.answers import SystemAnswer
 from retbench.data.samples import groups_from_samples
 from retbench.errors import ConfigError
 from retbench.evaluation import Evaluation, evaluate
+from retbench.evaluation.curves import curve_means, curve_metrics
 from retbench.llm.generate import GeneratingRetriever, Generator
 from retbench.llm.prompts import load_prompt
 from retbench.metrics.agreement import reference_agreement
 from retbench.metrics.settings import EvalSettings
-from retbench.report.drilldown import curve_means, curve_metrics
 from retbench.results import SystemDir
 from retbench.results.layout import OutputLock, cell_keys
 from retbench.results.model import DatasetTexts, StudyManifest, StudyResult

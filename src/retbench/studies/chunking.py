@@ -51,8 +51,7 @@ import numpy as np
 
 from retbench.chunkers import Chunker, ChunkSet, HFTokenizer, Tokenizer, make_chunker, make_tokenizer
 from retbench.config import sample_ids
-from retbench.config.chunking import DEFAULT_METRICS, SEPARATOR, ChunkingModel
-from retbench.config.common import DatasetBlock, DatasetSpec
+from retbench.config.chunking import SEPARATOR, ChunkingModel
 from retbench.config.experiment import ScopedSystem
 from retbench.config.study import load_study, parse_study
 from retbench.data import Corpus, Qrels, Queries, Run
@@ -83,59 +82,37 @@ from retbench.studies.outcome import Outcome, StudyOutcome
 Scopes = Mapping[str, Callable[[str], bool]]  # query id -> is this chunk inside its chosen scope?
 
 
-@dataclass
-class ChunkingConfig:
-    name: str
-    output: Path
-    dataset: str
-    chunkers: list[dict[str, Any]]
-    systems: list[ScopedSystem]
-    model: ChunkingModel  # the validated config it is derived from (the manifest records it)
-    metrics: list[str] = field(default_factory=lambda: list(DEFAULT_METRICS))
-    primary: str = ""  # the metric the pairs are ranked on (ChunkingModel.ranking_metric; not in any fingerprint)
-    token_k: list[int] = field(default_factory=lambda: [5, 10])
-    budgets: list[int] = field(default_factory=lambda: [512])
-    depth: int = 50
-    max_queries: int | None = None
-    tokenizer: str = "all-MiniLM-L6-v2"
-    max_seq_length: int = 256
-    min_chars: int = 1
-    min_fraction: float = 0.0
-    batch_size: int = 64
-    seed: int = 0
-    #: a BEIR dataset judged by its qrels at document level (None: the chunking set `dataset`, judged by spans)
-    documents: DatasetSpec | None = None
-    evaluation: EvalSettings = field(default_factory=EvalSettings)
+def search_fingerprint(cfg: ChunkingModel, chunker: Mapping[str, object], system: ScopedSystem) -> str:
+    """What one pair's ranked lists depend on (its journal must match): chunks, system, questions, depth."""
+    what: dict[str, object] = {
+        "chunker": dict(chunker),
+        "tokenizer": cfg.tokenizer,
+        "system": system.identity(),
+        "dataset": cfg.dataset_label,
+        "max_queries": cfg.max_queries,
+        "seed": cfg.seed,
+        "depth": cfg.depth,
+    }
+    if (documents := cfg.documents) is not None:
+        what["documents"] = dict(vars(documents))
+    return fingerprint(what)
 
-    def search_fingerprint(self, chunker: dict[str, object], system: ScopedSystem) -> str:
-        """What one pair's ranked lists depend on (its journal must match): chunks, system, questions, depth."""
-        what: dict[str, object] = {
-            "chunker": chunker,
-            "tokenizer": self.tokenizer,
-            "system": system.identity(),
-            "dataset": self.dataset,
-            "max_queries": self.max_queries,
-            "seed": self.seed,
-            "depth": self.depth,
+
+def pair_hash(cfg: ChunkingModel, chunker: Mapping[str, object], system: ScopedSystem) -> str:
+    """What one pair's numbers depend on: resume reuses only results with the same hash."""
+    settings = cfg.settings
+    return fingerprint(
+        {
+            "search": search_fingerprint(cfg, chunker, system),
+            "metrics": list(cfg.metrics),
+            "token_k": cfg.span_token_k,
+            "budgets": cfg.span_budgets,
+            "max_seq_length": cfg.max_seq_length,
+            "relevance": [cfg.relevance.min_chars, float(cfg.relevance.min_fraction)],
+            # left out at the defaults, so results written before the block existed stay finished
+            **({"evaluation": settings.to_dict()} if settings != EvalSettings() else {}),
         }
-        if self.documents is not None:
-            what["documents"] = dict(vars(self.documents))
-        return fingerprint(what)
-
-    def pair_hash(self, chunker: dict[str, object], system: ScopedSystem) -> str:
-        """What one pair's numbers depend on: resume reuses only results with the same hash."""
-        return fingerprint(
-            {
-                "search": self.search_fingerprint(chunker, system),
-                "metrics": self.metrics,
-                "token_k": self.token_k,
-                "budgets": self.budgets,
-                "max_seq_length": self.max_seq_length,
-                "relevance": [self.min_chars, self.min_fraction],
-                # left out at the defaults, so results written before the block existed stay finished
-                **({"evaluation": self.evaluation.to_dict()} if self.evaluation != EvalSettings() else {}),
-            }
-        )
+    )
 
 
 def check_chunking(model: ChunkingModel) -> None:
@@ -144,49 +121,21 @@ def check_chunking(model: ChunkingModel) -> None:
         check_system(s.adapter, s.params, model.source, f"systems[{i}]")
 
 
-def study_config(model: ChunkingModel) -> ChunkingConfig:
-    """What the study derives from its validated model, once."""
-    documents = model.dataset.to_spec(model.seed) if isinstance(model.dataset, DatasetBlock) else None
-    return ChunkingConfig(
-        name=model.study_name,
-        output=model.output_dir,
-        dataset=documents.label if documents is not None else str(model.dataset),
-        documents=documents,
-        evaluation=model.evaluation.to_settings(),
-        chunkers=model.chunker_params,
-        systems=list(model.systems),
-        metrics=list(model.metrics),
-        primary=model.ranking_metric,
-        # no character-level scores nor budgets where relevance is a document's grade (the model refuses them)
-        token_k=list(model.token_k) if documents is None else [],
-        budgets=list(model.budgets) if documents is None else [],
-        depth=model.depth,
-        max_queries=model.max_queries,
-        seed=model.seed,
-        tokenizer=model.tokenizer,
-        max_seq_length=model.max_seq_length,
-        min_chars=model.relevance.min_chars,
-        min_fraction=float(model.relevance.min_fraction),
-        batch_size=model.batch_size,
-        model=model,
-    )
-
-
-def parse_config(data: object, source: str = "<config>", output: str | Path | None = None) -> ChunkingConfig:
+def parse_config(data: object, source: str = "<config>", output: str | Path | None = None) -> ChunkingModel:
     """Validate a chunking experiment (`config.ChunkingModel`); chunkers and adapters are checked here too."""
-    return study_config(parse_study(data, source, ChunkingModel, output, check_chunking))
+    return parse_study(data, source, ChunkingModel, output, check_chunking)
 
 
-def load_config(path: str | Path, output: str | Path | None = None) -> ChunkingConfig:
+def load_config(path: str | Path, output: str | Path | None = None) -> ChunkingModel:
     """Read and validate a chunking YAML file (errors name file:line and field)."""
-    return study_config(load_study(path, ChunkingModel, output, check_chunking))
+    return load_study(path, ChunkingModel, output, check_chunking)
 
 
 # -- one (chunker, system) pair ------------------------------------------------------------------------
-def pair_columns(cfg: ChunkingConfig) -> list[str]:
+def pair_columns(cfg: ChunkingModel) -> list[str]:
     """Per-query columns besides the metrics: character-level scores at each k and the budget view."""
-    cols = [f"token_{m}@{k}" for k in cfg.token_k for m in ("precision", "recall", "iou")]
-    for b in cfg.budgets:
+    cols = [f"token_{m}@{k}" for k in cfg.span_token_k for m in ("precision", "recall", "iou")]
+    for b in cfg.span_budgets:
         cols += [
             f"{m}{budget_label(b)}" for m in ("chunks", "recall", "mrr", "token_precision", "token_recall", "token_iou")
         ]
@@ -194,23 +143,25 @@ def pair_columns(cfg: ChunkingConfig) -> list[str]:
 
 
 def score_pair(
-    run: Run, chunks: ChunkSet, spans: dict, cfg: ChunkingConfig, system: str, scopes: Scopes | None = None
+    run: Run, chunks: ChunkSet, spans: dict, cfg: ChunkingModel, system: str, scopes: Scopes | None = None
 ) -> Evaluation:
     """Judge a chunk run by spans: the config's metrics, character-level P/R/IoU and the budget view (`scopes`:
     a scoped system's query id -> "is this chunk inside the scope chosen?", for scope_miss_rate)."""
 
-    judgement = judge_spans(run, chunks, spans, min_chars=cfg.min_chars, min_fraction=cfg.min_fraction)
-    ev = evaluate(run, judgement, cfg.metrics, cfg.evaluation, system=system, scopes=scopes)
+    judgement = judge_spans(
+        run, chunks, spans, min_chars=cfg.relevance.min_chars, min_fraction=float(cfg.relevance.min_fraction)
+    )
+    ev = evaluate(run, judgement, cfg.metrics, cfg.settings, system=system, scopes=scopes)
     rows = (
         np.asarray([judgement.query_ids.index(q) for q in ev.query_ids], dtype=np.int64)
         if ev.query_ids
         else np.zeros(0, np.int64)
     )
     extra: list[np.ndarray] = []
-    for k in cfg.token_k:
+    for k in cfg.span_token_k:
         s = overlap_scores(run, chunks, spans, k)
         extra += [s["precision"], s["recall"], s["iou"]]
-    for b in cfg.budgets:
+    for b in cfg.span_budgets:
         cut = budget_cutoffs(run, chunks, judgement.query_ids, b)
         s = overlap_scores(run, chunks, spans, cut)
         extra += [
@@ -252,11 +203,11 @@ class StudyData:
     groups: dict[str, list[str]] = field(default_factory=dict)
 
 
-def _study_data(cfg: ChunkingConfig) -> StudyData:
+def _study_data(cfg: ChunkingModel) -> StudyData:
     """The chunking set (spans) or the BEIR dataset (qrels, through the dataset step every study shares)."""
-    if cfg.documents is not None:
-        data = load_prepared(cfg.documents)
-        require_relevant(data.qrels, cfg.evaluation, data.dataset.path, cfg.documents.split)
+    if (documents := cfg.documents) is not None:
+        data = load_prepared(documents)
+        require_relevant(data.qrels, cfg.settings, data.dataset.path, documents.split)
         return StudyData(
             data.dataset.name,
             joined_corpus(data.dataset.corpus),
@@ -264,18 +215,19 @@ def _study_data(cfg: ChunkingConfig) -> StudyData:
             {},
             data.qrels,
             data.manifest(),
-            {"judge": "documents", "rank": "best chunk", "evaluation": cfg.evaluation.to_dict()},
+            {"judge": "documents", "rank": "best chunk", "evaluation": cfg.settings.to_dict()},
             {
                 **(groups_from_samples(data.dataset.samples) if data.dataset.samples else {}),
                 **doc_type_groups(data.qrels, data.dataset.corpus),
             },
         )
-    folder = Path(resolve(cfg.dataset))
+    name = cfg.dataset_label  # a chunking set's name or folder
+    folder = Path(resolve(name))
     if not (folder / "questions.jsonl").is_file() and any(folder.glob("corpus.jsonl*")):
         raise ConfigError(
-            f"{cfg.dataset!r} is a BEIR dataset, not a chunking set (no questions.jsonl); to judge its chunks by "
-            f"its qrels write the dataset block, e.g. dataset: {{name: {cfg.dataset}, split: test}}",
-            path=cfg.model.source,
+            f"{name!r} is a BEIR dataset, not a chunking set (no questions.jsonl); to judge its chunks by "
+            f"its qrels write the dataset block, e.g. dataset: {{name: {name}, split: test}}",
+            path=cfg.source,
             field="dataset",
         )
     ev = read_chunking_eval(folder)
@@ -292,15 +244,19 @@ def _study_data(cfg: ChunkingConfig) -> StudyData:
         "gold_spans": sum(len(s) for s in spans.values()),
         "corpus_fingerprint": ev.corpus.fingerprint(),
     }
-    relevance = {"judge": "spans", "min_chars": cfg.min_chars, "min_fraction": cfg.min_fraction}
+    relevance = {
+        "judge": "spans",
+        "min_chars": cfg.relevance.min_chars,
+        "min_fraction": float(cfg.relevance.min_fraction),
+    }
     gold = Qrels({q: {str(queries.metadata[q]["corpus_id"]): 1} for q in qids if q in queries.metadata})
     return StudyData(ev.name, ev.corpus, queries, spans, None, entry, relevance, doc_type_groups(gold, ev.corpus))
 
 
-def _chunking_manifest(cfg: ChunkingConfig, data: StudyData, tokenizer: Tokenizer) -> dict[str, Any]:
+def _chunking_manifest(cfg: ChunkingModel, data: StudyData, tokenizer: Tokenizer) -> dict[str, Any]:
     special = tokenizer.n_special if isinstance(tokenizer, HFTokenizer) else 0
     return {
-        **manifest_header(cfg.model, name=cfg.name, kind="chunking"),
+        **manifest_header(cfg, name=cfg.study_name, kind="chunking"),
         "datasets": [data.dataset],
         "relevance": data.relevance,
         "tokenizer": tokenizer.name,
@@ -311,15 +267,15 @@ def _chunking_manifest(cfg: ChunkingConfig, data: StudyData, tokenizer: Tokenize
     }
 
 
-def run_chunking(cfg: ChunkingConfig, *, force: bool = False, log: Progress = print) -> StudyOutcome:
+def run_chunking(cfg: ChunkingModel, *, force: bool = False, log: Progress = print) -> StudyOutcome:
     """Chunk, index, search and judge every (chunker, system) pair; write the results directory."""
-    with OutputLock(cfg.output):
+    with OutputLock(cfg.output_dir):
         return _run_locked(cfg, force, log)
 
 
-def _run_locked(cfg: ChunkingConfig, force: bool, log: Progress) -> StudyOutcome:
+def _run_locked(cfg: ChunkingModel, force: bool, log: Progress) -> StudyOutcome:
 
-    out = cfg.output
+    out = cfg.output_dir
     data = _study_data(cfg)
     tokenizer = make_tokenizer(cfg.tokenizer)
     manifest = _chunking_manifest(cfg, data, tokenizer)
@@ -328,7 +284,7 @@ def _run_locked(cfg: ChunkingConfig, force: bool, log: Progress) -> StudyOutcome
     pairs: list[Outcome] = []
     retrievers: dict[str, LazyRetriever] = {}
     try:
-        for cblock in cfg.chunkers:
+        for cblock in cfg.chunker_params:
             chunker: Chunker = make_chunker(
                 {k: v for k, v in cblock.items()} | {"tokenizer": cblock.get("tokenizer", tokenizer)}
             )
@@ -336,7 +292,7 @@ def _run_locked(cfg: ChunkingConfig, force: bool, log: Progress) -> StudyOutcome
             corpus = chunks.to_corpus(name=f"{data.name}/{chunker.name}", documents=data.corpus)
             for sspec in cfg.systems:
                 if sspec.label not in retrievers:
-                    retrievers[sspec.label] = _lazy(sspec, cfg.model.source)
+                    retrievers[sspec.label] = _lazy(sspec, cfg.source)
                 outcome = _run_pair(
                     cfg,
                     chunker.name,
@@ -390,7 +346,7 @@ def _chunk(
 
 
 def _run_pair(
-    cfg: ChunkingConfig,
+    cfg: ChunkingModel,
     chunker_name: str,
     cblock: dict[str, object],
     sspec: ScopedSystem,
@@ -406,9 +362,9 @@ def _run_pair(
     key = f"{chunker_name}{SEPARATOR}{sspec.label}"
     cell = Cell(
         key,
-        SystemDir.of(cfg.output, key),
-        cfg.search_fingerprint(cblock, sspec),
-        cfg.pair_hash(cblock, sspec),
+        SystemDir.of(cfg.output_dir, key),
+        search_fingerprint(cfg, cblock, sspec),
+        pair_hash(cfg, cblock, sspec),
         cfg.depth,
         cfg.batch_size,
         manifest={"chunker": cblock, "adapter": sspec.adapter},
@@ -440,14 +396,14 @@ def _run_pair(
 
     def score(run: Run, _answers: object, scopes: Scopes | None = None) -> Scored:
         if data.qrels is not None:  # a document run (BestChunkDocuments) against the dataset's qrels
-            return Scored(evaluate(run, data.qrels, cfg.metrics, cfg.evaluation, system=key))
+            return Scored(evaluate(run, data.qrels, cfg.metrics, cfg.settings, system=key))
         return Scored(score_pair(run, chunks, data.spans, cfg, key, scopes))
 
     outcome = run_cell(
         cell,
         retriever,
         CellData(corpus, data.queries, data.groups or None),
-        CellStages(score, describe=extra, aggregate=cfg.evaluation.aggregate_kwargs()),
+        CellStages(score, describe=extra, aggregate=cfg.settings.aggregate_kwargs()),
         force=force,
         log=log,
     )

@@ -24,15 +24,15 @@ import numpy as np
 import yaml
 
 from retbench.config.costs import CostsBlock
+from retbench.config.experiment import ExperimentSystem
 from retbench.config.tune import TuneModel, load_tune
 from retbench.errors import ConfigError, InputError
 from retbench.inputs import load_systems
 from retbench.io.files import write_json, write_text
 from retbench.jsontypes import JSONObject, JSONValue
 from retbench.metrics.registry import lower_is_better, parse_metric
-from retbench.report.resolution import resolve
 from retbench.report.tune import Candidate, candidates, setting_name, tune_html, tune_lines, tune_markdown
-from retbench.resolution import RankResolution
+from retbench.resolution import RankResolution, resolve
 from retbench.results.costs import system_costs
 from retbench.results.model import StudyResult
 from retbench.results.read import read_results
@@ -56,25 +56,10 @@ class Setting:
 
 
 @dataclass(frozen=True)
-class TuneConfig:
-    """The validated tuning config plus what it points at: the experiment's data and the system's block."""
-
-    model: TuneModel
-    experiment_path: Path
-    experiment: dict[str, Any]
-    output: Path
-    max_queries: int | None = None
-
-    @property
-    def name(self) -> str:
-        return self.model.name or f"{self.experiment.get('name', 'experiment')}-tune"
-
-
-@dataclass(frozen=True)
 class TuneOutcome:
     """What a tune found; `result` indexes into `settings`."""
 
-    config: TuneConfig
+    config: TuneModel
     settings: list[Setting]
     query_ids: list[str]
     result: TuneResult
@@ -135,35 +120,31 @@ def apply_changes(system: Mapping[str, JSONValue], changes: Mapping[str, JSONVal
     return out
 
 
-def load_config(path: str | Path, output: str | Path | None = None, max_queries: int | None = None) -> TuneConfig:
+def load_config(path: str | Path, output: str | Path | None = None, max_queries: int | None = None) -> TuneModel:
     """A tuning config from YAML, with every setting of its grid checked as the experiment's loader would check
     it, before any is searched; every error names file:line and field (the tune file's grid entry that set a
     bad value, or the experiment file's line for the system as written)."""
     if max_queries is not None and max_queries < 1:
         raise InputError(f"--max-queries must be positive, got {max_queries}", field="max-queries")
 
-    def config_of(model: TuneModel) -> TuneConfig:
-        return TuneConfig(model, Path(model.experiment), model.experiment_data, model.output_dir, max_queries)
-
     def check(model: TuneModel) -> None:
-        cfg = config_of(model)
-        _check_query_count(cfg)
-        check_settings(cfg)
+        _check_query_count(model)
+        check_settings(model)
 
-    return config_of(load_tune(path, output, check))
+    return load_tune(path, output, check, max_queries)
 
 
-def _check_query_count(cfg: TuneConfig) -> None:
+def _check_query_count(cfg: TuneModel) -> None:
     """Refuse, before searching, a query limit that cannot fill every fold (the folds are cut from the queries)."""
-    folds = cfg.model.folds
+    folds = cfg.folds
     if cfg.max_queries is not None and cfg.max_queries < folds:
         raise InputError(
             f"--max-queries {cfg.max_queries} cannot make {folds} folds: give at least {folds} queries, "
-            f"or fewer folds (`folds:` in {cfg.model.source})",
+            f"or fewer folds (`folds:` in {cfg.source})",
             field="max-queries",
         )
-    limit = (cfg.experiment["datasets"][0] or {}).get("max_queries")
-    if isinstance(limit, int) and not isinstance(limit, bool) and 0 < limit < folds:
+    limit = cfg.experiment_model.datasets[0].max_queries
+    if limit is not None and 0 < limit < folds:
         raise ConfigError(
             f"{folds} folds need at least {folds} queries, but the experiment's datasets[0].max_queries is {limit}",
             field="folds",
@@ -176,7 +157,14 @@ def _dotted(key: str) -> str:
     return re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", key)
 
 
-def check_settings(cfg: TuneConfig) -> None:
+def _block(system: ExperimentSystem) -> JSONObject:
+    """A system of the experiment as its block (the keys its author set, paths resolved), which the grid's dotted
+    keys change and the experiment's loader reads back."""
+    block: JSONObject = system.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return block
+
+
+def check_settings(cfg: TuneModel) -> None:
     """Validate the system as written and every grid setting as its own experiment (`benchmark.parse_config`:
     the models, the adapter's parameter values, rerankers), so a bad value fails before the first setting runs.
 
@@ -184,18 +172,18 @@ def check_settings(cfg: TuneConfig) -> None:
     setting as a whole when the bad value came from the system as written combined with the setting's change
     (weights the base gives, a fusion the setting picks); the system as written is blamed in the experiment file.
     """
-    exp_source = str(cfg.experiment_path)
-    systems = cfg.experiment["systems"]
-    base_at = next(i for i, s in enumerate(systems) if isinstance(s, dict) and s.get("name") == cfg.model.system)
-    base = systems[base_at]
+    exp_source = str(cfg.experiment)
+    systems = cfg.experiment_model.systems
+    base_at = next(i for i, s in enumerate(systems) if s.label == cfg.system)
+    base = _block(systems[base_at])
     try:
         parse_config(_derived_experiment(cfg, [Setting(0, {}, copy.deepcopy(base))]), exp_source)
     except ConfigError as exc:
         fld = exc.field or ""
         if fld.startswith("systems[0]"):
             fld = f"systems[{base_at}]" + fld[len("systems[0]") :]
-        raise cfg.model.in_experiment(ConfigError(exc.reason, field=fld)) from None
-    for i, (changes, fields, whole) in enumerate(grid_points(cfg.model.grid)):
+        raise cfg.in_experiment(ConfigError(exc.reason, field=fld)) from None
+    for i, (changes, fields, whole) in enumerate(grid_points(cfg.grid)):
         try:
             system = apply_changes(base, changes, whole)
             parse_config(_derived_experiment(cfg, [Setting(i + 1, changes, system)]), exp_source)
@@ -213,13 +201,13 @@ def check_settings(cfg: TuneConfig) -> None:
             raise ConfigError(f"{reason} (setting {Setting(i + 1, changes, {}).label})", field=target) from None
 
 
-def settings_of(cfg: TuneConfig) -> tuple[list[Setting], list[str]]:
+def settings_of(cfg: TuneModel) -> tuple[list[Setting], list[str]]:
     """Setting 0 (the system as written) and each distinct grid setting; labels of the duplicates skipped."""
-    base = next(s for s in cfg.experiment["systems"] if isinstance(s, dict) and s.get("name") == cfg.model.system)
+    base = _block(cfg.tuned)
     out = [Setting(0, {}, copy.deepcopy(base))]
     skipped = []
-    for i, changes in enumerate(expand_grid(cfg.model.grid)):
-        system = apply_changes(base, changes, f"grid[{i}]" if isinstance(cfg.model.grid, list) else "grid")
+    for i, changes in enumerate(expand_grid(cfg.grid)):
+        system = apply_changes(base, changes, f"grid[{i}]" if isinstance(cfg.grid, list) else "grid")
         if any(s.system == system for s in out):
             skipped.append(Setting(-1, changes, system).label)
             continue
@@ -227,14 +215,15 @@ def settings_of(cfg: TuneConfig) -> tuple[list[Setting], list[str]]:
     return out, skipped
 
 
-def _derived_experiment(cfg: TuneConfig, settings: list[Setting]) -> dict[str, object]:
-    exp = copy.deepcopy(cfg.experiment)
-    exp["name"] = cfg.name
-    exp["metrics"] = [cfg.model.metric]
-    exp["systems"] = [{**s.system, "name": f"{cfg.model.system}-{s.index:02d}"} for s in settings]
+def _derived_experiment(cfg: TuneModel, settings: list[Setting]) -> dict[str, Any]:
+    """The experiment the settings run as: the named one with one system per setting, the tuned metric only."""
+    exp: dict[str, Any] = cfg.experiment_model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    exp["name"] = cfg.run_name
+    exp["metrics"] = [cfg.metric]
+    exp["systems"] = [{**s.system, "name": f"{cfg.system}-{s.index:02d}"} for s in settings]
     if isinstance(exp.get("costs"), dict):  # the tuned system's own prices apply to each of its settings
-        own = (exp["costs"].get("systems") or {}).get(cfg.model.system)
-        exp["costs"]["systems"] = {f"{cfg.model.system}-{s.index:02d}": own for s in settings} if own else {}
+        own = (exp["costs"].get("systems") or {}).get(cfg.system)
+        exp["costs"]["systems"] = {f"{cfg.system}-{s.index:02d}": own for s in settings} if own else {}
     exp.pop("output", None)
     exp.pop("baseline", None)
     if cfg.max_queries is not None:
@@ -244,12 +233,12 @@ def _derived_experiment(cfg: TuneConfig, settings: list[Setting]) -> dict[str, o
 
 
 def within_cost(
-    cfg: TuneConfig, prices: CostsBlock, settings: list[Setting], keys: list[str], runs: StudyResult
+    cfg: TuneModel, prices: CostsBlock, settings: list[Setting], keys: list[str], runs: StudyResult
 ) -> tuple[list[int], dict[str, Any]]:
     """The positions of the settings whose cost per 1,000 queries is known and at most the limit, and the record of
     every setting's cost. A setting with a measured but unpriced item has no known cost and is left out (never
     read as free); none within the limit is an error that lists the costs."""
-    limit = cfg.model.max_cost_per_1k_queries
+    limit = cfg.max_cost_per_1k_queries
     rows, kept = [], []
     for i, (s, key) in enumerate(zip(settings, keys, strict=True)):
         res = runs[key]
@@ -282,26 +271,25 @@ def _groups(query_ids: Sequence[str], tags: Mapping[str, Sequence[str]]) -> list
 
 
 def run_tune(
-    cfg: TuneConfig, *, log: Callable[[str], None] = print, force: bool = False, progress: Progress | None = None
+    cfg: TuneModel, *, log: Callable[[str], None] = print, force: bool = False, progress: Progress | None = None
 ) -> TuneOutcome:
     """Search every setting (resumable), cross-validate the choice, write tune.json and chosen.yaml.
 
     `progress(stage, done, total)` is called as `retbench run` calls it (each setting's index and search), so
     the CLI shows the same bars while the settings are encoded, indexed and searched."""
     settings, duplicates = settings_of(cfg)
-    runs = cfg.output / "runs"
+    out = cfg.output_dir
+    runs = out / "runs"
     derived = _derived_experiment(cfg, settings)
-    experiment = parse_config(derived, str(cfg.experiment_path), runs)
-    write_text(cfg.output / "experiment.yaml", yaml.safe_dump(derived, sort_keys=False))
-    log(
-        f"tuning {cfg.model.system}: {len(settings)} settings ({len(duplicates)} duplicates skipped) on {cfg.model.metric}"
-    )
+    experiment = parse_config(derived, str(cfg.experiment), runs)
+    write_text(out / "experiment.yaml", yaml.safe_dump(derived, sort_keys=False))
+    log(f"tuning {cfg.system}: {len(settings)} settings ({len(duplicates)} duplicates skipped) on {cfg.metric}")
     outcome = run_experiment(experiment, force=force, log=log, history=False, progress=progress)
     raise_if_failed(outcome)  # a failed backend, or an LLM stage whose every call failed
-    loaded = load_systems([runs], metrics=[cfg.model.metric])
-    keys = [f"{cfg.model.system}-{s.index:02d}" for s in settings]
+    loaded = load_systems([runs], metrics=[cfg.metric])
+    keys = [f"{cfg.system}-{s.index:02d}" for s in settings]
     cost_limit = None
-    if cfg.model.max_cost_per_1k_queries is not None:  # choose among the settings shown to be within the limit
+    if cfg.max_cost_per_1k_queries is not None:  # choose among the settings shown to be within the limit
         assert experiment.costs is not None  # the tune's loader refuses a cost limit without prices
         kept, cost_limit = within_cost(cfg, experiment.costs, settings, keys, read_results(runs))
         keys = [keys[i] for i in kept]
@@ -309,46 +297,46 @@ def run_tune(
         log(f"cost limit: {len(kept)} of {len(cost_limit['settings'])} settings within it")
     evs = [loaded.get(k) for k in keys]
     query_ids = [q for q in evs[0].query_ids if all(q in ev.query_ids for ev in evs[1:])]
-    scores = np.stack([ev.column(cfg.model.metric)[[ev.query_ids.index(q) for q in query_ids]] for ev in evs])
-    groups = _groups(query_ids, loaded.groups) if cfg.model.group_by == "tags" else None
+    scores = np.stack([ev.column(cfg.metric)[[ev.query_ids.index(q) for q in query_ids]] for ev in evs])
+    groups = _groups(query_ids, loaded.groups) if cfg.group_by == "tags" else None
     result = cross_validate(
         scores,
-        folds=cfg.model.folds,
-        seed=cfg.model.seed,
+        folds=cfg.folds,
+        seed=cfg.seed,
         groups=groups,
         default=0,
-        n_resamples=cfg.model.n_resamples,
-        higher_is_better=not lower_is_better(cfg.model.metric),  # a rate of errors is tuned down
+        n_resamples=cfg.n_resamples,
+        higher_is_better=not lower_is_better(cfg.metric),  # a rate of errors is tuned down
     )
     for s, ev in zip(settings, evs, strict=True):
         ev.system = setting_name(s.index)
-    res = resolve(evs, parse_metric(cfg.model.metric).name)
+    res = resolve(evs, parse_metric(cfg.metric).name)
     cands = candidates(result, keys, [s.label for s in settings], read_results(runs))
     done = TuneOutcome(cfg, settings, query_ids, result, duplicates, res, cands, cost_limit)
-    write_json(cfg.output / "tune.json", tune_record(done))
+    write_json(out / "tune.json", tune_record(done))
     write_tune_reports(done)
-    chosen = {**settings[result.chosen].system, "name": cfg.model.system}
-    header = f"# chosen by {cfg.model.folds}-fold cross-validation on {cfg.model.metric} (retbench tune; tune.json)\n"
-    write_text(cfg.output / "chosen.yaml", header + yaml.safe_dump([chosen], sort_keys=False))
+    chosen = {**settings[result.chosen].system, "name": cfg.system}
+    header = f"# chosen by {cfg.folds}-fold cross-validation on {cfg.metric} (retbench tune; tune.json)\n"
+    write_text(out / "chosen.yaml", header + yaml.safe_dump([chosen], sort_keys=False))
     return done
 
 
 def write_tune_reports(t: TuneOutcome) -> None:
     """report.md and report.html beside tune.json: the selection as the CLI prints it, the candidate table with
     rank intervals, and (HTML) each setting's quality against its latency with the Pareto front."""
-    m = t.config.model
+    m = t.config
     lines = tune_lines(t.result, [s.label for s in t.settings], m.metric, len(t.query_ids))
-    title = f"Tuning {m.system} on {m.metric}: {t.config.name}"
-    write_text(t.config.output / "report.md", tune_markdown(title, lines, t.candidates, t.resolution))
-    write_text(t.config.output / "report.html", tune_html(title, lines, t.candidates, t.resolution, m.metric))
+    title = f"Tuning {m.system} on {m.metric}: {m.run_name}"
+    write_text(m.output_dir / "report.md", tune_markdown(title, lines, t.candidates, t.resolution))
+    write_text(m.output_dir / "report.html", tune_html(title, lines, t.candidates, t.resolution, m.metric))
 
 
 def tune_record(t: TuneOutcome) -> dict[str, object]:
     """tune.json: the grid, each setting's in-sample mean, the folds' choices and the out-of-sample estimate."""
-    r, m = t.result, t.config.model
+    r, m = t.result, t.config
     return {
-        "name": t.config.name,
-        "experiment": str(t.config.experiment_path),
+        "name": m.run_name,
+        "experiment": str(m.experiment),
         "system": m.system,
         "metric": parse_metric(m.metric).name,
         "higher_is_better": r.higher_is_better,
@@ -407,7 +395,6 @@ def _rank_of(res: RankResolution | None, name: str) -> dict[str, Any]:
 
 __all__ = [
     "Setting",
-    "TuneConfig",
     "TuneOutcome",
     "apply_changes",
     "check_settings",

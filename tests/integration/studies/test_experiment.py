@@ -203,7 +203,7 @@ def test_a_python_run_experiment_writes_the_same_reports_and_history_entry_as_th
 
 
 def test_the_metric_at_k_curves_come_from_the_cells_own_evaluation_with_the_reports_values(tmp_path: Path) -> None:
-    from retbench.report import drilldown
+    from retbench.evaluation import curves
     from retbench.studies.benchmark import DatasetSpec, load_config, prepare_dataset, run_experiment
 
     cfg = write_config(tmp_path, [BM25, {"name": "overlap", "adapter": "toy_retrievers:word_overlap"}])
@@ -213,6 +213,6 @@ def test_the_metric_at_k_curves_come_from_the_cells_own_evaluation_with_the_repo
     res = load_results(tmp_path / "out")
     assert res.evaluation("bm25").metrics == ["ndcg@10", "recall@5", "mrr", "map"]  # the table keeps the config's
     qrels = prepare_dataset(DatasetSpec("scifact", "test", 12, 200))[0].split("test")
-    from_disk = drilldown.k_curves({s: res.evaluation(s) for s in in_memory}, {s: res.run(s) for s in in_memory}, qrels)
-    assert from_disk == {f: {s: in_memory[s][f] for s in in_memory} for f in drilldown.CURVE_FAMILIES}
+    from_disk = curves.k_curves({s: res.evaluation(s) for s in in_memory}, {s: res.run(s) for s in in_memory}, qrels)
+    assert from_disk == {f: {s: in_memory[s][f] for s in in_memory} for f in curves.CURVE_FAMILIES}
     assert from_disk["ndcg"]["bm25"][9] == pytest.approx(res.evaluation("bm25").mean("ndcg@10"), rel=1e-12)

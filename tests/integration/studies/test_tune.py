@@ -102,10 +102,10 @@ def test_the_candidate_table_ranks_every_setting_with_its_interval_and_the_repor
     the Pareto front marked."""
     import re
 
-    from retbench.report.model import latency_summary
     from retbench.report.tradeoff import Point, pareto_front
     from retbench.resolution import rank_intervals
     from retbench.results import read_results
+    from retbench.results.usage import latency_summary
 
     path = write(tmp_path, [{"params.k1": 0.3}, {"params.k1": 1.2, "params.b": 0.9}, {"params.b": 0.1}])
     res = runner.invoke(app, ["tune", str(path), "--output", str(tmp_path / "o")])

@@ -232,8 +232,8 @@ def test_ingest_impact_candidate_and_reference_files_are_read_from_the_config_fo
     path.write_text("candidates: [{kind: file, path: new/corpus.jsonl}]\ncontext_recall: {references: answers.jsonl}\n")
     monkeypatch.chdir(tmp_path)
     cfg = load_ingest_config(path)
-    assert cfg.candidates[0]["path"] == str(folder / "new" / "corpus.jsonl")
-    assert cfg.context_recall is not None and cfg.context_recall["references"] == str(folder / "answers.jsonl")
+    assert getattr(cfg.candidates[0], "path", None) == str(folder / "new" / "corpus.jsonl")
+    assert cfg.context_recall is not None and cfg.context_recall.references == str(folder / "answers.jsonl")
 
 
 # -- declarations that mirror code elsewhere stay in step ------------------------------------------------

@@ -261,12 +261,13 @@ def test_the_impact_studys_context_recall_takes_an_llm_judge_and_its_report_name
     raw = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
     raw["context_recall"]["judge"] = {"base_url": "http://127.0.0.1:9", "max_tokens": 32}
     cfg = parse_ingest_config(raw, str(cfg_path))
-    assert cfg.context_recall["judge"].max_tokens == 32
+    assert cfg.context_recall is not None and cfg.context_recall.judge is not None
+    assert cfg.context_recall.judge.max_tokens == 32
     raw["context_recall"]["judge"] = {"model": "m"}
     with pytest.raises(ConfigError) as err:
         parse_ingest_config(raw, str(cfg_path))
     assert err.value.field == "context_recall.judge.base_url"
-    assert load_ingest_config(cfg_path).context_recall.get("judge") is None  # cosine by default
+    assert getattr(load_ingest_config(cfg_path).context_recall, "judge", "no block") is None  # cosine by default
     judged = {"judge": "llm", "model": "qwen", "prompt": "support_v1", "statuses": {"ok": 3, "unparseable": 1}}
     line = " ".join(_context_recall_judge({**judged, "context_k": 5}))
     assert "LLM judge qwen with prompt support_v1" in line and "judged 3 of 4" in line and "1 unparseable" in line

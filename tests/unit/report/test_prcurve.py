@@ -9,8 +9,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from retbench.evaluation.curves import LEVELS
 from retbench.report.html import render_html
-from retbench.report.prcurve import LEVELS, pr_figure
+from retbench.report.prcurve import pr_figure
 from retbench.results.read import load_judgements
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -12,10 +12,11 @@ from typer.testing import CliRunner
 
 import abdata
 from retbench.cli import app
+from retbench.metrics.cutoffs import metric_curves
 from retbench.report import histogram, plots
 from retbench.report.html import render_html
 from retbench.report.markdown import report_markdown
-from retbench.report.model import build_report, metric_curves
+from retbench.report.model import build_report
 from retbench.results import read_results
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -39,6 +40,29 @@ def data(results_dir):
 @pytest.fixture(scope="module")
 def pytrec_data(tmp_path_factory):
     return build_report(read_results(abdata.pytrec_results(tmp_path_factory.getbasetemp())), n_resamples=500)
+
+
+def test_baseline_and_primary_come_from_the_validated_config_the_manifest_recorded(results_dir):
+    """The report asks the typed manifest, which reads the validated config (`config.resolved`); the stored YAML
+    text is read only for a manifest written before the validated config was recorded."""
+    result = read_results(results_dir)
+    resolved = dict(result.manifest.data["config"]["resolved"])
+    asked = {"baseline": "bm25_weak", "primary": ["recall@10"]}
+    result.manifest.data["config"] = {
+        "file": "x.yaml",
+        "sha256": "0",
+        "text": "baseline: [",
+        "resolved": resolved | asked,
+    }
+    data = build_report(result, n_resamples=200, drill_k=0)
+    assert (data.baseline, data.primary) == ("bm25_weak", "recall@10")
+    assert [(p.system_a, p.system_b) for p in data.comparison.pairs] == [
+        ("bm25_weak", "bm25"),
+        ("bm25_weak", "bm25_nostem"),
+    ]
+    result.manifest.data["config"] = {"file": "x.yaml", "sha256": "0", "text": "baseline: bm25\nprimary: [recall@1]\n"}
+    data = build_report(result, n_resamples=200, drill_k=0)
+    assert (data.baseline, data.primary) == ("bm25", "recall@1")
 
 
 def test_model_means_are_metrics_json_and_deltas_are_per_query(results_dir, data):

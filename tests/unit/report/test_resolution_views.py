@@ -108,7 +108,8 @@ def holes_evs(results_dir):
 
 def test_a_lower_is_better_metric_ranks_its_smallest_mean_first(holes_evs):
     """The fewest holes is the best; the resolution must not crown the most."""
-    from retbench.report.resolution import resolution_markdown, resolve
+    from retbench.report.resolution import resolution_markdown
+    from retbench.resolution import resolve
 
     means = {ev.system: float(np.mean(ev.column("holes@10"))) for ev in holes_evs}  # plain arithmetic
     assert means["judged_first"] < means["as_retrieved"] < means["unjudged_first"]

@@ -14,14 +14,15 @@ Modes: `alone` (each candidate against K), `sequential` (cumulative, in a given 
 against K plus the candidates before it) and `leave_one_out` (documents already in K: M(K) - M(K - {d}),
 novelty against K without d).
 
-Modules: `novelty` (NoveltyIndex), `support` (sentence support and context recall), `model` (Impact,
-GainWeights), `engine` (what both engines share), `dense` (DenseImpact: exact, nothing re-indexed),
-`rebuild` (RebuildImpact: any retriever), `config`, `candidates`, `study` (run_ingest). The report is
-rendered by `retbench.report.impact`.
+Modules: `novelty` (NoveltyIndex), `support` (sentence support and context recall), `engine` (what both engines share), `dense` (DenseImpact: exact, nothing re-indexed),
+`rebuild` (RebuildImpact: any retriever), `config`, `candidates`, `study` (run_ingest). The records (Impact,
+Novelty, GainWeights) and the study's result (`ImpactResult`) live in `retbench.results.impact`; the report is
+rendered from them by `retbench.report.impact`.
 """
 
 from __future__ import annotations
 
+from retbench.results.impact import MODES, STATUSES, GainWeights, Impact, ImpactResult, Novelty
 from retbench.studies.impact.candidates import (
     CandidateSet,
     build_candidates,
@@ -30,11 +31,10 @@ from retbench.studies.impact.candidates import (
     near_duplicate,
     reference_answers,
 )
-from retbench.studies.impact.config import IngestConfig, load_ingest_config, parse_ingest_config
+from retbench.studies.impact.config import gain_weights, load_ingest_config, parse_ingest_config
 from retbench.studies.impact.dense import DenseImpact
 from retbench.studies.impact.engine import RANK_METRICS, rank_specs
-from retbench.studies.impact.model import MODES, STATUSES, GainWeights, Impact
-from retbench.studies.impact.novelty import ChunkTable, Novelty, NoveltyIndex, chunk_table, split_sentences, text_hash
+from retbench.studies.impact.novelty import ChunkTable, NoveltyIndex, chunk_table, split_sentences, text_hash
 from retbench.studies.impact.rebuild import RebuildImpact
 from retbench.studies.impact.study import IngestOutcome, run_ingest, study_checks
 from retbench.studies.impact.support import ContextRecall, CosineSupport, SentenceSupport
@@ -50,7 +50,7 @@ __all__ = [
     "DenseImpact",
     "GainWeights",
     "Impact",
-    "IngestConfig",
+    "ImpactResult",
     "IngestOutcome",
     "Novelty",
     "NoveltyIndex",
@@ -60,6 +60,7 @@ __all__ = [
     "candidate_status",
     "chunk_table",
     "concat_corpora",
+    "gain_weights",
     "load_ingest_config",
     "near_duplicate",
     "parse_ingest_config",

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from retbench.config.impact import CandidateSource, FileSource, GoldSource, NearDuplicateSource
 from retbench.data import Corpus, Dataset, Qrels
 from retbench.errors import ConfigError, InputError
 from retbench.io.beir import read_corpus
@@ -69,7 +70,7 @@ def _removed(
     corpus: Corpus,
     qrels: Qrels,
     query_ids: Sequence[str],
-    sources: Sequence[Mapping[str, Any]],
+    sources: Sequence[CandidateSource],
     relevance_level: int,
     seed: int,
     info: dict[str, Any],
@@ -79,26 +80,27 @@ def _removed(
     removed: set[str] = set()
     index = corpus.index
     for i, s in enumerate(sources):
-        if s["kind"] not in REMOVING:
+        if s.kind not in REMOVING:
             continue
-        rng = random.Random(int(s.get("seed", seed)))
-        if s["kind"] == "gold":
+        rng = random.Random(s.seed if s.seed is not None else seed)
+        if isinstance(s, GoldSource):
             eligible = [
                 q for q in query_ids if any(g >= relevance_level and d in index for d, g in qrels.get(q, {}).items())
             ]
-            if s["queries"] > len(eligible):
+            if s.queries > len(eligible):
                 raise ConfigError(
-                    f"asked for {s['queries']} gold queries, only {len(eligible)} have relevant documents in the corpus",
+                    f"asked for {s.queries} gold queries, only {len(eligible)} have relevant documents in the corpus",
                     field=f"candidates[{i}].queries",
                 )
-            chosen = sorted(rng.sample(eligible, s["queries"]), key=list(query_ids).index)
+            chosen = sorted(rng.sample(eligible, s.queries), key=list(query_ids).index)
             docs = list(
                 dict.fromkeys(d for q in chosen for d, g in qrels[q].items() if g >= relevance_level and d in index)
             )
             info["sources"].append({"kind": "gold", "queries": chosen, "documents": len(docs)})
         else:
+            assert not isinstance(s, FileSource)  # REMOVING: gold (above) and holdout
             pool = [d for d in corpus.ids if d not in removed]
-            docs = rng.sample(pool, min(s["n"], len(pool)))
+            docs = rng.sample(pool, min(s.n, len(pool)))
             info["sources"].append({"kind": "holdout", "documents": len(docs)})
         docs = [d for d in docs if d not in removed]
         removed.update(docs)
@@ -109,7 +111,7 @@ def _removed(
 def _sampled(
     corpus: Corpus,
     kb_ids: list[str],
-    sources: Sequence[Mapping[str, Any]],
+    sources: Sequence[CandidateSource],
     seed: int,
     base: Path | None,
     info: dict[str, Any],
@@ -118,12 +120,12 @@ def _sampled(
     made: dict[int, _Made] = {}
     taken: set[str] = set()
     for i, s in enumerate(sources):
-        kind = s["kind"]
+        kind = s.kind
         if kind in REMOVING:
             continue
-        rng = random.Random(int(s.get("seed", seed)))
-        if kind == "file":
-            path = Path(s["path"])
+        rng = random.Random(s.seed if s.seed is not None else seed)
+        if isinstance(s, FileSource):
+            path = Path(s.path)
             if base is not None and not path.is_absolute() and not path.exists():
                 path = base / path
             extra = read_corpus(path)
@@ -131,13 +133,14 @@ def _sampled(
             made[i] = (ids, [extra.title(j) for j in range(len(extra))], list(extra.texts), [{} for _ in ids])
             info["sources"].append({"kind": "file", "path": str(path), "documents": len(ids)})
             continue
+        assert not isinstance(s, GoldSource)  # REMOVING
         pool = [d for d in kb_ids if d not in taken]
-        docs = rng.sample(pool, min(s["n"], len(pool)))
+        docs = rng.sample(pool, min(s.n, len(pool)))
         taken.update(docs)
         if kind == "present":
             made[i] = _as_made(corpus, docs)
-        else:
-            edits = int(s.get("edits", 3))
+        elif isinstance(s, NearDuplicateSource):
+            edits = s.edits
             ids, titles, texts, _ = _as_made(corpus, docs)
             texts = [near_duplicate(x, rng, edits) for x in texts]
             made[i] = ([f"{d}~nd" for d in ids], titles, texts, [{"near_duplicate_of": d, "edits": edits} for d in ids])
@@ -149,7 +152,7 @@ def build_candidates(
     corpus: Corpus,
     qrels: Qrels,
     query_ids: Sequence[str],
-    sources: Sequence[Mapping[str, Any]],
+    sources: Sequence[CandidateSource],
     *,
     relevance_level: int = 1,
     seed: int = 0,
@@ -176,7 +179,7 @@ def build_candidates(
     groups: list[str] = []
     for i, s in enumerate(sources):
         a, b, c, m = made[i]
-        group = str(s.get("group") or (Path(s["path"]).stem if s["kind"] == "file" else s["kind"]))
+        group = s.group or (Path(s.path).stem if isinstance(s, FileSource) else s.kind)
         ids += a
         titles += b
         texts += c

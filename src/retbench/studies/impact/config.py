@@ -1,50 +1,19 @@
-"""The ingestion-impact config: keys, validation (every error names the field) and loading."""
+"""Loading the ingestion-impact config (`config.IngestModel`, the one typed model) with the checks that need the
+study's code: the retriever against its factory, the metrics' cutoffs and the gain's recall metric."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from retbench.config import DatasetSpec
 from retbench.config.impact import IngestModel
 from retbench.config.study import load_study, parse_study
 from retbench.errors import ConfigError
 from retbench.metrics.registry import parse_metrics
+from retbench.results.impact import GainWeights
 from retbench.retrievers.base import check_system
 from retbench.studies.impact.engine import rank_specs
-from retbench.studies.impact.model import GainWeights
 
 REMOVING = ("holdout", "gold")  # sources that take documents out of K before the others sample from it
-
-
-@dataclass
-class IngestConfig:
-    """A validated ingestion-impact experiment (see configs/ingest.yaml for every key)."""
-
-    name: str
-    output: Path
-    dataset: DatasetSpec
-    retriever: dict[str, Any]
-    metrics: list[str]
-    candidates: list[dict[str, Any]]
-    modes: list[str]
-    model: IngestModel  # the validated config it is derived from (the manifest records it)
-    relevance_level: int = 1
-    leave_one_out: dict[str, Any] = field(default_factory=dict)
-    sequential: dict[str, Any] = field(default_factory=dict)
-    novelty: dict[str, Any] = field(default_factory=dict)
-    context_recall: dict[str, Any] | None = None
-    gain: GainWeights = field(default_factory=GainWeights)
-    dedupe: str = "text"
-    affected_by: str | None = None
-    engine: str = "auto"
-    encoder: dict[str, Any] = field(default_factory=dict)
-    seed: int = 0
-
-    @property
-    def source(self) -> str:
-        return self.model.source
 
 
 def _metric_names(metrics: list[str], src: str) -> list[str]:
@@ -80,42 +49,16 @@ def check_ingest(model: IngestModel) -> None:
     _gain(model, names, src)
 
 
-def study_config(model: IngestModel) -> IngestConfig:
-    """What the study derives from its validated model, once (blocks as set in the config, paths resolved)."""
-    cr: dict[str, Any] | None = None
-    if model.context_recall is not None:
-        cr = model.context_recall.model_dump(exclude_unset=True) | {"references": model.context_recall.references}
-        if model.context_recall.judge is not None:  # an LLM judges sentence support instead of the cosine
-            cr["judge"] = model.context_recall.judge
-    loo = model.leave_one_out
-    return IngestConfig(
-        name=model.study_name,
-        output=model.output_dir,
-        dataset=model.dataset.to_spec(model.seed),  # the same dataset block as every study's
-        retriever={"params": {}, **model.retriever.model_dump(exclude_none=True)},
-        metrics=list(model.metrics),
-        candidates=[c.model_dump(exclude_unset=True) for c in model.candidates],
-        modes=list(dict.fromkeys(model.modes)),
-        relevance_level=model.relevance_level,
-        leave_one_out=loo.model_dump(exclude_unset=True) if loo is not None else {},
-        sequential=model.sequential.model_dump(exclude_unset=True),
-        novelty=model.novelty.model_dump(exclude_unset=True),
-        context_recall=cr,
-        gain=_gain(model, _metric_names(list(model.metrics), model.source), model.source),
-        dedupe=model.dedupe,
-        affected_by=model.affected_by,
-        engine=model.engine,
-        encoder=model.encoder.options,
-        seed=model.seed,
-        model=model,
-    )
+def gain_weights(model: IngestModel) -> GainWeights:
+    """The gain's weights with its recall metric resolved (`gain.recall`, else the first recall@k of the metrics)."""
+    return _gain(model, _metric_names(list(model.metrics), model.source), model.source)
 
 
-def parse_ingest_config(data: object, source: str = "<config>", output: str | Path | None = None) -> IngestConfig:
+def parse_ingest_config(data: object, source: str = "<config>", output: str | Path | None = None) -> IngestModel:
     """Validate an ingestion config mapping (`config.IngestModel`); every error names the field."""
-    return study_config(parse_study(data, source, IngestModel, output, check_ingest))
+    return parse_study(data, source, IngestModel, output, check_ingest)
 
 
-def load_ingest_config(path: str | Path, output: str | Path | None = None) -> IngestConfig:
+def load_ingest_config(path: str | Path, output: str | Path | None = None) -> IngestModel:
     """Read and validate an ingestion YAML file (errors name file:line and field)."""
-    return study_config(load_study(path, IngestModel, output, check_ingest))
+    return load_study(path, IngestModel, output, check_ingest)

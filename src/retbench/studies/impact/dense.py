@@ -19,8 +19,8 @@ import numpy as np
 from retbench.data import Qrels, Run
 from retbench.errors import InputError
 from retbench.metrics.judges import judge_qrels
+from retbench.results.impact import Impact
 from retbench.studies.impact.engine import TIE_MARGIN, _Base, pair_gain_matrix
-from retbench.studies.impact.model import Impact
 from retbench.studies.impact.support import ContextRecall
 
 

@@ -10,7 +10,7 @@ from retbench.data import Qrels
 from retbench.errors import ConfigError, InputError
 from retbench.metrics.judges import GainMatrix
 from retbench.metrics.registry import MetricContext, MetricSpec, parse_metrics
-from retbench.studies.impact.model import Impact
+from retbench.results.impact import Impact
 from retbench.studies.impact.support import ContextRecall
 
 RANK_METRICS = frozenset({"hit", "recall", "P", "f1", "mrr", "map", "ndcg", "ndcg_exp", "hybrid"})

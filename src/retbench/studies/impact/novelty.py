@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,6 +18,7 @@ import numpy as np
 from retbench.chunkers import Chunker, sentence_spans
 from retbench.data import Corpus
 from retbench.errors import InputError
+from retbench.results.impact import Novelty
 
 if TYPE_CHECKING:  # the model loads only when a study encodes
     from retbench.retrievers.encoders.encoder import Encoder
@@ -40,18 +41,6 @@ def normalize_rows(x: np.ndarray) -> np.ndarray:
     x = np.ascontiguousarray(x, dtype=np.float32)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
-
-
-@dataclass
-class Novelty:
-    """How new a document is: per chunk 1 - best cosine to K's chunks, aggregated by min and mean."""
-
-    min: float
-    mean: float
-    max_cos: float
-    nearest_doc: str | None
-    nearest_chunk: str | None
-    chunks: list[dict[str, object]] = field(default_factory=list)
 
 
 @dataclass

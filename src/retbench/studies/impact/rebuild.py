@@ -14,10 +14,10 @@ import numpy as np
 from retbench.data import Corpus, Qrels, Queries, Run
 from retbench.errors import BackendError, ConfigError, InputError
 from retbench.metrics.judges import judge_qrels
+from retbench.results.impact import Impact
 from retbench.retrievers.base import Retriever
 from retbench.studies.impact.candidates import concat_corpora
 from retbench.studies.impact.engine import TIE_MARGIN, _Base
-from retbench.studies.impact.model import Impact
 from retbench.studies.impact.support import ContextRecall
 
 

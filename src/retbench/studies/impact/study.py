@@ -12,19 +12,20 @@ from typing import Any
 import numpy as np
 
 from retbench.chunkers import make_chunker
+from retbench.config.impact import IngestModel
 from retbench.data import Corpus, Dataset, Qrels, Queries
 from retbench.errors import ConfigError, InputError
 from retbench.io.files import write_json, write_text
 from retbench.report.impact import render_report
+from retbench.results.impact import STATUSES, GainWeights, Impact, ImpactResult, Novelty
 from retbench.retrievers.base import Retriever, create
 from retbench.retrievers.encoders import Encoder
 from retbench.studies.dataset import dataset_manifest, prepare_dataset
 from retbench.studies.executors import devices_of
 from retbench.studies.impact.candidates import CandidateSet, build_candidates, candidate_status, reference_answers
-from retbench.studies.impact.config import IngestConfig
+from retbench.studies.impact.config import gain_weights
 from retbench.studies.impact.dense import DenseImpact
-from retbench.studies.impact.model import STATUSES, Impact
-from retbench.studies.impact.novelty import ChunkTable, Novelty, NoveltyIndex, text_hash
+from retbench.studies.impact.novelty import ChunkTable, NoveltyIndex, text_hash
 from retbench.studies.impact.rebuild import RebuildImpact
 from retbench.studies.impact.support import ContextRecall, CosineSupport, JudgeSupport, SentenceSupport
 from retbench.studies.manifest import manifest_header
@@ -33,11 +34,24 @@ from retbench.studies.resources import rate, stage
 
 @dataclass
 class IngestOutcome:
-    config: IngestConfig
-    metrics: list[str]
-    before: dict[str, float]
-    results: dict[str, list[Impact]]
-    summary: dict[str, object]
+    config: IngestModel
+    result: ImpactResult
+
+    @property
+    def metrics(self) -> list[str]:
+        return self.result.metrics
+
+    @property
+    def before(self) -> dict[str, float]:
+        return self.result.before
+
+    @property
+    def results(self) -> dict[str, list[Impact]]:
+        return self.result.results
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return self.result.summary
 
 
 def study_checks(impacts: Sequence[Impact], recall: str) -> dict[str, object]:
@@ -103,12 +117,13 @@ class _Setup:
         return self.cs.candidates
 
 
-def _setup(cfg: IngestConfig, base: Path | None) -> _Setup:
+def _setup(cfg: IngestModel, base: Path | None) -> _Setup:
     """Load the dataset and its evaluation queries as every study does, build K and the candidates."""
     t0 = time.perf_counter()
-    ds, queries = prepare_dataset(cfg.dataset)
+    spec = cfg.dataset_spec
+    ds, queries = prepare_dataset(spec)
     load_seconds = time.perf_counter() - t0
-    split = cfg.dataset.split
+    split = spec.split
     qrels, qids = ds.split(split), list(queries)
     cs = build_candidates(
         ds.corpus, qrels, qids, cfg.candidates, relevance_level=cfg.relevance_level, seed=cfg.seed, base=base
@@ -134,23 +149,21 @@ def _text_lookup(*corpora: Corpus) -> Callable[[str], str]:
     return text_of
 
 
-def _context(cfg: IngestConfig, s: _Setup, encoder: Encoder, base: Path | None) -> ContextRecall | None:
-    if cfg.context_recall is None:
+def _context(cfg: IngestModel, s: _Setup, encoder: Encoder, base: Path | None) -> ContextRecall | None:
+    cr = cfg.context_recall
+    if cr is None:
         return None
-    refs = reference_answers(cfg.context_recall["references"], s.ds, s.qrels, s.qids, cfg.relevance_level, base)
-    judge = cfg.context_recall.get("judge")
-    support: SentenceSupport = (
-        JudgeSupport(judge, int(cfg.context_recall.get("max_chars", 2000)), cfg.output / "judge_calls.jsonl")
-        if judge is not None
-        else CosineSupport(encoder, float(cfg.context_recall.get("threshold", 0.8)))
+    refs = reference_answers(cr.references, s.ds, s.qrels, s.qids, cfg.relevance_level, base)
+    support: SentenceSupport = (  # an LLM judges sentence support instead of the cosine
+        JudgeSupport(cr.judge, cr.max_chars or 2000, cfg.output_dir / "judge_calls.jsonl")
+        if cr.judge is not None
+        else CosineSupport(encoder, float(cr.threshold))
     )
-    return ContextRecall(
-        refs, _text_lookup(s.cands, s.kb, s.ds.corpus), support, int(cfg.context_recall.get("context_k", 5))
-    )
+    return ContextRecall(refs, _text_lookup(s.cands, s.kb, s.ds.corpus), support, cr.context_k)
 
 
 def _engine(
-    cfg: IngestConfig, s: _Setup, retriever: Retriever, encoder: Encoder, context: ContextRecall | None
+    cfg: IngestModel, s: _Setup, retriever: Retriever, encoder: Encoder, context: ContextRecall | None
 ) -> DenseImpact | RebuildImpact:
     """The exact incremental engine for a dense flat inner-product retriever, else the rebuild engine."""
     dense_flat = retriever.index_type == "flat_ip"
@@ -193,13 +206,14 @@ class _Modes:
 
     def __init__(
         self,
-        cfg: IngestConfig,
+        cfg: IngestModel,
         s: _Setup,
         engine: DenseImpact | RebuildImpact,
         nov_index: NoveltyIndex,
         cand_vecs: np.ndarray | None,
     ) -> None:
         self.cfg, self.s, self.engine, self.nov_index, self.cand_vecs = cfg, s, engine, nov_index, cand_vecs
+        self.gain = gain_weights(cfg)
         self.group_of = dict(zip([str(x) for x in s.cands.ids], s.cs.groups, strict=True))
 
     def finish(
@@ -208,7 +222,7 @@ class _Modes:
         for imp, nov, s, du in zip(impacts, novelty, st, dups, strict=True):
             imp.novelty, imp.status, imp.duplicate_of = nov, s, du
             imp.group = self.group_of.get(imp.doc_id, imp.group)
-            self.cfg.gain.apply(imp)
+            self.gain.apply(imp)
         return impacts
 
     def alone(self, cand_chunks: tuple[ChunkTable, np.ndarray] | None) -> list[Impact]:
@@ -225,18 +239,20 @@ class _Modes:
 
     def _loo_ids(self) -> list[str]:
         cfg, s, loo = self.cfg, self.s, self.cfg.leave_one_out
-        if "ids" in loo:
-            return [str(x) for x in loo["ids"]]
-        if "group" in loo:
-            ids = [c for c, g in zip(s.cands.ids, s.cs.groups, strict=True) if g == loo["group"] and c in s.kb]
+        assert loo is not None  # IngestModel requires the block with mode leave_one_out
+        if loo.ids is not None:
+            return [str(x) for x in loo.ids]
+        if loo.group is not None:
+            ids = [c for c, g in zip(s.cands.ids, s.cs.groups, strict=True) if g == loo.group and c in s.kb]
             if not ids:
                 raise ConfigError(
-                    f"no candidate of group {loo['group']!r} is in the knowledge base",
+                    f"no candidate of group {loo.group!r} is in the knowledge base",
                     path=cfg.source,
                     field="leave_one_out.group",
                 )
             return ids
-        return random.Random(int(loo.get("seed", cfg.seed))).sample(list(s.kb.ids), min(int(loo["sample"]), len(s.kb)))
+        seed = loo.seed if loo.seed is not None else cfg.seed
+        return random.Random(seed).sample(list(s.kb.ids), min(int(loo.sample or 0), len(s.kb)))
 
     def leave_one_out(self) -> list[Impact]:
         loo_ids = self._loo_ids()
@@ -250,7 +266,7 @@ class _Modes:
     def sequential(self, alone: list[Impact] | None) -> list[Impact]:
         s, cands = self.s, self.s.cands
         order = list(range(len(cands)))
-        if self.cfg.sequential.get("order") == "gain" and alone is not None:
+        if self.cfg.sequential.order == "gain" and alone is not None:
             rank = {i.doc_id: n for n, i in enumerate(alone)}
             order.sort(key=lambda j: rank[str(cands.ids[j])])
         ordered = cands.subset([cands.ids[j] for j in order])
@@ -274,7 +290,7 @@ class _Modes:
 
 
 def _summary(
-    cfg: IngestConfig,
+    gain: GainWeights,
     s: _Setup,
     engine: DenseImpact | RebuildImpact,
     before: dict[str, float],
@@ -289,18 +305,18 @@ def _summary(
         "status": {x: s.status.count(x) for x in STATUSES},
         "engine": engine.engine,
         "affected_by": engine.metric_names[engine.affected],
-        "gain": asdict(cfg.gain),
+        "gain": asdict(gain),
         "modes": {m: len(v) for m, v in results.items()},
     }
     if "alone" in results:
-        summary["study"] = study_checks(results["alone"], cfg.gain.recall)
+        summary["study"] = study_checks(results["alone"], gain.recall)
     if results.get("sequential"):
         summary["after_sequential"] = results["sequential"][-1].after
     return summary
 
 
 def _manifest(
-    cfg: IngestConfig,
+    cfg: IngestModel,
     s: _Setup,
     parts: Mapping[str, Any],
     engine: DenseImpact | RebuildImpact,
@@ -309,8 +325,8 @@ def _manifest(
 ) -> dict[str, object]:
     """What ran, on what, with which versions: `parts` holds the retriever, encoder and novelty index."""
     return {
-        **manifest_header(cfg.model, name=cfg.name, kind="ingest-impact"),
-        "dataset": dataset_manifest(s.ds, cfg.dataset, s.queries, s.load_seconds),
+        **manifest_header(cfg, name=cfg.study_name, kind="ingest-impact"),
+        "dataset": dataset_manifest(s.ds, cfg.dataset_spec, s.queries, s.load_seconds),
         "knowledge_base": {"documents": len(s.kb), "fingerprint": s.kb.fingerprint()},
         "candidates": {"documents": len(s.cands), "fingerprint": s.cands.fingerprint(), **s.cs.info},
         "retriever": parts["retriever"].describe(),
@@ -322,7 +338,7 @@ def _manifest(
         else {
             **context.judge.describe(),
             "context_k": context.context_k,
-            "references": cfg.context_recall["references"] if cfg.context_recall else None,
+            "references": cfg.context_recall.references if cfg.context_recall else None,
             "queries_with_references": int(engine.has_ref.sum()),
         },
         "metrics": engine.metric_names,
@@ -343,7 +359,7 @@ def _write(
 
 
 def _run_modes(
-    cfg: IngestConfig,
+    cfg: IngestModel,
     modes: _Modes,
     cand_chunks: tuple[ChunkTable, np.ndarray] | None,
     timings: dict[str, float],
@@ -365,7 +381,7 @@ def _run_modes(
     return results
 
 
-def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> IngestOutcome:
+def run_ingest(cfg: IngestModel, *, log: Callable[[str], None] = print) -> IngestOutcome:
     """Run an ingestion-impact experiment and write its results directory (manifest, JSON, report.md)."""
     timings: dict[str, float] = {}
     res: dict[str, Any] = {}  # resource figures: peak RSS and seconds per stage, throughput, devices
@@ -378,11 +394,10 @@ def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> Inge
         f"knowledge base: {len(s.kb)} documents; candidates: {len(s.cands)} "
         f"({', '.join(f'{g}: {groups.count(g)}' for g in dict.fromkeys(groups))})"
     )
-    retriever = create(
-        cfg.retriever["adapter"], cfg.retriever.get("params") or {}, name=cfg.retriever.get("name"), where=cfg.source
-    )
-    encoder = retriever.encoder or Encoder(**cfg.encoder)
-    chunker = make_chunker(cfg.novelty["chunker"], where=cfg.source) if cfg.novelty.get("chunker") else None
+    system = cfg.retriever
+    retriever = create(system.adapter, system.params or {}, name=system.name, where=cfg.source)
+    encoder = retriever.encoder or Encoder(**cfg.encoder.options)
+    chunker = make_chunker(cfg.novelty.chunker, where=cfg.source) if cfg.novelty.chunker else None
     context = _context(cfg, s, encoder, base)
     try:  # a judged context recall may have started a local judge server
         with stage(res, "index"):
@@ -397,7 +412,8 @@ def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> Inge
         before = engine.before
         log("with K: " + ", ".join(f"{m} {v:.4f}" for m, v in before.items()))
         with stage(res, "modes"):
-            results = _run_modes(cfg, _Modes(cfg, s, engine, nov_index, cand_vecs), cand_chunks, timings, log)
+            modes = _Modes(cfg, s, engine, nov_index, cand_vecs)
+            results = _run_modes(cfg, modes, cand_chunks, timings, log)
     finally:
         if context is not None:
             context.close()
@@ -409,9 +425,21 @@ def run_ingest(cfg: IngestConfig, *, log: Callable[[str], None] = print) -> Inge
     retriever.close()
     timings["total_seconds"] = time.perf_counter() - t_all
     timings = {k: round(v, 3) for k, v in timings.items()}
-    summary = _summary(cfg, s, engine, before, results)
+    summary = _summary(modes.gain, s, engine, before, results)
     parts = {"retriever": retriever, "encoder": encoder, "novelty": nov_index}
     manifest = {**_manifest(cfg, s, parts, engine, context, timings), "resources": res}
-    _write(cfg.output, manifest, summary, results)
-    write_text(cfg.output / "report.md", render_report(cfg, engine.metric_names, before, results, summary, manifest))
-    return IngestOutcome(cfg, engine.metric_names, before, results, summary)
+    out = cfg.output_dir
+    _write(out, manifest, summary, results)
+    result = ImpactResult(
+        cfg.study_name,
+        engine.metric_names,
+        before,
+        results,
+        summary,
+        manifest,
+        modes.gain,
+        cfg.sequential.order,
+        out,
+    )
+    write_text(out / "report.md", render_report(result))
+    return IngestOutcome(cfg, result)

@@ -15,8 +15,10 @@ from collections import Counter
 import faiss
 import numpy as np
 import pytest
+from pydantic import TypeAdapter
 
 from retbench.chunkers import make_chunker
+from retbench.config.impact import CandidateSource
 from retbench.data import Corpus, Qrels, Run
 from retbench.errors import ConfigError
 from retbench.evaluation import evaluate
@@ -30,6 +32,7 @@ from retbench.studies.impact import (
     NoveltyIndex,
     build_candidates,
     candidate_status,
+    gain_weights,
     near_duplicate,
     parse_ingest_config,
     rank_specs,
@@ -352,11 +355,13 @@ def test_near_duplicate_is_light_and_deterministic():
 def test_build_candidates_on_scifact(scifact):
     qrels = scifact.split("test")
     qids = list(qrels)
-    sources = [
-        {"kind": "gold", "queries": 5, "seed": 1},
-        {"kind": "present", "n": 4},
-        {"kind": "near_duplicate", "n": 3, "edits": 2},
-    ]
+    sources = TypeAdapter(list[CandidateSource]).validate_python(
+        [
+            {"kind": "gold", "queries": 5, "seed": 1},
+            {"kind": "present", "n": 4},
+            {"kind": "near_duplicate", "n": 3, "edits": 2},
+        ]
+    )
     cs = build_candidates(scifact.corpus, qrels, qids, sources, seed=2)
     gold = [c for c, g in zip(cs.candidates.ids, cs.groups, strict=True) if g == "gold"]
     chosen = cs.info["sources"][0]["queries"]
@@ -385,7 +390,7 @@ def _cfg(**over):
 
 def test_config_defaults_and_errors():
     cfg = _cfg()
-    assert cfg.gain.recall == "recall@10" and cfg.modes == ["alone"] and cfg.dedupe == "text"
+    assert gain_weights(cfg).recall == "recall@10" and cfg.modes == ["alone"] and cfg.dedupe == "text"
     bad = [
         ({"metrics": ["mrr"]}, "metrics"),
         ({"metrics": ["ndcg@10"]}, "gain.recall"),

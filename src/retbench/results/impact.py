@@ -1,22 +1,35 @@
-"""What an impact study produces: one `Impact` per candidate and the weights that turn it into a gain.
+"""What an ingestion-impact study returns: one `Impact` per candidate, the gain weights, and the study's result.
 
-Gain(d, K) = alpha * dRecall@k + beta * dContextRecall + gamma * Novelty(d, K)
+    Novelty(d, K) = 1 - max_{c in chunks(d), c' in chunks(K)} cos(c, c')   (min and mean over d's chunks)
+    Gain(d, K)    = alpha * dRecall@k + beta * dContextRecall + gamma * Novelty(d, K)
+
+The study (`retbench.studies.impact`) computes these records; the report (`retbench.report.impact`) formats an
+`ImpactResult` and nothing else, so it never needs the study's code or its config.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
-
-import numpy as np
-
-from retbench.studies.impact.novelty import Novelty
+from pathlib import Path
+from typing import Any
 
 MODES = ("alone", "sequential", "leave_one_out")
 STATUSES = ("new", "present", "duplicate")
-# registry metrics that are pure functions of the gain matrix (so changed rows can be re-scored alone)
 
 
-# -- impact records ---------------------------------------------------------------------------------
+@dataclass
+class Novelty:
+    """How new a document is: per chunk 1 - best cosine to K's chunks, aggregated by min and mean."""
+
+    min: float
+    mean: float
+    max_cos: float
+    nearest_doc: str | None
+    nearest_chunk: str | None
+    chunks: list[dict[str, object]] = field(default_factory=list)
+
+
 @dataclass
 class Impact:
     """What one candidate changes (or, in leave-one-out, what one present document contributes)."""
@@ -55,12 +68,26 @@ class GainWeights:
     novelty: str = "min"
 
     def apply(self, impact: Impact) -> float:
+        """Set and return the impact's gain (a missing context-recall delta counts 0, as does missing novelty)."""
         dr = impact.deltas.get(self.recall, 0.0)
-        dc = (
-            impact.d_context_recall
-            if impact.d_context_recall is not None and np.isfinite(impact.d_context_recall)
-            else 0.0
-        )
+        dc = impact.d_context_recall
+        dc = dc if dc is not None and math.isfinite(dc) else 0.0
         nov = getattr(impact.novelty, self.novelty) if impact.novelty is not None else 0.0
         impact.gain = float(self.alpha * dr + self.beta * dc + self.gamma * nov)
         return impact.gain
+
+
+@dataclass
+class ImpactResult:
+    """An ingestion-impact study as it ran: the metrics before any candidate, each mode's impacts (best first
+    for alone and leave-one-out, in order for sequential), the summary and the manifest it wrote."""
+
+    name: str
+    metrics: list[str]
+    before: dict[str, float]
+    results: dict[str, list[Impact]]
+    summary: dict[str, Any]
+    manifest: dict[str, Any]
+    gain: GainWeights
+    sequential_order: str = "given"  # the order the sequential mode added candidates in (given, or gain)
+    root: Path | None = None
