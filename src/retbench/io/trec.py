@@ -96,8 +96,13 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     judging 10M lines then never builds 10M Python objects. A file Arrow cannot read exactly as
     `str.split()` would (control bytes, a line that does not parse, ...) is read line by line, which
     also names the offending line; so is a file under `SMALL_FILE_BYTES` (it spares the pyarrow import).
+    A columnar run file (Arrow IPC or Parquet, told by its first bytes) is read by `io.run_columns`.
     """
     p = Path(path)
+    if columnar_kind(p):
+        from retbench.io.run_columns import read_run_columns  # deferred: text runs never import it (start-up)
+
+        return read_run_columns(p, name)
     table = None if small_file(p, SMALL_FILE_BYTES) else read_columns(p, _RUN_FIELDS, "score")
     if table is None:
         return _read_run_lines(p, name)
@@ -116,6 +121,17 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     return Run.from_keyed_ids(
         qids, _offsets(lens), _ArrowIds(docs), keys, exact, scores, name=name if name is not None else tag or p.stem
     )
+
+
+def columnar_kind(path: str | Path) -> str | None:
+    """ "arrow" or "parquet" when the file starts with Arrow IPC's (`ARROW1`) or Parquet's (`PAR1`) magic
+    bytes, else None (a text file, or none: the text readers name a missing file)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(6)
+    except OSError:
+        return None
+    return "arrow" if head == b"ARROW1" else "parquet" if head[:4] == b"PAR1" else None
 
 
 def _read_run_lines(p: Path, name: str | None) -> Run:
