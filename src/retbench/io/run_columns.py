@@ -32,8 +32,18 @@ import numpy as np
 from retbench.data import Run
 from retbench.errors import InputError
 from retbench.io.files import replace_atomically
-from retbench.io.trec import _ArrowIds, _column_keys, _offsets, _query_segments, columnar_kind, run_tag, write_run
-from retbench.io.trec_columns import array_buffers, numbers, take_rows
+from retbench.io.trec_columns import (
+    _UNICODE_SPACE,
+    ArrowIds,
+    array_buffers,
+    column_keys,
+    columnar_kind,
+    numbers,
+    offsets_of,
+    query_segments,
+    run_tag,
+    take_rows,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -41,14 +51,7 @@ if TYPE_CHECKING:
 FORMAT = "run-columns/1"
 #: the scheme of the `doc_key` column: `retbench.data.keys.keys_from_bytes` of each doc id's UTF-8 bytes
 KEYS = "keys/1"
-#: the suffix of the columnar copy written beside a TREC run (`run.trec` -> `run.arrow`)
-COPY_SUFFIX = ".arrow"
 PARQUET_SUFFIXES = (".parquet", ".pq")
-
-
-def copy_path(text_path: str | Path) -> Path:
-    """Where the columnar copy of a TREC run file lives: beside it, `.arrow` for its suffix."""
-    return Path(text_path).with_suffix(COPY_SUFFIX)
 
 
 # -- writing ----------------------------------------------------------------------------------------------
@@ -66,7 +69,7 @@ def run_table(run: Run, tag: str | None = None) -> pa.Table:
     )
     doc = pa.array(run.doc_ids, type=pa.string())
     score = pa.Array.from_buffers(pa.float64(), len(run.scores), [None, pa.py_buffer(run.scores)])
-    keys, exact = _column_keys(pa.chunked_array([doc], pa.string()))
+    keys, exact = column_keys(pa.chunked_array([doc], pa.string()))
     doc_key = pa.Array.from_buffers(pa.uint64(), len(keys), [None, pa.py_buffer(keys)])
     table = pa.table({"query": query, "doc": doc, "score": score, "doc_key": doc_key})
     meta = {
@@ -124,33 +127,10 @@ def write_run_columns(run: Run, path: str | Path, tag: str | None = None) -> str
     return str(table.schema.metadata[b"retbench.fingerprint"].decode())
 
 
-def write_run_files(run: Run, path: str | Path, tag: str | None = None) -> Path:
-    """The TREC text at `path` (the interchange) and its columnar copy beside it (`copy_path`), each
-    atomically, text first: a copy older than its text is never read for it (`read_beside`)."""
-    p = Path(path)
-    replace_atomically(p, lambda tmp: write_run(run, tmp, tag=tag))
-    copy = copy_path(p)
-    write_run_columns(run, copy, tag=tag)
-    return copy
-
-
 _BATCH_ROWS = 1 << 24  # rows per record batch: a run of up to 16M ranked docs is one batch, read without a copy
 
 
 # -- reading ----------------------------------------------------------------------------------------------
-def read_beside(text_path: str | Path, name: str | None = None) -> Run:
-    """A TREC run file read through its columnar copy when one lies beside it and is not older than it."""
-    from retbench.io.trec import read_run
-
-    p = Path(text_path)
-    copy = copy_path(p)
-    try:
-        fresh = copy != p and copy.stat().st_mtime_ns >= p.stat().st_mtime_ns
-    except OSError:
-        fresh = False
-    return read_run(copy if fresh else p, name=name)
-
-
 def read_run_columns(path: str | Path, name: str | None = None) -> Run:
     """Read a columnar run file (Arrow IPC or Parquet; see the module docstring for its columns)."""
     import pyarrow as pa
@@ -187,19 +167,19 @@ def read_run_columns(path: str | Path, name: str | None = None) -> Run:
         )
     key_column = table.column("doc_key") if "doc_key" in table.column_names else None
     del table
-    qids, lens, order = segments if segments is not None else _query_segments(query)
+    qids, lens, order = segments if segments is not None else query_segments(query)
     if order is not None:  # a query's rows are not contiguous: gather them, keeping row order within the query
         taken = take_rows(doc, order)
         if taken is None:
             raise InputError("more than 2 GiB of doc ids in one column: write the queries' rows together", path=p)
         doc, scores = taken, scores[order]
     stored = _stored_keys(meta, key_column) if trusted and order is None else None
-    keys, exact = stored if stored is not None else _column_keys(doc)
+    keys, exact = stored if stored is not None else column_keys(doc)
     tag = meta.get("retbench.name", "")
     return Run.from_keyed_ids(
         qids,
-        _offsets(lens),
-        _ArrowIds(doc),
+        offsets_of(lens),
+        ArrowIds(doc),
         keys,
         exact,
         scores,
@@ -223,7 +203,7 @@ def _written_here(meta: dict[str, str], table: pa.Table) -> bool:
 
 
 def _stored_keys(meta: dict[str, str], column: pa.ChunkedArray | None) -> tuple[np.ndarray, bool] | None:
-    """The `doc_key` column `write_run_columns` stored (the keys `_column_keys` would compute), when present."""
+    """The `doc_key` column `write_run_columns` stored (the keys `column_keys` would compute), when present."""
     import pyarrow as pa
 
     scheme, _, kind = meta.get("retbench.keys", "").partition(":")
@@ -294,8 +274,6 @@ def _unicode_space(chunk: pa.Array) -> bool:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from retbench.io.trec_columns import _UNICODE_SPACE
-
     try:
         text = chunk.cast(pa.string())
     except pa.ArrowException:
@@ -306,7 +284,7 @@ def _unicode_space(chunk: pa.Array) -> bool:
 def _first_bad_row(chunk: pa.Array) -> int:
     """The first row whose id str.split() would not read back as one field (the slow walk, on failure only)."""
     for i, value in enumerate(chunk.to_pylist()):
-        text = value.decode("utf-8", errors="replace")
+        text = value if isinstance(value, str) else value.decode("utf-8", errors="replace")
         if not text or text.split() != [text] or any(ord(c) < 33 for c in text):
             return i
     return 0

@@ -17,7 +17,7 @@ from retbench.data.answers import SystemAnswer
 from retbench.data.status import RUN_STATUSES
 from retbench.errors import InputError
 from retbench.io.files import atomic_text, iter_jsonl, json_line, write_jsonl
-from retbench.io.run_columns import read_beside, write_run_files
+from retbench.io.run_files import read_beside, write_run_files
 from retbench.results.layout import SystemDir
 
 if TYPE_CHECKING:

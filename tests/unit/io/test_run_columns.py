@@ -16,7 +16,8 @@ from retbench.data import Qrels, Run
 from retbench.errors import InputError
 from retbench.evaluation import evaluate
 from retbench.io.judgements import read_system
-from retbench.io.run_columns import copy_path, read_beside, run_fingerprint, write_run_columns, write_run_files
+from retbench.io.run_columns import run_fingerprint, write_run_columns
+from retbench.io.run_files import copy_path, read_beside, write_run_files
 from retbench.io.trec import read_run, write_run
 from retbench.results.files import load_run, save_run
 from retbench.results.layout import SystemDir

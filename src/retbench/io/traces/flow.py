@@ -39,7 +39,7 @@ from retbench.data import QueryStatus, Run, RunBuilder
 from retbench.data.ids import served_scores
 from retbench.io.beir import read_corpus
 from retbench.io.files import write_json, write_jsonl
-from retbench.io.run_columns import write_run_files
+from retbench.io.run_files import write_run_files
 from retbench.io.traces.model import Problem, Retrieval
 from retbench.io.traces.read import read_traces
 from retbench.io.trec import run_tag

@@ -22,7 +22,7 @@ from retbench.config import ExperimentModel
 from retbench.config.study import load_study
 from retbench.errors import ConfigError
 from retbench.io.datasets import load_dataset
-from retbench.io.run_columns import write_run_files
+from retbench.io.run_files import write_run_files
 from retbench.results import SystemDir
 from retbench.studies.benchmark import cell_keys_of, check_experiment, search_fingerprint, system_retriever
 from retbench.studies.cell import index_with, search_journaled
