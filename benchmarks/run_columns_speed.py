@@ -7,12 +7,13 @@
 The inputs are `metrics_speed.py`'s (same run, same qrels, four metrics: nDCG@10, R@100, MAP, MRR); the columnar
 files are written from the TREC file by `retbench runs convert`'s writer (untimed). Each way in runs in a fresh
 subprocess: read run + qrels + evaluate, end to end, best of --repeats (wall and CPU seconds of that best call).
-Memory is the whole process's peak RSS (`ru_maxrss`: interpreter, imports and the mapped file's pages included),
-the figure trec_eval's own peak is comparable with; "growth" is the rise of peak RSS during the first timed call
+Memory is the whole process's peak RSS during the last timed call (VmHWM, reset before each call: interpreter,
+imports and the mapped file's pages included), the figure trec_eval's own peak is comparable with; "growth" is the rise of peak RSS during the first timed call
 (VmHWM reset through /proc/self/clear_refs, as metrics_speed.py measures it). pytrec_eval reads the same TREC
 files in the same run (the peer of the file path); the trec_eval binary runs when --trec-eval names it
-(`trec_eval -m ndcg_cut.10 -m recall.100 -m map -m recip_rank qrels run`, its wall time and peak RSS).
-The load average is printed before and after.
+(`trec_eval -m ndcg_cut.10 -m recall.100 -m map -m recip_rank qrels run`: its wall time and peak RSS).
+`retbench eval` itself (a fresh process each time: start-up, read, score, print) is timed on both files too, its
+peak RSS through /usr/bin/time. The load average is printed before and after.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from metrics_speed import METRICS, make_inputs, timed, write_files
+from metrics_speed import METRICS, _rss_kb, make_inputs, timed, write_files
 
 WAYS = ("trec", "arrow", "parquet")
 
@@ -69,7 +69,7 @@ def worker(tool: str, way: str, folder: Path, repeats: int) -> dict:
         "seconds": seconds,
         "cpu_s": min(cpu),
         "growth_mb": growth,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": _rss_kb("VmHWM") / 1024,  # (reset before the last call: that call's whole-process peak)
         "means": means,
     }
 
@@ -86,15 +86,30 @@ def spawn(tool: str, way: str, folder: Path, repeats: int) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def trec_eval_binary(binary: str, folder: Path) -> dict:
-    """The trec_eval binary on the TREC files: wall seconds and its peak RSS (one run)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    t = time.perf_counter()
-    args = [binary, "-m", "ndcg_cut.10", "-m", "recall.100", "-m", "map", "-m", "recip_rank"]
-    subprocess.run([*args, str(folder / "qrels.trec"), str(folder / "run.trec")], capture_output=True, check=True)
-    seconds = time.perf_counter() - t
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return {"tool": "trec_eval", "way": "trec", "seconds": seconds, "peak_rss_mb": max(peak, before) / 1024}
+def timed_command(tool: str, way: str, args: list[str], repeats: int) -> dict:
+    """A command's best wall seconds and its peak RSS, through /usr/bin/time (its child is forked from `time`,
+    so this process's own size does not leak into the figure, as it would through `ru_maxrss`)."""
+    best, peak = float("inf"), 0.0
+    for _ in range(repeats):
+        t = time.perf_counter()
+        done = subprocess.run(["/usr/bin/time", "-f", "%M", *args], capture_output=True, text=True, check=True)
+        best = min(best, time.perf_counter() - t)
+        peak = max(peak, int(done.stderr.strip().splitlines()[-1]) / 1024)
+    return {"tool": tool, "way": way, "seconds": best, "peak_rss_mb": peak}
+
+
+def cli_rows(folder: Path, trec_eval: str | None, repeats: int) -> list[dict]:
+    """`retbench eval` (start-up included) on the text and on the Arrow copy, and the trec_eval binary if given."""
+    rows = []
+    for way in ("trec", "arrow"):
+        command = [sys.executable, "-m", "retbench.cli", "eval", str(folder / "qrels.trec"), str(folder / f"run.{way}")]
+        command += ["-f", "trec", "-m", "ndcg@10", "-m", "recall@100", "-m", "map", "-m", "mrr"]
+        rows.append(timed_command("retbench eval", way, command, repeats))
+    if trec_eval:
+        measures = ["-m", "ndcg_cut.10", "-m", "recall.100", "-m", "map", "-m", "recip_rank"]
+        command = [trec_eval, *measures, str(folder / "qrels.trec"), str(folder / "run.trec")]
+        rows.append(timed_command("trec_eval", "trec", command, repeats))
+    return rows
 
 
 def main() -> None:
@@ -122,8 +137,7 @@ def main() -> None:
             sizes = {w: (folder / f"run.{w}").stat().st_size / 2**20 for w in WAYS}
             rows = [spawn("retbench", way, folder, args.repeats) for way in WAYS]
             rows += [spawn(p, "trec", folder, args.repeats) for p in args.peers.split(",") if p and p != "none"]
-            if args.trec_eval:
-                rows.append(trec_eval_binary(args.trec_eval, folder))
+            rows += cli_rows(folder, args.trec_eval, args.repeats)
         print(
             f"\n## {n_q:,} queries x {depth:,} docs; file sizes (MiB): "
             + ", ".join(f"{w} {s:.0f}" for w, s in sizes.items())
