@@ -142,9 +142,7 @@ def main() -> None:
             f"\n## {n_q:,} queries x {depth:,} docs; file sizes (MiB): "
             + ", ".join(f"{w} {s:.0f}" for w, s in sizes.items())
         )
-        text = next(
-            (r for r in rows if r.get("tool") == "retbench" and r.get("way") == "trec" and "seconds" in r), None
-        )
+        texts = {r["tool"]: r for r in rows if r.get("way") == "trec" and "seconds" in r}  # text/this: same tool
         print(
             f"  {'tool':<12} {'from':<8} {'seconds':>8} {'cpu s':>7} {'text/this':>10} {'peak RSS MB':>12} {'growth MB':>10}"
         )
@@ -152,6 +150,7 @@ def main() -> None:
             if "error" in r:
                 print(f"  {r['tool']:<12} {r['way']:<8} error: {r['error']}")
                 continue
+            text = texts.get(r["tool"], texts.get("retbench"))
             ratio = text["seconds"] / r["seconds"] if text else float("nan")
             cpu = f"{r['cpu_s']:.3f}" if "cpu_s" in r else "-"
             growth = f"{r['growth_mb']:.0f}" if "growth_mb" in r else "-"
