@@ -73,8 +73,8 @@ def judge_qrels(
     if kept is not None and kept[0]() is qrels and kept[1] == qids:
         return kept[2]
     gm = _judge(run, qrels, qids, rows)
-    if reusable:
-        _REUSED[run] = (weakref.ref(qrels), qids, gm)  # type: ignore[arg-type]
+    if reusable and isinstance(qrels, Qrels):
+        _REUSED[run] = (weakref.ref(qrels), qids, gm)
     return gm
 
 
