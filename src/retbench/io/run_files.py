@@ -1,7 +1,7 @@
 """A run's two files: the TREC text (the interchange) and its columnar copy beside it (`run.trec` -> `run.arrow`).
 
 Every run retbench writes goes through `write_run_files`; readers of a results folder go through `read_beside`,
-which takes the copy while it is not older than the text (someone who edits or replaces `run.trec` by hand gets
+which takes the copy while it is newer than the text (someone who edits or replaces `run.trec` by hand gets
 what they wrote), else the text. Either file alone is a complete run file (`io.run_columns`).
 """
 
@@ -34,11 +34,15 @@ def write_run_files(run: Run, path: str | Path, tag: str | None = None) -> Path:
 
 
 def read_beside(text_path: str | Path, name: str | None = None) -> Run:
-    """A TREC run file read through its columnar copy when one lies beside it and is not older than it."""
+    """A TREC run file read through its columnar copy when one lies beside it and is newer than it.
+
+    Strictly newer: file times tick coarsely (a few milliseconds), so a text rewritten in the tick its copy was
+    written would otherwise pass for unchanged; a small run written in one tick is read from its text (a
+    millisecond), a large one takes longer than a tick to write, so its copy is newer and is read."""
     p = Path(text_path)
     copy = copy_path(p)
     try:
-        fresh = copy != p and copy.stat().st_mtime_ns >= p.stat().st_mtime_ns
+        fresh = copy != p and copy.stat().st_mtime_ns > p.stat().st_mtime_ns
     except OSError:
         fresh = False
     return read_run(copy if fresh else p, name=name)

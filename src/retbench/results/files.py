@@ -79,7 +79,7 @@ def save_table(evaluation: Evaluation, sysdir: SystemDir) -> None:
 
 def load_run(sysdir: SystemDir, name: str = "") -> Run:
     """Read a saved run back with its statuses (queries with no ranked docs come from status.jsonl), through its
-    columnar copy where one not older than run.trec lies beside it."""
+    columnar copy where one newer than run.trec lies beside it (`io.run_files.read_beside`)."""
     ranked = (
         read_beside(sysdir.run, name=name) if sysdir.run.is_file() and sysdir.run.stat().st_size else Run.empty(name)
     )
