@@ -320,7 +320,8 @@ class Run:
             docs = self._doc_ids if self._owned else self._doc_ids.copy()  # never reorder a caller's array
             docs[idx] = self._tied_docs
             self._doc_ids = docs
-        if self._doc_key is not None:  # built by a reader here, never a caller's: reordered in place
+        if self._doc_key is not None:  # built by a reader here, never a caller's: reordered in place (if writeable)
+            self._doc_key = self._doc_key if self._doc_key.flags.writeable else self._doc_key.copy()
             self._doc_key[idx] = self._doc_key[idx[order]]
 
     # -- access ---------------------------------------------------------------------------------

@@ -160,7 +160,7 @@ def read_run_columns(path: str | Path, name: str | None = None) -> Run:
     if not pa.types.is_floating(score.type) and not pa.types.is_integer(score.type):
         raise InputError(f"scores must be numbers, not {score.type}", path=p, field="score")
     _no_nulls(score, "score", p)
-    scores = numbers(score if score.type == pa.float64() else score.cast(pa.float64()))
+    scores = _flat(score if score.type == pa.float64() else score.cast(pa.float64()), np.float64)
     if len(scores) and not np.isfinite(scores.sum()):
         raise InputError(
             f"score of row {int(np.flatnonzero(~np.isfinite(scores))[0])} is not finite", path=p, field="score"
@@ -209,7 +209,16 @@ def _stored_keys(meta: dict[str, str], column: pa.ChunkedArray | None) -> tuple[
     scheme, _, kind = meta.get("retbench.keys", "").partition(":")
     if column is None or scheme != KEYS or column.type != pa.uint64() or column.null_count:
         return None
-    return numbers(column, np.uint64), kind == "exact"
+    return _flat(column, np.uint64), kind == "exact"
+
+
+def _flat(column: pa.ChunkedArray, dtype: type | np.dtype) -> np.ndarray:
+    """A numeric column without nulls as one array: the mapped file's own memory when it is one chunk (read-only,
+    no copy), else the chunks joined."""
+    if column.num_chunks == 1:
+        chunk = column.chunk(0)
+        return np.frombuffer(chunk.buffers()[1], dtype=dtype)[chunk.offset : chunk.offset + len(chunk)]
+    return numbers(column, dtype)
 
 
 def _dictionary_segments(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray, None] | None:
@@ -224,14 +233,17 @@ def _dictionary_segments(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray
     dictionary = column.chunk(0).dictionary
     if any(not c.dictionary.equals(dictionary) for c in column.chunks[1:]):
         return None
-    codes = numbers(
-        pa.chunked_array([c.indices for c in column.chunks]), np.dtype(column.type.index_type.to_pandas_dtype())
-    )
-    if len(codes) and (codes.min() < 0 or (codes[1:] < codes[:-1]).any()):
+    indices = pa.chunked_array([c.indices for c in column.chunks], column.type.index_type)
+    codes = _flat(indices, np.dtype(column.type.index_type.to_pandas_dtype()))
+    if len(codes) and (codes[0] < 0 or (codes[1:] < codes[:-1]).any()):
         return None
     qids = dictionary.to_pylist()
-    counts = np.bincount(codes, minlength=len(qids)).astype(np.int64)
-    if len(set(qids)) != len(qids) or any(not q or q.split() != [q] for q in qids):
+    # codes in order: each query's rows end where the next code starts (a binary search per query, not a count per row)
+    ends = np.searchsorted(codes, np.arange(1, len(qids) + 1, dtype=codes.dtype), side="left")
+    counts = np.diff(ends, prepend=0).astype(np.int64)
+    if len(codes) and int(codes[-1]) >= len(qids):
+        return None  # a code past the dictionary (a malformed file): the general path reads the values
+    if len(set(qids)) != len(qids) or any(not q or q.split() != [q] or not q.isprintable() for q in qids):
         return None  # a repeated or malformed query id: the general path sorts it out or names it
     kept = counts > 0  # a query without a ranked doc has no line in the text either
     if not kept.all():
