@@ -6,19 +6,23 @@ is memory-mapped and its columns are used where they lie, so a run is ready in t
 check it. `read_run` (io/trec.py) tells the formats apart by their first bytes (`ARROW1`, `PAR1`), so every
 reader that takes a run file takes a columnar one.
 
-The table has three columns, one row per ranked document, queries contiguous and each ranking in trec_eval
-order (score descending, ties by doc id descending), as `write_run` writes the text:
+The table has one row per ranked document, queries contiguous and each ranking in trec_eval order (score
+descending, ties by doc id descending), as `write_run` writes the text:
 
-    query  dictionary<int32, string>   the query id (the dictionary lists the queries in file order)
-    doc    string                      the document id
-    score  float64
+    query    dictionary<int32, string>   the query id (the dictionary lists the queries in file order)
+    doc      string                      the document id
+    score    float64
+    doc_key  uint64                      the doc id's 64-bit key (`data.keys`), what judging compares
 
-and schema metadata: `retbench.format` (`run-columns/1`), `retbench.name` (the run tag) and
-`retbench.fingerprint`: `sha256:` of the rankings (`table_fingerprint`), the same for a run whichever form
-it was read from, so `retbench runs convert` prints the same fingerprint for a text file and its copy.
-Files from elsewhere (pandas, Polars, DuckDB) need only the three columns: `query` and `doc` as strings
-(dictionary-encoded or not, in any row order) and a numeric `score`; they are checked as a text file is
-(ids non-empty, without whitespace or control bytes; scores finite), and ordered as trec_eval orders them.
+and schema metadata: `retbench.format` (`run-columns/1`), `retbench.name` (the run tag), `retbench.rows` and
+`retbench.queries` (the counts written), `retbench.keys` (the key scheme, and whether every key is exact) and
+`retbench.fingerprint`: `sha256:` of the rankings (`table_fingerprint`), the same for a run whichever form it was
+read from, so `retbench runs convert` prints the same fingerprint for a text file and its copy. A file whose
+metadata and counts match is known to hold distinct ids per query and its stored keys are used; the ranking
+order is checked all the same. Files from elsewhere (pandas, Polars, DuckDB) need only `query` and `doc` as
+strings (dictionary-encoded or not, in any row order) and a numeric `score`; they are checked as a text file is
+(ids non-empty, without whitespace or control bytes; scores finite; a doc listed twice in a query keeps its
+first row), and ordered as trec_eval orders them.
 """
 
 from __future__ import annotations
