@@ -328,6 +328,13 @@ ON_THE_SLICE = {
         ".venv/bin/retbench compare results/quick/systems/bm25/run.trec results/quick/systems/rank_bm25/run.trec "
         "--qrels corpora/scifact/qrels/test.tsv"
     ),
+    ".venv/bin/retbench runs convert run.trec run.parquet": (
+        ".venv/bin/retbench runs convert results/quick/systems/bm25/run.trec run.parquet"
+    ),
+    ".venv/bin/retbench runs convert run.parquet back.trec": ".venv/bin/retbench runs convert run.parquet back.trec",
+    ".venv/bin/retbench runs fingerprint run.trec run.parquet back.trec": (
+        ".venv/bin/retbench runs fingerprint results/quick/systems/bm25/run.trec run.parquet back.trec"
+    ),
     ".venv/bin/retbench datasets info path/to/beir --strict": ".venv/bin/retbench datasets info corpora/scifact --strict",
     ".venv/bin/retbench judge-relevance results/scifact --judge configs/judge-calibration.yaml --depth 10 "
     "--max-queries 5 --dry-run": (

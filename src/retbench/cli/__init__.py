@@ -50,6 +50,7 @@ COMMANDS: dict[str, str] = {
     "datasets": "datasets:datasets_app",
     "export": "run:export_app",
     "traces": "traces:traces_app",
+    "runs": "runs:runs_app",
     "services": "services:services_app",
     "label": "label:label_app",
 }

@@ -227,10 +227,13 @@ class Run:
         scores: np.ndarray,
         *,
         name: str = "",
+        unique: bool = False,
     ) -> Run:
-        """A run whose doc ids stay in a reader's columns (`ids`) with a 64-bit key per ranked doc
-        (`retbench.data.keys`); `keys_exact`: every key is the id itself (ids of at most 8 bytes)."""
-        return cls(query_ids, offsets, None, scores, name=name, _lazy=ids, _doc_key=keys, _key_exact=keys_exact)
+        """A run whose doc ids stay in a reader's columns (`ids`) with a 64-bit key per ranked doc (`data.keys`);
+        `keys_exact`: every key is the id itself (ids of at most 8 bytes); `unique`: no query repeats an id."""
+        return cls(
+            query_ids, offsets, None, scores, name=name, _lazy=ids, _doc_key=keys, _key_exact=keys_exact, _unique=unique
+        )
 
     @classmethod
     def empty(cls, name: str = "") -> Run:
@@ -317,7 +320,8 @@ class Run:
             docs = self._doc_ids if self._owned else self._doc_ids.copy()  # never reorder a caller's array
             docs[idx] = self._tied_docs
             self._doc_ids = docs
-        if self._doc_key is not None:  # built by a reader here, never a caller's: reordered in place
+        if self._doc_key is not None:  # built by a reader here, never a caller's: reordered in place (if writeable)
+            self._doc_key = self._doc_key if self._doc_key.flags.writeable else self._doc_key.copy()
             self._doc_key[idx] = self._doc_key[idx[order]]
 
     # -- access ---------------------------------------------------------------------------------
@@ -397,9 +401,8 @@ class Run:
             np.concatenate([np.arange(s, s + c) for s, c in zip(starts, counts, strict=True)])
             if len(counts)
             else np.zeros(0, dtype=np.int64)
-        )
-        idx = idx.astype(np.int64)
-        run = Run(
+        ).astype(np.int64)
+        return Run(
             self.query_ids,
             np.concatenate([[0], np.cumsum(counts)]),
             self.doc_ids[idx],
@@ -412,7 +415,6 @@ class Run:
             n_duplicates=self.n_duplicates,
             _sorted=True,
         )
-        return run
 
     def without_identical_ids(self) -> Run:
         """The run without any retrieved doc whose id equals its query's id.
@@ -467,9 +469,7 @@ class Run:
     @staticmethod
     def concat(runs: Sequence[Run], name: str = "") -> Run:
         """Join runs over disjoint query sets (e.g. a resumed run's journal and its new part)."""
-        qids: list[str] = []
-        for r in runs:
-            qids.extend(r.query_ids)
+        qids: list[str] = [q for r in runs for q in r.query_ids]
         if len(set(qids)) != len(qids):
             raise ValueError("runs to concatenate share query ids")
         lengths = np.concatenate([np.diff(r.offsets) for r in runs]) if runs else np.zeros(0, dtype=np.int64)

@@ -10,7 +10,6 @@ trec_eval order (trec_eval itself ignores that column and re-sorts by score).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,16 +18,25 @@ import numpy as np
 
 from retbench.data import Qrels, Run
 from retbench.data.ids import score_problem
-from retbench.data.keys import keys_from_bytes, may_repeat
+from retbench.data.keys import may_repeat
 from retbench.data.lazy_ids import IdColumn
 from retbench.data.qrels import checked_grade
-from retbench.data.threads import thread_map
 from retbench.errors import InputError
 from retbench.io.files import iter_lines, open_text, small_file
-from retbench.io.trec_columns import array_buffers, indices, numbers, read_columns, take_rows
+from retbench.io.trec_columns import (
+    ArrowIds,
+    column_keys,
+    columnar_kind,
+    numbers,
+    offsets_of,
+    query_segments,
+    read_columns,
+    run_tag,
+    take_rows,
+)
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    pass
 
 
 def _grade(token: str, path: Path, lineno: int) -> int:
@@ -46,16 +54,16 @@ def read_qrels(path: str | Path) -> Qrels:
     if table is not None:
         grades = numbers(table.column("grade"))
         if np.all(grades == np.trunc(grades)) and np.all(np.abs(grades) < 2**53):
-            qids, lens, order = _query_segments(table.column("query"))
+            qids, lens, order = query_segments(table.column("query"))
             docs = table.column("doc")
             if order is not None:
                 docs, grades = take_rows(docs, order), grades[order]
                 if docs is None:
                     return _read_qrels_lines(p)
-            keys, exact = _column_keys(docs)
-            offsets = _offsets(lens)
+            keys, exact = column_keys(docs)
+            offsets = offsets_of(lens)
             if not may_repeat(offsets, keys):  # the ids stay bytes until asked for; judging reads the keys
-                ids = IdColumn(_ArrowIds(docs), keys if exact else None, size=len(keys))
+                ids = IdColumn(ArrowIds(docs), keys if exact else None, size=len(keys))
                 return Qrels.from_columns(qids, offsets, ids, grades.astype(np.int64))
     return _read_qrels_lines(p)  # (also where a doc may be judged twice: the line reader names both lines)
 
@@ -96,15 +104,20 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     judging 10M lines then never builds 10M Python objects. A file Arrow cannot read exactly as
     `str.split()` would (control bytes, a line that does not parse, ...) is read line by line, which
     also names the offending line; so is a file under `SMALL_FILE_BYTES` (it spares the pyarrow import).
+    A columnar run file (Arrow IPC or Parquet, told by its first bytes) is read by `io.run_columns`.
     """
     p = Path(path)
+    if columnar_kind(p):
+        from retbench.io.run_columns import read_run_columns  # deferred: text runs never import it (start-up)
+
+        return read_run_columns(p, name)
     table = None if small_file(p, SMALL_FILE_BYTES) else read_columns(p, _RUN_FIELDS, "score")
     if table is None:
         return _read_run_lines(p, name)
     scores = numbers(table.column("score"))
     tags = table.column("tag")
     tag = tags[len(tags) - 1].as_py().decode("utf-8") if len(tags) else ""
-    qids, lens, order = _query_segments(table.column("query"))
+    qids, lens, order = query_segments(table.column("query"))
     docs = table.column("doc")
     del table, tags
     if order is not None:  # a query's lines are not contiguous: gather them, keeping file order within the query
@@ -112,9 +125,9 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
         if docs is None:
             return _read_run_lines(p, name)
         scores = scores[order]
-    keys, exact = _column_keys(docs)
+    keys, exact = column_keys(docs)
     return Run.from_keyed_ids(
-        qids, _offsets(lens), _ArrowIds(docs), keys, exact, scores, name=name if name is not None else tag or p.stem
+        qids, offsets_of(lens), ArrowIds(docs), keys, exact, scores, name=name if name is not None else tag or p.stem
     )
 
 
@@ -157,124 +170,6 @@ _QRELS_FIELDS = ("query", "iteration", "doc", "grade")
 # Below this size a file is read line by line: up to about 1,000 lines that is as fast as Arrow's reader (1.4-1.6 ms
 # for 1,000 run lines either way), and it spares importing pyarrow, about 0.07 CPU s (benchmarks/startup.py).
 SMALL_FILE_BYTES = 32 * 1024
-
-
-def _column_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
-    """`keys` of every value of an Arrow binary column, and whether all are exact.
-
-    The chunks' keys are made on up to one thread per CPU (NumPy releases the GIL), each copied into the one
-    output at once, so the chunks' own key arrays are freed chunk by chunk, not all kept for a final join."""
-    chunks = column.chunks
-    starts = np.concatenate([[0], np.cumsum([len(c) for c in chunks], dtype=np.int64)]).tolist()
-    out = np.empty(len(column), dtype=np.uint64)
-
-    def key_chunk(i: int) -> bool:
-        keys, exact = _chunk_keys(chunks[i])
-        out[starts[i] : starts[i + 1]] = keys
-        return exact
-
-    done = thread_map(key_chunk, range(len(chunks)), parallel=len(column) >= _PARALLEL_IDS)
-    return out, all(done)
-
-
-_PARALLEL_IDS = 1 << 16  # fewer ids are keyed on the calling thread
-
-
-def _chunk_keys(chunk: pa.Array) -> tuple[np.ndarray, bool]:
-    """`keys_from_bytes` of one binary chunk; ids of at most 8 bytes (the usual case) take a shortcut.
-
-    Arrow's `ascii_rpad` appends NUL bytes to every id shorter than 8 bytes (it counts bytes, whatever
-    the text), in one C pass. When the padded ids then hold exactly 8 bytes each, no id was longer, and
-    the padded data read as little-endian uint64 is the key `keys_from_bytes` computes (the id's bytes
-    with zero high bytes), at a third of the cost of its gathers. Longer ids take the general path."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    offsets, data = array_buffers(chunk)
-    n = len(chunk)
-    if n:
-        try:
-            text = pa.Array.from_buffers(pa.string(), n, chunk.buffers(), offset=chunk.offset)  # no copy, no check
-            padded = pc.ascii_rpad(text, width=8, padding="\x00")
-        except pa.ArrowException:  # pragma: no cover - the general path below reads any bytes
-            padded = None
-        if padded is not None:
-            p_offsets, p_data = array_buffers(padded)
-            start = int(p_offsets[0])
-            if int(p_offsets[-1]) - start == 8 * n:
-                keys = np.frombuffer(p_data, dtype="<u8", count=n, offset=start)  # (copied out by the caller)
-                body = data[int(offsets[0]) : int(offsets[-1])]
-                return keys, not len(body) or int(body.min()) > 0  # an id with a NUL byte is not exact
-    return keys_from_bytes(data, offsets)
-
-
-def _query_segments(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray, np.ndarray | None]:
-    """(query ids in first-appearance order, lines per query, the stable reordering that groups a
-    query's lines when they are not contiguous, else None)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    def runs(chunk: pa.Array) -> tuple[pa.Array, np.ndarray]:
-        encoded = pc.run_end_encode(chunk)
-        return encoded.values, numbers(encoded.run_ends, np.int32)
-
-    chunks = [c for c in column.chunks if len(c)]
-    heads: list[str] = []
-    lens: list[int] = []
-    for run_values, ends in thread_map(runs, chunks, parallel=len(column) >= _PARALLEL_IDS):
-        values = run_values.cast(pa.string()).to_pylist()
-        counts = np.diff(ends, prepend=0).tolist()
-        if heads and values[0] == heads[-1]:
-            lens[-1] += counts[0]
-            values, counts = values[1:], counts[1:]
-        heads.extend(values)
-        lens.extend(counts)
-    if len(dict.fromkeys(heads)) == len(heads):  # each query in one run of lines (the usual file): one C pass
-        return heads, np.asarray(lens, dtype=np.int64), None
-    first: dict[str, int] = {}
-    seg_query = [first.setdefault(q, len(first)) for q in heads]
-    line_query = np.repeat(np.asarray(seg_query, dtype=np.int64), lens)
-    order = np.argsort(line_query, kind="stable")
-    return list(first), np.bincount(line_query, minlength=len(first)).astype(np.int64), order
-
-
-def _offsets(lens: np.ndarray) -> np.ndarray:
-    offsets = np.zeros(len(lens) + 1, dtype=np.int64)
-    np.cumsum(lens, out=offsets[1:])
-    return offsets
-
-
-class _ArrowIds:
-    """Doc ids held as an Arrow binary column (UTF-8 without spaces, checked by the reader), read on demand."""
-
-    def __init__(self, column: pa.ChunkedArray) -> None:
-        self.column = column
-
-    def all(self) -> np.ndarray:
-        import pyarrow as pa
-
-        out = np.empty(len(self.column), dtype=object)
-        out[:] = self.column.cast(pa.string()).to_pylist()  # (to_numpy would import pandas)
-        return out
-
-    def take(self, positions: np.ndarray) -> np.ndarray:
-        """Chunk by chunk: Arrow's take on a many-chunk column would first join the chunks."""
-        import pyarrow as pa
-
-        chunks = self.column.chunks
-        starts = np.cumsum([0] + [len(c) for c in chunks])
-        which = np.searchsorted(starts, positions, side="right") - 1
-        out = np.empty(len(positions), dtype=object)
-        for c in np.unique(which).tolist():
-            at = np.flatnonzero(which == c)
-            got = chunks[c].take(indices(positions[at] - starts[c]))
-            out[at] = got.cast(pa.string()).to_pylist()
-        return out
-
-
-def run_tag(name: str | None) -> str:
-    """A system name as a TREC run tag: one field, so every run of whitespace or control bytes becomes `_`."""
-    return re.sub(r"[\s\x00-\x1f\x7f]+", "_", name or "").strip("_") or "retbench"
 
 
 def write_run(run: Run, path: str | Path, tag: str | None = None, query_ids: Iterable[str] | None = None) -> None:

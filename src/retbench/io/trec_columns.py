@@ -8,12 +8,14 @@ trec_eval 10.0 skips; the line reader skips it too, keeping the file's line numb
 
 from __future__ import annotations
 
+import re
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from retbench.data.keys import keys_from_bytes
 from retbench.data.threads import cpus, thread_map
 
 if TYPE_CHECKING:
@@ -234,3 +236,133 @@ def take_rows(column: pa.ChunkedArray, order: np.ndarray) -> pa.ChunkedArray | N
         return column.take(indices(order))
     except pa.ArrowException:
         return None
+
+
+# -- the column helpers the run readers share (TREC text here, columnar files in io/run_columns.py) --------
+def columnar_kind(path: str | Path) -> str | None:
+    """ "arrow" or "parquet" when the file starts with Arrow IPC's (`ARROW1`) or Parquet's (`PAR1`) magic
+    bytes, else None (a text file, or none: the text readers name a missing file)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(6)
+    except OSError:
+        return None
+    return "arrow" if head == b"ARROW1" else "parquet" if head[:4] == b"PAR1" else None
+
+
+def column_keys(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
+    """`keys` of every value of an Arrow binary column, and whether all are exact.
+
+    The chunks' keys are made on up to one thread per CPU (NumPy releases the GIL), each copied into the one
+    output at once, so the chunks' own key arrays are freed chunk by chunk, not all kept for a final join."""
+    chunks = column.chunks
+    starts = np.concatenate([[0], np.cumsum([len(c) for c in chunks], dtype=np.int64)]).tolist()
+    out = np.empty(len(column), dtype=np.uint64)
+
+    def key_chunk(i: int) -> bool:
+        keys, exact = _chunk_keys(chunks[i])
+        out[starts[i] : starts[i + 1]] = keys
+        return exact
+
+    done = thread_map(key_chunk, range(len(chunks)), parallel=len(column) >= _PARALLEL_IDS)
+    return out, all(done)
+
+
+_PARALLEL_IDS = 1 << 16  # fewer ids are keyed on the calling thread
+
+
+def _chunk_keys(chunk: pa.Array) -> tuple[np.ndarray, bool]:
+    """`keys_from_bytes` of one binary chunk; ids of at most 8 bytes (the usual case) take a shortcut.
+
+    Arrow's `ascii_rpad` appends NUL bytes to every id shorter than 8 bytes (it counts bytes, whatever
+    the text), in one C pass. When the padded ids then hold exactly 8 bytes each, no id was longer, and
+    the padded data read as little-endian uint64 is the key `keys_from_bytes` computes (the id's bytes
+    with zero high bytes), at a third of the cost of its gathers. Longer ids take the general path."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    offsets, data = array_buffers(chunk)
+    n = len(chunk)
+    if n:
+        try:
+            text = pa.Array.from_buffers(pa.string(), n, chunk.buffers(), offset=chunk.offset)  # no copy, no check
+            padded = pc.ascii_rpad(text, width=8, padding="\x00")
+        except pa.ArrowException:  # pragma: no cover - the general path below reads any bytes
+            padded = None
+        if padded is not None:
+            p_offsets, p_data = array_buffers(padded)
+            start = int(p_offsets[0])
+            if int(p_offsets[-1]) - start == 8 * n:
+                keys = np.frombuffer(p_data, dtype="<u8", count=n, offset=start)  # (copied out by the caller)
+                body = data[int(offsets[0]) : int(offsets[-1])]
+                return keys, not len(body) or int(body.min()) > 0  # an id with a NUL byte is not exact
+    return keys_from_bytes(data, offsets)
+
+
+def query_segments(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray, np.ndarray | None]:
+    """(query ids in first-appearance order, lines per query, the stable reordering that groups a
+    query's lines when they are not contiguous, else None)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def runs(chunk: pa.Array) -> tuple[pa.Array, np.ndarray]:
+        encoded = pc.run_end_encode(chunk)
+        return encoded.values, numbers(encoded.run_ends, np.int32)
+
+    chunks = [c for c in column.chunks if len(c)]
+    heads: list[str] = []
+    lens: list[int] = []
+    for run_values, ends in thread_map(runs, chunks, parallel=len(column) >= _PARALLEL_IDS):
+        values = run_values.cast(pa.string()).to_pylist()
+        counts = np.diff(ends, prepend=0).tolist()
+        if heads and values[0] == heads[-1]:
+            lens[-1] += counts[0]
+            values, counts = values[1:], counts[1:]
+        heads.extend(values)
+        lens.extend(counts)
+    if len(dict.fromkeys(heads)) == len(heads):  # each query in one run of lines (the usual file): one C pass
+        return heads, np.asarray(lens, dtype=np.int64), None
+    first: dict[str, int] = {}
+    seg_query = [first.setdefault(q, len(first)) for q in heads]
+    line_query = np.repeat(np.asarray(seg_query, dtype=np.int64), lens)
+    order = np.argsort(line_query, kind="stable")
+    return list(first), np.bincount(line_query, minlength=len(first)).astype(np.int64), order
+
+
+def offsets_of(lens: np.ndarray) -> np.ndarray:
+    offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    return offsets
+
+
+class ArrowIds:
+    """Doc ids held as an Arrow binary column (UTF-8 without spaces, checked by the reader), read on demand."""
+
+    def __init__(self, column: pa.ChunkedArray) -> None:
+        self.column = column
+
+    def all(self) -> np.ndarray:
+        import pyarrow as pa
+
+        out = np.empty(len(self.column), dtype=object)
+        out[:] = self.column.cast(pa.string()).to_pylist()  # (to_numpy would import pandas)
+        return out
+
+    def take(self, positions: np.ndarray) -> np.ndarray:
+        """Chunk by chunk: Arrow's take on a many-chunk column would first join the chunks."""
+        import pyarrow as pa
+
+        chunks = self.column.chunks
+        starts = np.cumsum([0] + [len(c) for c in chunks])
+        which = np.searchsorted(starts, positions, side="right") - 1
+        out = np.empty(len(positions), dtype=object)
+        for c in np.unique(which).tolist():
+            at = np.flatnonzero(which == c)
+            got = chunks[c].take(indices(positions[at] - starts[c]))
+            out[at] = got.cast(pa.string()).to_pylist()
+        return out
+
+
+def run_tag(name: str | None) -> str:
+    """A system name as a TREC run tag: one field, so every run of whitespace or control bytes becomes `_`."""
+    return re.sub(r"[\s\x00-\x1f\x7f]+", "_", name or "").strip("_") or "retbench"

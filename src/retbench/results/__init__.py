@@ -5,6 +5,7 @@
                                         "ci_low", "ci_high", "n", ...}}, "coverage", "latency", blocks...}}}
                                         (results/model.py; written by results/write.py, read by results/read.py)
 <out>/systems/<system>/run.trec         the system's TREC run (checkable with trec_eval)
+<out>/systems/<system>/run.arrow        the same run, columnar (Arrow IPC): what load_run reads while it is newer
 <out>/systems/<system>/status.jsonl     {"qid", "status", "latency", "error"?} per query
 <out>/systems/<system>/per_query.tsv    query × metric table (failed queries hold 0)
 <out>/systems/<system>/aggregates.json  {metric: {"mean", "ci_low", "ci_high", "n"}}, breakdowns

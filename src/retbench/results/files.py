@@ -16,8 +16,8 @@ from retbench.data import QueryStatus, Run
 from retbench.data.answers import SystemAnswer
 from retbench.data.status import RUN_STATUSES
 from retbench.errors import InputError
-from retbench.io.files import atomic_text, iter_jsonl, json_line, replace_atomically, write_jsonl
-from retbench.io.trec import read_run, write_run
+from retbench.io.files import atomic_text, iter_jsonl, json_line, write_jsonl
+from retbench.io.run_files import read_beside, write_run_files
 from retbench.results.layout import SystemDir
 
 if TYPE_CHECKING:
@@ -51,9 +51,10 @@ def write_status(run: Run, path: Path, extra: Mapping[str, Mapping[str, Any]] | 
 
 
 def save_run(run: Run, sysdir: SystemDir, extra: Mapping[str, Mapping[str, Any]] | None = None) -> None:
-    """The run as TREC (for trec_eval) plus its per-query status, latency, errors and `extra` fields; both atomic."""
+    """The run as TREC (for trec_eval) with its columnar copy beside it (`run.arrow`, what retbench reads back),
+    plus its per-query status, latency, errors and `extra` fields; each atomic."""
     sysdir.root.mkdir(parents=True, exist_ok=True)
-    replace_atomically(sysdir.run, lambda tmp: write_run(run, tmp))
+    write_run_files(run, sysdir.run)
     write_status(run, sysdir.status, extra)
 
 
@@ -77,8 +78,11 @@ def save_table(evaluation: Evaluation, sysdir: SystemDir) -> None:
 
 
 def load_run(sysdir: SystemDir, name: str = "") -> Run:
-    """Read a saved run back with its statuses (queries with no ranked docs come from status.jsonl)."""
-    ranked = read_run(sysdir.run, name=name) if sysdir.run.is_file() and sysdir.run.stat().st_size else Run.empty(name)
+    """Read a saved run back with its statuses (queries with no ranked docs come from status.jsonl), through its
+    columnar copy where one newer than run.trec lies beside it (`io.run_files.read_beside`)."""
+    ranked = (
+        read_beside(sysdir.run, name=name) if sysdir.run.is_file() and sysdir.run.stat().st_size else Run.empty(name)
+    )
     if not sysdir.status.is_file():
         return ranked
     status: dict[str, QueryStatus] = {}

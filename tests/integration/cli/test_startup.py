@@ -43,6 +43,7 @@ NOT_FOR_EVAL = {
     "retbench.gates": "ship criteria",
     "retbench.io.golden": "golden sets",
     "retbench.io.datasets": "dataset folders and names",
+    "retbench.io.run_columns": "columnar run files (a TREC run is told apart by its first bytes)",
 }
 
 

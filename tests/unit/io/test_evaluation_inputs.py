@@ -339,7 +339,7 @@ def test_qrels_read_from_a_plain_file_stay_columnar_until_used_as_a_mapping(tmp_
     qrels = read_qrels(path)
     assert qrels._dict is None and list(qrels) == ["q1", "q2"] and len(qrels) == 2
     rows, docs, grades = qrels.columns(["q2", "q1"])
-    assert docs._source[0].__class__.__name__ == "_ArrowIds"  # the doc ids are still the file's bytes
+    assert docs._source[0].__class__.__name__ == "ArrowIds"  # the doc ids are still the file's bytes
     assert (rows.tolist(), docs.strings().tolist(), grades.tolist()) == ([0, 1, 1], ["c", "a", "b"], [2, 1, 0])
     assert qrels._dict is None
     assert qrels["q1"] == {"a": 1, "b": 0} and qrels.relevant("q2") == {"c"}

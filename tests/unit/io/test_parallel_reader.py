@@ -11,7 +11,6 @@ import random
 import numpy as np
 import pytest
 
-import retbench.io.trec as trec
 import retbench.io.trec_columns as trec_columns
 from retbench.data import keys as K
 from retbench.data.threads import cpus, thread_map
@@ -153,6 +152,6 @@ def test_chunk_keys_shortcut_equals_the_general_keys():
             chunk = chunk.slice(1, len(ids) - 2)  # an offset into shared buffers, as Arrow's chunks have
         offsets, data = trec_columns.array_buffers(chunk)
         want_keys, want_exact = K.keys_from_bytes(data, offsets)
-        keys, exact = trec._chunk_keys(chunk)
+        keys, exact = trec_columns._chunk_keys(chunk)
         assert np.array_equal(keys, want_keys) and exact == want_exact, ids
         assert exact == (max(map(len, chunk.to_pylist())) <= 8 and b"\x00" not in b"".join(chunk.to_pylist()))

@@ -2,7 +2,7 @@
 
     DIR/queries.jsonl        {"_id", "text", "metadata": {"trace_ids", "count", "first_seen", "last_seen", ...}}
     DIR/corpus.jsonl         the document texts seen in spans (those a given corpus lacks)
-    DIR/runs/<system>.trec   what the live system served, one ranking per query
+    DIR/runs/<system>.trec   what the live system served, one ranking per query (and `<system>.arrow`, its columnar copy)
     DIR/feedback.jsonl       user feedback, its own label source: {"qid", "doc_id", "kind", "value", "at", ...}
     DIR/import.json          the counts: spans read, retriever spans, other kinds, malformed spans (file,
                              span id, field), window, duplicates merged, sampling, documents, formats
@@ -39,9 +39,10 @@ from retbench.data import QueryStatus, Run, RunBuilder
 from retbench.data.ids import served_scores
 from retbench.io.beir import read_corpus
 from retbench.io.files import write_json, write_jsonl
+from retbench.io.run_files import write_run_files
 from retbench.io.traces.model import Problem, Retrieval
 from retbench.io.traces.read import read_traces
-from retbench.io.trec import run_tag, write_run
+from retbench.io.trec import run_tag
 
 NEAR_RULE = "NFKC, casefold, punctuation removed, whitespace runs collapsed to one space, ends stripped"
 SAMPLE_RULE = "keep the max_queries queries with the smallest sha256('<seed>:<key>')"
@@ -245,7 +246,7 @@ def import_traces(
         out_dir / "corpus.jsonl",
         ({"_id": i, "title": "", "text": t, "metadata": {"source": "traces"}} for i, t in sorted(texts.items())),
     )
-    write_run(run, out_dir / "runs" / f"{name}.trec", tag=name)
+    write_run_files(run, out_dir / "runs" / f"{name}.trec", tag=name)  # with its columnar copy, runs/<system>.arrow
     write_jsonl(out_dir / "feedback.jsonl", feedback_rows)
 
     served_ids = set(run.doc_ids.tolist()) if len(run.doc_ids) else set()

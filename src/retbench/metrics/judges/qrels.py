@@ -2,17 +2,24 @@
 
 Work grows with the number of judgements, not with the depth of the run: judged (query, doc) pairs
 are located in the run by `Run.locate` (64-bit keys, or the mappings a run was built from), never by walking it.
+
+Repeated evaluation (bootstraps, metric sweeps, a tuner re-scoring the same candidate) judges the same run by the
+same judgements again and again; the GainMatrix of a run and a `Qrels` (immutable: its columns are built once) is
+kept beside the run while both live (`_REUSED`), so later evaluations skip judging altogether. The first pays
+nothing for it. A run built from mappings that changed since is judged again (the mappings' sizes are checked, as
+`Run.locate` checks them); a plain mapping of judgements, which may change in place, is never reused.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from itertools import chain
 
 import numpy as np
 
 from retbench.data import Qrels, Run
-from retbench.data.lazy_ids import IdColumn
+from retbench.data.lazy_ids import IdColumn, MappingIds
 from retbench.metrics.gain import GainMatrix, _ideal_csr
 
 
@@ -61,6 +68,23 @@ def judge_qrels(
     Documents judged 0 and judged negative are located too (bpref, infAP and `-J` need them).
     """
     qids = list(qrels) if query_ids is None else list(query_ids)
+    reusable = isinstance(qrels, Qrels) and (not isinstance(run._lazy, MappingIds) or run._lazy.unchanged())
+    kept = _REUSED.get(run) if reusable else None
+    if kept is not None and kept[0]() is qrels and kept[1] == qids:
+        return kept[2]
+    gm = _judge(run, qrels, qids, rows)
+    if reusable and isinstance(qrels, Qrels):
+        _REUSED[run] = (weakref.ref(qrels), qids, gm)
+    return gm
+
+
+#: run -> (its last Qrels, their query ids, the GainMatrix judged): one entry per live run
+_REUSED: weakref.WeakKeyDictionary[Run, tuple[weakref.ref[Qrels], list[str], GainMatrix]] = weakref.WeakKeyDictionary()
+
+
+def _judge(
+    run: Run, qrels: Qrels | Mapping[str, Mapping[str, int]], qids: list[str], rows: np.ndarray | None
+) -> GainMatrix:
     n = len(qids)
     jrow, jdocs, jgrade = _flatten_qrels(qrels, qids)
     ideal_offsets, ideal_grades = _ideal_csr(jrow, jgrade, n)

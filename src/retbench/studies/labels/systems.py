@@ -22,7 +22,7 @@ from retbench.config import ExperimentModel
 from retbench.config.study import load_study
 from retbench.errors import ConfigError
 from retbench.io.datasets import load_dataset
-from retbench.io.trec import write_run
+from retbench.io.run_files import write_run_files
 from retbench.results import SystemDir
 from retbench.studies.benchmark import cell_keys_of, check_experiment, search_fingerprint, system_retriever
 from retbench.studies.cell import index_with, search_journaled
@@ -101,7 +101,7 @@ def run_config(
                 run, _ = search_journaled(retriever, ds.queries, cell, executor=executor)
             finally:
                 retriever.close()
-            write_run(run, sysdir.run, tag=key)
+            write_run_files(run, sysdir.run, tag=key)
             failed = sum(1 for st in run.status.values() if st.value not in ANSWERED)
             note(
                 f"{key}: searched {len(ds.queries)} queries"
