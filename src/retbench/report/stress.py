@@ -177,7 +177,7 @@ def _charts(levels: Sequence[Mapping[str, Any]]) -> str:
     return f'<div style="display:flex;gap:16px;flex-wrap:wrap">{qps}{lat}</div>'
 
 
-def _html_blocks(markdown: str, charts: str) -> list[str]:
+def html_blocks(markdown: str, charts: str) -> list[str]:
     """The Markdown's tables as HTML tables, its heading followed by the charts, other lines as paragraphs."""
     blocks: list[str] = []
     table: list[str] = []
@@ -206,7 +206,7 @@ def _html_blocks(markdown: str, charts: str) -> list[str]:
 
 def render_html(summary: Mapping[str, Any]) -> str:
     """The stress section as standalone HTML: QPS and latency charts by level, then the same tables as Markdown."""
-    blocks = _html_blocks(render_markdown(summary), _charts(summary.get("levels") or []))
+    blocks = html_blocks(render_markdown(summary), _charts(summary.get("levels") or []))
     style = "body{font-family:sans-serif;max-width:1100px;margin:2em auto}td,th{border:1px solid #ddd;padding:2px 6px}td{text-align:right}"
     title = html.escape(f"stress: {summary.get('system')} on {summary.get('dataset')}")
     return f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{style}</style></head><body>{''.join(blocks)}</body></html>\n"
