@@ -17,6 +17,8 @@ from retbench.report.model import resource_line
 
 #: what a failed request can be: error, timeout, invalid
 _FAILURES = tuple(s.value for s in QueryStatus if s.failed)
+#: where a failure of the streaming case happened: a live query, a checkpoint query, a freshness probe, a write
+STREAM_PHASES = ("live", "checkpoint", "probe", "write")
 
 
 def _ms(v: float | None) -> str:
@@ -56,6 +58,9 @@ def describe_failure(f: Mapping[str, Any]) -> str:
     """Where a failure happened, then its label and the backend's message exactly as it came."""
     if f.get("phase") == "ingest":
         where = f"ingest batch {f.get('batch')}, documents {f['docs'][0]}-{f['docs'][1]}"
+    elif f.get("phase") in STREAM_PHASES:  # the streaming case: where in the stream, and under which filter
+        flt = "" if f.get("filter") is None else f", filter {fmt.pct(f['filter'], 1)}"
+        where = f"{f['phase']}, query {f.get('qid')}, after batch {f.get('batches', f.get('batch'))}{flt}"
     else:
         warm = ", warm-up" if f.get("phase") == "warmup" else ""
         where = f"query {f.get('qid')}, concurrency {f.get('level')}, attempt {f.get('attempt')}{warm}"

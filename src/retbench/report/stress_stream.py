@@ -42,9 +42,9 @@ def _checkpoint_table(st: Mapping[str, Any]) -> list[str]:
         "visible",
         "filter",
         "matching",
-        f"recall@{st['k']}",
-        *metrics,
-        "judged",
+        f"recall@{st['k']} vs exact",
+        *(f"{m} (qrels)" for m in metrics),
+        "judged queries",
         "p50 ms",
         "p99 ms",
         "failures",
@@ -71,7 +71,7 @@ def _checkpoint_table(st: Mapping[str, Any]) -> list[str]:
 
 def _live_table(live: Mapping[str, Any], k: int) -> list[str]:
     lines = [
-        f"| filter | queries | recall@{k} | p50 ms | p95 ms | p99 ms | failures |",
+        f"| filter | queries | recall@{k} vs exact | p50 ms | p95 ms | p99 ms | failures |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in live["by_filter"]:

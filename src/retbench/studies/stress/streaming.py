@@ -15,8 +15,9 @@ filters); the prober times freshness. What each records:
 - freshness: for a seeded sample of inserted, updated and deleted documents, the time from the write's
   acknowledgement until a probe finds it (the document's own vector, top k, unfiltered: an insert is seen
   when its id is returned, an update when its id comes back with its new vector's self-score, cosine
-  1 within 1e-3, a delete when its id is no longer returned). Probes run every `probe_interval_s`; a lag
-  is the send time of the first probe that saw the change, so it reads in steps of about one probe round.
+  1 within 1e-3, a delete when its id is no longer returned). A round starts as soon as a write is
+  acknowledged, then every `probe_interval_s` while changes are pending; a lag is the send time of the first
+  probe round that saw the change, so it is exact to about one round (a probe call plus `probe_interval_s`).
   Past `freshness_timeout_s` the document is counted never seen (never removed). An update whose new
   vector is within 1e-3 of its old one cannot be told apart and is counted as such, not timed.
 
@@ -29,6 +30,7 @@ are encoded once beforehand.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import queue
 import threading
@@ -102,6 +104,7 @@ class _Case:
         kind, why = check_ranking(ranking, self.index, self.k, len(self.ids))
         if kind not in (None, "short", "empty"):
             return ["invalid"], why
+        why = ""  # shortness is judged below, against the documents that match
         rows = [self.index[d] for d, _ in ranking]
         out: list[str] = []
         dead = [self.ids[r] for r in rows if self.state.deleted_at[r] <= lo]
@@ -186,6 +189,8 @@ def _prober(case: _Case, clock: _Clock, inbox: queue.Queue[_Probe], done: list[_
     pending: list[_Probe] = []
     s = case.settings
     while True:
+        with contextlib.suppress(queue.Empty):  # a new change starts a round at once, else every probe_interval_s
+            pending.append(inbox.get(timeout=s.probe_interval_s))
         while not inbox.empty():
             pending.append(inbox.get_nowait())
         if not pending and clock.done.is_set() and inbox.empty():
@@ -208,7 +213,6 @@ def _prober(case: _Case, clock: _Clock, inbox: queue.Queue[_Probe], done: list[_
                         p.seen_t = t
                         done.append(p)
                         pending.remove(p)
-        time.sleep(s.probe_interval_s)
 
 
 def _freshness(probes: Sequence[_Probe], indistinct: int) -> dict[str, Any]:

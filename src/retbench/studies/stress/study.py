@@ -220,7 +220,7 @@ def run_stress(
     """
 
     out = Path(out_dir or config.output_dir)
-    if fresh:
+    if fresh or config.stress.streaming is not None:  # the streaming case is never resumed: it starts again
         for name in (*OUTPUT_FILES, *STREAM_FILES):
             (out / name).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
