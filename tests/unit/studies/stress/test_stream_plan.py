@@ -75,9 +75,9 @@ def test_the_exact_answer_is_the_brute_force_over_the_documents_visible_after_b_
             version.update({int(i): 1 for i in batch.updates})
             alive -= set(batch.deletes.tolist())
         for sel in (None, 0.5, 0.1):
-            def ok(i: int) -> bool:
-                return sel is None or plan.bucket[i, version.get(i, 0)] < bucket_limit(sel)
-            score = {i: float((upd[i] if version.get(i) else vec[i]) @ q) for i in alive if ok(i)}
+            limit = bucket_limit(sel) if sel is not None else None
+            passing = [i for i in alive if limit is None or plan.bucket[i, version.get(i, 0)] < limit]
+            score = {i: float((upd[i] if version.get(i) else vec[i]) @ q) for i in passing}
             want = sorted(score, key=lambda i: (-score[i], [-ord(c) for c in ids[i]]))[:k]
             got = state.exact(b, state.scores(b, q, vec, upd), sel, k, ids)
             assert got == want, (b, sel)
