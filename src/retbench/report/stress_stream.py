@@ -251,8 +251,9 @@ def render_html(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -
         + selectivity_chart(st)
         + "</div>"
     )
-    blocks = html_blocks(render_markdown(summary), "")
-    blocks.insert(2 if len(blocks) > 2 else len(blocks), charts)
+    title_line, _, body = render_markdown(summary).partition("\n")
+    blocks = [f"<h1>{html.escape(title_line.removeprefix('# '))}</h1>", *html_blocks(body, "")]
+    blocks.insert(min(3, len(blocks)), charts)  # after the headline and the stream's line
     style = "body{font-family:sans-serif;max-width:1200px;margin:2em auto}td,th{border:1px solid #ddd;padding:2px 6px}td{text-align:right}"
     title = html.escape(f"stress while the data changes: {summary.get('system')} on {summary.get('dataset')}")
     return f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{style}</style></head><body>{''.join(blocks)}</body></html>\n"
