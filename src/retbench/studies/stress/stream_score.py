@@ -25,7 +25,7 @@ from retbench.retrievers.base import error_text
 from retbench.retrievers.filters import Filter
 from retbench.retrievers.stores import VectorStoreRetriever
 from retbench.studies.stress.figures import latency_summary
-from retbench.studies.stress.stream_plan import Plan, State, filter_of, recall
+from retbench.studies.stress.stream_plan import Plan, State, bucket_limit, filter_of, recall
 from retbench.studies.stress.validate import check_ranking
 
 CLASSES = ("error", "invalid", "deleted_returned", "out_of_filter", "short")
@@ -52,6 +52,7 @@ class Case:
     qrels: Qrels
     metrics: list[str]
     failures: list[dict[str, Any]] = field(default_factory=list)
+    _index: dict[str, int] | None = field(default=None, init=False, repr=False)
 
     def corpus(self, rows: Sequence[int], version: int) -> Corpus:
         texts = [self.plan.update_text[int(i)] if version else self.texts[int(i)] for i in rows]
@@ -59,34 +60,34 @@ class Case:
             [str(self.ids[i]) for i in rows], texts, None, [self.plan.metadata(int(i), version) for i in rows]
         )
 
-    def classes(self, ranking: Any, sel_i: int, lo: int, hi: int) -> tuple[list[str], str]:
-        """Failure classes of one response that could have seen any state from lo to hi batches."""
+    def classes(self, ranking: Any, sel_i: int, lo: int, hi: int) -> list[tuple[str, str]]:
+        """(class, explanation) for each failure of one response that could have seen any state from lo to hi batches."""
         kind, why = check_ranking(ranking, self.index, self.k, len(self.ids))
         if kind not in (None, "short", "empty"):
-            return ["invalid"], why
-        why = ""  # shortness is judged below, against the documents that match
-        rows = [self.index[d] for d, _ in ranking]
-        out: list[str] = []
-        dead = [self.ids[r] for r in rows if self.state.deleted_at[r] <= lo]
+            return [("invalid", why)]
+        rows = np.array([self.index[d] for d, _ in ranking], dtype=np.int64)
+        out: list[tuple[str, str]] = []
+        dead = [str(self.ids[r]) for r in rows if self.state.deleted_at[r] <= lo]
         if dead:
-            out.append("deleted_returned")
-            why = f"deleted before the query was sent: {', '.join(map(str, dead[:5]))}"
+            out.append(("deleted_returned", f"deleted before the query was sent: {', '.join(dead[:5])}"))
         sel = self.sels[sel_i]
-        if sel is not None:
-            ok = self.state.mask(lo, sel) | self.state.mask(hi, sel)
-            outside = [self.ids[r] for r in rows if not ok[r]]
+        if sel is not None and len(rows):
+            limit = bucket_limit(sel)  # the filter on the document's version before or after the writes in flight
+            passes = (self.plan.bucket[rows, self.state.version(lo)[rows]] < limit) | (
+                self.plan.bucket[rows, self.state.version(hi)[rows]] < limit
+            )
+            outside = [str(self.ids[r]) for r in rows[~passes]]
             if outside:
-                out.append("out_of_filter")
-                why = f"outside the filter {filter_of(sel)}: {', '.join(map(str, outside[:5]))}"
+                out.append(("out_of_filter", f"outside the filter {filter_of(sel)}: {', '.join(outside[:5])}"))
         need = min(self.k, int(self.state.mask(lo, sel).sum()), int(self.state.mask(hi, sel).sum()))
         if len(rows) < need:
-            out.append("short")
-            why = why or f"{len(rows)} documents returned, {need} match the filter"
-        return out, why
+            out.append(("short", f"{len(rows)} documents returned, {need} match the filter"))
+        return out
 
     @property
     def index(self) -> dict[str, int]:
-        if not hasattr(self, "_index"):
+        """Document id -> row (built on first use)."""
+        if self._index is None:
             self._index = {str(d): i for i, d in enumerate(self.ids)}
         return self._index
 
@@ -129,9 +130,10 @@ def checkpoint(case: Case, b: int, now: Callable[[], float]) -> dict[str, Any]:
                 if exact:
                     recalls.append(0.0)
                 continue
-            cls, why = case.classes(ranking, sel_i, b, b)
+            found = case.classes(ranking, sel_i, b, b)
+            cls = [c for c, _ in found]
             t_fail = now()
-            for c in cls:
+            for c, why in found:
                 counts[c] += 1
                 case.failures.append(failure("checkpoint", qid, c, why, t_fail, batches=b, filter=sel))
             docs = [str(d) for d, _ in ranking] if "invalid" not in cls else []
@@ -179,7 +181,11 @@ def quality(case: Case, b: int, sel: float | None, rankings: dict[str, list[tupl
 
 # -- live query scoring ----------------------------------------------------------------------------------
 def score_live(case: Case, recs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each live query against the exact answer after the batches acknowledged when it was sent."""
+    """Each live query against the exact answer after the batches acknowledged when it was sent.
+
+    A query that overlapped a write (a batch in flight when it was sent, or acknowledged before it returned)
+    is scored against whichever of those states gives it the highest recall; `states` says how many there were.
+    """
     out = []
     for rec in recs:
         q, sel_i, lo, hi = rec["q"], rec["sel"], rec["lo"], rec["hi"]
@@ -191,14 +197,21 @@ def score_live(case: Case, recs: Sequence[dict[str, Any]]) -> list[dict[str, Any
             case.failures.append(failure("live", qid, "error", rec["err"], rec["t"], batches=lo, filter=sel))
             row["recall"] = 0.0
         else:
-            cls, why = case.classes(rec["r"], sel_i, lo, hi)
-            for c in cls:
+            found = case.classes(rec["r"], sel_i, lo, hi)
+            cls = [c for c, _ in found]
+            for c, why in found:
                 case.failures.append(failure("live", qid, c, why, rec["t"], batches=lo, filter=sel))
             row["classes"] = cls
-            scores = case.state.scores(lo, case.qvec[q], case.docvec, case.updvec)
-            exact = [str(case.ids[i]) for i in case.state.exact(lo, scores, sel, case.k, case.ids)]
             docs = [str(d) for d, _ in rec["r"]] if "invalid" not in cls else []
-            row["recall"] = recall(docs, exact, case.k)
+            # a query that overlapped a write may show the state before or after it: the one that suits it best
+            found = []
+            for b in range(lo, hi + 1):
+                scores = case.state.scores(b, case.qvec[q], case.docvec, case.updvec)
+                found.append(
+                    recall(docs, [str(case.ids[i]) for i in case.state.exact(b, scores, sel, case.k, case.ids)], case.k)
+                )
+            row["recall"] = max((r for r in found if r is not None), default=None)
+            row["states"] = hi - lo + 1
         out.append(row)
     return out
 

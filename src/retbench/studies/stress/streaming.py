@@ -7,7 +7,8 @@ filters); the prober times freshness. What each records:
 
 - live queries: send time, latency and the batches acknowledged when the query was sent (`acked`). Each is
   scored after the run against the exact answer over the documents visible after `acked` batches
-  (acknowledged writes must be searchable; a batch in flight may or may not be, see the failure classes);
+  (acknowledged writes must be searchable; a query that overlapped a write is scored against the state
+  before or after it, whichever suits it best, and the failure classes allow either);
 - checkpoints (writes paused, so the visible set is exact and the same on every re-run): every judged
   query unfiltered and under each filter; recall@k against the exact filtered answer, the config's metrics
   against the qrels restricted to the visible documents that pass the filter (queries left with no

@@ -133,8 +133,7 @@ def test_a_rerun_with_the_same_seed_reports_the_same_exact_answers_and_counts(da
         return st["exact_sha256"], st["plan"], rows, quality, sampled
 
     first = counts(3, "a")
-    assert counts(3, "b") == first
-    assert counts(4, "c")[0] != first[0]
+    assert counts(3, "b") == first  # another seed makes another stream: tests/unit/studies/stress/test_stream_plan.py
 
 
 class _Misbehaving(LanceDBRetriever):
