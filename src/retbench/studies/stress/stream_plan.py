@@ -11,7 +11,7 @@ A plan is drawn once from the seed and the corpus (no store involved), so a re-r
   `bucket < round(1000 s)` (at least 1), so 50%, 10%, 1% and 0.1% are `lt` 500, 100, 10 and 1;
 - checkpoints sit after evenly spaced batches (checkpoint 0 is before the first batch).
 
-`State` gives the visible set after any number of batches and answers the exact question: the top k by inner product of the
+`State` gives the visible set after any number of writes (three per batch) and answers the exact question: the top k by inner product of the
 query vector with each visible document's current vector (the store's cosine for normalized vectors),
 restricted to the filter, ties broken by document id descending (trec_eval's order). Recall@k of a
 response is |response ∩ exact| / |exact| over its first k documents.
@@ -115,10 +115,16 @@ def _shorten(text: str) -> str:
 NEVER = np.iinfo(np.int64).max
 
 
-class State:
-    """Which documents are visible, in which version, after the first `b` batches.
+#: writes per batch: its inserts, then its updates, then its deletes, each acknowledged on its own; a state
+#: is the number of writes acknowledged (batch b complete = STEPS * b), so a query that lands between two
+#: writes of one batch still has an exact state to be held to
+STEPS = 3
 
-    Each document's events are batch counts (`inserted_at` 0 for the initial documents, `updated_at` and
+
+class State:
+    """Which documents are visible, in which version, after the first `s` writes (`STEPS` per batch).
+
+    Each document's events are write counts (`inserted_at` 0 for the initial documents, `updated_at` and
     `deleted_at` NEVER when they do not happen), so any state is a few array comparisons, in any order.
     """
 
@@ -128,10 +134,10 @@ class State:
         self.updated_at = np.full(n, NEVER, dtype=np.int64)
         self.deleted_at = np.full(n, NEVER, dtype=np.int64)
         self.inserted_at[plan.initial] = 0
-        for b, batch in enumerate(plan.batches, start=1):
-            self.inserted_at[batch.inserts] = b
-            self.updated_at[batch.updates] = b
-            self.deleted_at[batch.deletes] = b
+        for b, batch in enumerate(plan.batches):
+            self.inserted_at[batch.inserts] = STEPS * b + 1
+            self.updated_at[batch.updates] = STEPS * b + 2
+            self.deleted_at[batch.deletes] = STEPS * b + 3
         self.rows = np.arange(n)
 
     def alive(self, b: int) -> np.ndarray:
@@ -141,14 +147,14 @@ class State:
         return (self.updated_at <= b).astype(np.int64)
 
     def mask(self, b: int, selectivity: float | None) -> np.ndarray:
-        """Documents visible after b batches that pass the filter (in their version at that point)."""
+        """Documents visible after b writes that pass the filter (in their version at that point)."""
         alive = self.alive(b)
         if selectivity is None:
             return alive
         return alive & (self.plan.bucket[self.rows, self.version(b)] < bucket_limit(selectivity))
 
     def scores(self, b: int, q: np.ndarray, vectors: np.ndarray, updated: np.ndarray) -> np.ndarray:
-        """Each document's score for query vector q in its version after b batches (`updated`: the new vectors)."""
+        """Each document's score for query vector q in its version after b writes (`updated`: the new vectors)."""
         s = vectors @ q
         cur = np.flatnonzero(self.updated_at <= b)
         if len(cur):
@@ -156,7 +162,7 @@ class State:
         return s
 
     def exact(self, b: int, scores: np.ndarray, selectivity: float | None, k: int, ids: np.ndarray) -> list[int]:
-        """Document indexes of the exact top k among the visible, filtered documents after b batches.
+        """Document indexes of the exact top k among the visible, filtered documents after b writes.
 
         Ties go to the larger document id, as trec_eval orders them.
         """

@@ -25,7 +25,7 @@ from retbench.retrievers.base import error_text
 from retbench.retrievers.filters import Filter
 from retbench.retrievers.stores import VectorStoreRetriever
 from retbench.studies.stress.figures import latency_summary
-from retbench.studies.stress.stream_plan import Plan, State, bucket_limit, filter_of, recall
+from retbench.studies.stress.stream_plan import STEPS, Plan, State, bucket_limit, filter_of, recall
 from retbench.studies.stress.validate import check_ranking
 
 CLASSES = ("error", "invalid", "deleted_returned", "out_of_filter", "short")
@@ -61,7 +61,7 @@ class Case:
         )
 
     def classes(self, ranking: Any, sel_i: int, lo: int, hi: int) -> list[tuple[str, str]]:
-        """(class, explanation) for each failure of one response that could have seen any state from lo to hi batches."""
+        """(class, explanation) for each failure of one response that could have seen any state from lo to hi writes."""
         kind, why = check_ranking(ranking, self.index, self.k, len(self.ids))
         if kind not in (None, "short", "empty"):
             return [("invalid", why)]
@@ -107,8 +107,9 @@ def ask(case: Case, q: int, sel_i: int) -> tuple[Any, float, str | None]:
 
 
 # -- checkpoints ---------------------------------------------------------------------------------------
-def checkpoint(case: Case, b: int, now: Callable[[], float]) -> dict[str, Any]:
-    """Every judged query under every filter, writes paused after b batches: recall, metrics, latency, failures."""
+def checkpoint(case: Case, batches: int, now: Callable[[], float]) -> dict[str, Any]:
+    """Every judged query under every filter, writes paused after `batches`: recall, metrics, latency, failures."""
+    b = STEPS * batches  # the state: every write of those batches acknowledged
     t_start = now()
     rows: list[dict[str, Any]] = []
     exact_ids: list[list[str]] = []
@@ -125,7 +126,7 @@ def checkpoint(case: Case, b: int, now: Callable[[], float]) -> dict[str, Any]:
             lat.append(secs)
             if err is not None:
                 counts["error"] += 1
-                case.failures.append(failure("checkpoint", qid, "error", err, now(), batches=b, filter=sel))
+                case.failures.append(failure("checkpoint", qid, "error", err, now(), batches=batches, filter=sel))
                 rankings[qid] = []
                 if exact:
                     recalls.append(0.0)
@@ -135,7 +136,7 @@ def checkpoint(case: Case, b: int, now: Callable[[], float]) -> dict[str, Any]:
             t_fail = now()
             for c, why in found:
                 counts[c] += 1
-                case.failures.append(failure("checkpoint", qid, c, why, t_fail, batches=b, filter=sel))
+                case.failures.append(failure("checkpoint", qid, c, why, t_fail, batches=batches, filter=sel))
             docs = [str(d) for d, _ in ranking] if "invalid" not in cls else []
             rankings[qid] = [(d, float(s)) for d, s in ranking] if docs else []
             r = recall(docs, exact, case.k)
@@ -154,7 +155,7 @@ def checkpoint(case: Case, b: int, now: Callable[[], float]) -> dict[str, Any]:
         )
     digest = hashlib.sha256("\n".join(" ".join(e) for e in exact_ids).encode()).hexdigest()[:16]
     return {
-        "batches": b,
+        "batches": batches,
         "t_s": t_start,
         "visible": int(case.state.alive(b).sum()),
         "exact_sha256": digest,
@@ -190,17 +191,17 @@ def score_live(case: Case, recs: Sequence[dict[str, Any]]) -> list[dict[str, Any
     for rec in recs:
         q, sel_i, lo, hi = rec["q"], rec["sel"], rec["lo"], rec["hi"]
         qid, sel = case.qids[q], case.sels[sel_i]
-        row: dict[str, Any] = {"t_s": round(rec["t"], 4), "qid": qid, "filter": sel, "acked": lo}
+        row: dict[str, Any] = {"t_s": round(rec["t"], 4), "qid": qid, "filter": sel, "acked": lo // STEPS, "writes": lo}
         row["latency_ms"] = round(rec["s"] * 1000.0, 3)
         if rec["err"] is not None:
             row["classes"] = ["error"]
-            case.failures.append(failure("live", qid, "error", rec["err"], rec["t"], batches=lo, filter=sel))
+            case.failures.append(failure("live", qid, "error", rec["err"], rec["t"], batches=lo // STEPS, filter=sel))
             row["recall"] = 0.0
         else:
             found = case.classes(rec["r"], sel_i, lo, hi)
             cls = [c for c, _ in found]
             for c, why in found:
-                case.failures.append(failure("live", qid, c, why, rec["t"], batches=lo, filter=sel))
+                case.failures.append(failure("live", qid, c, why, rec["t"], batches=lo // STEPS, filter=sel))
             row["classes"] = cls
             docs = [str(d) for d, _ in rec["r"]] if "invalid" not in cls else []
             # a query that overlapped a write may show the state before or after it: the one that suits it best

@@ -5,8 +5,9 @@ Three threads share the store: the writer (this thread) applies the plan's batch
 live queries at `query_qps` (a seeded sequence of judged queries, each unfiltered or with one of the
 filters); the prober times freshness. What each records:
 
-- live queries: send time, latency and the batches acknowledged when the query was sent (`acked`). Each is
-  scored after the run against the exact answer over the documents visible after `acked` batches
+- live queries: send time, latency and the writes acknowledged when the query was sent (three per batch:
+  its inserts, updates and deletes). Each is scored after the run against the exact answer over the
+  documents visible after those writes
   (acknowledged writes must be searchable; a query that overlapped a write is scored against the state
   before or after it, whichever suits it best, and the failure classes allow either);
 - checkpoints (writes paused, so the visible set is exact and the same on every re-run): every judged
@@ -45,7 +46,7 @@ from retbench.retrievers.base import error_text
 from retbench.retrievers.filters import parse_filter
 from retbench.retrievers.stores import VectorStoreRetriever
 from retbench.studies.stress.figures import latency_summary
-from retbench.studies.stress.stream_plan import State, filter_of, make_plan
+from retbench.studies.stress.stream_plan import STEPS, Batch, State, filter_of, make_plan
 from retbench.studies.stress.stream_score import (
     CLASSES,
     SAME_VECTOR,
@@ -86,7 +87,7 @@ def _querier(case: Case, clock: _Clock, out: list[dict[str, Any]]) -> None:
         q, sel_i = int(rng.integers(len(case.qids))), int(rng.integers(len(case.sels)))
         lo, t = clock.acked, clock.now()
         ranking, secs, err = ask(case, q, sel_i)
-        hi = min(clock.acked + (1 if clock.writing else 0), len(case.plan.batches))
+        hi = min(clock.acked + (1 if clock.writing else 0), STEPS * len(case.plan.batches))
         out.append({"i": i, "t": t, "q": q, "sel": sel_i, "lo": lo, "hi": hi, "s": secs, "r": ranking, "err": err})
         i += 1
 
@@ -221,6 +222,17 @@ def _sample(case: Case) -> tuple[dict[int, str], int]:
     return kinds, indistinct
 
 
+def _apply(case: Case, batch: Batch, kind: str) -> None:
+    """One write of a batch: its inserts or its updates (one `add()`), or its deletes (one `delete()`)."""
+    if kind == "delete":
+        if len(batch.deletes):
+            case.store.delete([str(case.ids[i]) for i in batch.deletes])
+        return
+    rows = batch.inserts if kind == "insert" else batch.updates
+    if len(rows):
+        case.store.add(case.corpus(rows, 0 if kind == "insert" else 1))
+
+
 def run_case(case: Case, echo: Callable[[str], None]) -> dict[str, Any]:
     """Index the initial documents, stream the batches with live queries and probes, and return the figures."""
     s, plan = case.settings, case.plan
@@ -253,20 +265,19 @@ def run_case(case: Case, echo: Callable[[str], None]) -> dict[str, Any]:
                 if wait > 0:
                     time.sleep(wait)
             t_start = clock.now()
-            clock.writing = True
-            err = None
-            try:
-                if len(batch.inserts):
-                    case.store.add(case.corpus(batch.inserts, 0))
-                if len(batch.updates):
-                    case.store.add(case.corpus(batch.updates, 1))
-                if len(batch.deletes):
-                    case.store.delete([str(case.ids[i]) for i in batch.deletes])
-            except Exception as exc:
-                err = error_text(exc)
+            err, acks = None, {}
+            for j, kind in enumerate(("insert", "update", "delete"), start=1):
+                clock.writing = True
+                try:
+                    _apply(case, batch, kind)
+                except Exception as exc:
+                    err = error_text(exc)
+                acks[kind] = clock.now()
+                clock.acked, clock.writing = STEPS * (b - 1) + j, False
+                if err is not None:
+                    break
             t_ack = clock.now()
             paused_by_last_ack = paused
-            clock.acked, clock.writing = b, False
             clock.acked_t.append(t_ack)
             sent += len(batch.inserts)
             writes.append({"batch": b, "t_s": round(t_start, 4), "ack_s": round(t_ack, 4), "docs": batch.size()})
@@ -275,8 +286,8 @@ def run_case(case: Case, echo: Callable[[str], None]) -> dict[str, Any]:
                 echo(f"write batch {b} failed: {err}; the stream stops here")
                 break
             for r in (*batch.inserts, *batch.updates, *batch.deletes):
-                if int(r) in sample:
-                    inbox.put(_Probe(int(r), sample[int(r)], t_ack))
+                if int(r) in sample:  # timed from the acknowledgement of its own write
+                    inbox.put(_Probe(int(r), sample[int(r)], acks[sample[int(r)]]))
             if b in plan.checkpoints:
                 t_pause = clock.now()
                 checkpoints.append(checkpoint(case, b, clock.now))

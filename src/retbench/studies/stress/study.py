@@ -235,7 +235,8 @@ def run_stress(
             f"no judged queries in split {config.dataset.split!r}", path=config.source, field="datasets[0].split"
         )
     own = retriever is None
-    retriever = retriever or build_retriever(config)
+    # not `retriever or ...`: a store with nothing indexed yet has len() 0 and is falsy
+    retriever = retriever if retriever is not None else build_retriever(config)
     st = _Stress(config, out, retriever, dataset, qids)
     s = config.stress
     st.summary["warnings"] = _warnings(retriever)

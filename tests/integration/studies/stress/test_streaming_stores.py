@@ -57,44 +57,48 @@ def pg():
         yield server
 
 
-def _config(adapter: str = "lancedb", **stream: Any):
+def _config(adapter: str, params: dict[str, Any], **stream: Any):
     raw = {
         "name": "streaming",
         "depth": 10,
         "metrics": ["ndcg@10"],
         "datasets": [{"name": "scifact", "path": SCIFACT, "split": "test"}],
-        "systems": [{"name": "s", "adapter": adapter, "params": {}}],
+        "systems": [{"name": "s", "adapter": adapter, "params": params}],
         "stress": {"streaming": {**STREAM, **stream}},
     }
     return parse_config(raw, "<streaming test>")
 
 
-def _run(store, dataset, out: Path, **stream: Any) -> dict[str, Any]:
+def _run(store, dataset, out: Path, params: dict[str, Any] | None = None, **stream: Any) -> dict[str, Any]:
+    """The streaming case on this store (given, so a misbehaving one can be passed), config written alongside."""
+    config = _config(store.adapter, params or {}, **stream)
     try:
-        return run_stress(
-            _config(store.adapter, **stream), out_dir=out, retriever=store, dataset=dataset, echo=lambda m: None
-        ).summary
+        return run_stress(config, out_dir=out, retriever=store, dataset=dataset, echo=lambda m: None).summary
     finally:
         store.close()
 
 
-def _store(kind: str, tmp_path: Path, request: pytest.FixtureRequest):
+def _store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Any, dict[str, Any]]:
+    params: dict[str, Any]
     if kind == "lancedb":
-        return create("lancedb", {"path": str(tmp_path / "lance"), **ENC}, name="lance")
-    if kind == "qdrant":
-        return create("qdrant", {"location": ":memory:", **ENC}, name="qdrant")
-    if kind == "chroma":
+        params = {"path": str(tmp_path / "lance"), **ENC}
+    elif kind == "qdrant":
+        params = {"location": ":memory:", **ENC}
+    elif kind == "chroma":
         pytest.importorskip("chromadb")
-        return create("chroma", {"path": str(tmp_path / "chroma"), **ENC}, name="chroma")
-    pg = request.getfixturevalue("pg")
-    return create("pgvector", {"dsn": pg.address, "password_env": "RETBENCH_STREAM_PG", **ENC}, name="pgexact")
+        params = {"path": str(tmp_path / "chroma"), **ENC}
+    else:
+        pg = request.getfixturevalue("pg")
+        params = {"dsn": pg.address, "password_env": "RETBENCH_STREAM_PG", **ENC}
+    return create(kind, params, name=kind), params
 
 
 @pytest.mark.parametrize("kind", ["lancedb", "qdrant", "chroma", "pgvector"])
 def test_an_exact_store_finds_every_exact_answer_and_every_change_while_the_data_changes(
     kind: str, dataset, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    summary = _run(_store(kind, tmp_path, request), dataset, tmp_path / "out")
+    store, params = _store(kind, tmp_path, request)
+    summary = _run(store, dataset, tmp_path / "out", params)
     st = summary["streaming"]
     assert summary["exit_code"] == 0 and summary["failed"] == 0, summary["first_failure"]
     assert st["plan"] == {
@@ -123,6 +127,7 @@ def test_a_rerun_with_the_same_seed_reports_the_same_exact_answers_and_counts(da
     def counts(seed: int, folder: str) -> tuple:
         store = create("lancedb", {"path": str(tmp_path / folder), **ENC}, name="lance")
         st = _run(store, dataset, tmp_path / folder / "out", seed=seed)["streaming"]
+        assert st["checkpoints"][-1]["filters"][0]["recall"] == 1.0  # the given store ran (LanceDB flat: exact)
         rows = [
             (c["visible"], r["filter"], r["matching"], r["quality"]["judged"])
             for c in st["checkpoints"]

@@ -12,7 +12,7 @@ import pytest
 from retbench.config.streaming import StreamSettings
 from retbench.errors import ConfigError
 from retbench.studies.stress.config import parse_config
-from retbench.studies.stress.stream_plan import State, bucket_limit, filter_of, make_plan, recall
+from retbench.studies.stress.stream_plan import STEPS, State, bucket_limit, filter_of, make_plan, recall
 
 
 def _texts(n: int) -> list[str]:
@@ -58,7 +58,7 @@ def test_a_filter_selects_its_share_of_the_corpus() -> None:
     assert filter_of(None) is None
 
 
-def test_the_exact_answer_is_the_brute_force_over_the_documents_visible_after_b_batches() -> None:
+def test_the_exact_answer_is_the_brute_force_over_the_documents_visible_after_each_write() -> None:
     n, k = 300, 10
     plan = _plan(n=n, seed=2)
     rng = np.random.default_rng(0)
@@ -68,19 +68,23 @@ def test_the_exact_answer_is_the_brute_force_over_the_documents_visible_after_b_
     ids = np.array([f"d{i:03d}" for i in range(n)], dtype=object)
     q = vec[11].copy()
     state = State(plan, n)
-    for b in range(len(plan.batches) + 1):
-        alive, version = set(plan.initial.tolist()), {}
-        for batch in plan.batches[:b]:
+    alive, version = set(plan.initial.tolist()), {}
+    writes = [(plan.batches[0], "none")] + [(batch, kind) for batch in plan.batches for kind in ("ins", "upd", "del")]
+    for step, (batch, kind) in enumerate(writes):  # write by write: inserts, then updates, then deletes
+        if kind == "ins":
             alive |= set(batch.inserts.tolist())
+        elif kind == "upd":
             version.update({int(i): 1 for i in batch.updates})
+        elif kind == "del":
             alive -= set(batch.deletes.tolist())
         for sel in (None, 0.5, 0.1):
             limit = bucket_limit(sel) if sel is not None else None
             passing = [i for i in alive if limit is None or plan.bucket[i, version.get(i, 0)] < limit]
             score = {i: float((upd[i] if version.get(i) else vec[i]) @ q) for i in passing}
             want = sorted(score, key=lambda i: (-score[i], [-ord(c) for c in ids[i]]))[:k]
-            got = state.exact(b, state.scores(b, q, vec, upd), sel, k, ids)
-            assert got == want, (b, sel)
+            got = state.exact(step, state.scores(step, q, vec, upd), sel, k, ids)
+            assert got == want, (step, sel)
+    assert step == STEPS * len(plan.batches)
 
 
 def test_recall_counts_the_exact_documents_found_and_has_no_value_when_there_is_nothing_to_find() -> None:
