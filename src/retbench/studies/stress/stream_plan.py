@@ -43,7 +43,7 @@ def filter_of(selectivity: float | None) -> JSONObject | None:
 
 @dataclass
 class Batch:
-    """One write: inserts and updates in one `add()`, then the deletes in one `delete()` (document indexes)."""
+    """One batch, three writes in this order: the inserts (one `add()`), the updates (one `add()`), the deletes (one `delete()`)."""
 
     inserts: np.ndarray
     updates: np.ndarray

@@ -265,7 +265,7 @@ def run_case(case: Case, echo: Callable[[str], None]) -> dict[str, Any]:
                 if wait > 0:
                     time.sleep(wait)
             t_start = clock.now()
-            err, acks = None, {}
+            err, acks = None, {}  # each write's acknowledgement time
             for j, kind in enumerate(("insert", "update", "delete"), start=1):
                 clock.writing = True
                 try:
@@ -276,6 +276,9 @@ def run_case(case: Case, echo: Callable[[str], None]) -> dict[str, Any]:
                 clock.acked, clock.writing = STEPS * (b - 1) + j, False
                 if err is not None:
                     break
+                for r in getattr(batch, f"{kind}s"):  # timed from the acknowledgement of its own write
+                    if sample.get(int(r)) == kind:
+                        inbox.put(_Probe(int(r), kind, acks[kind]))
             t_ack = clock.now()
             paused_by_last_ack = paused
             clock.acked_t.append(t_ack)
@@ -285,9 +288,6 @@ def run_case(case: Case, echo: Callable[[str], None]) -> dict[str, Any]:
                 case.failures.append(failure("write", None, "error", err, t_ack, batch=b))
                 echo(f"write batch {b} failed: {err}; the stream stops here")
                 break
-            for r in (*batch.inserts, *batch.updates, *batch.deletes):
-                if int(r) in sample:  # timed from the acknowledgement of its own write
-                    inbox.put(_Probe(int(r), sample[int(r)], acks[sample[int(r)]]))
             if b in plan.checkpoints:
                 t_pause = clock.now()
                 checkpoints.append(checkpoint(case, b, clock.now))
