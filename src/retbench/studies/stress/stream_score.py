@@ -54,7 +54,7 @@ class Case:
     failures: list[dict[str, Any]] = field(default_factory=list)
     _index: dict[str, int] | None = field(default=None, init=False, repr=False)
 
-    def corpus(self, rows: Sequence[int], version: int) -> Corpus:
+    def corpus(self, rows: Sequence[int] | np.ndarray, version: int) -> Corpus:
         texts = [self.plan.update_text[int(i)] if version else self.texts[int(i)] for i in rows]
         return Corpus(
             [str(self.ids[i]) for i in rows], texts, None, [self.plan.metadata(int(i), version) for i in rows]
@@ -205,13 +205,13 @@ def score_live(case: Case, recs: Sequence[dict[str, Any]]) -> list[dict[str, Any
             row["classes"] = cls
             docs = [str(d) for d, _ in rec["r"]] if "invalid" not in cls else []
             # a query that overlapped a write may show the state before or after it: the one that suits it best
-            found = []
+            recalls: list[float | None] = []
             for b in range(lo, hi + 1):
                 scores = case.state.scores(b, case.qvec[q], case.docvec, case.updvec)
-                found.append(
+                recalls.append(
                     recall(docs, [str(case.ids[i]) for i in case.state.exact(b, scores, sel, case.k, case.ids)], case.k)
                 )
-            row["recall"] = max((r for r in found if r is not None), default=None)
+            row["recall"] = max((r for r in recalls if r is not None), default=None)
             row["states"] = hi - lo + 1
         out.append(row)
     return out
