@@ -356,6 +356,10 @@ _SERVERS = "starts database servers; tests/integration/test_services.py and the 
 _LLM = "needs an LLM server or LLM labels; tests/integration/llm run the local judge"
 _MINE = "names the reader's own files (a golden set and outputs, two results folders); the same command runs above"
 _LABEL_FREE = "the label-free how-to's walk-through: tests/integration/test_label_free_walkthrough.py runs it"
+_STREAMING = (
+    "the streaming case on the full SciFact corpus (minutes per store, servers for some): "
+    "tests/integration/studies/stress/test_streaming_stores.py runs it on a slice"
+)
 #: commands only checked: each names a real command and only its options (the test above) and `--help` works
 CHECKED_ONLY = {
     "bash scripts/setup.sh": "installs every package (minutes, a registry): checked with `bash -n`",
@@ -382,6 +386,12 @@ CHECKED_ONLY = {
     ".venv/bin/retbench services status": _SERVERS,
     ".venv/bin/retbench run configs/stores.yaml": _SERVERS,
     ".venv/bin/retbench services down": _SERVERS,
+    ".venv/bin/retbench stress configs/stress-streaming.yaml --services local": _STREAMING,
+    ".venv/bin/retbench stress configs/stress-streaming-typesense.yaml --services local": _STREAMING,
+    ".venv/bin/retbench stress configs/stress-streaming-lancedb-hnsw.yaml": _STREAMING,
+    ".venv/bin/retbench stress configs/stress-streaming-chroma.yaml": _STREAMING,
+    ".venv/bin/retbench stress configs/stress-streaming-qdrant.yaml": _STREAMING,
+    ".venv/bin/retbench stress configs/stress-streaming-milvus-hnsw.yaml --services local": _STREAMING,
     ".venv/bin/retbench eval golden.yaml outputs.jsonl --format json": _MINE,
     ".venv/bin/retbench eval golden.yaml outputs.jsonl -m recall@5 -m token_f1 -m rougeL -m abstention_accuracy": _MINE,
     ".venv/bin/retbench compare results/main results/branch": _MINE,

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from retbench.cli.app import console, fail, handles_errors, repair_journals
+from retbench.errors import ConfigError
 from retbench.secrets import redact
 
 
@@ -23,15 +24,38 @@ def stress_command(
     repair: Annotated[
         bool, typer.Option(help="Set aside a journal's unreadable tail (to journal.jsonl.dropped) and redo that work.")
     ] = False,
+    services: Annotated[
+        str | None,
+        typer.Option(
+            help="'local': start on 127.0.0.1 the server the system needs (PostgreSQL + pgvector, Milvus Lite, "
+            "Typesense), point the system at it, and stop it after the run."
+        ),
+    ] = None,
 ) -> None:
-    """Drive one system under load (and faults); exit 3 when failures exceed the allowed rate."""
+    """Drive one system under load (and faults), or search while data changes; exit 3 when failures exceed the allowed rate."""
     from retbench.report.stress import describe_failure, headline
     from retbench.studies.stress import load_config, run_stress
 
-    cfg = load_config(config, output)
-    if repair:
-        repair_journals(cfg.output_dir)
-    result = run_stress(cfg, fresh=fresh, echo=lambda m: typer.echo(redact(m)))
+    echo = lambda m: typer.echo(redact(m))  # noqa: E731
+    if services is None:
+        cfg = load_config(config, output)
+        if repair:
+            repair_journals(cfg.output_dir)
+        result = run_stress(cfg, fresh=fresh, echo=echo)
+    elif services != "local":
+        raise ConfigError(f"unknown --services {services!r}; the one choice is 'local'", field="--services")
+    else:
+        from retbench.cli.services import config_systems
+        from retbench.services import local_services
+
+        # the servers first: they set the secret variables the config's systems name, which loading checks
+        with local_services(config_systems(config), log=echo) as running:
+            cfg = load_config(config, output)
+            if repair:
+                repair_journals(cfg.output_dir)
+            system = cfg.system
+            pointed = system.model_copy(update={"params": running.point(system.adapter, system.params)})
+            result = run_stress(cfg.model_copy(update={"systems": [pointed]}), fresh=fresh, echo=echo)
     typer.echo(f"{headline(result.summary)}; report: {result.out_dir / 'report.md'}")
     if result.exit_code:
         first = result.first_failure

@@ -26,6 +26,7 @@ from retbench.config.common import Dataset, DatasetSpec, EncoderSettings, EvalBl
 from retbench.config.costs import CostsBlock
 from retbench.config.judge import JudgeSettings
 from retbench.config.rubric import Rubrics
+from retbench.config.streaming import StreamSettings
 from retbench.config.study import Study
 from retbench.errors import InputError
 from retbench.metrics.judged import JUDGED_METRICS
@@ -426,6 +427,9 @@ class LoadSettings(Block):
     mode: Literal["auto", "sync", "async"] = Field("auto", description="auto: asyncio for adapters declaring async")
     ingest_batch_size: PositiveInt | None = None
     flush_interval_s: float = Field(0.2, gt=0.0)
+    streaming: StreamSettings | None = Field(
+        None, description="search while a seeded stream of writes runs, instead of the concurrency levels"
+    )
 
     def backoff(self, retry: int) -> float:
         """Seconds to wait before retry number `retry` (1-based): exponential, capped."""

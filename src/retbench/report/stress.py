@@ -17,6 +17,8 @@ from retbench.report.tables import resource_line
 
 #: what a failed request can be: error, timeout, invalid
 _FAILURES = tuple(s.value for s in QueryStatus if s.failed)
+#: where a failure of the streaming case happened: a live query, a checkpoint query, a freshness probe, a write
+STREAM_PHASES = ("live", "checkpoint", "probe", "write")
 
 
 def _ms(v: float | None) -> str:
@@ -56,6 +58,9 @@ def describe_failure(f: Mapping[str, Any]) -> str:
     """Where a failure happened, then its label and the backend's message exactly as it came."""
     if f.get("phase") == "ingest":
         where = f"ingest batch {f.get('batch')}, documents {f['docs'][0]}-{f['docs'][1]}"
+    elif f.get("phase") in STREAM_PHASES:  # the streaming case: where in the stream, and under which filter
+        flt = "" if f.get("filter") is None else f", filter {fmt.pct(f['filter'], 1)}"
+        where = f"{f['phase']}, query {f.get('qid')}, after batch {f.get('batches', f.get('batch'))}{flt}"
     else:
         warm = ", warm-up" if f.get("phase") == "warmup" else ""
         where = f"query {f.get('qid')}, concurrency {f.get('level')}, attempt {f.get('attempt')}{warm}"
@@ -177,7 +182,7 @@ def _charts(levels: Sequence[Mapping[str, Any]]) -> str:
     return f'<div style="display:flex;gap:16px;flex-wrap:wrap">{qps}{lat}</div>'
 
 
-def _html_blocks(markdown: str, charts: str) -> list[str]:
+def html_blocks(markdown: str, charts: str) -> list[str]:
     """The Markdown's tables as HTML tables, its heading followed by the charts, other lines as paragraphs."""
     blocks: list[str] = []
     table: list[str] = []
@@ -206,7 +211,7 @@ def _html_blocks(markdown: str, charts: str) -> list[str]:
 
 def render_html(summary: Mapping[str, Any]) -> str:
     """The stress section as standalone HTML: QPS and latency charts by level, then the same tables as Markdown."""
-    blocks = _html_blocks(render_markdown(summary), _charts(summary.get("levels") or []))
+    blocks = html_blocks(render_markdown(summary), _charts(summary.get("levels") or []))
     style = "body{font-family:sans-serif;max-width:1100px;margin:2em auto}td,th{border:1px solid #ddd;padding:2px 6px}td{text-align:right}"
     title = html.escape(f"stress: {summary.get('system')} on {summary.get('dataset')}")
     return f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{style}</style></head><body>{''.join(blocks)}</body></html>\n"

@@ -26,6 +26,7 @@ from retbench.studies.executors import devices_of
 from retbench.studies.resources import stage
 from retbench.studies.stress.drivers import drive, uses_async
 from retbench.studies.stress.figures import ingest, level_run, summarize_level
+from retbench.studies.stress.stream_study import STREAM_FILES, run_streaming
 from retbench.studies.stress.validate import FAILURE_OUTCOMES
 
 
@@ -219,8 +220,8 @@ def run_stress(
     """
 
     out = Path(out_dir or config.output_dir)
-    if fresh:
-        for name in OUTPUT_FILES:
+    if fresh or config.stress.streaming is not None:  # the streaming case is never resumed: it starts again
+        for name in (*OUTPUT_FILES, *STREAM_FILES):
             (out / name).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     if dataset is None:
@@ -234,13 +235,17 @@ def run_stress(
             f"no judged queries in split {config.dataset.split!r}", path=config.source, field="datasets[0].split"
         )
     own = retriever is None
-    retriever = retriever or build_retriever(config)
+    # not `retriever or ...`: a store with nothing indexed yet has len() 0 and is falsy
+    retriever = retriever if retriever is not None else build_retriever(config)
     st = _Stress(config, out, retriever, dataset, qids)
     s = config.stress
     st.summary["warnings"] = _warnings(retriever)
     for w in st.summary["warnings"]:
         echo(f"warning: {w}")
     try:
+        if s.streaming is not None:  # search while the data changes, instead of the concurrency levels
+            st.summary["case"] = "streaming"
+            return _finish(run_streaming(config, retriever, dataset, qids, out, st.summary, echo), out, echo)
         echo(f"ingesting {len(dataset.corpus)} documents into {retriever.name}")
         res = st.summary["resources"] = {"devices": devices_of(retriever)}
         with stage(res, "ingest"):
