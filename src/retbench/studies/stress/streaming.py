@@ -233,6 +233,28 @@ def _apply(case: Case, batch: Batch, kind: str) -> None:
         case.store.add(case.corpus(rows, 0 if kind == "insert" else 1))
 
 
+def _write_batch(
+    case: Case, batch: Batch, b: int, clock: _Clock, sample: dict[int, str], inbox: queue.Queue[_Probe]
+) -> str | None:
+    """Batch `b`'s three writes in order (inserts, updates, deletes), each sampled change handed to the prober
+    timed from its own write's acknowledgement; the error text of the write that failed, if one did."""
+    for j, kind in enumerate(("insert", "update", "delete"), start=1):
+        clock.writing = True
+        err = None
+        try:
+            _apply(case, batch, kind)
+        except Exception as exc:
+            err = error_text(exc)
+        acked = clock.now()
+        clock.acked, clock.writing = STEPS * (b - 1) + j, False
+        if err is not None:
+            return err
+        for r in getattr(batch, f"{kind}s"):
+            if sample.get(int(r)) == kind:
+                inbox.put(_Probe(int(r), kind, acked))
+    return None
+
+
 def run_case(case: Case, echo: Callable[[str], None]) -> dict[str, Any]:
     """Index the initial documents, stream the batches with live queries and probes, and return the figures."""
     s, plan = case.settings, case.plan
@@ -265,20 +287,7 @@ def run_case(case: Case, echo: Callable[[str], None]) -> dict[str, Any]:
                 if wait > 0:
                     time.sleep(wait)
             t_start = clock.now()
-            err, acks = None, {}  # each write's acknowledgement time
-            for j, kind in enumerate(("insert", "update", "delete"), start=1):
-                clock.writing = True
-                try:
-                    _apply(case, batch, kind)
-                except Exception as exc:
-                    err = error_text(exc)
-                acks[kind] = clock.now()
-                clock.acked, clock.writing = STEPS * (b - 1) + j, False
-                if err is not None:
-                    break
-                for r in getattr(batch, f"{kind}s"):  # timed from the acknowledgement of its own write
-                    if sample.get(int(r)) == kind:
-                        inbox.put(_Probe(int(r), kind, acks[kind]))
+            err = _write_batch(case, batch, b, clock, sample, inbox)
             t_ack = clock.now()
             paused_by_last_ack = paused
             clock.acked_t.append(t_ack)
