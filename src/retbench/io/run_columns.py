@@ -28,6 +28,7 @@ first row), and ordered as trec_eval orders them.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,6 +59,21 @@ KEYS = "keys/1"
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
+def _strings(values: Sequence[str]) -> pa.Array:
+    """A UTF-8 string array built from its buffers: `pa.array` on Python objects imports pandas to ask whether
+    they are array-like (about 0.4 s, and the unit tier promises no pandas). Beyond 32-bit offsets it falls
+    back to `pa.array`, which picks the layout."""
+    import pyarrow as pa
+
+    encoded = [v.encode("utf-8") for v in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
+    if offsets[-1] >= 2**31:
+        return pa.array(values, pa.string())
+    buffers = [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(pa.string(), len(encoded), buffers)
+
+
 # -- writing ----------------------------------------------------------------------------------------------
 def run_table(run: Run, tag: str | None = None) -> pa.Table:
     """The run's rankings as the columnar table (queries without a ranked doc are left out, as in the text),
@@ -69,9 +85,9 @@ def run_table(run: Run, tag: str | None = None) -> pa.Table:
     query_ids = [run.query_ids[i] for i in ranked.tolist()]
     rows = np.repeat(np.arange(len(ranked), dtype=np.int32), lengths[ranked])
     query = pa.DictionaryArray.from_arrays(
-        pa.Array.from_buffers(pa.int32(), len(rows), [None, pa.py_buffer(rows)]), pa.array(query_ids, pa.string())
+        pa.Array.from_buffers(pa.int32(), len(rows), [None, pa.py_buffer(rows)]), _strings(query_ids)
     )
-    doc = pa.array(run.doc_ids, type=pa.string())
+    doc = _strings(run.doc_ids)
     score = pa.Array.from_buffers(pa.float64(), len(run.scores), [None, pa.py_buffer(run.scores)])
     keys, exact = column_keys(pa.chunked_array([doc], pa.string()))
     doc_key = pa.Array.from_buffers(pa.uint64(), len(keys), [None, pa.py_buffer(keys)])
@@ -145,7 +161,7 @@ def read_run_columns(path: str | Path, name: str | None = None) -> Run:
         if kind == "parquet":
             import pyarrow.parquet as pq
 
-            table = pq.read_table(p, memory_map=True)
+            table = pq.ParquetFile(p, memory_map=True).read()  # read_table loads the dataset layer (and pandas)
         else:
             with pa.memory_map(str(p)) as source:
                 table = pa.ipc.open_file(source).read_all()  # zero-copy: the columns stay in the mapped file
@@ -238,7 +254,8 @@ def _dictionary_segments(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray
     if any(not c.dictionary.equals(dictionary) for c in column.chunks[1:]):
         return None
     indices = pa.chunked_array([c.indices for c in column.chunks], column.type.index_type)
-    codes = _flat(indices, np.dtype(column.type.index_type.to_pandas_dtype()))
+    index = column.type.index_type  # its NumPy twin by hand: pyarrow's to_pandas_dtype() imports pandas
+    codes = _flat(indices, np.dtype(f"{'' if pa.types.is_signed_integer(index) else 'u'}int{index.bit_width}"))
     if len(codes) and (codes[0] < 0 or (codes[1:] < codes[:-1]).any()):
         return None
     qids = dictionary.to_pylist()

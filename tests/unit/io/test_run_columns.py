@@ -6,14 +6,12 @@ import os
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
 from retbench import api
 from retbench.cli import app
 from retbench.data import Qrels, Run
-from retbench.errors import InputError
 from retbench.evaluation import evaluate
 from retbench.io.judgements import read_system
 from retbench.io.run_columns import run_fingerprint, write_run_columns
@@ -84,20 +82,6 @@ def test_every_reader_takes_a_columnar_run_file_told_by_its_bytes_not_its_name(t
     _same_run(read_system(tmp_path / "odd-name.txt")[0], read_run(tmp_path / "run.trec"))
 
 
-def test_a_table_from_another_tool_is_checked_and_ordered_as_a_trec_file_with_the_same_lines(tmp_path):
-    # interleaved queries, rising scores, a doc listed twice in one query, plain (not dictionary) strings
-    rows = [("b", "x", 1.0), ("a", "y", 2.0), ("b", "z", 3.0), ("b", "x", 0.5), ("a", "w", 2.0), ("c", "v", 1)]
-    pq.write_table(
-        pa.table({"query": [r[0] for r in rows], "doc": [r[1] for r in rows], "score": [float(r[2]) for r in rows]}),
-        tmp_path / "pandas.parquet",
-    )
-    (tmp_path / "same.trec").write_text("".join(f"{q} Q0 {d} 0 {s} t\n" for q, d, s in rows))
-    from_columns, from_text = read_run(tmp_path / "pandas.parquet"), read_run(tmp_path / "same.trec")
-    _same_run(from_columns, from_text)
-    assert from_columns.n_duplicates == from_text.n_duplicates == 1
-    assert from_columns.to_dict() == {"b": {"z": 3.0, "x": 1.0}, "a": {"y": 2.0, "w": 2.0}, "c": {"v": 1.0}}
-
-
 def test_a_copy_edited_by_other_tools_is_checked_in_full_though_it_keeps_the_metadata(tmp_path):
     run = Run.from_dict({"q1": {"a": 3.0, "b": 2.0}, "q2": {"c": 1.0}})
     write_run_columns(run, tmp_path / "run.arrow")
@@ -108,27 +92,6 @@ def test_a_copy_edited_by_other_tools_is_checked_in_full_though_it_keeps_the_met
         w.write_table(joined)
     back = read_run(tmp_path / "joined.arrow")
     assert back.n_duplicates == 1 and back.to_dict() == run.to_dict()
-
-
-@pytest.mark.parametrize(
-    ("table", "field"),
-    [
-        ({"query": ["q"], "doc": ["d"]}, "score"),
-        ({"query": ["q"], "doc": [None], "score": [1.0]}, "doc"),
-        ({"query": ["q"], "doc": ["two words"], "score": [1.0]}, "doc"),
-        ({"query": [""], "doc": ["d"], "score": [1.0]}, "query"),
-        ({"query": ["q", "q"], "doc": ["d", "e"], "score": [1.0, float("nan")]}, "score"),
-        ({"query": ["q"], "doc": ["d"], "score": ["high"]}, "score"),
-        ({"query": ["q"], "doc": [7], "score": [1.0]}, "doc"),
-    ],
-    ids=["no-score-column", "null-id", "id-with-space", "empty-query-id", "nan-score", "text-score", "number-id"],
-)
-def test_a_bad_columnar_run_is_one_input_error_naming_the_file_and_field(tmp_path, table, field):
-    path = tmp_path / "bad.parquet"
-    pq.write_table(pa.table(table), path)
-    with pytest.raises(InputError) as caught:
-        read_run(path)
-    assert caught.value.field == field and str(path) in str(caught.value)
 
 
 def test_saved_runs_get_a_columnar_copy_that_load_run_reads_until_the_text_is_newer(tmp_path):
