@@ -44,6 +44,7 @@ import retbench.metrics.judged as judged
 import retbench.metrics.names as metric_names
 import retbench.metrics.retrieval as retrieval
 import retbench.metrics.rubric as rubric
+import retbench.metrics.trec_params as trec_params
 import retbench.metrics.trec_rows as trec_rows
 from retbench.errors import ConfigError, InputError
 from retbench.metrics.base import CUTOFFS, Metric, MetricContext
@@ -147,7 +148,7 @@ def trec_order(name: str) -> tuple[int, float]:
             rest = name[len(fam) + 1 :]
             pos = TREC_ORDER.index(fam) if fam in TREC_ORDER else len(TREC_ORDER)
             try:
-                return pos, float(rest.split(",")[0]) if rest else -1.0
+                return pos, float(rest.split(",")[0].split("=")[0]) if rest else -1.0
             except ValueError:
                 continue
     return len(TREC_ORDER) + 1, 0.0
@@ -334,6 +335,9 @@ def _parse_trec(s: str, spec: str, default_k: int, *, expand: bool) -> list[Metr
             return None
         if not (s.startswith(fam + ".") or s.startswith(fam + "_")):
             continue
+        own = trec_params.variant(metric, fam, s[len(fam) + 1 :], spec) if s[len(fam)] == "." else None
+        if own is not None:  # 11pt_avg's recall levels, a gain map: the measure trec_eval names so
+            return [MetricSpec(own, None, {}, s)]
         values = s[len(fam) + 1 :].split(",")
         names = tuple(getattr(metric, "trec_params", ()) or ())
         try:
