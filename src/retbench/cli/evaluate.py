@@ -105,6 +105,15 @@ def eval_command(
     labels: Annotated[
         str, typer.Option(help="Which labels score: human, llm, or human+llm (a human label always wins).")
     ] = "human",
+    zscores: Annotated[
+        Path | None,
+        typer.Option(
+            "--zscores",
+            "-Z",
+            help="trec_eval -Z: print each value as a z-score, (value - mean) / stddev, from this file's "
+            "`query measure mean stddev` lines (--format trec).",
+        ),
+    ] = None,
     subtopic_qrels: Annotated[
         Path | None,
         typer.Option(
@@ -119,6 +128,8 @@ def eval_command(
 
     if fmt not in ("table", "json", "trec"):
         raise fail(f"--format must be table, json or trec, got {fmt!r}")
+    if zscores is not None and fmt != "trec":
+        raise fail("-Z/--zscores prints trec_eval's z-scores: it goes with --format trec")
     judged, samples = read_judgements(qrels, split)
     if not samples and not len(judged):  # every mean would be NaN: there is nothing to score against
         from retbench.errors import InputError
@@ -184,7 +195,8 @@ def eval_command(
 
             scored = system.truncate(max_docs) if max_docs is not None else system
             relstring = relstrings(scored, judged, ev.query_ids, strings.depth, judged_only=judged_only)
-        _print_trec(ev, per_query, notes, printed, strings, relstring)
+        shown, totals = _zscored(ev, zscores, printed, complete)
+        _print_trec(shown, per_query, notes, printed, strings, relstring, zscores is not None, totals)
     elif fmt == "json":
         _print_json(ev, per_query, ci, labels, samples, estimates)
     else:
@@ -335,14 +347,34 @@ def _print_trec(
     printed: dict[str, str],
     strings: TrecStrings | None = None,
     relstring: dict[str, str] | None = None,
+    zscores: bool = False,
+    totals: dict[str, float] | None = None,
 ) -> None:
     """trec_eval's three columns on stdout; the mode and notes as comments on stderr."""
     from retbench.report.trec import trec_lines
 
-    for line in trec_lines(ev, per_query=per_query, names=printed, strings=strings, relstring=relstring):
+    lines = trec_lines(
+        ev, per_query=per_query, names=printed, strings=strings, relstring=relstring, zscores=zscores, totals=totals
+    )
+    for line in lines:
         typer.echo(line)
     for note in [f"mode: {ev.label}", *notes]:
         typer.echo(f"# {note}", err=True)
+
+
+def _zscored(
+    ev: Evaluation, path: Path | None, printed: dict[str, str], complete: bool
+) -> tuple[Evaluation, dict[str, float] | None]:
+    """`ev` as z-scores from the file at `path` (trec_eval -Z), or `ev` itself without one; and the `all` values
+    that are no aggregate of them: with -c, trec_eval's num_rel line counts the qrels' relevant documents."""
+    if path is None:
+        return ev, None
+    from retbench.evaluation.zscores import standardise
+    from retbench.io.zscores import read_zscores
+    from retbench.report.trec import printed_names
+
+    totals = {m: ev.mean(m) for m in ev.metrics if m == "num_rel"} if complete else None
+    return standardise(ev, read_zscores(path), printed_names(ev, printed)), totals
 
 
 def _print_json(
