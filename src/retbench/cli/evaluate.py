@@ -105,6 +105,15 @@ def eval_command(
     labels: Annotated[
         str, typer.Option(help="Which labels score: human, llm, or human+llm (a human label always wins).")
     ] = "human",
+    relevance_format: Annotated[
+        str,
+        typer.Option(
+            "--relevance-format",
+            "-R",
+            help="trec_eval -R: qrels, or qrels_jg (`query group doc grade`; -m qrels_jg: map_avgjg, P_avgjg, "
+            "Rprec_mult_avgjg; --format trec).",
+        ),
+    ] = "qrels",
     zscores: Annotated[
         Path | None,
         typer.Option(
@@ -130,6 +139,15 @@ def eval_command(
         raise fail(f"--format must be table, json or trec, got {fmt!r}")
     if zscores is not None and fmt != "trec":
         raise fail("-Z/--zscores prints trec_eval's z-scores: it goes with --format trec")
+    if relevance_format != "qrels":
+        from retbench.evaluation.trec_inputs import other_format
+        from retbench.report.trec import TrecStrings
+
+        if fmt != "trec":
+            raise fail(f"-R {relevance_format} prints trec_eval's lines: it goes with --format trec")
+        settings = {"relevance_level": relevance_level, "judged_only": judged_only, "max_docs": max_docs}
+        ev, runid = other_format(relevance_format, qrels, run, metric or [], **settings)
+        return _print_trec(ev, per_query, [], {}, TrecStrings(runid=runid))
     judged, samples = read_judgements(qrels, split)
     if not samples and not len(judged):  # every mean would be NaN: there is nothing to score against
         from retbench.errors import InputError
@@ -195,7 +213,10 @@ def eval_command(
 
             scored = system.truncate(max_docs) if max_docs is not None else system
             relstring = relstrings(scored, judged, ev.query_ids, strings.depth, judged_only=judged_only)
-        shown, totals = _zscored(ev, zscores, printed, complete)
+        from retbench.evaluation.trec_inputs import zscored
+        from retbench.report.trec import printed_names
+
+        shown, totals = zscored(ev, zscores, printed_names(ev, printed), complete)
         _print_trec(shown, per_query, notes, printed, strings, relstring, zscores is not None, totals)
     elif fmt == "json":
         _print_json(ev, per_query, ci, labels, samples, estimates)
@@ -360,21 +381,6 @@ def _print_trec(
         typer.echo(line)
     for note in [f"mode: {ev.label}", *notes]:
         typer.echo(f"# {note}", err=True)
-
-
-def _zscored(
-    ev: Evaluation, path: Path | None, printed: dict[str, str], complete: bool
-) -> tuple[Evaluation, dict[str, float] | None]:
-    """`ev` as z-scores from the file at `path` (trec_eval -Z), or `ev` itself without one; and the `all` values
-    that are no aggregate of them: with -c, trec_eval's num_rel line counts the qrels' relevant documents."""
-    if path is None:
-        return ev, None
-    from retbench.evaluation.zscores import standardise
-    from retbench.io.zscores import read_zscores
-    from retbench.report.trec import printed_names
-
-    totals = {m: ev.mean(m) for m in ev.metrics if m == "num_rel"} if complete else None
-    return standardise(ev, read_zscores(path), printed_names(ev, printed)), totals
 
 
 def _print_json(

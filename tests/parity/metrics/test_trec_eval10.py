@@ -21,7 +21,7 @@ from retbench.cli import app
 DATA = Path(__file__).resolve().parents[2] / "fixtures" / "trec_eval10"
 
 # (trec_eval's arguments, its expected output): the quicktest lines of trec_eval 10.0's Makefile that read qrels
-# and runs (the -R prefs, qrels_prefs and qrels_jg lines read other inputs retbench does not take; the
+# and runs (the -R prefs and qrels_prefs lines read preferences, which retbench does not take; the
 # measure-parameters line is its own test below)
 QUICKTEST = [
     (["qrels.test", "results.test"], "out.test"),
@@ -32,6 +32,8 @@ QUICKTEST = [
     (["-m", "all_trec", "-q", "-c", "-M100", "qrels.test", "results.trunc"], "out.test.aqcM"),
     (["-m", "all_trec", "-mrelstring.20", "-q", "-l2", "qrels.rel_level", "results.test"], "out.test.aql"),
     (["-q", "-m", "all_trec", "-Z", "zscores_file", "qrels.test", "results.test"], "out.test.aqZ"),
+    (["-m", "qrels_jg", "-q", "-R", "qrels_jg", "qrels.123", "results.test"], "out.test.qrels_jg"),
+    (["-m", "qrels_jg", "-q", "-R", "qrels_jg", "qrels.comments.123", "results.test"], "out.test.qrels_jg"),
 ]
 
 
@@ -62,6 +64,22 @@ BEYOND = [
     ["-q", "-J", "-m", "relstring.3", "-m", "P.5", "qrels.rel_level", "results.test"],
     # z-scores with an unanswered query (-c: num_rel's `all` line is the qrels' count, not a sum of z-scores)
     ["-q", "-c", "-m", "all_trec", "-Z", "zscores_file", "qrels.test", "results.trunc"],
+    # judgement groups with -J, -l, -M and parameters
+    [
+        "-q",
+        "-J",
+        "-l2",
+        "-M",
+        "50",
+        "-R",
+        "qrels_jg",
+        "-m",
+        "P_avgjg.3,7",
+        "-m",
+        "Rprec_mult_avgjg.0.5",
+        "qrels.123",
+        "results.test",
+    ],
     # gain maps with fractional gains, level 0 given a gain, gains less than 1 apart (trec_eval's order of levels)
     [
         "-q",
