@@ -110,8 +110,8 @@ def eval_command(
         typer.Option(
             "--relevance-format",
             "-R",
-            help="trec_eval -R: qrels, or qrels_jg (`query group doc grade`; -m qrels_jg: map_avgjg, P_avgjg, "
-            "Rprec_mult_avgjg; --format trec).",
+            help="trec_eval -R: qrels, qrels_jg (`query group doc grade`; -m qrels_jg), prefs (`query group subgroup "
+            "doc level`) or qrels_prefs (qrels read as preferences; -m all_prefs, prefs); --format trec.",
         ),
     ] = "qrels",
     zscores: Annotated[

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from retbench.errors import ConfigError
+from retbench.metrics.prefs import COUNTS as PREF_COUNTS
 from retbench.metrics.registry import TREC_NICKNAMES, MetricSpec, parse_metric, parse_metrics, trec_order
 from retbench.metrics.trec_rows import TREC_ORDER
 
@@ -147,8 +148,8 @@ def _row(metric: str, default_k: int) -> tuple[bool, bool]:
     """(printed per query, printed as an integer) for a metric name."""
     try:
         m = parse_metric(metric, default_k).metric
-    except ConfigError:  # a read-back table's metric no longer registered (a plugin): printed like any other
-        return True, False
+    except ConfigError:  # a read-back table's metric no longer registered (a plugin), or a measure of -R prefs
+        return True, metric in PREF_COUNTS
     return bool(getattr(m, "per_query_line", True)), getattr(m, "aggregate", "mean") == "sum"
 
 

@@ -1,8 +1,9 @@
 """trec_eval 10.0's own `make quicktest` commands, run through `retbench eval --format trec`, print its expected
 files byte for byte (tests/fixtures/trec_eval10: its test collection and outputs, provenance in the README there).
 
-They cover trec_eval 10.0's recall rounding (iprec_at_recall, 11pt_avg), qrels with comment lines, its default
-measures, runid and relstring lines, -c, -M, -l, and its measure parameters. Where a trec_eval binary is found
+They cover trec_eval 10.0's recall rounding (iprec_at_recall, 11pt_avg), qrels and runs with comment lines, its
+default measures, runid and relstring lines, -c, -M, -l, its measure parameters (recall levels, gain maps), z-scores
+(-Z), judgement groups (-R qrels_jg) and preferences (-R prefs, -R qrels_prefs). Where a trec_eval binary is found
 (`RETBENCH_TREC_EVAL`, else `trec_eval` on PATH) more commands are checked against it; without one those skip.
 """
 
@@ -20,18 +21,21 @@ from retbench.cli import app
 
 DATA = Path(__file__).resolve().parents[2] / "fixtures" / "trec_eval10"
 
-# (trec_eval's arguments, its expected output): the quicktest lines of trec_eval 10.0's Makefile that read qrels
-# and runs (the -R prefs and qrels_prefs lines read preferences, which retbench does not take; the
+# (trec_eval's arguments, its expected output): every quicktest line of trec_eval 10.0's Makefile (the
 # measure-parameters line is its own test below)
 QUICKTEST = [
     (["qrels.test", "results.test"], "out.test"),
     (["qrels.test.with-comments", "results.test"], "out.test"),
+    (["qrels.comment.test", "results.comment.test"], "out.comment.test"),
     (["-m", "all_trec", "qrels.test", "results.test"], "out.test.a"),
     (["-m", "all_trec", "-q", "qrels.test", "results.test"], "out.test.aq"),
     (["-m", "all_trec", "-q", "-c", "qrels.test", "results.trunc"], "out.test.aqc"),
     (["-m", "all_trec", "-q", "-c", "-M100", "qrels.test", "results.trunc"], "out.test.aqcM"),
     (["-m", "all_trec", "-mrelstring.20", "-q", "-l2", "qrels.rel_level", "results.test"], "out.test.aql"),
     (["-q", "-m", "all_trec", "-Z", "zscores_file", "qrels.test", "results.test"], "out.test.aqZ"),
+    (["-m", "all_prefs", "-q", "-R", "prefs", "prefs.test", "prefs.results.test"], "out.test.prefs"),
+    (["-m", "all_prefs", "-q", "-R", "prefs", "prefs.comment.test", "prefs.results.test"], "out.test.prefs"),
+    (["-m", "all_prefs", "-q", "-R", "qrels_prefs", "qrels.test", "results.test"], "out.test.qrels_prefs"),
     (["-m", "qrels_jg", "-q", "-R", "qrels_jg", "qrels.123", "results.test"], "out.test.qrels_jg"),
     (["-m", "qrels_jg", "-q", "-R", "qrels_jg", "qrels.comments.123", "results.test"], "out.test.qrels_jg"),
 ]
@@ -64,6 +68,10 @@ BEYOND = [
     ["-q", "-J", "-m", "relstring.3", "-m", "P.5", "qrels.rel_level", "results.test"],
     # z-scores with an unanswered query (-c: num_rel's `all` line is the qrels' count, not a sum of z-scores)
     ["-q", "-c", "-m", "all_trec", "-Z", "zscores_file", "qrels.test", "results.trunc"],
+    # preferences cut by -M (ties: doc id ascending there), and with an unanswered query (-c)
+    ["-q", "-m", "all_prefs", "-M", "3", "-R", "prefs", "prefs.test", "prefs.results.test"],
+    ["-q", "-m", "prefs", "-M", "30", "-R", "qrels_prefs", "qrels.rel_level", "results.test"],
+    ["-c", "-q", "-m", "all_prefs", "-R", "qrels_prefs", "qrels.test", "results.trunc"],
     # judgement groups with -J, -l, -M and parameters
     [
         "-q",
