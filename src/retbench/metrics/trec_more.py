@@ -243,6 +243,11 @@ def rndcg(gm: GainMatrix, level: int = 1, n_rel: np.ndarray | None = None) -> np
     return np.where((gm.n_relevant(level) if n_rel is None else n_rel) > 0, _ratio(total, count), 0.0)
 
 
+def judged_count(gm: GainMatrix) -> np.ndarray:
+    """Per query, the documents judged with a grade >= 0: the relevant count at relevance level 0 (-l 0)."""
+    return gm.n_zero + np.diff(gm.ideal_offsets)
+
+
 def _hits_above(gm: GainMatrix, hstart: np.ndarray, rows: np.ndarray, ranks: np.ndarray) -> np.ndarray:
     """How many hits of each given row sit at 0-based ranks below `ranks`."""
     keys = gm.hit_rows * (gm.depth + 1) + gm.hit_ranks

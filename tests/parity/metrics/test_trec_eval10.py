@@ -22,7 +22,7 @@ from retbench.cli import app
 DATA = Path(__file__).resolve().parents[2] / "fixtures" / "trec_eval10"
 
 # (trec_eval's arguments, its expected output): every quicktest line of trec_eval 10.0's Makefile (the
-# measure-parameters line is its own test below)
+# measure-parameters line is its own test below), and two -l 0 commands
 QUICKTEST = [
     (["qrels.test", "results.test"], "out.test"),
     (["qrels.test.with-comments", "results.test"], "out.test"),
@@ -33,6 +33,9 @@ QUICKTEST = [
     (["-m", "all_trec", "-q", "-c", "-M100", "qrels.test", "results.trunc"], "out.test.aqcM"),
     (["-m", "all_trec", "-mrelstring.20", "-q", "-l2", "qrels.rel_level", "results.test"], "out.test.aql"),
     (["-q", "-m", "all_trec", "-Z", "zscores_file", "qrels.test", "results.test"], "out.test.aqZ"),
+    # beyond its Makefile: -l 0 (every judged document relevant), outputs of trec_eval 10.0 (fixtures README)
+    (["-q", "-m", "all_trec", "-l0", "qrels.rel_level", "results.test"], "out.test.aql0"),
+    (["-q", "-J", "-m", "official", "-l0", "qrels.test", "results.test"], "out.test.Jl0"),
     (["-m", "all_prefs", "-q", "-R", "prefs", "prefs.test", "prefs.results.test"], "out.test.prefs"),
     (["-m", "all_prefs", "-q", "-R", "prefs", "prefs.comment.test", "prefs.results.test"], "out.test.prefs"),
     (["-m", "all_prefs", "-q", "-R", "qrels_prefs", "qrels.test", "results.test"], "out.test.qrels_prefs"),
@@ -72,6 +75,23 @@ BEYOND = [
     ["-q", "-m", "all_prefs", "-M", "3", "-R", "prefs", "prefs.test", "prefs.results.test"],
     ["-q", "-m", "prefs", "-M", "30", "-R", "qrels_prefs", "qrels.rel_level", "results.test"],
     ["-c", "-q", "-m", "all_prefs", "-R", "qrels_prefs", "qrels.test", "results.trunc"],
+    # -l 0 with rbp and graded measures beside the binary ones
+    [
+        "-q",
+        "-m",
+        "official",
+        "-m",
+        "ndcg",
+        "-m",
+        "Rndcg",
+        "-m",
+        "rbp",
+        "-m",
+        "G",
+        "-l0",
+        "qrels.rel_level",
+        "results.test",
+    ],
     # judgement groups with -J, -l, -M and parameters
     [
         "-q",
