@@ -58,10 +58,14 @@ NICKNAMES = {"all_prefs": ("runid", "num_q", *MEASURES), "prefs": ("runid", "num
 class Line(Protocol):
     """One judgement line (io/prefs.Preference)."""
 
-    group: str
-    subgroup: str
-    doc: str
-    level: float
+    @property
+    def group(self) -> str: ...
+    @property
+    def subgroup(self) -> str: ...
+    @property
+    def doc(self) -> str: ...
+    @property
+    def level(self) -> float: ...
 
 
 @dataclass

@@ -108,7 +108,11 @@ def gain_map(text: str, spec: str) -> dict[int, float]:
 def _trec_order(gains: dict[int, float], top: int) -> list[tuple[int, float]]:
     """The (level, gain) list of a query whose highest judged level is `top`, in trec_eval's increasing order."""
     entries = list(gains.items()) + [(lv, float(lv)) for lv in range(top + 1) if lv not in gains]
-    return sorted(entries, key=cmp_to_key(lambda a, b: int(a[1] - b[1])))
+
+    def whole_difference(a: tuple[int, float], b: tuple[int, float]) -> int:
+        return int(a[1] - b[1])  # C's (int) cast of a double: the fraction dropped
+
+    return sorted(entries, key=cmp_to_key(whole_difference))
 
 
 def with_gains(gm: GainMatrix, gains: dict[int, float]) -> GainMatrix:
