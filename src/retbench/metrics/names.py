@@ -102,14 +102,14 @@ def rewrite(spec: str) -> str:
     spec = _gains(spec)
     m = _IPREC.match(spec)
     if m:
-        given = dict(p.split("=", 1) for p in (m["params"] or "").split(",") if "=" in p)
-        typed = given.pop("recall", None)
+        named = dict(p.split("=", 1) for p in (m["params"] or "").split(",") if "=" in p)
+        typed = named.pop("recall", None)
         recall = m["recall"] or typed  # a level after `@` wins, as in ir_measures
         if recall is None:
             raise ConfigError(f"metric {spec!r}: IPrec needs a recall level, e.g. IPrec@0.2", field="metric")
-        if not given:
+        if not named:
             return f"iprec_at_recall_{float(recall):.2f}"
-        return f"iprec_at_recall(recall={float(recall):g},{','.join(f'{k}={v}' for k, v in given.items())})"
+        return f"iprec_at_recall(recall={float(recall):g},{','.join(f'{k}={v}' for k, v in named.items())})"
     m = _NAME.match(spec)
     if not m:
         return spec
