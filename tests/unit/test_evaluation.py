@@ -94,8 +94,8 @@ def test_bad_options_are_config_errors():
         evaluate(_run(), QRELS, ["mrr"], mode="ranx")
     with pytest.raises(ConfigError, match="no_relevant"):
         evaluate(_run(), QRELS, ["mrr"], no_relevant="drop")
-    with pytest.raises(ConfigError, match="relevance level"):
-        evaluate(_run(), QRELS, ["mrr"], relevance_level=0)
+    with pytest.raises(ConfigError, match="relevance level must be a whole number from 0"):
+        evaluate(_run(), QRELS, ["mrr"], relevance_level=-1)  # 0 is trec_eval's -l 0 (every judged doc relevant)
     with pytest.raises(ConfigError, match=r"unknown metric 'ndgc@10'.*ndcg"):
         evaluate(_run(), QRELS, ["ndgc@10"])
 

@@ -102,6 +102,24 @@ def eval_command(
     labels: Annotated[
         str, typer.Option(help="Which labels score: human, llm, or human+llm (a human label always wins).")
     ] = "human",
+    relevance_format: Annotated[
+        str,
+        typer.Option(
+            "--relevance-format",
+            "-R",
+            help="trec_eval -R: qrels, qrels_jg (`query group doc grade`; -m qrels_jg), prefs (`query group subgroup "
+            "doc level`) or qrels_prefs (qrels read as preferences; -m all_prefs, prefs); --format trec.",
+        ),
+    ] = "qrels",
+    zscores: Annotated[
+        Path | None,
+        typer.Option(
+            "--zscores",
+            "-Z",
+            help="trec_eval -Z: print each value as a z-score, (value - mean) / stddev, from this file's "
+            "`query measure mean stddev` lines (--format trec).",
+        ),
+    ] = None,
     subtopic_qrels: Annotated[
         Path | None,
         typer.Option(
@@ -116,6 +134,17 @@ def eval_command(
 
     if fmt not in ("table", "json", "trec"):
         raise fail(f"--format must be table, json or trec, got {fmt!r}")
+    if zscores is not None and fmt != "trec":
+        raise fail("-Z/--zscores prints trec_eval's z-scores: it goes with --format trec")
+    if relevance_format != "qrels":
+        from retbench.evaluation.trec_inputs import other_format
+        from retbench.report.trec import TrecStrings
+
+        if fmt != "trec":
+            raise fail(f"-R {relevance_format} prints trec_eval's lines: it goes with --format trec")
+        other = {"relevance_level": relevance_level, "judged_only": judged_only, "max_docs": max_docs}
+        ev, runid = other_format(relevance_format, qrels, run, metric or [], **other)
+        return _print_trec(ev, per_query, [], {}, TrecStrings(runid=runid))
     if complete and mode != "trec_eval":
         raise fail(f"-c counts every judged query, as --mode trec_eval does; it cannot go with --mode {mode}")
     settings = EvalSettings(
@@ -157,7 +186,11 @@ def eval_command(
 
             scored = inputs.run.truncate(max_docs) if max_docs is not None else inputs.run
             relstring = relstrings(scored, inputs.judged, ev.query_ids, strings.depth, judged_only=judged_only)
-        _print_trec(ev, per_query, done.notes + trec_notes, printed, strings, relstring)
+        from retbench.evaluation.trec_inputs import zscored
+        from retbench.report.trec import printed_names
+
+        shown, totals = zscored(ev, zscores, printed_names(ev, printed), complete)
+        _print_trec(shown, per_query, done.notes + trec_notes, printed, strings, relstring, zscores is not None, totals)
     elif fmt == "json":
         _print_json(done, per_query, ci)
     else:
@@ -173,11 +206,16 @@ def _print_trec(
     printed: dict[str, str],
     strings: TrecStrings | None = None,
     relstring: dict[str, str] | None = None,
+    zscores: bool = False,
+    totals: dict[str, float] | None = None,
 ) -> None:
     """trec_eval's three columns on stdout; the mode and notes as comments on stderr."""
     from retbench.report.trec import trec_lines
 
-    for line in trec_lines(ev, per_query=per_query, names=printed, strings=strings, relstring=relstring):
+    lines = trec_lines(
+        ev, per_query=per_query, names=printed, strings=strings, relstring=relstring, zscores=zscores, totals=totals
+    )
+    for line in lines:
         typer.echo(line)
     for note in [f"mode: {ev.label}", *notes]:
         typer.echo(f"# {note}", err=True)

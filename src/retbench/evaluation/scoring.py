@@ -4,7 +4,7 @@ package docstring (denominators, the `no_relevant` policy, unanswered queries sc
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -104,7 +104,7 @@ def evaluate(
     items = judged_.items
     ctx = MetricContext(
         judged_.gains if everyone else judged_.gains.take(rows),
-        level,
+        max(level, 1),
         run,
         judged_.rows_in_run[rows],
         row_samples,
@@ -119,8 +119,11 @@ def evaluate(
         subtopics=subtopics,
     )
     ks = np.array([sample_k(s) or 0 for s in row_samples], dtype=np.int64) if smap else None
+    graded = None
+    if judged_.graded is not None:
+        graded = replace(ctx, gm=judged_.graded if everyone else judged_.graded.take(rows), relevance_level=0)
     values = _values(
-        ctx, specs, ks, st.no_relevant_policy, judged_.no_rel[rows], unanswerable[rows], failed[rows], items
+        ctx, specs, ks, st.no_relevant_policy, judged_.no_rel[rows], unanswerable[rows], failed[rows], items, graded
     )
     not_judged = np.ones(len(run), dtype=bool)
     not_judged[judged_.rows_in_run[judged_.rows_in_run >= 0]] = False
@@ -181,6 +184,7 @@ class _Judged:
     no_rel: np.ndarray  # per judged query: nothing relevant at the relevance level (no gold item)
     items: Judgement | None  # a passage judge's judgement (None: qrels)
     qrels: Qrels | Mapping[str, Mapping[str, int]] | None
+    graded: GainMatrix | None = None  # relevance level 0: the grades, for the measures that read them
 
 
 def _judge(run: Run, relevance: Relevance, st: EvalSettings, level: int) -> _Judged:
@@ -202,6 +206,8 @@ def _judge(run: Run, relevance: Relevance, st: EvalSettings, level: int) -> _Jud
     gm = judge_qrels(run, relevance, qids, rows_in_run)
     if st.judged_only:
         gm = gm.condensed()
+    if level == 0:  # trec_eval -l 0: binary measures read the grades raised by 1 at level 1 (GainMatrix.shifted)
+        return _Judged(qids, rows_in_run, gm.shifted(), gm.shifted().n_relevant(1) == 0, None, relevance, gm)
     return _Judged(qids, rows_in_run, gm, gm.n_relevant(level) == 0, None, relevance)
 
 
@@ -222,6 +228,17 @@ def _counted(
     return np.flatnonzero(keep), excluded, skipped
 
 
+#: binary-capable rows whose value without `rel=` reads the grades (trec_eval's graded rbp; Rndcg's gains)
+_GRADED_ROWS = frozenset({"rbp", "Rndcg"})
+
+
+def _binary_at_level(spec: MetricSpec) -> bool:
+    """Whether a measure counts documents at the evaluation's relevance level (not graded, no level of its own)."""
+    return (
+        bool(getattr(spec.metric, "binary", True)) and "rel" not in spec.params and spec.metric.name not in _GRADED_ROWS
+    )
+
+
 def _score_unanswered(values: np.ndarray, specs: Sequence[MetricSpec], failed: np.ndarray) -> None:
     """Give every failed or missing row each metric's worst value (`unanswered_value`); NaN (does not apply) stays."""
     for j, spec in enumerate(specs):
@@ -240,12 +257,17 @@ def _values(
     unanswerable: np.ndarray,
     failed: np.ndarray,
     items: Judgement | None,
+    graded: MetricContext | None = None,
 ) -> np.ndarray:
-    """The counted rows x metrics table, with the counting rules applied (arguments are per counted row)."""
+    """The counted rows x metrics table, with the counting rules applied (arguments are per counted row).
+    `graded`: at relevance level 0, the context with the grades themselves, for the measures that read them
+    (`ctx` then holds the grades raised by 1, at level 1)."""
     values = np.empty((len(no_rel), len(specs)), dtype=np.float64)
     answer_side = np.array([s.row.answer_side for s in specs], dtype=bool)
     for j, spec in enumerate(specs):
-        values[:, j] = spec.compute(ctx, ks)
+        values[:, j] = spec.compute(ctx if graded is None or _binary_at_level(spec) else graded, ks)
+    if graded is not None:
+        ctx = graded
     values[np.ix_(unanswerable, ~answer_side)] = np.nan  # retrieval metrics do not apply
     if no_relevant == "one":
         values[np.ix_(no_rel & ~unanswerable, ~answer_side)] = 1.0

@@ -18,6 +18,7 @@ import numpy as np
 
 from retbench.errors import ConfigError
 from retbench.metrics.base import AGGREGATES, MIN_GEO_MEAN
+from retbench.metrics.prefs import COUNTS as PREF_COUNTS
 from retbench.metrics.registry import parse_metric
 from retbench.stats import column_means
 
@@ -28,8 +29,8 @@ def aggregate_kind(metric: str, default_k: int = 5) -> str:
     """The aggregate kind of a metric name (`mean` for names the registry does not know: read-back tables)."""
     try:
         return parse_metric(metric, default_k).aggregate
-    except ConfigError:
-        return "mean"
+    except ConfigError:  # trec_eval's preference counts (made from -R prefs, not from the registry) are summed
+        return "sum" if metric in PREF_COUNTS else "mean"
 
 
 def aggregate_kinds(metrics: Sequence[str], default_k: int = 5) -> list[str]:

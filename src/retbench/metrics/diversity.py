@@ -20,6 +20,14 @@ Novelty gain: the gain of rank i is g_i = sum over the subtopics s that doc i is
   alpha is ndeval's 0.5.
 - NRBP (Clarke, Kolla and Vechtomova 2009) = (1 - (1 - alpha) beta) / M * sum_i g_i beta^i over the whole
   ranking.
+- alpha-DCG@k (ndeval's alpha-DCG) = DCG@k of the run divided by the DCG@k of a ranking whose every document is
+  relevant to all M subtopics, sum_{i<k} M (1 - alpha)^i d_i (undivided at k = 1, as ndeval leaves it).
+- nERR-IA@k = the run's sum_{i<k} g_i / (i + 1) over the same sum for ndeval's greedy ideal ranking (0 when the
+  run has no relevant document in the top k); nNRBP = NRBP over the greedy ideal ranking's NRBP (the whole ideal
+  ranking: every document relevant to some subtopic).
+- AP-IA (ndeval's MAP-IA) = (1/M) sum over subtopics s with a relevant document of AP_s, AP_s = (1/R_s) sum over
+  the ranks i of documents relevant to s of (documents relevant to s at or above i) / (i + 1), R_s the documents
+  judged relevant to s; over the whole ranking.
 - P-IA@k (Agrawal et al. 2009) = (relevant (document, subtopic) pairs in the top k) / (k M).
 - STREC@k (subtopic recall, Zhai, Cohen and Lafferty 2003) = subtopics with a relevant document in the top
   k / M.
@@ -29,6 +37,8 @@ pyndeval 0.0.8 (ndeval 4.5's C code), checked in tests/parity/metrics/test_diver
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -134,6 +144,49 @@ def nrbp(h: SubtopicHits, alpha: float = 0.5, beta: float = 0.5) -> np.ndarray:
     return np.divide(raw * (1.0 - (1.0 - alpha) * beta), m, out=np.zeros(len(h)), where=m > 0)
 
 
+def alpha_dcg(h: SubtopicHits, k: np.ndarray, alpha: float = 0.5) -> np.ndarray:
+    """ndeval's alpha-DCG@k (normalized by the all-subtopics ranking, as ndeval reports it)."""
+    rows, ranks, g = novelty_gains(h, alpha)
+    top = _checked_k(k)
+    disc = _discount(int(max(top, ranks.max(initial=0) + 1)))
+    raw = _at_k(rows, ranks, g * disc[ranks], k, len(h))
+    return _normalized(raw, h.n_subtopics, k, _powers(1.0 - alpha, top) * disc[:top])
+
+
+def n_err_ia(h: SubtopicHits, k: np.ndarray, alpha: float = 0.5) -> np.ndarray:
+    """ndeval's nERR-IA@k: the run's ERR-IA@k over the greedy ideal ranking's."""
+    rows, ranks, g = novelty_gains(h, alpha)
+    run = _at_k(rows, ranks, g / (ranks + 1.0), k, len(h))
+    ideal = greedy_ideal(h, k, alpha, lambda n: 1.0 / np.arange(1.0, n + 1.0))
+    return np.divide(run, ideal, out=np.zeros(len(h)), where=(run != 0) & (ideal > 0))
+
+
+def n_nrbp(h: SubtopicHits, alpha: float = 0.5, beta: float = 0.5) -> np.ndarray:
+    """ndeval's nNRBP: the run's NRBP over the greedy ideal ranking's."""
+    run = nrbp(h, alpha, beta)
+    everything = np.full(len(h), max(len(h.pairs[0]), 1), dtype=np.int64)
+    ideal = greedy_ideal(h, everything, alpha, lambda n: _powers(beta, n))
+    ideal = ideal * (1.0 - (1.0 - alpha) * beta) / np.maximum(h.n_subtopics, 1)
+    return np.divide(run, ideal, out=np.zeros(len(h)), where=ideal > 0)
+
+
+def ap_ia(h: SubtopicHits) -> np.ndarray:
+    """ndeval's MAP-IA: average precision per subtopic, averaged over the query's M subtopics."""
+    out = np.zeros(len(h), dtype=np.float64)
+    if not len(h.rows):
+        return out
+    order = np.lexsort((h.ranks, h.subtopics, h.rows))
+    rows, ranks, subs = h.rows[order], h.ranks[order], h.subtopics[order]
+    found = _positions(_group_starts(rows, subs)) + 1.0
+    jrow, _, jsub = h.pairs
+    width = int(max(subs.max(), jsub.max())) + 1
+    judged = np.bincount(jrow * width + jsub, minlength=len(h) * width)
+    precision = found / (ranks + 1.0) / judged[rows * width + subs]
+    out += np.bincount(rows, weights=precision, minlength=len(h))
+    m = h.n_subtopics.astype(np.float64)
+    return np.divide(out, m, out=np.zeros(len(h)), where=m > 0)
+
+
 def precision_ia(h: SubtopicHits, k: np.ndarray) -> np.ndarray:
     """Relevant (document, subtopic) pairs in the top k / (k M)."""
     pairs = _at_k(h.rows, h.ranks, np.ones(len(h.rows)), k, len(h))
@@ -153,6 +206,12 @@ def subtopic_recall(h: SubtopicHits, k: np.ndarray) -> np.ndarray:
 
 def greedy_ideal_dcg(h: SubtopicHits, k: np.ndarray, alpha: float) -> np.ndarray:
     """alpha-DCG@k of ndeval's greedy ideal ranking of each query's relevant documents."""
+    return greedy_ideal(h, k, alpha, _discount)
+
+
+def greedy_ideal(h: SubtopicHits, k: np.ndarray, alpha: float, weights: Callable[[int], np.ndarray]) -> np.ndarray:
+    """sum_{i<k} g_i w_i over ndeval's greedy ideal ranking of each query's relevant documents (`weights(n)`:
+    the per-rank weights w_0..w_{n-1}: DCG's discount, ERR's 1 / (i + 1), NRBP's beta^i)."""
     jrow, jdoc, jsub = h.pairs
     out = np.zeros(len(h), dtype=np.float64)
     if not len(jrow):
@@ -173,12 +232,12 @@ def greedy_ideal_dcg(h: SubtopicHits, k: np.ndarray, alpha: float) -> np.ndarray
             block = min(_BLOCK, len(h) - lo)
             rel = np.zeros((block, int(doc_pos[sel].max()) + 1, int(sub_pos[sel].max()) + 1), dtype=bool)
             rel[rows, doc_pos[sel], sub_pos[sel]] = True
-            out[lo : lo + block] = _greedy_block(rel, k[lo : lo + block], alpha)
+            out[lo : lo + block] = _greedy_block(rel, k[lo : lo + block], alpha, weights)
     return out
 
 
-def _greedy_block(rel: np.ndarray, k: np.ndarray, alpha: float) -> np.ndarray:
-    """Greedy ideal alpha-DCG@k for a block: rel[query, doc (doc id order), subtopic (subtopic order)]."""
+def _greedy_block(rel: np.ndarray, k: np.ndarray, alpha: float, weights: Callable[[int], np.ndarray]) -> np.ndarray:
+    """Greedy ideal sum_{i<k} g_i w_i for a block: rel[query, doc (doc id order), subtopic (subtopic order)]."""
     n, n_docs, n_subs = rel.shape
     steps = int(min(k.max(), n_docs))
     gain = np.ones((n, n_subs))
@@ -196,5 +255,5 @@ def _greedy_block(rel: np.ndarray, k: np.ndarray, alpha: float) -> np.ndarray:
         scores[:, step] = np.where(placed, best, 0.0)
         left[at[placed], pick[placed]] = False
         gain = gain * np.where(rel[at, pick] & placed[:, None], 1.0 - alpha, 1.0)
-    contrib = np.cumsum(scores * _discount(steps), axis=1)
+    contrib = np.cumsum(scores * weights(steps), axis=1)
     return contrib[at, np.minimum(k, steps) - 1]

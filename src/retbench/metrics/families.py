@@ -64,11 +64,11 @@ def _rbp_resid(c: MetricContext, k: np.ndarray | None, lv: int, p: Mapping[str, 
     return um.rbp_residual(c.gm, p["p"], rows, ranks)
 
 
-def _cwl(measure: str) -> RowFn:
+def _cwl(measure: str, param: str = "T") -> RowFn:
     def fn(c: MetricContext, k: np.ndarray | None, lv: int, p: Mapping[str, float]) -> np.ndarray:
         if not p.get("max_rel"):  # names.rewrite refuses such a name; this guards specs built in code
             raise ConfigError(f"{measure} needs max_rel, the top grade of the qrels' scale", field="metric")
-        return um.cwl(c.gm, measure, k, p.get("T", 1.0), p["min_rel"], p["max_rel"])
+        return um.cwl(c.gm, measure, k, p.get(param, 1.0), p["min_rel"], p["max_rel"])
 
     return fn
 
@@ -183,8 +183,36 @@ def builtins() -> list[Builtin]:
             label="SDCG",
             meaning="DCG of the top {k} as a share of what {k} fully relevant results would give",
         ),
+        *_nerr_rows(),
         *_diversity_rows(),
     ]
+
+
+def _nerr_rows() -> list[Builtin]:
+    """cwl_eval's NERR measures (C/W/L forms of ERR; metrics/user_models.py); reference: cwl_eval's NERReq8..11."""
+    doc = "C/W/L form of ERR, Azzopardi et al. 2021 eq. {}; max_rel required (reference: cwl_eval's NERReq{})"
+    rows = []
+    for eq, cut, extra in [(8, "k", {}), (9, "k", {}), (10, "none", {"p": 0.9}), (11, "none", {"T": 1.0})]:
+        name = f"NERR{eq}"
+        rows.append(
+            Builtin(
+                name,
+                cut,
+                _checked(name, _cwl(name, "p" if eq == 10 else "T")),
+                doc.format(eq, eq),
+                binary=False,
+                params={**extra, **_CWL_PARAMS},
+                param_ranges=_CWL_RANGES,
+                label=name,
+                meaning="expected rate of gain of a user who stops at each result with the chance it satisfies "
+                + (
+                    "them, within the top {k}"
+                    if cut == "k"
+                    else "them, and otherwise reads on as " + ("RBP's p" if eq == 10 else "INST's T") + " says"
+                ),
+            )
+        )
+    return rows
 
 
 def _diversity_rows() -> list[Builtin]:
@@ -220,6 +248,45 @@ def _diversity_rows() -> list[Builtin]:
             param_ranges={"alpha": (0.0, 1.0), "beta": (1e-9, 1.0)},
             label="NRBP",
             meaning="rank-biased precision over the query's subtopics, with a subtopic seen again worth less",
+        ),
+        Builtin(
+            "nERR_IA",
+            "k",
+            _diversity("nERR_IA", lambda h, k, p: div.n_err_ia(h, k)),  # type: ignore[arg-type]
+            "ERR-IA@k over the greedy ideal ranking's (reference: ndeval's nERR-IA@k)",
+            ("nerr-ia",),
+            label="nERR-IA",
+            meaning="intent-aware expected reciprocal rank of the top {k} as a share of the greedy ideal's",
+        ),
+        Builtin(
+            "alpha_DCG",
+            "k",
+            _diversity("alpha_DCG", lambda h, k, p: div.alpha_dcg(h, k, p["alpha"])),  # type: ignore[arg-type]
+            "alpha-DCG@k over that of a ranking relevant to every subtopic (reference: ndeval's alpha-DCG@k)",
+            ("alpha-DCG",),
+            params={"alpha": 0.5},
+            param_ranges={"alpha": (0.0, 1.0)},
+            label="alpha-DCG",
+            meaning="subtopic-aware DCG of the top {k}, in units of a ranking relevant to every subtopic",
+        ),
+        Builtin(
+            "nNRBP",
+            "none",
+            _diversity("nNRBP", lambda h, k, p: div.n_nrbp(h, p["alpha"], p["beta"])),
+            "NRBP over the greedy ideal ranking's (reference: ndeval's nNRBP)",
+            params={"alpha": 0.5, "beta": 0.5},
+            param_ranges={"alpha": (0.0, 1.0), "beta": (1e-9, 1.0)},
+            label="nNRBP",
+            meaning="novelty- and rank-biased precision as a share of the greedy ideal ranking's",
+        ),
+        Builtin(
+            "AP_IA",
+            "none",
+            _diversity("AP_IA", lambda h, k, p: div.ap_ia(h)),
+            "intent-aware average precision: AP per subtopic, averaged over the subtopics (reference: ndeval's MAP-IA)",
+            ("map-ia",),
+            label="AP-IA",
+            meaning="average precision for each of the query's subtopics, averaged over them",
         ),
         Builtin(
             "P_IA",

@@ -186,6 +186,20 @@ class GainMatrix:
         )
         return out.with_judged((rows[~is_hit], new_rank[~is_hit]), (empty, empty), self.n_zero)
 
+    def shifted(self) -> GainMatrix:
+        """Every judged document's grade raised by 1 (grade 0 becomes 1; negative grades stay unjudged): a binary
+        measure at level 1 of this matrix is that measure at level 0 of this one (trec_eval -l 0, where every
+        judged document is relevant). The graded measures keep reading the grades themselves."""
+        rows = np.concatenate([self.hit_rows, self.zero_rows])
+        ranks = np.concatenate([self.hit_ranks, self.zero_ranks])
+        grades = np.concatenate([self.hit_grades + 1.0, np.ones(len(self.zero_rows))])
+        ideal_rows = np.concatenate([self.ideal_rows, np.repeat(np.arange(len(self), dtype=np.int64), self.n_zero)])
+        ideal = np.concatenate([self.ideal_grades + 1.0, np.ones(int(self.n_zero.sum()))])
+        offsets, ideal_sorted = _ideal_csr(ideal_rows, ideal, len(self))
+        empty = np.zeros(0, dtype=np.int64)
+        out = GainMatrix.from_hits(self.query_ids, rows, ranks, grades, self.lengths, offsets, ideal_sorted)
+        return out.with_judged((empty, empty), (self.pool_rows, self.pool_ranks), np.zeros(len(self), dtype=np.int64))
+
     # -- shape and views --------------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self.query_ids)

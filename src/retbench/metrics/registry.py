@@ -19,14 +19,11 @@ Accepted spellings (case-insensitive except trec_eval's own names):
 - rubric metrics (metrics/rubric.py): the shipped `coherence`, `relevance`, `helpfulness`, `harmlessness`,
   `factual_accuracy`, `answer_match`, and those a config declares under `rubrics:`.
 
-A metric may give NaN for a query it does not apply to (an answer metric on an unanswerable
-question); aggregates count only the queries it applies to.
+A metric may give NaN for a query it does not apply to (an answer metric on an unanswerable question):
+aggregates count only the queries it applies to. Cutoffs: a per-sample `metadata.k` wins, else the name's
+own `@k`, else `default_k`; metrics uncut by nature (mrr, map, rprec, ndcg without @k) stay uncut unless given @k.
 
-Cutoffs: a per-sample `metadata.k` wins, else the name's own `@k`, else `default_k`.
-Metrics that are uncut by nature (mrr, map, rprec, ndcg without @k) stay uncut unless given @k.
-
-Adding a metric: any object with `name`, `cutoff` and `compute(ctx, k, params)` (the `Metric`
-protocol), passed to `register()` or exposed under the `retbench.metrics` entry-point group.
+Adding a metric (the `Metric` protocol, `register()`, the `retbench.metrics` entry points): docs/howto/plugins.md.
 """
 
 from __future__ import annotations
@@ -44,6 +41,7 @@ import retbench.metrics.judged as judged
 import retbench.metrics.names as metric_names
 import retbench.metrics.retrieval as retrieval
 import retbench.metrics.rubric as rubric
+import retbench.metrics.trec_params as trec_params
 import retbench.metrics.trec_rows as trec_rows
 from retbench.errors import ConfigError, InputError
 from retbench.metrics.base import CUTOFFS, Metric, MetricContext, MetricRow, checked_row, row_of, trec_printed_name
@@ -145,7 +143,7 @@ def trec_order(name: str) -> tuple[int, float]:
             rest = name[len(fam) + 1 :]
             pos = TREC_ORDER.index(fam) if fam in TREC_ORDER else len(TREC_ORDER)
             try:
-                return pos, float(rest.split(",")[0]) if rest else -1.0
+                return pos, float(rest.split(",")[0].split("=")[0]) if rest else -1.0
             except ValueError:
                 continue
     return len(TREC_ORDER) + 1, 0.0
@@ -335,6 +333,9 @@ def _parse_trec(s: str, spec: str, default_k: int, *, expand: bool) -> list[Metr
             return None
         if not (s.startswith(fam + ".") or s.startswith(fam + "_")):
             continue
+        own = trec_params.variant(metric, fam, s[len(fam) + 1 :], spec) if s[len(fam)] == "." else None
+        if own is not None:  # 11pt_avg's recall levels, a gain map: the measure trec_eval names so
+            return [MetricSpec(own, None, {}, s)]
         values = s[len(fam) + 1 :].split(",")
         names = row_of(metric).trec_params
         try:

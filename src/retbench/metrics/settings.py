@@ -143,7 +143,8 @@ def with_overrides(settings: EvalSettings | None, overrides: Mapping[str, Any]) 
 
 
 def checked_level(settings: EvalSettings) -> int:
-    """Refuse an unknown mode or no-relevant policy; the relevance level as an integer >= 1."""
+    """Refuse an unknown mode or no-relevant policy; the relevance level as an integer >= 1, or 0 (trec_eval
+    -l 0: every judged document, grade 0 included, counts as relevant for the binary measures)."""
     if settings.mode not in MODES:
         raise ConfigError(f"unknown mode {settings.mode!r}; expected one of {', '.join(MODES)}", field="mode")
     if settings.no_relevant_policy not in NO_RELEVANT:
@@ -160,7 +161,15 @@ def checked_level(settings: EvalSettings) -> int:
         value = getattr(settings, name)
         if value is not None:
             whole(value, name, LIMITS[name])
-    return whole(settings.relevance_level, "relevance_level", LIMITS["relevance_level"], "relevance level")
+    level = settings.relevance_level
+    if isinstance(level, Integral) and not isinstance(level, bool) and level <= 0:
+        if level == 0:
+            return 0
+        high = LIMITS["relevance_level"]
+        raise ConfigError(
+            f"relevance level must be a whole number from 0 to {high:,}, got {level}", field="relevance_level"
+        )
+    return whole(level, "relevance_level", LIMITS["relevance_level"], "relevance level")
 
 
 #: the largest value each integer setting takes. A level or a depth past 2**31 - 1 is past every grade and every

@@ -23,7 +23,7 @@ grade, nrr: relevant retrieved, n: retrieved; ranks 1-based unless said):
 - Rndcg: the mean of nDCG at the ranks where the ideal gain changes (each grade boundary and Rp), plus
   DCG at the end of the ranking / ideal DCG when more than Rp + 1 documents were retrieved.
 
-Gains are the grades themselves (trec_eval's default gains; custom `level=gain` pairs are not taken).
+Gains are the grades themselves (trec_eval's default gains; its `level=gain` pairs: metrics/trec_params.py).
 Sums run in trec_eval's order (per row, rank by rank), so values agree to the last bit or nearly.
 """
 
@@ -216,8 +216,9 @@ def ndcg_rel(gm: GainMatrix) -> np.ndarray:
     return np.where(total > 0, _ratio(total, rp), 0.0)
 
 
-def rndcg(gm: GainMatrix, level: int = 1) -> np.ndarray:
-    """trec_eval Rndcg."""
+def rndcg(gm: GainMatrix, level: int = 1, n_rel: np.ndarray | None = None) -> np.ndarray:
+    """trec_eval Rndcg (0 for a query with no relevant document at `level`; `n_rel`: those counts, when `gm`
+    holds gains that are not the grades)."""
     dcg, idcg, hstart = _dcg_parts(gm)
     rp = np.diff(gm.ideal_offsets)
     irows, ipos, grades = gm.ideal_rows, gm.ideal_positions, gm.ideal_grades
@@ -239,7 +240,12 @@ def rndcg(gm: GainMatrix, level: int = 1) -> np.ndarray:
     final = _ratio(_at(dcg, hstart, all_rows, n_hits), _at(idcg, gm.ideal_offsets, all_rows, rp))
     total = total + np.where(tail, final, 0.0)
     count = count + tail
-    return np.where(gm.n_relevant(level) > 0, _ratio(total, count), 0.0)
+    return np.where((gm.n_relevant(level) if n_rel is None else n_rel) > 0, _ratio(total, count), 0.0)
+
+
+def judged_count(gm: GainMatrix) -> np.ndarray:
+    """Per query, the documents judged with a grade >= 0: the relevant count at relevance level 0 (-l 0)."""
+    return gm.n_zero + np.diff(gm.ideal_offsets)
 
 
 def _hits_above(gm: GainMatrix, hstart: np.ndarray, rows: np.ndarray, ranks: np.ndarray) -> np.ndarray:

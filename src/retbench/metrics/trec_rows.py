@@ -219,7 +219,7 @@ def builtins() -> list[Builtin]:
         Builtin(
             "Rndcg",
             "none",
-            lambda c, k, lv, p: tm.rndcg(c.gm, lv),
+            lambda c, k, lv, p: tm.rndcg(c.gm, max(lv, 1), n_rel=None if lv else tm.judged_count(c.gm)),
             "nDCG averaged at the R-level points of the ideal ranking",
             trec="Rndcg",
             label="R-nDCG",

@@ -29,7 +29,11 @@ is normalized over those 1,000 ranks. With cg_i the gain accumulated down to ran
 - INSQ (Moffat, Scholer and Thomas 2012): C_i = ((i + 2T - 1) / (i + 2T))^2;
 - BPM, static (Zhang et al. 2017): C_i = 1 while cg_i < T and i < K (K = the cutoff), else 0;
 - SDCG@k: C_i = log2(i + 1) / log2(i + 2) for i < k, else 0, i.e. DCG@k (gains as above, log2(i + 1)
-  discounts) divided by the DCG of k fully relevant documents.
+  discounts) divided by the DCG of k fully relevant documents;
+- NERR, the C/W/L forms of ERR (Azzopardi, Mackenzie and Moffat 2021, "ERR is not C/W/L", equations 8 to 11;
+  cwl_eval's NERReq8..11), with g_i the gain at rank i: NERR8@k: C_i = 1 - g_i for i < k, else 0; NERR9@k:
+  C_i = i / (i + 1) (1 - g_i) for i < k, else 0; NERR10(p): C_i = p (1 - g_i); NERR11(T):
+  C_i = ((i + 2T - 1) / (i + 2T))^2 (1 - g_i).
 """
 
 from __future__ import annotations
@@ -159,16 +163,33 @@ def _sdcg(gains: np.ndarray, t: float, k: np.ndarray | None) -> np.ndarray:
     return np.where(_RANK[None, :] < k[:, None], ratio[None, :], 0.0)
 
 
-_CONTINUE = {"INST": _inst, "INSQ": _insq, "BPM": _bpm, "SDCG": _sdcg}
+def _within(k: np.ndarray | None, c: np.ndarray) -> np.ndarray:
+    assert k is not None
+    return np.where(_RANK[None, :] < k[:, None], c, 0.0)
+
+
+_CONTINUE = {
+    "INST": _inst,
+    "INSQ": _insq,
+    "BPM": _bpm,
+    "SDCG": _sdcg,
+    "NERR8": lambda g, t, k: _within(k, 1.0 - g),
+    "NERR9": lambda g, t, k: _within(k, _RANK / (_RANK + 1.0) * (1.0 - g)),
+    "NERR10": lambda g, t, k: t * (1.0 - g),  # t carries p
+    "NERR11": lambda g, t, k: _insq(g, t, k) * (1.0 - g),
+}
 
 
 def cwl(
     gm: GainMatrix, measure: str, k: np.ndarray | None, t: float = 1.0, min_rel: float = 0.0, max_rel: float = 1.0
 ) -> np.ndarray:
-    """The C/W/L expected rate of gain of `measure` (INST, INSQ, BPM or SDCG), in blocks of queries."""
+    """The C/W/L expected rate of gain of `measure` (INST, INSQ, BPM, SDCG, NERR8..NERR11; `t` is NERR10's p),
+    in blocks of queries."""
     cont = _CONTINUE[measure]
-    if measure in ("INST", "INSQ", "BPM") and t <= 0:
+    if measure in ("INST", "INSQ", "BPM", "NERR11") and t <= 0:
         raise ValueError(f"{measure}'s T (the gain the user wants) must be > 0, got {t:g}")
+    if measure == "NERR10" and not 0 < t <= 1:
+        raise ValueError(f"NERR10's p must be in (0, 1], got {t:g}")
     out = np.zeros(len(gm), dtype=np.float64)
     for start in range(0, len(gm), _BLOCK):
         rows = np.arange(start, min(start + _BLOCK, len(gm)), dtype=np.int64)

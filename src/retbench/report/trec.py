@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from retbench.errors import ConfigError
+from retbench.metrics.prefs import COUNTS as PREF_COUNTS
 from retbench.metrics.registry import TREC_NICKNAMES, MetricSpec, parse_metric, parse_metrics, trec_order
 from retbench.metrics.trec_rows import TREC_ORDER
 
@@ -91,6 +92,8 @@ def trec_lines(
     names: Mapping[str, str] | None = None,
     strings: TrecStrings | None = None,
     relstring: Mapping[str, str] | None = None,
+    zscores: bool = False,
+    totals: Mapping[str, float] | None = None,
 ) -> list[str]:
     """trec_eval's own output (`measure<TAB>query-or-all<TAB>value`, name padded to 22, `%6.4f`).
 
@@ -102,29 +105,40 @@ def trec_lines(
     `all` lines, each the metric's aggregate (mean, geometric mean or sum). Measures trec_eval lacks keep
     their retbench names and come last. `strings` adds trec_eval's text measures: `runid` first among the `all`
     lines (the system's name: a run file's tag), `relstring` per query (`relstring` maps query -> its string,
-    quoted as trec_eval quotes it) in its place between P and recall.
+    quoted as trec_eval quotes it) in its place between P and recall. `zscores`: the values are z-scores
+    (trec_eval -Z), printed as trec_eval prints them: `Z` before each measure's name, every value `%6.4f`;
+    `totals` gives a metric's `all` value where it is not the aggregate of the per-query values printed.
     """
-    given = names or {}
     extra = strings or TrecStrings()
-    printed = [given.get(m) or t or m for t, m in zip(ev.trec_names, ev.metrics, strict=True)]
+    printed = printed_names(ev, names)
+    z = "Z" if zscores else ""
     order = sorted(range(len(printed)), key=lambda j: (trec_order(printed[j]) if ev.trec_names[j] else (1e9, 0.0), j))
-    rows = [_row(m, ev.default_k) for m in ev.metrics]
+    rows = [(shown, integer and not zscores) for shown, integer in (_row(m, ev.default_k) for m in ev.metrics)]
     # where relstring stands among the measures: before the first measure trec_eval prints after it
     at_rel = next((n for n, j in enumerate(order) if ev.trec_names[j] and trec_order(printed[j])[0] > _RELSTRING), None)
     lines: list[str] = []
     if per_query:
         for q, i in sorted((q, i) for i, q in enumerate(ev.query_ids)):
-            row = [f"{printed[j]:<22}\t{q}\t{_value(ev.values[i, j], rows[j][1])}" if rows[j][0] else "" for j in order]
+            row = [
+                f"{z}{printed[j]:<22}\t{q}\t{_value(ev.values[i, j], rows[j][1])}" if rows[j][0] else "" for j in order
+            ]
             if extra.relstring is not None and relstring is not None:
                 row.insert(
                     len(row) if at_rel is None else at_rel, f"{extra.relstring:<22}\t{q}\t'{relstring.get(q, '')}'"
                 )
             lines.extend(line for line in row if line)
-    means = ev.means()
+    means = {**ev.means(), **(totals or {})}
     if extra.runid:
         lines.append(f"{'runid':<22}\tall\t{ev.system}")
-    lines.extend(f"{printed[j]:<22}\tall\t{_value(means[ev.metrics[j]], rows[j][1])}" for j in order)
+    lines.extend(f"{z}{printed[j]:<22}\tall\t{_value(means[ev.metrics[j]], rows[j][1])}" for j in order)
     return lines
+
+
+def printed_names(ev: Evaluation, names: Mapping[str, str] | None = None) -> list[str]:
+    """The name trec_eval prints for each metric of `ev` (`names` overrides: see `trec_eval_measures`); a metric
+    trec_eval lacks keeps its retbench name."""
+    given = names or {}
+    return [given.get(m) or t or m for t, m in zip(ev.trec_names, ev.metrics, strict=True)]
 
 
 _RELSTRING = TREC_ORDER.index("relstring")
@@ -134,8 +148,8 @@ def _row(metric: str, default_k: int) -> tuple[bool, bool]:
     """(printed per query, printed as an integer) for a metric name."""
     try:
         row = parse_metric(metric, default_k).row
-    except ConfigError:  # a read-back table's metric no longer registered (a plugin): printed like any other
-        return True, False
+    except ConfigError:  # a read-back table's metric no longer registered (a plugin), or a measure of -R prefs
+        return True, metric in PREF_COUNTS
     return row.per_query_line, row.aggregate == "sum"
 
 

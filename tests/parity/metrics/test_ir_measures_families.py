@@ -104,12 +104,21 @@ CWL = [
     ("BPM(T=2,max_rel=2)@10", "BPM(T=2,max_rel=2)@10"),
     ("SDCG(max_rel=4)@5", "SDCG(max_rel=4)@5"),
     ("SDCG(min_rel=1,max_rel=2)@10", "SDCG(min_rel=1,max_rel=2)@10"),
+    # the NERR forms of ERR, as ir_measures' own cwl_eval tests spell them, and with other parameters
+    ("NERR8(max_rel=1)@10", "NERR8(max_rel=1)@10"),
+    ("NERR8(min_rel=1,max_rel=4)@3", "NERR8(min_rel=1,max_rel=4)@3"),
+    ("NERR9(max_rel=1)@10", "NERR9(max_rel=1)@10"),
+    ("NERR9(max_rel=4)@5", "NERR9(max_rel=4)@5"),
+    ("NERR10(p=0.8, max_rel=1)", "NERR10(p=0.8,max_rel=1)"),
+    ("NERR10(max_rel=4)", "NERR10(max_rel=4)"),
+    ("NERR11(T=2.0, max_rel=1)", "NERR11(T=2,max_rel=1)"),
+    ("NERR11(max_rel=3)", "NERR11(max_rel=3)"),
 ]
 
 
 def _check_cwl(qrels, run):
     theirs = _reference("cwl_eval", [t for t, _ in CWL], qrels, _in_our_order(run))
-    ours = _ours(qrels, run, [o for _, o in CWL])
+    ours = _ours(qrels, run, [t.replace(" ", "") for t, _ in CWL])  # ir_measures' own spellings
     assert len(ours) == len(CWL)
     for (t, _), name in zip(CWL, ours, strict=True):  # evaluate keeps the order the metrics were asked in
         assert theirs[t], t
