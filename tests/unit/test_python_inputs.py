@@ -107,8 +107,8 @@ def test_evaluate_holds_python_ids_scores_and_grades_to_the_file_rules(qrels, ru
     assert err.value.field == field
 
 
-@pytest.mark.parametrize("level", [float("nan"), float("inf"), 1.5, "1", True, 0])
-def test_evaluate_refuses_a_relevance_level_that_is_not_a_whole_number_from_one(level):
+@pytest.mark.parametrize("level", [float("nan"), float("inf"), 1.5, "1", True, -1])
+def test_evaluate_refuses_a_relevance_level_that_is_not_a_whole_number_from_zero(level):
     with pytest.raises(InputError) as err:
         evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 0.5}}, ["P@2"], relevance_level=level)
     assert err.value.field == "relevance_level"

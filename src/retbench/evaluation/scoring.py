@@ -234,9 +234,7 @@ _GRADED_ROWS = frozenset({"rbp", "Rndcg"})
 
 def _binary_at_level(spec: MetricSpec) -> bool:
     """Whether a measure counts documents at the evaluation's relevance level (not graded, no level of its own)."""
-    return (
-        bool(getattr(spec.metric, "binary", True)) and "rel" not in spec.params and spec.metric.name not in _GRADED_ROWS
-    )
+    return spec.row.binary and "rel" not in spec.params and spec.metric.name not in _GRADED_ROWS
 
 
 def _score_unanswered(values: np.ndarray, specs: Sequence[MetricSpec], failed: np.ndarray) -> None:
