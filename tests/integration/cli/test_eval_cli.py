@@ -185,7 +185,7 @@ def test_golden_set_with_system_outputs(tmp_path):
         (["-m", "ndgc@10"], "unknown metric 'ndgc@10'; valid names:"),
         (["--format", "xml"], "--format must be"),
         (["--mode", "ranx"], "unknown mode"),
-        (["--relevance-level", "0"], "relevance level"),
+        (["--relevance-level", "-1"], "relevance level"),
     ],
 )
 def test_usage_errors_exit_2_with_one_message(tmp_path, args, message):
