@@ -59,7 +59,7 @@ KEYS = "keys/1"
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
-def _strings(values: Sequence[str]) -> pa.Array:
+def _strings(values: Sequence[str] | np.ndarray) -> pa.Array:
     """A UTF-8 string array built from its buffers: `pa.array` on Python objects imports pandas to ask whether
     they are array-like (about 0.4 s, and the unit tier promises no pandas). Beyond 32-bit offsets it falls
     back to `pa.array`, which picks the layout."""

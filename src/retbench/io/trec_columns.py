@@ -211,7 +211,7 @@ def array_buffers(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return offsets, data
 
 
-def numbers(column: pa.Array | pa.ChunkedArray, dtype: type = np.float64) -> np.ndarray:
+def numbers(column: pa.Array | pa.ChunkedArray, dtype: type | np.dtype = np.float64) -> np.ndarray:
     """A numeric Arrow array or column without nulls as one NumPy array, read from its buffers.
 
     (Arrow's own to_numpy imports pandas, a fifth of a second this path does not need.)

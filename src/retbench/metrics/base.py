@@ -87,8 +87,11 @@ class Metric(Protocol):
     metric that does not declare it gets; the registry reads them through `row_of`.
     """
 
-    name: str
-    cutoff: str
+    @property
+    def name(self) -> str: ...  # read-only: a frozen dataclass or a property satisfies it
+
+    @property
+    def cutoff(self) -> str: ...
 
     def compute(self, ctx: MetricContext, k: np.ndarray | None, params: Mapping[str, float]) -> np.ndarray: ...
 

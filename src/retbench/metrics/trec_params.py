@@ -36,7 +36,7 @@ import numpy as np
 import retbench.metrics.ranking as ranking
 import retbench.metrics.trec_more as tm
 from retbench.errors import ConfigError
-from retbench.metrics.base import Builtin, MetricContext
+from retbench.metrics.base import Builtin, Metric, MetricContext
 from retbench.metrics.gain import GainMatrix, pair_order
 
 #: trec_eval's measures that take `level=gain` pairs, and each one's function of a gain matrix (and its context)
@@ -48,7 +48,7 @@ GAIN_MEASURES: dict[str, Callable[[GainMatrix, MetricContext, int], np.ndarray]]
 }
 
 
-def variant(row: Builtin, family: str, text: str, spec: str) -> Builtin | None:
+def variant(row: Metric, family: str, text: str, spec: str) -> Builtin | None:
     """The measure `-m FAMILY.text` names when `text` is one of these parameter lists (None when it is not)."""
     if not isinstance(row, Builtin):
         return None
