@@ -14,13 +14,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from retbench.errors import BackendError
+from retbench.llm.local import wait_healthy
 from retbench.loopback import LOOPBACK, free_port, listening_addresses
 
 
@@ -49,27 +48,14 @@ def transformers_server(model_file: Path, log: Path, start_timeout: float = 900.
     with open(log, "ab") as sink:
         proc = subprocess.Popen(cmd, env=env, stdout=sink, stderr=sink, start_new_session=True)
         try:
-            _wait_healthy(proc, port, start_timeout, log)
+            try:
+                wait_healthy(proc, port, start_timeout, "transformers serve")
+            except BackendError as exc:  # the server's own log says why
+                raise RuntimeError(f"{exc}:\n{log.read_text()[-3000:]}") from None
             assert listening_addresses(port) <= LOOPBACK, f"transformers serve listens beyond loopback on {port}"
             yield f"http://127.0.0.1:{port}"
         finally:
             _stop_group(proc)
-
-
-def _wait_healthy(proc: subprocess.Popen, port: int, timeout: float, log: Path) -> None:
-    """Poll /health until the model is loaded; the server's own log is quoted if it exits or never answers."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"transformers serve exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as resp:
-                if resp.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(1)  # polling a readiness endpoint, not synchronising on a guess
-    raise RuntimeError(f"transformers serve not healthy after {timeout:.0f} s:\n{log.read_text()[-3000:]}")
 
 
 def _stop_group(proc: subprocess.Popen) -> None:

@@ -100,6 +100,25 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
         ) from None
 
 
+def field_rows(path: str | Path, what: str, layout: str, *, comments: bool = False) -> Iterator[tuple[int, list[str]]]:
+    """(1-based line number, fields) of a whitespace-separated file whose every row has `layout`'s fields
+    (e.g. "query group doc grade"): blank lines, and with `comments` lines whose first field starts with `#`
+    (trec_eval 10.0's comment lines), are skipped; a row of another width is one error naming the file and line."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {what}: {exc}", path=p) from None
+    width = len(layout.split())
+    for lineno, line in enumerate(text.splitlines(), 1):
+        fields = line.split()
+        if not fields or (comments and fields[0].startswith("#")):
+            continue
+        if len(fields) != width:
+            raise InputError(f"expected {width} fields ({layout}), got {len(fields)}", path=p, line=lineno)
+        yield lineno, fields
+
+
 def _first_undecodable_line(p: Path) -> int | None:
     """The line that is not UTF-8 (text mode decodes ahead of the line it hands out, so it cannot say)."""
     with gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb") as fh:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from retbench.errors import InputError
+from retbench.io.files import field_rows
 
 #: {judgement group: {query id: {doc id: grade}}}
 GroupQrels = dict[str, dict[str, dict[str, int]]]
@@ -20,17 +21,8 @@ GroupQrels = dict[str, dict[str, dict[str, int]]]
 def read_qrels_jg(path: str | Path) -> GroupQrels:
     """Read a judgement-group qrels file (see the module docstring)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read judgement-group qrels: {exc}", path=p) from None
     out: GroupQrels = {}
-    for lineno, line in enumerate(text.splitlines(), 1):
-        fields = line.split()
-        if not fields or fields[0].startswith("#"):
-            continue
-        if len(fields) != 4:
-            raise InputError(f"expected 4 fields (query group doc grade), got {len(fields)}", path=p, line=lineno)
+    for lineno, fields in field_rows(p, "judgement-group qrels", "query group doc grade", comments=True):
         qid, group, doc, grade = fields
         try:
             value = int(grade)

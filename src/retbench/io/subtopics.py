@@ -11,24 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from retbench.errors import InputError
+from retbench.io.files import field_rows
 from retbench.metrics.judges.subtopics import Judgement, SubtopicQrels
 
 
 def read_subtopic_qrels(path: str | Path) -> SubtopicQrels:
     """Read a subtopic qrels file into `SubtopicQrels`."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read subtopic qrels: {exc}", path=p) from None
     judgements: list[Judgement] = []
     seen: dict[tuple[str, str, str], int] = {}
-    for lineno, line in enumerate(text.splitlines(), 1):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) != 4:
-            raise InputError(f"expected 4 fields (query subtopic doc grade), got {len(fields)}", path=p, line=lineno)
+    for lineno, fields in field_rows(p, "subtopic qrels", "query subtopic doc grade"):
         qid, subtopic, doc, grade = fields
         try:
             value = int(grade)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from retbench.errors import InputError
+from retbench.io.files import field_rows
 
 #: {query id: {measure name as trec_eval prints it: (mean, standard deviation)}}
 ZScores = dict[str, dict[str, tuple[float, float]]]
@@ -19,17 +20,8 @@ ZScores = dict[str, dict[str, tuple[float, float]]]
 def read_zscores(path: str | Path) -> ZScores:
     """Read a z-scores file (see the module docstring)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the z-scores file: {exc}", path=p) from None
     out: ZScores = {}
-    for lineno, line in enumerate(text.splitlines(), 1):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) != 4:
-            raise InputError(f"expected 4 fields (query measure mean stddev), got {len(fields)}", path=p, line=lineno)
+    for lineno, fields in field_rows(p, "the z-scores file", "query measure mean stddev"):
         qid, measure, mean, stddev = fields
         try:
             pair = (float(mean), float(stddev))

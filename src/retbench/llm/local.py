@@ -62,7 +62,7 @@ def local_server(
     sink = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - closed in finally
     proc = subprocess.Popen([str(binary), str(model), "--server", str(port)], env=env, stdout=sink, stderr=sink)
     try:
-        _wait_ready(proc, port, start_timeout)
+        wait_healthy(proc, port, start_timeout)
         addresses = listening_addresses(port)
         if not addresses or addresses - LOOPBACK:
             raise BackendError(
@@ -75,15 +75,16 @@ def local_server(
             sink.close()  # type: ignore[union-attr]
 
 
-def _wait_ready(proc: subprocess.Popen, port: int, timeout: float) -> None:
+def wait_healthy(proc: subprocess.Popen, port: int, timeout: float, server: str = "tinyq4") -> None:
+    """Poll the loopback server's `/health` until it answers 200; an exit or `timeout` seconds is a BackendError."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise BackendError(f"tinyq4 exited with code {proc.returncode} before it was ready")
+            raise BackendError(f"{server} exited with code {proc.returncode} before it was ready")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as resp:
                 if resp.status == 200:
                     return
         except OSError:
             time.sleep(0.5)
-    raise BackendError(f"tinyq4 was not ready after {timeout:g} s")
+    raise BackendError(f"{server} was not ready after {timeout:g} s")

@@ -150,12 +150,18 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         lines += _quality_table(levels, list(summary.get("metrics") or []))
         lines += _failures(summary, levels)
     lines += [f"\nWarning: {w}" for w in summary.get("warnings") or ()]
+    return "\n".join(lines + closing_lines(summary)) + "\n"
+
+
+def closing_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The first failure (where, and the backend's message) and why the run stopped early, if it did."""
+    lines: list[str] = []
     first = summary.get("first_failure")
     if first:
         lines += ["", f"First failure {describe_failure(first)}"]
     if summary.get("stopped"):
         lines += ["", f"Stopped: {summary['stopped']}."]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _chart(

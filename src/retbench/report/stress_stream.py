@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from retbench.report import fmt, plots
-from retbench.report.stress import html_blocks
+from retbench.report.stress import closing_lines, html_blocks
 
 CLASSES = ("error", "invalid", "deleted_returned", "out_of_filter", "short")
 
@@ -128,12 +128,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         "",
         f"Updates that cannot be told apart from their old version: {st['freshness']['update']['indistinguishable']}.",
     ]
-    first = summary.get("first_failure")
-    if first:
-        lines += ["", f"First failure ({first['phase']}, {first['kind']}): {first['message']}"]
-    if summary.get("stopped"):
-        lines += ["", f"Stopped: {summary['stopped']}."]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + closing_lines(summary)) + "\n"
 
 
 def s_allowed(summary: Mapping[str, Any]) -> float:
