@@ -6,17 +6,42 @@ nothing outside data/ needs to know.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import repeat
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from retbench.data.keys import key_strings, lookup
-from retbench.data.lazy_ids import IdColumn, MappingIds
+from retbench.data.lazy_ids import IdColumn, LazyIds, MappingIds
 
-if TYPE_CHECKING:
-    from retbench.data.run import Run
+
+class Run(Protocol):
+    """What locating reads of a `retbench.data.run.Run`: its columns and how it keeps its ids (declared here,
+    read-only, so data/run.py imports this module and not the other way round)."""
+
+    @property
+    def offsets(self) -> np.ndarray: ...
+    @property
+    def scores(self) -> np.ndarray: ...
+    @property
+    def doc_ids(self) -> np.ndarray: ...
+    @property
+    def _codes(self) -> np.ndarray | None: ...
+    @property
+    def _doc_key(self) -> np.ndarray | None: ...
+    @property
+    def _key_exact(self) -> bool: ...
+    @property
+    def _lazy(self) -> LazyIds | None: ...
+    @property
+    def _maps(self) -> list[Mapping[str, float]] | None: ...
+    @property
+    def _tied_docs(self) -> np.ndarray: ...
+    @property
+    def _tied_pos(self) -> np.ndarray: ...
+    def _docs_at(self, positions: np.ndarray) -> np.ndarray: ...
+    def doc_codes(self) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 def locate(run: Run, rows: np.ndarray, docs: np.ndarray | IdColumn) -> tuple[np.ndarray, np.ndarray]:
