@@ -1,8 +1,8 @@
 """The streaming case on real stores: search while a seeded stream of inserts, updates and deletes runs.
 
-Exact stores (LanceDB flat, qdrant-client local mode, Chroma, pgvector without an index) must find every
-exact answer at every checkpoint, under every filter, with every change visible; a re-run with the same
-seed must report the same exact answers and counts. Stores that misbehave on purpose (real LanceDB
+Exact stores (LanceDB flat, Chroma, pgvector without an index) must find every exact answer at every
+checkpoint, under every filter, with every change visible; a re-run with the same seed must report the same
+exact answers and counts. Stores that misbehave on purpose (real LanceDB
 underneath, with deletes ignored, a filter applied after a top-k search, or the filter dropped) must be
 caught in their own failure classes. The HTML report's charts are laid out by headless Chromium.
 
@@ -82,8 +82,6 @@ def _store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[A
     params: dict[str, Any]
     if kind == "lancedb":
         params = {"path": str(tmp_path / "lance"), **ENC}
-    elif kind == "qdrant":
-        params = {"location": ":memory:", **ENC}
     elif kind == "chroma":
         pytest.importorskip("chromadb")
         params = {"path": str(tmp_path / "chroma"), **ENC}
@@ -93,7 +91,9 @@ def _store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[A
     return create(kind, params, name=kind), params
 
 
-@pytest.mark.parametrize("kind", ["lancedb", "qdrant", "chroma", "pgvector"])
+# qdrant-client's local mode is exact too, but not safe to search while another thread writes: on a loaded
+# machine some live queries raise inside the client (docs/howto/stress.md), so it cannot promise no failures
+@pytest.mark.parametrize("kind", ["lancedb", "chroma", "pgvector"])
 def test_an_exact_store_finds_every_exact_answer_and_every_change_while_the_data_changes(
     kind: str, dataset, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
