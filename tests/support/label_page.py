@@ -8,10 +8,10 @@ import os
 import queue
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
+from child_output import line_queue
 from repo_paths import SRC
 
 WAIT_MS = 60_000
@@ -32,8 +32,7 @@ def start_page(study: Path, port: int, *extra: str) -> tuple[subprocess.Popen, s
     env = {**os.environ, "PYTHONPATH": str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     cmd = [sys.executable, "-m", "retbench.cli", "label", "serve", str(study), "--port", str(port), *extra]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    lines = line_queue(proc)
     seen: list[str] = []
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import repo_paths
+from child_output import line_queue
 from retbench.data import Corpus, Dataset
 from retbench.retrievers.base import Ranking, Retriever, create
 from retbench.testing import stop_process
@@ -130,8 +131,7 @@ def start_serve(args: list[str]) -> tuple[subprocess.Popen, str]:
         text=True,
         env=env,
     )
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    lines = line_queue(proc)
     seen = []
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

@@ -196,6 +196,7 @@ def test_a_second_process_on_the_same_output_is_refused_naming_the_lock_and_its_
     finally:
         holder.kill()
         holder.wait()
+        holder.stdout.close()  # type: ignore[union-attr]
     with OutputLock(out):  # released when its holder died
         pass
 
