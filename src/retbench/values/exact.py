@@ -67,16 +67,23 @@ def _check(scores: np.ndarray, labels: np.ndarray, k: int, denominators: np.ndar
         raise InputError("scores must be finite")
 
 
+def _ranked_labels(
+    scores: np.ndarray, labels: np.ndarray, k: int, denominators: np.ndarray, tiebreak: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Checked inputs as (each query's ranking order, its labels in that order, the denominators Z_q)."""
+    scores, labels = np.asarray(scores), np.asarray(labels, dtype=np.float64)
+    denominators = np.asarray(denominators, dtype=np.float64)
+    _check(scores, labels, k, denominators)
+    order = ranking_order(scores, tiebreak)
+    return order, np.take_along_axis(labels, order, axis=1), denominators
+
+
 def shapley_sorted(
     scores: np.ndarray, labels: np.ndarray, k: int, denominators: np.ndarray, tiebreak: np.ndarray
 ) -> np.ndarray:
     """(Q, N) exact Shapley value of every document for every query's utility (Jia et al.'s recursion)."""
-    scores, labels = np.asarray(scores), np.asarray(labels, dtype=np.float64)
-    denominators = np.asarray(denominators, dtype=np.float64)
-    _check(scores, labels, k, denominators)
-    n = scores.shape[1]
-    order = ranking_order(scores, tiebreak)
-    y = np.take_along_axis(labels, order, axis=1)
+    order, y, denominators = _ranked_labels(scores, labels, k, denominators, tiebreak)
+    n = y.shape[1]
     pos = np.arange(1, n + 1, dtype=np.float64)
     c = np.minimum(k, pos) / pos
     steps = np.empty_like(y)
@@ -92,11 +99,7 @@ def leave_one_out_sorted(
     scores: np.ndarray, labels: np.ndarray, k: int, denominators: np.ndarray, tiebreak: np.ndarray
 ) -> np.ndarray:
     """(Q, N) U(all) - U(all without d) for every query and document."""
-    scores, labels = np.asarray(scores), np.asarray(labels, dtype=np.float64)
-    denominators = np.asarray(denominators, dtype=np.float64)
-    _check(scores, labels, k, denominators)
-    order = ranking_order(scores, tiebreak)
-    y = np.take_along_axis(labels, order, axis=1)
+    order, y, denominators = _ranked_labels(scores, labels, k, denominators, tiebreak)
     ranked = np.zeros_like(y)
     top = min(k, y.shape[1])
     after = y[:, k][:, None] if y.shape[1] > k else 0.0
