@@ -30,7 +30,11 @@ misleads where one path makes many more calls than the other. retbench's steps a
 `floors` times (CPU seconds, best of 5, no profiler) what any checked evaluation of the same input
 must do at least, so a goal can be held against arithmetic rather than hope: from dicts, touching
 every ranked id object once and reading every score into an array; prebuilt from dicts, one dict
-lookup per judged (query, doc) pair in the run's own mappings (where judged docs are ranked).
+lookup per judged (query, doc) pair in the run's own mappings (where judged docs are ranked). Beside
+them, in the same process: the cheapest pass CPython offers that proves every id is text (`str.join`
+over each ranking, a block of rankings at a time: the one C loop that checks each item's type without a
+Python-level call per id) plus the score read, and the dicts path itself end to end (`Run.from_dict`,
+`Qrels`, `evaluate` of the four metrics), as a ratio to each floor.
 """
 
 from __future__ import annotations
@@ -166,9 +170,14 @@ def floors(sizes: list[str]) -> None:
     import numpy as np
 
     from metrics_speed import make_inputs
+    from retbench.data import Qrels, Run
+    from retbench.evaluation import evaluate
 
-    print("| size | touch every id | read every score | both (dicts floor) | judged lookups (prebuilt floor) |")
-    print("|---|---:|---:|---:|---:|")
+    print(
+        "| size | touch every id | read every score | both (dicts floor) | join every id | join + read (text floor)"
+        " | dicts path | / dicts floor | / text floor | judged lookups (prebuilt floor) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for size in sizes:
         n_q, depth = (int(x) for x in size.lower().split("x"))
         run_d, qrels_d = make_inputs(n_q, depth)
@@ -177,14 +186,22 @@ def floors(sizes: list[str]) -> None:
         maps = [run_d[q] for q in qrels_d]
         owners = [m for m, judged in zip(maps, qrels_d.values(), strict=True) for _ in judged]
         judged = [d for j in qrels_d.values() for d in j]
+        step = max(1, 32_768 * len(rankings) // max(n, 1))  # rankings per block of about 32k ids
+        blocks = [rankings[i : i + step] for i in range(0, len(rankings), step)]
         touch = _cpu_best(lambda: deque(chain.from_iterable(rankings), maxlen=0))  # noqa: B023
         read = _cpu_best(
             lambda: np.fromiter(chain.from_iterable(map(dict.values, rankings)), dtype=np.float64, count=n)  # noqa: B023
         )
+        join = _cpu_best(lambda: deque((" ".join(map(" ".join, b)) for b in blocks), maxlen=0))  # noqa: B023
         look = _cpu_best(
             lambda: np.fromiter(map(dict.get, owners, judged, repeat(np.nan)), dtype=np.float64, count=len(judged))  # noqa: B023
         )
-        print(f"| {n_q:,} x {depth:,} | {touch:.3f} | {read:.3f} | {touch + read:.3f} | {look:.3f} |")
+        path = _cpu_best(lambda: evaluate(Run.from_dict(run_d), Qrels(qrels_d), METRIC_NAMES))  # noqa: B023
+        floor, text = touch + read, join + read
+        print(
+            f"| {n_q:,} x {depth:,} | {touch:.3f} | {read:.3f} | {floor:.3f} | {join:.3f} | {text:.3f} | {path:.3f}"
+            f" | {path / floor:.2f}x | {path / text:.2f}x | {look:.3f} |"
+        )
 
 
 def profile_bm25(corpus: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import chain, pairwise
+from itertools import chain, pairwise, repeat
 from typing import Any
 
 import numpy as np
@@ -118,25 +118,35 @@ def answer_problem(ranking: Sequence[tuple[object, object]]) -> str | None:
     return None
 
 
+# Ids checked per block: the block's text (about 256 KB at 8 bytes an id) is made, checked and freed, so
+# memory is reused from block to block instead of faulting in fresh pages for one text of every id.
+_IDS_PER_BLOCK = 32_768
+
+
 def plain_rankings_fine(rankings: list[dict[Any, Any]], scores: np.ndarray | None = None) -> bool:
     """True when every doc id of these dicts is usable text and every score a finite number.
 
     Every pass is in C. The ids are joined with spaces one ranking at a time (a non-text id stops the
-    join), so each id object is read once, while its ranking's ids are in cache, and the rankings' texts
-    are then joined and checked as one: since an id may hold neither a space nor a control character,
-    the text is printable with exactly one space between ids and none doubled or at an end (an empty id
-    shows as a doubled space). ASCII text is checked as bytes (every byte from 32 to 126), other text by
-    `str.isprintable`. The scores are the array already read (None, text or a container there stops
-    `np.fromiter`), checked finite. Anything doubtful returns False and the caller's slow walk names the
-    entry. A bool score reads as 0 or 1 here, as NumPy reads it.
+    join), so each id object is read once, while its ranking's ids are in cache, and a block of rankings'
+    texts is then joined and checked as one. An empty id is one dict lookup per ranking (`"" in ranking`:
+    a dict holds each key once); with none, an id may hold neither a space nor a control character
+    exactly when the text is printable and holds n - 1 spaces, the separators. ASCII text is checked as
+    bytes (every byte from 32 to 126), other text by `str.isprintable`. The scores are the array already
+    read (None, text or a container there stops `np.fromiter`), checked finite. Anything doubtful returns
+    False and the caller's slow walk names the entry. A bool score reads as 0 or 1 here, as NumPy reads it.
     """
-    try:
-        joined = " ".join(filter(None, map(" ".join, rankings)))  # (an empty ranking adds no separator)
-    except TypeError:
-        return False
     n = sum(map(len, rankings))
-    if n and not _spaced_ids(joined, n):
-        return False  # a space, a control character or an empty id, or Unicode isprintable refuses: the walk decides
+    step = max(1, _IDS_PER_BLOCK * len(rankings) // max(n, 1))  # rankings per block, by their mean length
+    for start in range(0, len(rankings), step):
+        block = rankings[start : start + step]
+        try:
+            text = " ".join(filter(None, map(" ".join, block)))  # (an empty ranking adds no separator)
+        except TypeError:
+            return False
+        if text and not _spaced_ids(text, sum(map(len, block))):
+            return False  # a space or a control character, or Unicode isprintable refuses: the walk decides
+    if any(map(dict.__contains__, rankings, repeat(""))):
+        return False  # an empty id: the walk names it
     if scores is None:
         try:
             scores = np.fromiter(chain.from_iterable(map(dict.values, rankings)), dtype=np.float64, count=n)
@@ -146,27 +156,11 @@ def plain_rankings_fine(rankings: list[dict[Any, Any]], scores: np.ndarray | Non
 
 
 def _spaced_ids(joined: str, n: int) -> bool:
-    """Whether `joined` is n printable, non-empty ids separated by single spaces."""
-    if not joined or joined[:1] == " " or joined[-1:] == " ":
-        return False  # one empty id, or an empty id at an end
-    if joined.isascii():  # as bytes: every byte from 32 to 126, n - 1 spaces, none doubled
+    """Whether `joined`, n non-empty ids separated by single spaces, is printable with no other space."""
+    if joined.isascii():  # as bytes: every byte from 32 to 126, and n - 1 spaces
         data = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
-        if data.min() < 32 or data.max() > 126 or np.count_nonzero(data == 32) != n - 1:
-            return False
-        return not _double_space(data)
-    if joined.count(" ") != n - 1 or "  " in joined:
-        return False
-    return joined.isprintable()
-
-
-def _double_space(data: np.ndarray) -> bool:
-    """Whether two space bytes follow each other: the bytes read as 16-bit pairs from an even and from an
-    odd start, each compared with two spaces (two array passes; `str.__contains__` is 3x slower here)."""
-    for start in (0, 1):
-        pairs = data[start : start + (len(data) - start) // 2 * 2].view(np.uint16)
-        if bool((pairs == 0x2020).any()):
-            return True
-    return False
+        return bool(data.min() >= 32 and data.max() <= 126 and np.count_nonzero(data == 32) == n - 1)
+    return joined.count(" ") == n - 1 and joined.isprintable()
 
 
 def rankings_problem(results: Mapping[Any, Any]) -> tuple[str, str] | None:
