@@ -22,7 +22,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 #: settings, metrics.coverage what a table covers, studies.cell_contract what a cell is given, studies.outcome
 #: what a study returns, config.experiment the fusion vocabulary, metrics.catalog the registered metrics, stats.paired
 #: and stats.ppi the statistics (the `retbench.stats` package gathers their public names), services_state what
-#: `services up` records
+#: `services up` records, retrievers.fusion_options the fusion names and their checks
 HOMES = (
     "retbench.io.files",
     "retbench.metrics.settings",
@@ -34,6 +34,7 @@ HOMES = (
     "retbench.stats.paired",
     "retbench.stats.ppi",
     "retbench.services_state",
+    "retbench.retrievers.fusion_options",
 )
 #: (importing module, name, module it is imported from): imports in modules whose owners move them next
 NOT_YET_MOVED: set[tuple[str, str, str]] = set()
