@@ -36,7 +36,7 @@ from retbench.io.datasets import load_dataset
 from retbench.io.files import write_json
 from retbench.llm.judge import Judge, open_base_url
 from retbench.retrievers.base import create
-from retbench.stats import classical_mean_ci, ppi_mean
+from retbench.stats.ppi import classical_mean_ci, ppi_mean
 from retbench.studies.labels.calibrate import load_calibration
 from retbench.studies.labels.relevance import judge_items
 

@@ -34,7 +34,7 @@ from retbench.evaluation import evaluate
 from retbench.io.beir import read_beir
 from retbench.retrievers import create
 from retbench.sequential import diff_cs
-from retbench.stats import z_quantile
+from retbench.stats.paired import z_quantile
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = {

@@ -136,10 +136,10 @@ def _family_table(rows: list[dict[str, Any]], templates: dict[str, list[str]]) -
 
 
 def metrics_reference() -> str:
-    """The registry's own declaration of every metric (`registry.catalog()`, what `retbench metrics --json`
+    """The registry's own declaration of every metric (`catalog.catalog()`, what `retbench metrics --json`
     prints), one table per family."""
     from retbench.metrics.base import row_of
-    from retbench.metrics.registry import available, catalog
+    from retbench.metrics.catalog import available, catalog
 
     metrics = available()
     modules = {n: getattr(getattr(m, "fn", None), "__module__", None) for n, m in metrics.items()}

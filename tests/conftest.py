@@ -118,12 +118,12 @@ def _metric_registry_restored():
     rows on purpose; without this, a later test (the generated metric reference, the catalog) sees rows
     that belong to another test, and the outcome depends on test order.
     """
-    from retbench.metrics import registry
+    from retbench.metrics import catalog
 
-    registry._load_plugins()
-    saved = (dict(registry._REGISTRY), dict(registry._LOOKUP), dict(registry._PLUGIN_ERRORS))
+    catalog._load_plugins()
+    saved = (dict(catalog._REGISTRY), dict(catalog._LOOKUP), dict(catalog._PLUGIN_ERRORS))
     yield
-    for live, kept in zip((registry._REGISTRY, registry._LOOKUP, registry._PLUGIN_ERRORS), saved, strict=True):
+    for live, kept in zip((catalog._REGISTRY, catalog._LOOKUP, catalog._PLUGIN_ERRORS), saved, strict=True):
         live.clear()
         live.update(kept)
-    registry._FAMILIES.clear()
+    catalog._FAMILIES.clear()

@@ -45,7 +45,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from retbench.errors import InputError
-from retbench.stats import check_alpha, z_quantile
+from retbench.stats.paired import check_alpha, z_quantile
 
 ESTIMANDS = ("logged", "population")
 

@@ -19,7 +19,7 @@ from retbench.evaluation import evaluate as evaluate_run
 from retbench.gates import GateRun, gate
 from retbench.io.frames import as_qrels, as_run
 from retbench.metrics.registry import EVAL_METRICS, trec_cut_families
-from retbench.stats import check_resamples
+from retbench.stats.paired import check_resamples
 
 # `gate` is the gate's whole flow (`gates.flow.gate`): what `retbench gate` runs, so both give one verdict
 __all__ = ["GateRun", "compare", "evaluate", "gate", "metric_names"]

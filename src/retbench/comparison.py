@@ -41,7 +41,7 @@ from retbench.errors import InputError
 from retbench.io.files import json_safe
 from retbench.metrics.registry import lower_is_better, unanswered_value_of
 from retbench.results.layout import all_pairs
-from retbench.stats import (
+from retbench.stats.paired import (
     bootstrap_cis,
     check_alpha,
     check_resamples,

@@ -15,7 +15,8 @@ import numpy as np
 
 from retbench.data import Run
 from retbench.metrics.registry import parse_metric, value_range
-from retbench.stats import classical_mean_ci, column_means, ppi_mean
+from retbench.stats.paired import column_means
+from retbench.stats.ppi import classical_mean_ci, ppi_mean
 
 #: one metric's `estimate` entry: source, note (str), n_human, n_llm (int), mean, ci_low, ci_high (float)
 Estimate = dict[str, str | int | float]

@@ -29,7 +29,7 @@ from retbench.io.judgements import read_judgements
 from retbench.io.trec import read_run
 from retbench.metrics.overlap import MEASURES, MORE_IS_MOVEMENT, TopK, check_k, check_p, overlap_measures, top_k_codes
 from retbench.results import load_results
-from retbench.stats import bootstrap_cis, check_resamples
+from retbench.stats.paired import bootstrap_cis, check_resamples
 
 Note = Callable[[str], None]
 

@@ -30,7 +30,7 @@ from retbench.power import (
     power_simulated,
     ppi_labels_needed,
 )
-from retbench.stats import check_seed
+from retbench.stats.paired import check_seed
 
 #: the drop to plan for when neither --effect nor the gate's regression_max gives one
 DEFAULT_EFFECT = 0.03

@@ -49,7 +49,7 @@ from typing import Literal
 import numpy as np
 
 from retbench.errors import InputError
-from retbench.stats import z_quantile
+from retbench.stats.paired import z_quantile
 
 # simulated data sets are drawn in blocks of about this many cells to bound memory
 _BLOCK_CELLS = 4_000_000

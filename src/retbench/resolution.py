@@ -35,7 +35,7 @@ from retbench.evaluation import Evaluation
 from retbench.metrics.registry import lower_is_better, parse_metric
 from retbench.results.model import StudyResult
 from retbench.results.read import FolderTables
-from retbench.stats import bootstrap_means, check_resamples, check_seed, column_means, z_quantile
+from retbench.stats.paired import bootstrap_means, check_resamples, check_seed, column_means, z_quantile
 
 CONFIDENCE = 0.95
 N_RESAMPLES = 2000  # resamples of a report's rank intervals

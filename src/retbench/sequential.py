@@ -49,7 +49,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from retbench.errors import InputError
-from retbench.stats import check_alpha
+from retbench.stats.paired import check_alpha
 
 BETTING = "betting (hedged capital, Waudby-Smith and Ramdas 2024)"
 NORMAL_MIXTURE = "normal mixture, asymptotic (Howard et al. 2021; Waudby-Smith et al. 2024)"

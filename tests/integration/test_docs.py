@@ -99,7 +99,7 @@ def test_the_reference_generator_runs_before_any_builder_and_writes_the_same_pag
 
 
 def test_the_metric_reference_groups_every_registry_row_by_family_ranking_first(site):
-    from retbench.metrics.registry import catalog
+    from retbench.metrics.catalog import catalog
 
     html = (site / "reference" / "metrics" / "index.html").read_text(encoding="utf-8")
     heads = re.findall(r"<h2 id=\"([^\"]+)\"", html)

@@ -22,7 +22,7 @@ from retbench.cli import app
 from retbench.io.judgements import PROVENANCE_FILE
 from retbench.io.trec import write_run
 from retbench.retrievers import create
-from retbench.stats import classical_mean_ci, ppi_mean
+from retbench.stats.ppi import classical_mean_ci, ppi_mean
 from retbench.studies.labels.relevance import QRELS_FILE
 
 runner = CliRunner()
@@ -175,7 +175,7 @@ def test_the_gate_gives_the_prediction_powered_paired_difference_and_the_comment
     from retbench.gates import run_gates
     from retbench.io.trec import read_qrels, read_run
     from retbench.report.gate_comment import gate_json, render_comment
-    from retbench.stats import ppi_mean_diff
+    from retbench.stats.ppi import ppi_mean_diff
 
     root, qids, tier, *_ = labelled
     cand = read_run(root / "run.trec", name="tuned")

@@ -18,7 +18,8 @@ import pytest
 
 from repo_paths import SCIFACT
 from retbench.loopback import port_holders
-from retbench.services import MARKER, local_services, needed, state_path
+from retbench.services import MARKER, local_services, needed
+from retbench.services_state import state_path
 from retbench.testing import LOOPBACK, free_port, listening_addresses
 from stored import flat
 

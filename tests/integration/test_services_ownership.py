@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from retbench.loopback import TOKEN_ENV
-from retbench.services import MARKER, Services, mark_folder, save_state
+from retbench.services import MARKER, Services, mark_folder
+from retbench.services_state import save_state
 from retbench.testing import free_port
 from retbench.testing.servers import LocalServer
 

@@ -20,7 +20,7 @@ from retbench.cli import app
 from retbench.comparison import align, compare, compare_pair
 from retbench.evaluation import Evaluation
 from retbench.results import read_results
-from retbench.stats import bootstrap_ci, holm, paired_ttest, randomization_test, wilcoxon_signed_rank
+from retbench.stats.paired import bootstrap_ci, holm, paired_ttest, randomization_test, wilcoxon_signed_rank
 
 
 @pytest.fixture(scope="module")

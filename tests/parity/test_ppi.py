@@ -15,7 +15,7 @@ import pytest
 from retbench.errors import InputError
 from retbench.evaluation import evaluate
 from retbench.retrievers import create
-from retbench.stats import classical_mean_ci, ppi_estimate, ppi_lambda, ppi_mean, ppi_mean_diff
+from retbench.stats.ppi import classical_mean_ci, ppi_estimate, ppi_lambda, ppi_mean, ppi_mean_diff
 
 SYSTEMS = {
     "bm25": {"k1": 1.5, "b": 0.75, "stopwords": "en", "stemmer": "english"},

@@ -24,7 +24,7 @@ from retbench.cli import app
 from retbench.errors import ConfigError, InputError
 from retbench.evaluation import evaluate
 from retbench.io.frames import as_qrels, as_run
-from retbench.stats import MAX_RESAMPLES, bootstrap_cis, randomization_tests
+from retbench.stats.paired import MAX_RESAMPLES, bootstrap_cis, randomization_tests
 
 CRITERIA = CONFIGS / "ship-criteria-scifact.yaml"
 QRELS = {"q1": {"d1": 1}, "q2": {"d3": 2}}

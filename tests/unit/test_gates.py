@@ -16,7 +16,7 @@ from retbench.criteria import load_criteria, parse_criteria
 from retbench.errors import ConfigError
 from retbench.gates import run_gates
 from retbench.report.gate_comment import gate_json, render_comment, sentence
-from retbench.stats import randomization_test
+from retbench.stats.paired import randomization_test
 
 
 @pytest.fixture(scope="module")

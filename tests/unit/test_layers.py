@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("inputs", "comparison", "anytime", "criteria", "gates", "planning", "tuning", "resolution", "movement"),
     ("report",),  # renders what studies computed; studies ask it to render, it never imports a study
     ("studies",),
-    ("api", "testing", "services"),
+    ("api", "testing", "services", "services_state"),
     ("cli", "serve", "labelapp"),  # labelapp: the labelling page, an ASGI app beside `serve`
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}

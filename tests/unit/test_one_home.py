@@ -20,7 +20,9 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 #: modules that own names shared across the package: io.files the one writer, metrics.settings the evaluation
 #: settings, metrics.coverage what a table covers, studies.cell_contract what a cell is given, studies.outcome
-#: what a study returns, config.experiment the fusion vocabulary
+#: what a study returns, config.experiment the fusion vocabulary, metrics.catalog the registered metrics, stats.paired
+#: and stats.ppi the statistics (the `retbench.stats` package gathers their public names), services_state what
+#: `services up` records, retrievers.fusion_options the fusion names and their checks
 HOMES = (
     "retbench.io.files",
     "retbench.metrics.settings",
@@ -28,6 +30,11 @@ HOMES = (
     "retbench.studies.cell_contract",
     "retbench.studies.outcome",
     "retbench.config.experiment",
+    "retbench.metrics.catalog",
+    "retbench.stats.paired",
+    "retbench.stats.ppi",
+    "retbench.services_state",
+    "retbench.retrievers.fusion_options",
 )
 #: (importing module, name, module it is imported from): imports in modules whose owners move them next
 NOT_YET_MOVED: set[tuple[str, str, str]] = set()

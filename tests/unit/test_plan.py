@@ -31,7 +31,7 @@ from retbench.power import (
 )
 from retbench.report import fmt
 from retbench.resolution import queries_to_separate
-from retbench.stats import randomization_test, z_quantile
+from retbench.stats.paired import randomization_test, z_quantile
 
 CRITERIA = CONFIGS / "ship-criteria-scifact.yaml"
 ALPHA = 0.05

@@ -14,7 +14,7 @@ import pytest
 
 from retbench.comparison import compare, compare_pair
 from retbench.evaluation import Evaluation
-from retbench.stats import _chunks, bootstrap_ci, bootstrap_cis, randomization_test, randomization_tests
+from retbench.stats.paired import _chunks, bootstrap_ci, bootstrap_cis, randomization_test, randomization_tests
 
 
 def one_randomization(d: np.ndarray, n_resamples: int, seed: int) -> float:
@@ -71,7 +71,7 @@ def test_batched_bootstrap_cis_are_those_of_each_vector_resampled_alone():
 
 
 def test_batches_that_bound_memory_give_the_same_numbers(monkeypatch):
-    import retbench.stats as stats
+    import retbench.stats.paired as stats
 
     ds = deltas()
     whole = (randomization_tests(ds, 2_000, 3), bootstrap_cis(ds, 2_000, 3))

@@ -15,7 +15,7 @@ from retbench.sequential import (
     mixture_rho,
     normal_mixture_cs,
 )
-from retbench.stats import z_quantile
+from retbench.stats.paired import z_quantile
 
 STREAMS = 200
 LENGTH = 200

@@ -40,7 +40,7 @@ def _resamples(value: int | None) -> int | None:
     if value is None:
         return None
     from retbench.errors import InputError
-    from retbench.stats import check_resamples
+    from retbench.stats.paired import check_resamples
 
     try:
         return check_resamples(value, "--resamples")

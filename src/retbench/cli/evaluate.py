@@ -307,7 +307,7 @@ def metrics_command(
 
     from rich.table import Table
 
-    from retbench.metrics.registry import catalog
+    from retbench.metrics.catalog import catalog
 
     rows = catalog()
     if as_json:

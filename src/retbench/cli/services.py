@@ -33,16 +33,8 @@ def up(
     Run `eval "$(retbench services up CONFIG)"` so the secrets reach the shell's environment, then
     `retbench run CONFIG` as often as you like, and `retbench services down` at the end.
     """
-    from retbench.services import (
-        KINDS,
-        configured_port,
-        needed,
-        require_free_ports,
-        require_none_running,
-        save_state,
-        start,
-        state_path,
-    )
+    from retbench.services import KINDS, configured_port, needed, require_free_ports, start
+    from retbench.services_state import require_none_running, save_state, state_path
 
     systems = config_systems(config)
     path = state_path()
@@ -73,7 +65,7 @@ def down() -> None:
     is removed only if it holds the marker `up` wrote. Anything else is named with the check it failed and
     left alone (exit 2).
     """
-    from retbench.services import state_path, stop_recorded
+    from retbench.services_state import state_path, stop_recorded
 
     path = state_path()
     report = stop_recorded(path)
@@ -92,8 +84,8 @@ def status() -> None:
 
     Exit 2 when a recorded pid now names another process (the state is stale: `services down` leaves it alone).
     """
-    from retbench.services import state_path
-    from retbench.services import status as read_status
+    from retbench.services_state import state_path
+    from retbench.services_state import status as read_status
 
     path = state_path()
     rows = read_status(path)

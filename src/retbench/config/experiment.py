@@ -52,7 +52,7 @@ def metric_cutoffs(metrics: list[str], default_k: int, depth: int) -> list[int]:
 
 
 #: the fusion methods and score normalisations a config may name: their one home (retrievers/fusion.py implements
-#: each and its module docstring gives the formulas)
+#: each and its module docstring gives the formulas; retrievers/fusion_options.py adds ranx's spellings)
 FusionName = Literal[
     "rrf",
     "weighted",
@@ -76,7 +76,7 @@ FusionName = Literal[
     "weighted_condorcet",
 ]
 NormalizationName = Literal["none", "minmax", "max", "sum", "zscore", "rank", "borda"]
-#: the largest fusion weight and RRF k a config may give (retrievers/fusion.py reads these): weights are relative
+#: the largest fusion weight and RRF k a config may give (retrievers/fusion_options.py reads these): weights are relative
 #: (only their ratios matter), and a weight near the float maximum makes the fused sum overflow to infinity
 MAX_FUSION_WEIGHT = 1e6
 MAX_RRF_K = 1e6
@@ -86,7 +86,7 @@ MAX_RRF_K = 1e6
 class RerankFuseBlock(Block):
     """Mix the first stage's ranking into the reranked order (retrievers/rerank/stage.py, RerankFusion)."""
 
-    # retrievers/fusion.py reads its FUSIONS and NORMALIZATIONS from these two Literals
+    # retrievers/fusion_options.py reads its FUSIONS and NORMALIZATIONS from these two Literals
     fusion: FusionName = "rrf"
     weights: list[Annotated[float, Field(ge=0, le=MAX_FUSION_WEIGHT, allow_inf_nan=False)]] = Field(
         [1.0, 1.0], min_length=2, max_length=2, description="[first stage, reranker]; at least one above 0"

@@ -31,7 +31,8 @@ from pydantic import AfterValidator, BeforeValidator, Field, field_validator
 from retbench.config.base import Block, PositiveInt, field_error
 from retbench.config.judge import JudgeSettings
 from retbench.errors import ConfigError
-from retbench.metrics.registry import lookup, register
+from retbench.metrics.catalog import register
+from retbench.metrics.registry import lookup
 from retbench.metrics.rubric import INPUTS, MAX_HIGH, Rubric, declare
 
 InputName = Literal["query", "answer", "references", "passages", "negatives"]

@@ -19,7 +19,7 @@ from retbench.metrics.aggregate import aggregate_kind, aggregate_kinds, from_mea
 from retbench.metrics.judged import JUDGED_METRICS
 from retbench.metrics.registry import parse_metric
 from retbench.metrics.settings import LEGACY_ROUNDING, MODE_LABELS, EvalSettings
-from retbench.stats import bootstrap_means
+from retbench.stats.paired import bootstrap_means
 
 
 def canonical_name(metric: str, default_k: int) -> str:

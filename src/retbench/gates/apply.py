@@ -42,7 +42,8 @@ from retbench.planning import drop_model
 from retbench.power import detectable
 from retbench.results.caveats import Caveat
 from retbench.sequential import diff_cs, mean_cs
-from retbench.stats import bootstrap_ci, ppi_mean_diff, randomization_test
+from retbench.stats.paired import bootstrap_ci, randomization_test
+from retbench.stats.ppi import ppi_mean_diff
 
 
 # -- applying the criteria ----------------------------------------------------------------------

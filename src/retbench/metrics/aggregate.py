@@ -20,7 +20,7 @@ from retbench.errors import ConfigError
 from retbench.metrics.base import AGGREGATES, MIN_GEO_MEAN
 from retbench.metrics.prefs import COUNTS as PREF_COUNTS
 from retbench.metrics.registry import parse_metric
-from retbench.stats import column_means
+from retbench.stats.paired import column_means
 
 __all__ = ["AGGREGATES", "aggregate_kind", "aggregate_kinds", "from_means", "summarize", "to_means"]
 

@@ -1,8 +1,8 @@
 """What a metric is: the Metric protocol, the context every metric reads, and the built-in row type.
 
 The metric modules (`retrieval`, `answers`, `judged`) declare their rows as `Builtin`s over a
-`MetricContext`; the registry (`metrics/registry.py`) collects those rows and parses names. Keeping these
-types here, below all of them, is what lets the registry import the metric modules without a cycle.
+`MetricContext`; the catalog (`metrics/catalog.py`) collects those rows and `metrics/registry.py` parses names.
+Keeping these types here, below all of them, is what lets the catalog import the metric modules without a cycle.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def _doc(text: str) -> dict[str, str]:
 class MetricRow:
     """What a metric may declare beside the protocol's `name`, `cutoff` and `compute`, each with the default a
     metric that leaves it out gets. A plugin declares any of them as attributes (or properties) of the object it
-    registers; `row_of(metric)` reads them, the one place that does, and `registry.register` checks them. The
+    registers; `row_of(metric)` reads them, the one place that does, and `catalog.register` checks them. The
     generated metrics reference and the plugin how-to list these fields from this declaration."""
 
     aliases: tuple[str, ...] = field(default=(), metadata=_doc("other names it answers to (case-insensitive)"))

@@ -1,4 +1,4 @@
-"""The metric registry: metric names, the Metric protocol, and plugins.
+"""Metric names: what a typed name means, and what the registry says about a metric by its name.
 
 A metric name is parsed into a `MetricSpec`: a metric, an optional cutoff and parameters.
 Accepted spellings (case-insensitive except trec_eval's own names):
@@ -23,7 +23,7 @@ A metric may give NaN for a query it does not apply to (an answer metric on an u
 aggregates count only the queries it applies to. Cutoffs: a per-sample `metadata.k` wins, else the name's
 own `@k`, else `default_k`; metrics uncut by nature (mrr, map, rprec, ndcg without @k) stay uncut unless given @k.
 
-Adding a metric (the `Metric` protocol, `register()`, the `retbench.metrics` entry points): docs/howto/plugins.md.
+Which metrics exist (built-ins, plugins, `register()`) is metrics/catalog.py; adding one: docs/howto/plugins.md.
 """
 
 from __future__ import annotations
@@ -31,20 +31,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-import retbench.metrics.answers as answers
-import retbench.metrics.families as families
-import retbench.metrics.judged as judged
 import retbench.metrics.names as metric_names
-import retbench.metrics.retrieval as retrieval
-import retbench.metrics.rubric as rubric
 import retbench.metrics.trec_params as trec_params
-import retbench.metrics.trec_rows as trec_rows
 from retbench.errors import ConfigError, InputError
-from retbench.metrics.base import CUTOFFS, Metric, MetricContext, MetricRow, checked_row, row_of, trec_printed_name
+from retbench.metrics.base import Metric, MetricContext, MetricRow, row_of, trec_printed_name
+from retbench.metrics.catalog import named, plugin_errors, trec_families, valid_names
 from retbench.metrics.gain import check_level
 from retbench.metrics.trec_rows import TREC_NICKNAMES, TREC_ORDER
 
@@ -62,66 +56,13 @@ DEFAULT_ANSWER_METRICS = [
     "hallucination_rate",
 ]
 
-ENTRY_POINT_GROUP = "retbench.metrics"
-
-
-def describe(metric: Metric) -> dict[str, Any]:
-    """A metric's declaration as data (as ir_measures declares measures): what reports, the docs and
-    `retbench metrics` show. Plugins that declare only the `Metric` protocol get `MetricRow`'s defaults."""
-    row = row_of(metric)
-    params = {"rel": 1, **row.params} if row.binary else dict(row.params)
-    return {
-        "name": metric.name,
-        "label": row.label or metric.name,
-        "meaning": (row.meaning or row.description).replace("{k}", "k"),
-        "definition": row.description,
-        "cutoff": metric.cutoff,
-        "aliases": list(row.aliases),
-        "parameters": params,
-        "trec_eval": [re.sub(r"\{(\w+)[^}]*\}", r"\1", n) for n in (row.trec, row.trec_cut) if n],
-        "trec_defaults": list(row.trec_defaults),
-        "aggregate": row.aggregate,
-        "range": list(row.value_range or ()),
-        "lower_is_better": row.lower_is_better,
-        "answer_side": row.answer_side,
-        "unit": row.unit,
-    }
-
-
-def catalog() -> list[dict[str, Any]]:
-    """Every registered metric's declaration (`describe`), built-ins then plugins, in registration order."""
-    return [describe(m) for m in available().values()]
-
 
 def lookup(name: str) -> Metric | None:
     """The metric a bare name stands for (a name, an alias or a trec_eval measure family), without a cutoff."""
-    _load_plugins()
-    fam = {f.lower(): m for f, (m, _) in trec_families().items()}
-    target = _LOOKUP.get(name.lower())
-    return _REGISTRY.get(target) if target else fam.get(name.lower())
-
-
-def _family(template: str) -> str:
-    """The trec_eval family a printed-name template belongs to: `P_{k}` -> `P`, `set_F_{beta:g}` -> `set_F`,
-    `rbp_p={p:g}` -> `rbp` (the part before the last `_` ahead of the first field)."""
-    return re.split(r"_(?=[^_{]*\{)", template, maxsplit=1)[0]
-
-
-def trec_families() -> dict[str, tuple[Metric, bool]]:
-    """{trec_eval measure family: (its metric, whether the bare family is one measure)}, read from the rows'
-    `trec` (the name uncut, at default parameters) and `trec_cut` (the name template with parameters)."""
-    _load_plugins()
-    if _FAMILIES:
-        return _FAMILIES
-    out = _FAMILIES
-    for m in _REGISTRY.values():
-        row = row_of(m)
-        plain, cut = row.trec, row.trec_cut
-        if cut:
-            out.setdefault(_family(cut), (m, False))
-        if plain:
-            out[plain] = (m, True)
-    return out
+    metric = named(name)
+    if metric is not None:
+        return metric
+    return {f.lower(): m for f, (m, _) in trec_families().items()}.get(name.lower())
 
 
 def trec_cut_families() -> dict[str, tuple[float, ...]]:
@@ -151,84 +92,6 @@ def trec_order(name: str) -> tuple[int, float]:
 
 # golden-set aliases that mean "this metric at the resolved k" even when the metric is uncut by nature
 _FORCE_K = {"retrieval-ndcg-at-k": "ndcg"}
-
-_REGISTRY: dict[str, Metric] = {}
-_LOOKUP: dict[str, str] = {}  # lower-cased name or alias -> registered name
-_PLUGIN_ERRORS: dict[str, str] = {}
-_FAMILIES: dict[str, tuple[Metric, bool]] = {}  # trec_families(), emptied whenever the registry changes
-_PLUGINS_LOADED = False
-
-
-def register(metric: Metric, *, replace: bool = False) -> Metric:
-    """Add a metric (an object following the `Metric` protocol, with any `MetricRow` declarations); returns it, so it
-    works as a decorator on instances. A declaration of the wrong kind is refused here, naming its field."""
-    if not isinstance(metric, Metric):  # the protocol's members: name, cutoff, compute
-        raise ConfigError(f"a metric needs a name, a cutoff and a compute(ctx, k, params) method, got {metric!r}")
-    name, cutoff = metric.name, metric.cutoff
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][\w\-]*", name):
-        raise ConfigError(f"a metric needs a name of letters, digits, '_' or '-', got {name!r}")
-    if cutoff not in CUTOFFS or not callable(metric.compute):
-        raise ConfigError(f"metric {name!r} must have cutoff in {CUTOFFS} and a compute(ctx, k, params) method")
-    row = checked_row(metric)
-    keys = [name.lower(), *(a.lower() for a in row.aliases)]
-    for key in keys:
-        owner = _LOOKUP.get(key)
-        if owner is not None and owner != name and not replace:
-            raise ConfigError(f"metric name {key!r} is already taken by {owner!r}")
-    if name in _REGISTRY and not replace:
-        raise ConfigError(f"metric {name!r} is already registered (pass replace=True to override)")
-    _REGISTRY[name] = metric
-    _FAMILIES.clear()
-    for key in keys:
-        _LOOKUP[key] = name
-    return metric
-
-
-def unregister(name: str) -> None:
-    """Remove a registered metric and its aliases (tests, notebooks)."""
-    _REGISTRY.pop(name, None)
-    _FAMILIES.clear()
-    for key in [k for k, v in _LOOKUP.items() if v == name]:
-        del _LOOKUP[key]
-
-
-def _load_plugins() -> None:
-    """Register metrics exposed under the `retbench.metrics` entry-point group (once)."""
-    global _PLUGINS_LOADED
-    if _PLUGINS_LOADED:
-        return
-    _PLUGINS_LOADED = True
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            obj = ep.load()
-            metric = obj() if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "compute")) else obj
-            if not isinstance(metric, Metric) or metric.name not in _REGISTRY:
-                register(metric)
-        except Exception as exc:  # a broken plugin must not break the built-ins; it is reported by name
-            _PLUGIN_ERRORS[ep.name] = f"{type(exc).__name__}: {exc}"
-
-
-def reload_plugins() -> None:
-    """Look at the entry points again (after installing a plugin in a running process)."""
-    global _PLUGINS_LOADED
-    _PLUGINS_LOADED = False
-    _load_plugins()
-
-
-def available() -> dict[str, Metric]:
-    """Registered metrics by name (built-ins and plugins)."""
-    _load_plugins()
-    return dict(_REGISTRY)
-
-
-def valid_names() -> list[str]:
-    """Metric names with their cutoff form, for help texts and error messages."""
-    out = []
-    for name, m in available().items():
-        out.append(f"{name}@k" if m.cutoff == "k" else f"{name}[@k]" if m.cutoff == "optional" else name)
-    return out
 
 
 @dataclass(frozen=True)
@@ -276,7 +139,7 @@ class MetricSpec:
 
 def _unknown(spec: str) -> ConfigError:
     names = ", ".join(valid_names())
-    extra = "".join(f"; plugin {n!r} failed to load ({e})" for n, e in _PLUGIN_ERRORS.items())
+    extra = "".join(f"; plugin {n!r} failed to load ({e})" for n, e in plugin_errors().items())
     return ConfigError(
         f"unknown metric {spec!r}; valid names: {names} (also trec_eval names such as ndcg_cut_10, P_5, "
         f"recip_rank, Rprec, success_5){extra}",
@@ -291,7 +154,7 @@ def _underscore_spelling(s: str) -> str:
     """Gate configs may spell the aliases with underscores and the cutoff inline
     (`retrieval_recall_at_5`, `retrieval_mrr`); rewrite them to the alias form `retrieval-recall-at-k@5`."""
     m = _UNDERSCORE_RE.match(s.lower())
-    if not m or s.lower() in _LOOKUP:  # a registered name (answer_relevance) is left as it is
+    if not m or named(s) is not None:  # a registered name (answer_relevance) is left as it is
         return s
     alias = m[1].replace("_", "-") + ("-at-k" if m[2] else "")
     return alias + (f"@{m[2]}" if m[2] and m[2].isdigit() else "")
@@ -299,7 +162,6 @@ def _underscore_spelling(s: str) -> str:
 
 def parse_metric(spec: str, default_k: int = 5) -> MetricSpec:
     """Parse a metric name (see the module docstring) into a MetricSpec; unknown names list the valid ones."""
-    _load_plugins()
     if default_k < 1:
         raise ConfigError(f"default_k must be >= 1, got {default_k}", field="default_k")
     s = _underscore_spelling(metric_names.rewrite(spec.strip().replace(" ", "")))
@@ -309,10 +171,10 @@ def parse_metric(spec: str, default_k: int = 5) -> MetricSpec:
             raise ConfigError(f"metric {spec!r} names {len(trec)} measures; give them as a list", field="metric")
         return trec[0]
     m = metric_names.SPEC.match(s)
-    if not m or m["name"].lower() not in _LOOKUP:
+    metric = named(m["name"]) if m else None
+    if m is None or metric is None:
         raise _unknown(spec)
     key = m["name"].lower()
-    metric = _REGISTRY[_LOOKUP[key]]
     k = int(m["k"]) if m["k"] is not None else None
     params = {**metric_names.parse_params(m["p1"], spec), **metric_names.parse_params(m["p2"], spec)}
     return _make_spec(metric, k, params, spec, default_k, force_k=key in _FORCE_K)
@@ -328,7 +190,7 @@ def _parse_trec(s: str, spec: str, default_k: int, *, expand: bool) -> list[Metr
         if s == fam:
             if plain:
                 return [_make_spec(metric, None, {}, spec, default_k)]
-            if expand and (fam.lower() not in _LOOKUP or metric.cutoff == "none"):
+            if expand and (named(fam) is None or metric.cutoff == "none"):
                 return [_trec_point(metric, v, spec, default_k) for v in row_of(metric).trec_defaults]
             return None
         if not (s.startswith(fam + ".") or s.startswith(fam + "_")):
@@ -454,7 +316,6 @@ def parse_metrics(specs: Sequence[str], default_k: int = 5) -> list[MetricSpec]:
     """Parse several names; duplicates are dropped. trec_eval's forms name several measures at once: a
     comma list (`P.5,10`), a bare family of several measures (`ndcg_cut`, `iprec_at_recall`: trec_eval's
     defaults) and trec_eval's nicknames (`official`, `all_trec`, `set`: their families with defaults)."""
-    _load_plugins()
     out: list[MetricSpec] = []
     seen: set[str] = set()
     for spec in specs:
@@ -486,14 +347,3 @@ def trec_nickname_families() -> dict[str, tuple[str, ...]]:
     """trec_eval's nicknames and the measure families each stands for (those retbench computes)."""
     fams = trec_families()
     return {nick: tuple(f for f in members if f in fams) for nick, members in TREC_NICKNAMES.items()}
-
-
-for _m in [
-    *retrieval.builtins(),
-    *trec_rows.builtins(),
-    *answers.builtins(),
-    *judged.builtins(),
-    *rubric.builtins(),
-    *families.builtins(),
-]:
-    register(_m)  # type: ignore[arg-type]

@@ -25,16 +25,14 @@ from retbench.data import Corpus, Run, RunBuilder
 from retbench.errors import ConfigError
 from retbench.jsontypes import JSONObject
 from retbench.retrievers.base import CapabilityError, PartTimes, Retriever, check_system, create, register
-from retbench.retrievers.fusion import (
+from retbench.retrievers.fusion import Ranking, fuse, per_system
+from retbench.retrievers.fusion_options import (
     METHOD_PARAMS,
     RANK_BASED,
-    Ranking,
     canonical_fusion,
     canonical_normalization,
-    fuse,
     fusion_problem,
     method_param,
-    per_system,
 )
 
 _COMPONENT_KEYS = {"adapter", "params", "name", "depth", "weight"}
@@ -70,7 +68,7 @@ class HybridRetriever(Retriever):
 
     @staticmethod
     def check_config(params: Mapping[str, object]) -> None:
-        """The fusion options (`fusion.fusion_problem`: method, normalization, weights, rrf_k, param) with each
+        """The fusion options (`fusion_options.fusion_problem`: method, normalization, weights, rrf_k, param) with each
         component's own `weight` and `depth`, checked when a config loads (`retrievers.base.check_system`) and
         again when one is built, so a bad option is refused before any system runs, not by every query."""
         components = params.get("components")

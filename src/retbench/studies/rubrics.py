@@ -26,7 +26,7 @@ from retbench.llm.rubric import material, rubric_prompt
 from retbench.metrics.judged import given_text, references
 from retbench.metrics.registry import value_range
 from retbench.metrics.rubric import Rubric, rubric_of
-from retbench.stats import ppi_mean
+from retbench.stats.ppi import ppi_mean
 from retbench.studies.labels.rubric_calibrate import human_verdict
 
 #: (key: query id and record name[, doc id], the prompt's fields): one question to a judge

@@ -17,13 +17,8 @@ import pytest
 ranx = pytest.importorskip("ranx")
 
 from retbench.data import RunBuilder  # noqa: E402
-from retbench.retrievers.fusion import (  # noqa: E402
-    FUSION_ALIASES,
-    FUSIONS,
-    RANK_BASED,
-    WEIGHTED,
-    fuse,
-)
+from retbench.retrievers.fusion import fuse  # noqa: E402
+from retbench.retrievers.fusion_options import FUSION_ALIASES, FUSIONS, RANK_BASED, WEIGHTED  # noqa: E402
 from retbench.retrievers.hybrid import fuse_runs  # noqa: E402
 
 # ranx's name for each method ('weighted' is retbench's own: it differs from wsum only in missing documents)

@@ -15,7 +15,7 @@ import pytest
 
 import repo_paths
 from retbench.errors import ConfigError
-from retbench.metrics import registry
+from retbench.metrics import catalog, registry
 from retbench.metrics.base import MetricContext, MetricRow, row_of
 from retbench.metrics.primary import default_primary
 from retbench.report import fmt
@@ -40,15 +40,15 @@ def registered() -> Iterator[list[str]]:
     names: list[str] = []
     yield names
     for name in names:
-        registry.unregister(name)
+        catalog.unregister(name)
 
 
 def test_a_plugin_that_declares_only_the_protocol_gets_the_row_defaults(registered):
-    registered.append(registry.register(Plugin("plain_plugin")).name)
+    registered.append(catalog.register(Plugin("plain_plugin")).name)
     assert row_of(registry.parse_metric("plain_plugin").metric) == MetricRow()
     assert not registry.lower_is_better("plain_plugin") and registry.value_range("plain_plugin") is None
     assert registry.unanswered_value_of("plain_plugin") == 0.0
-    [row] = [r for r in registry.catalog() if r["name"] == "plain_plugin"]
+    [row] = [r for r in catalog.catalog() if r["name"] == "plain_plugin"]
     assert (row["unit"], row["aggregate"], row["label"], row["parameters"]) == (
         "score",
         "mean",
@@ -68,7 +68,7 @@ def test_declarations_written_as_lists_are_read_as_the_builtins_are_everywhere(r
         params={"alpha": 0.5},
         param_ranges={"alpha": [0, 1]},
     )
-    registered.append(registry.register(declared).name)
+    registered.append(catalog.register(declared).name)
     assert registry.parse_metric("ERRSHARE").name == "error_share"  # the alias, case-insensitive
     assert registry.lower_is_better("error_share") and registry.value_range("error_share") == (0.0, 2.0)
     assert registry.unanswered_value_of("error_share") == 2.0  # missing is not good: the top of its range
@@ -78,7 +78,7 @@ def test_declarations_written_as_lists_are_read_as_the_builtins_are_everywhere(r
 
 
 def test_a_plugin_that_keeps_unanswered_values_is_not_ranked_on(registered):
-    registered.append(registry.register(Plugin("judged_count", keeps_unanswered=True, aggregate="sum")).name)
+    registered.append(catalog.register(Plugin("judged_count", keeps_unanswered=True, aggregate="sum")).name)
     assert registry.unanswered_value_of("judged_count") is None
     assert registry.parse_metric("judged_count").aggregate == "sum"
     assert default_primary(["judged_count", "ndcg@10"]) == "ndcg@10"
@@ -96,15 +96,15 @@ def test_a_plugin_that_keeps_unanswered_values_is_not_ranked_on(registered):
 )
 def test_a_declaration_of_the_wrong_kind_is_refused_when_the_plugin_registers_naming_the_field(declared, field):
     with pytest.raises(ConfigError) as err:
-        registry.register(Plugin("bad_plugin", **declared))
+        catalog.register(Plugin("bad_plugin", **declared))
     assert err.value.field == field and "bad_plugin" in str(err.value)
-    assert "bad_plugin" not in registry.available()
+    assert "bad_plugin" not in catalog.available()
 
 
 def test_a_plugins_trec_name_is_called_with_its_parameters_or_with_k_alone_as_it_is_declared(registered):
     one = Plugin("my_cut", cutoff="k", trec_name=lambda k: f"my_cut_{k}")
     two = Plugin("my_two", cutoff="k", params={"beta": 1.0}, trec_name=lambda k, params: f"two_{k}_{params['beta']:g}")
-    registered += [registry.register(one).name, registry.register(two).name]
+    registered += [catalog.register(one).name, catalog.register(two).name]
     assert registry.parse_metric("my_cut@5").trec_name == "my_cut_5"
     assert registry.parse_metric("my_two@3(beta=2)").trec_name == "two_3_2"
     assert registry.parse_metric("my_cut@5(rel=2)").trec_name is None  # trec_eval has one level for every measure

@@ -9,12 +9,12 @@ import numpy as np
 from typer.testing import CliRunner
 
 from retbench.cli import app
-from retbench.metrics import registry
+from retbench.metrics import catalog
 from retbench.report import fmt
 
 
 def test_every_builtin_row_declares_a_meaning_and_the_catalog_lists_it():
-    rows = {r["name"]: r for r in registry.catalog()}
+    rows = {r["name"]: r for r in catalog.catalog()}
     assert set(rows) >= {"ndcg", "recall", "P", "mrr", "map", "exact_match", "faithfulness"}
     for name, row in rows.items():
         assert row["meaning"] and "{k}" not in row["meaning"], name  # one plain sentence, cutoff written as k
@@ -53,7 +53,7 @@ class _TopGrade:
 
 
 def test_a_plugin_rows_label_and_meaning_reach_reports_and_the_listing():
-    registry.register(_TopGrade())
+    catalog.register(_TopGrade())
     try:
         assert fmt.metric_label("top_grade@3") == "top grade@3"
         assert fmt.metric_meaning("top_grade@3") == "share of the top 3 results with the highest grade"
@@ -61,6 +61,6 @@ def test_a_plugin_rows_label_and_meaning_reach_reports_and_the_listing():
         assert res.exit_code == 0, res.output
         listed = {r["name"]: r for r in json.loads(res.output)}
         assert listed["top_grade"]["label"] == "top grade" and listed["top_grade"]["parameters"] == {}
-        assert set(listed) == set(registry.available())
+        assert set(listed) == set(catalog.available())
     finally:
-        registry.unregister("top_grade")
+        catalog.unregister("top_grade")

@@ -11,8 +11,9 @@ from repo_paths import METRIC_PLUGIN as PLUGIN_DIR
 from retbench.data import Qrels, Run
 from retbench.errors import ConfigError
 from retbench.evaluation import evaluate
-from retbench.metrics import registry
-from retbench.metrics.registry import parse_metric, parse_metrics, register
+from retbench.metrics import catalog, registry
+from retbench.metrics.catalog import register
+from retbench.metrics.registry import parse_metric, parse_metrics
 
 
 @pytest.mark.parametrize(
@@ -101,11 +102,11 @@ def test_register_adds_a_metric_like_a_builtin():
         ev = evaluate(run, Qrels({"q1": {"b": 1, "c": 3}, "q2": {"y": 2}}), ["top_grade@2", "top_grade@3"])
         assert ev.column("top_grade@2").tolist() == [1.0, 0.0]
         assert ev.column("top_grade@3").tolist() == [3.0, 0.0]
-        assert "top_grade@k" in registry.valid_names()
+        assert "top_grade@k" in catalog.valid_names()
         with pytest.raises(ConfigError, match="already registered"):
             register(TopGrade())
     finally:
-        registry.unregister("top_grade")
+        catalog.unregister("top_grade")
     with pytest.raises(ConfigError, match="unknown metric"):
         parse_metric("top_grade@2")
 
@@ -125,14 +126,14 @@ def test_register_rejects_objects_that_are_not_metrics():
 
 def test_entry_point_plugin_is_found(monkeypatch):
     monkeypatch.syspath_prepend(str(PLUGIN_DIR))
-    registry.reload_plugins()
+    catalog.reload_plugins()
     try:
-        assert type(registry.available()["labelled"]).__module__ == "example_metric"  # the plugin's row, not a built-in
+        assert type(catalog.available()["labelled"]).__module__ == "example_metric"  # the plugin's row, not a built-in
         run = Run.from_dict({"q": {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.5}})
         ev = evaluate(run, Qrels({"q": {"a": 1, "c": 0}}), ["labelled@4", "labelled@1"])
         assert ev.column("labelled@4").tolist() == [0.5] and ev.column("labelled@1").tolist() == [1.0]
     finally:
-        registry.unregister("labelled")
+        catalog.unregister("labelled")
         sys.modules.pop("example_metric", None)
 
 
@@ -172,7 +173,7 @@ def test_measures_of_unknowns_and_errors_are_lower_is_better(name, lower):
 def test_every_row_whose_meaning_is_a_share_prints_as_a_percentage():
     from retbench.report import fmt  # the rule is the printed unit, so check it where reports read it
 
-    shares = [n for n, m in registry.available().items() if str(getattr(m, "meaning", "")).startswith("share of")]
+    shares = [n for n, m in catalog.available().items() if str(getattr(m, "meaning", "")).startswith("share of")]
     assert {"scope_miss_rate", "unj", "set_P", "set_recall", "faithfulness", "holes", "judged"} <= set(shares)
     assert [n for n in shares if not fmt.is_share(n)] == []
     assert fmt.value("set_P", 0.25) == "25.0%" and fmt.value("mrr", 0.25) == "0.250"

@@ -11,7 +11,8 @@ import pytest
 from retbench.data import Qrels, Run
 from retbench.errors import ConfigError
 from retbench.evaluation import evaluate
-from retbench.metrics.registry import catalog, parse_metric, parse_metrics
+from retbench.metrics.catalog import catalog
+from retbench.metrics.registry import parse_metric, parse_metrics
 
 QRELS = {"q1": {"a": 2, "b": 0, "c": 1, "n": -1}, "q2": {"x": 1, "y": 0}, "q3": {"z": 1}}
 RUN = {"q1": {"u1": 9.0, "a": 8.0, "b": 7.0, "n": 6.0, "u2": 5.0, "c": 4.0}, "q2": {"y": 2.0, "u": 1.0}}

@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 from repo_paths import V1_RESULTS
 from retbench.cli import app
 from retbench.io.files import json_safe
-from retbench.metrics.registry import register, unregister
+from retbench.metrics.catalog import register, unregister
 from retbench.report.html import render_html
 from retbench.report.markdown import report_markdown
 from retbench.report.model import build_report

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from retbench.retrievers.fusion import FUSIONS, canonical_fusion, fuse
+from retbench.retrievers.fusion import fuse
+from retbench.retrievers.fusion_options import FUSIONS, canonical_fusion
 
 A = [("a", 10.0), ("b", 5.0), ("c", 0.0)]  # minmax -> a 1, b .5, c 0
 B = [("c", 0.9), ("a", 0.5), ("d", 0.1)]  # minmax -> c 1, a .5, d 0

@@ -56,7 +56,8 @@ from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.errors import ConfigError
 from retbench.jsontypes import JSONObject
 from retbench.retrievers.encoders.cache import EmbeddingCache, default_cache_dir, text_key
-from retbench.retrievers.fusion import fuse, fusion_problem
+from retbench.retrievers.fusion import fuse
+from retbench.retrievers.fusion_options import fusion_problem
 from retbench.retrievers.rerank.scorers import BUILTIN, KINDS, Reranker, create_reranker
 
 DEFAULT_TIMEOUT_S: float = RerankBlock.model_fields["timeout_s"].default  # the config declares it
@@ -129,7 +130,7 @@ class RerankFusion:
         return cls(block.fusion, (block.weights[0], block.weights[1]), block.rrf_k, block.normalization, block.param)
 
     def check(self) -> None:
-        """The method's own rules (`fusion.fusion_problem`: weights only where it reads them, not all zero, its
+        """The method's own rules (`fusion_options.fusion_problem`: weights only where it reads them, not all zero, its
         parameter in range), or a ConfigError naming the option: run once when the config is read."""
         problem = fusion_problem(
             self.fusion,

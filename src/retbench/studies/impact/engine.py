@@ -8,8 +8,9 @@ import numpy as np
 
 from retbench.data import Qrels
 from retbench.errors import ConfigError, InputError
+from retbench.metrics.base import MetricContext
 from retbench.metrics.judges import GainMatrix
-from retbench.metrics.registry import MetricContext, MetricSpec, parse_metrics
+from retbench.metrics.registry import MetricSpec, parse_metrics
 from retbench.results.impact import Impact
 from retbench.studies.impact.support import ContextRecall
 

@@ -30,7 +30,7 @@ from retbench.active import (
 )
 from retbench.errors import InputError
 from retbench.io.files import json_safe
-from retbench.stats import classical_mean_ci
+from retbench.stats.ppi import classical_mean_ci
 from retbench.studies.labels import pool_scores as ps
 from retbench.studies.labels.log import read_labels
 from retbench.studies.labels.study import Study, metric_parts, read_study
