@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from retbench.data.ids import first_bad_id, plain_rankings_fine, refuse_rankings_problems
 from retbench.data.keys import may_repeat
-from retbench.data.lazy_ids import IdColumn, LazyIds, MappingIds, intern_ids, str_keyed_mappings
+from retbench.data.lazy_ids import IdColumn, LazyIds, MappingIds, intern_ids
 from retbench.data.locate import locate
+from retbench.data.run_input import read_rankings
 from retbench.data.status import MISSING, QueryStatus
 
 
@@ -170,51 +170,13 @@ class Run:
         Held to a run file's rules first (`ids.rankings_problem`): an id that is not text or a null, NaN
         or infinite score is an InputError naming `run[query][doc]`, never a silent number.
         """
-        qids = list(results)
-        if first_bad_id(qids) is not None:
-            refuse_rankings_problems(results)  # names the query
-        if not set(map(type, qids)) <= {str}:
-            qids = [str(q) for q in qids]
-        rankings = list(results.values())
-        plain = set(map(type, rankings)) <= {dict}
-        if str_keyed_mappings(rankings, plain):
-            # the common case, {qid: {doc: score}}: columns straight from the mappings, no per-doc Python work
-            lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
-            n = int(lengths.sum())
-
-            def values() -> Iterable[Any]:
-                return map(dict.values, rankings) if plain else (r.values() for r in rankings)  # type: ignore[arg-type, union-attr]
-
-            try:
-                scores: np.ndarray | None = np.fromiter(chain.from_iterable(values()), dtype=np.float64, count=n)
-            except (TypeError, ValueError, OverflowError):
-                scores = None
-            # one C-speed check of every id and score (the scores just read are reused); the slow walk that
-            # names the bad entry runs only when it fails, or for mapping types it cannot vouch for
-            if scores is None or not plain or not plain_rankings_fine(rankings, scores):  # type: ignore[arg-type]
-                refuse_rankings_problems(results)
-                if scores is None:
-                    scores = np.fromiter(chain.from_iterable(values()), dtype=np.float64, count=n)
-            offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-            np.cumsum(lengths, out=offsets[1:])
-            if kwargs.get("_sorted"):
-                doc_arr = np.fromiter(chain.from_iterable(rankings), dtype=object, count=n)
-                return cls(qids, offsets, doc_arr, scores, _unique=True, _owned=True, **kwargs)
-            return cls(qids, offsets, None, scores, _unique=True, _maps=rankings, **kwargs)  # type: ignore[arg-type]
-        refuse_rankings_problems(results)
-        docs: list[str] = []
-        score_list: list[float] = []
-        offsets_list = [0]
-        for ranking in rankings:
-            items = ranking.items() if isinstance(ranking, Mapping) else ranking
-            for d, sc in items:
-                docs.append(str(d))
-                score_list.append(float(sc))
-            offsets_list.append(len(docs))
-        doc_arr = np.empty(len(docs), dtype=object)
-        doc_arr[:] = docs
-        offsets_arr, score_arr = np.asarray(offsets_list, dtype=np.int64), np.asarray(score_list, dtype=np.float64)
-        return cls(qids, offsets_arr, doc_arr, score_arr, _owned=True, **kwargs)
+        read = read_rankings(results)
+        if read.maps is None:
+            return cls(read.query_ids, read.offsets, read.doc_ids, read.scores, _owned=True, **kwargs)
+        if kwargs.get("_sorted"):
+            docs = np.fromiter(chain.from_iterable(read.maps), dtype=object, count=len(read.scores))
+            return cls(read.query_ids, read.offsets, docs, read.scores, _unique=True, _owned=True, **kwargs)
+        return cls(read.query_ids, read.offsets, None, read.scores, _unique=True, _maps=read.maps, **kwargs)
 
     @classmethod
     def from_keyed_ids(
@@ -393,6 +355,23 @@ class Run:
         return [q for q in self.query_ids if not self.status[q].failed]
 
     # -- derivation -----------------------------------------------------------------------------
+    def _same_queries(self, offsets: np.ndarray, take: np.ndarray) -> Run:
+        """A run of the same queries, statuses and latencies holding the ranked docs `take` selects (an index
+        or a mask, in order), with `offsets` for them."""
+        return Run(
+            self.query_ids,
+            np.asarray(offsets, dtype=np.int64),
+            self.doc_ids[take],
+            self.scores[take],
+            status=self.status,
+            latency=self.latency,
+            latency_batch=self.latency_batch,
+            errors=self.errors,
+            name=self.name,
+            n_duplicates=self.n_duplicates,
+            _sorted=True,
+        )
+
     def truncate(self, depth: int) -> Run:
         """Keep at most `depth` docs per query."""
         counts = np.minimum(np.diff(self.offsets), depth)
@@ -402,19 +381,7 @@ class Run:
             if len(counts)
             else np.zeros(0, dtype=np.int64)
         ).astype(np.int64)
-        return Run(
-            self.query_ids,
-            np.concatenate([[0], np.cumsum(counts)]),
-            self.doc_ids[idx],
-            self.scores[idx],
-            status=self.status,
-            latency=self.latency,
-            latency_batch=self.latency_batch,
-            errors=self.errors,
-            name=self.name,
-            n_duplicates=self.n_duplicates,
-            _sorted=True,
-        )
+        return self._same_queries(np.concatenate([[0], np.cumsum(counts)]), idx)
 
     def without_identical_ids(self) -> Run:
         """The run without any retrieved doc whose id equals its query's id.
@@ -429,19 +396,7 @@ class Run:
             return self
         kept = np.add.reduceat(keep.astype(np.int64), self.offsets[:-1]) if len(keep) else lengths
         kept = np.where(lengths > 0, kept, 0)  # reduceat reads an empty query's slot from the next one
-        return Run(
-            self.query_ids,
-            np.concatenate([[0], np.cumsum(kept)]).astype(np.int64),
-            self.doc_ids[keep],
-            self.scores[keep],
-            status=self.status,
-            latency=self.latency,
-            latency_batch=self.latency_batch,
-            errors=self.errors,
-            name=self.name,
-            n_duplicates=self.n_duplicates,
-            _sorted=True,
-        )
+        return self._same_queries(np.concatenate([[0], np.cumsum(kept)]), keep)
 
     def subset(self, qids: Iterable[str]) -> Run:
         """The given queries (those present), in the given order."""
