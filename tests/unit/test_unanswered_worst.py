@@ -18,7 +18,8 @@ from retbench.cli import app
 from retbench.comparison import align
 from retbench.data import Run
 from retbench.evaluation import evaluate
-from retbench.io.golden import read_golden, read_outputs
+from retbench.io.golden import read_golden
+from retbench.io.outputs import read_outputs
 
 GOLDEN = [{"id": f"u{i}", "input": {"question": f"unknowable {i}?"}, "answerable": False} for i in range(1, 5)]
 TIMED_OUT = [

@@ -64,7 +64,7 @@ def read_system(path: str | Path) -> tuple[Run, dict[str, str], dict[str, System
     with their texts and answer side (`answer`, `references`, `abstained`, `latency`)."""
     p = Path(path)
     if _is_golden(p):
-        from retbench.io.golden import read_outputs  # deferred, as above
+        from retbench.io.outputs import read_outputs  # deferred, as above
 
         out = read_outputs(p)
         return out.run, out.texts, out.answers

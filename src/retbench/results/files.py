@@ -67,7 +67,7 @@ def load_answers(sysdir: SystemDir) -> dict[str, SystemAnswer]:
     """The answers `save_answers` wrote ({} when the system gave none)."""
     if not sysdir.answers.is_file():
         return {}
-    from retbench.io.golden import read_outputs
+    from retbench.io.outputs import read_outputs
 
     return read_outputs(sysdir.answers).answers
 

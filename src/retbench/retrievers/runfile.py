@@ -2,7 +2,7 @@
 
 `path` is a TREC run (`qid Q0 doc rank score tag`) or system outputs in the golden-set contract
 (JSONL of `{"id", "retrieved": [{"id", "text", "score"?}]}` or bare arrays of ids; a JSON/YAML mapping
-id -> output), read by the project's own readers (`io.trec.read_run`, `io.golden.read_outputs`).
+id -> output), read by the project's own readers (`io.trec.read_run`, `io.outputs.read_outputs`).
 
 The file answers by query id, not text: `search()` looks each query up. A query the file does not
 answer is left out of the Run, so evaluation counts it as missing (scored 0 and reported), never as an
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from retbench.data import Corpus, Queries, Run, RunBuilder
 from retbench.errors import ConfigError, InputError
-from retbench.io.golden import read_outputs
+from retbench.io.outputs import read_outputs
 from retbench.io.trec import read_run
 from retbench.jsontypes import JSONObject
 from retbench.retrievers.base import Ranking, Retriever, register

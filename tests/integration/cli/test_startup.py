@@ -42,6 +42,7 @@ NOT_FOR_EVAL = {
     "retbench.comparison": "A/B comparison",
     "retbench.gates": "ship criteria",
     "retbench.io.golden": "golden sets",
+    "retbench.io.outputs": "system outputs in the golden-set format",
     "retbench.io.datasets": "dataset folders and names",
     "retbench.io.run_columns": "columnar run files (a TREC run is told apart by its first bytes)",
 }

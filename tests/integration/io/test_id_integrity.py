@@ -22,7 +22,7 @@ from repo_paths import PLUGINS, SRC, SUPPORT
 from retbench.data import QueryStatus, RunBuilder
 from retbench.errors import InputError
 from retbench.io.beir import read_beir, write_beir
-from retbench.io.golden import read_outputs
+from retbench.io.outputs import read_outputs
 from retbench.io.trec import read_run, write_run
 from stress_support import scifact_slice
 

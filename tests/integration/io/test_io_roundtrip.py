@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 from retbench.cli import app
 from retbench.data import Qrels, Run
 from retbench.io.beir import read_beir, write_beir
-from retbench.io.golden import golden_qrels, read_golden, read_outputs
+from retbench.io.golden import golden_qrels, read_golden
+from retbench.io.outputs import read_outputs
 from retbench.io.trec import read_qrels, read_run, write_qrels, write_run
 
 

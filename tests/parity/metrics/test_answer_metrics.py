@@ -20,7 +20,8 @@ from retbench.data.samples import groups_from_samples, qrels_from_samples
 from retbench.errors import InputError
 from retbench.evaluation import evaluate
 from retbench.gates import run_gates
-from retbench.io.golden import read_golden, read_outputs
+from retbench.io.golden import read_golden
+from retbench.io.outputs import read_outputs
 from retbench.metrics import answers as am
 
 sacrebleu = pytest.importorskip("sacrebleu", reason="the answers extra (sacrebleu) is not installed")

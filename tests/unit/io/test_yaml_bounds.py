@@ -61,7 +61,7 @@ def test_gate_criteria_and_golden_files_are_bounded_too(tmp_path):
     crit.write_text(LAUGHS)
     res = CliRunner().invoke(app, ["gate", "--criteria", str(crit), "--candidate", str(tmp_path)])
     assert res.exit_code == 2 and "YAML aliases expand" in res.output
-    from retbench.io.golden import read_outputs
+    from retbench.io.outputs import read_outputs
 
     outputs = tmp_path / "outputs.yaml"
     outputs.write_text(LAUGHS)

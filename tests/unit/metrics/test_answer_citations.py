@@ -20,7 +20,8 @@ from retbench.errors import InputError
 from retbench.evaluation import evaluate
 from retbench.io.chunking_eval import read_chunking_eval
 from retbench.io.datasets import resolve
-from retbench.io.golden import read_golden, read_outputs
+from retbench.io.golden import read_golden
+from retbench.io.outputs import read_outputs
 
 NOTES = """\
 samples:

@@ -18,7 +18,8 @@ from retbench.data.answers import SystemAnswer
 from retbench.data.samples import qrels_from_samples
 from retbench.errors import ConfigError
 from retbench.evaluation import evaluate
-from retbench.io.golden import read_golden, read_outputs
+from retbench.io.golden import read_golden
+from retbench.io.outputs import read_outputs
 from retbench.llm import verdicts as vp
 from retbench.metrics import judged as jm
 from retbench.studies.judging import PARSERS

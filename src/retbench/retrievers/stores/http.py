@@ -11,7 +11,7 @@ are config errors; describe() lists header names only. Every secret is masked (`
 every encoded form before an error body is cut to its first 200 characters.
 
 Response: JSON; `response_path` (dots, integers index lists: `data.hits`, `results.0.docs`) leads to
-the ranked list, which is read by the system-outputs contract of `io.golden`: `{"retrieved": [...]}`
+the ranked list, which is read by the system-outputs contract of `io.outputs`: `{"retrieved": [...]}`
 or a bare list, of objects with `id` (and `text`, `score`) or bare ids; `id_field`/`score_field`/
 `text_field` rename the keys. Items without a score get n - rank. The list is cut to k in served order.
 Texts the service returns are kept in `self.texts`.
@@ -57,7 +57,7 @@ from retbench.data import Corpus, Queries, QueryStatus, Run, RunBuilder
 from retbench.data.answers import SystemAnswer
 from retbench.errors import BackendError, ConfigError, InputError
 from retbench.io.answers import parse_answer
-from retbench.io.golden import parse_ranking
+from retbench.io.outputs import parse_ranking
 from retbench.jsontypes import JSONObject, JSONValue
 from retbench.retrievers.base import Ranking, Retriever, register
 from retbench.retrievers.filters import parse_filter
