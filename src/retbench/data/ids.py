@@ -57,7 +57,7 @@ def id_problem(value: object) -> str | None:
 def first_bad_id(ids: Iterable[str]) -> tuple[int, str] | None:
     """(position, reason) of the first unusable id; one regex pass over all ids when they are fine."""
     ids = ids if isinstance(ids, list) else list(ids)
-    if all(type(i) is str for i in ids) and all(ids) and not _BAD_ID_CHAR.search("".join(ids)):
+    if set(map(type, ids)) <= {str} and all(ids) and not _BAD_ID_CHAR.search("".join(ids)):
         return None
     for n, value in enumerate(ids):
         reason = id_problem(value)
