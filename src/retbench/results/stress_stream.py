@@ -1,0 +1,233 @@
+"""What the streaming case of a stress run returns (summary.json's `streaming` block, stream_queries.jsonl).
+
+The block is stored exactly as the case computed it (`retbench.studies.stress.streaming`); these classes read it
+through typed fields, so the report (`retbench.report.stress_stream`) names no key. Latencies are milliseconds;
+a filter is the share of the corpus it selects (None: unfiltered). Failure classes: error, invalid,
+deleted_returned, out_of_filter, short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from retbench.io.files import iter_jsonl
+from retbench.jsontypes import JSONObject
+from retbench.results.stress_figures import LatencySummary, obj, opt_float, opt_int
+
+FRESHNESS_KINDS = ("insert", "update", "delete")
+
+
+def _list(value: object) -> list[Mapping[str, object]]:
+    return [obj(v) for v in value] if isinstance(value, list) else []
+
+
+def _int(value: object) -> int:
+    return opt_int(value) or 0
+
+
+def _counts(value: object) -> dict[str, int]:
+    return {str(k): _int(v) for k, v in obj(value).items()}
+
+
+def _latency(value: object) -> LatencySummary:
+    return LatencySummary.from_dict(obj(value))
+
+
+class _Block:
+    """A stored JSON object read through typed properties; `to_dict` gives it back unchanged."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: Mapping[str, object]) -> None:
+        self.raw = raw
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.raw == self.raw  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict(self.raw)!r})"
+
+    def to_dict(self) -> JSONObject:
+        return dict(self.raw)  # type: ignore[arg-type]
+
+
+class FilterFigures(_Block):
+    """One filter's figures: at a checkpoint (matching documents, recall against the exact answer, the
+    metrics against the qrels restricted to visible matching documents) or over the live queries."""
+
+    @property
+    def filter(self) -> float | None:
+        return opt_float(self.raw.get("filter"))
+
+    @property
+    def recall(self) -> float | None:
+        return opt_float(self.raw.get("recall"))
+
+    @property
+    def matching(self) -> int:
+        return _int(self.raw.get("matching"))
+
+    @property
+    def queries(self) -> int:
+        return _int(self.raw.get("queries"))
+
+    @property
+    def latency(self) -> LatencySummary:
+        return _latency(self.raw.get("latency_ms"))
+
+    @property
+    def failures(self) -> dict[str, int]:
+        """Failure class -> count."""
+        return _counts(self.raw.get("failures"))
+
+    @property
+    def metrics(self) -> dict[str, float | None]:
+        return {str(m): opt_float(v) for m, v in obj(obj(self.raw.get("quality")).get("metrics")).items()}
+
+    @property
+    def judged(self) -> int:
+        return _int(obj(self.raw.get("quality")).get("judged"))
+
+    @property
+    def skipped_no_relevant(self) -> int:
+        return _int(obj(self.raw.get("quality")).get("skipped_no_relevant"))
+
+
+class Checkpoint(_Block):
+    """Writes paused after `batches` batches: every judged query under every filter."""
+
+    @property
+    def batches(self) -> int:
+        return _int(self.raw.get("batches"))
+
+    @property
+    def visible(self) -> int:
+        return _int(self.raw.get("visible"))
+
+    @property
+    def filters(self) -> list[FilterFigures]:
+        return [FilterFigures(r) for r in _list(self.raw.get("filters"))]
+
+
+class Freshness(_Block):
+    """One kind of change (insert, update, delete): how many were sampled, how many became visible (for a
+    delete: were removed), the lag distribution after the write's acknowledgement."""
+
+    @property
+    def sampled(self) -> int:
+        return _int(self.raw.get("sampled"))
+
+    @property
+    def seen(self) -> int:
+        return _int(self.raw.get("seen", self.raw.get("removed", 0)))
+
+    @property
+    def never(self) -> int:
+        return _int(self.raw.get("never_seen", self.raw.get("never_removed", 0)))
+
+    @property
+    def first_probe(self) -> int:
+        return _int(self.raw.get("first_probe"))
+
+    @property
+    def lag(self) -> LatencySummary:
+        return _latency(self.raw.get("lag_ms"))
+
+    @property
+    def lags_ms(self) -> list[float]:
+        """Every observed lag, ascending."""
+        lags = self.raw.get("lags_ms")
+        return [float(x) for x in lags] if isinstance(lags, list) else []
+
+    @property
+    def indistinguishable(self) -> int:
+        """Updates that cannot be told apart from their old version."""
+        return _int(self.raw.get("indistinguishable"))
+
+
+class StreamingFigures(_Block):
+    """The streaming case: the plan, the stream's timing, the checkpoints, the live queries, freshness."""
+
+    @property
+    def k(self) -> int:
+        return _int(self.raw.get("k"))
+
+    @property
+    def settings(self) -> Mapping[str, object]:
+        """The `streaming:` block as validated (seed, docs_per_s, query_qps, ...)."""
+        return obj(self.raw.get("settings"))
+
+    @property
+    def plan(self) -> dict[str, int]:
+        """initial, batches, inserts, updates, deletes."""
+        return {k: _int(v) for k, v in obj(self.raw.get("plan")).items() if not isinstance(v, list)}
+
+    @property
+    def stream_s(self) -> float:
+        return opt_float(self.raw.get("stream_s")) or 0.0
+
+    @property
+    def docs_per_s(self) -> float | None:
+        return opt_float(self.raw.get("docs_per_s"))
+
+    @property
+    def exact_sha256(self) -> str:
+        return str(self.raw.get("exact_sha256"))
+
+    @property
+    def acks_s(self) -> list[float]:
+        """When each written batch was acknowledged, seconds since the stream started."""
+        return [opt_float(w.get("ack_s")) or 0.0 for w in _list(self.raw.get("writes"))]
+
+    @property
+    def checkpoints(self) -> list[Checkpoint]:
+        return [Checkpoint(c) for c in _list(self.raw.get("checkpoints"))]
+
+    @property
+    def live(self) -> list[FilterFigures]:
+        """The live queries' figures per filter."""
+        return [FilterFigures(r) for r in _list(obj(self.raw.get("live")).get("by_filter"))]
+
+    @property
+    def live_queries(self) -> int:
+        return _int(obj(self.raw.get("live")).get("queries"))
+
+    def freshness(self, kind: str) -> Freshness:
+        return Freshness(obj(obj(self.raw.get("freshness")).get(kind)))
+
+
+@dataclass(frozen=True)
+class LiveQuery:
+    """One live query (a line of stream_queries.jsonl): when it was sent, under which filter, after how many
+    acknowledged batches, its latency, its failure classes and its recall against the exact answer."""
+
+    t_s: float
+    qid: str
+    filter: float | None
+    latency_ms: float
+    recall: float | None
+    classes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> LiveQuery:
+        classes = d.get("classes")
+        return cls(
+            opt_float(d.get("t_s")) or 0.0,
+            str(d.get("qid")),
+            opt_float(d.get("filter")),
+            opt_float(d.get("latency_ms")) or 0.0,
+            opt_float(d.get("recall")),
+            tuple(str(c) for c in classes) if isinstance(classes, list) else (),
+        )
+
+
+def live_queries(rows: Sequence[Mapping[str, object]]) -> list[LiveQuery]:
+    return [LiveQuery.from_dict(r) for r in rows]
+
+
+def read_live_queries(path: Path) -> Iterator[LiveQuery]:
+    """The live queries of stream_queries.jsonl (a malformed line: an InputError naming file and line)."""
+    for _, rec in iter_jsonl(path):
+        yield LiveQuery.from_dict(rec)
