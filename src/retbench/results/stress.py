@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from retbench.io.files import write_json
-from retbench.jsontypes import JSONObject
+from retbench.jsontypes import JSONObject, as_object, opt_float, opt_int, opt_str
 from retbench.results.files import read_json
-from retbench.results.stress_figures import Failure, LatencySummary, obj, opt_float, opt_int, opt_str
+from retbench.results.stress_figures import Failure, LatencySummary
 from retbench.results.stress_stream import StreamingFigures
 
 
@@ -45,10 +45,12 @@ class LevelQuality:
             opt_int(d.get("scored")) or 0,
             opt_int(d.get("of")) or 0,
             opt_int(d.get("skipped_no_relevant")) or 0,
-            {str(k): int(v) for k, v in obj(d.get("statuses")).items()},  # type: ignore[call-overload]
+            {str(k): int(v) for k, v in as_object(d.get("statuses")).items()},  # type: ignore[call-overload]
             {
-                str(m): MetricMeans(opt_float(obj(v).get("mean")), opt_float(obj(v).get("mean_success_only")))
-                for m, v in obj(d.get("metrics")).items()
+                str(m): MetricMeans(
+                    opt_float(as_object(v).get("mean")), opt_float(as_object(v).get("mean_success_only"))
+                )
+                for m, v in as_object(d.get("metrics")).items()
             },
         )
 
@@ -98,7 +100,7 @@ class LevelFigures:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, object]) -> LevelFigures:
-        lat = obj(d.get("latency_ms"))
+        lat = as_object(d.get("latency_ms"))
         warm, quality = d.get("warmup"), d.get("quality")
         return cls(
             concurrency=opt_int(d.get("concurrency")) or 0,
@@ -108,13 +110,13 @@ class LevelFigures:
             failed=opt_int(d.get("failed")) or 0,
             elapsed_s=opt_float(d.get("elapsed_s")) or 0.0,
             qps=opt_float(d.get("qps")),
-            latency_success=LatencySummary.from_dict(obj(lat.get("success"))),
-            latency_failure=LatencySummary.from_dict(obj(lat.get("failure"))),
-            counts={str(k): int(v) for k, v in obj(d.get("counts")).items()},  # type: ignore[call-overload]
-            rates={str(k): float(v) for k, v in obj(d.get("rates")).items()},  # type: ignore[arg-type]
+            latency_success=LatencySummary.from_dict(as_object(lat.get("success"))),
+            latency_failure=LatencySummary.from_dict(as_object(lat.get("failure"))),
+            counts={str(k): int(v) for k, v in as_object(d.get("counts")).items()},  # type: ignore[call-overload]
+            rates={str(k): float(v) for k, v in as_object(d.get("rates")).items()},  # type: ignore[arg-type]
             failure_rate=opt_float(d.get("failure_rate")) or 0.0,
-            invalid_kinds={k: int(v) for k, v in obj(d.get("invalid_kinds")).items()},  # type: ignore[call-overload]
-            error_types={str(k): int(v) for k, v in obj(d.get("error_types")).items()},  # type: ignore[call-overload]
+            invalid_kinds={k: int(v) for k, v in as_object(d.get("invalid_kinds")).items()},  # type: ignore[call-overload]
+            error_types={str(k): int(v) for k, v in as_object(d.get("error_types")).items()},  # type: ignore[call-overload]
             retries=opt_int(d.get("retries")) or 0,
             recovered_by_retry=opt_int(d.get("recovered_by_retry")) or 0,
             segments=opt_int(d.get("segments")) or 0,
@@ -157,7 +159,7 @@ class IngestFigures:
             opt_int(d.get("batches")) or 0,
             opt_float(d.get("seconds")) or 0.0,
             opt_float(d.get("docs_per_s")),
-            LatencySummary.from_dict(obj(d.get("batch_seconds"))),
+            LatencySummary.from_dict(as_object(d.get("batch_seconds"))),
             Failure(first) if isinstance(first, Mapping) else None,
             str(d.get("note") or ""),
         )
@@ -271,11 +273,11 @@ class StressSummary:
             corpus=opt_int(d.get("corpus")) or 0,
             k=opt_int(d.get("k")) or 0,
             metrics=[str(m) for m in metrics] if isinstance(metrics, list) else [],
-            settings=dict(obj(d.get("settings"))),  # type: ignore[arg-type]
+            settings=dict(as_object(d.get("settings"))),  # type: ignore[arg-type]
             mode=str(d.get("mode")),
             faults=dict(faults) if isinstance(faults, Mapping) else None,
             resumed=bool(d.get("resumed")),
-            levels=[LevelFigures.from_dict(obj(lv)) for lv in levels] if isinstance(levels, list) else [],
+            levels=[LevelFigures.from_dict(as_object(lv)) for lv in levels] if isinstance(levels, list) else [],
             complete=bool(d.get("complete")),
             warnings=[str(w) for w in warnings] if isinstance(warnings, list) else [],
             case=opt_str(d.get("case")),
@@ -301,4 +303,4 @@ def write_stress(out: Path, summary: StressSummary) -> None:
 
 def read_stress(out: Path) -> StressSummary:
     """The summary `write_stress` put in `out` (missing or malformed: an InputError naming the file)."""
-    return StressSummary.from_dict(obj(read_json(out / "summary.json")))
+    return StressSummary.from_dict(as_object(read_json(out / "summary.json")))

@@ -7,24 +7,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from retbench.jsontypes import JSONObject
-
-
-def obj(value: object) -> Mapping[str, object]:
-    """A stored JSON object (an empty one where the value is none)."""
-    return value if isinstance(value, Mapping) else {}
-
-
-def opt_int(value: object) -> int | None:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def opt_float(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def opt_str(value: object) -> str | None:
-    return None if value is None else str(value)
+from retbench.jsontypes import JSONObject, opt_float, opt_int, opt_str
 
 
 @dataclass(frozen=True)

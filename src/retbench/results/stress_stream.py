@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from retbench.io.files import iter_jsonl
-from retbench.jsontypes import JSONObject
-from retbench.results.stress_figures import LatencySummary, obj, opt_float, opt_int
+from retbench.jsontypes import JSONObject, as_object, opt_float, opt_int
+from retbench.results.stress_figures import LatencySummary
 
 FRESHNESS_KINDS = ("insert", "update", "delete")
 
 
 def _list(value: object) -> list[Mapping[str, object]]:
-    return [obj(v) for v in value] if isinstance(value, list) else []
+    return [as_object(v) for v in value] if isinstance(value, list) else []
 
 
 def _int(value: object) -> int:
@@ -28,11 +28,11 @@ def _int(value: object) -> int:
 
 
 def _counts(value: object) -> dict[str, int]:
-    return {str(k): _int(v) for k, v in obj(value).items()}
+    return {str(k): _int(v) for k, v in as_object(value).items()}
 
 
 def _latency(value: object) -> LatencySummary:
-    return LatencySummary.from_dict(obj(value))
+    return LatencySummary.from_dict(as_object(value))
 
 
 class _Block:
@@ -84,15 +84,15 @@ class FilterFigures(_Block):
 
     @property
     def metrics(self) -> dict[str, float | None]:
-        return {str(m): opt_float(v) for m, v in obj(obj(self.raw.get("quality")).get("metrics")).items()}
+        return {str(m): opt_float(v) for m, v in as_object(as_object(self.raw.get("quality")).get("metrics")).items()}
 
     @property
     def judged(self) -> int:
-        return _int(obj(self.raw.get("quality")).get("judged"))
+        return _int(as_object(self.raw.get("quality")).get("judged"))
 
     @property
     def skipped_no_relevant(self) -> int:
-        return _int(obj(self.raw.get("quality")).get("skipped_no_relevant"))
+        return _int(as_object(self.raw.get("quality")).get("skipped_no_relevant"))
 
 
 class Checkpoint(_Block):
@@ -157,12 +157,12 @@ class StreamingFigures(_Block):
     @property
     def settings(self) -> Mapping[str, object]:
         """The `streaming:` block as validated (seed, docs_per_s, query_qps, ...)."""
-        return obj(self.raw.get("settings"))
+        return as_object(self.raw.get("settings"))
 
     @property
     def plan(self) -> dict[str, int]:
         """initial, batches, inserts, updates, deletes."""
-        return {k: _int(v) for k, v in obj(self.raw.get("plan")).items() if not isinstance(v, list)}
+        return {k: _int(v) for k, v in as_object(self.raw.get("plan")).items() if not isinstance(v, list)}
 
     @property
     def stream_s(self) -> float:
@@ -188,14 +188,14 @@ class StreamingFigures(_Block):
     @property
     def live(self) -> list[FilterFigures]:
         """The live queries' figures per filter."""
-        return [FilterFigures(r) for r in _list(obj(self.raw.get("live")).get("by_filter"))]
+        return [FilterFigures(r) for r in _list(as_object(self.raw.get("live")).get("by_filter"))]
 
     @property
     def live_queries(self) -> int:
-        return _int(obj(self.raw.get("live")).get("queries"))
+        return _int(as_object(self.raw.get("live")).get("queries"))
 
     def freshness(self, kind: str) -> Freshness:
-        return Freshness(obj(obj(self.raw.get("freshness")).get(kind)))
+        return Freshness(as_object(as_object(self.raw.get("freshness")).get(kind)))
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from retbench.io.files import write_json
-from retbench.jsontypes import JSONObject
+from retbench.jsontypes import JSONObject, as_object
 from retbench.results.files import read_json
-
-
-def _obj(value: object) -> Mapping[str, object]:
-    """A stored JSON object (an empty one where the value is no object)."""
-    return value if isinstance(value, Mapping) else {}
 
 
 @dataclass(frozen=True)
@@ -245,7 +240,7 @@ class ValuesSummary:
     @classmethod
     def from_dict(cls, d: Mapping[str, object]) -> ValuesSummary:
         mc, check = d.get("monte_carlo"), d.get("monte_carlo_check")
-        groups = _obj(d.get("groups"))
+        groups = as_object(d.get("groups"))
         harmful = d.get("harmful")
         plain = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
         return cls(
@@ -255,8 +250,8 @@ class ValuesSummary:
                 "groups": {
                     str(g): [GroupValue(**r) for r in rows] for g, rows in groups.items() if isinstance(rows, list)
                 },
-                "near_duplicates": NearDuplicates.from_dict(_obj(d.get("near_duplicates"))),
-                "leaks": Leaks.from_dict(_obj(d.get("leaks"))),
+                "near_duplicates": NearDuplicates.from_dict(as_object(d.get("near_duplicates"))),
+                "leaks": Leaks.from_dict(as_object(d.get("leaks"))),
                 "monte_carlo": MonteCarlo(**mc) if isinstance(mc, Mapping) else None,
                 "monte_carlo_check": MonteCarloCheck(**check) if isinstance(check, Mapping) else None,
             }  # type: ignore[arg-type]
@@ -286,7 +281,7 @@ def read_values(out: Path, name: str = "", top: int = 20) -> ValuesResult:
     docs: Sequence[object] = rows if isinstance(rows, list) else []
     return ValuesResult(
         name or out.name,
-        ValuesSummary.from_dict(_obj(read_json(out / "summary.json"))),
-        [DocumentValue.from_dict(_obj(r)) for r in docs],
+        ValuesSummary.from_dict(as_object(read_json(out / "summary.json"))),
+        [DocumentValue.from_dict(as_object(r)) for r in docs],
         top,
     )

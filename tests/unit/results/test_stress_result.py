@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from repo_paths import TESTS
 
+from repo_paths import TESTS
 from retbench.report import stress, stress_stream
 from retbench.results.stress import StressSummary, read_stress, write_stress
 from retbench.results.stress_figures import Failure, LatencySummary
@@ -50,7 +50,9 @@ def test_the_read_summary_is_typed_down_to_each_level_and_failure() -> None:
     assert isinstance(s.first_failure, Failure) and s.first_failure.level == lv.concurrency
     assert stress.headline(s).startswith(f"{s.failed} of {s.requests} requests failed")
     ingest = read_stress(STORED / "ingest_failed").ingest
-    assert ingest is not None and ingest.first_failure is not None and ingest.first_failure.docs == (0, ingest.documents)
+    assert (
+        ingest is not None and ingest.first_failure is not None and ingest.first_failure.docs == (0, ingest.documents)
+    )
 
 
 def test_a_failure_keeps_its_record_and_says_where_it_happened() -> None:

@@ -11,8 +11,8 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from repo_paths import TESTS
 
+from repo_paths import TESTS
 from retbench.errors import InputError
 from retbench.report.values import render_values_report
 from retbench.results.values import DocumentValue, ValuesSummary, read_values, write_values
