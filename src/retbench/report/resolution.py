@@ -19,6 +19,11 @@ TIED_MARK = "tied 1st"  # printed beside the rank interval of every system tied 
 NOT_RANKED = "not ranked"  # a system shown beside the ranked ones without a value of the ranking metric
 
 
+def rank_label(rank: float | None) -> str:
+    """An average rank as shown (`1.50`), or `not ranked` for a system with no score of the metric."""
+    return NOT_RANKED if rank is None else f"{rank:.2f}"
+
+
 def resolution_rows(res: RankResolution) -> list[list[str]]:
     """(system, mean, rank, rank interval, share of resamples ranked first), best first, then the systems not
     ranked (no value of the metric)."""

@@ -10,11 +10,12 @@ from dataclasses import dataclass, replace
 from html import escape
 
 from retbench.errors import InputError
+from retbench.pareto import Point
 from retbench.report import fmt, html_page
 from retbench.report.latency import caches_text, timing_text
 from retbench.report.markdown import md_table
 from retbench.report.resolution import interval_cell, note
-from retbench.report.tradeoff import Point, tradeoff_svg
+from retbench.report.tradeoff import tradeoff_svg
 from retbench.resolution import RankResolution
 from retbench.results.model import StudyResult
 from retbench.results.usage import latency_summary

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 import abdata
-from retbench.report.costs import gather_costs, pareto_front_3
+from retbench.pareto import pareto_front_3
+from retbench.report.costs import gather_costs
 from retbench.report.html import render_html
 from retbench.report.model import build_report
 from retbench.results import read_results
