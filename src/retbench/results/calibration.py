@@ -61,7 +61,7 @@ class Agreement:
     def kappa_name(self) -> str:
         return "kappa" if self.weighted_kappa is None else "weighted_kappa"
 
-    def to_dict(self) -> JSONObject:
+    def to_dict(self) -> dict[str, object]:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
     @classmethod
@@ -94,7 +94,7 @@ class GradedAgreement:
     accuracy_at_threshold: float | None = None
     accuracy_cross_validated: float | None = None
 
-    def to_dict(self) -> JSONObject:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod
@@ -119,7 +119,7 @@ class Reliability:
     statuses: dict[str, int] | None = None
     calls: int | None = None
 
-    def to_dict(self) -> JSONObject:
+    def to_dict(self) -> dict[str, object]:
         out = asdict(self)
         return {k: v for k, v in out.items() if v is not None or k in ("disagreement_rate", "against")}
 
@@ -156,7 +156,7 @@ class RankingCheck:
     kendall_tau: float | None
     llm_missing: str | None = None
 
-    def to_dict(self) -> JSONObject:
+    def to_dict(self) -> dict[str, object]:
         out = asdict(self)
         if self.llm_missing is None:
             del out["llm_missing"]
@@ -202,9 +202,9 @@ class CalibrationResult:
     judged: Judged | None = None
     estimate: JSONObject | None = None
 
-    def to_dict(self) -> JSONObject:
+    def to_dict(self) -> dict[str, object]:
         """metrics.json: agreement, graded, judge_reliability, statuses, ranking, judged (those present)."""
-        out: JSONObject = {}
+        out: dict[str, object] = {}
         if self.agreement is not None:
             out["agreement"] = self.agreement.to_dict()
         if self.graded is not None:
@@ -246,7 +246,7 @@ class PPIMean:
     n_llm: int
     clipped: str | None = None
 
-    def to_dict(self) -> JSONObject:
+    def to_dict(self) -> dict[str, object]:
         out = asdict(self)
         if self.clipped is None:
             del out["clipped"]
@@ -264,8 +264,8 @@ class RubricResult:
     graded: GradedAgreement | None = None
     ppi: PPIMean | None = None
 
-    def to_dict(self) -> JSONObject:
-        out: JSONObject = {
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {
             "scale": self.scale,
             "judged": asdict(self.judged),
             "statuses": self.statuses,
@@ -306,7 +306,7 @@ class RubricCalibrationResult:
 
     rubrics: dict[str, RubricResult] = field(default_factory=dict)
 
-    def to_dict(self) -> JSONObject:
+    def to_dict(self) -> dict[str, object]:
         return {"rubrics": {m: r.to_dict() for m, r in self.rubrics.items()}}
 
 

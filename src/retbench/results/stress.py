@@ -89,7 +89,7 @@ class LevelFigures:
     stopped: str | None = None
     quality: LevelQuality | None = None
 
-    def to_dict(self) -> JSONObject:
+    def to_dict(self) -> dict[str, object]:
         out = asdict(self)
         success, failure = out.pop("latency_success"), out.pop("latency_failure")
         head = {
@@ -142,7 +142,7 @@ class IngestFigures:
     first_failure: Failure | None
     note: str
 
-    def to_dict(self) -> JSONObject:
+    def to_dict(self) -> dict[str, object]:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__}
         out["batch_seconds"] = self.batch_seconds.to_dict()
         out["first_failure"] = None if self.first_failure is None else self.first_failure.to_dict()
@@ -233,9 +233,9 @@ class StressSummary:
     def allowed_failure_rate(self) -> float:
         return opt_float(self.settings.get("allowed_failure_rate")) or 0.0
 
-    def to_dict(self) -> JSONObject:
+    def to_dict(self) -> dict[str, object]:
         """summary.json, keys in their stated order; a section the run did not have is left out."""
-        out: JSONObject = {k: getattr(self, k) for k in _HEAD}
+        out: dict[str, object] = {k: getattr(self, k) for k in _HEAD}
         out["levels"] = [lv.to_dict() for lv in self.levels]
         if self.case is not None:
             out["case"] = self.case

@@ -31,7 +31,7 @@ class LatencySummary:
         p50, p95, p99 = np.percentile(a, [50, 95, 99])
         return cls(len(a), float(p50), float(p95), float(p99), float(a.max()), float(a.mean()))
 
-    def to_dict(self) -> JSONObject:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod
@@ -61,8 +61,8 @@ class Failure:
     def __repr__(self) -> str:
         return f"Failure({self.record!r})"
 
-    def to_dict(self) -> JSONObject:
-        return dict(self.record)
+    def to_dict(self) -> dict[str, object]:
+        return {**self.record}
 
     @property
     def phase(self) -> str | None:
@@ -112,7 +112,10 @@ class Failure:
     def docs(self) -> tuple[int, int] | None:
         """The ingest batch's documents, [start, end)."""
         d = self.record.get("docs")
-        return (int(d[0]), int(d[1])) if isinstance(d, Sequence) and len(d) == 2 else None  # type: ignore[call-overload]
+        if not isinstance(d, Sequence) or len(d) != 2:
+            return None
+        start, end = opt_int(d[0]), opt_int(d[1])
+        return None if start is None or end is None else (start, end)
 
     @property
     def filter(self) -> float | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from retbench.io.files import iter_jsonl
-from retbench.jsontypes import JSONObject, as_object, opt_float, opt_int
+from retbench.jsontypes import as_object, opt_float, opt_int
 from retbench.results.stress_figures import LatencySummary
 
 FRESHNESS_KINDS = ("insert", "update", "delete")
@@ -49,8 +49,8 @@ class _Block:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({dict(self.raw)!r})"
 
-    def to_dict(self) -> JSONObject:
-        return dict(self.raw)  # type: ignore[arg-type]
+    def to_dict(self) -> dict[str, object]:
+        return {**self.raw}
 
 
 class FilterFigures(_Block):

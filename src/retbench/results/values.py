@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from retbench.io.files import write_json
-from retbench.jsontypes import JSONObject, as_object
+from retbench.jsontypes import as_object
 from retbench.results.files import read_json
 
 
@@ -34,8 +34,8 @@ class DocumentValue:
     novelty: float | None = None
     near_duplicate_group: int | None = None
 
-    def to_dict(self) -> JSONObject:
-        out: JSONObject = {k: v for k, v in asdict(self).items() if v is not None}
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {k: v for k, v in asdict(self).items() if v is not None}
         return out
 
     @classmethod
@@ -157,8 +157,8 @@ class Leaks:
     same_text_as_another_query: int
     leaked: list[Leak] = field(default_factory=list)
 
-    def to_dict(self) -> JSONObject:
-        out: JSONObject = asdict(self)
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = asdict(self)
         out["list"] = out.pop("leaked")
         return out
 
@@ -223,9 +223,9 @@ class ValuesSummary:
     monte_carlo: MonteCarlo | None = None
     monte_carlo_check: MonteCarloCheck | None = None
 
-    def to_dict(self) -> JSONObject:
+    def to_dict(self) -> dict[str, object]:
         """summary.json: method and utility first, then the Monte-Carlo block, then the figures."""
-        head: JSONObject = {"method": self.method, "utility": self.utility}
+        head: dict[str, object] = {"method": self.method, "utility": self.utility}
         if self.monte_carlo_check is not None:
             head["monte_carlo_check"] = asdict(self.monte_carlo_check)
         if self.monte_carlo is not None:

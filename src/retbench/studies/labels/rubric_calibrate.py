@@ -28,6 +28,7 @@ from retbench.config.calibration import CalibrationModel, RubricCalibration
 from retbench.data.corpus import Sample
 from retbench.errors import InputError
 from retbench.estimates import estimate_block
+from retbench.jsontypes import opt_float, opt_int, opt_str
 from retbench.metrics.judged import verdict
 from retbench.metrics.rubric import Rubric, rubric_of
 from retbench.results.calibration import (
@@ -93,7 +94,12 @@ def _one(
         scale = (0.0, 1.0 if rubric.binary else float(rubric.high or 1))  # a PPI interval may leave the scale
         block = estimate_block("ppi", len(pairs), len(pairs) + len(unlabelled), est, low, high, scale)
         ppi = PPIMean(
-            block["mean"], block["ci_low"], block["ci_high"], block["n_human"], block["n_llm"], block.get("clipped")
+            opt_float(block["mean"]),
+            opt_float(block["ci_low"]),
+            opt_float(block["ci_high"]),
+            opt_int(block["n_human"]) or 0,
+            opt_int(block["n_llm"]) or 0,
+            opt_str(block.get("clipped")),
         )
     return RubricResult(
         rubric.scale,
