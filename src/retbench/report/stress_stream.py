@@ -12,12 +12,10 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
 from retbench.report import fmt, plots
 from retbench.report.stress import closing_lines, html_blocks
 from retbench.results.stress import StressSummary
-from retbench.results.stress_stream import FRESHNESS_KINDS, FilterFigures, LiveQuery, StreamingFigures
+from retbench.results.stress_stream import FRESHNESS_KINDS, FilterFigures, LiveQuery, StreamingFigures, live_windows
 
 CLASSES = ("error", "invalid", "deleted_returned", "out_of_filter", "short")
 
@@ -136,40 +134,20 @@ def render_markdown(summary: StressSummary) -> str:
 
 
 # -- charts ----------------------------------------------------------------------------------------------
-def _windows(rows: Sequence[LiveQuery], width_s: float = 1.0) -> dict[int, list[LiveQuery]]:
-    out: dict[int, list[LiveQuery]] = {}
-    for r in rows:
-        out.setdefault(int(r.t_s // width_s), []).append(r)
-    return dict(sorted(out.items()))
-
-
-def _written(st: StreamingFigures, t: float) -> float:
-    """Share of the stream's batches acknowledged by time t (the ingestion marks)."""
-    return sum(a <= t for a in st.acks_s) / max(st.plan["batches"], 1)
-
-
 def time_charts(st: StreamingFigures, rows: Sequence[LiveQuery]) -> str:
     """Recall and latency of the live queries over time, with the share of the stream written."""
     if not rows:
         return ""
-    sels = [r.filter for r in st.live]
-    win = _windows(rows)
+    win = live_windows(rows)
     recall_lines, lat_lines = [], []
-    for sel in sels:
-        xs, ys = [], []
-        for w, rs in win.items():
-            vals = [r.recall for r in rs if r.filter == sel and r.recall is not None]
-            if vals:
-                xs.append(float(w) + 0.5)
-                ys.append(float(np.mean(vals)))
-        if xs:
-            recall_lines.append(plots.Series(f"recall, {_sel(sel)}", xs, ys))
-    xs = [float(w) + 0.5 for w in win]
-    recall_lines.append(plots.Series("stream written (share)", xs, [_written(st, x) for x in xs]))
+    for sel in [r.filter for r in st.live]:
+        points = [(w.mid_s, v) for w in win if (v := w.recall(sel)) is not None]
+        if points:
+            recall_lines.append(plots.Series(f"recall, {_sel(sel)}", [x for x, _ in points], [y for _, y in points]))
+    xs = [w.mid_s for w in win]
+    recall_lines.append(plots.Series("stream written (share)", xs, [st.written_share(x) for x in xs]))
     for p in (50, 95):
-        lat_lines.append(
-            plots.Series(f"p{p}", xs, [float(np.percentile([r.latency_ms for r in rs], p)) for rs in win.values()])
-        )
+        lat_lines.append(plots.Series(f"p{p}", xs, [w.latency_ms(p) for w in win]))
     recall = plots.line_chart(
         recall_lines,
         title=f"live recall@{st.k} over time (1-s windows)",

@@ -12,6 +12,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from retbench.io.files import iter_jsonl
 from retbench.jsontypes import as_object, opt_float, opt_int
 from retbench.results.stress_figures import LatencySummary
@@ -197,6 +199,10 @@ class StreamingFigures(_Block):
     def freshness(self, kind: str) -> Freshness:
         return Freshness(as_object(as_object(self.raw.get("freshness")).get(kind)))
 
+    def written_share(self, t_s: float) -> float:
+        """Share of the stream's batches acknowledged by `t_s` seconds after it started (the ingestion marks)."""
+        return sum(a <= t_s for a in self.acks_s) / max(self.plan.get("batches", 0), 1)
+
 
 @dataclass(frozen=True)
 class LiveQuery:
@@ -221,6 +227,36 @@ class LiveQuery:
             opt_float(d.get("recall")),
             tuple(str(c) for c in classes) if isinstance(classes, list) else (),
         )
+
+
+@dataclass(frozen=True)
+class LiveWindow:
+    """The live queries sent in one window of the stream, [index * width_s, (index + 1) * width_s)."""
+
+    index: int
+    width_s: float
+    queries: tuple[LiveQuery, ...]
+
+    @property
+    def mid_s(self) -> float:
+        return self.index * self.width_s + self.width_s / 2
+
+    def recall(self, selectivity: float | None) -> float | None:
+        """Mean recall of the window's queries under that filter (None: none of them has a recall)."""
+        vals = [q.recall for q in self.queries if q.filter == selectivity and q.recall is not None]
+        return float(np.mean(vals)) if vals else None
+
+    def latency_ms(self, percentile: float) -> float:
+        """A latency percentile of the window's queries (NumPy's linear interpolation)."""
+        return float(np.percentile([q.latency_ms for q in self.queries], percentile))
+
+
+def live_windows(rows: Sequence[LiveQuery], width_s: float = 1.0) -> list[LiveWindow]:
+    """The live queries in windows of `width_s` seconds by send time, earliest first (empty windows left out)."""
+    out: dict[int, list[LiveQuery]] = {}
+    for r in rows:
+        out.setdefault(int(r.t_s // width_s), []).append(r)
+    return [LiveWindow(i, width_s, tuple(qs)) for i, qs in sorted(out.items())]
 
 
 def live_queries(rows: Sequence[Mapping[str, object]]) -> list[LiveQuery]:
