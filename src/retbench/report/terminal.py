@@ -251,7 +251,8 @@ def render_costs(result: StudyResult) -> RenderableType | None:
 
     from retbench.report import breakdowns as b
     from retbench.report import latency as lat
-    from retbench.report.costs import COST_HEADER, cost_table, gather_costs
+    from retbench.report.costs import COST_HEADER, cost_table
+    from retbench.results.costs import gather_costs
 
     systems = [
         SimpleNamespace(name=s.name, stages=s.latency, usage=s.usage or {}, breakdown=s.breakdown or {}) for s in result

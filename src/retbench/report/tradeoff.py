@@ -18,7 +18,7 @@ from html import escape
 
 from retbench.pareto import Point, pareto_front
 from retbench.report import fmt
-from retbench.report.costs import COST_HEADER, cost_table, front_points, gather_costs
+from retbench.report.costs import COST_HEADER, cost_table, front_points
 from retbench.report.model import ReportData
 from retbench.report.svg import (
     AXIS,
@@ -32,6 +32,7 @@ from retbench.report.svg import (
     series_legend,
     style,
 )
+from retbench.results.costs import gather_costs
 
 
 def tradeoff_svg(points: Sequence[Point], *, x_label: str, y_label: str, title: str, width: int = 560) -> str:
