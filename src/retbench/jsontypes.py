@@ -18,3 +18,23 @@ JSONScalar: TypeAlias = "str | int | float | bool | None"
 JSONValue: TypeAlias = "JSONScalar | Sequence[JSONValue] | Mapping[str, JSONValue]"
 JSONObject: TypeAlias = "dict[str, JSONValue]"
 JSONArray: TypeAlias = "list[JSONValue]"
+
+
+def as_object(value: object) -> Mapping[str, object]:
+    """A stored JSON object, or an empty one where the value is none (a section an older file lacks)."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def opt_int(value: object) -> int | None:
+    """A stored number as an int (None where it is null, absent or not a number; a bool is not a number)."""
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def opt_float(value: object) -> float | None:
+    """A stored number as a float (None where it is null, absent or not a number; a bool is not a number)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def opt_str(value: object) -> str | None:
+    """A stored value as text (None stays None)."""
+    return None if value is None else str(value)

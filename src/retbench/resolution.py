@@ -135,7 +135,7 @@ def queries_to_separate(a: np.ndarray, b: np.ndarray, *, alpha: float = 0.05, po
     return max(2, math.ceil(n))
 
 
-__all__ = ["RankResolution", "queries_to_separate", "rank_intervals"]
+__all__ = ["RankResolution", "Separation", "first_two_separation", "queries_to_separate", "rank_intervals"]
 
 
 # -- from stored per-query tables --------------------------------------------------------------------
@@ -227,3 +227,33 @@ def resolve_suite(
     )
     res.unranked.extend(unranked)
     return res
+
+
+@dataclass(frozen=True)
+class Separation:
+    """The two best systems on a metric by mean, and the labelled queries a paired test needs to separate them at
+    `power` (None: they score the same on every query), beside the queries these results have."""
+
+    metric: str
+    first: str
+    first_mean: float
+    second: str
+    second_mean: float
+    power: float
+    queries_needed: int | None
+    queries: int
+
+
+def first_two_separation(evaluations: Sequence[Evaluation], metric: str, power: float = 0.8) -> Separation | None:
+    """How many labelled queries separate the two best systems on `metric` (None for fewer than two carrying it)."""
+    evs = [ev for ev in evaluations if metric in ev.metrics]
+    if len(evs) < 2:
+        return None
+    table = paired_table(evs, metric)
+    means = np.nanmean(table, axis=0)
+    order = np.argsort(means if lower_is_better(metric) else -means, kind="stable")
+    a, b = int(order[0]), int(order[1])
+    n = queries_to_separate(table[:, a], table[:, b], power=power)
+    return Separation(
+        metric, evs[a].system, float(means[a]), evs[b].system, float(means[b]), power, n, int(table.shape[0])
+    )

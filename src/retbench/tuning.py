@@ -32,17 +32,22 @@ every choice pick the lowest mean: the folds', the in-sample best and the chosen
 
 Ties in a fold's means go to the setting listed first, so a grid written default-first prefers the default.
 This is the cross-validated protocol of e.g. Kohavi (IJCAI 1995) applied to queries as the unit of sampling.
+
+`candidates` gathers each setting as the tune's reports show it (`Candidate`: in-sample mean, the folds'
+votes, latency read from its stored run); `retbench.report.tune` renders them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from retbench.errors import InputError
+from retbench.results.model import StudyResult
+from retbench.results.usage import latency_summary
 
 
 @dataclass(frozen=True)
@@ -254,4 +259,42 @@ def cross_validate(
     )
 
 
-__all__ = ["Fold", "TuneResult", "assign_folds", "cross_validate"]
+@dataclass(frozen=True)
+class Candidate:
+    """One setting of a tune as its reports show it: in-sample mean, rank interval, latency per query."""
+
+    index: int  # the setting's number: `[3]` in every table, and its name in the rank resolution
+    key: str  # the derived experiment's system (`bm25-03`)
+    label: str  # its changes (`params.k1=0.9`)
+    mean: float
+    folds_chose: int
+    # p50, p95, mean (ms) over its queries (p50/p95 None when timed as batches); empty when the run recorded none
+    latency: dict[str, float | None]
+    # the run's `latency.query` block (how it was timed: per query or batch mean; the caches' state), None when
+    # the run recorded no latency or no such block
+    query: Mapping[str, object] | None = None
+
+
+def candidates(result: TuneResult, keys: Sequence[str], labels: Sequence[str], runs: StudyResult) -> list[Candidate]:
+    """Each setting with its in-sample mean, how many folds chose it and its latency (read from its stored run).
+
+    A setting whose queries were timed as batches (`Run.latency_batch`) has a batch mean only: p50 and p95 of
+    equal shares describe no query, so they are None ("not measured per query"), as in the run report."""
+    chose = [sum(f.chosen == i for f in result.folds) for i in range(len(keys))]
+    out = []
+    for i, key in enumerate(keys):
+        try:
+            run = runs.run(key)
+            values = [v for v in run.latency.values() if v is not None and math.isfinite(v)]
+            _, lat = latency_summary(values, amortised=bool(run.latency_batch))
+        except (InputError, OSError):
+            lat = {}
+        try:
+            query = (runs[key].latency or {}).get("query") or None
+        except (InputError, KeyError):
+            query = None
+        out.append(Candidate(i, key, labels[i], result.setting_means[i], chose[i], lat, query if lat else None))
+    return out
+
+
+__all__ = ["Candidate", "Fold", "TuneResult", "assign_folds", "candidates", "cross_validate"]

@@ -31,7 +31,19 @@ LAYERS: list[tuple[str, ...]] = [
     ("config",),
     ("retrievers", "llm"),
     ("results",),
-    ("inputs", "comparison", "anytime", "criteria", "gates", "planning", "tuning", "resolution", "movement"),
+    (
+        "inputs",
+        "comparison",
+        "anytime",
+        "criteria",
+        "gates",
+        "planning",
+        "tuning",
+        "resolution",
+        "movement",
+        "leaderboard",  # ranks over datasets and their order
+        "pareto",  # the fronts the trade-off charts and the cost table name
+    ),
     ("report",),  # renders what studies computed; studies ask it to render, it never imports a study
     ("studies",),
     ("api", "testing", "services", "services_state"),

@@ -150,27 +150,29 @@ def judge_calibrate(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (calls, tokens, cost) and stop.")] = False,
 ) -> None:
     """Agreement of the judge with human labels (accuracy, Cohen's kappa, confusion, CIs) and a reliability spot-check."""
+    from retbench.jsontypes import as_object
     from retbench.report.judge import calibration_lines, estimate_line, identity_line, stats_line
+    from retbench.results.calibration import CalibrationResult
     from retbench.studies.labels.calibrate import load_calibration, run_calibration
 
     cfg = load_calibration(config, output)
-    report = run_calibration(cfg, dry_run=dry_run, echo=typer.echo)
-    if cfg.rubrics is not None:  # rubric metrics: stored verdicts against people's, no call made
+    result = run_calibration(cfg, dry_run=dry_run, echo=typer.echo)
+    if not isinstance(result, CalibrationResult):  # rubric metrics: stored verdicts against people's, no call made
         from retbench.report.judge import rubric_calibration_lines
 
-        for line in rubric_calibration_lines(report):
+        for line in rubric_calibration_lines(result):
             typer.echo(line)
         typer.echo(f"written: {cfg.output_dir / 'metrics.json'}")
         return
-    typer.echo(identity_line(report["judge"]["identity"]))
-    if dry_run:
-        typer.echo(estimate_line(report["estimate"]))
+    typer.echo(identity_line(as_object(result.judge.get("identity"))))
+    if result.estimate is not None:  # a dry run: the plan, and no call made
+        typer.echo(estimate_line(result.estimate))
         return
-    for line in calibration_lines(report):
+    for line in calibration_lines(result):
         typer.echo(line)
-    typer.echo(stats_line(report["judge"]["stats"]))
+    typer.echo(stats_line(as_object(result.judge.get("stats"))))
     typer.echo(f"written: {cfg.output_dir / 'metrics.json'}")
-    _exit_if_judge_failed(report["statuses"])
+    _exit_if_judge_failed(result.statuses)
 
 
 @handles_errors

@@ -63,6 +63,7 @@ def plan_command(
     from retbench.power import check_simulation
     from retbench.report.plan import render_plan
     from retbench.report.resolution import separation_line
+    from retbench.resolution import first_two_separation
 
     check_simulation(simulations, flips)  # before any file is read
     crit = load_criteria(criteria)
@@ -78,7 +79,7 @@ def plan_command(
         crit, base, cand, effect=effect, power=power, n_sims=simulations, n_flips=flips, seed=seed, llm=llm
     )
     text = render_plan(result)
-    first_two = separation_line(loaded_base.evaluations, metrics[0], power) if metrics else None
+    first_two = separation_line(first_two_separation(loaded_base.evaluations, metrics[0], power)) if metrics else None
     text += f"\n\n{first_two}\n" if first_two else ""
     typer.echo(text)
     write(json_out, json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")

@@ -78,7 +78,7 @@ def _run_command(
     point: Callable[[str, Mapping[str, object]], dict[str, object]] | None = None,
 ) -> None:
     """Load, (re)point the systems at local servers when given, run, print, and exit by what failed."""
-    from retbench.report.leaderboard import build_leaderboard
+    from retbench.leaderboard import build_leaderboard
     from retbench.report.terminal import render_costs, render_leaderboard, render_resolution, render_summary
     from retbench.resolution import resolve
     from retbench.studies.benchmark import load_config

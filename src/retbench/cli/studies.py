@@ -138,7 +138,7 @@ def values_command(
     outcome = run_values(cfg, log=lambda m: con.print(redact(m)))
     s = outcome.summary
     con.print(
-        f"{s['documents']} documents: {s['positive']} help, {s['zero']} do nothing, {s['negative']} hurt; "
-        f"leaks: {s['leaks']['queries']} queries"
+        f"{s.documents} documents: {s.positive} help, {s.zero} do nothing, {s.negative} hurt; "
+        f"leaks: {s.leaks.queries} queries"
     )
     con.print(f"results: {cfg.output_dir}  (report.md, values.json, summary.json, manifest.json)")

@@ -1,64 +1,21 @@
 """What each system costs, for the reports: cost per 1,000 queries, indexing, and the three-way Pareto front.
 
-The figures come from `results.costs.system_costs` (measured quantities times the experiment's stated
-prices); this module gathers them per system and says them, with each price's source, "missing" where a
-measured item has no price (never 0), and "example prices" where the prices are marked as examples.
+The figures come from `results.costs.gather_costs` (per system, measured quantities times the experiment's
+stated prices); this module says them, with each price's source, "missing" where a measured item has no price
+(never 0), and "example prices" where the prices are marked as examples.
 
 A system is on the **Pareto front over quality, latency and cost** when no other system is at least as good on
 all three (quality higher or equal, mean latency and cost per 1,000 queries lower or equal) and strictly better
-on one; systems without a known cost are left out of that front and named.
+on one (`retbench.pareto.pareto_front_3`); systems without a known cost are left out of that front and named.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
-from retbench.config import validate
-from retbench.config.costs import CostsBlock
-from retbench.errors import ConfigError
+from retbench.pareto import pareto_front_3
 from retbench.report.model import ReportData
-from retbench.results.costs import system_costs
-from retbench.results.model import StudyResult, SystemResult
-
-
-def stated_prices(result: StudyResult | None) -> CostsBlock | None:
-    """The experiment's `costs:` block, or None when it states no prices (or the results hold no config)."""
-    if result is None:
-        return None
-    raw = result.manifest.costs
-    if raw is None:
-        return None
-    try:
-        return validate(CostsBlock, raw, "manifest.json:config.costs")
-    except ConfigError:  # checked when the run started; a hand-edited manifest is not priced at all
-        return None
-
-
-def _queries(s: SystemResult) -> int:
-    """The queries the search stage timed (what its seconds cover), else those the coverage counted."""
-    search = (s.latency.get("stages") or {}).get("search") or {}
-    return int(search.get("n") or s.coverage.get("judged") or 0)
-
-
-def gather_costs(result: StudyResult | None) -> dict[str, dict[str, Any]]:
-    """{system: system_costs(...)} for every system that ran, {} when the experiment states no prices."""
-    prices = stated_prices(result)
-    if prices is None or result is None:
-        return {}
-    return {s.name: system_costs(prices, s.name, s.resources, s.usage, _queries(s)) for s in result if not s.failed}
-
-
-def pareto_front_3(points: Sequence[tuple[str, float, float, float]]) -> list[str]:
-    """Names of the (name, quality, latency, cost) points no other point dominates, cheapest first."""
-
-    def beats(q: tuple[str, float, float, float], p: tuple[str, float, float, float]) -> bool:
-        no_worse = q[1] >= p[1] and q[2] <= p[2] and q[3] <= p[3]
-        return no_worse and (q[1] > p[1] or q[2] < p[2] or q[3] < p[3])
-
-    front = [p for p in points if not any(beats(q, p) for q in points)]
-    return [p[0] for p in sorted(front, key=lambda p: (p[3], p[2], -p[1]))]
 
 
 def money(value: float | None, currency: str) -> str:

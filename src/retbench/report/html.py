@@ -24,7 +24,7 @@ from retbench.report.judge import judge_notes
 from retbench.report.latency import latency_html
 from retbench.report.model import ReportData, SystemSummary
 from retbench.report.prcurve import pr_figure
-from retbench.report.resolution import resolution_html, resolution_p, resolution_td
+from retbench.report.resolution import rank_label, resolution_html, resolution_p, resolution_td
 from retbench.report.stages import (
     AGREEMENT_HEADER,
     AGREEMENT_NOTE,
@@ -110,7 +110,7 @@ def _leaderboard(data: ReportData) -> str:
             klass = "num best" if v == best[d] else "num"
             cells.append(f'<td class="{klass}" data-dataset="{attr(d)}" data-value="{v!r}">{v:.4f}</td>')
         cells.append(f'<td class="num">{"—" if mean is None else f"{mean:.4f}"}</td>')
-        cells.append(f'<td class="num" data-rank="{rank!r}">{board.rank_label(system)}</td>')
+        cells.append(f'<td class="num" data-rank="{rank!r}">{rank_label(board.avg_rank.get(system))}</td>')
         cells += [resolution_td(board.resolution, system)] if board.resolution is not None else []
         rows.append(f"<tr>{''.join(cells)}</tr>")
     extra = ["rank 95%"] if board.resolution is not None else []

@@ -9,12 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from retbench.report import fmt
 from retbench.report.markdown import md_table
 from retbench.report.tables import resource_line
-from retbench.results.impact import Impact, ImpactResult
+from retbench.results.impact import Impact, ImpactResult, impact_by_group
 
 COMPACT = ("#", "document", "group", "status", "gain", "novelty min", "changed", "gained", "lost")
 
@@ -119,24 +117,22 @@ def _context_recall_judge(cr: Mapping[str, Any] | None) -> list[str]:
 
 
 def _by_group(alone: Sequence[Impact], metrics: Sequence[str]) -> list[str]:
-    groups = list(dict.fromkeys(i.group for i in alone))
+    groups = impact_by_group(alone, metrics)
     if len(groups) <= 1:
         return []
     header = ["group", "n", "mean gain", "mean novelty min", *(f"mean Δ{m}" for m in metrics)]
     header.append("candidates with changed results")
-    rows = []
-    for grp in groups:
-        v = [i for i in alone if i.group == grp]
-        rows.append(
-            [
-                grp,
-                str(len(v)),
-                fmt.num(float(np.mean([i.gain for i in v]))),
-                fmt.num(float(np.mean([i.novelty.min for i in v if i.novelty])), 3),
-                *(fmt.signed(float(np.mean([i.deltas[m] for i in v])), 5) for m in metrics),
-                str(sum(bool(i.changed) for i in v)),
-            ]
-        )
+    rows = [
+        [
+            g.group,
+            str(g.n),
+            fmt.num(g.mean_gain),
+            fmt.num(g.mean_novelty_min, 3),
+            *(fmt.signed(g.mean_deltas[m], 5) for m in metrics),
+            str(g.changed),
+        ]
+        for g in groups
+    ]
     return ["## By group", "", md_table(header, rows), ""]
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from retbench.report.fmt import num, pct
+from retbench.results.calibration import Agreement, CalibrationResult, Interval, RubricCalibrationResult
 
 
 def judged_line(statuses: Mapping[str, int]) -> str:
@@ -69,74 +70,74 @@ def identity_line(identity: Mapping[str, Any]) -> str:
     )
 
 
-def calibration_lines(report: Mapping[str, Any]) -> list[str]:
+def _figure(name: str, m: Interval | None) -> str:
+    m = m or Interval(None)
+    return f"{name} {num(m.value, 3)} [95% CI {num(m.ci_low, 3)}, {num(m.ci_high, 3)}]"
+
+
+def calibration_lines(result: CalibrationResult) -> list[str]:
     """Agreement with human labels, with bootstrap 95% CIs, the confusion matrix and the ranking check."""
-    a = report["agreement"]
-    lines = [judged_line(report["statuses"])]
-    if a.get("n"):
-        for name in ("accuracy", "kappa"):
-            m = a[name]
-            lines.append(
-                f"{name}: {num(m['value'], 3)} [95% CI {num(m['ci_low'], 3)}, {num(m['ci_high'], 3)}] on {a['n']} pairs"
-            )
-        lines.append(f"LLM grade counted as relevant from: {a['relevant_from']}")
-        lines.append("confusion (rows human 0/1, columns LLM grade 0..3): " + "; ".join(str(r) for r in a["confusion"]))
-    elif a.get("missing"):
-        lines.append(f"agreement: missing ({a['missing']})")
-    graded = report.get("graded")
+    a = result.agreement or Agreement(0)
+    lines = [judged_line(result.statuses)]
+    if a.n:
+        for name, m in (("accuracy", a.accuracy), ("kappa", a.kappa)):
+            lines.append(f"{name}: {_figure('', m).lstrip()} on {a.n} pairs")
+        lines.append(f"LLM grade counted as relevant from: {a.relevant_from}")
+        lines.append(
+            "confusion (rows human 0/1, columns LLM grade 0..3): " + "; ".join(str(r) for r in a.confusion or ())
+        )
+    elif a.missing:
+        lines.append(f"agreement: missing ({a.missing})")
+    graded = result.graded
     if graded:
-        a_uc = graded["auc"]
+        a_uc = graded.auc
         auc_text = (
-            f"{num(a_uc['value'], 3)} [95% CI {num(a_uc['ci_low'], 3)}, {num(a_uc['ci_high'], 3)}]"
-            if a_uc["value"] is not None
+            f"{num(a_uc.value, 3)} [95% CI {num(a_uc.ci_low, 3)}, {num(a_uc.ci_high, 3)}]"
+            if a_uc.value is not None
             else "n/a (one class only)"
         )
         lines.append(
-            f"from token probabilities ({graded['score']}): AUC {auc_text} on {graded['n']} pairs; best threshold "
-            f"{num(graded['threshold'], 3)} (accuracy {num(graded['accuracy_at_threshold'], 3)} on the same pairs, "
-            f"{num(graded['accuracy_cross_validated'], 3)} cross-validated)"
+            f"from token probabilities ({graded.score}): AUC {auc_text} on {graded.n} pairs; best threshold "
+            f"{num(graded.threshold, 3)} (accuracy {num(graded.accuracy_at_threshold, 3)} on the same pairs, "
+            f"{num(graded.accuracy_cross_validated, 3)} cross-validated)"
         )
-    ranking = report.get("ranking")
+    ranking = result.ranking
     if ranking:
-        tau = ranking.get("kendall_tau")
+        tau = ranking.kendall_tau
         lines.append(
-            f"Kendall's tau between system rankings (human vs {ranking['labels']}): {num(tau, 3) if tau is not None else 'n/a'} over {len(ranking['systems'])} systems"
+            f"Kendall's tau between system rankings (human vs {ranking.labels}): {num(tau, 3) if tau is not None else 'n/a'} over {len(ranking.systems)} systems"
         )
-        if ranking.get("llm_missing"):
-            lines.append(f"{ranking['metric']} under LLM labels: missing ({ranking['llm_missing']})")
-    rel = report.get("judge_reliability")
+        if ranking.llm_missing:
+            lines.append(f"{ranking.metric} under LLM labels: missing ({ranking.llm_missing})")
+    rel = result.judge_reliability
     if rel:
         lines.append(
-            f"judge_reliability: disagreement {pct(rel['disagreement_rate'])} on spot_check_n {rel['spot_check_n']} ({rel['against']})"
+            f"judge_reliability: disagreement {pct(rel.disagreement_rate)} on spot_check_n {rel.spot_check_n} ({rel.against})"
         )
     return lines
 
 
-def _figure(name: str, m: Mapping[str, Any]) -> str:
-    return f"{name} {num(m['value'], 3)} [95% CI {num(m['ci_low'], 3)}, {num(m['ci_high'], 3)}]"
-
-
-def rubric_calibration_lines(report: Mapping[str, Any]) -> list[str]:
+def rubric_calibration_lines(result: RubricCalibrationResult) -> list[str]:
     """Per rubric metric: judged N of M, agreement with the human verdicts (CIs), AUC and the PPI mean."""
     lines = []
-    for metric, r in report["rubrics"].items():
-        a, j = r["agreement"], r["judged"]
-        head = f"{metric} ({r['scale']}): judged {j['judged']} of {j['of']} human-verdicted samples"
-        failed = ", ".join(f"{c} {s}" for s, c in sorted(r["statuses"].items()) if s != "ok")
+    for metric, r in result.rubrics.items():
+        a, j = r.agreement, r.judged
+        head = f"{metric} ({r.scale}): judged {j.judged} of {j.of} human-verdicted samples"
+        failed = ", ".join(f"{c} {s}" for s, c in sorted(r.statuses.items()) if s != "ok")
         lines.append(head + (f" ({failed})" if failed else ""))
-        if a.get("n"):
-            kappa = "kappa" if "kappa" in a else "weighted_kappa"
-            lines.append(f"  agreement: {_figure('accuracy', a['accuracy'])}, {_figure(kappa, a[kappa])} on {a['n']}")
+        if a.n:
+            kappa = a.weighted_kappa if a.kappa_name == "weighted_kappa" else a.kappa
+            lines.append(f"  agreement: {_figure('accuracy', a.accuracy)}, {_figure(a.kappa_name, kappa)} on {a.n}")
         else:
             lines.append("  agreement: missing (no sample carries both a human verdict and a judge verdict)")
-        graded = r.get("graded")
-        if graded and graded["auc"]["value"] is not None:
-            lines.append(f"  from token probabilities: {_figure('AUC', graded['auc'])} on {graded['n']}")
-        ppi = r.get("ppi")
+        graded = r.graded
+        if graded and graded.auc.value is not None:
+            lines.append(f"  from token probabilities: {_figure('AUC', graded.auc)} on {graded.n}")
+        ppi = r.ppi
         if ppi:
             lines.append(
-                f"  mean under human verdicts (PPI): {num(ppi['mean'], 3)} [95% CI {num(ppi['ci_low'], 3)}, "
-                f"{num(ppi['ci_high'], 3)}]{' clipped to ' + ppi['clipped'] if ppi.get('clipped') else ''}, "
-                f"{ppi['n_human']} human / {ppi['n_llm']} LLM"
+                f"  mean under human verdicts (PPI): {num(ppi.mean, 3)} [95% CI {num(ppi.ci_low, 3)}, "
+                f"{num(ppi.ci_high, 3)}]{' clipped to ' + ppi.clipped if ppi.clipped else ''}, "
+                f"{ppi.n_human} human / {ppi.n_llm} LLM"
             )
     return lines

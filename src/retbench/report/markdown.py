@@ -17,12 +17,12 @@ from retbench.metrics.coverage import mode_with_identical
 from retbench.report import fmt
 from retbench.report.holes import holes_markdown
 from retbench.report.judge import judge_notes
-from retbench.report.resolution import interval_cell, note, resolution_markdown
+from retbench.report.resolution import interval_cell, note, rank_label, resolution_markdown
 from retbench.report.weakening import summary_caveats
 
 if TYPE_CHECKING:
     from retbench.comparison import Comparison, MetricComparison
-    from retbench.report.leaderboard import Leaderboard
+    from retbench.leaderboard import Leaderboard
     from retbench.report.model import ReportData
 
 
@@ -192,7 +192,7 @@ def _short(text: str, n: int = 80) -> str:
 
 
 def leaderboard_markdown(board: Leaderboard) -> list[str]:
-    """The leaderboard (report.leaderboard.Leaderboard) as a Markdown section."""
+    """The leaderboard (retbench.leaderboard.Leaderboard) as a Markdown section."""
     lines = [f"## Leaderboard: {fmt.metric_label(board.metric)}", ""]
     best = {d: board.best(d) for d in board.datasets}
     rows = []
@@ -202,7 +202,9 @@ def leaderboard_markdown(board: Leaderboard) -> list[str]:
             for d, v in zip(board.datasets, scores, strict=True)
         ]
         interval = [interval_cell(board.resolution, system)] if board.resolution is not None else []
-        rows.append([system, *cells, "—" if mean is None else fmt.num(mean), board.rank_label(system), *interval])
+        rows.append(
+            [system, *cells, "—" if mean is None else fmt.num(mean), rank_label(board.avg_rank.get(system)), *interval]
+        )
     extra = ["rank 95%"] if board.resolution is not None else []
     lines += _table(["system", *board.datasets, "mean", "avg rank", *extra], rows)
     lines += [

@@ -39,8 +39,8 @@ from retbench.results.usage import latency_summary
 
 if TYPE_CHECKING:
     from retbench.data import Corpus, Qrels
+    from retbench.leaderboard import Leaderboard
     from retbench.report.drilldown import Drill
-    from retbench.report.leaderboard import Leaderboard
     from retbench.results.caveats import Holes
 
 
@@ -109,7 +109,7 @@ class ReportData:
     comparison: Comparison | None = None  # compare.Comparison of each system against the baseline
     deltas: dict[str, list[float]] = field(default_factory=dict)  # system -> per-query delta on `primary`
     result: StudyResult | None = None  # the typed results the report was built from
-    leaderboard: Leaderboard | None = None  # report.leaderboard.Leaderboard when the results span several datasets
+    leaderboard: Leaderboard | None = None  # retbench.leaderboard.Leaderboard when the results span several datasets
     drill: Drill | None = None  # report.drilldown.Drill: per-query documents and metric@k curves from the runs
     resolution: RankResolution | None = None  # three or more systems on one dataset, on the primary metric
     pr_curves: dict[str, list[float]] = field(default_factory=dict)  # system -> iprec at recall 0.0 .. 1.0
@@ -159,7 +159,7 @@ def build_report(
     metrics, primary = _metrics_and_primary(result.systems[names[0]], primary or (tested[0] if tested else None), path)
     if baseline is None and result.manifest.baseline not in failed:
         baseline = result.manifest.baseline
-    from retbench.report.leaderboard import build_leaderboard
+    from retbench.leaderboard import build_leaderboard
 
     board = build_leaderboard(result, primary)
     pairs = comparison_pairs(names, baseline, board is not None)

@@ -6,17 +6,17 @@ The statistics, and the paired tables they resample, live in `retbench.resolutio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from html import escape
 
-import numpy as np
-
-from retbench.evaluation import Evaluation
-from retbench.metrics.registry import lower_is_better
-from retbench.resolution import CONFIDENCE, RankResolution, paired_table, queries_to_separate
+from retbench.resolution import CONFIDENCE, RankResolution, Separation
 
 TIED_MARK = "tied 1st"  # printed beside the rank interval of every system tied for first
 NOT_RANKED = "not ranked"  # a system shown beside the ranked ones without a value of the ranking metric
+
+
+def rank_label(rank: float | None) -> str:
+    """An average rank as shown (`1.50`), or `not ranked` for a system with no score of the metric."""
+    return NOT_RANKED if rank is None else f"{rank:.2f}"
 
 
 def resolution_rows(res: RankResolution) -> list[list[str]]:
@@ -75,23 +75,17 @@ def resolution_html(res: RankResolution, metric_label: str) -> str:
     )
 
 
-def separation_line(evaluations: Sequence[Evaluation], metric: str, power: float = 0.8) -> str | None:
-    """How many labelled queries a paired test needs to separate the two best systems on `metric` (None for
-    fewer than two systems carrying it)."""
-    evs = [ev for ev in evaluations if metric in ev.metrics]
-    if len(evs) < 2:
+def separation_line(sep: Separation | None) -> str | None:
+    """How many labelled queries a paired test needs to separate the two best systems (`resolution.
+    first_two_separation`); None when fewer than two systems carry the metric."""
+    if sep is None:
         return None
-    table = paired_table(evs, metric)
-    means = np.nanmean(table, axis=0)
-    order = np.argsort(means if lower_is_better(metric) else -means, kind="stable")
-    a, b = int(order[0]), int(order[1])
-    n = queries_to_separate(table[:, a], table[:, b], power=power)
-    head = f"first two on {metric}: {evs[a].system} ({means[a]:.4f}) and {evs[b].system} ({means[b]:.4f}); "
-    if n is None:
+    head = f"first two on {sep.metric}: {sep.first} ({sep.first_mean:.4f}) and {sep.second} ({sep.second_mean:.4f}); "
+    if sep.queries_needed is None:
         return head + "they score the same on every query: no number of labelled queries separates them."
     return head + (
-        f"a paired test at {power:.0%} power separates them with about {n:,} labelled queries "
-        f"(these results have {table.shape[0]:,})."
+        f"a paired test at {sep.power:.0%} power separates them with about {sep.queries_needed:,} labelled queries "
+        f"(these results have {sep.queries:,})."
     )
 
 

@@ -1,7 +1,7 @@
 """The stress report: one terminal line per level, the headline, failures verbatim, report.md and report.html.
 
-Everything here reads the summary dict that `retbench.studies.stress` writes to summary.json, so a report
-can be re-rendered from the file alone. Latencies read in milliseconds with two decimals, rates as
+Everything here reads the `StressSummary` (`retbench.results.stress`) that the study writes to summary.json,
+so a report can be re-rendered from the file alone (`results.stress.read_stress`). Latencies read in milliseconds with two decimals, rates as
 percentages, quality means with four decimals ('–' where there is no value).
 """
 
@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from retbench.data.status import QueryStatus
 from retbench.report import fmt, plots
 from retbench.report.tables import resource_line
+from retbench.results.stress import IngestFigures, LevelFigures, StressSummary
+from retbench.results.stress_figures import Failure
 
 #: what a failed request can be: error, timeout, invalid
 _FAILURES = tuple(s.value for s in QueryStatus if s.failed)
@@ -29,106 +30,107 @@ def _mean(v: float | None) -> str:
     return fmt.num(v, 4, missing="–")
 
 
-def level_line(fig: Mapping[str, Any]) -> str:
+def level_line(fig: LevelFigures) -> str:
     """One terminal line per finished level: requests, QPS, latency, failures, the first metric's mean."""
-    lat = fig["latency_ms"]["success"]
-    qps = fmt.num(fig["qps"], 1) if fig["qps"] else "-"
-    p50, p99 = fmt.num(lat["p50"], 2, missing="-"), fmt.num(lat["p99"], 2, missing="-")
-    q = fig.get("quality") or {}
-    first = next(iter(q.get("metrics", {}).items()), None)
+    lat = fig.latency_success
+    qps = fmt.num(fig.qps, 1) if fig.qps else "-"
+    p50, p99 = fmt.num(lat.p50, 2, missing="-"), fmt.num(lat.p99, 2, missing="-")
+    q = fig.quality
+    first = next(iter(q.metrics.items()), None) if q is not None else None
     score = (
-        f", {first[0]} {_mean(first[1]['mean'])} ({fmt.coverage(q['scored'], q['of'])}; failed count 0)"
-        if first
+        f", {first[0]} {_mean(first[1].mean)} ({fmt.coverage(q.scored, q.of)}; failed count 0)"
+        if first and q is not None
         else ""
     )
-    return f"concurrency {fig['concurrency']}: {fig['completed']} requests, {qps} QPS, p50 {p50} ms, p99 {p99} ms, {fig['failed']} failed{score}"
+    return f"concurrency {fig.concurrency}: {fig.completed} requests, {qps} QPS, p50 {p50} ms, p99 {p99} ms, {fig.failed} failed{score}"
 
 
-def headline(summary: Mapping[str, Any]) -> str:
+def headline(summary: StressSummary) -> str:
     """One line for the end of a stress run: how many requests failed, or where ingestion stopped."""
-    ing = summary.get("ingest") or {}
-    if ing.get("first_failure"):
-        return f"ingestion failed after {ing.get('written')} of {ing.get('documents')} documents; no query was sent"
-    rate = fmt.pct(summary.get("failure_rate", 0.0), 2)
-    allowed = fmt.pct(summary.get("settings", {}).get("allowed_failure_rate", 0.0), 2)
-    return f"{summary.get('failed', 0)} of {summary.get('requests', 0)} requests failed ({rate}; allowed {allowed})"
+    ing = summary.ingest
+    if ing is not None and ing.first_failure is not None:
+        return f"ingestion failed after {ing.written} of {ing.documents} documents; no query was sent"
+    rate = fmt.pct(summary.failure_rate, 2)
+    allowed = fmt.pct(summary.allowed_failure_rate, 2)
+    return f"{summary.failed} of {summary.requests} requests failed ({rate}; allowed {allowed})"
 
 
-def describe_failure(f: Mapping[str, Any]) -> str:
+def describe_failure(f: Failure) -> str:
     """Where a failure happened, then its label and the backend's message exactly as it came."""
-    if f.get("phase") == "ingest":
-        where = f"ingest batch {f.get('batch')}, documents {f['docs'][0]}-{f['docs'][1]}"
-    elif f.get("phase") in STREAM_PHASES:  # the streaming case: where in the stream, and under which filter
-        flt = "" if f.get("filter") is None else f", filter {fmt.pct(f['filter'], 1)}"
-        where = f"{f['phase']}, query {f.get('qid')}, after batch {f.get('batches', f.get('batch'))}{flt}"
+    if f.phase == "ingest":
+        docs = f.docs or (None, None)
+        where = f"ingest batch {f.batch}, documents {docs[0]}-{docs[1]}"
+    elif f.phase in STREAM_PHASES:  # the streaming case: where in the stream, and under which filter
+        flt = "" if f.filter is None else f", filter {fmt.pct(f.filter, 1)}"
+        where = f"{f.phase}, query {f.qid}, after batch {f.batches}{flt}"
     else:
-        warm = ", warm-up" if f.get("phase") == "warmup" else ""
-        where = f"query {f.get('qid')}, concurrency {f.get('level')}, attempt {f.get('attempt')}{warm}"
-    label = f.get("exc_type") or f.get("kind")
-    if f.get("kind") == "invalid":
-        label = f"invalid result ({f.get('detail')})"
-    elif f.get("kind") == "timeout":
+        warm = ", warm-up" if f.phase == "warmup" else ""
+        where = f"query {f.qid}, concurrency {f.level}, attempt {f.attempt}{warm}"
+    label = f.exc_type or f.kind
+    if f.kind == "invalid":
+        label = f"invalid result ({f.detail})"
+    elif f.kind == "timeout":
         label = "timeout"
-    return f"({where}) {label}: {f.get('message')}"
+    return f"({where}) {label}: {f.message}"
 
 
-def _ingest(ing: Mapping[str, Any]) -> list[str]:
-    rate = f"{fmt.num(ing['docs_per_s'], 0)} docs/s" if ing.get("docs_per_s") else "–"
-    lines = [
-        f"Ingestion: {ing.get('written')} of {ing.get('documents')} documents written in {ing.get('batches')} batch(es), {rate}."
-    ]
-    if ing.get("first_failure"):
-        f = ing["first_failure"]
+def _ingest(ing: IngestFigures) -> list[str]:
+    rate = f"{fmt.num(ing.docs_per_s, 0)} docs/s" if ing.docs_per_s else "–"
+    lines = [f"Ingestion: {ing.written} of {ing.documents} documents written in {ing.batches} batch(es), {rate}."]
+    f = ing.first_failure
+    if f is not None:
+        docs = f.docs or (None, None)
         lines += [
             "",
-            f"**Ingestion failed** at batch {f['batch']} (documents {f['docs'][0]}–{f['docs'][1]}): `{f['exc_type']}: {f['message']}`",
+            f"**Ingestion failed** at batch {f.batch} (documents {docs[0]}–{docs[1]}): `{f.exc_type}: {f.message}`",
         ]
     return [*lines, ""]
 
 
-def _latency_table(levels: Sequence[Mapping[str, Any]]) -> list[str]:
+def _latency_table(levels: Sequence[LevelFigures]) -> list[str]:
     lines = [
         "| concurrency | requests | QPS | success p50 / p95 / p99 / max (ms) | failure p50 / p95 / max (ms) | error | timeout | invalid | empty | short |",
         "|---:|---:|---:|---|---|---:|---:|---:|---:|---:|",
     ]
     for f in levels:
-        ok, bad, r = f["latency_ms"]["success"], f["latency_ms"]["failure"], f["rates"]
-        qps = fmt.num(f["qps"], 1) if f.get("qps") else "–"
+        ok, bad, r = f.latency_success, f.latency_failure, f.rates
+        qps = fmt.num(f.qps, 1) if f.qps else "–"
         lines.append(
-            f"| {f['concurrency']} | {f['completed']} | {qps} | {_ms(ok['p50'])} / {_ms(ok['p95'])} / {_ms(ok['p99'])} / {_ms(ok['max'])} "
-            f"| {_ms(bad['p50'])} / {_ms(bad['p95'])} / {_ms(bad['max'])} | {fmt.pct(r['error'])} | {fmt.pct(r['timeout'])} "
+            f"| {f.concurrency} | {f.completed} | {qps} | {_ms(ok.p50)} / {_ms(ok.p95)} / {_ms(ok.p99)} / {_ms(ok.max)} "
+            f"| {_ms(bad.p50)} / {_ms(bad.p95)} / {_ms(bad.max)} | {fmt.pct(r['error'])} | {fmt.pct(r['timeout'])} "
             f"| {fmt.pct(r['invalid'])} | {fmt.pct(r['empty'])} | {fmt.pct(r['short'])} |"
         )
     return [*lines, ""]
 
 
-def _quality_table(levels: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> list[str]:
+def _quality_table(levels: Sequence[LevelFigures], metrics: Sequence[str]) -> list[str]:
     lines = ["Quality on the stressed responses (failed and unasked queries count 0; nothing imputed):", ""]
     only_heads = " | ".join(f"{m} (success-only)" for m in metrics)
     lines.append("| concurrency | scored | " + " | ".join(metrics) + " | " + only_heads + " |")
     lines.append("|---:|---|" + "---:|" * (2 * len(metrics)))
     for f in levels:
-        q = f.get("quality") or {}
-        ms = q.get("metrics", {})
-        heads = " | ".join(_mean(ms.get(m, {}).get("mean")) for m in metrics)
-        only = " | ".join(_mean(ms.get(m, {}).get("mean_success_only")) for m in metrics)
-        lines.append(f"| {f['concurrency']} | scored {q.get('scored')} of {q.get('of')} | {heads} | {only} |")
+        q = f.quality
+        ms = q.metrics if q is not None else {}
+        heads = " | ".join(_mean(ms[m].mean if m in ms else None) for m in metrics)
+        only = " | ".join(_mean(ms[m].mean_success_only if m in ms else None) for m in metrics)
+        scored = f"scored {q.scored} of {q.of}" if q is not None else "scored None of None"
+        lines.append(f"| {f.concurrency} | {scored} | {heads} | {only} |")
     return [*lines, ""]
 
 
-def _failures(summary: Mapping[str, Any], levels: Sequence[Mapping[str, Any]]) -> list[str]:
+def _failures(summary: StressSummary, levels: Sequence[LevelFigures]) -> list[str]:
     kinds: dict[str, int] = {}
     for f in levels:
         for o in _FAILURES:
-            kinds[o] = kinds.get(o, 0) + f["counts"][o]
-        for d, n in f["invalid_kinds"].items():
+            kinds[o] = kinds.get(o, 0) + f.counts[o]
+        for d, n in f.invalid_kinds.items():
             kinds[f"invalid: {d}"] = kinds.get(f"invalid: {d}", 0) + n
-        for t, n in f["error_types"].items():
+        for t, n in f.error_types.items():
             kinds[f"error attempts: {t}"] = kinds.get(f"error attempts: {t}", 0) + n
-    retries = sum(f["retries"] for f in levels)
-    recovered = sum(f["recovered_by_retry"] for f in levels)
+    retries = sum(f.retries for f in levels)
+    recovered = sum(f.recovered_by_retry for f in levels)
     lines = [
-        f"Failures: {summary.get('failed', 0)} of {summary.get('requests', 0)} requests ({fmt.pct(summary.get('failure_rate', 0.0))}); "
+        f"Failures: {summary.failed} of {summary.requests} requests ({fmt.pct(summary.failure_rate)}); "
         f"{retries} retries, {recovered} requests recovered by a retry (every attempt is in failures.jsonl)."
     ]
     if any(kinds.values()):
@@ -137,38 +139,35 @@ def _failures(summary: Mapping[str, Any], levels: Sequence[Mapping[str, Any]]) -
     return lines
 
 
-def render_markdown(summary: Mapping[str, Any]) -> str:
+def render_markdown(summary: StressSummary) -> str:
     """The stress section of a report: latency and QPS by level, failure breakdown, quality with coverage."""
-    lines = [f"## Stress: {summary.get('system')} on {summary.get('dataset')} ({summary.get('split')})", ""]
-    if summary.get("ingest"):
-        lines += _ingest(summary["ingest"])
-    if summary.get("resources"):
-        lines += [resource_line(summary["resources"]), ""]
-    levels = summary.get("levels") or []
+    lines = [f"## Stress: {summary.system} on {summary.dataset} ({summary.split})", ""]
+    if summary.ingest is not None:
+        lines += _ingest(summary.ingest)
+    if summary.resources:
+        lines += [resource_line(summary.resources), ""]
+    levels = summary.levels
     if levels:
         lines += _latency_table(levels)
-        lines += _quality_table(levels, list(summary.get("metrics") or []))
+        lines += _quality_table(levels, summary.metrics)
         lines += _failures(summary, levels)
-    lines += [f"\nWarning: {w}" for w in summary.get("warnings") or ()]
+    lines += [f"\nWarning: {w}" for w in summary.warnings]
     return "\n".join(lines + closing_lines(summary)) + "\n"
 
 
-def closing_lines(summary: Mapping[str, Any]) -> list[str]:
+def closing_lines(summary: StressSummary) -> list[str]:
     """The first failure (where, and the backend's message) and why the run stopped early, if it did."""
     lines: list[str] = []
-    first = summary.get("first_failure")
-    if first:
-        lines += ["", f"First failure {describe_failure(first)}"]
-    if summary.get("stopped"):
-        lines += ["", f"Stopped: {summary['stopped']}."]
+    if summary.first_failure is not None:
+        lines += ["", f"First failure {describe_failure(summary.first_failure)}"]
+    if summary.stopped:
+        lines += ["", f"Stopped: {summary.stopped}."]
     return lines
 
 
-def _chart(
-    levels: Sequence[Mapping[str, Any]], series: Mapping[str, Sequence[float | None]], title: str, y: str
-) -> str:
+def _chart(levels: Sequence[LevelFigures], series: Mapping[str, Sequence[float | None]], title: str, y: str) -> str:
     """A line per series over the concurrency levels (a level without a value is left out of its line)."""
-    xs = [float(f["concurrency"]) for f in levels]
+    xs = [float(f.concurrency) for f in levels]
     lines = [
         plots.Series(name, [x for x, v in zip(xs, vs, strict=True) if v is not None], [v for v in vs if v is not None])
         for name, vs in series.items()
@@ -179,11 +178,11 @@ def _chart(
     return plots.line_chart(lines, title=title, x_label="concurrency", y_label=y, width=460, height=260)
 
 
-def _charts(levels: Sequence[Mapping[str, Any]]) -> str:
+def _charts(levels: Sequence[LevelFigures]) -> str:
     if not levels:
         return ""
-    qps = _chart(levels, {"QPS": [f.get("qps") for f in levels]}, "achieved QPS (requests per second)", "QPS")
-    pcts = {p: [f["latency_ms"]["success"][p] for f in levels] for p in ("p50", "p95", "p99")}
+    qps = _chart(levels, {"QPS": [f.qps for f in levels]}, "achieved QPS (requests per second)", "QPS")
+    pcts = {p: [getattr(f.latency_success, p) for f in levels] for p in ("p50", "p95", "p99")}
     lat = _chart(levels, pcts, "success latency (ms)", "ms")
     return f'<div style="display:flex;gap:16px;flex-wrap:wrap">{qps}{lat}</div>'
 
@@ -215,9 +214,9 @@ def html_blocks(markdown: str, charts: str) -> list[str]:
     return blocks
 
 
-def render_html(summary: Mapping[str, Any]) -> str:
+def render_html(summary: StressSummary) -> str:
     """The stress section as standalone HTML: QPS and latency charts by level, then the same tables as Markdown."""
-    blocks = html_blocks(render_markdown(summary), _charts(summary.get("levels") or []))
+    blocks = html_blocks(render_markdown(summary), _charts(summary.levels))
     style = "body{font-family:sans-serif;max-width:1100px;margin:2em auto}td,th{border:1px solid #ddd;padding:2px 6px}td{text-align:right}"
-    title = html.escape(f"stress: {summary.get('system')} on {summary.get('dataset')}")
+    title = html.escape(f"stress: {summary.system} on {summary.dataset}")
     return f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{style}</style></head><body>{''.join(blocks)}</body></html>\n"

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # (results: annotations only; `retbench eval` prints a table 
     from rich.text import Text
 
     from retbench.config.chunking import ChunkingModel
-    from retbench.report.leaderboard import Leaderboard
+    from retbench.leaderboard import Leaderboard
     from retbench.report.resolution import RankResolution
     from retbench.results.model import MetricValue, StudyResult
 
@@ -251,7 +251,8 @@ def render_costs(result: StudyResult) -> RenderableType | None:
 
     from retbench.report import breakdowns as b
     from retbench.report import latency as lat
-    from retbench.report.costs import COST_HEADER, cost_table, gather_costs
+    from retbench.report.costs import COST_HEADER, cost_table
+    from retbench.results.costs import gather_costs
 
     systems = [
         SimpleNamespace(name=s.name, stages=s.latency, usage=s.usage or {}, breakdown=s.breakdown or {}) for s in result
@@ -280,7 +281,7 @@ def render_leaderboard(board: Leaderboard) -> RenderableType:
     from rich.text import Text
 
     from retbench.report import fmt
-    from retbench.report.resolution import interval_cell, note
+    from retbench.report.resolution import interval_cell, note, rank_label
 
     res = board.resolution
     rows: list[list[Cell]] = [
@@ -288,7 +289,7 @@ def render_leaderboard(board: Leaderboard) -> RenderableType:
             system,
             *(fmt.num(v) if v is not None else "—" for v in scores),
             fmt.num(mean),
-            board.rank_label(system),
+            rank_label(board.avg_rank.get(system)),
             *([interval_cell(res, system)] if res is not None else []),
         ]
         for system, scores, mean, rank in board.rows()

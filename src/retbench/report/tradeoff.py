@@ -5,8 +5,8 @@ the LLM usage's recorded cost. A system timed as batches (report/latency.py) has
 no per-query percentiles, so it is on the mean chart only (the section says so).
 
 A system is on the **Pareto front** of a chart when no other system is at least as good on both axes and strictly
-better on one (higher quality, lower latency or cost): the front is the set of choices worth considering, the rest
-are beaten outright. Dependency-free SVG in the style of `report.plots` (colour-blind palette, one style per
+better on one (higher quality, lower latency or cost; computed by `retbench.pareto`): the front is the set of
+choices worth considering, the rest are beaten outright. Dependency-free SVG in the style of `report.plots` (colour-blind palette, one style per
 system, a `<title>` on every point).
 """
 
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from html import escape
 
+from retbench.pareto import Point, pareto_front
 from retbench.report import fmt
-from retbench.report.costs import COST_HEADER, cost_table, front_points, gather_costs
+from retbench.report.costs import COST_HEADER, cost_table, front_points
 from retbench.report.model import ReportData
 from retbench.report.svg import (
     AXIS,
@@ -32,25 +32,7 @@ from retbench.report.svg import (
     series_legend,
     style,
 )
-
-
-@dataclass(frozen=True)
-class Point:
-    name: str
-    quality: float
-    cost: float  # latency in ms, or money: lower is better
-
-
-def pareto_front(points: Sequence[Point]) -> list[str]:
-    """Names of the points no other point dominates (quality >= and cost <=, one of them strictly), cheapest first."""
-    front = [
-        p
-        for p in points
-        if not any(
-            q.quality >= p.quality and q.cost <= p.cost and (q.quality > p.quality or q.cost < p.cost) for q in points
-        )
-    ]
-    return [p.name for p in sorted(front, key=lambda p: (p.cost, -p.quality))]
+from retbench.results.costs import gather_costs
 
 
 def tradeoff_svg(points: Sequence[Point], *, x_label: str, y_label: str, title: str, width: int = 560) -> str:
@@ -137,4 +119,4 @@ def tradeoff_section(data: ReportData) -> list[tuple[str, str, str]]:
     return [("tradeoff", "Trade-offs", text + body)]
 
 
-__all__ = ["Point", "pareto_front", "tradeoff_section", "tradeoff_svg"]
+__all__ = ["tradeoff_section", "tradeoff_svg"]

@@ -6,19 +6,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from html import escape
 
-from retbench.errors import InputError
+from retbench.pareto import Point
 from retbench.report import fmt, html_page
 from retbench.report.latency import caches_text, timing_text
 from retbench.report.markdown import md_table
 from retbench.report.resolution import interval_cell, note
-from retbench.report.tradeoff import Point, tradeoff_svg
+from retbench.report.tradeoff import tradeoff_svg
 from retbench.resolution import RankResolution
-from retbench.results.model import StudyResult
-from retbench.results.usage import latency_summary
-from retbench.tuning import TuneResult
+from retbench.tuning import Candidate, TuneResult
 
 
 def _ci(ci: tuple[float, float] | None) -> str:
@@ -58,44 +55,6 @@ def tune_lines(result: TuneResult, labels: Sequence[str], metric: str, n_queries
                 "(its 95% CI holds 0): keep the default or label more queries"
             )
     return lines
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One setting of a tune as its reports show it: in-sample mean, rank interval, latency per query."""
-
-    index: int  # the setting's number: `[3]` in every table, and its name in the rank resolution
-    key: str  # the derived experiment's system (`bm25-03`)
-    label: str  # its changes (`params.k1=0.9`)
-    mean: float
-    folds_chose: int
-    # p50, p95, mean (ms) over its queries (p50/p95 None when timed as batches); empty when the run recorded none
-    latency: dict[str, float | None]
-    timing: str = "not recorded"  # `report.latency.timing_text`: per query, or batch mean
-    caches: str = "not recorded"  # `report.latency.caches_text`: the caches' state its latencies were timed under
-
-
-def candidates(result: TuneResult, keys: Sequence[str], labels: Sequence[str], runs: StudyResult) -> list[Candidate]:
-    """Each setting with its in-sample mean, how many folds chose it and its latency (read from its stored run).
-
-    A setting whose queries were timed as batches (`Run.latency_batch`) has a batch mean only: p50 and p95 of
-    equal shares describe no query, so they are None ("not measured per query"), as in the run report."""
-    chose = [sum(f.chosen == i for f in result.folds) for i in range(len(keys))]
-    out = []
-    for i, key in enumerate(keys):
-        try:
-            run = runs.run(key)
-            values = [v for v in run.latency.values() if v is not None and math.isfinite(v)]
-            _, lat = latency_summary(values, amortised=bool(run.latency_batch))
-        except (InputError, OSError):
-            lat = {}
-        try:
-            query = (runs[key].latency or {}).get("query") or None
-        except (InputError, KeyError):
-            query = None
-        cand = Candidate(i, key, labels[i], result.setting_means[i], chose[i], lat)
-        out.append(replace(cand, timing=timing_text(query), caches=caches_text(query)) if lat else cand)
-    return out
 
 
 def setting_name(index: int) -> str:
@@ -148,8 +107,8 @@ def candidate_rows(cands: Sequence[Candidate], res: RankResolution | None) -> li
             _pct(cands[i], "p50"),
             _pct(cands[i], "p95"),
             fmt.num(cands[i].latency.get("mean"), 2, missing="—"),
-            cands[i].timing,
-            cands[i].caches,
+            timing_text(cands[i].query) if cands[i].latency else "not recorded",
+            caches_text(cands[i].query) if cands[i].latency else "not recorded",
         ]
         for i in order
     ]
@@ -232,10 +191,8 @@ def tune_html(
 
 __all__ = [
     "CANDIDATE_HEAD",
-    "Candidate",
     "candidate_lines",
     "candidate_rows",
-    "candidates",
     "setting_name",
     "tradeoff_charts",
     "tune_html",

@@ -23,7 +23,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from retbench.config import validate
 from retbench.config.costs import CostsBlock, Price
+from retbench.errors import ConfigError
+from retbench.results.model import StudyResult, SystemResult
 
 #: LLM stages whose calls are the system's own work (the judge's are the evaluation's)
 SERVING_STAGES = ("generate",)
@@ -130,3 +133,30 @@ def system_costs(
         bool(i["example"]) for k in ("per_1k_queries", "indexing", "index_per_month") for i in out[k]["items"]
     )
     return out
+
+
+def stated_prices(result: StudyResult | None) -> CostsBlock | None:
+    """The experiment's `costs:` block, or None when it states no prices (or the results hold no config)."""
+    if result is None:
+        return None
+    raw = result.manifest.costs
+    if raw is None:
+        return None
+    try:
+        return validate(CostsBlock, raw, "manifest.json:config.costs")
+    except ConfigError:  # checked when the run started; a hand-edited manifest is not priced at all
+        return None
+
+
+def _queries(s: SystemResult) -> int:
+    """The queries the search stage timed (what its seconds cover), else those the coverage counted."""
+    search = (s.latency.get("stages") or {}).get("search") or {}
+    return int(search.get("n") or s.coverage.get("judged") or 0)
+
+
+def gather_costs(result: StudyResult | None) -> dict[str, dict[str, Any]]:
+    """{system: system_costs(...)} for every system that ran, {} when the experiment states no prices."""
+    prices = stated_prices(result)
+    if prices is None or result is None:
+        return {}
+    return {s.name: system_costs(prices, s.name, s.resources, s.usage, _queries(s)) for s in result if not s.failed}

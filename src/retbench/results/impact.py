@@ -10,9 +10,12 @@ The study (`retbench.studies.impact`) computes these records; the report (`retbe
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 MODES = ("alone", "sequential", "leave_one_out")
 STATUSES = ("new", "present", "duplicate")
@@ -91,3 +94,35 @@ class ImpactResult:
     gain: GainWeights
     sequential_order: str = "given"  # the order the sequential mode added candidates in (given, or gain)
     root: Path | None = None
+
+
+@dataclass(frozen=True)
+class GroupImpact:
+    """The candidates of one group (alone mode): how many, their mean gain, mean minimum novelty (over those with
+    a novelty) and mean change of each metric, and how many changed any query's results."""
+
+    group: str
+    n: int
+    mean_gain: float
+    mean_novelty_min: float
+    mean_deltas: dict[str, float]
+    changed: int
+
+
+def impact_by_group(alone: Sequence[Impact], metrics: Sequence[str]) -> list[GroupImpact]:
+    """Per group, in the order groups first appear; NaN where a group has no value to average."""
+    out = []
+    for grp in dict.fromkeys(i.group for i in alone):
+        v = [i for i in alone if i.group == grp]
+        novelty = [i.novelty.min for i in v if i.novelty]
+        out.append(
+            GroupImpact(
+                grp,
+                len(v),
+                float(np.mean([i.gain for i in v])),
+                float(np.mean(novelty)) if novelty else math.nan,
+                {m: float(np.mean([i.deltas[m] for i in v])) for m in metrics},
+                sum(bool(i.changed) for i in v),
+            )
+        )
+    return out

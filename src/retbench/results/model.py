@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from retbench.errors import InputError
 from retbench.io.files import load_yaml_text
+from retbench.jsontypes import opt_float
 from retbench.results.blocks import Breakdown, JudgeBlock, RerankSummary
 
 if TYPE_CHECKING:
@@ -45,10 +46,6 @@ Block = dict[str, Any]
 def _float(value: object) -> float:
     """A stored number (null: no value, read as NaN)."""
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
-
-
-def _opt_float(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True)
@@ -94,8 +91,8 @@ class MetricValue:
         n, of, est = row.get("n"), row.get("of"), row.get("estimate")
         return cls(
             _float(row.get("mean", row.get("value"))),
-            _opt_float(row.get("ci_low")),
-            _opt_float(row.get("ci_high")),
+            opt_float(row.get("ci_low")),
+            opt_float(row.get("ci_high")),
             n if isinstance(n, int) else None,
             of if isinstance(of, int) else None,
             str(row.get("aggregate") or "mean"),

@@ -31,7 +31,7 @@ from retbench.inputs import load_systems
 from retbench.io.files import write_json, write_text
 from retbench.jsontypes import JSONObject, JSONValue
 from retbench.metrics.registry import lower_is_better, parse_metric
-from retbench.report.tune import Candidate, candidates, setting_name, tune_html, tune_lines, tune_markdown
+from retbench.report.tune import setting_name, tune_html, tune_lines, tune_markdown
 from retbench.resolution import RankResolution, resolve
 from retbench.results.costs import system_costs
 from retbench.results.model import StudyResult
@@ -39,7 +39,7 @@ from retbench.results.read import read_results
 from retbench.studies.benchmark import parse_config, run_experiment
 from retbench.studies.cell_contract import Progress
 from retbench.studies.outcome import raise_if_failed
-from retbench.tuning import TuneResult, cross_validate
+from retbench.tuning import Candidate, TuneResult, candidates, cross_validate
 
 
 @dataclass(frozen=True)

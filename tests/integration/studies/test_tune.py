@@ -102,7 +102,7 @@ def test_the_candidate_table_ranks_every_setting_with_its_interval_and_the_repor
     the Pareto front marked."""
     import re
 
-    from retbench.report.tradeoff import Point, pareto_front
+    from retbench.pareto import Point, pareto_front
     from retbench.resolution import rank_intervals
     from retbench.results import read_results
     from retbench.results.usage import latency_summary

@@ -8,10 +8,11 @@ import pytest
 import yaml
 
 import abdata
-from retbench.report.costs import gather_costs, pareto_front_3
+from retbench.pareto import pareto_front_3
 from retbench.report.html import render_html
 from retbench.report.model import build_report
 from retbench.results import read_results
+from retbench.results.costs import gather_costs
 from retbench.studies.benchmark import load_config, run_experiment
 
 CPU = {"price": 0.0000236, "source": "example CPU machine price", "example": True}

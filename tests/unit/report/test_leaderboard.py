@@ -15,7 +15,9 @@ from typer.testing import CliRunner
 
 import repo_paths
 from retbench.cli import app
-from retbench.report.leaderboard import build_leaderboard
+from retbench.leaderboard import build_leaderboard
+from retbench.report.leaderboard import leaderboard_dict
+from retbench.report.resolution import rank_label
 from retbench.resolution import rank_intervals
 from retbench.results import MetricValue, StudyManifest, StudyResult, SystemResult, read_results
 
@@ -218,7 +220,7 @@ def test_a_suite_leaderboard_shows_each_rank_interval_and_the_group_tied_for_fir
         assert f"Tied for first: {tied}" in md and f"Tied for first: {tied}" in html
     else:
         assert f"Only {tied} reaches rank 1" in md
-    assert board.to_dict()["tied_first"] == expected.tied_first
+    assert leaderboard_dict(board)["tied_first"] == expected.tied_first
 
 
 def test_a_system_with_no_score_of_the_metric_anywhere_is_not_ranked_rather_than_last():
@@ -226,9 +228,9 @@ def test_a_system_with_no_score_of_the_metric_anywhere_is_not_ranked_rather_than
     rows = {k: {"scope_miss_rate": v, "recall@5": 0.5} for k, v in rates.items()}
     rows |= {"a/plain": {"recall@5": 0.8}, "b/plain": {"recall@5": 0.9}}  # no scope stage: no scope_miss_rate
     board = build_leaderboard(study(rows), "scope_miss_rate")
-    assert board.avg_rank["plain"] is None and board.rank_label("plain") == "not ranked"
+    assert board.avg_rank["plain"] is None and rank_label(board.avg_rank["plain"]) == "not ranked"
     assert board.systems == ["x", "y", "plain"]  # x: 1 and 2, y: 2 and 1; x has the lower mean miss rate
-    assert board.to_dict()["rows"][2]["average_rank"] is None
+    assert leaderboard_dict(board)["rows"][2]["average_rank"] is None
 
 
 def test_a_suite_ranks_on_the_first_metric_of_the_systems_when_a_label_coverage_measure_is_listed_first(

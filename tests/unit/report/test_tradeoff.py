@@ -8,9 +8,10 @@ import xml.etree.ElementTree as ET
 import pytest
 
 import abdata
+from retbench.pareto import Point, pareto_front
 from retbench.report.html import render_html
 from retbench.report.model import build_report
-from retbench.report.tradeoff import Point, pareto_front, tradeoff_svg
+from retbench.report.tradeoff import tradeoff_svg
 from retbench.results import read_results
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -109,9 +109,9 @@ def test_each_fault_is_recorded_with_its_label_and_answers_are_untouched(tmp_pat
     np.testing.assert_array_equal(clean.values[rows_c], stressed.values[rows_s])
     bad = [stressed.query_ids.index(q) for q in failing if q in stressed.query_ids]
     assert bad and not stressed.values[bad].any()
-    q = res.summary["levels"][0]["quality"]
-    assert (q["scored"], q["of"]) == (len(stressed.query_ids) - len(bad), len(stressed.query_ids))
-    assert q["metrics"]["ndcg@10"]["mean"] == pytest.approx(stressed.mean("ndcg@10"))
+    q = res.summary.levels[0].quality
+    assert q is not None and (q.scored, q.of) == (len(stressed.query_ids) - len(bad), len(stressed.query_ids))
+    assert q.metrics["ndcg@10"].mean == pytest.approx(stressed.mean("ndcg@10"))
     assert res.exit_code == 0  # allowed_failure_rate 1.0
 
 
@@ -127,11 +127,12 @@ def test_crash_after_n_calls_fails_every_later_call_verbatim_and_exits_3(tmp_pat
     )
     res = run_stress(_cfg(tmp_path, levels=[1, 4]), retriever=faulty, dataset=ds, echo=lambda m: None)
     assert res.exit_code == 3
-    lv = res.summary["levels"]
-    assert len(lv) == 1 and lv[0]["counts"]["ok"] + lv[0]["counts"]["short"] == 10 and lv[0]["counts"]["error"] == 30
-    assert "later levels not run" in res.summary["stopped"]
-    assert res.first_failure["exc_type"] == "InjectedCrash"
-    assert res.first_failure["message"] == "memvid error: Embedded WAL is corrupted at offset 78667"
+    lv = res.summary.levels
+    assert len(lv) == 1 and lv[0].counts["ok"] + lv[0].counts["short"] == 10 and lv[0].counts["error"] == 30
+    assert "later levels not run" in (res.summary.stopped or "")
+    first = res.first_failure
+    assert first is not None and first.exc_type == "InjectedCrash"
+    assert first.message == "memvid error: Embedded WAL is corrupted at offset 78667"
     assert len(_failures(res.out_dir)) == 30
     assert (res.out_dir / "run.trec").exists() and (res.out_dir / "summary.json").exists()
 
@@ -170,10 +171,10 @@ def test_async_adapter_hangs_are_cancelled_as_timeouts_without_abandoning_thread
         dataset=ds,
         echo=lambda m: None,
     )
-    assert res.summary["mode"] == "async"
+    assert res.summary.mode == "async"
     hangs = sum(1 for e in faulty.log.entries if e[2] == "hang")
     errors = sum(1 for e in faulty.log.entries if e[2] == "error")
-    counts = res.summary["levels"][0]["counts"]
+    counts = res.summary.levels[0].counts
     assert hangs > 0 and counts["timeout"] == hangs and counts["error"] == errors
     assert abandoned_threads() == before
 

@@ -25,12 +25,24 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from retbench.config.calibration import CalibrationModel
 from retbench.config.study import load_study, parse_study
 from retbench.data import Corpus, Dataset, Queries, Run
+from retbench.results.calibration import (
+    Agreement,
+    CalibrationResult,
+    GradedAgreement,
+    Judged,
+    RankingCheck,
+    Reliability,
+    RubricCalibrationResult,
+    SystemScores,
+    write_calibration,
+)
 from retbench.retrievers.base import check_system, create
 
 if TYPE_CHECKING:  # loaded when a calibration runs (it may start a model server)
@@ -79,8 +91,10 @@ def sample_pairs(cfg: CalibrationModel, ds: Dataset) -> list[tuple[str, str, int
 
 def run_calibration(
     cfg: CalibrationModel, *, dry_run: bool = False, echo: Callable[[str], object] = print
-) -> dict[str, Any]:
-    """Sample, judge, score agreement, spot-check, and (optionally) compare system rankings; writes metrics.json."""
+) -> CalibrationResult | RubricCalibrationResult:
+    """Sample, judge, score agreement, spot-check, and (optionally) compare system rankings; writes metrics.json.
+
+    A dry run returns the judge's identity and the plan (`estimate`) and writes nothing."""
     from retbench.io.datasets import load_dataset
     from retbench.io.files import write_json, write_jsonl
     from retbench.llm.judge import Judge, open_base_url
@@ -97,32 +111,41 @@ def run_calibration(
     pairs = sample_pairs(cfg, ds)
     out = cfg.output_dir
     log = out / "judge_calls.jsonl"
-    report: dict[str, Any] = {}
     with open_base_url(cfg.relevance_judge) as url:
         judge = Judge(cfg.relevance_judge, base_url=url, log_path=None if dry_run else log)
         items = judge_items([(q, d) for q, d, _ in pairs], ds.queries, ds.corpus, cfg.max_chars)
         est = judge.estimate(items)
-        report["judge"] = {"identity": judge.identity.to_dict()}
         if dry_run:
-            return {**report, "estimate": est}
+            return CalibrationResult({"identity": judge.identity.to_dict()}, estimate=est)
         echo(estimate_line(est))
         verdicts = judge.judge(items)
         ok = [(h, v) for (_, _, h), v in zip(pairs, verdicts, strict=True) if v.ok]
-        report["statuses"] = dict(judge.stats.statuses)
-        report["agreement"] = ag.agreement(
-            [h for h, _ in ok], [v.value for _, v in ok], cfg.relevant_from, cfg.bootstrap, cfg.sample.seed
+        statuses = dict(judge.stats.statuses)
+        agreement = Agreement.from_dict(
+            ag.agreement(
+                [h for h, _ in ok], [v.value for _, v in ok], cfg.relevant_from, cfg.bootstrap, cfg.sample.seed
+            )
         )
         if not ok:
-            report["agreement"]["missing"] = _no_verdict(report["statuses"], len(pairs))
+            agreement = replace(agreement, missing=_no_verdict(statuses, len(pairs)))
         scored = [(h, v.expected) for h, v in ok if v.expected is not None]
-        if scored:
-            report["graded"] = ag.graded_agreement(
-                [h for h, _ in scored], [e for _, e in scored], cfg.bootstrap, cfg.sample.seed
+        graded = (
+            GradedAgreement.from_dict(
+                ag.graded_agreement([h for h, _ in scored], [e for _, e in scored], cfg.bootstrap, cfg.sample.seed)
             )
-        if cfg.ranking:
-            report["ranking"] = _ranking(cfg, ds, judge)
-        report["judge_reliability"] = _spot_check(cfg, url, items, verdicts, log)
-        report["judge"] = judge.manifest()
+            if scored
+            else None
+        )
+        result = CalibrationResult(
+            judge={},
+            statuses=statuses,
+            agreement=agreement,
+            graded=graded,
+            ranking=_ranking(cfg, ds, judge) if cfg.ranking else None,
+            judge_reliability=_spot_check(cfg, url, items, verdicts, log),
+            judged=Judged(statuses.get("ok", 0), len(pairs)),
+        )
+        result.judge = judge.manifest()
     out.mkdir(parents=True, exist_ok=True)
     rows = [
         {
@@ -136,35 +159,33 @@ def run_calibration(
         for (q, d, h), v in zip(pairs, verdicts, strict=True)
     ]
     write_jsonl(out / "pairs.jsonl", rows, ensure_ascii=True)
-    metrics = {k: report[k] for k in ("agreement", "graded", "judge_reliability", "statuses", "ranking") if k in report}
-    metrics["judged"] = {"judged": report["statuses"].get("ok", 0), "of": len(pairs)}
-    write_json(out / "metrics.json", metrics)
-    write_json(out / "manifest.json", {**manifest_header(cfg, kind="calibration"), "judge": report["judge"]})
-    return report
+    write_calibration(out, result)
+    write_json(out / "manifest.json", {**manifest_header(cfg, kind="calibration"), "judge": result.judge})
+    return result
 
 
-def _spot_check(cfg: CalibrationModel, url: str, items: list, verdicts: list, log: Path) -> dict[str, Any]:
+def _spot_check(cfg: CalibrationModel, url: str, items: list, verdicts: list, log: Path) -> Reliability:
     """Re-judge a seeded random subset with the check prompt; disagreement over pairs both judged."""
     from retbench.llm.judge import Judge
     from retbench.studies.labels.agreement import disagreement
 
     judged = [i for i, v in enumerate(verdicts) if v.ok]
     if not cfg.spot_check or not cfg.relevance_judge.check_prompt or not judged:
-        return {"disagreement_rate": None, "spot_check_n": 0, "against": None}
+        return Reliability(None, 0, None)
     picked = sorted(random.Random(cfg.sample.seed + 1).sample(judged, min(cfg.spot_check, len(judged))))
     check = Judge(cfg.relevance_judge, cfg.relevance_judge.check_prompt, base_url=url, log_path=log)
     again = check.judge([items[i] for i in picked])
     both = [(verdicts[i].value, v.value) for i, v in zip(picked, again, strict=True) if v.ok]
-    return {
-        "disagreement_rate": disagreement([a for a, _ in both], [b for _, b in both], cfg.relevant_from),
-        "spot_check_n": len(both),
-        "against": f"prompt {check.prompt.id}",
-        "statuses": dict(check.stats.statuses),
-        "calls": check.stats.calls,
-    }
+    return Reliability(
+        disagreement([a for a, _ in both], [b for _, b in both], cfg.relevant_from),
+        len(both),
+        f"prompt {check.prompt.id}",
+        dict(check.stats.statuses),
+        check.stats.calls,
+    )
 
 
-def _ranking(cfg: CalibrationModel, ds: Dataset, judge: Judge) -> dict[str, Any]:
+def _ranking(cfg: CalibrationModel, ds: Dataset, judge: Judge) -> RankingCheck | None:
     """nDCG@depth of each system under human labels and under LLM labels alone, and Kendall's tau of the orders."""
     from retbench.data.qrels import Qrels
     from retbench.evaluation import evaluate
@@ -173,7 +194,7 @@ def _ranking(cfg: CalibrationModel, ds: Dataset, judge: Judge) -> dict[str, Any]
 
     spec = cfg.ranking
     if spec is None:
-        return {}
+        return None
     depth = spec.depth
     human = ds.split(cfg.split)
     qids = sorted(random.Random(cfg.sample.seed + 2).sample([q for q in human if q in ds.queries], spec.queries))
@@ -192,19 +213,19 @@ def _ranking(cfg: CalibrationModel, ds: Dataset, judge: Judge) -> dict[str, Any]
     statuses: dict[str, int] = {}
     for v in verdicts:
         statuses[v.status] = statuses.get(v.status, 0) + 1
-    return {
-        "labels": "llm",
-        "metric": metric,
-        "queries": len(qids),
-        "pairs": len(pairs),
-        "judged": sum(1 for v in verdicts if v.ok),
-        "statuses": statuses,
-        "systems": {r.name: {"human": h, "llm": m} for r, h, m in zip(runs, human_scores, llm_scores, strict=True)},
-        "kendall_tau": kendall_tau(human_scores, [float(m) for m in llm_scores if m is not None])
+    return RankingCheck(
+        labels="llm",
+        metric=metric,
+        queries=len(qids),
+        pairs=len(pairs),
+        judged=sum(1 for v in verdicts if v.ok),
+        statuses=statuses,
+        systems={r.name: SystemScores(h, m) for r, h, m in zip(runs, human_scores, llm_scores, strict=True)},
+        kendall_tau=kendall_tau(human_scores, [float(m) for m in llm_scores if m is not None])
         if all(m is not None for m in llm_scores)
         else None,
-        **({"llm_missing": _llm_missing(statuses, len(pairs), llm)} if None in llm_scores else {}),
-    }
+        llm_missing=_llm_missing(statuses, len(pairs), llm) if None in llm_scores else None,
+    )
 
 
 def _defined(mean: float) -> float | None:

@@ -28,8 +28,18 @@ from retbench.config.calibration import CalibrationModel, RubricCalibration
 from retbench.data.corpus import Sample
 from retbench.errors import InputError
 from retbench.estimates import estimate_block
+from retbench.jsontypes import opt_float, opt_int, opt_str
 from retbench.metrics.judged import verdict
 from retbench.metrics.rubric import Rubric, rubric_of
+from retbench.results.calibration import (
+    Agreement,
+    GradedAgreement,
+    Judged,
+    PPIMean,
+    RubricCalibrationResult,
+    RubricResult,
+    write_calibration,
+)
 from retbench.studies.labels import agreement as ag
 
 
@@ -45,7 +55,7 @@ def human_verdict(rubric: Rubric, value: object, where: str, fld: str) -> int:
 
 def _one(
     rubric: Rubric, samples: Sequence[Sample], stored: dict[str, Any], cfg: CalibrationModel, where: str
-) -> dict[str, object]:
+) -> RubricResult:
     pairs: list[tuple[int, int, float | None]] = []
     statuses: dict[str, int] = {}
     unlabelled: list[float] = []
@@ -62,20 +72,19 @@ def _one(
         if status == "ok":
             expected = (stored[s.id][rubric.record] or {}).get("expected")
             pairs.append((h, int(value["value"]), expected))
-    report: dict[str, Any] = {
-        "scale": rubric.scale,
-        "judged": {"judged": len(pairs), "of": sum(statuses.values())},
-        "statuses": statuses,
-        "agreement": ag.verdict_agreement(
-            [p[0] for p in pairs], [p[1] for p in pairs], rubric.high, cfg.bootstrap, cfg.sample.seed
-        ),
-    }
+    agreement = ag.verdict_agreement(
+        [p[0] for p in pairs], [p[1] for p in pairs], rubric.high, cfg.bootstrap, cfg.sample.seed
+    )
+    graded: GradedAgreement | None = None
+    ppi: PPIMean | None = None
     scored = [(h, e) for h, _, e in pairs if e is not None]
     if rubric.binary and scored:
-        report["graded"] = ag.graded_agreement(
-            [h for h, _ in scored], [e for _, e in scored], cfg.bootstrap, cfg.sample.seed
+        graded = GradedAgreement.from_dict(
+            {
+                **ag.graded_agreement([h for h, _ in scored], [e for _, e in scored], cfg.bootstrap, cfg.sample.seed),
+                "score": "P(yes) at the verdict token",
+            }
         )
-        report["graded"]["score"] = "P(yes) at the verdict token"
     if len(pairs) >= 2 and unlabelled:
         from retbench.stats import ppi_mean
 
@@ -84,17 +93,29 @@ def _one(
         est, low, high = ppi_mean(y, f, np.array(unlabelled), alpha=0.05)
         scale = (0.0, 1.0 if rubric.binary else float(rubric.high or 1))  # a PPI interval may leave the scale
         block = estimate_block("ppi", len(pairs), len(pairs) + len(unlabelled), est, low, high, scale)
-        keys = ("mean", "ci_low", "ci_high", "n_human", "n_llm", "clipped")
-        report["ppi"] = {k: block[k] for k in keys if k in block}
-    return report
+        ppi = PPIMean(
+            opt_float(block["mean"]),
+            opt_float(block["ci_low"]),
+            opt_float(block["ci_high"]),
+            opt_int(block["n_human"]) or 0,
+            opt_int(block["n_llm"]) or 0,
+            opt_str(block.get("clipped")),
+        )
+    return RubricResult(
+        rubric.scale,
+        Judged(len(pairs), sum(statuses.values())),
+        statuses,
+        Agreement.from_dict(agreement),
+        graded,
+        ppi,
+    )
 
 
-def calibrate_rubrics(cfg: CalibrationModel, spec: RubricCalibration) -> dict[str, Any]:
+def calibrate_rubrics(cfg: CalibrationModel, spec: RubricCalibration) -> RubricCalibrationResult:
     """Agreement of each listed rubric metric with the golden set's human verdicts; writes metrics.json."""
     import json
 
     from retbench.io.datasets import load_dataset
-    from retbench.io.files import write_json
     from retbench.results.layout import SystemDir
 
     ds = load_dataset(cfg.dataset, [cfg.split])
@@ -105,7 +126,7 @@ def calibrate_rubrics(cfg: CalibrationModel, spec: RubricCalibration) -> dict[st
     stored = saved.get("verdicts", {})
     defined = (saved.get("judging") or {}).get("rubrics") or {}
     where = str(Path(ds.path or cfg.dataset))
-    out: dict[str, Any] = {"rubrics": {}}
+    out = RubricCalibrationResult()
     for i, m in enumerate(spec.metrics):
         rubric = Rubric.from_definition(defined[m]["definition"]) if m in defined else rubric_of(m)
         if rubric is None:
@@ -114,7 +135,7 @@ def calibrate_rubrics(cfg: CalibrationModel, spec: RubricCalibration) -> dict[st
                 path=cfg.source,
                 field=f"rubrics.metrics[{i}]",
             )
-        out["rubrics"][m] = _one(rubric, list(ds.samples.values()), stored, cfg, where)
+        out.rubrics[m] = _one(rubric, list(ds.samples.values()), stored, cfg, where)
     cfg.output_dir.mkdir(parents=True, exist_ok=True)
-    write_json(cfg.output_dir / "metrics.json", out)
+    write_calibration(cfg.output_dir, out)
     return out

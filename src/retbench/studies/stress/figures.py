@@ -6,35 +6,23 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from retbench.data import Corpus, Run
 from retbench.results.journal import run_from_records
+from retbench.results.stress import IngestFigures, LevelFigures
+from retbench.results.stress_figures import Failure, LatencySummary
 from retbench.retrievers.base import Retriever
 from retbench.studies.stress.level import now_iso, segments_elapsed
 from retbench.studies.stress.validate import FAILURE_OUTCOMES, OUTCOMES
 
 
 # -- figures ---------------------------------------------------------------------------------------
-def latency_summary(values_s: Sequence[float]) -> dict[str, float | int | None]:
-    """p50/p95/p99/max/mean in milliseconds (NumPy's linear-interpolation percentiles); n counted."""
-    if not values_s:
-        return {"n": 0, "p50": None, "p95": None, "p99": None, "max": None, "mean": None}
-    a = np.asarray(values_s, dtype=np.float64) * 1000.0
-    p50, p95, p99 = np.percentile(a, [50, 95, 99])
-    return {
-        "n": len(a),
-        "p50": float(p50),
-        "p95": float(p95),
-        "p99": float(p99),
-        "max": float(a.max()),
-        "mean": float(a.mean()),
-    }
+def latency_summary(values_s: Sequence[float]) -> dict[str, object]:
+    """p50/p95/p99/max/mean in milliseconds (NumPy's linear-interpolation percentiles); n counted; as stored
+    in the streaming case's figures (`LatencySummary.of_seconds` is the typed one)."""
+    return LatencySummary.of_seconds(values_s).to_dict()
 
 
-def summarize_level(
-    records: Sequence[Mapping[str, Any]], concurrency: int, planned: int | None = None
-) -> dict[str, Any]:
+def summarize_level(records: Sequence[Mapping[str, Any]], concurrency: int, planned: int | None = None) -> LevelFigures:
     """Per-level figures from the journaled request records of its measured phase."""
     n = len(records)
     counts = {o: 0 for o in OUTCOMES}
@@ -57,24 +45,25 @@ def summarize_level(
     elapsed = segments_elapsed(records)
     answered = counts["ok"] + counts["short"] + counts["empty"]
     failed = n - answered
-    return {
-        "concurrency": concurrency,
-        "planned": planned,
-        "completed": n,
-        "answered": answered,
-        "failed": failed,
-        "elapsed_s": elapsed,
-        "qps": n / elapsed if elapsed > 0 else None,
-        "latency_ms": {"success": latency_summary(ok_lat), "failure": latency_summary(fail_lat)},
-        "counts": counts,
-        "rates": {o: (counts[o] / n if n else 0.0) for o in ("error", "timeout", "empty", "invalid", "short")},
-        "failure_rate": failed / n if n else 0.0,
-        "invalid_kinds": invalid,
-        "error_types": errors,
-        "retries": retries,
-        "recovered_by_retry": recovered,
-        "segments": len({r["seg"] for r in records}),
-    }
+    return LevelFigures(
+        concurrency=concurrency,
+        planned=planned,
+        completed=n,
+        answered=answered,
+        failed=failed,
+        elapsed_s=elapsed,
+        qps=n / elapsed if elapsed > 0 else None,
+        latency_success=LatencySummary.of_seconds(ok_lat),
+        latency_failure=LatencySummary.of_seconds(fail_lat),
+        counts=counts,
+        rates={o: (counts[o] / n if n else 0.0) for o in ("error", "timeout", "empty", "invalid", "short")},
+        failure_rate=failed / n if n else 0.0,
+        invalid_kinds=invalid,
+        error_types=errors,
+        retries=retries,
+        recovered_by_retry=recovered,
+        segments=len({r["seg"] for r in records}),
+    )
 
 
 def level_run(records: Sequence[Mapping[str, Any]], name: str = "") -> Run:
@@ -83,7 +72,7 @@ def level_run(records: Sequence[Mapping[str, Any]], name: str = "") -> Run:
 
 
 # -- ingestion ------------------------------------------------------------------------------------
-def ingest(retriever: Retriever, corpus: Corpus, batch_size: int | None) -> dict[str, Any]:
+def ingest(retriever: Retriever, corpus: Corpus, batch_size: int | None) -> IngestFigures:
     """Index `corpus` in batches (first via `index`, the rest via `add` when the adapter can).
 
     Returns per-batch timing and, if a write failed, that first failure (message verbatim); writing
@@ -101,32 +90,34 @@ def ingest(retriever: Retriever, corpus: Corpus, batch_size: int | None) -> dict
         try:
             (retriever.index if b == 0 else retriever.add)(part)
         except Exception as exc:
-            first_failure = {
-                "qid": None,
-                "kind": "error",
-                "detail": "ingest",
-                "exc_type": type(exc).__name__,
-                "message": str(exc),
-                "time": now_iso(),
-                "attempt": 1,
-                "latency": time.perf_counter() - t0,
-                "phase": "ingest",
-                "batch": b,
-                "docs": [start, start + len(part)],
-            }
+            first_failure = Failure(
+                {
+                    "qid": None,
+                    "kind": "error",
+                    "detail": "ingest",
+                    "exc_type": type(exc).__name__,
+                    "message": str(exc),
+                    "time": now_iso(),
+                    "attempt": 1,
+                    "latency": time.perf_counter() - t0,
+                    "phase": "ingest",
+                    "batch": b,
+                    "docs": [start, start + len(part)],
+                }
+            )
             break
         batches.append({"batch": b, "docs": len(part), "seconds": time.perf_counter() - t0})
     total = time.perf_counter() - t_start
     written = sum(x["docs"] for x in batches)
-    return {
-        "documents": n,
-        "written": written,
-        "batch_size": size,
-        "incremental": can_add and size < n,
-        "batches": len(batches),
-        "seconds": total,
-        "docs_per_s": written / total if total > 0 and written else None,
-        "batch_seconds": latency_summary([x["seconds"] for x in batches]),
-        "first_failure": first_failure,
-        "note": "" if can_add or not batch_size else f"adapter {retriever.adapter!r} cannot add; indexed in one call",
-    }
+    return IngestFigures(
+        documents=n,
+        written=written,
+        batch_size=size,
+        incremental=can_add and size < n,
+        batches=len(batches),
+        seconds=total,
+        docs_per_s=written / total if total > 0 and written else None,
+        batch_seconds=LatencySummary.of_seconds([x["seconds"] for x in batches]),
+        first_failure=first_failure,
+        note="" if can_add or not batch_size else f"adapter {retriever.adapter!r} cannot add; indexed in one call",
+    )

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from retbench.config import StressModel
 from retbench.data import Dataset
 from retbench.errors import EXIT_BACKEND, EXIT_OK
-from retbench.io.files import write_json, write_jsonl, write_text
+from retbench.io.files import write_jsonl, write_text
 from retbench.report.stress_stream import render_html, render_markdown
+from retbench.results.stress import StressSummary, write_stress
+from retbench.results.stress_figures import Failure
+from retbench.results.stress_stream import StreamingFigures, live_queries
 from retbench.retrievers.base import Retriever
 from retbench.studies.stress.streaming import prepare, run_case
 
@@ -29,9 +31,9 @@ def run_streaming(
     dataset: Dataset,
     qids: list[str],
     out: Path,
-    summary: dict[str, Any],
+    summary: StressSummary,
     echo: Callable[[str], None],
-) -> dict[str, Any]:
+) -> StressSummary:
     """Run the streaming case and write its files; returns the summary with `exit_code` set.
 
     Responses counted for the failure rate: checkpoint and live queries; write failures always fail the run.
@@ -43,21 +45,19 @@ def run_streaming(
     failed = len({(f["phase"], f.get("qid"), f["t_s"]) for f in case.failures if f["phase"] in ("live", "checkpoint")})
     writes_failed = sum(f["phase"] == "write" for f in case.failures)
     rate = failed / responses if responses else 0.0
-    summary.update(
-        streaming=fig,
-        requests=responses,
-        failed=failed,
-        failure_rate=rate,
-        failures_recorded=len(case.failures),
-        first_failure=case.failures[0] if case.failures else None,
-        complete=writes_failed == 0,
-        stopped="a write failed; the stream stopped there" if writes_failed else None,
-    )
+    summary.streaming = StreamingFigures(fig)
+    summary.requests = responses
+    summary.failed = failed
+    summary.failure_rate = rate
+    summary.failures_recorded = len(case.failures)
+    summary.first_failure = Failure(case.failures[0]) if case.failures else None
+    summary.complete = writes_failed == 0
+    summary.stopped = "a write failed; the stream stopped there" if writes_failed else None
     over = rate > config.stress.allowed_failure_rate or writes_failed > 0
-    summary["exit_code"] = EXIT_BACKEND if over else EXIT_OK
+    summary.exit_code = EXIT_BACKEND if over else EXIT_OK
     write_jsonl(out / "stream_queries.jsonl", live_rows)
     write_jsonl(out / "failures.jsonl", case.failures, ensure_ascii=True)
-    write_json(out / "summary.json", summary)
+    write_stress(out, summary)
     write_text(out / "report.md", render_markdown(summary))
-    write_text(out / "report.html", render_html(summary, live_rows))
+    write_text(out / "report.html", render_html(summary, live_queries(live_rows)))
     return summary

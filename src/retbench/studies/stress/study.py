@@ -14,11 +14,21 @@ from retbench.config import StressModel
 from retbench.data import Dataset, Qrels, Run
 from retbench.errors import EXIT_BACKEND, EXIT_OK, ConfigError
 from retbench.evaluation import Evaluation, evaluate
-from retbench.io.files import write_json, write_jsonl, write_text
+from retbench.io.files import write_jsonl, write_text
 from retbench.metrics.settings import EvalSettings
 from retbench.report.stress import level_line, render_html, render_markdown
 from retbench.results import SystemDir, save_run
 from retbench.results.journal import Journal
+from retbench.results.stress import (
+    JournalFigures,
+    LevelFigures,
+    LevelQuality,
+    MetricMeans,
+    StressSummary,
+    WarmUp,
+    write_stress,
+)
+from retbench.results.stress_figures import Failure
 from retbench.retrievers.base import Retriever, create
 from retbench.retrievers.faults import with_faults
 from retbench.studies.dataset import prepare_dataset
@@ -37,7 +47,7 @@ def quality(
     query_ids: Sequence[str],
     metrics: Sequence[str],
     evaluation: EvalSettings | None = None,
-) -> tuple[dict[str, object], Evaluation]:
+) -> tuple[LevelQuality, Evaluation]:
     """Metric means over the stressed query set: failed or unasked queries count 0, nothing imputed.
 
     "scored N of M": N queries answered (ok or empty) of the M judged ones. The success-only mean
@@ -48,21 +58,11 @@ def quality(
     settings = replace(evaluation or EvalSettings(), mode="trec_eval")
     ev = evaluate(run, qrels.subset(judged), list(metrics), settings, system=run.name)
     ok = np.array([s in ("ok", "empty") for s in ev.status], dtype=bool)
-    means: dict[str, dict[str, float | None]] = {}
+    means: dict[str, MetricMeans] = {}
     for m in metrics:
         col = ev.column(m)
-        means[m] = {
-            "mean": float(col.mean()) if len(col) else None,
-            "mean_success_only": float(col[ok].mean()) if ok.any() else None,
-        }
-    out: dict[str, object] = {
-        "scored": int(ok.sum()),
-        "of": len(ev.query_ids),
-        "skipped_no_relevant": len(ev.skipped),
-        "statuses": ev.status_counts(),
-        "metrics": means,
-    }
-    return out, ev
+        means[m] = MetricMeans(float(col.mean()) if len(col) else None, float(col[ok].mean()) if ok.any() else None)
+    return LevelQuality(int(ok.sum()), len(ev.query_ids), len(ev.skipped), ev.status_counts(), means), ev
 
 
 # -- the whole thing -------------------------------------------------------------------------------
@@ -80,10 +80,15 @@ OUTPUT_FILES = (
 
 @dataclass
 class StressResult:
+    """How a stress run ended: its exit code, its typed summary (what summary.json holds), where it wrote."""
+
     exit_code: int
-    summary: dict[str, Any]
+    summary: StressSummary
     out_dir: Path
-    first_failure: dict[str, Any] | None = None
+
+    @property
+    def first_failure(self) -> Failure | None:
+        return self.summary.first_failure
 
 
 def build_retriever(config: StressModel) -> Retriever:
@@ -107,54 +112,49 @@ class _Stress:
             batch_size=1 << 30,
             meta={"system": retriever.name, "dataset": dataset.name},
         )
-        self.ingest_failures: list[dict[str, object]] = []
-        self.summary: dict[str, Any] = {
-            "system": retriever.name,
-            "adapter": config.system.adapter,
-            "faults": faults.model_dump(exclude_unset=True) if (faults := config.system.faults) else None,
-            "dataset": dataset.name,
-            "split": config.dataset.split,
-            "queries": len(qids),
-            "corpus": len(dataset.corpus),
-            "k": config.k,
-            "metrics": config.metric_names,
-            "settings": self.s.model_dump(),
-            "mode": "async" if uses_async(retriever, self.s) else "threads",
-            "resumed": len(self.journal) > 0,
-            "levels": [],
-            "complete": False,
-        }
+        self.ingest_failures: list[Failure] = []
+        faults = config.system.faults
+        self.summary = StressSummary(
+            system=retriever.name,
+            adapter=config.system.adapter,
+            faults=faults.model_dump(exclude_unset=True) if faults else None,
+            dataset=dataset.name,
+            split=config.dataset.split,
+            queries=len(qids),
+            corpus=len(dataset.corpus),
+            k=config.k,
+            metrics=config.metric_names,
+            settings=self.s.model_dump(),
+            mode="async" if uses_async(retriever, self.s) else "threads",
+            resumed=len(self.journal) > 0,
+        )
 
     def save(self, stop_reason: str | None) -> None:
         """Write summary.json, failures.jsonl and report.md from everything journaled so far."""
         recs = self.journal.records()
-        fails = self.ingest_failures + [f for r in recs for f in r.get("failures", ())]
-        write_jsonl(self.out / "failures.jsonl", fails, ensure_ascii=True)
+        fails = self.ingest_failures + [Failure(f) for r in recs for f in r.get("failures", ())]
+        write_jsonl(self.out / "failures.jsonl", (f.to_dict() for f in fails), ensure_ascii=True)
         requests = [r for r in recs if "outcome" in r]
         failed = sum(r["outcome"] in FAILURE_OUTCOMES for r in requests) + len(self.ingest_failures)
         sm = self.summary
-        sm["requests"] = len(requests)
-        sm["attempts"] = sum(int(r["attempts"]) for r in requests)
-        sm["failed"] = failed
-        sm["failure_rate"] = failed / len(requests) if requests else (1.0 if failed else 0.0)
-        sm["failures_recorded"] = len(fails)
-        sm["first_failure"] = fails[0] if fails else None
-        sm["stopped"] = stop_reason
-        sm["journal"] = {
-            "records": len(self.journal),
-            "torn_lines_dropped": self.journal.torn,
-            "duplicates": self.journal.duplicates,
-        }
+        sm.requests = len(requests)
+        sm.attempts = sum(int(r["attempts"]) for r in requests)
+        sm.failed = failed
+        sm.failure_rate = failed / len(requests) if requests else (1.0 if failed else 0.0)
+        sm.failures_recorded = len(fails)
+        sm.first_failure = fails[0] if fails else None
+        sm.stopped = stop_reason
+        sm.journal = JournalFigures(len(self.journal), self.journal.torn, self.journal.duplicates)
         over = failed / max(len(requests), 1) > self.s.allowed_failure_rate or bool(self.ingest_failures)
-        sm["exit_code"] = EXIT_BACKEND if over else EXIT_OK
-        write_json(self.out / "summary.json", sm)
+        sm.exit_code = EXIT_BACKEND if over else EXIT_OK
+        write_stress(self.out, sm)
         write_text(self.out / "report.md", render_markdown(sm))
         write_text(self.out / "report.html", render_html(sm))
 
     def _measure(self, c: int) -> list[dict[str, Any]]:
         return self.journal.records(lambda r: r.get("level") == c and r.get("phase") == "measure")
 
-    def level(self, c: int) -> tuple[dict[str, Any], Run, Evaluation]:
+    def level(self, c: int) -> tuple[LevelFigures, Run, Evaluation]:
         """Run (or, when journaled as done, replay) one concurrency level; returns its figures."""
         s, j = self.s, self.journal
         ids, n = self.ds.corpus, len(self.ds.corpus)
@@ -184,10 +184,10 @@ class _Stress:
         recs = self._measure(c)
         fig = summarize_level(recs, c, None if s.duration_s is not None else (s.requests or len(self.qids)))
         warm = j.records(lambda r: r.get("level") == c and r.get("phase") == "warmup")
-        fig["warmup"] = {"requests": len(warm), "failed": sum(r["outcome"] in FAILURE_OUTCOMES for r in warm)}
-        fig["stopped"] = done.get("stopped")
+        fig.warmup = WarmUp(len(warm), sum(r["outcome"] in FAILURE_OUTCOMES for r in warm))
+        fig.stopped = done.get("stopped")
         run = level_run(recs, name=self.retriever.name)
-        fig["quality"], ev = quality(
+        fig.quality, ev = quality(
             run, self.qrels, self.qids, self.config.metric_names, self.config.evaluation.to_settings()
         )
         return fig, run, ev
@@ -239,20 +239,21 @@ def run_stress(
     retriever = retriever if retriever is not None else build_retriever(config)
     st = _Stress(config, out, retriever, dataset, qids)
     s = config.stress
-    st.summary["warnings"] = _warnings(retriever)
-    for w in st.summary["warnings"]:
+    st.summary.warnings = _warnings(retriever)
+    for w in st.summary.warnings:
         echo(f"warning: {w}")
     try:
         if s.streaming is not None:  # search while the data changes, instead of the concurrency levels
-            st.summary["case"] = "streaming"
+            st.summary.case = "streaming"
             return _finish(run_streaming(config, retriever, dataset, qids, out, st.summary, echo), out, echo)
         echo(f"ingesting {len(dataset.corpus)} documents into {retriever.name}")
-        res = st.summary["resources"] = {"devices": devices_of(retriever)}
+        res: dict[str, object] = {"devices": devices_of(retriever)}
+        st.summary.resources = res  # filled by each stage as it ends
         with stage(res, "ingest"):
-            st.summary["ingest"] = ing = ingest(retriever, dataset.corpus, s.ingest_batch_size)
-        res["index_docs_per_s"] = ing.get("docs_per_s")
-        if ing["first_failure"]:
-            st.ingest_failures.append(ing["first_failure"])
+            st.summary.ingest = ing = ingest(retriever, dataset.corpus, s.ingest_batch_size)
+        res["index_docs_per_s"] = ing.docs_per_s
+        if ing.first_failure is not None:
+            st.ingest_failures.append(ing.first_failure)
             st.save("ingestion failed: no query was sent to a backend whose writes fail")
             return _finish(st.summary, out, echo)
         stop: str | None = None
@@ -264,12 +265,12 @@ def run_stress(
             )
             with stage(res, f"level_{c}"):
                 fig, run, ev = st.level(c)
-            st.summary["levels"].append(fig)
+            st.summary.levels.append(fig)
             last = (run, ev)
             echo(level_line(fig))
-            stop = fig["stopped"]
+            stop = fig.stopped
             st.save(stop)
-            rate = st.summary["failure_rate"]
+            rate = st.summary.failure_rate
             if not stop and s.stop_on_failure and rate > s.allowed_failure_rate and c != s.levels[-1]:
                 stop = f"failure rate {rate:.2%} exceeds the allowed {s.allowed_failure_rate:.2%}; later levels not run"
             if stop:
@@ -277,7 +278,7 @@ def run_stress(
         if last is not None:
             save_run(last[0], SystemDir(out))
             last[1].to_tsv(out / "per_query.tsv")
-        st.summary["complete"] = stop is None
+        st.summary.complete = stop is None
         st.save(stop)
         return _finish(st.summary, out, echo)
     finally:
@@ -286,7 +287,6 @@ def run_stress(
             retriever.close()
 
 
-def _finish(summary: dict[str, Any], out: Path, echo: Callable[[str], None]) -> StressResult:
+def _finish(summary: StressSummary, out: Path, echo: Callable[[str], None]) -> StressResult:
     echo(f"results in {out}")
-    first = summary.get("first_failure")
-    return StressResult(int(summary["exit_code"]), summary, out, dict(first) if first else None)
+    return StressResult(summary.exit_code, summary, out)

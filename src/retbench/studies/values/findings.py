@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from retbench.results.values import GroupValue
+
 _SPACE = re.compile(r"\s+")
 
 
@@ -27,16 +29,13 @@ def fold(text: str) -> str:
     return _SPACE.sub(" ", text).strip().casefold()
 
 
-def group_sums(keys: Sequence[str], values: np.ndarray) -> list[dict[str, object]]:
+def group_sums(keys: Sequence[str], values: np.ndarray) -> list[GroupValue]:
     """Per group: documents, summed and mean value, how many are harmful (negative); largest sum first."""
     out: dict[str, list[float]] = defaultdict(list)
     for key, v in zip(keys, values, strict=True):
         out[key].append(float(v))
-    rows = [
-        {"group": g, "documents": len(v), "value": sum(v), "mean": sum(v) / len(v), "harmful": sum(x < 0 for x in v)}
-        for g, v in out.items()
-    ]
-    return sorted(rows, key=lambda r: (-float(r["value"]), str(r["group"])))  # type: ignore[arg-type]
+    rows = [GroupValue(g, len(v), sum(v), sum(v) / len(v), sum(x < 0 for x in v)) for g, v in out.items()]
+    return sorted(rows, key=lambda r: (-r.value, r.group))
 
 
 def group_key(doc_id: str, metadata: Mapping[str, object] | None, field: str) -> str:

@@ -23,6 +23,21 @@ from retbench.data import Corpus, Qrels
 from retbench.errors import ConfigError
 from retbench.io.files import write_json, write_text
 from retbench.report.values import render_values_report
+from retbench.results.values import (
+    DisplacedDocument,
+    DocumentValue,
+    HarmfulDocument,
+    Leak,
+    Leaks,
+    MonteCarlo,
+    MonteCarloCheck,
+    NearDuplicateGroup,
+    NearDuplicates,
+    QueryHurt,
+    ValuesResult,
+    ValuesSummary,
+    write_values,
+)
 from retbench.retrievers.base import Retriever, check_system, create
 from retbench.retrievers.encoders import Encoder
 from retbench.studies.dataset import dataset_manifest, prepare_dataset
@@ -58,9 +73,19 @@ NEAR_DUPLICATE_LIMIT = 200_000
 
 @dataclass
 class ValuesOutcome:
+    """The validated config and the typed result the study wrote (`retbench.results.values`)."""
+
     model: ValuesModel
-    documents: list[dict[str, Any]]  # by value, highest first
-    summary: dict[str, Any]
+    result: ValuesResult
+
+    @property
+    def summary(self) -> ValuesSummary:
+        return self.result.summary
+
+    @property
+    def documents(self) -> list[DocumentValue]:
+        """Every document, highest value first."""
+        return self.result.documents
 
 
 def load_values_config(path: str | Path, output: str | Path | None = None) -> ValuesModel:
@@ -146,29 +171,27 @@ def _full_ranks(retriever: Retriever, d: _Data, tb: np.ndarray) -> np.ndarray:
 
 def _harm(
     model: ValuesModel, d: _Data, values: np.ndarray, detail: Callable[[int], tuple[np.ndarray, list[Any]]]
-) -> list[dict[str, Any]]:
+) -> list[HarmfulDocument]:
     """The most harmful documents with the queries they hurt and the judged documents they outrank below k."""
     out = []
     for doc in [int(i) for i in np.argsort(values, kind="stable") if values[i] < 0][: model.top]:
         per_query, displaced = detail(doc)
         hurt = [int(q) for q in np.argsort(per_query, kind="stable") if per_query[q] < 0]
         out.append(
-            {
-                "doc_id": d.ids[doc],
-                "value": float(values[doc]),
-                "queries_hurt": [
-                    {
-                        "query_id": d.qids[q],
-                        "query": d.texts[q],
-                        "value": float(per_query[q]),
-                        "displaced": [
-                            {"doc_id": d.ids[x.doc], "position": x.position} for x in displaced if x.query == q
-                        ][:3],
-                    }
+            HarmfulDocument(
+                d.ids[doc],
+                float(values[doc]),
+                [
+                    QueryHurt(
+                        d.qids[q],
+                        d.texts[q],
+                        float(per_query[q]),
+                        [DisplacedDocument(d.ids[x.doc], x.position) for x in displaced if x.query == q][:3],
+                    )
                     for q in hurt[:5]
                 ],
-                "queries_hurt_total": len(hurt),
-            }
+                len(hurt),
+            )
         )
     return out
 
@@ -191,22 +214,22 @@ def _ranked_detail(ranks: np.ndarray, d: _Data, k: int) -> Callable[[int], tuple
     return detail
 
 
-def _agreement(est: Any, exact: np.ndarray, seed: int) -> dict[str, Any]:
+def _agreement(est: Any, exact: np.ndarray, seed: int) -> MonteCarloCheck:
     """How far the Monte-Carlo estimate is from exact: correlation, and among documents whose estimate varied
     across permutations the share within 4 standard errors (few nonzero contributions make a standard error
     itself uncertain); a document whose contribution never varied has standard error 0, so its largest difference
     from exact is reported instead."""
     spread = est.stderr > 0
     z = np.abs(est.values - exact)[spread] / est.stderr[spread]
-    return {
-        "permutations": est.permutations,
-        "seed": seed,
-        "correlation": float(np.corrcoef(est.values, exact)[0, 1]) if len(exact) > 1 else 1.0,
-        "documents_with_spread": int(spread.sum()),
-        "within_4_stderr": float(np.mean(z <= 4)) if len(z) else 1.0,
-        "max_abs_difference_without_spread": float(np.max(np.abs(est.values - exact)[~spread], initial=0.0)),
-        "max_abs_difference": float(np.max(np.abs(est.values - exact))),
-    }
+    return MonteCarloCheck(
+        permutations=est.permutations,
+        seed=seed,
+        correlation=float(np.corrcoef(est.values, exact)[0, 1]) if len(exact) > 1 else 1.0,
+        documents_with_spread=int(spread.sum()),
+        within_4_stderr=float(np.mean(z <= 4)) if len(z) else 1.0,
+        max_abs_difference_without_spread=float(np.max(np.abs(est.values - exact)[~spread], initial=0.0)),
+        max_abs_difference=float(np.max(np.abs(est.values - exact))),
+    )
 
 
 def _encoder(model: ValuesModel, retriever: Retriever) -> Encoder:
@@ -237,7 +260,8 @@ def run_values(model: ValuesModel, *, log: Callable[[str], None] = print) -> Val
     timings["encode_seconds"] = time.perf_counter() - t0
     utility = _utility(model, d)
     mc_seed = model.monte_carlo.seed if model.monte_carlo.seed is not None else model.seed
-    summary: dict[str, Any] = {"method": method, "utility": utility.name}
+    check: MonteCarloCheck | None = None
+    monte_carlo: MonteCarlo | None = None
     t0 = time.perf_counter()
     stderr = None
     if method == "exact":
@@ -255,7 +279,7 @@ def run_values(model: ValuesModel, *, log: Callable[[str], None] = print) -> Val
             est = permutation_shapley(
                 ranks, _gain_matrix(d), utility, permutations=model.monte_carlo.permutations, seed=mc_seed
             )
-            summary["monte_carlo_check"] = _agreement(est, values, mc_seed)
+            check = _agreement(est, values, mc_seed)
     else:
         if dense_flat:
             ranks = ranks_from_order(ranking_order(qv @ dv.T, tb))
@@ -268,11 +292,13 @@ def run_values(model: ValuesModel, *, log: Callable[[str], None] = print) -> Val
         loo = leave_one_out_ranked(ranks, gains, utility)
         order = np.argsort(ranks, axis=1)[:, : model.k]
         u_all = float(utility(np.take_along_axis(gains, order, axis=1), np.arange(len(d.qids))).mean())
-        summary["monte_carlo"] = {"permutations": est.permutations, "seed": mc_seed}
+        monte_carlo = MonteCarlo(est.permutations, mc_seed)
         detail = _ranked_detail(ranks, d, model.k)
     timings["values_seconds"] = time.perf_counter() - t0
     log(f"{method} values in {timings['values_seconds']:.2f}s; {utility.name} of the corpus {u_all:.4f}")
-    documents, summary = _findings(model, d, ds, qv, dv, values, stderr, loo, u_all, detail, summary)
+    documents, summary = _findings(
+        model, d, ds, qv, dv, values, stderr, loo, u_all, detail, _Method(method, utility.name, monte_carlo, check)
+    )
     retriever.close()
     timings["total_seconds"] = time.perf_counter() - t_all
     manifest = {
@@ -284,38 +310,49 @@ def run_values(model: ValuesModel, *, log: Callable[[str], None] = print) -> Val
     }
     out = model.output_dir
     out.mkdir(parents=True, exist_ok=True)
+    result = ValuesResult(model.study_name, summary, documents, model.top)
     write_json(out / "manifest.json", manifest)
-    write_json(out / "summary.json", summary)
-    write_json(out / "values.json", documents)
-    write_text(out / "report.md", render_values_report(model.study_name, summary, documents, model.top))
-    return ValuesOutcome(model, documents, summary)
+    write_values(out, result)
+    write_text(out / "report.md", render_values_report(result))
+    return ValuesOutcome(model, result)
 
 
-def _leaks(model: ValuesModel, d: _Data, ds: Any, nq: np.ndarray, nd: np.ndarray) -> dict[str, Any]:
+def _leaks(model: ValuesModel, d: _Data, ds: Any, nq: np.ndarray, nd: np.ndarray) -> Leaks:
     """Queries that leak into the corpus, by each stated rule: their text inside a document, a document within
     the cosine threshold, or the same text as another query; counted per rule and listed."""
     text_hits = text_leaks(d.texts, d.corpus.joined_texts())
     emb_hits = embedding_leaks(nq, nd, model.leaks.threshold)
     overlaps = query_overlaps(d.qids, {str(q): ds.queries[q] for q in ds.queries})
     found = [
-        {
-            "query_id": qid,
-            "query": d.texts[r],
-            "text_in": [d.ids[x] for x in text_hits[r]][:5],
-            "embedding_near": [d.ids[x] for x in emb_hits[r]][:5],
-            "same_text_as_queries": overlaps.get(qid, [])[:5],
-        }
+        Leak(
+            qid,
+            d.texts[r],
+            [d.ids[x] for x in text_hits[r]][:5],
+            [d.ids[x] for x in emb_hits[r]][:5],
+            overlaps.get(qid, [])[:5],
+        )
         for r, qid in enumerate(d.qids)
         if text_hits[r] or emb_hits[r] or qid in overlaps
     ]
-    return {
-        "threshold": model.leaks.threshold,
-        "queries": len(found),
-        "text_in_corpus": sum(bool(x) for x in text_hits),
-        "embedding_near": sum(bool(x) for x in emb_hits),
-        "same_text_as_another_query": len(overlaps),
-        "list": found[: model.top],
-    }
+    return Leaks(
+        threshold=model.leaks.threshold,
+        queries=len(found),
+        text_in_corpus=sum(bool(x) for x in text_hits),
+        embedding_near=sum(bool(x) for x in emb_hits),
+        same_text_as_another_query=len(overlaps),
+        leaked=found[: model.top],
+    )
+
+
+@dataclass(frozen=True)
+class _Method:
+    """How the values were computed: exact or Monte-Carlo, the utility's name, the estimate's settings or the
+    check of exact values against one."""
+
+    method: str
+    utility: str
+    monte_carlo: MonteCarlo | None
+    check: MonteCarloCheck | None
 
 
 def _findings(
@@ -329,8 +366,8 @@ def _findings(
     loo: np.ndarray,
     u_all: float,
     detail: Callable[[int], tuple[np.ndarray, list[Any]]],
-    summary: dict[str, Any],
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    how: _Method,
+) -> tuple[list[DocumentValue], ValuesSummary]:
     n = len(d.ids)
     relevant_for = np.bincount(d.judged.doc, minlength=n)
     nq, nd = normalize_rows(qv), normalize_rows(dv)
@@ -340,23 +377,20 @@ def _findings(
         groups, novelty = near_duplicate_groups(nd, model.near_duplicates.threshold)
     group_of = {i: g for g, members in enumerate(groups) for i in members}
     order = np.argsort(-values, kind="stable")
-    documents = []
-    for rank, i in enumerate(order, 1):
-        row: dict[str, Any] = {
-            "rank": rank,
-            "doc_id": d.ids[i],
-            "title": d.corpus.title(int(i))[:120],
-            "value": float(values[i]),
-            "leave_one_out": float(loo[i]),
-            "relevant_for": int(relevant_for[i]),
-        }
-        if stderr is not None:
-            row["stderr"] = float(stderr[i])
-        if not np.isnan(novelty[i]):
-            row["novelty"] = float(novelty[i])
-        if int(i) in group_of:
-            row["near_duplicate_group"] = group_of[int(i)]
-        documents.append(row)
+    documents = [
+        DocumentValue(
+            rank=rank,
+            doc_id=d.ids[i],
+            title=d.corpus.title(int(i))[:120],
+            value=float(values[i]),
+            leave_one_out=float(loo[i]),
+            relevant_for=int(relevant_for[i]),
+            stderr=float(stderr[i]) if stderr is not None else None,
+            novelty=None if np.isnan(novelty[i]) else float(novelty[i]),
+            near_duplicate_group=group_of.get(int(i)),
+        )
+        for rank, i in enumerate(order, 1)
+    ]
     meta = d.corpus.metadata
     by_judgement = [
         "relevant to an evaluation query" if r else "never relevant to an evaluation query" for r in relevant_for
@@ -365,38 +399,34 @@ def _findings(
     for field in model.group_by:
         keys = [group_key(x, meta[i] if meta is not None else None, field) for i, x in enumerate(d.ids)]
         grouped[field] = group_sums(keys, values)
-    leaks = _leaks(model, d, ds, nq, nd)
-    summary.update(
-        {
-            "k": model.k,
-            "relevance_level": model.relevance_level,
-            "documents": n,
-            "queries": len(d.qids),
-            "queries_skipped_no_relevant": d.skipped,
-            "utility_of_corpus": u_all,
-            "sum_of_values": float(values.sum()),
-            "positive": int((values > 0).sum()),
-            "zero": int((values == 0).sum()),
-            "negative": int((values < 0).sum()),
-            "leave_one_out_nonzero": int((loo != 0).sum()),
-            "harmful": _harm(model, d, values, detail),
-            "groups": grouped,
-            "near_duplicates": {
-                "threshold": model.near_duplicates.threshold,
-                "checked": n <= NEAR_DUPLICATE_LIMIT,
-                "groups": len(groups),
-                "documents": sum(len(g) for g in groups),
-                "largest": [
-                    {
-                        "group": g,
-                        "doc_ids": [d.ids[i] for i in members][:10],
-                        "size": len(members),
-                        "value": float(values[members].sum()),
-                    }
-                    for g, members in enumerate(groups[: model.top])
-                ],
-            },
-            "leaks": leaks,
-        }
+    summary = ValuesSummary(
+        method=how.method,
+        utility=how.utility,
+        monte_carlo=how.monte_carlo,
+        monte_carlo_check=how.check,
+        k=model.k,
+        relevance_level=model.relevance_level,
+        documents=n,
+        queries=len(d.qids),
+        queries_skipped_no_relevant=d.skipped,
+        utility_of_corpus=u_all,
+        sum_of_values=float(values.sum()),
+        positive=int((values > 0).sum()),
+        zero=int((values == 0).sum()),
+        negative=int((values < 0).sum()),
+        leave_one_out_nonzero=int((loo != 0).sum()),
+        harmful=_harm(model, d, values, detail),
+        groups=grouped,
+        near_duplicates=NearDuplicates(
+            threshold=model.near_duplicates.threshold,
+            checked=n <= NEAR_DUPLICATE_LIMIT,
+            groups=len(groups),
+            documents=sum(len(g) for g in groups),
+            largest=[
+                NearDuplicateGroup(g, [d.ids[i] for i in members][:10], len(members), float(values[members].sum()))
+                for g, members in enumerate(groups[: model.top])
+            ],
+        ),
+        leaks=_leaks(model, d, ds, nq, nd),
     )
     return documents, summary

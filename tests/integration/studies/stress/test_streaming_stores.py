@@ -70,10 +70,11 @@ def _config(adapter: str, params: dict[str, Any], **stream: Any):
 
 
 def _run(store, dataset, out: Path, params: dict[str, Any] | None = None, **stream: Any) -> dict[str, Any]:
-    """The streaming case on this store (given, so a misbehaving one can be passed), config written alongside."""
+    """The streaming case on this store (given, so a misbehaving one can be passed), config written alongside;
+    its summary as summary.json holds it."""
     config = _config(store.adapter, params or {}, **stream)
     try:
-        return run_stress(config, out_dir=out, retriever=store, dataset=dataset, echo=lambda m: None).summary
+        return run_stress(config, out_dir=out, retriever=store, dataset=dataset, echo=lambda m: None).summary.to_dict()
     finally:
         store.close()
 

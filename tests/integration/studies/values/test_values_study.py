@@ -62,14 +62,14 @@ def _run(tmp_path: Path, **settings: object):
 def test_dense_exact_values_sum_to_recall_and_the_study_finds_the_planted_copy_and_leak(tmp_path: Path) -> None:
     outcome, out = _run(tmp_path, utility="recall", monte_carlo={"permutations": 100, "check": True})
     s = outcome.summary
-    assert s["method"] == "exact" and s["utility"] == "recall@1"
+    assert s.method == "exact" and s.utility == "recall@1"
     values = {r["doc_id"]: r["value"] for r in json.loads((out / "values.json").read_text())}
-    assert sum(values.values()) == pytest.approx(s["utility_of_corpus"], abs=1e-9)
-    groups = s["near_duplicates"]["largest"]
-    assert any(set(g["doc_ids"]) == {"whale", "whale-copy"} for g in groups)
-    leak = {x["query_id"]: x for x in s["leaks"]["list"]}
-    assert leak["q3"]["text_in"] == ["leak"]
-    assert s["monte_carlo_check"]["correlation"] > 0.9
+    assert sum(values.values()) == pytest.approx(s.utility_of_corpus, abs=1e-9)
+    groups = s.near_duplicates.largest
+    assert any(set(g.doc_ids) == {"whale", "whale-copy"} for g in groups)
+    leak = {x.query_id: x for x in s.leaks.leaked}
+    assert leak["q3"].text_in == ["leak"]
+    assert s.monte_carlo_check is not None and s.monte_carlo_check.correlation > 0.9
     report = (out / "report.md").read_text()
     assert "## Harmful documents" in report and "## Leaks" in report and "whale-copy" in report
     assert {"manifest.json", "summary.json", "values.json", "report.md"} <= {p.name for p in out.iterdir()}
@@ -78,14 +78,14 @@ def test_dense_exact_values_sum_to_recall_and_the_study_finds_the_planted_copy_a
 def test_bm25_monte_carlo_names_the_stuffed_document_as_harmful_and_what_it_displaced(tmp_path: Path) -> None:
     outcome, _ = _run(tmp_path, retriever={"adapter": "bm25s"}, utility="ndcg", monte_carlo={"permutations": 300})
     s = outcome.summary
-    assert s["method"] == "monte_carlo" and s["utility"] == "ndcg@1"
-    harm = {h["doc_id"]: h for h in s["harmful"]}
+    assert s.method == "monte_carlo" and s.utility == "ndcg@1"
+    harm = {h.doc_id: h for h in s.harmful}
     assert "stuffed" in harm
-    hurt = harm["stuffed"]["queries_hurt"][0]
-    assert hurt["query_id"] == "q1"
-    assert hurt["displaced"][0]["doc_id"] in {"whale", "whale-copy"}
-    values = np.array([r["value"] for r in outcome.documents])
-    assert values.sum() == pytest.approx(s["utility_of_corpus"], abs=1e-9)  # every permutation telescopes
+    hurt = harm["stuffed"].queries_hurt[0]
+    assert hurt.query_id == "q1"
+    assert hurt.displaced[0].doc_id in {"whale", "whale-copy"}
+    values = np.array([r.value for r in outcome.documents])
+    assert values.sum() == pytest.approx(s.utility_of_corpus, abs=1e-9)  # every permutation telescopes
 
 
 def test_exact_values_asked_of_bm25_are_refused_naming_the_method(tmp_path: Path) -> None:

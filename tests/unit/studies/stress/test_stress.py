@@ -10,6 +10,7 @@ import pytest
 
 from retbench.errors import ConfigError
 from retbench.report.stress import render_markdown
+from retbench.results.stress import WarmUp, read_stress
 from retbench.retrievers.base import create
 from retbench.retrievers.faults import FaultSpec, FaultyRetriever
 from retbench.studies.stress import (
@@ -78,13 +79,13 @@ def test_hung_sync_calls_become_timeouts_and_the_abandoned_thread_cap_stops_the_
         )
     finally:
         faulty.release()
-    lv = res.summary["levels"][0]
+    lv = res.summary.levels[0]
     assert res.exit_code == 3
-    assert "max_abandoned=3" in lv["stopped"] and "max_abandoned=3" in res.summary["stopped"]
-    assert lv["counts"]["timeout"] == lv["completed"] >= 3
-    assert lv["completed"] < 30  # the rest was never issued (and is not imputed)
-    assert lv["quality"]["scored"] == 0 and lv["quality"]["metrics"]["ndcg@10"]["mean"] == 0.0
-    assert lv["latency_ms"]["success"]["n"] == 0 and lv["latency_ms"]["failure"]["p50"] >= 100.0
+    assert "max_abandoned=3" in (lv.stopped or "") and "max_abandoned=3" in (res.summary.stopped or "")
+    assert lv.counts["timeout"] == lv.completed >= 3
+    assert lv.completed < 30  # the rest was never issued (and is not imputed)
+    assert lv.quality is not None and lv.quality.scored == 0 and lv.quality.metrics["ndcg@10"].mean == 0.0
+    assert lv.latency_success.n == 0 and (lv.latency_failure.p50 or 0.0) >= 100.0
     fails = [json.loads(x) for x in (res.out_dir / "failures.jsonl").read_text().splitlines()]
     assert {f["kind"] for f in fails} == {"timeout"} and fails[0]["message"] == "no answer within 0.1 s"
 
@@ -107,9 +108,9 @@ def test_retries_are_recorded_attempt_by_attempt(tmp_path: Path, ds, bm25) -> No
     for r in lost:
         assert r["attempts"] == 3 and [f["attempt"] for f in r["failures"]] == [1, 2, 3]
         assert r["error"] == "ConnectionResetError: peer reset"
-    lv = res.summary["levels"][0]
-    assert lv["recovered_by_retry"] == len(recovered) and lv["retries"] == sum(r["attempts"] - 1 for r in recs)
-    assert lv["counts"]["error"] == len(lost) and res.exit_code == 3
+    lv = res.summary.levels[0]
+    assert lv.recovered_by_retry == len(recovered) and lv.retries == sum(r["attempts"] - 1 for r in recs)
+    assert lv.counts["error"] == len(lost) and res.exit_code == 3
 
 
 def test_allowed_failure_rate_decides_the_exit_code(tmp_path: Path, ds, bm25) -> None:
@@ -120,19 +121,19 @@ def test_allowed_failure_rate_decides_the_exit_code(tmp_path: Path, ds, bm25) ->
         dataset=ds,
         echo=_quiet,
     )
-    assert ok.exit_code == 0 and len(ok.summary["levels"]) == 2 and ok.summary["complete"]
-    assert ok.summary["failed"] > 0 and ok.summary["failure_rate"] <= 0.5
+    assert ok.exit_code == 0 and len(ok.summary.levels) == 2 and ok.summary.complete
+    assert ok.summary.failed > 0 and ok.summary.failure_rate <= 0.5
     bad = run_stress(
         _cfg(tmp_path / "b", levels=[1, 2]), retriever=FaultyRetriever(bm25, spec), dataset=ds, echo=_quiet
     )
-    assert bad.exit_code == 3 and len(bad.summary["levels"]) == 1 and not bad.summary["complete"]
+    assert bad.exit_code == 3 and len(bad.summary.levels) == 1 and not bad.summary.complete
 
 
 def test_duration_mode_cycles_queries_until_the_deadline(tmp_path: Path, ds, bm25) -> None:
     res = run_stress(_cfg(tmp_path, levels=[2], duration_s=0.3), retriever=bm25, dataset=ds, echo=_quiet)
-    lv = res.summary["levels"][0]
-    assert lv["planned"] is None and lv["completed"] > 0 and lv["failed"] == 0
-    assert lv["quality"]["of"] == 30 and lv["quality"]["scored"] == min(30, lv["completed"])
+    lv = res.summary.levels[0]
+    assert lv.planned is None and lv.completed > 0 and lv.failed == 0
+    assert lv.quality is not None and lv.quality.of == 30 and lv.quality.scored == min(30, lv.completed)
     assert res.exit_code == 0
 
 
@@ -159,14 +160,12 @@ def test_summary_separates_success_and_failure_latency_and_measures_qps() -> Non
         rec(5, "empty", 0.002, 1.0, "s2"),
     ]
     fig = summarize_level(recs, 4, planned=6)
-    assert fig["elapsed_s"] == 3.0 and fig["qps"] == 2.0  # 6 requests over 2.0 s + 1.0 s of two segments
-    assert fig["latency_ms"]["success"]["n"] == 4 and fig["latency_ms"]["success"]["max"] == pytest.approx(30.0)
-    assert fig["latency_ms"]["failure"]["n"] == 2 and fig["latency_ms"]["failure"]["max"] == pytest.approx(2000.0)
-    assert fig["rates"] == pytest.approx(
-        {"error": 0, "timeout": 1 / 6, "empty": 1 / 6, "invalid": 1 / 6, "short": 1 / 6}
-    )
-    assert fig["invalid_kinds"] == {"unknown_id": 1} and fig["retries"] == 1 and fig["recovered_by_retry"] == 1
-    assert fig["failed"] == 2 and fig["answered"] == 4
+    assert fig.elapsed_s == 3.0 and fig.qps == 2.0  # 6 requests over 2.0 s + 1.0 s of two segments
+    assert fig.latency_success.n == 4 and fig.latency_success.max == pytest.approx(30.0)
+    assert fig.latency_failure.n == 2 and fig.latency_failure.max == pytest.approx(2000.0)
+    assert fig.rates == pytest.approx({"error": 0, "timeout": 1 / 6, "empty": 1 / 6, "invalid": 1 / 6, "short": 1 / 6})
+    assert fig.invalid_kinds == {"unknown_id": 1} and fig.retries == 1 and fig.recovered_by_retry == 1
+    assert fig.failed == 2 and fig.answered == 4
     lat = latency_summary([0.001 * i for i in range(1, 101)])
     assert (
         lat["p50"] == pytest.approx(50.5) and lat["p99"] == pytest.approx(99.01) and lat["max"] == pytest.approx(100.0)
@@ -178,22 +177,19 @@ def test_report_labels_success_only_means_and_coverage(tmp_path: Path, ds, bm25)
     faulty = FaultyRetriever(bm25, FaultSpec(seed=4, error_rate=0.3))
     res = run_stress(_cfg(tmp_path, levels=[2], allowed_failure_rate=1.0), retriever=faulty, dataset=ds, echo=_quiet)
     md = (res.out_dir / "report.md").read_text()
-    q = res.summary["levels"][0]["quality"]
-    assert f"scored {q['scored']} of {q['of']}" in md and q["scored"] < q["of"]
+    q = res.summary.levels[0].quality
+    assert q is not None
+    assert f"scored {q.scored} of {q.of}" in md and q.scored < q.of
     assert "ndcg@10 (success-only)" in md and "failed and unasked queries count 0" in md
-    head, only = q["metrics"]["ndcg@10"]["mean"], q["metrics"]["ndcg@10"]["mean_success_only"]
-    assert head == pytest.approx(only * q["scored"] / q["of"])  # failures are zeros, not dropped
-    assert md == render_markdown(json.loads((res.out_dir / "summary.json").read_text()))
+    head, only = q.metrics["ndcg@10"].mean, q.metrics["ndcg@10"].mean_success_only
+    assert only is not None and head == pytest.approx(only * q.scored / q.of)  # failures are zeros, not dropped
+    assert md == render_markdown(read_stress(res.out_dir))
     assert "First failure (query" in md and "RuntimeError: injected fault" in md
-    figures = res.summary["resources"]
+    figures = res.summary.resources or {}
     assert figures["ingest_peak_rss_mib"] > 0 and figures["level_2_peak_rss_mib"] > 0 and figures["devices"] == ["cpu"]
     assert "Resources: peak RSS MiB: ingest " in md and ", level 2 " in md
     page = (res.out_dir / "report.html").read_text()
-    assert (
-        page.count("<svg") == 2
-        and f"scored {q['scored']} of {q['of']}" in page
-        and "RuntimeError: injected fault" in page
-    )
+    assert page.count("<svg") == 2 and f"scored {q.scored} of {q.of}" in page and "RuntimeError: injected fault" in page
 
 
 def test_stress_config_errors_name_the_field(tmp_path: Path) -> None:
@@ -235,9 +231,10 @@ def test_unreachable_store_stops_at_ingestion_and_hidden_adapter_retries_are_fla
         port = sock.getsockname()[1]
     http = create("http", {"url": f"http://127.0.0.1:{port}/search", "retries": 2, "timeout": 2})
     res = run_stress(_cfg(tmp_path, levels=[2]), retriever=http, dataset=ds, echo=_quiet)
-    assert res.exit_code == 3 and res.summary["requests"] == 0
-    assert res.first_failure["phase"] == "ingest" and "unreachable" in res.first_failure["message"]
-    assert any("retries internally (2x)" in w for w in res.summary["warnings"])
+    assert res.exit_code == 3 and res.summary.requests == 0
+    first = res.first_failure
+    assert first is not None and first.phase == "ingest" and "unreachable" in (first.message or "")
+    assert any("retries internally (2x)" in w for w in res.summary.warnings)
     assert "retries internally" in (res.out_dir / "report.md").read_text()
 
 
@@ -262,8 +259,8 @@ class _ThreadCounting:
 def test_a_level_starts_no_more_workers_than_it_has_requests(tmp_path: Path, ds, bm25) -> None:
     counting = _ThreadCounting(bm25)
     res = run_stress(_cfg(tmp_path, levels=[4096], requests=5, warmup=0), retriever=counting, dataset=ds, echo=_quiet)
-    lv = res.summary["levels"][0]
-    assert (lv["concurrency"], lv["completed"], lv["failed"]) == (4096, 5, 0)
+    lv = res.summary.levels[0]
+    assert (lv.concurrency, lv.completed, lv.failed) == (4096, 5, 0)
     assert len(counting.seen) == 5 and max(counting.seen) <= 5  # 5 threads for 5 requests, not 4,096
 
 
@@ -304,6 +301,6 @@ def test_a_resumed_level_neither_reruns_nor_recounts_its_warm_up(tmp_path: Path,
     counting = _Counting(bm25)
     resumed = run_stress(cfg, retriever=counting, dataset=ds, echo=_quiet).summary
     assert counting.calls == 12 - 5  # the warm-up is not sent again
-    a, b = whole["levels"][0], resumed["levels"][0]
-    assert b["warmup"] == a["warmup"] == {"requests": 3, "failed": 0}
-    assert resumed["requests"] == whole["requests"] == 15 and b["completed"] == a["completed"] == 12
+    a, b = whole.levels[0], resumed.levels[0]
+    assert b.warmup == a.warmup == WarmUp(requests=3, failed=0)
+    assert resumed.requests == whole.requests == 15 and b.completed == a.completed == 12
