@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retbench.config.experiment import LoadSettings
+from retbench.config.stress import LoadSettings
 from retbench.data import Corpus, Queries
 from retbench.results.journal import Journal
 from retbench.retrievers.base import Ranking, Retriever

@@ -25,10 +25,11 @@ from retbench.config.common import (
     sample_ids,
 )
 from retbench.config.env import check_env, env_fields
-from retbench.config.experiment import ExperimentModel, LoadSettings, StressModel
+from retbench.config.experiment import ExperimentModel
 from retbench.config.judge import JudgeSettings, LocalServer
 from retbench.config.lines import field_lines, line_of, locate
 from retbench.config.loader import load, read_config
+from retbench.config.stress import LoadSettings, StressModel
 
 __all__ = [
     "Block",

@@ -15,9 +15,10 @@ from pydantic import BaseModel
 from retbench.config.calibration import CalibrationModel
 from retbench.config.chunking import ChunkingModel
 from retbench.config.criteria import CriteriaModel
-from retbench.config.experiment import ExperimentModel, StressModel
+from retbench.config.experiment import ExperimentModel
 from retbench.config.impact import IngestModel
 from retbench.config.judge import JudgeFile
+from retbench.config.stress import StressModel
 from retbench.config.tune import TuneModel
 from retbench.config.values import ValuesModel
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retbench.config.experiment import FaultSpec
+from retbench.config.stress import FaultSpec
 from retbench.data import Corpus
 from retbench.jsontypes import JSONObject
 from retbench.retrievers.base import AsyncSearch, Ranking, Retriever

@@ -34,7 +34,7 @@ backend than the first process's did). QPS of a resumed level sums the wall time
 
 Modules: `validate` (the failure taxonomy), `level` (one request's life), `drivers` (threads with a watchdog,
 asyncio), `figures` (per-level figures, ingestion), `config`, `study` (run_stress). How load is applied (the
-`stress:` block, `LoadSettings`) is declared in `retbench.config.experiment`. The run's figures are a typed
+`stress:` block, `LoadSettings`) is declared in `retbench.config.stress`. The run's figures are a typed
 `StressSummary` (`retbench.results.stress`, summary.json); the report (Markdown, HTML) is rendered from it alone
 by `retbench.report.stress`.
 """

@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Container, Iterator, Sequence
 
-from retbench.config.experiment import MAX_CONCURRENCY, LoadSettings
+from retbench.config.stress import MAX_CONCURRENCY, LoadSettings
 from retbench.data import Queries
 from retbench.errors import ConfigError
 from retbench.results.journal import Journal

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, cast
 
-from retbench.config.experiment import LoadSettings
+from retbench.config.stress import LoadSettings
 from retbench.data import Queries
 from retbench.results.journal import Journal
 from retbench.studies.stress.validate import FAILURE_OUTCOMES, INVALID_KINDS, STATUS_OF, check_ranking
