@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from retbench.comparison import Comparison, PerQueryScores, align
+from retbench.alignment import PerQueryScores, align
+from retbench.comparison import Comparison
 from retbench.metrics.registry import value_range
 from retbench.sequential import ConfidenceSequence, diff_cs, mean_cs
 

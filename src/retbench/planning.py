@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from retbench.comparison import PerQueryScores, align
+from retbench.alignment import PerQueryScores, align
 from retbench.criteria import Criteria
 from retbench.errors import InputError
 from retbench.io.files import json_safe

@@ -16,8 +16,9 @@ from scipy import stats
 from typer.testing import CliRunner
 
 import abdata
+from retbench.alignment import align
 from retbench.cli import app
-from retbench.comparison import align, compare, compare_pair
+from retbench.comparison import compare, compare_pair
 from retbench.evaluation import Evaluation
 from retbench.results import read_results
 from retbench.stats.paired import bootstrap_ci, holm, paired_ttest, randomization_test, wilcoxon_signed_rank

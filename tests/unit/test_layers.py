@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("results",),
     (
         "inputs",
+        "alignment",  # two systems on the same query rows: what comparison, gates and planning start from
         "comparison",
         "anytime",
         "criteria",

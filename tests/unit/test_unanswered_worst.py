@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from retbench.alignment import align
 from retbench.cli import app
-from retbench.comparison import align
 from retbench.data import Run
 from retbench.evaluation import evaluate
 from retbench.io.golden import read_golden

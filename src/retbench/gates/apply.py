@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from retbench.alignment import FAILED_STATUSES, PerQueryScores, align, side_counts
 from retbench.anytime import paired_sequences
-from retbench.comparison import FAILED_STATUSES, PerQueryScores, align, side_counts
 from retbench.criteria import EPS, Criteria, Gate, Limits
 from retbench.errors import EXIT_BACKEND, EXIT_GATE_FAILED, EXIT_OK, ConfigError
 from retbench.gates.movement import MovementCheck

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retbench.comparison import Comparison, align, compare
+from retbench.alignment import align
+from retbench.comparison import Comparison, compare
 from retbench.data import Run
 from retbench.errors import InputError
 from retbench.estimates import source_label
