@@ -113,6 +113,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the subprocess check of every selected test marked `background` (tests/support/background.py)."""
+    if session.config.option.collectonly:
+        return
     for item in session.items:
         if item.get_closest_marker("background") is not None:
             _start_background(item)
