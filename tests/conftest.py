@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis.configuration import set_hypothesis_home_dir
 
+import background
 from repo_paths import SCIFACT, TESTS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -18,6 +19,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Folders this session makes for itself at import time (the libraries read these variables when imported),
 # removed when the session ends. A variable already set by the caller is the caller's and is left alone.
 _SESSION_DIRS: list[str] = []
+# The variables this session set to those folders: a background check's own pytest session makes its own.
+_SESSION_ENV: list[str] = []
 
 
 def _session_dir(prefix: str) -> str:
@@ -29,13 +32,16 @@ def _session_dir(prefix: str) -> str:
 # One Hugging Face datasets cache per test session: the shared per-user cache serves a local folder's
 # earlier contents again when a later session writes different files at a path it has seen.
 if "HF_DATASETS_CACHE" not in os.environ:
+    _SESSION_ENV.append("HF_DATASETS_CACHE")
     os.environ["HF_DATASETS_CACHE"] = _session_dir("retbench-test-hf-datasets-")
 # `retbench run` registers every run in a history database: keep the tests' runs out of the user's own
 if "RETBENCH_HISTORY" not in os.environ:
+    _SESSION_ENV.append("RETBENCH_HISTORY")
     os.environ["RETBENCH_HISTORY"] = str(Path(_session_dir("retbench-history-")) / "history.sqlite")
 # Encoder, judge, generation and rerank caches default to ./.retbench-cache: a test that sets no cache
 # folder would write into the working directory. Export RETBENCH_CACHE to keep a cache across sessions.
 if "RETBENCH_CACHE" not in os.environ:
+    _SESSION_ENV.append("RETBENCH_CACHE")
     os.environ["RETBENCH_CACHE"] = _session_dir("retbench-test-cache-")
 
 
@@ -45,6 +51,7 @@ set_hypothesis_home_dir(_session_dir("retbench-test-hypothesis-"))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    background.stop_all()
     for path in _SESSION_DIRS:
         shutil.rmtree(path, ignore_errors=True)
 
@@ -96,6 +103,37 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         f"{tier} {_tier_seconds[tier]:.1f} s ({len(_tier_tests[tier])} tests)" for tier in _TIERS if tier in _tier_tests
     ]
     terminalreporter.write_line("tier times: " + ", ".join(parts))
+    checks = background.times()
+    if checks:  # their tests' own times above count only the wait for what was left
+        terminalreporter.write_line(
+            "background checks (started after collection, beside the tests): "
+            + ", ".join(f"{key} {seconds:.1f} s" for key, seconds in checks.items())
+        )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the subprocess check of every selected test marked `background` (tests/support/background.py)."""
+    if session.config.option.collectonly:
+        return
+    for item in session.items:
+        if item.get_closest_marker("background") is not None:
+            _start_background(item)
+
+
+def _start_background(item: pytest.Item) -> background.Job:
+    mark = item.get_closest_marker("background")
+    assert mark is not None, f"{item.nodeid} has no background mark"
+    folder = lambda: Path(_session_dir("retbench-background-"))  # noqa: E731 - made only when the check starts
+    return background.start(item.nodeid, mark.args[0], mark.kwargs["cwd"], _SESSION_ENV, folder)
+
+
+@pytest.fixture
+def background_result(request: pytest.FixtureRequest):
+    """The finished process of this test's `background` check (started after collection; here if it was not),
+    as `subprocess.run(argv, cwd=..., capture_output=True, text=True, timeout=...)` returns it."""
+    mark = request.node.get_closest_marker("background")
+    assert mark is not None, "background_result needs @pytest.mark.background(argv, cwd=...)"
+    return _start_background(request.node).wait(timeout=mark.kwargs.get("timeout", 900))
 
 
 @pytest.fixture(scope="session")

@@ -501,12 +501,13 @@ def test_docs_commands_run_on_the_quick_slice(scratch):
     assert (scratch / "report.html").is_file() and (scratch / "tune-60").is_dir()
 
 
-def test_the_readmes_fast_tier_command_passes_as_written():
+@pytest.mark.background([sys.executable, *shlex.split(FAST_TIER)[1:]], cwd=ROOT)
+def test_the_readmes_fast_tier_command_passes_as_written(background_result):
     """`pytest tests/unit -x -q` as the README gives it: the unit tier alone, with its own check that it loaded no
-    optional library (pandas, torch, ...), which a whole-suite run does not apply."""
+    optional library (pandas, torch, ...), which a whole-suite run does not apply. It runs in its own pytest
+    session beside this one (tests/support/background.py), with temporary folders of its own."""
     assert FAST_TIER in README.read_text(encoding="utf-8")
-    words = shlex.split(FAST_TIER)
-    done = subprocess.run(
-        [sys.executable, *words[1:]], cwd=ROOT, capture_output=True, text=True, timeout=900, check=False
-    )
+    done = background_result
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    [tiers] = [line for line in done.stdout.splitlines() if line.startswith("tier times: ")]  # tests/conftest.py's
+    assert tiers.startswith("tier times: unit ") and ", " not in tiers, tiers  # the unit tier ran, and no other

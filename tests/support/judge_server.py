@@ -3,8 +3,9 @@
 `transformers serve` (Hugging Face transformers' own server, `pip install transformers[serving]`) runs the same
 0.5B GGUF that tinyq4 serves, dequantized into PyTorch: on this project's 2-core CI machine a short verdict
 takes about 4 s there against about 28 s in tinyq4, which decodes the prompt one token at a time. The model
-loads once per test session (about a minute). Tests of `judge: local:` itself (which starts tinyq4) keep
-tinyq4."""
+loads once per test session: from the float32 folder scripts/unpack_gguf.py made of the GGUF (about 10 s), or
+from the GGUF itself, dequantized at every start (over a minute). Tests of `judge: local:` itself (which starts
+tinyq4) keep tinyq4 on the GGUF."""
 
 from __future__ import annotations
 
@@ -36,13 +37,14 @@ def transformers_cli() -> str | None:
 
 
 @contextmanager
-def transformers_server(model_file: Path, log: Path, start_timeout: float = 900.0) -> Iterator[str]:
-    """Serve `model_file` with `transformers serve` on a loopback port; yields the base URL; always stops it
-    (the server runs its model in a child process, so the whole process group is stopped)."""
+def transformers_server(model: Path, log: Path, start_timeout: float = 900.0) -> Iterator[str]:
+    """Serve `model` (a GGUF file or a model folder) with `transformers serve` on a loopback port; yields the base
+    URL; always stops it (the server runs its model in a child process, so the whole process group is stopped)."""
     cli = transformers_cli()
     assert cli is not None, "transformers serve needs the judge extra (accelerate, gguf, fastapi)"
     port = free_port()
-    cmd = [cli, "serve", f"{model_file.parent}:{model_file.name}", "--host", "127.0.0.1", "--port", str(port)]
+    spec = str(model) if model.is_dir() else f"{model.parent}:{model.name}"  # GGUF weights: <folder>:<file>
+    cmd = [cli, "serve", spec, "--host", "127.0.0.1", "--port", str(port)]
     cmd += ["--device", "cpu", "--dtype", "float32"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     with open(log, "ab") as sink:
