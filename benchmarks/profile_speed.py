@@ -33,8 +33,10 @@ every ranked id object once and reading every score into an array; prebuilt from
 lookup per judged (query, doc) pair in the run's own mappings (where judged docs are ranked). Beside
 them, in the same process: the cheapest pass CPython offers that proves every id is text (`str.join`
 over each ranking, a block of rankings at a time: the one C loop that checks each item's type without a
-Python-level call per id) plus the score read, and the dicts path itself end to end (`Run.from_dict`,
-`Qrels`, `evaluate` of the four metrics), as a ratio to each floor.
+Python-level call per id); the checked floor, that join plus the score read plus the judged lookups (a
+checked evaluation proves its ids are text, since an id 7 never equals a judged "7", and finds its judged
+documents); and the dicts path itself end to end (`Run.from_dict`, `Qrels`, `evaluate` of the four
+metrics), as a ratio to the dicts floor and to the checked floor.
 """
 
 from __future__ import annotations
@@ -174,8 +176,8 @@ def floors(sizes: list[str]) -> None:
     from retbench.evaluation import evaluate
 
     print(
-        "| size | touch every id | read every score | both (dicts floor) | join every id | join + read (text floor)"
-        " | dicts path | / dicts floor | / text floor | judged lookups (prebuilt floor) |"
+        "| size | touch every id | read every score | both (dicts floor) | join every id | judged lookups (prebuilt floor)"
+        " | checked floor | dicts path | / dicts floor | / checked floor |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for size in sizes:
@@ -197,10 +199,10 @@ def floors(sizes: list[str]) -> None:
             lambda: np.fromiter(map(dict.get, owners, judged, repeat(np.nan)), dtype=np.float64, count=len(judged))  # noqa: B023
         )
         path = _cpu_best(lambda: evaluate(Run.from_dict(run_d), Qrels(qrels_d), METRIC_NAMES))  # noqa: B023
-        floor, text = touch + read, join + read
+        floor, checked = touch + read, join + read + look
         print(
-            f"| {n_q:,} x {depth:,} | {touch:.3f} | {read:.3f} | {floor:.3f} | {join:.3f} | {text:.3f} | {path:.3f}"
-            f" | {path / floor:.2f}x | {path / text:.2f}x | {look:.3f} |"
+            f"| {n_q:,} x {depth:,} | {touch:.3f} | {read:.3f} | {floor:.3f} | {join:.3f} | {look:.3f} | {checked:.3f}"
+            f" | {path:.3f} | {path / floor:.2f}x | {path / checked:.2f}x |"
         )
 
 

@@ -122,5 +122,3 @@ def align(a: PerQueryScores, b: PerQueryScores, metrics: Sequence[str] | None = 
     na = np.isnan(va) | np.isnan(vb)
     va[na] = vb[na] = np.nan
     return Aligned(qids, list(metrics), va, vb, sa, sb)
-
-
