@@ -122,7 +122,7 @@ def render_markdown(summary: StressSummary) -> str:
         "",
         f"## Live queries while writing ({s.get('query_qps')} per s)",
         "",
-        *_live_table(st.live, st.k),
+        *_live_table(st.live.by_filter, st.k),
         "",
         "## Freshness (time from the write's acknowledgement to the first probe that sees it)",
         "",
@@ -140,7 +140,7 @@ def time_charts(st: StreamingFigures, rows: Sequence[LiveQuery]) -> str:
         return ""
     win = live_windows(rows)
     recall_lines, lat_lines = [], []
-    for sel in [r.filter for r in st.live]:
+    for sel in [r.filter for r in st.live.by_filter]:
         points = [(w.mid_s, v) for w in win if (v := w.recall(sel)) is not None]
         if points:
             recall_lines.append(plots.Series(f"recall, {_sel(sel)}", [x for x, _ in points], [y for _, y in points]))

@@ -283,7 +283,7 @@ class StressSummary:
             case=opt_str(d.get("case")),
             resources=dict(res) if isinstance(res, Mapping) else None,
             ingest=IngestFigures.from_dict(ing) if isinstance(ing, Mapping) else None,
-            streaming=StreamingFigures(st) if isinstance(st, Mapping) else None,
+            streaming=StreamingFigures.from_dict(st) if isinstance(st, Mapping) else None,
             requests=opt_int(d.get("requests")) or 0,
             attempts=opt_int(d.get("attempts")),
             failed=opt_int(d.get("failed")) or 0,

@@ -1,15 +1,16 @@
 """What the streaming case of a stress run returns (summary.json's `streaming` block, stream_queries.jsonl).
 
-The block is stored exactly as the case computed it (`retbench.studies.stress.streaming`); these classes read it
-through typed fields, so the report (`retbench.report.stress_stream`) names no key. Latencies are milliseconds;
-a filter is the share of the corpus it selects (None: unfiltered). Failure classes: error, invalid,
-deleted_returned, out_of_filter, short.
+The study (`retbench.studies.stress.streaming`) builds these objects and the report
+(`retbench.report.stress_stream`) reads them, so neither names a key. `to_dict` writes each object in the key
+order summary.json has always had, and `from_dict` reads it back, so a file read and written again is the same
+byte for byte. Latencies are milliseconds; a filter is the share of the corpus it selects (None: unfiltered).
+Failure classes: error, invalid, deleted_returned, out_of_filter, short.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,10 @@ def _int(value: object) -> int:
     return opt_int(value) or 0
 
 
+def _float(value: object) -> float:
+    return opt_float(value) or 0.0
+
+
 def _counts(value: object) -> dict[str, int]:
     return {str(k): _int(v) for k, v in as_object(value).items()}
 
@@ -37,177 +42,293 @@ def _latency(value: object) -> LatencySummary:
     return LatencySummary.from_dict(as_object(value))
 
 
-class _Block:
-    """A stored JSON object read through typed properties; `to_dict` gives it back unchanged."""
+@dataclass(frozen=True)
+class Quality:
+    """The config's metrics at a checkpoint, against the qrels restricted to the visible documents that pass
+    the filter; queries left with no relevant document are skipped, not scored."""
 
-    __slots__ = ("raw",)
-
-    def __init__(self, raw: Mapping[str, object]) -> None:
-        self.raw = raw
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.raw == self.raw  # type: ignore[attr-defined]
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({dict(self.raw)!r})"
+    judged: int = 0
+    skipped_no_relevant: int = 0
+    metrics: dict[str, float | None] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
-        return {**self.raw}
+        return {"judged": self.judged, "skipped_no_relevant": self.skipped_no_relevant, "metrics": dict(self.metrics)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> Quality:
+        metrics = {str(m): opt_float(v) for m, v in as_object(d.get("metrics")).items()}
+        return cls(_int(d.get("judged")), _int(d.get("skipped_no_relevant")), metrics)
 
 
-class FilterFigures(_Block):
-    """One filter's figures: at a checkpoint (matching documents, recall against the exact answer, the
-    metrics against the qrels restricted to visible matching documents) or over the live queries."""
+@dataclass(frozen=True)
+class FilterFigures:
+    """One filter's figures: at a checkpoint (matching documents, recall over `recall_n` queries against the
+    exact answer, `quality`) or over the live queries (`queries` sent; no `quality`). Failures: class -> count."""
 
-    @property
-    def filter(self) -> float | None:
-        return opt_float(self.raw.get("filter"))
-
-    @property
-    def recall(self) -> float | None:
-        return opt_float(self.raw.get("recall"))
-
-    @property
-    def matching(self) -> int:
-        return _int(self.raw.get("matching"))
-
-    @property
-    def queries(self) -> int:
-        return _int(self.raw.get("queries"))
-
-    @property
-    def latency(self) -> LatencySummary:
-        return _latency(self.raw.get("latency_ms"))
-
-    @property
-    def failures(self) -> dict[str, int]:
-        """Failure class -> count."""
-        return _counts(self.raw.get("failures"))
+    filter: float | None
+    recall: float | None
+    latency: LatencySummary
+    failures: dict[str, int]
+    matching: int = 0
+    recall_n: int = 0
+    quality: Quality | None = None  # set at a checkpoint, None over the live queries
+    queries: int = 0
 
     @property
     def metrics(self) -> dict[str, float | None]:
-        return {str(m): opt_float(v) for m, v in as_object(as_object(self.raw.get("quality")).get("metrics")).items()}
+        return self.quality.metrics if self.quality is not None else {}
 
     @property
     def judged(self) -> int:
-        return _int(as_object(self.raw.get("quality")).get("judged"))
+        return self.quality.judged if self.quality is not None else 0
 
     @property
     def skipped_no_relevant(self) -> int:
-        return _int(as_object(self.raw.get("quality")).get("skipped_no_relevant"))
+        return self.quality.skipped_no_relevant if self.quality is not None else 0
+
+    def to_dict(self) -> dict[str, object]:
+        lat, fails = self.latency.to_dict(), dict(self.failures)
+        if self.quality is None:
+            return {
+                "filter": self.filter,
+                "queries": self.queries,
+                "recall": self.recall,
+                "latency_ms": lat,
+                "failures": fails,
+            }
+        return {
+            "filter": self.filter,
+            "matching": self.matching,
+            "recall": self.recall,
+            "recall_n": self.recall_n,
+            "failures": fails,
+            "latency_ms": lat,
+            "quality": self.quality.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> FilterFigures:
+        q = d.get("quality")
+        return cls(
+            opt_float(d.get("filter")),
+            opt_float(d.get("recall")),
+            _latency(d.get("latency_ms")),
+            _counts(d.get("failures")),
+            matching=_int(d.get("matching")),
+            recall_n=_int(d.get("recall_n")),
+            quality=Quality.from_dict(q) if isinstance(q, Mapping) else None,
+            queries=_int(d.get("queries")),
+        )
 
 
-class Checkpoint(_Block):
-    """Writes paused after `batches` batches: every judged query under every filter."""
+@dataclass(frozen=True)
+class Checkpoint:
+    """Writes paused after `batches` batches (started `t_s` seconds into the stream): every judged query under
+    every filter; `exact_sha256` fingerprints the exact answers, the same on every re-run."""
 
-    @property
-    def batches(self) -> int:
-        return _int(self.raw.get("batches"))
+    batches: int
+    t_s: float
+    visible: int
+    exact_sha256: str
+    filters: tuple[FilterFigures, ...]
 
-    @property
-    def visible(self) -> int:
-        return _int(self.raw.get("visible"))
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "batches": self.batches,
+            "t_s": self.t_s,
+            "visible": self.visible,
+            "exact_sha256": self.exact_sha256,
+            "filters": [f.to_dict() for f in self.filters],
+        }
 
-    @property
-    def filters(self) -> list[FilterFigures]:
-        return [FilterFigures(r) for r in _list(self.raw.get("filters"))]
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> Checkpoint:
+        return cls(
+            _int(d.get("batches")),
+            _float(d.get("t_s")),
+            _int(d.get("visible")),
+            str(d.get("exact_sha256")),
+            tuple(FilterFigures.from_dict(r) for r in _list(d.get("filters"))),
+        )
 
 
-class Freshness(_Block):
+@dataclass(frozen=True)
+class Freshness:
     """One kind of change (insert, update, delete): how many were sampled, how many became visible (for a
-    delete: were removed), the lag distribution after the write's acknowledgement."""
+    delete: were removed; stored as `removed`/`never_removed`), how many on the first probe round, the lag
+    distribution after the write's acknowledgement and every observed lag (ascending)."""
 
-    @property
-    def sampled(self) -> int:
-        return _int(self.raw.get("sampled"))
+    sampled: int = 0
+    seen: int = 0
+    never: int = 0
+    lag: LatencySummary = field(default_factory=LatencySummary)
+    first_probe: int = 0
+    lags_ms: tuple[float, ...] = ()
+    removal: bool = False  # a delete: `seen` means removed
+    indistinguishable: int | None = None  # updates only: those that cannot be told apart from their old version
 
-    @property
-    def seen(self) -> int:
-        return _int(self.raw.get("seen", self.raw.get("removed", 0)))
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "sampled": self.sampled,
+            ("removed" if self.removal else "seen"): self.seen,
+            ("never_removed" if self.removal else "never_seen"): self.never,
+            "lag_ms": self.lag.to_dict(),
+            "first_probe": self.first_probe,
+            "lags_ms": list(self.lags_ms),
+        }
+        if self.indistinguishable is not None:
+            out["indistinguishable"] = self.indistinguishable
+        return out
 
-    @property
-    def never(self) -> int:
-        return _int(self.raw.get("never_seen", self.raw.get("never_removed", 0)))
-
-    @property
-    def first_probe(self) -> int:
-        return _int(self.raw.get("first_probe"))
-
-    @property
-    def lag(self) -> LatencySummary:
-        return _latency(self.raw.get("lag_ms"))
-
-    @property
-    def lags_ms(self) -> list[float]:
-        """Every observed lag, ascending."""
-        lags = self.raw.get("lags_ms")
-        return [float(x) for x in lags] if isinstance(lags, list) else []
-
-    @property
-    def indistinguishable(self) -> int:
-        """Updates that cannot be told apart from their old version."""
-        return _int(self.raw.get("indistinguishable"))
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> Freshness:
+        removal = "removed" in d
+        lags = d.get("lags_ms")
+        return cls(
+            _int(d.get("sampled")),
+            _int(d.get("removed" if removal else "seen")),
+            _int(d.get("never_removed" if removal else "never_seen")),
+            _latency(d.get("lag_ms")),
+            _int(d.get("first_probe")),
+            tuple(_float(x) for x in lags) if isinstance(lags, list) else (),
+            removal,
+            opt_int(d.get("indistinguishable")),
+        )
 
 
-class StreamingFigures(_Block):
-    """The streaming case: the plan, the stream's timing, the checkpoints, the live queries, freshness."""
+@dataclass(frozen=True)
+class Write:
+    """One batch of the stream: when its first write was sent and its last acknowledged (seconds since the
+    stream started), and how many documents it changed."""
 
-    @property
-    def k(self) -> int:
-        return _int(self.raw.get("k"))
+    batch: int
+    t_s: float
+    ack_s: float
+    docs: int
 
-    @property
-    def settings(self) -> Mapping[str, object]:
-        """The `streaming:` block as validated (seed, docs_per_s, query_qps, ...)."""
-        return as_object(self.raw.get("settings"))
+    def to_dict(self) -> dict[str, object]:
+        return {"batch": self.batch, "t_s": self.t_s, "ack_s": self.ack_s, "docs": self.docs}
 
-    @property
-    def plan(self) -> dict[str, int]:
-        """initial, batches, inserts, updates, deletes."""
-        return {k: _int(v) for k, v in as_object(self.raw.get("plan")).items() if not isinstance(v, list)}
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> Write:
+        return cls(_int(d.get("batch")), _float(d.get("t_s")), _float(d.get("ack_s")), _int(d.get("docs")))
 
-    @property
-    def stream_s(self) -> float:
-        return opt_float(self.raw.get("stream_s")) or 0.0
 
-    @property
-    def docs_per_s(self) -> float | None:
-        return opt_float(self.raw.get("docs_per_s"))
+@dataclass(frozen=True)
+class LiveFigures:
+    """The live queries: how many, failures by class, latency, and the same per filter."""
 
-    @property
-    def exact_sha256(self) -> str:
-        return str(self.raw.get("exact_sha256"))
+    queries: int
+    failures: dict[str, int]
+    latency: LatencySummary
+    by_filter: tuple[FilterFigures, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "queries": self.queries,
+            "failures": dict(self.failures),
+            "latency_ms": self.latency.to_dict(),
+            "by_filter": [f.to_dict() for f in self.by_filter],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> LiveFigures:
+        return cls(
+            _int(d.get("queries")),
+            _counts(d.get("failures")),
+            _latency(d.get("latency_ms")),
+            tuple(FilterFigures.from_dict(r) for r in _list(d.get("by_filter"))),
+        )
+
+
+@dataclass(frozen=True)
+class StreamingFigures:
+    """The streaming case: the settings and plan, the stream's timing, the checkpoints, the live queries,
+    freshness and failure counts by class. `settings` is the `streaming:` block as validated (seed, docs_per_s,
+    query_qps, ...); `plan` counts initial, batches, inserts, updates, deletes; `docs_per_s` is inserts over
+    the writing time (checkpoint pauses left out; None when nothing was written)."""
+
+    settings: dict[str, object]
+    plan: dict[str, int]
+    checkpoints_after_batch: tuple[int, ...]
+    corpus: int
+    queries: int
+    k: int
+    index_initial_s: float
+    stream_s: float
+    write_pause_s: float
+    docs_per_s: float | None
+    writes: tuple[Write, ...]
+    checkpoints: tuple[Checkpoint, ...]
+    exact_sha256: str
+    live: LiveFigures
+    freshness_by_kind: dict[str, Freshness]
+    failure_counts: dict[str, int]
 
     @property
     def acks_s(self) -> list[float]:
         """When each written batch was acknowledged, seconds since the stream started."""
-        return [opt_float(w.get("ack_s")) or 0.0 for w in _list(self.raw.get("writes"))]
-
-    @property
-    def checkpoints(self) -> list[Checkpoint]:
-        return [Checkpoint(c) for c in _list(self.raw.get("checkpoints"))]
-
-    @property
-    def live(self) -> list[FilterFigures]:
-        """The live queries' figures per filter."""
-        return [FilterFigures(r) for r in _list(as_object(self.raw.get("live")).get("by_filter"))]
+        return [w.ack_s for w in self.writes]
 
     @property
     def live_queries(self) -> int:
-        return _int(as_object(self.raw.get("live")).get("queries"))
+        return self.live.queries
 
     def freshness(self, kind: str) -> Freshness:
-        return Freshness(as_object(as_object(self.raw.get("freshness")).get(kind)))
+        return self.freshness_by_kind.get(kind, Freshness(removal=kind == "delete"))
 
     def written_share(self, t_s: float) -> float:
         """Share of the stream's batches acknowledged by `t_s` seconds after it started (the ingestion marks)."""
         return sum(a <= t_s for a in self.acks_s) / max(self.plan.get("batches", 0), 1)
 
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "settings": dict(self.settings),
+            "plan": {**self.plan, "checkpoints_after_batch": list(self.checkpoints_after_batch)},
+            "corpus": self.corpus,
+            "queries": self.queries,
+            "k": self.k,
+            "index_initial_s": self.index_initial_s,
+            "stream_s": self.stream_s,
+            "write_pause_s": self.write_pause_s,
+            "docs_per_s": self.docs_per_s,
+            "writes": [w.to_dict() for w in self.writes],
+            "checkpoints": [c.to_dict() for c in self.checkpoints],
+            "exact_sha256": self.exact_sha256,
+            "live": self.live.to_dict(),
+            "freshness": {kind: f.to_dict() for kind, f in self.freshness_by_kind.items()},
+            "failure_counts": dict(self.failure_counts),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> StreamingFigures:
+        plan = as_object(d.get("plan"))
+        after = plan.get("checkpoints_after_batch")
+        return cls(
+            dict(as_object(d.get("settings"))),
+            {str(k): _int(v) for k, v in plan.items() if k != "checkpoints_after_batch"},
+            tuple(_int(b) for b in after) if isinstance(after, list) else (),
+            _int(d.get("corpus")),
+            _int(d.get("queries")),
+            _int(d.get("k")),
+            _float(d.get("index_initial_s")),
+            _float(d.get("stream_s")),
+            _float(d.get("write_pause_s")),
+            opt_float(d.get("docs_per_s")),
+            tuple(Write.from_dict(w) for w in _list(d.get("writes"))),
+            tuple(Checkpoint.from_dict(c) for c in _list(d.get("checkpoints"))),
+            str(d.get("exact_sha256")),
+            LiveFigures.from_dict(as_object(d.get("live"))),
+            {str(k): Freshness.from_dict(as_object(v)) for k, v in as_object(d.get("freshness")).items()},
+            _counts(d.get("failure_counts")),
+        )
+
 
 @dataclass(frozen=True)
 class LiveQuery:
     """One live query (a line of stream_queries.jsonl): when it was sent, under which filter, after how many
-    acknowledged batches, its latency, its failure classes and its recall against the exact answer."""
+    acknowledged batches (and single writes: three a batch), its latency, its failure classes and its recall
+    against the exact answer; `states` is how many visible states it could have seen (None: the call failed)."""
 
     t_s: float
     qid: str
@@ -215,17 +336,38 @@ class LiveQuery:
     latency_ms: float
     recall: float | None
     classes: tuple[str, ...] = ()
+    acked: int = 0
+    writes: int = 0
+    states: int | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "t_s": self.t_s,
+            "qid": self.qid,
+            "filter": self.filter,
+            "acked": self.acked,
+            "writes": self.writes,
+            "latency_ms": self.latency_ms,
+            "classes": list(self.classes),
+            "recall": self.recall,
+        }
+        if self.states is not None:
+            out["states"] = self.states
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, object]) -> LiveQuery:
         classes = d.get("classes")
         return cls(
-            opt_float(d.get("t_s")) or 0.0,
+            _float(d.get("t_s")),
             str(d.get("qid")),
             opt_float(d.get("filter")),
-            opt_float(d.get("latency_ms")) or 0.0,
+            _float(d.get("latency_ms")),
             opt_float(d.get("recall")),
             tuple(str(c) for c in classes) if isinstance(classes, list) else (),
+            _int(d.get("acked")),
+            _int(d.get("writes")),
+            opt_int(d.get("states")),
         )
 
 

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from repo_paths import TESTS
+from retbench.io.files import write_jsonl
 from retbench.report import stress, stress_stream
 from retbench.results.stress import StressSummary, read_stress, write_stress
 from retbench.results.stress_figures import Failure, LatencySummary
-from retbench.results.stress_stream import read_live_queries
+from retbench.results.stress_stream import Quality, StreamingFigures, read_live_queries
 
 STORED = TESTS / "fixtures" / "stress_v1"
 
@@ -66,3 +67,23 @@ def test_latency_percentiles_are_in_milliseconds_and_none_without_values() -> No
     lat = LatencySummary.of_seconds([0.001 * i for i in range(1, 101)])
     assert lat.n == 100 and lat.max == pytest.approx(100.0) and lat.p50 == pytest.approx(50.5)
     assert LatencySummary.of_seconds([]) == LatencySummary(0, None, None, None, None, None)
+
+
+def test_the_stored_live_queries_read_back_and_write_out_byte_for_byte(tmp_path: Path) -> None:
+    stored = STORED / "streaming" / "stream_queries.jsonl"
+    rows = list(read_live_queries(stored))
+    write_jsonl(tmp_path / "q.jsonl", [r.to_dict() for r in rows])
+    assert (tmp_path / "q.jsonl").read_bytes() == stored.read_bytes()
+
+
+def test_the_streaming_block_is_typed_down_to_each_checkpoint_filter_and_freshness_kind() -> None:
+    st = read_stress(STORED / "streaming").streaming
+    assert isinstance(st, StreamingFigures) and st.plan["batches"] == len(st.writes) == 5
+    assert st.checkpoints_after_batch == tuple(c.batches for c in st.checkpoints) == (0, 2, 5)
+    first = st.checkpoints[0].filters[0]
+    assert isinstance(first.quality, Quality) and first.judged + first.skipped_no_relevant == st.queries
+    assert first.latency.n == st.queries and st.live.by_filter[0].quality is None
+    assert st.live.queries == sum(r.queries for r in st.live.by_filter)
+    delete = st.freshness("delete")
+    assert delete.removal and delete.seen + delete.never == delete.sampled and len(delete.lags_ms) == delete.seen
+    assert st.freshness("update").indistinguishable == 0 and st.freshness("insert").indistinguishable is None

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from retbench.studies.stress.config import check_stress, load_config, parse_config
 from retbench.studies.stress.drivers import abandoned_threads, drive, uses_async
-from retbench.studies.stress.figures import ingest, latency_summary, level_run, summarize_level
+from retbench.studies.stress.figures import ingest, level_run, summarize_level
 from retbench.studies.stress.study import OUTPUT_FILES, StressResult, build_retriever, quality, run_stress
 from retbench.studies.stress.validate import (
     FAILURE_OUTCOMES,
@@ -67,7 +67,6 @@ __all__ = [
     "drive",
     "ingest",
     "is_failure",
-    "latency_summary",
     "level_run",
     "load_config",
     "parse_config",

@@ -16,12 +16,6 @@ from retbench.studies.stress.validate import FAILURE_OUTCOMES, OUTCOMES
 
 
 # -- figures ---------------------------------------------------------------------------------------
-def latency_summary(values_s: Sequence[float]) -> dict[str, object]:
-    """p50/p95/p99/max/mean in milliseconds (NumPy's linear-interpolation percentiles); n counted; as stored
-    in the streaming case's figures (`LatencySummary.of_seconds` is the typed one)."""
-    return LatencySummary.of_seconds(values_s).to_dict()
-
-
 def summarize_level(records: Sequence[Mapping[str, Any]], concurrency: int, planned: int | None = None) -> LevelFigures:
     """Per-level figures from the journaled request records of its measured phase."""
     n = len(records)

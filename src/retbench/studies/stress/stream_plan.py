@@ -66,14 +66,14 @@ class Plan:
     def metadata(self, i: int, version: int) -> JSONObject:
         return {"bucket": int(self.bucket[i, version]), "rev": version}
 
-    def counts(self) -> JSONObject:
+    def counts(self) -> dict[str, int]:
+        """initial, batches, inserts, updates, deletes (the checkpoints are `checkpoints`)."""
         return {
             "initial": len(self.initial),
             "batches": len(self.batches),
             "inserts": sum(len(b.inserts) for b in self.batches),
             "updates": sum(len(b.updates) for b in self.batches),
             "deletes": sum(len(b.deletes) for b in self.batches),
-            "checkpoints_after_batch": list(self.checkpoints),
         }
 
 

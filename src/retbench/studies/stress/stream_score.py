@@ -13,7 +13,6 @@ import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -21,15 +20,34 @@ from retbench.config.streaming import StreamSettings
 from retbench.data import Corpus, Qrels, Run
 from retbench.evaluation import evaluate
 from retbench.metrics.settings import EvalSettings
+from retbench.results.stress_figures import LatencySummary
+from retbench.results.stress_stream import Checkpoint, FilterFigures, LiveFigures, LiveQuery, Quality
 from retbench.retrievers.base import error_text
 from retbench.retrievers.filters import Filter
 from retbench.retrievers.stores import VectorStoreRetriever
-from retbench.studies.stress.figures import latency_summary
 from retbench.studies.stress.stream_plan import STEPS, Plan, State, bucket_limit, filter_of, recall
 from retbench.studies.stress.validate import check_ranking
 
 CLASSES = ("error", "invalid", "deleted_returned", "out_of_filter", "short")
 SAME_VECTOR = 1e-3  # cosine within this of 1 counts as "the same vector"
+Ranking = list[tuple[str, float]]
+
+
+@dataclass(frozen=True)
+class Sent:
+    """A live query as the querier recorded it, before scoring: its number `i`, send time `t` (seconds into
+    the stream), query row `q`, filter index `sel`, the writes acknowledged when it was sent (`lo`) and by the
+    time it could have returned (`hi`), the store call's seconds `s`, its ranking `r` or error text `err`."""
+
+    i: int
+    t: float
+    q: int
+    sel: int
+    lo: int
+    hi: int
+    s: float
+    r: Ranking | None
+    err: str | None
 
 
 @dataclass
@@ -51,7 +69,7 @@ class Case:
     filters: list[Filter | None]
     qrels: Qrels
     metrics: list[str]
-    failures: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[dict[str, object]] = field(default_factory=list)
     _index: dict[str, int] | None = field(default=None, init=False, repr=False)
 
     def corpus(self, rows: Sequence[int] | np.ndarray, version: int) -> Corpus:
@@ -60,7 +78,7 @@ class Case:
             [str(self.ids[i]) for i in rows], texts, None, [self.plan.metadata(int(i), version) for i in rows]
         )
 
-    def classes(self, ranking: Any, sel_i: int, lo: int, hi: int) -> list[tuple[str, str]]:
+    def classes(self, ranking: Ranking, sel_i: int, lo: int, hi: int) -> list[tuple[str, str]]:
         """(class, explanation) for each failure of one response that could have seen any state from lo to hi writes."""
         kind, why = check_ranking(ranking, self.index, self.k, len(self.ids))
         if kind not in (None, "short", "empty"):
@@ -92,11 +110,12 @@ class Case:
         return self._index
 
 
-def failure(phase: str, qid: str | None, cls: str, message: str, t: float, **extra: Any) -> dict[str, Any]:
+def failure(phase: str, qid: str | None, cls: str, message: str, t: float, **extra: object) -> dict[str, object]:
+    """One record of failures.jsonl (its keys in this order; `extra` says where: batch, batches, filter)."""
     return {"phase": phase, "qid": qid, "kind": cls, "message": message, "t_s": round(t, 4), **extra}
 
 
-def ask(case: Case, q: int, sel_i: int) -> tuple[Any, float, str | None]:
+def ask(case: Case, q: int, sel_i: int) -> tuple[Ranking | None, float, str | None]:
     """One store call: (ranking or None, seconds, the error text)."""
     t = time.perf_counter()
     try:
@@ -107,11 +126,11 @@ def ask(case: Case, q: int, sel_i: int) -> tuple[Any, float, str | None]:
 
 
 # -- checkpoints ---------------------------------------------------------------------------------------
-def checkpoint(case: Case, batches: int, now: Callable[[], float]) -> dict[str, Any]:
+def checkpoint(case: Case, batches: int, now: Callable[[], float]) -> Checkpoint:
     """Every judged query under every filter, writes paused after `batches`: recall, metrics, latency, failures."""
     b = STEPS * batches  # the state: every write of those batches acknowledged
     t_start = now()
-    rows: list[dict[str, Any]] = []
+    rows: list[FilterFigures] = []
     exact_ids: list[list[str]] = []
     for sel_i, sel in enumerate(case.sels):
         lat: list[float] = []
@@ -124,9 +143,9 @@ def checkpoint(case: Case, batches: int, now: Callable[[], float]) -> dict[str, 
             exact_ids.append(exact)
             ranking, secs, err = ask(case, q, sel_i)
             lat.append(secs)
-            if err is not None:
+            if err is not None or ranking is None:
                 counts["error"] += 1
-                case.failures.append(failure("checkpoint", qid, "error", err, now(), batches=batches, filter=sel))
+                case.failures.append(failure("checkpoint", qid, "error", str(err), now(), batches=batches, filter=sel))
                 rankings[qid] = []
                 if exact:
                     recalls.append(0.0)
@@ -143,27 +162,21 @@ def checkpoint(case: Case, batches: int, now: Callable[[], float]) -> dict[str, 
             if r is not None:
                 recalls.append(r)
         rows.append(
-            {
-                "filter": sel,
-                "matching": int(case.state.mask(b, sel).sum()),
-                "recall": float(np.mean(recalls)) if recalls else None,
-                "recall_n": len(recalls),
-                "failures": counts,
-                "latency_ms": latency_summary(lat),
-                "quality": quality(case, b, sel, rankings),
-            }
+            FilterFigures(
+                sel,
+                float(np.mean(recalls)) if recalls else None,
+                LatencySummary.of_seconds(lat),
+                counts,
+                matching=int(case.state.mask(b, sel).sum()),
+                recall_n=len(recalls),
+                quality=quality(case, b, sel, rankings),
+            )
         )
     digest = hashlib.sha256("\n".join(" ".join(e) for e in exact_ids).encode()).hexdigest()[:16]
-    return {
-        "batches": batches,
-        "t_s": t_start,
-        "visible": int(case.state.alive(b).sum()),
-        "exact_sha256": digest,
-        "filters": rows,
-    }
+    return Checkpoint(batches, t_start, int(case.state.alive(b).sum()), digest, tuple(rows))
 
 
-def quality(case: Case, b: int, sel: float | None, rankings: dict[str, list[tuple[str, float]]]) -> dict[str, Any]:
+def quality(case: Case, b: int, sel: float | None, rankings: dict[str, Ranking]) -> Quality:
     """The config's metrics against the qrels restricted to visible documents that pass the filter."""
     ok = case.state.mask(b, sel)
     judged: dict[str, dict[str, int]] = {}
@@ -171,17 +184,16 @@ def quality(case: Case, b: int, sel: float | None, rankings: dict[str, list[tupl
         rel = {d: g for d, g in case.qrels.get(qid, {}).items() if d in case.index and ok[case.index[d]] and g > 0}
         if rel:
             judged[qid] = rel
-    out: dict[str, Any] = {"judged": len(judged), "skipped_no_relevant": len(case.qids) - len(judged), "metrics": {}}
+    skipped = len(case.qids) - len(judged)
     if not judged:
-        return out
+        return Quality(0, skipped)
     run = Run.from_dict({q: rankings.get(q, []) for q in judged}, name=case.store.name)
     ev = evaluate(run, Qrels(judged), case.metrics, EvalSettings(mode="trec_eval"), system=case.store.name)
-    out["metrics"] = {m: float(ev.column(m).mean()) for m in case.metrics}
-    return out
+    return Quality(len(judged), skipped, {m: float(ev.column(m).mean()) for m in case.metrics})
 
 
 # -- live query scoring ----------------------------------------------------------------------------------
-def score_live(case: Case, recs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def score_live(case: Case, recs: Sequence[Sent]) -> list[LiveQuery]:
     """Each live query against the exact answer after the batches acknowledged when it was sent.
 
     A query that overlapped a write (a batch in flight when it was sent, or acknowledged before it returned)
@@ -189,21 +201,20 @@ def score_live(case: Case, recs: Sequence[dict[str, Any]]) -> list[dict[str, Any
     """
     out = []
     for rec in recs:
-        q, sel_i, lo, hi = rec["q"], rec["sel"], rec["lo"], rec["hi"]
+        q, sel_i, lo, hi = rec.q, rec.sel, rec.lo, rec.hi
         qid, sel = case.qids[q], case.sels[sel_i]
-        row: dict[str, Any] = {"t_s": round(rec["t"], 4), "qid": qid, "filter": sel, "acked": lo // STEPS, "writes": lo}
-        row["latency_ms"] = round(rec["s"] * 1000.0, 3)
-        if rec["err"] is not None:
-            row["classes"] = ["error"]
-            case.failures.append(failure("live", qid, "error", rec["err"], rec["t"], batches=lo // STEPS, filter=sel))
-            row["recall"] = 0.0
+        where = {"batches": lo // STEPS, "filter": sel}
+        best: float | None
+        states: int | None
+        if rec.err is not None or rec.r is None:
+            case.failures.append(failure("live", qid, "error", str(rec.err), rec.t, **where))
+            cls, best, states = ["error"], 0.0, None
         else:
-            found = case.classes(rec["r"], sel_i, lo, hi)
+            found = case.classes(rec.r, sel_i, lo, hi)
             cls = [c for c, _ in found]
             for c, why in found:
-                case.failures.append(failure("live", qid, c, why, rec["t"], batches=lo // STEPS, filter=sel))
-            row["classes"] = cls
-            docs = [str(d) for d, _ in rec["r"]] if "invalid" not in cls else []
+                case.failures.append(failure("live", qid, c, why, rec.t, **where))
+            docs = [str(d) for d, _ in rec.r] if "invalid" not in cls else []
             # a query that overlapped a write may show the state before or after it: the one that suits it best
             recalls: list[float | None] = []
             for b in range(lo, hi + 1):
@@ -211,29 +222,23 @@ def score_live(case: Case, recs: Sequence[dict[str, Any]]) -> list[dict[str, Any
                 recalls.append(
                     recall(docs, [str(case.ids[i]) for i in case.state.exact(b, scores, sel, case.k, case.ids)], case.k)
                 )
-            row["recall"] = max((r for r in recalls if r is not None), default=None)
-            row["states"] = hi - lo + 1
-        out.append(row)
+            best, states = max((r for r in recalls if r is not None), default=None), hi - lo + 1
+        latency = round(rec.s * 1000.0, 3)
+        out.append(LiveQuery(round(rec.t, 4), qid, sel, latency, best, tuple(cls), lo // STEPS, lo, states))
     return out
 
 
-def live_summary(rows: Sequence[dict[str, Any]], sels: Sequence[float | None]) -> dict[str, Any]:
-    per: list[dict[str, Any]] = []
+def _failure_counts(rows: Sequence[LiveQuery]) -> dict[str, int]:
+    return {c: sum(c in r.classes for r in rows) for c in CLASSES}
+
+
+def live_summary(rows: Sequence[LiveQuery], sels: Sequence[float | None]) -> LiveFigures:
+    """The live queries' figures, over all of them and per filter."""
+    per: list[FilterFigures] = []
     for sel in sels:
-        rs = [r for r in rows if r["filter"] == sel]
-        rec = [r["recall"] for r in rs if r["recall"] is not None]
-        per.append(
-            {
-                "filter": sel,
-                "queries": len(rs),
-                "recall": float(np.mean(rec)) if rec else None,
-                "latency_ms": latency_summary([r["latency_ms"] / 1000.0 for r in rs]),
-                "failures": {c: sum(c in r["classes"] for r in rs) for c in CLASSES},
-            }
-        )
-    return {
-        "queries": len(rows),
-        "failures": {c: sum(c in r["classes"] for r in rows) for c in CLASSES},
-        "latency_ms": latency_summary([r["latency_ms"] / 1000.0 for r in rows]),
-        "by_filter": per,
-    }
+        rs = [r for r in rows if r.filter == sel]
+        rec = [r.recall for r in rs if r.recall is not None]
+        lat = LatencySummary.of_seconds([r.latency_ms / 1000.0 for r in rs])
+        per.append(FilterFigures(sel, float(np.mean(rec)) if rec else None, lat, _failure_counts(rs), queries=len(rs)))
+    lat = LatencySummary.of_seconds([r.latency_ms / 1000.0 for r in rows])
+    return LiveFigures(len(rows), _failure_counts(rows), lat, tuple(per))

@@ -18,7 +18,6 @@ from retbench.io.files import write_jsonl, write_text
 from retbench.report.stress_stream import render_html, render_markdown
 from retbench.results.stress import StressSummary, write_stress
 from retbench.results.stress_figures import Failure
-from retbench.results.stress_stream import StreamingFigures, live_queries
 from retbench.retrievers.base import Retriever
 from retbench.studies.stress.streaming import prepare, run_case
 
@@ -39,13 +38,12 @@ def run_streaming(
     Responses counted for the failure rate: checkpoint and live queries; write failures always fail the run.
     """
     case = prepare(config, retriever, dataset, qids)
-    fig = run_case(case, echo)
-    live_rows = fig.pop("live_rows")
-    responses = fig["live"]["queries"] + sum(r["latency_ms"]["n"] for c in fig["checkpoints"] for r in c["filters"])
+    fig, live_rows = run_case(case, echo)
+    responses = fig.live.queries + sum(r.latency.n for c in fig.checkpoints for r in c.filters)
     failed = len({(f["phase"], f.get("qid"), f["t_s"]) for f in case.failures if f["phase"] in ("live", "checkpoint")})
     writes_failed = sum(f["phase"] == "write" for f in case.failures)
     rate = failed / responses if responses else 0.0
-    summary.streaming = StreamingFigures(fig)
+    summary.streaming = fig
     summary.requests = responses
     summary.failed = failed
     summary.failure_rate = rate
@@ -55,9 +53,9 @@ def run_streaming(
     summary.stopped = "a write failed; the stream stopped there" if writes_failed else None
     over = rate > config.stress.allowed_failure_rate or writes_failed > 0
     summary.exit_code = EXIT_BACKEND if over else EXIT_OK
-    write_jsonl(out / "stream_queries.jsonl", live_rows)
+    write_jsonl(out / "stream_queries.jsonl", [q.to_dict() for q in live_rows])
     write_jsonl(out / "failures.jsonl", case.failures, ensure_ascii=True)
     write_stress(out, summary)
     write_text(out / "report.md", render_markdown(summary))
-    write_text(out / "report.html", render_html(summary, live_queries(live_rows)))
+    write_text(out / "report.html", render_html(summary, live_rows))
     return summary

@@ -34,23 +34,24 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from retbench.config import StressModel
 from retbench.data import Dataset
 from retbench.errors import ConfigError
+from retbench.results.stress_figures import LatencySummary
+from retbench.results.stress_stream import FRESHNESS_KINDS, Checkpoint, Freshness, LiveQuery, StreamingFigures, Write
 from retbench.retrievers.base import error_text
 from retbench.retrievers.filters import parse_filter
 from retbench.retrievers.stores import VectorStoreRetriever
-from retbench.studies.stress.figures import latency_summary
 from retbench.studies.stress.stream_plan import STEPS, Batch, State, filter_of, make_plan
 from retbench.studies.stress.stream_score import (
     CLASSES,
     SAME_VECTOR,
     Case,
+    Sent,
     ask,
     checkpoint,
     failure,
@@ -74,7 +75,7 @@ class _Clock:
 
 
 # -- the querier ---------------------------------------------------------------------------------------
-def _querier(case: Case, clock: _Clock, out: list[dict[str, Any]]) -> None:
+def _querier(case: Case, clock: _Clock, out: list[Sent]) -> None:
     """Live queries at query_qps until the writer is done: a seeded (query, filter) sequence."""
     rng = np.random.default_rng([case.settings.seed, 1])
     gap = 1.0 / case.settings.query_qps
@@ -88,7 +89,7 @@ def _querier(case: Case, clock: _Clock, out: list[dict[str, Any]]) -> None:
         lo, t = clock.acked, clock.now()
         ranking, secs, err = ask(case, q, sel_i)
         hi = min(clock.acked + (1 if clock.writing else 0), STEPS * len(case.plan.batches))
-        out.append({"i": i, "t": t, "q": q, "sel": sel_i, "lo": lo, "hi": hi, "s": secs, "r": ranking, "err": err})
+        out.append(Sent(i, t, q, sel_i, lo, hi, secs, ranking, err))
         i += 1
 
 
@@ -143,21 +144,21 @@ def _prober(case: Case, clock: _Clock, inbox: queue.Queue[_Probe], done: list[_P
                         pending.remove(p)
 
 
-def _freshness(probes: Sequence[_Probe], indistinct: int) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for kind in ("insert", "update", "delete"):
+def _freshness(probes: Sequence[_Probe], indistinct: int) -> dict[str, Freshness]:
+    out: dict[str, Freshness] = {}
+    for kind in FRESHNESS_KINDS:
         ps = [p for p in probes if p.kind == kind]
         lags = [p.seen_t - p.acked_t for p in ps if p.seen_t is not None]
-        lat = latency_summary(lags)
-        out[kind] = {
-            "sampled": len(ps),
-            ("removed" if kind == "delete" else "seen"): len(lags),
-            ("never_removed" if kind == "delete" else "never_seen"): len(ps) - len(lags),
-            "lag_ms": lat,
-            "first_probe": sum(p.seen_t is not None and p.rounds == 1 for p in ps),
-            "lags_ms": sorted(round(x * 1000.0, 3) for x in lags),
-        }
-    out["update"]["indistinguishable"] = indistinct
+        out[kind] = Freshness(
+            sampled=len(ps),
+            seen=len(lags),
+            never=len(ps) - len(lags),
+            lag=LatencySummary.of_seconds(lags),
+            first_probe=sum(p.seen_t is not None and p.rounds == 1 for p in ps),
+            lags_ms=tuple(sorted(round(x * 1000.0, 3) for x in lags)),
+            removal=kind == "delete",
+            indistinguishable=indistinct if kind == "update" else None,
+        )
     return out
 
 
@@ -255,8 +256,9 @@ def _write_batch(
     return None
 
 
-def run_case(case: Case, echo: Callable[[str], None]) -> dict[str, Any]:
-    """Index the initial documents, stream the batches with live queries and probes, and return the figures."""
+def run_case(case: Case, echo: Callable[[str], None]) -> tuple[StreamingFigures, list[LiveQuery]]:
+    """Index the initial documents, stream the batches with live queries and probes; the figures and the
+    scored live queries."""
     s, plan = case.settings, case.plan
     t = time.perf_counter()
     case.store.index(case.corpus(plan.initial, 0))
@@ -264,12 +266,11 @@ def run_case(case: Case, echo: Callable[[str], None]) -> dict[str, Any]:
     echo(f"indexed {len(plan.initial)} initial documents in {index_s:.1f} s; streaming {len(plan.batches)} batches")
     sample, indistinct = _sample(case)
     clock = _Clock(time.perf_counter())
-    live: list[dict[str, Any]] = []
+    live: list[Sent] = []
     probes: list[_Probe] = []
     inbox: queue.Queue[_Probe] = queue.Queue()
-    checkpoints = [checkpoint(case, 0, clock.now)] if 0 in plan.checkpoints else []
-    for cp in checkpoints:
-        cp["t_s"] = 0.0  # before the stream (and its clock) started
+    # checkpoint 0 runs before the stream (and its clock) started
+    checkpoints = [replace(checkpoint(case, 0, clock.now), t_s=0.0)] if 0 in plan.checkpoints else []
     paused = 0.0
     threads = [
         threading.Thread(target=_querier, args=(case, clock, live), daemon=True),
@@ -278,7 +279,7 @@ def run_case(case: Case, echo: Callable[[str], None]) -> dict[str, Any]:
     clock.t0 = time.perf_counter()
     for th in threads:
         th.start()
-    writes: list[dict[str, Any]] = []
+    writes: list[Write] = []
     sent, paused_by_last_ack = 0, 0.0
     try:
         for b, batch in enumerate(plan.batches, start=1):
@@ -292,7 +293,7 @@ def run_case(case: Case, echo: Callable[[str], None]) -> dict[str, Any]:
             paused_by_last_ack = paused
             clock.acked_t.append(t_ack)
             sent += len(batch.inserts)
-            writes.append({"batch": b, "t_s": round(t_start, 4), "ack_s": round(t_ack, 4), "docs": batch.size()})
+            writes.append(Write(b, round(t_start, 4), round(t_ack, 4), batch.size()))
             if err is not None:
                 case.failures.append(failure("write", None, "error", err, t_ack, batch=b))
                 echo(f"write batch {b} failed: {err}; the stream stops here")
@@ -306,37 +307,39 @@ def run_case(case: Case, echo: Callable[[str], None]) -> dict[str, Any]:
         clock.done.set()
         for th in threads:
             th.join(timeout=s.freshness_timeout_s + 60.0)
-    stream_s = writes[-1]["ack_s"] if writes else 0.0
+    stream_s = writes[-1].ack_s if writes else 0.0
     live_rows = score_live(case, live)
-    return {
-        "settings": s.model_dump(),
-        "plan": plan.counts(),
-        "corpus": len(case.ids),
-        "queries": len(case.qids),
-        "k": case.k,
-        "index_initial_s": index_s,
-        "stream_s": stream_s,
-        "write_pause_s": paused,
+    settings: dict[str, object] = s.model_dump()
+    figures = StreamingFigures(
+        settings=settings,
+        plan=plan.counts(),
+        checkpoints_after_batch=tuple(plan.checkpoints),
+        corpus=len(case.ids),
+        queries=len(case.qids),
+        k=case.k,
+        index_initial_s=index_s,
+        stream_s=stream_s,
+        write_pause_s=paused,
         # inserts over the writing time: up to the last acknowledgement, checkpoint pauses before it left out
-        "docs_per_s": (sent / (stream_s - paused_by_last_ack)) if stream_s > paused_by_last_ack else None,
-        "writes": writes,
-        "checkpoints": checkpoints,
-        "exact_sha256": hashlib.sha256("".join(c["exact_sha256"] for c in checkpoints).encode()).hexdigest()[:16],
-        "live": live_summary(live_rows, case.sels),
-        "live_rows": live_rows,
-        "freshness": _freshness(probes, indistinct),
-        "failure_counts": {c: sum(f["kind"] == c for f in case.failures) for c in CLASSES},
-    }
+        docs_per_s=(sent / (stream_s - paused_by_last_ack)) if stream_s > paused_by_last_ack else None,
+        writes=tuple(writes),
+        checkpoints=tuple(checkpoints),
+        exact_sha256=hashlib.sha256("".join(c.exact_sha256 for c in checkpoints).encode()).hexdigest()[:16],
+        live=live_summary(live_rows, case.sels),
+        freshness_by_kind=_freshness(probes, indistinct),
+        failure_counts={c: sum(f["kind"] == c for f in case.failures) for c in CLASSES},
+    )
+    return figures, live_rows
 
 
-def _cp_line(cp: dict[str, Any]) -> str:
+def _cp_line(cp: Checkpoint) -> str:
     parts = [
-        f"{'all' if r['filter'] is None else format(r['filter'], '.1%')}: recall {r['recall']:.3f}"
-        if r["recall"] is not None
-        else f"{r['filter']}: -"
-        for r in cp["filters"]
+        f"{'all' if r.filter is None else format(r.filter, '.1%')}: recall {r.recall:.3f}"
+        if r.recall is not None
+        else f"{r.filter}: -"
+        for r in cp.filters
     ]
-    return f"checkpoint after {cp['batches']} batches ({cp['visible']} visible): " + ", ".join(parts)
+    return f"checkpoint after {cp.batches} batches ({cp.visible} visible): " + ", ".join(parts)
 
 
 __all__ = ["CLASSES", "prepare", "run_case"]

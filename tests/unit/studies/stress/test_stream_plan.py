@@ -9,10 +9,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from repo_paths import TESTS
 from retbench.config.streaming import StreamSettings
 from retbench.errors import ConfigError
+from retbench.results.stress import read_stress
+from retbench.results.stress_stream import read_live_queries
 from retbench.studies.stress.config import parse_config
 from retbench.studies.stress.stream_plan import STEPS, State, bucket_limit, filter_of, make_plan, recall
+from retbench.studies.stress.stream_score import live_summary
 
 
 def _texts(n: int) -> list[str]:
@@ -113,3 +117,14 @@ def test_a_bad_streaming_block_is_one_error_naming_the_field(block: dict, field:
     with pytest.raises(ConfigError) as err:
         parse_config(raw, "stress.yaml")
     assert field in str(err.value) and "stress.yaml" in str(err.value)
+
+
+def test_the_live_figures_summarise_the_scored_live_queries_as_stored() -> None:
+    """The live block of a stored streaming run is recomputed from its stream_queries.jsonl, key for key."""
+    stored = TESTS / "fixtures" / "stress_v1" / "streaming"
+    st = read_stress(stored).streaming
+    selectivities = st.settings["selectivities"] if st is not None else None
+    assert st is not None and isinstance(selectivities, list)
+    sels = [None, *(float(x) for x in selectivities)]
+    live = live_summary(list(read_live_queries(stored / "stream_queries.jsonl")), sels)
+    assert live == st.live and live.to_dict() == st.live.to_dict()

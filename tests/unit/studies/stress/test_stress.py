@@ -11,12 +11,12 @@ import pytest
 from retbench.errors import ConfigError
 from retbench.report.stress import render_markdown
 from retbench.results.stress import WarmUp, read_stress
+from retbench.results.stress_figures import LatencySummary
 from retbench.retrievers.base import create
 from retbench.retrievers.faults import FaultSpec, FaultyRetriever
 from retbench.studies.stress import (
     INVALID_KINDS,
     is_failure,
-    latency_summary,
     parse_config,
     run_stress,
     summarize_level,
@@ -166,11 +166,9 @@ def test_summary_separates_success_and_failure_latency_and_measures_qps() -> Non
     assert fig.rates == pytest.approx({"error": 0, "timeout": 1 / 6, "empty": 1 / 6, "invalid": 1 / 6, "short": 1 / 6})
     assert fig.invalid_kinds == {"unknown_id": 1} and fig.retries == 1 and fig.recovered_by_retry == 1
     assert fig.failed == 2 and fig.answered == 4
-    lat = latency_summary([0.001 * i for i in range(1, 101)])
-    assert (
-        lat["p50"] == pytest.approx(50.5) and lat["p99"] == pytest.approx(99.01) and lat["max"] == pytest.approx(100.0)
-    )
-    assert latency_summary([])["p50"] is None
+    lat = LatencySummary.of_seconds([0.001 * i for i in range(1, 101)])
+    assert lat.p50 == pytest.approx(50.5) and lat.p99 == pytest.approx(99.01) and lat.max == pytest.approx(100.0)
+    assert LatencySummary.of_seconds([]).p50 is None
 
 
 def test_report_labels_success_only_means_and_coverage(tmp_path: Path, ds, bm25) -> None:
