@@ -401,10 +401,6 @@ def live_windows(rows: Sequence[LiveQuery], width_s: float = 1.0) -> list[LiveWi
     return [LiveWindow(i, width_s, tuple(qs)) for i, qs in sorted(out.items())]
 
 
-def live_queries(rows: Sequence[Mapping[str, object]]) -> list[LiveQuery]:
-    return [LiveQuery.from_dict(r) for r in rows]
-
-
 def read_live_queries(path: Path) -> Iterator[LiveQuery]:
     """The live queries of stream_queries.jsonl (a malformed line: an InputError naming file and line)."""
     for _, rec in iter_jsonl(path):
