@@ -173,6 +173,7 @@ def floors(sizes: list[str]) -> None:
 
     from metrics_speed import make_inputs
     from retbench.data import Qrels, Run
+    from retbench.data.ids import IDS_PER_BLOCK
     from retbench.evaluation import evaluate
 
     print(
@@ -188,7 +189,7 @@ def floors(sizes: list[str]) -> None:
         maps = [run_d[q] for q in qrels_d]
         owners = [m for m, judged in zip(maps, qrels_d.values(), strict=True) for _ in judged]
         judged = [d for j in qrels_d.values() for d in j]
-        step = max(1, 32_768 * len(rankings) // max(n, 1))  # rankings per block of about 32k ids
+        step = max(1, IDS_PER_BLOCK * len(rankings) // max(n, 1))  # rankings per block, as the check blocks them
         blocks = [rankings[i : i + step] for i in range(0, len(rankings), step)]
         touch = _cpu_best(lambda: deque(chain.from_iterable(rankings), maxlen=0))  # noqa: B023
         read = _cpu_best(

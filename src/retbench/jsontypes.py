@@ -38,3 +38,8 @@ def opt_float(value: object) -> float | None:
 def opt_str(value: object) -> str | None:
     """A stored value as text (None stays None)."""
     return None if value is None else str(value)
+
+
+def counts(value: object) -> dict[str, int]:
+    """A stored object of counts (name -> number), 0 where a count is not a number; empty where it is absent."""
+    return {str(k): opt_int(v) or 0 for k, v in as_object(value).items()}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -23,14 +22,6 @@ def local_model_file() -> Path | None:
     return None
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def servable_model(model_file: Path) -> Path:
     """What `transformers serve` should load for `model_file`: the unpacked float32 folder beside it when that
     folder was made from this very file (its recorded sha256), else the GGUF itself (the same tensors, loaded
@@ -40,4 +31,6 @@ def servable_model(model_file: Path) -> Path:
         recorded = json.loads((folder / "source.json").read_text())["sha256"]
     except (OSError, ValueError, KeyError):
         return model_file
-    return folder if recorded == _sha256(model_file) else model_file
+    from retbench.llm.store import fingerprint_file
+
+    return folder if recorded == fingerprint_file(model_file) else model_file

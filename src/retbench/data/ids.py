@@ -120,7 +120,7 @@ def answer_problem(ranking: Sequence[tuple[object, object]]) -> str | None:
 
 # Ids checked per block: the block's text (about 256 KB at 8 bytes an id) is made, checked and freed, so
 # memory is reused from block to block instead of faulting in fresh pages for one text of every id.
-_IDS_PER_BLOCK = 32_768
+IDS_PER_BLOCK = 32_768
 
 
 def plain_rankings_fine(rankings: list[dict[Any, Any]], scores: np.ndarray | None = None) -> bool:
@@ -136,7 +136,7 @@ def plain_rankings_fine(rankings: list[dict[Any, Any]], scores: np.ndarray | Non
     False and the caller's slow walk names the entry. A bool score reads as 0 or 1 here, as NumPy reads it.
     """
     n = sum(map(len, rankings))
-    step = max(1, _IDS_PER_BLOCK * len(rankings) // max(n, 1))  # rankings per block, by their mean length
+    step = max(1, IDS_PER_BLOCK * len(rankings) // max(n, 1))  # rankings per block, by their mean length
     for start in range(0, len(rankings), step):
         block = rankings[start : start + step]
         try:

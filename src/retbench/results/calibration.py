@@ -20,12 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from retbench.io.files import write_json
-from retbench.jsontypes import JSONObject, as_object, opt_float, opt_int, opt_str
+from retbench.jsontypes import JSONObject, as_object, counts, opt_float, opt_int, opt_str
 from retbench.results.files import read_json
-
-
-def _counts(value: object) -> dict[str, int]:
-    return {str(k): opt_int(v) or 0 for k, v in as_object(value).items()}
 
 
 @dataclass(frozen=True)
@@ -129,7 +125,7 @@ class Reliability:
             opt_float(d.get("disagreement_rate")),
             opt_int(d.get("spot_check_n")) or 0,
             opt_str(d.get("against")),
-            _counts(d["statuses"]) if "statuses" in d else None,
+            counts(d["statuses"]) if "statuses" in d else None,
             opt_int(d.get("calls")),
         )
 
@@ -170,7 +166,7 @@ class RankingCheck:
             opt_int(d.get("queries")) or 0,
             opt_int(d.get("pairs")) or 0,
             opt_int(d.get("judged")) or 0,
-            _counts(d.get("statuses")),
+            counts(d.get("statuses")),
             {
                 str(s): SystemScores(opt_float(as_object(v).get("human")), opt_float(as_object(v).get("llm")))
                 for s, v in as_object(d.get("systems")).items()
@@ -223,7 +219,7 @@ class CalibrationResult:
         ag, gr, rk, rel, jd = (d.get(k) for k in ("agreement", "graded", "ranking", "judge_reliability", "judged"))
         return cls(
             judge or {},
-            _counts(d.get("statuses")),
+            counts(d.get("statuses")),
             Agreement.from_dict(ag) if isinstance(ag, Mapping) else None,
             GradedAgreement.from_dict(gr) if isinstance(gr, Mapping) else None,
             RankingCheck.from_dict(rk) if isinstance(rk, Mapping) else None,
@@ -284,7 +280,7 @@ class RubricResult:
         return cls(
             str(d.get("scale")),
             Judged(opt_int(jd.get("judged")) or 0, opt_int(jd.get("of")) or 0),
-            _counts(d.get("statuses")),
+            counts(d.get("statuses")),
             Agreement.from_dict(as_object(d.get("agreement"))),
             GradedAgreement.from_dict(gr) if isinstance(gr, Mapping) else None,
             PPIMean(

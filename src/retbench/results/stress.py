@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from retbench.io.files import write_json
-from retbench.jsontypes import JSONObject, as_object, opt_float, opt_int, opt_str
+from retbench.jsontypes import JSONObject, as_object, counts, opt_float, opt_int, opt_str
 from retbench.results.files import read_json
 from retbench.results.stress_figures import Failure, LatencySummary
 from retbench.results.stress_stream import StreamingFigures
@@ -45,7 +45,7 @@ class LevelQuality:
             opt_int(d.get("scored")) or 0,
             opt_int(d.get("of")) or 0,
             opt_int(d.get("skipped_no_relevant")) or 0,
-            {str(k): int(v) for k, v in as_object(d.get("statuses")).items()},  # type: ignore[call-overload]
+            counts(d.get("statuses")),
             {
                 str(m): MetricMeans(
                     opt_float(as_object(v).get("mean")), opt_float(as_object(v).get("mean_success_only"))
@@ -112,11 +112,11 @@ class LevelFigures:
             qps=opt_float(d.get("qps")),
             latency_success=LatencySummary.from_dict(as_object(lat.get("success"))),
             latency_failure=LatencySummary.from_dict(as_object(lat.get("failure"))),
-            counts={str(k): int(v) for k, v in as_object(d.get("counts")).items()},  # type: ignore[call-overload]
+            counts=counts(d.get("counts")),
             rates={str(k): float(v) for k, v in as_object(d.get("rates")).items()},  # type: ignore[arg-type]
             failure_rate=opt_float(d.get("failure_rate")) or 0.0,
             invalid_kinds={k: int(v) for k, v in as_object(d.get("invalid_kinds")).items()},  # type: ignore[call-overload]
-            error_types={str(k): int(v) for k, v in as_object(d.get("error_types")).items()},  # type: ignore[call-overload]
+            error_types=counts(d.get("error_types")),
             retries=opt_int(d.get("retries")) or 0,
             recovered_by_retry=opt_int(d.get("recovered_by_retry")) or 0,
             segments=opt_int(d.get("segments")) or 0,

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from retbench.io.files import iter_jsonl
-from retbench.jsontypes import as_object, opt_float, opt_int
+from retbench.jsontypes import as_object, counts, opt_float, opt_int
 from retbench.results.stress_figures import LatencySummary
 
 FRESHNESS_KINDS = ("insert", "update", "delete")
@@ -32,10 +32,6 @@ def _int(value: object) -> int:
 
 def _float(value: object) -> float:
     return opt_float(value) or 0.0
-
-
-def _counts(value: object) -> dict[str, int]:
-    return {str(k): _int(v) for k, v in as_object(value).items()}
 
 
 def _latency(value: object) -> LatencySummary:
@@ -113,7 +109,7 @@ class FilterFigures:
             opt_float(d.get("filter")),
             opt_float(d.get("recall")),
             _latency(d.get("latency_ms")),
-            _counts(d.get("failures")),
+            counts(d.get("failures")),
             matching=_int(d.get("matching")),
             recall_n=_int(d.get("recall_n")),
             quality=Quality.from_dict(q) if isinstance(q, Mapping) else None,
@@ -235,7 +231,7 @@ class LiveFigures:
     def from_dict(cls, d: Mapping[str, object]) -> LiveFigures:
         return cls(
             _int(d.get("queries")),
-            _counts(d.get("failures")),
+            counts(d.get("failures")),
             _latency(d.get("latency_ms")),
             tuple(FilterFigures.from_dict(r) for r in _list(d.get("by_filter"))),
         )
@@ -320,7 +316,7 @@ class StreamingFigures:
             str(d.get("exact_sha256")),
             LiveFigures.from_dict(as_object(d.get("live"))),
             {str(k): Freshness.from_dict(as_object(v)) for k, v in as_object(d.get("freshness")).items()},
-            _counts(d.get("failure_counts")),
+            counts(d.get("failure_counts")),
         )
 
 

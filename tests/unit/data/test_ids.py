@@ -162,12 +162,12 @@ def test_the_one_pass_check_never_passes_a_unicode_ranking_the_walk_refuses(rank
 @given(st.lists(st.dictionaries(ascii_ids, scores, max_size=6), max_size=12), st.integers(1, 4))
 def test_the_check_in_blocks_of_rankings_agrees_with_the_entry_by_entry_walk(rankings, per_block):
     """A bad id in any block, and an empty id anywhere, is found however the rankings fall into blocks."""
-    saved = K._IDS_PER_BLOCK
-    K._IDS_PER_BLOCK = per_block  # a handful of ids per block: many blocks, and a bad id in a late one
+    saved = K.IDS_PER_BLOCK
+    K.IDS_PER_BLOCK = per_block  # a handful of ids per block: many blocks, and a bad id in a late one
     try:
         assert K.plain_rankings_fine(rankings) == _every_entry_fine(rankings)
     finally:
-        K._IDS_PER_BLOCK = saved
+        K.IDS_PER_BLOCK = saved
 
 
 def test_a_ranking_whose_only_id_is_empty_is_not_passed():
